@@ -1,0 +1,32 @@
+#pragma once
+// Settings read once from the environment. A malformed TESSEL_* value raises ValueError
+// naming the variable, the value and what it accepts.
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace tessel {
+
+enum class LogLevel { off = 0, warn = 1, info = 2, debug = 3 };
+
+struct Config {
+  LogLevel log_level = LogLevel::warn;   // TESSEL_LOG=off|warn|info|debug
+  bool sync_after_ops = false;           // TESSEL_SYNC=0|1: synchronize after every op
+  bool caching_allocator = true;         // TESSEL_ALLOCATOR=caching|direct (direct: for compute-sanitizer)
+  double memory_fraction = 1.0;          // TESSEL_MEMORY_FRACTION in (0, 1]
+  std::size_t max_split_size = 0;        // TESSEL_MAX_SPLIT_SIZE_MB; 0 = no limit
+  bool force_cpu = false;                // TESSEL_FORCE_CPU=0|1: hide GPUs, run on the CPU backend
+  std::string cache_dir;                 // TESSEL_CACHE_DIR, default $XDG_CACHE_HOME/tessel or ~/.cache/tessel
+};
+
+// The process-wide configuration, parsed on first use.
+const Config& config();
+
+// Parses a configuration from a lookup function; used by config() and by tests.
+Config parse_config(std::optional<std::string> (*getenv_fn)(const char*));
+
+// Overrides for tests and for the Python front end; not thread-safe against running ops.
+void set_log_level(LogLevel level);
+void set_sync_after_ops(bool on);
+
+}  // namespace tessel

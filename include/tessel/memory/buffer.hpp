@@ -1,0 +1,49 @@
+#pragma once
+// Buffer: one owned allocation on a device (cuda:N, pinned host or plain host). It returns the
+// memory to its allocator when the last reference goes, and keeps its allocation stream alive
+// until then, so the free is stream-ordered on that stream.
+#include <cstddef>
+#include <memory>
+
+#include "tessel/core/device.hpp"
+#include "tessel/core/stream.hpp"
+
+namespace tessel {
+
+enum class MemoryKind { host, pinned_host, device };
+
+class Buffer {
+ public:
+  // Device memory on stream's device for a CUDA device (stream defaults to its current stream);
+  // aligned host memory for the CPU.
+  static std::shared_ptr<Buffer> allocate(Device device, std::int64_t bytes);
+  static std::shared_ptr<Buffer> allocate(Device device, std::int64_t bytes, const Stream& stream);
+  // Page-locked host memory from the pinned pool; plain aligned host memory without CUDA.
+  static std::shared_ptr<Buffer> allocate_pinned(std::int64_t bytes);
+  // Wraps memory tessel does not own; `deleter` (may be empty) runs when the last reference goes.
+  static std::shared_ptr<Buffer> wrap(void* data, std::int64_t bytes, Device device,
+                                      MemoryKind kind, std::shared_ptr<void> keep_alive);
+
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() const { return data_; }
+  std::int64_t size() const { return size_; }
+  Device device() const { return device_; }
+  MemoryKind kind() const { return kind_; }
+  const Stream& stream() const { return stream_; }
+  // The memory is used on another stream: reuse after free waits for that stream's work.
+  void record_stream(const Stream& stream);
+
+ private:
+  Buffer() = default;
+  void* data_ = nullptr;
+  std::int64_t size_ = 0;
+  Device device_;
+  MemoryKind kind_ = MemoryKind::host;
+  Stream stream_;
+  std::shared_ptr<void> keep_alive_;  // set for wrapped memory only
+};
+
+}  // namespace tessel

@@ -1,0 +1,73 @@
+#pragma once
+// A stream-ordered caching allocator for device memory (and, with a pinned runtime, for pinned
+// host memory).
+//
+// - Sizes round up to 512 B. Requests up to 1 MiB come from a small pool carved out of 2 MiB
+//   segments; larger ones from a large pool (segments rounded up to 2 MiB, 20 MiB for requests
+//   between 1 and 10 MiB). Cached blocks split; a block larger than max_split_size is never split
+//   and is reused only for requests close to its size.
+// - A block freed on the stream it was allocated on is reusable on that stream at once. A block
+//   also used on other streams (record_stream) is reused only after events recorded on those
+//   streams at free time have completed.
+// - Out of memory: free the cached blocks, retry, then raise OutOfMemory reporting the requested,
+//   allocated, reserved and free bytes and the largest free block.
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "tessel/core/stream.hpp"
+#include "tessel/memory/device_runtime.hpp"
+#include "tessel/memory/stats.hpp"
+
+namespace tessel {
+
+struct CachingAllocatorOptions {
+  bool caching = true;                 // false: every allocate/free goes to the runtime (sanitizers)
+  double memory_fraction = 1.0;        // cap on reserved bytes, as a fraction of total memory
+  std::size_t max_split_size = 0;      // 0: no limit
+  std::string name = "device";         // for messages: "cuda:0", "pinned"
+};
+
+class CachingAllocator {
+ public:
+  CachingAllocator(std::unique_ptr<DeviceRuntime> runtime, CachingAllocatorOptions options);
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // Raises ValueError for a negative or absurd size, OutOfMemory when the ladder fails.
+  // A zero-byte request returns a unique non-null pointer of a minimal block.
+  void* allocate(std::int64_t bytes, StreamRef stream);
+  // Raises Error for a pointer this allocator does not own (a double free, a foreign pointer).
+  void free(void* ptr);
+  // Marks a live block as used on another stream, so its reuse waits for that stream.
+  void record_stream(void* ptr, StreamRef stream);
+  // Size of the live block holding ptr (0 if not owned).
+  std::size_t block_size(void* ptr) const;
+
+  // Releases every cached, unsplit segment to the runtime (after pending events complete).
+  void empty_cache();
+  MemoryStats stats() const;
+  void reset_peak_stats();
+  void set_memory_fraction(double fraction);  // ValueError outside (0, 1]
+  const CachingAllocatorOptions& options() const;
+
+  // The stream was synchronized and is going away: its pending uses are done, and cached
+  // blocks owned by it are re-homed so they can be reused.
+  void on_stream_destroyed(std::uint64_t stream_id);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The process-wide allocator of a CUDA device, configured from the environment
+// (TESSEL_ALLOCATOR, TESSEL_MEMORY_FRACTION, TESSEL_MAX_SPLIT_SIZE_MB). DeviceError for a bad index.
+CachingAllocator& device_allocator(int device_index);
+// The process-wide pinned host allocator. DeviceError without CUDA.
+CachingAllocator& pinned_allocator();
+
+StreamRef stream_ref(const Stream& stream);
+
+}  // namespace tessel

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs only what is missing, so it is safe to run on every `make` and works offline
+# where everything is already present (the GPU machine cannot reach a package registry).
+set -euo pipefail
+
+have_header() { [ -e "/usr/include/$1" ] || [ -e "/usr/local/include/$1" ]; }
+
+missing_debs=()
+need_deb() { # need_deb PACKAGE TEST-COMMAND...
+  local pkg=$1; shift
+  if ! "$@" >/dev/null 2>&1; then missing_debs+=("$pkg"); fi
+}
+need_deb cmake            command -v cmake
+need_deb ninja-build      command -v ninja
+need_deb g++              command -v g++
+need_deb libgtest-dev     have_header gtest/gtest.h
+need_deb libbenchmark-dev have_header benchmark/benchmark.h
+need_deb libcli11-dev     have_header CLI/CLI.hpp
+need_deb libfmt-dev       have_header fmt/format.h
+need_deb nlohmann-json3-dev have_header nlohmann/json.hpp
+need_deb libopenblas-dev  have_header x86_64-linux-gnu/openblas-pthread/cblas.h
+need_deb libpng-dev       have_header png.h
+need_deb zlib1g-dev       have_header zlib.h
+
+if [ ${#missing_debs[@]} -gt 0 ]; then
+  echo "install-deps: installing Debian packages: ${missing_debs[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing_debs[@]}"
+fi
+
+PY=${PYTHON:-python3}
+missing_py=()
+for spec in numpy:numpy pytest:pytest hypothesis:hypothesis nanobind:nanobind scikit_build_core:scikit-build-core; do
+  mod=${spec%%:*}; pkg=${spec##*:}
+  $PY -c "import $mod" >/dev/null 2>&1 || missing_py+=("$pkg")
+done
+if [ ${#missing_py[@]} -gt 0 ]; then
+  echo "install-deps: installing PyPI packages: ${missing_py[*]}"
+  $PY -m pip install -q "${missing_py[@]}"
+fi

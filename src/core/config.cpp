@@ -1,0 +1,93 @@
+#include "tessel/core/config.hpp"
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "tessel/core/error.hpp"
+
+namespace tessel {
+namespace {
+
+std::optional<std::string> read_env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+[[noreturn]] void malformed(const char* name, const std::string& value, const char* accepted) {
+  throw ValueError(fmt::format("environment: {}='{}' is malformed; expected {}", name, value, accepted));
+}
+
+bool parse_bool(const char* name, const std::string& value) {
+  if (value == "1" || value == "true" || value == "on" || value == "yes") return true;
+  if (value == "0" || value == "false" || value == "off" || value == "no" || value.empty()) return false;
+  malformed(name, value, "0 or 1");
+}
+
+double parse_number(const char* name, const std::string& value, const char* accepted) {
+  try {
+    std::size_t used = 0;
+    const double parsed = std::stod(value, &used);
+    if (used != value.size()) malformed(name, value, accepted);
+    return parsed;
+  } catch (const std::logic_error&) {
+    malformed(name, value, accepted);
+  }
+}
+
+Config& mutable_config() {
+  static Config instance = parse_config(&read_env);
+  return instance;
+}
+
+}  // namespace
+
+Config parse_config(std::optional<std::string> (*getenv_fn)(const char*)) {
+  Config c;
+  if (auto v = getenv_fn("TESSEL_LOG")) {
+    if (*v == "off") c.log_level = LogLevel::off;
+    else if (*v == "warn" || v->empty()) c.log_level = LogLevel::warn;
+    else if (*v == "info") c.log_level = LogLevel::info;
+    else if (*v == "debug") c.log_level = LogLevel::debug;
+    else malformed("TESSEL_LOG", *v, "off, warn, info or debug");
+  }
+  if (auto v = getenv_fn("TESSEL_SYNC")) c.sync_after_ops = parse_bool("TESSEL_SYNC", *v);
+  if (auto v = getenv_fn("TESSEL_FORCE_CPU")) c.force_cpu = parse_bool("TESSEL_FORCE_CPU", *v);
+  if (auto v = getenv_fn("TESSEL_ALLOCATOR")) {
+    if (*v == "caching" || v->empty()) c.caching_allocator = true;
+    else if (*v == "direct") c.caching_allocator = false;
+    else malformed("TESSEL_ALLOCATOR", *v, "caching or direct");
+  }
+  if (auto v = getenv_fn("TESSEL_MEMORY_FRACTION")) {
+    const char* accepted = "a number in (0, 1]";
+    const double f = parse_number("TESSEL_MEMORY_FRACTION", *v, accepted);
+    if (!(f > 0.0 && f <= 1.0)) malformed("TESSEL_MEMORY_FRACTION", *v, accepted);
+    c.memory_fraction = f;
+  }
+  if (auto v = getenv_fn("TESSEL_MAX_SPLIT_SIZE_MB")) {
+    const char* accepted = "a whole number of MiB >= 2, or 0 for no limit";
+    const double mb = parse_number("TESSEL_MAX_SPLIT_SIZE_MB", *v, accepted);
+    if (mb < 0 || mb != static_cast<double>(static_cast<long long>(mb)) || (mb > 0 && mb < 2) || mb > 1e9)
+      malformed("TESSEL_MAX_SPLIT_SIZE_MB", *v, accepted);
+    c.max_split_size = static_cast<std::size_t>(mb) << 20;
+  }
+  if (auto v = getenv_fn("TESSEL_CACHE_DIR"); v && !v->empty()) {
+    c.cache_dir = *v;
+  } else if (auto xdg = getenv_fn("XDG_CACHE_HOME"); xdg && !xdg->empty()) {
+    c.cache_dir = *xdg + "/tessel";
+  } else if (auto home = getenv_fn("HOME"); home && !home->empty()) {
+    c.cache_dir = *home + "/.cache/tessel";
+  } else {
+    c.cache_dir = "/tmp/tessel-cache";
+  }
+  return c;
+}
+
+const Config& config() { return mutable_config(); }
+void set_log_level(LogLevel level) { mutable_config().log_level = level; }
+void set_sync_after_ops(bool on) { mutable_config().sync_after_ops = on; }
+
+}  // namespace tessel

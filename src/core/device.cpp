@@ -1,0 +1,209 @@
+#include "tessel/core/device.hpp"
+
+#include <cctype>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/cuda_check.hpp"
+#include "tessel/core/config.hpp"
+#include "tessel/core/error.hpp"
+#include "tessel/core/log.hpp"
+
+namespace tessel {
+
+Device Device::parse(const std::string& text) {
+  if (text == "cpu") return cpu();
+  if (text == "cuda") return cuda(0);
+  const std::string prefix = "cuda:";
+  if (text.size() > prefix.size() && text.compare(0, prefix.size(), prefix) == 0 &&
+      text.size() - prefix.size() <= 6) {
+    const std::string digits = text.substr(prefix.size());
+    bool all_digits = true;
+    for (char c : digits) all_digits = all_digits && std::isdigit(static_cast<unsigned char>(c));
+    if (all_digits) return cuda(std::stoi(digits));
+  }
+  throw DeviceError(fmt::format("Device: '{}' is not a device; expected 'cpu', 'cuda' or 'cuda:N'", text));
+}
+
+std::string Device::str() const { return is_cpu() ? std::string("cpu") : fmt::format("cuda:{}", index); }
+
+namespace {
+
+struct Runtime {
+  bool available = false;
+  std::string reason;
+  int driver = 0;
+  int runtime = 0;
+  std::vector<DeviceProperties> devices;
+};
+
+// Dense per-SM, per-clock rates by compute capability; 0 where not known.
+int fp32_lanes_per_sm(int major, int minor) {
+  if (major == 6 && minor == 0) return 64;
+  if (major == 7 || (major == 8 && minor == 0)) return 64;
+  return 128;
+}
+int fp64_lanes_per_sm(int major, int minor) {
+  if ((major == 6 && minor == 0) || (major == 7 && minor == 0) || (major == 8 && minor == 0)) return 32;
+  if (major == 9 || major == 10) return 64;
+  return 2;
+}
+int bf16_tensor_flops_per_clock_per_sm(int major, int minor) {
+  if (major == 8 && minor == 0) return 2048;
+  if (major == 8) return 512;
+  if (major == 9) return 4096;
+  if (major == 10) return 8192;
+  return 0;
+}
+
+#if defined(TESSEL_HAVE_CUDA)
+int attribute(cudaDeviceAttr attr, int device) {
+  int value = 0;
+  TESSEL_CUDA_CHECK(cudaDeviceGetAttribute(&value, attr, device), "device_properties");
+  return value;
+}
+
+DeviceProperties query_properties(int index) {
+  cudaDeviceProp prop{};
+  TESSEL_CUDA_CHECK(cudaGetDeviceProperties(&prop, index), "device_properties");
+  DeviceProperties p;
+  p.index = index;
+  p.name = prop.name;
+  p.cc_major = prop.major;
+  p.cc_minor = prop.minor;
+  p.multiprocessors = prop.multiProcessorCount;
+  p.total_memory = prop.totalGlobalMem;
+  p.l2_cache = static_cast<std::size_t>(prop.l2CacheSize);
+  p.shared_memory_per_block_optin = prop.sharedMemPerBlockOptin;
+  p.max_threads_per_multiprocessor = prop.maxThreadsPerMultiProcessor;
+  p.warp_size = prop.warpSize;
+  p.clock_khz = attribute(cudaDevAttrClockRate, index);
+  p.memory_clock_khz = attribute(cudaDevAttrMemoryClockRate, index);
+  p.memory_bus_width_bits = attribute(cudaDevAttrGlobalMemoryBusWidth, index);
+  const double sm_hz = p.clock_khz * 1e3;
+  p.peak_bandwidth_bytes_per_s = 2.0 * p.memory_clock_khz * 1e3 * p.memory_bus_width_bits / 8.0;
+  p.peak_fp32_flops = double(p.multiprocessors) * fp32_lanes_per_sm(p.cc_major, p.cc_minor) * 2.0 * sm_hz;
+  p.peak_fp64_flops = double(p.multiprocessors) * fp64_lanes_per_sm(p.cc_major, p.cc_minor) * 2.0 * sm_hz;
+  p.peak_bf16_tensor_flops =
+      double(p.multiprocessors) * bf16_tensor_flops_per_clock_per_sm(p.cc_major, p.cc_minor) * sm_hz;
+  return p;
+}
+#endif
+
+Runtime probe() {
+  Runtime r;
+#if !defined(TESSEL_HAVE_CUDA)
+  r.reason = "tessel was built without CUDA (-DTESSEL_CUDA=OFF)";
+#else
+  cudaRuntimeGetVersion(&r.runtime);
+  if (config().force_cpu) {
+    r.reason = "TESSEL_FORCE_CPU=1";
+  } else {
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    cudaDriverGetVersion(&r.driver);
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();
+      r.reason = fmt::format("no usable CUDA driver or GPU ({}: {})", cudaGetErrorName(status),
+                             cudaGetErrorString(status));
+    } else if (count == 0) {
+      r.reason = "no CUDA GPU found";
+    } else {
+      try {
+        for (int i = 0; i < count; ++i) r.devices.push_back(query_properties(i));
+        r.available = true;
+      } catch (const Error& e) {
+        r.devices.clear();
+        r.reason = std::string("CUDA GPU found but unusable: ") + e.what();
+      }
+    }
+  }
+#endif
+  if (!r.available) TESSEL_LOG_WARN("CUDA unavailable: " + r.reason + "; running on the CPU backend");
+  return r;
+}
+
+const Runtime& runtime() {
+  static const Runtime r = probe();
+  return r;
+}
+
+}  // namespace
+
+bool cuda_available() { return runtime().available; }
+std::string cuda_unavailable_reason() { return runtime().reason; }
+int device_count() { return static_cast<int>(runtime().devices.size()); }
+int driver_version() { return runtime().driver; }
+int runtime_version() { return runtime().runtime; }
+
+void check_device_index(int index, const char* op) {
+  const int count = device_count();
+  if (index < 0 || index >= count) {
+    if (count == 0) {
+      throw DeviceError(fmt::format("{}: cuda:{} requested but CUDA is unavailable ({})", op, index,
+                                    cuda_unavailable_reason()));
+    }
+    throw DeviceError(fmt::format("{}: invalid device index {}; {} CUDA device{} (valid: 0..{})", op,
+                                  index, count, count == 1 ? "" : "s", count - 1));
+  }
+}
+
+const DeviceProperties& device_properties(int index) {
+  check_device_index(index, "device_properties");
+  return runtime().devices[static_cast<std::size_t>(index)];
+}
+
+Device current_device() {
+  if (!cuda_available()) return Device::cpu();
+#if defined(TESSEL_HAVE_CUDA)
+  int index = 0;
+  TESSEL_CUDA_CHECK(cudaGetDevice(&index), "current_device");
+  return Device::cuda(index);
+#else
+  return Device::cpu();
+#endif
+}
+
+void set_current_device(int index) {
+  check_device_index(index, "set_current_device");
+#if defined(TESSEL_HAVE_CUDA)
+  TESSEL_CUDA_CHECK(cudaSetDevice(index), "set_current_device");
+#endif
+}
+
+Device default_device() { return current_device(); }
+
+void synchronize(Device device) {
+  if (device.is_cpu()) return;
+  check_device_index(device.index, "synchronize");
+#if defined(TESSEL_HAVE_CUDA)
+  DeviceGuard guard(device);
+  TESSEL_CUDA_CHECK(cudaDeviceSynchronize(), "synchronize");
+#endif
+}
+
+void synchronize() { synchronize(current_device()); }
+
+DeviceGuard::DeviceGuard(Device device) {
+  if (device.is_cpu()) return;
+  check_device_index(device.index, "DeviceGuard");
+#if defined(TESSEL_HAVE_CUDA)
+  TESSEL_CUDA_CHECK(cudaGetDevice(&previous_), "DeviceGuard");
+  if (previous_ != device.index) {
+    TESSEL_CUDA_CHECK(cudaSetDevice(device.index), "DeviceGuard");
+  } else {
+    previous_ = -1;  // nothing to restore
+  }
+#endif
+}
+
+DeviceGuard::~DeviceGuard() {
+#if defined(TESSEL_HAVE_CUDA)
+  if (previous_ >= 0) (void)cudaSetDevice(previous_);
+#endif
+}
+
+}  // namespace tessel

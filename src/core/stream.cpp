@@ -1,0 +1,230 @@
+#include "tessel/core/stream.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <unordered_set>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/cuda_check.hpp"
+#include "tessel/core/error.hpp"
+#include "tessel/core/event.hpp"
+#include "tessel/core/log.hpp"
+
+namespace tessel {
+namespace detail {
+
+// Ids: 1 is the CPU stream, 2 + N the default stream of cuda:N; created and adopted streams
+// count up from first_dynamic_id and are never reused.
+constexpr std::uint64_t cpu_stream_id = 1;
+constexpr std::uint64_t first_dynamic_id = 1u << 20;
+
+struct StreamRegistry {
+  std::mutex mutex;
+  std::atomic<std::uint64_t> next_id{first_dynamic_id};
+  std::unordered_set<std::uint64_t> alive;
+  std::map<std::pair<void*, int>, std::uint64_t> adopted;  // (handle, device) -> id
+  std::vector<StreamDestroyedListener> listeners;
+};
+
+StreamRegistry& registry() {
+  static StreamRegistry* r = new StreamRegistry();  // outlives static destructors of streams
+  return *r;
+}
+
+struct StreamState {
+  std::uint64_t id = cpu_stream_id;
+  Device device;
+  void* handle = nullptr;
+  int priority = 0;
+  bool owned = false;
+
+  ~StreamState() {
+    if (!owned) return;
+#if defined(TESSEL_HAVE_CUDA)
+    auto stream = static_cast<cudaStream_t>(handle);
+    const cudaError_t status = cudaStreamSynchronize(stream);
+    std::vector<StreamDestroyedListener> listeners;
+    {
+      auto& r = registry();
+      std::lock_guard<std::mutex> lock(r.mutex);
+      r.alive.erase(id);
+      listeners = r.listeners;
+    }
+    if (status == cudaSuccess) {
+      for (auto listener : listeners) listener(id, device);
+    } else {
+      TESSEL_LOG_WARN(fmt::format("Stream #{} on {}: synchronize before destroy failed: {}", id,
+                                  device.str(), cudaGetErrorString(status)));
+    }
+    (void)cudaStreamDestroy(stream);
+#endif
+  }
+};
+
+void add_stream_destroyed_listener(StreamDestroyedListener listener) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.listeners.push_back(listener);
+}
+
+bool stream_alive(std::uint64_t stream_id) {
+  if (stream_id < first_dynamic_id) return true;
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.alive.count(stream_id) != 0;
+}
+
+}  // namespace detail
+
+namespace {
+
+std::shared_ptr<detail::StreamState> cpu_state() {
+  static const auto state = std::make_shared<detail::StreamState>();
+  return state;
+}
+
+std::shared_ptr<detail::StreamState> default_state(int index) {
+  static std::mutex mutex;
+  static std::vector<std::shared_ptr<detail::StreamState>> states;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (states.empty()) states.resize(static_cast<std::size_t>(device_count()));
+  auto& s = states[static_cast<std::size_t>(index)];
+  if (!s) {
+    s = std::make_shared<detail::StreamState>();
+    s->id = 2 + static_cast<std::uint64_t>(index);
+    s->device = Device::cuda(index);
+  }
+  return s;
+}
+
+// Per thread, per device: the current stream (null until set: the default stream).
+thread_local std::vector<std::shared_ptr<detail::StreamState>> current_states;
+
+}  // namespace
+
+Stream::Stream() : Stream(default_stream(default_device())) {}
+
+Stream Stream::cpu() { return Stream(cpu_state()); }
+
+Stream Stream::default_stream(Device device) {
+  if (device.is_cpu()) return cpu();
+  check_device_index(device.index, "Stream.default_stream");
+  return Stream(default_state(device.index));
+}
+
+std::pair<int, int> Stream::priority_range(Device device) {
+  if (device.is_cpu()) return {0, 0};
+  check_device_index(device.index, "Stream.priority_range");
+  int least = 0, greatest = 0;
+#if defined(TESSEL_HAVE_CUDA)
+  DeviceGuard guard(device);
+  TESSEL_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest), "Stream.priority_range");
+#endif
+  return {greatest, least};
+}
+
+Stream Stream::create(Device device, int priority, bool non_blocking) {
+  if (device.is_cpu()) return cpu();
+  check_device_index(device.index, "Stream.create");
+  auto state = std::make_shared<detail::StreamState>();
+  state->device = device;
+#if defined(TESSEL_HAVE_CUDA)
+  const auto [greatest, least] = priority_range(device);
+  state->priority = std::clamp(priority, greatest, least);
+  DeviceGuard guard(device);
+  cudaStream_t handle = nullptr;
+  TESSEL_CUDA_CHECK(cudaStreamCreateWithPriority(
+                        &handle, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault, state->priority),
+                    "Stream.create");
+  state->handle = handle;
+  state->owned = true;
+#else
+  (void)priority;
+  (void)non_blocking;
+#endif
+  auto& r = detail::registry();
+  state->id = r.next_id++;
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.alive.insert(state->id);
+  return Stream(std::move(state));
+}
+
+Stream Stream::from_handle(void* cuda_stream, Device device) {
+  if (device.is_cpu()) throw DeviceError("Stream.from_handle: a CUDA stream handle needs a CUDA device, got cpu");
+  check_device_index(device.index, "Stream.from_handle");
+  if (cuda_stream == nullptr) return default_stream(device);
+  auto state = std::make_shared<detail::StreamState>();
+  state->device = device;
+  state->handle = cuda_stream;
+#if defined(TESSEL_HAVE_CUDA)
+  TESSEL_CUDA_CHECK(cudaStreamGetPriority(static_cast<cudaStream_t>(cuda_stream), &state->priority),
+                    "Stream.from_handle");
+#endif
+  auto& r = detail::registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto [it, inserted] = r.adopted.emplace(std::make_pair(cuda_stream, device.index), 0);
+  if (inserted) it->second = r.next_id++;
+  state->id = it->second;
+  return Stream(std::move(state));
+}
+
+Device Stream::device() const { return state_->device; }
+void* Stream::handle() const { return state_->handle; }
+std::uint64_t Stream::id() const { return state_->id; }
+int Stream::priority() const { return state_->priority; }
+bool Stream::owned() const { return state_->owned; }
+
+void Stream::synchronize() const {
+  if (state_->device.is_cpu()) return;
+#if defined(TESSEL_HAVE_CUDA)
+  TESSEL_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(state_->handle)), "Stream.synchronize");
+#endif
+}
+
+bool Stream::query() const {
+  if (state_->device.is_cpu()) return true;
+#if defined(TESSEL_HAVE_CUDA)
+  const cudaError_t status = cudaStreamQuery(static_cast<cudaStream_t>(state_->handle));
+  if (status == cudaErrorNotReady) return false;
+  TESSEL_CUDA_CHECK(status, "Stream.query");
+#endif
+  return true;
+}
+
+void Stream::wait(const Event& event) const {
+  if (state_->device.is_cpu() || event.device().is_cpu() || !event.recorded()) return;
+#if defined(TESSEL_HAVE_CUDA)
+  TESSEL_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(state_->handle),
+                                        static_cast<cudaEvent_t>(event.handle()), 0),
+                    "Stream.wait");
+#endif
+}
+
+Stream current_stream(Device device) {
+  if (device.is_cpu()) return Stream::cpu();
+  check_device_index(device.index, "current_stream");
+  const auto index = static_cast<std::size_t>(device.index);
+  if (index < current_states.size() && current_states[index]) return Stream(current_states[index]);
+  return Stream::default_stream(device);
+}
+
+Stream current_stream() { return current_stream(default_device()); }
+
+void set_current_stream(const Stream& stream) {
+  if (stream.device().is_cpu()) return;
+  const auto index = static_cast<std::size_t>(stream.device().index);
+  if (current_states.size() <= index) current_states.resize(index + 1);
+  current_states[index] = stream.state_;
+}
+
+StreamGuard::StreamGuard(const Stream& stream) : previous_(current_stream(stream.device())) {
+  set_current_stream(stream);
+}
+
+StreamGuard::~StreamGuard() { set_current_stream(previous_); }
+
+}  // namespace tessel
