@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The GPU check, for a machine with an NVIDIA GPU. In one call it:
+#   1. builds in Release;
+#   2. runs every test binary on the GPU;
+#   3. runs compute-sanitizer memcheck over every test binary (allocator in direct mode, so the
+#      sanitizer sees each allocation) and racecheck over the binaries that launch kernels;
+# then prints a summary table. Logs go to $GPU_CHECK_LOGS (default build/gpu-check).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+LOGS=${GPU_CHECK_LOGS:-$BUILD_DIR/gpu-check}
+JOBS=${JOBS:-$(nproc)}
+mkdir -p "$LOGS"
+
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "gpu-check: no NVIDIA GPU visible (nvidia-smi -L failed); run it on a GPU machine" >&2
+  exit 2
+fi
+
+summary=()
+failed=0
+step() {  # step NAME COMMAND...: runs it, logs to $LOGS/NAME.log, records the outcome
+  local name=$1; shift
+  local start=$SECONDS
+  echo "== $name"
+  if "$@" >"$LOGS/$name.log" 2>&1; then
+    summary+=("$(printf '%-34s %-6s %5ds' "$name" ok $((SECONDS - start)))")
+  else
+    summary+=("$(printf '%-34s %-6s %5ds  (see %s)' "$name" FAILED $((SECONDS - start)) "$LOGS/$name.log")")
+    failed=1
+    tail -n 30 "$LOGS/$name.log"
+  fi
+}
+
+step build make build BUILD_DIR="$BUILD_DIR" BUILD_TYPE=Release JOBS="$JOBS"
+[ $failed -eq 0 ] || { printf '%s\n' "${summary[@]}"; exit 1; }
+
+tests=$(ls "$BUILD_DIR"/tests/cpp/tessel_*_tests)
+for t in $tests; do
+  step "test:$(basename "$t")" "$t" --gtest_color=no
+done
+
+# Tests that fill the GPU on purpose are left out of the sanitizer runs: they would only time out.
+SANITIZER_FILTER=${SANITIZER_FILTER:--*OutOfMemory*:*Huge*:*Stress*}
+for t in $tests; do
+  step "memcheck:$(basename "$t")" env TESSEL_ALLOCATOR=direct compute-sanitizer --tool memcheck \
+    --error-exitcode 1 --leak-check full "$t" --gtest_filter="$SANITIZER_FILTER" --gtest_color=no
+done
+for t in $tests; do
+  case $(basename "$t") in tessel_core_tests|tessel_memory_tests) continue ;; esac
+  step "racecheck:$(basename "$t")" compute-sanitizer --tool racecheck --error-exitcode 1 \
+    "$t" --gtest_filter="$SANITIZER_FILTER" --gtest_color=no
+done
+
+echo
+echo "gpu-check summary ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
+printf '%s\n' "${summary[@]}"
+for f in "$LOGS"/test:*.log; do grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$f" | sed "s|^|$(basename "$f" .log): |"; done
+exit $failed
