@@ -41,7 +41,7 @@ for t in $tests; do
 done
 
 # Tests that fill the GPU on purpose are left out of the sanitizer runs: they would only time out.
-SANITIZER_FILTER=${SANITIZER_FILTER:--*OutOfMemory*:*Huge*:*Stress*}
+SANITIZER_FILTER=${SANITIZER_FILTER:--*OutOfMemory*:*Huge*:*Stress*:StickyError.*}
 for t in $tests; do
   step "memcheck:$(basename "$t")" env TESSEL_ALLOCATOR=direct compute-sanitizer --tool memcheck \
     --error-exitcode 1 --leak-check full "$t" --gtest_filter="$SANITIZER_FILTER" --gtest_color=no
