@@ -52,7 +52,8 @@ nlohmann::json library_versions() {
   libs["nvrtc"] = nvrtcVersion(&major, &minor) == NVRTC_SUCCESS ? fmt::format("{}.{}", major, minor) : std::string("unknown");
   libs["nccl"] = nccl_version();
 #else
-  libs["cublasLt"] = libs["cufft"] = libs["nvrtc"] = libs["nccl"] = "not built (CPU-only build)";
+  libs["cublasLt"] = libs["cufft"] = libs["nvrtc"] = "not built (CPU-only build)";
+  libs["nccl"] = nccl_version();
 #endif
   return libs;
 }

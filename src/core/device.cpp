@@ -40,6 +40,7 @@ struct Runtime {
   std::vector<DeviceProperties> devices;
 };
 
+#if defined(TESSEL_HAVE_CUDA)
 // Dense per-SM, per-clock rates by compute capability; 0 where not known.
 int fp32_lanes_per_sm(int major, int minor) {
   if (major == 6 && minor == 0) return 64;
@@ -59,7 +60,6 @@ int bf16_tensor_flops_per_clock_per_sm(int major, int minor) {
   return 0;
 }
 
-#if defined(TESSEL_HAVE_CUDA)
 int attribute(cudaDeviceAttr attr, int device) {
   int value = 0;
   TESSEL_CUDA_CHECK(cudaDeviceGetAttribute(&value, attr, device), "device_properties");
