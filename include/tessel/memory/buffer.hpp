@@ -20,7 +20,8 @@ class Buffer {
   static std::shared_ptr<Buffer> allocate(Device device, std::int64_t bytes, const Stream& stream);
   // Page-locked host memory from the pinned pool; plain aligned host memory without CUDA.
   static std::shared_ptr<Buffer> allocate_pinned(std::int64_t bytes);
-  // Wraps memory tessel does not own; `deleter` (may be empty) runs when the last reference goes.
+  // Wraps memory tessel does not own; keep_alive (may be empty) is released when the last
+  // reference goes, so its deleter frees the memory.
   static std::shared_ptr<Buffer> wrap(void* data, std::int64_t bytes, Device device,
                                       MemoryKind kind, std::shared_ptr<void> keep_alive);
 
@@ -34,6 +35,7 @@ class Buffer {
   MemoryKind kind() const { return kind_; }
   const Stream& stream() const { return stream_; }
   // The memory is used on another stream: reuse after free waits for that stream's work.
+  // A no-op for plain host and wrapped memory.
   void record_stream(const Stream& stream);
 
  private:
@@ -44,6 +46,7 @@ class Buffer {
   MemoryKind kind_ = MemoryKind::host;
   Stream stream_;
   std::shared_ptr<void> keep_alive_;  // set for wrapped memory only
+  bool owned_ = false;                // false for wrapped memory: never returned to an allocator
 };
 
 }  // namespace tessel

@@ -30,4 +30,7 @@ struct MemoryStats {
   std::string str() const;  // one line per field, for logs and `tessel info`
 };
 
+// "1.50 MiB": bytes in binary units with two decimals, for messages.
+std::string format_bytes(std::int64_t bytes);
+
 }  // namespace tessel
