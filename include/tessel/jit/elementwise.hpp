@@ -1,0 +1,117 @@
+#pragma once
+// Elementwise kernel generation. A spec names the operands (arrays or by-value scalars, inputs
+// and outputs, with dtypes), a body of C++ statements over one element of each, and a layout:
+//  - contiguous: every array operand is contiguous with the full shape; a grid-stride loop with
+//    16-byte vector loads/stores (runtime-checked alignment, scalar loop otherwise and for the tail);
+//  - strided: N-d over collapsed dimensions (rank R), per-operand strides in elements (0 for
+//    broadcast axes, negative allowed), 64-bit index math unless the caller proves 32-bit safe.
+// Expr builds a body from an expression tree (the basis for ops and fusion); Array-level launching
+// is in elementwise_launch below.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessel/array/dtype.hpp"
+#include "tessel/core/device.hpp"
+#include "tessel/core/stream.hpp"
+
+namespace tessel::jit {
+
+constexpr int kMaxElementwiseRank = 12;
+
+struct ElementwiseOperand {
+  std::string name;  // identifier in the body
+  DType dtype = DType::float32;
+  bool is_output = false;
+  bool is_scalar = false;  // a by-value kernel parameter (inputs only)
+};
+
+enum class ElementwiseLayout : std::uint8_t { contiguous, strided };
+
+struct ElementwiseSpec {
+  std::string name;  // identifier; the kernel is name + a layout suffix
+  std::vector<ElementwiseOperand> operands;
+  std::string body;      // statements; reads inputs, assigns outputs
+  std::string preamble;  // device code placed before the kernel
+  // true: float16/bfloat16 variables are float in the body (computed in float, rounded once at
+  // the store; what generated ops want). false: variables have the declared types (user kernels).
+  bool widen_half = true;
+  ElementwiseLayout layout = ElementwiseLayout::contiguous;
+  int rank = 1;          // strided: number of collapsed dimensions, 1..kMaxElementwiseRank
+  bool index32 = false;  // 32-bit index math; only when every index and offset is provably < 2^31
+};
+
+// Elements per vector access in the contiguous path: 16 bytes of the widest array operand.
+int vector_width(const ElementwiseSpec& spec);
+// The kernel's exported name (spec.name plus "_c" / "_s<rank>" and "_i32").
+std::string elementwise_kernel_name(const ElementwiseSpec& spec);
+// The CUDA source. Validates names and the spec (ValueError).
+std::string generate_elementwise_source(const ElementwiseSpec& spec);
+// True when `body` reads the variable `name` (anything but a plain "name = ..." assignment);
+// such outputs are loaded before the body runs.
+bool body_reads(const std::string& body, const std::string& name);
+
+// ---- launching over memory ------------------------------------------------------------------
+// One operand of a launch: an array view (data at element 0 of the view, strides in elements over
+// the launch shape, 0 on broadcast axes) or a scalar value (its bytes, in the operand's dtype).
+struct ElementwiseArg {
+  void* data = nullptr;
+  std::vector<std::int64_t> strides;
+  bool is_scalar = false;
+  alignas(16) unsigned char scalar[16] = {};  // scalar operands: the value's bytes
+
+  static ElementwiseArg array(void* data, std::vector<std::int64_t> strides) {
+    ElementwiseArg a;
+    a.data = data;
+    a.strides = std::move(strides);
+    return a;
+  }
+  template <class T>
+  static ElementwiseArg value(const T& v) {
+    static_assert(sizeof(T) <= 16, "scalar too large");
+    ElementwiseArg a;
+    a.is_scalar = true;
+    const auto* p = reinterpret_cast<const unsigned char*>(&v);
+    for (std::size_t i = 0; i < sizeof(T); ++i) a.scalar[i] = p[i];
+    return a;
+  }
+};
+
+// Chooses the layout (contiguous when every array operand is C-contiguous, else strided over
+// collapsed dimensions), the index width and the launch shape; compiles through the caches and
+// launches on `stream`. `spec.layout/rank/index32` are set here. args follow spec.operands.
+void launch_elementwise(ElementwiseSpec spec, const std::vector<std::int64_t>& shape,
+                        const std::vector<ElementwiseArg>& args, Device device, const Stream& stream);
+
+// ---- expression trees ------------------------------------------------------------------------
+// An immutable node; shared subtrees are emitted once. The ops layer chooses the code of each op
+// (a function from tessel_device.cuh, or an operator format); dtypes are the NumPy result dtypes.
+class Expr {
+ public:
+  // Operand `index` of the spec's inputs (array or scalar), by position among inputs.
+  static Expr input(int index, DType dtype);
+  // A literal in the node's compute type, e.g. literal("1.0f", float32).
+  static Expr literal(std::string code, DType dtype);
+  // fn(args...), e.g. call("tessel::maximum", {a, b}, float32).
+  static Expr call(std::string fn, std::vector<Expr> args, DType dtype);
+  // A format with {0}, {1}, ... for the arguments, e.g. format("({0} + {1})", {a, b}, int32).
+  static Expr format(std::string pattern, std::vector<Expr> args, DType dtype);
+  // A NumPy cast (rounds to the target dtype even where it is computed wider).
+  static Expr cast(Expr value, DType dtype);
+
+  DType dtype() const;
+  struct Node;
+  const Node* node() const { return node_.get(); }
+
+ private:
+  std::shared_ptr<const Node> node_;
+};
+
+// An elementwise spec computing `outputs` (one per output dtype) from inputs: array inputs are
+// "in<i>", scalar inputs too (marked in `input_is_scalar`), outputs "out<j>".
+ElementwiseSpec lower_expressions(const std::string& name, const std::vector<DType>& input_dtypes,
+                                  const std::vector<bool>& input_is_scalar, const std::vector<Expr>& outputs,
+                                  const std::vector<DType>& output_dtypes);
+
+}  // namespace tessel::jit

@@ -1,0 +1,68 @@
+#pragma once
+// A loaded, launchable kernel: a handle into a CUDA library loaded from a cached CUBIN through
+// the runtime's library API (no libcuda link). Handles are cheap to copy; loaded libraries live
+// for the process (kernels are cached, and unloading at exit races the runtime's teardown).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessel/core/device.hpp"
+#include "tessel/core/stream.hpp"
+#include "tessel/jit/compiler.hpp"
+
+namespace tessel::jit {
+
+struct Dim3 {
+  unsigned int x = 1, y = 1, z = 1;
+  Dim3() = default;
+  Dim3(unsigned int x_, unsigned int y_ = 1, unsigned int z_ = 1) : x(x_), y(y_), z(z_) {}  // NOLINT
+};
+
+struct LaunchConfig {
+  Dim3 grid;
+  Dim3 block;
+  std::size_t shared_mem = 0;
+};
+
+struct KernelAttributes {
+  int max_threads_per_block = 0;
+  int num_registers = 0;
+  std::size_t static_shared_bytes = 0;
+  std::size_t local_bytes = 0;
+};
+
+class Kernel {
+ public:
+  Kernel() = default;
+  bool defined() const { return handle_ != nullptr; }
+  const std::string& name() const { return name_; }
+  Device device() const { return device_; }
+  void* handle() const { return handle_; }  // cudaKernel_t
+
+  // args[i] points at the i-th parameter's value, as cudaLaunchKernel takes them. The stream must
+  // belong to the kernel's device. Checked (TESSEL_CUDA_CHECK_LAUNCH) after the launch.
+  void launch(const LaunchConfig& config, void** args, const Stream& stream) const;
+  void launch(const LaunchConfig& config, const std::vector<void*>& args, const Stream& stream) const;
+
+  KernelAttributes attributes() const;
+  // The block size with the highest occupancy (multiple of 32, <= max_block) and the number of
+  // blocks resident per SM at that size.
+  int occupancy_block_size(std::size_t shared_mem = 0, int max_block = 1024, int* blocks_per_sm = nullptr) const;
+  // A 1-d launch over `work_items` (one per thread, grid-stride loops welcome): the occupancy block
+  // size and a grid that covers the work, capped at `waves` full waves of resident blocks.
+  LaunchConfig launch_config_1d(std::int64_t work_items, std::size_t shared_mem = 0, int max_block = 1024,
+                                int waves = 4) const;
+
+ private:
+  friend Kernel get_kernel(const CompileRequest& request, Device device);
+  void* handle_ = nullptr;
+  std::string name_;
+  Device device_;
+};
+
+// Compiles (or finds in the caches) and loads a kernel for `device` (its arch, unless the
+// request gives one). Raises CompileError, or DeviceError for a CPU device / no CUDA.
+Kernel get_kernel(const CompileRequest& request, Device device);
+
+}  // namespace tessel::jit

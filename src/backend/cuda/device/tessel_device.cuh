@@ -1,0 +1,150 @@
+#pragma once
+// Device helpers shared by nvcc and by NVRTC-generated kernels (embedded as a string at build
+// time): complex types, float16/bfloat16 conversion, casts with NumPy meaning, NumPy-NaN math,
+// 16-byte vectors and N-d strided index math. NVRTC has no standard library, so this header
+// uses only built-in types.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#define TESSEL_DEV __device__ __forceinline__
+#define TESSEL_HDEV __host__ __device__ __forceinline__
+
+namespace tessel {
+
+// ---- complex -------------------------------------------------------------------------------
+// Layout-compatible with std::complex<T> (and NumPy's complex64/complex128).
+template <class T>
+struct alignas(2 * sizeof(T)) complex {
+  T re, im;
+  TESSEL_HDEV complex() : re(0), im(0) {}
+  TESSEL_HDEV complex(T r) : re(r), im(0) {}  // NOLINT: implicit, like std::complex
+  TESSEL_HDEV complex(T r, T i) : re(r), im(i) {}
+  template <class U>
+  TESSEL_HDEV explicit complex(const complex<U>& o) : re(static_cast<T>(o.re)), im(static_cast<T>(o.im)) {}
+  TESSEL_HDEV T real() const { return re; }
+  TESSEL_HDEV T imag() const { return im; }
+  TESSEL_HDEV complex& operator+=(const complex& o) { re += o.re; im += o.im; return *this; }
+  TESSEL_HDEV complex& operator-=(const complex& o) { re -= o.re; im -= o.im; return *this; }
+  TESSEL_HDEV complex& operator*=(const complex& o) { *this = *this * o; return *this; }
+  TESSEL_HDEV complex& operator/=(const complex& o) { *this = *this / o; return *this; }
+  friend TESSEL_HDEV complex operator+(const complex& a, const complex& b) { return {a.re + b.re, a.im + b.im}; }
+  friend TESSEL_HDEV complex operator-(const complex& a, const complex& b) { return {a.re - b.re, a.im - b.im}; }
+  friend TESSEL_HDEV complex operator-(const complex& a) { return {-a.re, -a.im}; }
+  friend TESSEL_HDEV complex operator+(const complex& a) { return a; }
+  friend TESSEL_HDEV complex operator*(const complex& a, const complex& b) {
+    return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+  }
+  // Smith's algorithm: avoids overflow of |b|^2 for large b.
+  friend TESSEL_HDEV complex operator/(const complex& a, const complex& b) {
+    const T abr = b.re < 0 ? -b.re : b.re, abi = b.im < 0 ? -b.im : b.im;
+    if (abr >= abi) {
+      if (abr == 0 && abi == 0) return {a.re / abr, a.im / abi};  // inf/nan as NumPy
+      const T r = b.im / b.re, d = b.re + b.im * r;
+      return {(a.re + a.im * r) / d, (a.im - a.re * r) / d};
+    }
+    const T r = b.re / b.im, d = b.im + b.re * r;
+    return {(a.re * r + a.im) / d, (a.im * r - a.re) / d};
+  }
+  friend TESSEL_HDEV bool operator==(const complex& a, const complex& b) { return a.re == b.re && a.im == b.im; }
+  friend TESSEL_HDEV bool operator!=(const complex& a, const complex& b) { return !(a == b); }
+};
+using complex64 = complex<float>;
+using complex128 = complex<double>;
+
+template <class T> struct is_complex { static constexpr bool value = false; };
+template <class T> struct is_complex<complex<T>> { static constexpr bool value = true; };
+template <class T> struct is_half { static constexpr bool value = false; };
+template <> struct is_half<__half> { static constexpr bool value = true; };
+template <> struct is_half<__nv_bfloat16> { static constexpr bool value = true; };
+
+// ---- widening and casts ------------------------------------------------------------------------
+// Generated elementwise code computes float16/bfloat16 in float ("opmath") and rounds once at
+// the store; a single op rounds exactly as NumPy's float16 op.
+template <class T> struct compute_type { using type = T; };
+template <> struct compute_type<__half> { using type = float; };
+template <> struct compute_type<__nv_bfloat16> { using type = float; };
+
+template <class T> TESSEL_DEV T widen(T v) { return v; }
+TESSEL_DEV float widen(__half v) { return __half2float(v); }
+TESSEL_DEV float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <class T> struct cast_tag {};
+
+// Any widened real value (bool, integers, float, double) to a real type.
+template <class To, class From> TESSEL_DEV To cast_real(cast_tag<To>, From v) { return static_cast<To>(v); }
+template <class From> TESSEL_DEV bool cast_real(cast_tag<bool>, From v) { return v != From(0); }
+template <class From> TESSEL_DEV __half cast_real(cast_tag<__half>, From v) { return __float2half_rn(static_cast<float>(v)); }
+TESSEL_DEV __half cast_real(cast_tag<__half>, double v) { return __double2half(v); }
+template <class From> TESSEL_DEV __nv_bfloat16 cast_real(cast_tag<__nv_bfloat16>, From v) { return __float2bfloat16_rn(static_cast<float>(v)); }
+TESSEL_DEV __nv_bfloat16 cast_real(cast_tag<__nv_bfloat16>, double v) { return __double2bfloat16(v); }
+
+template <class To, class From> TESSEL_DEV To cast_any(cast_tag<To> t, From v) { return cast_real(t, widen(v)); }
+// real -> complex: imaginary part 0; complex -> real: the real part (NumPy warns and does this);
+// complex -> bool: nonzero in either part.
+template <class R, class From> TESSEL_DEV complex<R> cast_any(cast_tag<complex<R>>, From v) {
+  return complex<R>(cast_real(cast_tag<R>{}, widen(v)), R(0));
+}
+template <class R, class S> TESSEL_DEV complex<R> cast_any(cast_tag<complex<R>>, complex<S> v) {
+  return complex<R>(static_cast<R>(v.re), static_cast<R>(v.im));
+}
+template <class To, class S> TESSEL_DEV To cast_any(cast_tag<To> t, complex<S> v) { return cast_real(t, v.re); }
+template <class S> TESSEL_DEV bool cast_any(cast_tag<bool>, complex<S> v) { return v.re != S(0) || v.im != S(0); }
+
+template <class To, class From> TESSEL_DEV To cast(From v) { return cast_any(cast_tag<To>{}, v); }
+
+// ---- math with NumPy NaN semantics -----------------------------------------------------------
+template <class T> TESSEL_DEV bool isnan(T v) { return v != v; }  // false for integers
+template <class T> TESSEL_DEV bool isnan(complex<T> v) { return v.re != v.re || v.im != v.im; }
+template <class T> TESSEL_DEV bool isinf(T v) { return v - v != v - v && v == v; }  // inf - inf is nan
+template <class T> TESSEL_DEV bool isinf(complex<T> v) { return isinf(v.re) || isinf(v.im); }
+template <class T> TESSEL_DEV bool isfinite(T v) { return v - v == v - v; }
+template <class T> TESSEL_DEV bool isfinite(complex<T> v) { return isfinite(v.re) && isfinite(v.im); }
+
+// maximum/minimum propagate NaN; fmax/fmin ignore it (NumPy).
+template <class T> TESSEL_DEV T maximum(T a, T b) { return isnan(a) ? a : (isnan(b) ? b : (a < b ? b : a)); }
+template <class T> TESSEL_DEV T minimum(T a, T b) { return isnan(a) ? a : (isnan(b) ? b : (b < a ? b : a)); }
+template <class T> TESSEL_DEV T fmax(T a, T b) { return isnan(b) ? a : (isnan(a) ? b : (a < b ? b : a)); }
+template <class T> TESSEL_DEV T fmin(T a, T b) { return isnan(b) ? a : (isnan(a) ? b : (b < a ? b : a)); }
+template <class T> TESSEL_DEV T sign(T v) { return isnan(v) ? v : T((T(0) < v) - (v < T(0))); }
+
+// Python floor division and modulo (result takes the divisor's sign). Integer division by zero
+// gives 0 as NumPy does.
+template <class T> TESSEL_DEV T floor_divide_int(T a, T b) {
+  if (b == T(0)) return T(0);
+  const T q = a / b;
+  return (a % b != T(0) && ((a < T(0)) != (b < T(0)))) ? T(q - 1) : q;
+}
+template <class T> TESSEL_DEV T remainder_int(T a, T b) {
+  if (b == T(0)) return T(0);
+  const T r = a % b;
+  return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? T(r + b) : r;
+}
+TESSEL_DEV float remainder_float(float a, float b) {
+  const float r = fmodf(a, b);
+  return (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) ? r + b : (r == 0.0f ? copysignf(0.0f, b) : r);
+}
+TESSEL_DEV double remainder_float(double a, double b) {
+  const double r = ::fmod(a, b);
+  return (r != 0.0 && ((r < 0.0) != (b < 0.0))) ? r + b : (r == 0.0 ? ::copysign(0.0, b) : r);
+}
+
+// ---- 16-byte vectors --------------------------------------------------------------------------
+template <class T, int N>
+struct alignas(sizeof(T) * N) vec {
+  T v[N];
+};
+template <int N, class T> TESSEL_DEV vec<T, N> load_vec(const T* p) { return *reinterpret_cast<const vec<T, N>*>(p); }
+template <int N, class T> TESSEL_DEV void store_vec(T* p, const vec<T, N>& x) { *reinterpret_cast<vec<T, N>*>(p) = x; }
+
+// ---- N-d strided index math --------------------------------------------------------------------
+// Sizes and strides of collapsed dimensions, innermost last, passed by value as kernel params.
+template <int R>
+struct Dims {
+  long long size[R];
+};
+template <int R>
+struct Strides {
+  long long stride[R];
+};
+
+}  // namespace tessel

@@ -1,0 +1,134 @@
+// Loading CUBINs and launching through the CUDA runtime's library API (cudaLibraryLoadData,
+// cudaLibraryGetKernel, cudaLaunchKernel with the kernel handle). Library and kernel handles are
+// context-independent, so one load serves every device of the arch.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/cuda_check.hpp"
+#include "tessel/core/error.hpp"
+#include "tessel/core/log.hpp"
+#include "tessel/jit/kernel.hpp"
+#include "tessel/jit/kernel_cache.hpp"
+
+namespace tessel::jit {
+namespace {
+
+struct Loaded {
+  cudaLibrary_t library = nullptr;
+  cudaKernel_t kernel = nullptr;
+};
+
+// Loaded kernels by cache key; never unloaded (see kernel.hpp).
+std::mutex loaded_mutex;
+std::unordered_map<Hash128, Loaded, Hash128Hasher>& loaded_kernels() {
+  static auto* map = new std::unordered_map<Hash128, Loaded, Hash128Hasher>();
+  return *map;
+}
+
+Loaded load(const CachedBinary& binary) {
+  std::lock_guard<std::mutex> lock(loaded_mutex);
+  auto& map = loaded_kernels();
+  auto it = map.find(binary.key);
+  if (it != map.end()) return it->second;
+  Loaded l;
+  TESSEL_CUDA_CHECK(cudaLibraryLoadData(&l.library, binary.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+                    "jit: cudaLibraryLoadData");
+  const cudaError_t status = cudaLibraryGetKernel(&l.kernel, l.library, binary.lowered_name.c_str());
+  if (status != cudaSuccess) {
+    cudaLibraryUnload(l.library);  // best effort; the lookup error is the one to report
+    TESSEL_CUDA_CHECK(status, ("jit: cudaLibraryGetKernel '" + binary.lowered_name + "'").c_str());
+  }
+  map.emplace(binary.key, l);
+  return l;
+}
+
+const void* func(void* handle) { return handle; }
+
+}  // namespace
+
+Kernel get_kernel(const CompileRequest& request, Device device) {
+  if (!device.is_cuda() || !cuda_available()) {
+    throw DeviceError("jit: kernel '" + request.name + "' needs a CUDA device; " +
+                      (device.is_cuda() ? cuda_unavailable_reason() : "got " + device.str()));
+  }
+  check_device_index(device.index, "jit::get_kernel");
+  CompileRequest req = request;
+  if (req.arch.empty()) req.arch = device_arch(device.index);
+  const auto binary = KernelCache::global().get(req);
+  const Loaded l = load(*binary);
+  Kernel k;
+  k.handle_ = l.kernel;
+  k.name_ = request.name;
+  k.device_ = device;
+  return k;
+}
+
+void Kernel::launch(const LaunchConfig& config, void** args, const Stream& stream) const {
+  if (!defined()) throw ValueError("jit: launch of an undefined Kernel");
+  if (stream.device() != device_) {
+    throw DeviceError("jit: kernel '" + name_ + "' is for " + device_.str() + " but the stream is on " +
+                      stream.device().str());
+  }
+  DeviceGuard guard(device_);
+  const dim3 grid(config.grid.x, config.grid.y, config.grid.z);
+  const dim3 block(config.block.x, config.block.y, config.block.z);
+  auto* s = static_cast<cudaStream_t>(stream.handle());
+  const std::string op = "jit: launch '" + name_ + "'";
+  TESSEL_CUDA_CHECK(cudaLaunchKernel(func(handle_), grid, block, args, config.shared_mem, s), op.c_str());
+  TESSEL_CUDA_CHECK_LAUNCH(s, op.c_str());
+}
+
+void Kernel::launch(const LaunchConfig& config, const std::vector<void*>& args, const Stream& stream) const {
+  launch(config, const_cast<void**>(args.data()), stream);
+}
+
+KernelAttributes Kernel::attributes() const {
+  DeviceGuard guard(device_);
+  cudaFuncAttributes a{};
+  TESSEL_CUDA_CHECK(cudaFuncGetAttributes(&a, func(handle_)), "jit: cudaFuncGetAttributes");
+  KernelAttributes out;
+  out.max_threads_per_block = a.maxThreadsPerBlock;
+  out.num_registers = a.numRegs;
+  out.static_shared_bytes = a.sharedSizeBytes;
+  out.local_bytes = a.localSizeBytes;
+  return out;
+}
+
+int Kernel::occupancy_block_size(std::size_t shared_mem, int max_block, int* blocks_per_sm) const {
+  DeviceGuard guard(device_);
+  const KernelAttributes attr = attributes();
+  const int limit = std::max(32, std::min(max_block, attr.max_threads_per_block));
+  // Most resident threads per SM wins; ties go to the smaller block (more blocks, finer tail).
+  int best_block = 32, best_blocks = 0, best_threads = -1;
+  for (int block = 32; block <= limit; block += 32) {
+    int blocks = 0;
+    TESSEL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, func(handle_), block, shared_mem),
+                      "jit: cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (blocks * block > best_threads) {
+      best_threads = blocks * block;
+      best_block = block;
+      best_blocks = blocks;
+    }
+  }
+  if (blocks_per_sm) *blocks_per_sm = best_blocks;
+  return best_block;
+}
+
+LaunchConfig Kernel::launch_config_1d(std::int64_t work_items, std::size_t shared_mem, int max_block,
+                                      int waves) const {
+  int blocks_per_sm = 0;
+  const int block = occupancy_block_size(shared_mem, max_block, &blocks_per_sm);
+  const std::int64_t sms = device_properties(device_.index).multiprocessors;
+  const std::int64_t needed = std::max<std::int64_t>(1, (work_items + block - 1) / block);
+  const std::int64_t cap = std::max<std::int64_t>(1, sms * std::max(1, blocks_per_sm) * std::max(1, waves));
+  LaunchConfig c;
+  c.block = Dim3(static_cast<unsigned int>(block));
+  c.grid = Dim3(static_cast<unsigned int>(std::min(needed, cap)));
+  c.shared_mem = shared_mem;
+  return c;
+}
+
+}  // namespace tessel::jit

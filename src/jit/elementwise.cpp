@@ -1,0 +1,352 @@
+// Elementwise source generation and expression lowering (backend-neutral: runs without a GPU).
+#include "tessel/jit/elementwise.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "tessel/core/error.hpp"
+
+namespace tessel::jit {
+namespace {
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+bool is_half(DType d) { return d == DType::float16 || d == DType::bfloat16; }
+
+// The type of a body variable.
+std::string var_type(DType d, bool widen_half) {
+  if (widen_half && is_half(d)) return "float";
+  return cuda_type_name(d);
+}
+
+void validate(const ElementwiseSpec& spec) {
+  const std::string where = "elementwise kernel '" + spec.name + "'";
+  if (!is_identifier(spec.name)) throw ValueError(where + ": the name must be a C identifier");
+  std::set<std::string> names;
+  int outputs = 0;
+  for (const auto& op : spec.operands) {
+    if (!is_identifier(op.name)) throw ValueError(where + ": operand name '" + op.name + "' is not an identifier");
+    if (!names.insert(op.name).second) throw ValueError(where + ": operand '" + op.name + "' appears twice");
+    if (op.is_output && op.is_scalar) throw ValueError(where + ": output '" + op.name + "' cannot be a scalar");
+    outputs += op.is_output ? 1 : 0;
+  }
+  if (outputs == 0) throw ValueError(where + ": needs at least one output");
+  if (spec.layout == ElementwiseLayout::strided && (spec.rank < 1 || spec.rank > kMaxElementwiseRank)) {
+    throw ValueError(where + ": rank " + std::to_string(spec.rank) + " outside [1, " +
+                     std::to_string(kMaxElementwiseRank) + "]");
+  }
+}
+
+// The statements for one element: declare variables, run the body, store outputs. `load(op)` and
+// `place(op)` give the expressions that read / name the operand's memory.
+template <class Load, class Place>
+void emit_element(std::ostringstream& s, const ElementwiseSpec& spec, const std::string& indent, Load load,
+                  Place place) {
+  const auto read = [&](const std::string& raw) { return spec.widen_half ? "tessel::widen(" + raw + ")" : raw; };
+  for (const auto& op : spec.operands) {
+    const std::string type = var_type(op.dtype, spec.widen_half);
+    if (!op.is_output) {
+      s << indent << type << " " << op.name << " = " << read(op.is_scalar ? "v_" + op.name : load(op)) << ";\n";
+    } else if (body_reads(spec.body, op.name)) {
+      s << indent << type << " " << op.name << " = " << read(load(op)) << ";\n";
+    } else {
+      s << indent << type << " " << op.name << ";\n";
+    }
+  }
+  s << indent << "{\n" << indent << "  " << spec.body << "\n" << indent << "}\n";
+  for (const auto& op : spec.operands) {
+    if (op.is_output) s << indent << place(op) << " = tessel::cast<" << cuda_type_name(op.dtype) << ">(" << op.name << ");\n";
+  }
+}
+
+void emit_params(std::ostringstream& s, const ElementwiseSpec& spec, bool strided) {
+  for (const auto& op : spec.operands) {
+    const std::string type = cuda_type_name(op.dtype);
+    s << ",\n    ";
+    if (op.is_scalar) {
+      s << type << " v_" << op.name;
+    } else {
+      s << (op.is_output ? "" : "const ") << type << "* p_" << op.name;
+      if (strided) s << ", tessel::Strides<" << spec.rank << "> s_" << op.name;
+    }
+  }
+}
+
+}  // namespace
+
+bool body_reads(const std::string& body, const std::string& name) {
+  std::size_t at = 0;
+  while ((at = body.find(name, at)) != std::string::npos) {
+    const std::size_t end = at + name.size();
+    const bool starts = at == 0 || !(std::isalnum(static_cast<unsigned char>(body[at - 1])) || body[at - 1] == '_' ||
+                                     body[at - 1] == '.');
+    const bool ends = end >= body.size() || !(std::isalnum(static_cast<unsigned char>(body[end])) || body[end] == '_');
+    if (starts && ends) {
+      std::size_t next = end;
+      while (next < body.size() && std::isspace(static_cast<unsigned char>(body[next]))) ++next;
+      const bool plain_assign = next < body.size() && body[next] == '=' && (next + 1 >= body.size() || body[next + 1] != '=');
+      if (!plain_assign) return true;
+    }
+    at = end;
+  }
+  return false;
+}
+
+int vector_width(const ElementwiseSpec& spec) {
+  std::int64_t widest = 1;
+  for (const auto& op : spec.operands) {
+    if (!op.is_scalar) widest = std::max(widest, itemsize(op.dtype));
+  }
+  return static_cast<int>(std::max<std::int64_t>(1, 16 / widest));
+}
+
+std::string elementwise_kernel_name(const ElementwiseSpec& spec) {
+  std::string n = spec.name;
+  n += spec.layout == ElementwiseLayout::contiguous ? "_c" : "_s" + std::to_string(spec.rank);
+  if (spec.index32) n += "_i32";
+  return n;
+}
+
+std::string generate_elementwise_source(const ElementwiseSpec& spec) {
+  validate(spec);
+  const bool strided = spec.layout == ElementwiseLayout::strided;
+  const std::string index_t = spec.index32 ? "int" : "long long";
+  std::ostringstream s;
+  s << "// Generated by tessel: elementwise kernel '" << spec.name << "', "
+    << (strided ? "strided rank " + std::to_string(spec.rank) : std::string("contiguous")) << ", "
+    << (spec.index32 ? "32" : "64") << "-bit index.\n";
+  s << "#include \"tessel_device.cuh\"\n";
+  if (!spec.preamble.empty()) s << spec.preamble << "\n";
+  s << "\nextern \"C\" __global__ void " << elementwise_kernel_name(spec) << "(long long n";
+  if (strided) {
+    s << ", tessel::Dims<" << spec.rank << "> dims";
+  } else {
+    s << ", int aligned";
+  }
+  emit_params(s, spec, strided);
+  s << ") {\n";
+  s << "  typedef " << index_t << " index_t;\n";
+  s << "  const index_t count = static_cast<index_t>(n);\n";
+  s << "  const index_t step = static_cast<index_t>(gridDim.x) * blockDim.x;\n";
+  s << "  const index_t start = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;\n";
+
+  if (!strided) {
+    const int vec = vector_width(spec);
+    s << "  index_t done = 0;\n";
+    if (vec > 1) {
+      s << "  if (aligned) {\n";
+      s << "    // 16-byte accesses of the widest operand; narrower operands move vec elements too.\n";
+      s << "    const index_t nvec = count / " << vec << ";\n";
+      s << "    for (index_t v = start; v < nvec; v += step) {\n";
+      for (const auto& op : spec.operands) {
+        if (op.is_scalar) continue;
+        const bool load = !op.is_output || body_reads(spec.body, op.name);
+        s << "      tessel::vec<" << cuda_type_name(op.dtype) << ", " << vec << "> x_" << op.name;
+        if (load) s << " = tessel::load_vec<" << vec << ">(p_" << op.name << " + v * " << vec << ")";
+        s << ";\n";
+      }
+      s << "#pragma unroll\n";
+      s << "      for (int k = 0; k < " << vec << "; ++k) {\n";
+      emit_element(
+          s, spec, "        ", [](const ElementwiseOperand& op) { return "x_" + op.name + ".v[k]"; },
+          [](const ElementwiseOperand& op) { return "x_" + op.name + ".v[k]"; });
+      s << "      }\n";
+      for (const auto& op : spec.operands) {
+        if (op.is_output) s << "      tessel::store_vec<" << vec << ">(p_" << op.name << " + v * " << vec << ", x_" << op.name << ");\n";
+      }
+      s << "    }\n";
+      s << "    done = nvec * " << vec << ";\n";
+      s << "  }\n";
+    } else {
+      s << "  (void)aligned;\n";
+    }
+    s << "  for (index_t i = done + start; i < count; i += step) {\n";
+    emit_element(
+        s, spec, "    ", [](const ElementwiseOperand& op) { return "p_" + op.name + "[i]"; },
+        [](const ElementwiseOperand& op) { return "p_" + op.name + "[i]"; });
+    s << "  }\n";
+  } else {
+    const int r = spec.rank;
+    s << "  for (index_t i = start; i < count; i += step) {\n";
+    s << "    // Coordinates from the linear index, innermost dimension fastest.\n";
+    s << "    index_t rest = i;\n";
+    for (const auto& op : spec.operands) {
+      if (!op.is_scalar) s << "    index_t o_" << op.name << " = 0;\n";
+    }
+    if (r > 1) {
+      s << "#pragma unroll\n";
+      s << "    for (int d = " << r - 1 << "; d >= 1; --d) {\n";
+      s << "      const index_t size = static_cast<index_t>(dims.size[d]);\n";
+      s << "      const index_t c = rest % size;\n";
+      s << "      rest /= size;\n";
+      for (const auto& op : spec.operands) {
+        if (!op.is_scalar) s << "      o_" << op.name << " += c * static_cast<index_t>(s_" << op.name << ".stride[d]);\n";
+      }
+      s << "    }\n";
+    }
+    for (const auto& op : spec.operands) {
+      if (!op.is_scalar) s << "    o_" << op.name << " += rest * static_cast<index_t>(s_" << op.name << ".stride[0]);\n";
+    }
+    emit_element(
+        s, spec, "    ", [](const ElementwiseOperand& op) { return "p_" + op.name + "[o_" + op.name + "]"; },
+        [](const ElementwiseOperand& op) { return "p_" + op.name + "[o_" + op.name + "]"; });
+    s << "  }\n";
+  }
+  s << "}\n";
+  return s.str();
+}
+
+// ---- expressions -------------------------------------------------------------------------------
+
+struct Expr::Node {
+  enum class Kind { input, literal, call, format, cast } kind;
+  DType dtype;
+  int index = 0;
+  std::string text;  // literal code, function name or format
+  std::vector<Expr> args;
+};
+
+Expr Expr::input(int index, DType dtype) {
+  Node n{Node::Kind::input, dtype, index, "", {}};
+  Expr e;
+  e.node_ = std::make_shared<const Node>(std::move(n));
+  return e;
+}
+Expr Expr::literal(std::string code, DType dtype) {
+  Expr e;
+  e.node_ = std::make_shared<const Node>(Node{Node::Kind::literal, dtype, 0, std::move(code), {}});
+  return e;
+}
+Expr Expr::call(std::string fn, std::vector<Expr> args, DType dtype) {
+  Expr e;
+  e.node_ = std::make_shared<const Node>(Node{Node::Kind::call, dtype, 0, std::move(fn), std::move(args)});
+  return e;
+}
+Expr Expr::format(std::string pattern, std::vector<Expr> args, DType dtype) {
+  Expr e;
+  e.node_ = std::make_shared<const Node>(Node{Node::Kind::format, dtype, 0, std::move(pattern), std::move(args)});
+  return e;
+}
+Expr Expr::cast(Expr value, DType dtype) {
+  Expr e;
+  e.node_ = std::make_shared<const Node>(Node{Node::Kind::cast, dtype, 0, "", {std::move(value)}});
+  return e;
+}
+DType Expr::dtype() const {
+  if (!node_) throw ValueError("jit::Expr: undefined expression");
+  return node_->dtype;
+}
+
+namespace {
+
+// Emits each node once (shared subtrees are computed once) as "const T tN = ...;".
+class Lowering {
+ public:
+  Lowering(const std::vector<DType>& inputs) : inputs_(inputs) {}
+
+  std::string emit(const Expr& e) {
+    const Expr::Node* n = e.node();
+    if (!n) throw ValueError("jit::lower_expressions: undefined expression");
+    auto it = names_.find(n);
+    if (it != names_.end()) return it->second;
+    std::string code;
+    switch (n->kind) {
+      case Expr::Node::Kind::input:
+        if (n->index < 0 || n->index >= static_cast<int>(inputs_.size())) {
+          throw ValueError("jit::lower_expressions: input " + std::to_string(n->index) + " out of range (" +
+                           std::to_string(inputs_.size()) + " inputs)");
+        }
+        if (inputs_[static_cast<std::size_t>(n->index)] != n->dtype) {
+          throw DTypeError("jit::lower_expressions: input " + std::to_string(n->index) + " is " +
+                           dtype_name(inputs_[static_cast<std::size_t>(n->index)]) + ", the expression says " +
+                           dtype_name(n->dtype));
+        }
+        return names_[n] = "in" + std::to_string(n->index);  // already a variable
+      case Expr::Node::Kind::literal:
+        code = n->text;
+        break;
+      case Expr::Node::Kind::call: {
+        code = n->text + "(";
+        for (std::size_t i = 0; i < n->args.size(); ++i) code += (i ? ", " : "") + emit(n->args[i]);
+        code += ")";
+        break;
+      }
+      case Expr::Node::Kind::format: {
+        std::vector<std::string> args;
+        for (const Expr& a : n->args) args.push_back(emit(a));
+        for (std::size_t i = 0; i < n->text.size(); ++i) {
+          if (n->text[i] == '{') {
+            const std::size_t close = n->text.find('}', i);
+            if (close == std::string::npos) throw ValueError("jit::Expr::format: unclosed '{' in \"" + n->text + "\"");
+            const int k = std::atoi(n->text.substr(i + 1, close - i - 1).c_str());
+            if (k < 0 || k >= static_cast<int>(args.size())) {
+              throw ValueError("jit::Expr::format: {" + std::to_string(k) + "} with " + std::to_string(args.size()) +
+                               " arguments in \"" + n->text + "\"");
+            }
+            code += args[static_cast<std::size_t>(k)];
+            i = close;
+          } else {
+            code += n->text[i];
+          }
+        }
+        break;
+      }
+      case Expr::Node::Kind::cast: {
+        const std::string arg = emit(n->args[0]);
+        // Round to the target dtype, then widen again if it is computed in float.
+        code = "tessel::widen(tessel::cast<" + std::string(cuda_type_name(n->dtype)) + ">(" + arg + "))";
+        break;
+      }
+    }
+    const std::string name = "t" + std::to_string(count_++);
+    body_ += "const " + var_type(n->dtype, true) + " " + name + " = " + code + ";\n  ";
+    return names_[n] = name;
+  }
+
+  std::string body_;
+
+ private:
+  const std::vector<DType>& inputs_;
+  std::unordered_map<const Expr::Node*, std::string> names_;
+  int count_ = 0;
+};
+
+}  // namespace
+
+ElementwiseSpec lower_expressions(const std::string& name, const std::vector<DType>& input_dtypes,
+                                  const std::vector<bool>& input_is_scalar, const std::vector<Expr>& outputs,
+                                  const std::vector<DType>& output_dtypes) {
+  if (outputs.size() != output_dtypes.size()) {
+    throw ValueError("jit::lower_expressions: " + std::to_string(outputs.size()) + " expressions but " +
+                     std::to_string(output_dtypes.size()) + " output dtypes");
+  }
+  if (!input_is_scalar.empty() && input_is_scalar.size() != input_dtypes.size()) {
+    throw ValueError("jit::lower_expressions: input_is_scalar must be empty or have one entry per input");
+  }
+  ElementwiseSpec spec;
+  spec.name = name;
+  spec.widen_half = true;
+  for (std::size_t j = 0; j < outputs.size(); ++j) {
+    spec.operands.push_back({"out" + std::to_string(j), output_dtypes[j], true, false});
+  }
+  for (std::size_t i = 0; i < input_dtypes.size(); ++i) {
+    const bool scalar = !input_is_scalar.empty() && input_is_scalar[i];
+    spec.operands.push_back({"in" + std::to_string(i), input_dtypes[i], false, scalar});
+  }
+  Lowering lowering(input_dtypes);
+  std::string assigns;
+  for (std::size_t j = 0; j < outputs.size(); ++j) {
+    const std::string value = lowering.emit(outputs[j]);
+    assigns += "out" + std::to_string(j) + " = " + value + ";";
+  }
+  spec.body = lowering.body_ + assigns;
+  return spec;
+}
+
+}  // namespace tessel::jit

@@ -1,0 +1,271 @@
+#include "tessel/jit/kernel_cache.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+#include <thread>
+#include <unistd.h>
+
+#include "jit/embedded_headers.hpp"
+#include "tessel/core/config.hpp"
+#include "tessel/core/log.hpp"
+#include "tessel/core/version.hpp"
+
+namespace tessel::jit {
+namespace {
+
+namespace fs = std::filesystem;
+
+// File layout: magic, format version, key, arch, lowered name, cubin, then a hash of everything
+// before it. A truncated or corrupted file fails the check and is recompiled.
+constexpr char kMagic[8] = {'T', 'S', 'L', 'C', 'U', 'B', 'I', 'N'};
+constexpr std::uint32_t kFormat = 1;
+constexpr double kSlowCompileMs = 1000.0;
+
+void put_u64(std::string& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+void put_string(std::string& out, const std::string& s) {
+  put_u64(out, s.size());
+  out += s;
+}
+
+struct Reader {
+  const std::string& data;
+  std::size_t at = 0;
+  bool ok = true;
+  std::uint64_t u64() {
+    if (data.size() - at < 8) {
+      ok = false;
+      return 0;
+    }
+    std::uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(data[at + static_cast<std::size_t>(i)]);
+    at += 8;
+    return v;
+  }
+  std::string string() {
+    const std::uint64_t n = u64();
+    if (!ok || data.size() - at < n) {
+      ok = false;
+      return "";
+    }
+    std::string s = data.substr(at, n);
+    at += n;
+    return s;
+  }
+};
+
+std::string serialize(const CachedBinary& b) {
+  std::string out(kMagic, sizeof kMagic);
+  put_u64(out, kFormat);
+  put_u64(out, b.key.hi);
+  put_u64(out, b.key.lo);
+  put_string(out, b.arch);
+  put_string(out, b.lowered_name);
+  put_string(out, b.cubin);
+  const Hash128 check = Hasher().bytes(out.data(), out.size()).finish();
+  put_u64(out, check.hi);
+  put_u64(out, check.lo);
+  return out;
+}
+
+// Empty pointer (and `why`) when the data is not a valid file for `key`.
+std::shared_ptr<CachedBinary> deserialize(const std::string& data, const Hash128& key, std::string& why) {
+  if (data.size() < sizeof kMagic + 16 || data.compare(0, sizeof kMagic, kMagic, sizeof kMagic) != 0) {
+    why = "bad magic or truncated";
+    return nullptr;
+  }
+  const std::size_t body = data.size() - 16;
+  const Hash128 check = Hasher().bytes(data.data(), body).finish();
+  Reader tail{data, body};
+  if (tail.u64() != check.hi || tail.u64() != check.lo) {
+    why = "checksum mismatch (truncated or corrupt)";
+    return nullptr;
+  }
+  Reader r{data, sizeof kMagic};
+  auto b = std::make_shared<CachedBinary>();
+  if (r.u64() != kFormat) {
+    why = "other format version";
+    return nullptr;
+  }
+  b->key.hi = r.u64();
+  b->key.lo = r.u64();
+  b->arch = r.string();
+  b->lowered_name = r.string();
+  b->cubin = r.string();
+  if (!r.ok || r.at != body || b->key != key || b->cubin.empty()) {
+    why = "malformed contents";
+    return nullptr;
+  }
+  return b;
+}
+
+}  // namespace
+
+Hash128 embedded_headers_hash() {
+  static const Hash128 hash = [] {
+    std::size_t count = 0;
+    const detail::EmbeddedHeader* headers = detail::embedded_headers(&count);
+    Hasher h;
+    h.u64(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      h.field(headers[i].name);
+      h.field(std::string_view(headers[i].source, headers[i].size));
+    }
+    return h.finish();
+  }();
+  return hash;
+}
+
+Hash128 cache_key(const CompileRequest& request, const std::string& arch) {
+  Hasher h;
+  h.field("tessel-kernel-v1");
+  h.field(request.source);
+  h.field(request.name);
+  const std::vector<std::string> options = effective_options(request, arch);
+  h.u64(options.size());
+  for (const std::string& o : options) h.field(o);
+  h.field(arch);
+  h.field(nvrtc_version());
+  h.field(tessel::version());
+  const Hash128 headers = embedded_headers_hash();
+  h.u64(headers.hi).u64(headers.lo);
+  return h.finish();
+}
+
+KernelCache::KernelCache(std::string directory) : directory_(std::move(directory)) {}
+
+KernelCache& KernelCache::global() {
+  // Leaked on purpose: kernels may be requested from static destructors of other objects.
+  static KernelCache* cache = [] {
+    const std::string& base = config().cache_dir;
+    return new KernelCache(base.empty() ? std::string() : base + "/kernels");
+  }();
+  return *cache;
+}
+
+std::string KernelCache::path_for(const Hash128& key) const {
+  if (directory_.empty()) return "";
+  return directory_ + "/" + key.hex() + ".cubin";
+}
+
+void KernelCache::clear_memory() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  entries_.clear();
+}
+
+CacheStats KernelCache::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+std::shared_ptr<const CachedBinary> KernelCache::read_disk(const Hash128& key, const std::string& arch) {
+  const std::string path = path_for(key);
+  if (path.empty()) return nullptr;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return nullptr;  // not cached yet
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  std::string why;
+  auto binary = deserialize(buffer.str(), key, why);
+  if (binary && binary->arch != arch) {
+    binary = nullptr;
+    why = "arch mismatch";
+  }
+  if (!binary) {
+    TESSEL_LOG_DEBUG("jit cache: ignoring " + path + ": " + why + "; recompiling");
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.disk_errors;
+  }
+  return binary;
+}
+
+void KernelCache::write_disk(const CachedBinary& binary) {
+  const std::string path = path_for(binary.key);
+  if (path.empty()) return;
+  // A unique temporary name, then rename: readers see the old file or the whole new one, and
+  // concurrent writers (threads or processes) of one key each rename a complete file.
+  static std::atomic<std::uint64_t> counter{0};
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+                          std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id())) + "." +
+                          std::to_string(counter.fetch_add(1));
+  std::error_code ec;
+  fs::create_directories(directory_, ec);
+  bool ok = !ec;
+  if (ok) {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    const std::string data = serialize(binary);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    out.close();
+    ok = static_cast<bool>(out);
+  }
+  if (ok) {
+    fs::rename(tmp, path, ec);
+    ok = !ec;
+  }
+  if (!ok) {
+    fs::remove(tmp, ec);
+    TESSEL_LOG_DEBUG("jit cache: could not write " + path + " (continuing without the disk cache for it)");
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.disk_errors;
+  }
+}
+
+std::shared_ptr<const CachedBinary> KernelCache::get(const CompileRequest& request) {
+  const std::string arch = resolve_arch(request);
+  const Hash128 key = cache_key(request, arch);
+
+  std::shared_ptr<Entry> entry;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& slot = entries_[key];
+    if (!slot) slot = std::make_shared<Entry>();
+    entry = slot;
+  }
+  std::lock_guard<std::mutex> entry_lock(entry->mutex);
+  if (entry->binary) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.memory_hits;
+    }
+    TESSEL_LOG_DEBUG("jit cache: memory hit '" + request.name + "' " + key.hex());
+    return entry->binary;
+  }
+  if (auto binary = read_disk(key, arch)) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.disk_hits;
+    }
+    TESSEL_LOG_DEBUG("jit cache: disk hit '" + request.name + "' " + key.hex());
+    entry->binary = binary;
+    return binary;
+  }
+  TESSEL_LOG_DEBUG("jit cache: miss '" + request.name + "' " + key.hex() + " (" + arch + "), compiling");
+  CompileRequest resolved = request;
+  resolved.arch = arch;
+  CompileResult compiled = compile_to_cubin(resolved);
+  if (compiled.milliseconds > kSlowCompileMs) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.2f", compiled.milliseconds / 1000.0);
+    TESSEL_LOG_WARN("jit: compiling kernel '" + request.name + "' took " + seconds + " s (cached for next time)");
+  }
+  if (!compiled.log.empty()) TESSEL_LOG_DEBUG("jit: NVRTC log for '" + request.name + "':\n" + compiled.log);
+  auto binary = std::make_shared<CachedBinary>();
+  binary->key = key;
+  binary->arch = compiled.arch;
+  binary->lowered_name = std::move(compiled.lowered_name);
+  binary->cubin = std::move(compiled.cubin);
+  write_disk(*binary);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.misses;
+  }
+  entry->binary = binary;
+  return binary;
+}
+
+}  // namespace tessel::jit

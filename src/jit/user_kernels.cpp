@@ -1,0 +1,123 @@
+#include "tessel/jit/user_kernels.hpp"
+
+#include <cctype>
+#include <sstream>
+
+#include "tessel/array/dtype.hpp"
+#include "tessel/core/device.hpp"
+#include "tessel/core/error.hpp"
+
+namespace tessel::jit {
+namespace {
+
+std::string trim(const std::string& s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+[[noreturn]] void needs_cuda(const std::string& what, const std::string& name, const std::string& why) {
+  throw DeviceError(what + " '" + name + "': needs a CUDA device; " + why);
+}
+
+Device check_cuda_device(const std::string& what, const std::string& name, Device device) {
+  if (!cuda_available()) needs_cuda(what, name, "CUDA is unavailable: " + cuda_unavailable_reason());
+  if (!device.is_cuda()) needs_cuda(what, name, "got " + device.str());
+  return device;
+}
+
+}  // namespace
+
+RawKernel::RawKernel(std::string source, std::string name, std::vector<std::string> options) {
+  if (name.empty()) throw ValueError("RawKernel: the kernel name is empty");
+  request_.source = std::move(source);
+  request_.name = std::move(name);
+  request_.options = std::move(options);
+}
+
+Kernel RawKernel::kernel(Device device) const {
+  check_cuda_device("RawKernel", request_.name, device);
+  return get_kernel(request_, device);
+}
+
+void RawKernel::launch(Dim3 grid, Dim3 block, const std::vector<KernelArg>& args, std::size_t shared_mem,
+                       const std::optional<Stream>& stream) const {
+  if (!cuda_available()) needs_cuda("RawKernel", request_.name, "CUDA is unavailable: " + cuda_unavailable_reason());
+  const Stream s = stream ? *stream : current_stream(current_device());
+  const Kernel k = kernel(s.device());
+  std::vector<void*> params;
+  params.reserve(args.size());
+  for (const KernelArg& a : args) params.push_back(const_cast<void*>(a.data()));
+  LaunchConfig config;
+  config.grid = grid;
+  config.block = block;
+  config.shared_mem = shared_mem;
+  k.launch(config, params, s);
+}
+
+std::vector<ElementwiseOperand> parse_elementwise_params(const std::string& params, bool outputs,
+                                                         const std::string& kernel_name) {
+  std::vector<ElementwiseOperand> out;
+  const std::string where = "ElementwiseKernel '" + kernel_name + "': ";
+  if (trim(params).empty()) return out;
+  std::stringstream list(params);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    std::istringstream words(trim(item));
+    std::string type, name, extra;
+    words >> type >> name >> extra;
+    if (type == "raw") {
+      throw ValueError(where + "'raw' parameters are not supported yet (in \"" + trim(item) + "\")");
+    }
+    if (type.empty() || name.empty() || !extra.empty()) {
+      throw ValueError(where + "each parameter is \"<dtype> <name>\", got \"" + trim(item) + "\"");
+    }
+    ElementwiseOperand op;
+    op.dtype = parse_dtype(type);
+    op.name = name;
+    op.is_output = outputs;
+    out.push_back(op);
+  }
+  return out;
+}
+
+ElementwiseKernel::ElementwiseKernel(const std::string& in_params, const std::string& out_params, std::string body,
+                                     std::string name, std::string preamble) {
+  spec_.name = std::move(name);
+  spec_.operands = parse_elementwise_params(in_params, false, spec_.name);
+  for (auto& op : parse_elementwise_params(out_params, true, spec_.name)) spec_.operands.push_back(op);
+  std::string b = trim(body);
+  if (!b.empty() && b.back() != ';' && b.back() != '}') b += ';';  // CuPy bodies may omit it
+  spec_.body = b;
+  spec_.preamble = std::move(preamble);
+  spec_.widen_half = false;  // user code sees the declared types
+  generate_elementwise_source(spec_);  // validates names now rather than at the first launch
+}
+
+std::string ElementwiseKernel::source(ElementwiseLayout layout, int rank, bool index32) const {
+  ElementwiseSpec s = spec_;
+  s.layout = layout;
+  s.rank = rank;
+  s.index32 = index32;
+  return generate_elementwise_source(s);
+}
+
+void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const std::vector<ElementwiseArg>& args,
+                               Device device, const std::optional<Stream>& stream) const {
+  check_cuda_device("ElementwiseKernel", spec_.name, device);
+  if (args.size() != spec_.operands.size()) {
+    throw ValueError("ElementwiseKernel '" + spec_.name + "': takes " + std::to_string(spec_.operands.size()) +
+                     " arguments (inputs then outputs), got " + std::to_string(args.size()));
+  }
+  ElementwiseSpec s = spec_;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (s.operands[i].is_output && args[i].is_scalar) {
+      throw ValueError("ElementwiseKernel '" + spec_.name + "': output '" + s.operands[i].name + "' must be an array");
+    }
+    s.operands[i].is_scalar = args[i].is_scalar;
+  }
+  launch_elementwise(std::move(s), shape, args, device, stream ? *stream : current_stream(device));
+}
+
+}  // namespace tessel::jit
