@@ -13,6 +13,8 @@
 
 namespace tessel::jit {
 
+struct CachedBinary;
+
 struct Dim3 {
   unsigned int x = 1, y = 1, z = 1;
   Dim3() = default;
@@ -55,7 +57,7 @@ class Kernel {
                                 int waves = 4) const;
 
  private:
-  friend Kernel get_kernel(const CompileRequest& request, Device device);
+  friend Kernel load_kernel(const CachedBinary& binary, const std::string& name, Device device);
   void* handle_ = nullptr;
   std::string name_;
   Device device_;
@@ -64,5 +66,7 @@ class Kernel {
 // Compiles (or finds in the caches) and loads a kernel for `device` (its arch, unless the
 // request gives one). Raises CompileError, or DeviceError for a CPU device / no CUDA.
 Kernel get_kernel(const CompileRequest& request, Device device);
+// Loads a cached binary (once per key per process) and returns its kernel handle for `device`.
+Kernel load_kernel(const CachedBinary& binary, const std::string& name, Device device);
 
 }  // namespace tessel::jit

@@ -11,6 +11,7 @@ namespace {
 }  // namespace
 
 Kernel get_kernel(const CompileRequest& request, Device) { no_cuda(request.name); }
+Kernel load_kernel(const CachedBinary&, const std::string& name, Device) { no_cuda(name); }
 void Kernel::launch(const LaunchConfig&, void**, const Stream&) const { no_cuda(name_); }
 void Kernel::launch(const LaunchConfig&, const std::vector<void*>&, const Stream&) const { no_cuda(name_); }
 KernelAttributes Kernel::attributes() const { no_cuda(name_); }

@@ -57,11 +57,19 @@ Kernel get_kernel(const CompileRequest& request, Device device) {
   check_device_index(device.index, "jit::get_kernel");
   CompileRequest req = request;
   if (req.arch.empty()) req.arch = device_arch(device.index);
-  const auto binary = KernelCache::global().get(req);
-  const Loaded l = load(*binary);
+  return load_kernel(*KernelCache::global().get(req), request.name, device);
+}
+
+Kernel load_kernel(const CachedBinary& binary, const std::string& name, Device device) {
+  if (!device.is_cuda() || !cuda_available()) {
+    throw DeviceError("jit: kernel '" + name + "' needs a CUDA device; " +
+                      (device.is_cuda() ? cuda_unavailable_reason() : "got " + device.str()));
+  }
+  DeviceGuard guard(device);
+  const Loaded l = load(binary);
   Kernel k;
   k.handle_ = l.kernel;
-  k.name_ = request.name;
+  k.name_ = name;
   k.device_ = device;
   return k;
 }
