@@ -108,5 +108,8 @@ DType to_real(DType dtype);
 
 // True when casting from -> to loses no values (NumPy's can_cast(..., "safe")).
 bool can_cast_safely(DType from, DType to);
+// True for safe casts and casts within a kind or to a higher one (bool < unsigned < signed <
+// float < complex): NumPy's can_cast(..., "same_kind").
+bool can_cast_same_kind(DType from, DType to);
 
 }  // namespace tessel

@@ -1,0 +1,291 @@
+// Moving data: copies and casts within a device (through the backends), transfers between
+// devices, host reads, and the deferred release of staging buffers.
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+
+#include "array/backend.hpp"
+#include "tessel/array/array.hpp"
+#include "tessel/core/error.hpp"
+
+namespace tessel {
+
+namespace detail {
+
+namespace {
+
+struct PendingRelease {
+  std::shared_ptr<Event> done;
+  std::shared_ptr<void> keep_alive;
+};
+
+struct ReleaseQueue {
+  std::mutex mutex;
+  std::deque<PendingRelease> pending;
+};
+
+// Never destroyed: buffers still queued at exit must not be returned to allocators that static
+// destruction may already have torn down.
+ReleaseQueue& release_queue() {
+  static ReleaseQueue* queue = new ReleaseQueue();
+  return *queue;
+}
+
+[[noreturn, maybe_unused]] void throw_no_cuda_backend(const char* op) {
+  throw DeviceError(std::string(op) + ": this build of tessel has no CUDA backend");
+}
+
+}  // namespace
+
+void release_after(const Stream& stream, std::shared_ptr<void> keep_alive) {
+  collect_finished_releases();
+  if (!stream.device().is_cuda()) return;  // CPU work has already finished
+  auto done = std::make_shared<Event>(stream.device(), /*timing=*/false);
+  done->record(stream);
+  ReleaseQueue& queue = release_queue();
+  std::lock_guard<std::mutex> lock(queue.mutex);
+  queue.pending.push_back(PendingRelease{std::move(done), std::move(keep_alive)});
+}
+
+void collect_finished_releases() {
+  std::deque<PendingRelease> finished;
+  ReleaseQueue& queue = release_queue();
+  {
+    std::lock_guard<std::mutex> lock(queue.mutex);
+    for (auto it = queue.pending.begin(); it != queue.pending.end();) {
+      if (it->done->query()) {
+        finished.push_back(std::move(*it));
+        it = queue.pending.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // `finished` releases its buffers here, outside the lock.
+}
+
+namespace {
+
+std::shared_ptr<Buffer> allocate_on(Device device, std::int64_t bytes, const Stream& stream) {
+  return device.is_cuda() ? Buffer::allocate(device, bytes, stream) : Buffer::allocate(device, bytes);
+}
+
+// Device work on `stream` reads or writes this array: order it after the array's pending write
+// and tell the allocator the buffer is in use there.
+void use_on_stream(const Array& array, const Stream& stream) {
+  array.storage()->wait_on_stream(stream);
+  const std::shared_ptr<Buffer>& buffer = array.buffer();
+  if (stream.device().is_cuda() && buffer->kind() == MemoryKind::device && buffer->stream() != stream) {
+    buffer->record_stream(stream);
+  }
+}
+
+void check_defined(const Array& array, const char* op, const char* name) {
+  if (!array.defined()) throw ValueError(std::string(op) + ": " + name + " is an undefined array");
+}
+
+// Both arrays on the same device; dst has src's shape.
+void copy_same_device(const Array& dst, const Array& src, const Stream& stream) {
+  if (dst.size() == 0) return;
+  if (dst.device().is_cpu()) {
+    src.wait();
+    dst.wait();
+    cpu_backend::copy(strided_ref(dst), strided_ref(src), Stream::cpu());
+    return;
+  }
+#if defined(TESSEL_HAVE_CUDA)
+  use_on_stream(src, stream);
+  use_on_stream(dst, stream);
+  cuda_backend::copy(strided_ref(dst), strided_ref(src), stream);
+  dst.storage()->record_pending_write(stream);
+#else
+  (void)stream;
+  throw_no_cuda_backend("copy");
+#endif
+}
+
+}  // namespace
+
+Array allocate_array(const Shape& shape, DType dtype, Device device, const Stream& stream) {
+  if (device.is_cuda()) check_device_index(device.index, "empty");
+  const std::int64_t bytes = numel(shape) * itemsize(dtype);
+  auto storage = std::make_shared<Storage>(allocate_on(device, bytes, stream));
+  return Array(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
+}
+
+// A contiguous copy of `source` (contiguous, any device) on `device`.
+Array transfer(const Array& source, Device device, const Stream& stream) {
+#if defined(TESSEL_HAVE_CUDA)
+  const Device from = source.device();
+  const std::int64_t bytes = source.nbytes();
+  if (from.is_cpu()) {
+    // Host -> device. Pageable memory is staged through the pinned pool first, so the copy is
+    // truly asynchronous and the caller may reuse its memory at once.
+    source.wait();
+    Array result = allocate_array(source.shape(), source.dtype(), device, stream);
+    std::shared_ptr<Buffer> staging = source.buffer();
+    if (staging->kind() != MemoryKind::pinned_host) {
+      staging = Buffer::allocate_pinned(bytes);
+      if (bytes > 0) std::memcpy(staging->data(), source.data(), static_cast<std::size_t>(bytes));
+      cuda_backend::memcpy_async(result.data(), device, staging->data(), Device::cpu(), bytes, stream);
+    } else {
+      cuda_backend::memcpy_async(result.data(), device, source.data(), Device::cpu(), bytes, stream);
+    }
+    result.storage()->record_pending_write(stream);
+    release_after(stream, std::move(staging));
+    return result;
+  }
+  use_on_stream(source, stream);
+  if (device.is_cpu()) {
+    // Device -> host lands in pinned memory so the copy stays asynchronous; host reads of the
+    // result wait for it.
+    auto storage = std::make_shared<Storage>(Buffer::allocate_pinned(bytes));
+    Array result(std::move(storage), source.shape(), contiguous_strides(source.shape()), 0, source.dtype());
+    cuda_backend::memcpy_async(result.data(), Device::cpu(), source.data(), from, bytes, stream);
+    result.storage()->record_pending_write(stream);
+    release_after(stream, result.buffer());  // the pinned block outlives the copy even if dropped
+    return result;
+  }
+  // Between GPUs. The destination is allocated on its own device's stream; when `stream` is a
+  // different one, it waits for that allocation to be usable.
+  const Stream destination_stream = stream.device() == device ? stream : current_stream(device);
+  Array result = allocate_array(source.shape(), source.dtype(), device, destination_stream);
+  if (destination_stream != stream) {
+    Event allocated(device, /*timing=*/false);
+    allocated.record(destination_stream);
+    stream.wait(allocated);
+    result.buffer()->record_stream(stream);
+  }
+  cuda_backend::memcpy_async(result.data(), device, source.data(), from, bytes, stream);
+  result.storage()->record_pending_write(stream);
+  return result;
+#else
+  (void)source;
+  (void)device;
+  (void)stream;
+  throw_no_cuda_backend("to");
+#endif
+}
+
+// `preferred` when it runs on `device`, else the device's current stream (cross-stream order is
+// kept by the pending-write events).
+Stream stream_on(Device device, const Stream& preferred) {
+  if (preferred.device() == device) return preferred;
+  return resolve_stream(device, std::nullopt);
+}
+
+Stream transfer_stream(Device from, Device to, const OptionalStream& stream) {
+  if (stream) {
+    if (stream->device().is_cuda() && stream->device() != from && stream->device() != to) {
+      throw DeviceError("to: the stream is on " + stream->device().str() + ", not on " + from.str() + " or " + to.str());
+    }
+    return *stream;
+  }
+  return current_stream(to.is_cuda() ? to : from);
+}
+
+}  // namespace detail
+
+using detail::allocate_array;
+
+void copyto(const Array& dst, const Array& src, const OptionalStream& stream) {
+  detail::check_defined(dst, "copyto", "dst");
+  detail::check_defined(src, "copyto", "src");
+  const Array broadcast_source = src.broadcast_to(dst.shape());
+  if (dst.size() == 0) return;
+  if (src.device() == dst.device()) {
+    detail::copy_same_device(dst, broadcast_source, detail::resolve_stream(dst.device(), stream));
+    return;
+  }
+  // Move the (un-broadcast) source over first, then broadcast and cast on dst's device.
+  const Stream transfer_stream = detail::transfer_stream(src.device(), dst.device(), stream);
+  const Array packed = src.contiguous(detail::stream_on(src.device(), transfer_stream));
+  const Array moved = detail::transfer(packed, dst.device(), transfer_stream);
+  detail::copy_same_device(dst, moved.broadcast_to(dst.shape()), detail::resolve_stream(dst.device(), stream));
+}
+
+void fill(const Array& dst, Scalar value, const OptionalStream& stream) {
+  detail::check_defined(dst, "fill", "dst");
+  if (dst.size() == 0) return;
+  alignas(16) unsigned char bytes[16];
+  value.store(dst.dtype(), bytes);
+  if (dst.device().is_cpu()) {
+    dst.wait();
+    detail::cpu_backend::fill(detail::strided_ref(dst), bytes, Stream::cpu());
+    return;
+  }
+#if defined(TESSEL_HAVE_CUDA)
+  const Stream s = detail::resolve_stream(dst.device(), stream);
+  detail::use_on_stream(dst, s);
+  detail::cuda_backend::fill(detail::strided_ref(dst), bytes, s);
+  dst.storage()->record_pending_write(s);
+#else
+  detail::throw_no_cuda_backend("fill");
+#endif
+}
+
+Array Array::copy(const OptionalStream& stream) const {
+  detail::check_defined(*this, "copy", "the array");
+  const Stream s = detail::resolve_stream(device(), stream);
+  Array result = allocate_array(shape_, dtype_, device(), s);
+  copyto(result, *this, s);
+  return result;
+}
+
+Array Array::contiguous(const OptionalStream& stream) const {
+  if (defined() && is_contiguous()) return *this;
+  return copy(stream);
+}
+
+Array Array::astype(DType dtype, const OptionalStream& stream) const {
+  detail::check_defined(*this, "astype", "the array");
+  const Stream s = detail::resolve_stream(device(), stream);
+  Array result = allocate_array(shape_, dtype, device(), s);
+  copyto(result, *this, s);
+  return result;
+}
+
+Array Array::to(Device device, const OptionalStream& stream) const {
+  detail::check_defined(*this, "to", "the array");
+  if (device == this->device()) return *this;
+  if (device.is_cuda()) check_device_index(device.index, "to");
+  const Stream s = detail::transfer_stream(this->device(), device, stream);
+  return detail::transfer(contiguous(detail::stream_on(this->device(), s)), device, s);
+}
+
+void Array::to_host(void* dst) const {
+  detail::check_defined(*this, "to_host", "the array");
+  if (size_ == 0) return;
+  const Strides packed = contiguous_strides(shape_);
+  if (device().is_cpu()) {
+    wait();
+    detail::cpu_backend::copy(detail::StridedRef{dst, dtype_, shape_, packed}, detail::strided_ref(*this), Stream::cpu());
+    return;
+  }
+#if defined(TESSEL_HAVE_CUDA)
+  const Stream s = current_stream(device());
+  const Array source = contiguous(s);
+  detail::use_on_stream(source, s);
+  // A synchronous read: the copy into the caller's (possibly pageable) memory, then the wait.
+  detail::cuda_backend::memcpy_async(dst, Device::cpu(), source.data(), device(), nbytes(), s);
+  s.synchronize();
+  detail::collect_finished_releases();
+#else
+  detail::throw_no_cuda_backend("to_host");
+#endif
+}
+
+Array from_host(const void* data, const Shape& shape, DType dtype, Device device, const OptionalStream& stream) {
+  const std::int64_t bytes = numel(shape) * itemsize(dtype);
+  if (data == nullptr && bytes > 0) throw ValueError("from_host: data is null for shape " + shape_str(shape));
+  // Wrap the caller's memory (no copy yet) as a host array, then copy it where it belongs.
+  auto view = std::make_shared<detail::Storage>(
+      Buffer::wrap(const_cast<void*>(data), bytes, Device::cpu(), MemoryKind::host, nullptr));
+  const Array host(std::move(view), shape, contiguous_strides(shape), 0, dtype);
+  if (device.is_cpu()) return host.copy();
+  check_device_index(device.index, "from_host");
+  return detail::transfer(host, device, detail::transfer_stream(Device::cpu(), device, stream));
+}
+
+}  // namespace tessel
