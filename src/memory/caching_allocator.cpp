@@ -351,6 +351,8 @@ struct CachingAllocator::Impl {
         hit = b != nullptr;
         if (!b) b = new_segment(seg, small, stream.id);
       }
+      // Near the limit a shared 20 MiB segment may not fit where one of the request's own size does.
+      if (!b && !small && seg > round_up(size, kLargeRound)) b = new_segment(round_up(size, kLargeRound), small, stream.id);
       if (!b) {
         st.oom_count++;
         throw OutOfMemory(oom_message(requested, size, ""));

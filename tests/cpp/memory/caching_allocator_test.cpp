@@ -362,6 +362,20 @@ TEST(CachingAllocator, MemoryFraction) {
   EXPECT_THROW(make_fake(MiB, zero), ValueError);
 }
 
+TEST(CachingAllocator, NearTheLimitFallsBackToASegmentOfTheRequestsSize) {
+  CachingAllocatorOptions o;
+  o.memory_fraction = 0.5;
+  auto f = make_fake(64 * MiB, o);
+  auto& a = *f.alloc;
+  void* p = a.allocate(i64(25 * MiB), A);  // a 26 MiB segment
+  void* q = a.allocate(i64(5 * MiB), A);   // 20 MiB would exceed 32 MiB; 6 MiB fits exactly
+  EXPECT_EQ(a.block_size(q), 6 * MiB);
+  EXPECT_EQ(a.stats().reserved_bytes, i64(32 * MiB));
+  EXPECT_EQ(a.stats().oom_count, 0);
+  a.free(p);
+  a.free(q);
+}
+
 TEST(CachingAllocator, StatsFollowEveryStep) {
   auto f = make_fake(1024 * MiB);
   auto& a = *f.alloc;
