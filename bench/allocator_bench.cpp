@@ -38,8 +38,8 @@ class Collector : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
       if (run.run_type != Run::RT_Iteration) continue;
-      if (run.error_occurred) {
-        errors[run.benchmark_name()] = run.error_message;
+      if (const std::string error = tessel::bench::run_error(run, 0); !error.empty()) {
+        errors[run.benchmark_name()] = error;
         continue;
       }
       ns[run.benchmark_name()] = run.GetAdjustedRealTime();  // the unit is ns

@@ -38,6 +38,17 @@ inline std::string results_dir() {
   return TESSEL_SOURCE_DIR "/bench/results";
 }
 
+// The error text of a failed or skipped Google Benchmark run, "" when it ran. Version 1.8
+// renamed error_occurred/error_message to skipped/skip_message; this accepts either.
+template <class Run>
+auto run_error(const Run& run, int) -> decltype(run.error_occurred, std::string()) {
+  return run.error_occurred ? run.error_message : std::string();
+}
+template <class Run>
+auto run_error(const Run& run, long) -> decltype(run.skipped, std::string()) {
+  return run.skipped ? run.skip_message : std::string();
+}
+
 // Merges `results` under `name` into today's file for this device and returns the file's path.
 inline std::string write_results(const std::string& name, const nlohmann::json& results) {
   const std::string path = results_dir() + "/" + device_slug() + "-" + today() + ".json";
