@@ -45,7 +45,7 @@ TEST(StickyError, IllegalAddressIsFatal) {
   if (!tessel::cuda_available()) GTEST_SKIP() << "no CUDA device: " << tessel::cuda_unavailable_reason();
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(launch_fault_and_report(), ::testing::ExitedWithCode(3),
-              "sticky_test_op: cudaErrorIllegalAddress.*fatal to the CUDA context.*sticky_error_test.cu");
+              "sticky_test_op: cudaErrorIllegalAddress.*sticky_error_test.cu.*fatal to the CUDA context");
 }
 
 TEST(StickyError, SyncAfterOpsReportsFaultAtTheLaunch) {

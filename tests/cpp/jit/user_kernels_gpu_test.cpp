@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -17,6 +20,14 @@
 
 namespace tessel::jit {
 namespace {
+
+// |fma(a, b, c) - (a * b + c)| is at most one rounding of the product and one of the sum:
+// bound it by the operands' magnitudes, which stays meaningful under cancellation.
+template <class T>
+T fma_tolerance(T product, T addend) {
+  return 2 * std::numeric_limits<T>::epsilon() * (std::abs(product) + std::abs(addend));
+}
+
 
 #define REQUIRE_GPU() \
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason()
@@ -85,7 +96,9 @@ extern "C" __global__ void axpy(float a, const float* x, const float* y, float* 
   const unsigned blocks = static_cast<unsigned>((n + 255) / 256);
   k.launch(blocks, 256, {2.5f, dx.ptr, dy.ptr, dout.ptr, static_cast<long long>(n)});
   const auto out = dout.download();
-  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 2.5f * x[i] + y[i]) << i;
+  // The device may fuse the multiply-add: allow the rounding of the separate steps.
+  for (std::size_t i = 0; i < n; ++i)
+    ASSERT_NEAR(out[i], 2.5f * x[i] + y[i], fma_tolerance<float>(2.5f * x[i], y[i])) << i;
 }
 
 TEST(JitUserKernelsGpu, RawKernelTemplateSharedMemAndStream) {
@@ -128,7 +141,9 @@ TEST(JitUserKernelsGpu, ElementwiseContiguousAlignedAndUnaligned) {
                        ElementwiseArg::array(dz.ptr + shift, {1})},
                Device::cuda(0));
       const auto z = dz.download();
-      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(z[i + shift], x[i + shift] * y[i + shift] + 1) << n << " " << i;
+      for (std::size_t i = 0; i < n; ++i)
+        ASSERT_NEAR(z[i + shift], x[i + shift] * y[i + shift] + 1, fma_tolerance<float>(x[i + shift] * y[i + shift], 1.0f))
+            << n << " " << i;
     }
   }
 }
@@ -156,7 +171,9 @@ TEST(JitUserKernelsGpu, ElementwiseStridedBroadcastNegativeAndScalar) {
   for (std::int64_t i = 0; i < rows; ++i)
     for (std::int64_t j = 0; j < cols; ++j) {
       const double expect = 3.0 * x[static_cast<std::size_t>((cols - 1 - j) * rows + i)] - y[static_cast<std::size_t>(j)];
-      ASSERT_EQ(z[static_cast<std::size_t>(i * cols + j)], expect) << i << "," << j;
+      const double product = 3.0 * x[static_cast<std::size_t>((cols - 1 - j) * rows + i)];
+      ASSERT_NEAR(z[static_cast<std::size_t>(i * cols + j)], expect, fma_tolerance<double>(product, y[static_cast<std::size_t>(j)]))
+          << i << "," << j;
     }
 }
 
