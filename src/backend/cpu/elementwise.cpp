@@ -1,0 +1,436 @@
+// CPU elementwise loops. The dtype is dispatched once, at this type-erased boundary; the op is
+// chosen once per call (outside the loops), so every loop body is a plain inlined functor over
+// pointers that the compiler can vectorize. float16/bfloat16 are computed in float32 and
+// rounded once at the store. Work is split into blocks of kBlock elements along the innermost
+// collapsed axis, spread over OpenMP threads.
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "backend/elementwise.hpp"
+#include "tessel/array/dtype_dispatch.hpp"
+#include "tessel/array/shape.hpp"
+
+namespace tessel::detail::cpu {
+namespace {
+
+// Enough work per block to amortize the OpenMP scheduling, small enough to balance threads.
+constexpr std::int64_t kBlock = 4096;
+
+template <class T> struct Compute { using type = T; };
+template <> struct Compute<float16> { using type = float; };
+template <> struct Compute<bfloat16> { using type = float; };
+template <class T> using compute_t = typename Compute<T>::type;
+
+template <class T> struct IsComplex : std::false_type {};
+template <class T> struct IsComplex<std::complex<T>> : std::true_type {};
+template <class T> constexpr bool is_complex_v = IsComplex<T>::value;
+template <class T> constexpr bool is_bool_v = std::is_same_v<T, bool>;
+template <class T> constexpr bool is_int_v = std::is_integral_v<T> && !is_bool_v<T>;
+template <class T> constexpr bool is_float_v = std::is_floating_point_v<T>;
+
+// Real storage type of a complex storage type (abs, real, imag, angle of complex).
+template <class T> struct RealOf { using type = T; };
+template <class T> struct RealOf<std::complex<T>> { using type = T; };
+
+template <class T> constexpr bool is_half_v = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
+
+template <class S>
+inline compute_t<S> load(const S* p) {
+  if constexpr (is_half_v<S>) {
+    return static_cast<float>(*p);
+  } else {
+    return *p;
+  }
+}
+template <class O, class V>
+inline void store(O* p, V v) {
+  if constexpr (is_half_v<O>) {
+    *p = O(static_cast<float>(v));
+  } else {
+    *p = static_cast<O>(v);
+  }
+}
+
+// out = f(in0, ..., in{N-1}) over views of one shape. S0..S2 are the input storage types.
+template <int N, class O, class S0, class S1, class S2, class F>
+void loop(const Array& out, const std::vector<Array>& in, F f) {
+  std::vector<Strides> strides{out.strides()};
+  for (int i = 0; i < N; ++i) strides.push_back(in[static_cast<std::size_t>(i)].strides());
+  const CollapsedDims dims = collapse_dims(out.shape(), strides);
+  const std::int64_t nd = dims.ndim();
+  const std::int64_t inner = dims.shape.back();
+  std::int64_t rows = 1;
+  for (std::int64_t d = 0; d + 1 < nd; ++d) rows *= dims.shape[static_cast<std::size_t>(d)];
+  if (inner == 0 || rows == 0) return;
+  const std::int64_t blocks_per_row = (inner + kBlock - 1) / kBlock;
+  const std::int64_t tasks = rows * blocks_per_row;
+
+  O* const po = out.data_as<O>();
+  const S0* const p0 = static_cast<const S0*>(in[0].data());
+  const S1* const p1 = N > 1 ? static_cast<const S1*>(in[1].data()) : nullptr;
+  const S2* const p2 = N > 2 ? static_cast<const S2*>(in[2].data()) : nullptr;
+  auto inner_stride = [&](std::size_t k) { return dims.strides[k][static_cast<std::size_t>(nd - 1)]; };
+  const std::int64_t so = inner_stride(0), s0 = inner_stride(1);
+  const std::int64_t s1 = N > 1 ? inner_stride(2) : 0, s2 = N > 2 ? inner_stride(3) : 0;
+  // Unit strides on every operand: the vectorizable case.
+  const bool unit = so == 1 && s0 == 1 && (N < 2 || s1 == 1) && (N < 3 || s2 == 1);
+
+#pragma omp parallel for schedule(static) if (tasks > 1)
+  for (std::int64_t t = 0; t < tasks; ++t) {
+    const std::int64_t row = t / blocks_per_row;
+    const std::int64_t lo = (t % blocks_per_row) * kBlock;
+    const std::int64_t hi = std::min(inner, lo + kBlock);
+    // Element offsets of this row: unravel the row index over the outer collapsed axes.
+    std::int64_t off[4] = {0, 0, 0, 0};
+    std::int64_t r = row;
+    for (std::int64_t d = nd - 2; d >= 0; --d) {
+      const std::int64_t extent = dims.shape[static_cast<std::size_t>(d)];
+      const std::int64_t idx = r % extent;
+      r /= extent;
+      for (int k = 0; k <= N; ++k) off[k] += idx * dims.strides[static_cast<std::size_t>(k)][static_cast<std::size_t>(d)];
+    }
+    O* o = po + off[0];
+    const S0* a = p0 + off[1];
+    if constexpr (N == 1) {
+      if (unit) {
+        for (std::int64_t i = lo; i < hi; ++i) store(o + i, f(load(a + i)));
+      } else {
+        for (std::int64_t i = lo; i < hi; ++i) store(o + i * so, f(load(a + i * s0)));
+      }
+    } else if constexpr (N == 2) {
+      const S1* b = p1 + off[2];
+      if (unit) {
+        for (std::int64_t i = lo; i < hi; ++i) store(o + i, f(load(a + i), load(b + i)));
+      } else {
+        for (std::int64_t i = lo; i < hi; ++i) store(o + i * so, f(load(a + i * s0), load(b + i * s1)));
+      }
+    } else {
+      const S1* b = p1 + off[2];
+      const S2* c = p2 + off[3];
+      for (std::int64_t i = lo; i < hi; ++i) store(o + i * so, f(load(a + i * s0), load(b + i * s1), load(c + i * s2)));
+    }
+  }
+}
+
+// Integer arithmetic wraps modulo 2^bits as NumPy's does; computing in uint64 avoids C++'s
+// signed-overflow UB (and int promotion of uint16 * uint16).
+template <class C>
+inline C wrap(std::uint64_t v) { return static_cast<C>(v); }
+template <class C>
+inline std::uint64_t u64(C v) { return static_cast<std::uint64_t>(v); }
+
+template <class C>
+inline C floor_divide_value(C a, C b) {
+  if constexpr (is_int_v<C>) {
+    if (b == C(0)) return C(0);  // NumPy returns 0 (with a warning)
+    if constexpr (std::is_signed_v<C>) {
+      if (b == C(-1)) return wrap<C>(0 - u64(a));  // MIN // -1 wraps, as NumPy
+      const C q = static_cast<C>(a / b);
+      return (a % b != C(0) && ((a < C(0)) != (b < C(0)))) ? static_cast<C>(q - 1) : q;
+    } else {
+      return static_cast<C>(a / b);
+    }
+  } else {
+    // NumPy's npy_divmod: floor of the exact quotient, computed from fmod to stay exact.
+    if (b == C(0)) return a / b;
+    const C mod = std::fmod(a, b);
+    C div = (a - mod) / b;
+    if (mod != C(0) && ((b < C(0)) != (mod < C(0)))) div -= C(1);
+    if (div == C(0)) return std::copysign(C(0), a / b);
+    C floordiv = std::floor(div);
+    if (div - floordiv > C(0.5)) floordiv += C(1);
+    return floordiv;
+  }
+}
+
+template <class C>
+inline C remainder_value(C a, C b) {
+  if constexpr (is_int_v<C>) {
+    if (b == C(0)) return C(0);
+    if constexpr (std::is_signed_v<C>) {
+      if (b == C(-1)) return C(0);
+      const C r = static_cast<C>(a % b);
+      return (r != C(0) && ((r < C(0)) != (b < C(0)))) ? static_cast<C>(r + b) : r;
+    } else {
+      return static_cast<C>(a % b);
+    }
+  } else {
+    if (b == C(0)) return std::fmod(a, b);  // NaN
+    C mod = std::fmod(a, b);
+    if (mod != C(0)) {
+      if ((b < C(0)) != (mod < C(0))) mod += b;
+    } else {
+      mod = std::copysign(C(0), b);
+    }
+    return mod;
+  }
+}
+
+template <class C>
+inline C power_value(C a, C b) {
+  if constexpr (is_int_v<C>) {
+    // Exponentiation by squaring, wrapping. A negative exponent (an error in NumPy) gives
+    // 1 / a truncated: 1 for a == 1, +-1 for a == -1, else 0.
+    if constexpr (std::is_signed_v<C>) {
+      if (b < C(0)) {
+        if (a == C(1)) return C(1);
+        if (a == C(-1)) return (u64(b) & 1u) ? C(-1) : C(1);
+        return C(0);
+      }
+    }
+    std::uint64_t result = 1, base = u64(a), e = u64(b);
+    while (e) {
+      if (e & 1u) result *= base;
+      base *= base;
+      e >>= 1;
+    }
+    return wrap<C>(result);
+  } else {
+    return std::pow(a, b);
+  }
+}
+
+template <class C>
+inline C shift_left(C a, C b) {
+  if (b < C(0) || u64(b) >= sizeof(C) * 8) return C(0);
+  return wrap<C>(u64(a) << u64(b));
+}
+template <class C>
+inline C shift_right(C a, C b) {
+  if (b < C(0) || u64(b) >= sizeof(C) * 8) return (a < C(0)) ? C(-1) : C(0);
+  return static_cast<C>(a >> b);
+}
+
+template <class C> inline bool isnan_value(C v) {
+  if constexpr (is_complex_v<C>) return std::isnan(v.real()) || std::isnan(v.imag());
+  else if constexpr (is_float_v<C>) return std::isnan(v);
+  else return false;
+}
+template <class C> inline bool isinf_value(C v) {
+  if constexpr (is_complex_v<C>) return std::isinf(v.real()) || std::isinf(v.imag());
+  else if constexpr (is_float_v<C>) return std::isinf(v);
+  else return false;
+}
+template <class C> inline bool isfinite_value(C v) {
+  if constexpr (is_complex_v<C>) return std::isfinite(v.real()) && std::isfinite(v.imag());
+  else if constexpr (is_float_v<C>) return std::isfinite(v);
+  else return true;
+}
+template <class C> inline bool nonzero(C v) { return v != C(0); }
+
+// NaN-propagating extrema, as NumPy's maximum/minimum; fmax/fmin prefer the non-NaN operand.
+template <class C> inline C max_value(C a, C b) {
+  if (isnan_value(a)) return a;
+  if (isnan_value(b)) return b;
+  return a < b ? b : a;
+}
+template <class C> inline C min_value(C a, C b) {
+  if (isnan_value(a)) return a;
+  if (isnan_value(b)) return b;
+  return b < a ? b : a;
+}
+template <class C> inline C fmax_value(C a, C b) {
+  if (isnan_value(b)) return a;
+  if (isnan_value(a)) return b;
+  return a < b ? b : a;
+}
+template <class C> inline C fmin_value(C a, C b) {
+  if (isnan_value(b)) return a;
+  if (isnan_value(a)) return b;
+  return b < a ? b : a;
+}
+
+template <class C> inline C add_value(C a, C b) {
+  if constexpr (is_bool_v<C>) return a || b;
+  else if constexpr (is_int_v<C>) return wrap<C>(u64(a) + u64(b));
+  else return a + b;
+}
+template <class C> inline C subtract_value(C a, C b) {
+  if constexpr (is_int_v<C>) return wrap<C>(u64(a) - u64(b));
+  else return a - b;
+}
+template <class C> inline C multiply_value(C a, C b) {
+  if constexpr (is_bool_v<C>) return a && b;
+  else if constexpr (is_int_v<C>) return wrap<C>(u64(a) * u64(b));
+  else return a * b;
+}
+template <class C> inline C negative_value(C a) {
+  if constexpr (is_int_v<C>) return wrap<C>(0 - u64(a));
+  else return -a;
+}
+template <class C> inline auto abs_value(C a) {
+  if constexpr (is_complex_v<C>) return std::abs(a);
+  else if constexpr (is_float_v<C>) return std::fabs(a);
+  else if constexpr (is_int_v<C> && std::is_signed_v<C>) return a < C(0) ? wrap<C>(0 - u64(a)) : a;  // MIN stays MIN
+  else return a;
+}
+template <class C> inline C bitwise_not_value(C a) {
+  if constexpr (is_bool_v<C>) return !a;
+  else return static_cast<C>(~a);
+}
+template <class C> inline C sign_value(C a) {
+  if constexpr (is_float_v<C>) {
+    if (std::isnan(a)) return a;
+  }
+  return static_cast<C>((C(0) < a) - (a < C(0)));
+}
+template <class C> inline auto angle_value(C a) {
+  if constexpr (is_complex_v<C>) return std::arg(a);
+  else return std::atan2(C(0), a);  // pi for negative (and -0.0), 0 otherwise, NaN stays NaN
+}
+template <class C> inline C round_value(C a, int mode) {
+  if constexpr (is_float_v<C>) {
+    switch (mode) {
+      case 0: return std::floor(a);
+      case 1: return std::ceil(a);
+      case 2: return std::trunc(a);
+      default: return std::nearbyint(a);  // half to even in the default rounding mode, as NumPy
+    }
+  } else {
+    return a;  // NumPy 2: integers stay integers
+  }
+}
+
+[[noreturn]] void unsupported(ElementwiseOp op, DType dtype) {
+  // The ops layer checks the dtype table first; reaching this is a bug in the table.
+  throw DTypeError(std::string("elementwise (cpu): ") + op_name(op) + " has no loop for " + dtype_name(dtype));
+}
+
+template <class S>
+void run(ElementwiseOp op, const std::vector<Array>& in, const Array& out) {
+  using C = compute_t<S>;
+  using R = typename RealOf<S>::type;
+  constexpr bool cplx = is_complex_v<C>;
+  constexpr bool boolean = is_bool_v<C>;
+  constexpr bool integer = is_int_v<C>;
+  constexpr bool floating = is_float_v<C>;
+  constexpr bool real = !cplx;
+  const DType dt = dtype_of<S>;
+
+// Each case compiles only for the dtypes it supports (COND); the table has already rejected
+// the others, so falling through is an internal error.
+#define TESSEL_UNARY(NAME, COND, OUT, EXPR)                              \
+  case ElementwiseOp::NAME:                                              \
+    if constexpr (COND) {                                                \
+      loop<1, OUT, S, bool, bool>(out, in, [](C x) { return EXPR; });    \
+      return;                                                            \
+    }                                                                    \
+    break;
+#define TESSEL_BINARY(NAME, COND, OUT, EXPR)                                     \
+  case ElementwiseOp::NAME:                                                      \
+    if constexpr (COND) {                                                        \
+      loop<2, OUT, S, S, bool>(out, in, [](C x, C y) { return EXPR; });          \
+      return;                                                                    \
+    }                                                                            \
+    break;
+
+  switch (op) {
+    TESSEL_BINARY(add, true, S, add_value(x, y))
+    TESSEL_BINARY(subtract, !boolean, S, subtract_value(x, y))
+    TESSEL_BINARY(multiply, true, S, multiply_value(x, y))
+    TESSEL_BINARY(divide, floating || cplx, S, x / y)
+    TESSEL_BINARY(floor_divide, integer || floating, S, floor_divide_value(x, y))
+    TESSEL_BINARY(remainder, integer || floating, S, remainder_value(x, y))
+    TESSEL_BINARY(power, integer || floating, S, power_value(x, y))
+    TESSEL_BINARY(equal, true, bool, x == y)
+    TESSEL_BINARY(not_equal, true, bool, x != y)
+    TESSEL_BINARY(less, real, bool, x < y)
+    TESSEL_BINARY(less_equal, real, bool, x <= y)
+    TESSEL_BINARY(greater, real, bool, x > y)
+    TESSEL_BINARY(greater_equal, real, bool, x >= y)
+    TESSEL_BINARY(logical_and, true, bool, nonzero(x) && nonzero(y))
+    TESSEL_BINARY(logical_or, true, bool, nonzero(x) || nonzero(y))
+    TESSEL_BINARY(logical_xor, true, bool, nonzero(x) != nonzero(y))
+    TESSEL_BINARY(bitwise_and, integer || boolean, S, static_cast<C>(x & y))
+    TESSEL_BINARY(bitwise_or, integer || boolean, S, static_cast<C>(x | y))
+    TESSEL_BINARY(bitwise_xor, integer || boolean, S, static_cast<C>(x ^ y))
+    TESSEL_BINARY(left_shift, integer, S, shift_left(x, y))
+    TESSEL_BINARY(right_shift, integer, S, shift_right(x, y))
+    TESSEL_BINARY(minimum, real, S, min_value(x, y))
+    TESSEL_BINARY(maximum, real, S, max_value(x, y))
+    TESSEL_BINARY(fmin, real, S, fmin_value(x, y))
+    TESSEL_BINARY(fmax, real, S, fmax_value(x, y))
+    TESSEL_BINARY(arctan2, floating, S, std::atan2(x, y))
+
+    TESSEL_UNARY(negative, !boolean, S, negative_value(x))
+    TESSEL_UNARY(positive, !boolean, S, x)
+    TESSEL_UNARY(abs, true, R, abs_value(x))
+    TESSEL_UNARY(logical_not, true, bool, !nonzero(x))
+    TESSEL_UNARY(bitwise_not, integer || boolean, S, bitwise_not_value(x))
+    TESSEL_UNARY(square, !boolean, S, multiply_value(x, x))
+    TESSEL_UNARY(reciprocal, floating || cplx, S, C(1) / x)
+    TESSEL_UNARY(sign, integer || floating, S, sign_value(x))
+    TESSEL_UNARY(exp, floating, S, std::exp(x))
+    TESSEL_UNARY(exp2, floating, S, std::exp2(x))
+    TESSEL_UNARY(expm1, floating, S, std::expm1(x))
+    TESSEL_UNARY(log, floating, S, std::log(x))
+    TESSEL_UNARY(log2, floating, S, std::log2(x))
+    TESSEL_UNARY(log10, floating, S, std::log10(x))
+    TESSEL_UNARY(log1p, floating, S, std::log1p(x))
+    TESSEL_UNARY(sqrt, floating, S, std::sqrt(x))
+    TESSEL_UNARY(rsqrt, floating, S, C(1) / std::sqrt(x))
+    TESSEL_UNARY(cbrt, floating, S, std::cbrt(x))
+    TESSEL_UNARY(sin, floating, S, std::sin(x))
+    TESSEL_UNARY(cos, floating, S, std::cos(x))
+    TESSEL_UNARY(tan, floating, S, std::tan(x))
+    TESSEL_UNARY(arcsin, floating, S, std::asin(x))
+    TESSEL_UNARY(arccos, floating, S, std::acos(x))
+    TESSEL_UNARY(arctan, floating, S, std::atan(x))
+    TESSEL_UNARY(sinh, floating, S, std::sinh(x))
+    TESSEL_UNARY(cosh, floating, S, std::cosh(x))
+    TESSEL_UNARY(tanh, floating, S, std::tanh(x))
+    TESSEL_UNARY(arcsinh, floating, S, std::asinh(x))
+    TESSEL_UNARY(arccosh, floating, S, std::acosh(x))
+    TESSEL_UNARY(arctanh, floating, S, std::atanh(x))
+    TESSEL_UNARY(sigmoid, floating, S, C(1) / (C(1) + std::exp(-x)))
+    TESSEL_UNARY(relu, integer || floating, S, (isnan_value(x) ? x : (x > C(0) ? x : C(0))))
+    // erf form; 0.7071... = 1/sqrt(2)
+    TESSEL_UNARY(gelu, floating, S, C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440))))
+    TESSEL_UNARY(erf, floating, S, std::erf(x))
+    // max(x, 0) + log1p(exp(-|x|)): no overflow for large x, NaN propagates.
+    TESSEL_UNARY(softplus, floating, S, (isnan_value(x) ? x : (x > C(0) ? x : C(0)) + std::log1p(std::exp(-std::fabs(x)))))
+    TESSEL_UNARY(floor, integer || floating, S, round_value(x, 0))
+    TESSEL_UNARY(ceil, integer || floating, S, round_value(x, 1))
+    TESSEL_UNARY(trunc, integer || floating, S, round_value(x, 2))
+    TESSEL_UNARY(round, integer || floating, S, round_value(x, 3))
+    TESSEL_UNARY(isnan, true, bool, isnan_value(x))
+    TESSEL_UNARY(isinf, true, bool, isinf_value(x))
+    TESSEL_UNARY(isfinite, true, bool, isfinite_value(x))
+    TESSEL_UNARY(real, cplx, R, std::real(x))
+    TESSEL_UNARY(imag, cplx, R, std::imag(x))
+    TESSEL_UNARY(conj, cplx, S, std::conj(x))
+    TESSEL_UNARY(angle, floating || cplx, R, angle_value(x))
+    case ElementwiseOp::where:
+      loop<3, S, bool, S, S>(out, in, [](bool c, C x, C y) { return c ? x : y; });
+      return;
+    default:
+      break;
+  }
+#undef TESSEL_UNARY
+#undef TESSEL_BINARY
+  // real/imag/conj of real arrays: copies and zeros.
+  if constexpr (real) {
+    if (op == ElementwiseOp::real || op == ElementwiseOp::conj) {
+      loop<1, S, S, bool, bool>(out, in, [](C x) { return x; });
+      return;
+    }
+    if (op == ElementwiseOp::imag) {
+      loop<1, S, S, bool, bool>(out, in, [](C) { return C(0); });
+      return;
+    }
+  }
+  unsupported(op, dt);
+}
+
+}  // namespace
+
+void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array& out) {
+  // where: dispatch on the value dtype (input 0 is the bool condition).
+  const DType dtype = op == ElementwiseOp::where ? inputs[1].dtype() : inputs[0].dtype();
+  dispatch_dtype(dtype, [&](auto tag) { run<typename decltype(tag)::type>(op, inputs, out); });
+}
+
+}  // namespace tessel::detail::cpu

@@ -1,0 +1,222 @@
+// CUDA elementwise ops: one Expr tree per (op, compute dtype), lowered once to an elementwise
+// spec and cached under a plain key; launch_elementwise picks the contiguous or strided layout
+// and compiles through the jit caches (memory, then disk).
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/elementwise.hpp"
+#include "tessel/jit/elementwise.hpp"
+
+namespace tessel::detail::cuda {
+namespace {
+
+using jit::Expr;
+
+// Helpers the generated kernels need beyond tessel_device.cuh. `T` is the body's compute type
+// (float for float16/bfloat16).
+constexpr const char* kPreamble = R"(
+namespace tessel_ops {
+template <class T> __device__ __forceinline__ T wrap_add(T a, T b) { return (T)((unsigned long long)a + (unsigned long long)b); }
+template <class T> __device__ __forceinline__ T wrap_sub(T a, T b) { return (T)((unsigned long long)a - (unsigned long long)b); }
+template <class T> __device__ __forceinline__ T wrap_mul(T a, T b) { return (T)((unsigned long long)a * (unsigned long long)b); }
+template <class T> __device__ __forceinline__ T wrap_neg(T a) { return (T)(0ULL - (unsigned long long)a); }
+template <class T> __device__ __forceinline__ T abs_int(T a) { return a < T(0) ? wrap_neg(a) : a; }
+template <class T> __device__ __forceinline__ T floor_divide_float(T a, T b) {
+  if (b == T(0)) return a / b;
+  const T mod = fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+  if (div == T(0)) return copysign(T(0), a / b);
+  T fl = floor(div);
+  if (div - fl > T(0.5)) fl += T(1);
+  return fl;
+}
+template <class T> __device__ __forceinline__ T power_int(T a, T b) {
+  if (b < T(0)) {  // NumPy raises; we return 1 / a truncated
+    if (a == T(1)) return T(1);
+    if (a == T(-1)) return ((unsigned long long)b & 1ULL) ? T(-1) : T(1);
+    return T(0);
+  }
+  unsigned long long r = 1, base = (unsigned long long)a, e = (unsigned long long)b;
+  while (e) { if (e & 1ULL) r *= base; base *= base; e >>= 1; }
+  return (T)r;
+}
+template <class T> __device__ __forceinline__ T shift_left(T a, T b) {
+  if (b < T(0) || (unsigned long long)b >= sizeof(T) * 8) return T(0);
+  return (T)((unsigned long long)a << (unsigned long long)b);
+}
+template <class T> __device__ __forceinline__ T shift_right(T a, T b) {
+  if (b < T(0) || (unsigned long long)b >= sizeof(T) * 8) return a < T(0) ? T(-1) : T(0);
+  return (T)(a >> b);
+}
+template <class T> __device__ __forceinline__ T relu(T x) { return tessel::isnan(x) ? x : (x > T(0) ? x : T(0)); }
+template <class T> __device__ __forceinline__ T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
+template <class T> __device__ __forceinline__ T gelu(T x) { return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440))); }
+template <class T> __device__ __forceinline__ T softplus(T x) {
+  return tessel::isnan(x) ? x : (x > T(0) ? x : T(0)) + log1p(exp(-fabs(x)));
+}
+template <class T> __device__ __forceinline__ tessel::complex<T> conj(tessel::complex<T> z) { return {z.re, -z.im}; }
+template <class T> __device__ __forceinline__ T cabs(tessel::complex<T> z) { return hypot(z.re, z.im); }
+}  // namespace tessel_ops
+)";
+
+// The C++ type of a value of `dtype` in the body (float16/bfloat16 are widened to float).
+std::string body_type(DType dtype) {
+  if (dtype == DType::float16 || dtype == DType::bfloat16) return "float";
+  return cuda_type_name(dtype);
+}
+
+Expr fmt(const std::string& pattern, std::vector<Expr> args, DType dtype) {
+  return Expr::format(pattern, std::move(args), dtype);
+}
+
+// The expression of one op over inputs of dtype `ct` (where: input 0 is bool). `rt` is the
+// result dtype the ops layer chose.
+Expr build(ElementwiseOp op, const std::vector<DType>& in_dtypes, DType rt) {
+  const DType ct = op == ElementwiseOp::where ? in_dtypes[1] : in_dtypes[0];
+  const std::string T = body_type(ct);
+  const bool b = is_bool(ct), i = is_integer(ct), f = is_floating(ct), c = is_complex(ct);
+  std::vector<Expr> x;
+  for (std::size_t k = 0; k < in_dtypes.size(); ++k) x.push_back(Expr::input(static_cast<int>(k), in_dtypes[k]));
+  auto un = [&](const std::string& p) { return fmt(p, {x[0]}, rt); };
+  auto bin = [&](const std::string& p) { return fmt(p, {x[0], x[1]}, rt); };
+  const std::string to_bool0 = "tessel::cast<bool>({0})", to_bool1 = "tessel::cast<bool>({1})";
+  switch (op) {
+    case ElementwiseOp::add: return bin(b ? "({0} || {1})" : i ? "tessel_ops::wrap_add({0}, {1})" : "({0} + {1})");
+    case ElementwiseOp::subtract: return bin(i ? "tessel_ops::wrap_sub({0}, {1})" : "({0} - {1})");
+    case ElementwiseOp::multiply: return bin(b ? "({0} && {1})" : i ? "tessel_ops::wrap_mul({0}, {1})" : "({0} * {1})");
+    case ElementwiseOp::divide: return bin("({0} / {1})");
+    case ElementwiseOp::floor_divide:
+      return bin(i ? "tessel::floor_divide_int({0}, {1})" : "tessel_ops::floor_divide_float({0}, {1})");
+    case ElementwiseOp::remainder:
+      return bin(i ? "tessel::remainder_int({0}, {1})" : "tessel::remainder_float({0}, {1})");
+    case ElementwiseOp::power: return bin(i ? "tessel_ops::power_int({0}, {1})" : "pow({0}, {1})");
+    case ElementwiseOp::equal: return bin("({0} == {1})");
+    case ElementwiseOp::not_equal: return bin("({0} != {1})");
+    case ElementwiseOp::less: return bin("({0} < {1})");
+    case ElementwiseOp::less_equal: return bin("({0} <= {1})");
+    case ElementwiseOp::greater: return bin("({0} > {1})");
+    case ElementwiseOp::greater_equal: return bin("({0} >= {1})");
+    case ElementwiseOp::logical_and: return bin("(" + to_bool0 + " && " + to_bool1 + ")");
+    case ElementwiseOp::logical_or: return bin("(" + to_bool0 + " || " + to_bool1 + ")");
+    case ElementwiseOp::logical_xor: return bin("(" + to_bool0 + " != " + to_bool1 + ")");
+    case ElementwiseOp::bitwise_and: return bin("(" + T + ")({0} & {1})");
+    case ElementwiseOp::bitwise_or: return bin("(" + T + ")({0} | {1})");
+    case ElementwiseOp::bitwise_xor: return bin("(" + T + ")({0} ^ {1})");
+    case ElementwiseOp::left_shift: return bin("tessel_ops::shift_left({0}, {1})");
+    case ElementwiseOp::right_shift: return bin("tessel_ops::shift_right({0}, {1})");
+    case ElementwiseOp::minimum: return bin("tessel::minimum({0}, {1})");
+    case ElementwiseOp::maximum: return bin("tessel::maximum({0}, {1})");
+    case ElementwiseOp::fmin: return bin("tessel::fmin({0}, {1})");
+    case ElementwiseOp::fmax: return bin("tessel::fmax({0}, {1})");
+    case ElementwiseOp::arctan2: return bin("atan2({0}, {1})");
+    case ElementwiseOp::negative: return un(i ? "tessel_ops::wrap_neg({0})" : "(-{0})");
+    case ElementwiseOp::positive: return un("({0})");
+    case ElementwiseOp::abs:
+      return un(c ? "tessel_ops::cabs({0})" : f ? "fabs({0})" : (i && is_signed_integer(ct)) ? "tessel_ops::abs_int({0})" : "({0})");
+    case ElementwiseOp::logical_not: return un("(!" + to_bool0 + ")");
+    case ElementwiseOp::bitwise_not: return un(b ? "(!{0})" : "(" + T + ")(~{0})");
+    case ElementwiseOp::square: return un(i ? "tessel_ops::wrap_mul({0}, {0})" : "({0} * {0})");
+    case ElementwiseOp::reciprocal: return un("(" + T + "(1) / {0})");
+    case ElementwiseOp::sign: return un("tessel::sign({0})");
+    case ElementwiseOp::exp: return un("exp({0})");
+    case ElementwiseOp::exp2: return un("exp2({0})");
+    case ElementwiseOp::expm1: return un("expm1({0})");
+    case ElementwiseOp::log: return un("log({0})");
+    case ElementwiseOp::log2: return un("log2({0})");
+    case ElementwiseOp::log10: return un("log10({0})");
+    case ElementwiseOp::log1p: return un("log1p({0})");
+    case ElementwiseOp::sqrt: return un("sqrt({0})");
+    case ElementwiseOp::rsqrt: return un("rsqrt({0})");
+    case ElementwiseOp::cbrt: return un("cbrt({0})");
+    case ElementwiseOp::sin: return un("sin({0})");
+    case ElementwiseOp::cos: return un("cos({0})");
+    case ElementwiseOp::tan: return un("tan({0})");
+    case ElementwiseOp::arcsin: return un("asin({0})");
+    case ElementwiseOp::arccos: return un("acos({0})");
+    case ElementwiseOp::arctan: return un("atan({0})");
+    case ElementwiseOp::sinh: return un("sinh({0})");
+    case ElementwiseOp::cosh: return un("cosh({0})");
+    case ElementwiseOp::tanh: return un("tanh({0})");
+    case ElementwiseOp::arcsinh: return un("asinh({0})");
+    case ElementwiseOp::arccosh: return un("acosh({0})");
+    case ElementwiseOp::arctanh: return un("atanh({0})");
+    case ElementwiseOp::sigmoid: return un("tessel_ops::sigmoid({0})");
+    case ElementwiseOp::relu: return un("tessel_ops::relu({0})");
+    case ElementwiseOp::gelu: return un("tessel_ops::gelu({0})");
+    case ElementwiseOp::erf: return un("erf({0})");
+    case ElementwiseOp::softplus: return un("tessel_ops::softplus({0})");
+    case ElementwiseOp::floor: return un(f ? "floor({0})" : "({0})");
+    case ElementwiseOp::ceil: return un(f ? "ceil({0})" : "({0})");
+    case ElementwiseOp::trunc: return un(f ? "trunc({0})" : "({0})");
+    case ElementwiseOp::round: return un(f ? "rint({0})" : "({0})");  // rint: half to even
+    case ElementwiseOp::isnan: return un("tessel::isnan({0})");
+    case ElementwiseOp::isinf: return un("tessel::isinf({0})");
+    case ElementwiseOp::isfinite: return un("tessel::isfinite({0})");
+    case ElementwiseOp::real: return un(c ? "({0}).re" : "({0})");
+    case ElementwiseOp::imag: return un(c ? "({0}).im" : "(" + T + ")(0)");
+    case ElementwiseOp::conj: return un(c ? "tessel_ops::conj({0})" : "({0})");
+    case ElementwiseOp::angle: return un(c ? "atan2(({0}).im, ({0}).re)" : "atan2((" + T + ")(0), {0})");
+    case ElementwiseOp::where: return fmt("(tessel::cast<bool>({0}) ? {1} : {2})", {x[0], x[1], x[2]}, rt);
+    default: break;
+  }
+  throw DTypeError(std::string("elementwise (cuda): no expression for ") + op_name(op));
+}
+
+// The cache key: everything the spec depends on. Layout and rank are chosen per launch by
+// launch_elementwise (whose own cache is keyed by the generated source).
+struct SpecKey {
+  ElementwiseOp op;
+  DType in[3];
+  int arity;
+  DType out;
+  bool operator==(const SpecKey& o) const {
+    return op == o.op && arity == o.arity && out == o.out && in[0] == o.in[0] && in[1] == o.in[1] && in[2] == o.in[2];
+  }
+};
+struct SpecKeyHash {
+  std::size_t operator()(const SpecKey& k) const {
+    std::size_t h = static_cast<std::size_t>(k.op);
+    for (DType d : k.in) h = h * 31 + static_cast<std::size_t>(d);
+    return (h * 31 + static_cast<std::size_t>(k.out)) * 7 + static_cast<std::size_t>(k.arity);
+  }
+};
+
+jit::ElementwiseSpec make_spec(ElementwiseOp op, const std::vector<DType>& in_dtypes, DType out_dtype) {
+  Expr e = build(op, in_dtypes, out_dtype);
+  jit::ElementwiseSpec spec =
+      jit::lower_expressions(std::string("tessel_") + op_name(op), in_dtypes, {}, {e}, {out_dtype});
+  spec.preamble = kPreamble;
+  return spec;
+}
+
+const jit::ElementwiseSpec& cached_spec(ElementwiseOp op, const std::vector<DType>& in_dtypes, DType out_dtype) {
+  static std::mutex mutex;
+  static std::unordered_map<SpecKey, jit::ElementwiseSpec, SpecKeyHash> cache;
+  SpecKey key{op, {DType::bool_, DType::bool_, DType::bool_}, static_cast<int>(in_dtypes.size()), out_dtype};
+  for (std::size_t k = 0; k < in_dtypes.size() && k < 3; ++k) key.in[k] = in_dtypes[k];
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, make_spec(op, in_dtypes, out_dtype)).first;
+  return it->second;  // unordered_map never moves its elements
+}
+
+}  // namespace
+
+std::string elementwise_source(ElementwiseOp op, const std::vector<DType>& input_dtypes, DType out_dtype) {
+  return jit::generate_elementwise_source(make_spec(op, input_dtypes, out_dtype));
+}
+
+void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array& out, const Stream& stream) {
+  std::vector<DType> in_dtypes;
+  for (const Array& a : inputs) in_dtypes.push_back(a.dtype());
+  const jit::ElementwiseSpec& spec = cached_spec(op, in_dtypes, out.dtype());
+  std::vector<jit::ElementwiseArg> args;
+  args.push_back(jit::ElementwiseArg::array(out.data(), out.strides()));
+  for (const Array& a : inputs) args.push_back(jit::ElementwiseArg::array(a.data(), a.strides()));
+  jit::launch_elementwise(spec, out.shape(), args, out.device(), stream);
+}
+
+}  // namespace tessel::detail::cuda

@@ -1,0 +1,424 @@
+// Backend-neutral part of the elementwise ops: the dtype table, promotion, broadcasting, device
+// checks, out= validation and overlap staging. The backends get inputs already cast to the
+// compute dtype and broadcast to the output shape (see src/backend/elementwise.hpp).
+#include "tessel/ops/elementwise.hpp"
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "array/backend.hpp"
+#include "backend/elementwise.hpp"
+#include "tessel/core/profile_range.hpp"
+
+namespace tessel {
+namespace {
+
+// How the compute dtype follows from the promoted input dtype.
+enum class Promote : std::uint8_t {
+  same,          // the promoted dtype
+  bool_to_int8,  // NumPy computes bool // bool, bool ** bool and bool**2 in int8
+  true_divide,   // bool and integers -> float64
+  to_float,      // bool/integers -> the smallest float that holds them (NumPy's loops: int8 -> float16,
+                 // int16 -> float32, wider -> float64); floats stay
+};
+// The result dtype from the compute dtype.
+enum class Result : std::uint8_t { same, bool_, real };
+
+// Allowed kinds of the compute dtype, as a bit mask.
+enum : unsigned { kB = 1u, kI = 2u, kF = 4u, kC = 8u };
+constexpr unsigned kAll = kB | kI | kF | kC;
+
+struct OpInfo {
+  ElementwiseOp op;
+  const char* name;
+  int arity;
+  Promote promote;
+  Result result;
+  unsigned kinds;
+};
+
+// The one table of dtype support. Complex transcendental functions are not implemented yet
+// (the CUDA device header has no complex exp/log/...): they raise DTypeError.
+constexpr std::array<OpInfo, num_elementwise_ops> op_table{{
+    {ElementwiseOp::add, "add", 2, Promote::same, Result::same, kAll},
+    {ElementwiseOp::subtract, "subtract", 2, Promote::same, Result::same, kI | kF | kC},  // NumPy: no bool -
+    {ElementwiseOp::multiply, "multiply", 2, Promote::same, Result::same, kAll},
+    {ElementwiseOp::divide, "divide", 2, Promote::true_divide, Result::same, kF | kC},
+    {ElementwiseOp::floor_divide, "floor_divide", 2, Promote::bool_to_int8, Result::same, kI | kF},
+    {ElementwiseOp::remainder, "remainder", 2, Promote::bool_to_int8, Result::same, kI | kF},
+    {ElementwiseOp::power, "power", 2, Promote::bool_to_int8, Result::same, kI | kF},
+    {ElementwiseOp::equal, "equal", 2, Promote::same, Result::bool_, kAll},
+    {ElementwiseOp::not_equal, "not_equal", 2, Promote::same, Result::bool_, kAll},
+    {ElementwiseOp::less, "less", 2, Promote::same, Result::bool_, kB | kI | kF},
+    {ElementwiseOp::less_equal, "less_equal", 2, Promote::same, Result::bool_, kB | kI | kF},
+    {ElementwiseOp::greater, "greater", 2, Promote::same, Result::bool_, kB | kI | kF},
+    {ElementwiseOp::greater_equal, "greater_equal", 2, Promote::same, Result::bool_, kB | kI | kF},
+    {ElementwiseOp::logical_and, "logical_and", 2, Promote::same, Result::bool_, kAll},
+    {ElementwiseOp::logical_or, "logical_or", 2, Promote::same, Result::bool_, kAll},
+    {ElementwiseOp::logical_xor, "logical_xor", 2, Promote::same, Result::bool_, kAll},
+    {ElementwiseOp::bitwise_and, "bitwise_and", 2, Promote::same, Result::same, kB | kI},
+    {ElementwiseOp::bitwise_or, "bitwise_or", 2, Promote::same, Result::same, kB | kI},
+    {ElementwiseOp::bitwise_xor, "bitwise_xor", 2, Promote::same, Result::same, kB | kI},
+    {ElementwiseOp::left_shift, "left_shift", 2, Promote::same, Result::same, kI},
+    {ElementwiseOp::right_shift, "right_shift", 2, Promote::same, Result::same, kI},
+    {ElementwiseOp::minimum, "minimum", 2, Promote::same, Result::same, kB | kI | kF},
+    {ElementwiseOp::maximum, "maximum", 2, Promote::same, Result::same, kB | kI | kF},
+    {ElementwiseOp::fmin, "fmin", 2, Promote::same, Result::same, kB | kI | kF},
+    {ElementwiseOp::fmax, "fmax", 2, Promote::same, Result::same, kB | kI | kF},
+    {ElementwiseOp::arctan2, "arctan2", 2, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::negative, "negative", 1, Promote::same, Result::same, kI | kF | kC},
+    {ElementwiseOp::positive, "positive", 1, Promote::same, Result::same, kI | kF | kC},
+    {ElementwiseOp::abs, "abs", 1, Promote::same, Result::real, kAll},
+    {ElementwiseOp::logical_not, "logical_not", 1, Promote::same, Result::bool_, kAll},
+    {ElementwiseOp::bitwise_not, "bitwise_not", 1, Promote::same, Result::same, kB | kI},
+    {ElementwiseOp::square, "square", 1, Promote::bool_to_int8, Result::same, kI | kF | kC},
+    {ElementwiseOp::reciprocal, "reciprocal", 1, Promote::same, Result::same, kF | kC},
+    {ElementwiseOp::sign, "sign", 1, Promote::same, Result::same, kI | kF},
+    {ElementwiseOp::exp, "exp", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::exp2, "exp2", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::expm1, "expm1", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::log, "log", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::log2, "log2", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::log10, "log10", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::log1p, "log1p", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::sqrt, "sqrt", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::rsqrt, "rsqrt", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::cbrt, "cbrt", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::sin, "sin", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::cos, "cos", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::tan, "tan", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::arcsin, "arcsin", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::arccos, "arccos", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::arctan, "arctan", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::sinh, "sinh", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::cosh, "cosh", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::tanh, "tanh", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::arcsinh, "arcsinh", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::arccosh, "arccosh", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::arctanh, "arctanh", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::sigmoid, "sigmoid", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::relu, "relu", 1, Promote::same, Result::same, kI | kF},
+    {ElementwiseOp::gelu, "gelu", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::erf, "erf", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::softplus, "softplus", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::floor, "floor", 1, Promote::same, Result::same, kI | kF},  // NumPy 2: ints stay ints
+    {ElementwiseOp::ceil, "ceil", 1, Promote::same, Result::same, kI | kF},
+    {ElementwiseOp::trunc, "trunc", 1, Promote::same, Result::same, kI | kF},
+    {ElementwiseOp::round, "round", 1, Promote::same, Result::same, kI | kF},
+    {ElementwiseOp::isnan, "isnan", 1, Promote::same, Result::bool_, kAll},
+    {ElementwiseOp::isinf, "isinf", 1, Promote::same, Result::bool_, kAll},
+    {ElementwiseOp::isfinite, "isfinite", 1, Promote::same, Result::bool_, kAll},
+    {ElementwiseOp::real, "real", 1, Promote::same, Result::real, kAll},
+    {ElementwiseOp::imag, "imag", 1, Promote::same, Result::real, kAll},
+    {ElementwiseOp::conj, "conj", 1, Promote::same, Result::same, kAll},
+    {ElementwiseOp::angle, "angle", 1, Promote::to_float, Result::real, kF | kC},
+    {ElementwiseOp::where, "where", 3, Promote::same, Result::same, kAll},
+}};
+
+constexpr bool op_table_in_enum_order() {
+  for (int i = 0; i < num_elementwise_ops; ++i) {
+    if (static_cast<int>(op_table[static_cast<std::size_t>(i)].op) != i) return false;
+  }
+  return true;
+}
+static_assert(op_table_in_enum_order(), "op_table must be indexed by ElementwiseOp");
+
+const OpInfo& info(ElementwiseOp op) { return op_table[static_cast<std::size_t>(op)]; }
+
+unsigned kind_bit(DType d) {
+  if (is_bool(d)) return kB;
+  if (is_integer(d)) return kI;
+  if (is_floating(d)) return kF;
+  return kC;
+}
+
+DType compute_dtype(const OpInfo& op, DType promoted) {
+  switch (op.promote) {
+    case Promote::same: return promoted;
+    case Promote::bool_to_int8: return is_bool(promoted) ? DType::int8 : promoted;
+    case Promote::true_divide: return (is_bool(promoted) || is_integer(promoted)) ? DType::float64 : promoted;
+    case Promote::to_float:
+      if (is_bool(promoted) || is_integer(promoted)) {
+        for (DType f : {DType::float16, DType::float32, DType::float64}) {
+          if (can_cast_safely(promoted, f)) return f;
+        }
+        return DType::float64;
+      }
+      return promoted;
+  }
+  return promoted;
+}
+
+DType result_dtype(const OpInfo& op, DType compute) {
+  switch (op.result) {
+    case Result::same: return compute;
+    case Result::bool_: return DType::bool_;
+    case Result::real: return to_real(compute);
+  }
+  return compute;
+}
+
+// One input: an array, or a weak Python scalar that takes its dtype from the other operand.
+struct Operand {
+  Array array;
+  std::optional<Scalar> scalar;
+};
+
+std::string kinds_str(unsigned kinds) {
+  std::string s;
+  auto add = [&](unsigned bit, const char* text) {
+    if (kinds & bit) s += (s.empty() ? "" : ", ") + std::string(text);
+  };
+  add(kB, "bool");
+  add(kI, "integer");
+  add(kF, "floating");
+  add(kC, "complex");
+  return s;
+}
+
+// True when views a and b share bytes but are not the identical layout (identical views are
+// safe for elementwise work: each element is read before it is written, by the same thread).
+bool partially_overlaps(const Array& a, const Array& b) {
+  if (a.size() == 0 || b.size() == 0 || a.storage() != b.storage()) return false;
+  const auto ea = element_extent(a.shape(), a.strides());
+  const auto eb = element_extent(b.shape(), b.strides());
+  const auto* base_a = static_cast<const char*>(a.data());
+  const auto* base_b = static_cast<const char*>(b.data());
+  const char* lo_a = base_a + ea.lowest * a.itemsize();
+  const char* hi_a = base_a + (ea.highest + 1) * a.itemsize();
+  const char* lo_b = base_b + eb.lowest * b.itemsize();
+  const char* hi_b = base_b + (eb.highest + 1) * b.itemsize();
+  if (hi_a <= lo_b || hi_b <= lo_a) return false;
+  const bool identical = base_a == base_b && a.itemsize() == b.itemsize() && a.shape() == b.shape() &&
+                         a.strides() == b.strides();
+  return !identical;
+}
+
+Array run(ElementwiseOp op_id, std::vector<Operand> operands, const OptionalArray& out,
+          const OptionalStream& stream) {
+  const OpInfo& op = info(op_id);
+  TESSEL_OP_RANGE(op.name);
+  const std::string name = op.name;
+  if (static_cast<int>(operands.size()) != op.arity) {
+    throw ValueError(name + ": takes " + std::to_string(op.arity) + " inputs, got " + std::to_string(operands.size()));
+  }
+  // Devices, shapes and the promoted dtype come from the array operands.
+  std::optional<Device> device;
+  std::vector<Shape> shapes;
+  auto check_device = [&](const Array& a, const char* what) {
+    if (!a.defined()) throw ValueError(name + ": " + what + " is an undefined Array");
+    if (!device) {
+      device = a.device();
+    } else if (!(a.device() == *device)) {
+      throw DeviceError(name + ": expected all arrays on one device, got " + device->str() + " and " +
+                        a.device().str());
+    }
+  };
+  for (const Operand& o : operands) {
+    if (!o.scalar) {
+      check_device(o.array, "an input");
+      shapes.push_back(o.array.shape());
+    }
+  }
+  if (!device) throw ValueError(name + ": needs at least one array input");
+  if (out) check_device(*out, "out");
+  const Shape shape = broadcast_shapes(shapes, op.name);
+
+  // where: the condition does not take part in promotion.
+  const std::size_t first_value = op_id == ElementwiseOp::where ? 1 : 0;
+  std::optional<DType> promoted;
+  for (std::size_t i = first_value; i < operands.size(); ++i) {
+    if (!operands[i].scalar) {
+      promoted = promoted ? result_type(*promoted, operands[i].array.dtype()) : operands[i].array.dtype();
+    }
+  }
+  for (std::size_t i = first_value; i < operands.size(); ++i) {
+    if (operands[i].scalar) {
+      promoted = promoted ? result_type(*promoted, operands[i].scalar->scalar_kind())
+                          : operands[i].scalar->default_dtype();
+    }
+  }
+  const DType compute = compute_dtype(op, *promoted);
+  if (!(kind_bit(compute) & op.kinds)) {
+    std::string got = dtype_name(*promoted);
+    if (op.arity == 2 && !operands[0].scalar && !operands[1].scalar &&
+        operands[0].array.dtype() != operands[1].array.dtype()) {
+      got = std::string(dtype_name(operands[0].array.dtype())) + " and " + dtype_name(operands[1].array.dtype()) +
+            " (promoted to " + dtype_name(*promoted) + ")";
+    }
+    throw DTypeError(name + ": unsupported dtype " + got + "; supported kinds: " + kinds_str(op.kinds));
+  }
+  const DType result = result_dtype(op, compute);
+  const Stream s = detail::resolve_stream(*device, stream);
+
+  if (out) {
+    if (out->shape() != shape) {
+      throw ShapeError(name + ": out has shape " + shape_str(out->shape()) + " but the result has shape " +
+                       shape_str(shape));
+    }
+    if (!can_cast_same_kind(result, out->dtype())) {
+      throw DTypeError(name + ": cannot cast the result dtype " + std::string(dtype_name(result)) + " to out dtype " +
+                       dtype_name(out->dtype()) + " under the same_kind rule");
+    }
+  }
+
+  // Inputs in the compute dtype (where's condition in bool), broadcast to the result shape.
+  std::vector<Array> inputs;
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    const DType want = (op_id == ElementwiseOp::where && i == 0) ? DType::bool_ : compute;
+    Array a = operands[i].scalar ? full({}, *operands[i].scalar, want, *device, s) : operands[i].array;
+    if (a.dtype() != want) a = a.astype(want, s);
+    inputs.push_back(a.broadcast_to(shape));
+  }
+
+  bool direct = out && out->dtype() == result;
+  if (direct) {
+    for (const Array& in : inputs) direct = direct && !partially_overlaps(in, *out);
+  }
+  Array target = direct ? *out : empty(shape, result, *device, s);
+  if (target.size() > 0) {
+    if (device->is_cpu()) {
+      for (const Array& in : inputs) in.wait();
+      target.wait();
+      detail::cpu::elementwise(op_id, inputs, target);
+    } else {
+#ifdef TESSEL_HAVE_CUDA
+      for (const Array& in : inputs) in.storage()->wait_on_stream(s);
+      target.storage()->wait_on_stream(s);
+      detail::cuda::elementwise(op_id, inputs, target, s);
+      target.storage()->record_pending_write(s);
+#else
+      throw DeviceError(name + ": this build has no CUDA backend");
+#endif
+    }
+  }
+  if (out && !direct) {
+    copyto(*out, target, s);
+    return *out;
+  }
+  return target;
+}
+
+std::vector<Operand> arrays(std::initializer_list<Array> list) {
+  std::vector<Operand> v;
+  for (const Array& a : list) v.push_back({a, std::nullopt});
+  return v;
+}
+
+}  // namespace
+
+const char* op_name(ElementwiseOp op) { return info(op).name; }
+
+Array elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const OptionalArray& out,
+                  const OptionalStream& stream) {
+  std::vector<Operand> v;
+  for (const Array& a : inputs) v.push_back({a, std::nullopt});
+  return run(op, std::move(v), out, stream);
+}
+
+#define TESSEL_DEFINE_BINARY(fn)                                                                              \
+  Array fn(const Array& a, const Array& b, const OptionalArray& out, const OptionalStream& stream) {          \
+    return run(ElementwiseOp::fn, arrays({a, b}), out, stream);                                               \
+  }                                                                                                           \
+  Array fn(const Array& a, Scalar b, const OptionalArray& out, const OptionalStream& stream) {                 \
+    return run(ElementwiseOp::fn, {Operand{a, std::nullopt}, Operand{Array(), b}}, out, stream);               \
+  }                                                                                                           \
+  Array fn(Scalar a, const Array& b, const OptionalArray& out, const OptionalStream& stream) {                 \
+    return run(ElementwiseOp::fn, {Operand{Array(), a}, Operand{b, std::nullopt}}, out, stream);               \
+  }
+#define TESSEL_DEFINE_UNARY(fn)                                                         \
+  Array fn(const Array& a, const OptionalArray& out, const OptionalStream& stream) {    \
+    return run(ElementwiseOp::fn, arrays({a}), out, stream);                            \
+  }
+
+TESSEL_DEFINE_BINARY(add)
+TESSEL_DEFINE_BINARY(subtract)
+TESSEL_DEFINE_BINARY(multiply)
+TESSEL_DEFINE_BINARY(divide)
+TESSEL_DEFINE_BINARY(floor_divide)
+TESSEL_DEFINE_BINARY(remainder)
+TESSEL_DEFINE_BINARY(power)
+TESSEL_DEFINE_BINARY(equal)
+TESSEL_DEFINE_BINARY(not_equal)
+TESSEL_DEFINE_BINARY(less)
+TESSEL_DEFINE_BINARY(less_equal)
+TESSEL_DEFINE_BINARY(greater)
+TESSEL_DEFINE_BINARY(greater_equal)
+TESSEL_DEFINE_BINARY(logical_and)
+TESSEL_DEFINE_BINARY(logical_or)
+TESSEL_DEFINE_BINARY(logical_xor)
+TESSEL_DEFINE_BINARY(bitwise_and)
+TESSEL_DEFINE_BINARY(bitwise_or)
+TESSEL_DEFINE_BINARY(bitwise_xor)
+TESSEL_DEFINE_BINARY(left_shift)
+TESSEL_DEFINE_BINARY(right_shift)
+TESSEL_DEFINE_BINARY(minimum)
+TESSEL_DEFINE_BINARY(maximum)
+TESSEL_DEFINE_BINARY(fmin)
+TESSEL_DEFINE_BINARY(fmax)
+TESSEL_DEFINE_BINARY(arctan2)
+
+TESSEL_DEFINE_UNARY(negative)
+TESSEL_DEFINE_UNARY(positive)
+TESSEL_DEFINE_UNARY(abs)
+TESSEL_DEFINE_UNARY(logical_not)
+TESSEL_DEFINE_UNARY(bitwise_not)
+TESSEL_DEFINE_UNARY(square)
+TESSEL_DEFINE_UNARY(reciprocal)
+TESSEL_DEFINE_UNARY(sign)
+TESSEL_DEFINE_UNARY(exp)
+TESSEL_DEFINE_UNARY(exp2)
+TESSEL_DEFINE_UNARY(expm1)
+TESSEL_DEFINE_UNARY(log)
+TESSEL_DEFINE_UNARY(log2)
+TESSEL_DEFINE_UNARY(log10)
+TESSEL_DEFINE_UNARY(log1p)
+TESSEL_DEFINE_UNARY(sqrt)
+TESSEL_DEFINE_UNARY(rsqrt)
+TESSEL_DEFINE_UNARY(cbrt)
+TESSEL_DEFINE_UNARY(sin)
+TESSEL_DEFINE_UNARY(cos)
+TESSEL_DEFINE_UNARY(tan)
+TESSEL_DEFINE_UNARY(arcsin)
+TESSEL_DEFINE_UNARY(arccos)
+TESSEL_DEFINE_UNARY(arctan)
+TESSEL_DEFINE_UNARY(sinh)
+TESSEL_DEFINE_UNARY(cosh)
+TESSEL_DEFINE_UNARY(tanh)
+TESSEL_DEFINE_UNARY(arcsinh)
+TESSEL_DEFINE_UNARY(arccosh)
+TESSEL_DEFINE_UNARY(arctanh)
+TESSEL_DEFINE_UNARY(sigmoid)
+TESSEL_DEFINE_UNARY(relu)
+TESSEL_DEFINE_UNARY(gelu)
+TESSEL_DEFINE_UNARY(erf)
+TESSEL_DEFINE_UNARY(softplus)
+TESSEL_DEFINE_UNARY(floor)
+TESSEL_DEFINE_UNARY(ceil)
+TESSEL_DEFINE_UNARY(trunc)
+TESSEL_DEFINE_UNARY(round)
+TESSEL_DEFINE_UNARY(isnan)
+TESSEL_DEFINE_UNARY(isinf)
+TESSEL_DEFINE_UNARY(isfinite)
+TESSEL_DEFINE_UNARY(real)
+TESSEL_DEFINE_UNARY(imag)
+TESSEL_DEFINE_UNARY(conj)
+TESSEL_DEFINE_UNARY(angle)
+
+Array where(const Array& cond, const Array& a, const Array& b, const OptionalArray& out,
+            const OptionalStream& stream) {
+  return run(ElementwiseOp::where, arrays({cond, a, b}), out, stream);
+}
+
+Array clip(const Array& a, Scalar lo, Scalar hi, const OptionalArray& out, const OptionalStream& stream) {
+  // Two passes; the intermediate takes the promoted dtype, so out= applies to the last one.
+  return minimum(maximum(a, lo, std::nullopt, stream), hi, out, stream);
+}
+
+Array clip(const Array& a, const Array& lo, const Array& hi, const OptionalArray& out,
+           const OptionalStream& stream) {
+  return minimum(maximum(a, lo, std::nullopt, stream), hi, out, stream);
+}
+
+}  // namespace tessel
