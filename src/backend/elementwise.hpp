@@ -10,6 +10,14 @@
 #include "tessel/ops/elementwise.hpp"
 
 namespace tessel::detail {
+// The dtypes an op computes in and returns for promoted input dtype `promoted` (where: the
+// promotion of its two value inputs), from the op's dtype table. DTypeError when unsupported.
+struct ElementwiseTypes {
+  DType compute;
+  DType result;
+};
+ElementwiseTypes elementwise_types(ElementwiseOp op, DType promoted);
+
 namespace cpu {
 void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array& out);
 }

@@ -159,12 +159,6 @@ DType result_dtype(const OpInfo& op, DType compute) {
   return compute;
 }
 
-// One input: an array, or a weak Python scalar that takes its dtype from the other operand.
-struct Operand {
-  Array array;
-  std::optional<Scalar> scalar;
-};
-
 std::string kinds_str(unsigned kinds) {
   std::string s;
   auto add = [&](unsigned bit, const char* text) {
@@ -176,6 +170,21 @@ std::string kinds_str(unsigned kinds) {
   add(kC, "complex");
   return s;
 }
+
+detail::ElementwiseTypes resolve_types(const OpInfo& op, DType promoted, const std::string& described) {
+  const DType compute = compute_dtype(op, promoted);
+  if (!(kind_bit(compute) & op.kinds)) {
+    throw DTypeError(std::string(op.name) + ": unsupported dtype " + described + "; supported kinds: " +
+                     kinds_str(op.kinds));
+  }
+  return {compute, result_dtype(op, compute)};
+}
+
+// One input: an array, or a weak Python scalar that takes its dtype from the other operand.
+struct Operand {
+  Array array;
+  std::optional<Scalar> scalar;
+};
 
 // True when views a and b share bytes but are not the identical layout (identical views are
 // safe for elementwise work: each element is read before it is written, by the same thread).
@@ -239,17 +248,15 @@ Array run(ElementwiseOp op_id, std::vector<Operand> operands, const OptionalArra
                           : operands[i].scalar->default_dtype();
     }
   }
-  const DType compute = compute_dtype(op, *promoted);
-  if (!(kind_bit(compute) & op.kinds)) {
-    std::string got = dtype_name(*promoted);
-    if (op.arity == 2 && !operands[0].scalar && !operands[1].scalar &&
-        operands[0].array.dtype() != operands[1].array.dtype()) {
-      got = std::string(dtype_name(operands[0].array.dtype())) + " and " + dtype_name(operands[1].array.dtype()) +
-            " (promoted to " + dtype_name(*promoted) + ")";
-    }
-    throw DTypeError(name + ": unsupported dtype " + got + "; supported kinds: " + kinds_str(op.kinds));
+  std::string described = dtype_name(*promoted);
+  if (op.arity == 2 && !operands[0].scalar && !operands[1].scalar &&
+      operands[0].array.dtype() != operands[1].array.dtype()) {
+    described = std::string(dtype_name(operands[0].array.dtype())) + " and " +
+                dtype_name(operands[1].array.dtype()) + " (promoted to " + dtype_name(*promoted) + ")";
   }
-  const DType result = result_dtype(op, compute);
+  const detail::ElementwiseTypes types = resolve_types(op, *promoted, described);
+  const DType compute = types.compute;
+  const DType result = types.result;
   const Stream s = detail::resolve_stream(*device, stream);
 
   if (out) {
@@ -309,6 +316,10 @@ std::vector<Operand> arrays(std::initializer_list<Array> list) {
 }  // namespace
 
 const char* op_name(ElementwiseOp op) { return info(op).name; }
+
+detail::ElementwiseTypes detail::elementwise_types(ElementwiseOp op, DType promoted) {
+  return resolve_types(info(op), promoted, dtype_name(promoted));
+}
 
 Array elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const OptionalArray& out,
                   const OptionalStream& stream) {

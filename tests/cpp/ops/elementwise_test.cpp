@@ -1,0 +1,452 @@
+// Elementwise ops: one test body over backend x dtype against a host reference computed in
+// complex<double> with plain C++, on fresh random inputs (seed printed on failure), through
+// broadcast, negative-stride and poisoned-out= paths; promotion results; overlap; errors.
+#include "tessel/ops/elementwise.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/elementwise.hpp"
+#include "testing.hpp"
+#ifdef TESSEL_HAVE_CUDA
+#include "tessel/jit/compiler.hpp"
+#endif
+
+namespace tessel {
+namespace {
+
+using cd = std::complex<double>;
+using Op = ElementwiseOp;
+
+// ---- the reference ------------------------------------------------------------------------
+// Integer wrap-around is not exercised (inputs are small), so double arithmetic is exact for them.
+double py_floor_div(double a, double b) {
+  if (b == 0) return a / b;
+  const double mod = std::fmod(a, b);
+  double div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  if (div == 0) return std::copysign(0.0, a / b);
+  double fl = std::floor(div);
+  if (div - fl > 0.5) fl += 1;
+  return fl;
+}
+double py_mod(double a, double b) {
+  if (b == 0) return std::fmod(a, b);
+  double m = std::fmod(a, b);
+  if (m != 0) {
+    if ((b < 0) != (m < 0)) m += b;
+  } else {
+    m = std::copysign(0.0, b);
+  }
+  return m;
+}
+double nan_max(double a, double b) { return std::isnan(a) ? a : std::isnan(b) ? b : (a < b ? b : a); }
+double nan_min(double a, double b) { return std::isnan(a) ? a : std::isnan(b) ? b : (b < a ? b : a); }
+
+cd reference(Op op, cd x, cd y, DType ct) {
+  const double a = x.real(), b = y.real();
+  const bool integer = is_integer(ct) || is_bool(ct);
+  auto nz = [](cd v) { return v != cd(0); };
+  switch (op) {
+    case Op::add: return is_bool(ct) ? cd(nz(x) || nz(y)) : x + y;
+    case Op::subtract: return x - y;
+    case Op::multiply: return is_bool(ct) ? cd(nz(x) && nz(y)) : x * y;
+    case Op::divide: return x / y;
+    case Op::floor_divide: return integer ? (b == 0 ? 0.0 : std::floor(a / b)) : py_floor_div(a, b);
+    case Op::remainder: return integer ? (b == 0 ? 0.0 : a - b * std::floor(a / b)) : py_mod(a, b);
+    case Op::power: return std::pow(a, b);
+    case Op::equal: return cd(x == y);
+    case Op::not_equal: return cd(x != y);
+    case Op::less: return cd(a < b);
+    case Op::less_equal: return cd(a <= b);
+    case Op::greater: return cd(a > b);
+    case Op::greater_equal: return cd(a >= b);
+    case Op::logical_and: return cd(nz(x) && nz(y));
+    case Op::logical_or: return cd(nz(x) || nz(y));
+    case Op::logical_xor: return cd(nz(x) != nz(y));
+    case Op::bitwise_and: return double(static_cast<long long>(a) & static_cast<long long>(b));
+    case Op::bitwise_or: return double(static_cast<long long>(a) | static_cast<long long>(b));
+    case Op::bitwise_xor: return double(static_cast<long long>(a) ^ static_cast<long long>(b));
+    case Op::left_shift: return a * std::pow(2.0, b);
+    case Op::right_shift: return std::floor(a / std::pow(2.0, b));
+    case Op::minimum: return nan_min(a, b);
+    case Op::maximum: return nan_max(a, b);
+    case Op::fmin: return std::fmin(a, b);
+    case Op::fmax: return std::fmax(a, b);
+    case Op::arctan2: return std::atan2(a, b);
+    case Op::negative: return -x;
+    case Op::positive: return x;
+    case Op::abs: return std::abs(x);
+    case Op::logical_not: return cd(!nz(x));
+    case Op::bitwise_not: return is_bool(ct) ? cd(!nz(x)) : cd(double(~static_cast<long long>(a)));
+    case Op::square: return x * x;
+    case Op::reciprocal: return 1.0 / x;
+    case Op::sign: return std::isnan(a) ? a : double((0 < a) - (a < 0));
+    case Op::exp: return std::exp(a);
+    case Op::exp2: return std::exp2(a);
+    case Op::expm1: return std::expm1(a);
+    case Op::log: return std::log(a);
+    case Op::log2: return std::log2(a);
+    case Op::log10: return std::log10(a);
+    case Op::log1p: return std::log1p(a);
+    case Op::sqrt: return std::sqrt(a);
+    case Op::rsqrt: return 1.0 / std::sqrt(a);
+    case Op::cbrt: return std::cbrt(a);
+    case Op::sin: return std::sin(a);
+    case Op::cos: return std::cos(a);
+    case Op::tan: return std::tan(a);
+    case Op::arcsin: return std::asin(a);
+    case Op::arccos: return std::acos(a);
+    case Op::arctan: return std::atan(a);
+    case Op::sinh: return std::sinh(a);
+    case Op::cosh: return std::cosh(a);
+    case Op::tanh: return std::tanh(a);
+    case Op::arcsinh: return std::asinh(a);
+    case Op::arccosh: return std::acosh(a);
+    case Op::arctanh: return std::atanh(a);
+    case Op::sigmoid: return 1.0 / (1.0 + std::exp(-a));
+    case Op::relu: return std::isnan(a) ? a : std::max(a, 0.0);
+    case Op::gelu: return 0.5 * a * (1.0 + std::erf(a / std::sqrt(2.0)));
+    case Op::erf: return std::erf(a);
+    case Op::softplus: return std::isnan(a) ? a : std::max(a, 0.0) + std::log1p(std::exp(-std::fabs(a)));
+    case Op::floor: return std::floor(a);
+    case Op::ceil: return std::ceil(a);
+    case Op::trunc: return std::trunc(a);
+    case Op::round: return std::nearbyint(a);
+    case Op::isnan: return cd(std::isnan(a) || std::isnan(x.imag()));
+    case Op::isinf: return cd(std::isinf(a) || std::isinf(x.imag()));
+    case Op::isfinite: return cd(std::isfinite(a) && std::isfinite(x.imag()));
+    case Op::real: return a;
+    case Op::imag: return x.imag();
+    case Op::conj: return std::conj(x);
+    case Op::angle: return std::arg(x);
+    default: break;
+  }
+  return cd(NAN);
+}
+
+// Support per kind, written independently of the ops layer's table.
+bool expected_supported(Op op, DType d) {
+  const bool b = is_bool(d), i = is_integer(d), f = is_floating(d), c = is_complex(d);
+  switch (op) {
+    case Op::add: case Op::multiply: case Op::equal: case Op::not_equal: case Op::logical_and:
+    case Op::logical_or: case Op::logical_xor: case Op::abs: case Op::logical_not: case Op::isnan:
+    case Op::isinf: case Op::isfinite: case Op::real: case Op::imag: case Op::conj:
+      return true;
+    case Op::subtract: case Op::negative: case Op::positive: return !b;
+    case Op::divide: case Op::reciprocal: return f || c || ((i || b) && op == Op::divide);
+    case Op::square: case Op::angle: return true;
+    case Op::bitwise_and: case Op::bitwise_or: case Op::bitwise_xor: case Op::bitwise_not: return b || i;
+    case Op::left_shift: case Op::right_shift: return i;
+    case Op::floor_divide: case Op::remainder: case Op::power: case Op::less: case Op::less_equal:
+    case Op::greater: case Op::greater_equal: case Op::minimum: case Op::maximum: case Op::fmin: case Op::fmax:
+    case Op::floor: case Op::ceil: case Op::trunc: case Op::round: case Op::relu: case Op::sign:
+      return !c && !(b && (op == Op::relu || op == Op::sign || op == Op::floor || op == Op::ceil ||
+                           op == Op::trunc || op == Op::round));
+    default:  // transcendental float functions
+      return !c;
+  }
+}
+
+double rtol(DType d) {
+  switch (d) {
+    case DType::float16: return 2e-3;
+    case DType::bfloat16: return 1.6e-2;
+    case DType::float32: case DType::complex64: return 2e-5;
+    case DType::float64: case DType::complex128: return 1e-12;
+    default: return 0;
+  }
+}
+
+// The reference rounded to the result dtype (so float16 overflow to inf matches).
+double round_to(double v, DType d) {
+  switch (d) {
+    case DType::float16: return static_cast<double>(float16(v));
+    case DType::bfloat16: return static_cast<double>(bfloat16(v));
+    case DType::float32: case DType::complex64: return static_cast<double>(static_cast<float>(v));
+    default: return v;
+  }
+}
+
+// Integer results wrap modulo 2^bits, as NumPy's (unsigned subtract, negative, bitwise_not).
+double wrap_int(double v, DType d) {
+  if (!is_integer(d)) return v;
+  const double m = std::ldexp(1.0, static_cast<int>(itemsize(d) * 8));
+  v = std::fmod(v, m);
+  if (v < 0) v += m;
+  if (is_signed_integer(d) && v >= m / 2) v -= m;
+  return v;
+}
+
+std::vector<cd> read(const Array& a) {
+  return a.to(Device::cpu()).astype(DType::complex128).to_vector<cd>();
+}
+
+bool close(double got, double want, double tol, double scale) {
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::isinf(want)) return got == want;
+  return std::fabs(got - want) <= tol * (1.0 + scale);
+}
+
+// Random values for op's input `k` in dtype d: small integers (no wrap-around), floats in a
+// range with NaN, +-Inf and signed zeros sprinkled in.
+Array random_input(Op op, int k, DType d, const Shape& shape, std::mt19937_64& rng, Device device) {
+  const std::int64_t n = numel(shape);
+  std::vector<cd> values(static_cast<std::size_t>(n));
+  std::uniform_real_distribution<double> uni(-4, 4);
+  const bool shift = op == Op::left_shift || op == Op::right_shift;
+  const bool pow_op = op == Op::power;
+  for (std::int64_t i = 0; i < n; ++i) {
+    double v;
+    if (is_bool(d)) {
+      v = static_cast<double>(rng() % 2);
+    } else if (is_integer(d)) {
+      const long long lo = is_unsigned_integer(d) ? 0 : (pow_op ? -3 : -10), hi = pow_op ? 3 : 10;
+      v = static_cast<double>(lo + static_cast<long long>(rng() % static_cast<std::uint64_t>(hi - lo + 1)));
+      if (shift && k == 1) v = static_cast<double>(rng() % 4);
+      if (pow_op && k == 1) v = static_cast<double>(rng() % 5);
+    } else {
+      v = uni(rng);
+      if (pow_op && k == 1) v = std::round(v);
+      const auto special = rng() % 16;
+      if (special == 0) v = NAN;
+      if (special == 1) v = INFINITY;
+      if (special == 2) v = -INFINITY;
+      if (special == 3) v = 0.0;
+      if (special == 4) v = -0.0;
+    }
+    values[static_cast<std::size_t>(i)] = is_complex(d) ? cd(v, uni(rng)) : cd(v);
+  }
+  return from_vector(values, shape, device).astype(d);
+}
+
+Array call(Op op, const std::vector<Array>& in, const OptionalArray& out = std::nullopt) {
+  return elementwise(op, in, out);
+}
+
+class ElementwiseOps : public testing::BackendDTypeTest {};
+
+TEST_P(ElementwiseOps, MatchReference) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const DType d = dtype();
+  for (int o = 0; o < num_elementwise_ops; ++o) {
+    const Op op = static_cast<Op>(o);
+    if (op == Op::where) continue;
+    SCOPED_TRACE(std::string(op_name(op)) + " on " + dtype_name(d));
+    const bool binary = o <= static_cast<int>(Op::arctan2);
+    // a: (3, 1, 5) read through a negative-stride view; b: (4, 5) broadcast.
+    Array a = random_input(op, 0, d, {3, 1, 10}, rng, device()).slice(2, Slice(none, none, -2));
+    Array b = random_input(op, 1, d, {4, 5}, rng, device());
+    std::vector<Array> in = binary ? std::vector<Array>{a, b} : std::vector<Array>{a};
+    if (!expected_supported(op, d)) {
+      EXPECT_THROW(call(op, in), DTypeError);
+      continue;
+    }
+    Array r;
+    try {
+      r = call(op, in);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "threw " << e.what();
+      continue;
+    }
+    const Shape shape = binary ? Shape{3, 4, 5} : Shape{3, 1, 5};
+    ASSERT_EQ(r.shape(), shape);
+    // The same through a poisoned out= of the result dtype.
+    Array poisoned = full(shape, 77, r.dtype(), device());
+    call(op, in, poisoned);
+
+    const DType ct = detail::elementwise_types(op, d).compute;
+    const std::vector<cd> av = read(a.broadcast_to(shape)), bv = binary ? read(b.broadcast_to(shape)) : av;
+    const std::vector<cd> rv = read(r), pv = read(poisoned);
+    const double tol = rtol(r.dtype()) + rtol(ct);
+    for (std::size_t i = 0; i < rv.size(); ++i) {
+      const cd want = reference(op, av[i], bv[i], ct);
+      const double wr = wrap_int(round_to(want.real(), r.dtype()), r.dtype());
+      const double wi = round_to(want.imag(), r.dtype());
+      const double scale = std::isfinite(std::abs(want)) ? std::abs(want) : 0.0;
+      if (!close(rv[i].real(), wr, tol, scale) || !close(rv[i].imag(), wi, tol, scale) ||
+          !close(pv[i].real(), wr, tol, scale) || !close(pv[i].imag(), wi, tol, scale)) {
+        ADD_FAILURE() << "element " << i << ": inputs " << av[i] << ", " << bv[i] << " -> got " << rv[i]
+                      << " (out= " << pv[i] << "), want " << want;
+        break;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(, ElementwiseOps,
+                         ::testing::ValuesIn(testing::backend_dtype_cases(testing::all_dtypes())),
+                         testing::case_name);
+
+class ElementwiseBackend : public testing::BackendTest {};
+
+TEST_P(ElementwiseBackend, Promotion) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  const Device dev = device();
+  auto arr = [&](DType d) { return ones({2}, d, dev); };
+  EXPECT_EQ(add(arr(DType::int8), 1).dtype(), DType::int8);
+  EXPECT_EQ(add(arr(DType::int32), 1.5).dtype(), DType::float64);
+  EXPECT_EQ(add(arr(DType::float32), 1.5).dtype(), DType::float32);
+  EXPECT_EQ(add(arr(DType::float16), 1).dtype(), DType::float16);
+  EXPECT_EQ(add(arr(DType::uint64), arr(DType::int64)).dtype(), DType::float64);
+  EXPECT_EQ(add(arr(DType::bool_), arr(DType::bool_)).dtype(), DType::bool_);
+  EXPECT_EQ(add(arr(DType::int8), arr(DType::int16)).dtype(), DType::int16);
+  EXPECT_EQ(add(arr(DType::float16), arr(DType::int16)).dtype(), DType::float32);
+  EXPECT_EQ(multiply(arr(DType::float32), std::complex<double>(0, 1)).dtype(), DType::complex64);
+  EXPECT_EQ(divide(arr(DType::int32), arr(DType::int32)).dtype(), DType::float64);
+  EXPECT_EQ(exp(arr(DType::int32)).dtype(), DType::float64);
+  EXPECT_EQ(exp(arr(DType::int8)).dtype(), DType::float16);  // NumPy's e->e loop
+  EXPECT_EQ(exp(arr(DType::float16)).dtype(), DType::float16);
+  EXPECT_EQ(abs(arr(DType::complex64)).dtype(), DType::float32);
+  EXPECT_EQ(less(arr(DType::float32), arr(DType::int64)).dtype(), DType::bool_);
+  EXPECT_EQ(floor(arr(DType::int32)).dtype(), DType::int32);
+  EXPECT_EQ(floor_divide(arr(DType::bool_), arr(DType::bool_)).dtype(), DType::int8);
+  // Values: int8 127 + 1 wraps as NumPy's; true + true is true.
+  EXPECT_EQ(add(full({}, 127, DType::int8, dev), 1).item<int>(), -128);
+  EXPECT_TRUE(add(full({}, true, DType::bool_, dev), full({}, true, DType::bool_, dev)).item<bool>());
+  EXPECT_EQ(floor_divide(full({}, -7, DType::int32, dev), 2).item<int>(), -4);
+  EXPECT_EQ(remainder(full({}, -7, DType::int32, dev), 2).item<int>(), 1);
+  EXPECT_EQ(remainder(full({}, 7.0, DType::float64, dev), -2.0).item<double>(), -1.0);
+  EXPECT_EQ(round(from_vector(std::vector<double>{0.5, 1.5, 2.5, -0.5}, {4}, dev)).to_vector<double>(),
+            (std::vector<double>{0.0, 2.0, 2.0, -0.0}));
+}
+
+TEST_P(ElementwiseBackend, ZeroSizeZeroDimNaN) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  const Device dev = device();
+  Array s = add(full({}, 2.0, DType::float32, dev), full({}, 3.0, DType::float32, dev));
+  EXPECT_EQ(s.shape(), Shape{});
+  EXPECT_EQ(s.item<float>(), 5.0f);
+  Array z = add(zeros({0, 3}, DType::float32, dev), ones({3}, DType::float32, dev));
+  EXPECT_EQ(z.shape(), (Shape{0, 3}));
+  const std::vector<double> v{NAN, 1.0, 2.0};
+  const std::vector<double> w{0.0, NAN, 1.0};
+  Array a = from_vector(v, {3}, dev), b = from_vector(w, {3}, dev);
+  const auto mx = maximum(a, b).to_vector<double>();
+  EXPECT_TRUE(std::isnan(mx[0]) && std::isnan(mx[1]));
+  EXPECT_EQ(mx[2], 2.0);
+  const auto fx = fmax(a, b).to_vector<double>();
+  EXPECT_EQ(fx, (std::vector<double>{0.0, 1.0, 2.0}));
+  const auto wh = where(from_vector(std::vector<bool>{true, false, true}, {3}, dev), a, 5.5 * ones({3}, DType::float64, dev))
+                      .to_vector<double>();
+  EXPECT_TRUE(std::isnan(wh[0]));
+  EXPECT_EQ(wh[1], 5.5);
+  const auto cl = clip(from_vector(std::vector<double>{-3, 0.5, 9, NAN}, {4}, dev), 0.0, 1.0).to_vector<double>();
+  EXPECT_EQ(cl[0], 0.0);
+  EXPECT_EQ(cl[1], 0.5);
+  EXPECT_EQ(cl[2], 1.0);
+  EXPECT_TRUE(std::isnan(cl[3]));
+}
+
+TEST_P(ElementwiseBackend, OperatorsAndInPlace) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  const Device dev = device();
+  Array a = arange(0, 6, 1, DType::float32, dev).reshape({2, 3});
+  Array b = arange(0, 3, 1, DType::float32, dev);
+  EXPECT_EQ((a + b).to_vector<float>(), (std::vector<float>{0, 2, 4, 3, 5, 7}));
+  EXPECT_EQ((a * 2 - 1).to_vector<float>(), (std::vector<float>{-1, 1, 3, 5, 7, 9}));
+  EXPECT_EQ((a > 2).to_vector<bool>(), (std::vector<bool>{false, false, false, true, true, true}));
+  Array c = a.copy();
+  c += b;
+  c *= 2;
+  EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{0, 4, 8, 6, 10, 14}));
+  // in-place with a float result into an int array: same_kind forbids it.
+  Array i = arange(0, 3, 1, DType::int32, dev);
+  EXPECT_THROW(i += 1.5, DTypeError);
+  i += 1;
+  EXPECT_EQ(i.to_vector<int>(), (std::vector<int>{1, 2, 3}));
+  // out= of a wider dtype of the same kind is allowed (int32 result into float64).
+  Array wide = zeros({3}, DType::float64, dev);
+  add(i, i, wide);
+  EXPECT_EQ(wide.to_vector<double>(), (std::vector<double>{2, 4, 6}));
+}
+
+TEST_P(ElementwiseBackend, OutOverlappingInputs) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  const Device dev = device();
+  // out = a[1:], inputs a[:-1] and a[1:]: NumPy computes from the original values.
+  Array a = arange(0, 8, 1, DType::float64, dev);
+  add(a.slice(0, Slice(0, 7)), a.slice(0, Slice(1, 8)), a.slice(0, Slice(1, 8)));
+  EXPECT_EQ(a.to_vector<double>(), (std::vector<double>{0, 1, 3, 5, 7, 9, 11, 13}));
+  // Reversed view of the same buffer as out.
+  Array r = arange(0, 5, 1, DType::int64, dev);
+  negative(r.slice(0, Slice(none, none, -1)), r);
+  EXPECT_EQ(r.to_vector<std::int64_t>(), (std::vector<std::int64_t>{-4, -3, -2, -1, 0}));
+  // Shifted by one element, other direction.
+  Array s = arange(0, 6, 1, DType::int32, dev);
+  multiply(s.slice(0, Slice(1, 6)), 10, s.slice(0, Slice(0, 5)));
+  EXPECT_EQ(s.to_vector<int>(), (std::vector<int>{10, 20, 30, 40, 50, 5}));
+  // Identical layout (in place) needs no staging and is right too.
+  Array t = arange(0, 4, 1, DType::float32, dev);
+  add(t, t, t);
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{0, 2, 4, 6}));
+}
+
+TEST_P(ElementwiseBackend, BadInputs) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  const Device dev = device();
+  testing::expect_error<ShapeError>([&] { add(ones({2, 3}, DType::float32, dev), ones({4}, DType::float32, dev)); },
+                                    {"add", "(2, 3)", "(4,)", "axis"});
+  testing::expect_error<DTypeError>([&] { bitwise_and(ones({2}, DType::float32, dev), ones({2}, DType::float32, dev)); },
+                                    {"bitwise_and", "float32"});
+  testing::expect_error<DTypeError>([&] { floor(ones({2}, DType::complex64, dev)); }, {"floor", "complex64"});
+  testing::expect_error<DTypeError>([&] { subtract(ones({2}, DType::bool_, dev), ones({2}, DType::bool_, dev)); },
+                                    {"subtract", "bool"});
+  testing::expect_error<DTypeError>(
+      [&] { left_shift(ones({2}, DType::int32, dev), ones({2}, DType::float32, dev)); },
+      {"left_shift", "int32 and float32", "float64"});
+  testing::expect_error<ShapeError>(
+      [&] { add(ones({2, 3}, DType::float32, dev), 1, zeros({3}, DType::float32, dev)); },
+      {"add", "out", "(3,)", "(2, 3)"});
+  testing::expect_error<DTypeError>(
+      [&] { divide(ones({3}, DType::int32, dev), 2, zeros({3}, DType::int32, dev)); },
+      {"divide", "float64", "int32", "same_kind"});
+  testing::expect_error<ValueError>([&] { add(Array(), ones({1}, DType::float32, dev)); }, {"add", "undefined"});
+  if (cuda_available()) {
+    testing::expect_error<DeviceError>(
+        [&] { add(ones({2}, DType::float32, Device::cpu()), ones({2}, DType::float32, Device::cuda(0))); },
+        {"add", "cpu", "cuda:0"});
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(, ElementwiseBackend, ::testing::ValuesIn(testing::all_backends()), testing::backend_name);
+
+#ifdef TESSEL_HAVE_CUDA
+// NVRTC needs no GPU: the generated source of every op for every supported dtype compiles.
+TEST(ElementwiseCudaSource, EveryOpAndDtypeCompiles) {
+  if (!jit::nvrtc_available()) GTEST_SKIP() << "no NVRTC";
+  for (int o = 0; o < num_elementwise_ops; ++o) {
+    const Op op = static_cast<Op>(o);
+    for (DType d : testing::all_dtypes()) {
+      detail::ElementwiseTypes t{};
+      try {
+        t = detail::elementwise_types(op, d);
+      } catch (const DTypeError&) {
+        continue;
+      }
+      const int arity = op == Op::where ? 3 : (o <= static_cast<int>(Op::arctan2) ? 2 : 1);
+      std::vector<DType> in(static_cast<std::size_t>(arity), t.compute);
+      if (op == Op::where) in[0] = DType::bool_;
+      jit::CompileRequest r;
+      r.source = detail::cuda::elementwise_source(op, in, t.result);
+      r.name = std::string("tessel_") + op_name(op) + "_c";
+      r.arch = "sm_90";
+      try {
+        EXPECT_FALSE(jit::compile_to_cubin(r).cubin.empty());
+      } catch (const CompileError& e) {
+        ADD_FAILURE() << op_name(op) << " " << dtype_name(d) << ": " << e.what();
+      }
+    }
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace tessel
