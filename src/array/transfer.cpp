@@ -73,7 +73,7 @@ std::shared_ptr<Buffer> allocate_on(Device device, std::int64_t bytes, const Str
 
 // Device work on `stream` reads or writes this array: order it after the array's pending write
 // and tell the allocator the buffer is in use there.
-void use_on_stream(const Array& array, const Stream& stream) {
+[[maybe_unused]] void use_on_stream(const Array& array, const Stream& stream) {
   array.storage()->wait_on_stream(stream);
   const std::shared_ptr<Buffer>& buffer = array.buffer();
   if (stream.device().is_cuda() && buffer->kind() == MemoryKind::device && buffer->stream() != stream) {
@@ -221,6 +221,7 @@ void fill(const Array& dst, Scalar value, const OptionalStream& stream) {
   detail::cuda_backend::fill(detail::strided_ref(dst), bytes, s);
   dst.storage()->record_pending_write(s);
 #else
+  (void)stream;
   detail::throw_no_cuda_backend("fill");
 #endif
 }
