@@ -16,7 +16,10 @@ using jit::Expr;
 
 // Helpers the generated kernels need beyond tessel_device.cuh. `T` is the body's compute type
 // (float for float16/bfloat16).
+// Guarded so that several generated kernels can share one program (the NVRTC test does).
 constexpr const char* kPreamble = R"(
+#ifndef TESSEL_OPS_PREAMBLE
+#define TESSEL_OPS_PREAMBLE
 namespace tessel_ops {
 template <class T> __device__ __forceinline__ T wrap_add(T a, T b) { return (T)((unsigned long long)a + (unsigned long long)b); }
 template <class T> __device__ __forceinline__ T wrap_sub(T a, T b) { return (T)((unsigned long long)a - (unsigned long long)b); }
@@ -60,6 +63,7 @@ template <class T> __device__ __forceinline__ T softplus(T x) {
 template <class T> __device__ __forceinline__ tessel::complex<T> conj(tessel::complex<T> z) { return {z.re, -z.im}; }
 template <class T> __device__ __forceinline__ T cabs(tessel::complex<T> z) { return hypot(z.re, z.im); }
 }  // namespace tessel_ops
+#endif
 )";
 
 // The C++ type of a value of `dtype` in the body (float16/bfloat16 are widened to float).

@@ -434,9 +434,12 @@ INSTANTIATE_TEST_SUITE_P(, ElementwiseBackend, ::testing::ValuesIn(testing::all_
 // NVRTC needs no GPU: the generated source of every op for every supported dtype compiles.
 TEST(ElementwiseCudaSource, EveryOpAndDtypeCompiles) {
   if (!jit::nvrtc_available()) GTEST_SKIP() << "no NVRTC";
-  for (int o = 0; o < num_elementwise_ops; ++o) {
-    const Op op = static_cast<Op>(o);
-    for (DType d : testing::all_dtypes()) {
+  // One program per dtype holding every op's kernel: ~15 NVRTC runs instead of ~900.
+  for (DType d : testing::all_dtypes()) {
+    jit::CompileRequest r;
+    r.arch = "sm_90";
+    for (int o = 0; o < num_elementwise_ops; ++o) {
+      const Op op = static_cast<Op>(o);
       detail::ElementwiseTypes t{};
       try {
         t = detail::elementwise_types(op, d);
@@ -446,15 +449,13 @@ TEST(ElementwiseCudaSource, EveryOpAndDtypeCompiles) {
       const int arity = op == Op::where ? 3 : (o <= static_cast<int>(Op::arctan2) ? 2 : 1);
       std::vector<DType> in(static_cast<std::size_t>(arity), t.compute);
       if (op == Op::where) in[0] = DType::bool_;
-      jit::CompileRequest r;
-      r.source = detail::cuda::elementwise_source(op, in, t.result);
-      r.name = std::string("tessel_") + op_name(op) + "_c";
-      r.arch = "sm_90";
-      try {
-        EXPECT_FALSE(jit::compile_to_cubin(r).cubin.empty());
-      } catch (const CompileError& e) {
-        ADD_FAILURE() << op_name(op) << " " << dtype_name(d) << ": " << e.what();
-      }
+      r.source += detail::cuda::elementwise_source(op, in, t.result) + "\n";
+      if (r.name.empty()) r.name = std::string("tessel_") + op_name(op) + "_c";
+    }
+    try {
+      EXPECT_FALSE(jit::compile_to_cubin(r).cubin.empty());
+    } catch (const CompileError& e) {
+      ADD_FAILURE() << dtype_name(d) << ": " << e.what();
     }
   }
 }
