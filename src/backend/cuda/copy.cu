@@ -1,18 +1,23 @@
 // CUDA backend for the array layer. Ahead-of-time kernels are kept tiny: a strided N-d copy and
 // a fill, type-erased by itemsize (1, 2, 4, 8, 16 bytes), each with a 32-bit index path where it
 // is provably safe and a 64-bit one. Contiguous copies go to cudaMemcpyAsync. Casts between
-// dtypes, arange and linspace are a host round trip for now (TODO(jit)).
+// dtypes are a jit-generated cast kernel; arange and linspace are a host round trip for now
+// (TODO(jit)).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
+#include <utility>
 #include <string>
 
 #include "array/backend.hpp"
 #include "core/cuda_check.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
+#include "tessel/jit/elementwise.hpp"
 #include "tessel/memory/buffer.hpp"
 
 namespace tessel::detail::cuda_backend {
@@ -171,22 +176,27 @@ void upload_into(const StridedRef& dst, std::shared_ptr<Buffer> pinned_host, con
   release_after(stream, std::move(pinned_host));
 }
 
-// TODO(jit): replace this host round trip with a generated cast kernel. It makes src contiguous
-// on the device, downloads it, casts with the CPU backend and uploads into dst; it synchronizes
-// the stream, so it is correct but slow.
-void cast_copy_via_host(const StridedRef& dst, const StridedRef& src, const Stream& stream) {
-  const std::int64_t count = numel(dst.shape);
-  const Strides packed = contiguous_strides(dst.shape);
-  std::shared_ptr<Buffer> device_source = Buffer::allocate(stream.device(), count * itemsize(src.dtype), stream);
-  same_dtype_copy(StridedRef{device_source->data(), src.dtype, src.shape, packed}, src, stream);
-  std::shared_ptr<Buffer> host_source = Buffer::allocate_pinned(count * itemsize(src.dtype));
-  memcpy_async(host_source->data(), Device::cpu(), device_source->data(), stream.device(), count * itemsize(src.dtype),
-               stream);
-  stream.synchronize();
-  std::shared_ptr<Buffer> host_result = Buffer::allocate_pinned(count * itemsize(dst.dtype));
-  cpu_backend::copy(StridedRef{host_result->data(), dst.dtype, dst.shape, packed},
-                    StridedRef{host_source->data(), src.dtype, src.shape, packed}, Stream::cpu());
-  upload_into(dst, std::move(host_result), stream);
+// dst = src cast with NumPy's (unsafe) meaning: a generated elementwise kernel (Expr::cast),
+// contiguous or strided as the jit launcher chooses. The lowered spec is cached per dtype pair so a
+// repeated cast skips the expression lowering.
+void cast_copy(const StridedRef& dst, const StridedRef& src, const Stream& stream) {
+  static std::mutex mutex;
+  static std::map<std::pair<DType, DType>, jit::ElementwiseSpec> specs;
+  jit::ElementwiseSpec spec;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = specs.find({src.dtype, dst.dtype});
+    if (it == specs.end()) {
+      const jit::Expr value = jit::Expr::cast(jit::Expr::input(0, src.dtype), dst.dtype);
+      it = specs.emplace(std::make_pair(src.dtype, dst.dtype),
+                         jit::lower_expressions("tessel_cast", {src.dtype}, {}, {value}, {dst.dtype}))
+               .first;
+    }
+    spec = it->second;
+  }
+  jit::launch_elementwise(std::move(spec), dst.shape,
+                          {jit::ElementwiseArg::array(dst.data, dst.strides), jit::ElementwiseArg::array(src.data, src.strides)},
+                          stream.device(), stream);
 }
 
 void check_cuda_stream(const Stream& stream, const char* op) {
@@ -221,7 +231,7 @@ void copy(const StridedRef& dst, const StridedRef& src, const Stream& stream) {
   if (dst.dtype == src.dtype) {
     same_dtype_copy(dst, src, stream);
   } else {
-    cast_copy_via_host(dst, src, stream);
+    cast_copy(dst, src, stream);
   }
 }
 
