@@ -6,7 +6,11 @@
 // unless it is the identical view. The backend only loops.
 #include <vector>
 
+#include <optional>
+#include <string>
+
 #include "tessel/array/array.hpp"
+#include "tessel/jit/elementwise.hpp"
 #include "tessel/ops/elementwise.hpp"
 
 namespace tessel::detail {
@@ -18,6 +22,15 @@ struct ElementwiseTypes {
 };
 ElementwiseTypes elementwise_types(ElementwiseOp op, DType promoted);
 
+// One input of an op: an array, or a weak Python scalar (array undefined).
+struct ElementwiseOperand {
+  Array array;
+  std::optional<Scalar> scalar;
+};
+// The ops' common path, with scalar operands allowed anywhere (fusion's eager fallback uses it).
+Array elementwise_operands(ElementwiseOp op, std::vector<ElementwiseOperand> operands, const OptionalArray& out,
+                           const OptionalStream& stream);
+
 namespace cpu {
 void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array& out);
 }
@@ -26,5 +39,10 @@ void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array
 // The CUDA source of one op for a compute dtype and result dtype (for tests: NVRTC compiles it
 // without a GPU). Layout contiguous.
 std::string elementwise_source(ElementwiseOp op, const std::vector<DType>& input_dtypes, DType out_dtype);
+// The expression of `op` over argument expressions already in the op's compute dtype (where:
+// bool, then two values); `result` is the op's result dtype. Used by fusion.
+jit::Expr op_expression(ElementwiseOp op, const std::vector<jit::Expr>& args, DType result);
+// Device helpers every op expression may call; a spec built from op_expression needs it.
+const char* elementwise_preamble();
 }  // namespace cuda
 }  // namespace tessel::detail

@@ -181,10 +181,7 @@ detail::ElementwiseTypes resolve_types(const OpInfo& op, DType promoted, const s
 }
 
 // One input: an array, or a weak Python scalar that takes its dtype from the other operand.
-struct Operand {
-  Array array;
-  std::optional<Scalar> scalar;
-};
+using Operand = detail::ElementwiseOperand;
 
 // True when views a and b share bytes but are not the identical layout (identical views are
 // safe for elementwise work: each element is read before it is written, by the same thread).
@@ -316,6 +313,11 @@ std::vector<Operand> arrays(std::initializer_list<Array> list) {
 }  // namespace
 
 const char* op_name(ElementwiseOp op) { return info(op).name; }
+
+Array detail::elementwise_operands(ElementwiseOp op, std::vector<ElementwiseOperand> operands,
+                                  const OptionalArray& out, const OptionalStream& stream) {
+  return run(op, std::move(operands), out, stream);
+}
 
 detail::ElementwiseTypes detail::elementwise_types(ElementwiseOp op, DType promoted) {
   return resolve_types(info(op), promoted, dtype_name(promoted));

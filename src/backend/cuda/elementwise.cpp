@@ -78,12 +78,12 @@ Expr fmt(const std::string& pattern, std::vector<Expr> args, DType dtype) {
 
 // The expression of one op over inputs of dtype `ct` (where: input 0 is bool). `rt` is the
 // result dtype the ops layer chose.
-Expr build(ElementwiseOp op, const std::vector<DType>& in_dtypes, DType rt) {
-  const DType ct = op == ElementwiseOp::where ? in_dtypes[1] : in_dtypes[0];
+}  // namespace
+
+Expr op_expression(ElementwiseOp op, const std::vector<Expr>& x, DType rt) {
+  const DType ct = op == ElementwiseOp::where ? x[1].dtype() : x[0].dtype();
   const std::string T = body_type(ct);
   const bool b = is_bool(ct), i = is_integer(ct), f = is_floating(ct), c = is_complex(ct);
-  std::vector<Expr> x;
-  for (std::size_t k = 0; k < in_dtypes.size(); ++k) x.push_back(Expr::input(static_cast<int>(k), in_dtypes[k]));
   auto un = [&](const std::string& p) { return fmt(p, {x[0]}, rt); };
   auto bin = [&](const std::string& p) { return fmt(p, {x[0], x[1]}, rt); };
   const std::string to_bool0 = "tessel::cast<bool>({0})", to_bool1 = "tessel::cast<bool>({1})";
@@ -167,6 +167,16 @@ Expr build(ElementwiseOp op, const std::vector<DType>& in_dtypes, DType rt) {
     default: break;
   }
   throw DTypeError(std::string("elementwise (cuda): no expression for ") + op_name(op));
+}
+
+const char* elementwise_preamble() { return kPreamble; }
+
+namespace {
+
+Expr build(ElementwiseOp op, const std::vector<DType>& in_dtypes, DType rt) {
+  std::vector<Expr> x;
+  for (std::size_t k = 0; k < in_dtypes.size(); ++k) x.push_back(Expr::input(static_cast<int>(k), in_dtypes[k]));
+  return op_expression(op, x, rt);
 }
 
 // The cache key: everything the spec depends on. Layout and rank are chosen per launch by

@@ -1,0 +1,304 @@
+// fuse(): the traced graph is typed with the same promotion rules as the eager ops, then either
+// lowered to one jit expression (CUDA) or evaluated node by node (CPU, or fusion off).
+#include "tessel/ops/fuse.hpp"
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <variant>
+
+#include "array/backend.hpp"
+#include "backend/elementwise.hpp"
+#include "tessel/core/profile_range.hpp"
+#include "tessel/jit/elementwise.hpp"
+
+namespace tessel {
+
+Sym::Sym(Scalar value) {
+  auto n = std::make_shared<Node>();
+  n->kind = Node::Kind::scalar;
+  n->value = value;
+  node_ = std::move(n);
+}
+
+Sym Sym::input(int index) {
+  auto n = std::make_shared<Node>();
+  n->kind = Node::Kind::input;
+  n->index = index;
+  Sym s;
+  s.node_ = std::move(n);
+  return s;
+}
+
+Sym Sym::apply(ElementwiseOp op, std::vector<Sym> args) {
+  auto n = std::make_shared<Node>();
+  n->kind = Node::Kind::op;
+  n->op = op;
+  n->args = std::move(args);
+  Sym s;
+  s.node_ = std::move(n);
+  return s;
+}
+
+namespace {
+
+std::atomic<int>& fusion_flag() {
+  // -1: not read yet from TESSEL_FUSION.
+  static std::atomic<int> flag{-1};
+  return flag;
+}
+
+using Node = Sym::Node;
+
+// Dtypes of every node for given input dtypes; scalars have none (they are weak).
+struct Typing {
+  const std::vector<DType>& inputs;
+  std::map<const Node*, std::optional<DType>> result;  // nullopt: a scalar
+  std::map<const Node*, DType> compute;                // op nodes
+
+  std::optional<DType> type(const Node* n) {
+    auto it = result.find(n);
+    if (it != result.end()) return it->second;
+    std::optional<DType> t;
+    switch (n->kind) {
+      case Node::Kind::scalar: break;
+      case Node::Kind::input:
+        if (n->index < 0 || n->index >= static_cast<int>(inputs.size())) {
+          throw ValueError("fuse: input " + std::to_string(n->index) + " used, but " + std::to_string(inputs.size()) +
+                           " inputs given");
+        }
+        t = inputs[static_cast<std::size_t>(n->index)];
+        break;
+      case Node::Kind::op: {
+        const std::size_t first = n->op == ElementwiseOp::where ? 1 : 0;
+        std::optional<DType> promoted;
+        for (std::size_t k = 0; k < n->args.size(); ++k) {
+          const auto at = type(n->args[k].node().get());
+          if (k >= first && at) promoted = promoted ? result_type(*promoted, *at) : *at;
+        }
+        for (std::size_t k = first; k < n->args.size(); ++k) {
+          const Node* a = n->args[k].node().get();
+          if (a->kind == Node::Kind::scalar) {
+            promoted = promoted ? result_type(*promoted, a->value.scalar_kind()) : a->value.default_dtype();
+          }
+        }
+        const detail::ElementwiseTypes ty = detail::elementwise_types(n->op, *promoted);
+        compute[n] = ty.compute;
+        t = ty.result;
+        break;
+      }
+    }
+    result[n] = t;
+    return t;
+  }
+};
+
+void check_arity(const Node* n) {
+  if (n->kind != Node::Kind::op) return;
+  const int o = static_cast<int>(n->op);
+  const std::size_t want = n->op == ElementwiseOp::where ? 3 : (o <= static_cast<int>(ElementwiseOp::arctan2) ? 2 : 1);
+  if (n->args.size() != want) {
+    throw ValueError(std::string("fuse: ") + op_name(n->op) + " takes " + std::to_string(want) + " arguments, got " +
+                     std::to_string(n->args.size()));
+  }
+  for (const Sym& a : n->args) check_arity(a.node().get());
+}
+
+// The value of a scalar in compute dtype `ct`, as a literal of the body's type.
+std::string literal_code(const Scalar& s, DType ct) {
+  const std::string type =
+      (ct == DType::float16 || ct == DType::bfloat16) ? std::string("float") : std::string(cuda_type_name(ct));
+  char buf[96];
+  if (is_complex(ct)) {
+    const std::complex<double> v = s.to_complex();
+    std::uint64_t re = 0, im = 0;
+    std::memcpy(&re, &v, 8);
+    const double vi = v.imag();
+    std::memcpy(&im, &vi, 8);
+    std::snprintf(buf, sizeof buf, "%s(__longlong_as_double(0x%016" PRIx64 "LL), __longlong_as_double(0x%016" PRIx64 "LL))",
+                  type.c_str(), re, im);
+  } else if (is_floating(ct)) {
+    // Exact bits, so NaN and Inf need no special spelling.
+    const double v = s.to_double();
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &v, 8);
+    std::snprintf(buf, sizeof buf, "((%s)__longlong_as_double(0x%016" PRIx64 "LL))", type.c_str(), bits);
+  } else if (is_bool(ct)) {
+    return s.to_bool() ? "true" : "false";
+  } else if (s.kind() == Scalar::Kind::uint_) {
+    std::snprintf(buf, sizeof buf, "((%s)%" PRIu64 "ULL)", type.c_str(), s.to_uint64());
+  } else {
+    std::snprintf(buf, sizeof buf, "((%s)(%" PRId64 "LL))", type.c_str(), s.to_int64());
+  }
+  return buf;
+}
+
+#ifdef TESSEL_HAVE_CUDA
+// The graph as one jit expression; every op node rounds to its NumPy result dtype, as eager ops do.
+jit::Expr lower(const Node* n, Typing& typing, std::map<const Node*, jit::Expr>& memo) {
+  auto it = memo.find(n);
+  if (it != memo.end()) return it->second;
+  jit::Expr e = jit::Expr::input(0, DType::bool_);
+  if (n->kind == Node::Kind::input) {
+    e = jit::Expr::input(n->index, *typing.type(n));
+  } else {
+    const DType rt = *typing.type(n);
+    const DType ct = typing.compute.at(n);
+    std::vector<jit::Expr> args;
+    for (std::size_t k = 0; k < n->args.size(); ++k) {
+      const Node* a = n->args[k].node().get();
+      const DType want = (n->op == ElementwiseOp::where && k == 0) ? DType::bool_ : ct;
+      if (a->kind == Node::Kind::scalar) {
+        args.push_back(jit::Expr::literal(literal_code(a->value, want), want));
+      } else {
+        jit::Expr x = lower(a, typing, memo);
+        args.push_back(x.dtype() == want ? x : jit::Expr::cast(x, want));
+      }
+    }
+    e = detail::cuda::op_expression(n->op, args, rt);
+  }
+  memo.emplace(n, e);
+  return e;
+}
+
+jit::ElementwiseSpec fused_spec(const Sym& root, const std::vector<DType>& input_dtypes, DType& result) {
+  if (root.node()->kind == Node::Kind::scalar) throw ValueError("fuse: the traced function returned a constant");
+  Typing typing{input_dtypes, {}, {}};
+  result = *typing.type(root.node().get());
+  std::map<const Node*, jit::Expr> memo;
+  const jit::Expr e = lower(root.node().get(), typing, memo);
+  jit::ElementwiseSpec spec = jit::lower_expressions("tessel_fused", input_dtypes, {}, {e}, {result});
+  spec.preamble = detail::cuda::elementwise_preamble();
+  return spec;
+}
+#endif
+
+using Value = std::variant<Array, Scalar>;
+
+Value evaluate(const Node* n, const std::vector<Array>& inputs, const OptionalStream& stream,
+               std::map<const Node*, Value>& memo) {
+  auto it = memo.find(n);
+  if (it != memo.end()) return it->second;
+  Value v;
+  switch (n->kind) {
+    case Node::Kind::input: v = inputs[static_cast<std::size_t>(n->index)]; break;
+    case Node::Kind::scalar: v = n->value; break;
+    case Node::Kind::op: {
+      std::vector<detail::ElementwiseOperand> operands;
+      for (const Sym& a : n->args) {
+        const Value av = evaluate(a.node().get(), inputs, stream, memo);
+        if (std::holds_alternative<Array>(av)) {
+          operands.push_back({std::get<Array>(av), std::nullopt});
+        } else {
+          operands.push_back({Array(), std::get<Scalar>(av)});
+        }
+      }
+      v = detail::elementwise_operands(n->op, std::move(operands), std::nullopt, stream);
+      break;
+    }
+  }
+  memo.emplace(n, v);
+  return v;
+}
+
+}  // namespace
+
+void set_fusion_enabled(bool enabled) { fusion_flag().store(enabled ? 1 : 0); }
+
+bool fusion_enabled() {
+  int f = fusion_flag().load();
+  if (f < 0) {
+    const char* env = std::getenv("TESSEL_FUSION");
+    f = (env && std::strcmp(env, "0") == 0) ? 0 : 1;
+    fusion_flag().store(f);
+  }
+  return f == 1;
+}
+
+FusedKernel fuse(const std::function<Sym(const std::vector<Sym>&)>& f, int num_inputs) {
+  std::vector<Sym> inputs;
+  for (int i = 0; i < num_inputs; ++i) inputs.push_back(Sym::input(i));
+  Sym root = f(inputs);
+  check_arity(root.node().get());
+  return FusedKernel(std::move(root), num_inputs);
+}
+
+DType FusedKernel::result_dtype(const std::vector<DType>& input_dtypes) const {
+  Typing typing{input_dtypes, {}, {}};
+  const auto t = typing.type(root_.node().get());
+  if (!t) throw ValueError("fuse: the traced function returned a constant");
+  return *t;
+}
+
+std::string FusedKernel::source(const std::vector<DType>& input_dtypes) const {
+#ifdef TESSEL_HAVE_CUDA
+  DType result{};
+  return jit::generate_elementwise_source(fused_spec(root_, input_dtypes, result));
+#else
+  (void)input_dtypes;
+  throw DeviceError("fuse: this build has no CUDA backend to generate source for");
+#endif
+}
+
+Array FusedKernel::operator()(const std::vector<Array>& inputs, const OptionalArray& out,
+                              const OptionalStream& stream) const {
+  TESSEL_OP_RANGE("fused");
+  if (static_cast<int>(inputs.size()) != num_inputs_) {
+    throw ValueError("fuse: the kernel takes " + std::to_string(num_inputs_) + " inputs, got " +
+                     std::to_string(inputs.size()));
+  }
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;
+  for (const Array& a : inputs) {
+    if (!a.defined()) throw ValueError("fuse: an input is an undefined Array");
+    if (!(a.device() == inputs[0].device())) {
+      throw DeviceError("fuse: expected all arrays on one device, got " + inputs[0].device().str() + " and " +
+                        a.device().str());
+    }
+    dtypes.push_back(a.dtype());
+    shapes.push_back(a.shape());
+  }
+  Array result;
+#ifdef TESSEL_HAVE_CUDA
+  if (!inputs.empty() && inputs[0].device().is_cuda() && fusion_enabled()) {
+    const Device device = inputs[0].device();
+    const Shape shape = broadcast_shapes(shapes, "fused");
+    DType rt{};
+    jit::ElementwiseSpec spec = fused_spec(root_, dtypes, rt);
+    const Stream s = detail::resolve_stream(device, stream);
+    result = empty(shape, rt, device, s);
+    std::vector<jit::ElementwiseArg> args{jit::ElementwiseArg::array(result.data(), result.strides())};
+    for (const Array& a : inputs) {
+      const Array b = a.broadcast_to(shape);
+      a.storage()->wait_on_stream(s);
+      args.push_back(jit::ElementwiseArg::array(b.data(), b.strides()));
+    }
+    jit::launch_elementwise(std::move(spec), shape, args, device, s);
+    result.storage()->record_pending_write(s);
+  }
+#endif
+  if (!result.defined()) {
+    std::map<const Node*, Value> memo;
+    const Value v = evaluate(root_.node().get(), inputs, stream, memo);
+    if (!std::holds_alternative<Array>(v)) throw ValueError("fuse: the traced function returned a constant");
+    result = std::get<Array>(v);
+  }
+  if (out) {
+    if (out->shape() != result.shape()) {
+      throw ShapeError("fused: out has shape " + shape_str(out->shape()) + " but the result has shape " +
+                       shape_str(result.shape()));
+    }
+    if (!can_cast_same_kind(result.dtype(), out->dtype())) {
+      throw DTypeError("fused: cannot cast the result dtype " + std::string(dtype_name(result.dtype())) +
+                       " to out dtype " + dtype_name(out->dtype()) + " under the same_kind rule");
+    }
+    copyto(*out, result, stream);
+    return *out;
+  }
+  return result;
+}
+
+}  // namespace tessel
