@@ -1,0 +1,145 @@
+// Elementwise throughput against the device-to-device copy bandwidth measured in the same run:
+//   vector add of 1e7 and 1e8 float32 (reads 2, writes 1 array),
+//   relu(a*x+b)*c over 1e8 float32 as separate ops and as one runtime-compiled kernel.
+// Every result is checked against a host reference before it is timed. Times are medians of
+// CUDA-event-timed repeats after a warm-up.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_results.hpp"
+#include "tessel/tessel.hpp"
+#include "tessel/ops/elementwise.hpp"
+
+#if !defined(TESSEL_HAVE_CUDA)
+int main() {
+  std::printf("elementwise_bench: skipped: tessel was built without CUDA\n");
+  return 0;
+}
+#else
+#include <cuda_runtime_api.h>
+
+using namespace tessel;
+
+namespace {
+
+double median_ms(const std::function<void()>& body, const Stream& stream, int repeats = 25) {
+  for (int i = 0; i < 3; ++i) body();  // warm-up: compile, load, first-touch
+  std::vector<double> times;
+  Event start(stream.device()), stop(stream.device());
+  for (int i = 0; i < repeats; ++i) {
+    start.record(stream);
+    body();
+    stop.record(stream);
+    times.push_back(start.elapsed_ms(stop));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// Largest relative error of `got` against `want` over a strided sample of indices.
+double max_rel_error(const std::vector<float>& got, const std::function<double(std::size_t)>& want) {
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); i += 997) {
+    const double w = want(i);
+    worst = std::max(worst, std::abs(double(got[i]) - w) / std::max(1e-30, std::abs(w)));
+  }
+  if (!std::isfinite(got.back()) || std::isnan(got.front())) return INFINITY;
+  return worst;
+}
+
+}  // namespace
+
+int main() {
+  if (!cuda_available()) {
+    std::printf("elementwise_bench: skipped: no CUDA device (%s)\n", cuda_unavailable_reason().c_str());
+    return 0;
+  }
+  const Device gpu = Device::cuda(0);
+  const Stream stream = current_stream(gpu);
+  auto cuda_stream = static_cast<cudaStream_t>(stream.handle());
+  nlohmann::json results;
+  results["device"] = device_properties(0).name;
+  bool all_ok = true;
+
+  // Ceiling: device-to-device copy of 1e8 float32 (bytes read + written).
+  const std::int64_t big = 100'000'000;
+  Array copy_src = random::uniform({big}, -1, 1, DType::float32, gpu);
+  Array copy_dst = empty({big}, DType::float32, gpu);
+  const double copy_ms = median_ms([&] {
+    cudaMemcpyAsync(copy_dst.data(), copy_src.data(), big * 4, cudaMemcpyDeviceToDevice, cuda_stream);
+  }, stream);
+  const double copy_gbs = 2.0 * big * 4 / copy_ms / 1e6;
+  results["copy_GBps"] = copy_gbs;
+  std::printf("device copy: %.1f GB/s (read + write)\n", copy_gbs);
+
+  for (std::int64_t n : {std::int64_t{10'000'000}, big}) {
+    Array a = random::uniform({n}, -1, 1, DType::float32, gpu);
+    Array b = random::uniform({n}, -1, 1, DType::float32, gpu);
+    Array c = full({n}, NAN, DType::float32, gpu);  // poison
+    add(a, b, c);
+    const auto av = a.to(Device::cpu()).to_vector<float>(), bv = b.to(Device::cpu()).to_vector<float>();
+    const double err = max_rel_error(c.to(Device::cpu()).to_vector<float>(), [&](std::size_t i) { return double(av[i]) + bv[i]; });
+    nlohmann::json row{{"n", n}, {"max_rel_error", err}};
+    if (err > 1e-6) {
+      row["status"] = "FAILED";
+      all_ok = false;
+      std::printf("add n=%lld: FAILED check (max rel error %.3g)\n", static_cast<long long>(n), err);
+    } else {
+      const double ms = median_ms([&] { add(a, b, c); }, stream);
+      const double gbs = 3.0 * n * 4 / ms / 1e6;
+      row.update({{"ms", ms}, {"GBps", gbs}, {"pct_of_copy", 100 * gbs / copy_gbs}});
+      std::printf("add n=%lld: %.4f ms, %.1f GB/s, %.1f%% of copy\n", static_cast<long long>(n), ms, gbs, 100 * gbs / copy_gbs);
+    }
+    results["vector_add"].push_back(row);
+  }
+
+  // relu(a*x+b)*c with arrays x, b, c and a scalar a: unfused ops vs one compiled kernel.
+  {
+    const std::int64_t n = big;
+    Array x = random::uniform({n}, -1, 1, DType::float32, gpu);
+    Array b = random::uniform({n}, -1, 1, DType::float32, gpu);
+    Array c = random::uniform({n}, -1, 1, DType::float32, gpu);
+    Array out = full({n}, NAN, DType::float32, gpu);
+    const float a = 1.75f;
+    jit::ElementwiseKernel fused("float32 x, float32 b, float32 c, float32 a", "float32 y",
+                                 "y = fmaxf(a * x + b, 0.0f) * c", "fused_relu_axpb_c");
+    auto run_fused = [&] {
+      fused.launch({n}, {jit::ElementwiseArg::array(x.data_as<float>(), {1}), jit::ElementwiseArg::array(b.data_as<float>(), {1}),
+                         jit::ElementwiseArg::array(c.data_as<float>(), {1}), jit::ElementwiseArg::value(a),
+                         jit::ElementwiseArg::array(out.data_as<float>(), {1})},
+                   gpu, stream);
+    };
+    auto run_unfused = [&] { out = multiply(relu(add(multiply(x, Scalar(double(a))), b)), c); };
+    const auto xv = x.to(Device::cpu()).to_vector<float>(), bv = b.to(Device::cpu()).to_vector<float>(),
+               cv = c.to(Device::cpu()).to_vector<float>();
+    auto reference = [&](std::size_t i) { return std::max(double(a) * xv[i] + bv[i], 0.0) * cv[i]; };
+    nlohmann::json row{{"n", n}};
+    for (auto& [name, body] : std::vector<std::pair<std::string, std::function<void()>>>{{"fused", run_fused}, {"unfused", run_unfused}}) {
+      fill(out, NAN);
+      body();
+      const auto got = out.to(Device::cpu()).to_vector<float>();
+      // Zero results hide nothing here: about half are relu zeros, the rest are checked relatively.
+      double worst = 0;
+      for (std::size_t i = 0; i < got.size(); i += 997) worst = std::max(worst, std::abs(double(got[i]) - reference(i)) / (1e-6 + std::abs(reference(i))));
+      if (!(worst < 1e-5)) {
+        row[name] = {{"status", "FAILED"}, {"max_rel_error", worst}};
+        all_ok = false;
+        std::printf("relu(a*x+b)*c %s: FAILED check (%.3g)\n", name.c_str(), worst);
+        continue;
+      }
+      const double ms = median_ms(body, stream, 15);
+      const double gbs = 4.0 * n * 4 / ms / 1e6;  // the fused minimum: read x, b, c, write y
+      row[name] = {{"ms", ms}, {"effective_GBps", gbs}, {"pct_of_copy", 100 * gbs / copy_gbs}, {"max_rel_error", worst}};
+      std::printf("relu(a*x+b)*c %s: %.3f ms, %.1f GB/s effective, %.1f%% of copy\n", name.c_str(), ms, gbs, 100 * gbs / copy_gbs);
+    }
+    results["relu_axpb_c"] = row;
+  }
+  tessel::bench::write_results("elementwise", results);
+  return all_ok ? 0 : 1;
+}
+#endif
