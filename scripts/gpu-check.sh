@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 LOGS=${GPU_CHECK_LOGS:-$BUILD_DIR/gpu-check}
 JOBS=${JOBS:-$(nproc)}
+STEP_TIMEOUT=${STEP_TIMEOUT:-1800}  # seconds per step; a step that runs longer counts as failed
 mkdir -p "$LOGS"
 
 if ! nvidia-smi -L >/dev/null 2>&1; then
@@ -23,7 +24,7 @@ step() {  # step NAME COMMAND...: runs it, logs to $LOGS/NAME.log, records the o
   local name=$1; shift
   local start=$SECONDS
   echo "== $name"
-  if "$@" >"$LOGS/$name.log" 2>&1; then
+  if timeout "$STEP_TIMEOUT" "$@" >"$LOGS/$name.log" 2>&1; then
     summary+=("$(printf '%-34s %-6s %5ds' "$name" ok $((SECONDS - start)))")
   else
     summary+=("$(printf '%-34s %-6s %5ds  (see %s)' "$name" FAILED $((SECONDS - start)) "$LOGS/$name.log")")
