@@ -1,0 +1,170 @@
+// CUDA sort and search through CUB: cub::DeviceRadixSort for one row, and
+// cub::DeviceSegmentedSort (stable) for batched rows; both stable. CUB is instantiated for the
+// six key dtypes only (src/ops/sort.cpp widens the others first).
+//
+// Float keys are first copied with every NaN made +NaN and -0.0 made +0.0: radix sort orders
+// bit patterns, which would put negative NaNs first and -0.0 before +0.0. After the copy NaNs
+// sort last and signed zeros tie (keeping input order). The cost: sorted float output shows
+// +0.0 for -0.0 and one canonical NaN.
+#include <cuda_runtime_api.h>
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_segmented_sort.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <cuda/std/limits>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "backend/sort.hpp"
+#include "core/cuda_check.hpp"
+#include "tessel/core/device.hpp"
+#include "tessel/core/error.hpp"
+#include "tessel/memory/buffer.hpp"
+
+namespace tessel::backend::cuda {
+namespace {
+
+constexpr int block_threads = 256;
+
+unsigned blocks_for(long long n) {
+  return static_cast<unsigned>(std::min<long long>((n + block_threads - 1) / block_threads, 1LL << 20));
+}
+
+template <class T>
+__global__ void canonicalize_kernel(const T* in, T* out, long long n) {
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    T x = in[i];
+    if (x != x) x = ::cuda::std::numeric_limits<T>::quiet_NaN();
+    else if (x == T{0}) x = T{0};  // -0.0 -> +0.0
+    out[i] = x;
+  }
+}
+
+// Position within the row: the values sorted along with the keys for argsort.
+__global__ void row_iota_kernel(long long* out, long long n, long long len) {
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    out[i] = i % len;
+  }
+}
+
+struct RowStart {
+  long long len;
+  __host__ __device__ long long operator()(long long row) const { return row * len; }
+};
+
+template <class T>
+void sort_typed(const SortProblem& p, const Stream& stream) {
+  const auto s = static_cast<cudaStream_t>(stream.handle());
+  const long long n = p.rows * p.len;
+  const long long bytes = n * static_cast<long long>(sizeof(T));
+  const T* keys_in = static_cast<const T*>(p.keys_in);
+  std::shared_ptr<Buffer> canonical, keys_scratch, iota;
+  if constexpr (std::is_floating_point_v<T>) {
+    canonical = Buffer::allocate(stream.device(), bytes, stream);
+    canonicalize_kernel<T><<<blocks_for(n), block_threads, 0, s>>>(keys_in, static_cast<T*>(canonical->data()), n);
+    TESSEL_CUDA_CHECK_LAUNCH(s, "sort");
+    keys_in = static_cast<const T*>(canonical->data());
+  }
+  T* keys_out = static_cast<T*>(p.keys_out);
+  if (!keys_out) {
+    keys_scratch = Buffer::allocate(stream.device(), bytes, stream);
+    keys_out = static_cast<T*>(keys_scratch->data());
+  }
+  long long* values_in = nullptr;
+  if (p.indices_out) {
+    iota = Buffer::allocate(stream.device(), n * 8, stream);
+    values_in = static_cast<long long*>(iota->data());
+    row_iota_kernel<<<blocks_for(n), block_threads, 0, s>>>(values_in, n, p.len);
+    TESSEL_CUDA_CHECK_LAUNCH(s, "argsort");
+  }
+  long long* values_out = reinterpret_cast<long long*>(p.indices_out);
+  const auto begin = thrust::make_transform_iterator(thrust::make_counting_iterator<long long>(0), RowStart{p.len});
+  const auto end = begin + 1;
+  auto call = [&](void* temp, std::size_t& temp_bytes) -> cudaError_t {
+    if (p.rows == 1) {
+      if (values_out) {
+        return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, values_in, values_out, n, 0,
+                                               static_cast<int>(sizeof(T) * 8), s);
+      }
+      return cub::DeviceRadixSort::SortKeys(temp, temp_bytes, keys_in, keys_out, n, 0, static_cast<int>(sizeof(T) * 8), s);
+    }
+    if (values_out) {
+      return cub::DeviceSegmentedSort::StableSortPairs(temp, temp_bytes, keys_in, keys_out, values_in, values_out, n,
+                                                       p.rows, begin, end, s);
+    }
+    return cub::DeviceSegmentedSort::StableSortKeys(temp, temp_bytes, keys_in, keys_out, n, p.rows, begin, end, s);
+  };
+  std::size_t temp_bytes = 0;
+  TESSEL_CUDA_CHECK(call(nullptr, temp_bytes), "sort");
+  auto temp = Buffer::allocate(stream.device(), static_cast<std::int64_t>(std::max<std::size_t>(temp_bytes, 1)), stream);
+  TESSEL_CUDA_CHECK(call(temp->data(), temp_bytes), "sort");
+}
+
+// a < b with NaN greater than everything.
+template <class T>
+__device__ __forceinline__ bool nan_last_less(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (a != a) return false;
+    if (b != b) return true;
+  }
+  return a < b;
+}
+
+template <class T>
+__global__ void searchsorted_kernel(const T* sorted, long long len, const T* values, long long count, long long* out,
+                                    bool right) {
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const T v = values[i];
+    long long lo = 0, hi = len;
+    while (lo < hi) {
+      const long long mid = lo + (hi - lo) / 2;
+      // left: first position with !(sorted[mid] < v); right: first with v < sorted[mid].
+      const bool go_right = right ? !nan_last_less(v, sorted[mid]) : nan_last_less(sorted[mid], v);
+      if (go_right) lo = mid + 1;
+      else hi = mid;
+    }
+    out[i] = lo;
+  }
+}
+
+template <class F>
+void dispatch_key(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::int32: return f(static_cast<int*>(nullptr));
+    case DType::int64: return f(static_cast<long long*>(nullptr));
+    case DType::uint32: return f(static_cast<unsigned*>(nullptr));
+    case DType::uint64: return f(static_cast<unsigned long long*>(nullptr));
+    case DType::float32: return f(static_cast<float*>(nullptr));
+    case DType::float64: return f(static_cast<double*>(nullptr));
+    default: throw DTypeError(std::string("sort: internal error, key dtype ") + dtype_name(dtype));
+  }
+}
+
+}  // namespace
+
+void sort(const SortProblem& problem, const Stream& stream) {
+  DeviceGuard guard(stream.device());  // kernels and CUB launch on the current device
+  dispatch_key(problem.dtype, [&](auto tag) { sort_typed<std::remove_pointer_t<decltype(tag)>>(problem, stream); });
+}
+
+void searchsorted(const SearchProblem& p, const Stream& stream) {
+  DeviceGuard guard(stream.device());  // kernels and CUB launch on the current device
+  const auto s = static_cast<cudaStream_t>(stream.handle());
+  dispatch_key(p.dtype, [&](auto tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    searchsorted_kernel<T><<<blocks_for(p.count), block_threads, 0, s>>>(
+        static_cast<const T*>(p.sorted), p.sorted_len, static_cast<const T*>(p.values), p.count, reinterpret_cast<long long*>(p.out), p.right);
+    TESSEL_CUDA_CHECK_LAUNCH(s, "searchsorted");
+  });
+}
+
+}  // namespace tessel::backend::cuda

@@ -1,0 +1,361 @@
+// Reductions and scans: validation, result dtypes, layout planning and backend dispatch.
+//
+// Every reduction is brought to one canonical problem: a contiguous (outer, len, inner) block
+// in one of four compute dtypes, reduced over len. A contiguous input whose reduced axes are
+// consecutive is viewed that way without a copy (this covers full, inner and outer-axis
+// reductions, the common cases); anything else is permuted (kept axes first) and copied once.
+// Narrow dtypes are widened to the compute dtype first, so the backends instantiate only
+// int64, uint64, float32 and float64.
+#include "tessel/ops/reduce.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "array/backend.hpp"
+#include "backend/reduce.hpp"
+#include "tessel/core/error.hpp"
+#include "tessel/core/profile_range.hpp"
+
+namespace tessel {
+namespace {
+
+using backend::ReduceOp;
+
+enum class Family { accumulate, extremum, logical, arg, mean, var };
+
+// The dtype support and semantics of each reduction, as data.
+struct ReduceInfo {
+  ReduceOp op;
+  const char* name;
+  Family family;
+  bool has_identity;  // false: an empty reduction raises ValueError
+};
+
+constexpr ReduceInfo reduce_table[] = {
+    {ReduceOp::sum, "sum", Family::accumulate, true},
+    {ReduceOp::prod, "prod", Family::accumulate, true},
+    {ReduceOp::min, "min", Family::extremum, false},
+    {ReduceOp::max, "max", Family::extremum, false},
+    {ReduceOp::nansum, "nansum", Family::accumulate, true},
+    {ReduceOp::nanprod, "nanprod", Family::accumulate, true},
+    {ReduceOp::nanmin, "nanmin", Family::extremum, false},
+    {ReduceOp::nanmax, "nanmax", Family::extremum, false},
+    {ReduceOp::any, "any", Family::logical, true},
+    {ReduceOp::all, "all", Family::logical, true},
+    {ReduceOp::argmin, "argmin", Family::arg, false},
+    {ReduceOp::argmax, "argmax", Family::arg, false},
+    {ReduceOp::nanargmin, "nanargmin", Family::arg, false},
+    {ReduceOp::nanargmax, "nanargmax", Family::arg, false},
+    {ReduceOp::mean, "mean", Family::mean, true},
+    {ReduceOp::nanmean, "nanmean", Family::mean, true},
+    {ReduceOp::var, "var", Family::var, true},
+    {ReduceOp::nanvar, "nanvar", Family::var, true},
+    {ReduceOp::std, "std", Family::var, true},
+    {ReduceOp::nanstd, "nanstd", Family::var, true},
+};
+
+const ReduceInfo& info_of(ReduceOp op) {
+  for (const ReduceInfo& info : reduce_table) {
+    if (info.op == op) return info;
+  }
+  throw Error("reduce: unknown op");
+}
+
+// Complex reductions are not implemented yet; everything else is.
+void check_dtype(const char* op, DType dtype) {
+  if (is_complex(dtype)) {
+    throw DTypeError(fmt::format("{}: dtype {} is not supported (complex reductions are not implemented)", op,
+                                 dtype_name(dtype)));
+  }
+}
+
+// Integer-like inputs accumulate in 64 bits; floats in float32 (float16, bfloat16, float32) or
+// float64. Mean and variance of integers are computed in float64, as NumPy.
+DType compute_dtype(DType dtype, Family family) {
+  if (is_floating(dtype)) return dtype == DType::float64 ? DType::float64 : DType::float32;
+  if (family == Family::mean || family == Family::var) return DType::float64;
+  return is_unsigned_integer(dtype) ? DType::uint64 : DType::int64;
+}
+
+DType result_dtype(DType dtype, Family family) {
+  switch (family) {
+    case Family::accumulate:
+      if (is_floating(dtype)) return dtype;
+      return is_unsigned_integer(dtype) ? DType::uint64 : DType::int64;
+    case Family::extremum: return dtype;
+    case Family::logical: return DType::bool_;
+    case Family::arg: return DType::int64;
+    case Family::mean:
+    case Family::var: return is_floating(dtype) ? dtype : DType::float64;
+  }
+  return dtype;
+}
+
+Stream stream_for(const Array& a, const OptionalStream& stream, const char* op) {
+  Stream s = detail::resolve_stream(a.device(), stream);
+  if (s.device() != a.device()) {
+    throw DeviceError(fmt::format("{}: the stream is on {} but the array is on {}", op, s.device().str(),
+                                  a.device().str()));
+  }
+  return s;
+}
+
+// Which axes are reduced; IndexError for an axis out of range, ValueError for a duplicate.
+std::vector<bool> reduced_axes(const Axes& axes, std::int64_t ndim, const char* op) {
+  std::vector<bool> reduced(static_cast<std::size_t>(ndim), !axes.has_value());
+  if (!axes) return reduced;
+  for (std::int64_t axis : *axes) {
+    if (axis < -ndim || axis >= ndim) {
+      throw IndexError(fmt::format("{}: axis {} is out of bounds for array of dimension {}", op, axis, ndim));
+    }
+    const std::int64_t a = axis < 0 ? axis + ndim : axis;
+    if (reduced[static_cast<std::size_t>(a)]) throw ValueError(fmt::format("{}: duplicate value in axis: {}", op, axis));
+    reduced[static_cast<std::size_t>(a)] = true;
+  }
+  return reduced;
+}
+
+struct Block {
+  Array array;  // contiguous
+  std::int64_t outer = 1, len = 1, inner = 1;
+};
+
+// The (outer, len, inner) view of `a` (already in the compute dtype), copying only when the
+// reduced axes are not one consecutive run of a contiguous array.
+Block plan_block(const Array& a, const std::vector<bool>& reduced, const Stream& stream) {
+  const std::int64_t ndim = a.ndim();
+  std::int64_t first = ndim, last = -1;
+  for (std::int64_t i = 0; i < ndim; ++i) {
+    if (reduced[static_cast<std::size_t>(i)]) {
+      first = std::min(first, i);
+      last = i;
+    }
+  }
+  bool consecutive = true;
+  for (std::int64_t i = first; i <= last; ++i) consecutive = consecutive && reduced[static_cast<std::size_t>(i)];
+  Block block;
+  if (a.is_contiguous() && consecutive) {
+    if (last < 0) first = last = ndim;  // nothing reduced: len 1
+    for (std::int64_t i = 0; i < ndim; ++i) {
+      const std::int64_t d = a.shape()[static_cast<std::size_t>(i)];
+      if (i < first) block.outer *= d;
+      else if (i <= last && last < ndim) block.len *= d;
+      else block.inner *= d;
+    }
+    block.array = a;
+    return block;
+  }
+  std::vector<std::int64_t> order;
+  for (std::int64_t i = 0; i < ndim; ++i) {
+    if (!reduced[static_cast<std::size_t>(i)]) {
+      order.push_back(i);
+      block.outer *= a.shape()[static_cast<std::size_t>(i)];
+    }
+  }
+  for (std::int64_t i = 0; i < ndim; ++i) {
+    if (reduced[static_cast<std::size_t>(i)]) {
+      order.push_back(i);
+      block.len *= a.shape()[static_cast<std::size_t>(i)];
+    }
+  }
+  block.array = a.permute(order).contiguous(stream);
+  return block;
+}
+
+void run_reduce(const backend::ReduceProblem& problem, const Array& out, const Stream& stream) {
+  if (out.device().is_cpu()) {
+    backend::cpu::reduce(problem, stream);
+  } else {
+#if defined(TESSEL_HAVE_CUDA)
+    backend::cuda::reduce(problem, stream);
+    out.storage()->record_pending_write(stream);
+#else
+    throw DeviceError("reduce: tessel was built without CUDA");
+#endif
+  }
+}
+
+Array reduce(ReduceOp op, const Array& a, const Axes& axes, bool keepdims, std::int64_t ddof,
+             const OptionalStream& stream_arg) {
+  const ReduceInfo& info = info_of(op);
+  check_dtype(info.name, a.dtype());
+  const std::vector<bool> reduced = reduced_axes(axes, a.ndim(), info.name);
+  const Stream stream = stream_for(a, stream_arg, info.name);
+
+  Shape out_shape;
+  for (std::int64_t i = 0; i < a.ndim(); ++i) {
+    const bool r = reduced[static_cast<std::size_t>(i)];
+    if (!r) out_shape.push_back(a.shape()[static_cast<std::size_t>(i)]);
+    else if (keepdims) out_shape.push_back(1);
+  }
+  const std::int64_t out_size = numel(out_shape);
+  std::int64_t len = 1;
+  for (std::int64_t i = 0; i < a.ndim(); ++i) {
+    if (reduced[static_cast<std::size_t>(i)]) len *= a.shape()[static_cast<std::size_t>(i)];
+  }
+  if (len == 0 && out_size > 0 && !info.has_identity) {
+    if (info.family == Family::arg) {
+      throw ValueError(fmt::format("{}: attempt to get {} of an empty sequence", info.name, info.name));
+    }
+    throw ValueError(
+        fmt::format("{}: zero-size array to reduction operation {} which has no identity", info.name, info.name));
+  }
+
+  const DType work = compute_dtype(a.dtype(), info.family);
+  const DType final_dtype = result_dtype(a.dtype(), info.family);
+  const DType out_dtype = info.family == Family::logical ? DType::bool_
+                          : info.family == Family::arg   ? DType::int64
+                                                         : work;
+  Array out = empty(out_shape, out_dtype, a.device(), stream);
+  if (out_size > 0) {
+    const Array widened = a.dtype() == work ? a : a.astype(work, stream);
+    const Block block = plan_block(widened, reduced, stream);
+    if (block.array.device().is_cuda()) block.array.storage()->wait_on_stream(stream);
+    backend::ReduceProblem problem;
+    problem.op = op;
+    problem.dtype = work;
+    problem.in = block.array.data();
+    problem.outer = block.outer;
+    problem.len = block.len;
+    problem.inner = block.inner;
+    problem.out = out.data();
+    problem.ddof = ddof;
+    Array means;
+    if (info.family == Family::var) {
+      // Two passes (mean, then squared deviations) for accuracy, as NumPy.
+      means = empty({out_size}, work, a.device(), stream);
+      backend::ReduceProblem mean_problem = problem;
+      const bool nan = op == ReduceOp::nanvar || op == ReduceOp::nanstd;
+      mean_problem.op = nan ? ReduceOp::nanmean : ReduceOp::mean;
+      mean_problem.out = means.data();
+      run_reduce(mean_problem, means, stream);
+      problem.mean = means.data();
+    }
+    run_reduce(problem, out, stream);
+  }
+  return out.dtype() == final_dtype ? out : out.astype(final_dtype, stream);
+}
+
+std::optional<std::vector<std::int64_t>> one_axis(std::optional<std::int64_t> axis) {
+  if (!axis) return std::nullopt;
+  return std::vector<std::int64_t>{*axis};
+}
+
+Array arg_reduce(ReduceOp op, const Array& a, std::optional<std::int64_t> axis, bool keepdims,
+                 const OptionalStream& stream) {
+  if (!axis && keepdims) {
+    // NumPy keeps every axis with size one.
+    Array flat = reduce(op, a, std::nullopt, true, 0, stream);
+    return flat;
+  }
+  return reduce(op, a, one_axis(axis), keepdims, 0, stream);
+}
+
+DType scan_dtype(DType dtype) {
+  if (is_floating(dtype)) return dtype;
+  return is_unsigned_integer(dtype) ? DType::uint64 : DType::int64;
+}
+
+Array scan(backend::ScanOp op, const char* name, const Array& a, std::optional<std::int64_t> axis_arg,
+           const OptionalStream& stream_arg) {
+  check_dtype(name, a.dtype());
+  const Stream stream = stream_for(a, stream_arg, name);
+  Array input = a;
+  std::int64_t axis = 0;
+  if (!axis_arg) {
+    input = a.reshape({a.size()}, stream);
+  } else {
+    axis = normalize_axis(*axis_arg, a.ndim(), name);
+  }
+  const DType final_dtype = scan_dtype(a.dtype());
+  const DType work = compute_dtype(final_dtype, Family::accumulate);
+  if (input.dtype() != work) input = input.astype(work, stream);
+  // Move the scanned axis last and make the rows contiguous.
+  const std::int64_t ndim = input.ndim();
+  std::vector<std::int64_t> order, inverse(static_cast<std::size_t>(ndim));
+  for (std::int64_t i = 0; i < ndim; ++i) {
+    if (i != axis) order.push_back(i);
+  }
+  order.push_back(axis);
+  for (std::int64_t i = 0; i < ndim; ++i) inverse[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = i;
+  const Array rows = input.permute(order).contiguous(stream);
+  Array out = empty(rows.shape(), work, a.device(), stream);
+  if (out.size() > 0) {
+    if (rows.device().is_cuda()) rows.storage()->wait_on_stream(stream);
+    backend::ScanProblem problem;
+    problem.op = op;
+    problem.dtype = work;
+    problem.in = rows.data();
+    problem.out = out.data();
+    problem.len = rows.shape().back();
+    problem.rows = rows.size() / problem.len;
+    if (out.device().is_cpu()) {
+      backend::cpu::scan(problem, stream);
+    } else {
+#if defined(TESSEL_HAVE_CUDA)
+      backend::cuda::scan(problem, stream);
+      out.storage()->record_pending_write(stream);
+#endif
+    }
+  }
+  Array result = out.permute(inverse);
+  if (result.dtype() != final_dtype) return result.astype(final_dtype, stream);
+  return result.contiguous(stream);
+}
+
+}  // namespace
+
+#define TESSEL_DEFINE_REDUCTION(name)                                                                       \
+  Array name(const Array& a, const Axes& axes, bool keepdims, const OptionalStream& stream) {               \
+    TESSEL_OP_RANGE(#name);                                                                                 \
+    return reduce(ReduceOp::name, a, axes, keepdims, 0, stream);                                            \
+  }
+TESSEL_DEFINE_REDUCTION(sum)
+TESSEL_DEFINE_REDUCTION(prod)
+TESSEL_DEFINE_REDUCTION(mean)
+TESSEL_DEFINE_REDUCTION(min)
+TESSEL_DEFINE_REDUCTION(max)
+TESSEL_DEFINE_REDUCTION(any)
+TESSEL_DEFINE_REDUCTION(all)
+TESSEL_DEFINE_REDUCTION(nansum)
+TESSEL_DEFINE_REDUCTION(nanprod)
+TESSEL_DEFINE_REDUCTION(nanmean)
+TESSEL_DEFINE_REDUCTION(nanmin)
+TESSEL_DEFINE_REDUCTION(nanmax)
+#undef TESSEL_DEFINE_REDUCTION
+
+#define TESSEL_DEFINE_VARIANCE(name)                                                                        \
+  Array name(const Array& a, const Axes& axes, std::int64_t ddof, bool keepdims, const OptionalStream& stream) { \
+    TESSEL_OP_RANGE(#name);                                                                                 \
+    return reduce(ReduceOp::name, a, axes, keepdims, ddof, stream);                                         \
+  }
+TESSEL_DEFINE_VARIANCE(var)
+TESSEL_DEFINE_VARIANCE(std)
+TESSEL_DEFINE_VARIANCE(nanvar)
+TESSEL_DEFINE_VARIANCE(nanstd)
+#undef TESSEL_DEFINE_VARIANCE
+
+#define TESSEL_DEFINE_ARG_REDUCTION(name)                                                                   \
+  Array name(const Array& a, std::optional<std::int64_t> axis, bool keepdims, const OptionalStream& stream) { \
+    TESSEL_OP_RANGE(#name);                                                                                 \
+    return arg_reduce(ReduceOp::name, a, axis, keepdims, stream);                                           \
+  }
+TESSEL_DEFINE_ARG_REDUCTION(argmin)
+TESSEL_DEFINE_ARG_REDUCTION(argmax)
+TESSEL_DEFINE_ARG_REDUCTION(nanargmin)
+TESSEL_DEFINE_ARG_REDUCTION(nanargmax)
+#undef TESSEL_DEFINE_ARG_REDUCTION
+
+Array cumsum(const Array& a, std::optional<std::int64_t> axis, const OptionalStream& stream) {
+  TESSEL_OP_RANGE("cumsum");
+  return scan(backend::ScanOp::cumsum, "cumsum", a, axis, stream);
+}
+Array cumprod(const Array& a, std::optional<std::int64_t> axis, const OptionalStream& stream) {
+  TESSEL_OP_RANGE("cumprod");
+  return scan(backend::ScanOp::cumprod, "cumprod", a, axis, stream);
+}
+
+}  // namespace tessel

@@ -1,0 +1,225 @@
+// sort, argsort, searchsorted and unique: validation, key widening and backend dispatch.
+// Keys are widened to one of six key dtypes (see backend/sort.hpp) so CUB is instantiated for
+// those only: bool/int8/int16 -> int32, uint8/uint16 -> uint32, float16/bfloat16 -> float32.
+// The widening is exact, so sorted keys cast back unchanged.
+#include "tessel/ops/sort.hpp"
+
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "array/backend.hpp"
+#include "backend/sort.hpp"
+#include "tessel/core/error.hpp"
+#include "tessel/core/profile_range.hpp"
+
+namespace tessel {
+namespace {
+
+// Widened key dtype per input dtype, as data (complex: unsupported).
+struct KeyRule {
+  DType from;
+  DType key;
+};
+constexpr KeyRule key_rules[] = {
+    {DType::bool_, DType::int32},     {DType::int8, DType::int32},       {DType::int16, DType::int32},
+    {DType::int32, DType::int32},     {DType::int64, DType::int64},      {DType::uint8, DType::uint32},
+    {DType::uint16, DType::uint32},   {DType::uint32, DType::uint32},    {DType::uint64, DType::uint64},
+    {DType::float16, DType::float32}, {DType::bfloat16, DType::float32}, {DType::float32, DType::float32},
+    {DType::float64, DType::float64},
+};
+
+DType key_dtype(DType dtype, const char* op) {
+  for (const KeyRule& rule : key_rules) {
+    if (rule.from == dtype) return rule.key;
+  }
+  throw DTypeError(fmt::format("{}: dtype {} is not supported (complex sorting is not implemented)", op,
+                               dtype_name(dtype)));
+}
+
+Stream stream_for(const Array& a, const OptionalStream& stream, const char* op) {
+  Stream s = detail::resolve_stream(a.device(), stream);
+  if (s.device() != a.device()) {
+    throw DeviceError(fmt::format("{}: the stream is on {} but the array is on {}", op, s.device().str(),
+                                  a.device().str()));
+  }
+  return s;
+}
+
+void run_sort(const backend::SortProblem& problem, Device device, const Stream& stream) {
+  if (device.is_cpu()) {
+    backend::cpu::sort(problem, stream);
+  } else {
+#if defined(TESSEL_HAVE_CUDA)
+    backend::cuda::sort(problem, stream);
+#else
+    throw DeviceError("sort: tessel was built without CUDA");
+#endif
+  }
+}
+
+// Sorts (want_keys) and/or argsorts (want_indices) along `axis`.
+std::pair<Array, Array> sort_along(const Array& a, std::int64_t axis_arg, bool want_keys, bool want_indices,
+                                   const char* op, const OptionalStream& stream_arg) {
+  const DType key = key_dtype(a.dtype(), op);
+  const Stream stream = stream_for(a, stream_arg, op);
+  Array input = a;
+  if (a.ndim() == 0) input = a.reshape({1}, stream);  // NumPy sorts a 0-d array as one element
+  const std::int64_t axis = normalize_axis(axis_arg, a.ndim() == 0 ? 1 : a.ndim(), op);
+  const std::int64_t ndim = input.ndim();
+  std::vector<std::int64_t> order, inverse(static_cast<std::size_t>(ndim));
+  for (std::int64_t i = 0; i < ndim; ++i) {
+    if (i != axis) order.push_back(i);
+  }
+  order.push_back(axis);
+  for (std::int64_t i = 0; i < ndim; ++i) inverse[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = i;
+  Array rows = input.permute(order);
+  rows = rows.dtype() == key ? rows.contiguous(stream) : rows.astype(key, stream);
+  Array keys_out, indices_out;
+  if (want_keys) keys_out = empty(rows.shape(), key, a.device(), stream);
+  if (want_indices) indices_out = empty(rows.shape(), DType::int64, a.device(), stream);
+  if (rows.size() > 0) {
+    if (rows.device().is_cuda()) rows.storage()->wait_on_stream(stream);
+    backend::SortProblem problem;
+    problem.dtype = key;
+    problem.keys_in = rows.data();
+    problem.keys_out = want_keys ? keys_out.data() : nullptr;
+    problem.indices_out = want_indices ? indices_out.data_as<std::int64_t>() : nullptr;
+    problem.len = rows.shape().back();
+    problem.rows = rows.size() / problem.len;
+    run_sort(problem, a.device(), stream);
+    if (a.device().is_cuda()) {
+      if (want_keys) keys_out.storage()->record_pending_write(stream);
+      if (want_indices) indices_out.storage()->record_pending_write(stream);
+    }
+  }
+  auto restore = [&](const Array& r, DType dtype) {
+    Array back = r.permute(inverse);
+    back = back.dtype() == dtype ? back.contiguous(stream) : back.astype(dtype, stream);
+    return a.ndim() == 0 ? back.reshape({}, stream) : back;
+  };
+  Array keys_result = want_keys ? restore(keys_out, a.dtype()) : Array();
+  Array indices_result = want_indices ? restore(indices_out, DType::int64) : Array();
+  return {keys_result, indices_result};
+}
+
+}  // namespace
+
+Array sort(const Array& a, std::int64_t axis, const OptionalStream& stream) {
+  TESSEL_OP_RANGE("sort");
+  return sort_along(a, axis, true, false, "sort", stream).first;
+}
+
+Array argsort(const Array& a, std::int64_t axis, const OptionalStream& stream) {
+  TESSEL_OP_RANGE("argsort");
+  return sort_along(a, axis, false, true, "argsort", stream).second;
+}
+
+Array searchsorted(const Array& sorted, const Array& values, bool right, const OptionalStream& stream_arg) {
+  TESSEL_OP_RANGE("searchsorted");
+  if (sorted.ndim() != 1) {
+    throw ValueError(fmt::format("searchsorted: the sorted array must be 1-D, got shape {}", shape_str(sorted.shape())));
+  }
+  if (sorted.device() != values.device()) {
+    throw DeviceError(fmt::format("searchsorted: the sorted array is on {} but the values are on {}",
+                                  sorted.device().str(), values.device().str()));
+  }
+  key_dtype(sorted.dtype(), "searchsorted");
+  key_dtype(values.dtype(), "searchsorted");
+  const DType key = key_dtype(result_type(sorted.dtype(), values.dtype()), "searchsorted");
+  const Stream stream = stream_for(sorted, stream_arg, "searchsorted");
+  const Array s = sorted.dtype() == key ? sorted.contiguous(stream) : sorted.astype(key, stream);
+  const Array v = values.dtype() == key ? values.contiguous(stream) : values.astype(key, stream);
+  Array out = empty(values.shape(), DType::int64, values.device(), stream);
+  if (out.size() > 0) {
+    backend::SearchProblem problem;
+    problem.dtype = key;
+    problem.sorted = s.data();
+    problem.sorted_len = s.size();
+    problem.values = v.data();
+    problem.count = v.size();
+    problem.out = out.data_as<std::int64_t>();
+    problem.right = right;
+    if (out.device().is_cpu()) {
+      backend::cpu::searchsorted(problem, stream);
+    } else {
+#if defined(TESSEL_HAVE_CUDA)
+      s.storage()->wait_on_stream(stream);
+      v.storage()->wait_on_stream(stream);
+      backend::cuda::searchsorted(problem, stream);
+      out.storage()->record_pending_write(stream);
+#endif
+    }
+  }
+  return out;
+}
+
+UniqueResult unique(const Array& a, bool return_counts, const OptionalStream& stream_arg) {
+  TESSEL_OP_RANGE("unique");
+  key_dtype(a.dtype(), "unique");
+  const Stream stream = stream_for(a, stream_arg, "unique");
+  // The output size depends on the data: sort on the device, then find the runs on the host
+  // (one read of the sorted keys, which a device run-length encode would also need for its count).
+  const Array sorted = sort(a.reshape({a.size()}, stream), -1, stream);
+  const Array host = sorted.to(Device::cpu(), stream);
+  host.wait();
+  const std::int64_t n = host.size();
+  const std::int64_t width = host.itemsize();
+  const auto* bytes = static_cast<const unsigned char*>(host.data());
+  std::vector<std::int64_t> starts;
+  dispatch_dtype(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto value = [&](std::int64_t i) {
+      T x;
+      std::memcpy(&x, bytes + i * width, sizeof(T));
+      return x;
+    };
+    // Compared as a comparable host type (half types as float); complex never gets here
+    // (key_dtype rejected it above) but has to compile.
+    auto widen = [](const T& x) {
+      if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
+        return static_cast<double>(static_cast<float>(x));
+      } else if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
+        return static_cast<double>(x.real());
+      } else {
+        return x;
+      }
+    };
+    auto nan = [&](const T& x) {
+      const auto w = widen(x);
+      if constexpr (std::is_floating_point_v<decltype(w)>) {
+        return std::isnan(w);
+      } else {
+        return false;
+      }
+    };
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (i == 0) {
+        starts.push_back(0);
+        continue;
+      }
+      const T prev = value(i - 1), cur = value(i);
+      const bool same = (nan(prev) && nan(cur)) || (!nan(prev) && !nan(cur) && widen(prev) == widen(cur));
+      if (!same) starts.push_back(i);
+    }
+  });
+  const std::int64_t runs = static_cast<std::int64_t>(starts.size());
+  std::vector<unsigned char> unique_bytes(static_cast<std::size_t>(runs * width));
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(runs));
+  for (std::int64_t r = 0; r < runs; ++r) {
+    const std::int64_t start = starts[static_cast<std::size_t>(r)];
+    const std::int64_t end = r + 1 < runs ? starts[static_cast<std::size_t>(r + 1)] : n;
+    std::memcpy(unique_bytes.data() + r * width, bytes + start * width, static_cast<std::size_t>(width));
+    counts[static_cast<std::size_t>(r)] = end - start;
+  }
+  UniqueResult result;
+  result.values = from_host(unique_bytes.data(), {runs}, a.dtype(), a.device(), stream);
+  if (return_counts) result.counts = from_host(counts.data(), {runs}, DType::int64, a.device(), stream);
+  return result;
+}
+
+}  // namespace tessel
