@@ -1,0 +1,133 @@
+// fuse(): fused against unfused results (random expression graphs, every backend), dtypes,
+// the on/off switch, source printing and NVRTC compilation of the fused kernel, bad input.
+#include "tessel/ops/fuse.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "testing.hpp"
+#ifdef TESSEL_HAVE_CUDA
+#include "tessel/jit/compiler.hpp"
+#endif
+
+namespace tessel {
+namespace {
+
+class Fuse : public testing::BackendTest {};
+
+// Restores the switch whatever a test does.
+struct FusionSwitch {
+  bool saved = fusion_enabled();
+  ~FusionSwitch() { set_fusion_enabled(saved); }
+};
+
+TEST_P(Fuse, ReluAxpbTimesC) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  const Device dev = device();
+  auto k = fuse([](const std::vector<Sym>& v) { return relu(v[0] * v[1] + v[2]) * v[3]; }, 4);
+  Array a = from_vector(std::vector<float>{1, -2, 3, -4}, {4}, dev);
+  Array x = from_vector(std::vector<float>{2, 2, 2, 2}, {4}, dev);
+  Array b = full({}, 1.0f, DType::float32, dev);  // broadcast 0-d input
+  Array c = from_vector(std::vector<float>{1, 1, 10, 10}, {4}, dev);
+  EXPECT_EQ(k({a, x, b, c}).to_vector<float>(), (std::vector<float>{3, 0, 70, 0}));
+  EXPECT_EQ(k.result_dtype({DType::float16, DType::float16, DType::float16, DType::float16}), DType::float16);
+  EXPECT_EQ(k.result_dtype({DType::int32, DType::int32, DType::int32, DType::float32}), DType::float64);
+}
+
+TEST_P(Fuse, ScalarsAreWeak) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  auto k = fuse([](const std::vector<Sym>& v) { return v[0] * 2 + 1.5; }, 1);
+  EXPECT_EQ(k.result_dtype({DType::float16}), DType::float16);
+  EXPECT_EQ(k.result_dtype({DType::int8}), DType::float64);
+  Array a = from_vector(std::vector<float>{1, 2}, {2}, device());
+  EXPECT_EQ(k({a}).to_vector<float>(), (std::vector<float>{3.5f, 5.5f}));
+}
+
+// Random graphs over float32 inputs: fused and unfused agree.
+TEST_P(Fuse, RandomGraphsMatchUnfused) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  FusionSwitch restore;
+  TESSEL_SEEDED_RNG(rng);
+  const std::vector<ElementwiseOp> unary{ElementwiseOp::exp, ElementwiseOp::tanh, ElementwiseOp::relu,
+                                         ElementwiseOp::negative, ElementwiseOp::sigmoid, ElementwiseOp::abs};
+  const std::vector<ElementwiseOp> binary{ElementwiseOp::add, ElementwiseOp::multiply, ElementwiseOp::maximum,
+                                          ElementwiseOp::subtract, ElementwiseOp::minimum};
+  for (int trial = 0; trial < 10; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 3);
+    const std::uint64_t graph_seed = rng();
+    auto k = fuse(
+        [&](const std::vector<Sym>& v) {
+          std::mt19937_64 g(graph_seed);
+          std::vector<Sym> pool(v.begin(), v.end());
+          for (int step = 0; step < 6; ++step) {
+            const Sym a = pool[g() % pool.size()];
+            if (g() % 2) {
+              pool.push_back(Sym::apply(unary[g() % unary.size()], {a}));
+            } else {
+              const Sym b = (g() % 4 == 0) ? Sym(0.5) : pool[g() % pool.size()];
+              pool.push_back(Sym::apply(binary[g() % binary.size()], {a, b}));
+            }
+          }
+          return pool.back();
+        },
+        n);
+    std::vector<Array> in;
+    std::uniform_real_distribution<float> uni(-2, 2);
+    for (int i = 0; i < n; ++i) {
+      std::vector<float> vals(24);
+      for (float& f : vals) f = uni(rng);
+      in.push_back(from_vector(vals, {2, 3, 4}, device()).slice(2, Slice(none, none, -1)));
+    }
+    set_fusion_enabled(true);
+    const auto fused = k(in).astype(DType::float64).to_vector<double>();
+    set_fusion_enabled(false);
+    const auto unfused = k(in).astype(DType::float64).to_vector<double>();
+    ASSERT_EQ(fused.size(), unfused.size());
+    for (std::size_t i = 0; i < fused.size(); ++i) {
+      if (std::isnan(unfused[i])) {
+        EXPECT_TRUE(std::isnan(fused[i]));
+      } else {
+        EXPECT_NEAR(fused[i], unfused[i], 1e-5 * (1 + std::fabs(unfused[i]))) << "trial " << trial << " element " << i;
+      }
+    }
+  }
+}
+
+TEST_P(Fuse, BadInput) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  auto k = fuse([](const std::vector<Sym>& v) { return bitwise_and(v[0], v[1]); }, 2);
+  Array f = ones({2}, DType::float32, device());
+  testing::expect_error<ValueError>([&] { k({f}); }, {"fuse", "2 inputs", "got 1"});
+  testing::expect_error<DTypeError>([&] { k({f, f}); }, {"bitwise_and", "float32"});
+  testing::expect_error<ShapeError>([&] { k({ones({2}, DType::int32, device()), ones({3}, DType::int32, device())}); },
+                                    {"(2,)", "(3,)"});
+}
+
+INSTANTIATE_TEST_SUITE_P(, Fuse, ::testing::ValuesIn(testing::all_backends()), testing::backend_name);
+
+#ifdef TESSEL_HAVE_CUDA
+TEST(FuseSource, PrintsAndCompiles) {
+  auto k = fuse([](const std::vector<Sym>& v) { return where(v[0] > 0, gelu(v[0]) * v[1], -v[1] + 2.5); }, 2);
+  for (DType d : {DType::float16, DType::bfloat16, DType::float32, DType::float64, DType::int32}) {
+    const std::string src = k.source({d, d});
+    EXPECT_NE(src.find("tessel_fused"), std::string::npos);
+    EXPECT_NE(src.find("tessel_ops::gelu"), std::string::npos);
+    if (!jit::nvrtc_available()) continue;
+    jit::CompileRequest r;
+    r.source = src;
+    r.name = "tessel_fused_c";
+    r.arch = "sm_90";
+    try {
+      EXPECT_FALSE(jit::compile_to_cubin(r).cubin.empty());
+    } catch (const CompileError& e) {
+      ADD_FAILURE() << dtype_name(d) << ": " << e.what() << "\n" << src;
+    }
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace tessel
