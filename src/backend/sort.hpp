@@ -5,6 +5,7 @@
 // int8/16, uint8/16 and float16/bfloat16) to one of them first, so CUB is instantiated for six
 // key types only. Order: ascending, stable, NaN last (any sign, any payload); -0.0 and +0.0
 // compare equal, so ties between them keep their input order.
+#include <cstddef>
 #include <cstdint>
 
 #include "tessel/array/dtype.hpp"
@@ -37,6 +38,12 @@ void searchsorted(const SearchProblem& problem, const Stream& stream);
 namespace cuda {
 void sort(const SortProblem& problem, const Stream& stream);
 void searchsorted(const SearchProblem& problem, const Stream& stream);
+// The bare cub::DeviceRadixSort::SortPairs call (int32 keys, int64 values) that argsort of one
+// int32 row makes, for bench/reduce_sort_bench.cpp to compare against. Two-phase as in CUB:
+// temp == nullptr sets temp_bytes.
+void cub_sort_pairs_int32(void* temp, std::size_t& temp_bytes, const std::int32_t* keys_in, std::int32_t* keys_out,
+                          const std::int64_t* values_in, std::int64_t* values_out, std::int64_t n,
+                          const Stream& stream);
 }  // namespace cuda
 
 }  // namespace tessel::backend

@@ -385,8 +385,10 @@ void run(const Op& op, const ReduceProblem& p, const Stream& stream) {
                                                        (p.len + min_chunk - 1) / min_chunk));
     chunks = std::min<long long>(chunks, 65535);
     long long chunk_len = (p.len + chunks - 1) / chunks;
-    chunk_len = (chunk_len + 15) / 16 * 16;  // keeps chunk starts 16-byte aligned when the row is
-    chunks = (p.len + chunk_len - 1) / chunk_len;
+    // A multiple of 16 elements keeps chunk starts 16-byte aligned when the row is; at least 16
+    // so an empty row (len 0: sum -> 0, mean -> NaN) still gets one chunk.
+    chunk_len = std::max<long long>(16, (chunk_len + 15) / 16 * 16);
+    chunks = std::max<long long>(1, (p.len + chunk_len - 1) / chunk_len);
     Acc* partials = nullptr;
     if (chunks > 1) {
       workspace = Buffer::allocate(stream.device(), outputs * chunks * static_cast<long long>(sizeof(Acc)), stream);
@@ -407,8 +409,8 @@ void run(const Op& op, const ReduceProblem& p, const Stream& stream) {
     splits = std::min<long long>((target_blocks + column_blocks * p.outer - 1) / (column_blocks * p.outer), p.len / 32);
     splits = std::max<long long>(1, std::min<long long>(splits, 65535));
   }
-  const long long split_len = (p.len + splits - 1) / splits;
-  splits = (p.len + split_len - 1) / split_len;
+  const long long split_len = std::max<long long>(1, (p.len + splits - 1) / splits);  // len 0: one split
+  splits = std::max<long long>(1, (p.len + split_len - 1) / split_len);
   Acc* partials = nullptr;
   if (splits > 1) {
     workspace = Buffer::allocate(stream.device(), outputs * splits * static_cast<long long>(sizeof(Acc)), stream);

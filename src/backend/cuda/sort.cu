@@ -167,4 +167,16 @@ void searchsorted(const SearchProblem& p, const Stream& stream) {
   });
 }
 
+void cub_sort_pairs_int32(void* temp, std::size_t& temp_bytes, const std::int32_t* keys_in, std::int32_t* keys_out,
+                          const std::int64_t* values_in, std::int64_t* values_out, std::int64_t n,
+                          const Stream& stream) {
+  DeviceGuard guard(stream.device());
+  // Same instantiation as sort_typed<int> with long long values, so no extra compile time.
+  TESSEL_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out,
+                                                    reinterpret_cast<const long long*>(values_in),
+                                                    reinterpret_cast<long long*>(values_out), static_cast<long long>(n), 0,
+                                                    32, static_cast<cudaStream_t>(stream.handle())),
+                    "cub_sort_pairs_int32");
+}
+
 }  // namespace tessel::backend::cuda
