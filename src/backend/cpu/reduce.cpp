@@ -54,6 +54,23 @@ Acc<T> pairwise_sum(const Slice<T>& s, std::int64_t begin, std::int64_t end, boo
   return pairwise_sum(s, begin, mid, skip_nan) + pairwise_sum(s, mid, end, skip_nan);
 }
 
+// A parallel pairwise sum for few long slices (full reductions): the slice is cut into one
+// block per thread, each summed pairwise, and the block sums are added in order, so the result
+// does not depend on scheduling.
+template <class T>
+Acc<T> parallel_sum(const Slice<T>& s, bool skip_nan) {
+  constexpr std::int64_t blocks = 64;
+  if (s.len < blocks * 16384) return pairwise_sum(s, 0, s.len, skip_nan);
+  Acc<T> partial[blocks];
+#pragma omp parallel for schedule(static)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    partial[b] = pairwise_sum(s, s.len * b / blocks, s.len * (b + 1) / blocks, skip_nan);
+  }
+  Acc<T> total = 0;
+  for (std::int64_t b = 0; b < blocks; ++b) total += partial[b];
+  return total;
+}
+
 template <class T>
 std::int64_t count_valid(const Slice<T>& s, bool skip_nan) {
   if (!skip_nan) return s.len;
@@ -110,6 +127,12 @@ void reduce_typed(const ReduceProblem& p) {
   const bool nan_variant = op == ReduceOp::nansum || op == ReduceOp::nanprod || op == ReduceOp::nanmin ||
                            op == ReduceOp::nanmax || op == ReduceOp::nanargmin || op == ReduceOp::nanargmax ||
                            op == ReduceOp::nanmean || op == ReduceOp::nanvar || op == ReduceOp::nanstd;
+  if (outputs == 1 && (op == ReduceOp::sum || op == ReduceOp::nansum)) {
+    // One long slice: parallelize inside it instead of over outputs.
+    const Slice<T> s{in, 1, p.len};
+    static_cast<T*>(p.out)[0] = static_cast<T>(parallel_sum(s, nan_variant));
+    return;
+  }
 #pragma omp parallel for schedule(static) if (outputs > 1 && outputs * p.len > 32768)
   for (std::int64_t o = 0; o < outputs; ++o) {
     const std::int64_t outer = o / p.inner, inner = o % p.inner;

@@ -334,6 +334,25 @@ TEST_P(ReduceTest, Errors) {
   EXPECT_EQ(min(e, std::vector<std::int64_t>{1}).shape(), Shape{0});  // empty output: no error, as NumPy
 }
 
+// Long full reductions take the parallel (CPU) or multi-block (CUDA) path; checked exactly.
+TEST_P(ReduceTest, LongFullSum) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  const DType dt = dtype();
+  if (dt != DType::float64 && dt != DType::int64 && dt != DType::float32) return;
+  const std::int64_t n = (std::int64_t{1} << 21) + 38;  // even, for the reshape below
+  if (dt == DType::float32) {
+    // Every partial sum stays an integer below 2^24, so float32 accumulation is exact too.
+    EXPECT_EQ(sum(ones({n}, dt, device())).item<double>(), static_cast<double>(n));
+    EXPECT_EQ(mean(ones({n}, dt, device())).item<double>(), 1.0);
+    return;
+  }
+  const Array a = arange(0, n, 1, dt, device());
+  EXPECT_EQ(sum(a).item<double>(), static_cast<double>(n) * static_cast<double>(n - 1) / 2);
+  EXPECT_EQ(nansum(a).item<double>(), static_cast<double>(n) * static_cast<double>(n - 1) / 2);
+  EXPECT_EQ(argmax(a).item<std::int64_t>(), n - 1);
+  EXPECT_EQ(max(a.reshape({2, -1}), std::vector<std::int64_t>{0}).shape(), Shape{n / 2});
+}
+
 INSTANTIATE_TEST_SUITE_P(All, ReduceTest, ::testing::ValuesIn(backend_dtype_cases(all_dtypes())), case_name);
 
 }  // namespace
