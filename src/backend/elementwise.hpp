@@ -35,10 +35,15 @@ namespace cpu {
 void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array& out);
 }
 namespace cuda {
-void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array& out, const Stream& stream);
+// scalars[i] set: input i is a weak scalar (inputs[i] undefined) passed by value, converted to
+// in_dtypes[i]; this keeps `a * 2` on the contiguous vectorized path. in_dtypes[i] is the dtype of
+// every input.
+void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const std::vector<std::optional<Scalar>>& scalars,
+                 const std::vector<DType>& in_dtypes, const Array& out, const Stream& stream);
 // The CUDA source of one op for a compute dtype and result dtype (for tests: NVRTC compiles it
 // without a GPU). Layout contiguous.
-std::string elementwise_source(ElementwiseOp op, const std::vector<DType>& input_dtypes, DType out_dtype);
+std::string elementwise_source(ElementwiseOp op, const std::vector<DType>& input_dtypes, DType out_dtype,
+                               unsigned scalar_mask = 0);  // bit k: input k is a by-value scalar
 // The expression of `op` over argument expressions already in the op's compute dtype (where:
 // bool, then two values); `result` is the op's result dtype. Used by fusion.
 jit::Expr op_expression(ElementwiseOp op, const std::vector<jit::Expr>& args, DType result);

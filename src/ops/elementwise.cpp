@@ -268,9 +268,18 @@ Array run(ElementwiseOp op_id, std::vector<Operand> operands, const OptionalArra
   }
 
   // Inputs in the compute dtype (where's condition in bool), broadcast to the result shape.
+  // CUDA takes scalars by value (kernel parameters); the CPU loops read them as 0-d arrays.
   std::vector<Array> inputs;
+  std::vector<std::optional<Scalar>> scalars(operands.size());
+  std::vector<DType> in_dtypes;
   for (std::size_t i = 0; i < operands.size(); ++i) {
     const DType want = (op_id == ElementwiseOp::where && i == 0) ? DType::bool_ : compute;
+    in_dtypes.push_back(want);
+    if (operands[i].scalar && device->is_cuda()) {
+      scalars[i] = operands[i].scalar;
+      inputs.emplace_back();
+      continue;
+    }
     Array a = operands[i].scalar ? full({}, *operands[i].scalar, want, *device, s) : operands[i].array;
     if (a.dtype() != want) a = a.astype(want, s);
     inputs.push_back(a.broadcast_to(shape));
@@ -278,7 +287,7 @@ Array run(ElementwiseOp op_id, std::vector<Operand> operands, const OptionalArra
 
   bool direct = out && out->dtype() == result;
   if (direct) {
-    for (const Array& in : inputs) direct = direct && !partially_overlaps(in, *out);
+    for (const Array& in : inputs) direct = direct && !(in.defined() && partially_overlaps(in, *out));
   }
   Array target = direct ? *out : empty(shape, result, *device, s);
   if (target.size() > 0) {
@@ -288,9 +297,11 @@ Array run(ElementwiseOp op_id, std::vector<Operand> operands, const OptionalArra
       detail::cpu::elementwise(op_id, inputs, target);
     } else {
 #ifdef TESSEL_HAVE_CUDA
-      for (const Array& in : inputs) in.storage()->wait_on_stream(s);
+      for (const Array& in : inputs) {
+        if (in.defined()) in.storage()->wait_on_stream(s);
+      }
       target.storage()->wait_on_stream(s);
-      detail::cuda::elementwise(op_id, inputs, target, s);
+      detail::cuda::elementwise(op_id, inputs, scalars, in_dtypes, target, s);
       target.storage()->record_pending_write(s);
 #else
       throw DeviceError(name + ": this build has no CUDA backend");

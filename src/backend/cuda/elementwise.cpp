@@ -188,41 +188,52 @@ struct SpecKey {
   DType in[3];
   int arity;
   DType out;
+  unsigned scalar_mask;  // bit k: input k is a by-value scalar
   bool operator==(const SpecKey& o) const {
-    return op == o.op && arity == o.arity && out == o.out && in[0] == o.in[0] && in[1] == o.in[1] && in[2] == o.in[2];
+    return op == o.op && arity == o.arity && out == o.out && scalar_mask == o.scalar_mask && in[0] == o.in[0] &&
+           in[1] == o.in[1] && in[2] == o.in[2];
   }
 };
 struct SpecKeyHash {
   std::size_t operator()(const SpecKey& k) const {
     std::size_t h = static_cast<std::size_t>(k.op);
     for (DType d : k.in) h = h * 31 + static_cast<std::size_t>(d);
-    return (h * 31 + static_cast<std::size_t>(k.out)) * 7 + static_cast<std::size_t>(k.arity);
+    h = (h * 31 + static_cast<std::size_t>(k.out)) * 7 + static_cast<std::size_t>(k.arity);
+    return h * 31 + k.scalar_mask;
   }
 };
 
-jit::ElementwiseSpec make_spec(ElementwiseOp op, const std::vector<DType>& in_dtypes, DType out_dtype) {
+jit::ElementwiseSpec make_spec(ElementwiseOp op, const std::vector<DType>& in_dtypes, DType out_dtype,
+                               unsigned scalar_mask = 0) {
   Expr e = build(op, in_dtypes, out_dtype);
+  std::vector<bool> is_scalar;
+  for (std::size_t k = 0; k < in_dtypes.size(); ++k) is_scalar.push_back(((scalar_mask >> k) & 1u) != 0);
   jit::ElementwiseSpec spec =
-      jit::lower_expressions(std::string("tessel_") + op_name(op), in_dtypes, {}, {e}, {out_dtype});
+      jit::lower_expressions(std::string("tessel_") + op_name(op), in_dtypes, is_scalar, {e}, {out_dtype});
   spec.preamble = kPreamble;
   return spec;
 }
 
-const jit::ElementwiseSpec& cached_spec(ElementwiseOp op, const std::vector<DType>& in_dtypes, DType out_dtype) {
+SpecKey spec_key(ElementwiseOp op, const std::vector<DType>& in_dtypes, DType out_dtype, unsigned scalar_mask) {
+  SpecKey key{op, {DType::bool_, DType::bool_, DType::bool_}, static_cast<int>(in_dtypes.size()), out_dtype, scalar_mask};
+  for (std::size_t k = 0; k < in_dtypes.size() && k < 3; ++k) key.in[k] = in_dtypes[k];
+  return key;
+}
+
+const jit::ElementwiseSpec& cached_spec(const SpecKey& key, const std::vector<DType>& in_dtypes) {
   static std::mutex mutex;
   static std::unordered_map<SpecKey, jit::ElementwiseSpec, SpecKeyHash> cache;
-  SpecKey key{op, {DType::bool_, DType::bool_, DType::bool_}, static_cast<int>(in_dtypes.size()), out_dtype};
-  for (std::size_t k = 0; k < in_dtypes.size() && k < 3; ++k) key.in[k] = in_dtypes[k];
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, make_spec(op, in_dtypes, out_dtype)).first;
+  if (it == cache.end()) it = cache.emplace(key, make_spec(key.op, in_dtypes, key.out, key.scalar_mask)).first;
   return it->second;  // unordered_map never moves its elements
 }
 
 }  // namespace
 
-std::string elementwise_source(ElementwiseOp op, const std::vector<DType>& input_dtypes, DType out_dtype) {
-  return jit::generate_elementwise_source(make_spec(op, input_dtypes, out_dtype));
+std::string elementwise_source(ElementwiseOp op, const std::vector<DType>& input_dtypes, DType out_dtype,
+                               unsigned scalar_mask) {
+  return jit::generate_elementwise_source(make_spec(op, input_dtypes, out_dtype, scalar_mask));
 }
 
 namespace {
@@ -287,12 +298,25 @@ jit::Kernel cached_kernel(const KernelKey& key, const jit::ElementwiseSpec& base
 
 }  // namespace
 
-void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array& out, const Stream& stream) {
-  std::vector<DType> in_dtypes;
-  for (const Array& a : inputs) in_dtypes.push_back(a.dtype());
-  const jit::ElementwiseSpec& spec = cached_spec(op, in_dtypes, out.dtype());
+void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const std::vector<std::optional<Scalar>>& scalars,
+                 const std::vector<DType>& in_dtypes, const Array& out, const Stream& stream) {
+  unsigned scalar_mask = 0;
+  for (std::size_t k = 0; k < scalars.size(); ++k) {
+    if (scalars[k]) scalar_mask |= 1u << k;
+  }
+  const SpecKey skey = spec_key(op, in_dtypes, out.dtype(), scalar_mask);
+  const jit::ElementwiseSpec& spec = cached_spec(skey, in_dtypes);
+  // Operands in the spec's order: the output, then the inputs. Scalars are their value's bytes.
   std::vector<const Array*> arrays{&out};
-  for (const Array& a : inputs) arrays.push_back(&a);
+  std::vector<jit::ElementwiseArg> scalar_args(inputs.size());
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    if (scalars[k]) {
+      scalar_args[k].is_scalar = true;
+      scalars[k]->store(in_dtypes[k], scalar_args[k].scalar);
+    } else {
+      arrays.push_back(&inputs[k]);
+    }
+  }
 
   const std::int64_t n = out.size();
   if (n == 0) return;
@@ -304,15 +328,15 @@ void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array
 
   if (!kernel_cache_enabled() || (!contiguous && dims.ndim() > jit::kMaxElementwiseRank)) {
     // launch_elementwise reports the rank limit itself.
-    std::vector<jit::ElementwiseArg> args;
-    for (const Array* a : arrays) args.push_back(jit::ElementwiseArg::array(a->data(), a->strides()));
+    std::vector<jit::ElementwiseArg> args{jit::ElementwiseArg::array(out.data(), out.strides())};
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      args.push_back(scalars[k] ? scalar_args[k] : jit::ElementwiseArg::array(inputs[k].data(), inputs[k].strides()));
+    }
     jit::launch_elementwise(spec, out.shape(), args, out.device(), stream);
     return;
   }
 
-  KernelKey key{SpecKey{op, {DType::bool_, DType::bool_, DType::bool_}, static_cast<int>(in_dtypes.size()), out.dtype()},
-                contiguous, contiguous ? 1 : static_cast<int>(dims.ndim()), false, out.device().index};
-  for (std::size_t k = 0; k < in_dtypes.size() && k < 3; ++k) key.spec.in[k] = in_dtypes[k];
+  KernelKey key{skey, contiguous, contiguous ? 1 : static_cast<int>(dims.ndim()), false, out.device().index};
 
   // Parameter storage: `params` points into these; reserved up front so they never reallocate.
   std::vector<void*> params;
@@ -345,13 +369,22 @@ void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array
     words.insert(words.end(), dims.shape.begin(), dims.shape.end());
     params.push_back(&words[at]);
   }
-  for (std::size_t k = 0; k < arrays.size(); ++k) {
-    pointers.push_back(arrays[k]->data());
+  auto push_array = [&](std::size_t array_k) {
+    pointers.push_back(arrays[array_k]->data());
     params.push_back(&pointers.back());
     if (!contiguous) {
       const std::size_t at = words.size();
-      words.insert(words.end(), dims.strides[k].begin(), dims.strides[k].end());
+      words.insert(words.end(), dims.strides[array_k].begin(), dims.strides[array_k].end());
       params.push_back(&words[at]);
+    }
+  };
+  push_array(0);  // out
+  std::size_t array_k = 1;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    if (scalars[k]) {
+      params.push_back(scalar_args[k].scalar);
+    } else {
+      push_array(array_k++);
     }
   }
   const jit::Kernel kernel = cached_kernel(key, spec, out.device());

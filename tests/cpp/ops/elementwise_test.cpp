@@ -459,6 +459,33 @@ TEST(ElementwiseCudaSource, EveryOpAndDtypeCompiles) {
     }
   }
 }
+
+// Scalar operands are by-value kernel parameters (a * 2 stays on the vectorized path).
+TEST(ElementwiseCudaSource, ScalarOperandsCompile) {
+  if (!jit::nvrtc_available()) GTEST_SKIP() << "no NVRTC";
+  for (DType d : {DType::bool_, DType::int64, DType::float16, DType::bfloat16, DType::float32, DType::complex128}) {
+    jit::CompileRequest r;
+    r.arch = "sm_90";
+    for (int o = 0; o <= static_cast<int>(Op::arctan2); ++o) {
+      const Op op = static_cast<Op>(o);
+      detail::ElementwiseTypes t{};
+      try {
+        t = detail::elementwise_types(op, d);
+      } catch (const DTypeError&) {
+        continue;
+      }
+      const std::string src = detail::cuda::elementwise_source(op, {t.compute, t.compute}, t.result, 2u);
+      EXPECT_NE(src.find(std::string(cuda_type_name(t.compute)) + " v_in1"), std::string::npos) << op_name(op);
+      r.source += src + "\n";
+      if (r.name.empty()) r.name = std::string("tessel_") + op_name(op) + "_c";
+    }
+    try {
+      EXPECT_FALSE(jit::compile_to_cubin(r).cubin.empty());
+    } catch (const CompileError& e) {
+      ADD_FAILURE() << dtype_name(d) << ": " << e.what();
+    }
+  }
+}
 #endif
 
 }  // namespace
