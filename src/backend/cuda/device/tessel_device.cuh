@@ -70,8 +70,35 @@ TESSEL_DEV float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 template <class T> struct cast_tag {};
 
+// Float to integer is undefined in C++ (and NumPy) for NaN and out-of-range values; tessel defines
+// it, on both backends, as NaN -> 0 and saturation at the integer's limits. The hardware
+// conversion saturates only at 32 or 64 bits, so narrower targets are clamped here.
+template <class T> struct int_limits { static constexpr bool is_int = false; };
+#define TESSEL_INT_LIMITS(T, LO, HI) \
+  template <> struct int_limits<T> { static constexpr bool is_int = true; static constexpr T lo = LO, hi = HI; };
+TESSEL_INT_LIMITS(signed char, -128, 127)
+TESSEL_INT_LIMITS(short, -32768, 32767)
+TESSEL_INT_LIMITS(int, -2147483647 - 1, 2147483647)
+TESSEL_INT_LIMITS(long long, -9223372036854775807LL - 1, 9223372036854775807LL)
+TESSEL_INT_LIMITS(unsigned char, 0, 255)
+TESSEL_INT_LIMITS(unsigned short, 0, 65535)
+TESSEL_INT_LIMITS(unsigned int, 0, 4294967295u)
+TESSEL_INT_LIMITS(unsigned long long, 0, 18446744073709551615ull)
+#undef TESSEL_INT_LIMITS
+template <class T> struct is_float_type { static constexpr bool value = false; };
+template <> struct is_float_type<float> { static constexpr bool value = true; };
+template <> struct is_float_type<double> { static constexpr bool value = true; };
+
 // Any widened real value (bool, integers, float, double) to a real type.
-template <class To, class From> TESSEL_DEV To cast_real(cast_tag<To>, From v) { return static_cast<To>(v); }
+template <class To, class From> TESSEL_DEV To cast_real(cast_tag<To>, From v) {
+  if constexpr (int_limits<To>::is_int && is_float_type<From>::value) {
+    if (v != v) return To(0);
+    // lo and hi convert to From exactly or round outward (2^63 - 1 -> 2^63), so the clamp is exact.
+    if (v <= static_cast<From>(int_limits<To>::lo)) return int_limits<To>::lo;
+    if (v >= static_cast<From>(int_limits<To>::hi)) return int_limits<To>::hi;
+  }
+  return static_cast<To>(v);
+}
 template <class From> TESSEL_DEV bool cast_real(cast_tag<bool>, From v) { return v != From(0); }
 template <class From> TESSEL_DEV __half cast_real(cast_tag<__half>, From v) { return __float2half_rn(static_cast<float>(v)); }
 TESSEL_DEV __half cast_real(cast_tag<__half>, double v) { return __double2half(v); }
