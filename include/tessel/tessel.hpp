@@ -23,4 +23,8 @@
 #include "tessel/jit/kernel.hpp"
 #include "tessel/jit/kernel_cache.hpp"
 #include "tessel/jit/user_kernels.hpp"
+#include "tessel/ops/elementwise.hpp"
+#include "tessel/ops/fuse.hpp"
 #include "tessel/ops/random.hpp"
+#include "tessel/ops/reduce.hpp"
+#include "tessel/ops/sort.hpp"

@@ -252,9 +252,15 @@ template <class C> inline C subtract_value(C a, C b) {
   if constexpr (is_int_v<C>) return wrap<C>(u64(a) - u64(b));
   else return a - b;
 }
+template <class T> struct is_std_complex : std::false_type {};
+template <class T> struct is_std_complex<std::complex<T>> : std::true_type {};
 template <class C> inline C multiply_value(C a, C b) {
   if constexpr (is_bool_v<C>) return a && b;
   else if constexpr (is_int_v<C>) return wrap<C>(u64(a) * u64(b));
+  // NumPy multiplies complex numbers by the plain formula; std::complex would recover
+  // infinities from NaN parts (C Annex G) and disagree with NumPy and the GPU.
+  else if constexpr (is_std_complex<C>::value)
+    return C(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real());
   else return a * b;
 }
 template <class C> inline C negative_value(C a) {

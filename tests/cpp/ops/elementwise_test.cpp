@@ -66,7 +66,10 @@ cd reference(Op op, cd x, cd y, DType ct) {
   switch (op) {
     case Op::add: return is_bool(ct) ? cd(nz(x) || nz(y)) : x + y;
     case Op::subtract: return x - y;
-    case Op::multiply: return is_bool(ct) ? cd(nz(x) && nz(y)) : x * y;
+    // NumPy's plain complex product, not std::complex's Annex G recovery of infinities.
+    case Op::multiply:
+      return is_bool(ct) ? cd(nz(x) && nz(y))
+                         : cd(x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real());
     case Op::divide: return x / y;
     case Op::floor_divide: return integer ? (b == 0 ? 0.0 : std::floor(a / b)) : py_floor_div(a, b);
     case Op::remainder: return integer ? (b == 0 ? 0.0 : a - b * std::floor(a / b)) : py_mod(a, b);
@@ -95,7 +98,7 @@ cd reference(Op op, cd x, cd y, DType ct) {
     case Op::abs: return std::abs(x);
     case Op::logical_not: return cd(!nz(x));
     case Op::bitwise_not: return is_bool(ct) ? cd(!nz(x)) : cd(double(~static_cast<long long>(a)));
-    case Op::square: return x * x;
+    case Op::square: return cd(x.real() * x.real() - x.imag() * x.imag(), 2 * x.real() * x.imag());
     case Op::reciprocal: return 1.0 / x;
     case Op::sign: return std::isnan(a) ? a : double((0 < a) - (a < 0));
     case Op::exp: return std::exp(a);
