@@ -2,10 +2,9 @@
 // cub::DeviceSegmentedSort (stable) for batched rows; both stable. CUB is instantiated for the
 // six key dtypes only (src/ops/sort.cpp widens the others first).
 //
-// Float keys are first copied with every NaN made +NaN and -0.0 made +0.0: radix sort orders
-// bit patterns, which would put negative NaNs first and -0.0 before +0.0. After the copy NaNs
-// sort last and signed zeros tie (keeping input order). The cost: sorted float output shows
-// +0.0 for -0.0 and one canonical NaN.
+// Float keys are encoded as order-preserving unsigned integers (see encode_float_keys) and sorted
+// through the integer instantiations, with NaNs last and signed zeros tied (keeping input
+// order). The cost: sorted float output shows +0.0 for -0.0 and one canonical NaN.
 #include <cuda_runtime_api.h>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -36,14 +35,36 @@ unsigned blocks_for(long long n) {
   return static_cast<unsigned>(std::min<long long>((n + block_threads - 1) / block_threads, 1LL << 20));
 }
 
-template <class T>
-__global__ void canonicalize_kernel(const T* in, T* out, long long n) {
+// Float keys are sorted as unsigned integers whose order is the floats' order: positive floats
+// get the sign bit set, negative ones all bits flipped. Every NaN becomes the canonical +NaN
+// first (so all NaNs sort last, after +inf) and -0.0 becomes +0.0 (so signed zeros tie and the
+// sort stays stable between them). Sorting the integers avoids relying on CUB's float paths.
+template <class T> struct float_bits;
+template <> struct float_bits<float> { using type = std::uint32_t; };
+template <> struct float_bits<double> { using type = std::uint64_t; };
+
+template <class T, class U = typename float_bits<T>::type>
+__global__ void encode_float_keys(const T* in, U* out, long long n) {
+  constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
     T x = in[i];
     if (x != x) x = ::cuda::std::numeric_limits<T>::quiet_NaN();
-    else if (x == T{0}) x = T{0};  // -0.0 -> +0.0
-    out[i] = x;
+    else if (x == T{0}) x = T{0};
+    U bits;
+    memcpy(&bits, &x, sizeof(U));
+    out[i] = (bits & sign) ? U(~bits) : U(bits | sign);
+  }
+}
+
+template <class T, class U = typename float_bits<T>::type>
+__global__ void decode_float_keys(const U* in, T* out, long long n) {
+  constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const U key = in[i];
+    const U bits = (key & sign) ? U(key & ~sign) : U(~key);
+    memcpy(&out[i], &bits, sizeof(U));
   }
 }
 
@@ -66,12 +87,26 @@ void sort_typed(const SortProblem& p, const Stream& stream) {
   const long long n = p.rows * p.len;
   const long long bytes = n * static_cast<long long>(sizeof(T));
   const T* keys_in = static_cast<const T*>(p.keys_in);
-  std::shared_ptr<Buffer> canonical, keys_scratch, iota;
+  std::shared_ptr<Buffer> keys_scratch, iota;
   if constexpr (std::is_floating_point_v<T>) {
-    canonical = Buffer::allocate(stream.device(), bytes, stream);
-    canonicalize_kernel<T><<<blocks_for(n), block_threads, 0, s>>>(keys_in, static_cast<T*>(canonical->data()), n);
+    using U = typename float_bits<T>::type;
+    auto encoded = Buffer::allocate(stream.device(), bytes, stream);
+    encode_float_keys<T><<<blocks_for(n), block_threads, 0, s>>>(keys_in, static_cast<U*>(encoded->data()), n);
     TESSEL_CUDA_CHECK_LAUNCH(s, "sort");
-    keys_in = static_cast<const T*>(canonical->data());
+    std::shared_ptr<Buffer> sorted_keys;
+    SortProblem as_integers = p;
+    as_integers.keys_in = encoded->data();
+    if (p.keys_out) {
+      sorted_keys = Buffer::allocate(stream.device(), bytes, stream);
+      as_integers.keys_out = sorted_keys->data();
+    }
+    sort_typed<U>(as_integers, stream);
+    if (p.keys_out) {
+      decode_float_keys<T><<<blocks_for(n), block_threads, 0, s>>>(static_cast<const U*>(sorted_keys->data()),
+                                                                   static_cast<T*>(p.keys_out), n);
+      TESSEL_CUDA_CHECK_LAUNCH(s, "sort");
+    }
+    return;
   }
   T* keys_out = static_cast<T*>(p.keys_out);
   if (!keys_out) {
