@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "array/backend.hpp"
+#include "ops/op_stream.hpp"
 #include "backend/reduce.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/profile_range.hpp"
@@ -94,14 +95,6 @@ DType result_dtype(DType dtype, Family family) {
   return dtype;
 }
 
-Stream stream_for(const Array& a, const OptionalStream& stream, const char* op) {
-  Stream s = detail::resolve_stream(a.device(), stream);
-  if (s.device() != a.device()) {
-    throw DeviceError(fmt::format("{}: the stream is on {} but the array is on {}", op, s.device().str(),
-                                  a.device().str()));
-  }
-  return s;
-}
 
 // Which axes are reduced; IndexError for an axis out of range, ValueError for a duplicate.
 std::vector<bool> reduced_axes(const Axes& axes, std::int64_t ndim, const char* op) {
@@ -183,7 +176,7 @@ Array reduce(ReduceOp op, const Array& a, const Axes& axes, bool keepdims, std::
   const ReduceInfo& info = info_of(op);
   check_dtype(info.name, a.dtype());
   const std::vector<bool> reduced = reduced_axes(axes, a.ndim(), info.name);
-  const Stream stream = stream_for(a, stream_arg, info.name);
+  const Stream stream = detail::op_stream(a, stream_arg, info.name);
 
   Shape out_shape;
   for (std::int64_t i = 0; i < a.ndim(); ++i) {
@@ -262,7 +255,7 @@ DType scan_dtype(DType dtype) {
 Array scan(backend::ScanOp op, const char* name, const Array& a, std::optional<std::int64_t> axis_arg,
            const OptionalStream& stream_arg) {
   check_dtype(name, a.dtype());
-  const Stream stream = stream_for(a, stream_arg, name);
+  const Stream stream = detail::op_stream(a, stream_arg, name);
   Array input = a;
   std::int64_t axis = 0;
   if (!axis_arg) {

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "array/backend.hpp"
+#include "ops/op_stream.hpp"
 #include "backend/sort.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/profile_range.hpp"
@@ -41,14 +42,6 @@ DType key_dtype(DType dtype, const char* op) {
                                dtype_name(dtype)));
 }
 
-Stream stream_for(const Array& a, const OptionalStream& stream, const char* op) {
-  Stream s = detail::resolve_stream(a.device(), stream);
-  if (s.device() != a.device()) {
-    throw DeviceError(fmt::format("{}: the stream is on {} but the array is on {}", op, s.device().str(),
-                                  a.device().str()));
-  }
-  return s;
-}
 
 void run_sort(const backend::SortProblem& problem, Device device, const Stream& stream) {
   if (device.is_cpu()) {
@@ -66,7 +59,7 @@ void run_sort(const backend::SortProblem& problem, Device device, const Stream& 
 std::pair<Array, Array> sort_along(const Array& a, std::int64_t axis_arg, bool want_keys, bool want_indices,
                                    const char* op, const OptionalStream& stream_arg) {
   const DType key = key_dtype(a.dtype(), op);
-  const Stream stream = stream_for(a, stream_arg, op);
+  const Stream stream = detail::op_stream(a, stream_arg, op);
   Array input = a;
   if (a.ndim() == 0) input = a.reshape({1}, stream);  // NumPy sorts a 0-d array as one element
   const std::int64_t axis = normalize_axis(axis_arg, a.ndim() == 0 ? 1 : a.ndim(), op);
@@ -131,7 +124,7 @@ Array searchsorted(const Array& sorted, const Array& values, bool right, const O
   key_dtype(sorted.dtype(), "searchsorted");
   key_dtype(values.dtype(), "searchsorted");
   const DType key = key_dtype(result_type(sorted.dtype(), values.dtype()), "searchsorted");
-  const Stream stream = stream_for(sorted, stream_arg, "searchsorted");
+  const Stream stream = detail::op_stream(sorted, stream_arg, "searchsorted");
   const Array s = sorted.dtype() == key ? sorted.contiguous(stream) : sorted.astype(key, stream);
   const Array v = values.dtype() == key ? values.contiguous(stream) : values.astype(key, stream);
   Array out = empty(values.shape(), DType::int64, values.device(), stream);
@@ -161,7 +154,7 @@ Array searchsorted(const Array& sorted, const Array& values, bool right, const O
 UniqueResult unique(const Array& a, bool return_counts, const OptionalStream& stream_arg) {
   TESSEL_OP_RANGE("unique");
   key_dtype(a.dtype(), "unique");
-  const Stream stream = stream_for(a, stream_arg, "unique");
+  const Stream stream = detail::op_stream(a, stream_arg, "unique");
   // The output size depends on the data: sort on the device, then find the runs on the host
   // (one read of the sorted keys, which a device run-length encode would also need for its count).
   const Array sorted = sort(a.reshape({a.size()}, stream), -1, stream);
