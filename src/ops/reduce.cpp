@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "array/backend.hpp"
+#include "ops/axis_last.hpp"
 #include "ops/op_stream.hpp"
 #include "backend/reduce.hpp"
 #include "tessel/core/error.hpp"
@@ -268,12 +269,7 @@ Array scan(backend::ScanOp op, const char* name, const Array& a, std::optional<s
   if (input.dtype() != work) input = input.astype(work, stream);
   // Move the scanned axis last and make the rows contiguous.
   const std::int64_t ndim = input.ndim();
-  std::vector<std::int64_t> order, inverse(static_cast<std::size_t>(ndim));
-  for (std::int64_t i = 0; i < ndim; ++i) {
-    if (i != axis) order.push_back(i);
-  }
-  order.push_back(axis);
-  for (std::int64_t i = 0; i < ndim; ++i) inverse[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = i;
+  const auto [order, inverse] = detail::move_axis_last(ndim, axis);
   const Array rows = input.permute(order).contiguous(stream);
   Array out = empty(rows.shape(), work, a.device(), stream);
   if (out.size() > 0) {

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "array/backend.hpp"
+#include "ops/axis_last.hpp"
 #include "ops/op_stream.hpp"
 #include "backend/sort.hpp"
 #include "tessel/core/error.hpp"
@@ -64,12 +65,7 @@ std::pair<Array, Array> sort_along(const Array& a, std::int64_t axis_arg, bool w
   if (a.ndim() == 0) input = a.reshape({1}, stream);  // NumPy sorts a 0-d array as one element
   const std::int64_t axis = normalize_axis(axis_arg, a.ndim() == 0 ? 1 : a.ndim(), op);
   const std::int64_t ndim = input.ndim();
-  std::vector<std::int64_t> order, inverse(static_cast<std::size_t>(ndim));
-  for (std::int64_t i = 0; i < ndim; ++i) {
-    if (i != axis) order.push_back(i);
-  }
-  order.push_back(axis);
-  for (std::int64_t i = 0; i < ndim; ++i) inverse[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = i;
+  const auto [order, inverse] = detail::move_axis_last(ndim, axis);
   Array rows = input.permute(order);
   rows = rows.dtype() == key ? rows.contiguous(stream) : rows.astype(key, stream);
   Array keys_out, indices_out;
