@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# One batched GPU-machine session for developers: build in Release, then run the steps named in
+# STEPS (space-separated), each with a timeout, logging to $LOGS/<step>.log, then pack the logs
+# and bench/results into $OUT/logs.tgz. Steps:
+#   test:NAME[:FILTER]        build/tests/cpp/tessel_NAME_tests --gtest_filter=FILTER
+#   memcheck:NAME[:FILTER]    compute-sanitizer memcheck of that binary (allocator in direct mode)
+#   racecheck:NAME[:FILTER]   compute-sanitizer racecheck
+#   bench:NAME                build/bench/NAME_bench
+#   py:SCRIPT                 python3 SCRIPT (bench/peers/*.py)
+#   cli:ARGS                  build/cli/tessel ARGS (commas become spaces)
+#   pytest                    pip install the package, then pytest tests/python
+#   sh:COMMAND                bash -c COMMAND (commas become spaces)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+LOGS=${LOGS:-${OUT:-/tmp}/logs}
+STEP_TIMEOUT=${STEP_TIMEOUT:-300}
+mkdir -p "$LOGS"
+summary=()
+step() {
+  local name=$1; shift
+  local log="$LOGS/$(echo "$name" | tr -c 'A-Za-z0-9._-' '_').log"
+  local start=$SECONDS
+  echo "== $name"
+  if timeout "$STEP_TIMEOUT" "$@" >"$log" 2>&1; then
+    summary+=("$(printf '%-44s ok     %4ds' "$name" $((SECONDS - start)))")
+  else
+    summary+=("$(printf '%-44s FAILED %4ds' "$name" $((SECONDS - start)))")
+    tail -n 25 "$log"
+  fi
+  grep -hE '^\[  (PASSED|FAILED) |^[0-9]+ (passed|failed)|FAILED TEST|ERROR SUMMARY|RACECHECK SUMMARY' "$log" | head -12
+}
+pack() {
+  [ -n "${OUT:-}" ] && tar czf "$OUT/logs.tgz" -C "$LOGS" . -C "$PWD" bench/results 2>/dev/null
+  echo; echo "gpu-session summary ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
+  printf '%s\n' "${summary[@]}"
+}
+trap pack EXIT
+
+export CCACHE_DISABLE=1
+step build bash -c "cmake -S . -B $BUILD_DIR -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null && cmake --build $BUILD_DIR -j ${JOBS:-16}"
+for s in ${STEPS:-}; do
+  kind=${s%%:*}; rest=${s#*:}
+  name=${rest%%:*}; filter=${rest#*:}; [ "$filter" = "$rest" ] && filter='*'
+  bin=$BUILD_DIR/tests/cpp/tessel_${name}_tests
+  case $kind in
+    test) step "$s" "$bin" --gtest_color=no --gtest_filter="$filter" ;;
+    memcheck) step "$s" env TESSEL_ALLOCATOR=direct TESSEL_UNDER_SANITIZER=1 compute-sanitizer --tool memcheck \
+                --error-exitcode 1 "$bin" --gtest_color=no --gtest_filter="$filter" ;;
+    racecheck) step "$s" env TESSEL_UNDER_SANITIZER=1 compute-sanitizer --tool racecheck --error-exitcode 1 \
+                 "$bin" --gtest_color=no --gtest_filter="$filter" ;;
+    bench) step "$s" "$BUILD_DIR/bench/${rest}_bench" ;;
+    py) step "$s" env PYTHONUNBUFFERED=1 python3 "$rest" ;;
+    cli) step "$s" "$BUILD_DIR/cli/tessel" ${rest//,/ } ;;
+    pytest) step "$s" bash -c "python3 -m pip install -q --no-build-isolation --no-deps . && python3 -m pytest -q tests/python" ;;
+    sh) step "$s" bash -c "${rest//,/ }" ;;
+    *) echo "gpu-session: unknown step $s" ;;
+  esac
+done
