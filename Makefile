@@ -30,6 +30,7 @@ test: build
 
 run: build
 	@$(BUILD_DIR)/cli/tessel info
+	@$(BUILD_DIR)/cli/tessel bench --quick
 
 gpu-check:
 	@bash scripts/gpu-check.sh
