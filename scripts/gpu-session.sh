@@ -13,7 +13,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-LOGS=${LOGS:-${OUT:-/tmp}/logs}
+LOGS=${LOGS:-/tmp/gpu-session-logs}  # outside $OUT: only logs.tgz comes back
 STEP_TIMEOUT=${STEP_TIMEOUT:-300}
 mkdir -p "$LOGS"
 summary=()
