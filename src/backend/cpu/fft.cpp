@@ -88,9 +88,11 @@ std::shared_ptr<const Plan> make_plan(std::int64_t n) {
     while (m < 2 * n - 1) m *= 2;
     plan->inner = get_plan(m);
     plan->chirp.resize(static_cast<std::size_t>(n));
+    // k^2 mod 2n keeps the angle small, so the chirp is accurate for large k; it is updated as
+    // k^2 = (k-1)^2 + 2k - 1 so nothing overflows.
+    std::int64_t k2 = 0;
     for (std::int64_t k = 0; k < n; ++k) {
-      // k^2 mod 2n keeps the angle small, so the chirp is accurate for large k.
-      const std::int64_t k2 = static_cast<std::int64_t>((static_cast<unsigned __int128>(k) * k) % (2 * n));
+      if (k > 0) k2 = (k2 + 2 * k - 1) % (2 * n);
       plan->chirp[static_cast<std::size_t>(k)] = unit_root(k2, 2 * n);
     }
     std::vector<cdouble> kernel(static_cast<std::size_t>(m), cdouble(0, 0));
