@@ -1,6 +1,6 @@
 // CPU FFT: a recursive mixed-radix decimation-in-time transform in double precision, for any
-// length. Radix 4 and 2 have dedicated butterflies; other prime factors (3, 5, 7, ...) use a
-// generic radix-p butterfly, and a length whose largest prime factor exceeds
+// length. Radix 4, 2, 3 and 5 have dedicated butterflies; other prime factors (7, 11, ...) use
+// a generic radix-p butterfly, and a length whose largest prime factor exceeds
 // kBluesteinPrimeLimit goes through Bluestein's chirp-z algorithm (a convolution by
 // power-of-two FFTs), so every length costs O(n log n). float32 data is widened to double,
 // transformed and rounded once, so its error is that of one rounding. Batches run in parallel
@@ -163,6 +163,40 @@ void work(const Plan& plan, std::size_t level, cdouble* out, const cdouble* in, 
       out[u + m] = d02 + d13_times_minus_i;
       out[u + 2 * m] = s02 - s13;
       out[u + 3 * m] = d02 - d13_times_minus_i;
+    }
+  } else if (p == 3) {
+    // X1,2 = a0 - (a1 + a2) / 2 -/+ i sin(2 pi / 3) (a1 - a2)
+    const double sin60 = std::sqrt(3.0) / 2;
+    for (std::int64_t u = 0; u < m; ++u) {
+      const cdouble a0 = out[u];
+      const cdouble a1 = out[u + m] * tw[u * fstride];
+      const cdouble a2 = out[u + 2 * m] * tw[2 * u * fstride];
+      const cdouble sum = a1 + a2, diff = a1 - a2;
+      const cdouble mid = a0 - 0.5 * sum;
+      const cdouble rot(sin60 * diff.imag(), -sin60 * diff.real());  // -i sin60 (a1 - a2)
+      out[u] = a0 + sum;
+      out[u + m] = mid + rot;
+      out[u + 2 * m] = mid - rot;
+    }
+  } else if (p == 5) {
+    // Pairs (a1, a4) and (a2, a3) share cosines; their differences carry the sines.
+    static const double c1 = std::cos(2 * 3.14159265358979323846 / 5), c2 = std::cos(4 * 3.14159265358979323846 / 5);
+    static const double s1 = std::sin(2 * 3.14159265358979323846 / 5), s2 = std::sin(4 * 3.14159265358979323846 / 5);
+    for (std::int64_t u = 0; u < m; ++u) {
+      const cdouble a0 = out[u];
+      const cdouble a1 = out[u + m] * tw[u * fstride];
+      const cdouble a2 = out[u + 2 * m] * tw[2 * u * fstride];
+      const cdouble a3 = out[u + 3 * m] * tw[3 * u * fstride];
+      const cdouble a4 = out[u + 4 * m] * tw[4 * u * fstride];
+      const cdouble s14 = a1 + a4, d14 = a1 - a4, s23 = a2 + a3, d23 = a2 - a3;
+      const cdouble m1 = a0 + c1 * s14 + c2 * s23, m2 = a0 + c2 * s14 + c1 * s23;
+      const cdouble t1 = s1 * d14 + s2 * d23, t2 = s2 * d14 - s1 * d23;
+      const cdouble r1(t1.imag(), -t1.real()), r2(t2.imag(), -t2.real());  // -i t
+      out[u] = a0 + s14 + s23;
+      out[u + m] = m1 + r1;
+      out[u + 4 * m] = m1 - r1;
+      out[u + 2 * m] = m2 + r2;
+      out[u + 3 * m] = m2 - r2;
     }
   } else {
     // Generic radix p: twiddle the p inputs of each butterfly, then a direct p-point DFT whose
