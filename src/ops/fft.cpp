@@ -235,7 +235,7 @@ Array run_step(Array x, const Step& step, DType complex_dtype, bool& owned, cons
     } else {
 #if defined(TESSEL_HAVE_CUDA)
       rows.storage()->wait_on_stream(stream);
-      if (plan_slot && !*plan_slot) *plan_slot = backend::cuda::fft_plan(problem, stream);
+      if (plan_slot && !*plan_slot && problem.n > 1) *plan_slot = backend::cuda::fft_plan(problem, stream);
       backend::cuda::fft(problem, plan_slot ? *plan_slot : std::shared_ptr<void>(), stream);
       out.storage()->record_pending_write(stream);
       if (step.scale != 1.0) multiply(out, Scalar(step.scale), out, stream);

@@ -145,8 +145,8 @@ std::shared_ptr<CachedPlan> create_plan(const FFTProblem& p, const Stream& strea
   const long long out_length = p.kind == FFTKind::r2c ? p.n / 2 + 1 : p.n;
   // Rank 1: the embed sizes are not used in the address formula, but must be non-null for the
   // strides and dists to be honored.
-  long long in_embed[1] = {in_length * p.in_stride};
-  long long out_embed[1] = {out_length * p.out_stride};
+  long long in_embed[1] = {in_length};
+  long long out_embed[1] = {out_length};
   std::size_t workspace_bytes = 0;
   TESSEL_CUFFT_CHECK(cufftMakePlanMany64(plan->handle, 1, n, in_embed, p.in_stride, p.in_dist, out_embed, p.out_stride,
                                          p.out_dist, plan->type, p.batch, &workspace_bytes),
@@ -321,8 +321,33 @@ std::shared_ptr<void> fft_plan(const FFTProblem& problem, const Stream& stream) 
   return cache.insert(key, create_plan(problem, stream));
 }
 
+namespace {
+// A length-1 transform is the identity (real part, or imaginary part zero, for c2r / r2c):
+// strided 2-D copies, so no cuFFT plan is needed for a size cuFFT may not accept.
+void length_one(const FFTProblem& p, const Stream& stream) {
+  const char* op = "fft (cuda)";
+  auto s = static_cast<cudaStream_t>(stream.handle());
+  const std::size_t complex_size = static_cast<std::size_t>(itemsize(p.dtype));
+  const std::size_t real_size = complex_size / 2;
+  const std::size_t in_size = p.kind == FFTKind::r2c ? real_size : complex_size;
+  const std::size_t out_size = p.kind == FFTKind::c2r ? real_size : complex_size;
+  const std::size_t width = p.kind == FFTKind::c2c ? complex_size : real_size;  // the real part comes first
+  if (p.kind == FFTKind::r2c) {
+    TESSEL_CUDA_CHECK(cudaMemsetAsync(p.out, 0, static_cast<std::size_t>((p.batch - 1) * p.out_dist + 1) * out_size, s), op);
+  }
+  TESSEL_CUDA_CHECK(cudaMemcpy2DAsync(p.out, static_cast<std::size_t>(p.out_dist) * out_size, p.in,
+                                      static_cast<std::size_t>(p.in_dist) * in_size, width,
+                                      static_cast<std::size_t>(p.batch), cudaMemcpyDeviceToDevice, s),
+                    op);
+}
+}  // namespace
+
 void fft(const FFTProblem& problem, const std::shared_ptr<void>& plan_arg, const Stream& stream) {
   DeviceGuard guard(stream.device());
+  if (problem.n == 1) {
+    length_one(problem, stream);
+    return;
+  }
   const std::shared_ptr<void> holder = plan_arg ? plan_arg : fft_plan(problem, stream);
   auto& plan = *static_cast<CachedPlan*>(holder.get());
   if (plan.device != stream.device()) {
