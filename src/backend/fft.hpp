@@ -44,7 +44,8 @@ namespace cuda {
 // device's bounded LRU plan cache; holding the pointer keeps the plan alive after eviction.
 std::shared_ptr<void> fft_plan(const FFTProblem& problem, const Stream& stream);
 // Runs the unnormalized transform on `stream`. `plan` may be null (looked up in the cache) or
-// one from fft_plan() for the same layout. cuFFT may overwrite the input of a c2r transform.
+// one from fft_plan() for the same layout. c2r transforms write to their input (cuFFT may
+// overwrite it, and the imaginary parts of DC and Nyquist are zeroed as NumPy ignores them).
 void fft(const FFTProblem& problem, const std::shared_ptr<void>& plan, const Stream& stream);
 // The bare cufftExec* call on a plan, for benchmarks to compare against (no checks beyond the
 // cuFFT status, no workspace switching).

@@ -340,6 +340,24 @@ void length_one(const FFTProblem& p, const Stream& stream) {
                                       static_cast<std::size_t>(p.batch), cudaMemcpyDeviceToDevice, s),
                     op);
 }
+
+// NumPy's irfft ignores the imaginary parts of the DC and (even n) Nyquist terms, which a real
+// signal cannot have; cuFFT does not promise to. They are zeroed in the input, which for c2r is
+// always tessel's own copy (cuFFT may overwrite it anyway): one strided memset per term.
+void discard_unrepresentable_imaginary_parts(const FFTProblem& p, const Stream& stream) {
+  const char* op = "irfft (cuda)";
+  auto s = static_cast<cudaStream_t>(stream.handle());
+  const std::size_t complex_size = static_cast<std::size_t>(itemsize(p.dtype));
+  const std::size_t real_size = complex_size / 2;
+  auto zero_imag = [&](std::int64_t k) {
+    char* first = static_cast<char*>(const_cast<void*>(p.in)) + static_cast<std::size_t>(k * p.in_stride) * complex_size + real_size;
+    TESSEL_CUDA_CHECK(cudaMemset2DAsync(first, static_cast<std::size_t>(p.in_dist) * complex_size, 0, real_size,
+                                        static_cast<std::size_t>(p.batch), s),
+                      op);
+  };
+  zero_imag(0);
+  if (p.n % 2 == 0) zero_imag(p.n / 2);
+}
 }  // namespace
 
 void fft(const FFTProblem& problem, const std::shared_ptr<void>& plan_arg, const Stream& stream) {
@@ -356,6 +374,7 @@ void fft(const FFTProblem& problem, const std::shared_ptr<void>& plan_arg, const
   }
   std::lock_guard<std::mutex> lock(plan.mutex);
   bind_stream(plan, stream);
+  if (problem.kind == FFTKind::c2r) discard_unrepresentable_imaginary_parts(problem, stream);
   exec(plan, problem);
 }
 
