@@ -492,6 +492,10 @@ TEST(FFTCrossBackend, CpuMatchesGpu) {
       EXPECT_LT(rel_error(read(rgpu), read(rcpu)), tolerance(dtype, n));
     }
   }
+  // A plan made for one device refuses an array on another, naming both layouts.
+  Array cpu = zeros({4, 16}, DType::complex64, Device::cpu());
+  fft::Plan plan(cpu, fft::Transform::fft);
+  expect_error<ValueError>([&] { plan.execute(cpu.to(Device::cuda(0))); }, {"fft.Plan.execute", "on cpu", "on cuda:0"});
 }
 
 TEST(FFTPlanCache, BoundedByCountAndWorkspaceAndReusesPlans) {
