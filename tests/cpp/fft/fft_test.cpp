@@ -524,6 +524,26 @@ TEST(FFTPlanCache, BoundedByCountAndWorkspaceAndReusesPlans) {
   EXPECT_NEAR(std::abs(fft::fft(ones({512}, DType::complex64, gpu)).to(Device::cpu()).to_vector<std::complex<float>>()[0]), 512.0, 1e-3);
 }
 
+// One cached cuFFT plan (and its workspace) used from two streams in turn: each stream change
+// orders the workspace's use with an event, and results stay right.
+TEST(FFTPlanCache, OnePlanSharedByTwoStreams) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  TESSEL_SEEDED_RNG(rng);
+  const Device gpu = Device::cuda(0);
+  const std::int64_t n = 1009 * 16;  // a size whose cuFFT plan needs a workspace
+  auto values = random_values(rng, 8 * n, false);
+  Array x = make(values, {8, n}, DType::complex64, gpu);
+  const auto want = read(fft::fft(x.to(Device::cpu())));
+  Stream other = Stream::create(gpu);
+  for (int i = 0; i < 4; ++i) {
+    Array a = fft::fft(x);  // the current stream
+    Array b = fft::fft(x, std::nullopt, -1, "backward", other);
+    EXPECT_LT(rel_error(read(a), want), tolerance(DType::complex64, n));
+    EXPECT_LT(rel_error(read(b), want), tolerance(DType::complex64, n));
+  }
+  other.synchronize();
+}
+
 INSTANTIATE_TEST_SUITE_P(All, FFTBackendTest, ::testing::ValuesIn(testing::all_backends()), testing::backend_name);
 
 // ---- the allocator's free-memory callbacks (what the cuFFT plan cache registers) ----
