@@ -410,6 +410,10 @@ TEST_P(FFTBackendTest, BadInputRaisesNamedErrors) {
   expect_error<ValueError>([&] { fft::fft(x, std::nullopt, -1, "unitary"); }, {"fft", "norm", "unitary"});
   expect_error<ValueError>([&] { fft::irfft(zeros({3, 1}, DType::complex64, device())); }, {"irfft", "m >= 2"});
   expect_error<ValueError>([&] { fft::fftfreq(0); }, {"fftfreq", "n must be >= 1"});
+  expect_error<DTypeError>([&] { fft::rfftfreq(8, 1.0, DType::int32, device()); }, {"rfftfreq", "int32"});
+  expect_error<ValueError>([&] { fft::fftn(x, std::vector<std::int64_t>{2, 2, 2}); }, {"fftn", "more entries", "(4, 8)"});
+  expect_error<ValueError>([&] { fft::Plan(x, fft::Transform::fft, std::nullopt, std::nullopt, "sideways"); },
+                           {"fft.Plan", "sideways"});
   expect_error<ValueError>([&] { fft::parse_transform("dct"); }, {"fft.Plan", "dct"});
 }
 
