@@ -24,6 +24,7 @@
 #include "tessel/jit/kernel_cache.hpp"
 #include "tessel/jit/user_kernels.hpp"
 #include "tessel/ops/elementwise.hpp"
+#include "tessel/ops/fft.hpp"
 #include "tessel/ops/fuse.hpp"
 #include "tessel/ops/random.hpp"
 #include "tessel/ops/reduce.hpp"

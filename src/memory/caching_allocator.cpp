@@ -84,6 +84,8 @@ struct CachingAllocator::Impl {
   CachingAllocatorOptions opt;
   std::size_t total = 0;
   mutable std::mutex mutex;
+  std::vector<std::pair<std::uint64_t, std::function<bool()>>> free_memory_callbacks;  // see add_free_memory_callback
+  std::uint64_t next_callback_id = 0;
   Pool small_pool;
   Pool large_pool;
   std::unordered_map<void*, Block*> live;
@@ -418,13 +420,49 @@ void* CachingAllocator::allocate(std::int64_t bytes, StreamRef stream) {
     throw ValueError(fmt::format("{}: allocate: negative size {} bytes", m.opt.name, bytes));
   }
   const auto requested = static_cast<std::size_t>(bytes);
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    if (requested > m.total) {
+      m.st.oom_count++;
+      throw OutOfMemory(fmt::format("{}: allocate: requested {} is larger than the total memory of {}, {}",
+                                    m.opt.name, human(requested), m.opt.name, human(m.total)));
+    }
+    try {
+      return m.opt.caching ? m.allocate_cached(requested, stream) : m.allocate_direct(requested, stream);
+    } catch (const OutOfMemory&) {
+      if (m.free_memory_callbacks.empty()) throw;
+    }
+  }
+  // Out of memory: let the registered caches release what they hold (outside the lock: their
+  // releases free blocks through this allocator), then try once more.
+  std::vector<std::function<bool()>> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    for (const auto& entry : m.free_memory_callbacks) callbacks.push_back(entry.second);
+  }
+  bool released = false;
+  for (const auto& callback : callbacks) released = callback() || released;
   std::lock_guard<std::mutex> lock(m.mutex);
-  if (requested > m.total) {
-    m.st.oom_count++;
-    throw OutOfMemory(fmt::format("{}: allocate: requested {} is larger than the total memory of {}, {}",
-                                  m.opt.name, human(requested), m.opt.name, human(m.total)));
+  if (released) m.st.oom_count--;  // the first failure is retried; count only the final outcome
+  if (!released) {
+    throw OutOfMemory(m.oom_message(requested, requested, " [free-memory callbacks released nothing]"));
   }
   return m.opt.caching ? m.allocate_cached(requested, stream) : m.allocate_direct(requested, stream);
+}
+
+std::uint64_t CachingAllocator::add_free_memory_callback(std::function<bool()> callback) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  const std::uint64_t id = ++m.next_callback_id;
+  m.free_memory_callbacks.emplace_back(id, std::move(callback));
+  return id;
+}
+
+void CachingAllocator::remove_free_memory_callback(std::uint64_t id) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  auto& list = m.free_memory_callbacks;
+  list.erase(std::remove_if(list.begin(), list.end(), [id](const auto& entry) { return entry.first == id; }), list.end());
 }
 
 void CachingAllocator::free(void* ptr) {

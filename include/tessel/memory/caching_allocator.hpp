@@ -28,6 +28,8 @@
 //   a free waits for the events of recorded streams first. Statistics are kept in both modes.
 // - Thread-safe: one mutex per allocator.
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -73,6 +75,14 @@ class CachingAllocator {
   void reset_peak_stats();
   void set_memory_fraction(double fraction);  // ValueError outside (0, 1]
   const CachingAllocatorOptions& options() const;
+
+  // Free-memory callbacks let caches above the allocator (cuFFT plans and their workspaces)
+  // give memory back when an allocation fails. After the ladder fails, every callback runs
+  // (outside the allocator's lock, so it may free blocks) and, if any returns true (it released
+  // something), the allocation is retried once before OutOfMemory is raised. Returns an id for
+  // remove_free_memory_callback.
+  std::uint64_t add_free_memory_callback(std::function<bool()> callback);
+  void remove_free_memory_callback(std::uint64_t id);
 
   // The stream was synchronized and is going away: its pending uses are done, and cached
   // blocks owned by it are re-homed so they can be reused.
