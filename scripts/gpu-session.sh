@@ -10,6 +10,7 @@
 #   cli:ARGS                  build/cli/tessel ARGS (commas become spaces)
 #   pytest                    pip install the package, then pytest tests/python
 #   sh:COMMAND                bash -c COMMAND (commas become spaces)
+# TARGETS (optional) limits the build to those targets.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -38,7 +39,7 @@ pack() {
 trap pack EXIT
 
 export CCACHE_DISABLE=1
-step build bash -c "cmake -S . -B $BUILD_DIR -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null && cmake --build $BUILD_DIR -j ${JOBS:-16}"
+step build bash -c "cmake -S . -B $BUILD_DIR -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null && cmake --build $BUILD_DIR -j ${JOBS:-16} ${TARGETS:+--target $TARGETS}"
 for s in ${STEPS:-}; do
   kind=${s%%:*}; rest=${s#*:}
   name=${rest%%:*}; filter=${rest#*:}; [ "$filter" = "$rest" ] && filter='*'
