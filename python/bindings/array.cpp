@@ -64,16 +64,25 @@ nb::object item_object(const Array& a) {
                              shape_str(a.shape()));
   }
   const DType d = a.dtype();
-  nb::gil_scoped_release* release = nullptr;
-  (void)release;
-  if (is_bool(d)) return nb::bool_(a.item<bool>());
-  if (is_signed_integer(d)) return nb::int_(a.item<std::int64_t>());
-  if (is_unsigned_integer(d)) return nb::int_(a.item<std::uint64_t>());
-  if (is_complex(d)) {
-    const auto c = a.item<std::complex<double>>();
-    return nb::steal(PyComplex_FromDoubles(c.real(), c.imag()));
+  // Read the element with the GIL released (it may wait for device work), then box it.
+  bool b = false;
+  std::int64_t i = 0;
+  std::uint64_t u = 0;
+  std::complex<double> c;
+  double f = 0;
+  {
+    nb::gil_scoped_release release;
+    if (is_bool(d)) b = a.item<bool>();
+    else if (is_signed_integer(d)) i = a.item<std::int64_t>();
+    else if (is_unsigned_integer(d)) u = a.item<std::uint64_t>();
+    else if (is_complex(d)) c = a.item<std::complex<double>>();
+    else f = a.item<double>();
   }
-  return nb::float_(a.item<double>());
+  if (is_bool(d)) return nb::bool_(b);
+  if (is_signed_integer(d)) return nb::int_(i);
+  if (is_unsigned_integer(d)) return nb::int_(u);
+  if (is_complex(d)) return nb::steal(PyComplex_FromDoubles(c.real(), c.imag()));
+  return nb::float_(f);
 }
 
 // A NumPy copy (bfloat16 becomes float32: NumPy has no bfloat16).
@@ -265,7 +274,8 @@ void register_array(nb::module_& m) {
   // ---- sorting and searching ----
   m.def("_sort", [](const Array& a, std::int64_t axis) { return sort(a, axis); }, "x"_a, "axis"_a);
   m.def("_argsort", [](const Array& a, std::int64_t axis) { return argsort(a, axis); }, "x"_a, "axis"_a);
-  m.def("searchsorted", [](const Array& sorted, nb::handle values, const std::string& side) {
+  m.def("searchsorted", [](const Array& sorted, nb::handle values, const std::string& side, nb::handle sorter) {
+    if (!sorter.is_none()) throw tessel::ValueError("searchsorted: sorter is not supported; sort x1 first");
     if (side != "left" && side != "right") throw tessel::ValueError("searchsorted: side must be 'left' or 'right', got '" + side + "'");
     return searchsorted(sorted, to_array(values, sorted.device()), side == "right");
   }, "x1"_a, "x2"_a, nb::kw_only(), "side"_a = "left", "sorter"_a = nb::none());

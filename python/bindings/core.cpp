@@ -299,8 +299,8 @@ bool to_scalar(nb::handle h, Scalar& out) {
       }
       PyErr_Clear();
     }
-    throw nb::builtin_exception(nb::exception_type::overflow_error,
-                                "tessel: Python int out of the range of int64/uint64");
+    PyErr_SetString(PyExc_OverflowError, "tessel: Python int out of the range of int64/uint64");
+    throw nb::python_error();
   }
   if (PyFloat_Check(o)) {
     out = Scalar(PyFloat_AS_DOUBLE(o));

@@ -24,8 +24,9 @@ Sym to_sym(nb::handle h) {
   if (is_sym(h)) return nb::cast<Sym>(h);
   Scalar s;
   if (to_scalar(h, s)) return Sym(s);
-  throw nb::type_error("fuse: inside a fused function only symbolic arrays and Python scalars can be combined, got " +
-                       nb::cast<std::string>(nb::repr(nb::type_name(h.type()))));
+  throw nb::type_error(("fuse: inside a fused function only symbolic arrays and Python scalars can be combined, got " +
+                        nb::cast<std::string>(nb::type_name(h.type())))
+                           .c_str());
 }
 
 // Returns a null object for operand types that an operator should answer NotImplemented to.
