@@ -88,7 +88,8 @@ nb::object item_object(const Array& a) {
 // A NumPy copy (bfloat16 becomes float32: NumPy has no bfloat16).
 nb::object to_numpy(const Array& a, nb::handle dtype, nb::handle copy) {
   (void)copy;  // always a fresh host copy
-  static nb::object np = nb::module_::import_("numpy");
+  static nb::object* numpy = new nb::object(nb::module_::import_("numpy"));  // leaked on purpose
+  nb::object& np = *numpy;
   Array src = a.dtype() == DType::bfloat16 ? a.astype(DType::float32) : a;
   nb::object out = np.attr("empty")(to_tuple(src.shape()), dtype_name(src.dtype()));
   const auto ptr = nb::cast<std::uintptr_t>(out.attr("__array_interface__")["data"][0]);
@@ -150,7 +151,7 @@ void register_array(nb::module_& m) {
         if (a.ndim() == 0) throw nb::type_error("len() of a 0-d array");
         return a.shape()[0];
       })
-      .def("__getitem__", [](const Array& a, nb::handle key) { return a.index(index_items(key)); }, "key"_a)
+      .def("__getitem__", [](const Array& a, nb::handle key) { return a.index(index_items(key)); }, "key"_a.none())
       .def("__setitem__", [](const Array& a, nb::handle key, nb::handle value) {
         Array view = a.index(index_items(key));
         Scalar s;
@@ -159,7 +160,7 @@ void register_array(nb::module_& m) {
         } else {
           copyto(view, to_array(value, a.device()));
         }
-      }, "key"_a, "value"_a)
+      }, "key"_a.none(), "value"_a)
       .def("item", &item_object)
       .def("__bool__", [](const Array& a) {
         nb::object v = item_object(a);
@@ -171,7 +172,10 @@ void register_array(nb::module_& m) {
         return nb::int_(item_object(a));
       })
       .def("__float__", [](const Array& a) { return nb::float_(item_object(a)); })
-      .def("__complex__", [](const Array& a) { return nb::steal(PyNumber_Float(item_object(a).ptr())); })
+      .def("__complex__", [](const Array& a) {
+        nb::object v = item_object(a);
+        return nb::steal(PyObject_CallFunctionObjArgs(reinterpret_cast<PyObject*>(&PyComplex_Type), v.ptr(), nullptr));
+      })
       .def("__repr__", [](const Array& a) {
         nb::gil_scoped_release release;
         return a.str();
@@ -321,12 +325,12 @@ void register_array(nb::module_& m) {
       throw nb::type_error("arange: start, stop and step must be Python numbers");
     }
     return arange(a, b, c, to_optional_dtype(dtype), to_device_or_default(device));
-  });
+  }, "start"_a, "stop"_a, "step"_a, "dtype"_a.none(), "device"_a.none());
   m.def("_linspace", [](nb::handle start, nb::handle stop, std::int64_t num, bool endpoint, nb::handle dtype, nb::handle device) {
     Scalar a, b;
     if (!to_scalar(start, a) || !to_scalar(stop, b)) throw nb::type_error("linspace: start and stop must be Python numbers");
     return linspace(a, b, num, endpoint, to_optional_dtype(dtype).value_or(DType::float32), to_device_or_default(device));
-  });
+  }, "start"_a, "stop"_a, "num"_a, "endpoint"_a, "dtype"_a.none(), "device"_a.none());
   m.def("eye", [](std::int64_t n_rows, std::optional<std::int64_t> n_cols, std::int64_t k, nb::handle dtype, nb::handle device) {
     return eye(n_rows, n_cols, k, to_optional_dtype(dtype).value_or(DType::float32), to_device_or_default(device));
   }, "n_rows"_a, "n_cols"_a = nb::none(), nb::kw_only(), "k"_a = 0, "dtype"_a = nb::none(), "device"_a = nb::none());
@@ -337,7 +341,7 @@ void register_array(nb::module_& m) {
     const Device dev = to_device_or_default(device);
     nb::gil_scoped_release release;
     return from_host(reinterpret_cast<const void*>(ptr), s, d, dev);
-  });
+  }, "ptr"_a, "shape"_a, "dtype"_a, "device"_a.none());
 
   // ---- manipulation ----
   m.def("reshape", [](const Array& x, nb::handle shape, std::optional<bool> copy) {
@@ -357,7 +361,7 @@ void register_array(nb::module_& m) {
       return concatenate(flat, 0);
     }
     return concatenate(arrays, nb::cast<std::int64_t>(axis));
-  }, "arrays"_a, nb::kw_only(), "axis"_a = 0);
+  }, "arrays"_a, nb::kw_only(), nb::arg("axis").none() = 0);
   m.def("stack", [](const std::vector<Array>& arrays, std::int64_t axis) { return stack(arrays, axis); },
         "arrays"_a, nb::kw_only(), "axis"_a = 0);
   m.def("copyto", [](const Array& dst, nb::handle src) {
@@ -377,13 +381,13 @@ void register_array(nb::module_& m) {
   m.def("_random_seed", [](std::uint64_t s) { random::seed(s); });
   m.def("_random_uniform", [](nb::handle shape, double low, double high, nb::handle dtype, nb::handle device) {
     return random::uniform(to_shape(shape), low, high, to_optional_dtype(dtype).value_or(DType::float32), to_device_or_default(device));
-  });
+  }, "shape"_a, "low"_a, "high"_a, "dtype"_a.none(), "device"_a.none());
   m.def("_random_normal", [](nb::handle shape, double mean, double stddev, nb::handle dtype, nb::handle device) {
     return random::normal(to_shape(shape), mean, stddev, to_optional_dtype(dtype).value_or(DType::float32), to_device_or_default(device));
-  });
+  }, "shape"_a, "mean"_a, "stddev"_a, "dtype"_a.none(), "device"_a.none());
   m.def("_random_integers", [](nb::handle shape, std::int64_t low, std::int64_t high, nb::handle dtype, nb::handle device) {
     return random::integers(to_shape(shape), low, high, to_optional_dtype(dtype).value_or(DType::int64), to_device_or_default(device));
-  });
+  }, "shape"_a, "low"_a, "high"_a, "dtype"_a.none(), "device"_a.none());
 }
 
 }  // namespace tessel::python

@@ -315,8 +315,9 @@ bool to_scalar(nb::handle h, Scalar& out) {
 
 Array to_array(nb::handle h, std::optional<Device> device) {
   if (is_array(h)) return as_array(h);
-  static nb::object asarray = nb::module_::import_("tessel").attr("asarray");
-  nb::object result = device ? asarray(h, "device"_a = *device) : asarray(h);
+  // Leaked on purpose: a static nb::object would be released after the interpreter is gone.
+  static nb::object* asarray = new nb::object(nb::module_::import_("tessel").attr("asarray"));
+  nb::object result = device ? (*asarray)(h, "device"_a = *device) : (*asarray)(h);
   return nb::cast<Array>(result);
 }
 

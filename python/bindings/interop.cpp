@@ -363,10 +363,9 @@ DType dtype_from_typestr(const std::string& s, const char* op) {
   if (s.size() < 3) return fail();
   const char order = s[0], kind = s[1];
   int size = 0;
-  try {
-    size = std::stoi(s.substr(2));
-  } catch (...) {
-    return fail();
+  for (std::size_t i = 2; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9' || size > 64) return fail();
+    size = size * 10 + (s[i] - '0');
   }
   if (order == '>' && size > 1) {
     throw tessel::DTypeError(std::string(op) + ": big-endian typestr '" + s + "' is not supported");

@@ -157,17 +157,17 @@ void register_ops(nb::module_& m) {
       c.def(spec.forward, [p](nb::handle self, nb::handle other) -> nb::object {
         nb::object r = apply_binary(*p, self, other, true);
         return r.is_valid() ? r : not_implemented();
-      });
+      }, "other"_a.none());
       c.def(spec.reflected, [p](nb::handle self, nb::handle other) -> nb::object {
         nb::object r = apply_binary(*p, other, self, true);
         return r.is_valid() ? r : not_implemented();
-      });
+      }, "other"_a.none());
       if (inplace) {
         c.def(spec.inplace, [p](nb::handle self, nb::handle other) -> nb::object {
           nb::object r = apply_binary(*p, self, other, true, &as_array(self));
           if (!r.is_valid()) return not_implemented();
           return nb::borrow(self);
-        });
+        }, "other"_a.none());
       }
     }
     for (const auto& [name, op] : comparisons) {
@@ -175,7 +175,7 @@ void register_ops(nb::module_& m) {
       c.def(name, [p](nb::handle self, nb::handle other) -> nb::object {
         nb::object r = apply_binary(*p, self, other, true);
         return r.is_valid() ? r : not_implemented();
-      });
+      }, "other"_a.none());
     }
   };
   def_operators(cls, true);

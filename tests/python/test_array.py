@@ -193,7 +193,7 @@ def test_operators_and_weak_scalars(device, rng):
 
 def test_inplace_operators(device, rng):
     a = random_array(rng, (4,), "float64")
-    x = ts.asarray(a, device=device)
+    x = ts.asarray(a, device=device, copy=True)  # on the CPU asarray(a) would share a's memory
     y = x
     x += 1
     x *= 2.0

@@ -19,9 +19,11 @@ def broadcast_pair(draw):
     shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=4, max_side=5))
     d1 = draw(st.sampled_from(DTYPES))
     d2 = draw(st.sampled_from(DTYPES))
-    elements = st.integers(-50, 50)
-    a = draw(hnp.arrays(d1, shapes.input_shapes[0], elements=elements))
-    b = draw(hnp.arrays(d2, shapes.input_shapes[1], elements=elements))
+    def elements(d):
+        return st.integers(0, 50) if d.startswith("uint") else st.integers(-50, 50)
+
+    a = draw(hnp.arrays(d1, shapes.input_shapes[0], elements=elements(d1)))
+    b = draw(hnp.arrays(d2, shapes.input_shapes[1], elements=elements(d2)))
     return a, b
 
 
