@@ -46,3 +46,8 @@ Array.__array_namespace__ = _namespace
 # NumPy defers to Array's reflected operators (np_array + ts_array gives a tessel array).
 Array.__array_ufunc__ = None
 Array.__str__ = lambda self: _array_api._str(self)
+
+
+def _dtype_from_name(name):
+    """Unpickles a dtype (dtype.__reduce__ names this module-level function)."""
+    return _tessel._dtype_from_name(name)

@@ -324,3 +324,16 @@ def test_random(device):
     assert 0.0 <= float(ts.min(a)) and float(ts.max(a)) < 1.0
     n = ts.random.normal(size=(20000,), dtype=ts.float64, device=device)
     assert abs(float(ts.mean(n))) < 0.05
+
+
+def test_dtype_pickle_and_identity():
+    import pickle
+
+    assert pickle.loads(pickle.dumps(ts.float16)) is ts.float16
+    assert ts.arange(3).dtype is ts.int64
+    assert (ts.arange(3) == None) is False  # noqa: E711  (NotImplemented -> identity comparison)
+
+
+def test_dlpack_of_transposed_view():
+    x = ts.reshape(ts.arange(6), (2, 3))
+    np.testing.assert_array_equal(np.from_dlpack(x.T), np.arange(6).reshape(2, 3).T)
