@@ -158,7 +158,8 @@ void hand_over_to_consumer(const Array& a, nb::handle stream, const char* op) {
   if (producer_handle == consumer || (producer_handle == 0 && consumer == 1)) return;  // same stream
   Event event(dev, false);
   event.record(producer);
-  Stream::from_handle(reinterpret_cast<void*>(consumer), dev).wait(event);
+  // 1 is the legacy default stream: tessel's default stream handle (nullptr) is that stream.
+  Stream::from_handle(consumer == 1 ? nullptr : reinterpret_cast<void*>(consumer), dev).wait(event);
 }
 
 nb::object dlpack_export(const Array& self, nb::handle stream, nb::handle max_version, nb::handle dl_device,
@@ -467,7 +468,7 @@ nb::object cai_import(nb::handle obj, nb::handle device, nb::handle copy) {
     const Stream mine = current_stream(dev);
     if (reinterpret_cast<std::intptr_t>(mine.handle()) != foreign) {
       Event event(dev, false);
-      event.record(Stream::from_handle(reinterpret_cast<void*>(foreign), dev));
+      event.record(Stream::from_handle(foreign == 1 ? nullptr : reinterpret_cast<void*>(foreign), dev));
       mine.wait(event);
     }
   }
@@ -500,6 +501,12 @@ void register_interop(nb::module_& m) {
   m.def("_from_dlpack_capsule", &dlpack_import, "capsule"_a, "device"_a = nb::none(), "copy"_a = nb::none());
   m.def("_from_cuda_array_interface", &cai_import, "obj"_a, "device"_a = nb::none(), "copy"_a = nb::none());
   m.def("_check_cuda_device", [](int index) { check_cuda_device(index, "from_dlpack"); });
+  // The DLPack stream integer of tessel's current stream on cuda:index (checks the device first).
+  m.def("_dlpack_consumer_stream", [](int index) {
+    check_cuda_device(index, "from_dlpack");
+    const auto handle = reinterpret_cast<std::uintptr_t>(current_stream(Device::cuda(index)).handle());
+    return handle == 0 ? std::uintptr_t{1} : handle;
+  });
   m.def("_wrap_host_pointer", [](std::uintptr_t ptr, nb::handle shape, nb::handle strides_bytes, nb::handle dtype,
                                   nb::object owner) {
     // Zero-copy view of host memory (a NumPy array's buffer); `owner` stays alive with it.

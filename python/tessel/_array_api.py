@@ -55,8 +55,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
     dev_type = int(dev_type)
     stream = None
     if dev_type == _DLPACK_CUDA:
-        _tessel._check_cuda_device(int(dev_id))
-        stream = _default_stream_handle(int(dev_id))
+        stream = _tessel._dlpack_consumer_stream(int(dev_id))
     elif dev_type not in (_DLPACK_CPU, _DLPACK_CUDA_HOST):
         raise DeviceError(f"from_dlpack: unsupported DLPack device type {dev_type} (tessel handles CPU and CUDA)")
     try:

@@ -84,6 +84,10 @@ def test_memory_stats_cuda():
 
 def test_memory_helpers_without_cuda():
     assert isinstance(ts.cuda.host_memory_stats(), dict)
+    p = ts.cuda.pinned_empty((3, 2), "float64")  # pinned with CUDA, ordinary host memory without
+    assert isinstance(p, np.ndarray) and p.shape == (3, 2) and p.dtype == np.float64
+    p[:] = 1.5
+    assert_close(ts.asarray(p), np.full((3, 2), 1.5))
     ts.cuda.empty_cache()  # no-op without a device
     if not ts.cuda_available():
         with pytest.raises(ts.DeviceError):
