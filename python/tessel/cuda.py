@@ -38,7 +38,12 @@ def stream(s):
         yield None
         return
     if not isinstance(s, Stream):
-        s = ExternalStream(getattr(s, "cuda_stream", None) or getattr(s, "ptr"))
+        if hasattr(s, "cuda_stream"):  # torch.cuda.Stream
+            s = ExternalStream(s.cuda_stream, getattr(s, "device", None))
+        elif hasattr(s, "ptr"):  # cupy.cuda.Stream
+            s = ExternalStream(s.ptr)
+        else:
+            raise TypeError(f"ts.cuda.stream: expected a tessel.Stream, torch.cuda.Stream or CuPy stream, got {type(s).__name__}")
     if s.device.type != "cuda":
         yield s
         return

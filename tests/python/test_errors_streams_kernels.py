@@ -51,6 +51,9 @@ def test_cpu_streams_and_context():
     assert s.device == ts.Device("cpu")
     with ts.cuda.stream(ts.Stream.cpu()):
         assert_close(ts.ones(2, device="cpu") + 1, np.full(2, 2.0, "float32"))
+    with pytest.raises(TypeError):
+        with ts.cuda.stream(object()):
+            pass
 
 
 @needs_cuda
