@@ -87,7 +87,11 @@ nb::object item_object(const Array& a) {
 
 // A NumPy copy (bfloat16 becomes float32: NumPy has no bfloat16).
 nb::object to_numpy(const Array& a, nb::handle dtype, nb::handle copy) {
-  (void)copy;  // always a fresh host copy
+  if (!copy.is_none() && !nb::cast<bool>(copy)) {
+    // NumPy 2 semantics: copy=False must not copy. Zero-copy host views go through DLPack.
+    throw tessel::ValueError("Array.__array__: copy=False is not supported (it always copies); use numpy.from_dlpack(x) "
+                             "for a zero-copy view of a CPU array");
+  }
   static nb::object* numpy = new nb::object(nb::module_::import_("numpy"));  // leaked on purpose
   nb::object& np = *numpy;
   Array src = a.dtype() == DType::bfloat16 ? a.astype(DType::float32) : a;

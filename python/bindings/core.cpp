@@ -302,11 +302,13 @@ bool to_scalar(nb::handle h, Scalar& out) {
     PyErr_SetString(PyExc_OverflowError, "tessel: Python int out of the range of int64/uint64");
     throw nb::python_error();
   }
-  if (PyFloat_Check(o)) {
+  // Exact types: NumPy's float64/complex128 scalars subclass float/complex but are strongly
+  // typed in NumPy 2 (NEP 50); they go through asarray as 0-d arrays instead.
+  if (PyFloat_CheckExact(o)) {
     out = Scalar(PyFloat_AS_DOUBLE(o));
     return true;
   }
-  if (PyComplex_Check(o)) {
+  if (PyComplex_CheckExact(o)) {
     out = Scalar(std::complex<double>(PyComplex_RealAsDouble(o), PyComplex_ImagAsDouble(o)));
     return true;
   }

@@ -251,6 +251,7 @@ void register_ops(nb::module_& m) {
     Scalar lo, hi;
     const bool lo_scalar = min.is_none() || to_scalar(min, lo);
     const bool hi_scalar = max.is_none() || to_scalar(max, hi);
+    if (lo_scalar && hi_scalar && !min.is_none() && !max.is_none()) return clip(x, lo, hi);  // keeps x's dtype
     if (lo_scalar && hi_scalar) {
       Array r = x;
       if (!min.is_none()) r = maximum(r, lo);

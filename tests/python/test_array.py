@@ -337,3 +337,15 @@ def test_dtype_pickle_and_identity():
 def test_dlpack_of_transposed_view():
     x = ts.reshape(ts.arange(6), (2, 3))
     np.testing.assert_array_equal(np.from_dlpack(x.T), np.arange(6).reshape(2, 3).T)
+
+
+def test_clip_and_numpy_scalars(device):
+    a = np.array([-2.0, 0.5, 3.0], "float32")
+    x = ts.asarray(a, device=device)
+    assert_close(ts.clip(x, -1, 1), np.clip(a, -1, 1))
+    assert_close(ts.clip(x, min=0.0), np.clip(a, 0.0, None))
+    # NumPy scalars are strongly typed (NEP 50), Python floats are weak.
+    assert (x + np.float64(1)).dtype == ts.float64
+    assert (x + 1.0).dtype == ts.float32
+    with pytest.raises(ValueError):
+        np.asarray(x, copy=False)
