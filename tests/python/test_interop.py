@@ -175,6 +175,21 @@ def test_cuda_dlpack_and_cai_export():
     assert x.__dlpack_device__() == (2, 0)
     y = ts.from_dlpack(x.__dlpack__(stream=1, max_version=(1, 0)))
     assert y.tolist() == list(range(10))
+    assert y.data_ptr == x.data_ptr  # zero-copy
+    with pytest.raises(ValueError):
+        x.__dlpack__(stream=0)  # ambiguous for CUDA in the protocol
+    s = ts.Stream()
+    cap = x.__dlpack__(stream=s.handle)  # s waits on tessel's current stream through an event
+    assert ts.from_dlpack(cap).data_ptr == x.data_ptr
+
+    class Holder:
+        def __init__(self, iface):
+            self.__cuda_array_interface__ = iface
+
+    strided = ts.reshape(x, (2, 5)).T
+    z = ts.asarray(Holder(strided.__cuda_array_interface__))
+    assert z.data_ptr == strided.data_ptr and z.shape == (5, 2)
+    assert_close(z, np.arange(10, dtype="float32").reshape(2, 5).T)
 
 
 @needs_cuda
