@@ -1,0 +1,66 @@
+#pragma once
+// Shared helpers of the binding files: conversions from Python objects to tessel values
+// (dtypes, devices, shapes, scalars, arrays) and the register functions of each layer.
+// One file per library layer registers its part of the module (module.cpp calls them in order).
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "tessel/tessel.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace tessel::python {
+
+// ---- per-layer registration (module.cpp calls these in this order) ----
+void register_core(nb::module_& m);    // errors, dtypes, devices, streams
+void register_memory(nb::module_& m);  // allocator statistics, pinned memory
+void register_array(nb::module_& m);   // the Array class, creation, manipulation, reductions, sort
+void register_ops(nb::module_& m);     // elementwise functions and operators
+void register_interop(nb::module_& m); // DLPack and __cuda_array_interface__
+void register_jit(nb::module_& m);     // fuse (Sym), ElementwiseKernel, RawKernel
+
+// The Array class object, created by register_array; later layers add methods to it.
+nb::class_<Array>& array_class();
+
+// ---- dtypes: one Python object per dtype, so `x.dtype is ts.float32` and no allocation ----
+struct PyDType {
+  DType value;
+};
+nb::object dtype_object(DType dtype);
+// A tessel dtype object, a name ("float32"), a NumPy dtype or type, or the Python types
+// bool/int/float/complex. DTypeError otherwise.
+DType to_dtype(nb::handle h);
+std::optional<DType> to_optional_dtype(nb::handle h);  // None -> nullopt
+
+// ---- devices: a tessel.Device, "cpu", "cuda", "cuda:1", or None (nullopt) ----
+std::optional<Device> to_optional_device(nb::handle h);
+Device to_device_or_default(nb::handle h);
+
+// ---- shapes and axes ----
+Shape to_shape(nb::handle h);  // an int or a sequence of ints
+std::optional<std::vector<std::int64_t>> to_axes(nb::handle h);  // None, an int or a sequence
+
+// ---- Python scalars (bool, int, float, complex and their subclasses) ----
+// False when h is not one. OverflowError for ints outside [-2^63, 2^64).
+bool to_scalar(nb::handle h, Scalar& out);
+
+// ---- arrays ----
+inline bool is_array(nb::handle h) { return nb::isinstance<Array>(h); }
+inline const Array& as_array(nb::handle h) { return nb::cast<const Array&>(h, false); }
+// h itself when it is an Array, else tessel.asarray(h, device=device) (lists, NumPy arrays,
+// DLPack / CUDA array interface producers). TypeError for objects that are not arrays.
+Array to_array(nb::handle h, std::optional<Device> device = std::nullopt);
+
+// The current stream of the device an array lives on.
+inline Stream stream_of(const Array& a) {
+  return a.device().is_cuda() ? current_stream(a.device()) : Stream::cpu();
+}
+
+}  // namespace tessel::python

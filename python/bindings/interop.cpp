@@ -1,0 +1,532 @@
+// Interop layer: DLPack 1.x (versioned and legacy capsules) and __cuda_array_interface__ v3.
+//
+// Ownership model: an exported capsule holds a tessel::Array (so the storage lives until the
+// consumer calls the deleter); an imported array wraps the foreign memory in a Buffer whose
+// keep-alive releases the producer (calls its DLPack deleter, or drops the reference to the
+// object that exposed __cuda_array_interface__) when the last tessel view dies.
+//
+// Streams: data produced on tessel's current stream is handed over by recording an event there
+// and making the consumer's stream wait on it (cudaStreamWaitEvent); never a device-wide sync.
+#include <cstring>
+#include <string>
+
+#include "common.hpp"
+
+#if defined(TESSEL_HAVE_CUDA)
+#include <cuda_runtime_api.h>
+#endif
+
+namespace tessel::python {
+namespace {
+
+// ---- the DLPack ABI (dlpack.h v1.0, written from the specification) ----
+enum DLDeviceTypeCode : std::int32_t { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 };
+enum DLDataTypeCode : std::uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLComplex = 5, kDLBool = 6 };
+struct DLDevice {
+  std::int32_t device_type;
+  std::int32_t device_id;
+};
+struct DLDataType {
+  std::uint8_t code;
+  std::uint8_t bits;
+  std::uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  std::int32_t ndim;
+  DLDataType dtype;
+  std::int64_t* shape;
+  std::int64_t* strides;
+  std::uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor* self);
+};
+struct DLPackVersion {
+  std::uint32_t major;
+  std::uint32_t minor;
+};
+struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensorVersioned* self);
+  std::uint64_t flags;
+  DLTensor dl_tensor;
+};
+constexpr std::uint64_t kFlagReadOnly = 1ULL << 0;
+constexpr std::uint64_t kFlagIsCopied = 1ULL << 1;
+constexpr const char* kVersionedName = "dltensor_versioned";
+constexpr const char* kUsedVersionedName = "used_dltensor_versioned";
+constexpr const char* kLegacyName = "dltensor";
+constexpr const char* kUsedLegacyName = "used_dltensor";
+
+DLDataType dl_dtype(DType d) {
+  const auto bits = static_cast<std::uint8_t>(itemsize(d) * 8);
+  switch (dtype_kind(d)) {
+    case DTypeKind::boolean: return {kDLBool, 8, 1};
+    case DTypeKind::signed_int: return {kDLInt, bits, 1};
+    case DTypeKind::unsigned_int: return {kDLUInt, bits, 1};
+    case DTypeKind::floating: return {d == DType::bfloat16 ? std::uint8_t{kDLBfloat} : std::uint8_t{kDLFloat}, bits, 1};
+    default: return {kDLComplex, bits, 1};
+  }
+}
+
+DType dtype_from_dl(DLDataType t, const char* op) {
+  auto fail = [&]() -> DType {
+    throw tessel::DTypeError(std::string(op) + ": unsupported DLPack dtype (code " + std::to_string(t.code) +
+                             ", bits " + std::to_string(t.bits) + ", lanes " + std::to_string(t.lanes) + ")");
+  };
+  if (t.lanes != 1) return fail();
+  switch (t.code) {
+    case kDLBool: return t.bits == 8 ? DType::bool_ : fail();
+    case kDLInt:
+      switch (t.bits) { case 8: return DType::int8; case 16: return DType::int16; case 32: return DType::int32; case 64: return DType::int64; default: return fail(); }
+    case kDLUInt:
+      switch (t.bits) { case 1: return fail(); case 8: return DType::uint8; case 16: return DType::uint16; case 32: return DType::uint32; case 64: return DType::uint64; default: return fail(); }
+    case kDLFloat:
+      switch (t.bits) { case 16: return DType::float16; case 32: return DType::float32; case 64: return DType::float64; default: return fail(); }
+    case kDLBfloat: return t.bits == 16 ? DType::bfloat16 : fail();
+    case kDLComplex:
+      switch (t.bits) { case 64: return DType::complex64; case 128: return DType::complex128; default: return fail(); }
+    default: return fail();
+  }
+}
+
+// What an exported capsule owns: the array (keeps the storage alive) and the shape/strides
+// arrays the DLTensor points into.
+struct ExportContext {
+  Array array;
+  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> strides;
+};
+
+void fill_tensor(DLTensor& t, ExportContext& ctx) {
+  const Array& a = ctx.array;
+  t.data = a.size() == 0 ? nullptr : a.data();
+  t.device = a.device().is_cuda() ? DLDevice{kDLCUDA, a.device().index}
+             : a.buffer()->kind() == MemoryKind::pinned_host ? DLDevice{kDLCUDAHost, 0}
+                                                              : DLDevice{kDLCPU, 0};
+  // NumPy and most consumers import pinned memory only as kDLCPU; it is ordinary host memory to them.
+  if (t.device.device_type == kDLCUDAHost) t.device = DLDevice{kDLCPU, 0};
+  t.ndim = static_cast<std::int32_t>(a.ndim());
+  t.dtype = dl_dtype(a.dtype());
+  t.shape = ctx.shape.data();
+  t.strides = ctx.strides.data();
+  t.byte_offset = 0;
+}
+
+template <class Managed>
+void delete_managed(Managed* m) {
+  delete static_cast<ExportContext*>(m->manager_ctx);
+  delete m;
+}
+
+template <class Managed>
+void capsule_destructor(PyObject* capsule) {
+  constexpr bool versioned = std::is_same_v<Managed, DLManagedTensorVersioned>;
+  const char* name = versioned ? kVersionedName : kLegacyName;
+  if (!PyCapsule_IsValid(capsule, name)) return;  // consumed: the consumer owns it now
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  auto* m = static_cast<Managed*>(PyCapsule_GetPointer(capsule, name));
+  if (m != nullptr && m->deleter != nullptr) m->deleter(m);
+  PyErr_Restore(type, value, traceback);
+}
+
+bool is_python_int(nb::handle h) { return PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr()); }
+
+// Makes the consumer's stream (a DLPack/CAI stream integer) wait for work queued so far on
+// tessel's current stream of `device`, and for the array's pending write.
+void hand_over_to_consumer(const Array& a, nb::handle stream, const char* op) {
+  if (!a.device().is_cuda()) return;
+  const Device dev = a.device();
+  const Stream producer = current_stream(dev);
+  a.storage()->wait_on_stream(producer);
+  std::intptr_t consumer = 1;  // None: the legacy default stream (DLPack)
+  if (!stream.is_none()) {
+    if (!is_python_int(stream)) throw nb::type_error((std::string(op) + ": stream must be None or an int").c_str());
+    consumer = nb::cast<std::intptr_t>(stream);
+  }
+  if (consumer == -1) return;  // the consumer asked for no synchronization
+  if (consumer == 0) {
+    throw tessel::ValueError(std::string(op) + ": stream 0 is ambiguous for CUDA; use 1 (legacy default) or 2 (per-thread)");
+  }
+  const auto producer_handle = reinterpret_cast<std::intptr_t>(producer.handle());
+  if (producer_handle == consumer || (producer_handle == 0 && consumer == 1)) return;  // same stream
+  Event event(dev, false);
+  event.record(producer);
+  // 1 is the legacy default stream: tessel's default stream handle (nullptr) is that stream.
+  Stream::from_handle(consumer == 1 ? nullptr : reinterpret_cast<void*>(consumer), dev).wait(event);
+}
+
+nb::object dlpack_export(const Array& self, nb::handle stream, nb::handle max_version, nb::handle dl_device,
+                         nb::handle copy) {
+  Array a = self;
+  bool copied = false;
+  const std::optional<bool> copy_flag = copy.is_none() ? std::nullopt : std::optional<bool>(nb::cast<bool>(copy));
+  if (!dl_device.is_none()) {
+    const auto pair = nb::cast<nb::tuple>(dl_device);
+    const int type = nb::cast<int>(pair[0]), id = nb::cast<int>(pair[1]);
+    Device target = type == kDLCUDA ? Device::cuda(id) : Device::cpu();
+    if (type != kDLCPU && type != kDLCUDA && type != kDLCUDAHost) {
+      throw nb::buffer_error(("__dlpack__: unsupported dl_device type " + std::to_string(type)).c_str());
+    }
+    if (target != a.device()) {
+      if (copy_flag && !*copy_flag) {
+        throw nb::buffer_error(("__dlpack__: the array is on " + a.device().str() + ", dl_device asks for " +
+                                target.str() + " and copy=False")
+                                   .c_str());
+      }
+      a = a.to(target);
+      copied = true;
+    }
+  }
+  if (copy_flag && *copy_flag && !copied) {
+    a = a.copy();
+    copied = true;
+  }
+  hand_over_to_consumer(a, stream, "__dlpack__");
+  // CPU consumers read at once: wait for a pending write (a device -> host copy in flight).
+  if (a.device().is_cpu()) {
+    nb::gil_scoped_release release;
+    a.wait();
+  }
+  auto* ctx = new ExportContext{a, a.shape(), a.strides()};
+  bool versioned = false;
+  if (!max_version.is_none()) {
+    const auto v = nb::cast<nb::tuple>(max_version);
+    versioned = nb::cast<int>(v[0]) >= 1;
+  }
+  if (versioned) {
+    auto* m = new DLManagedTensorVersioned{};
+    m->version = {1, 0};
+    m->manager_ctx = ctx;
+    m->deleter = &delete_managed<DLManagedTensorVersioned>;
+    m->flags = copied ? kFlagIsCopied : 0;
+    fill_tensor(m->dl_tensor, *ctx);
+    PyObject* cap = PyCapsule_New(m, kVersionedName, &capsule_destructor<DLManagedTensorVersioned>);
+    if (cap == nullptr) {
+      delete_managed(m);
+      throw nb::python_error();
+    }
+    return nb::steal(cap);
+  }
+  auto* m = new DLManagedTensor{};
+  m->manager_ctx = ctx;
+  m->deleter = &delete_managed<DLManagedTensor>;
+  fill_tensor(m->dl_tensor, *ctx);
+  PyObject* cap = PyCapsule_New(m, kLegacyName, &capsule_destructor<DLManagedTensor>);
+  if (cap == nullptr) {
+    delete_managed(m);
+    throw nb::python_error();
+  }
+  return nb::steal(cap);
+}
+
+void check_cuda_device(int index, const char* op) {
+  if (!cuda_available()) {
+    throw tessel::DeviceError(std::string(op) + ": the array is on cuda:" + std::to_string(index) +
+                              " but CUDA is unavailable (" + cuda_unavailable_reason() + ")");
+  }
+  if (index < 0 || index >= device_count()) {
+    throw tessel::DeviceError(std::string(op) + ": the array is on cuda:" + std::to_string(index) + " but this process sees " +
+                              std::to_string(device_count()) + " CUDA device(s)");
+  }
+}
+
+// Wraps foreign memory (element 0 at `data`) as an Array without copying.
+Array wrap_foreign(void* data, const Shape& shape, const Strides& strides, DType dtype, Device device,
+                   std::shared_ptr<void> keep_alive, const char* op) {
+  const std::int64_t item = itemsize(dtype);
+  if (data != nullptr && reinterpret_cast<std::uintptr_t>(data) % static_cast<std::uintptr_t>(item) != 0) {
+    throw tessel::ValueError(std::string(op) + ": data pointer is not aligned to the itemsize " + std::to_string(item) +
+                             " of " + dtype_name(dtype));
+  }
+  if (strides.size() != shape.size()) {
+    throw tessel::ValueError(std::string(op) + ": strides and shape have different lengths");
+  }
+  const ElementExtent extent = element_extent(shape, strides);
+  const std::int64_t count = numel(shape);
+  auto* base = static_cast<unsigned char*>(data) + (count == 0 ? 0 : extent.lowest * item);
+  const std::int64_t bytes = count == 0 ? 0 : (extent.highest - extent.lowest + 1) * item;
+  const MemoryKind kind = device.is_cuda() ? MemoryKind::device : MemoryKind::host;
+  auto buffer = Buffer::wrap(base, bytes, device, kind, std::move(keep_alive));
+  return Array(std::make_shared<detail::Storage>(buffer), shape, strides, count == 0 ? 0 : -extent.lowest, dtype);
+}
+
+Array finish_import(Array a, nb::handle device, nb::handle copy, const char* op) {
+  const auto target = to_optional_device(device);
+  const std::optional<bool> copy_flag = copy.is_none() ? std::nullopt : std::optional<bool>(nb::cast<bool>(copy));
+  if (target && *target != a.device()) {
+    if (copy_flag && !*copy_flag) {
+      throw tessel::ValueError(std::string(op) + ": the array is on " + a.device().str() + ", device=" + target->str() +
+                               " needs a copy but copy=False");
+    }
+    return a.to(*target);
+  }
+  if (copy_flag && *copy_flag) return a.copy();
+  return a;
+}
+
+// Runs a DLPack deleter with the GIL held (NumPy's deleter touches Python objects).
+template <class Managed>
+std::shared_ptr<void> dlpack_keep_alive(Managed* m) {
+  return std::shared_ptr<void>(m, [](void* p) {
+    auto* managed = static_cast<Managed*>(p);
+    if (managed->deleter == nullptr) return;
+    if (!Py_IsInitialized()) return;  // interpreter gone: leak rather than crash
+    PyGILState_STATE state = PyGILState_Ensure();
+    managed->deleter(managed);
+    PyGILState_Release(state);
+  });
+}
+
+nb::object dlpack_import(nb::handle capsule, nb::handle device, nb::handle copy) {
+  PyObject* cap = capsule.ptr();
+  if (!PyCapsule_CheckExact(cap)) throw nb::type_error("from_dlpack: expected a DLPack capsule");
+  const char* name = PyCapsule_GetName(cap);
+  if (name != nullptr && (std::strcmp(name, kUsedVersionedName) == 0 || std::strcmp(name, kUsedLegacyName) == 0)) {
+    throw tessel::ValueError("from_dlpack: this DLPack capsule was already consumed (a capsule can be imported once)");
+  }
+  DLTensor* t = nullptr;
+  std::shared_ptr<void> keep_alive;
+  if (name != nullptr && std::strcmp(name, kVersionedName) == 0) {
+    auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(cap, kVersionedName));
+    if (m == nullptr) throw nb::python_error();
+    if (m->version.major != 1) {
+      throw nb::buffer_error(("from_dlpack: unsupported DLPack major version " + std::to_string(m->version.major)).c_str());
+    }
+    t = &m->dl_tensor;
+    dtype_from_dl(t->dtype, "from_dlpack");  // validate before taking ownership
+    keep_alive = dlpack_keep_alive(m);
+    PyCapsule_SetName(cap, kUsedVersionedName);
+  } else if (name != nullptr && std::strcmp(name, kLegacyName) == 0) {
+    auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, kLegacyName));
+    if (m == nullptr) throw nb::python_error();
+    t = &m->dl_tensor;
+    dtype_from_dl(t->dtype, "from_dlpack");
+    keep_alive = dlpack_keep_alive(m);
+    PyCapsule_SetName(cap, kUsedLegacyName);
+  } else {
+    throw nb::type_error(("from_dlpack: not a DLPack capsule (name '" + std::string(name ? name : "") + "')").c_str());
+  }
+  // From here the capsule is consumed; keep_alive calls the producer's deleter on every path.
+  const DType dtype = dtype_from_dl(t->dtype, "from_dlpack");
+  Device dev;
+  switch (t->device.device_type) {
+    case kDLCPU:
+    case kDLCUDAHost: dev = Device::cpu(); break;
+    case kDLCUDA:
+    case kDLCUDAManaged:
+      check_cuda_device(t->device.device_id, "from_dlpack");
+      dev = Device::cuda(t->device.device_id);
+      break;
+    default:
+      throw tessel::DeviceError("from_dlpack: unsupported DLPack device type " + std::to_string(t->device.device_type) +
+                                " (tessel handles CPU and CUDA memory)");
+  }
+  if (t->ndim < 0) throw tessel::ValueError("from_dlpack: negative ndim");
+  Shape shape(t->shape, t->shape + t->ndim);
+  Strides strides = t->strides != nullptr ? Strides(t->strides, t->strides + t->ndim) : contiguous_strides(shape);
+  const std::int64_t item = itemsize(dtype);
+  if (t->byte_offset % static_cast<std::uint64_t>(item) != 0) {
+    throw tessel::ValueError("from_dlpack: byte_offset " + std::to_string(t->byte_offset) + " is not a multiple of the itemsize");
+  }
+  void* data = static_cast<unsigned char*>(t->data) + t->byte_offset;
+  Array a = wrap_foreign(numel(shape) == 0 ? nullptr : data, shape, strides, dtype, dev, std::move(keep_alive), "from_dlpack");
+  return nb::cast(finish_import(a, device, copy, "from_dlpack"));
+}
+
+// ---- __cuda_array_interface__ ----
+std::string typestr(DType d) {
+  if (d == DType::bfloat16) {
+    throw tessel::DTypeError("__cuda_array_interface__: bfloat16 has no typestr; use DLPack (__dlpack__) instead");
+  }
+  const char order = itemsize(d) == 1 ? '|' : '<';
+  char kind = 'f';
+  switch (dtype_kind(d)) {
+    case DTypeKind::boolean: kind = 'b'; break;
+    case DTypeKind::signed_int: kind = 'i'; break;
+    case DTypeKind::unsigned_int: kind = 'u'; break;
+    case DTypeKind::floating: kind = 'f'; break;
+    default: kind = 'c'; break;
+  }
+  return std::string(1, order) + kind + std::to_string(itemsize(d));
+}
+
+DType dtype_from_typestr(const std::string& s, const char* op) {
+  auto fail = [&]() -> DType {
+    throw tessel::DTypeError(std::string(op) + ": unsupported typestr '" + s + "'");
+  };
+  if (s.size() < 3) return fail();
+  const char order = s[0], kind = s[1];
+  int size = 0;
+  for (std::size_t i = 2; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9' || size > 64) return fail();
+    size = size * 10 + (s[i] - '0');
+  }
+  if (order == '>' && size > 1) {
+    throw tessel::DTypeError(std::string(op) + ": big-endian typestr '" + s + "' is not supported");
+  }
+  if (order != '<' && order != '|' && order != '=' && order != '>') return fail();
+  const std::string name = kind == 'b' && size == 1 ? "bool"
+                           : kind == 'i'             ? "int" + std::to_string(size * 8)
+                           : kind == 'u'             ? "uint" + std::to_string(size * 8)
+                           : kind == 'f'             ? "float" + std::to_string(size * 8)
+                           : kind == 'c'             ? "complex" + std::to_string(size * 8)
+                                                     : "";
+  if (name.empty()) return fail();
+  try {
+    return parse_dtype(name);
+  } catch (const tessel::Error&) {
+    return fail();
+  }
+}
+
+nb::dict cuda_array_interface(const Array& a) {
+  if (!a.device().is_cuda()) {
+    throw nb::attribute_error("__cuda_array_interface__: only CUDA arrays export it (this array is on the CPU)");
+  }
+  nb::dict d;
+  nb::list shape;
+  for (auto s : a.shape()) shape.append(s);
+  d["shape"] = nb::tuple(shape);
+  d["typestr"] = typestr(a.dtype());
+  d["descr"] = nb::make_tuple(nb::make_tuple("", typestr(a.dtype())));
+  d["data"] = nb::make_tuple(a.size() == 0 ? std::uintptr_t{0} : reinterpret_cast<std::uintptr_t>(a.data()), false);
+  if (a.is_contiguous()) {
+    d["strides"] = nb::none();
+  } else {
+    nb::list strides;
+    for (auto s : a.strides()) strides.append(s * a.itemsize());
+    d["strides"] = nb::tuple(strides);
+  }
+  d["version"] = 3;
+  // The consumer synchronizes with tessel's current stream, which first waits for any pending
+  // write of the array on another stream.
+  const Stream producer = current_stream(a.device());
+  a.storage()->wait_on_stream(producer);
+  const auto handle = reinterpret_cast<std::uintptr_t>(producer.handle());
+  d["stream"] = handle == 0 ? std::uintptr_t{1} : handle;
+  return d;
+}
+
+int pointer_device(std::uintptr_t ptr, const char* op) {
+#if defined(TESSEL_HAVE_CUDA)
+  if (!cuda_available()) check_cuda_device(0, op);
+  if (ptr == 0) return current_device().index;
+  cudaPointerAttributes attributes{};
+  const cudaError_t status = cudaPointerGetAttributes(&attributes, reinterpret_cast<void*>(ptr));
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error state
+    throw tessel::ValueError(std::string(op) + ": cannot query the pointer: " + cudaGetErrorString(status));
+  }
+  if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged) {
+    throw tessel::ValueError(std::string(op) + ": the data pointer is not CUDA device memory");
+  }
+  check_cuda_device(attributes.device, op);
+  return attributes.device;
+#else
+  (void)ptr;
+  check_cuda_device(0, op);
+  return 0;
+#endif
+}
+
+nb::object cai_import(nb::handle obj, nb::handle device, nb::handle copy) {
+  const char* op = "asarray(__cuda_array_interface__)";
+  nb::object iface = obj.attr("__cuda_array_interface__");
+  if (!nb::isinstance<nb::dict>(iface)) throw nb::type_error("__cuda_array_interface__ must be a dict");
+  nb::dict d = nb::borrow<nb::dict>(iface);
+  if (d.contains("mask") && !d["mask"].is_none()) throw tessel::ValueError(std::string(op) + ": masked arrays are not supported");
+  const DType dtype = dtype_from_typestr(nb::cast<std::string>(d["typestr"]), op);
+  const Shape shape = to_shape(d["shape"]);
+  const std::int64_t item = itemsize(dtype);
+  Strides strides;
+  if (!d.contains("strides") || d["strides"].is_none()) {
+    strides = contiguous_strides(shape);
+  } else {
+    for (nb::handle s : d["strides"]) {
+      const auto bytes = nb::cast<std::int64_t>(s);
+      if (bytes % item != 0) {
+        throw tessel::ValueError(std::string(op) + ": stride of " + std::to_string(bytes) +
+                                 " bytes is not a multiple of the itemsize " + std::to_string(item));
+      }
+      strides.push_back(bytes / item);
+    }
+  }
+  const auto data = nb::cast<nb::tuple>(d["data"]);
+  const auto ptr = nb::cast<std::uintptr_t>(data[0]);
+  const int index = pointer_device(ptr, op);
+  const Device dev = Device::cuda(index);
+  if (d.contains("stream") && !d["stream"].is_none()) {
+    const auto foreign = nb::cast<std::intptr_t>(d["stream"]);
+    if (foreign == 0) throw tessel::ValueError(std::string(op) + ": stream 0 is disallowed by the protocol");
+    const Stream mine = current_stream(dev);
+    if (reinterpret_cast<std::intptr_t>(mine.handle()) != foreign) {
+      Event event(dev, false);
+      event.record(Stream::from_handle(foreign == 1 ? nullptr : reinterpret_cast<void*>(foreign), dev));
+      mine.wait(event);
+    }
+  }
+  // The producer object stays alive while any tessel view of its memory does.
+  auto* owner = obj.ptr();
+  Py_INCREF(owner);
+  std::shared_ptr<void> keep_alive(owner, [](void* p) {
+    if (!Py_IsInitialized()) return;
+    PyGILState_STATE state = PyGILState_Ensure();
+    Py_DECREF(static_cast<PyObject*>(p));
+    PyGILState_Release(state);
+  });
+  Array a = wrap_foreign(numel(shape) == 0 ? nullptr : reinterpret_cast<void*>(ptr), shape, strides, dtype, dev,
+                         std::move(keep_alive), op);
+  return nb::cast(finish_import(a, device, copy, op));
+}
+
+}  // namespace
+
+void register_interop(nb::module_& m) {
+  nb::class_<Array>& cls = array_class();
+  cls.def("__dlpack__", &dlpack_export, nb::kw_only(), "stream"_a = nb::none(), "max_version"_a = nb::none(),
+          "dl_device"_a = nb::none(), "copy"_a = nb::none(),
+          "A DLPack capsule (versioned when max_version >= (1, 0)). On CUDA the consumer's stream waits "
+          "for tessel's current stream through an event.");
+  cls.def("__dlpack_device__", [](const Array& a) {
+    return a.device().is_cuda() ? nb::make_tuple(int(kDLCUDA), a.device().index) : nb::make_tuple(int(kDLCPU), 0);
+  });
+  cls.def_prop_ro("__cuda_array_interface__", &cuda_array_interface);
+  m.def("_from_dlpack_capsule", &dlpack_import, "capsule"_a, "device"_a = nb::none(), "copy"_a = nb::none());
+  m.def("_from_cuda_array_interface", &cai_import, "obj"_a, "device"_a = nb::none(), "copy"_a = nb::none());
+  m.def("_check_cuda_device", [](int index) { check_cuda_device(index, "from_dlpack"); });
+  // The DLPack stream integer of tessel's current stream on cuda:index (checks the device first).
+  m.def("_dlpack_consumer_stream", [](int index) {
+    check_cuda_device(index, "from_dlpack");
+    const auto handle = reinterpret_cast<std::uintptr_t>(current_stream(Device::cuda(index)).handle());
+    return handle == 0 ? std::uintptr_t{1} : handle;
+  });
+  m.def("_wrap_host_pointer", [](std::uintptr_t ptr, nb::handle shape, nb::handle strides_bytes, nb::handle dtype,
+                                  nb::object owner) {
+    // Zero-copy view of host memory (a NumPy array's buffer); `owner` stays alive with it.
+    const DType d = to_dtype(dtype);
+    const Shape s = to_shape(shape);
+    Strides strides;
+    for (auto b : to_shape(strides_bytes)) {
+      if (b % itemsize(d) != 0) throw tessel::ValueError("asarray: a stride is not a multiple of the itemsize");
+      strides.push_back(b / itemsize(d));
+    }
+    PyObject* o = owner.release().ptr();
+    std::shared_ptr<void> keep_alive(o, [](void* p) {
+      if (!Py_IsInitialized()) return;
+      PyGILState_STATE state = PyGILState_Ensure();
+      Py_DECREF(static_cast<PyObject*>(p));
+      PyGILState_Release(state);
+    });
+    return wrap_foreign(numel(s) == 0 ? nullptr : reinterpret_cast<void*>(ptr), s, strides, d, Device::cpu(),
+                        std::move(keep_alive), "asarray");
+  });
+}
+
+}  // namespace tessel::python

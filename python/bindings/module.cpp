@@ -1,0 +1,15 @@
+// The extension module tessel._tessel. The Python package (python/tessel) re-exports it.
+#include "common.hpp"
+
+NB_MODULE(_tessel, m) {
+  m.doc() = "tessel: GPU arrays, fused kernels and zero-copy interop (native extension)";
+  using namespace tessel::python;
+  // dtype singletons and the Array class object live until exit on purpose.
+  nb::set_leak_warnings(false);
+  register_core(m);
+  register_memory(m);
+  register_array(m);
+  register_ops(m);
+  register_interop(m);
+  register_jit(m);
+}

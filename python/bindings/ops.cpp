@@ -1,0 +1,268 @@
+// Ops layer: elementwise functions (Array API names plus NumPy's) and the Array operators.
+// Hot path: an operator is one C++ call that checks the operand types by hand (no overload
+// resolution, no Python wrapper) and calls the tessel op directly.
+#include "common.hpp"
+
+namespace tessel::python {
+namespace {
+
+using BinaryAA = Array (*)(const Array&, const Array&, const OptionalArray&, const OptionalStream&);
+using BinaryAS = Array (*)(const Array&, Scalar, const OptionalArray&, const OptionalStream&);
+using BinarySA = Array (*)(Scalar, const Array&, const OptionalArray&, const OptionalStream&);
+using Unary = Array (*)(const Array&, const OptionalArray&, const OptionalStream&);
+
+struct BinaryOp {
+  ElementwiseOp op;
+  BinaryAA aa;
+  BinaryAS as;
+  BinarySA sa;
+};
+
+inline bool is_sym(nb::handle h) { return nb::isinstance<Sym>(h); }
+
+Sym to_sym(nb::handle h) {
+  if (is_sym(h)) return nb::cast<Sym>(h);
+  Scalar s;
+  if (to_scalar(h, s)) return Sym(s);
+  throw nb::type_error(("fuse: inside a fused function only symbolic arrays and Python scalars can be combined, got " +
+                        nb::cast<std::string>(nb::type_name(h.type())))
+                           .c_str());
+}
+
+// Returns a null object for operand types that an operator should answer NotImplemented to.
+nb::object apply_binary(const BinaryOp& op, nb::handle a, nb::handle b, bool for_operator, const Array* out = nullptr) {
+  const OptionalArray out_arg = out ? OptionalArray(*out) : std::nullopt;
+  const bool a_arr = is_array(a), b_arr = is_array(b);
+  if (a_arr && b_arr) return nb::cast(op.aa(as_array(a), as_array(b), out_arg, std::nullopt));
+  Scalar s;
+  if (a_arr && to_scalar(b, s)) return nb::cast(op.as(as_array(a), s, out_arg, std::nullopt));
+  if (b_arr && to_scalar(a, s)) return nb::cast(op.sa(s, as_array(b), out_arg, std::nullopt));
+  if (is_sym(a) || is_sym(b)) return nb::cast(Sym::apply(op.op, {to_sym(a), to_sym(b)}));
+  if (a_arr || b_arr) {
+    const Array& known = a_arr ? as_array(a) : as_array(b);
+    nb::handle other = a_arr ? b : a;
+    // Foreign operands: NumPy arrays, sequences, DLPack producers. Operators give other types
+    // (torch tensors with their own operators, arbitrary objects) the chance to answer.
+    const bool convertible = nb::hasattr(other, "__array_interface__") || nb::hasattr(other, "__dlpack__") ||
+                             nb::hasattr(other, "__cuda_array_interface__") || PyList_Check(other.ptr()) ||
+                             PyTuple_Check(other.ptr()) || nb::hasattr(other, "dtype");
+    if (!convertible) {
+      if (for_operator) return nb::object();
+      throw nb::type_error(("tessel." + std::string(op_name(op.op)) + ": unsupported operand type " +
+                            nb::cast<std::string>(nb::type_name(other.type())))
+                               .c_str());
+    }
+    const Array converted = to_array(other, known.device());
+    return nb::cast(a_arr ? op.aa(known, converted, out_arg, std::nullopt) : op.aa(converted, known, out_arg, std::nullopt));
+  }
+  if (for_operator) return nb::object();
+  Scalar sa, sb;
+  if (to_scalar(a, sa) && to_scalar(b, sb)) {
+    throw nb::type_error(("tessel." + std::string(op_name(op.op)) + ": at least one operand must be an array").c_str());
+  }
+  // Two non-arrays: convert both (e.g. NumPy arrays passed to a tessel function).
+  return nb::cast(op.aa(to_array(a), to_array(b), out_arg, std::nullopt));
+}
+
+nb::object apply_unary(ElementwiseOp op, Unary fn, nb::handle a) {
+  if (is_array(a)) return nb::cast(fn(as_array(a), std::nullopt, std::nullopt));
+  if (is_sym(a)) return nb::cast(Sym::apply(op, {nb::cast<Sym>(a)}));
+  return nb::cast(fn(to_array(a), std::nullopt, std::nullopt));
+}
+
+nb::object not_implemented() { return nb::borrow(Py_NotImplemented); }
+
+#define TESSEL_BINARY_OP(fn) \
+  BinaryOp{ElementwiseOp::fn, static_cast<BinaryAA>(&tessel::fn), static_cast<BinaryAS>(&tessel::fn), static_cast<BinarySA>(&tessel::fn)}
+
+}  // namespace
+
+void register_ops(nb::module_& m) {
+  nb::class_<Array>& cls = array_class();
+
+  // ---- binary functions: (Array API name, op) ----
+  static const std::pair<const char*, BinaryOp> binary[] = {
+      {"add", TESSEL_BINARY_OP(add)},
+      {"subtract", TESSEL_BINARY_OP(subtract)},
+      {"multiply", TESSEL_BINARY_OP(multiply)},
+      {"divide", TESSEL_BINARY_OP(divide)},
+      {"floor_divide", TESSEL_BINARY_OP(floor_divide)},
+      {"remainder", TESSEL_BINARY_OP(remainder)},
+      {"pow", TESSEL_BINARY_OP(power)},
+      {"equal", TESSEL_BINARY_OP(equal)},
+      {"not_equal", TESSEL_BINARY_OP(not_equal)},
+      {"less", TESSEL_BINARY_OP(less)},
+      {"less_equal", TESSEL_BINARY_OP(less_equal)},
+      {"greater", TESSEL_BINARY_OP(greater)},
+      {"greater_equal", TESSEL_BINARY_OP(greater_equal)},
+      {"logical_and", TESSEL_BINARY_OP(logical_and)},
+      {"logical_or", TESSEL_BINARY_OP(logical_or)},
+      {"logical_xor", TESSEL_BINARY_OP(logical_xor)},
+      {"bitwise_and", TESSEL_BINARY_OP(bitwise_and)},
+      {"bitwise_or", TESSEL_BINARY_OP(bitwise_or)},
+      {"bitwise_xor", TESSEL_BINARY_OP(bitwise_xor)},
+      {"bitwise_left_shift", TESSEL_BINARY_OP(left_shift)},
+      {"bitwise_right_shift", TESSEL_BINARY_OP(right_shift)},
+      {"minimum", TESSEL_BINARY_OP(minimum)},
+      {"maximum", TESSEL_BINARY_OP(maximum)},
+      {"fmin", TESSEL_BINARY_OP(fmin)},
+      {"fmax", TESSEL_BINARY_OP(fmax)},
+      {"atan2", TESSEL_BINARY_OP(arctan2)},
+  };
+  for (const auto& [name, op] : binary) {
+    const BinaryOp* p = &op;
+    m.def(name, [p](nb::handle x1, nb::handle x2, nb::handle out) -> nb::object {
+      if (out.is_none()) return apply_binary(*p, x1, x2, false);
+      return apply_binary(*p, x1, x2, false, &as_array(out));
+    }, "x1"_a, "x2"_a, nb::kw_only(), "out"_a = nb::none());
+  }
+  // NumPy spellings of the same ops.
+  for (const auto& [alias, name] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"power", "pow"}, {"arctan2", "atan2"}, {"left_shift", "bitwise_left_shift"},
+           {"right_shift", "bitwise_right_shift"}, {"true_divide", "divide"}, {"mod", "remainder"}}) {
+    m.attr(alias) = m.attr(name);
+  }
+
+  // ---- operators (reflected and in-place too) ----
+  struct OperatorSpec {
+    const char* forward;
+    const char* reflected;
+    const char* inplace;
+    const BinaryOp* op;
+  };
+  static const OperatorSpec operators[] = {
+      {"__add__", "__radd__", "__iadd__", &binary[0].second},
+      {"__sub__", "__rsub__", "__isub__", &binary[1].second},
+      {"__mul__", "__rmul__", "__imul__", &binary[2].second},
+      {"__truediv__", "__rtruediv__", "__itruediv__", &binary[3].second},
+      {"__floordiv__", "__rfloordiv__", "__ifloordiv__", &binary[4].second},
+      {"__mod__", "__rmod__", "__imod__", &binary[5].second},
+      {"__pow__", "__rpow__", "__ipow__", &binary[6].second},
+      {"__and__", "__rand__", "__iand__", &binary[16].second},
+      {"__or__", "__ror__", "__ior__", &binary[17].second},
+      {"__xor__", "__rxor__", "__ixor__", &binary[18].second},
+      {"__lshift__", "__rlshift__", "__ilshift__", &binary[19].second},
+      {"__rshift__", "__rrshift__", "__irshift__", &binary[20].second},
+  };
+  static const std::pair<const char*, const BinaryOp*> comparisons[] = {
+      {"__eq__", &binary[7].second},  {"__ne__", &binary[8].second},  {"__lt__", &binary[9].second},
+      {"__le__", &binary[10].second}, {"__gt__", &binary[11].second}, {"__ge__", &binary[12].second},
+  };
+  // Symbolic values of ts.fuse traces get the same operators (apply_binary builds Sym nodes).
+  nb::class_<Sym> sym_cls(m, "Sym", "A symbolic array inside a ts.fuse trace.");
+  sym_cls.def("__repr__", [](const Sym&) { return std::string("<tessel.Sym>"); });
+  auto def_operators = [&](auto& c, bool inplace) {
+    for (const auto& spec : operators) {
+      const BinaryOp* p = spec.op;
+      c.def(spec.forward, [p](nb::handle self, nb::handle other) -> nb::object {
+        nb::object r = apply_binary(*p, self, other, true);
+        return r.is_valid() ? r : not_implemented();
+      }, "other"_a.none());
+      c.def(spec.reflected, [p](nb::handle self, nb::handle other) -> nb::object {
+        nb::object r = apply_binary(*p, other, self, true);
+        return r.is_valid() ? r : not_implemented();
+      }, "other"_a.none());
+      if (inplace) {
+        c.def(spec.inplace, [p](nb::handle self, nb::handle other) -> nb::object {
+          nb::object r = apply_binary(*p, self, other, true, &as_array(self));
+          if (!r.is_valid()) return not_implemented();
+          return nb::borrow(self);
+        }, "other"_a.none());
+      }
+    }
+    for (const auto& [name, op] : comparisons) {
+      const BinaryOp* p = op;
+      c.def(name, [p](nb::handle self, nb::handle other) -> nb::object {
+        nb::object r = apply_binary(*p, self, other, true);
+        return r.is_valid() ? r : not_implemented();
+      }, "other"_a.none());
+    }
+  };
+  def_operators(cls, true);
+  def_operators(sym_cls, false);
+  sym_cls.def("__neg__", [](const Sym& a) { return negative(a); });
+  sym_cls.attr("__hash__") = nb::none();
+  cls.attr("__hash__") = nb::none();
+
+  // ---- unary functions ----
+  struct UnarySpec {
+    const char* name;
+    ElementwiseOp op;
+    Unary fn;
+  };
+#define TESSEL_UNARY(pyname, fn) UnarySpec{pyname, ElementwiseOp::fn, static_cast<Unary>(&tessel::fn)}
+  static const UnarySpec unary[] = {
+      TESSEL_UNARY("negative", negative), TESSEL_UNARY("positive", positive), TESSEL_UNARY("abs", abs),
+      TESSEL_UNARY("logical_not", logical_not), TESSEL_UNARY("bitwise_invert", bitwise_not),
+      TESSEL_UNARY("square", square), TESSEL_UNARY("reciprocal", reciprocal), TESSEL_UNARY("sign", sign),
+      TESSEL_UNARY("exp", exp), TESSEL_UNARY("exp2", exp2), TESSEL_UNARY("expm1", expm1), TESSEL_UNARY("log", log),
+      TESSEL_UNARY("log2", log2), TESSEL_UNARY("log10", log10), TESSEL_UNARY("log1p", log1p),
+      TESSEL_UNARY("sqrt", sqrt), TESSEL_UNARY("rsqrt", rsqrt), TESSEL_UNARY("cbrt", cbrt),
+      TESSEL_UNARY("sin", sin), TESSEL_UNARY("cos", cos), TESSEL_UNARY("tan", tan), TESSEL_UNARY("asin", arcsin),
+      TESSEL_UNARY("acos", arccos), TESSEL_UNARY("atan", arctan), TESSEL_UNARY("sinh", sinh),
+      TESSEL_UNARY("cosh", cosh), TESSEL_UNARY("tanh", tanh), TESSEL_UNARY("asinh", arcsinh),
+      TESSEL_UNARY("acosh", arccosh), TESSEL_UNARY("atanh", arctanh), TESSEL_UNARY("sigmoid", sigmoid),
+      TESSEL_UNARY("relu", relu), TESSEL_UNARY("gelu", gelu), TESSEL_UNARY("erf", erf),
+      TESSEL_UNARY("softplus", softplus), TESSEL_UNARY("floor", floor), TESSEL_UNARY("ceil", ceil),
+      TESSEL_UNARY("trunc", trunc), TESSEL_UNARY("round", round), TESSEL_UNARY("isnan", isnan),
+      TESSEL_UNARY("isinf", isinf), TESSEL_UNARY("isfinite", isfinite), TESSEL_UNARY("real", real),
+      TESSEL_UNARY("imag", imag), TESSEL_UNARY("conj", conj), TESSEL_UNARY("angle", angle),
+  };
+#undef TESSEL_UNARY
+  for (const auto& spec : unary) {
+    const UnarySpec* p = &spec;
+    m.def(spec.name, [p](nb::handle x) { return apply_unary(p->op, p->fn, x); }, "x"_a);
+  }
+  for (const auto& [alias, name] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"arcsin", "asin"}, {"arccos", "acos"}, {"arctan", "atan"}, {"arcsinh", "asinh"},
+           {"arccosh", "acosh"}, {"arctanh", "atanh"}, {"bitwise_not", "bitwise_invert"}, {"invert", "bitwise_invert"},
+           {"absolute", "abs"}, {"conjugate", "conj"}}) {
+    m.attr(alias) = m.attr(name);
+  }
+  cls.def("__neg__", [](nb::handle self) { return negative(as_array(self)); });
+  cls.def("__pos__", [](nb::handle self) { return positive(as_array(self)); });
+  cls.def("__abs__", [](nb::handle self) { return abs(as_array(self)); });
+  cls.def("__invert__", [](nb::handle self) { return bitwise_not(as_array(self)); });
+  cls.def("conj", [](const Array& self) { return conj(self); });
+  cls.def_prop_ro("real", [](const Array& self) { return real(self); });
+  cls.def_prop_ro("imag", [](const Array& self) { return imag(self); });
+
+  // ---- where and clip ----
+  m.def("where", [](nb::handle cond, nb::handle x1, nb::handle x2) -> nb::object {
+    if (is_sym(cond) || is_sym(x1) || is_sym(x2)) {
+      return nb::cast(Sym::apply(ElementwiseOp::where, {to_sym(cond), to_sym(x1), to_sym(x2)}));
+    }
+    const Array c = to_array(cond);
+    // Python scalars become 0-d arrays of the other operand's dtype (weak scalars).
+    Scalar s;
+    auto operand = [&](nb::handle h, nb::handle other) -> Array {
+      if (to_scalar(h, s)) {
+        if (is_array(other)) {
+          const Array& o = as_array(other);
+          return full({}, s, result_type(o.dtype(), s.scalar_kind()), c.device());
+        }
+        return full({}, s, s.default_dtype(), c.device());
+      }
+      return to_array(h, c.device());
+    };
+    return nb::cast(where(c, operand(x1, x2), operand(x2, x1)));
+  }, "condition"_a, "x1"_a, "x2"_a);
+  m.def("clip", [](const Array& x, nb::handle min, nb::handle max) {
+    Scalar lo, hi;
+    const bool lo_scalar = min.is_none() || to_scalar(min, lo);
+    const bool hi_scalar = max.is_none() || to_scalar(max, hi);
+    if (lo_scalar && hi_scalar && !min.is_none() && !max.is_none()) return clip(x, lo, hi);  // keeps x's dtype
+    if (lo_scalar && hi_scalar) {
+      Array r = x;
+      if (!min.is_none()) r = maximum(r, lo);
+      if (!max.is_none()) r = minimum(r, hi);
+      return min.is_none() && max.is_none() ? x.copy() : r;
+    }
+    Array r = x;
+    if (!min.is_none()) r = lo_scalar ? maximum(r, lo) : maximum(r, to_array(min, x.device()));
+    if (!max.is_none()) r = hi_scalar ? minimum(r, hi) : minimum(r, to_array(max, x.device()));
+    return r;
+  }, "x"_a, "min"_a = nb::none(), "max"_a = nb::none());
+}
+
+}  // namespace tessel::python

@@ -1,0 +1,53 @@
+"""tessel: GPU arrays, fused kernels and zero-copy interop.
+
+The namespace follows the Python Array API standard (2023.12); `import tessel as ts` works on
+machines without a GPU or driver (the CPU backend runs everything but user CUDA kernels).
+The hot paths (operators, elementwise functions, reductions) are C++ functions bound with
+nanobind in the _tessel extension; this file adds the parts that are not on a hot path.
+"""
+from __future__ import annotations
+
+import math as _math
+
+from . import _tessel
+from ._tessel import *  # noqa: F401,F403  (Array, dtypes, elementwise functions, errors, ...)
+from ._tessel import Array, Device, Stream, dtype  # noqa: F401
+from ._array_api import *  # noqa: F401,F403
+from ._array_api import __all__ as _array_api_all
+from ._array_api import __array_namespace_info__  # noqa: F401
+from ._fuse import fuse  # noqa: F401
+from . import _array_api
+from . import cuda  # noqa: F401
+from . import random  # noqa: F401
+
+__version__ = _tessel.version()
+__array_api_version__ = "2023.12"
+
+e = _math.e
+pi = _math.pi
+inf = float("inf")
+nan = float("nan")
+newaxis = None
+
+# The Array API requires bool to be spelled tessel.bool; it is also the builtin's name, so the
+# attribute is set explicitly (the star import above already did, this documents it).
+bool = getattr(_tessel, "bool")  # noqa: A001
+
+
+def _namespace(self, /, *, api_version=None):
+    if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12"):
+        raise ValueError(f"tessel implements the Array API 2023.12, not {api_version!r}")
+    import tessel
+
+    return tessel
+
+
+Array.__array_namespace__ = _namespace
+# NumPy defers to Array's reflected operators (np_array + ts_array gives a tessel array).
+Array.__array_ufunc__ = None
+Array.__str__ = lambda self: _array_api._str(self)
+
+
+def _dtype_from_name(name):
+    """Unpickles a dtype (dtype.__reduce__ names this module-level function)."""
+    return _tessel._dtype_from_name(name)

@@ -1,0 +1,56 @@
+"""ts.fuse: one elementwise kernel from a Python function of arrays.
+
+The function is traced once per (number of arguments, Python scalar constants) with symbolic
+arrays (tessel.Sym) that support the operators and the tessel elementwise functions; the trace
+becomes a tessel::FusedKernel, whose compiled code is cached per input dtypes on the C++ side.
+"""
+from __future__ import annotations
+
+import functools
+
+from . import _tessel
+from ._tessel import Array
+
+
+class _Fused:
+    def __init__(self, func):
+        self._func = func
+        self._kernels = {}
+        functools.update_wrapper(self, func)
+
+    def _kernel(self, args):
+        arrays = [i for i, a in enumerate(args) if isinstance(a, Array)]
+        constants = tuple((i, type(a).__name__, a) for i, a in enumerate(args) if not isinstance(a, Array))
+        key = (len(args), constants)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            symbols = list(args)
+            for position, index in enumerate(arrays):
+                symbols[index] = _tessel._sym_input(position)
+            for i, a in enumerate(args):
+                if not isinstance(a, Array) and not isinstance(a, (bool, int, float, complex)):
+                    raise TypeError(f"fuse: argument {i} must be a tessel array or a Python scalar, got {type(a).__name__}")
+            root = self._func(*symbols)
+            if not isinstance(root, _tessel.Sym):
+                raise TypeError("fuse: the function must return an elementwise expression of its array arguments")
+            kernel = _tessel.FusedKernel(root, len(arrays))
+            self._kernels[key] = kernel
+        return kernel, [args[i] for i in arrays]
+
+    def __call__(self, *args):
+        kernel, arrays = self._kernel(args)
+        if not arrays:
+            raise TypeError("fuse: at least one argument must be a tessel array")
+        return kernel(arrays)
+
+    def source(self, *args):
+        """The generated CUDA source for these arguments (for inspection)."""
+        kernel, arrays = self._kernel(args)
+        return kernel.source([a.dtype for a in arrays])
+
+
+def fuse(func=None, *, kernel_name=None):
+    """Decorator: @ts.fuse def f(x, y): return ts.exp(x) * y + 1 -> one kernel per call."""
+    if func is None:
+        return lambda f: _Fused(f)
+    return _Fused(func)

@@ -1,0 +1,351 @@
+"""Array API namespace against NumPy: creation, indexing views, elementwise ops with promotion,
+reductions, sorting, manipulation. Every body runs on cpu and cuda."""
+import math
+
+import numpy as np
+import pytest
+
+import tessel as ts
+from conftest import assert_close, random_array
+
+
+def test_import_and_namespace():
+    assert ts.__array_api_version__ == "2023.12"
+    x = ts.zeros(3)
+    assert x.__array_namespace__() is ts
+    info = ts.__array_namespace_info__()
+    assert info.default_device() == ts.default_device()
+    assert "float32" in info.dtypes() and "bfloat16" in info.dtypes()
+    assert info.dtypes(kind="integral").keys() == {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+    assert ts.Device("cpu") in info.devices()
+    assert ts.newaxis is None and ts.e == math.e and ts.pi == math.pi and math.isinf(ts.inf) and math.isnan(ts.nan)
+    assert ts.bool is not bool and str(ts.bool) == "bool"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint8", "bool", "complex64", "float16"])
+def test_creation_and_roundtrip(device, rng, dtype):
+    ref = random_array(rng, (3, 4), dtype)
+    x = ts.asarray(ref, device=device)
+    assert x.device == device and x.shape == (3, 4) and x.dtype == getattr(ts, dtype) and x.ndim == 2 and x.size == 12
+    assert_close(x, ref)
+    assert x.tolist() == ref.tolist()
+    assert_close(ts.zeros((2, 3), dtype=dtype, device=device), np.zeros((2, 3), dtype))
+    assert_close(ts.ones((2,), dtype=dtype, device=device), np.ones((2,), dtype))
+    assert_close(ts.empty_like(x).shape and ts.zeros_like(x), np.zeros_like(ref))
+    assert_close(ts.ones_like(x), np.ones_like(ref))
+
+
+def test_creation_functions(device):
+    assert_close(ts.arange(5, device=device), np.arange(5))
+    assert_close(ts.arange(1, 10, 3, device=device), np.arange(1, 10, 3))
+    assert_close(ts.arange(0.0, 1.0, 0.25, device=device), np.arange(0.0, 1.0, 0.25, dtype="float32"))
+    assert_close(ts.linspace(0, 1, 5, device=device), np.linspace(0, 1, 5, dtype="float32"))
+    assert_close(ts.eye(3, 4, k=1, dtype=ts.float64, device=device), np.eye(3, 4, k=1))
+    assert_close(ts.full((2, 2), 7, device=device), np.full((2, 2), 7))
+    assert_close(ts.full((2, 2), 1.5, dtype=ts.float64, device=device), np.full((2, 2), 1.5))
+    assert_close(ts.full_like(ts.zeros(3, device=device), 2.5), np.full(3, 2.5, "float32"))
+    a = np.arange(12.0).reshape(3, 4)
+    assert_close(ts.tril(ts.asarray(a, device=device), k=0), np.tril(a))
+    assert_close(ts.triu(ts.asarray(a, device=device), k=1), np.triu(a, 1))
+    xs, ys = ts.meshgrid(ts.arange(3, device=device), ts.arange(2, device=device))
+    want_x, want_y = np.meshgrid(np.arange(3), np.arange(2))
+    assert_close(xs, want_x)
+    assert_close(ys, want_y)
+
+
+def test_asarray_python_values(device):
+    assert ts.asarray(3, device=device).dtype == ts.int64
+    assert ts.asarray(2.5, device=device).dtype == ts.float32  # tessel's default float
+    assert ts.asarray(True, device=device).dtype == ts.bool
+    assert ts.asarray([[1, 2], [3, 4]], device=device).shape == (2, 2)
+    assert ts.asarray([1.0, 2.0], dtype=ts.float64, device=device).dtype == ts.float64
+    x = ts.asarray([1, 2, 3], device=device)
+    assert ts.asarray(x) is x
+    assert ts.asarray(x, copy=True) is not x
+    assert ts.asarray(x, dtype=ts.float32).dtype == ts.float32
+    assert ts.asarray(np.float32(1.5), device=device).dtype == ts.float32
+    assert ts.asarray(ts.zeros(2, device=device), device="cpu").device == ts.Device("cpu")
+
+
+def test_numpy_view_is_zero_copy():
+    ref = np.arange(6.0)
+    x = ts.asarray(ref)
+    ref[0] = 42.0
+    assert x[0].item() == 42.0  # shares memory
+    y = ts.asarray(ref, copy=True)
+    ref[1] = -1.0
+    assert y[1].item() == 1.0
+
+
+def test_basic_indexing_views(device, rng):
+    ref = random_array(rng, (4, 5, 6), "float32")
+    x = ts.asarray(ref, device=device)
+    for key in [0, -1, (1, 2), (slice(1, 3),), (slice(None, None, -1), 2), (Ellipsis, 1), (None, 0, slice(1, 5, 2)),
+                (slice(None), None, Ellipsis), (1, 2, 3), (slice(5, 1, -2), slice(None), -2), ()]:
+        assert_close(x[key], ref[key])
+    assert x[1, 2, 3].shape == ()
+    v = x[1]
+    v[0, 0] = 100.0  # a view: writes through
+    ref[1][0, 0] = 100.0
+    assert_close(x, ref)
+    with pytest.raises(IndexError):
+        x[4]
+    with pytest.raises(IndexError):
+        x[0, 0, 0, 0]
+    with pytest.raises(IndexError, match="boolean and integer array"):
+        x[ts.asarray([True, False, True, True], device=device)]
+    with pytest.raises(IndexError):
+        x[[0, 1]]
+
+
+def test_setitem(device):
+    x = ts.zeros((3, 4), dtype=ts.float64, device=device)
+    x[1] = 5.0
+    x[:, 0] = ts.asarray([1.0, 2.0, 3.0], device=device)
+    x[2, 1:3] = np.array([7, 8])
+    want = np.zeros((3, 4))
+    want[1] = 5.0
+    want[:, 0] = [1, 2, 3]
+    want[2, 1:3] = [7, 8]
+    assert_close(x, want)
+    x[...] = 1
+    assert_close(x, np.ones((3, 4)))
+
+
+BINARY = [
+    ("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply), ("divide", np.divide),
+    ("maximum", np.maximum), ("minimum", np.minimum), ("pow", np.power), ("atan2", np.arctan2),
+    ("equal", np.equal), ("less", np.less), ("greater_equal", np.greater_equal), ("not_equal", np.not_equal),
+]
+
+
+@pytest.mark.parametrize("name,ref_fn", BINARY)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_binary_functions(device, rng, name, ref_fn, dtype):
+    a = random_array(rng, (3, 4), dtype)
+    b = random_array(rng, (4,), dtype)  # broadcasting
+    if name == "pow":
+        a = np.abs(a)
+    got = getattr(ts, name)(ts.asarray(a, device=device), ts.asarray(b, device=device))
+    assert_close(got, ref_fn(a, b), rtol=1e-4 if dtype == "float32" else 1e-12)
+
+
+UNARY = [
+    ("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt), ("sin", np.sin), ("cos", np.cos), ("tanh", np.tanh),
+    ("acos", np.arccos), ("asin", np.arcsin), ("atan", np.arctan), ("asinh", np.arcsinh), ("acosh", np.arccosh),
+    ("atanh", np.arctanh), ("abs", np.abs), ("negative", np.negative), ("floor", np.floor), ("ceil", np.ceil),
+    ("trunc", np.trunc), ("square", np.square), ("expm1", np.expm1), ("log1p", np.log1p), ("sign", np.sign),
+    ("isnan", np.isnan), ("isfinite", np.isfinite), ("round", np.round),
+]
+
+
+@pytest.mark.parametrize("name,ref_fn", UNARY)
+def test_unary_functions(device, rng, name, ref_fn):
+    a = rng.uniform(0.1, 0.9, size=(5, 3))
+    if name == "acosh":
+        a = a + 1.0
+    if name in ("negative", "floor", "ceil", "trunc", "sign", "round", "abs"):
+        a = a * 10 - 5
+    got = getattr(ts, name)(ts.asarray(a, device=device))
+    assert_close(got, ref_fn(a))
+
+
+def test_integer_and_bitwise(device, rng):
+    a = random_array(rng, (6,), "int32")
+    b = np.abs(random_array(rng, (6,), "int32")) % 5 + 1
+    x, y = ts.asarray(a, device=device), ts.asarray(b, device=device)
+    assert_close(ts.bitwise_and(x, y), a & b)
+    assert_close(ts.bitwise_left_shift(x, y), np.left_shift(a, b))
+    assert_close(ts.bitwise_right_shift(x, y), np.right_shift(a, b))
+    assert_close(ts.bitwise_invert(x), ~a)
+    assert_close(x // y, a // b)
+    assert_close(x % y, a % b)
+    assert_close(x << 1, a << 1)
+    assert_close(x ^ y, a ^ b)
+
+
+def test_operators_and_weak_scalars(device, rng):
+    a = random_array(rng, (2, 3), "float32")
+    x = ts.asarray(a, device=device)
+    # Python scalars are weak: float32 stays float32.
+    assert_close(x + 1, a + np.float32(1))
+    assert_close(2.5 * x, np.float32(2.5) * a)
+    assert_close(1 - x, np.float32(1) - a)
+    assert_close(x / 2, a / np.float32(2))
+    assert_close(2 ** x, np.float32(2) ** a, rtol=1e-5)
+    assert_close(-x, -a)
+    assert_close(abs(x), np.abs(a))
+    assert_close(x > 0, a > 0)
+    assert_close(x == x, a == a)
+    i8 = ts.asarray(np.array([1, 2, 3], "int8"), device=device)
+    assert (i8 + 1).dtype == ts.int8
+    assert (i8 + 1.0).dtype == ts.float64  # NEP 50: int array + Python float -> default float64
+    assert (ts.asarray([True, False], device=device) + 1).dtype == ts.int64
+    assert (x + 1j).dtype == ts.complex64
+    # array-array promotion
+    assert (i8 + ts.asarray(np.array([1, 2, 3], "int32"), device=device)).dtype == ts.int32
+    # NumPy arrays on the right or the left convert (and numpy defers to tessel)
+    assert_close(x + a, a + a)
+    r = a + x
+    assert isinstance(r, ts.Array)
+    assert_close(r, a + a)
+
+
+def test_inplace_operators(device, rng):
+    a = random_array(rng, (4,), "float64")
+    x = ts.asarray(a, device=device, copy=True)  # on the CPU asarray(a) would share a's memory
+    y = x
+    x += 1
+    x *= 2.0
+    x -= ts.asarray(a, device=device)
+    assert y is x
+    assert_close(x, (a + 1) * 2 - a)
+    i = ts.asarray([1, 2, 3], device=device)
+    with pytest.raises(TypeError):
+        i += 1.5  # int64 array cannot hold the float64 result (DTypeError is a TypeError)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+def test_reductions(device, rng, dtype):
+    a = random_array(rng, (3, 4, 5), dtype)
+    x = ts.asarray(a, device=device)
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    for axis in [None, 0, 1, -1, (0, 2)]:
+        assert_close(ts.sum(x, axis=axis), np.sum(a, axis=axis), rtol=rtol)
+        assert_close(ts.max(x, axis=axis), np.max(a, axis=axis))
+        assert_close(ts.min(x, axis=axis, keepdims=True), np.min(a, axis=axis, keepdims=True))
+        if dtype.startswith("float"):
+            assert_close(ts.mean(x, axis=axis), np.mean(a, axis=axis), rtol=rtol)
+            assert_close(ts.var(x, axis=axis), np.var(a, axis=axis), rtol=1e-4 if dtype == "float32" else 1e-10)
+            assert_close(ts.std(x, axis=axis, correction=1), np.std(a, axis=axis, ddof=1), rtol=1e-4 if dtype == "float32" else 1e-10)
+    assert_close(ts.argmax(x, axis=1), np.argmax(a, axis=1))
+    assert_close(ts.argmin(x), np.argmin(a))
+    assert_close(x.sum(axis=0), a.sum(axis=0), rtol=rtol)
+    assert_close(ts.cumulative_sum(x, axis=1), np.cumsum(a, axis=1), rtol=rtol)
+    assert_close(ts.cumulative_sum(x[0, 0], include_initial=True), np.concatenate([[0], np.cumsum(a[0, 0])]).astype(np.cumsum(a[0, 0]).dtype), rtol=rtol)
+
+
+def test_all_any_prod(device):
+    a = np.array([[True, False], [True, True]])
+    x = ts.asarray(a, device=device)
+    assert_close(ts.all(x, axis=1), a.all(axis=1))
+    assert_close(ts.any(x, axis=0), a.any(axis=0))
+    assert bool(ts.any(x)) and not bool(ts.all(x))
+    f = np.array([1.5, 2.0, -3.0])
+    assert_close(ts.prod(ts.asarray(f, device=device)), np.prod(f))
+
+
+def test_sort_and_search(device, rng):
+    a = random_array(rng, (4, 7), "float32")
+    x = ts.asarray(a, device=device)
+    assert_close(ts.sort(x), np.sort(a))
+    assert_close(ts.sort(x, axis=0, descending=True), -np.sort(-a, axis=0))
+    assert_close(ts.argsort(x, axis=1), np.argsort(a, axis=1, kind="stable"))
+    assert_close(ts.argsort(x, descending=True), np.argsort(-a, axis=1, kind="stable"))
+    ints = ts.asarray(np.array([3, 1, 3, 2, 1, 3]), device=device)
+    assert_close(ts.unique_values(ints), np.array([1, 2, 3]))
+    values, counts = ts.unique_counts(ints)
+    assert_close(values, np.array([1, 2, 3]))
+    assert counts.tolist() == [2, 1, 3]
+    (nz,) = ts.nonzero(ts.asarray(np.array([0, 1, 0, 2]), device=device))
+    assert nz.tolist() == [1, 3]
+    c = np.array([True, False, True])
+    assert_close(ts.where(ts.asarray(c, device=device), ts.asarray(np.array([1.0, 2, 3]), device=device), 0.0),
+                 np.where(c, [1.0, 2, 3], 0.0))
+    s = ts.asarray(np.array([1.0, 2.0, 3.0]), device=device)
+    assert ts.searchsorted(s, ts.asarray(np.array([2.5]), device=device)).tolist() == [2]
+
+
+def test_manipulation(device, rng):
+    a = random_array(rng, (2, 3, 4), "float64")
+    x = ts.asarray(a, device=device)
+    assert_close(ts.reshape(x, (6, 4)), a.reshape(6, 4))
+    assert_close(x.reshape(4, -1), a.reshape(4, -1))
+    assert_close(ts.permute_dims(x, (2, 0, 1)), np.transpose(a, (2, 0, 1)))
+    assert_close(ts.expand_dims(x, axis=1), np.expand_dims(a, 1))
+    assert_close(ts.squeeze(ts.expand_dims(x, axis=0), axis=0), a)
+    assert_close(ts.broadcast_to(x[:, :1, :], (2, 5, 4)), np.broadcast_to(a[:, :1, :], (2, 5, 4)))
+    assert_close(ts.concat([x, x], axis=1), np.concatenate([a, a], axis=1))
+    assert_close(ts.concat([x, x], axis=None), np.concatenate([a.ravel(), a.ravel()]))
+    assert_close(ts.stack([x, x], axis=0), np.stack([a, a]))
+    assert_close(ts.flip(x, axis=1), np.flip(a, 1))
+    assert_close(ts.flip(x), np.flip(a))
+    assert_close(ts.roll(x, 2, axis=2), np.roll(a, 2, axis=2))
+    assert_close(ts.moveaxis(x, 0, -1), np.moveaxis(a, 0, -1))
+    p, q = ts.broadcast_arrays(x, ts.asarray(np.ones((4,)), device=device))
+    assert p.shape == q.shape == (2, 3, 4)
+    assert [u.shape for u in ts.unstack(x, axis=1)] == [(2, 4)] * 3
+    m = x[0]
+    assert_close(m.T, a[0].T)
+    assert_close(x.mT, np.swapaxes(a, -1, -2))
+    assert_close(ts.astype(x, ts.float32), a.astype("float32"))
+    assert_close(x.astype("int32"), a.astype("int32"))
+
+
+def test_dtype_functions():
+    assert ts.result_type(ts.int8, ts.uint8) == ts.int16
+    assert ts.result_type(ts.float32, 1.0) == ts.float32
+    assert ts.result_type(ts.zeros(1, dtype=ts.int32), ts.float16) == ts.float64
+    assert ts.can_cast(ts.int8, ts.int32) and not ts.can_cast(ts.float64, ts.float32)
+    assert ts.finfo(ts.float32).eps == np.finfo(np.float32).eps
+    assert ts.finfo(ts.bfloat16).bits == 16
+    assert ts.iinfo(ts.int16).max == 32767
+    assert ts.isdtype(ts.float32, "real floating") and ts.isdtype(ts.int8, ("integral", "bool"))
+    assert not ts.isdtype(ts.complex64, "real floating")
+    with pytest.raises(TypeError):
+        ts.iinfo(ts.float32)
+
+
+def test_printing_and_scalars(device):
+    x = ts.asarray(np.array([1.5, 2.0]), device=device)
+    assert repr(x).startswith("array(") and "1.5" in repr(x)
+    assert str(x) == str(np.array([1.5, 2.0]))
+    assert float(x[0]) == 1.5 and int(x[1]) == 2 and x[0].item() == 1.5
+    assert len(x) == 2
+    assert complex(ts.asarray(np.array(1 + 2j), device=device)) == 1 + 2j
+    with pytest.raises(ValueError):
+        x.item()
+    assert np.asarray(ts.asarray(np.array([1, 2], "int16"), device=device)).dtype == np.int16
+
+
+def test_bfloat16(device):
+    x = ts.asarray([1.0, 2.5, -3.0], dtype=ts.bfloat16, device=device)
+    assert x.dtype == ts.bfloat16
+    assert np.asarray(x).dtype == np.float32  # NumPy has no bfloat16
+    assert_close(np.asarray(x * 2), np.array([2.0, 5.0, -6.0], "float32"))
+
+
+def test_random(device):
+    ts.random.seed(7)
+    a = ts.random.uniform(size=(1000,), device=device)
+    ts.random.seed(7)
+    b = ts.random.uniform(size=(1000,), device=device)
+    assert np.array_equal(np.asarray(a), np.asarray(b))
+    assert 0.0 <= float(ts.min(a)) and float(ts.max(a)) < 1.0
+    n = ts.random.normal(size=(20000,), dtype=ts.float64, device=device)
+    assert abs(float(ts.mean(n))) < 0.05
+
+
+def test_dtype_pickle_and_identity():
+    import pickle
+
+    assert pickle.loads(pickle.dumps(ts.float16)) is ts.float16
+    assert ts.arange(3).dtype is ts.int64
+    assert (ts.arange(3) == None) is False  # noqa: E711  (NotImplemented -> identity comparison)
+
+
+def test_dlpack_of_transposed_view():
+    x = ts.reshape(ts.arange(6), (2, 3))
+    np.testing.assert_array_equal(np.from_dlpack(x.T), np.arange(6).reshape(2, 3).T)
+
+
+def test_clip_and_numpy_scalars(device):
+    a = np.array([-2.0, 0.5, 3.0], "float32")
+    x = ts.asarray(a, device=device)
+    assert_close(ts.clip(x, -1, 1), np.clip(a, -1, 1))
+    assert_close(ts.clip(x, min=0.0), np.clip(a, 0.0, None))
+    # NumPy scalars are strongly typed (NEP 50), Python floats are weak.
+    assert (x + np.float64(1)).dtype == ts.float64
+    assert (x + 1.0).dtype == ts.float32
+    with pytest.raises(ValueError):
+        np.asarray(x, copy=False)

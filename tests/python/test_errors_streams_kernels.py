@@ -1,0 +1,172 @@
+"""Error mapping, streams, memory helpers, fuse and user kernels."""
+import threading
+
+import numpy as np
+import pytest
+
+import tessel as ts
+from conftest import assert_close
+
+needs_cuda = pytest.mark.skipif(not ts.cuda_available(), reason="needs a CUDA device")
+
+
+def test_exception_hierarchy():
+    assert issubclass(ts.ShapeError, ValueError) and issubclass(ts.ShapeError, ts.TesselError)
+    assert issubclass(ts.DTypeError, TypeError) and issubclass(ts.DTypeError, ts.TesselError)
+    assert issubclass(ts.IndexError, IndexError) and issubclass(ts.OutOfMemory, MemoryError)
+    for cls in (ts.DeviceError, ts.CudaError, ts.CompileError, ts.ValueError):
+        assert issubclass(cls, ts.TesselError)
+
+
+def test_errors_keep_their_messages(device):
+    a = ts.ones((2, 3), device=device)
+    b = ts.ones((4,), device=device)
+    with pytest.raises(ts.ShapeError, match=r"\(2, 3\).*\(4,\)"):
+        a + b
+    with pytest.raises(ts.IndexError, match="axis"):
+        ts.sum(a, axis=5)
+    with pytest.raises(ts.DTypeError, match="float99"):
+        ts.zeros(2, dtype="float99", device=device)
+    with pytest.raises(ts.ShapeError):
+        ts.reshape(a, (4, 2))
+    with pytest.raises(ValueError):
+        ts.reshape(a.T, (6,), copy=False)
+
+
+def test_device_errors():
+    if ts.cuda_available():
+        with pytest.raises(ts.DeviceError):
+            ts.zeros(2, device=f"cuda:{ts.device_count() + 1}")
+    else:
+        with pytest.raises(ts.DeviceError):
+            ts.zeros(2, device="cuda")
+    with pytest.raises(ts.TesselError):
+        ts.Device("tpu")
+
+
+def test_cpu_streams_and_context():
+    s = ts.current_stream("cpu")
+    s.synchronize()
+    assert s.query()
+    assert s.device == ts.Device("cpu")
+    with ts.cuda.stream(ts.Stream.cpu()):
+        assert_close(ts.ones(2, device="cpu") + 1, np.full(2, 2.0, "float32"))
+    with pytest.raises(TypeError):
+        with ts.cuda.stream(object()):
+            pass
+
+
+@needs_cuda
+def test_cuda_streams():
+    lo, hi = ts.Stream.priority_range()
+    s = ts.Stream(priority=hi)
+    assert s.handle != 0 and s.priority == hi
+    with ts.cuda.stream(s):
+        assert ts.current_stream() == s
+        x = ts.arange(1000, dtype=ts.float32, device="cuda") * 2
+    assert ts.current_stream() != s
+    s.synchronize()
+    assert_close(x, np.arange(1000, dtype="float32") * 2)
+    adopted = ts.Stream.from_handle(s.handle)
+    assert adopted.handle == s.handle and not adopted.owned
+
+
+@needs_cuda
+def test_memory_stats_cuda():
+    ts.cuda.empty_cache()
+    x = ts.zeros((1 << 20,), device="cuda")
+    stats = ts.cuda.memory_stats()
+    assert stats["allocated_bytes"] >= 4 << 20
+    del x
+    ts.cuda.empty_cache()
+    p = ts.cuda.pinned_empty((4, 4), "float32")
+    assert isinstance(p, np.ndarray) and p.shape == (4, 4)
+    p[:] = 3
+    assert_close(ts.asarray(p, device="cuda"), np.full((4, 4), 3, "float32"))
+
+
+def test_memory_helpers_without_cuda():
+    assert isinstance(ts.cuda.host_memory_stats(), dict)
+    p = ts.cuda.pinned_empty((3, 2), "float64")  # pinned with CUDA, ordinary host memory without
+    assert isinstance(p, np.ndarray) and p.shape == (3, 2) and p.dtype == np.float64
+    p[:] = 1.5
+    assert_close(ts.asarray(p), np.full((3, 2), 1.5))
+    ts.cuda.empty_cache()  # no-op without a device
+    if not ts.cuda_available():
+        with pytest.raises(ts.DeviceError):
+            ts.cuda.memory_stats()
+
+
+def test_fuse_decorator(device, rng):
+    @ts.fuse
+    def f(x, y):
+        return ts.exp(x) * y + 2.0 * ts.maximum(x, y) - ts.where(x > y, x, y)
+
+    a = rng.standard_normal((5, 7)).astype("float32")
+    b = rng.standard_normal((7,)).astype("float32")
+    got = f(ts.asarray(a, device=device), ts.asarray(b, device=device))
+    want = np.exp(a) * b + np.float32(2.0) * np.maximum(a, b) - np.where(a > b, a, b)
+    assert_close(got, want, rtol=1e-5)
+    assert "exp" in f.source(ts.asarray(a), ts.asarray(b))
+
+    @ts.fuse()
+    def scaled(x, k):
+        return x * k + 1
+
+    assert_close(scaled(ts.asarray(a, device=device), 3.0), a * np.float32(3) + np.float32(1))
+    with pytest.raises(TypeError):
+        scaled(ts.asarray(a), "three")
+
+
+def test_elementwise_kernel_cpu_error_and_params():
+    k = ts.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = x * y + 1", "mul_add_py")
+    assert "mul_add_py" in k.source()
+    with pytest.raises(TypeError, match="expected 2 inputs"):
+        k(ts.ones(3, device="cpu"))
+    with pytest.raises(ts.DTypeError):
+        ts.ElementwiseKernel("float99 x", "float32 z", "z = x", "bad")
+    if not ts.cuda_available():
+        with pytest.raises(ts.TesselError, match="CUDA"):
+            k(ts.ones(3, device="cpu"), ts.ones(3, device="cpu"))
+
+
+@needs_cuda
+def test_elementwise_kernel_cuda(rng):
+    k = ts.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = x * y + 1", "mul_add_py")
+    a = rng.standard_normal((4, 5)).astype("float32")
+    b = rng.standard_normal((5,)).astype("float32")
+    got = k(ts.asarray(a, device="cuda"), ts.asarray(b, device="cuda"))
+    assert_close(got, a * b + 1)
+    out = ts.empty((4, 5), device="cuda")
+    k(ts.asarray(a, device="cuda"), 2.0, out)
+    assert_close(out, a * 2 + 1)
+
+
+@needs_cuda
+def test_raw_kernel_cuda():
+    source = r'''
+    extern "C" __global__ void axpy(float a, const float* x, float* y, long long n) {
+      long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+      if (i < n) y[i] = a * x[i] + y[i];
+    }'''
+    k = ts.RawKernel(source, "axpy")
+    n = 1000
+    x = ts.arange(n, dtype=ts.float32, device="cuda")
+    y = ts.ones(n, device="cuda")
+    k(((n + 255) // 256,), (256,), (np.float32(2.0), x, y, n))
+    assert_close(y, 2 * np.arange(n, dtype="float32") + 1)
+    with pytest.raises(ts.CompileError):
+        ts.RawKernel("extern \"C\" __global__ void bad() { undefined_thing; }", "bad")((1,), (1,), ())
+
+
+def test_gil_released_during_host_reads():
+    # A second thread makes progress while the main thread blocks in synchronize/host reads.
+    x = ts.ones((1 << 16,), dtype=ts.float64)
+    done = []
+    t = threading.Thread(target=lambda: done.append(float(ts.sum(x))))
+    t.start()
+    for _ in range(10):
+        ts.synchronize("cpu")
+        x.wait()
+    t.join(timeout=30)
+    assert done == [float(1 << 16)]

@@ -1,0 +1,251 @@
+"""Zero-copy interop: DLPack with NumPy (runs everywhere), torch/cupy/numba/jax (GPU machine),
+__cuda_array_interface__, and the bad inputs of issue 4."""
+import sys
+
+import numpy as np
+import pytest
+
+import tessel as ts
+from conftest import assert_close
+
+needs_cuda = pytest.mark.skipif(not ts.cuda_available(), reason="needs a CUDA device")
+
+
+def test_dlpack_from_numpy_is_zero_copy():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = ts.from_dlpack(a)
+    assert x.shape == (3, 4) and x.dtype == ts.float32 and x.device == ts.Device("cpu")
+    a[0, 0] = 99
+    assert x[0, 0].item() == 99  # same memory
+
+
+def test_dlpack_strided_and_negative_strides():
+    a = np.arange(24, dtype=np.float64).reshape(4, 6)[::2, ::-3]
+    x = ts.from_dlpack(a)
+    assert_close(x, a)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int64", "float16", "float32", "complex128"])
+def test_dlpack_roundtrip_numpy(dtype):
+    a = (np.arange(10) % 3).astype(dtype)
+    x = ts.from_dlpack(a)
+    back = np.from_dlpack(x)
+    assert back.dtype == a.dtype
+    np.testing.assert_array_equal(back, a)
+    # NumPy reads tessel memory in place
+    x[0] = 1
+    assert back[0] == 1
+
+
+def test_dlpack_export_keeps_storage_alive():
+    x = ts.arange(100, dtype=ts.float64)
+    view = np.from_dlpack(x[10:20])
+    del x
+    np.testing.assert_array_equal(view, np.arange(10, 20, dtype=np.float64))
+
+
+def test_dlpack_capsules_versioned_and_legacy():
+    x = ts.arange(5)
+    versioned = x.__dlpack__(max_version=(1, 0))
+    legacy = x.__dlpack__()
+    assert "dltensor_versioned" in repr(versioned)
+    assert '"dltensor"' in repr(legacy)
+    assert ts.from_dlpack(versioned).tolist() == [0, 1, 2, 3, 4]
+    assert ts.from_dlpack(legacy).tolist() == [0, 1, 2, 3, 4]
+    assert x.__dlpack_device__() == (1, 0)
+
+
+def test_capsule_consumed_twice_raises():
+    cap = ts.arange(3).__dlpack__(max_version=(1, 0))
+    ts.from_dlpack(cap)
+    with pytest.raises(ValueError, match="already consumed"):
+        ts.from_dlpack(cap)
+    cap = np.arange(3).__dlpack__()
+    ts.from_dlpack(cap)
+    with pytest.raises(ValueError, match="already consumed"):
+        ts.from_dlpack(cap)
+
+
+def test_dlpack_copy_and_device_flags():
+    a = np.arange(4.0)
+    x = ts.from_dlpack(a, copy=True)
+    a[0] = 7
+    assert x[0].item() == 0.0
+    y = ts.arange(3)
+    cap = y.__dlpack__(max_version=(1, 0), copy=True)
+    z = ts.from_dlpack(cap)
+    z[0] = 5
+    assert y[0].item() == 0
+
+
+def test_unsupported_foreign_dtype():
+    cap_owner = np.array(["a", "b"])  # strings have no DLPack dtype in NumPy: NumPy refuses
+    with pytest.raises((TypeError, BufferError)):
+        ts.from_dlpack(cap_owner)
+    with pytest.raises(TypeError):
+        ts.asarray(np.array([object(), object()]))
+    with pytest.raises(TypeError):
+        ts.asarray(np.array([1.0], dtype=">f8"))
+
+
+def test_unsupported_strides():
+    # Strides that are not a multiple of the itemsize (a packed record field).
+    rec = np.zeros(4, dtype=[("a", "u1"), ("b", "<f4")])
+    with pytest.raises((ValueError, TypeError, BufferError)):
+        ts.asarray(rec["b"], copy=False)
+    assert_close(ts.asarray(rec["b"]), np.zeros(4, "float32"))  # a copy works
+
+
+class _FakeDLPack:
+    def __init__(self, device):
+        self.device = device
+
+    def __dlpack_device__(self):
+        return self.device
+
+    def __dlpack__(self, **kwargs):
+        raise AssertionError("must not be called for an unusable device")
+
+
+def test_cuda_array_from_another_device():
+    count = ts.device_count()
+    with pytest.raises(ts.DeviceError, match="cuda:"):
+        ts.from_dlpack(_FakeDLPack((2, count + 3)))
+    with pytest.raises(ts.DeviceError):
+        ts.from_dlpack(_FakeDLPack((14, 0)))  # an unsupported device type (kDLOneAPI)
+
+
+def test_not_arrays():
+    for bad in [object(), "text", None, {"a": 1}]:
+        with pytest.raises(TypeError):
+            ts.asarray(bad)
+    with pytest.raises(TypeError):
+        ts.from_dlpack(object())
+    with pytest.raises(TypeError):
+        ts.add(ts.ones(2), object())
+    with pytest.raises(TypeError):
+        ts.ones(2) + object()
+
+
+def test_wrong_keyword_arguments():
+    with pytest.raises(TypeError):
+        ts.zeros((2,), dtyp=ts.float32)
+    with pytest.raises(TypeError):
+        ts.sum(ts.ones(3), axes=0)
+    with pytest.raises(TypeError):
+        ts.ones(3).__dlpack__(strem=None)
+    with pytest.raises(TypeError):
+        ts.asarray([1], devce="cpu")
+    with pytest.raises(TypeError):
+        ts.zeros("abc")
+    with pytest.raises(TypeError):
+        ts.zeros((2,), dtype=ts.float32, device=3.5)
+
+
+def test_cuda_array_interface_only_on_cuda():
+    assert not hasattr(ts.ones(2), "__cuda_array_interface__")
+
+
+class _FakeCAI:
+    def __init__(self, typestr="<f4", strides=None, mask=None):
+        self.__cuda_array_interface__ = {"shape": (4,), "typestr": typestr, "data": (0, False), "version": 3,
+                                         "strides": strides, "mask": mask, "stream": None}
+
+
+def test_cuda_array_interface_bad_input():
+    with pytest.raises(TypeError):
+        ts.asarray(_FakeCAI(typestr="<f2x"))
+    with pytest.raises(TypeError):
+        ts.asarray(_FakeCAI(typestr=">f8"))
+    with pytest.raises(ValueError):
+        ts.asarray(_FakeCAI(mask=object()))
+    with pytest.raises(ValueError):
+        ts.asarray(_FakeCAI(strides=(3,)))
+    if not ts.cuda_available():
+        with pytest.raises(ts.DeviceError):
+            ts.asarray(_FakeCAI())
+
+
+# ---- peers on the GPU machine ----
+@needs_cuda
+def test_cuda_dlpack_and_cai_export():
+    x = ts.arange(10, dtype=ts.float32, device="cuda")
+    cai = x.__cuda_array_interface__
+    assert cai["version"] == 3 and cai["typestr"] == "<f4" and cai["shape"] == (10,) and cai["stream"] != 0
+    assert x.__dlpack_device__() == (2, 0)
+    y = ts.from_dlpack(x.__dlpack__(stream=1, max_version=(1, 0)))
+    assert y.tolist() == list(range(10))
+    assert y.data_ptr == x.data_ptr  # zero-copy
+    with pytest.raises(ValueError):
+        x.__dlpack__(stream=0)  # ambiguous for CUDA in the protocol
+    s = ts.Stream()
+    cap = x.__dlpack__(stream=s.handle)  # s waits on tessel's current stream through an event
+    assert ts.from_dlpack(cap).data_ptr == x.data_ptr
+
+    class Holder:
+        def __init__(self, iface):
+            self.__cuda_array_interface__ = iface
+
+    strided = ts.reshape(x, (2, 5)).T
+    z = ts.asarray(Holder(strided.__cuda_array_interface__))
+    assert z.data_ptr == strided.data_ptr and z.shape == (5, 2)
+    assert_close(z, np.arange(10, dtype="float32").reshape(2, 5).T)
+
+
+@needs_cuda
+def test_torch_interop():
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    t = torch.arange(12, dtype=torch.float32, device="cuda").reshape(3, 4)
+    x = ts.from_dlpack(t)
+    assert x.device == ts.Device("cuda:0") and x.shape == (3, 4)
+    t[0, 0] = 42
+    torch.cuda.synchronize()
+    assert x[0, 0].item() == 42  # shared memory
+    back = torch.from_dlpack(x * 2)
+    assert torch.equal(back, t * 2)
+    c = ts.asarray(t.T)  # __cuda_array_interface__, strided
+    assert_close(c, t.T.cpu().numpy())
+    s = torch.cuda.Stream()
+    with ts.cuda.stream(ts.cuda.ExternalStream(s.cuda_stream)):
+        z = ts.from_dlpack(t) + 1
+    s.synchronize()
+    assert_close(z, t.cpu().numpy() + 1)
+
+
+@needs_cuda
+def test_cupy_interop():
+    cp = pytest.importorskip("cupy", reason="cupy is not installed")
+    a = cp.arange(6, dtype=cp.float64)
+    x = ts.asarray(a)  # __cuda_array_interface__
+    assert_close(x, cp.asnumpy(a))
+    y = cp.asarray(x * 3)  # tessel exports __cuda_array_interface__
+    assert cp.allclose(y, a * 3)
+    z = cp.from_dlpack(x)
+    assert cp.allclose(z, a)
+    s = cp.cuda.Stream()
+    with ts.cuda.stream(ts.cuda.ExternalStream(s.ptr)):
+        w = x + 1
+    assert_close(w, cp.asnumpy(a) + 1)
+
+
+@needs_cuda
+def test_numba_interop():
+    np.row_stack = np.vstack  # numba-cuda still references it
+    numba_cuda = pytest.importorskip("numba.cuda", reason="numba is not installed")
+    d = numba_cuda.to_device(np.arange(5, dtype=np.float32))
+    x = ts.asarray(d)
+    assert_close(x, np.arange(5, dtype=np.float32))
+    back = numba_cuda.as_cuda_array(x * 2)
+    np.testing.assert_array_equal(back.copy_to_host(), np.arange(5, dtype=np.float32) * 2)
+
+
+@needs_cuda
+def test_jax_interop():
+    jax = pytest.importorskip("jax", reason="jax is not installed")
+    a = jax.numpy.arange(4.0, dtype="float32")
+    if a.devices().pop().platform != "gpu":
+        pytest.skip("jax has no GPU backend here")
+    x = ts.from_dlpack(a)
+    assert_close(x, np.arange(4.0, dtype="float32"))
+    b = jax.dlpack.from_dlpack(x * 2)
+    assert np.allclose(np.asarray(b), np.arange(4.0) * 2)
