@@ -88,22 +88,10 @@ __device__ __forceinline__ void decode_tile(const KernelParams& p, int tile, int
   tn = in_group / group_rows;
 }
 
-__device__ __forceinline__ float apply_epilogue(float x, int epilogue) {
-  switch (static_cast<Epilogue>(epilogue)) {
-    case Epilogue::bias_relu:
-    case Epilogue::relu:
-      return fmaxf(x, 0.0f);
-    case Epilogue::bias_gelu:
-    case Epilogue::gelu:
-      return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case Epilogue::bias_gelu_tanh:
-    case Epilogue::gelu_tanh: {
-      const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-      return 0.5f * x * (1.0f + tanhf(inner));
-    }
-    default:
-      return x;
-  }
+__device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+__device__ __forceinline__ float gelu_tanh(float x) {
+  const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+  return 0.5f * x * (1.0f + tanhf(inner));
 }
 
 template <class T> __device__ __forceinline__ float to_float(T v);
@@ -293,32 +281,69 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (prev_stage >= 0 && tid == 0) mbar_arrive(empty_bar(prev_stage));
 
       // Epilogue. Accumulator layout of m64nNk16: thread (warp w, lane l) holds rows
-      // w*16 + l/4 (+8) and columns 8j + 2(l%4) (+1) in d[4j + 2i + c].
-      T* d_batch = static_cast<T*>(p.d) + static_cast<long long>(batch) * p.batch_stride_d;
+      // w*16 + l/4 (+8) and columns 8j + 2(l%4) (+1) in d[4j + 2i + c]. Three passes over the
+      // registers (scale + bias, activation, store) keep the code small: the activation is
+      // chosen once per tile, not once per element.
       const T* bias = static_cast<const T*>(p.bias);
       const int col0 = tn * BN + 2 * (lane % 4);
+      if (bias != nullptr || p.alpha != 1.0f) {
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const int col = col0 + 8 * j;
+          float b0 = 0.0f, b1 = 0.0f;
+          if (bias != nullptr) {
+            if (col < p.n) b0 = to_float(bias[col]);
+            if (col + 1 < p.n) b1 = to_float(bias[col + 1]);
+          }
+#pragma unroll
+          for (int ms = 0; ms < MS; ++ms) {
+            acc[ms][4 * j + 0] = fmaf(p.alpha, acc[ms][4 * j + 0], b0);
+            acc[ms][4 * j + 1] = fmaf(p.alpha, acc[ms][4 * j + 1], b1);
+            acc[ms][4 * j + 2] = fmaf(p.alpha, acc[ms][4 * j + 2], b0);
+            acc[ms][4 * j + 3] = fmaf(p.alpha, acc[ms][4 * j + 3], b1);
+          }
+        }
+      }
+      switch (static_cast<Epilogue>(p.epilogue)) {
+        case Epilogue::bias_relu:
+        case Epilogue::relu:
+#pragma unroll
+          for (int ms = 0; ms < MS; ++ms)
+#pragma unroll
+            for (int r = 0; r < BN / 2; ++r) acc[ms][r] = fmaxf(acc[ms][r], 0.0f);
+          break;
+        case Epilogue::bias_gelu:
+        case Epilogue::gelu:
+#pragma unroll
+          for (int ms = 0; ms < MS; ++ms)
+#pragma unroll
+            for (int r = 0; r < BN / 2; ++r) acc[ms][r] = gelu_erf(acc[ms][r]);
+          break;
+        case Epilogue::bias_gelu_tanh:
+        case Epilogue::gelu_tanh:
+#pragma unroll
+          for (int ms = 0; ms < MS; ++ms)
+#pragma unroll
+            for (int r = 0; r < BN / 2; ++r) acc[ms][r] = gelu_tanh(acc[ms][r]);
+          break;
+        default:
+          break;
+      }
+      T* d_batch = static_cast<T*>(p.d) + static_cast<long long>(batch) * p.batch_stride_d;
 #pragma unroll
       for (int ms = 0; ms < MS; ++ms) {
         const int row0 = tm * BM + (consumer * MS + ms) * 64 + warp * 16 + lane / 4;
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const int col = col0 + 8 * j;
-          if (col >= p.n) continue;
-          const bool pair = col + 1 < p.n;
-          float b0 = 0.0f, b1 = 0.0f;
-          if (bias != nullptr) {
-            b0 = to_float(bias[col]);
-            if (pair) b1 = to_float(bias[col + 1]);
-          }
+        for (int i = 0; i < 2; ++i) {
+          const int row = row0 + 8 * i;
+          if (row >= p.m) continue;
+          T* out_row = d_batch + static_cast<long long>(row) * p.ldd;
 #pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            const int row = row0 + 8 * i;
-            if (row >= p.m) continue;
-            const float v0 = apply_epilogue(p.alpha * acc[ms][4 * j + 2 * i] + b0, p.epilogue);
-            const float v1 = apply_epilogue(p.alpha * acc[ms][4 * j + 2 * i + 1] + b1, p.epilogue);
-            T* out = d_batch + static_cast<long long>(row) * p.ldd + col;
-            if (pair) *reinterpret_cast<std::uint32_t*>(out) = pack2<T>(v0, v1);
-            else *out = from_float<T>(v0);
+          for (int j = 0; j < BN / 8; ++j) {
+            const int col = col0 + 8 * j;
+            const float v0 = acc[ms][4 * j + 2 * i], v1 = acc[ms][4 * j + 2 * i + 1];
+            if (col + 1 < p.n) *reinterpret_cast<std::uint32_t*>(out_row + col) = pack2<T>(v0, v1);
+            else if (col < p.n) out_row[col] = from_float<T>(v0);
           }
         }
       }
