@@ -63,11 +63,15 @@ struct KernelParams {
   int epilogue;
 };
 
-template <int BN_, int MSlices_, int Stages_>
+// PingPong = false ("cooperative"): both consumer warpgroups work on one tile, BM/2 rows each.
+// PingPong = true: each consumer warpgroup owns whole tiles (alternate tiles of the CTA); their
+// main loops take turns (ordered by named barriers) so one's epilogue overlaps the other's MMAs.
+template <int BN_, int MSlices_, int Stages_, bool PingPong_ = false>
 struct TileConfig {
   static constexpr int BN = BN_;
   static constexpr int MSlices = MSlices_;         // m64 slices per consumer warpgroup
-  static constexpr int BM = 64 * MSlices_ * kConsumers;
+  static constexpr bool PingPong = PingPong_;
+  static constexpr int BM = 64 * MSlices_ * (PingPong_ ? 1 : kConsumers);
   static constexpr int Stages = Stages_;
   static constexpr int ABytes = BM * kBlockK * 2;
   static constexpr int BBytes = BN * kBlockK * 2;
@@ -195,7 +199,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       mbar_init(full_bar(s), 1);
-      mbar_init(empty_bar(s), kConsumers);
+      mbar_init(empty_bar(s), Cfg::PingPong ? 1 : kConsumers);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<std::uint64_t>(&map_a)) : "memory");
@@ -235,13 +239,28 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int consumer = warpgroup - 1;
+    const int row_slice0 = Cfg::PingPong ? 0 : consumer * MS;  // first m64 slice of this consumer
     float acc[MS][BN / 2];
     int stage = 0;
     std::uint32_t phase = 0;
     const int warp = tid / 32, lane = tid % 32;
-    for (int tile = blockIdx.x; tile < p.total_tiles; tile += gridDim.x) {
+    const int first_local = Cfg::PingPong ? consumer : 0;
+    const int local_step = Cfg::PingPong ? kConsumers : 1;
+    for (int local = first_local;; local += local_step) {
+      const int tile = blockIdx.x + local * gridDim.x;
+      if (tile >= p.total_tiles) break;
       int batch, tm, tn;
       decode_tile(p, tile, batch, tm, tn);
+      if constexpr (Cfg::PingPong) {
+        // This tile's K blocks follow the other consumer's in the stage ring.
+        const long long count = static_cast<long long>(local) * p.k_blocks;
+        stage = static_cast<int>(count % S);
+        phase = static_cast<std::uint32_t>((count / S) & 1);
+        // Wait for the other consumer's main loop on the previous tile (named barrier 1 + c:
+        // 128 threads arrive from the other consumer, 128 sync here). The mbarrier parities are
+        // only unambiguous once every earlier K block has been consumed.
+        if (local > 0) asm volatile("bar.sync %0, 256;" ::"r"(1 + consumer) : "memory");
+      }
       int prev_stage = -1;
       for (int kb = 0; kb < p.k_blocks; ++kb) {
         mbar_wait(full_bar(stage), phase);
@@ -262,7 +281,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
           for (int ms = 0; ms < MS; ++ms) {
             const std::uint32_t a_addr =
-                smem_a + stage * Cfg::ABytes + (consumer * MS + ms) * 64 * 128 + ks * 32;
+                smem_a + stage * Cfg::ABytes + (row_slice0 + ms) * 64 * 128 + ks * 32;
             wgmma_tile<T, BN, BKMajor ? 0 : 1>(acc[ms], smem_desc(a_addr, 16, 1024), db, (kb > 0 || ks > 0) ? 1 : 0);
           }
         }
@@ -274,6 +293,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (prev_stage >= 0 && tid == 0) mbar_arrive(empty_bar(prev_stage));
         prev_stage = stage;
         if (++stage == S) { stage = 0; phase ^= 1; }
+      }
+      if constexpr (Cfg::PingPong) {
+        // Hand the tensor cores to the other consumer if it has a next tile.
+        if (static_cast<long long>(blockIdx.x) + static_cast<long long>(local + 1) * gridDim.x < p.total_tiles)
+          asm volatile("bar.arrive %0, 256;" ::"r"(1 + (consumer ^ 1)) : "memory");
       }
       wgmma_wait<0>();
 #pragma unroll
@@ -332,7 +356,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       T* d_batch = static_cast<T*>(p.d) + static_cast<long long>(batch) * p.batch_stride_d;
 #pragma unroll
       for (int ms = 0; ms < MS; ++ms) {
-        const int row0 = tm * BM + (consumer * MS + ms) * 64 + warp * 16 + lane / 4;
+        const int row0 = tm * BM + (row_slice0 + ms) * 64 + warp * 16 + lane / 4;
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
           const int row = row0 + 8 * i;
@@ -359,14 +383,16 @@ struct ConfigInfo {
   const char* name;
   int bm, bn;
 };
-constexpr std::array<ConfigInfo, 3> kConfigs = {{
+constexpr std::array<ConfigInfo, 4> kConfigs = {{
     {"sm90_128x256x64_s4", 128, 256},
     {"sm90_256x128x64_s4", 256, 128},
     {"sm90_128x128x64_s6", 128, 128},
+    {"sm90_128x128x64_s6_pingpong", 128, 128},
 }};
 using Config0 = TileConfig<256, 1, 4>;
 using Config1 = TileConfig<128, 2, 4>;
 using Config2 = TileConfig<128, 1, 6>;
+using Config3 = TileConfig<128, 2, 6, true>;
 
 const char* epilogue_name(Epilogue e) {
   switch (e) {
@@ -531,7 +557,8 @@ void launch_config(const GemmArgs& a, int config, cudaStream_t stream, std::uint
   switch (config) {
     case 0: launch_layout<T, Config0>(a, stream, b_lbo, b_sbo); break;
     case 1: launch_layout<T, Config1>(a, stream, b_lbo, b_sbo); break;
-    default: launch_layout<T, Config2>(a, stream, b_lbo, b_sbo); break;
+    case 2: launch_layout<T, Config2>(a, stream, b_lbo, b_sbo); break;
+    default: launch_layout<T, Config3>(a, stream, b_lbo, b_sbo); break;
   }
 }
 

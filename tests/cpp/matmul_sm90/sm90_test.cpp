@@ -262,6 +262,16 @@ TEST(MatmulSm90, LargeSpotRows) {
   SKIP_UNLESS_HOPPER();
   check_problem({8192, 8192, 512, 1, 1, true, Epilogue::bias_gelu_tanh, 1.0f, 0, 24});
   check_problem({8192, 8192, 512, 1, 0, false, Epilogue::bias_relu, 1.0f, 1, 24});
+  check_problem({8192, 8192, 512, 1, 1, false, Epilogue::bias_gelu, 1.0f, 3, 24});
+}
+
+// More tiles than CTAs, so each persistent CTA (and each ping-pong consumer) runs several tiles
+// and the stage ring wraps across tiles; every row checked.
+TEST(MatmulSm90, ManyTilesPerCta) {
+  SKIP_UNLESS_HOPPER();
+  for (int c = 0; c < detail::sm90::num_configs(); ++c) {
+    check_problem({2000, 1736, 264, 1, 1, c % 2 == 0, Epilogue::bias_relu, 1.0f, c});
+  }
 }
 
 TEST(MatmulSm90, RejectsWhatItCannotRun) {
