@@ -47,7 +47,6 @@ __device__ int g_sm90a_image = TESSEL_SM90A_DEVICE;
 constexpr int kBlockK = 64;         // 64 16-bit elements = one 128-byte swizzle row
 constexpr int kThreads = 384;       // producer warpgroup + 2 consumer warpgroups
 constexpr int kConsumers = 2;
-constexpr int kGroupM = 16;         // tile rows per raster group (L2 reuse)
 constexpr int kSwizzleAtomBytes = 1024;  // 8 rows x 128 bytes
 
 struct KernelParams {
@@ -78,6 +77,11 @@ struct TileConfig {
   static constexpr int StageBytes = ABytes + BBytes;
   static constexpr int SmemBytes = Stages * StageBytes + kSwizzleAtomBytes + 2 * Stages * 8;
 };
+
+// Device helpers exist only in the sm_90a pass (elsewhere the kernels are empty).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+constexpr int kGroupM = 16;  // tile rows per raster group (L2 reuse)
 
 __device__ __forceinline__ void decode_tile(const KernelParams& p, int tile, int& batch, int& tm, int& tn) {
   const int per_batch = p.tiles_m * p.tiles_n;
@@ -113,8 +117,6 @@ template <> __device__ __forceinline__ std::uint32_t pack2<__half>(float a, floa
 template <class T> __device__ __forceinline__ T from_float(float v);
 template <> __device__ __forceinline__ __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
 template <> __device__ __forceinline__ __half from_float(float v) { return __float2half_rn(v); }
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 __device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
@@ -183,6 +185,8 @@ template <class T, class Cfg, bool BKMajor>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                 const KernelParams p) {
+  static_assert(Cfg::MSlices == 1 || Cfg::MSlices == 2, "one or two m64 slices per consumer");
+  static_assert(!Cfg::PingPong || Cfg::MSlices == 2, "ping-pong consumers own 128-row tiles");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int BM = Cfg::BM, BN = Cfg::BN, S = Cfg::Stages, MS = Cfg::MSlices;
   extern __shared__ std::uint8_t smem_raw[];
