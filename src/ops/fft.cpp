@@ -230,11 +230,11 @@ Array run_step(Array x, const Step& step, DType complex_dtype, bool& owned, cons
   problem.out_stride = 1;
   problem.out_dist = out_length;
   if (batch > 0) {
+    rows.storage()->wait_on_stream(stream);  // on the CPU, a host wait for a copy still landing
     if (device.is_cpu()) {
       backend::cpu::fft(problem, stream);
     } else {
 #if defined(TESSEL_HAVE_CUDA)
-      rows.storage()->wait_on_stream(stream);
       if (plan_slot && !*plan_slot && problem.n > 1) *plan_slot = backend::cuda::fft_plan(problem, stream);
       backend::cuda::fft(problem, plan_slot ? *plan_slot : std::shared_ptr<void>(), stream);
       out.storage()->record_pending_write(stream);

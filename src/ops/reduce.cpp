@@ -207,7 +207,7 @@ Array reduce(ReduceOp op, const Array& a, const Axes& axes, bool keepdims, std::
   if (out_size > 0) {
     const Array widened = a.dtype() == work ? a : a.astype(work, stream);
     const Block block = plan_block(widened, reduced, stream);
-    if (block.array.device().is_cuda()) block.array.storage()->wait_on_stream(stream);
+    block.array.storage()->wait_on_stream(stream);  // the CPU waits too: the data may be landing from a device copy
     backend::ReduceProblem problem;
     problem.op = op;
     problem.dtype = work;
@@ -273,7 +273,7 @@ Array scan(backend::ScanOp op, const char* name, const Array& a, std::optional<s
   const Array rows = input.permute(order).contiguous(stream);
   Array out = empty(rows.shape(), work, a.device(), stream);
   if (out.size() > 0) {
-    if (rows.device().is_cuda()) rows.storage()->wait_on_stream(stream);
+    rows.storage()->wait_on_stream(stream);  // the CPU waits too: rows may be landing from a device copy
     backend::ScanProblem problem;
     problem.op = op;
     problem.dtype = work;

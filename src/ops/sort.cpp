@@ -72,7 +72,7 @@ std::pair<Array, Array> sort_along(const Array& a, std::int64_t axis_arg, bool w
   if (want_keys) keys_out = empty(rows.shape(), key, a.device(), stream);
   if (want_indices) indices_out = empty(rows.shape(), DType::int64, a.device(), stream);
   if (rows.size() > 0) {
-    if (rows.device().is_cuda()) rows.storage()->wait_on_stream(stream);
+    rows.storage()->wait_on_stream(stream);  // the CPU waits too: rows may be landing from a device copy
     backend::SortProblem problem;
     problem.dtype = key;
     problem.keys_in = rows.data();
