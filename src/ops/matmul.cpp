@@ -339,7 +339,7 @@ std::unordered_map<std::string, std::string>& winner_cache() {  // cache key -> 
 }
 
 std::string disk_path(const std::string& key) {
-  return matmul_cache_dir() + "/" + hash128(key).hex() + ".json";
+  return matmul_cache_dir() + "/" + jit::hash128(key).hex() + ".json";
 }
 
 std::optional<std::string> cached_winner(const std::string& key, bool& from_disk) {
@@ -439,21 +439,27 @@ struct MatmulPlanCore {
   }
 };
 
+MatmulCandidate candidate_named(std::string name) {
+  MatmulCandidate c;
+  c.name = std::move(name);
+  return c;
+}
+
 std::shared_ptr<MatmulPlanCore> make_core(const Prepared& p) {
   auto core = std::make_shared<MatmulPlanCore>();
   core->signature = p.signature;
   core->device = p.device;
   core->key = p.signature + "|" + environment_key(p.device);
   if (p.result.size() == 0 || p.problem.k == 0) {
-    core->candidates.push_back({"trivial:empty"});  // nothing to multiply: run_prepared fills D
+    core->candidates.push_back(candidate_named("trivial:empty"));  // nothing to multiply: run_prepared fills D
     return core;
   }
   if (p.device.is_cpu()) {
-    core->candidates.push_back({"cpu:openblas"});
+    core->candidates.push_back(candidate_named("cpu:openblas"));
   } else {
 #if defined(TESSEL_HAVE_CUDA)
     core->cuda = backend::cuda::plan_matmul(p.problem, p.device);
-    for (int i = 0; i < core->cuda->size(); ++i) core->candidates.push_back({core->cuda->name(i)});
+    for (int i = 0; i < core->cuda->size(); ++i) core->candidates.push_back(candidate_named(core->cuda->name(i)));
 #else
     throw DeviceError("matmul: tessel was built without CUDA");
 #endif
