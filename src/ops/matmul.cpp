@@ -554,8 +554,6 @@ void autotune_core(detail::MatmulPlanCore& core, const Prepared& p, int iteratio
   TESSEL_LOG_INFO(fmt::format("matmul: autotuning {} ({} candidates, {} iterations each)", core.signature,
                               core.candidates.size(), iterations));
   backend::MatmulProblem pr = p.problem;
-  Array scratch_d = empty(p.d.shape(), p.out_dtype, p.device, p.stream);
-  Array scratch_aux;
   // Same strides as D, so that the candidates see the planned layout.
   const std::int64_t span_d = (pr.batch - 1) * pr.batch_stride_d + (pr.m - 1) * pr.ldd + pr.n;
   auto scratch_buffer = Buffer::allocate(p.device, span_d * itemsize(p.out_dtype), p.stream);

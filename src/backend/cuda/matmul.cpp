@@ -116,7 +116,29 @@ Scalars scalars(const MatmulProblem& p, cudaDataType_t scale) {
   return s;
 }
 
-// The cuBLASLt descriptors of one problem layout and one epilogue choice.
+// The fused cuBLASLt epilogue for p, or false when cuBLASLt has none (then the plan runs
+// DEFAULT and apply_epilogue afterwards). cuBLASLt's GELU is the tanh form; GELU_AUX writes the
+// GELU input, which is tessel's aux. The ReLU aux of cuBLASLt is a bit mask, not tessel's aux.
+bool fused_epilogue(const MatmulProblem& p, cublasLtEpilogue_t& epilogue) {
+  const bool bias = p.bias != nullptr;
+  if (p.aux) {
+    if (p.epilogue == MatmulEpilogue::gelu_tanh && p.ldaux % 8 == 0 && p.batch_stride_aux % 8 == 0) {
+      epilogue = bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+      return true;
+    }
+    return false;
+  }
+  switch (p.epilogue) {
+    case MatmulEpilogue::none: epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT; return true;
+    case MatmulEpilogue::relu: epilogue = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU; return true;
+    case MatmulEpilogue::gelu_tanh: epilogue = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU; return true;
+    case MatmulEpilogue::gelu: return false;  // the erf form: cuBLASLt has none
+  }
+  return false;
+}
+
+// The cuBLASLt descriptors of one problem layout and one epilogue choice (fused: the epilogue
+// of fused_epilogue, which must exist; unfused: DEFAULT + apply_epilogue).
 class LtPlan {
  public:
   LtPlan(const MatmulProblem& p, Device device, bool fused) : device_(device), fused_(fused) {
@@ -154,28 +176,11 @@ class LtPlan {
     }
     layout(d_layout_, p.out_dtype, n, m, p.ldd, p.batch_stride_d);
 
-    // The epilogue: fused where cuBLASLt has it (BIAS, RELU(_BIAS), GELU(_BIAS) is the tanh
-    // form, GELU_AUX(_BIAS) writes the GELU input), else DEFAULT + apply_epilogue afterwards.
     cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
     post_epilogue_ = p.bias || p.aux || p.epilogue != MatmulEpilogue::none;
     if (fused) {
-      const bool bias = p.bias != nullptr;
-      if (p.aux) {
-        if (p.epilogue == MatmulEpilogue::gelu_tanh && p.ldaux % 8 == 0 && p.batch_stride_aux % 8 == 0) {
-          epilogue = bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
-          post_epilogue_ = false;
-        }
-      } else if (p.epilogue == MatmulEpilogue::none) {
-        epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-        post_epilogue_ = false;
-      } else if (p.epilogue == MatmulEpilogue::relu) {
-        epilogue = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-        post_epilogue_ = false;
-      } else if (p.epilogue == MatmulEpilogue::gelu_tanh) {
-        epilogue = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
-        post_epilogue_ = false;
-      }
-      if (post_epilogue_) throw ValueError("no fused form");  // caught by the caller: the unfused plan covers it
+      fused_epilogue(p, epilogue);
+      post_epilogue_ = false;
     }
     epilogue_ = epilogue;
     TESSEL_LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
@@ -286,11 +291,10 @@ bool sm90_args(const MatmulProblem& p, sm90::GemmArgs& args) {
 class Candidates final : public MatmulCandidates {
  public:
   Candidates(const MatmulProblem& p, Device device) {
-    try {
+    cublasLtEpilogue_t epilogue;
+    if (fused_epilogue(p, epilogue)) {
       fused_ = std::make_unique<LtPlan>(p, device, true);
-      if (fused_->size() == 0) fused_.reset();
-    } catch (const ValueError&) {
-      fused_.reset();  // no fused epilogue for this combination
+      if (fused_->size() == 0) fused_.reset();  // e.g. no epilogue algorithm for float64
     }
     if (!fused_) {
       unfused_ = std::make_unique<LtPlan>(p, device, false);

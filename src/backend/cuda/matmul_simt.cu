@@ -175,10 +175,22 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN)) simt_gemm_kernel(SimtAr
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       float af[TM], bf[TN];
+      if constexpr (TM == 8 && TN == 8) {
+        // two float4 shared-memory reads per operand (the two groups of four)
+        const float4 a0 = *reinterpret_cast<const float4*>(&As[buf][kk][ty * 4]);
+        const float4 a1 = *reinterpret_cast<const float4*>(&As[buf][kk][BM / 2 + ty * 4]);
+        const float4 b0 = *reinterpret_cast<const float4*>(&Bs[buf][kk][tx * 4]);
+        const float4 b1 = *reinterpret_cast<const float4*>(&Bs[buf][kk][BN / 2 + tx * 4]);
+        af[0] = a0.x; af[1] = a0.y; af[2] = a0.z; af[3] = a0.w;
+        af[4] = a1.x; af[5] = a1.y; af[6] = a1.z; af[7] = a1.w;
+        bf[0] = b0.x; bf[1] = b0.y; bf[2] = b0.z; bf[3] = b0.w;
+        bf[4] = b1.x; bf[5] = b1.y; bf[6] = b1.z; bf[7] = b1.w;
+      } else {
 #pragma unroll
-      for (int i = 0; i < TM; ++i) af[i] = As[buf][kk][tile_row(i)];
+        for (int i = 0; i < TM; ++i) af[i] = As[buf][kk][tile_row(i)];
 #pragma unroll
-      for (int j = 0; j < TN; ++j) bf[j] = Bs[buf][kk][tile_col(j)];
+        for (int j = 0; j < TN; ++j) bf[j] = Bs[buf][kk][tile_col(j)];
+      }
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll
