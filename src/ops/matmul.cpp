@@ -285,7 +285,10 @@ Prepared prepare(const Array& a_in, const Array& b_in, const MatmulOptions& opti
   p.full_shape = full;
   auto writable = [&](const Array& user, Array& target, Array& final_copy) {
     Array view = user.ndim() == static_cast<std::int64_t>(full.size()) ? user : user.view(full);
-    if (plan_mode ? view.is_contiguous() : writable_row_major(view)) {
+    // A plan's candidates were made for a contiguous, 16-byte aligned D (a fresh allocation).
+    const bool direct = plan_mode ? view.is_contiguous() && reinterpret_cast<std::uintptr_t>(view.data()) % 16 == 0
+                                  : writable_row_major(view);
+    if (direct) {
       target = view;
     } else {
       target = empty(full, p.out_dtype, p.device, p.stream);

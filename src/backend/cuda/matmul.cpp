@@ -261,6 +261,7 @@ class LtPlan {
 };
 
 #if defined(TESSEL_HAVE_SM90_GEMM)
+namespace sm90 = ::tessel::detail::sm90;
 bool sm90_args(const MatmulProblem& p, sm90::GemmArgs& args) {
   if ((p.dtype != DType::float16 && p.dtype != DType::bfloat16) || p.aux || p.beta != 0.0) return false;
   if (!p.a.row_major()) return false;
