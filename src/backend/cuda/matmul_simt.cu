@@ -324,7 +324,8 @@ bool simt_can_implement(const MatmulProblem& p, int config) {
   if (!p.a.row_major() || !p.b.row_major()) return false;  // k-contiguous A, n-contiguous B
   constexpr std::int64_t limit = INT32_MAX;
   if (p.m > limit || p.n > limit || p.k > limit || p.k == 0) return false;
-  return true;
+  const SimtConfig& c = simt_configs[config];
+  return (p.m + c.block_m - 1) / c.block_m <= 65535;  // gridDim.y's limit
 }
 
 void simt_run(const MatmulProblem& p, int config, void* stream) {
