@@ -205,9 +205,9 @@ class LtPlan {
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_layout_, b_layout_, d_layout_, d_layout_,
                                                                  preference, kTopK, results_.data(), &found);
     cublasLtMatmulPreferenceDestroy(preference);
-    if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED) {
-      check_lt(status, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
-    }
+    // NOT_SUPPORTED (or INVALID_VALUE for layouts a type combination does not allow, as int8
+    // with a row-major B) means no algorithm: the caller falls back or reports a DTypeError.
+    heuristic_status_ = cublasLtGetStatusName(status);
     results_.resize(status == CUBLAS_STATUS_SUCCESS ? static_cast<std::size_t>(found) : 0);
   }
   ~LtPlan() {
@@ -220,6 +220,7 @@ class LtPlan {
   LtPlan& operator=(const LtPlan&) = delete;
 
   int size() const { return static_cast<int>(results_.size()); }
+  const char* heuristic_status() const { return heuristic_status_; }
   bool fused() const { return !post_epilogue_; }
   std::size_t workspace(int algo) const { return results_[static_cast<std::size_t>(algo)].workspaceSize; }
 
@@ -258,6 +259,7 @@ class LtPlan {
   cublasLtEpilogue_t epilogue_ = CUBLASLT_EPILOGUE_DEFAULT;
   bool post_epilogue_ = false;
   std::vector<cublasLtMatmulHeuristicResult_t> results_;
+  const char* heuristic_status_ = "";
 };
 
 #if defined(TESSEL_HAVE_SM90_GEMM)
@@ -297,8 +299,10 @@ class Candidates final : public MatmulCandidates {
       fused_ = std::make_unique<LtPlan>(p, device, true);
       if (fused_->size() == 0) fused_.reset();  // e.g. no epilogue algorithm for float64
     }
+    std::string heuristic_status = "not asked";
     if (!fused_) {
       unfused_ = std::make_unique<LtPlan>(p, device, false);
+      heuristic_status = unfused_->heuristic_status();
       if (unfused_->size() == 0) unfused_.reset();
     }
     const int lt = fused_ ? fused_->size() : unfused_ ? unfused_->size() : 0;
@@ -319,10 +323,11 @@ class Candidates final : public MatmulCandidates {
 #endif
     if (entries_.empty()) {
       throw DTypeError(fmt::format(
-          "matmul: cuBLASLt offers no algorithm for {} x {} -> {} with this layout (m={}, n={}, k={}, a {}, b {}); "
-          "for int8, b must be k-contiguous (a transposed view) and the sizes multiples of 4",
+          "matmul: cuBLASLt offers no algorithm for {} x {} -> {} with this layout (m={}, n={}, k={}, a {}, b {}; "
+          "heuristic: {}); for int8, b must be k-contiguous (a transposed view) and the sizes multiples of 4",
           dtype_name(p.dtype), dtype_name(p.dtype), dtype_name(p.out_dtype), p.m, p.n, p.k,
-          p.a.row_major() ? "row-major" : "column-major", p.b.row_major() ? "row-major" : "column-major"));
+          p.a.row_major() ? "row-major" : "column-major", p.b.row_major() ? "row-major" : "column-major",
+          heuristic_status));
     }
   }
 
