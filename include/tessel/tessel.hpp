@@ -29,3 +29,4 @@
 #include "tessel/ops/random.hpp"
 #include "tessel/ops/reduce.hpp"
 #include "tessel/ops/sort.hpp"
+#include "tessel/ops/matmul.hpp"

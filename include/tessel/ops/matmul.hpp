@@ -1,0 +1,113 @@
+#pragma once
+// Matrix products with NumPy matmul semantics, fused epilogues and autotuned plans.
+//
+//   out = epilogue(alpha * (a @ b) + beta * c + bias)
+//
+// a and b follow numpy.matmul: 1-D operands are promoted (a: prepended 1, b: appended 1) and
+// the promoted axis is removed from the result; the batch dimensions broadcast. bias has n
+// elements (the last dimension of the result). The epilogue is none, relu, gelu (erf form) or
+// gelu_tanh (tanh approximation). Dtypes: float16, bfloat16, float32, float64, complex64,
+// complex128 (a and b of one dtype, the result of the same dtype), and int8 x int8 -> int32.
+//
+// MatmulPlan is the stateful form (nvmath-python's model): plan once, autotune, execute many
+// times on new arrays of the same layout. Autotune winners are cached in memory and on disk
+// under $TESSEL_CACHE_DIR/matmul (default ~/.cache/tessel/matmul).
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tessel/array/array.hpp"
+
+namespace tessel {
+
+enum class MatmulEpilogue { none, relu, gelu, gelu_tanh };
+// "none", "relu", "gelu", "gelu_tanh"; ValueError for anything else.
+MatmulEpilogue parse_matmul_epilogue(std::string_view name);
+const char* matmul_epilogue_name(MatmulEpilogue epilogue);
+
+// default: the dtype's own precision (fp32 accumulation for fp16/bf16/fp32); fp32: no TF32;
+// tf32: float32/complex64 inputs multiplied in TF32 (ValueError for other dtypes).
+enum class MatmulCompute { default_, fp32, tf32 };
+MatmulCompute parse_matmul_compute(std::string_view name);  // "default", "fp32", "tf32"
+const char* matmul_compute_name(MatmulCompute compute);
+
+struct MatmulOptions {
+  Array bias;                 // undefined: no bias; else 1-D with n elements, the result's dtype
+  MatmulEpilogue epilogue = MatmulEpilogue::none;
+  double alpha = 1.0;
+  double beta = 0.0;
+  Array c;                    // broadcastable to the result; required when beta != 0
+  MatmulCompute compute = MatmulCompute::default_;
+  // Training's auxiliary output: with an epilogue, receives the epilogue's input
+  // (alpha*a@b + beta*c + bias), the result's shape and dtype. The ReLU mask is aux > 0.
+  Array aux;
+};
+
+// The product as a new array, or written into `out` (its shape and dtype must be the result's).
+Array matmul(const Array& a, const Array& b, const MatmulOptions& options = {}, const Array& out = Array(),
+             const OptionalStream& stream = std::nullopt);
+// The Array API's linalg.matmul: the same function.
+inline Array linalg_matmul(const Array& a, const Array& b, const OptionalStream& stream = std::nullopt) {
+  return matmul(a, b, {}, Array(), stream);
+}
+// The Array API's vecdot: sum(conj(x1) * x2, axis), the batch dimensions broadcast.
+Array vecdot(const Array& x1, const Array& x2, std::int64_t axis = -1, const OptionalStream& stream = std::nullopt);
+
+// One candidate an autotune timed.
+struct MatmulCandidate {
+  std::string name;    // "cublaslt:algo3", "simt:128x128x8", "sm90:..." or "cpu:openblas"
+  double time_ms = -1; // median time, -1 when not timed (or failed)
+  bool ok = true;      // false when it failed to run; the reason is in `error`
+  std::string error;
+};
+
+namespace detail {
+struct MatmulPlanState;
+}
+
+class MatmulPlan {
+ public:
+  // Plans a @ b with the given options for the layouts (shapes, strides, dtypes, device) of a,
+  // b, bias and c. The arrays passed later to execute must have the same layouts.
+  MatmulPlan(const Array& a, const Array& b, const MatmulOptions& options = {},
+             const OptionalStream& stream = std::nullopt);
+  ~MatmulPlan();
+  MatmulPlan(MatmulPlan&&) noexcept;
+  MatmulPlan& operator=(MatmulPlan&&) noexcept;
+
+  // The candidates this plan may run, in order (index = pin argument).
+  const std::vector<MatmulCandidate>& candidates() const;
+  // Times every candidate `iterations` times on the planned arrays (CUDA events; the result is
+  // checked to not fail) and selects the fastest; the winner is stored in the memory and disk
+  // caches. Returns the candidates with their times.
+  const std::vector<MatmulCandidate>& autotune(int iterations = 10);
+  // Pins one candidate (index into candidates(), or its name): execute uses only it.
+  void pin(int candidate_index);
+  void pin(const std::string& candidate_name);
+  // The candidate execute runs now.
+  const MatmulCandidate& selected() const;
+  // True when the selection came from the autotune cache (memory or disk).
+  bool from_cache() const;
+  // Runs the planned product on new arrays with the planned layouts (ValueError naming both
+  // layouts otherwise). options.bias/c/aux/alpha/beta replace the planned ones when given.
+  Array execute(const Array& a, const Array& b, const MatmulOptions& options = {}, const Array& out = Array(),
+                const OptionalStream& stream = std::nullopt);
+  // Runs on the arrays given at planning time.
+  Array execute(const Array& out = Array(), const OptionalStream& stream = std::nullopt);
+  // The key under which autotune results are cached (for logs and tests).
+  const std::string& cache_key() const;
+
+ private:
+  std::unique_ptr<detail::MatmulPlanState> state_;
+};
+
+// Clears the in-memory autotune cache and the plan cache of matmul() (tests use this to force
+// a read of the disk cache).
+void clear_matmul_memory_cache();
+// The folder of the disk cache: $TESSEL_CACHE_DIR/matmul or ~/.cache/tessel/matmul.
+std::string matmul_cache_dir();
+
+}  // namespace tessel

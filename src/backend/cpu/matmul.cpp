@@ -1,0 +1,189 @@
+// CPU matrix products: OpenBLAS gemm per batch. float16/bfloat16 go through float32 (converted
+// per batch), int8 x int8 -> int32 is a plain loop (exact). The bias and activation are applied
+// after the gemm, in the accumulation type.
+#include <cblas.h>
+
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backend/matmul.hpp"
+#include "tessel/array/half.hpp"
+#include "tessel/core/error.hpp"
+
+namespace tessel::backend::cpu {
+namespace {
+
+template <class T>
+T activation(T x, MatmulEpilogue epilogue) {
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (epilogue) {
+      case MatmulEpilogue::none:
+        return x;
+      case MatmulEpilogue::relu:
+        return std::isnan(x) ? x : (x > T(0) ? x : T(0));  // NaN propagates as in numpy.maximum
+      case MatmulEpilogue::gelu:
+        return T(0.5) * x * (T(1) + std::erf(x / std::sqrt(T(2))));
+      case MatmulEpilogue::gelu_tanh: {
+        const T c = std::sqrt(T(2) / T(3.14159265358979323846));
+        return T(0.5) * x * (T(1) + std::tanh(c * (x + T(0.044715) * x * x * x)));
+      }
+    }
+    return x;
+  } else {
+    return x;  // complex and integer: ops/matmul.cpp allows no activation
+  }
+}
+
+// v = D + bias; aux = v; D = act(v). T is the accumulation type, Out the stored type.
+template <class T, class Out>
+T load(const Out* p) {
+  if constexpr (std::is_same_v<Out, float16> || std::is_same_v<Out, bfloat16>) {
+    return static_cast<T>(static_cast<float>(*p));
+  } else {
+    return static_cast<T>(*p);
+  }
+}
+template <class T, class Out>
+void store(Out* p, T v) {
+  if constexpr (std::is_same_v<Out, float16> || std::is_same_v<Out, bfloat16>) {
+    *p = Out(static_cast<float>(v));
+  } else {
+    *p = static_cast<Out>(v);
+  }
+}
+
+// Applies bias/activation/aux to batch `bi` of D whose values (alpha*AB+beta*C) are in `acc`
+// (m x n row-major with leading dimension ldacc), writing the results to D.
+template <class T, class Out>
+void finish(const MatmulProblem& p, std::int64_t bi, const T* acc, std::int64_t ldacc) {
+  Out* d = static_cast<Out*>(p.d) + bi * p.batch_stride_d;
+  Out* aux = p.aux ? static_cast<Out*>(p.aux) + bi * p.batch_stride_aux : nullptr;
+  const Out* bias = static_cast<const Out*>(p.bias);
+  for (std::int64_t i = 0; i < p.m; ++i) {
+    for (std::int64_t j = 0; j < p.n; ++j) {
+      T v = acc[i * ldacc + j];
+      if (bias) v += load<T>(bias + j);
+      if (aux) store(aux + i * p.ldaux + j, v);
+      store(d + i * p.ldd + j, activation(v, p.epilogue));
+    }
+  }
+}
+
+CBLAS_TRANSPOSE trans_of(const MatmulOperand& x) { return x.row_major() ? CblasNoTrans : CblasTrans; }
+blasint ld_of(const MatmulOperand& x) { return static_cast<blasint>(x.row_major() ? x.row_stride : x.col_stride); }
+
+template <class T>
+void blas_gemm(const MatmulProblem& p, const T* a, const MatmulOperand& ao, const T* b, const MatmulOperand& bo,
+               T* d, std::int64_t ldd, double beta) {
+  const auto m = static_cast<blasint>(p.m), n = static_cast<blasint>(p.n), k = static_cast<blasint>(p.k);
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, trans_of(ao), trans_of(bo), m, n, k, static_cast<float>(p.alpha), a, ld_of(ao), b,
+                ld_of(bo), static_cast<float>(beta), d, static_cast<blasint>(ldd));
+  } else if constexpr (std::is_same_v<T, double>) {
+    cblas_dgemm(CblasRowMajor, trans_of(ao), trans_of(bo), m, n, k, p.alpha, a, ld_of(ao), b, ld_of(bo), beta, d,
+                static_cast<blasint>(ldd));
+  } else if constexpr (std::is_same_v<T, std::complex<float>>) {
+    const std::complex<float> alpha(static_cast<float>(p.alpha)), beta_c(static_cast<float>(beta));
+    cblas_cgemm(CblasRowMajor, trans_of(ao), trans_of(bo), m, n, k, &alpha, a, ld_of(ao), b, ld_of(bo), &beta_c, d,
+                static_cast<blasint>(ldd));
+  } else {
+    const std::complex<double> alpha(p.alpha), beta_c(beta);
+    cblas_zgemm(CblasRowMajor, trans_of(ao), trans_of(bo), m, n, k, &alpha, a, ld_of(ao), b, ld_of(bo), &beta_c, d,
+                static_cast<blasint>(ldd));
+  }
+}
+
+// float32/float64/complex: BLAS writes D directly, then the epilogue runs in place.
+template <class T>
+void run_native(const MatmulProblem& p) {
+  const bool has_epilogue = p.bias || p.aux || p.epilogue != MatmulEpilogue::none;
+  for (std::int64_t bi = 0; bi < p.batch; ++bi) {
+    const T* a = static_cast<const T*>(p.a.data) + bi * p.a.batch_stride;
+    const T* b = static_cast<const T*>(p.b.data) + bi * p.b.batch_stride;
+    T* d = static_cast<T*>(p.d) + bi * p.batch_stride_d;
+    if (p.k == 0) {
+      // BLAS may skip alpha*AB entirely; write beta*D ourselves (beta == 0 ignores NaN in D).
+      for (std::int64_t i = 0; i < p.m; ++i) {
+        for (std::int64_t j = 0; j < p.n; ++j) {
+          T& x = d[i * p.ldd + j];
+          x = p.beta == 0.0 ? T(0) : x * static_cast<T>(p.beta);
+        }
+      }
+    } else {
+      blas_gemm<T>(p, a, p.a, b, p.b, d, p.ldd, p.beta);
+    }
+    if (has_epilogue) finish<T, T>(p, bi, d, p.ldd);
+  }
+}
+
+// float16/bfloat16: operands converted to float32 per batch.
+template <class Half>
+void run_through_float(const MatmulProblem& p) {
+  std::vector<float> a(static_cast<std::size_t>(p.m * p.k)), b(static_cast<std::size_t>(p.k * p.n)),
+      d(static_cast<std::size_t>(p.m * p.n));
+  MatmulOperand ao{a.data(), p.k, 1, 0}, bo{b.data(), p.n, 1, 0};
+  if (p.k == 0) ao.row_stride = 1;
+  if (p.n == 0) bo.row_stride = 1;
+  for (std::int64_t bi = 0; bi < p.batch; ++bi) {
+    const Half* as = static_cast<const Half*>(p.a.data) + bi * p.a.batch_stride;
+    const Half* bs = static_cast<const Half*>(p.b.data) + bi * p.b.batch_stride;
+    const Half* ds = static_cast<const Half*>(p.d) + bi * p.batch_stride_d;
+    for (std::int64_t i = 0; i < p.m; ++i)
+      for (std::int64_t kk = 0; kk < p.k; ++kk)
+        a[static_cast<std::size_t>(i * p.k + kk)] = static_cast<float>(as[i * p.a.row_stride + kk * p.a.col_stride]);
+    for (std::int64_t kk = 0; kk < p.k; ++kk)
+      for (std::int64_t j = 0; j < p.n; ++j)
+        b[static_cast<std::size_t>(kk * p.n + j)] = static_cast<float>(bs[kk * p.b.row_stride + j * p.b.col_stride]);
+    for (std::int64_t i = 0; i < p.m; ++i)
+      for (std::int64_t j = 0; j < p.n; ++j)
+        d[static_cast<std::size_t>(i * p.n + j)] = p.beta == 0.0 ? 0.0f : static_cast<float>(ds[i * p.ldd + j]);
+    if (p.k == 0) {
+      for (float& x : d) x *= static_cast<float>(p.beta);
+    } else {
+      blas_gemm<float>(p, a.data(), ao, b.data(), bo, d.data(), std::max<std::int64_t>(p.n, 1), p.beta);
+    }
+    finish<float, Half>(p, bi, d.data(), p.n);
+  }
+}
+
+void run_int8(const MatmulProblem& p) {
+  for (std::int64_t bi = 0; bi < p.batch; ++bi) {
+    const auto* a = static_cast<const std::int8_t*>(p.a.data) + bi * p.a.batch_stride;
+    const auto* b = static_cast<const std::int8_t*>(p.b.data) + bi * p.b.batch_stride;
+    auto* d = static_cast<std::int32_t*>(p.d) + bi * p.batch_stride_d;
+    for (std::int64_t i = 0; i < p.m; ++i) {
+      for (std::int64_t j = 0; j < p.n; ++j) {
+        std::int32_t sum = 0;
+        for (std::int64_t kk = 0; kk < p.k; ++kk) {
+          sum += static_cast<std::int32_t>(a[i * p.a.row_stride + kk * p.a.col_stride]) *
+                 static_cast<std::int32_t>(b[kk * p.b.row_stride + j * p.b.col_stride]);
+        }
+        d[i * p.ldd + j] = sum;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void matmul(const MatmulProblem& problem, const Stream& /*stream: the CPU runs synchronously*/) {
+  if (problem.m == 0 || problem.n == 0 || problem.batch == 0) return;
+  switch (problem.dtype) {
+    case DType::float32: return run_native<float>(problem);
+    case DType::float64: return run_native<double>(problem);
+    case DType::complex64: return run_native<std::complex<float>>(problem);
+    case DType::complex128: return run_native<std::complex<double>>(problem);
+    case DType::float16: return run_through_float<float16>(problem);
+    case DType::bfloat16: return run_through_float<bfloat16>(problem);
+    case DType::int8: return run_int8(problem);
+    default:
+      throw DTypeError(fmt::format("matmul: the CPU backend has no kernel for {}", dtype_name(problem.dtype)));
+  }
+}
+
+}  // namespace tessel::backend::cpu

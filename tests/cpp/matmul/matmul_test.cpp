@@ -1,0 +1,496 @@
+// matmul, vecdot and MatmulPlan against a float64 host reference (a naive triple loop), over
+// backend x dtype. Inputs are fresh random values rounded to the dtype; the reference uses the
+// rounded values, so the error measured is the product's own.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <filesystem>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "array/array_testing.hpp"
+#include "tessel/ops/matmul.hpp"
+#include "testing.hpp"
+
+namespace tessel::testing {
+namespace {
+
+const std::vector<DType> kMatmulDTypes = {DType::float16, DType::bfloat16, DType::float32, DType::float64,
+                                          DType::complex64, DType::complex128, DType::int8};
+const std::vector<DType> kRealFloat = {DType::float16, DType::bfloat16, DType::float32, DType::float64};
+
+Array random_array(std::mt19937_64& rng, const Shape& shape, DType dtype, Device device) {
+  std::vector<Value> values(static_cast<std::size_t>(numel(shape)));
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(-8, 8);
+  for (Value& v : values) {
+    if (dtype == DType::int8) v = small(rng);
+    else if (is_complex(dtype)) v = Value(uniform(rng), uniform(rng));
+    else v = uniform(rng);
+  }
+  return make_array(values, shape, dtype, device);
+}
+
+double activation(double x, MatmulEpilogue e) {
+  switch (e) {
+    case MatmulEpilogue::none: return x;
+    case MatmulEpilogue::relu: return std::isnan(x) ? x : std::max(x, 0.0);
+    case MatmulEpilogue::gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case MatmulEpilogue::gelu_tanh:
+      return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+  }
+  return x;
+}
+
+struct Reference {
+  std::vector<Value> d, aux;
+};
+
+// The float64 reference of matmul(a, b, options), in the result's C order.
+Reference reference(const Array& a_in, const Array& b_in, const MatmulOptions& o) {
+  Array a = a_in.to(Device::cpu()), b = b_in.to(Device::cpu());
+  const bool a1 = a.ndim() == 1, b1 = b.ndim() == 1;
+  if (a1) a = a.expand_dims(0);
+  if (b1) b = b.expand_dims(1);
+  const std::int64_t m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
+  const Shape batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
+                                       Shape(b.shape().begin(), b.shape().end() - 2));
+  Shape af = batch, bf = batch, full = batch;
+  af.insert(af.end(), {m, k});
+  bf.insert(bf.end(), {k, n});
+  full.insert(full.end(), {m, n});
+  Shape result = batch;
+  if (!a1) result.push_back(m);
+  if (!b1) result.push_back(n);
+  const std::vector<Value> av = read_values(a.broadcast_to(af)), bv = read_values(b.broadcast_to(bf));
+  std::vector<Value> cv, biasv;
+  if (o.beta != 0.0) cv = read_values(o.c.to(Device::cpu()).broadcast_to(result).reshape(full));
+  if (o.bias.defined()) biasv = read_values(o.bias.to(Device::cpu()));
+  const std::int64_t nb = numel(batch);
+  Reference r;
+  r.d.resize(static_cast<std::size_t>(nb * m * n));
+  r.aux.resize(r.d.size());
+  for (std::int64_t bi = 0; bi < nb; ++bi) {
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        Value sum = 0;
+        for (std::int64_t kk = 0; kk < k; ++kk) {
+          sum += av[static_cast<std::size_t>((bi * m + i) * k + kk)] * bv[static_cast<std::size_t>((bi * k + kk) * n + j)];
+        }
+        const auto idx = static_cast<std::size_t>((bi * m + i) * n + j);
+        Value v = o.alpha * sum;
+        if (o.beta != 0.0) v += o.beta * cv[idx];
+        if (!biasv.empty()) v += biasv[static_cast<std::size_t>(j)];
+        r.aux[idx] = v;
+        r.d[idx] = is_complex(a.dtype()) ? v : Value(activation(v.real(), o.epilogue));
+      }
+    }
+  }
+  return r;
+}
+
+double tolerance(DType dtype, MatmulCompute compute) {
+  switch (dtype) {
+    case DType::float16: return 5e-3;
+    case DType::bfloat16: return 1.5e-2;
+    case DType::float32: case DType::complex64: return compute == MatmulCompute::tf32 ? 2e-3 : 1e-5;
+    case DType::float64: case DType::complex128: return 1e-12;
+    default: return 0.0;  // int8: exact
+  }
+}
+
+// Norm-wise relative error ||got - want|| / ||want||.
+void expect_close(const std::vector<Value>& got, const std::vector<Value>& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_FALSE(std::isnan(got[i].real()) || std::isnan(got[i].imag())) << what << ": NaN at " << i;
+    diff += std::norm(got[i] - want[i]);
+    norm += std::norm(want[i]);
+  }
+  const double rel = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+  EXPECT_LE(rel, tol) << what << ": norm-wise relative error " << rel;
+}
+
+void check(const Array& a, const Array& b, const MatmulOptions& o = {}, const std::string& what = "") {
+  Array got;
+  if (a.dtype() == DType::int8 && a.device().is_cuda()) {
+    // cuBLASLt offers int8 for some layouts only; the others must say so clearly.
+    try {
+      got = matmul(a, b, o);
+    } catch (const DTypeError& error) {
+      EXPECT_NE(std::string(error.what()).find("int8"), std::string::npos) << error.what();
+      return;
+    }
+  } else {
+    got = matmul(a, b, o);
+  }
+  const Reference r = reference(a, b, o);
+  expect_close(read_values(got), r.d, tolerance(a.dtype(), o.compute),
+               what + " a" + shape_str(a.shape()) + " b" + shape_str(b.shape()));
+  if (o.aux.defined()) expect_close(read_values(o.aux), r.aux, tolerance(a.dtype(), o.compute), what + " aux");
+}
+
+class MatmulTest : public BackendDTypeTest {};
+
+TEST_P(MatmulTest, ShapesIncludingOddAndUnitAndLongK) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const std::vector<std::array<std::int64_t, 3>> shapes = {{1, 1, 1},  {7, 5, 3},   {33, 17, 65}, {1, 19, 23},
+                                                           {13, 1, 9}, {5, 6, 700}, {2, 3, 1},    {130, 129, 31}};
+  for (const auto& [m, n, k] : shapes) {
+    const Array a = random_array(rng, {m, k}, dtype(), device());
+    const Array b = random_array(rng, {k, n}, dtype(), device());
+    check(a, b);
+  }
+}
+
+TEST_P(MatmulTest, TransposedAndSlicedInputs) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const std::int64_t m = 11, n = 9, k = 21;
+  const Array at = random_array(rng, {k, m}, dtype(), device()).T();  // column-major a
+  const Array bt = random_array(rng, {n, k}, dtype(), device()).T();  // column-major b
+  const Array a = random_array(rng, {m, k}, dtype(), device());
+  const Array b = random_array(rng, {k, n}, dtype(), device());
+  check(at, b, {}, "a^T");
+  check(a, bt, {}, "b^T");
+  check(at, bt, {}, "a^T b^T");
+  const Array a_rows = random_array(rng, {2 * m, k + 5}, dtype(), device()).index({Slice(1, none, 2), Slice(2, k + 2)});
+  const Array b_cols = random_array(rng, {k, 2 * n}, dtype(), device()).slice(1, Slice(none, none, 2));  // copied
+  const Array b_rev = random_array(rng, {k, n}, dtype(), device()).slice(0, Slice(none, none, -1));    // copied
+  check(a_rows, b, {}, "row slice");
+  check(a, b_cols, {}, "strided columns");
+  check(a, b_rev, {}, "reversed rows");
+}
+
+TEST_P(MatmulTest, BatchedAndBroadcastBatches) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const DType t = dtype();
+  const Device dev = device();
+  check(random_array(rng, {2, 3, 5, 7}, t, dev), random_array(rng, {7, 4}, t, dev), {}, "batched @ matrix");
+  check(random_array(rng, {5, 7}, t, dev), random_array(rng, {3, 7, 4}, t, dev), {}, "matrix @ batched");
+  check(random_array(rng, {3, 1, 5, 7}, t, dev), random_array(rng, {1, 4, 7, 6}, t, dev), {}, "broadcast both");
+  check(random_array(rng, {4, 6, 3}, t, dev).permute({1, 0, 2}), random_array(rng, {6, 3, 2}, t, dev), {},
+        "non-collapsing batch strides");
+}
+
+TEST_P(MatmulTest, OneDimensionalOperands) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  if (dtype() == DType::int8 && device().is_cuda()) {
+    GTEST_SKIP() << "int8 on CUDA needs a k-contiguous b (see MatmulInt8.TransposedBOnCuda)";
+  }
+  TESSEL_SEEDED_RNG(rng);
+  const DType t = dtype();
+  const Device dev = device();
+  const Array v = random_array(rng, {7}, t, dev), w = random_array(rng, {7}, t, dev);
+  const Array mat = random_array(rng, {7, 4}, t, dev), mat2 = random_array(rng, {3, 7}, t, dev);
+  EXPECT_EQ(matmul(v, mat).shape(), Shape({4}));
+  EXPECT_EQ(matmul(mat2, v).shape(), Shape({3}));
+  EXPECT_EQ(matmul(v, w).shape(), Shape({}));
+  check(v, mat, {}, "vec @ mat");
+  check(mat2, v, {}, "mat @ vec");
+  check(v, w, {}, "vec @ vec");
+  check(random_array(rng, {2, 3, 7}, t, dev), v, {}, "batched @ vec");
+}
+
+TEST_P(MatmulTest, AlphaBetaC) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  if (dtype() == DType::int8) GTEST_SKIP() << "int8 takes alpha=1, beta=0 only (tested in Errors)";
+  TESSEL_SEEDED_RNG(rng);
+  const Array a = random_array(rng, {2, 9, 13}, dtype(), device()), b = random_array(rng, {13, 6}, dtype(), device());
+  MatmulOptions o;
+  o.alpha = 0.5;
+  o.beta = -1.5;
+  o.c = random_array(rng, {2, 9, 6}, dtype(), device());
+  check(a, b, o, "full c");
+  o.c = random_array(rng, {6}, dtype(), device());
+  check(a, b, o, "broadcast c");
+}
+
+TEST_P(MatmulTest, OutArgument) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  if (dtype() == DType::int8 && device().is_cuda()) {
+    GTEST_SKIP() << "int8 on CUDA needs a k-contiguous b (see MatmulInt8.TransposedBOnCuda)";
+  }
+  TESSEL_SEEDED_RNG(rng);
+  const DType od = dtype() == DType::int8 ? DType::int32 : dtype();
+  const Array a = random_array(rng, {5, 8}, dtype(), device()), b = random_array(rng, {8, 7}, dtype(), device());
+  const Reference r = reference(a, b, {});
+  Array out = empty({5, 7}, od, device());
+  poison(out);
+  Array got = matmul(a, b, {}, out);
+  EXPECT_EQ(got.data(), out.data());
+  expect_close(read_values(out), r.d, tolerance(dtype(), MatmulCompute::default_), "out");
+  Array out_t = empty({7, 5}, od, device()).T();  // a transposed view: written through a copy
+  poison(out_t);
+  matmul(a, b, {}, out_t);
+  expect_close(read_values(out_t), r.d, tolerance(dtype(), MatmulCompute::default_), "transposed out");
+}
+
+TEST_P(MatmulTest, ZeroLengthDimensions) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const Array empty_m = matmul(random_array(rng, {0, 4}, dtype(), device()), random_array(rng, {4, 3}, dtype(), device()));
+  EXPECT_EQ(empty_m.shape(), Shape({0, 3}));
+  const Array empty_batch = matmul(random_array(rng, {0, 2, 4}, dtype(), device()), random_array(rng, {4, 3}, dtype(), device()));
+  EXPECT_EQ(empty_batch.shape(), Shape({0, 2, 3}));
+  // K = 0: zeros (plus the bias and epilogue)
+  const Array a = random_array(rng, {3, 0}, dtype(), device()), b = random_array(rng, {0, 5}, dtype(), device());
+  check(a, b, {}, "k=0");
+  if (std::find(kRealFloat.begin(), kRealFloat.end(), dtype()) != kRealFloat.end()) {
+    MatmulOptions o;
+    o.bias = random_array(rng, {5}, dtype(), device());
+    o.epilogue = MatmulEpilogue::relu;
+    check(a, b, o, "k=0 relu(bias)");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, MatmulTest, ::testing::ValuesIn(backend_dtype_cases(kMatmulDTypes)), case_name);
+
+class MatmulEpilogueTest : public BackendDTypeTest {};
+
+TEST_P(MatmulEpilogueTest, EveryEpilogueWithAndWithoutBiasAndAux) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  for (MatmulEpilogue e : {MatmulEpilogue::none, MatmulEpilogue::relu, MatmulEpilogue::gelu, MatmulEpilogue::gelu_tanh}) {
+    for (bool bias : {false, true}) {
+      for (bool aux : {false, true}) {
+        if (aux && e == MatmulEpilogue::none) continue;
+        const Array a = random_array(rng, {2, 19, 24}, dtype(), device());
+        const Array b = random_array(rng, {24, 16}, dtype(), device());
+        MatmulOptions o;
+        o.epilogue = e;
+        if (bias) o.bias = random_array(rng, {16}, dtype(), device());
+        if (aux) {
+          o.aux = empty({2, 19, 16}, dtype(), device());
+          poison(o.aux);
+        }
+        check(a, b, o, std::string(matmul_epilogue_name(e)) + (bias ? "+bias" : "") + (aux ? "+aux" : ""));
+      }
+    }
+  }
+}
+
+TEST_P(MatmulEpilogueTest, NonFiniteValuesPropagate) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const std::int64_t m = 6, n = 5, k = 7;
+  std::vector<Value> av(static_cast<std::size_t>(m * k), 0.5), bv(static_cast<std::size_t>(k * n), 0.25);
+  av[0] = std::numeric_limits<double>::quiet_NaN();                // row 0 -> NaN
+  av[static_cast<std::size_t>(2 * k)] = std::numeric_limits<double>::infinity();  // row 2 -> +Inf
+  const Array a = make_array(av, {m, k}, dtype(), device()), b = make_array(bv, {k, n}, dtype(), device());
+  for (MatmulEpilogue e : {MatmulEpilogue::none, MatmulEpilogue::relu}) {
+    MatmulOptions o;
+    o.epilogue = e;
+    const std::vector<Value> d = read_values(matmul(a, b, o));
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double nan_row = d[static_cast<std::size_t>(j)].real();
+      if (e == MatmulEpilogue::relu && device().is_cuda()) {
+        // cuBLASLt's fused RELU may clamp NaN to 0 (max(x, 0)); either is a propagation, not a crash.
+        EXPECT_TRUE(std::isnan(nan_row) || nan_row == 0.0) << "relu column " << j << ": " << nan_row;
+      } else {
+        EXPECT_TRUE(std::isnan(nan_row)) << matmul_epilogue_name(e) << " column " << j;
+      }
+      EXPECT_EQ(d[static_cast<std::size_t>(2 * n + j)].real(), std::numeric_limits<double>::infinity());
+      EXPECT_NEAR(d[static_cast<std::size_t>(n + j)].real(), 0.5 * 0.25 * k, 1e-2);
+    }
+  }
+}
+
+TEST_P(MatmulEpilogueTest, Tf32AndFp32Compute) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  if (dtype() != DType::float32) GTEST_SKIP() << "compute modes apply to float32";
+  TESSEL_SEEDED_RNG(rng);
+  const Array a = random_array(rng, {37, 45}, dtype(), device()), b = random_array(rng, {45, 29}, dtype(), device());
+  for (MatmulCompute c : {MatmulCompute::fp32, MatmulCompute::tf32}) {
+    MatmulOptions o;
+    o.compute = c;
+    check(a, b, o, matmul_compute_name(c));
+  }
+}
+
+// Every candidate the autotuner may pick (cuBLASLt algorithms, SIMT and sm90 configurations),
+// pinned and run on its own, on an odd and an aligned shape.
+TEST_P(MatmulEpilogueTest, EveryCandidateOnItsOwn) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{37, 29, 45}, {128, 64, 96}}) {
+    const Array a = random_array(rng, {m, k}, dtype(), device()), b = random_array(rng, {k, n}, dtype(), device());
+    MatmulOptions o;
+    o.bias = random_array(rng, {n}, dtype(), device());
+    o.epilogue = MatmulEpilogue::relu;
+    const Reference r = reference(a, b, o);
+    MatmulPlan plan(a, b, o);
+    for (std::size_t i = 0; i < plan.candidates().size(); ++i) {
+      plan.pin(static_cast<int>(i));
+      Array out = empty({m, n}, dtype(), device());
+      poison(out);
+      plan.execute(a, b, o, out);
+      expect_close(read_values(out), r.d, tolerance(dtype(), MatmulCompute::default_), plan.candidates()[i].name);
+    }
+  }
+}
+
+TEST(MatmulInt8, TransposedBOnCuda) {
+  // cuBLASLt's int8 kernels want B k-contiguous ("TN"); this layout must work.
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  TESSEL_SEEDED_RNG(rng);
+  const Array a = random_array(rng, {32, 64}, DType::int8, Device::cuda(0));
+  const Array bt = random_array(rng, {16, 64}, DType::int8, Device::cuda(0)).T();
+  const Array got = matmul(a, bt);
+  EXPECT_EQ(got.dtype(), DType::int32);
+  expect_close(read_values(got), reference(a, bt, {}).d, 0.0, "int8 TN");
+}
+
+INSTANTIATE_TEST_SUITE_P(All, MatmulEpilogueTest, ::testing::ValuesIn(backend_dtype_cases(kRealFloat)), case_name);
+
+class MatmulBackendTest : public BackendTest {};
+
+TEST_P(MatmulBackendTest, VecdotRealAndComplex) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  for (DType t : {DType::float64, DType::complex128}) {
+    const Array x = random_array(rng, {3, 1, 6}, t, device()), y = random_array(rng, {4, 6}, t, device());
+    const Array got = vecdot(x, y);
+    ASSERT_EQ(got.shape(), Shape({3, 4}));
+    const std::vector<Value> xv = read_values(x.to(Device::cpu())), yv = read_values(y.to(Device::cpu()));
+    std::vector<Value> want;
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 4; ++j) {
+        Value s = 0;
+        for (int kk = 0; kk < 6; ++kk) s += std::conj(xv[static_cast<std::size_t>(i * 6 + kk)]) * yv[static_cast<std::size_t>(j * 6 + kk)];
+        want.push_back(s);
+      }
+    expect_close(read_values(got), want, 1e-12, std::string("vecdot ") + dtype_name(t));
+  }
+  // a non-last axis
+  const Array x = random_array(rng, {5, 3}, DType::float64, device()), y = random_array(rng, {5, 3}, DType::float64, device());
+  const std::vector<Value> xv = read_values(x.to(Device::cpu())), yv = read_values(y.to(Device::cpu()));
+  std::vector<Value> want(3, 0.0);
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 3; ++j) want[static_cast<std::size_t>(j)] += xv[static_cast<std::size_t>(i * 3 + j)] * yv[static_cast<std::size_t>(i * 3 + j)];
+  expect_close(read_values(vecdot(x, y, -2)), want, 1e-12, "vecdot axis=-2");
+}
+
+TEST_P(MatmulBackendTest, BadInputsHaveClearErrors) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const Device dev = device();
+  const Array a = random_array(rng, {3, 4}, DType::float32, dev), b = random_array(rng, {5, 6}, DType::float32, dev);
+  expect_error<ShapeError>([&] { matmul(a, b); }, {"matmul", "(3, 4)", "(5, 6)"});
+  const Array b46 = random_array(rng, {4, 6}, DType::float32, dev);
+  MatmulOptions bad_bias;
+  bad_bias.bias = random_array(rng, {5}, DType::float32, dev);
+  expect_error<ShapeError>([&] { matmul(a, b46, bad_bias); }, {"matmul", "bias", "(5,)", "6"});
+  expect_error<DTypeError>([&] { matmul(a, random_array(rng, {4, 6}, DType::float64, dev)); },
+                           {"matmul", "float32", "float64"});
+  expect_error<DTypeError>([&] { matmul(random_array(rng, {3, 4}, DType::int32, dev), random_array(rng, {4, 2}, DType::int32, dev)); },
+                           {"matmul", "int32"});
+  expect_error<ShapeError>([&] { matmul(a, b46, {}, empty({3, 5}, DType::float32, dev)); }, {"matmul", "out", "(3, 5)", "(3, 6)"});
+  expect_error<DTypeError>([&] { matmul(a, b46, {}, empty({3, 6}, DType::float64, dev)); }, {"matmul", "out", "float64", "float32"});
+  expect_error<ValueError>([&] { parse_matmul_epilogue("swish"); }, {"epilogue", "swish"});
+  MatmulOptions tf32;
+  tf32.compute = MatmulCompute::tf32;
+  expect_error<ValueError>([&] { matmul(random_array(rng, {2, 2}, DType::float64, dev), random_array(rng, {2, 2}, DType::float64, dev), tf32); },
+                           {"tf32", "float64"});
+  MatmulOptions complex_relu;
+  complex_relu.epilogue = MatmulEpilogue::relu;
+  expect_error<DTypeError>([&] { matmul(random_array(rng, {2, 2}, DType::complex64, dev), random_array(rng, {2, 2}, DType::complex64, dev), complex_relu); },
+                           {"matmul", "complex64"});
+  MatmulOptions beta_without_c;
+  beta_without_c.beta = 1.0;
+  expect_error<ValueError>([&] { matmul(a, b46, beta_without_c); }, {"beta", "c"});
+  expect_error<ShapeError>([&] { matmul(random_array(rng, {2, 3, 4}, DType::float32, dev), random_array(rng, {3, 4, 5}, DType::float32, dev)); },
+                           {"matmul", "(2, 3, 4)", "(3, 4, 5)"});
+  // a plan run on a different layout
+  MatmulPlan plan(a, b46);
+  expect_error<ValueError>([&] { plan.execute(a.T().copy().T(), b46); }, {"MatmulPlan", "layout", "planned"});
+  expect_error<ValueError>([&] { plan.execute(random_array(rng, {3, 5}, DType::float32, dev), random_array(rng, {5, 6}, DType::float32, dev)); },
+                           {"MatmulPlan", "(3, 5)"});
+  expect_error<IndexError>([&] { plan.pin(1000); }, {"MatmulPlan.pin", "1000"});
+  expect_error<ValueError>([&] { plan.pin("no-such-algorithm"); }, {"no-such-algorithm"});
+  // mixed devices
+  if (cuda_available()) {
+    const Device other = dev.is_cpu() ? Device::cuda(0) : Device::cpu();
+    expect_error<DeviceError>([&] { matmul(a, b46.to(other)); }, {"matmul", "cpu", "cuda:0"});
+    MatmulOptions other_bias;
+    other_bias.bias = random_array(rng, {6}, DType::float32, other);
+    expect_error<DeviceError>([&] { matmul(a, b46, other_bias); }, {"matmul", "bias"});
+  }
+}
+
+TEST_P(MatmulBackendTest, PlanAutotunePinAndDiskCache) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  // A shape no other test uses, so that the disk cache holds only what this test wrote.
+  const std::int64_t m = 23 + static_cast<std::int64_t>(rng() % 50), n = 41, k = 67;
+  const Array a = random_array(rng, {m, k}, DType::float32, device()), b = random_array(rng, {k, n}, DType::float32, device());
+  MatmulOptions o;
+  o.bias = random_array(rng, {n}, DType::float32, device());
+  o.epilogue = MatmulEpilogue::relu;
+  const Reference r = reference(a, b, o);
+  MatmulPlan plan(a, b, o);
+  ASSERT_FALSE(plan.candidates().empty());
+  const auto& timed = plan.autotune(3);
+  bool any_timed = false;
+  for (const auto& c : timed) any_timed = any_timed || (c.ok && c.time_ms >= 0);
+  EXPECT_TRUE(any_timed);
+  EXPECT_FALSE(plan.from_cache());
+  // execute on new data of the same layout
+  const Array a2 = random_array(rng, {m, k}, DType::float32, device()), b2 = random_array(rng, {k, n}, DType::float32, device());
+  MatmulOptions o2;
+  o2.bias = random_array(rng, {n}, DType::float32, device());
+  o2.epilogue = MatmulEpilogue::relu;
+  expect_close(read_values(plan.execute(a2, b2, o2)), reference(a2, b2, o2).d, 1e-5, "execute on new data");
+  expect_close(read_values(plan.execute()), r.d, 1e-5, "execute on the planned data");
+  // every candidate on its own, pinned
+  for (std::size_t i = 0; i < plan.candidates().size(); ++i) {
+    if (!plan.candidates()[i].ok) continue;  // failed during autotune (reported there)
+    plan.pin(static_cast<int>(i));
+    EXPECT_EQ(plan.selected().name, plan.candidates()[i].name);
+    Array out = empty({m, n}, DType::float32, device());
+    poison(out);
+    plan.execute(a, b, {}, out);
+    expect_close(read_values(out), r.d, 1e-5, "pinned " + plan.candidates()[i].name);
+  }
+  plan.pin(plan.candidates().front().name);
+  // the winner is on disk: a new plan with the memory cache cleared reads it
+  const std::string winner = [&] {
+    double best = -1;
+    std::string name;
+    for (const auto& c : timed) {
+      if (c.ok && (best < 0 || c.time_ms < best)) {
+        best = c.time_ms;
+        name = c.name;
+      }
+    }
+    return name;
+  }();
+  clear_matmul_memory_cache();
+  MatmulPlan reloaded(a, b, o);
+  EXPECT_TRUE(reloaded.from_cache());
+  EXPECT_EQ(reloaded.selected().name, winner);
+  EXPECT_EQ(reloaded.cache_key(), plan.cache_key());
+  EXPECT_TRUE(std::filesystem::is_directory(matmul_cache_dir()));
+  // matmul() uses the cached winner too and gives the same result
+  expect_close(read_values(matmul(a, b, o)), r.d, 1e-5, "matmul after autotune");
+}
+
+INSTANTIATE_TEST_SUITE_P(All, MatmulBackendTest, ::testing::ValuesIn(all_backends()), backend_name);
+
+TEST(MatmulNames, EpilogueAndComputeStrings) {
+  for (const char* name : {"none", "relu", "gelu", "gelu_tanh"}) {
+    EXPECT_STREQ(matmul_epilogue_name(parse_matmul_epilogue(name)), name);
+  }
+  for (const char* name : {"default", "fp32", "tf32"}) {
+    EXPECT_STREQ(matmul_compute_name(parse_matmul_compute(name)), name);
+  }
+  expect_error<ValueError>([] { parse_matmul_compute("fp8"); }, {"compute", "fp8"});
+}
+
+}  // namespace
+}  // namespace tessel::testing
