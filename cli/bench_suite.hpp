@@ -73,5 +73,7 @@ std::vector<double> host_doubles(const Array& a);
 
 // Per-area workload lists (one file each), concatenated by all_workloads().
 std::vector<Workload> elementwise_workloads();
+std::vector<Workload> matmul_workloads();
+std::vector<Workload> fft_workloads();
 
 }  // namespace tessel::cli::bench
