@@ -28,3 +28,4 @@
 #include "tessel/ops/random.hpp"
 #include "tessel/ops/reduce.hpp"
 #include "tessel/ops/sort.hpp"
+#include "tessel/sim/particles.hpp"
