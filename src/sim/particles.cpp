@@ -111,7 +111,7 @@ void validate(const ParticleState& s, const ParticlesConfig& c) {
     if (!c.periodic) {
       const float p[3] = {s.x[k], s.y[k], s.z[k]};
       for (int a = 0; a < 3; ++a) {
-        if (p[a] < c.box_lo[a] || p[a] > c.box_hi[a]) {
+        if (p[a] < static_cast<float>(c.box_lo[a]) || p[a] > static_cast<float>(c.box_hi[a])) {  // as the kernels compare
           throw ValueError(fmt::format("{}: particle {} at {} is outside the box [{}, {}] x [{}, {}] x [{}, {}]", op, i,
                                        position_str(p[0], p[1], p[2]), c.box_lo[0], c.box_hi[0], c.box_lo[1],
                                        c.box_hi[1], c.box_lo[2], c.box_hi[2]));
@@ -139,6 +139,23 @@ std::int64_t Particles::required_bytes(std::int64_t n, std::int64_t cells, Devic
   std::int64_t bytes = n * bytes_per_particle + cells * 2 * 4;
   if (device.is_cpu()) bytes += cells * 4;  // the counting sort's cursors
   return bytes;
+}
+
+void Particles::check_memory(std::int64_t n, std::int64_t cells, Device device) {
+  if (device.is_cuda()) check_device_index(device.index, op);
+  int bits = 1;
+  while ((std::int64_t{1} << bits) < cells) ++bits;
+  // CUB's workspace for n keys (a host-side size query; nothing is allocated).
+  const std::int64_t temp = static_cast<std::int64_t>(backend_sort_temp_bytes(device, n, bits));
+  const std::int64_t need = required_bytes(n, cells, device) + temp;
+  const std::int64_t have = available_bytes(device);
+  if (need > have) {
+    throw OutOfMemory(fmt::format("{}: {} particles need {} on {} ({} per particle, {} for {} grid cells, {} of sort "
+                                  "workspace) but only {} are available: use fewer particles or a larger cell_size",
+                                  op, n, format_bytes(need), device.str(), format_bytes(bytes_per_particle),
+                                  format_bytes(cells * 8), cells, format_bytes(temp),
+                                  format_bytes(std::max<std::int64_t>(have, 0))));
+  }
 }
 
 Particles::Particles(const ParticleState& state, const ParticlesConfig& config, Device device,
@@ -193,16 +210,8 @@ Particles::Particles(const ParticleState& state, const ParticlesConfig& config, 
   }
 
   // Memory: checked before allocating anything.
+  check_memory(n_, cells, device);
   sort_temp_bytes_ = backend_sort_temp_bytes(device, n_, cell_bits_);
-  const std::int64_t need = required_bytes(n_, cells, device) + static_cast<std::int64_t>(sort_temp_bytes_);
-  const std::int64_t have = available_bytes(device);
-  if (need > have) {
-    throw OutOfMemory(fmt::format("{}: {} particles need {} on {} ({} per particle, {} for {} grid cells, {} of sort "
-                                  "workspace) but only {} are available: use fewer particles or a larger cell_size",
-                                  op, n_, format_bytes(need), device.str(), format_bytes(bytes_per_particle),
-                                  format_bytes(cells * 8), cells, format_bytes(static_cast<std::int64_t>(sort_temp_bytes_)),
-                                  format_bytes(std::max<std::int64_t>(have, 0))));
-  }
 
   // Upload: positions, velocities and accelerations as (3, n) SoA.
   const auto un = static_cast<std::size_t>(n_);

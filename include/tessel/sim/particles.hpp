@@ -110,6 +110,9 @@ class Particles {
 
   // Bytes of memory a simulation of n particles over `cells` grid cells needs on `device`.
   static std::int64_t required_bytes(std::int64_t n, std::int64_t cells, Device device);
+  // OutOfMemory, naming the need and what is available, when n particles over `cells` cells do
+  // not fit on `device` (the constructor calls it before allocating anything).
+  static void check_memory(std::int64_t n, std::int64_t cells, Device device);
 
  private:
   void bin(bool kick);
