@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", tessel::version());
   app.require_subcommand(1);
   tessel::cli::add_info_command(app);
+  tessel::cli::add_sim_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
