@@ -15,6 +15,20 @@
 
 namespace tessel::backend::physics {
 
+// Four consecutive floats (x y z r or vx vy vz m of one sorted particle), one 16-byte load on the
+// GPU (the sorted buffers are 16-byte aligned: they come from the caching allocator).
+struct Float4 {
+  float x, y, z, w;
+};
+TESSEL_HD Float4 load4(const float* p) {
+#if defined(__CUDA_ARCH__)
+  const float4 v = __ldg(reinterpret_cast<const float4*>(p));
+  return {v.x, v.y, v.z, v.w};
+#else
+  return {p[0], p[1], p[2], p[3]};
+#endif
+}
+
 // Cell coordinate of x along an axis, clamped to the grid: clamping is monotone and never moves
 // two coordinates apart, so particles within a cell size stay in the same or adjacent cells.
 TESSEL_HD int cell_coord(float x, float lo, float inv_cell, int dims) {
@@ -153,27 +167,28 @@ struct ParticleForce {
 // Total contact force on sorted particle s from its neighbors and the walls.
 TESSEL_HD ParticleForce particle_force(const SimParams& p, const float* sorted_pos, const float* sorted_vel,
                                        const std::int32_t* cells, int s) {
-  const float* pi = sorted_pos + 4 * static_cast<std::int64_t>(s);
-  const float* vi = sorted_vel + 4 * static_cast<std::int64_t>(s);
-  const float xi = pi[0], yi = pi[1], zi = pi[2], ri = pi[3];
-  const float vxi = vi[0], vyi = vi[1], vzi = vi[2], mi = vi[3];
+  const Float4 pi = load4(sorted_pos + 4 * static_cast<std::int64_t>(s));
+  const Float4 vi = load4(sorted_vel + 4 * static_cast<std::int64_t>(s));
+  const float xi = pi.x, yi = pi.y, zi = pi.z, ri = pi.w;
+  const float vxi = vi.x, vyi = vi.y, vzi = vi.z, mi = vi.w;
+  const float own[3] = {xi, yi, zi};
   ParticleForce out{{0.0f, 0.0f, 0.0f}, 0.0f, 0};
   for_each_candidate(p, cells, xi, yi, zi, [&](int j) {
     if (j == s) return;
-    const float* pj = sorted_pos + 4 * static_cast<std::int64_t>(j);
+    const Float4 pj = load4(sorted_pos + 4 * static_cast<std::int64_t>(j));
+    const float other[3] = {pj.x, pj.y, pj.z};
     float d[3];
-    displacement(p, pi, pj, d);
+    displacement(p, own, other, d);
     const float d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-    const float rs = ri + pj[3];
+    const float rs = ri + pj.w;
     if (!(d2 < rs * rs) || d2 <= 0.0f) return;
-    const float* vj = sorted_vel + 4 * static_cast<std::int64_t>(j);
+    const Float4 vj = load4(sorted_vel + 4 * static_cast<std::int64_t>(j));
     const float dist = sqrtf(d2);
     const float inv = 1.0f / dist;
-    const float mj = vj[3];
-    const float m_eff = mi * mj / (mi + mj);
-    const float r_eff = ri * pj[3] / rs;
-    const ContactResult c = contact(p, d[0] * inv, d[1] * inv, d[2] * inv, rs - dist, vj[0] - vxi, vj[1] - vyi,
-                                    vj[2] - vzi, m_eff, r_eff);
+    const float m_eff = mi * vj.w / (mi + vj.w);
+    const float r_eff = ri * pj.w / rs;
+    const ContactResult c = contact(p, d[0] * inv, d[1] * inv, d[2] * inv, rs - dist, vj.x - vxi, vj.y - vyi,
+                                    vj.z - vzi, m_eff, r_eff);
     out.f[0] += c.f[0];
     out.f[1] += c.f[1];
     out.f[2] += c.f[2];
@@ -181,12 +196,11 @@ TESSEL_HD ParticleForce particle_force(const SimParams& p, const float* sorted_p
     out.contacts += 1;
   });
   if (p.walls) {
-    const float pos[3] = {xi, yi, zi};
     const float vel[3] = {vxi, vyi, vzi};
     for (int axis = 0; axis < 3; ++axis) {
       for (int side = 0; side < 2; ++side) {
         // Overlap with the face; the normal points from the particle into the wall.
-        const float overlap = side == 0 ? ri - (pos[axis] - p.lo[axis]) : ri - (p.hi[axis] - pos[axis]);
+        const float overlap = side == 0 ? ri - (own[axis] - p.lo[axis]) : ri - (p.hi[axis] - own[axis]);
         if (!(overlap > 0.0f)) continue;
         float n[3] = {0.0f, 0.0f, 0.0f};
         n[axis] = side == 0 ? -1.0f : 1.0f;

@@ -350,7 +350,7 @@ TEST(SimCrossBackend, CpuAndGpuTrajectoriesAgree) {
     ASSERT_NEAR(vc[k], vg[k], 2e-3 * vmax) << "particle " << k / 3 << " axis " << k % 3;
   }
   const sim::Diagnostics dc = cpu.diagnostics(), dg = gpu.diagnostics();
-  EXPECT_EQ(dc.contacts, dg.contacts);
+  EXPECT_NEAR(static_cast<double>(dc.contacts), static_cast<double>(dg.contacts), 2.0);  // threshold pairs may differ
   EXPECT_NEAR(dc.kinetic, dg.kinetic, 1e-3 * dc.kinetic);
 }
 
