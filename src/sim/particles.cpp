@@ -31,9 +31,9 @@ constexpr const char* op = "sim::Particles";
 constexpr double pi = 3.14159265358979323846;
 constexpr std::int64_t max_cells = std::int64_t{1} << 30;  // 2 * cell index stays in int32
 
-// Bytes per particle: state x v a (9 floats), radius, mass, contacts, spring energy, sorted
-// copies (8 floats), keys and ids (double buffers).
-constexpr std::int64_t bytes_per_particle = 9 * 4 + 2 * 4 + 2 * 4 + 8 * 4 + 2 * 4 + 2 * 4;
+// Bytes per particle: state x v a (9 floats), radius, mass, id, contacts, spring energy, sorted
+// copies (12 floats and an id), keys and slots (double buffers).
+constexpr std::int64_t bytes_per_particle = 9 * 4 + 3 * 4 + 2 * 4 + 13 * 4 + 2 * 4 + 2 * 4;
 
 void require(bool ok, const std::string& message) {
   if (!ok) throw ValueError(std::string(op) + ": " + message);
@@ -239,18 +239,21 @@ Particles::Particles(const ParticleState& state, const ParticlesConfig& config, 
   accelerations_ = zeros({3, n_}, DType::float32, device, stream_);
   radii_ = from_host(state.radius.data(), {n_}, DType::float32, device, stream_);
   masses_ = from_host(state.mass.data(), {n_}, DType::float32, device, stream_);
+  ids_ = arange(0, n_, 1, DType::int32, device, stream_);
   contacts_ = zeros({n_}, DType::int32, device, stream_);
   spring_energy_ = zeros({n_}, DType::float32, device, stream_);
   sorted_pos_ = Buffer::allocate(device, n_ * 16, stream_);
   sorted_vel_ = Buffer::allocate(device, n_ * 16, stream_);
+  sorted_acc_ = Buffer::allocate(device, n_ * 16, stream_);
+  sorted_id_ = Buffer::allocate(device, n_ * 4, stream_);
   for (int k = 0; k < 2; ++k) {
     keys_[k] = Buffer::allocate(device, n_ * 4, stream_);
-    ids_[k] = Buffer::allocate(device, n_ * 4, stream_);
+    slots_[k] = Buffer::allocate(device, n_ * 4, stream_);
   }
   cells_ = Buffer::allocate(device, cells * 8, stream_);
   sort_temp_ = Buffer::allocate(device, static_cast<std::int64_t>(std::max<std::size_t>(sort_temp_bytes_, 1)), stream_);
 
-  bin(false);
+  bin(false, false);
   forces(false);
 }
 
@@ -296,28 +299,31 @@ backend::SimParams make_params(const ParticlesConfig& c, const std::array<std::i
   a.az = a.ay + n_;                                                                 \
   a.radius = radii_.data_as<float>();                                               \
   a.mass = masses_.data_as<float>();                                                \
+  a.id = ids_.data_as<std::int32_t>();                                              \
   a.contacts = contacts_.data_as<std::int32_t>();                                   \
   a.spring_energy = spring_energy_.data_as<float>();                                \
   a.sorted_pos = static_cast<float*>(sorted_pos_->data());                          \
   a.sorted_vel = static_cast<float*>(sorted_vel_->data());                          \
+  a.sorted_acc = static_cast<float*>(sorted_acc_->data());                          \
+  a.sorted_id = static_cast<std::int32_t*>(sorted_id_->data());                     \
   for (int k_ = 0; k_ < 2; ++k_) {                                                  \
     a.keys[k_] = static_cast<std::uint32_t*>(keys_[k_]->data());                    \
-    a.ids[k_] = static_cast<std::int32_t*>(ids_[k_]->data());                       \
+    a.ids[k_] = static_cast<std::int32_t*>(slots_[k_]->data());                     \
   }                                                                                 \
   a.cells_range = static_cast<std::int32_t*>(cells_->data());                       \
   a.sort_temp = sort_temp_->data();                                                 \
   a.sort_temp_bytes = sort_temp_bytes_
 
-void Particles::bin(bool kick) {
+void Particles::bin(bool kick, bool gather_acc) {
   TESSEL_SIM_ARRAYS(a);
   const backend::SimParams p = make_params(config_, dims_, cell_bits_);
   if (device_.is_cpu()) {
     positions_.wait();
     velocities_.wait();
-    sorted_slot_ = backend::cpu::bin(p, a, kick, stream_);
+    backend::cpu::bin(p, a, kick, gather_acc, stream_);
   } else {
 #if defined(TESSEL_HAVE_CUDA)
-    sorted_slot_ = backend::cuda::bin(p, a, kick, stream_);
+    backend::cuda::bin(p, a, kick, gather_acc, stream_);
 #endif
   }
 }
@@ -326,12 +332,47 @@ void Particles::forces(bool finish_kick) {
   TESSEL_SIM_ARRAYS(a);
   const backend::SimParams p = make_params(config_, dims_, cell_bits_);
   if (device_.is_cpu()) {
-    backend::cpu::forces(p, a, sorted_slot_, finish_kick, stream_);
+    backend::cpu::forces(p, a, finish_kick, stream_);
   } else {
 #if defined(TESSEL_HAVE_CUDA)
-    backend::cuda::forces(p, a, sorted_slot_, finish_kick, stream_);
+    backend::cuda::forces(p, a, finish_kick, stream_);
 #endif
   }
+}
+
+void Particles::write_back() {
+  TESSEL_SIM_ARRAYS(a);
+  const backend::SimParams p = make_params(config_, dims_, cell_bits_);
+  if (device_.is_cpu()) {
+    backend::cpu::write_back(p, a, stream_);
+  } else {
+#if defined(TESSEL_HAVE_CUDA)
+    backend::cuda::write_back(p, a, stream_);
+#endif
+  }
+}
+
+ParticleState Particles::state() const {
+  const std::vector<float> pos = positions_.to(Device::cpu(), stream_).to_vector<float>();
+  const std::vector<float> vel = velocities_.to(Device::cpu(), stream_).to_vector<float>();
+  const std::vector<float> radius = radii_.to(Device::cpu(), stream_).to_vector<float>();
+  const std::vector<float> mass = masses_.to(Device::cpu(), stream_).to_vector<float>();
+  const std::vector<std::int32_t> id = ids_.to(Device::cpu(), stream_).to_vector<std::int32_t>();
+  ParticleState s;
+  const auto n = static_cast<std::size_t>(n_);
+  for (auto* v : {&s.x, &s.y, &s.z, &s.vx, &s.vy, &s.vz, &s.radius, &s.mass}) v->assign(n, 0.0f);
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto i = static_cast<std::size_t>(id[k]);
+    s.x[i] = pos[k];
+    s.y[i] = pos[n + k];
+    s.z[i] = pos[2 * n + k];
+    s.vx[i] = vel[k];
+    s.vy[i] = vel[n + k];
+    s.vz[i] = vel[2 * n + k];
+    s.radius[i] = radius[k];
+    s.mass[i] = mass[k];
+  }
+  return s;
 }
 
 void Particles::step(std::int64_t count) {
@@ -344,7 +385,7 @@ void Particles::step(std::int64_t count) {
     velocities_.storage()->wait_on_stream(stream_);
   }
   for (std::int64_t k = 0; k < count; ++k) {
-    bin(true);
+    bin(true, false);
     forces(true);
     ++steps_;
   }
@@ -372,9 +413,10 @@ Diagnostics Particles::diagnostics() {
 #endif
   }
   if (sums.first_bad >= 0) {
-    const std::int64_t i = sums.first_bad;
-    const std::vector<float> pos = positions_.index({Slice(none, none), i}).to(Device::cpu(), stream_).to_vector<float>();
-    const std::vector<float> vel = velocities_.index({Slice(none, none), i}).to(Device::cpu(), stream_).to_vector<float>();
+    const std::int64_t slot = sums.first_bad;
+    const std::int64_t i = ids_.index({slot}).to(Device::cpu(), stream_).item<std::int32_t>();
+    const std::vector<float> pos = positions_.index({Slice(none, none), slot}).to(Device::cpu(), stream_).to_vector<float>();
+    const std::vector<float> vel = velocities_.index({Slice(none, none), slot}).to(Device::cpu(), stream_).to_vector<float>();
     const bool finite_state = std::all_of(pos.begin(), pos.end(), [](float v) { return std::isfinite(v); }) &&
                               std::all_of(vel.begin(), vel.end(), [](float v) { return std::isfinite(v); });
     if (!finite_state) {
@@ -403,17 +445,19 @@ Diagnostics Particles::diagnostics() {
 
 NeighborList Particles::neighbor_list() {
   TESSEL_OP_RANGE("sim::Particles::neighbor_list");
-  bin(false);  // the grid at the current positions (kick off: the state is not changed)
+  // The grid at the current positions: reorder without a kick and write the state back as is.
+  bin(false, true);
+  write_back();
   TESSEL_SIM_ARRAYS(a);
   const backend::SimParams p = make_params(config_, dims_, cell_bits_);
   NeighborList list;
   list.offsets.assign(static_cast<std::size_t>(n_ + 1), 0);
   Array counts = empty({n_}, DType::int64, device_, stream_);
   if (device_.is_cpu()) {
-    backend::cpu::neighbor_counts(p, a, sorted_slot_, counts.data_as<std::int64_t>(), stream_);
+    backend::cpu::neighbor_counts(p, a, counts.data_as<std::int64_t>(), stream_);
   } else {
 #if defined(TESSEL_HAVE_CUDA)
-    backend::cuda::neighbor_counts(p, a, sorted_slot_, counts.data_as<std::int64_t>(), stream_);
+    backend::cuda::neighbor_counts(p, a, counts.data_as<std::int64_t>(), stream_);
     counts.storage()->record_pending_write(stream_);
 #endif
   }
@@ -423,11 +467,11 @@ NeighborList Particles::neighbor_list() {
   Array offsets = from_host(list.offsets.data(), {n_ + 1}, DType::int64, device_, stream_);
   Array out = empty({std::max<std::int64_t>(total, 1)}, DType::int32, device_, stream_);
   if (device_.is_cpu()) {
-    backend::cpu::neighbor_fill(p, a, sorted_slot_, offsets.data_as<std::int64_t>(), out.data_as<std::int32_t>(), stream_);
+    backend::cpu::neighbor_fill(p, a, offsets.data_as<std::int64_t>(), out.data_as<std::int32_t>(), stream_);
   } else {
 #if defined(TESSEL_HAVE_CUDA)
     offsets.storage()->wait_on_stream(stream_);
-    backend::cuda::neighbor_fill(p, a, sorted_slot_, offsets.data_as<std::int64_t>(), out.data_as<std::int32_t>(), stream_);
+    backend::cuda::neighbor_fill(p, a, offsets.data_as<std::int64_t>(), out.data_as<std::int32_t>(), stream_);
     out.storage()->record_pending_write(stream_);
 #endif
   }

@@ -87,14 +87,18 @@ class Particles {
   // The grid search at the current positions (for tests; reads back to the host).
   NeighborList neighbor_list();
 
-  // Views of the live state (float32, device memory on the GPU). positions() and velocities()
-  // are (n, 3) views of the SoA storage (strides (1, n)); radii() and masses() are (n,).
-  // Writing through them between steps is allowed (the next step sees it; accelerations are
-  // those of the last step).
+  // Views of the live state (float32, device memory on the GPU). The state is kept sorted by
+  // grid cell (each step reorders it, in place), so row k belongs to particle ids()[k].
+  // positions() and velocities() are (n, 3) views of the SoA storage (strides (1, n)); radii(),
+  // masses() and ids() are (n,). Writing through them between steps is allowed: the next step
+  // sees it (accelerations are those of the last step).
   Array positions() const { return positions_.T(); }
   Array velocities() const { return velocities_.T(); }
   Array radii() const { return radii_; }
   Array masses() const { return masses_; }
+  Array ids() const { return ids_; }  // int32: the original index of each row
+  // A host copy of the state in the original particle order.
+  ParticleState state() const;
 
   std::int64_t size() const { return n_; }
   Device device() const { return device_; }
@@ -115,8 +119,9 @@ class Particles {
   static void check_memory(std::int64_t n, std::int64_t cells, Device device);
 
  private:
-  void bin(bool kick);
+  void bin(bool kick, bool gather_acc);
   void forces(bool finish_kick);
+  void write_back();
 
   std::int64_t n_ = 0;
   Device device_;
@@ -129,14 +134,14 @@ class Particles {
   double cell_size_ = 0;
   int cell_bits_ = 1;
   Array positions_, velocities_, accelerations_;  // (3, n) SoA
-  Array radii_, masses_;                          // (n,)
+  Array radii_, masses_, ids_;                    // (n,)
   Array contacts_, spring_energy_;                // per particle, from the last force evaluation
-  std::shared_ptr<Buffer> sorted_pos_, sorted_vel_;  // 4 floats per particle: x y z r / vx vy vz m
-  std::shared_ptr<Buffer> keys_[2], ids_[2];         // cell keys and particle ids (sort double buffers)
+  std::shared_ptr<Buffer> sorted_pos_, sorted_vel_, sorted_acc_;  // 4 floats per particle
+  std::shared_ptr<Buffer> sorted_id_;
+  std::shared_ptr<Buffer> keys_[2], slots_[2];       // cell keys and old slots (sort double buffers)
   std::shared_ptr<Buffer> cells_;                    // per cell: [start, end) in sorted order
   std::shared_ptr<Buffer> sort_temp_;
   std::size_t sort_temp_bytes_ = 0;
-  int sorted_slot_ = 0;  // which of keys_/ids_ holds the sorted order
 };
 
 // ---- initial states (host, deterministic for a seed) ----

@@ -1,5 +1,6 @@
 // CPU backend of the particle simulation (OpenMP). Same steps as backend/cuda/particles.cu: the
 // CUB radix sort becomes a stable counting sort by cell, which gives the cell ranges for free.
+// Keys and ids: slot 0 holds each slot's key, slot 1 the sorted order (old slot per new slot).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -11,7 +12,7 @@ namespace tessel::backend::cpu {
 
 using namespace physics;
 
-int bin(const SimParams& p, const SimArrays& a, bool kick, const Stream& /*stream*/) {
+int bin(const SimParams& p, const SimArrays& a, bool kick, bool gather_acc, const Stream& /*stream*/) {
   const std::int64_t n = a.n;
   const float half_dt = 0.5f * p.dt;
   std::uint32_t* keys = a.keys[0];
@@ -61,7 +62,7 @@ int bin(const SimParams& p, const SimArrays& a, bool kick, const Stream& /*strea
   }
 #pragma omp parallel for schedule(static) if (n > 4096)
   for (std::int64_t s = 0; s < n; ++s) {
-    const std::int64_t i = ids[s];
+    const std::int64_t i = ids[s];  // the particle's slot before this sort
     float* pos = a.sorted_pos + 4 * s;
     float* vel = a.sorted_vel + 4 * s;
     pos[0] = a.x[i];
@@ -72,12 +73,36 @@ int bin(const SimParams& p, const SimArrays& a, bool kick, const Stream& /*strea
     vel[1] = a.vy[i];
     vel[2] = a.vz[i];
     vel[3] = a.mass[i];
+    a.sorted_id[s] = a.id[i];
+    if (gather_acc) {
+      float* acc = a.sorted_acc + 4 * s;
+      acc[0] = a.ax[i];
+      acc[1] = a.ay[i];
+      acc[2] = a.az[i];
+      acc[3] = 0.0f;
+    }
   }
   return 1;
 }
 
-void forces(const SimParams& p, const SimArrays& a, int slot, bool finish_kick, const Stream& /*stream*/) {
-  const std::int32_t* ids = a.ids[slot];
+// Writes sorted slot s back as the state's slot s.
+inline void store_state(const SimArrays& a, std::int64_t s, float vx, float vy, float vz, float ax, float ay, float az) {
+  const float* pos = a.sorted_pos + 4 * s;
+  a.x[s] = pos[0];
+  a.y[s] = pos[1];
+  a.z[s] = pos[2];
+  a.radius[s] = pos[3];
+  a.mass[s] = a.sorted_vel[4 * s + 3];
+  a.id[s] = a.sorted_id[s];
+  a.vx[s] = vx;
+  a.vy[s] = vy;
+  a.vz[s] = vz;
+  a.ax[s] = ax;
+  a.ay[s] = ay;
+  a.az[s] = az;
+}
+
+void forces(const SimParams& p, const SimArrays& a, bool finish_kick, const Stream& /*stream*/) {
   const float half_dt = 0.5f * p.dt;
 #pragma omp parallel for schedule(dynamic, 256) if (a.n > 2048)
   for (std::int64_t s = 0; s < a.n; ++s) {
@@ -87,17 +112,22 @@ void forces(const SimParams& p, const SimArrays& a, int slot, bool finish_kick, 
     const float ax = f.f[0] * inv_m + p.gravity[0];
     const float ay = f.f[1] * inv_m + p.gravity[1];
     const float az = f.f[2] * inv_m + p.gravity[2];
-    const std::int64_t i = ids[s];
-    a.ax[i] = ax;
-    a.ay[i] = ay;
-    a.az[i] = az;
     if (finish_kick) {
-      a.vx[i] = vel[0] + half_dt * ax;
-      a.vy[i] = vel[1] + half_dt * ay;
-      a.vz[i] = vel[2] + half_dt * az;
+      store_state(a, s, vel[0] + half_dt * ax, vel[1] + half_dt * ay, vel[2] + half_dt * az, ax, ay, az);
+    } else {
+      store_state(a, s, vel[0], vel[1], vel[2], ax, ay, az);
     }
-    a.contacts[i] = f.contacts;
-    a.spring_energy[i] = f.energy;
+    a.contacts[s] = f.contacts;
+    a.spring_energy[s] = f.energy;
+  }
+}
+
+void write_back(const SimParams& /*p*/, const SimArrays& a, const Stream& /*stream*/) {
+#pragma omp parallel for schedule(static) if (a.n > 4096)
+  for (std::int64_t s = 0; s < a.n; ++s) {
+    const float* vel = a.sorted_vel + 4 * s;
+    const float* acc = a.sorted_acc + 4 * s;
+    store_state(a, s, vel[0], vel[1], vel[2], acc[0], acc[1], acc[2]);
   }
 }
 
@@ -137,23 +167,21 @@ DiagnosticSums diagnostics(const SimParams& p, const SimArrays& a, bool check_bo
   return sums;
 }
 
-void neighbor_counts(const SimParams& p, const SimArrays& a, int slot, std::int64_t* counts, const Stream& /*stream*/) {
-  const std::int32_t* ids = a.ids[slot];
+void neighbor_counts(const SimParams& p, const SimArrays& a, std::int64_t* counts, const Stream& /*stream*/) {
 #pragma omp parallel for schedule(dynamic, 256) if (a.n > 2048)
   for (std::int64_t s = 0; s < a.n; ++s) {
     std::int64_t count = 0;
     for_each_contact(p, a.sorted_pos, a.cells_range, static_cast<int>(s), [&](int) { ++count; });
-    counts[ids[s]] = count;
+    counts[a.sorted_id[s]] = count;
   }
 }
 
-void neighbor_fill(const SimParams& p, const SimArrays& a, int slot, const std::int64_t* offsets, std::int32_t* out,
+void neighbor_fill(const SimParams& p, const SimArrays& a, const std::int64_t* offsets, std::int32_t* out,
                    const Stream& /*stream*/) {
-  const std::int32_t* ids = a.ids[slot];
 #pragma omp parallel for schedule(dynamic, 256) if (a.n > 2048)
   for (std::int64_t s = 0; s < a.n; ++s) {
-    std::int64_t at = offsets[ids[s]];
-    for_each_contact(p, a.sorted_pos, a.cells_range, static_cast<int>(s), [&](int j) { out[at++] = ids[j]; });
+    std::int64_t at = offsets[a.sorted_id[s]];
+    for_each_contact(p, a.sorted_pos, a.cells_range, static_cast<int>(s), [&](int j) { out[at++] = a.sorted_id[j]; });
   }
 }
 

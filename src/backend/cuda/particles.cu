@@ -1,9 +1,11 @@
-// CUDA backend of the particle simulation. One step is four launches plus the sort:
-//   kick_drift_key  v += dt/2 a; x += dt v; wrap; key = linear cell index; id = i
-//   CUB DeviceRadixSort::SortPairs (keys, ids) over the key's bits only (double buffers)
-//   clear cells + gather_ranges  sorted x y z r / vx vy vz m as float4; cell [start, end)
+// CUDA backend of the particle simulation. One step is three launches, a memset and the sort:
+//   kick_drift_key  v += dt/2 a; x += dt v; wrap; key = linear cell index; value = slot
+//   CUB DeviceRadixSort::SortPairs (keys, slots) over the key's bits only (double buffers)
+//   clear cells + gather_ranges  sorted x y z r / vx vy vz m as float4, original ids; cell ranges
 //   forces          one thread per sorted particle over the 27 neighbor cells (each pair twice,
-//                   no atomics); a and v written back in original order
+//                   no atomics); writes the whole state back in the new (cell) order
+// The state stays in cell order from step to step, so the gather reads nearly contiguous
+// memory (particles move little per step) and every other pass is coalesced.
 // All memory comes from src/sim/particles.cpp (tessel's caching allocator); every launch is checked.
 #include <cuda_runtime_api.h>
 
@@ -61,38 +63,63 @@ __global__ void kick_drift_key(SimParams p, SimArrays a, int kick) {
 }
 
 // Gathers the state into sorted order and marks where each occupied cell's run starts and ends.
-__global__ void gather_ranges(SimArrays a, const std::uint32_t* keys, const std::int32_t* ids) {
+__global__ void gather_ranges(SimArrays a, const std::uint32_t* keys, const std::int32_t* old_slots, int gather_acc) {
   const long long s = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (s >= a.n) return;
-  const std::int32_t i = ids[s];
+  const std::int32_t i = old_slots[s];
   reinterpret_cast<float4*>(a.sorted_pos)[s] = make_float4(a.x[i], a.y[i], a.z[i], a.radius[i]);
   reinterpret_cast<float4*>(a.sorted_vel)[s] = make_float4(a.vx[i], a.vy[i], a.vz[i], a.mass[i]);
+  a.sorted_id[s] = a.id[i];
+  if (gather_acc) reinterpret_cast<float4*>(a.sorted_acc)[s] = make_float4(a.ax[i], a.ay[i], a.az[i], 0.0f);
   const std::uint32_t key = keys[s];
   if (s == 0 || keys[s - 1] != key) a.cells_range[2 * static_cast<long long>(key)] = static_cast<std::int32_t>(s);
   if (s == a.n - 1 || keys[s + 1] != key) a.cells_range[2 * static_cast<long long>(key) + 1] = static_cast<std::int32_t>(s + 1);
 }
 
-__global__ void forces_kernel(SimParams p, SimArrays a, const std::int32_t* ids, int finish_kick) {
+// Writes sorted slot s back as the state's slot s.
+__device__ __forceinline__ void store_state(const SimArrays& a, long long s, float4 pos, float4 vel, float ax, float ay,
+                                            float az) {
+  a.x[s] = pos.x;
+  a.y[s] = pos.y;
+  a.z[s] = pos.z;
+  a.radius[s] = pos.w;
+  a.mass[s] = vel.w;
+  a.id[s] = a.sorted_id[s];
+  a.vx[s] = vel.x;
+  a.vy[s] = vel.y;
+  a.vz[s] = vel.z;
+  a.ax[s] = ax;
+  a.ay[s] = ay;
+  a.az[s] = az;
+}
+
+__global__ void __launch_bounds__(block_threads) forces_kernel(SimParams p, SimArrays a, int finish_kick) {
   const long long s = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (s >= a.n) return;
   const ParticleForce f = particle_force(p, a.sorted_pos, a.sorted_vel, a.cells_range, static_cast<int>(s));
-  const float4 vel = reinterpret_cast<const float4*>(a.sorted_vel)[s];
+  const float4 pos = reinterpret_cast<const float4*>(a.sorted_pos)[s];
+  float4 vel = reinterpret_cast<const float4*>(a.sorted_vel)[s];
   const float inv_m = 1.0f / vel.w;
   const float ax = f.f[0] * inv_m + p.gravity[0];
   const float ay = f.f[1] * inv_m + p.gravity[1];
   const float az = f.f[2] * inv_m + p.gravity[2];
-  const std::int32_t i = ids[s];
-  a.ax[i] = ax;
-  a.ay[i] = ay;
-  a.az[i] = az;
   if (finish_kick) {
     const float half_dt = 0.5f * p.dt;
-    a.vx[i] = vel.x + half_dt * ax;
-    a.vy[i] = vel.y + half_dt * ay;
-    a.vz[i] = vel.z + half_dt * az;
+    vel.x += half_dt * ax;
+    vel.y += half_dt * ay;
+    vel.z += half_dt * az;
   }
-  a.contacts[i] = f.contacts;
-  a.spring_energy[i] = f.energy;
+  store_state(a, s, pos, vel, ax, ay, az);
+  a.contacts[s] = f.contacts;
+  a.spring_energy[s] = f.energy;
+}
+
+__global__ void write_back_kernel(SimArrays a) {
+  const long long s = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= a.n) return;
+  const float4 acc = reinterpret_cast<const float4*>(a.sorted_acc)[s];
+  store_state(a, s, reinterpret_cast<const float4*>(a.sorted_pos)[s], reinterpret_cast<const float4*>(a.sorted_vel)[s],
+              acc.x, acc.y, acc.z);
 }
 
 // Block sums in double, then one atomicAdd per block and quantity.
@@ -145,20 +172,19 @@ __global__ void diagnostics_kernel(SimParams p, SimArrays a, int check_box, Diag
   }
 }
 
-__global__ void neighbor_counts_kernel(SimParams p, SimArrays a, const std::int32_t* ids, long long* counts) {
+__global__ void neighbor_counts_kernel(SimParams p, SimArrays a, long long* counts) {
   const long long s = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (s >= a.n) return;
   long long count = 0;
   for_each_contact(p, a.sorted_pos, a.cells_range, static_cast<int>(s), [&](int) { ++count; });
-  counts[ids[s]] = count;
+  counts[a.sorted_id[s]] = count;
 }
 
-__global__ void neighbor_fill_kernel(SimParams p, SimArrays a, const std::int32_t* ids, const long long* offsets,
-                                     std::int32_t* out) {
+__global__ void neighbor_fill_kernel(SimParams p, SimArrays a, const long long* offsets, std::int32_t* out) {
   const long long s = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (s >= a.n) return;
-  long long at = offsets[ids[s]];
-  for_each_contact(p, a.sorted_pos, a.cells_range, static_cast<int>(s), [&](int j) { out[at++] = ids[j]; });
+  long long at = offsets[a.sorted_id[s]];
+  for_each_contact(p, a.sorted_pos, a.cells_range, static_cast<int>(s), [&](int j) { out[at++] = a.sorted_id[j]; });
 }
 
 cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, cub::DoubleBuffer<std::uint32_t>& keys,
@@ -176,7 +202,7 @@ std::size_t sort_temp_bytes(std::int64_t n, int cell_bits) {
   return bytes;
 }
 
-int bin(const SimParams& p, const SimArrays& a, bool kick, const Stream& stream) {
+int bin(const SimParams& p, const SimArrays& a, bool kick, bool gather_acc, const Stream& stream) {
   DeviceGuard guard(stream.device());
   const cudaStream_t s = raw(stream);
   kick_drift_key<<<blocks_for(a.n), block_threads, 0, s>>>(p, a, kick ? 1 : 0);
@@ -189,16 +215,23 @@ int bin(const SimParams& p, const SimArrays& a, bool kick, const Stream& stream)
   const int slot = keys.selector;
   TESSEL_CUDA_CHECK(cudaMemsetAsync(a.cells_range, 0, static_cast<std::size_t>(a.cells) * 2 * sizeof(std::int32_t), s),
                     "sim::Particles (clear cells)");
-  gather_ranges<<<blocks_for(a.n), block_threads, 0, s>>>(a, a.keys[slot], a.ids[slot]);
+  gather_ranges<<<blocks_for(a.n), block_threads, 0, s>>>(a, a.keys[slot], a.ids[slot], gather_acc ? 1 : 0);
   TESSEL_CUDA_CHECK_LAUNCH(s, "sim::Particles (gather_ranges)");
   return slot;
 }
 
-void forces(const SimParams& p, const SimArrays& a, int slot, bool finish_kick, const Stream& stream) {
+void forces(const SimParams& p, const SimArrays& a, bool finish_kick, const Stream& stream) {
   DeviceGuard guard(stream.device());
   const cudaStream_t s = raw(stream);
-  forces_kernel<<<blocks_for(a.n), block_threads, 0, s>>>(p, a, a.ids[slot], finish_kick ? 1 : 0);
+  forces_kernel<<<blocks_for(a.n), block_threads, 0, s>>>(p, a, finish_kick ? 1 : 0);
   TESSEL_CUDA_CHECK_LAUNCH(s, "sim::Particles (forces)");
+}
+
+void write_back(const SimParams& /*p*/, const SimArrays& a, const Stream& stream) {
+  DeviceGuard guard(stream.device());
+  const cudaStream_t s = raw(stream);
+  write_back_kernel<<<blocks_for(a.n), block_threads, 0, s>>>(a);
+  TESSEL_CUDA_CHECK_LAUNCH(s, "sim::Particles (write_back)");
 }
 
 DiagnosticSums diagnostics(const SimParams& p, const SimArrays& a, bool check_box, const Stream& stream) {
@@ -219,19 +252,18 @@ DiagnosticSums diagnostics(const SimParams& p, const SimArrays& a, bool check_bo
   return result;
 }
 
-void neighbor_counts(const SimParams& p, const SimArrays& a, int slot, std::int64_t* counts, const Stream& stream) {
+void neighbor_counts(const SimParams& p, const SimArrays& a, std::int64_t* counts, const Stream& stream) {
   DeviceGuard guard(stream.device());
   const cudaStream_t s = raw(stream);
-  neighbor_counts_kernel<<<blocks_for(a.n), block_threads, 0, s>>>(p, a, a.ids[slot], reinterpret_cast<long long*>(counts));
+  neighbor_counts_kernel<<<blocks_for(a.n), block_threads, 0, s>>>(p, a, reinterpret_cast<long long*>(counts));
   TESSEL_CUDA_CHECK_LAUNCH(s, "sim::Particles (neighbor_counts)");
 }
 
-void neighbor_fill(const SimParams& p, const SimArrays& a, int slot, const std::int64_t* offsets, std::int32_t* out,
+void neighbor_fill(const SimParams& p, const SimArrays& a, const std::int64_t* offsets, std::int32_t* out,
                    const Stream& stream) {
   DeviceGuard guard(stream.device());
   const cudaStream_t s = raw(stream);
-  neighbor_fill_kernel<<<blocks_for(a.n), block_threads, 0, s>>>(p, a, a.ids[slot],
-                                                                reinterpret_cast<const long long*>(offsets), out);
+  neighbor_fill_kernel<<<blocks_for(a.n), block_threads, 0, s>>>(p, a, reinterpret_cast<const long long*>(offsets), out);
   TESSEL_CUDA_CHECK_LAUNCH(s, "sim::Particles (neighbor_fill)");
 }
 

@@ -80,9 +80,9 @@ TEST_P(SimTest, HeadOnCollisionMatchesAnalyticRestitution) {
       max_contacts = std::max(max_contacts, p.diagnostics().contacts);
     }
     EXPECT_EQ(max_contacts, 1);
-    const std::vector<float> v = host_rows(p.velocities());
-    const std::vector<float> x = host_rows(p.positions());
-    ASSERT_GT(x[3] - x[0], r1 + r2) << "the particles must have separated";
+    const ParticleState out = p.state();  // original order
+    const std::vector<float> v{out.vx[0], out.vy[0], out.vz[0], out.vx[1], out.vy[1], out.vz[1]};
+    ASSERT_GT(out.x[1] - out.x[0], r1 + r2) << "the particles must have separated";
     const double e = (v[3] - v[0]) / (v1 - v2);
     const double expected = std::exp(-pi * zeta / std::sqrt(1 - zeta * zeta));
     EXPECT_NEAR(e, expected, 0.01 * expected);
@@ -242,6 +242,27 @@ TEST_P(SimTest, NeighborSearchEqualsBruteForce) {
   }
 }
 
+// Steps are deterministic (no atomics), and the neighbor list leaves the trajectory alone.
+TEST_P(SimTest, NeighborListDoesNotPerturbTheRun) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  ParticlesConfig c;
+  c.friction = 0.2;
+  sim::InitOptions o;
+  o.n = 1500;
+  o.radius = 0.02;
+  o.speed = 0.5;
+  const ParticleState s = sim::init_gas(o, c);
+  Particles a(s, c, device()), b(s, c, device());
+  a.step(20);
+  b.step(20);
+  EXPECT_GT(b.neighbor_list().indices.size(), 0u);
+  a.step(20);
+  b.step(20);
+  const ParticleState sa = a.state(), sb = b.state();
+  EXPECT_EQ(sa.x, sb.x);
+  EXPECT_EQ(sa.vz, sb.vz);
+}
+
 // Particles outside the grid are clamped into the border cells and still found.
 TEST_P(SimTest, NeighborSearchWithParticlesOnTheBoxFaces) {
   TESSEL_SKIP_UNAVAILABLE(device());
@@ -341,8 +362,15 @@ TEST(SimCrossBackend, CpuAndGpuTrajectoriesAgree) {
   Particles gpu(s, c, Device::cuda(0));
   cpu.step(100);
   gpu.step(100);
-  const std::vector<float> xc = host_rows(cpu.positions()), xg = host_rows(gpu.positions());
-  const std::vector<float> vc = host_rows(cpu.velocities()), vg = host_rows(gpu.velocities());
+  // Both in the original order (the two may sort particles on a cell boundary differently).
+  const ParticleState sc = cpu.state(), sg = gpu.state();
+  std::vector<float> xc, xg, vc, vg;
+  for (std::size_t i = 0; i < sc.x.size(); ++i) {
+    xc.insert(xc.end(), {sc.x[i], sc.y[i], sc.z[i]});
+    xg.insert(xg.end(), {sg.x[i], sg.y[i], sg.z[i]});
+    vc.insert(vc.end(), {sc.vx[i], sc.vy[i], sc.vz[i]});
+    vg.insert(vg.end(), {sg.vx[i], sg.vy[i], sg.vz[i]});
+  }
   double vmax = 0;
   for (float v : vc) vmax = std::max(vmax, double(std::abs(v)));
   for (std::size_t k = 0; k < xc.size(); ++k) {
@@ -372,14 +400,29 @@ TEST_P(SimTest, ViewsAreTheLiveState) {
   EXPECT_EQ(pos.strides(), (Strides{1, 3}));
   EXPECT_EQ(pos.dtype(), DType::float32);
   EXPECT_EQ(pos.device(), device());
-  EXPECT_EQ(host_rows(pos), (std::vector<float>{0.1f, 0.2f, 0.3f, 0.5f, 0.5f, 0.5f, 0.9f, 0.8f, 0.7f}));
-  EXPECT_EQ(p.radii().to(Device::cpu()).to_vector<float>(), s.radius);
+  EXPECT_EQ(p.ids().dtype(), DType::int32);
+  // Rows are in cell order; ids() names the particle of each row.
+  const std::vector<std::int32_t> ids = p.ids().to(Device::cpu()).to_vector<std::int32_t>();
+  const std::vector<float> rows = host_rows(pos), radii = p.radii().to(Device::cpu()).to_vector<float>();
+  std::vector<bool> seen(3, false);
+  for (std::size_t k = 0; k < 3; ++k) {
+    const auto i = static_cast<std::size_t>(ids[k]);
+    ASSERT_LT(i, 3u);
+    seen[i] = true;
+    EXPECT_EQ(rows[3 * k], s.x[i]);
+    EXPECT_EQ(rows[3 * k + 1], s.y[i]);
+    EXPECT_EQ(rows[3 * k + 2], s.z[i]);
+    EXPECT_EQ(radii[k], s.radius[i]);
+  }
+  EXPECT_TRUE(seen[0] && seen[1] && seen[2]);
+  EXPECT_EQ(p.state().x, s.x);
   // A write through the view is seen by the next step.
-  fill(p.velocities().index({1, 1}), Scalar(0.5));
+  const auto row = static_cast<std::int64_t>(std::find(ids.begin(), ids.end(), 1) - ids.begin());
+  fill(p.velocities().index({row, 1}), Scalar(0.5));
   p.step(10);
-  const std::vector<float> x = host_rows(p.positions());
-  EXPECT_NEAR(x[4], 0.5 + 10 * c.dt * 0.5, 1e-6);
-  EXPECT_NEAR(x[0], 0.1 + 10 * c.dt * 0.1, 1e-6);
+  const ParticleState after = p.state();
+  EXPECT_NEAR(after.y[1], 0.5 + 10 * c.dt * 0.5, 1e-6);
+  EXPECT_NEAR(after.x[0], 0.1 + 10 * c.dt * 0.1, 1e-6);
 }
 
 // ---- bad input ----
@@ -468,9 +511,11 @@ TEST_P(SimTest, NonFinitePositionDuringTheRunIsAnError) {
   o.radius = 0.02;
   Particles p(sim::init_gas(o, c), c, device());
   p.step(5);
+  const std::int32_t particle = p.ids().to(Device::cpu()).to_vector<std::int32_t>()[7];
   fill(p.positions().index({7, 2}), Scalar(std::numeric_limits<double>::quiet_NaN()));
   p.step(1);
-  expect_error<ValueError>([&] { p.diagnostics(); }, {"particle 7", "non-finite state", "stable limit"});
+  expect_error<ValueError>([&] { p.diagnostics(); },
+                           {"particle " + std::to_string(particle) + " ", "non-finite state", "stable limit"});
 }
 
 TEST_P(SimTest, MoreParticlesThanFitInMemoryIsOutOfMemory) {
