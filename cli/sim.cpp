@@ -104,11 +104,16 @@ void render(const sim::Particles& p, int width, const std::string& path) {
   for (std::size_t i = 0; i < n; ++i) {
     speed[i] = std::sqrt(vel[3 * i] * vel[3 * i] + vel[3 * i + 1] * vel[3 * i + 1] + vel[3 * i + 2] * vel[3 * i + 2]);
   }
-  // Colors span 0 .. the 99th percentile speed of this frame.
+  // Colors span the 1st .. 99th percentile speed of this frame (the middle when all are equal).
   std::vector<float> sorted = speed;
-  const std::size_t q = std::min(n - 1, static_cast<std::size_t>(0.99 * static_cast<double>(n)));
-  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(q), sorted.end());
-  const float top = std::max(sorted[q], 1e-9f);
+  auto percentile = [&](double f) {
+    const std::size_t q = std::min(n - 1, static_cast<std::size_t>(f * static_cast<double>(n)));
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(q), sorted.end());
+    return sorted[q];
+  };
+  const float bottom = percentile(0.01), top = percentile(0.99);
+  const float spread = top - bottom;
+  const bool uniform = !(spread > 1e-6f * std::max(top, 1e-30f));
   std::vector<float> depth(static_cast<std::size_t>(width) * height, std::numeric_limits<float>::infinity());
   std::vector<unsigned char> rgb(static_cast<std::size_t>(width) * height * 3);
   for (std::size_t k = 0; k < rgb.size(); k += 3) {
@@ -121,8 +126,8 @@ void render(const sim::Particles& p, int width, const std::string& path) {
     const double pz = (c.box_hi[2] - pos[3 * i + 2]) * scale;  // image rows grow downwards
     const double py = (pos[3 * i + 1] - c.box_lo[1]) / ly;      // depth in [0, 1], 0 nearest
     const double rad = std::max(0.75, radius[i] * scale);
-    const Rgb color = colormap(speed[i] / top);
-    const float depth_shade = static_cast<float>(1.0 - 0.55 * std::clamp(py, 0.0, 1.0));
+    const Rgb color = colormap(uniform ? 0.5f : (speed[i] - bottom) / spread);
+    const float depth_shade = static_cast<float>(1.0 - 0.45 * std::clamp(py, 0.0, 1.0));
     const int x0 = std::max(0, static_cast<int>(std::floor(px - rad))), x1 = std::min(width - 1, static_cast<int>(std::ceil(px + rad)));
     const int y0 = std::max(0, static_cast<int>(std::floor(pz - rad))), y1 = std::min(height - 1, static_cast<int>(std::ceil(pz + rad)));
     for (int y = y0; y <= y1; ++y) {
@@ -137,7 +142,7 @@ void render(const sim::Particles& p, int width, const std::string& path) {
         zb = z;
         // Light from the upper left, in front.
         const double lambert = std::max(0.0, -0.45 * u - 0.55 * v + 0.70 * nz);
-        const float shade = static_cast<float>(0.25 + 0.75 * lambert) * depth_shade;
+        const float shade = static_cast<float>(0.35 + 0.85 * lambert) * depth_shade;
         unsigned char* out = &rgb[(static_cast<std::size_t>(y) * width + x) * 3];
         out[0] = static_cast<unsigned char>(std::clamp(255.0f * color.r * shade, 0.0f, 255.0f));
         out[1] = static_cast<unsigned char>(std::clamp(255.0f * color.g * shade, 0.0f, 255.0f));
