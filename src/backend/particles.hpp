@@ -41,7 +41,7 @@ struct SimArrays {
   float* sorted_acc = nullptr;        // 4 per particle: ax ay az (gathered only for write_back)
   std::int32_t* sorted_id = nullptr;
   std::uint32_t* keys[2] = {nullptr, nullptr};
-  std::int32_t* ids[2] = {nullptr, nullptr};
+  std::int32_t* slots[2] = {nullptr, nullptr};  // sort values: the slot each particle had before the sort
   std::int32_t* cells_range = nullptr;  // 2 per cell: start, end (empty: 0, 0)
   void* sort_temp = nullptr;
   std::size_t sort_temp_bytes = 0;

@@ -283,39 +283,41 @@ backend::SimParams make_params(const ParticlesConfig& c, const std::array<std::i
 
 }  // namespace
 
-// Pointers into the members, rebuilt per call (cheap), so the class stays copy-free.
-#define TESSEL_SIM_ARRAYS(a)                                                        \
-  backend::SimArrays a;                                                             \
-  a.n = n_;                                                                         \
-  a.cells = dims_[0] * dims_[1] * dims_[2];                                         \
-  a.x = positions_.data_as<float>();                                                \
-  a.y = a.x + n_;                                                                   \
-  a.z = a.y + n_;                                                                   \
-  a.vx = velocities_.data_as<float>();                                              \
-  a.vy = a.vx + n_;                                                                 \
-  a.vz = a.vy + n_;                                                                 \
-  a.ax = accelerations_.data_as<float>();                                           \
-  a.ay = a.ax + n_;                                                                 \
-  a.az = a.ay + n_;                                                                 \
-  a.radius = radii_.data_as<float>();                                               \
-  a.mass = masses_.data_as<float>();                                                \
-  a.id = ids_.data_as<std::int32_t>();                                              \
-  a.contacts = contacts_.data_as<std::int32_t>();                                   \
-  a.spring_energy = spring_energy_.data_as<float>();                                \
-  a.sorted_pos = static_cast<float*>(sorted_pos_->data());                          \
-  a.sorted_vel = static_cast<float*>(sorted_vel_->data());                          \
-  a.sorted_acc = static_cast<float*>(sorted_acc_->data());                          \
-  a.sorted_id = static_cast<std::int32_t*>(sorted_id_->data());                     \
-  for (int k_ = 0; k_ < 2; ++k_) {                                                  \
-    a.keys[k_] = static_cast<std::uint32_t*>(keys_[k_]->data());                    \
-    a.ids[k_] = static_cast<std::int32_t*>(slots_[k_]->data());                     \
-  }                                                                                 \
-  a.cells_range = static_cast<std::int32_t*>(cells_->data());                       \
-  a.sort_temp = sort_temp_->data();                                                 \
-  a.sort_temp_bytes = sort_temp_bytes_
+// Pointers into the members, rebuilt per call (cheap).
+backend::SimArrays Particles::arrays() const {
+  backend::SimArrays a;
+  a.n = n_;
+  a.cells = dims_[0] * dims_[1] * dims_[2];
+  a.x = positions_.data_as<float>();
+  a.y = a.x + n_;
+  a.z = a.y + n_;
+  a.vx = velocities_.data_as<float>();
+  a.vy = a.vx + n_;
+  a.vz = a.vy + n_;
+  a.ax = accelerations_.data_as<float>();
+  a.ay = a.ax + n_;
+  a.az = a.ay + n_;
+  a.radius = radii_.data_as<float>();
+  a.mass = masses_.data_as<float>();
+  a.id = ids_.data_as<std::int32_t>();
+  a.contacts = contacts_.data_as<std::int32_t>();
+  a.spring_energy = spring_energy_.data_as<float>();
+  a.sorted_pos = static_cast<float*>(sorted_pos_->data());
+  a.sorted_vel = static_cast<float*>(sorted_vel_->data());
+  a.sorted_acc = static_cast<float*>(sorted_acc_->data());
+  a.sorted_id = static_cast<std::int32_t*>(sorted_id_->data());
+  for (int k = 0; k < 2; ++k) {
+    a.keys[k] = static_cast<std::uint32_t*>(keys_[k]->data());
+    a.slots[k] = static_cast<std::int32_t*>(slots_[k]->data());
+  }
+  a.cells_range = static_cast<std::int32_t*>(cells_->data());
+  a.sort_temp = sort_temp_->data();
+  a.sort_temp_bytes = sort_temp_bytes_;
+  return a;
+}
 
 void Particles::bin(bool kick, bool gather_acc) {
-  TESSEL_SIM_ARRAYS(a);
+  const backend::SimArrays a = arrays();
   const backend::SimParams p = make_params(config_, dims_, cell_bits_);
   if (device_.is_cpu()) {
     positions_.wait();
@@ -329,7 +331,7 @@ void Particles::bin(bool kick, bool gather_acc) {
 }
 
 void Particles::forces(bool finish_kick) {
-  TESSEL_SIM_ARRAYS(a);
+  const backend::SimArrays a = arrays();
   const backend::SimParams p = make_params(config_, dims_, cell_bits_);
   if (device_.is_cpu()) {
     backend::cpu::forces(p, a, finish_kick, stream_);
@@ -341,7 +343,7 @@ void Particles::forces(bool finish_kick) {
 }
 
 void Particles::write_back() {
-  TESSEL_SIM_ARRAYS(a);
+  const backend::SimArrays a = arrays();
   const backend::SimParams p = make_params(config_, dims_, cell_bits_);
   if (device_.is_cpu()) {
     backend::cpu::write_back(p, a, stream_);
@@ -397,7 +399,7 @@ void Particles::step(std::int64_t count) {
 
 Diagnostics Particles::diagnostics() {
   TESSEL_OP_RANGE("sim::Particles::diagnostics");
-  TESSEL_SIM_ARRAYS(a);
+  const backend::SimArrays a = arrays();
   const backend::SimParams p = make_params(config_, dims_, cell_bits_);
   const bool check_box = !config_.walls && !config_.periodic;
   backend::DiagnosticSums sums;
@@ -448,7 +450,7 @@ NeighborList Particles::neighbor_list() {
   // The grid at the current positions: reorder without a kick and write the state back as is.
   bin(false, true);
   write_back();
-  TESSEL_SIM_ARRAYS(a);
+  const backend::SimArrays a = arrays();
   const backend::SimParams p = make_params(config_, dims_, cell_bits_);
   NeighborList list;
   list.offsets.assign(static_cast<std::size_t>(n_ + 1), 0);

@@ -21,6 +21,10 @@
 #include "tessel/core/device.hpp"
 #include "tessel/core/stream.hpp"
 
+namespace tessel::backend {
+struct SimArrays;
+}
+
 namespace tessel::sim {
 
 enum class ContactModel { linear, hertz };
@@ -122,6 +126,7 @@ class Particles {
   void bin(bool kick, bool gather_acc);
   void forces(bool finish_kick);
   void write_back();
+  backend::SimArrays arrays() const;
 
   std::int64_t n_ = 0;
   Device device_;

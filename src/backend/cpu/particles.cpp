@@ -53,16 +53,16 @@ int bin(const SimParams& p, const SimArrays& a, bool kick, bool gather_acc, cons
   }
   std::vector<std::int32_t> cursor(static_cast<std::size_t>(a.cells));
   for (std::int64_t c = 0; c < a.cells; ++c) cursor[static_cast<std::size_t>(c)] = range[2 * c];
-  std::int32_t* ids = a.ids[1];
+  std::int32_t* old_slots = a.slots[1];
   std::uint32_t* sorted_keys = a.keys[1];
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int32_t s = cursor[keys[i]]++;
-    ids[s] = static_cast<std::int32_t>(i);
+    old_slots[s] = static_cast<std::int32_t>(i);
     sorted_keys[s] = keys[i];
   }
 #pragma omp parallel for schedule(static) if (n > 4096)
   for (std::int64_t s = 0; s < n; ++s) {
-    const std::int64_t i = ids[s];  // the particle's slot before this sort
+    const std::int64_t i = old_slots[s];  // the particle's slot before this sort
     float* pos = a.sorted_pos + 4 * s;
     float* vel = a.sorted_vel + 4 * s;
     pos[0] = a.x[i];

@@ -59,7 +59,7 @@ __global__ void kick_drift_key(SimParams p, SimArrays a, int kick) {
     a.vz[i] = vz;
   }
   a.keys[0][i] = cell_key(p, x, y, z);
-  a.ids[0][i] = static_cast<std::int32_t>(i);
+  a.slots[0][i] = static_cast<std::int32_t>(i);
 }
 
 // Gathers the state into sorted order and marks where each occupied cell's run starts and ends.
@@ -188,17 +188,17 @@ __global__ void neighbor_fill_kernel(SimParams p, SimArrays a, const long long* 
 }
 
 cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, cub::DoubleBuffer<std::uint32_t>& keys,
-                       cub::DoubleBuffer<std::int32_t>& ids, long long n, int bits, cudaStream_t s) {
-  return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, ids, n, 0, bits, s);
+                       cub::DoubleBuffer<std::int32_t>& slots, long long n, int bits, cudaStream_t s) {
+  return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, slots, n, 0, bits, s);
 }
 
 }  // namespace
 
 std::size_t sort_temp_bytes(std::int64_t n, int cell_bits) {
   cub::DoubleBuffer<std::uint32_t> keys(nullptr, nullptr);
-  cub::DoubleBuffer<std::int32_t> ids(nullptr, nullptr);
+  cub::DoubleBuffer<std::int32_t> slots(nullptr, nullptr);
   std::size_t bytes = 0;
-  TESSEL_CUDA_CHECK(sort_pairs(nullptr, bytes, keys, ids, n, cell_bits, nullptr), "sim::Particles");
+  TESSEL_CUDA_CHECK(sort_pairs(nullptr, bytes, keys, slots, n, cell_bits, nullptr), "sim::Particles");
   return bytes;
 }
 
@@ -208,14 +208,14 @@ int bin(const SimParams& p, const SimArrays& a, bool kick, bool gather_acc, cons
   kick_drift_key<<<blocks_for(a.n), block_threads, 0, s>>>(p, a, kick ? 1 : 0);
   TESSEL_CUDA_CHECK_LAUNCH(s, "sim::Particles (kick_drift_key)");
   cub::DoubleBuffer<std::uint32_t> keys(a.keys[0], a.keys[1]);
-  cub::DoubleBuffer<std::int32_t> ids(a.ids[0], a.ids[1]);
+  cub::DoubleBuffer<std::int32_t> slots(a.slots[0], a.slots[1]);
   std::size_t temp_bytes = a.sort_temp_bytes;
-  TESSEL_CUDA_CHECK(sort_pairs(a.sort_temp, temp_bytes, keys, ids, a.n, p.cell_bits, s), "sim::Particles (sort)");
+  TESSEL_CUDA_CHECK(sort_pairs(a.sort_temp, temp_bytes, keys, slots, a.n, p.cell_bits, s), "sim::Particles (sort)");
   // Both buffers switch together, so one selector names the sorted slot.
   const int slot = keys.selector;
   TESSEL_CUDA_CHECK(cudaMemsetAsync(a.cells_range, 0, static_cast<std::size_t>(a.cells) * 2 * sizeof(std::int32_t), s),
                     "sim::Particles (clear cells)");
-  gather_ranges<<<blocks_for(a.n), block_threads, 0, s>>>(a, a.keys[slot], a.ids[slot], gather_acc ? 1 : 0);
+  gather_ranges<<<blocks_for(a.n), block_threads, 0, s>>>(a, a.keys[slot], a.slots[slot], gather_acc ? 1 : 0);
   TESSEL_CUDA_CHECK_LAUNCH(s, "sim::Particles (gather_ranges)");
   return slot;
 }
