@@ -81,6 +81,11 @@ class Particles {
   // warning (warnings(), and the log).
   Particles(const ParticleState& state, const ParticlesConfig& config, Device device = default_device(),
             const OptionalStream& stream = std::nullopt);
+  // Owns its state: moves, never copies.
+  Particles(Particles&&) = default;
+  Particles& operator=(Particles&&) = default;
+  Particles(const Particles&) = delete;
+  Particles& operator=(const Particles&) = delete;
 
   // Advances `count` velocity-Verlet steps. Asynchronous on the GPU.
   void step(std::int64_t count = 1);

@@ -348,7 +348,11 @@ TEST_P(SimTest, WallsKeepParticlesInside) {
 TEST(SimCrossBackend, CpuAndGpuTrajectoriesAgree) {
   TESSEL_SKIP_UNAVAILABLE(Device::cuda(0));
   ParticlesConfig c;
+  // No normal dashpot: every force is then continuous at contact onset, so a pair that one
+  // backend finds in contact a step earlier (rounding) changes the trajectory only by rounding.
+  c.damping_ratio = 0.0;
   c.friction = 0.3;
+  c.tangential_damping = 2.0;
   c.dt = 1e-4;
   sim::InitOptions o;
   o.n = 3000;
