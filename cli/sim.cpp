@@ -201,6 +201,14 @@ void run(SimOptions o) {
   init.polydispersity = o.polydispersity;
   init.speed = o.init == "collision" && o.speed == 0.05 ? 0.5 : o.speed;
   init.seed = o.seed;
+  {
+    // Fail before building the initial state when the run cannot fit (the grid estimated as the
+    // constructor plans it).
+    const double cell = 2.0 * o.radius * (1.0 + o.polydispersity);
+    const double per_axis = std::max(1.0, std::floor(o.box / cell));
+    const auto cells = static_cast<std::int64_t>(std::min(per_axis * per_axis * per_axis, 1e18));
+    sim::Particles::check_memory(o.n, std::min<std::int64_t>(cells, std::int64_t{1} << 30), device);
+  }
   sim::ParticleState state;
   if (o.init == "gas") {
     state = sim::init_gas(init, config);

@@ -494,6 +494,13 @@ ParticleState empty_state(std::int64_t n) {
 
 void check_init(const InitOptions& o, const char* name) {
   if (o.n <= 0) throw ValueError(fmt::format("sim::{}: n must be positive, got {}", name, o.n));
+  const std::int64_t host_have = available_bytes(Device::cpu());
+  if (o.n > host_have / 32) {  // 8 floats per particle
+    throw OutOfMemory(fmt::format("sim::{}: the initial state of {} particles needs {:.4g} GiB of host memory but the "
+                                  "host has {}",
+                                  name, o.n, static_cast<double>(o.n) * 32.0 / (1024.0 * 1024.0 * 1024.0),
+                                  format_bytes(host_have)));
+  }
   if (!(o.radius > 0) || !std::isfinite(o.radius)) {
     throw ValueError(fmt::format("sim::{}: radius must be positive, got {}", name, o.radius));
   }

@@ -563,6 +563,8 @@ TEST(SimInit, InitialStatesAreInsideTheBoxAndSized) {
   }
   o.n = 100000000;
   expect_error<ValueError>([&] { sim::init_block(o, c); }, {"does not fit"});
+  o.n = std::int64_t{1} << 50;
+  expect_error<OutOfMemory>([&] { sim::init_gas(o, c); }, {"sim::init_gas", "1125899906842624 particles", "host memory"});
 }
 
 INSTANTIATE_TEST_SUITE_P(All, SimTest, ::testing::ValuesIn(testing::all_backends()), testing::backend_name);
