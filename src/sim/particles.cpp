@@ -145,8 +145,10 @@ void Particles::check_memory(std::int64_t n, std::int64_t cells, Device device) 
   if (device.is_cuda()) check_device_index(device.index, op);
   int bits = 1;
   while ((std::int64_t{1} << bits) < cells) ++bits;
-  // CUB's workspace for n keys (a host-side size query; nothing is allocated).
-  const std::int64_t temp = static_cast<std::int64_t>(backend_sort_temp_bytes(device, n, bits));
+  // CUB's workspace for n keys (a host-side size query; nothing is allocated). Counts past the
+  // int32 limit, which the constructor rejects anyway, are sized at the limit.
+  const std::int64_t sortable = std::min<std::int64_t>(n, (std::int64_t{1} << 31) - 1);
+  const std::int64_t temp = static_cast<std::int64_t>(backend_sort_temp_bytes(device, sortable, bits));
   const std::int64_t need = required_bytes(n, cells, device) + temp;
   const std::int64_t have = available_bytes(device);
   if (need > have) {

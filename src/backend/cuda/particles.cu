@@ -187,9 +187,11 @@ __global__ void neighbor_fill_kernel(SimParams p, SimArrays a, const long long* 
   for_each_contact(p, a.sorted_pos, a.cells_range, static_cast<int>(s), [&](int j) { out[at++] = a.sorted_id[j]; });
 }
 
+// int item count (n < 2^31 is checked by sim::Particles): CUB's 32-bit offset path.
 cudaError_t sort_pairs(void* temp, std::size_t& temp_bytes, cub::DoubleBuffer<std::uint32_t>& keys,
                        cub::DoubleBuffer<std::int32_t>& slots, long long n, int bits, cudaStream_t s) {
-  return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, slots, n, 0, bits, s);
+  if (n > 0x7fffffffLL) return cudaErrorInvalidValue;
+  return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, slots, static_cast<int>(n), 0, bits, s);
 }
 
 }  // namespace
