@@ -3,6 +3,7 @@
 // an orthographic side view (x right, z up, looking along +y), spheres shaded by their normal and
 // by depth, colored by speed.
 #include <png.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -155,14 +156,22 @@ void render(const sim::Particles& p, int width, const std::string& path) {
 
 // ---- the run ----
 
+// A bar redrawn in place on a terminal; on a pipe or file, one line per 10%.
 void progress(std::int64_t done, std::int64_t total, double ms_per_step, bool final) {
   constexpr int width = 30;
+  static const bool terminal = isatty(2) != 0;
+  static int last_decile = -1;
   const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
+  if (!terminal) {
+    const int decile = static_cast<int>(f * 10);
+    if (decile == last_decile && !final) return;
+    last_decile = decile;
+  }
   const int filled = static_cast<int>(f * width);
-  std::fprintf(stderr, "\r[%s%s] %3d%% step %lld/%lld  %.3f ms/step", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+  std::fprintf(stderr, terminal ? "\r[%s%s] %3d%% step %lld/%lld  %.3f ms/step" : "[%s%s] %3d%% step %lld/%lld  %.3f ms/step\n", std::string(static_cast<std::size_t>(filled), '#').c_str(),
                std::string(static_cast<std::size_t>(width - filled), '.').c_str(), static_cast<int>(100 * f),
                static_cast<long long>(done), static_cast<long long>(total), ms_per_step);
-  if (final) std::fprintf(stderr, "\n");
+  if (final && terminal) std::fprintf(stderr, "\n");
   std::fflush(stderr);
 }
 
