@@ -6,5 +6,6 @@ namespace tessel::cli {
 
 void add_info_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_sim_command(CLI::App& app);
 
 }  // namespace tessel::cli

@@ -30,3 +30,4 @@
 #include "tessel/ops/reduce.hpp"
 #include "tessel/ops/sort.hpp"
 #include "tessel/ops/matmul.hpp"
+#include "tessel/sim/particles.hpp"

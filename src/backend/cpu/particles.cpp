@@ -1,0 +1,190 @@
+// CPU backend of the particle simulation (OpenMP). Same steps as backend/cuda/particles.cu: the
+// CUB radix sort becomes a stable counting sort by cell, which gives the cell ranges for free.
+// Keys and ids: slot 0 holds each slot's key, slot 1 the sorted order (old slot per new slot).
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "backend/particles.hpp"
+#include "backend/particles_physics.hpp"
+
+namespace tessel::backend::cpu {
+
+using namespace physics;
+
+int bin(const SimParams& p, const SimArrays& a, bool kick, bool gather_acc, const Stream& /*stream*/) {
+  const std::int64_t n = a.n;
+  const float half_dt = 0.5f * p.dt;
+  std::uint32_t* keys = a.keys[0];
+#pragma omp parallel for schedule(static) if (n > 4096)
+  for (std::int64_t i = 0; i < n; ++i) {
+    float x = a.x[i], y = a.y[i], z = a.z[i];
+    if (kick) {
+      const float vx = a.vx[i] + half_dt * a.ax[i];
+      const float vy = a.vy[i] + half_dt * a.ay[i];
+      const float vz = a.vz[i] + half_dt * a.az[i];
+      x += p.dt * vx;
+      y += p.dt * vy;
+      z += p.dt * vz;
+      if (p.periodic) {
+        x = wrap(x, p.lo[0], p.length[0]);
+        y = wrap(y, p.lo[1], p.length[1]);
+        z = wrap(z, p.lo[2], p.length[2]);
+      }
+      a.x[i] = x;
+      a.y[i] = y;
+      a.z[i] = z;
+      a.vx[i] = vx;
+      a.vy[i] = vy;
+      a.vz[i] = vz;
+    }
+    keys[i] = cell_key(p, x, y, z);
+  }
+  // Stable counting sort: cells_range[2c] counts, then prefix sums give [start, end).
+  std::int32_t* range = a.cells_range;
+  std::fill(range, range + 2 * a.cells, 0);
+  for (std::int64_t i = 0; i < n; ++i) ++range[2 * static_cast<std::int64_t>(keys[i]) + 1];
+  std::int32_t running = 0;
+  for (std::int64_t c = 0; c < a.cells; ++c) {
+    const std::int32_t count = range[2 * c + 1];
+    range[2 * c] = running;
+    running += count;
+    range[2 * c + 1] = running;
+  }
+  std::vector<std::int32_t> cursor(static_cast<std::size_t>(a.cells));
+  for (std::int64_t c = 0; c < a.cells; ++c) cursor[static_cast<std::size_t>(c)] = range[2 * c];
+  std::int32_t* old_slots = a.slots[1];
+  std::uint32_t* sorted_keys = a.keys[1];
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int32_t s = cursor[keys[i]]++;
+    old_slots[s] = static_cast<std::int32_t>(i);
+    sorted_keys[s] = keys[i];
+  }
+#pragma omp parallel for schedule(static) if (n > 4096)
+  for (std::int64_t s = 0; s < n; ++s) {
+    const std::int64_t i = old_slots[s];  // the particle's slot before this sort
+    float* pos = a.sorted_pos + 4 * s;
+    float* vel = a.sorted_vel + 4 * s;
+    pos[0] = a.x[i];
+    pos[1] = a.y[i];
+    pos[2] = a.z[i];
+    pos[3] = a.radius[i];
+    vel[0] = a.vx[i];
+    vel[1] = a.vy[i];
+    vel[2] = a.vz[i];
+    vel[3] = a.mass[i];
+    a.sorted_id[s] = a.id[i];
+    if (gather_acc) {
+      float* acc = a.sorted_acc + 4 * s;
+      acc[0] = a.ax[i];
+      acc[1] = a.ay[i];
+      acc[2] = a.az[i];
+      acc[3] = 0.0f;
+    }
+  }
+  return 1;
+}
+
+// Writes sorted slot s back as the state's slot s.
+inline void store_state(const SimArrays& a, std::int64_t s, float vx, float vy, float vz, float ax, float ay, float az) {
+  const float* pos = a.sorted_pos + 4 * s;
+  a.x[s] = pos[0];
+  a.y[s] = pos[1];
+  a.z[s] = pos[2];
+  a.radius[s] = pos[3];
+  a.mass[s] = a.sorted_vel[4 * s + 3];
+  a.id[s] = a.sorted_id[s];
+  a.vx[s] = vx;
+  a.vy[s] = vy;
+  a.vz[s] = vz;
+  a.ax[s] = ax;
+  a.ay[s] = ay;
+  a.az[s] = az;
+}
+
+void forces(const SimParams& p, const SimArrays& a, bool finish_kick, const Stream& /*stream*/) {
+  const float half_dt = 0.5f * p.dt;
+#pragma omp parallel for schedule(dynamic, 256) if (a.n > 2048)
+  for (std::int64_t s = 0; s < a.n; ++s) {
+    const ParticleForce f = particle_force(p, a.sorted_pos, a.sorted_vel, a.cells_range, static_cast<int>(s));
+    const float* vel = a.sorted_vel + 4 * s;
+    const float inv_m = 1.0f / vel[3];
+    const float ax = f.f[0] * inv_m + p.gravity[0];
+    const float ay = f.f[1] * inv_m + p.gravity[1];
+    const float az = f.f[2] * inv_m + p.gravity[2];
+    if (finish_kick) {
+      store_state(a, s, vel[0] + half_dt * ax, vel[1] + half_dt * ay, vel[2] + half_dt * az, ax, ay, az);
+    } else {
+      store_state(a, s, vel[0], vel[1], vel[2], ax, ay, az);
+    }
+    a.contacts[s] = f.contacts;
+    a.spring_energy[s] = f.energy;
+  }
+}
+
+void write_back(const SimParams& /*p*/, const SimArrays& a, const Stream& /*stream*/) {
+#pragma omp parallel for schedule(static) if (a.n > 4096)
+  for (std::int64_t s = 0; s < a.n; ++s) {
+    const float* vel = a.sorted_vel + 4 * s;
+    const float* acc = a.sorted_acc + 4 * s;
+    store_state(a, s, vel[0], vel[1], vel[2], acc[0], acc[1], acc[2]);
+  }
+}
+
+DiagnosticSums diagnostics(const SimParams& p, const SimArrays& a, bool check_box, const Stream& /*stream*/) {
+  double kinetic = 0, gravity = 0, spring = 0, px = 0, py = 0, pz = 0;
+  long long pairs = 0, walls = 0;
+  long long first_bad = a.n;
+#pragma omp parallel for schedule(static) reduction(+ : kinetic, gravity, spring, px, py, pz, pairs, walls) \
+    reduction(min : first_bad) if (a.n > 4096)
+  for (std::int64_t i = 0; i < a.n; ++i) {
+    const double m = a.mass[i];
+    const double vx = a.vx[i], vy = a.vy[i], vz = a.vz[i];
+    kinetic += 0.5 * m * (vx * vx + vy * vy + vz * vz);
+    gravity -= m * (p.gravity[0] * (static_cast<double>(a.x[i]) - p.lo[0]) +
+                    p.gravity[1] * (static_cast<double>(a.y[i]) - p.lo[1]) +
+                    p.gravity[2] * (static_cast<double>(a.z[i]) - p.lo[2]));
+    spring += a.spring_energy[i];
+    px += m * vx;
+    py += m * vy;
+    pz += m * vz;
+    pairs += a.contacts[i] & 0xffff;
+    walls += a.contacts[i] >> 16;
+    if (bad_particle(p, a.x[i], a.y[i], a.z[i], a.vx[i], a.vy[i], a.vz[i], check_box)) {
+      first_bad = std::min<long long>(first_bad, i);
+    }
+  }
+  DiagnosticSums sums;
+  sums.kinetic = kinetic;
+  sums.potential_gravity = gravity;
+  sums.potential_spring = spring;
+  sums.momentum[0] = px;
+  sums.momentum[1] = py;
+  sums.momentum[2] = pz;
+  sums.pair_contacts_twice = pairs;
+  sums.wall_contacts = walls;
+  sums.first_bad = first_bad < a.n ? first_bad : -1;
+  return sums;
+}
+
+void neighbor_counts(const SimParams& p, const SimArrays& a, std::int64_t* counts, const Stream& /*stream*/) {
+#pragma omp parallel for schedule(dynamic, 256) if (a.n > 2048)
+  for (std::int64_t s = 0; s < a.n; ++s) {
+    std::int64_t count = 0;
+    for_each_contact(p, a.sorted_pos, a.cells_range, static_cast<int>(s), [&](int) { ++count; });
+    counts[a.sorted_id[s]] = count;
+  }
+}
+
+void neighbor_fill(const SimParams& p, const SimArrays& a, const std::int64_t* offsets, std::int32_t* out,
+                   const Stream& /*stream*/) {
+#pragma omp parallel for schedule(dynamic, 256) if (a.n > 2048)
+  for (std::int64_t s = 0; s < a.n; ++s) {
+    std::int64_t at = offsets[a.sorted_id[s]];
+    for_each_contact(p, a.sorted_pos, a.cells_range, static_cast<int>(s), [&](int j) { out[at++] = a.sorted_id[j]; });
+  }
+}
+
+std::size_t sort_temp_bytes(std::int64_t /*n*/, int /*cell_bits*/) { return 0; }
+
+}  // namespace tessel::backend::cpu

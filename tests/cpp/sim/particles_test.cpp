@@ -1,0 +1,573 @@
+// sim::Particles: physics checks against analytic results and conservation laws, the grid
+// search against brute force, CPU/GPU agreement, and the error paths. Each test body runs over
+// the cpu and cuda:0 backends (the CUDA case skips without a GPU).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tessel/sim/particles.hpp"
+#include "testing.hpp"
+
+namespace tessel {
+namespace {
+
+using sim::ParticleState;
+using sim::Particles;
+using sim::ParticlesConfig;
+using testing::expect_error;
+
+class SimTest : public testing::BackendTest {};
+
+constexpr double pi = 3.14159265358979323846;
+
+ParticleState make_state(std::int64_t n) {
+  ParticleState s;
+  for (auto* v : {&s.x, &s.y, &s.z, &s.vx, &s.vy, &s.vz, &s.radius, &s.mass}) v->assign(static_cast<std::size_t>(n), 0.0f);
+  return s;
+}
+
+// (n, 3) views read back as rows of three.
+std::vector<float> host_rows(const Array& view) { return view.to(Device::cpu()).to_vector<float>(); }
+
+ParticlesConfig open_box(double lo, double hi) {
+  ParticlesConfig c;
+  c.box_lo = {lo, lo, lo};
+  c.box_hi = {hi, hi, hi};
+  c.walls = false;
+  c.periodic = false;
+  c.gravity = {0, 0, 0};
+  return c;
+}
+
+// ---- physics ----
+
+TEST_P(SimTest, HeadOnCollisionMatchesAnalyticRestitution) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  for (double zeta : {0.1, 0.3, 0.6}) {
+    SCOPED_TRACE("damping ratio " + std::to_string(zeta));
+    ParticlesConfig c = open_box(-1.0, 1.0);
+    c.stiffness = 1000.0;
+    c.damping_ratio = zeta;
+    // Unequal masses: the dashpot uses the reduced mass, so e depends on it being right.
+    const double m1 = 1e-3, m2 = 3e-3, r1 = 0.01, r2 = 0.015;
+    const double m_eff = m1 * m2 / (m1 + m2);
+    const double omega = std::sqrt(c.stiffness / m_eff);
+    const double contact_time = pi / (omega * std::sqrt(1 - zeta * zeta));
+    c.dt = contact_time / 400;
+    ParticleState s = make_state(2);
+    s.radius = {static_cast<float>(r1), static_cast<float>(r2)};
+    s.mass = {static_cast<float>(m1), static_cast<float>(m2)};
+    const double v1 = 0.2, v2 = -0.1;
+    s.x = {-0.1f, static_cast<float>(-0.1 + r1 + r2 + 1e-4)};
+    s.y = {0.05f, 0.05f};
+    s.z = {-0.3f, -0.3f};
+    s.vx = {static_cast<float>(v1), static_cast<float>(v2)};
+    Particles p(s, c, device());
+    EXPECT_TRUE(p.warnings().empty());
+    const std::int64_t steps = static_cast<std::int64_t>(std::ceil((1e-4 / (v1 - v2) + 1.5 * contact_time) / c.dt));
+    std::int64_t max_contacts = 0;
+    for (std::int64_t k = 0; k < steps; k += 50) {
+      p.step(50);
+      max_contacts = std::max(max_contacts, p.diagnostics().contacts);
+    }
+    EXPECT_EQ(max_contacts, 1);
+    const ParticleState out = p.state();  // original order
+    const std::vector<float> v{out.vx[0], out.vy[0], out.vz[0], out.vx[1], out.vy[1], out.vz[1]};
+    ASSERT_GT(out.x[1] - out.x[0], r1 + r2) << "the particles must have separated";
+    const double e = (v[3] - v[0]) / (v1 - v2);
+    const double expected = std::exp(-pi * zeta / std::sqrt(1 - zeta * zeta));
+    EXPECT_NEAR(e, expected, 0.01 * expected);
+    // Head-on: nothing moves off the x axis; momentum is unchanged.
+    EXPECT_EQ(v[1], 0.0f);
+    EXPECT_EQ(v[2], 0.0f);
+    EXPECT_NEAR(m1 * v[0] + m2 * v[3], m1 * v1 + m2 * v2, 1e-6 * (m1 * v1 - m2 * v2));
+  }
+}
+
+TEST_P(SimTest, MomentumConservedWithoutWallsOrGravity) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  ParticlesConfig c;
+  c.box_lo = {-0.5, -0.5, -0.5};  // negative coordinates on purpose
+  c.box_hi = {0.5, 0.5, 0.5};
+  c.walls = false;
+  c.periodic = true;
+  c.gravity = {0, 0, 0};
+  c.friction = 0.5;
+  c.damping_ratio = 0.2;
+  c.dt = 1e-4;
+  sim::InitOptions o;
+  o.n = 2000;
+  o.radius = 0.02;
+  o.polydispersity = 0.3;
+  o.speed = 2.0;
+  TESSEL_SEEDED_RNG(rng);
+  o.seed = rng();
+  Particles p(sim::init_gas(o, c), c, device());
+  const sim::Diagnostics d0 = p.diagnostics();
+  const std::vector<float> v0 = host_rows(p.velocities());
+  const std::vector<float> m = p.masses().to(Device::cpu()).to_vector<float>();
+  double scale = 0;  // sum |m v|: the size of the momentum that rounding acts on
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    scale += m[i] * std::sqrt(double(v0[3 * i]) * v0[3 * i] + double(v0[3 * i + 1]) * v0[3 * i + 1] +
+                              double(v0[3 * i + 2]) * v0[3 * i + 2]);
+  }
+  std::int64_t contacts = 0;
+  for (int k = 0; k < 10; ++k) {
+    p.step(30);
+    const sim::Diagnostics d = p.diagnostics();
+    contacts += d.contacts;
+    for (int a = 0; a < 3; ++a) EXPECT_NEAR(d.momentum[a], d0.momentum[a], 2e-6 * scale) << "axis " << a;
+  }
+  EXPECT_GT(contacts, 0) << "the test needs collisions to mean anything";
+}
+
+TEST_P(SimTest, DampedEnergyNeverIncreases) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  for (auto model : {sim::ContactModel::linear, sim::ContactModel::hertz}) {
+    SCOPED_TRACE(model == sim::ContactModel::linear ? "linear" : "hertz");
+    ParticlesConfig c;  // a box with walls and gravity
+    c.box_hi = {1.0, 1.0, 0.5};
+    c.damping_ratio = 0.5;
+    c.friction = 0.3;
+    c.model = model;
+    c.stiffness = model == sim::ContactModel::linear ? 1000.0 : 2e5;
+    c.dt = 5e-5;
+    sim::InitOptions o;
+    o.n = 400;
+    o.radius = 0.02;
+    o.polydispersity = 0.2;
+    Particles p(sim::init_block(o, c), c, device());
+    sim::Diagnostics last = p.diagnostics();
+    const double e0 = last.total_energy();
+    const double scale = std::abs(last.kinetic) + std::abs(last.potential_gravity) + std::abs(last.potential_spring);
+    const std::vector<float> m = p.masses().to(Device::cpu()).to_vector<float>();
+    double total_mass = 0;
+    for (float v : m) total_mass += v;
+    // Float32 state: each step rounds every position (to an ulp of the box size) and velocity,
+    // so the energy of the rounded state may move by about 2 eps (M |g| L + 2 KE) per step,
+    // up or down. Anything above that would be the integrator or the contact law adding energy.
+    const double eps = std::numeric_limits<float>::epsilon();
+    const int interval = 40;
+    std::int64_t contacts = 0;
+    for (int k = 0; k < 200; ++k) {
+      p.step(interval);
+      const sim::Diagnostics d = p.diagnostics();
+      contacts += d.contacts + d.wall_contacts;
+      const double rounding = interval * 2 * eps * (total_mass * 9.81 * 1.0 + 2 * std::max(d.kinetic, last.kinetic));
+      ASSERT_LE(d.total_energy(), last.total_energy() + rounding) << "step " << d.step;
+      last = d;
+    }
+    EXPECT_GT(contacts, 0);
+    EXPECT_LT(last.total_energy(), e0 - 1e-3 * scale) << "damping should have dissipated energy";
+  }
+}
+
+// ---- grid search ----
+
+struct BruteNeighbors {
+  std::vector<std::vector<std::int32_t>> lists;
+};
+
+void expect_neighbors_match_brute_force(const Device& device, bool periodic, std::mt19937_64& rng) {
+  const std::int64_t n = 5000;
+  ParticlesConfig c;
+  c.box_lo = {-1.0, -0.7, -0.2};
+  c.box_hi = {0.5, 0.3, 0.9};
+  c.walls = false;
+  c.periodic = periodic;
+  ParticleState s = make_state(n);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    s.x[k] = static_cast<float>(c.box_lo[0] + (c.box_hi[0] - c.box_lo[0]) * unit(rng));
+    s.y[k] = static_cast<float>(c.box_lo[1] + (c.box_hi[1] - c.box_lo[1]) * unit(rng));
+    s.z[k] = static_cast<float>(c.box_lo[2] + (c.box_hi[2] - c.box_lo[2]) * unit(rng));
+    s.radius[k] = static_cast<float>(0.005 + 0.03 * unit(rng) * unit(rng));  // mixed sizes, most small
+    s.mass[k] = 1.0f;
+  }
+  Particles p(s, c, device);
+  const sim::NeighborList list = p.neighbor_list();
+  ASSERT_EQ(list.offsets.size(), static_cast<std::size_t>(n + 1));
+  std::int64_t total = 0, borderline = 0;
+  const double length[3] = {c.box_hi[0] - c.box_lo[0], c.box_hi[1] - c.box_lo[1], c.box_hi[2] - c.box_lo[2]};
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::vector<std::int32_t> expected, got(list.indices.begin() + list.offsets[static_cast<std::size_t>(i)],
+                                            list.indices.begin() + list.offsets[static_cast<std::size_t>(i + 1)]);
+    std::vector<double> gap(static_cast<std::size_t>(n));  // distance - (r_i + r_j), in double
+    for (std::int64_t j = 0; j < n; ++j) {
+      if (j == i) continue;
+      const auto a = static_cast<std::size_t>(i), b = static_cast<std::size_t>(j);
+      double d[3] = {double(s.x[b]) - s.x[a], double(s.y[b]) - s.y[a], double(s.z[b]) - s.z[a]};
+      if (periodic) {
+        for (int ax = 0; ax < 3; ++ax) d[ax] -= length[ax] * std::nearbyint(d[ax] / length[ax]);
+      }
+      const double dist = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+      gap[b] = dist - (double(s.radius[a]) + s.radius[b]);
+      if (gap[b] < 0) expected.push_back(static_cast<std::int32_t>(j));
+    }
+    std::sort(got.begin(), got.end());
+    ASSERT_TRUE(std::adjacent_find(got.begin(), got.end()) == got.end()) << "particle " << i << " lists a neighbor twice";
+    total += static_cast<std::int64_t>(expected.size());
+    std::vector<std::int32_t> diff;
+    std::set_symmetric_difference(got.begin(), got.end(), expected.begin(), expected.end(), std::back_inserter(diff));
+    for (std::int32_t j : diff) {
+      // Only pairs touching to float32 rounding may differ.
+      EXPECT_LT(std::abs(gap[static_cast<std::size_t>(j)]), 1e-6) << "particle " << i << " and " << j;
+      ++borderline;
+    }
+  }
+  EXPECT_GT(total, n / 10) << "the random set should have many contacts";
+  EXPECT_LE(borderline, 2);
+}
+
+TEST_P(SimTest, NeighborSearchEqualsBruteForce) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  {
+    SCOPED_TRACE("open box");
+    expect_neighbors_match_brute_force(device(), false, rng);
+  }
+  {
+    SCOPED_TRACE("periodic box");
+    expect_neighbors_match_brute_force(device(), true, rng);
+  }
+}
+
+// Steps are deterministic (no atomics), and the neighbor list leaves the trajectory alone.
+TEST_P(SimTest, NeighborListDoesNotPerturbTheRun) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  ParticlesConfig c;
+  c.friction = 0.2;
+  sim::InitOptions o;
+  o.n = 1500;
+  o.radius = 0.02;
+  o.speed = 0.5;
+  const ParticleState s = sim::init_gas(o, c);
+  Particles a(s, c, device()), b(s, c, device());
+  a.step(20);
+  b.step(20);
+  EXPECT_GT(b.neighbor_list().indices.size(), 0u);
+  a.step(20);
+  b.step(20);
+  const ParticleState sa = a.state(), sb = b.state();
+  EXPECT_EQ(sa.x, sb.x);
+  EXPECT_EQ(sa.vz, sb.vz);
+}
+
+// Particles outside the grid are clamped into the border cells and still found.
+TEST_P(SimTest, NeighborSearchWithParticlesOnTheBoxFaces) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  ParticlesConfig c = open_box(-0.3, 0.3);
+  ParticleState s = make_state(4);
+  s.radius = {0.05f, 0.05f, 0.05f, 0.05f};
+  s.mass = {1, 1, 1, 1};
+  s.x = {-0.3f, -0.25f, 0.3f, 0.29f};  // pairs on the low and the high face
+  s.y = {-0.3f, -0.3f, 0.3f, 0.3f};
+  s.z = {0.0f, 0.0f, 0.3f, 0.3f};
+  Particles p(s, c, device());
+  const sim::NeighborList list = p.neighbor_list();
+  const std::vector<std::int64_t> offsets{0, 1, 2, 3, 4};
+  EXPECT_EQ(list.offsets, offsets);
+  const std::vector<std::int32_t> indices{1, 0, 3, 2};
+  EXPECT_EQ(list.indices, indices);
+}
+
+// ---- boundaries ----
+
+TEST_P(SimTest, LeavingTheBoxWrapsWhenPeriodic) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  ParticlesConfig c = open_box(-0.5, 0.5);
+  c.periodic = true;
+  c.dt = 1e-3;
+  ParticleState s = make_state(1);
+  s.radius = {0.01f};
+  s.mass = {1e-3f};
+  s.x = {0.45f};
+  s.y = {-0.45f};
+  s.vx = {1.0f};
+  s.vy = {-1.0f};
+  Particles p(s, c, device());
+  p.step(100);  // 0.1 s at 1 m/s: crosses the +x and the -y face
+  p.diagnostics();
+  const std::vector<float> x = host_rows(p.positions());
+  EXPECT_NEAR(x[0], 0.45 + 0.1 - 1.0, 1e-5);
+  EXPECT_NEAR(x[1], -0.45 - 0.1 + 1.0, 1e-5);
+  EXPECT_EQ(x[2], 0.0f);
+}
+
+TEST_P(SimTest, LeavingTheBoxWithoutWallsIsAnError) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  ParticlesConfig c = open_box(0.0, 1.0);
+  c.dt = 1e-3;
+  ParticleState s = make_state(4);
+  for (int i = 0; i < 4; ++i) {
+    s.x[static_cast<std::size_t>(i)] = 0.2f + 0.2f * static_cast<float>(i);
+    s.y[static_cast<std::size_t>(i)] = s.z[static_cast<std::size_t>(i)] = 0.5f;
+    s.radius[static_cast<std::size_t>(i)] = 0.01f;
+    s.mass[static_cast<std::size_t>(i)] = 1e-3f;
+  }
+  s.vz[2] = 2.0f;  // leaves through the top after 0.25 s
+  Particles p(s, c, device());
+  p.step(100);
+  EXPECT_NO_THROW(p.diagnostics());
+  p.step(200);
+  expect_error<ValueError>([&] { p.diagnostics(); }, {"sim::Particles", "particle 2 left the box", "position (0.6, 0.5,",
+                                                      "walls are off"});
+}
+
+TEST_P(SimTest, WallsKeepParticlesInside) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  ParticlesConfig c;  // walls and gravity
+  c.damping_ratio = 0.2;
+  sim::InitOptions o;
+  o.n = 300;
+  o.radius = 0.02;
+  o.speed = 1.0;
+  Particles p(sim::init_gas(o, c), c, device());
+  p.step(2000);
+  const sim::Diagnostics d = p.diagnostics();
+  EXPECT_GT(d.wall_contacts, 0);  // resting on the floor
+  const std::vector<float> x = host_rows(p.positions());
+  for (float v : x) {
+    EXPECT_GE(v, -0.005f);
+    EXPECT_LE(v, 1.005f);
+  }
+}
+
+// ---- CPU vs GPU ----
+
+TEST(SimCrossBackend, CpuAndGpuTrajectoriesAgree) {
+  TESSEL_SKIP_UNAVAILABLE(Device::cuda(0));
+  ParticlesConfig c;
+  // No normal dashpot: every force is then continuous at contact onset, so a pair that one
+  // backend finds in contact a step earlier (rounding) changes the trajectory only by rounding.
+  c.damping_ratio = 0.0;
+  c.friction = 0.3;
+  c.tangential_damping = 2.0;
+  c.dt = 1e-4;
+  sim::InitOptions o;
+  o.n = 3000;
+  o.radius = 0.02;
+  o.polydispersity = 0.3;
+  o.speed = 0.5;
+  TESSEL_SEEDED_RNG(rng);
+  o.seed = rng();
+  const ParticleState s = sim::init_gas(o, c);
+  Particles cpu(s, c, Device::cpu());
+  Particles gpu(s, c, Device::cuda(0));
+  cpu.step(100);
+  gpu.step(100);
+  // Both in the original order (the two may sort particles on a cell boundary differently).
+  const ParticleState sc = cpu.state(), sg = gpu.state();
+  std::vector<float> xc, xg, vc, vg;
+  for (std::size_t i = 0; i < sc.x.size(); ++i) {
+    xc.insert(xc.end(), {sc.x[i], sc.y[i], sc.z[i]});
+    xg.insert(xg.end(), {sg.x[i], sg.y[i], sg.z[i]});
+    vc.insert(vc.end(), {sc.vx[i], sc.vy[i], sc.vz[i]});
+    vg.insert(vg.end(), {sg.vx[i], sg.vy[i], sg.vz[i]});
+  }
+  double vmax = 0;
+  for (float v : vc) vmax = std::max(vmax, double(std::abs(v)));
+  for (std::size_t k = 0; k < xc.size(); ++k) {
+    ASSERT_NEAR(xc[k], xg[k], 1e-5) << "particle " << k / 3 << " axis " << k % 3;
+    ASSERT_NEAR(vc[k], vg[k], 2e-3 * vmax) << "particle " << k / 3 << " axis " << k % 3;
+  }
+  const sim::Diagnostics dc = cpu.diagnostics(), dg = gpu.diagnostics();
+  EXPECT_NEAR(static_cast<double>(dc.contacts), static_cast<double>(dg.contacts), 2.0);  // threshold pairs may differ
+  EXPECT_NEAR(dc.kinetic, dg.kinetic, 1e-3 * dc.kinetic);
+}
+
+// ---- views ----
+
+TEST_P(SimTest, ViewsAreTheLiveState) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  ParticlesConfig c = open_box(0.0, 1.0);
+  ParticleState s = make_state(3);
+  s.x = {0.1f, 0.5f, 0.9f};
+  s.y = {0.2f, 0.5f, 0.8f};
+  s.z = {0.3f, 0.5f, 0.7f};
+  s.radius = {0.01f, 0.02f, 0.03f};
+  s.mass = {1.0f, 2.0f, 3.0f};
+  s.vx = {0.1f, 0.0f, 0.0f};
+  Particles p(s, c, device());
+  const Array pos = p.positions();
+  EXPECT_EQ(pos.shape(), (Shape{3, 3}));
+  EXPECT_EQ(pos.strides(), (Strides{1, 3}));
+  EXPECT_EQ(pos.dtype(), DType::float32);
+  EXPECT_EQ(pos.device(), device());
+  EXPECT_EQ(p.ids().dtype(), DType::int32);
+  // Rows are in cell order; ids() names the particle of each row.
+  const std::vector<std::int32_t> ids = p.ids().to(Device::cpu()).to_vector<std::int32_t>();
+  const std::vector<float> rows = host_rows(pos), radii = p.radii().to(Device::cpu()).to_vector<float>();
+  std::vector<bool> seen(3, false);
+  for (std::size_t k = 0; k < 3; ++k) {
+    const auto i = static_cast<std::size_t>(ids[k]);
+    ASSERT_LT(i, 3u);
+    seen[i] = true;
+    EXPECT_EQ(rows[3 * k], s.x[i]);
+    EXPECT_EQ(rows[3 * k + 1], s.y[i]);
+    EXPECT_EQ(rows[3 * k + 2], s.z[i]);
+    EXPECT_EQ(radii[k], s.radius[i]);
+  }
+  EXPECT_TRUE(seen[0] && seen[1] && seen[2]);
+  EXPECT_EQ(p.state().x, s.x);
+  // A write through the view is seen by the next step.
+  const auto row = static_cast<std::int64_t>(std::find(ids.begin(), ids.end(), 1) - ids.begin());
+  fill(p.velocities().index({row, 1}), Scalar(0.5));
+  p.step(10);
+  const ParticleState after = p.state();
+  EXPECT_NEAR(after.y[1], 0.5 + 10 * c.dt * 0.5, 1e-6);
+  EXPECT_NEAR(after.x[0], 0.1 + 10 * c.dt * 0.1, 1e-6);
+}
+
+// ---- bad input ----
+
+TEST_P(SimTest, BadInputIsRejected) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  ParticlesConfig c;
+  auto good = [] {
+    ParticleState s = make_state(3);
+    s.x = s.y = s.z = {0.2f, 0.5f, 0.8f};
+    s.radius = {0.01f, 0.01f, 0.01f};
+    s.mass = {1e-3f, 1e-3f, 1e-3f};
+    return s;
+  };
+  {
+    ParticleState s = good();
+    s.radius[1] = 0.0f;
+    expect_error<ValueError>([&] { Particles(s, c, device()); }, {"radius must be positive", "particle 1"});
+    s.radius[1] = -0.01f;
+    expect_error<ValueError>([&] { Particles(s, c, device()); }, {"radius must be positive", "particle 1"});
+  }
+  {
+    ParticleState s = good();
+    s.mass[2] = -1.0f;
+    expect_error<ValueError>([&] { Particles(s, c, device()); }, {"mass must be positive", "particle 2"});
+  }
+  for (double dt : {0.0, -1e-4, std::numeric_limits<double>::quiet_NaN()}) {
+    ParticlesConfig bad = c;
+    bad.dt = dt;
+    expect_error<ValueError>([&] { Particles(good(), bad, device()); }, {"time step must be positive"});
+  }
+  {
+    ParticleState s = good();
+    s.y[2] = std::numeric_limits<float>::quiet_NaN();
+    expect_error<ValueError>([&] { Particles(s, c, device()); }, {"particle 2", "non-finite position", "nan"});
+  }
+  {
+    ParticleState s = good();
+    s.mass.pop_back();
+    expect_error<ShapeError>([&] { Particles(s, c, device()); }, {"mass has 2", "x has 3"});
+  }
+  {
+    ParticlesConfig bad = c;
+    bad.periodic = true;
+    expect_error<ValueError>([&] { Particles(good(), bad, device()); }, {"periodic", "walls = false"});
+    bad.walls = false;
+    ParticleState s = good();
+    s.radius = {0.2f, 0.2f, 0.2f};
+    expect_error<ValueError>([&] { Particles(s, bad, device()); }, {"periodic box needs at least 3 cells"});
+  }
+  {
+    ParticleState s = good();
+    s.x[0] = 1.5f;
+    expect_error<ValueError>([&] { Particles(s, c, device()); }, {"particle 0", "outside the box"});
+  }
+  expect_error<ValueError>([&] { Particles(make_state(0), c, device()); }, {"at least one particle"});
+}
+
+TEST_P(SimTest, TooLargeTimeStepWarnsWithTheStableLimit) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  ParticlesConfig c;
+  c.stiffness = 1e6;
+  c.dt = 1e-3;
+  ParticleState s = make_state(2);
+  s.x = s.y = s.z = {0.2f, 0.7f};
+  s.radius = {0.01f, 0.01f};
+  s.mass = {1e-3f, 1e-3f};
+  Particles p(s, c, device());
+  // m_eff = 5e-4, omega = sqrt(1e6 / 5e-4), dt_crit = 2 / omega * (sqrt(1 + 0.09) - 0.3).
+  const double expected = 2.0 / std::sqrt(1e6 / 5e-4) * (std::sqrt(1.09) - 0.3);
+  EXPECT_NEAR(p.stable_dt(), expected, 1e-6 * expected);  // masses are float32
+  ASSERT_EQ(p.warnings().size(), 1u);
+  const std::string& w = p.warnings()[0];
+  EXPECT_NE(w.find("too large for the contact stiffness"), std::string::npos) << w;
+  EXPECT_NE(w.find("stable limit is dt_crit = "), std::string::npos) << w;
+  EXPECT_NE(w.find("unstable"), std::string::npos) << w;
+  c.dt = expected / 10;
+  EXPECT_TRUE(Particles(s, c, device()).warnings().empty());
+}
+
+TEST_P(SimTest, NonFinitePositionDuringTheRunIsAnError) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  ParticlesConfig c;
+  sim::InitOptions o;
+  o.n = 50;
+  o.radius = 0.02;
+  Particles p(sim::init_gas(o, c), c, device());
+  p.step(5);
+  const std::int32_t particle = p.ids().to(Device::cpu()).to_vector<std::int32_t>()[7];
+  fill(p.positions().index({7, 2}), Scalar(std::numeric_limits<double>::quiet_NaN()));
+  p.step(1);
+  expect_error<ValueError>([&] { p.diagnostics(); },
+                           {"particle " + std::to_string(particle) + " ", "non-finite state", "stable limit"});
+}
+
+TEST_P(SimTest, MoreParticlesThanFitInMemoryIsOutOfMemory) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  expect_error<OutOfMemory>([&] { Particles::check_memory(std::int64_t{1} << 40, 1000, device()); },
+                            {"sim::Particles", "1099511627776 particles need", device().str(), "available"});
+  EXPECT_NO_THROW(Particles::check_memory(1000, 1000, device()));
+}
+
+TEST(SimOutput, UnwritableOutputDirectoryIsAnError) {
+  const std::string file = (std::filesystem::temp_directory_path() / ("tessel_sim_test_" + std::to_string(::getpid()))).string();
+  std::ofstream(file) << "x";
+  expect_error<ValueError>([&] { sim::prepare_output_directory(file + "/frames"); },
+                           {"cannot create the output directory", file + "/frames"});
+  expect_error<ValueError>([&] { sim::prepare_output_directory(file); }, {"cannot create the output directory"});
+  std::remove(file.c_str());
+  const std::string dir = file + "_dir/a/b";
+  EXPECT_NO_THROW(sim::prepare_output_directory(dir));
+  EXPECT_TRUE(std::filesystem::is_directory(dir));
+  std::filesystem::remove_all(file + "_dir");
+}
+
+TEST(SimInit, InitialStatesAreInsideTheBoxAndSized) {
+  ParticlesConfig c;
+  sim::InitOptions o;
+  o.n = 1001;
+  o.radius = 0.01;
+  o.polydispersity = 0.2;
+  for (auto make : {sim::init_gas, sim::init_block, sim::init_collision}) {
+    const ParticleState s = make(o, c);
+    ASSERT_EQ(s.size(), o.n);
+    for (std::size_t i = 0; i < s.x.size(); ++i) {
+      for (float v : {s.x[i], s.y[i], s.z[i]}) {
+        ASSERT_GE(v, 0.0f);
+        ASSERT_LE(v, 1.0f);
+      }
+      ASSERT_GE(s.radius[i], 0.008f - 1e-6f);
+      ASSERT_LE(s.radius[i], 0.012f + 1e-6f);
+      ASSERT_NEAR(s.mass[i], 1000.0 * 4.0 / 3.0 * pi * std::pow(s.radius[i], 3), 1e-6 * s.mass[i]);
+    }
+  }
+  o.n = 100000000;
+  expect_error<ValueError>([&] { sim::init_block(o, c); }, {"does not fit"});
+  o.n = std::int64_t{1} << 50;
+  expect_error<OutOfMemory>([&] { sim::init_gas(o, c); }, {"sim::init_gas", "1125899906842624 particles", "host memory"});
+}
+
+INSTANTIATE_TEST_SUITE_P(All, SimTest, ::testing::ValuesIn(testing::all_backends()), testing::backend_name);
+
+}  // namespace
+}  // namespace tessel
