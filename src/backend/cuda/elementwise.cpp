@@ -253,9 +253,11 @@ struct KernelKey {
   bool contiguous;
   int rank;
   bool index32;
+  int unroll;  // contiguous: vectors per thread per trip (ElementwiseTuning::unroll)
   int device;
   bool operator==(const KernelKey& o) const {
-    return spec == o.spec && contiguous == o.contiguous && rank == o.rank && index32 == o.index32 && device == o.device;
+    return spec == o.spec && contiguous == o.contiguous && rank == o.rank && index32 == o.index32 &&
+           unroll == o.unroll && device == o.device;
   }
 };
 struct KernelKeyHash {
@@ -264,6 +266,7 @@ struct KernelKeyHash {
     h = h * 31 + static_cast<std::size_t>(k.contiguous);
     h = h * 31 + static_cast<std::size_t>(k.rank);
     h = h * 31 + static_cast<std::size_t>(k.index32);
+    h = h * 31 + static_cast<std::size_t>(k.unroll);
     return h * 31 + static_cast<std::size_t>(k.device);
   }
 };
@@ -276,7 +279,8 @@ bool kernel_cache_enabled() {
   return enabled;
 }
 
-jit::Kernel cached_kernel(const KernelKey& key, const jit::ElementwiseSpec& base, Device device) {
+// A reference into the cache (unordered_map never moves its elements): no Kernel copy per launch.
+const jit::Kernel& cached_kernel(const KernelKey& key, const jit::ElementwiseSpec& base, Device device) {
   static std::mutex mutex;
   static std::unordered_map<KernelKey, jit::Kernel, KernelKeyHash> cache;
   {
@@ -288,6 +292,7 @@ jit::Kernel cached_kernel(const KernelKey& key, const jit::ElementwiseSpec& base
   spec.layout = key.contiguous ? jit::ElementwiseLayout::contiguous : jit::ElementwiseLayout::strided;
   spec.rank = key.contiguous ? 1 : key.rank;
   spec.index32 = key.index32;
+  spec.unroll = key.contiguous ? key.unroll : 1;
   jit::CompileRequest request;
   request.source = jit::generate_elementwise_source(spec);
   request.name = jit::elementwise_kernel_name(spec);
@@ -322,9 +327,12 @@ void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const std::
   if (n == 0) return;
   bool contiguous = true;
   for (const Array* a : arrays) contiguous = contiguous && a->is_contiguous();
-  std::vector<Strides> strides;
-  for (const Array* a : arrays) strides.push_back(a->strides());
-  const CollapsedDims dims = contiguous ? CollapsedDims{} : collapse_dims(out.shape(), strides);
+  CollapsedDims dims;
+  if (!contiguous) {
+    std::vector<Strides> strides;
+    for (const Array* a : arrays) strides.push_back(a->strides());
+    dims = collapse_dims(out.shape(), strides);
+  }
 
   if (!kernel_cache_enabled() || (!contiguous && dims.ndim() > jit::kMaxElementwiseRank)) {
     // launch_elementwise reports the rank limit itself.
@@ -336,7 +344,9 @@ void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const std::
     return;
   }
 
-  KernelKey key{skey, contiguous, contiguous ? 1 : static_cast<int>(dims.ndim()), false, out.device().index};
+  const jit::ElementwiseTuning tuning = jit::elementwise_tuning();
+  KernelKey key{skey, contiguous, contiguous ? 1 : static_cast<int>(dims.ndim()), false, contiguous ? tuning.unroll : 1,
+                out.device().index};
 
   // Parameter storage: `params` points into these; reserved up front so they never reallocate.
   std::vector<void*> params;
@@ -356,7 +366,7 @@ void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const std::
       if (reinterpret_cast<std::uintptr_t>(a->data()) % bytes != 0) aligned = 0;
     }
     params.push_back(&aligned);
-    work = aligned ? (n + vec - 1) / vec : n;
+    work = jit::elementwise_threads(n, aligned != 0, vec, tuning.unroll);
   } else {
     bool fits = n <= kIndex32Limit;
     for (const Strides& st : dims.strides) {
@@ -387,8 +397,8 @@ void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const std::
       push_array(array_k++);
     }
   }
-  const jit::Kernel kernel = cached_kernel(key, spec, out.device());
-  kernel.launch(kernel.launch_config_1d(work, 0, 512), params, stream);
+  const jit::Kernel& kernel = cached_kernel(key, spec, out.device());
+  kernel.launch(kernel.launch_config_fixed(work, tuning.block, tuning.waves), params, stream);
 }
 
 }  // namespace tessel::detail::cuda
