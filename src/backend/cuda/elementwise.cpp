@@ -232,8 +232,10 @@ const jit::ElementwiseSpec& cached_spec(const SpecKey& key, const std::vector<DT
 }  // namespace
 
 std::string elementwise_source(ElementwiseOp op, const std::vector<DType>& input_dtypes, DType out_dtype,
-                               unsigned scalar_mask) {
-  return jit::generate_elementwise_source(make_spec(op, input_dtypes, out_dtype, scalar_mask));
+                               unsigned scalar_mask, int unroll) {
+  jit::ElementwiseSpec spec = make_spec(op, input_dtypes, out_dtype, scalar_mask);
+  spec.unroll = unroll;
+  return jit::generate_elementwise_source(spec);
 }
 
 namespace {

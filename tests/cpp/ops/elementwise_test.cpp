@@ -465,7 +465,9 @@ TEST(ElementwiseCudaSource, EveryOpAndDtypeCompiles) {
   }
 }
 
-// Scalar operands are by-value kernel parameters (a * 2 stays on the vectorized path).
+// Scalar operands are by-value kernel parameters (a * 2 stays on the vectorized path). Generated
+// with the unrolled contiguous loop the launches use (ElementwiseTuning::unroll), so every binary
+// op's unrolled form compiles too.
 TEST(ElementwiseCudaSource, ScalarOperandsCompile) {
   if (!jit::nvrtc_available()) GTEST_SKIP() << "no NVRTC";
   for (DType d : {DType::bool_, DType::int64, DType::float16, DType::bfloat16, DType::float32, DType::complex128}) {
@@ -479,10 +481,10 @@ TEST(ElementwiseCudaSource, ScalarOperandsCompile) {
       } catch (const DTypeError&) {
         continue;
       }
-      const std::string src = detail::cuda::elementwise_source(op, {t.compute, t.compute}, t.result, 2u);
+      const std::string src = detail::cuda::elementwise_source(op, {t.compute, t.compute}, t.result, 2u, 4);
       EXPECT_NE(src.find(std::string(cuda_type_name(t.compute)) + " v_in1"), std::string::npos) << op_name(op);
       r.source += src + "\n";
-      if (r.name.empty()) r.name = std::string("tessel_") + op_name(op) + "_c";
+      if (r.name.empty()) r.name = std::string("tessel_") + op_name(op) + (std::max(itemsize(t.compute), itemsize(t.result)) < 16 ? "_c_u4" : "_c");
     }
     try {
       EXPECT_FALSE(jit::compile_to_cubin(r).cubin.empty());
