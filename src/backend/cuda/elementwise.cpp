@@ -88,6 +88,8 @@ Expr op_expression(ElementwiseOp op, const std::vector<Expr>& x, DType rt) {
   const bool b = is_bool(ct), i = is_integer(ct), f = is_floating(ct), c = is_complex(ct);
   auto un = [&](const std::string& p) { return fmt(p, {x[0]}, rt); };
   auto bin = [&](const std::string& p) { return fmt(p, {x[0], x[1]}, rt); };
+  // Real math by its CUDA name; complex through tessel::cx (tessel_device.cuh).
+  auto math = [&](const std::string& f) { return un((c ? "tessel::cx::" + f : f) + "({0})"); };
   const std::string to_bool0 = "tessel::cast<bool>({0})", to_bool1 = "tessel::cast<bool>({1})";
   switch (op) {
     case ElementwiseOp::add: return bin(b ? "({0} || {1})" : i ? "tessel_ops::wrap_add({0}, {1})" : "({0} + {1})");
@@ -98,7 +100,8 @@ Expr op_expression(ElementwiseOp op, const std::vector<Expr>& x, DType rt) {
       return bin(i ? "tessel::floor_divide_int({0}, {1})" : "tessel_ops::floor_divide_float({0}, {1})");
     case ElementwiseOp::remainder:
       return bin(i ? "tessel::remainder_int({0}, {1})" : "tessel::remainder_float({0}, {1})");
-    case ElementwiseOp::power: return bin(i ? "tessel_ops::power_int({0}, {1})" : "pow({0}, {1})");
+    case ElementwiseOp::power:
+      return bin(i ? "tessel_ops::power_int({0}, {1})" : c ? "tessel::cx::pow({0}, {1})" : "pow({0}, {1})");
     case ElementwiseOp::equal: return bin("({0} == {1})");
     case ElementwiseOp::not_equal: return bin("({0} != {1})");
     case ElementwiseOp::less: return bin("({0} < {1})");
@@ -127,28 +130,28 @@ Expr op_expression(ElementwiseOp op, const std::vector<Expr>& x, DType rt) {
     case ElementwiseOp::square: return un(i ? "tessel_ops::wrap_mul({0}, {0})" : "({0} * {0})");
     case ElementwiseOp::reciprocal: return un("(" + T + "(1) / {0})");
     case ElementwiseOp::sign: return un("tessel::sign({0})");
-    case ElementwiseOp::exp: return un("exp({0})");
-    case ElementwiseOp::exp2: return un("exp2({0})");
-    case ElementwiseOp::expm1: return un("expm1({0})");
-    case ElementwiseOp::log: return un("log({0})");
-    case ElementwiseOp::log2: return un("log2({0})");
-    case ElementwiseOp::log10: return un("log10({0})");
-    case ElementwiseOp::log1p: return un("log1p({0})");
-    case ElementwiseOp::sqrt: return un("sqrt({0})");
+    case ElementwiseOp::exp: return math("exp");
+    case ElementwiseOp::exp2: return math("exp2");
+    case ElementwiseOp::expm1: return math("expm1");
+    case ElementwiseOp::log: return math("log");
+    case ElementwiseOp::log2: return math("log2");
+    case ElementwiseOp::log10: return math("log10");
+    case ElementwiseOp::log1p: return math("log1p");
+    case ElementwiseOp::sqrt: return math("sqrt");
     case ElementwiseOp::rsqrt: return un("rsqrt({0})");
     case ElementwiseOp::cbrt: return un("cbrt({0})");
-    case ElementwiseOp::sin: return un("sin({0})");
-    case ElementwiseOp::cos: return un("cos({0})");
-    case ElementwiseOp::tan: return un("tan({0})");
-    case ElementwiseOp::arcsin: return un("asin({0})");
-    case ElementwiseOp::arccos: return un("acos({0})");
-    case ElementwiseOp::arctan: return un("atan({0})");
-    case ElementwiseOp::sinh: return un("sinh({0})");
-    case ElementwiseOp::cosh: return un("cosh({0})");
-    case ElementwiseOp::tanh: return un("tanh({0})");
-    case ElementwiseOp::arcsinh: return un("asinh({0})");
-    case ElementwiseOp::arccosh: return un("acosh({0})");
-    case ElementwiseOp::arctanh: return un("atanh({0})");
+    case ElementwiseOp::sin: return math("sin");
+    case ElementwiseOp::cos: return math("cos");
+    case ElementwiseOp::tan: return math("tan");
+    case ElementwiseOp::arcsin: return math("asin");
+    case ElementwiseOp::arccos: return math("acos");
+    case ElementwiseOp::arctan: return math("atan");
+    case ElementwiseOp::sinh: return math("sinh");
+    case ElementwiseOp::cosh: return math("cosh");
+    case ElementwiseOp::tanh: return math("tanh");
+    case ElementwiseOp::arcsinh: return math("asinh");
+    case ElementwiseOp::arccosh: return math("acosh");
+    case ElementwiseOp::arctanh: return math("atanh");
     case ElementwiseOp::sigmoid: return un("tessel_ops::sigmoid({0})");
     case ElementwiseOp::relu: return un("tessel_ops::relu({0})");
     case ElementwiseOp::gelu: return un("tessel_ops::gelu({0})");
