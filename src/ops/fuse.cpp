@@ -308,6 +308,54 @@ Value evaluate(const Node* n, const std::vector<Array>& inputs, const OptionalSt
   return v;
 }
 
+// CPU, fusion on: the graph runs block by block (about kCpuFusedBlock elements at a time)
+// through the same op loops, so a block's intermediates stay in cache instead of streaming whole
+// arrays through memory once per op. Blocks are slices along one axis (the outermost one whose
+// inner size fits a block) under fixed indices of the axes before it.
+constexpr std::int64_t kCpuFusedBlock = 8192;
+
+Array evaluate_blocked(const Node* root, const std::vector<Array>& inputs, const Shape& shape, DType rt,
+                       const OptionalStream& stream) {
+  auto whole = [&](const std::vector<Array>& in) {
+    std::map<const Node*, Value> memo;
+    const Value v = evaluate(root, in, stream, memo);
+    if (!std::holds_alternative<Array>(v)) throw ValueError("fuse: the traced function returned a constant");
+    return std::get<Array>(v);
+  };
+  const std::int64_t total = numel(shape);
+  if (total <= kCpuFusedBlock) return whole(inputs);
+  const int ndim = static_cast<int>(shape.size());
+  int axis = ndim - 1;
+  std::int64_t inner = 1;  // elements per index of `axis`
+  while (axis > 0 && inner * shape[static_cast<std::size_t>(axis)] <= kCpuFusedBlock) {
+    inner *= shape[static_cast<std::size_t>(axis)];
+    --axis;
+  }
+  const std::int64_t chunk = std::max<std::int64_t>(1, kCpuFusedBlock / inner);
+  std::vector<Array> full;
+  for (const Array& a : inputs) full.push_back(a.broadcast_to(shape));
+  Array result = empty(shape, rt, Device::cpu());
+  std::vector<std::int64_t> index(static_cast<std::size_t>(axis), 0);  // over the axes before `axis`
+  std::vector<Array> block(full.size());
+  while (true) {
+    for (std::int64_t start = 0; start < shape[static_cast<std::size_t>(axis)]; start += chunk) {
+      const std::int64_t stop = std::min(start + chunk, shape[static_cast<std::size_t>(axis)]);
+      auto cut = [&](Array v) {
+        for (int d = 0; d < axis; ++d) v = v.slice(d, Slice(index[static_cast<std::size_t>(d)], index[static_cast<std::size_t>(d)] + 1));
+        return v.slice(axis, Slice(start, stop));
+      };
+      for (std::size_t k = 0; k < full.size(); ++k) block[k] = cut(full[k]);
+      const Array target = cut(result);
+      const Array value = whole(block);
+      copyto(target, value.shape() == target.shape() ? value : value.broadcast_to(target.shape()), stream);
+    }
+    int d = axis - 1;  // next index of the outer axes, last fastest
+    while (d >= 0 && ++index[static_cast<std::size_t>(d)] == shape[static_cast<std::size_t>(d)]) index[static_cast<std::size_t>(d--)] = 0;
+    if (d < 0) break;
+  }
+  return result;
+}
+
 }  // namespace
 
 void set_fusion_enabled(bool enabled) { fusion_flag().store(enabled ? 1 : 0); }
@@ -388,6 +436,11 @@ Array FusedKernel::operator()(const std::vector<Array>& inputs, const OptionalAr
     if (result.shape() != shape) result = result.broadcast_to(shape).contiguous(s);
   }
 #endif
+  if (!result.defined() && !inputs.empty() && inputs[0].device().is_cpu() && fusion_enabled()) {
+    const Shape shape = broadcast_shapes(shapes, "fused");
+    result = evaluate_blocked(root_.node().get(), inputs, shape, result_dtype(dtypes), stream);
+    if (result.shape() != shape) result = result.broadcast_to(shape).contiguous(stream);
+  }
   if (!result.defined()) {
     std::map<const Node*, Value> memo;
     const Value v = evaluate(root_.node().get(), inputs, stream, memo);

@@ -148,6 +148,47 @@ TEST_P(Fuse, WideAndDeepGraphsSplitAndMatchUnfused) {
   }
 }
 
+// Arrays larger than one CPU block (8192 elements): the CPU evaluates block by block along
+// different axes; broadcast, transposed and unused inputs. Same values as unfused.
+TEST_P(Fuse, BlockedEvaluationMatchesUnfused) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  FusionSwitch restore;
+  TESSEL_SEEDED_RNG(rng);
+  std::uniform_real_distribution<double> uni(-2, 2);
+  auto random_array = [&](const Shape& shape) {
+    std::vector<double> v(static_cast<std::size_t>(numel(shape)));
+    for (double& x : v) x = uni(rng);
+    return from_vector(v, shape, device());
+  };
+  // v[2] is unused: the result still has the broadcast shape of every input.
+  auto k = fuse([](const std::vector<Sym>& v) { return where(v[0] > 0, exp(-v[0]) * v[1], tanh(v[1]) - v[0] * 3); }, 3);
+  const std::vector<std::vector<Shape>> cases = {
+      {{20011}, {20011}, {1}},
+      {{3, 5000}, {1, 5000}, {3, 1}},
+      {{2, 3, 9000}, {3, 9000}, {2, 1, 1}},
+      {{7, 1, 3000}, {1, 4, 1}, {7, 4, 3000}},
+  };
+  for (const auto& shapes : cases) {
+    std::vector<Array> in;
+    for (const Shape& sh : shapes) in.push_back(random_array(sh));
+    if (shapes[0].size() == 2) in[0] = random_array({shapes[0][1], shapes[0][0]}).permute({1, 0});  // transposed
+    set_fusion_enabled(true);
+    const Array fused = k(in);
+    set_fusion_enabled(false);
+    const Array unfused = k(in);
+    ASSERT_EQ(fused.shape(), unfused.shape());
+    ASSERT_EQ(fused.dtype(), DType::float64);
+    const auto f = fused.to(Device::cpu()).to_vector<double>(), u = unfused.to(Device::cpu()).to_vector<double>();
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      if (device().is_cpu()) {
+        ASSERT_EQ(f[i], u[i]) << shape_str(fused.shape()) << " at " << i;  // the same loops, bit for bit
+      } else {
+        ASSERT_NEAR(f[i], u[i], 1e-13 * (1 + std::fabs(u[i]))) << shape_str(fused.shape()) << " at " << i;
+      }
+    }
+  }
+}
+
 TEST_P(Fuse, BadInput) {
   TESSEL_SKIP_UNAVAILABLE(device());
   auto k = fuse([](const std::vector<Sym>& v) { return bitwise_and(v[0], v[1]); }, 2);
