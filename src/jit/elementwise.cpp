@@ -36,6 +36,12 @@ void validate(const ElementwiseSpec& spec) {
   for (const auto& op : spec.operands) {
     if (!is_identifier(op.name)) throw ValueError(where + ": operand name '" + op.name + "' is not an identifier");
     if (!names.insert(op.name).second) throw ValueError(where + ": operand '" + op.name + "' appears twice");
+    // Names the generated kernel itself declares around the body.
+    static const std::set<std::string> reserved = {"n", "aligned", "dims", "count", "step", "start", "done",
+                                                   "nvec", "v", "u", "k", "i", "rest", "index_t"};
+    if (reserved.count(op.name)) {
+      throw ValueError(where + ": operand name '" + op.name + "' is reserved by the generated kernel");
+    }
     if (op.is_output && op.is_scalar) throw ValueError(where + ": output '" + op.name + "' cannot be a scalar");
     outputs += op.is_output ? 1 : 0;
   }

@@ -72,6 +72,13 @@ TEST(JitElementwiseCodegen, UnrolledContiguousPathLoadsAllVectorsFirst) {
   EXPECT_EQ(elementwise_kernel_name(c), "axpb_c");
   c.unroll = 9;
   EXPECT_THROW(generate_elementwise_source(c), ValueError);
+  // Operand names the generated loops declare are rejected, not silently shadowed.
+  for (const char* name : {"u", "k", "v", "step", "n"}) {
+    ElementwiseSpec r = axpb(DType::float32, DType::float32);
+    r.operands[1].name = name;
+    r.body = std::string("z = a * ") + name + " + y;";
+    EXPECT_THROW(generate_elementwise_source(r), ValueError) << name;
+  }
 }
 
 TEST(JitElementwiseCodegen, TuningIsValidatedAndCountsThreads) {
