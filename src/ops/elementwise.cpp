@@ -171,10 +171,13 @@ std::string kinds_str(unsigned kinds) {
   return s;
 }
 
-detail::ElementwiseTypes resolve_types(const OpInfo& op, DType promoted, const std::string& described) {
+// `describe()` names the input dtypes for the error; called only on failure (no string work on
+// the hot path).
+template <class Describe>
+detail::ElementwiseTypes resolve_types(const OpInfo& op, DType promoted, const Describe& describe) {
   const DType compute = compute_dtype(op, promoted);
   if (!(kind_bit(compute) & op.kinds)) {
-    throw DTypeError(std::string(op.name) + ": unsupported dtype " + described + "; supported kinds: " +
+    throw DTypeError(std::string(op.name) + ": unsupported dtype " + describe() + "; supported kinds: " +
                      kinds_str(op.kinds));
   }
   return {compute, result_dtype(op, compute)};
@@ -245,13 +248,15 @@ Array run(ElementwiseOp op_id, std::vector<Operand> operands, const OptionalArra
                           : operands[i].scalar->default_dtype();
     }
   }
-  std::string described = dtype_name(*promoted);
-  if (op.arity == 2 && !operands[0].scalar && !operands[1].scalar &&
-      operands[0].array.dtype() != operands[1].array.dtype()) {
-    described = std::string(dtype_name(operands[0].array.dtype())) + " and " +
-                dtype_name(operands[1].array.dtype()) + " (promoted to " + dtype_name(*promoted) + ")";
-  }
-  const detail::ElementwiseTypes types = resolve_types(op, *promoted, described);
+  const auto describe = [&] {
+    if (op.arity == 2 && !operands[0].scalar && !operands[1].scalar &&
+        operands[0].array.dtype() != operands[1].array.dtype()) {
+      return std::string(dtype_name(operands[0].array.dtype())) + " and " + dtype_name(operands[1].array.dtype()) +
+             " (promoted to " + dtype_name(*promoted) + ")";
+    }
+    return std::string(dtype_name(*promoted));
+  };
+  const detail::ElementwiseTypes types = resolve_types(op, *promoted, describe);
   const DType compute = types.compute;
   const DType result = types.result;
   const Stream s = detail::resolve_stream(*device, stream);
@@ -331,7 +336,7 @@ Array detail::elementwise_operands(ElementwiseOp op, std::vector<ElementwiseOper
 }
 
 detail::ElementwiseTypes detail::elementwise_types(ElementwiseOp op, DType promoted) {
-  return resolve_types(info(op), promoted, dtype_name(promoted));
+  return resolve_types(info(op), promoted, [&] { return std::string(dtype_name(promoted)); });
 }
 
 Array elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const OptionalArray& out,
