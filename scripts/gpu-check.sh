@@ -43,7 +43,9 @@ done
 
 # Left out of the sanitizer runs: tests that fill the GPU on purpose (they would only time out),
 # death tests that fault on purpose, and NVRTC compile-only tests (no GPU work to check).
+# TESSEL_UNDER_SANITIZER=1 makes exhaustive tests run a rotating subset (tests/cpp/ops/sanitizer.hpp).
 SANITIZER_FILTER=${SANITIZER_FILTER:--*OutOfMemory*:*Huge*:*Stress*:StickyError.*:*CudaSource.*:FuseSource.*}
+export TESSEL_UNDER_SANITIZER=1
 for t in $tests; do
   step "memcheck:$(basename "$t")" env TESSEL_ALLOCATOR=direct compute-sanitizer --tool memcheck \
     --error-exitcode 1 --leak-check full "$t" --gtest_filter="$SANITIZER_FILTER" --gtest_color=no

@@ -41,9 +41,10 @@ namespace cuda {
 void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const std::vector<std::optional<Scalar>>& scalars,
                  const std::vector<DType>& in_dtypes, const Array& out, const Stream& stream);
 // The CUDA source of one op for a compute dtype and result dtype (for tests: NVRTC compiles it
-// without a GPU). Layout contiguous.
+// without a GPU). Layout contiguous, `unroll` vectors per thread per trip.
 std::string elementwise_source(ElementwiseOp op, const std::vector<DType>& input_dtypes, DType out_dtype,
-                               unsigned scalar_mask = 0);  // bit k: input k is a by-value scalar
+                               unsigned scalar_mask = 0,  // bit k: input k is a by-value scalar
+                               int unroll = 1);
 // The expression of `op` over argument expressions already in the op's compute dtype (where:
 // bool, then two values); `result` is the op's result dtype. Used by fusion.
 jit::Expr op_expression(ElementwiseOp op, const std::vector<jit::Expr>& args, DType result);

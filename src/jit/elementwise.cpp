@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -33,6 +36,12 @@ void validate(const ElementwiseSpec& spec) {
   for (const auto& op : spec.operands) {
     if (!is_identifier(op.name)) throw ValueError(where + ": operand name '" + op.name + "' is not an identifier");
     if (!names.insert(op.name).second) throw ValueError(where + ": operand '" + op.name + "' appears twice");
+    // Names the generated kernel itself declares around the body.
+    static const std::set<std::string> reserved = {"n", "aligned", "dims", "count", "step", "start", "done",
+                                                   "nvec", "v", "u", "k", "i", "rest", "index_t"};
+    if (reserved.count(op.name)) {
+      throw ValueError(where + ": operand name '" + op.name + "' is reserved by the generated kernel");
+    }
     if (op.is_output && op.is_scalar) throw ValueError(where + ": output '" + op.name + "' cannot be a scalar");
     outputs += op.is_output ? 1 : 0;
   }
@@ -41,6 +50,44 @@ void validate(const ElementwiseSpec& spec) {
     throw ValueError(where + ": rank " + std::to_string(spec.rank) + " outside [1, " +
                      std::to_string(kMaxElementwiseRank) + "]");
   }
+  if (spec.unroll < 1 || spec.unroll > kMaxElementwiseUnroll) {
+    throw ValueError(where + ": unroll " + std::to_string(spec.unroll) + " outside [1, " +
+                     std::to_string(kMaxElementwiseUnroll) + "]");
+  }
+}
+
+ElementwiseTuning tuning_from_env() {
+  ElementwiseTuning t;
+  const char* env = std::getenv("TESSEL_EW_TUNING");
+  if (!env || !*env) return t;
+  int block = 0, unroll = 0, waves = 0;
+  if (std::sscanf(env, "%d,%d,%d", &block, &unroll, &waves) != 3) {
+    throw ValueError(std::string("TESSEL_EW_TUNING: expected \"block,unroll,waves\", got \"") + env + "\"");
+  }
+  return {block, unroll, waves};
+}
+
+void check_tuning(const ElementwiseTuning& t) {
+  if (t.block < 32 || t.block > 1024 || t.block % 32 != 0) {
+    throw ValueError("elementwise tuning: block " + std::to_string(t.block) + " is not a multiple of 32 in [32, 1024]");
+  }
+  if (t.unroll < 1 || t.unroll > kMaxElementwiseUnroll) {
+    throw ValueError("elementwise tuning: unroll " + std::to_string(t.unroll) + " outside [1, " +
+                     std::to_string(kMaxElementwiseUnroll) + "]");
+  }
+  // At most 64 waves keeps the threads in flight (the grid-stride step) under 2^26 on any current
+  // GPU, the margin the 32-bit index bound leaves.
+  if (t.waves < 1 || t.waves > 64) throw ValueError("elementwise tuning: waves " + std::to_string(t.waves) + " outside [1, 64]");
+}
+
+std::mutex tuning_mutex;
+ElementwiseTuning& current_tuning() {
+  static ElementwiseTuning t = [] {
+    ElementwiseTuning from_env = tuning_from_env();
+    check_tuning(from_env);
+    return from_env;
+  }();
+  return t;
 }
 
 // The statements for one element: declare variables, run the body, store outputs. `load(op)` and
@@ -106,10 +153,30 @@ int vector_width(const ElementwiseSpec& spec) {
   return static_cast<int>(std::max<std::int64_t>(1, 16 / widest));
 }
 
+ElementwiseTuning elementwise_tuning() {
+  std::lock_guard<std::mutex> lock(tuning_mutex);
+  return current_tuning();
+}
+
+void set_elementwise_tuning(const ElementwiseTuning& tuning) {
+  check_tuning(tuning);
+  std::lock_guard<std::mutex> lock(tuning_mutex);
+  current_tuning() = tuning;
+}
+
+std::int64_t elementwise_threads(std::int64_t n, bool contiguous_aligned, int vec, int unroll) {
+  if (!contiguous_aligned || vec <= 1) return n;
+  const std::int64_t per_thread = static_cast<std::int64_t>(vec) * unroll;
+  return (n + per_thread - 1) / per_thread;
+}
+
 std::string elementwise_kernel_name(const ElementwiseSpec& spec) {
   std::string n = spec.name;
   n += spec.layout == ElementwiseLayout::contiguous ? "_c" : "_s" + std::to_string(spec.rank);
   if (spec.index32) n += "_i32";
+  if (spec.layout == ElementwiseLayout::contiguous && spec.unroll > 1 && vector_width(spec) > 1) {
+    n += "_u" + std::to_string(spec.unroll);
+  }
   return n;
 }
 
@@ -140,10 +207,43 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
     const int vec = vector_width(spec);
     s << "  index_t done = 0;\n";
     if (vec > 1) {
+      const int u_count = spec.unroll;
       s << "  if (aligned) {\n";
       s << "    // 16-byte accesses of the widest operand; narrower operands move vec elements too.\n";
       s << "    const index_t nvec = count / " << vec << ";\n";
-      s << "    for (index_t v = start; v < nvec; v += step) {\n";
+      s << "    index_t v = start;\n";
+      if (u_count > 1) {
+        // Every thread issues all its loads (u_count vectors per input, a warp's accesses
+        // contiguous for each u) before computing: several independent 16-byte loads in flight.
+        s << "    for (; v + " << (u_count - 1) << " * step < nvec; v += " << u_count << " * step) {\n";
+        for (const auto& op : spec.operands) {
+          if (op.is_scalar) continue;
+          const bool load = !op.is_output || body_reads(spec.body, op.name);
+          s << "      tessel::vec<" << cuda_type_name(op.dtype) << ", " << vec << "> x_" << op.name << "[" << u_count << "];\n";
+          if (load) {
+            s << "#pragma unroll\n";
+            s << "      for (int u = 0; u < " << u_count << "; ++u) x_" << op.name << "[u] = tessel::load_vec<" << vec
+              << ">(p_" << op.name << " + (v + u * step) * " << vec << ");\n";
+          }
+        }
+        s << "#pragma unroll\n";
+        s << "      for (int u = 0; u < " << u_count << "; ++u) {\n";
+        s << "#pragma unroll\n";
+        s << "        for (int k = 0; k < " << vec << "; ++k) {\n";
+        emit_element(
+            s, spec, "          ", [](const ElementwiseOperand& op) { return "x_" + op.name + "[u].v[k]"; },
+            [](const ElementwiseOperand& op) { return "x_" + op.name + "[u].v[k]"; });
+        s << "        }\n";
+        s << "      }\n";
+        for (const auto& op : spec.operands) {
+          if (!op.is_output) continue;
+          s << "#pragma unroll\n";
+          s << "      for (int u = 0; u < " << u_count << "; ++u) tessel::store_vec<" << vec << ">(p_" << op.name
+            << " + (v + u * step) * " << vec << ", x_" << op.name << "[u]);\n";
+        }
+        s << "    }\n";
+      }
+      s << "    for (; v < nvec; v += step) {\n";
       for (const auto& op : spec.operands) {
         if (op.is_scalar) continue;
         const bool load = !op.is_output || body_reads(spec.body, op.name);

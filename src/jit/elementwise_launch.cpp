@@ -102,6 +102,7 @@ void launch_elementwise(ElementwiseSpec spec, const std::vector<std::int64_t>& s
   words.push_back(n);
   params.push_back(&words.back());
   Collapsed collapsed;
+  const ElementwiseTuning tuning = elementwise_tuning();
   if (contiguous) {
     spec.layout = ElementwiseLayout::contiguous;
     spec.index32 = n <= kIndex32Limit;
@@ -112,7 +113,8 @@ void launch_elementwise(ElementwiseSpec spec, const std::vector<std::int64_t>& s
       if (reinterpret_cast<std::uintptr_t>(args[i].data) % bytes != 0) aligned = 0;
     }
     params.push_back(&aligned);
-    work = aligned ? (n + vec - 1) / vec : n;
+    spec.unroll = tuning.unroll;
+    work = elementwise_threads(n, aligned != 0, vec, tuning.unroll);
   } else {
     collapsed = collapse(shape, array_strides);
     const int rank = static_cast<int>(collapsed.shape.size());
@@ -155,7 +157,7 @@ void launch_elementwise(ElementwiseSpec spec, const std::vector<std::int64_t>& s
   request.source = generate_elementwise_source(spec);
   request.name = elementwise_kernel_name(spec);
   const Kernel kernel = get_kernel(request, device);
-  const LaunchConfig config = kernel.launch_config_1d(work, 0, 512);
+  const LaunchConfig config = kernel.launch_config_fixed(work, tuning.block, tuning.waves);
   kernel.launch(config, params, stream);
 }
 

@@ -38,8 +38,8 @@ struct OpInfo {
   unsigned kinds;
 };
 
-// The one table of dtype support. Complex transcendental functions are not implemented yet
-// (the CUDA device header has no complex exp/log/...): they raise DTypeError.
+// The one table of dtype support. Complex: NumPy's set (ordering is lexicographic, sign is
+// z/|z|); not rsqrt/cbrt/arctan2/floor-like/sigmoid/gelu/erf/softplus/relu, as NumPy/torch.
 constexpr std::array<OpInfo, num_elementwise_ops> op_table{{
     {ElementwiseOp::add, "add", 2, Promote::same, Result::same, kAll},
     {ElementwiseOp::subtract, "subtract", 2, Promote::same, Result::same, kI | kF | kC},  // NumPy: no bool -
@@ -47,13 +47,13 @@ constexpr std::array<OpInfo, num_elementwise_ops> op_table{{
     {ElementwiseOp::divide, "divide", 2, Promote::true_divide, Result::same, kF | kC},
     {ElementwiseOp::floor_divide, "floor_divide", 2, Promote::bool_to_int8, Result::same, kI | kF},
     {ElementwiseOp::remainder, "remainder", 2, Promote::bool_to_int8, Result::same, kI | kF},
-    {ElementwiseOp::power, "power", 2, Promote::bool_to_int8, Result::same, kI | kF},
+    {ElementwiseOp::power, "power", 2, Promote::bool_to_int8, Result::same, kI | kF | kC},
     {ElementwiseOp::equal, "equal", 2, Promote::same, Result::bool_, kAll},
     {ElementwiseOp::not_equal, "not_equal", 2, Promote::same, Result::bool_, kAll},
-    {ElementwiseOp::less, "less", 2, Promote::same, Result::bool_, kB | kI | kF},
-    {ElementwiseOp::less_equal, "less_equal", 2, Promote::same, Result::bool_, kB | kI | kF},
-    {ElementwiseOp::greater, "greater", 2, Promote::same, Result::bool_, kB | kI | kF},
-    {ElementwiseOp::greater_equal, "greater_equal", 2, Promote::same, Result::bool_, kB | kI | kF},
+    {ElementwiseOp::less, "less", 2, Promote::same, Result::bool_, kB | kI | kF | kC},
+    {ElementwiseOp::less_equal, "less_equal", 2, Promote::same, Result::bool_, kB | kI | kF | kC},
+    {ElementwiseOp::greater, "greater", 2, Promote::same, Result::bool_, kB | kI | kF | kC},
+    {ElementwiseOp::greater_equal, "greater_equal", 2, Promote::same, Result::bool_, kB | kI | kF | kC},
     {ElementwiseOp::logical_and, "logical_and", 2, Promote::same, Result::bool_, kAll},
     {ElementwiseOp::logical_or, "logical_or", 2, Promote::same, Result::bool_, kAll},
     {ElementwiseOp::logical_xor, "logical_xor", 2, Promote::same, Result::bool_, kAll},
@@ -62,10 +62,10 @@ constexpr std::array<OpInfo, num_elementwise_ops> op_table{{
     {ElementwiseOp::bitwise_xor, "bitwise_xor", 2, Promote::same, Result::same, kB | kI},
     {ElementwiseOp::left_shift, "left_shift", 2, Promote::same, Result::same, kI},
     {ElementwiseOp::right_shift, "right_shift", 2, Promote::same, Result::same, kI},
-    {ElementwiseOp::minimum, "minimum", 2, Promote::same, Result::same, kB | kI | kF},
-    {ElementwiseOp::maximum, "maximum", 2, Promote::same, Result::same, kB | kI | kF},
-    {ElementwiseOp::fmin, "fmin", 2, Promote::same, Result::same, kB | kI | kF},
-    {ElementwiseOp::fmax, "fmax", 2, Promote::same, Result::same, kB | kI | kF},
+    {ElementwiseOp::minimum, "minimum", 2, Promote::same, Result::same, kB | kI | kF | kC},
+    {ElementwiseOp::maximum, "maximum", 2, Promote::same, Result::same, kB | kI | kF | kC},
+    {ElementwiseOp::fmin, "fmin", 2, Promote::same, Result::same, kB | kI | kF | kC},
+    {ElementwiseOp::fmax, "fmax", 2, Promote::same, Result::same, kB | kI | kF | kC},
     {ElementwiseOp::arctan2, "arctan2", 2, Promote::to_float, Result::same, kF},
     {ElementwiseOp::negative, "negative", 1, Promote::same, Result::same, kI | kF | kC},
     {ElementwiseOp::positive, "positive", 1, Promote::same, Result::same, kI | kF | kC},
@@ -74,29 +74,29 @@ constexpr std::array<OpInfo, num_elementwise_ops> op_table{{
     {ElementwiseOp::bitwise_not, "bitwise_not", 1, Promote::same, Result::same, kB | kI},
     {ElementwiseOp::square, "square", 1, Promote::bool_to_int8, Result::same, kI | kF | kC},
     {ElementwiseOp::reciprocal, "reciprocal", 1, Promote::same, Result::same, kF | kC},
-    {ElementwiseOp::sign, "sign", 1, Promote::same, Result::same, kI | kF},
-    {ElementwiseOp::exp, "exp", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::exp2, "exp2", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::expm1, "expm1", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::log, "log", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::log2, "log2", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::log10, "log10", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::log1p, "log1p", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::sqrt, "sqrt", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::sign, "sign", 1, Promote::same, Result::same, kI | kF | kC},
+    {ElementwiseOp::exp, "exp", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::exp2, "exp2", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::expm1, "expm1", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::log, "log", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::log2, "log2", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::log10, "log10", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::log1p, "log1p", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::sqrt, "sqrt", 1, Promote::to_float, Result::same, kF | kC},
     {ElementwiseOp::rsqrt, "rsqrt", 1, Promote::to_float, Result::same, kF},
     {ElementwiseOp::cbrt, "cbrt", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::sin, "sin", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::cos, "cos", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::tan, "tan", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::arcsin, "arcsin", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::arccos, "arccos", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::arctan, "arctan", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::sinh, "sinh", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::cosh, "cosh", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::tanh, "tanh", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::arcsinh, "arcsinh", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::arccosh, "arccosh", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::arctanh, "arctanh", 1, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::sin, "sin", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::cos, "cos", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::tan, "tan", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::arcsin, "arcsin", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::arccos, "arccos", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::arctan, "arctan", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::sinh, "sinh", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::cosh, "cosh", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::tanh, "tanh", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::arcsinh, "arcsinh", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::arccosh, "arccosh", 1, Promote::to_float, Result::same, kF | kC},
+    {ElementwiseOp::arctanh, "arctanh", 1, Promote::to_float, Result::same, kF | kC},
     {ElementwiseOp::sigmoid, "sigmoid", 1, Promote::to_float, Result::same, kF},
     {ElementwiseOp::relu, "relu", 1, Promote::same, Result::same, kI | kF},
     {ElementwiseOp::gelu, "gelu", 1, Promote::to_float, Result::same, kF},
@@ -171,10 +171,13 @@ std::string kinds_str(unsigned kinds) {
   return s;
 }
 
-detail::ElementwiseTypes resolve_types(const OpInfo& op, DType promoted, const std::string& described) {
+// `describe()` names the input dtypes for the error; called only on failure (no string work on
+// the hot path).
+template <class Describe>
+detail::ElementwiseTypes resolve_types(const OpInfo& op, DType promoted, const Describe& describe) {
   const DType compute = compute_dtype(op, promoted);
   if (!(kind_bit(compute) & op.kinds)) {
-    throw DTypeError(std::string(op.name) + ": unsupported dtype " + described + "; supported kinds: " +
+    throw DTypeError(std::string(op.name) + ": unsupported dtype " + describe() + "; supported kinds: " +
                      kinds_str(op.kinds));
   }
   return {compute, result_dtype(op, compute)};
@@ -245,13 +248,15 @@ Array run(ElementwiseOp op_id, std::vector<Operand> operands, const OptionalArra
                           : operands[i].scalar->default_dtype();
     }
   }
-  std::string described = dtype_name(*promoted);
-  if (op.arity == 2 && !operands[0].scalar && !operands[1].scalar &&
-      operands[0].array.dtype() != operands[1].array.dtype()) {
-    described = std::string(dtype_name(operands[0].array.dtype())) + " and " +
-                dtype_name(operands[1].array.dtype()) + " (promoted to " + dtype_name(*promoted) + ")";
-  }
-  const detail::ElementwiseTypes types = resolve_types(op, *promoted, described);
+  const auto describe = [&] {
+    if (op.arity == 2 && !operands[0].scalar && !operands[1].scalar &&
+        operands[0].array.dtype() != operands[1].array.dtype()) {
+      return std::string(dtype_name(operands[0].array.dtype())) + " and " + dtype_name(operands[1].array.dtype()) +
+             " (promoted to " + dtype_name(*promoted) + ")";
+    }
+    return std::string(dtype_name(*promoted));
+  };
+  const detail::ElementwiseTypes types = resolve_types(op, *promoted, describe);
   const DType compute = types.compute;
   const DType result = types.result;
   const Stream s = detail::resolve_stream(*device, stream);
@@ -331,7 +336,7 @@ Array detail::elementwise_operands(ElementwiseOp op, std::vector<ElementwiseOper
 }
 
 detail::ElementwiseTypes detail::elementwise_types(ElementwiseOp op, DType promoted) {
-  return resolve_types(info(op), promoted, dtype_name(promoted));
+  return resolve_types(info(op), promoted, [&] { return std::string(dtype_name(promoted)); });
 }
 
 Array elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const OptionalArray& out,

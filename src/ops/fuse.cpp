@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <variant>
 
 #include "array/backend.hpp"
@@ -107,6 +108,65 @@ void check_arity(const Node* n) {
   for (const Sym& a : n->args) check_arity(a.node().get());
 }
 
+// ---- splitting a graph into kernels ------------------------------------------------------------
+// One generated kernel takes at most kFusedMaxArrays array operands (the strided layout passes a
+// pointer and up to 12 strides per operand: 32 of them stay under CUDA's 4 KB of kernel
+// parameters) and at most kFusedMaxOps op nodes (bounds the expression size and the registers).
+// A graph beyond either is cut: post-order, a node whose region (the op nodes a kernel rooted at
+// it would compute, and the leaves it would read) would exceed a budget gets its op arguments
+// materialized as kernels of their own, which become leaves of its region.
+struct Partition {
+  std::set<const Node*> cut;  // op nodes computed by a kernel of their own (the root always is)
+  struct Region {
+    std::set<const Node*> ops;
+    std::set<const Node*> leaves;  // inputs and cut nodes
+  };
+  std::map<const Node*, Region> region;
+
+  const Region& visit(const Node* n) {
+    auto it = region.find(n);
+    if (it != region.end()) return it->second;
+    Region r;
+    if (n->kind == Node::Kind::input) {
+      r.leaves.insert(n);
+    } else if (n->kind == Node::Kind::op) {
+      r.ops.insert(n);
+      auto merge_args = [&](Region& into) {
+        for (const Sym& a : n->args) {
+          const Node* an = a.node().get();
+          const Region& ar = visit(an);
+          if (cut.count(an)) {
+            into.leaves.insert(an);
+          } else {
+            into.ops.insert(ar.ops.begin(), ar.ops.end());
+            into.leaves.insert(ar.leaves.begin(), ar.leaves.end());
+          }
+        }
+      };
+      merge_args(r);
+      // Over budget: cut the largest uncut op argument, then the next, until the region fits
+      // (with every op argument cut it holds one op and at most 3 leaves).
+      while (static_cast<int>(r.ops.size()) > kFusedMaxOps || static_cast<int>(r.leaves.size()) > kFusedMaxArrays - 1) {
+        const Node* largest = nullptr;
+        std::size_t largest_size = 0;
+        for (const Sym& a : n->args) {
+          const Node* an = a.node().get();
+          if (an->kind != Node::Kind::op || cut.count(an)) continue;
+          const Region& ar = region.at(an);
+          const std::size_t size = ar.ops.size() + ar.leaves.size();
+          if (!largest || size > largest_size) largest = an, largest_size = size;
+        }
+        if (!largest) break;
+        cut.insert(largest);
+        r = Region{};
+        r.ops.insert(n);
+        merge_args(r);
+      }
+    }
+    return region.emplace(n, std::move(r)).first->second;
+  }
+};
+
 // The value of a scalar in compute dtype `ct`, as a literal of the body's type.
 std::string literal_code(const Scalar& s, DType ct) {
   const std::string type =
@@ -138,11 +198,16 @@ std::string literal_code(const Scalar& s, DType ct) {
 
 #ifdef TESSEL_HAVE_CUDA
 // The graph as one jit expression; every op node rounds to its NumPy result dtype, as eager ops do.
-jit::Expr lower(const Node* n, Typing& typing, std::map<const Node*, jit::Expr>& memo) {
+// `leaves` (optional) maps the region's leaves (inputs or cut nodes) to kernel input positions;
+// without it the whole graph is one kernel over the graph inputs.
+jit::Expr lower(const Node* n, Typing& typing, std::map<const Node*, jit::Expr>& memo,
+                const std::map<const Node*, int>* leaves = nullptr) {
   auto it = memo.find(n);
   if (it != memo.end()) return it->second;
   jit::Expr e = jit::Expr::input(0, DType::bool_);
-  if (n->kind == Node::Kind::input) {
+  if (leaves && leaves->count(n)) {
+    e = jit::Expr::input(leaves->at(n), *typing.type(n));
+  } else if (n->kind == Node::Kind::input) {
     e = jit::Expr::input(n->index, *typing.type(n));
   } else {
     const DType rt = *typing.type(n);
@@ -154,7 +219,7 @@ jit::Expr lower(const Node* n, Typing& typing, std::map<const Node*, jit::Expr>&
       if (a->kind == Node::Kind::scalar) {
         args.push_back(jit::Expr::literal(literal_code(a->value, want), want));
       } else {
-        jit::Expr x = lower(a, typing, memo);
+        jit::Expr x = lower(a, typing, memo, leaves);
         args.push_back(x.dtype() == want ? x : jit::Expr::cast(x, want));
       }
     }
@@ -173,6 +238,45 @@ jit::ElementwiseSpec fused_spec(const Sym& root, const std::vector<DType>& input
   jit::ElementwiseSpec spec = jit::lower_expressions("tessel_fused", input_dtypes, {}, {e}, {result});
   spec.preamble = detail::cuda::elementwise_preamble();
   return spec;
+}
+// Runs the kernel of the region rooted at `n` (materializing the cut nodes it reads first) and
+// returns its result, broadcast over its leaves' shapes.
+Array run_region(const Node* n, Partition& part, Typing& typing, const std::vector<Array>& inputs,
+                 const Stream& s, std::map<const Node*, Array>& done) {
+  auto it = done.find(n);
+  if (it != done.end()) return it->second;
+  const Partition::Region& region = part.region.at(n);
+  std::vector<const Node*> leaves(region.leaves.begin(), region.leaves.end());
+  std::map<const Node*, int> leaf_index;
+  std::vector<Array> arrays;
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;
+  for (const Node* leaf : leaves) {
+    Array a = leaf->kind == Node::Kind::input ? inputs[static_cast<std::size_t>(leaf->index)]
+                                              : run_region(leaf, part, typing, inputs, s, done);
+    leaf_index[leaf] = static_cast<int>(arrays.size());
+    dtypes.push_back(a.dtype());
+    shapes.push_back(a.shape());
+    arrays.push_back(std::move(a));
+  }
+  std::map<const Node*, jit::Expr> memo;
+  const jit::Expr e = lower(n, typing, memo, &leaf_index);
+  const DType rt = *typing.type(n);
+  jit::ElementwiseSpec spec = jit::lower_expressions("tessel_fused", dtypes, {}, {e}, {rt});
+  spec.preamble = detail::cuda::elementwise_preamble();
+  const Shape shape = broadcast_shapes(shapes, "fused");
+  const Device device = s.device();
+  Array result = empty(shape, rt, device, s);
+  std::vector<jit::ElementwiseArg> args{jit::ElementwiseArg::array(result.data(), result.strides())};
+  for (const Array& a : arrays) {
+    const Array b = a.broadcast_to(shape);
+    a.storage()->wait_on_stream(s);
+    args.push_back(jit::ElementwiseArg::array(b.data(), b.strides()));
+  }
+  if (result.size() > 0) jit::launch_elementwise(std::move(spec), shape, args, device, s);
+  result.storage()->record_pending_write(s);
+  done.emplace(n, result);
+  return result;
 }
 #endif
 
@@ -204,6 +308,54 @@ Value evaluate(const Node* n, const std::vector<Array>& inputs, const OptionalSt
   return v;
 }
 
+// CPU, fusion on: the graph runs block by block (about kCpuFusedBlock elements at a time)
+// through the same op loops, so a block's intermediates stay in cache instead of streaming whole
+// arrays through memory once per op. Blocks are slices along one axis (the outermost one whose
+// inner size fits a block) under fixed indices of the axes before it.
+constexpr std::int64_t kCpuFusedBlock = 8192;
+
+Array evaluate_blocked(const Node* root, const std::vector<Array>& inputs, const Shape& shape, DType rt,
+                       const OptionalStream& stream) {
+  auto whole = [&](const std::vector<Array>& in) {
+    std::map<const Node*, Value> memo;
+    const Value v = evaluate(root, in, stream, memo);
+    if (!std::holds_alternative<Array>(v)) throw ValueError("fuse: the traced function returned a constant");
+    return std::get<Array>(v);
+  };
+  const std::int64_t total = numel(shape);
+  if (total <= kCpuFusedBlock) return whole(inputs);
+  const int ndim = static_cast<int>(shape.size());
+  int axis = ndim - 1;
+  std::int64_t inner = 1;  // elements per index of `axis`
+  while (axis > 0 && inner * shape[static_cast<std::size_t>(axis)] <= kCpuFusedBlock) {
+    inner *= shape[static_cast<std::size_t>(axis)];
+    --axis;
+  }
+  const std::int64_t chunk = std::max<std::int64_t>(1, kCpuFusedBlock / inner);
+  std::vector<Array> full;
+  for (const Array& a : inputs) full.push_back(a.broadcast_to(shape));
+  Array result = empty(shape, rt, Device::cpu());
+  std::vector<std::int64_t> index(static_cast<std::size_t>(axis), 0);  // over the axes before `axis`
+  std::vector<Array> block(full.size());
+  while (true) {
+    for (std::int64_t start = 0; start < shape[static_cast<std::size_t>(axis)]; start += chunk) {
+      const std::int64_t stop = std::min(start + chunk, shape[static_cast<std::size_t>(axis)]);
+      auto cut = [&](Array v) {
+        for (int d = 0; d < axis; ++d) v = v.slice(d, Slice(index[static_cast<std::size_t>(d)], index[static_cast<std::size_t>(d)] + 1));
+        return v.slice(axis, Slice(start, stop));
+      };
+      for (std::size_t k = 0; k < full.size(); ++k) block[k] = cut(full[k]);
+      const Array target = cut(result);
+      const Array value = whole(block);
+      copyto(target, value.shape() == target.shape() ? value : value.broadcast_to(target.shape()), stream);
+    }
+    int d = axis - 1;  // next index of the outer axes, last fastest
+    while (d >= 0 && ++index[static_cast<std::size_t>(d)] == shape[static_cast<std::size_t>(d)]) index[static_cast<std::size_t>(d--)] = 0;
+    if (d < 0) break;
+  }
+  return result;
+}
+
 }  // namespace
 
 void set_fusion_enabled(bool enabled) { fusion_flag().store(enabled ? 1 : 0); }
@@ -224,6 +376,12 @@ FusedKernel fuse(const std::function<Sym(const std::vector<Sym>&)>& f, int num_i
   Sym root = f(inputs);
   check_arity(root.node().get());
   return FusedKernel(std::move(root), num_inputs);
+}
+
+int FusedKernel::num_kernels() const {
+  Partition part;
+  part.visit(root_.node().get());
+  return root_.node()->kind == Node::Kind::op ? static_cast<int>(part.cut.size()) + 1 : 0;
 }
 
 DType FusedKernel::result_dtype(const std::vector<DType>& input_dtypes) const {
@@ -266,20 +424,23 @@ Array FusedKernel::operator()(const std::vector<Array>& inputs, const OptionalAr
   if (!inputs.empty() && inputs[0].device().is_cuda() && fusion_enabled()) {
     const Device device = inputs[0].device();
     const Shape shape = broadcast_shapes(shapes, "fused");
-    DType rt{};
-    jit::ElementwiseSpec spec = fused_spec(root_, dtypes, rt);
+    if (root_.node()->kind == Node::Kind::scalar) throw ValueError("fuse: the traced function returned a constant");
+    Typing typing{dtypes, {}, {}};
+    typing.type(root_.node().get());  // types every node; DTypeError names the op that rejects them
     const Stream s = detail::resolve_stream(device, stream);
-    result = empty(shape, rt, device, s);
-    std::vector<jit::ElementwiseArg> args{jit::ElementwiseArg::array(result.data(), result.strides())};
-    for (const Array& a : inputs) {
-      const Array b = a.broadcast_to(shape);
-      a.storage()->wait_on_stream(s);
-      args.push_back(jit::ElementwiseArg::array(b.data(), b.strides()));
-    }
-    jit::launch_elementwise(std::move(spec), shape, args, device, s);
-    result.storage()->record_pending_write(s);
+    Partition part;
+    part.visit(root_.node().get());
+    std::map<const Node*, Array> done;
+    result = run_region(root_.node().get(), part, typing, inputs, s, done);
+    // A graph that reads only some inputs still has the shape of all of them broadcast.
+    if (result.shape() != shape) result = result.broadcast_to(shape).contiguous(s);
   }
 #endif
+  if (!result.defined() && !inputs.empty() && inputs[0].device().is_cpu() && fusion_enabled()) {
+    const Shape shape = broadcast_shapes(shapes, "fused");
+    result = evaluate_blocked(root_.node().get(), inputs, shape, result_dtype(dtypes), stream);
+    if (result.shape() != shape) result = result.broadcast_to(shape).contiguous(stream);
+  }
   if (!result.defined()) {
     std::map<const Node*, Value> memo;
     const Value v = evaluate(root_.node().get(), inputs, stream, memo);

@@ -238,14 +238,19 @@ std::optional<std::vector<std::int64_t>> one_axis(std::optional<std::int64_t> ax
   return std::vector<std::int64_t>{*axis};
 }
 
-Array arg_reduce(ReduceOp op, const Array& a, std::optional<std::int64_t> axis, bool keepdims,
+Array arg_reduce(ReduceOp op, const char* name, const Array& a, std::optional<std::int64_t> axis, bool keepdims,
                  const OptionalStream& stream) {
-  if (!axis && keepdims) {
-    // NumPy keeps every axis with size one.
-    Array flat = reduce(op, a, std::nullopt, true, 0, stream);
-    return flat;
+  // NumPy keeps every axis with size one when axis is None and keepdims is set.
+  Array result = (!axis && keepdims) ? reduce(op, a, std::nullopt, true, 0, stream)
+                                     : reduce(op, a, one_axis(axis), keepdims, 0, stream);
+  // The backends mark a slice with no non-NaN value by index -1; NumPy raises for it. Checking
+  // needs the smallest index on the host (one sync), only for the NaN variants of float input.
+  if ((op == ReduceOp::nanargmin || op == ReduceOp::nanargmax) && (is_floating(a.dtype()) || is_complex(a.dtype())) &&
+      result.size() > 0) {
+    const std::int64_t lowest = reduce(ReduceOp::min, result, std::nullopt, false, 0, stream).item<std::int64_t>();
+    if (lowest < 0) throw ValueError(std::string(name) + ": All-NaN slice encountered");
   }
-  return reduce(op, a, one_axis(axis), keepdims, 0, stream);
+  return result;
 }
 
 DType scan_dtype(DType dtype) {
@@ -330,7 +335,7 @@ TESSEL_DEFINE_VARIANCE(nanstd)
 #define TESSEL_DEFINE_ARG_REDUCTION(name)                                                                   \
   Array name(const Array& a, std::optional<std::int64_t> axis, bool keepdims, const OptionalStream& stream) { \
     TESSEL_OP_RANGE(#name);                                                                                 \
-    return arg_reduce(ReduceOp::name, a, axis, keepdims, stream);                                           \
+    return arg_reduce(ReduceOp::name, #name, a, axis, keepdims, stream);                                           \
   }
 TESSEL_DEFINE_ARG_REDUCTION(argmin)
 TESSEL_DEFINE_ARG_REDUCTION(argmax)

@@ -40,7 +40,28 @@ struct ElementwiseSpec {
   ElementwiseLayout layout = ElementwiseLayout::contiguous;
   int rank = 1;          // strided: number of collapsed dimensions, 1..kMaxElementwiseRank
   bool index32 = false;  // 32-bit index math; only when every index and offset is provably < 2^31
+  // contiguous: 16-byte vectors each thread loads (all of them, for every array input) before it
+  // computes on any, per trip of the grid-stride loop. 1..kMaxElementwiseUnroll.
+  int unroll = 1;
 };
+
+constexpr int kMaxElementwiseUnroll = 8;
+
+// The launch shape of generated elementwise kernels. Process-wide; the default comes from
+// TESSEL_EW_TUNING="block,unroll,waves" when set, else the values below (reasoning in
+// docs/ops.md). The bench sweeps it (bench/elementwise_bench.cpp).
+struct ElementwiseTuning {
+  int block = 256;  // threads per block, multiple of 32 in [32, 1024]
+  int unroll = 4;   // contiguous layout: 16-byte vectors per thread per loop trip, 1..8
+  int waves = 8;    // grid cap in full waves of resident blocks; beyond it threads grid-stride
+  bool operator==(const ElementwiseTuning& o) const { return block == o.block && unroll == o.unroll && waves == o.waves; }
+};
+ElementwiseTuning elementwise_tuning();
+// Validates (ValueError naming the bad field) and applies to every later launch.
+void set_elementwise_tuning(const ElementwiseTuning& tuning);
+// Threads a launch of `n` elements needs: contiguous+aligned covers `unroll` vectors of `vec`
+// elements per thread, otherwise one element per thread.
+std::int64_t elementwise_threads(std::int64_t n, bool contiguous_aligned, int vec, int unroll);
 
 // Elements per vector access in the contiguous path: 16 bytes of the widest array operand.
 int vector_width(const ElementwiseSpec& spec);

@@ -53,6 +53,12 @@ class Kernel {
   int occupancy_block_size(std::size_t shared_mem = 0, int max_block = 1024, int* blocks_per_sm = nullptr) const;
   // A 1-d launch over `work_items` (one per thread, grid-stride loops welcome): the occupancy block
   // size and a grid that covers the work, capped at `waves` full waves of resident blocks.
+  // Blocks of `block` threads resident per SM (cudaOccupancyMaxActiveBlocksPerMultiprocessor),
+  // cached per (kernel, block, shared_mem): cheap enough for every launch.
+  int max_active_blocks(int block, std::size_t shared_mem = 0) const;
+  // A 1-d launch of `threads` threads in blocks of `block`, the grid capped at `waves` full waves
+  // of resident blocks (the threads grid-stride beyond). No occupancy search: per-launch cheap.
+  LaunchConfig launch_config_fixed(std::int64_t threads, int block, int waves) const;
   LaunchConfig launch_config_1d(std::int64_t work_items, std::size_t shared_mem = 0, int max_block = 1024,
                                 int waves = 4) const;
 

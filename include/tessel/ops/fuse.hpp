@@ -42,6 +42,10 @@ struct Sym::Node {
   std::vector<Sym> args;
 };
 
+// Per-kernel budgets of the CUDA path (see num_kernels).
+constexpr int kFusedMaxArrays = 32;  // array operands, the output included
+constexpr int kFusedMaxOps = 64;     // op nodes
+
 class FusedKernel {
  public:
   FusedKernel(Sym root, int num_inputs) : root_(std::move(root)), num_inputs_(num_inputs) {}
@@ -52,6 +56,9 @@ class FusedKernel {
   std::string source(const std::vector<DType>& input_dtypes) const;
   // The dtype of the result for these input dtypes (DTypeError names the op that rejects them).
   DType result_dtype(const std::vector<DType>& input_dtypes) const;
+  // Kernels one CUDA call launches: 1, or more where the graph exceeds kFusedMaxArrays array
+  // operands or kFusedMaxOps op nodes per kernel and is split (intermediates materialized).
+  int num_kernels() const;
   int num_inputs() const { return num_inputs_; }
   const Sym& root() const { return root_; }
 

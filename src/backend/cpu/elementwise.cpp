@@ -222,25 +222,75 @@ template <class C> inline bool isfinite_value(C v) {
 template <class C> inline bool nonzero(C v) { return v != C(0); }
 
 // NaN-propagating extrema, as NumPy's maximum/minimum; fmax/fmin prefer the non-NaN operand.
+// NumPy orders complex numbers lexicographically (real part, then imaginary part).
+template <class C> inline bool less_value(C a, C b) {
+  if constexpr (is_complex_v<C>) return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+  else return a < b;
+}
+template <class C> inline bool less_equal_value(C a, C b) {
+  if constexpr (is_complex_v<C>) return a.real() < b.real() || (a.real() == b.real() && a.imag() <= b.imag());
+  else return a <= b;
+}
 template <class C> inline C max_value(C a, C b) {
   if (isnan_value(a)) return a;
   if (isnan_value(b)) return b;
-  return a < b ? b : a;
+  return less_value(a, b) ? b : a;
 }
 template <class C> inline C min_value(C a, C b) {
   if (isnan_value(a)) return a;
   if (isnan_value(b)) return b;
-  return b < a ? b : a;
+  return less_value(b, a) ? b : a;
 }
 template <class C> inline C fmax_value(C a, C b) {
   if (isnan_value(b)) return a;
   if (isnan_value(a)) return b;
-  return a < b ? b : a;
+  return less_value(a, b) ? b : a;
 }
 template <class C> inline C fmin_value(C a, C b) {
   if (isnan_value(b)) return a;
   if (isnan_value(a)) return b;
-  return b < a ? b : a;
+  return less_value(b, a) ? b : a;
+}
+
+// Complex functions std::complex lacks, in NumPy's forms (the CUDA side, tessel::cx in
+// tessel_device.cuh, uses the same ones).
+template <class C> inline C exp2_value(C x) {
+  if constexpr (is_complex_v<C>) return std::exp(x * typename C::value_type(0.69314718055994530942));
+  else return std::exp2(x);
+}
+template <class C> inline C log2_value(C x) {
+  if constexpr (is_complex_v<C>) return std::log(x) * typename C::value_type(1.44269504088896340736);
+  else return std::log2(x);
+}
+template <class C> inline C log1p_value(C x) {
+  if constexpr (is_complex_v<C>) return C(std::log(std::hypot(x.real() + 1, x.imag())), std::atan2(x.imag(), x.real() + 1));
+  else return std::log1p(x);
+}
+template <class C> inline C expm1_value(C x) {
+  if constexpr (is_complex_v<C>) {
+    using T = typename C::value_type;
+    const T h = std::sin(x.imag() / 2);
+    return C(std::expm1(x.real()) * std::cos(x.imag()) - 2 * h * h, std::exp(x.real()) * std::sin(x.imag()));
+  } else {
+    return std::expm1(x);
+  }
+}
+template <class C> inline C complex_power(C z, C w) {
+  using T = typename C::value_type;
+  if (w == C(0)) return C(1);
+  if (z == C(0)) return (w.real() > 0 && w.imag() == 0) ? C(0) : C(std::nan(""), std::nan(""));
+  if (w.imag() == 0 && w.real() == std::trunc(w.real()) && std::fabs(w.real()) < 100) {
+    auto n = static_cast<long long>(std::fabs(w.real()));
+    C result(1), base = z;
+    auto mul = [](C a, C b) { return C(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real()); };
+    while (n) {
+      if (n & 1) result = mul(result, base);
+      base = mul(base, base);
+      n >>= 1;
+    }
+    return w.real() < 0 ? C(T(1)) / result : result;
+  }
+  return std::exp(std::log(z) * w);
 }
 
 template <class C> inline C add_value(C a, C b) {
@@ -277,11 +327,23 @@ template <class C> inline C bitwise_not_value(C a) {
   if constexpr (is_bool_v<C>) return !a;
   else return static_cast<C>(~a);
 }
+template <class C> inline C complex_power(C z, C w);
+template <class C> inline C power_any(C x, C y) {
+  if constexpr (is_complex_v<C>) return complex_power(x, y);
+  else return power_value(x, y);
+}
 template <class C> inline C sign_value(C a) {
-  if constexpr (is_float_v<C>) {
-    if (std::isnan(a)) return a;
+  if constexpr (is_complex_v<C>) {  // NumPy 2: z / |z|
+    if (isnan_value(a)) return C(a.real() + a.imag(), a.real() + a.imag());
+    if (a == C(0)) return C(0);
+    const auto m = std::hypot(a.real(), a.imag());
+    return C(a.real() / m, a.imag() / m);
+  } else {
+    if constexpr (is_float_v<C>) {
+      if (std::isnan(a)) return a;
+    }
+    return static_cast<C>((C(0) < a) - (a < C(0)));
   }
-  return static_cast<C>((C(0) < a) - (a < C(0)));
 }
 template <class C> inline auto angle_value(C a) {
   if constexpr (is_complex_v<C>) return std::arg(a);
@@ -340,13 +402,13 @@ void run(ElementwiseOp op, const std::vector<Array>& in, const Array& out) {
     TESSEL_BINARY(divide, floating || cplx, S, x / y)
     TESSEL_BINARY(floor_divide, integer || floating, S, floor_divide_value(x, y))
     TESSEL_BINARY(remainder, integer || floating, S, remainder_value(x, y))
-    TESSEL_BINARY(power, integer || floating, S, power_value(x, y))
+    TESSEL_BINARY(power, !boolean, S, power_any(x, y))
     TESSEL_BINARY(equal, true, bool, x == y)
     TESSEL_BINARY(not_equal, true, bool, x != y)
-    TESSEL_BINARY(less, real, bool, x < y)
-    TESSEL_BINARY(less_equal, real, bool, x <= y)
-    TESSEL_BINARY(greater, real, bool, x > y)
-    TESSEL_BINARY(greater_equal, real, bool, x >= y)
+    TESSEL_BINARY(less, true, bool, less_value(x, y))
+    TESSEL_BINARY(less_equal, true, bool, less_equal_value(x, y))
+    TESSEL_BINARY(greater, true, bool, less_value(y, x))
+    TESSEL_BINARY(greater_equal, true, bool, less_equal_value(y, x))
     TESSEL_BINARY(logical_and, true, bool, nonzero(x) && nonzero(y))
     TESSEL_BINARY(logical_or, true, bool, nonzero(x) || nonzero(y))
     TESSEL_BINARY(logical_xor, true, bool, nonzero(x) != nonzero(y))
@@ -355,10 +417,10 @@ void run(ElementwiseOp op, const std::vector<Array>& in, const Array& out) {
     TESSEL_BINARY(bitwise_xor, integer || boolean, S, static_cast<C>(x ^ y))
     TESSEL_BINARY(left_shift, integer, S, shift_left(x, y))
     TESSEL_BINARY(right_shift, integer, S, shift_right(x, y))
-    TESSEL_BINARY(minimum, real, S, min_value(x, y))
-    TESSEL_BINARY(maximum, real, S, max_value(x, y))
-    TESSEL_BINARY(fmin, real, S, fmin_value(x, y))
-    TESSEL_BINARY(fmax, real, S, fmax_value(x, y))
+    TESSEL_BINARY(minimum, true, S, min_value(x, y))
+    TESSEL_BINARY(maximum, true, S, max_value(x, y))
+    TESSEL_BINARY(fmin, true, S, fmin_value(x, y))
+    TESSEL_BINARY(fmax, true, S, fmax_value(x, y))
     TESSEL_BINARY(arctan2, floating, S, std::atan2(x, y))
 
     TESSEL_UNARY(negative, !boolean, S, negative_value(x))
@@ -368,29 +430,29 @@ void run(ElementwiseOp op, const std::vector<Array>& in, const Array& out) {
     TESSEL_UNARY(bitwise_not, integer || boolean, S, bitwise_not_value(x))
     TESSEL_UNARY(square, !boolean, S, multiply_value(x, x))
     TESSEL_UNARY(reciprocal, floating || cplx, S, C(1) / x)
-    TESSEL_UNARY(sign, integer || floating, S, sign_value(x))
-    TESSEL_UNARY(exp, floating, S, std::exp(x))
-    TESSEL_UNARY(exp2, floating, S, std::exp2(x))
-    TESSEL_UNARY(expm1, floating, S, std::expm1(x))
-    TESSEL_UNARY(log, floating, S, std::log(x))
-    TESSEL_UNARY(log2, floating, S, std::log2(x))
-    TESSEL_UNARY(log10, floating, S, std::log10(x))
-    TESSEL_UNARY(log1p, floating, S, std::log1p(x))
-    TESSEL_UNARY(sqrt, floating, S, std::sqrt(x))
+    TESSEL_UNARY(sign, integer || floating || cplx, S, sign_value(x))
+    TESSEL_UNARY(exp, floating || cplx, S, std::exp(x))
+    TESSEL_UNARY(exp2, floating || cplx, S, exp2_value(x))
+    TESSEL_UNARY(expm1, floating || cplx, S, expm1_value(x))
+    TESSEL_UNARY(log, floating || cplx, S, std::log(x))
+    TESSEL_UNARY(log2, floating || cplx, S, log2_value(x))
+    TESSEL_UNARY(log10, floating || cplx, S, std::log10(x))
+    TESSEL_UNARY(log1p, floating || cplx, S, log1p_value(x))
+    TESSEL_UNARY(sqrt, floating || cplx, S, std::sqrt(x))
     TESSEL_UNARY(rsqrt, floating, S, C(1) / std::sqrt(x))
     TESSEL_UNARY(cbrt, floating, S, std::cbrt(x))
-    TESSEL_UNARY(sin, floating, S, std::sin(x))
-    TESSEL_UNARY(cos, floating, S, std::cos(x))
-    TESSEL_UNARY(tan, floating, S, std::tan(x))
-    TESSEL_UNARY(arcsin, floating, S, std::asin(x))
-    TESSEL_UNARY(arccos, floating, S, std::acos(x))
-    TESSEL_UNARY(arctan, floating, S, std::atan(x))
-    TESSEL_UNARY(sinh, floating, S, std::sinh(x))
-    TESSEL_UNARY(cosh, floating, S, std::cosh(x))
-    TESSEL_UNARY(tanh, floating, S, std::tanh(x))
-    TESSEL_UNARY(arcsinh, floating, S, std::asinh(x))
-    TESSEL_UNARY(arccosh, floating, S, std::acosh(x))
-    TESSEL_UNARY(arctanh, floating, S, std::atanh(x))
+    TESSEL_UNARY(sin, floating || cplx, S, std::sin(x))
+    TESSEL_UNARY(cos, floating || cplx, S, std::cos(x))
+    TESSEL_UNARY(tan, floating || cplx, S, std::tan(x))
+    TESSEL_UNARY(arcsin, floating || cplx, S, std::asin(x))
+    TESSEL_UNARY(arccos, floating || cplx, S, std::acos(x))
+    TESSEL_UNARY(arctan, floating || cplx, S, std::atan(x))
+    TESSEL_UNARY(sinh, floating || cplx, S, std::sinh(x))
+    TESSEL_UNARY(cosh, floating || cplx, S, std::cosh(x))
+    TESSEL_UNARY(tanh, floating || cplx, S, std::tanh(x))
+    TESSEL_UNARY(arcsinh, floating || cplx, S, std::asinh(x))
+    TESSEL_UNARY(arccosh, floating || cplx, S, std::acosh(x))
+    TESSEL_UNARY(arctanh, floating || cplx, S, std::atanh(x))
     TESSEL_UNARY(sigmoid, floating, S, C(1) / (C(1) + std::exp(-x)))
     TESSEL_UNARY(relu, integer || floating, S, (isnan_value(x) ? x : (x > C(0) ? x : C(0))))
     // erf form; 0.7071... = 1/sqrt(2)

@@ -88,6 +88,8 @@ Expr op_expression(ElementwiseOp op, const std::vector<Expr>& x, DType rt) {
   const bool b = is_bool(ct), i = is_integer(ct), f = is_floating(ct), c = is_complex(ct);
   auto un = [&](const std::string& p) { return fmt(p, {x[0]}, rt); };
   auto bin = [&](const std::string& p) { return fmt(p, {x[0], x[1]}, rt); };
+  // Real math by its CUDA name; complex through tessel::cx (tessel_device.cuh).
+  auto math = [&](const std::string& f) { return un((c ? "tessel::cx::" + f : f) + "({0})"); };
   const std::string to_bool0 = "tessel::cast<bool>({0})", to_bool1 = "tessel::cast<bool>({1})";
   switch (op) {
     case ElementwiseOp::add: return bin(b ? "({0} || {1})" : i ? "tessel_ops::wrap_add({0}, {1})" : "({0} + {1})");
@@ -98,7 +100,8 @@ Expr op_expression(ElementwiseOp op, const std::vector<Expr>& x, DType rt) {
       return bin(i ? "tessel::floor_divide_int({0}, {1})" : "tessel_ops::floor_divide_float({0}, {1})");
     case ElementwiseOp::remainder:
       return bin(i ? "tessel::remainder_int({0}, {1})" : "tessel::remainder_float({0}, {1})");
-    case ElementwiseOp::power: return bin(i ? "tessel_ops::power_int({0}, {1})" : "pow({0}, {1})");
+    case ElementwiseOp::power:
+      return bin(i ? "tessel_ops::power_int({0}, {1})" : c ? "tessel::cx::pow({0}, {1})" : "pow({0}, {1})");
     case ElementwiseOp::equal: return bin("({0} == {1})");
     case ElementwiseOp::not_equal: return bin("({0} != {1})");
     case ElementwiseOp::less: return bin("({0} < {1})");
@@ -127,28 +130,28 @@ Expr op_expression(ElementwiseOp op, const std::vector<Expr>& x, DType rt) {
     case ElementwiseOp::square: return un(i ? "tessel_ops::wrap_mul({0}, {0})" : "({0} * {0})");
     case ElementwiseOp::reciprocal: return un("(" + T + "(1) / {0})");
     case ElementwiseOp::sign: return un("tessel::sign({0})");
-    case ElementwiseOp::exp: return un("exp({0})");
-    case ElementwiseOp::exp2: return un("exp2({0})");
-    case ElementwiseOp::expm1: return un("expm1({0})");
-    case ElementwiseOp::log: return un("log({0})");
-    case ElementwiseOp::log2: return un("log2({0})");
-    case ElementwiseOp::log10: return un("log10({0})");
-    case ElementwiseOp::log1p: return un("log1p({0})");
-    case ElementwiseOp::sqrt: return un("sqrt({0})");
+    case ElementwiseOp::exp: return math("exp");
+    case ElementwiseOp::exp2: return math("exp2");
+    case ElementwiseOp::expm1: return math("expm1");
+    case ElementwiseOp::log: return math("log");
+    case ElementwiseOp::log2: return math("log2");
+    case ElementwiseOp::log10: return math("log10");
+    case ElementwiseOp::log1p: return math("log1p");
+    case ElementwiseOp::sqrt: return math("sqrt");
     case ElementwiseOp::rsqrt: return un("rsqrt({0})");
     case ElementwiseOp::cbrt: return un("cbrt({0})");
-    case ElementwiseOp::sin: return un("sin({0})");
-    case ElementwiseOp::cos: return un("cos({0})");
-    case ElementwiseOp::tan: return un("tan({0})");
-    case ElementwiseOp::arcsin: return un("asin({0})");
-    case ElementwiseOp::arccos: return un("acos({0})");
-    case ElementwiseOp::arctan: return un("atan({0})");
-    case ElementwiseOp::sinh: return un("sinh({0})");
-    case ElementwiseOp::cosh: return un("cosh({0})");
-    case ElementwiseOp::tanh: return un("tanh({0})");
-    case ElementwiseOp::arcsinh: return un("asinh({0})");
-    case ElementwiseOp::arccosh: return un("acosh({0})");
-    case ElementwiseOp::arctanh: return un("atanh({0})");
+    case ElementwiseOp::sin: return math("sin");
+    case ElementwiseOp::cos: return math("cos");
+    case ElementwiseOp::tan: return math("tan");
+    case ElementwiseOp::arcsin: return math("asin");
+    case ElementwiseOp::arccos: return math("acos");
+    case ElementwiseOp::arctan: return math("atan");
+    case ElementwiseOp::sinh: return math("sinh");
+    case ElementwiseOp::cosh: return math("cosh");
+    case ElementwiseOp::tanh: return math("tanh");
+    case ElementwiseOp::arcsinh: return math("asinh");
+    case ElementwiseOp::arccosh: return math("acosh");
+    case ElementwiseOp::arctanh: return math("atanh");
     case ElementwiseOp::sigmoid: return un("tessel_ops::sigmoid({0})");
     case ElementwiseOp::relu: return un("tessel_ops::relu({0})");
     case ElementwiseOp::gelu: return un("tessel_ops::gelu({0})");
@@ -232,8 +235,10 @@ const jit::ElementwiseSpec& cached_spec(const SpecKey& key, const std::vector<DT
 }  // namespace
 
 std::string elementwise_source(ElementwiseOp op, const std::vector<DType>& input_dtypes, DType out_dtype,
-                               unsigned scalar_mask) {
-  return jit::generate_elementwise_source(make_spec(op, input_dtypes, out_dtype, scalar_mask));
+                               unsigned scalar_mask, int unroll) {
+  jit::ElementwiseSpec spec = make_spec(op, input_dtypes, out_dtype, scalar_mask);
+  spec.unroll = unroll;
+  return jit::generate_elementwise_source(spec);
 }
 
 namespace {
@@ -253,9 +258,11 @@ struct KernelKey {
   bool contiguous;
   int rank;
   bool index32;
+  int unroll;  // contiguous: vectors per thread per trip (ElementwiseTuning::unroll)
   int device;
   bool operator==(const KernelKey& o) const {
-    return spec == o.spec && contiguous == o.contiguous && rank == o.rank && index32 == o.index32 && device == o.device;
+    return spec == o.spec && contiguous == o.contiguous && rank == o.rank && index32 == o.index32 &&
+           unroll == o.unroll && device == o.device;
   }
 };
 struct KernelKeyHash {
@@ -264,6 +271,7 @@ struct KernelKeyHash {
     h = h * 31 + static_cast<std::size_t>(k.contiguous);
     h = h * 31 + static_cast<std::size_t>(k.rank);
     h = h * 31 + static_cast<std::size_t>(k.index32);
+    h = h * 31 + static_cast<std::size_t>(k.unroll);
     return h * 31 + static_cast<std::size_t>(k.device);
   }
 };
@@ -276,7 +284,8 @@ bool kernel_cache_enabled() {
   return enabled;
 }
 
-jit::Kernel cached_kernel(const KernelKey& key, const jit::ElementwiseSpec& base, Device device) {
+// A reference into the cache (unordered_map never moves its elements): no Kernel copy per launch.
+const jit::Kernel& cached_kernel(const KernelKey& key, const jit::ElementwiseSpec& base, Device device) {
   static std::mutex mutex;
   static std::unordered_map<KernelKey, jit::Kernel, KernelKeyHash> cache;
   {
@@ -288,6 +297,7 @@ jit::Kernel cached_kernel(const KernelKey& key, const jit::ElementwiseSpec& base
   spec.layout = key.contiguous ? jit::ElementwiseLayout::contiguous : jit::ElementwiseLayout::strided;
   spec.rank = key.contiguous ? 1 : key.rank;
   spec.index32 = key.index32;
+  spec.unroll = key.contiguous ? key.unroll : 1;
   jit::CompileRequest request;
   request.source = jit::generate_elementwise_source(spec);
   request.name = jit::elementwise_kernel_name(spec);
@@ -322,9 +332,12 @@ void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const std::
   if (n == 0) return;
   bool contiguous = true;
   for (const Array* a : arrays) contiguous = contiguous && a->is_contiguous();
-  std::vector<Strides> strides;
-  for (const Array* a : arrays) strides.push_back(a->strides());
-  const CollapsedDims dims = contiguous ? CollapsedDims{} : collapse_dims(out.shape(), strides);
+  CollapsedDims dims;
+  if (!contiguous) {
+    std::vector<Strides> strides;
+    for (const Array* a : arrays) strides.push_back(a->strides());
+    dims = collapse_dims(out.shape(), strides);
+  }
 
   if (!kernel_cache_enabled() || (!contiguous && dims.ndim() > jit::kMaxElementwiseRank)) {
     // launch_elementwise reports the rank limit itself.
@@ -336,7 +349,9 @@ void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const std::
     return;
   }
 
-  KernelKey key{skey, contiguous, contiguous ? 1 : static_cast<int>(dims.ndim()), false, out.device().index};
+  const jit::ElementwiseTuning tuning = jit::elementwise_tuning();
+  KernelKey key{skey, contiguous, contiguous ? 1 : static_cast<int>(dims.ndim()), false, contiguous ? tuning.unroll : 1,
+                out.device().index};
 
   // Parameter storage: `params` points into these; reserved up front so they never reallocate.
   std::vector<void*> params;
@@ -356,7 +371,7 @@ void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const std::
       if (reinterpret_cast<std::uintptr_t>(a->data()) % bytes != 0) aligned = 0;
     }
     params.push_back(&aligned);
-    work = aligned ? (n + vec - 1) / vec : n;
+    work = jit::elementwise_threads(n, aligned != 0, vec, tuning.unroll);
   } else {
     bool fits = n <= kIndex32Limit;
     for (const Strides& st : dims.strides) {
@@ -387,8 +402,8 @@ void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const std::
       push_array(array_k++);
     }
   }
-  const jit::Kernel kernel = cached_kernel(key, spec, out.device());
-  kernel.launch(kernel.launch_config_1d(work, 0, 512), params, stream);
+  const jit::Kernel& kernel = cached_kernel(key, spec, out.device());
+  kernel.launch(kernel.launch_config_fixed(work, tuning.block, tuning.waves), params, stream);
 }
 
 }  // namespace tessel::detail::cuda

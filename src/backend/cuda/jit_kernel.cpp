@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/cuda_check.hpp"
+#include "tessel/core/config.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/log.hpp"
 #include "tessel/jit/kernel.hpp"
@@ -47,6 +48,29 @@ Loaded load(const CachedBinary& binary) {
 
 const void* func(void* handle) { return handle; }
 
+bool config_sync_after_ops_cached() { return config().sync_after_ops; }
+
+struct OccupancyKey {
+  void* handle;
+  int device;
+  int block;
+  std::size_t shared_mem;
+  bool operator==(const OccupancyKey& o) const {
+    return handle == o.handle && device == o.device && block == o.block && shared_mem == o.shared_mem;
+  }
+};
+struct OccupancyKeyHash {
+  std::size_t operator()(const OccupancyKey& k) const {
+    return std::hash<void*>{}(k.handle) ^ (static_cast<std::size_t>(k.block) * 1000003u) ^
+           (static_cast<std::size_t>(k.device) << 20) ^ (k.shared_mem * 31u);
+  }
+};
+std::mutex occupancy_mutex;
+std::unordered_map<OccupancyKey, int, OccupancyKeyHash>& occupancy_cache() {
+  static auto* map = new std::unordered_map<OccupancyKey, int, OccupancyKeyHash>();
+  return *map;
+}
+
 }  // namespace
 
 Kernel get_kernel(const CompileRequest& request, Device device) {
@@ -84,9 +108,16 @@ void Kernel::launch(const LaunchConfig& config, void** args, const Stream& strea
   const dim3 grid(config.grid.x, config.grid.y, config.grid.z);
   const dim3 block(config.block.x, config.block.y, config.block.z);
   auto* s = static_cast<cudaStream_t>(stream.handle());
-  const std::string op = "jit: launch '" + name_ + "'";
-  TESSEL_CUDA_CHECK(cudaLaunchKernel(func(handle_), grid, block, args, config.shared_mem, s), op.c_str());
-  TESSEL_CUDA_CHECK_LAUNCH(s, op.c_str());
+  // The op name is built only on failure: a string per launch is measurable host overhead.
+  const cudaError_t status = cudaLaunchKernel(func(handle_), grid, block, args, config.shared_mem, s);
+  if (status != cudaSuccess) {
+    const std::string op = "jit: launch '" + name_ + "'";
+    TESSEL_CUDA_CHECK(status, op.c_str());
+  }
+  if (config_sync_after_ops_cached() || cudaPeekAtLastError() != cudaSuccess) {
+    const std::string op = "jit: launch '" + name_ + "'";
+    TESSEL_CUDA_CHECK_LAUNCH(s, op.c_str());
+  }
 }
 
 void Kernel::launch(const LaunchConfig& config, const std::vector<void*>& args, const Stream& stream) const {
@@ -123,6 +154,36 @@ int Kernel::occupancy_block_size(std::size_t shared_mem, int max_block, int* blo
   }
   if (blocks_per_sm) *blocks_per_sm = best_blocks;
   return best_block;
+}
+
+int Kernel::max_active_blocks(int block, std::size_t shared_mem) const {
+  const OccupancyKey key{handle_, device_.index, block, shared_mem};
+  {
+    std::lock_guard<std::mutex> lock(occupancy_mutex);
+    auto it = occupancy_cache().find(key);
+    if (it != occupancy_cache().end()) return it->second;
+  }
+  DeviceGuard guard(device_);
+  int blocks = 0;
+  TESSEL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, func(handle_), block, shared_mem),
+                    "jit: cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (blocks < 1) {
+    throw ValueError("jit: kernel '" + name_ + "' cannot run blocks of " + std::to_string(block) + " threads (" +
+                     std::to_string(attributes().num_registers) + " registers per thread)");
+  }
+  std::lock_guard<std::mutex> lock(occupancy_mutex);
+  occupancy_cache().emplace(key, blocks);
+  return blocks;
+}
+
+LaunchConfig Kernel::launch_config_fixed(std::int64_t threads, int block, int waves) const {
+  const std::int64_t sms = device_properties(device_.index).multiprocessors;
+  const std::int64_t needed = std::max<std::int64_t>(1, (threads + block - 1) / block);
+  const std::int64_t cap = std::max<std::int64_t>(1, sms * max_active_blocks(block) * std::max(1, waves));
+  LaunchConfig c;
+  c.block = Dim3(static_cast<unsigned int>(block));
+  c.grid = Dim3(static_cast<unsigned int>(std::min(needed, cap)));
+  return c;
 }
 
 LaunchConfig Kernel::launch_config_1d(std::int64_t work_items, std::size_t shared_mem, int max_block,

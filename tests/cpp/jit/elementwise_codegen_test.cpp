@@ -52,6 +52,52 @@ TEST(JitElementwiseCodegen, ContiguousPathIsVectorizedGridStride) {
   expect_compiles(s);
 }
 
+TEST(JitElementwiseCodegen, UnrolledContiguousPathLoadsAllVectorsFirst) {
+  ElementwiseSpec s = axpb(DType::float32, DType::float32);
+  s.unroll = 4;
+  EXPECT_EQ(elementwise_kernel_name(s), "axpb_c_u4");
+  const std::string src = generate_elementwise_source(s);
+  EXPECT_TRUE(contains(src, "v + 3 * step < nvec; v += 4 * step"));
+  EXPECT_TRUE(contains(src, "x_x[u] = tessel::load_vec<4>(p_x + (v + u * step) * 4)"));
+  EXPECT_TRUE(contains(src, "tessel::store_vec<4>(p_z + (v + u * step) * 4, x_z[u])"));
+  EXPECT_TRUE(contains(src, "for (; v < nvec; v += step)"));  // the remainder, one vector a trip
+  EXPECT_FALSE(contains(src, "tessel::load_vec<4>(p_z"));
+  expect_compiles(s);
+  s.index32 = true;
+  EXPECT_EQ(elementwise_kernel_name(s), "axpb_c_i32_u4");
+  expect_compiles(s);
+  // complex128 has no vector path: unroll changes nothing, not even the name.
+  ElementwiseSpec c = axpb(DType::complex128, DType::complex128);
+  c.unroll = 4;
+  EXPECT_EQ(elementwise_kernel_name(c), "axpb_c");
+  c.unroll = 9;
+  EXPECT_THROW(generate_elementwise_source(c), ValueError);
+  // Operand names the generated loops declare are rejected, not silently shadowed.
+  for (const char* name : {"u", "k", "v", "step", "n"}) {
+    ElementwiseSpec r = axpb(DType::float32, DType::float32);
+    r.operands[1].name = name;
+    r.body = std::string("z = a * ") + name + " + y;";
+    EXPECT_THROW(generate_elementwise_source(r), ValueError) << name;
+  }
+}
+
+TEST(JitElementwiseCodegen, TuningIsValidatedAndCountsThreads) {
+  const ElementwiseTuning saved = elementwise_tuning();
+  EXPECT_THROW(set_elementwise_tuning({100, 4, 8}), ValueError);
+  EXPECT_THROW(set_elementwise_tuning({256, 0, 8}), ValueError);
+  EXPECT_THROW(set_elementwise_tuning({256, 9, 8}), ValueError);
+  EXPECT_THROW(set_elementwise_tuning({256, 4, 0}), ValueError);
+  EXPECT_THROW(set_elementwise_tuning({256, 4, 65}), ValueError);
+  EXPECT_EQ(elementwise_tuning(), saved);  // unchanged by the failures
+  set_elementwise_tuning({128, 2, 3});
+  EXPECT_EQ(elementwise_tuning(), (ElementwiseTuning{128, 2, 3}));
+  set_elementwise_tuning(saved);
+  EXPECT_EQ(elementwise_threads(10'000'000, true, 4, 4), 625'000);
+  EXPECT_EQ(elementwise_threads(17, true, 4, 4), 2);
+  EXPECT_EQ(elementwise_threads(17, false, 4, 4), 17);
+  EXPECT_EQ(elementwise_threads(17, true, 1, 4), 17);
+}
+
 TEST(JitElementwiseCodegen, VectorWidthIs16BytesOfTheWidestOperand) {
   EXPECT_EQ(vector_width(axpb(DType::float16, DType::float16)), 8);
   EXPECT_EQ(vector_width(axpb(DType::float16, DType::float32)), 4);

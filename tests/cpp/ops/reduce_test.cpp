@@ -308,8 +308,15 @@ TEST_P(ReduceTest, NaNs) {
   expect_close({1.5, n, std::sqrt(4.5)}, nanstd(a, last), dt, "nanstd");
   expect_close({-2, 1, 0}, nanprod(a, last), dt, "nanprod");
   expect_close({1, 0, 1}, argmin(a, 1), DType::float64, "argmin");
-  expect_close({2, -1, 1}, nanargmin(a, 1), DType::float64, "nanargmin");
-  expect_close({0, -1, 2}, nanargmax(a, 1), DType::float64, "nanargmax");
+  // Rows with a value; the all-NaN row raises as NumPy ("All-NaN slice encountered").
+  const Array with_values = a.index({Slice(0, 3, 2)});
+  expect_close({2, 1}, nanargmin(with_values, 1), DType::float64, "nanargmin");
+  expect_close({0, 2}, nanargmax(with_values, 1), DType::float64, "nanargmax");
+  expect_close({2}, nanargmin(with_values.index({0})), DType::float64, "nanargmin flat");
+  expect_error<ValueError>([&] { nanargmin(a, 1); }, {"nanargmin", "All-NaN slice encountered"});
+  expect_error<ValueError>([&] { nanargmax(a, 1); }, {"nanargmax", "All-NaN slice encountered"});
+  expect_error<ValueError>([&] { nanargmax(a.index({1})); }, {"nanargmax", "All-NaN slice encountered"});
+  expect_error<ValueError>([&] { nanargmin(a.index({Slice(1, 2)}), std::nullopt, true); }, {"nanargmin", "All-NaN slice encountered"});
   expect_close({1, 1, 1}, any(a, last), DType::float64, "any (NaN is true)");
   expect_close({1, 1, 0}, all(a, last), DType::float64, "all");
   // Mean of an empty array is NaN; sum 0; prod 1.

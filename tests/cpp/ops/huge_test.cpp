@@ -1,0 +1,94 @@
+// Ops over more than 2^31 elements (GPU only): the 64-bit index paths of the generated
+// elementwise kernels (contiguous and strided) and of the reductions. Needs ~24 GB of free device
+// memory and skips otherwise. Named *Huge* so that scripts/gpu-check.sh leaves it out of the
+// sanitizer runs.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "testing.hpp"
+#include "tessel/memory/caching_allocator.hpp"
+#include "tessel/ops/elementwise.hpp"
+#include "tessel/ops/reduce.hpp"
+#include "tessel/tessel.hpp"
+
+#if defined(TESSEL_HAVE_CUDA)
+#include <cuda_runtime_api.h>
+#endif
+
+namespace tessel {
+namespace {
+
+constexpr std::int64_t kHugeN = (std::int64_t{1} << 31) + 7;
+
+// Skips unless `bytes` (plus 1 GiB of headroom) are free on cuda:0.
+#define TESSEL_SKIP_UNLESS_FREE(bytes)                                                                  \
+  do {                                                                                                  \
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();             \
+    device_allocator(0).empty_cache();                                                                  \
+    std::size_t free_bytes = 0, total_bytes = 0;                                                        \
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) GTEST_SKIP() << "cudaMemGetInfo failed"; \
+    const double need = static_cast<double>(bytes) + (1u << 30);                                        \
+    if (static_cast<double>(free_bytes) < need) {                                                       \
+      GTEST_SKIP() << "needs " << need / 1e9 << " GB free on cuda:0, has " << free_bytes / 1e9;         \
+    }                                                                                                   \
+  } while (0)
+
+double at(const Array& a, std::int64_t i) { return a.slice(0, Slice(i, i + 1)).item<double>(); }
+
+#if defined(TESSEL_HAVE_CUDA)
+TEST(OpsHuge, Int8ElementwiseAndSumPast2To31) {
+  // x (int8, 2.1 GB), y = x + 3, z = 2 * reversed x (strided, negative stride), and sum(x)
+  // widened to int64 (17.2 GB): about 24 GB at the peak.
+  TESSEL_SKIP_UNLESS_FREE(kHugeN * (1 + 1 + 1 + 8));
+  const Device gpu = Device::cuda(0);
+  const std::int64_t n = kHugeN;
+  const std::int64_t two31 = std::int64_t{1} << 31;
+  Array x = full({n}, 1, DType::int8, gpu);
+  // A few marked positions on both sides of 2^31; everything else is 1.
+  const std::vector<std::pair<std::int64_t, int>> marks = {{0, 5}, {two31 - 1, -7}, {two31, 9}, {two31 + 3, -3}, {n - 1, 11}};
+  std::int64_t marked_sum = 0;
+  for (const auto& [pos, value] : marks) {
+    fill(x.slice(0, Slice(pos, pos + 1)), value);
+    marked_sum += value;
+  }
+  {
+    const Array y = add(x, Scalar(3));  // contiguous layout, 64-bit index
+    ASSERT_EQ(y.dtype(), DType::int8);
+    for (const auto& [pos, value] : marks) EXPECT_EQ(at(y, pos), value + 3) << "y[" << pos << "]";
+    for (std::int64_t pos : {std::int64_t{1}, two31 - 2, two31 + 1, n - 2}) EXPECT_EQ(at(y, pos), 4) << "y[" << pos << "]";
+  }
+  {
+    const Array z = multiply(x.slice(0, Slice(std::nullopt, std::nullopt, -1)), Scalar(2));  // strided, 64-bit
+    for (const auto& [pos, value] : marks) EXPECT_EQ(at(z, n - 1 - pos), 2 * value) << "z[" << n - 1 - pos << "]";
+    EXPECT_EQ(at(z, n / 2), 2);
+  }
+  // Exactly summable: n - marks + the marked values.
+  const Array s = sum(x);
+  ASSERT_EQ(s.dtype(), DType::int64);
+  EXPECT_EQ(s.item<std::int64_t>(), n - static_cast<std::int64_t>(marks.size()) + marked_sum);
+  EXPECT_EQ(max(x).item<double>(), 11);
+  EXPECT_EQ(argmin(x).item<std::int64_t>(), two31 - 1);
+}
+
+TEST(OpsHuge, Float16AddPast2To31) {
+  // Three float16 arrays of 4.3 GB each; the contiguous vector path with the scalar tail.
+  TESSEL_SKIP_UNLESS_FREE(kHugeN * 2 * 3);
+  const Device gpu = Device::cuda(0);
+  const std::int64_t n = kHugeN;
+  Array a = full({n}, 0.5, DType::float16, gpu);
+  Array b = full({n}, 0.25, DType::float16, gpu);
+  fill(a.slice(0, Slice(n - 1, n)), 8.0);
+  fill(b.slice(0, Slice(std::int64_t{1} << 31, (std::int64_t{1} << 31) + 1)), -4.0);
+  const Array c = add(a, b);
+  ASSERT_EQ(c.dtype(), DType::float16);
+  EXPECT_EQ(at(c, 0), 0.75);
+  EXPECT_EQ(at(c, (std::int64_t{1} << 31) - 1), 0.75);
+  EXPECT_EQ(at(c, std::int64_t{1} << 31), -3.5);
+  EXPECT_EQ(at(c, n - 2), 0.75);
+  EXPECT_EQ(at(c, n - 1), 8.25);
+}
+#endif
+
+}  // namespace
+}  // namespace tessel
