@@ -28,3 +28,5 @@
 #include "tessel/ops/random.hpp"
 #include "tessel/ops/reduce.hpp"
 #include "tessel/ops/sort.hpp"
+#include "tessel/pipeline/graph.hpp"
+#include "tessel/pipeline/pipeline.hpp"
