@@ -106,6 +106,10 @@ double union_length(std::vector<std::pair<double, double>> intervals) {
     throw IndexError(context + e.what());
   } catch (const ValueError& e) {
     throw ValueError(context + e.what());
+  } catch (const CompileError& e) {
+    throw CompileError(context + e.what(), e.log());
+  } catch (const Error& e) {
+    throw Error(context + e.what());
   }
   // Other exceptions (the user's own types) propagate unchanged from the outer catch.
 }
@@ -163,6 +167,7 @@ struct Job {
   Device device;
   std::function<std::optional<ChunkIn>()> next;  // source of chunks, in order
   std::int64_t total_rows = -1;                  // -1: unknown (generator)
+  std::int64_t total_bytes = 0;                  // of the input, 0 when unknown
   std::int64_t total_chunks = -1;
   std::int64_t chunk_rows = 0;
   Sink sink;
@@ -249,28 +254,34 @@ std::int64_t row_bytes(const Shape& tail, DType dtype) { return numel(tail) * it
 void Job::run_cpu() {
   const auto start = Clock::now();
   std::int64_t index = 0, in_bytes = 0, out_bytes = 0;
-  ProgressBar progress(options.progress, total_rows >= 0 ? total_rows * 1 : 0);
+  ProgressBar progress(options.progress, total_bytes);
   double compute_ms = 0;
   while (std::optional<ChunkIn> c = next()) {
     check_input_chunk(*c, index);
     const std::int64_t rows = c->host.dim(0);
-    const auto t0 = Clock::now();
-    Array out;
-    {
-      StreamGuard guard(Stream::cpu());
-      out = compute(c->host, Stream::cpu());
+    try {
+      const auto t0 = Clock::now();
+      Array out;
+      {
+        StreamGuard guard(Stream::cpu());
+        out = compute(c->host, Stream::cpu());
+      }
+      compute_ms += ms_since(t0);
+      check_result(out, rows, index);
+      if (sink.output.defined()) {
+        copyto(sink.output.slice(0, Slice(c->row_offset, c->row_offset + rows)), out);
+      } else if (sink.callback) {
+        sink.callback(c->row_offset, out.contiguous());
+      }
+      in_bytes += c->host.nbytes();
+      out_bytes += out.nbytes();
+    } catch (...) {
+      rethrow_with_context(fmt::format("Pipeline.run: chunk {} (rows {}..{}) on cpu: ", index, c->row_offset,
+                                       c->row_offset + rows));
+      throw;
     }
-    compute_ms += ms_since(t0);
-    check_result(out, rows, index);
-    if (sink.output.defined()) {
-      copyto(sink.output.slice(0, Slice(c->row_offset, c->row_offset + rows)), out);
-    } else if (sink.callback) {
-      sink.callback(c->row_offset, out.contiguous());
-    }
-    in_bytes += c->host.nbytes();
-    out_bytes += out.nbytes();
     ++index;
-    progress.update(c->row_offset + rows, index, total_chunks);
+    progress.update(in_bytes, index, total_chunks);
   }
   const double wall = ms_since(start);
   PipelineReport& r = *report;
@@ -314,7 +325,7 @@ void Job::run_cuda() {
   std::vector<std::pair<double, double>> h2d, kernels, d2h;
   double first_start = 1e300, last_end = 0;
   std::int64_t in_total = 0, out_total = 0, chunks_done = 0;
-  ProgressBar progress(options.progress, total_rows >= 0 ? total_rows * row_bytes(in_tail, in_dtype) : 0);
+  ProgressBar progress(options.progress, total_bytes);
   bool pageable_in = false, pageable_out = false;
 
   // Waits for a slot's chunk and delivers its result (pageable copy-out or callback).
@@ -611,6 +622,7 @@ void run_rows(Job& job, const Array& input_any, PipelineReport& report) {
   job.options.num_streams = sizes.streams;
   job.chunk_rows = sizes.chunk_rows;
   job.total_rows = input.dim(0);
+  job.total_bytes = input.nbytes();
   job.total_chunks = (job.total_rows + sizes.chunk_rows - 1) / sizes.chunk_rows;
   std::int64_t next_row = 0;
   const std::int64_t total = job.total_rows;

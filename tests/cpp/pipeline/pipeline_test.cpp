@@ -199,7 +199,7 @@ TEST_P(PipelineTest, ChunkSourceOfVaryingChunks) {
   expect_error<ShapeError>([&] {
     pipeline.run([&]() -> std::optional<Array> { return next < bad.size() ? std::optional<Array>(bad[next++]) : std::nullopt; },
                  [](std::int64_t, const Array&) {});
-  }, {"Pipeline.run", "chunk 1", "[5, 3]"});
+  }, {"Pipeline.run", "chunk 1", "(5, 3)"});
 }
 
 TEST_P(PipelineTest, ZeroLengthInputGivesEmptyResult) {
@@ -245,7 +245,7 @@ TEST_P(PipelineTest, BadInputIsRejected) {
 
   Pipeline ok(twice_plus_one, o);
   expect_error<ShapeError>([&] { ok.run(x, empty({50, 2}, DType::float32, Device::cpu())); }, {"output", "too small"});
-  expect_error<ShapeError>([&] { ok.run(x, empty({100, 3}, DType::float32, Device::cpu())); }, {"output", "[100, 3]", "[100, 2]"});
+  expect_error<ShapeError>([&] { ok.run(x, empty({100, 3}, DType::float32, Device::cpu())); }, {"output", "(100, 3)", "(100, 2)"});
   expect_error<DTypeError>([&] { ok.run(x, empty({100, 2}, DType::float64, Device::cpu())); }, {"output", "float64"});
   expect_error<ShapeError>([&] { ok.run(from_vector(std::vector<float>{1.0f}, Shape{}, Device::cpu())); }, {"0-d"});
   if (device().is_cuda()) {
