@@ -28,12 +28,14 @@ struct GraphState {
   void* exec = nullptr;   // cudaGraphExec_t
   std::int64_t nodes = 0;
   mutable std::int64_t replays = 0;
+  mutable std::vector<Stream> replay_streams;  // every stream a replay ran on
   mutable std::mutex mutex;
 
   ~GraphState() {
 #if defined(TESSEL_HAVE_CUDA)
     // Replays may still run: the held buffers must outlive them.
     if (stream.device().is_cuda()) (void)cudaStreamSynchronize(static_cast<cudaStream_t>(stream.handle()));
+    for (const Stream& s : replay_streams) (void)cudaStreamSynchronize(static_cast<cudaStream_t>(s.handle()));
     if (exec) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
     if (graph) (void)cudaGraphDestroy(static_cast<cudaGraph_t>(graph));
 #endif
@@ -200,6 +202,10 @@ void Graph::replay(const Stream& stream) const {
   TESSEL_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(state_->exec), static_cast<cudaStream_t>(stream.handle())),
                     "Graph.replay");
   for (const auto& mark : capture.after_replay) mark(stream);
+  if (stream != state_->stream &&
+      std::find(state_->replay_streams.begin(), state_->replay_streams.end(), stream) == state_->replay_streams.end()) {
+    state_->replay_streams.push_back(stream);
+  }
   state_->replays++;
 #endif
 }

@@ -506,10 +506,10 @@ AutoSizes choose_sizes(const PipelineOptions& o, Device device, const Shape& sha
   } else if (device.is_cpu()) {
     chunk_bytes = 16 * MiB;  // cache- and memory-friendly pieces
   } else {
-    // About 0.5 ms of copying per chunk: long enough that per-chunk launch and event costs are
+    // About 0.3 ms of copying per chunk: long enough that per-chunk launch and event costs are
     // small, short enough that filling and draining the pipeline costs little.
     const double bw = measured_pinned_h2d_GBps();
-    chunk_bytes = std::clamp<std::int64_t>(static_cast<std::int64_t>((bw > 0 ? bw : 20.0) * 1e9 * 0.5e-3), 4 * MiB, 64 * MiB);
+    chunk_bytes = std::clamp<std::int64_t>(static_cast<std::int64_t>((bw > 0 ? bw : 20.0) * 1e9 * 0.3e-3), 4 * MiB, 64 * MiB);
     // Enough chunks for every stream to have several.
     chunk_bytes = std::min(chunk_bytes, std::max<std::int64_t>(1 * MiB, total_bytes / (4 * streams)));
     // Device memory: each stream holds an input, an output and temporaries of a chunk.
