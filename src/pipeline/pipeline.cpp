@@ -656,6 +656,7 @@ void run_rows(Job& job, const Array& input_any, PipelineReport& report) {
 }
 
 Job make_job(const Pipeline::Compute& compute, const PipelineOptions& options, PipelineReport& report) {
+  detail::check_not_capturing("Pipeline.run");  // it waits on the host for its chunks
   Job job;
   job.compute = compute;
   job.options = options;
