@@ -4,6 +4,8 @@
 // Host synchronization points name themselves while a capture is active.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "../memory/fake_runtime.hpp"
 #include "testing.hpp"
 #include "tessel/memory/capture.hpp"
