@@ -20,7 +20,12 @@ void Storage::record_pending_write(const Stream& stream) {
     // An event recorded during capture cannot be waited on by the host later; each replay marks
     // the write instead (Graph::replay runs after_replay on its stream).
     capture->note_use(buffer_);
+    auto& keys = capture->after_replay_keys;
+    for (const auto& key : keys) {
+      if (auto live = key.lock(); live && live.get() == static_cast<const void*>(this)) return;
+    }
     std::weak_ptr<Storage> self = weak_from_this();
+    keys.push_back(self);
     capture->after_replay.push_back([self](const Stream& replay_stream) {
       if (auto storage = self.lock()) storage->record_pending_write(replay_stream);
     });
@@ -58,10 +63,11 @@ void Storage::wait_on_stream(const Stream& stream) {
     event = pending_write_;
   }
   if (capturing) {
-    // A capture cannot wait on an event recorded outside it: wait for that earlier write on the
-    // host now (the capture records work, it does not run it).
-    event->synchronize();
-  } else if (stream.device().is_cuda()) {
+    // A capture cannot wait on an event recorded outside it, nor synchronize with one; the capture
+    // began after a device synchronization (GraphCapture), so that earlier write has finished.
+    return;
+  }
+  if (stream.device().is_cuda()) {
     stream.wait(*event);
   } else {
     wait_on_host();

@@ -49,6 +49,7 @@ void release_after(const Stream& stream, std::shared_ptr<void> keep_alive) {
 }
 
 void collect_finished_releases() {
+  if (thread_capture_stream() != 0) return;  // cudaEventQuery is not allowed during a graph capture
   std::deque<PendingRelease> finished;
   ReleaseQueue& queue = release_queue();
   {

@@ -340,7 +340,8 @@ struct CachingAllocator::Impl {
   void* allocate_cached(std::size_t requested, StreamRef stream) {
     const std::size_t size = requested < kMinBlock ? kMinBlock : round_up(requested, kMinBlock);
     const bool small = size <= kSmallMax;
-    if (!pending.empty()) process_events();
+    // cudaEventQuery is not allowed during a graph capture: pending blocks wait until it ends.
+    if (!pending.empty() && detail::active_capture() == nullptr) process_events();
     Block* b = find_cached(size, small, stream.id);
     bool hit = b != nullptr;
     if (!b && detail::active_capture() != nullptr) {

@@ -91,6 +91,9 @@ GraphCapture::GraphCapture(const Stream& stream, const GraphOptions& options) : 
   state_->name = "Graph.capture";
   guard_ = std::make_unique<StreamGuard>(stream);
   DeviceGuard device_guard(stream.device());
+  // Work queued before the capture (pending writes of its inputs on other streams) must be done:
+  // a capture can neither wait on nor query events recorded outside it.
+  TESSEL_CUDA_CHECK(cudaDeviceSynchronize(), "Graph.capture");
   TESSEL_CUDA_CHECK(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream.handle()), cuda_mode(options.mode)),
                     "Graph.capture");
   previous_ = detail::set_active_capture(state_.get());

@@ -38,6 +38,7 @@ struct CaptureState {
   std::vector<Use> uses;
   // Run after each replay on the replay stream (re-marks the pending writes of captured outputs).
   std::vector<std::function<void(const Stream&)>> after_replay;
+  std::vector<std::weak_ptr<const void>> after_replay_keys;  // one mark per live storage
 
   void note_use(const std::shared_ptr<Buffer>& buffer);
 };
