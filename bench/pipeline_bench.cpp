@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <vector>
@@ -250,6 +251,38 @@ int main() {
                            {"graph_nodes", graph.num_nodes()}};
     std::printf("20 small ops: eager %.2f us, graph replay %.2f us (%.2fx, %lld nodes)\n", eager_us, graph_us,
                 eager_us / graph_us, static_cast<long long>(graph.num_nodes()));
+  }
+  // PyTorch's numbers, when bench/peers/torch_pipeline.py ran first today on this device.
+  {
+    const std::string path = tessel::bench::results_dir() + "/" + tessel::bench::device_slug() + "-" +
+                             tessel::bench::today() + ".json";
+    nlohmann::json all;
+    if (std::ifstream in(path); in) {
+      try {
+        in >> all;
+      } catch (const nlohmann::json::exception&) {
+        all = nlohmann::json::object();
+      }
+    }
+    if (all.contains("pipeline_peers")) {
+      double torch_pinned4 = 0, torch_pageable4 = 0;
+      for (const auto& e : all["pipeline_peers"]["x2p1_1GiB"]) {
+        if (e["name"] == "pinned_4_streams") torch_pinned4 = e["GBps"].get<double>();
+        if (e["name"] == "pageable_4_streams") torch_pageable4 = e["GBps"].get<double>();
+      }
+      double ours_pinned = 0, ours_pageable = 0;
+      for (const auto& e : out["x2p1_1GiB"]) {
+        if (e["name"] == "pinned") ours_pinned = e["GBps"].get<double>();
+        if (e["name"] == "pageable_input_and_output") ours_pageable = e["GBps"].get<double>();
+      }
+      if (torch_pinned4 > 0) out["vs_torch_pinned_4_streams"] = ours_pinned / torch_pinned4;
+      if (torch_pageable4 > 0) out["vs_torch_pageable_4_streams"] = ours_pageable / torch_pageable4;
+      std::printf("vs PyTorch 4 streams: pinned %.2fx, pageable %.2fx (target 1.15x)\n",
+                  torch_pinned4 > 0 ? ours_pinned / torch_pinned4 : 0.0,
+                  torch_pageable4 > 0 ? ours_pageable / torch_pageable4 : 0.0);
+    } else {
+      std::printf("no pipeline_peers in %s: run bench/peers/torch_pipeline.py first for the PyTorch ratio\n", path.c_str());
+    }
   }
   tessel::bench::write_results("pipeline", out);
   return 0;
