@@ -40,7 +40,7 @@ double ms_since(Clock::time_point start) {
 
 // Host memcpy of big blocks with a few threads: one core cannot saturate host memory bandwidth,
 // and pageable data is staged through pinned memory by these copies.
-void parallel_memcpy(void* dst, const void* src, std::int64_t bytes) {
+[[maybe_unused]] void parallel_memcpy(void* dst, const void* src, std::int64_t bytes) {
   if (bytes <= 0) return;
   const int threads = std::min(8, omp_get_max_threads());
   if (bytes < 8 * MiB || threads <= 1) {
@@ -67,10 +67,10 @@ Shape with_rows(std::int64_t rows, const Shape& tail) {
   return s;
 }
 
-bool is_pinned(const Array& a) { return a.defined() && a.buffer()->kind() == MemoryKind::pinned_host; }
+[[maybe_unused]] bool is_pinned(const Array& a) { return a.defined() && a.buffer()->kind() == MemoryKind::pinned_host; }
 
 // Total length of the union of [start, end) intervals, in the same unit.
-double union_length(std::vector<std::pair<double, double>> intervals) {
+[[maybe_unused]] double union_length(std::vector<std::pair<double, double>> intervals) {
   std::sort(intervals.begin(), intervals.end());
   double total = 0, cur_start = 0, cur_end = -1;
   bool open = false;
@@ -249,7 +249,7 @@ struct Job {
 #endif
 };
 
-std::int64_t row_bytes(const Shape& tail, DType dtype) { return numel(tail) * itemsize(dtype); }
+[[maybe_unused]] std::int64_t row_bytes(const Shape& tail, DType dtype) { return numel(tail) * itemsize(dtype); }
 
 void Job::run_cpu() {
   const auto start = Clock::now();
