@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <utility>
@@ -114,11 +115,14 @@ Shape with_rows(std::int64_t rows, const Shape& tail) {
   // Other exceptions (the user's own types) propagate unchanged from the outer catch.
 }
 
-class ProgressBar {
+class PipelineProgress {
  public:
-  ProgressBar(ProgressMode mode, std::int64_t total_bytes) : total_(total_bytes) {
-    enabled_ = mode == ProgressMode::on ||
-               (mode == ProgressMode::automatic && total_bytes >= 256 * MiB && isatty(STDERR_FILENO) == 1);
+  PipelineProgress(ProgressMode mode, std::int64_t total_bytes) : total_(total_bytes) {
+    // automatic: TESSEL_PROGRESS=1/0 forces it on/off, else on for jobs of 256 MiB or more when
+    // stderr is a terminal.
+    bool automatic = total_bytes >= 256 * MiB && isatty(STDERR_FILENO) == 1;
+    if (const char* forced = std::getenv("TESSEL_PROGRESS")) automatic = std::strcmp(forced, "0") != 0;
+    enabled_ = mode == ProgressMode::on || (mode == ProgressMode::automatic && automatic);
     start_ = Clock::now();
   }
   void update(std::int64_t done_bytes, std::int64_t chunks_done, std::int64_t chunks_total) {
@@ -136,7 +140,7 @@ class ProgressBar {
                  static_cast<long long>(chunks_total), elapsed > 0 ? double(done_bytes) / elapsed / 1e6 : 0.0);
     printed_ = true;
   }
-  ~ProgressBar() {
+  ~PipelineProgress() {
     if (printed_) std::fprintf(stderr, "\n");
   }
 
@@ -254,7 +258,7 @@ struct Job {
 void Job::run_cpu() {
   const auto start = Clock::now();
   std::int64_t index = 0, in_bytes = 0, out_bytes = 0;
-  ProgressBar progress(options.progress, total_bytes);
+  PipelineProgress progress(options.progress, total_bytes);
   double compute_ms = 0;
   while (std::optional<ChunkIn> c = next()) {
     check_input_chunk(*c, index);
@@ -325,7 +329,7 @@ void Job::run_cuda() {
   std::vector<std::pair<double, double>> h2d, kernels, d2h;
   double first_start = 1e300, last_end = 0;
   std::int64_t in_total = 0, out_total = 0, chunks_done = 0;
-  ProgressBar progress(options.progress, total_bytes);
+  PipelineProgress progress(options.progress, total_bytes);
   bool pageable_in = false, pageable_out = false;
 
   // Waits for a slot's chunk and delivers its result (pageable copy-out or callback).
