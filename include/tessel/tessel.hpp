@@ -31,3 +31,5 @@
 #include "tessel/ops/sort.hpp"
 #include "tessel/ops/matmul.hpp"
 #include "tessel/sim/particles.hpp"
+#include "tessel/pipeline/graph.hpp"
+#include "tessel/pipeline/pipeline.hpp"

@@ -1,5 +1,6 @@
 // Array: layout, views and indexing (no data movement here).
 #include "tessel/array/array.hpp"
+#include "tessel/memory/capture.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -15,6 +16,21 @@ namespace detail {
 
 void Storage::record_pending_write(const Stream& stream) {
   if (!stream.device().is_cuda()) return;  // CPU work is synchronous
+  if (CaptureState* capture = active_capture(); capture && capturing_on(stream)) {
+    // An event recorded during capture cannot be waited on by the host later; each replay marks
+    // the write instead (Graph::replay runs after_replay on its stream).
+    capture->note_use(buffer_);
+    auto& keys = capture->after_replay_keys;
+    for (const auto& key : keys) {
+      if (auto live = key.lock(); live && live.get() == static_cast<const void*>(this)) return;
+    }
+    std::weak_ptr<Storage> self = weak_from_this();
+    keys.push_back(self);
+    capture->after_replay.push_back([self](const Stream& replay_stream) {
+      if (auto storage = self.lock()) storage->record_pending_write(replay_stream);
+    });
+    return;
+  }
   auto event = std::make_shared<Event>(stream.device(), /*timing=*/false);
   event->record(stream);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -38,11 +54,18 @@ void Storage::wait_on_host() {
 }
 
 void Storage::wait_on_stream(const Stream& stream) {
+  const bool capturing = capturing_on(stream);
+  if (capturing) active_capture()->note_use(buffer_);  // replay checks it is still alive
   std::shared_ptr<Event> event;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!pending_write_ || pending_stream_id_ == stream.id()) return;
     event = pending_write_;
+  }
+  if (capturing) {
+    // A capture cannot wait on an event recorded outside it, nor synchronize with one; the capture
+    // began after a device synchronization (GraphCapture), so that earlier write has finished.
+    return;
   }
   if (stream.device().is_cuda()) {
     stream.wait(*event);
@@ -142,6 +165,7 @@ std::int64_t Array::dim(std::int64_t axis) const {
 }
 
 void Array::wait() const {
+  if (storage_ && device().is_cuda()) detail::check_not_capturing("Array.wait");
   if (storage_) storage_->wait_on_host();
 }
 

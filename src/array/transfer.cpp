@@ -49,6 +49,7 @@ void release_after(const Stream& stream, std::shared_ptr<void> keep_alive) {
 }
 
 void collect_finished_releases() {
+  if (thread_capture_stream() != 0) return;  // cudaEventQuery is not allowed during a graph capture
   std::deque<PendingRelease> finished;
   ReleaseQueue& queue = release_queue();
   {
@@ -119,6 +120,8 @@ Array transfer(const Array& source, Device device, const Stream& stream) {
 #if defined(TESSEL_HAVE_CUDA)
   const Device from = source.device();
   const std::int64_t bytes = source.nbytes();
+  // Host staging and its deferred release need the host: not capturable.
+  if (from.is_cpu() || device.is_cpu()) check_not_capturing("to (a transfer between host and device)");
   if (from.is_cpu()) {
     // Host -> device. Pageable memory is staged through the pinned pool first, so the copy is
     // truly asynchronous and the caller may reuse its memory at once.
@@ -258,6 +261,7 @@ Array Array::to(Device device, const OptionalStream& stream) const {
 void Array::to_host(void* dst) const {
   detail::check_defined(*this, "to_host", "the array");
   if (size_ == 0) return;
+  if (device().is_cuda()) detail::check_not_capturing("to_host");
   const Strides packed = contiguous_strides(shape_);
   if (device().is_cpu()) {
     wait();

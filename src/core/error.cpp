@@ -36,6 +36,12 @@ void throw_cuda_error(cudaError_t status, const char* op, const char* expr, cons
                                         static_cast<int>(status), cudaGetErrorString(status), expr,
                                         file, line);
   if (status == cudaErrorMemoryAllocation) throw OutOfMemory(where);
+  if (status == cudaErrorStreamCaptureUnsupported || status == cudaErrorStreamCaptureInvalidated ||
+      status == cudaErrorStreamCaptureImplicit || status == cudaErrorStreamCaptureIsolation) {
+    throw CudaError(where + "; " + op + " cannot be captured in a CUDA graph (or the capture was already "
+                               "invalidated by an earlier uncapturable call)",
+                    static_cast<int>(status), false);
+  }
   if (is_sticky_error(status)) {
     throw CudaError(where + "; this error is fatal to the CUDA context: no further GPU work can "
                             "run in this process, restart it",

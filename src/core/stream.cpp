@@ -78,6 +78,20 @@ bool stream_alive(std::uint64_t stream_id) {
   return r.alive.count(stream_id) != 0;
 }
 
+namespace {
+thread_local std::uint64_t capture_stream_id = 0;
+}
+
+void set_thread_capture_stream(std::uint64_t stream_id) { capture_stream_id = stream_id; }
+std::uint64_t thread_capture_stream() { return capture_stream_id; }
+
+void check_not_capturing(const char* op) {
+  if (capture_stream_id == 0) return;
+  throw Error(fmt::format("{}: cannot be captured in a CUDA graph (a capture of stream #{} is active on this "
+                          "thread): it waits for the device on the host; move it out of the captured code",
+                          op, capture_stream_id));
+}
+
 }  // namespace detail
 
 namespace {
@@ -180,6 +194,7 @@ bool Stream::owned() const { return state_->owned; }
 
 void Stream::synchronize() const {
   if (state_->device.is_cpu()) return;
+  detail::check_not_capturing("Stream.synchronize");
 #if defined(TESSEL_HAVE_CUDA)
   TESSEL_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(state_->handle)), "Stream.synchronize");
 #endif

@@ -5,6 +5,7 @@
 #include "tessel/core/error.hpp"
 #include "tessel/core/log.hpp"
 #include "tessel/memory/caching_allocator.hpp"
+#include "tessel/memory/capture.hpp"
 #include "tessel/memory/host_allocator.hpp"
 
 namespace tessel {
@@ -33,6 +34,10 @@ std::shared_ptr<Buffer> Buffer::allocate(Device device, std::int64_t bytes, cons
     b->data_ = device_allocator(device.index).allocate(bytes, stream_ref(stream));
   }
   b->owned_ = true;
+  // Replays of a captured graph write to this memory: the capture (then its Graph) keeps it.
+  if (detail::CaptureState* capture = detail::active_capture(); capture && device.is_cuda()) {
+    capture->allocations.push_back(b);
+  }
   return b;
 }
 

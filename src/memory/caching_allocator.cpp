@@ -15,6 +15,7 @@
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/log.hpp"
+#include "tessel/memory/capture.hpp"
 
 namespace tessel {
 namespace {
@@ -325,6 +326,10 @@ struct CachingAllocator::Impl {
 
   void* allocate_direct(std::size_t requested, StreamRef stream) {
     const std::size_t size = std::max<std::size_t>(requested, 1);
+    if (detail::active_capture() != nullptr) {
+      st.oom_count++;
+      throw OutOfMemory(detail::capture_allocation_error(opt.name + " [caching disabled]", static_cast<std::int64_t>(requested)));
+    }
     Block* b = new_segment(size, false, stream.id);
     if (!b) {
       st.oom_count++;
@@ -337,9 +342,15 @@ struct CachingAllocator::Impl {
   void* allocate_cached(std::size_t requested, StreamRef stream) {
     const std::size_t size = requested < kMinBlock ? kMinBlock : round_up(requested, kMinBlock);
     const bool small = size <= kSmallMax;
-    if (!pending.empty()) process_events();
+    // cudaEventQuery is not allowed during a graph capture: pending blocks wait until it ends.
+    if (!pending.empty() && detail::active_capture() == nullptr) process_events();
     Block* b = find_cached(size, small, stream.id);
     bool hit = b != nullptr;
+    if (!b && detail::active_capture() != nullptr) {
+      // cudaMalloc is not capturable (and the OOM ladder would synchronize): fail clearly.
+      st.oom_count++;
+      throw OutOfMemory(detail::capture_allocation_error(opt.name, static_cast<std::int64_t>(requested)));
+    }
     if (!b) {
       const std::size_t seg = segment_size(size, small);
       b = new_segment(seg, small, stream.id);

@@ -69,7 +69,7 @@ class IndexItem {
 
 namespace detail {
 // Storage shared by an array and all its views: the buffer and the last asynchronous write.
-class Storage {
+class Storage : public std::enable_shared_from_this<Storage> {
  public:
   explicit Storage(std::shared_ptr<Buffer> buffer) : buffer_(std::move(buffer)) {}
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }

@@ -81,6 +81,12 @@ using StreamDestroyedListener = void (*)(std::uint64_t stream_id, Device device)
 void add_stream_destroyed_listener(StreamDestroyedListener listener);
 // True while a stream with this id exists (default, adopted and CPU streams always exist).
 bool stream_alive(std::uint64_t stream_id);
+// CUDA graph capture on the calling thread (set by the pipeline layer's GraphCapture): the id of
+// the captured stream, 0 when none. Host synchronization cannot be captured: check_not_capturing
+// raises Error naming `op` while a capture is active on this thread.
+void set_thread_capture_stream(std::uint64_t stream_id);
+std::uint64_t thread_capture_stream();
+void check_not_capturing(const char* op);
 }  // namespace detail
 
 }  // namespace tessel

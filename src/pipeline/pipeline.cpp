@@ -1,0 +1,737 @@
+// Pipeline: chunked host -> device -> compute -> host over several streams (see
+// tessel/pipeline/pipeline.hpp). One engine serves every run() overload: a source of host chunks
+// (rows of an array, or a user generator) and a sink (rows of a host array, or a callback).
+#include "tessel/pipeline/pipeline.hpp"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tessel/core/error.hpp"
+#include "tessel/core/event.hpp"
+#include "tessel/memory/buffer.hpp"
+#include "tessel/memory/caching_allocator.hpp"
+#include "tessel/memory/stats.hpp"
+
+#if defined(TESSEL_HAVE_CUDA)
+#include <cuda_runtime_api.h>
+
+#include "core/cuda_check.hpp"
+#endif
+
+namespace tessel {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::int64_t MiB = 1 << 20;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Host memcpy of big blocks with a few threads: one core cannot saturate host memory bandwidth,
+// and pageable data is staged through pinned memory by these copies.
+[[maybe_unused]] void parallel_memcpy(void* dst, const void* src, std::int64_t bytes) {
+  if (bytes <= 0) return;
+  const int threads = std::min(8, omp_get_max_threads());
+  if (bytes < 8 * MiB || threads <= 1) {
+    std::memcpy(dst, src, static_cast<std::size_t>(bytes));
+    return;
+  }
+  const std::int64_t part = (bytes + threads - 1) / threads;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int t = 0; t < threads; ++t) {
+    const std::int64_t begin = t * part;
+    const std::int64_t end = std::min(bytes, begin + part);
+    if (begin < end) {
+      std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin,
+                  static_cast<std::size_t>(end - begin));
+    }
+  }
+}
+
+Shape tail_of(const Shape& shape) { return Shape(shape.begin() + 1, shape.end()); }
+
+Shape with_rows(std::int64_t rows, const Shape& tail) {
+  Shape s{rows};
+  s.insert(s.end(), tail.begin(), tail.end());
+  return s;
+}
+
+[[maybe_unused]] bool is_pinned(const Array& a) { return a.defined() && a.buffer()->kind() == MemoryKind::pinned_host; }
+
+// Total length of the union of [start, end) intervals, in the same unit.
+[[maybe_unused]] double union_length(std::vector<std::pair<double, double>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  double total = 0, cur_start = 0, cur_end = -1;
+  bool open = false;
+  for (const auto& [a, b] : intervals) {
+    if (!open || a > cur_end) {
+      if (open) total += cur_end - cur_start;
+      cur_start = a;
+      cur_end = b;
+      open = true;
+    } else {
+      cur_end = std::max(cur_end, b);
+    }
+  }
+  if (open) total += cur_end - cur_start;
+  return total;
+}
+
+// Rethrows the current exception with "Pipeline.run: chunk k ...: " in front, keeping its type.
+[[noreturn]] void rethrow_with_context(const std::string& context) {
+  try {
+    throw;
+  } catch (const OutOfMemory& e) {
+    throw OutOfMemory(context + e.what());
+  } catch (const CudaError& e) {
+    throw CudaError(context + e.what(), e.code(), e.fatal());
+  } catch (const ShapeError& e) {
+    throw ShapeError(context + e.what());
+  } catch (const DTypeError& e) {
+    throw DTypeError(context + e.what());
+  } catch (const DeviceError& e) {
+    throw DeviceError(context + e.what());
+  } catch (const IndexError& e) {
+    throw IndexError(context + e.what());
+  } catch (const ValueError& e) {
+    throw ValueError(context + e.what());
+  } catch (const CompileError& e) {
+    throw CompileError(context + e.what(), e.log());
+  } catch (const Error& e) {
+    throw Error(context + e.what());
+  }
+  // Other exceptions (the user's own types) propagate unchanged from the outer catch.
+}
+
+class PipelineProgress {
+ public:
+  PipelineProgress(ProgressMode mode, std::int64_t total_bytes) : total_(total_bytes) {
+    // automatic: TESSEL_PROGRESS=1/0 forces it on/off, else on for jobs of 256 MiB or more when
+    // stderr is a terminal.
+    bool automatic = total_bytes >= 256 * MiB && isatty(STDERR_FILENO) == 1;
+    if (const char* forced = std::getenv("TESSEL_PROGRESS")) automatic = std::strcmp(forced, "0") != 0;
+    enabled_ = mode == ProgressMode::on || (mode == ProgressMode::automatic && automatic);
+    start_ = Clock::now();
+  }
+  void update(std::int64_t done_bytes, std::int64_t chunks_done, std::int64_t chunks_total) {
+    if (!enabled_) return;
+    const double elapsed = ms_since(start_);
+    // Long jobs only: nothing before half a second; at most 10 updates a second.
+    if (elapsed < 500 && chunks_done != chunks_total) return;
+    if (elapsed - last_ms_ < 100 && chunks_done != chunks_total) return;
+    last_ms_ = elapsed;
+    const double fraction = total_ > 0 ? double(done_bytes) / double(total_) : 1.0;
+    const int width = 30;
+    const int filled = static_cast<int>(fraction * width);
+    std::fprintf(stderr, "\r[pipeline] [%s%s] %3.0f%% %lld/%lld chunks %.1f GB/s", std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), fraction * 100, static_cast<long long>(chunks_done),
+                 static_cast<long long>(chunks_total), elapsed > 0 ? double(done_bytes) / elapsed / 1e6 : 0.0);
+    printed_ = true;
+  }
+  ~PipelineProgress() {
+    if (printed_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  bool enabled_ = false;
+  bool printed_ = false;
+  std::int64_t total_;
+  double last_ms_ = -1e9;
+  Clock::time_point start_;
+};
+
+// ---- the engine ----
+
+struct ChunkIn {
+  Array host;  // rows x tail, contiguous, on the CPU
+  std::int64_t row_offset = 0;
+};
+
+struct Sink {
+  Array output;                      // rows of the whole result (may be undefined until known)
+  Pipeline::ChunkCallback callback;  // or a callback per chunk
+  std::function<Array(const Shape& tail, DType dtype)> make_output;  // allocates output lazily
+};
+
+struct Job {
+  Pipeline::Compute compute;
+  PipelineOptions options;
+  Device device;
+  std::function<std::optional<ChunkIn>()> next;  // source of chunks, in order
+  std::int64_t total_rows = -1;                  // -1: unknown (generator)
+  std::int64_t total_bytes = 0;                  // of the input, 0 when unknown
+  std::int64_t total_chunks = -1;
+  std::int64_t chunk_rows = 0;
+  Sink sink;
+  PipelineReport* report = nullptr;
+  // Learned from the first chunk's result.
+  bool have_result_layout = false;
+  Shape out_tail;
+  DType out_dtype = DType::float32;
+  Shape in_tail;
+  DType in_dtype = DType::float32;
+
+  void check_input_chunk(const ChunkIn& c, std::int64_t index) {
+    if (!c.host.defined()) throw ValueError(fmt::format("Pipeline.run: chunk {} is an undefined array", index));
+    if (!c.host.device().is_cpu()) {
+      throw DeviceError(fmt::format("Pipeline.run: chunk {} is on {}; the pipeline takes host (cpu) arrays", index,
+                                    c.host.device().str()));
+    }
+    if (c.host.ndim() == 0) throw ShapeError(fmt::format("Pipeline.run: chunk {} is 0-d; chunks need rows", index));
+    if (index == 0) {
+      in_tail = tail_of(c.host.shape());
+      in_dtype = c.host.dtype();
+    } else if (tail_of(c.host.shape()) != in_tail || c.host.dtype() != in_dtype) {
+      throw ShapeError(fmt::format("Pipeline.run: chunk {} has shape {} and dtype {}, but the first chunk had rows "
+                                   "of shape {} and dtype {}",
+                                   index, shape_str(c.host.shape()), dtype_name(c.host.dtype()), shape_str(in_tail),
+                                   dtype_name(in_dtype)));
+    }
+  }
+
+  // Checks a chunk's result against the first one's layout and the rows it was given.
+  void check_result(const Array& out, std::int64_t rows, std::int64_t index) {
+    if (!out.defined()) throw ValueError(fmt::format("Pipeline.run: compute returned an undefined array for chunk {}", index));
+    if (out.device() != device) {
+      throw DeviceError(fmt::format("Pipeline.run: compute returned an array on {} for chunk {}, expected {}",
+                                    out.device().str(), index, device.str()));
+    }
+    if (out.ndim() == 0 || out.dim(0) != rows) {
+      throw ShapeError(fmt::format("Pipeline.run: compute changed the number of rows: chunk {} has {} rows, its result "
+                                   "has shape {} (a result needs one row per input row)",
+                                   index, rows, shape_str(out.shape())));
+    }
+    if (!have_result_layout) {
+      have_result_layout = true;
+      out_tail = tail_of(out.shape());
+      out_dtype = out.dtype();
+      if (!sink.output.defined() && sink.make_output) sink.output = sink.make_output(out_tail, out_dtype);
+      if (sink.output.defined()) check_output();
+      return;
+    }
+    if (tail_of(out.shape()) != out_tail) {
+      throw ShapeError(fmt::format("Pipeline.run: compute changed the shape inconsistently: chunk {} gave {}, earlier "
+                                   "chunks gave rows of shape {}",
+                                   index, shape_str(out.shape()), shape_str(out_tail)));
+    }
+    if (out.dtype() != out_dtype) {
+      throw DTypeError(fmt::format("Pipeline.run: compute changed the dtype: chunk {} gave {}, earlier chunks gave {}",
+                                   index, dtype_name(out.dtype()), dtype_name(out_dtype)));
+    }
+  }
+
+  void check_output() const {
+    const Array& o = sink.output;
+    const Shape want = with_rows(total_rows, out_tail);
+    if (o.shape() != want) {
+      throw ShapeError(fmt::format("Pipeline.run: the output has shape {}, but the result has shape {}{}",
+                                   shape_str(o.shape()), shape_str(want),
+                                   numel(o.shape()) < numel(want) ? " (the output is too small)" : ""));
+    }
+    if (o.dtype() != out_dtype) {
+      throw DTypeError(fmt::format("Pipeline.run: the output has dtype {}, but compute returns {}", dtype_name(o.dtype()),
+                                   dtype_name(out_dtype)));
+    }
+  }
+
+  void run();
+  void run_cpu();
+#if defined(TESSEL_HAVE_CUDA)
+  void run_cuda();
+#endif
+};
+
+[[maybe_unused]] std::int64_t row_bytes(const Shape& tail, DType dtype) { return numel(tail) * itemsize(dtype); }
+
+void Job::run_cpu() {
+  const auto start = Clock::now();
+  std::int64_t index = 0, in_bytes = 0, out_bytes = 0;
+  PipelineProgress progress(options.progress, total_bytes);
+  double compute_ms = 0;
+  while (std::optional<ChunkIn> c = next()) {
+    check_input_chunk(*c, index);
+    const std::int64_t rows = c->host.dim(0);
+    try {
+      const auto t0 = Clock::now();
+      Array out;
+      {
+        StreamGuard guard(Stream::cpu());
+        out = compute(c->host, Stream::cpu());
+      }
+      compute_ms += ms_since(t0);
+      check_result(out, rows, index);
+      if (sink.output.defined()) {
+        copyto(sink.output.slice(0, Slice(c->row_offset, c->row_offset + rows)), out);
+      } else if (sink.callback) {
+        sink.callback(c->row_offset, out.contiguous());
+      }
+      in_bytes += c->host.nbytes();
+      out_bytes += out.nbytes();
+    } catch (...) {
+      rethrow_with_context(fmt::format("Pipeline.run: chunk {} (rows {}..{}) on cpu: ", index, c->row_offset,
+                                       c->row_offset + rows));
+      throw;
+    }
+    ++index;
+    progress.update(in_bytes, index, total_chunks);
+  }
+  const double wall = ms_since(start);
+  PipelineReport& r = *report;
+  r.compute_ms = compute_ms;
+  r.wall_ms = wall;
+  r.chunks = index;
+  r.input_bytes = in_bytes;
+  r.output_bytes = out_bytes;
+  r.streams = 1;
+  r.throughput_GBps = wall > 0 ? double(in_bytes) / wall / 1e6 : 0;
+  r.overlap_percent = 0;  // the CPU runs the steps one after another
+}
+
+#if defined(TESSEL_HAVE_CUDA)
+
+// One staging slot: pinned buffers for pageable data and the events that time and guard it.
+struct Slot {
+  std::shared_ptr<Buffer> in_stage, out_stage;
+  std::unique_ptr<Event> before_h2d, after_h2d, after_compute, done;
+  bool busy = false;
+  // What to do when `done` has completed.
+  std::int64_t index = -1, row_offset = 0, rows = 0, out_bytes = 0, in_bytes = 0;
+  bool out_staged = false;  // the result is in out_stage (else it went straight to the output)
+};
+
+void check(cudaError_t status, const char* what) { detail::check_cuda(status, "Pipeline.run", what, __FILE__, __LINE__); }
+
+void Job::run_cuda() {
+  const auto wall_start = Clock::now();
+  DeviceGuard device_guard(device);
+  const int num_streams = options.num_streams.value_or(1);
+  const int buffering = options.buffering;
+  std::vector<Stream> streams;
+  for (int i = 0; i < num_streams; ++i) streams.push_back(Stream::create(device));
+  std::vector<std::vector<Slot>> slots(static_cast<std::size_t>(num_streams));
+  for (auto& per_stream : slots) per_stream.resize(static_cast<std::size_t>(buffering));
+  Event base(device, true);
+  base.record(streams[0]);
+  for (std::size_t i = 1; i < streams.size(); ++i) streams[i].wait(base);  // one time origin for all
+
+  std::vector<std::pair<double, double>> h2d, kernels, d2h;
+  double first_start = 1e300, last_end = 0;
+  std::int64_t in_total = 0, out_total = 0, chunks_done = 0;
+  PipelineProgress progress(options.progress, total_bytes);
+  bool pageable_in = false, pageable_out = false;
+
+  // Waits for a slot's chunk and delivers its result (pageable copy-out or callback).
+  auto drain = [&](Slot& slot) {
+    if (!slot.busy) return;
+    slot.done->synchronize();
+    slot.busy = false;
+    const double t0 = base.elapsed_ms(*slot.before_h2d), t1 = base.elapsed_ms(*slot.after_h2d);
+    const double t2 = base.elapsed_ms(*slot.after_compute), t3 = base.elapsed_ms(*slot.done);
+    h2d.emplace_back(t0, t1);
+    kernels.emplace_back(t1, t2);
+    d2h.emplace_back(t2, t3);
+    first_start = std::min(first_start, t0);
+    last_end = std::max(last_end, t3);
+    if (slot.out_staged) {
+      if (sink.output.defined()) {
+        char* dst = static_cast<char*>(sink.output.data()) + slot.row_offset * row_bytes(out_tail, out_dtype);
+        parallel_memcpy(dst, slot.out_stage->data(), slot.out_bytes);
+      } else if (sink.callback) {
+        auto view = std::make_shared<detail::Storage>(slot.out_stage);
+        sink.callback(slot.row_offset, Array(std::move(view), with_rows(slot.rows, out_tail),
+                                             contiguous_strides(with_rows(slot.rows, out_tail)), 0, out_dtype));
+      }
+    }
+    in_total += slot.in_bytes;
+    out_total += slot.out_bytes;
+    ++chunks_done;
+    progress.update(in_total, chunks_done, total_chunks);
+  };
+
+  std::int64_t index = 0;
+  try {
+    while (std::optional<ChunkIn> c = next()) {
+      check_input_chunk(*c, index);
+      const std::int64_t rows = c->host.dim(0);
+      const std::size_t s = static_cast<std::size_t>(index % num_streams);
+      Slot& slot = slots[s][static_cast<std::size_t>((index / num_streams) % buffering)];
+      const Stream& stream = streams[s];
+      try {
+        drain(slot);  // the slot's previous chunk is done: its staging memory may be reused
+        if (!slot.done) {
+          slot.before_h2d = std::make_unique<Event>(device, true);
+          slot.after_h2d = std::make_unique<Event>(device, true);
+          slot.after_compute = std::make_unique<Event>(device, true);
+          slot.done = std::make_unique<Event>(device, true);
+        }
+        // Copy in: straight from pinned memory, else through this slot's pinned staging.
+        const std::int64_t in_bytes = c->host.nbytes();
+        const void* src = c->host.data();
+        c->host.wait();
+        if (!is_pinned(c->host) && in_bytes > 0) {
+          pageable_in = true;
+          if (!slot.in_stage || slot.in_stage->size() < in_bytes) {
+            slot.in_stage.reset();
+            slot.in_stage = Buffer::allocate_pinned(in_bytes);
+          }
+          parallel_memcpy(slot.in_stage->data(), src, in_bytes);
+          src = slot.in_stage->data();
+        }
+        Array d_in = empty(c->host.shape(), c->host.dtype(), device, stream);
+        slot.before_h2d->record(stream);
+        if (in_bytes > 0) check(cudaMemcpyAsync(d_in.data(), src, static_cast<std::size_t>(in_bytes), cudaMemcpyHostToDevice,
+                                                static_cast<cudaStream_t>(stream.handle())),
+                                "cudaMemcpyAsync (host to device)");
+        d_in.storage()->record_pending_write(stream);
+        slot.after_h2d->record(stream);
+
+        Array out;
+        {
+          StreamGuard guard(stream);
+          out = compute(d_in, stream);
+        }
+        check_result(out, rows, index);
+        out.storage()->wait_on_stream(stream);
+        if (!out.is_contiguous()) out = out.contiguous(stream);
+        if (out.buffer()->stream() != stream) out.buffer()->record_stream(stream);
+        slot.after_compute->record(stream);
+
+        // Copy out: straight into a pinned output, else into the slot's staging.
+        const std::int64_t out_bytes = out.nbytes();
+        void* dst = nullptr;
+        slot.out_staged = !(sink.output.defined() && is_pinned(sink.output));
+        if (slot.out_staged) {
+          if (sink.output.defined()) pageable_out = true;
+          if (!slot.out_stage || slot.out_stage->size() < out_bytes) {
+            slot.out_stage.reset();
+            slot.out_stage = Buffer::allocate_pinned(std::max<std::int64_t>(out_bytes, chunk_rows * row_bytes(out_tail, out_dtype)));
+          }
+          dst = slot.out_stage->data();
+        } else {
+          dst = static_cast<char*>(sink.output.data()) + c->row_offset * row_bytes(out_tail, out_dtype);
+        }
+        if (out_bytes > 0) check(cudaMemcpyAsync(dst, out.data(), static_cast<std::size_t>(out_bytes), cudaMemcpyDeviceToHost,
+                                                 static_cast<cudaStream_t>(stream.handle())),
+                                 "cudaMemcpyAsync (device to host)");
+        slot.done->record(stream);
+        slot.busy = true;
+        slot.index = index;
+        slot.row_offset = c->row_offset;
+        slot.rows = rows;
+        slot.in_bytes = in_bytes;
+        slot.out_bytes = out_bytes;
+        // d_in and out go back to the pool here, stream-ordered on `stream`.
+      } catch (...) {
+        rethrow_with_context(fmt::format("Pipeline.run: chunk {} (rows {}..{}) on {}: ", index, c->row_offset,
+                                         c->row_offset + rows, device.str()));
+        throw;
+      }
+      ++index;
+    }
+    // Deliver the chunks still in flight, in chunk order.
+    std::vector<Slot*> remaining;
+    for (auto& per_stream : slots) {
+      for (Slot& slot : per_stream) {
+        if (slot.busy) remaining.push_back(&slot);
+      }
+    }
+    std::sort(remaining.begin(), remaining.end(), [](const Slot* a, const Slot* b) { return a->index < b->index; });
+    for (Slot* slot : remaining) drain(*slot);
+  } catch (...) {
+    // Cancel: queue nothing more, let the chunks in flight finish (errors ignored: the first
+    // one is what we report), then the slots, streams and device arrays are released.
+    for (const Stream& stream : streams) (void)cudaStreamSynchronize(static_cast<cudaStream_t>(stream.handle()));
+    (void)cudaGetLastError();
+    throw;
+  }
+
+  const double wall = ms_since(wall_start);
+  PipelineReport& r = *report;
+  const double h2d_ms = union_length(h2d), compute_ms = union_length(kernels), d2h_ms = union_length(d2h);
+  r.h2d_GBps = h2d_ms > 0 ? double(in_total) / h2d_ms / 1e6 : 0;
+  r.d2h_GBps = d2h_ms > 0 ? double(out_total) / d2h_ms / 1e6 : 0;
+  r.compute_ms = compute_ms;
+  r.wall_ms = wall;
+  r.chunks = index;
+  r.input_bytes = in_total;
+  r.output_bytes = out_total;
+  r.streams = num_streams;
+  r.pageable_input = pageable_in;
+  r.pageable_output = pageable_out;
+  r.throughput_GBps = wall > 0 ? double(in_total) / wall / 1e6 : 0;
+  const double sum = h2d_ms + compute_ms + d2h_ms;
+  const double longest = std::max({h2d_ms, compute_ms, d2h_ms});
+  const double span = index > 0 ? last_end - first_start : 0;
+  r.overlap_percent = sum - longest > 1e-9 ? std::clamp(100.0 * (sum - span) / (sum - longest), 0.0, 100.0) : 100.0;
+}
+
+#endif
+
+void Job::run() {
+  if (device.is_cpu()) {
+    run_cpu();
+    return;
+  }
+#if defined(TESSEL_HAVE_CUDA)
+  run_cuda();
+#else
+  throw DeviceError("Pipeline.run: this build of tessel has no CUDA backend");
+#endif
+}
+
+struct AutoSizes {
+  std::int64_t chunk_rows;
+  int streams;
+};
+
+AutoSizes choose_sizes(const PipelineOptions& o, Device device, const Shape& shape, DType dtype) {
+  const std::int64_t rows = shape.empty() ? 0 : shape[0];
+  const std::int64_t row_elems = numel(tail_of(shape));
+  const std::int64_t rbytes = std::max<std::int64_t>(1, row_elems * itemsize(dtype));
+  const std::int64_t total_bytes = rows * rbytes;
+  int streams = o.num_streams.value_or(device.is_cpu() ? 1 : 4);
+  std::int64_t chunk_bytes;
+  if (o.chunk_elems) {
+    chunk_bytes = -1;
+  } else if (o.chunk_bytes) {
+    chunk_bytes = *o.chunk_bytes;
+  } else if (device.is_cpu()) {
+    chunk_bytes = 16 * MiB;  // cache- and memory-friendly pieces
+  } else {
+    // About 0.3 ms of copying per chunk: long enough that per-chunk launch and event costs are
+    // small, short enough that filling and draining the pipeline costs little.
+    const double bw = measured_pinned_h2d_GBps();
+    chunk_bytes = std::clamp<std::int64_t>(static_cast<std::int64_t>((bw > 0 ? bw : 20.0) * 1e9 * 0.3e-3), 4 * MiB, 64 * MiB);
+    // Enough chunks for every stream to have several.
+    chunk_bytes = std::min(chunk_bytes, std::max<std::int64_t>(1 * MiB, total_bytes / (4 * streams)));
+    // Device memory: each stream holds an input, an output and temporaries of a chunk.
+#if defined(TESSEL_HAVE_CUDA)
+    std::size_t free_bytes = 0, total = 0;
+    DeviceGuard guard(device);
+    if (cudaMemGetInfo(&free_bytes, &total) == cudaSuccess) {
+      // Cached blocks of the pool are free for us too.
+      const MemoryStats st = device_allocator(device.index).stats();
+      const std::int64_t available = static_cast<std::int64_t>(free_bytes) + st.reserved_bytes - st.allocated_bytes;
+      const std::int64_t cap = available / (8 * streams);
+      if (cap > 0) chunk_bytes = std::min(chunk_bytes, cap);
+    } else {
+      (void)cudaGetLastError();
+    }
+#endif
+  }
+  std::int64_t chunk_rows = o.chunk_elems ? *o.chunk_elems / std::max<std::int64_t>(1, row_elems)
+                                          : chunk_bytes / rbytes;
+  chunk_rows = std::max<std::int64_t>(1, chunk_rows);
+  if (!o.num_streams && rows > 0) {
+    const std::int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
+    streams = static_cast<int>(std::clamp<std::int64_t>(chunks, 1, streams));
+  }
+  return {chunk_rows, streams};
+}
+
+}  // namespace
+
+std::string PipelineReport::str() const {
+  return fmt::format(
+      "pipeline on {}: {} chunks of {} over {} streams, {} in, {} out, wall {:.3f} ms ({:.2f} GB/s of input), "
+      "H2D {:.2f} GB/s, D2H {:.2f} GB/s, compute {:.3f} ms, overlap {:.1f}%{}{}",
+      device, chunks, format_bytes(chunk_bytes), streams, format_bytes(input_bytes), format_bytes(output_bytes), wall_ms,
+      throughput_GBps, h2d_GBps, d2h_GBps, compute_ms, overlap_percent, pageable_input ? ", pageable input" : "",
+      pageable_output ? ", pageable output" : "");
+}
+
+double measured_pinned_h2d_GBps() {
+#if defined(TESSEL_HAVE_CUDA)
+  static std::once_flag once;
+  static double measured = 0;
+  std::call_once(once, [] {
+    if (!cuda_available()) return;
+    try {
+      const Device device = current_device();
+      DeviceGuard guard(device);
+      const std::int64_t bytes = 64 * MiB;
+      Stream stream = Stream::create(device);
+      {
+        auto host = Buffer::allocate_pinned(bytes);
+        auto dev = Buffer::allocate(device, bytes, stream);
+        std::memset(host->data(), 1, static_cast<std::size_t>(bytes));
+        Event start(device), stop(device);
+        double best = 1e300;
+        for (int i = 0; i < 4; ++i) {  // the first is a warm-up
+          start.record(stream);
+          check(cudaMemcpyAsync(dev->data(), host->data(), static_cast<std::size_t>(bytes), cudaMemcpyHostToDevice,
+                                static_cast<cudaStream_t>(stream.handle())),
+                "cudaMemcpyAsync (bandwidth probe)");
+          stop.record(stream);
+          const double ms = start.elapsed_ms(stop);
+          if (i > 0) best = std::min(best, ms);
+        }
+        stream.synchronize();
+        measured = double(bytes) / best / 1e6;
+      }
+    } catch (const std::exception&) {
+      measured = 0;  // sizing falls back to defaults
+    }
+  });
+  return measured;
+#else
+  return 0;
+#endif
+}
+
+Pipeline::Pipeline(Compute compute, PipelineOptions options) : compute_(std::move(compute)), options_(std::move(options)) {
+  if (!compute_) throw ValueError("Pipeline: the compute function is empty");
+  if (options_.chunk_elems && *options_.chunk_elems <= 0) {
+    throw ValueError(fmt::format("Pipeline: chunk_elems must be positive, got {}", *options_.chunk_elems));
+  }
+  if (options_.chunk_bytes && *options_.chunk_bytes <= 0) {
+    throw ValueError(fmt::format("Pipeline: chunk_bytes must be positive, got {}", *options_.chunk_bytes));
+  }
+  if (options_.num_streams && *options_.num_streams <= 0) {
+    throw ValueError(fmt::format("Pipeline: num_streams must be positive, got {}", *options_.num_streams));
+  }
+  if (options_.buffering <= 0) {
+    throw ValueError(fmt::format("Pipeline: buffering must be positive, got {}", options_.buffering));
+  }
+  const Device device = options_.device.value_or(default_device());
+  if (device.is_cuda()) check_device_index(device.index, "Pipeline");
+}
+
+namespace {
+
+void check_host_input(const Array& input) {
+  if (!input.defined()) throw ValueError("Pipeline.run: the input is an undefined array");
+  if (!input.device().is_cpu()) {
+    throw DeviceError("Pipeline.run: the input is on " + input.device().str() + "; the pipeline takes a host (cpu) array");
+  }
+  if (input.ndim() == 0) throw ShapeError("Pipeline.run: the input is 0-d; the pipeline splits axis 0 into chunks");
+}
+
+// Runs `job` over the rows of `input` (contiguous copy if needed).
+void run_rows(Job& job, const Array& input_any, PipelineReport& report) {
+  const Array input = input_any.contiguous();
+  const AutoSizes sizes = choose_sizes(job.options, job.device, input.shape(), input.dtype());
+  job.options.num_streams = sizes.streams;
+  job.chunk_rows = sizes.chunk_rows;
+  job.total_rows = input.dim(0);
+  job.total_bytes = input.nbytes();
+  job.total_chunks = (job.total_rows + sizes.chunk_rows - 1) / sizes.chunk_rows;
+  std::int64_t next_row = 0;
+  const std::int64_t total = job.total_rows;
+  const std::int64_t chunk_rows = sizes.chunk_rows;
+  job.next = [&input, next_row, total, chunk_rows]() mutable -> std::optional<ChunkIn> {
+    if (next_row >= total) return std::nullopt;
+    const std::int64_t end = std::min(total, next_row + chunk_rows);
+    ChunkIn c{input.slice(0, Slice(next_row, end)), next_row};
+    next_row = end;
+    return c;
+  };
+  report = PipelineReport{};
+  report.device = job.device.str();
+  report.chunk_bytes = chunk_rows * numel(tail_of(input.shape())) * itemsize(input.dtype());
+  report.streams = sizes.streams;
+  if (total == 0) {
+    // Nothing to pipeline: compute once on an empty chunk to learn the result's layout.
+    Stream stream = job.device.is_cpu() ? Stream::cpu() : current_stream(job.device);
+    Array empty_in = empty(input.shape(), input.dtype(), job.device, stream);
+    Array out;
+    {
+      StreamGuard guard(stream);
+      out = job.compute(empty_in, stream);
+    }
+    job.check_result(out, 0, 0);
+    if (job.sink.callback) job.sink.callback(0, empty(out.shape(), out.dtype(), Device::cpu()));
+    report.chunks = 0;
+    return;
+  }
+  job.run();
+}
+
+Job make_job(const Pipeline::Compute& compute, const PipelineOptions& options, PipelineReport& report) {
+  detail::check_not_capturing("Pipeline.run");  // it waits on the host for its chunks
+  Job job;
+  job.compute = compute;
+  job.options = options;
+  job.device = options.device.value_or(default_device());
+  job.report = &report;
+  return job;
+}
+
+}  // namespace
+
+Array Pipeline::run(const Array& host_input) {
+  check_host_input(host_input);
+  Job job = make_job(compute_, options_, report_);
+  const Device device = job.device;
+  job.sink.make_output = [&job, device](const Shape& tail, DType dtype) {
+    const Shape shape = with_rows(job.total_rows, tail);
+    if (device.is_cpu()) return empty(shape, dtype, Device::cpu());
+    // Pinned, so the copies out go straight to it (as Array::to(cpu) does).
+    auto storage = std::make_shared<detail::Storage>(Buffer::allocate_pinned(numel(shape) * itemsize(dtype)));
+    return Array(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
+  };
+  run_rows(job, host_input, report_);
+  return job.sink.output;
+}
+
+void Pipeline::run(const Array& host_input, const Array& host_output) {
+  check_host_input(host_input);
+  if (!host_output.defined()) throw ValueError("Pipeline.run: the output is an undefined array");
+  if (!host_output.device().is_cpu()) {
+    throw DeviceError("Pipeline.run: the output is on " + host_output.device().str() + "; it must be a host (cpu) array");
+  }
+  if (!host_output.is_contiguous()) throw ValueError("Pipeline.run: the output must be contiguous");
+  if (host_output.ndim() == 0 || host_output.dim(0) != host_input.dim(0)) {
+    throw ShapeError(fmt::format("Pipeline.run: the output has shape {}, but the input has {} rows{}", shape_str(host_output.shape()),
+                                 host_input.dim(0),
+                                 host_output.ndim() == 0 || host_output.dim(0) < host_input.dim(0) ? " (the output is too small)" : ""));
+  }
+  Job job = make_job(compute_, options_, report_);
+  job.sink.output = host_output;
+  run_rows(job, host_input, report_);
+}
+
+void Pipeline::run(const Array& host_input, const ChunkCallback& on_chunk) {
+  check_host_input(host_input);
+  if (!on_chunk) throw ValueError("Pipeline.run: the chunk callback is empty");
+  Job job = make_job(compute_, options_, report_);
+  job.sink.callback = on_chunk;
+  run_rows(job, host_input, report_);
+}
+
+void Pipeline::run(const ChunkSource& next, const ChunkCallback& on_chunk) {
+  if (!next) throw ValueError("Pipeline.run: the chunk source is empty");
+  if (!on_chunk) throw ValueError("Pipeline.run: the chunk callback is empty");
+  Job job = make_job(compute_, options_, report_);
+  job.sink.callback = on_chunk;
+  job.options.num_streams = options_.num_streams.value_or(job.device.is_cpu() ? 1 : 4);
+  std::int64_t row = 0;
+  job.next = [&next, &row]() -> std::optional<ChunkIn> {
+    std::optional<Array> chunk = next();
+    if (!chunk) return std::nullopt;
+    if (chunk->defined() && chunk->ndim() > 0 && !chunk->is_contiguous()) chunk = chunk->contiguous();
+    ChunkIn c{*chunk, row};
+    if (chunk->defined() && chunk->ndim() > 0) row += chunk->dim(0);
+    return c;
+  };
+  report_ = PipelineReport{};
+  report_.device = job.device.str();
+  report_.streams = *job.options.num_streams;
+  job.chunk_rows = 0;
+  job.run();
+  report_.device = job.device.str();
+}
+
+}  // namespace tessel
