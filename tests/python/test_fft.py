@@ -243,3 +243,19 @@ def test_fft_is_a_native_function():
     # The hot path is the binding itself (no Python frame between ts.fft.fft and C++).
     assert type(ts.fft.fft).__name__ == "nb_func"
     assert ts.fft.fft is ts._tessel._fft.fft
+
+
+def test_stubs_cover_the_new_functions():
+    import ast
+    import os
+
+    root = os.path.dirname(ts.__file__)
+
+    def names(stub):
+        tree = ast.parse(open(os.path.join(root, stub)).read())
+        return {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+
+    assert set(ts.fft.__all__) <= names("fft.pyi")
+    assert set(ts.linalg.__all__) - {"matmul", "vecdot"} <= names("linalg.pyi")
+    assert {"matmul", "vecdot", "Matmul", "MatmulCandidate", "matrix_transpose", "tensordot",
+            "__matmul__", "__rmatmul__", "__imatmul__"} <= names("__init__.pyi")

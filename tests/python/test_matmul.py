@@ -306,6 +306,9 @@ def test_linalg_composed_functions(device, rng):
 
 def test_namespace_advertises_extensions():
     assert hasattr(ts, "linalg") and hasattr(ts, "fft")
+    assert ts.__array_namespace_info__().extensions() == ["fft", "linalg"]
+    import types
+    assert isinstance(ts.fft, types.ModuleType) and isinstance(ts.linalg, types.ModuleType)
     assert ts.linalg.matmul is ts.matmul and ts.linalg.vecdot is ts.vecdot
     assert ts.matrix_transpose is ts.linalg.matrix_transpose and ts.tensordot is ts.linalg.tensordot
 
