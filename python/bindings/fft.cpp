@@ -46,15 +46,24 @@ Device device_or_default(nb::handle h) { return to_device_or_default(h); }
 void register_fft(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("_fft", "Native half of tessel.fft (use tessel.fft).");
 
-  static const std::pair<const char*, OneAxis> one_axis[] = {
-      {"fft", &fft::fft}, {"ifft", &fft::ifft}, {"rfft", &fft::rfft},
-      {"irfft", &fft::irfft}, {"hfft", &fft::hfft}, {"ihfft", &fft::ihfft},
+  struct OneAxisSpec {
+    const char* name;
+    OneAxis fn;
+    const char* doc;
   };
-  for (const auto& [name, fn] : one_axis) {
-    const OneAxis f = fn;
-    m.def(name, [f](nb::handle x, std::optional<std::int64_t> n, std::int64_t axis, std::string_view norm) {
+  static const OneAxisSpec one_axis[] = {
+      {"fft", &fft::fft, "The 1-D discrete Fourier transform along `axis` (n: pad with zeros or crop)."},
+      {"ifft", &fft::ifft, "The inverse of fft."},
+      {"rfft", &fft::rfft, "The 1-D transform of a real input: n // 2 + 1 complex outputs."},
+      {"irfft", &fft::irfft, "The inverse of rfft: n real outputs (default n = 2 * (m - 1))."},
+      {"hfft", &fft::hfft, "The transform of a Hermitian-symmetric signal (a real spectrum of n values)."},
+      {"ihfft", &fft::ihfft, "The inverse of hfft."},
+  };
+  for (const auto& spec : one_axis) {
+    const OneAxis f = spec.fn;
+    m.def(spec.name, [f](nb::handle x, std::optional<std::int64_t> n, std::int64_t axis, std::string_view norm) {
       return with_array(x, [&](const Array& a) { return f(a, n, axis, norm, std::nullopt); });
-    }, "x"_a, nb::kw_only(), "n"_a = nb::none(), "axis"_a = -1, "norm"_a = "backward");
+    }, "x"_a, nb::kw_only(), "n"_a = nb::none(), "axis"_a = -1, "norm"_a = "backward", spec.doc);
   }
 
   static const std::pair<const char*, ManyAxes> many_axes[] = {

@@ -161,7 +161,6 @@ nb::object candidate_list(const std::vector<MatmulCandidate>& candidates) {
 
 void register_matmul(nb::module_& m) {
   const char* matmul_doc =
-      "matmul(a, b, /, *, bias=None, epilogue='none', alpha=1, beta=0, c=None, out=None, compute='default', aux=False)\n\n"
       "epilogue(alpha * (a @ b) + beta * c + bias) with NumPy matmul semantics (1-D operands, broadcast batch\n"
       "dimensions, transposed views without copies). epilogue: none, relu, gelu (erf), gelu_tanh; compute:\n"
       "default, fp32, tf32. aux=True returns (d, aux) where aux is the epilogue's input (the ReLU mask is aux > 0).";
