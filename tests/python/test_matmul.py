@@ -396,3 +396,65 @@ def test_torch_interop_of_matmul_results():
     r = torch.from_dlpack(ts.from_dlpack(hb) @ ts.from_dlpack(hc))
     want = hb.double() @ hc.double()
     assert bool(((r.double() - want).abs() <= TOL["bfloat16"] * (hb.double().abs() @ hc.double().abs())).all())
+
+
+def _max_main_thread_gap(work):
+    """Runs work() in a thread; returns (longest pause of the main thread's loop meanwhile, run time).
+    A call that kept the GIL would stall the main thread for its whole duration."""
+    import threading
+    import time
+
+    done = threading.Event()
+
+    def run():
+        work()
+        done.set()
+
+    t = threading.Thread(target=run)
+    t0 = last = time.perf_counter()
+    gap = 0.0
+    t.start()
+    while not done.is_set():
+        now = time.perf_counter()
+        gap, last = max(gap, now - last), now
+    t.join()
+    return gap, time.perf_counter() - t0
+
+
+def test_gil_is_released_while_products_and_cpu_ffts_run():
+    import time
+
+    def timed(op):
+        t0 = time.perf_counter()
+        op()
+        return time.perf_counter() - t0
+
+    def sized(make, sizes):
+        """The first operation of `sizes` that takes >= 0.1 s (so a held GIL would be visible)."""
+        for size in sizes:
+            op = make(size)
+            once = timed(op)
+            if once >= 0.1:
+                break
+        return op, once
+
+    def matmul_op(n):
+        a = ts.random.uniform(-1, 1, (n, n), dtype=ts.float64, device="cpu")
+        return lambda: ts.matmul(a, a)
+
+    def plan_op(n):
+        a = ts.random.uniform(-1, 1, (n, n), dtype=ts.float64, device="cpu")
+        plan = ts.Matmul(a, a)
+        return lambda: plan.execute(a, a)
+
+    def fft_op(rows):
+        x = ts.random.uniform(-1, 1, (rows, 30030), dtype=ts.float64, device="cpu").astype(ts.complex128)
+        return lambda: ts.fft.fft(x)
+
+    for name, make, sizes in [("matmul", matmul_op, [768, 1024, 1536, 2048, 3072, 4096]),
+                              ("Matmul.execute", plan_op, [768, 1024, 1536, 2048, 3072, 4096]),
+                              ("fft", fft_op, [32, 128, 512, 1024])]:
+        op, once = sized(make, sizes)
+        gap, total = _max_main_thread_gap(op)
+        # Holding the GIL would stall the main thread for the whole call (gap ~ once).
+        assert gap < 0.5 * once, f"{name}: the main thread stalled {gap:.3f} s during a {once:.3f} s call (GIL held?)"
