@@ -16,6 +16,16 @@ Array optional_array(nb::handle h, const Device& device) {
   return to_array(h, device);
 }
 
+// out= must be a tessel array (results are written into it, never into a converted copy).
+Array out_array(nb::handle h, const char* op) {
+  if (h.is_none()) return Array();
+  if (!is_array(h)) {
+    throw nb::type_error((std::string(op) + ": out must be a tessel.Array, got " +
+                          nb::cast<std::string>(nb::type_name(h.type()))).c_str());
+  }
+  return as_array(h);
+}
+
 Array operand(nb::handle h, std::optional<Device> device = std::nullopt) {
   return is_array(h) ? as_array(h) : to_array(h, device);
 }
@@ -78,6 +88,13 @@ struct MatmulArgs {
 MatmulArgs parse_args(nb::handle a_h, nb::handle b_h, nb::handle bias, std::string_view epilogue, double alpha,
                       double beta, nb::handle c, nb::handle out, std::string_view compute, bool aux) {
   MatmulArgs r;
+  Scalar scalar;
+  for (nb::handle h : {a_h, b_h}) {
+    if (to_scalar(h, scalar)) {  // the Array API forbids scalar operands (NumPy's matmul too)
+      throw nb::type_error(("matmul: operands must be arrays, not the Python scalar " +
+                            nb::cast<std::string>(nb::repr(h))).c_str());
+    }
+  }
   if (is_array(a_h)) {
     r.a = as_array(a_h);
     r.b = operand(b_h, r.a.device());
@@ -92,7 +109,7 @@ MatmulArgs parse_args(nb::handle a_h, nb::handle b_h, nb::handle bias, std::stri
   r.options.beta = beta;
   r.options.bias = optional_array(bias, r.a.device());
   r.options.c = optional_array(c, r.a.device());
-  if (!out.is_none()) r.out = as_array(out);
+  r.out = out_array(out, "matmul");
   r.aux = aux;
   return r;
 }
@@ -258,11 +275,11 @@ void register_matmul(nb::module_& m) {
         if (alpha) options.alpha = *alpha;
         if (beta) options.beta = *beta;
         if (self.aux) options.aux = make_aux(a, b);
-        const Array out_array = out.is_none() ? Array() : as_array(out);
+        const Array out_arg = out_array(out, "Matmul.execute");
         Array r;
         {
           nb::gil_scoped_release release;
-          r = self.plan.execute(a, b, options, out_array);
+          r = self.plan.execute(a, b, options, out_arg);
         }
         if (self.aux) return nb::make_tuple(r, options.aux);
         return nb::cast(r);
