@@ -19,6 +19,9 @@ from ._fuse import fuse  # noqa: F401
 from . import _array_api
 from . import cuda  # noqa: F401
 from . import random  # noqa: F401
+from . import fft  # noqa: F401  (the Array API fft extension)
+from . import linalg  # noqa: F401  (the Array API linalg extension)
+from .linalg import matrix_transpose, tensordot  # noqa: F401  (also in the main namespace)
 
 __version__ = _tessel.version()
 __array_api_version__ = "2023.12"

@@ -82,3 +82,51 @@ def test_weak_scalar_promotion(device, scalar, dtype):
             return
     assert str(got.dtype) == want.dtype.name
     assert_close(got, want, rtol=1e-3 if dtype == "float16" else None)
+
+
+@st.composite
+def matmul_operands(draw):
+    """Random matmul operands: 1-D or batched, mutually broadcastable batch shapes, any m/k/n >= 1."""
+    m, k, n = draw(st.integers(1, 9)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    batch = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=2, max_side=3))
+    a_shape = (k,) if draw(st.booleans()) and not batch.input_shapes[0] else batch.input_shapes[0] + (m, k)
+    b_shape = (k,) if draw(st.booleans()) and not batch.input_shapes[1] else batch.input_shapes[1] + (k, n)
+    dtype = draw(st.sampled_from(["float32", "float64", "complex64"]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    def values(shape):
+        v = rng.standard_normal(shape)
+        if dtype == "complex64":
+            v = v + 1j * rng.standard_normal(shape)
+        return v.astype(dtype)
+    return values(a_shape), values(b_shape)
+
+
+@given(operands=matmul_operands())
+def test_matmul_shapes_and_broadcasting(device, operands):
+    a, b = operands
+    wide = np.complex128 if a.dtype.kind == "c" else np.float64
+    want = a.astype(wide) @ b.astype(wide)
+    got = np.asarray(ts.asarray(a, device=device) @ ts.asarray(b, device=device))
+    assert got.shape == want.shape and got.dtype == a.dtype
+    scale = np.abs(a.astype(wide)) @ np.abs(b.astype(wide))
+    tol = 1e-12 if a.dtype == np.float64 else 2e-5
+    assert np.all(np.abs(got - want) <= tol * scale + 1e-30)
+
+
+@given(shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=12), data=st.data())
+def test_fft_along_random_axes_and_lengths(device, shape, data):
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    n = data.draw(st.one_of(st.none(), st.integers(1, 20)))
+    norm = data.draw(st.sampled_from(["backward", "ortho", "forward"]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape))
+    want = np.fft.fft(x, n=n, axis=axis, norm=norm)
+    got = np.asarray(ts.fft.fft(ts.asarray(x, device=device), n=n, axis=axis, norm=norm))
+    assert got.shape == want.shape and got.dtype == np.complex128
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * max(np.max(np.abs(want)), 1.0))
+    r = x.real
+    want = np.fft.rfft(r, n=n, axis=axis, norm=norm)
+    got = np.asarray(ts.fft.rfft(ts.asarray(r, device=device), n=n, axis=axis, norm=norm))
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * max(np.max(np.abs(want)), 1.0))

@@ -1,0 +1,317 @@
+// Matmul layer: ts.matmul (fused epilogues, aux output), the @ operators, ts.vecdot and the
+// stateful plan ts.Matmul (tessel::MatmulPlan). The linalg namespace (python/tessel/linalg.py)
+// builds on these. The GIL is released around every call that runs a product: a CPU product
+// (OpenBLAS) can take long, and on CUDA it only launches, which costs nothing extra.
+#include <nanobind/stl/string_view.h>
+
+#include <string>
+
+#include "common.hpp"
+
+namespace tessel::python {
+namespace {
+
+Array optional_array(nb::handle h, const Device& device) {
+  if (h.is_none()) return Array();
+  return to_array(h, device);
+}
+
+// out= must be a tessel array (results are written into it, never into a converted copy).
+Array out_array(nb::handle h, const char* op) {
+  if (h.is_none()) return Array();
+  if (!is_array(h)) {
+    throw nb::type_error((std::string(op) + ": out must be a tessel.Array, got " +
+                          nb::cast<std::string>(nb::type_name(h.type()))).c_str());
+  }
+  return as_array(h);
+}
+
+Array operand(nb::handle h, std::optional<Device> device = std::nullopt) {
+  return is_array(h) ? as_array(h) : to_array(h, device);
+}
+
+bool is_float_or_complex(DType d) { return is_floating(d) || is_complex(d); }
+
+// Array API type promotion for operands of different dtypes (NumPy does the same); equal
+// dtypes go to the C++ op unchanged, so its dtype errors (bool, epilogues on complex...) stay.
+void promote(Array& a, Array& b) {
+  if (a.dtype() == b.dtype()) return;
+  const DType d = result_type(a.dtype(), b.dtype());
+  if (a.dtype() != d) a = a.astype(d);
+  if (b.dtype() != d) b = b.astype(d);
+}
+
+// Integer products other than int8 x int8 (which the backends run with int32 accumulation) have
+// no BLAS: an exact broadcast multiply and sum, O(m*k*n) memory; meant for small arrays.
+bool needs_integer_fallback(DType d) { return is_integer(d) && d != DType::int8; }
+
+Array integer_matmul(const Array& a_in, const Array& b_in) {
+  if (a_in.ndim() == 0 || b_in.ndim() == 0) return tessel::matmul(a_in, b_in);  // the C++ error
+  const Array a = a_in.ndim() == 1 ? a_in.expand_dims(0) : a_in;
+  const Array b = b_in.ndim() == 1 ? b_in.expand_dims(1) : b_in;
+  if (a.dim(-1) != b.dim(-2)) {
+    throw tessel::ShapeError("matmul: inner dimensions do not match: a has shape " + shape_str(a_in.shape()) +
+                             " and b has shape " + shape_str(b_in.shape()) + " (" + std::to_string(a.dim(-1)) +
+                             " != " + std::to_string(b.dim(-2)) + ")");
+  }
+  // (..., m, k, 1) * (..., 1, k, n) summed over k
+  Array r = sum(multiply(a.expand_dims(-1), b.expand_dims(-3)), std::vector<std::int64_t>{-2});
+  if (b_in.ndim() == 1) r = r.squeeze({-1});
+  if (a_in.ndim() == 1) r = r.squeeze({b_in.ndim() == 1 ? -1 : -2});
+  // sum widens small integers; NumPy and the Array API keep the operands' dtype (wrapping).
+  return r.dtype() == a_in.dtype() ? r : r.astype(a_in.dtype());
+}
+
+// The shape of a @ b, or nullopt when the shapes do not fit (the C++ op then raises the error).
+std::optional<Shape> result_shape(const Array& a_in, const Array& b_in) {
+  if (a_in.ndim() == 0 || b_in.ndim() == 0) return std::nullopt;
+  const Array a = a_in.ndim() == 1 ? a_in.expand_dims(0) : a_in;
+  const Array b = b_in.ndim() == 1 ? b_in.expand_dims(1) : b_in;
+  if (a.dim(-1) != b.dim(-2)) return std::nullopt;
+  Shape batch;
+  try {
+    batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2), Shape(b.shape().begin(), b.shape().end() - 2));
+  } catch (const tessel::ShapeError&) {
+    return std::nullopt;
+  }
+  if (a_in.ndim() > 1) batch.push_back(a.dim(-2));
+  if (b_in.ndim() > 1) batch.push_back(b.dim(-1));
+  return batch;
+}
+
+struct MatmulArgs {
+  Array a, b, out;
+  MatmulOptions options;
+  bool aux = false;
+};
+
+MatmulArgs parse_args(nb::handle a_h, nb::handle b_h, nb::handle bias, std::string_view epilogue, double alpha,
+                      double beta, nb::handle c, nb::handle out, std::string_view compute, bool aux) {
+  MatmulArgs r;
+  Scalar scalar;
+  for (nb::handle h : {a_h, b_h}) {
+    if (to_scalar(h, scalar)) {  // the Array API forbids scalar operands (NumPy's matmul too)
+      throw nb::type_error(("matmul: operands must be arrays, not the Python scalar " +
+                            nb::cast<std::string>(nb::repr(h))).c_str());
+    }
+  }
+  if (is_array(a_h)) {
+    r.a = as_array(a_h);
+    r.b = operand(b_h, r.a.device());
+  } else {
+    r.b = operand(b_h);
+    r.a = operand(a_h, r.b.device());
+  }
+  promote(r.a, r.b);
+  r.options.epilogue = parse_matmul_epilogue(epilogue);
+  r.options.compute = parse_matmul_compute(compute);
+  r.options.alpha = alpha;
+  r.options.beta = beta;
+  r.options.bias = optional_array(bias, r.a.device());
+  r.options.c = optional_array(c, r.a.device());
+  r.out = out_array(out, "matmul");
+  r.aux = aux;
+  return r;
+}
+
+// A fresh aux array of the result's shape and dtype; undefined when the shapes do not fit (the
+// op then raises the shape error).
+Array make_aux(const Array& a, const Array& b) {
+  auto shape = result_shape(a, b);
+  if (!shape) return Array();
+  return empty(*shape, a.dtype(), a.device());
+}
+
+nb::object run_matmul(MatmulArgs& args) {
+  const DType d = args.a.dtype();
+  if (d == args.b.dtype() && needs_integer_fallback(d) && !args.options.bias.defined() &&
+      args.options.epilogue == MatmulEpilogue::none && args.options.alpha == 1.0 && args.options.beta == 0.0 && !args.aux) {
+    Array r;
+    {
+      nb::gil_scoped_release release;
+      r = integer_matmul(args.a, args.b);
+      if (args.out.defined()) {
+        copyto(args.out, r);
+        r = args.out;
+      }
+    }
+    return nb::cast(r);
+  }
+  if (args.aux) args.options.aux = make_aux(args.a, args.b);
+  Array r;
+  {
+    nb::gil_scoped_release release;
+    r = tessel::matmul(args.a, args.b, args.options, args.out);
+  }
+  if (args.aux) return nb::make_tuple(r, args.options.aux);
+  return nb::cast(r);
+}
+
+// a @ b for operators: NotImplemented for operand types tessel does not convert.
+bool convertible(nb::handle h) {
+  return is_array(h) || nb::hasattr(h, "__array_interface__") || nb::hasattr(h, "__dlpack__") ||
+         nb::hasattr(h, "__cuda_array_interface__") || PyList_Check(h.ptr()) || PyTuple_Check(h.ptr());
+}
+
+nb::object matmul_operator(nb::handle a, nb::handle b) {
+  if (!convertible(a) || !convertible(b)) return nb::borrow(Py_NotImplemented);
+  MatmulArgs args = parse_args(a, b, nb::none(), "none", 1.0, 0.0, nb::none(), nb::none(), "default", false);
+  return run_matmul(args);
+}
+
+// The plan of ts.Matmul, plus what the Python API adds: the planned arrays (execute() without
+// arguments) and the aux flag (each execute then returns a fresh aux array).
+struct PyMatmul {
+  PyMatmul(MatmulArgs& args) : plan(args.a, args.b, args.options), a(args.a), b(args.b), aux(args.aux) {}
+  MatmulPlan plan;
+  Array a, b;
+  bool aux;
+};
+
+nb::object candidate_list(const std::vector<MatmulCandidate>& candidates) {
+  nb::list l;
+  for (const auto& c : candidates) l.append(nb::cast(c));
+  return l;
+}
+
+}  // namespace
+
+void register_matmul(nb::module_& m) {
+  const char* matmul_doc =
+      "epilogue(alpha * (a @ b) + beta * c + bias) with NumPy matmul semantics (1-D operands, broadcast batch\n"
+      "dimensions, transposed views without copies). epilogue: none, relu, gelu (erf), gelu_tanh; compute:\n"
+      "default, fp32, tf32. aux=True returns (d, aux) where aux is the epilogue's input (the ReLU mask is aux > 0).";
+  m.def("matmul", [](nb::handle a, nb::handle b, nb::handle bias, std::string_view epilogue, double alpha, double beta,
+                     nb::handle c, nb::handle out, std::string_view compute, bool aux) {
+    MatmulArgs args = parse_args(a, b, bias, epilogue, alpha, beta, c, out, compute, aux);
+    return run_matmul(args);
+  }, "x1"_a, "x2"_a, nb::kw_only(), "bias"_a = nb::none(), "epilogue"_a = "none", "alpha"_a = 1.0,
+        "beta"_a = 0.0, "c"_a = nb::none(), "out"_a = nb::none(), "compute"_a = "default", "aux"_a = false, matmul_doc);
+
+  nb::class_<Array>& cls = array_class();
+  cls.def("__matmul__", [](nb::handle self, nb::handle other) { return matmul_operator(self, other); }, "other"_a.none());
+  cls.def("__rmatmul__", [](nb::handle self, nb::handle other) { return matmul_operator(other, self); }, "other"_a.none());
+  // In place: the product goes to a temporary first (a GEMM must not write over its own input),
+  // then into self, whose shape must be the product's.
+  cls.def("__imatmul__", [](nb::handle self, nb::handle other) -> nb::object {
+    nb::object r = matmul_operator(self, other);
+    if (r.is(nb::handle(Py_NotImplemented))) return r;
+    const Array& dst = as_array(self);
+    const Array& product = nb::cast<const Array&>(r);
+    if (product.shape() != dst.shape()) {
+      throw tessel::ShapeError("Array.__imatmul__: the product has shape " + shape_str(product.shape()) +
+                               " but the array has shape " + shape_str(dst.shape()));
+    }
+    {
+      nb::gil_scoped_release release;
+      copyto(dst, product);
+    }
+    return nb::borrow(self);
+  }, "other"_a.none());
+
+  m.def("vecdot", [](nb::handle x1_h, nb::handle x2_h, std::int64_t axis) {
+    Array x1 = operand(x1_h), x2 = operand(x2_h, x1.device());
+    promote(x1, x2);
+    nb::gil_scoped_release release;
+    if (!is_float_or_complex(x1.dtype())) {
+      // Integers: exact, with the same checks as the C++ op for the contracted axis.
+      if (x1.ndim() == 0 || x2.ndim() == 0 || axis >= 0 || -axis > std::min(x1.ndim(), x2.ndim()) ||
+          x1.dim(axis) != x2.dim(axis)) {
+        return vecdot(x1.astype(DType::float64), x2.astype(DType::float64), axis);  // raises the C++ error
+      }
+      if (is_bool(x1.dtype())) throw tessel::DTypeError("vecdot: needs numeric arrays, got bool");
+      Array r = sum(multiply(x1, x2), std::vector<std::int64_t>{axis});
+      return r.dtype() == x1.dtype() ? r : r.astype(x1.dtype());  // Array API: the promoted input dtype
+    }
+    return vecdot(x1, x2, axis);
+  }, "x1"_a, "x2"_a, nb::kw_only(), "axis"_a = -1,
+        "vecdot(x1, x2, /, *, axis=-1): sum(conj(x1) * x2, axis) with broadcasting (Array API).");
+
+  nb::class_<MatmulCandidate>(m, "MatmulCandidate", "One algorithm a Matmul plan may run (and its autotune time).")
+      .def_ro("name", &MatmulCandidate::name)
+      .def_ro("time_ms", &MatmulCandidate::time_ms, "Median time of the autotune, -1 when not timed.")
+      .def_ro("ok", &MatmulCandidate::ok)
+      .def_ro("error", &MatmulCandidate::error)
+      .def("__repr__", [](const MatmulCandidate& c) {
+        std::string s = "MatmulCandidate(name='" + c.name + "', time_ms=" + std::to_string(c.time_ms);
+        if (!c.ok) s += ", error='" + c.error + "'";
+        return s + ")";
+      });
+
+  nb::class_<PyMatmul>(m, "Matmul",
+                       "A stateful matmul plan (nvmath-python's model): plan once for the layouts of a, b, bias and c,\n"
+                       "autotune(), then execute() repeatedly on new arrays of the same layouts.")
+      .def("__init__", [](PyMatmul* self, nb::handle a, nb::handle b, nb::handle bias, std::string_view epilogue,
+                          double alpha, double beta, nb::handle c, std::string_view compute, bool aux) {
+        MatmulArgs args = parse_args(a, b, bias, epilogue, alpha, beta, c, nb::none(), compute, aux);
+        if (aux) {
+          args.options.aux = make_aux(args.a, args.b);
+          // The plan keeps this aux only for its layout: every execute() passes a fresh one.
+        }
+        nb::gil_scoped_release release;
+        new (self) PyMatmul(args);
+      }, "a"_a, "b"_a, nb::kw_only(), "bias"_a = nb::none(), "epilogue"_a = "none", "alpha"_a = 1.0, "beta"_a = 0.0,
+           "c"_a = nb::none(), "compute"_a = "default", "aux"_a = false)
+      .def("autotune", [](PyMatmul& self, int iterations) {
+        std::vector<MatmulCandidate> result;
+        {
+          nb::gil_scoped_release release;
+          result = self.plan.autotune(iterations);
+        }
+        return candidate_list(result);
+      }, "iterations"_a = 10,
+           "Times every candidate `iterations` times on the planned arrays, selects the fastest and caches it\n"
+           "(memory and disk). Returns the candidates with their times.")
+      .def("execute", [](PyMatmul& self, nb::handle a_h, nb::handle b_h, nb::handle bias, nb::handle c,
+                         std::optional<double> alpha, std::optional<double> beta, nb::handle out) -> nb::object {
+        if (a_h.is_none() != b_h.is_none()) {
+          throw tessel::ValueError("Matmul.execute: pass both a and b (new data) or neither (the planned arrays)");
+        }
+        Array a = a_h.is_none() ? self.a : operand(a_h, self.a.device());
+        Array b = b_h.is_none() ? self.b : operand(b_h, self.a.device());
+        MatmulOptions options;
+        options.bias = optional_array(bias, a.device());
+        options.c = optional_array(c, a.device());
+        if (alpha) options.alpha = *alpha;
+        if (beta) options.beta = *beta;
+        if (self.aux) options.aux = make_aux(a, b);
+        const Array out_arg = out_array(out, "Matmul.execute");
+        Array r;
+        {
+          nb::gil_scoped_release release;
+          r = self.plan.execute(a, b, options, out_arg);
+        }
+        if (self.aux) return nb::make_tuple(r, options.aux);
+        return nb::cast(r);
+      }, "a"_a = nb::none(), "b"_a = nb::none(), nb::kw_only(), "bias"_a = nb::none(), "c"_a = nb::none(),
+           "alpha"_a = nb::none(), "beta"_a = nb::none(), "out"_a = nb::none(),
+           "Runs the planned product on new arrays with the planned layouts (ValueError naming both layouts\n"
+           "otherwise), or on the planned arrays when a and b are omitted. bias/c/alpha/beta replace the planned\n"
+           "ones when given. Returns d, or (d, aux) for a plan made with aux=True.")
+      .def("pin", [](PyMatmul& self, nb::handle which) {
+        if (PyLong_Check(which.ptr())) {
+          self.plan.pin(nb::cast<int>(which));
+        } else if (PyUnicode_Check(which.ptr())) {
+          self.plan.pin(nb::cast<std::string>(which));
+        } else {
+          throw nb::type_error("Matmul.pin: pass a candidate index (int) or name (str)");
+        }
+      }, "candidate"_a, "Pins one candidate (index into .algorithms, or its name): execute runs only it.")
+      .def_prop_ro("algorithms", [](const PyMatmul& self) { return candidate_list(self.plan.candidates()); },
+                   "The candidates this plan may run, in order (the index is pin's argument).")
+      .def_prop_ro("selected", [](const PyMatmul& self) -> MatmulCandidate { return self.plan.selected(); })
+      .def_prop_ro("from_cache", [](const PyMatmul& self) { return self.plan.from_cache(); },
+                   "True when the selection came from the autotune cache (memory or disk).")
+      .def_prop_ro("cache_key", [](const PyMatmul& self) { return self.plan.cache_key(); })
+      .def("__repr__", [](const PyMatmul& self) {
+        return "Matmul(a=" + shape_str(self.a.shape()) + " " + dtype_name(self.a.dtype()) + ", b=" +
+               shape_str(self.b.shape()) + ", device=" + self.a.device().str() + ", selected='" +
+               self.plan.selected().name + "')";
+      });
+
+  m.def("clear_matmul_memory_cache", &clear_matmul_memory_cache,
+        "Empties the in-memory matmul autotune and plan caches (the disk cache stays).");
+  m.def("matmul_cache_dir", &matmul_cache_dir, "The folder of the matmul autotune disk cache.");
+}
+
+}  // namespace tessel::python

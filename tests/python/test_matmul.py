@@ -1,0 +1,469 @@
+"""ts.matmul / @ / vecdot / ts.linalg / ts.Matmul against NumPy in float64. Every body runs on cpu
+and cuda (cuda skips without a GPU). Tolerances (METHOD): the error is measured against
+|a| @ |b| (+ |bias|), the scale of the rounding errors: 2e-5 float32, 1e-12 float64, 2e-3 float16
+and tf32, 1e-2 bfloat16 (one output rounding)."""
+import math
+
+import numpy as np
+import pytest
+
+import tessel as ts
+from conftest import random_array
+
+TOL = {"float32": 2e-5, "complex64": 2e-5, "float64": 1e-12, "complex128": 1e-12, "float16": 2e-3,
+       "bfloat16": 1e-2, "tf32": 2e-3}
+FLOAT_DTYPES = ["float32", "float64", "complex64", "complex128", "float16", "bfloat16"]
+SHAPES = [(1, 1, 1), (7, 13, 5), (33, 65, 17), (1, 129, 3), (64, 1, 31), (5, 300, 4), (17, 9, 1)]
+_erf = np.vectorize(math.erf)
+
+
+def operand(rng, shape, dtype, device):
+    """(tessel array, its exact values as float64/complex128 NumPy)."""
+    if dtype == "bfloat16":
+        x = ts.asarray(random_array(rng, shape, "float32"), device=device).astype(ts.bfloat16)
+        return x, np.asarray(x).astype(np.float64)
+    if dtype == "int8":
+        v = rng.integers(-20, 20, size=shape).astype(np.int8)
+        return ts.asarray(v, device=device), v.astype(np.int64)
+    v = random_array(rng, shape, dtype)
+    wide = np.complex128 if dtype.startswith("complex") else np.float64
+    return ts.asarray(v, device=device), v.astype(wide)
+
+
+def epilogue_ref(x, epilogue):
+    if epilogue == "relu":
+        return np.maximum(x, 0)
+    if epilogue == "gelu":
+        return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+    if epilogue == "gelu_tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    return x
+
+
+def check(got, expected, scale, tol, dtype=None):
+    """|got - expected| <= tol * scale elementwise (scale: |a| @ |b| + |bias| + ...)."""
+    g = np.asarray(got)
+    assert g.shape == np.shape(expected), f"shape {g.shape} != {np.shape(expected)}"
+    if dtype is not None:
+        want = "float32" if dtype == "bfloat16" else ("int32" if dtype == "int8" else dtype)
+        assert g.dtype == np.dtype(want), f"dtype {g.dtype} != {want}"
+    err = np.abs(g.astype(np.complex128) - expected)
+    bound = tol * (np.asarray(scale) + 1e-30)
+    assert np.all(err <= bound), f"max error / scale = {np.max(err / (np.asarray(scale) + 1e-30)):.3g} > {tol}"
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("mkn", SHAPES)
+def test_matmul_random_shapes(device, rng, dtype, mkn):
+    m, k, n = mkn
+    a, a64 = operand(rng, (m, k), dtype, device)
+    b, b64 = operand(rng, (k, n), dtype, device)
+    d = ts.matmul(a, b)
+    assert d.device == device and d.dtype == getattr(ts, dtype)
+    check(d, a64 @ b64, np.abs(a64) @ np.abs(b64), TOL[dtype], dtype)
+    check(a @ b, a64 @ b64, np.abs(a64) @ np.abs(b64), TOL[dtype], dtype)
+    check(ts.linalg.matmul(a, b), a64 @ b64, np.abs(a64) @ np.abs(b64), TOL[dtype], dtype)
+
+
+def test_matmul_int8_accumulates_in_int32(device, rng):
+    a, a64 = operand(rng, (9, 70), "int8", device)
+    b, b64 = operand(rng, (70, 5), "int8", device)
+    if device.type == "cuda":
+        pytest.skip("int8 on CUDA runs only where cuBLASLt offers the layout (B k-contiguous)")
+    d = ts.matmul(a, b)
+    assert d.dtype == ts.int32
+    np.testing.assert_array_equal(np.asarray(d), a64 @ b64)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
+def test_matmul_other_integers_are_exact(device, rng, dtype):
+    a_np = rng.integers(0, 9, size=(2, 5, 7)).astype(dtype)
+    b_np = rng.integers(0, 9, size=(7, 3)).astype(dtype)
+    a, b = ts.asarray(a_np, device=device), ts.asarray(b_np, device=device)
+    for got, want in [(a @ b, a_np @ b_np), (ts.matmul(a[0, 0], b), a_np[0, 0] @ b_np),
+                      (ts.matmul(a, b[:, 0]), a_np @ b_np[:, 0]), (ts.matmul(a[0, 0], b[:, 1]), a_np[0, 0] @ b_np[:, 1])]:
+        g = np.asarray(got)
+        assert g.shape == want.shape
+        np.testing.assert_array_equal(g, want)
+    with pytest.raises(ts.ShapeError, match=r"\(2, 5, 7\).*\(3, 3\)|\(3, 3\).*\(2, 5, 7\)"):
+        ts.matmul(a, ts.asarray(np.ones((3, 3), dtype), device=device))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64"])
+def test_matmul_vectors_and_broadcast_batches(device, rng, dtype):
+    tol = TOL[dtype]
+    cases = [((7,), (7, 4)), ((6, 7), (7,)), ((7,), (7,)), ((2, 1, 5, 7), (3, 7, 4)), ((3, 5, 7), (7, 4)),
+             ((5, 7), (2, 3, 7, 4)), ((4, 7), (1, 7, 2)), ((0, 7), (7, 3)), ((2, 0, 4), (2, 4, 3)), ((5, 0), (0, 3))]
+    for sa, sb in cases:
+        a, a64 = operand(rng, sa, dtype, device)
+        b, b64 = operand(rng, sb, dtype, device)
+        check(a @ b, a64 @ b64, np.abs(a64) @ np.abs(b64), tol, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_matmul_transposed_sliced_and_reversed_views(device, rng, dtype):
+    tol = TOL[dtype]
+    at, at64 = operand(rng, (19, 11), dtype, device)   # a = at.T: (11, 19), k-strided
+    bt, bt64 = operand(rng, (6, 19), dtype, device)    # b = bt.T: (19, 6)
+    check(at.T @ bt.T, at64.T @ bt64.T, np.abs(at64.T) @ np.abs(bt64.T), tol, dtype)
+    check(ts.matmul(at.T, bt.mT), at64.T @ bt64.T, np.abs(at64.T) @ np.abs(bt64.T), tol, dtype)
+    big, big64 = operand(rng, (4, 30, 40), dtype, device)
+    a = big[1:3, ::2, 5:24]      # (2, 15, 19): row step 2, column slice
+    b, b64 = operand(rng, (19, 8), dtype, device)
+    check(a @ b, big64[1:3, ::2, 5:24] @ b64, np.abs(big64[1:3, ::2, 5:24]) @ np.abs(b64), tol, dtype)
+    a = big[:, ::-1, ::-2][..., :19]  # negative strides in both matrix dimensions
+    ref = big64[:, ::-1, ::-2][..., :19]
+    check(a @ b, ref @ b64, np.abs(ref) @ np.abs(b64), tol, dtype)
+    check(ts.matrix_transpose(big) @ big[0], np.swapaxes(big64, -1, -2) @ big64[0],
+          np.abs(np.swapaxes(big64, -1, -2)) @ np.abs(big64[0]), tol, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("epilogue", ["none", "relu", "gelu", "gelu_tanh"])
+def test_matmul_epilogues_bias_alpha_beta_aux(device, rng, dtype, epilogue):
+    m, k, n = 13, 37, 9
+    a, a64 = operand(rng, (2, m, k), dtype, device)
+    b, b64 = operand(rng, (k, n), dtype, device)
+    bias, bias64 = operand(rng, (n,), dtype, device)
+    c, c64 = operand(rng, (m, n), dtype, device)
+    scale = np.abs(a64) @ np.abs(b64) + np.abs(bias64)
+    tol = TOL[dtype]
+    pre = a64 @ b64 + bias64
+    check(ts.matmul(a, b, bias=bias, epilogue=epilogue), epilogue_ref(pre, epilogue), scale, tol, dtype)
+    check(ts.matmul(a, b, epilogue=epilogue), epilogue_ref(a64 @ b64, epilogue), scale, tol, dtype)
+    pre = 0.5 * (a64 @ b64) + 0.25 * c64 + bias64
+    scale2 = 0.5 * np.abs(a64) @ np.abs(b64) + 0.25 * np.abs(c64) + np.abs(bias64)
+    d = ts.matmul(a, b, bias=bias, epilogue=epilogue, alpha=0.5, beta=0.25, c=c)
+    check(d, epilogue_ref(pre, epilogue), scale2, tol, dtype)
+    if epilogue != "none":
+        d, aux = ts.matmul(a, b, bias=bias, epilogue=epilogue, alpha=0.5, beta=0.25, c=c, aux=True)
+        check(aux, pre, scale2, tol, dtype)
+        check(d, epilogue_ref(pre, epilogue), scale2, tol, dtype)
+        if epilogue == "relu":  # the mask is aux > 0
+            np.testing.assert_array_equal(np.asarray(d) > 0, np.asarray(aux) > 0)
+
+
+def test_matmul_out_and_compute_modes(device, rng):
+    a, a64 = operand(rng, (21, 40), "float32", device)
+    b, b64 = operand(rng, (40, 10), "float32", device)
+    ref, scale = a64 @ b64, np.abs(a64) @ np.abs(b64)
+    out = ts.full((21, 10), float("nan"), device=device)
+    r = ts.matmul(a, b, out=out)
+    check(out, ref, scale, TOL["float32"])
+    np.testing.assert_array_equal(np.asarray(r), np.asarray(out))
+    check(ts.matmul(a, b, compute="fp32"), ref, scale, TOL["float32"])
+    check(ts.matmul(a, b, compute="tf32"), ref, scale, TOL["tf32"])
+    out_t = ts.full((10, 21), float("nan"), device=device)   # a transposed out view
+    ts.matmul(a, b, out=out_t.T)
+    check(out_t.T, ref, scale, TOL["float32"])
+    x = ts.asarray(np.asarray(a), device=device)
+    x @= ts.eye(40, device=device)
+    check(x, a64, np.abs(a64), TOL["float32"])
+
+
+def test_matmul_mixed_dtypes_promote_and_numpy_operands(device, rng):
+    a, a64 = operand(rng, (6, 8), "float32", device)
+    b_np = random_array(rng, (8, 3), "float64")
+    b = ts.asarray(b_np, device=device)
+    r = a @ b
+    assert r.dtype == ts.float64
+    check(r, a64 @ b_np, np.abs(a64) @ np.abs(b_np), 1e-12)
+    if device.type == "cpu":
+        r = b_np.T @ ts.asarray(a64.T, device=device)  # NumPy defers to Array.__rmatmul__
+        assert isinstance(r, ts.Array)
+        check(r, b_np.T @ a64.T, np.abs(b_np.T) @ np.abs(a64.T), 1e-12)
+    assert (a.__matmul__(object())) is NotImplemented
+
+
+def test_matmul_non_finite_propagates(device, rng):
+    a_np = random_array(rng, (4, 6), "float32")
+    a_np[1, 2] = np.nan
+    a_np[2, 3] = np.inf
+    b_np = np.abs(random_array(rng, (6, 5), "float32")) + 0.5
+    d = np.asarray(ts.asarray(a_np, device=device) @ ts.asarray(b_np, device=device))
+    assert np.all(np.isnan(d[1])) and np.all(np.isposinf(d[2]))
+    assert np.all(np.isfinite(d[[0, 3]]))
+
+
+def test_matmul_errors(device, rng):
+    a = ts.asarray(random_array(rng, (3, 4), "float32"), device=device)
+    b = ts.asarray(random_array(rng, (5, 2), "float32"), device=device)
+    with pytest.raises(ts.ShapeError, match=r"\(3, 4\).*\(5, 2\)"):
+        ts.matmul(a, b)
+    with pytest.raises(ValueError, match=r"\(3, 4\).*\(5, 2\)"):
+        a @ b
+    ok = ts.asarray(random_array(rng, (4, 2), "float32"), device=device)
+    with pytest.raises(ValueError, match="epilogue"):
+        ts.matmul(a, ok, epilogue="swish")
+    with pytest.raises(ValueError, match="compute"):
+        ts.matmul(a, ok, compute="fp8")
+    with pytest.raises(ts.ShapeError, match="bias"):
+        ts.matmul(a, ok, bias=ts.zeros(3, device=device))
+    with pytest.raises(ts.DTypeError, match="bias"):
+        ts.matmul(a, ok, bias=ts.zeros(2, dtype=ts.float64, device=device))
+    with pytest.raises(ts.ShapeError, match="out"):
+        ts.matmul(a, ok, out=ts.zeros((3, 3), device=device))
+    with pytest.raises(ts.DTypeError, match="out"):
+        ts.matmul(a, ok, out=ts.zeros((3, 2), dtype=ts.float64, device=device))
+    with pytest.raises(ValueError, match="aux"):
+        ts.matmul(a, ok, aux=True)
+    with pytest.raises(ValueError, match="beta"):
+        ts.matmul(a, ok, beta=1.0)
+    with pytest.raises(ValueError, match="tf32"):
+        ts.matmul(a.astype(ts.float64), ok.astype(ts.float64), compute="tf32")
+    with pytest.raises(ts.DTypeError, match="complex64"):
+        ts.matmul(a.astype(ts.complex64), ok.astype(ts.complex64), epilogue="relu")
+    with pytest.raises(ts.DTypeError):
+        ts.matmul(a > 0, ok > 0)
+    with pytest.raises(ts.ShapeError):
+        ts.matmul(ts.asarray(1.0, device=device), ok)
+    with pytest.raises(TypeError):
+        ts.matmul(a, ok, bogus=1)
+    with pytest.raises(TypeError, match="out must be a tessel.Array"):
+        ts.matmul(a, ok, out=np.zeros((3, 2), np.float32))
+    with pytest.raises(TypeError):
+        ts.matmul(a, 2.0)
+    with pytest.raises(TypeError):
+        a @ 2.0
+    with pytest.raises(ts.ShapeError, match="__imatmul__"):
+        x = ts.zeros((3, 4), device=device)
+        x @= ok
+    if device.type == "cuda":
+        with pytest.raises(ts.DeviceError, match="cpu"):
+            ts.matmul(a, ts.asarray(np.asarray(ok), device="cpu"))
+        with pytest.raises(ts.DeviceError):
+            ts.matmul(a, ok, bias=ts.zeros(2, device="cpu"))
+
+
+def test_matmul_mixed_devices(rng):
+    if not ts.cuda_available():
+        pytest.skip(f"CUDA unavailable: {ts.cuda_unavailable_reason()}")
+    a = ts.asarray(random_array(rng, (3, 4), "float32"), device="cuda:0")
+    b = ts.asarray(random_array(rng, (4, 2), "float32"), device="cpu")
+    with pytest.raises(ts.DeviceError, match=r"cuda:0.*cpu|cpu.*cuda:0"):
+        ts.matmul(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128", "int32"])
+def test_vecdot(device, rng, dtype):
+    x1_np = random_array(rng, (3, 1, 7), dtype)
+    x2_np = random_array(rng, (4, 7), dtype)
+    x1, x2 = ts.asarray(x1_np, device=device), ts.asarray(x2_np, device=device)
+    want = np.sum(np.conj(x1_np.astype(np.complex128)) * x2_np, axis=-1)
+    got = ts.vecdot(x1, x2)
+    assert got.shape == (3, 4) and got.dtype == getattr(ts, dtype)
+    scale = np.sum(np.abs(x1_np.astype(np.complex128)) * np.abs(x2_np), axis=-1)
+    check(got, want, scale, TOL.get(dtype, 0))
+    check(ts.linalg.vecdot(x1, x2), want, scale, TOL.get(dtype, 0))
+    y1 = ts.asarray(random_array(rng, (5, 2), dtype), device=device)
+    y1_np = np.asarray(y1)
+    want0 = np.sum(np.conj(y1_np.astype(np.complex128)) * y1_np, axis=0)
+    check(ts.vecdot(y1, y1, axis=-2), want0, np.sum(np.abs(y1_np.astype(np.complex128)) ** 2, axis=0), TOL.get(dtype, 0))
+    with pytest.raises(ts.ShapeError, match=r"\(3, 1, 7\).*\(4, 6\)"):
+        ts.vecdot(x1, ts.asarray(random_array(rng, (4, 6), dtype), device=device))
+
+
+def test_linalg_composed_functions(device, rng):
+    la = ts.linalg
+    x_np = random_array(rng, (2, 4, 5), "float64")
+    y_np = random_array(rng, (5, 3, 4), "float64")
+    x, y = ts.asarray(x_np, device=device), ts.asarray(y_np, device=device)
+    for axes in [1, ((1, 2), (2, 0)), ([2], [0])]:
+        want = np.tensordot(x_np, y_np, axes=axes)
+        check(la.tensordot(x, y, axes=axes), want, np.tensordot(np.abs(x_np), np.abs(y_np), axes=axes), 1e-12)
+    check(ts.tensordot(x, x, axes=3), np.tensordot(x_np, x_np, axes=3), np.sum(x_np * x_np), 1e-12)
+    check(ts.tensordot(x[0, 0], y[0, 0], axes=0), np.tensordot(x_np[0, 0], y_np[0, 0], axes=0),
+          np.abs(np.multiply.outer(x_np[0, 0], y_np[0, 0])), 1e-12)
+    with pytest.raises(ts.ShapeError, match="contracted"):
+        la.tensordot(x, y, axes=((1,), (1,)))
+    v, w = x[0, 0], y[0, :, 0]
+    check(la.outer(v, w), np.outer(x_np[0, 0], y_np[0, :, 0]), 1.0, 1e-15)
+    assert la.matrix_transpose(x).shape == (2, 5, 4)
+    for offset in [0, 1, -2, 7]:
+        check(la.diagonal(x, offset=offset), np.diagonal(x_np, offset, -2, -1), 1.0, 1e-15)
+        check(la.trace(x, offset=offset), np.trace(x_np, offset, -2, -1), 10.0, 1e-14)
+    c1, c2 = random_array(rng, (4, 3), "float64"), random_array(rng, (3,), "float64")
+    check(la.cross(ts.asarray(c1, device=device), ts.asarray(c2, device=device)), np.cross(c1, c2), 10.0, 1e-14)
+    check(la.cross(ts.asarray(c1.T.copy(), device=device), ts.asarray(c1.T.copy(), device=device), axis=-2),
+          np.cross(c1.T, c1.T, axis=0), 10.0, 1e-14)
+    sq_np = random_array(rng, (2, 4, 4), "float64") / 2
+    sq = ts.asarray(sq_np, device=device)
+    for n in [0, 1, 2, 5]:
+        check(la.matrix_power(sq, n), np.linalg.matrix_power(sq_np, n), 10.0, 1e-12)
+    with pytest.raises(NotImplementedError, match="inv"):
+        la.matrix_power(sq, -1)
+    z_np = random_array(rng, (3, 6), "complex128")
+    z = ts.asarray(z_np, device=device)
+    for ord in [2, 1, math.inf, -math.inf, 0, 3, 0.5]:
+        check(la.vector_norm(z, ord=ord), np.linalg.norm(z_np.ravel(), ord=ord), np.linalg.norm(z_np.ravel(), ord=ord), 1e-12)
+        check(la.vector_norm(z, axis=1, ord=ord, keepdims=True),
+              np.linalg.norm(z_np, ord=ord, axis=1, keepdims=True), 10.0, 1e-12)
+    for ord in ["fro", 1, -1, math.inf, -math.inf]:
+        check(la.matrix_norm(x, ord=ord), np.linalg.norm(x_np, ord=ord, axis=(-2, -1)), 10.0, 1e-12)
+        check(la.matrix_norm(x, ord=ord, keepdims=True),
+              np.linalg.norm(x_np, ord=ord, axis=(-2, -1), keepdims=True), 10.0, 1e-12)
+    with pytest.raises(NotImplementedError, match="svdvals"):
+        la.matrix_norm(x, ord="nuc")
+    for name in ["cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_rank", "pinv", "qr", "slogdet", "solve",
+                 "svd", "svdvals"]:
+        with pytest.raises(NotImplementedError, match=f"linalg.{name} is not implemented"):
+            getattr(la, name)(sq)
+
+
+def test_namespace_advertises_extensions():
+    assert hasattr(ts, "linalg") and hasattr(ts, "fft")
+    assert ts.__array_namespace_info__().extensions() == ["fft", "linalg"]
+    import types
+    assert isinstance(ts.fft, types.ModuleType) and isinstance(ts.linalg, types.ModuleType)
+    assert ts.linalg.matmul is ts.matmul and ts.linalg.vecdot is ts.vecdot
+    assert ts.matrix_transpose is ts.linalg.matrix_transpose and ts.tensordot is ts.linalg.tensordot
+
+
+def test_matmul_plan(device, rng, tmp_path, monkeypatch):
+    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+    a, a64 = operand(rng, (3, 24, 40), "float32", device)
+    b, b64 = operand(rng, (40, 18), "float32", device)
+    bias, bias64 = operand(rng, (18,), "float32", device)
+    plan = ts.Matmul(a, b, bias=bias, epilogue="relu")
+    names = [c.name for c in plan.algorithms]
+    assert names and plan.selected.name in names and isinstance(plan.from_cache, bool)
+    assert "Matmul(" in repr(plan) and plan.cache_key
+    tuned = plan.autotune(iterations=3)
+    assert [c.name for c in tuned] == names
+    assert any(c.ok and c.time_ms >= 0 for c in tuned), tuned
+    assert plan.selected.name in names
+    scale = np.abs(a64) @ np.abs(b64) + np.abs(bias64)
+    check(plan.execute(), np.maximum(a64 @ b64 + bias64, 0), scale, TOL["float32"])
+    for _ in range(2):  # new data, same layout
+        a2, a2_64 = operand(rng, (3, 24, 40), "float32", device)
+        b2, b2_64 = operand(rng, (40, 18), "float32", device)
+        out = ts.full((3, 24, 18), float("nan"), device=device)
+        r = plan.execute(a2, b2, out=out)
+        check(out, np.maximum(a2_64 @ b2_64 + bias64, 0), np.abs(a2_64) @ np.abs(b2_64) + np.abs(bias64), TOL["float32"])
+        np.testing.assert_array_equal(np.asarray(r), np.asarray(out))
+    bias2, bias2_64 = operand(rng, (18,), "float32", device)
+    check(plan.execute(a, b, bias=bias2), np.maximum(a64 @ b64 + bias2_64, 0),
+          np.abs(a64) @ np.abs(b64) + np.abs(bias2_64), TOL["float32"])
+    runnable = [i for i, c in enumerate(tuned) if c.ok]  # a candidate may fail to run for a layout
+    plan.pin(runnable[0])
+    assert plan.selected.name == names[runnable[0]] and not plan.from_cache
+    check(plan.execute(), np.maximum(a64 @ b64 + bias64, 0), scale, TOL["float32"])
+    plan.pin(names[runnable[-1]])
+    assert plan.selected.name == names[runnable[-1]]
+    check(plan.execute(), np.maximum(a64 @ b64 + bias64, 0), scale, TOL["float32"])
+    with pytest.raises(ts.IndexError, match="out of range"):
+        plan.pin(len(names))
+    with pytest.raises(ValueError, match="no candidate named"):
+        plan.pin("nope")
+    with pytest.raises(TypeError):
+        plan.pin(1.5)
+    with pytest.raises(ValueError, match="layout"):
+        plan.execute(a.mT.copy().mT, b)  # same shape, other strides
+    with pytest.raises(ValueError, match="layout|shape"):
+        plan.execute(a[:, :20], b[:40])
+    with pytest.raises(ValueError, match="both"):
+        plan.execute(a)
+    # A restarted process finds the winner on disk.
+    ts.clear_matmul_memory_cache()
+    again = ts.Matmul(a, b, bias=bias, epilogue="relu")
+    assert again.cache_key == plan.cache_key
+    assert again.from_cache, "the autotune winner was not read back from the disk cache"
+    winner = min((c for c in tuned if c.ok and c.time_ms >= 0), key=lambda c: c.time_ms)
+    assert again.selected.name == winner.name
+
+
+def test_matmul_plan_aux(device, rng):
+    a, a64 = operand(rng, (9, 16), "float32", device)
+    b, b64 = operand(rng, (16, 7), "float32", device)
+    plan = ts.Matmul(a, b, epilogue="gelu", aux=True)
+    plan.autotune(iterations=2)
+    d1, aux1 = plan.execute()
+    a2, a2_64 = operand(rng, (9, 16), "float32", device)
+    d2, aux2 = plan.execute(a2, b)
+    assert aux1.data_ptr != aux2.data_ptr  # each execute returns a fresh aux
+    scale = np.abs(a64) @ np.abs(b64)
+    check(aux1, a64 @ b64, scale, TOL["float32"])
+    check(d1, epilogue_ref(a64 @ b64, "gelu"), scale, TOL["float32"])
+    check(aux2, a2_64 @ b64, np.abs(a2_64) @ np.abs(b64), TOL["float32"])
+
+
+def test_torch_interop_of_matmul_results():
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    if not torch.cuda.is_available() or not ts.cuda_available():
+        pytest.skip("torch interop of matmul results runs on the GPU machine (needs CUDA in torch and tessel)")
+    ta = torch.randn(64, 48, device="cuda", dtype=torch.float32)
+    tb = torch.randn(48, 32, device="cuda", dtype=torch.float32)
+    bias = torch.randn(32, device="cuda", dtype=torch.float32)
+    a, b, tbias = ts.from_dlpack(ta), ts.from_dlpack(tb), ts.from_dlpack(bias)
+    d = torch.from_dlpack(ts.matmul(a, b, bias=tbias, epilogue="relu", compute="fp32"))
+    want = torch.relu(ta.double() @ tb.double() + bias.double())
+    scale = ta.double().abs() @ tb.double().abs() + bias.double().abs()
+    assert d.shape == (64, 32) and d.dtype == torch.float32 and d.device.type == "cuda"
+    assert bool(((d.double() - want).abs() <= TOL["float32"] * scale).all())
+    hb = torch.randn(2, 16, 8, device="cuda", dtype=torch.bfloat16)
+    hc = torch.randn(8, 4, device="cuda", dtype=torch.bfloat16)
+    r = torch.from_dlpack(ts.from_dlpack(hb) @ ts.from_dlpack(hc))
+    want = hb.double() @ hc.double()
+    assert bool(((r.double() - want).abs() <= TOL["bfloat16"] * (hb.double().abs() @ hc.double().abs())).all())
+
+
+def _max_main_thread_gap(work):
+    """Runs work() in a thread; returns (longest pause of the main thread's loop meanwhile, run time).
+    A call that kept the GIL would stall the main thread for its whole duration."""
+    import threading
+    import time
+
+    done = threading.Event()
+
+    def run():
+        work()
+        done.set()
+
+    t = threading.Thread(target=run)
+    t0 = last = time.perf_counter()
+    gap = 0.0
+    t.start()
+    while not done.is_set():
+        now = time.perf_counter()
+        gap, last = max(gap, now - last), now
+    t.join()
+    return gap, time.perf_counter() - t0
+
+
+def test_gil_is_released_while_products_and_cpu_ffts_run():
+    import time
+
+    def timed(op):
+        t0 = time.perf_counter()
+        op()
+        return time.perf_counter() - t0
+
+    def sized(make, sizes):
+        """The first operation of `sizes` that takes >= 0.1 s (so a held GIL would be visible)."""
+        for size in sizes:
+            op = make(size)
+            once = timed(op)
+            if once >= 0.1:
+                break
+        return op, once
+
+    def matmul_op(n):
+        a = ts.random.uniform(-1, 1, (n, n), dtype=ts.float64, device="cpu")
+        return lambda: ts.matmul(a, a)
+
+    def plan_op(n):
+        a = ts.random.uniform(-1, 1, (n, n), dtype=ts.float64, device="cpu")
+        plan = ts.Matmul(a, a)
+        return lambda: plan.execute(a, a)
+
+    def fft_op(rows):
+        x = ts.random.uniform(-1, 1, (rows, 30030), dtype=ts.float64, device="cpu").astype(ts.complex128)
+        return lambda: ts.fft.fft(x)
+
+    for name, make, sizes in [("matmul", matmul_op, [768, 1024, 1536, 2048, 3072, 4096]),
+                              ("Matmul.execute", plan_op, [768, 1024, 1536, 2048, 3072, 4096]),
+                              ("fft", fft_op, [32, 128, 512, 1024])]:
+        op, once = sized(make, sizes)
+        gap, total = _max_main_thread_gap(op)
+        # Holding the GIL would stall the main thread for the whole call (gap ~ once).
+        assert gap < 0.5 * once, f"{name}: the main thread stalled {gap:.3f} s during a {once:.3f} s call (GIL held?)"
