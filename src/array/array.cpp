@@ -31,18 +31,27 @@ void Storage::record_pending_write(const Stream& stream) {
     });
     return;
   }
-  auto event = std::make_shared<Event>(stream.device(), /*timing=*/false);
-  event->record(stream);
   std::lock_guard<std::mutex> lock(mutex_);
-  pending_write_ = std::move(event);
+  pending_write_.reset();
+  pending_stream_ = stream;
   pending_stream_id_ = stream.id();
+}
+
+std::shared_ptr<Event> Storage::pending_event_locked() {
+  if (!pending_write_ && pending_stream_) {
+    auto event = std::make_shared<Event>(pending_stream_->device(), /*timing=*/false);
+    event->record(*pending_stream_);
+    pending_write_ = std::move(event);
+    pending_stream_.reset();
+  }
+  return pending_write_;
 }
 
 void Storage::wait_on_host() {
   std::shared_ptr<Event> event;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    event = pending_write_;
+    event = pending_event_locked();
   }
   if (!event) return;
   event->synchronize();
@@ -59,8 +68,9 @@ void Storage::wait_on_stream(const Stream& stream) {
   std::shared_ptr<Event> event;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!pending_write_ || pending_stream_id_ == stream.id()) return;
-    event = pending_write_;
+    if ((!pending_write_ && !pending_stream_) || pending_stream_id_ == stream.id()) return;
+    if (capturing) return;  // see below: no event may be recorded for a capture to wait on
+    event = pending_event_locked();
   }
   if (capturing) {
     // A capture cannot wait on an event recorded outside it, nor synchronize with one; the capture
@@ -76,7 +86,7 @@ void Storage::wait_on_stream(const Stream& stream) {
 
 bool Storage::has_pending_write() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (pending_write_ && pending_write_->query()) pending_write_.reset();
+  if (pending_event_locked() && pending_write_->query()) pending_write_.reset();
   return pending_write_ != nullptr;
 }
 

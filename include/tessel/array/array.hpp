@@ -82,8 +82,15 @@ class Storage : public std::enable_shared_from_this<Storage> {
   bool has_pending_write();
 
  private:
+  // The event marking the last write, made on demand: an op only notes its stream (creating and
+  // recording an event per op cost microseconds of host time), and the first reader that must
+  // wait records an event on that stream then. That event may cover later work on the stream
+  // too, so a reader can wait longer than needed, never too little.
+  std::shared_ptr<Event> pending_event_locked();
+
   std::shared_ptr<Buffer> buffer_;
   std::shared_ptr<Event> pending_write_;
+  std::optional<Stream> pending_stream_;  // written by work on this stream, no event yet
   std::uint64_t pending_stream_id_ = 0;
   std::mutex mutex_;
 };

@@ -19,6 +19,7 @@ void expect_same_bytes(const Array& cpu, const Array& gpu, const std::string& wh
   ASSERT_EQ(cpu.shape(), gpu.shape()) << what;
   ASSERT_EQ(cpu.dtype(), gpu.dtype()) << what;
   const Array back = gpu.to(Device::cpu());
+  back.wait();  // data() is a raw read: wait for the copy to land
   ASSERT_TRUE(back.is_contiguous());
   ASSERT_TRUE(cpu.is_contiguous());
   if (std::memcmp(cpu.data(), back.data(), static_cast<std::size_t>(cpu.nbytes())) != 0) {
