@@ -12,4 +12,6 @@ NB_MODULE(_tessel, m) {
   register_ops(m);
   register_interop(m);
   register_jit(m);
+  register_pipeline(m);
+  register_sim(m);
 }

@@ -19,6 +19,7 @@ from ._fuse import fuse  # noqa: F401
 from . import _array_api
 from . import cuda  # noqa: F401
 from . import random  # noqa: F401
+from . import sim  # noqa: F401
 
 __version__ = _tessel.version()
 __array_api_version__ = "2023.12"
