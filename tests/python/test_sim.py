@@ -34,14 +34,19 @@ def test_momentum_conserved_periodic_no_gravity(device):
     m = np.asarray(p.state().mass, dtype="float64")
     v0 = np.asarray(p.state().velocities, dtype="float64")
     start = (m[:, None] * v0).sum(axis=0)
-    energy0 = p.diagnostics()["kinetic"] + p.diagnostics()["potential_spring"]
-    p.step(200)
     d = p.diagnostics()
-    assert d["contacts"] > 0 or True
+    energy = d["kinetic"] + d["potential_spring"]
+    contacts = d["contacts"]
+    for _ in range(20):
+        p.step(10)
+        d = p.diagnostics()
+        contacts += d["contacts"]
+        # With damping, energy never increases.
+        assert d["kinetic"] + d["potential_spring"] <= energy * (1 + 1e-5)
+        energy = d["kinetic"] + d["potential_spring"]
+    assert contacts > 0  # the momentum check below saw collisions
     scale = (m[:, None] * np.abs(v0)).sum()
     np.testing.assert_allclose(np.array(d["momentum"]), start, atol=1e-5 * scale)
-    # With damping, energy never increases.
-    assert d["kinetic"] + d["potential_spring"] <= energy0 * (1 + 1e-5)
 
 
 def test_views_are_zero_copy(device):
