@@ -431,8 +431,15 @@ void register_graph(nb::module_& m) {
           "replay",
           [](const Graph& g, nb::handle stream) {
             if (stream.is_none()) {
+              // Default: the device's current stream, so the replay is ordered after the writes
+              // the caller made to the captured inputs and before its later reads and writes
+              // (the capture stream is private: replaying there would race with them).
               nb::gil_scoped_release release;  // on the CPU, replay calls fn (which takes the GIL)
-              g.replay();
+              if (!g.defined() || g.stream().device().is_cpu()) {
+                g.replay();
+              } else {
+                g.replay(current_stream(g.stream().device()));
+              }
               return;
             }
             if (!nb::isinstance<Stream>(stream)) {
@@ -442,7 +449,7 @@ void register_graph(nb::module_& m) {
             nb::gil_scoped_release release;
             g.replay(s);
           },
-          "stream"_a = nb::none(), "Launches the captured work (asynchronous), on the capture stream by default.")
+          "stream"_a = nb::none(), "Launches the captured work (asynchronous), on the device's current stream by default.")
       .def_prop_ro("defined", &Graph::defined)
       .def_prop_ro("stream", &Graph::stream)
       .def_prop_ro("num_nodes", &Graph::num_nodes)

@@ -100,8 +100,8 @@ def pinned_empty(shape, dtype="float32", *, numpy=True):
 
 class graph:
     """with ts.cuda.graph() as g: ... captures the tessel work of the block into a CUDA graph
-    (nothing runs while capturing); g.replay() launches it again, reading the captured inputs'
-    current contents. Arrays created in the block are the graph's outputs: their memory belongs
+    (the capture records the work without running it); g.replay() launches it, reading the
+    captured inputs' current contents, on the current stream (ordered with your other work). Arrays created in the block are the graph's outputs: their memory belongs
     to the graph and replays rewrite it.
 
     stream: the capture (and default replay) stream; None makes a new stream of `device`
@@ -138,7 +138,8 @@ class graph:
         return self.graph
 
     def replay(self, stream=None):
-        """Launches the captured work (asynchronous), on the capture stream by default."""
+        """Launches the captured work (asynchronous) on `stream`, by default the device's current
+        stream (ordered with the writes to the inputs and the reads of the outputs made there)."""
         self._defined().replay(stream)
 
     @property
