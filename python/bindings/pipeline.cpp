@@ -147,6 +147,7 @@ nb::object run_pipeline(PyPipeline& self, nb::handle input, nb::handle out, nb::
   if (!on_chunk.is_none() && !PyCallable_Check(on_chunk.ptr())) {
     throw nb::type_error(("Pipeline.run: on_chunk must be callable, got " + std::string(nb::inst_name(on_chunk).c_str())).c_str());
   }
+  if (!self.compute) throw tessel::ValueError("Pipeline.run: the compute function was cleared");
   const Pipeline::Compute compute = self.make_compute();
   SharedObject callback = on_chunk.is_none() ? nullptr : share(on_chunk);
   std::optional<Array> out_array;
@@ -264,6 +265,25 @@ nb::object run_pipeline(PyPipeline& self, nb::handle input, nb::handle out, nb::
   return to_python(result, numpy);
 }
 
+// Garbage collection: a compute closure that refers back to its Pipeline is a reference cycle
+// the collector can see and break (nanobind's documented tp_traverse/tp_clear pattern).
+int pipeline_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  PyPipeline* p = nb::inst_ptr<PyPipeline>(self);
+  if (p->compute) Py_VISIT(p->compute->ptr());
+  return 0;
+}
+
+int pipeline_clear(PyObject* self) {
+  if (nb::inst_ready(self)) nb::inst_ptr<PyPipeline>(self)->compute.reset();
+  return 0;
+}
+
+PyType_Slot pipeline_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(pipeline_traverse)},
+                                {Py_tp_clear, reinterpret_cast<void*>(pipeline_clear)},
+                                {0, nullptr}};
+
 nb::dict report_dict(const PipelineReport& r) {
   nb::dict d;
   d["h2d_GBps"] = r.h2d_GBps;
@@ -303,7 +323,7 @@ void register_pipeline_class(nb::module_& m) {
       .def("__str__", &PipelineReport::str)
       .def("__repr__", [](const PipelineReport& r) { return "<PipelineReport " + r.str() + ">"; });
 
-  nb::class_<PyPipeline>(m, "Pipeline",
+  nb::class_<PyPipeline>(m, "Pipeline", nb::type_slots(pipeline_slots),
                          "Pipeline(compute, chunk_size=None, streams=None, buffering=None, progress=None, *, "
                          "chunk_bytes=None, device=None): host data -> device -> compute -> host in chunks of "
                          "rows over several streams. run(x) returns the result (NumPy in, NumPy out).")

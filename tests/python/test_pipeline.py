@@ -185,13 +185,32 @@ def test_report_and_repr():
     assert p.report.chunks == 3 and p.report.wall_ms >= 0
 
 
+def test_compute_cycle_is_collected():
+    import weakref
+
+    class Holder:
+        pass
+
+    h = Holder()
+    h.p = ts.Pipeline(lambda x: (h, x)[1], device="cpu")  # compute -> h -> pipeline -> compute
+    ref = weakref.ref(h)
+    assert_close(h.p.run(np.ones(3, dtype="float32")), np.ones(3, dtype="float32"))
+    del h
+    gc.collect()
+    assert ref() is None
+
+
 @pytest.mark.skipif(not ts.cuda_available(), reason="needs a CUDA device")
 def test_cuda_pinned_input_and_overlap_report():
-    host = ts.cuda.pinned_empty((1 << 20,), "float32")
-    host[:] = np.arange(host.size, dtype="float32")
+    host = ts.cuda.pinned_empty((1 << 20,), "float32", numpy=False)  # a tessel array over pinned memory
+    view = np.from_dlpack(host)
+    view[:] = np.arange(view.size, dtype="float32")
     p = ts.Pipeline(affine, streams=4, device="cuda")
     got = p.run(host)
-    assert_close(got, host * 2 + 1)
+    assert isinstance(got, ts.Array)
+    assert_close(got, view * 2 + 1)
     r = p.report
     assert not r.pageable_input and r.h2d_GBps > 0 and r.d2h_GBps > 0 and r.streams >= 1
     assert 0 <= r.overlap_percent <= 100
+    p.run(view.copy())  # pageable NumPy input is staged, and the report says so
+    assert p.report.pageable_input
