@@ -10,10 +10,10 @@ Same physics as tessel's sim::Particles (velocity Verlet, damping with the half-
 reduced mass per pair, walls as contacts). Before timing, the run is sanity-checked: finite
 energy and a contact count close to tessel's for the same configuration when that is known.
 
-tessel in the same process: when the Python package exposes ts.sim.Particles (see docs/sim.md),
-`measure_tessel` times it here too, so both numbers come from one process and one GPU state.
-Until then "tessel_same_process" records why it was skipped, and bench/sim_bench.cpp has
-tessel's number.
+tessel in the same process: `measure_tessel` times ts.sim.Particles (docs/python.md) here too,
+so both numbers come from one process and one GPU state. When the tessel package is missing,
+"tessel_same_process" records why it was skipped, and bench/sim_bench.cpp has tessel's number.
+bench/compare.py calls `median_step_ms(n, steps)` for the peer's number alone.
 
 Results merge into bench/results/<device>-<date>.json under "sim_peers".
 
@@ -275,9 +275,9 @@ def median_ms(step, steps, warmup):
 def measure_tessel(n, side, steps, warmup):
     """tessel's step time in this process, through the Python binding (when it exists).
 
-    Expected binding (mirrors the C++ API, docs/sim.md): ts.sim.ParticlesConfig, ts.sim.InitOptions,
-    ts.sim.init_gas(options, config), ts.sim.Particles(state, config, device) with .step(k),
-    .diagnostics() and .stream; timing uses CuPy events on the default stream after a synchronize.
+    The binding mirrors the C++ API (docs/python.md): ts.sim.ParticlesConfig, ts.sim.InitOptions,
+    ts.sim.init_gas(options, config), ts.sim.Particles(state, config, device) with .step(k) and
+    .diagnostics() (a dict); timing uses CuPy events on the default stream, as for the peer.
     """
     try:
         import tessel as ts
@@ -293,7 +293,7 @@ def measure_tessel(n, side, steps, warmup):
         options.radius = RADIUS
         options.speed = 0.05
         options.seed = 2026
-        p = sim.Particles(sim.init_gas(options, config), config, ts.Device.cuda(0))
+        p = sim.Particles(sim.init_gas(options, config), config, ts.Device("cuda:0"))
     except Exception as error:  # the binding is not there yet, or differs
         return {"skipped": f"tessel.sim.Particles unavailable in Python: {type(error).__name__}: {error}"}
 
@@ -303,14 +303,24 @@ def measure_tessel(n, side, steps, warmup):
     try:
         p.step(warmup)
         d = p.diagnostics()  # synchronizes; raises on NaN
-        if not math.isfinite(d.kinetic):
-            return {"skipped": f"tessel sanity check failed: kinetic energy {d.kinetic}"}
+        if not math.isfinite(d["kinetic"]) or d["contacts"] <= 0:
+            return {"skipped": f"tessel sanity check failed: kinetic energy {d['kinetic']}, contacts {d['contacts']}"}
         # tessel works on the current stream of cuda:0, the legacy default stream, as CuPy's
         # events here: the events bracket exactly one step's kernels.
         ms = median_ms(step, steps, 0)
     except Exception as error:
         return {"skipped": f"timing tessel failed: {type(error).__name__}: {error}"}
-    return {"median_ms_per_step": ms, "contacts": int(d.contacts)}
+    return {"median_ms_per_step": ms, "contacts": int(d["contacts"])}
+
+
+def median_step_ms(n=1_000_000, steps=100, warmup=10):
+    """The peer's median ms per step at n particles (the issue's density), sanity-checked."""
+    sim = NumbaSim(n, (n / 1e6) ** (1.0 / 3.0))
+    ms = median_ms(sim.step, steps, warmup)
+    kinetic, contacts, finite = sim.diagnostics()
+    if not finite or not math.isfinite(kinetic) or contacts <= 0:
+        raise RuntimeError(f"numba_sim: sanity check failed: kinetic {kinetic}, contacts {contacts}, finite {finite}")
+    return ms
 
 
 def results_path(device_name):

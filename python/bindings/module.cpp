@@ -14,4 +14,6 @@ NB_MODULE(_tessel, m) {
   register_jit(m);
   register_matmul(m);
   register_fft(m);
+  register_pipeline(m);
+  register_sim(m);
 }

@@ -22,6 +22,7 @@ from . import random  # noqa: F401
 from . import fft  # noqa: F401  (the Array API fft extension)
 from . import linalg  # noqa: F401  (the Array API linalg extension)
 from .linalg import matrix_transpose, tensordot  # noqa: F401  (also in the main namespace)
+from . import sim  # noqa: F401
 
 __version__ = _tessel.version()
 __array_api_version__ = "2023.12"

@@ -4,12 +4,12 @@ from __future__ import annotations
 import contextlib
 
 from . import _tessel
-from ._tessel import Stream
+from ._tessel import Graph, Stream
 
 __all__ = [
     "is_available", "device_count", "synchronize", "current_stream", "stream", "ExternalStream",
     "memory_stats", "empty_cache", "reset_peak_memory_stats", "set_memory_fraction",
-    "pinned_empty", "pinned_memory_stats", "host_memory_stats", "Stream",
+    "pinned_empty", "pinned_memory_stats", "host_memory_stats", "Stream", "Graph", "graph",
 ]
 
 
@@ -96,3 +96,67 @@ def pinned_empty(shape, dtype="float32", *, numpy=True):
     import numpy as np
 
     return np.from_dlpack(array)
+
+
+class graph:
+    """with ts.cuda.graph() as g: ... captures the tessel work of the block into a CUDA graph
+    (the capture records the work without running it); g.replay() launches it, reading the
+    captured inputs' current contents, on the current stream (ordered with your other work). Arrays created in the block are the graph's outputs: their memory belongs
+    to the graph and replays rewrite it.
+
+    stream: the capture (and default replay) stream; None makes a new stream of `device`
+    (the legacy default stream cannot be captured). reserve_bytes: device memory reserved
+    beforehand for the allocations made during the capture. An op that cannot be captured (a
+    host read such as print(x) or np.asarray(x), a synchronize) raises an error naming it and
+    the capture is discarded. The with form needs CUDA: on the CPU use Graph.capture(fn), which
+    runs fn and whose replay runs fn again.
+    """
+
+    def __init__(self, stream=None, *, device=None, reserve_bytes=64 << 20, capture_error_mode="thread_local"):
+        self._args = (stream, device, int(reserve_bytes), capture_error_mode)
+        self._capture = None
+        self.graph = None
+
+    def __enter__(self):
+        if self._capture is not None or self.graph is not None:
+            raise RuntimeError("ts.cuda.graph: this capture context was already used; make a new one")
+        stream, device, reserve, mode = self._args
+        self._capture = _tessel._GraphCapture(stream, device, reserve, mode)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        capture, self._capture = self._capture, None
+        if exc_type is not None:
+            capture.abort()  # the capture is discarded; the block's exception propagates
+            return False
+        self.graph = capture.finish()
+        return False
+
+    def _defined(self):
+        if self.graph is None:
+            raise RuntimeError("ts.cuda.graph: the capture has not finished (replay after the with block)")
+        return self.graph
+
+    def replay(self, stream=None):
+        """Launches the captured work (asynchronous) on `stream`, by default the device's current
+        stream (ordered with the writes to the inputs and the reads of the outputs made there)."""
+        self._defined().replay(stream)
+
+    @property
+    def stream(self):
+        return self._defined().stream
+
+    @property
+    def num_nodes(self):
+        return self._defined().num_nodes
+
+    @property
+    def held_bytes(self):
+        return self._defined().held_bytes
+
+    @property
+    def num_replays(self):
+        return self._defined().num_replays
+
+    def __repr__(self):
+        return repr(self.graph) if self.graph is not None else "<ts.cuda.graph (not captured)>"
