@@ -33,6 +33,8 @@ Result run(std::int64_t n, int warmup, int repeats) {
   const double side = std::cbrt(static_cast<double>(n) / 1e6);  // same density as 1e6 in the unit box
   config.box_hi = {side, side, side};
   config.dt = 1e-4;
+  config.stiffness = 1000.0;  // the configuration of docs/sim.md, the CLI and the Numba peer
+  config.damping_ratio = 0.3;
   sim::InitOptions init;
   init.n = n;
   init.radius = 0.004;

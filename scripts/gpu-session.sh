@@ -39,6 +39,12 @@ pack() {
 trap pack EXIT
 
 export CCACHE_DISABLE=1
+# PY_INSTALL=1: pip-install the Python package in the background, beside the C++ build.
+pip_pid=
+if [ -n "${PY_INSTALL:-}" ]; then
+  (python3 -m pip install -q --no-build-isolation --no-deps . >"$LOGS/pip_install.log" 2>&1; echo $? >"$LOGS/pip_install.rc") &
+  pip_pid=$!
+fi
 step build bash -c "cmake -S . -B $BUILD_DIR -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null && cmake --build $BUILD_DIR -j ${JOBS:-16} ${TARGETS:+--target $TARGETS}"
 for s in ${STEPS:-}; do
   kind=${s%%:*}; rest=${s#*:}
@@ -53,7 +59,10 @@ for s in ${STEPS:-}; do
     bench) step "$s" "$BUILD_DIR/bench/${rest}_bench" ;;
     py) step "$s" env PYTHONUNBUFFERED=1 python3 "$rest" ;;
     cli) step "$s" "$BUILD_DIR/cli/tessel" ${rest//,/ } ;;
-    pytest) step "$s" bash -c "python3 -m pip install -q --no-build-isolation --no-deps . && python3 -m pytest -q tests/python" ;;
+    pytest)
+      if [ -n "$pip_pid" ]; then wait "$pip_pid"; pip_pid=; cat "$LOGS/pip_install.log" | tail -5
+      else python3 -m pip install -q --no-build-isolation --no-deps . >"$LOGS/pip_install.log" 2>&1; echo $? >"$LOGS/pip_install.rc"; fi
+      step "$s" bash -c "[ \"\$(cat $LOGS/pip_install.rc)\" = 0 ] && python3 -m pytest -q -rs -x --timeout 600 tests/python ${rest#pytest}" ;;
     sh) step "$s" bash -c "${rest//,/ }" ;;
     *) echo "gpu-session: unknown step $s" ;;
   esac

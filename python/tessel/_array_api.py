@@ -106,7 +106,7 @@ def _host_array(obj, dtype, device, copy):
             raise ValueError("asarray: copy=False but the NumPy array's strides are not a multiple of its itemsize")
     elif copy is False:
         raise ValueError(f"asarray: copy=False but converting {type(obj).__name__} needs a copy")
-    arr = np.ascontiguousarray(arr)
+    arr = np.asarray(arr, order="C")  # ascontiguousarray would turn a 0-d array into 1-d
     return _tessel._from_host_ptr(arr.ctypes.data, arr.shape, arr.dtype.name, target)
 
 

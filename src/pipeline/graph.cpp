@@ -189,6 +189,11 @@ void Graph::replay(const Stream& stream) const {
     state_->replays++;
     return;
   }
+  if (!state_->capture) {
+    // A GraphCapture scope on the CPU ran its work once and recorded nothing to run again.
+    throw ValueError("Graph.replay: this graph was recorded with GraphCapture on the CPU, which keeps no work to "
+                     "replay; use Graph::capture(stream, fn), whose CPU fallback reruns fn");
+  }
 #if defined(TESSEL_HAVE_CUDA)
   const detail::CaptureState& capture = *state_->capture;
   for (const detail::CaptureState::Use& use : capture.uses) {

@@ -128,6 +128,12 @@ TEST_P(GraphTest, EmptyGraphAndBadOptions) {
   expect_error<ValueError>([&] { Graph::capture(stream(), [] {}, o); }, {"reserve_bytes"});
 }
 
+TEST(GraphCpu, ScopedCaptureOnTheCpuCannotReplay) {
+  GraphCapture capture(Stream::cpu());
+  Graph g = capture.finish();
+  expect_error<ValueError>([&] { g.replay(); }, {"Graph.replay", "GraphCapture", "CPU"});
+}
+
 // ---- CUDA only ----
 
 TEST_P(GraphTest, UncapturableOpsNameThemselves) {
