@@ -4,6 +4,7 @@
 # and bench/results into $OUT/logs.tgz. Steps:
 #   test:NAME[:FILTER]        build/tests/cpp/tessel_NAME_tests --gtest_filter=FILTER
 #   memcheck:NAME[:FILTER]    compute-sanitizer memcheck of that binary (allocator in direct mode)
+#   memcheck-caching:NAME[:FILTER]  the same with the caching allocator (graph capture needs its reservation)
 #   racecheck:NAME[:FILTER]   compute-sanitizer racecheck
 #   bench:NAME                build/bench/NAME_bench
 #   py:SCRIPT                 python3 SCRIPT (bench/peers/*.py)
@@ -53,6 +54,8 @@ for s in ${STEPS:-}; do
   case $kind in
     test) step "$s" "$bin" --gtest_color=no --gtest_filter="$filter" ;;
     memcheck) step "$s" env TESSEL_ALLOCATOR=direct TESSEL_UNDER_SANITIZER=1 compute-sanitizer --tool memcheck \
+                --error-exitcode 1 "$bin" --gtest_color=no --gtest_filter="$filter" ;;
+    memcheck-caching) step "$s" env TESSEL_UNDER_SANITIZER=1 compute-sanitizer --tool memcheck \
                 --error-exitcode 1 "$bin" --gtest_color=no --gtest_filter="$filter" ;;
     racecheck) step "$s" env TESSEL_UNDER_SANITIZER=1 compute-sanitizer --tool racecheck --error-exitcode 1 \
                  "$bin" --gtest_color=no --gtest_filter="$filter" ;;
