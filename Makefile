@@ -8,7 +8,7 @@ GENERATOR  := $(if $(shell command -v ninja 2>/dev/null),Ninja,Unix Makefiles)
 # One GPU shared by every test process: run GPU tests one at a time.
 TEST_JOBS  ?= $(if $(shell nvidia-smi -L 2>/dev/null),1,$(JOBS))
 
-.PHONY: all deps configure build test run gpu-check bench install clean
+.PHONY: all deps configure build test python-test run gpu-check bench install clean
 
 all: build
 
@@ -27,6 +27,11 @@ build: configure
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure --timeout 900 -j $(TEST_JOBS)
+	@bash scripts/python-test.sh
+
+# The Python package alone: pip-installs it (incrementally, build/python) and runs its tests.
+python-test: deps
+	@bash scripts/python-test.sh
 
 run: build
 	@$(BUILD_DIR)/cli/tessel info
