@@ -29,18 +29,8 @@ struct Result {
 
 Result run(std::int64_t n, int warmup, int repeats) {
   using namespace tessel;
-  sim::ParticlesConfig config;
-  const double side = std::cbrt(static_cast<double>(n) / 1e6);  // same density as 1e6 in the unit box
-  config.box_hi = {side, side, side};
-  config.dt = 1e-4;
-  config.stiffness = 1000.0;  // the configuration of docs/sim.md, the CLI and the Numba peer
-  config.damping_ratio = 0.3;
-  sim::InitOptions init;
-  init.n = n;
-  init.radius = 0.004;
-  init.speed = 0.05;
-  init.seed = 2026;
-  sim::Particles p(sim::init_gas(init, config), config, Device::cuda(0));
+  const sim::BenchmarkSetup setup = sim::benchmark_setup(n);
+  sim::Particles p(setup.state, setup.config, Device::cuda(0));
   p.step(warmup);
   const sim::Diagnostics d = p.diagnostics();  // sanity check before timing (throws on NaN)
   if (!std::isfinite(d.total_energy()) || d.contacts <= 0) {

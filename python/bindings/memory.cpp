@@ -59,8 +59,7 @@ void register_memory(nb::module_& m) {
   m.def("_pinned_empty", [](nb::handle shape, nb::handle dtype) {
     const Shape s = to_shape(shape);
     const DType d = to_dtype(dtype);
-    auto buffer = Buffer::allocate_pinned(numel(s) * itemsize(d));
-    return Array(std::make_shared<detail::Storage>(buffer), s, contiguous_strides(s), 0, d);
+    return empty_pinned(s, d);
   }, "shape"_a, "dtype"_a);
 }
 

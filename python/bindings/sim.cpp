@@ -123,29 +123,6 @@ void emit_warnings(const Particles& p) {
   }
 }
 
-// The issue 8 benchmark configuration, as bench/sim_bench.cpp and bench/peers/numba_sim.py set
-// it up: radius 0.004 at uniform random positions in a box with walls holding n / 1e6 unit
-// volumes (the unit box for 1e6), velocities uniform in [-0.05, 0.05], linear spring-dashpot
-// (stiffness 1000, damping ratio 0.3, density 1000), gravity, dt = 1e-4, seed 2026.
-std::pair<ParticleState, ParticlesConfig> benchmark_configuration(std::int64_t n, std::uint64_t seed) {
-  if (n <= 0) throw tessel::ValueError("sim.Particles.benchmark_setup: n must be positive, got " + std::to_string(n));
-  ParticlesConfig config;
-  const double side = std::cbrt(static_cast<double>(n) / 1e6);
-  config.box_hi = {side, side, side};
-  config.walls = true;
-  config.model = ContactModel::linear;
-  config.stiffness = 1000.0;
-  config.damping_ratio = 0.3;
-  config.dt = 1e-4;
-  InitOptions init;
-  init.n = n;
-  init.radius = 0.004;
-  init.density = 1000.0;
-  init.speed = 0.05;
-  init.seed = seed;
-  return {init_gas(init, config), config};
-}
-
 void register_config(nb::module_& s) {
   nb::enum_<ContactModel>(s, "ContactModel")
       .value("linear", ContactModel::linear)
@@ -333,8 +310,8 @@ void register_particles(nb::module_& s) {
             std::optional<Particles> p;
             {
               nb::gil_scoped_release release;
-              auto [state, config] = benchmark_configuration(n, seed);
-              p.emplace(state, config, d);
+              auto setup = tessel::sim::benchmark_setup(n, seed);
+              p.emplace(setup.state, setup.config, d);
             }
             emit_warnings(*p);
             return std::move(*p);

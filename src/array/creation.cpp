@@ -45,6 +45,11 @@ Array empty(const Shape& shape, DType dtype, Device device, const OptionalStream
   return detail::allocate_array(shape, dtype, device, detail::resolve_stream(device, stream));
 }
 
+Array empty_pinned(const Shape& shape, DType dtype) {
+  auto storage = std::make_shared<detail::Storage>(Buffer::allocate_pinned(numel(shape) * itemsize(dtype)));
+  return Array(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
+}
+
 Array full(const Shape& shape, Scalar value, DType dtype, Device device, const OptionalStream& stream) {
   const Stream s = detail::resolve_stream(device, stream);
   Array result = detail::allocate_array(shape, dtype, device, s);

@@ -143,8 +143,7 @@ Array transfer(const Array& source, Device device, const Stream& stream) {
   if (device.is_cpu()) {
     // Device -> host lands in pinned memory so the copy stays asynchronous; host reads of the
     // result wait for it.
-    auto storage = std::make_shared<Storage>(Buffer::allocate_pinned(bytes));
-    Array result(std::move(storage), source.shape(), contiguous_strides(source.shape()), 0, source.dtype());
+    Array result = empty_pinned(source.shape(), source.dtype());
     cuda_backend::memcpy_async(result.data(), Device::cpu(), source.data(), from, bytes, stream);
     result.storage()->record_pending_write(stream);
     release_after(stream, result.buffer());  // the pinned block outlives the copy even if dropped

@@ -525,6 +525,25 @@ void set_radii(ParticleState& s, const InitOptions& o, std::mt19937_64& rng) {
 
 }  // namespace
 
+BenchmarkSetup benchmark_setup(std::int64_t n, std::uint64_t seed) {
+  if (n <= 0) throw ValueError("sim::benchmark_setup: n must be positive, got " + std::to_string(n));
+  ParticlesConfig config;
+  const double side = std::cbrt(static_cast<double>(n) / 1e6);  // the density of 1e6 in the unit box
+  config.box_hi = {side, side, side};
+  config.walls = true;
+  config.model = ContactModel::linear;
+  config.stiffness = 1000.0;
+  config.damping_ratio = 0.3;
+  config.dt = 1e-4;
+  InitOptions init;
+  init.n = n;
+  init.radius = 0.004;
+  init.density = 1000.0;
+  init.speed = 0.05;
+  init.seed = seed;
+  return {init_gas(init, config), config};
+}
+
 ParticleState init_gas(const InitOptions& o, const ParticlesConfig& c) {
   check_init(o, "init_gas");
   ParticleState s = empty_state(o.n);

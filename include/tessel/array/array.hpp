@@ -180,6 +180,9 @@ class Array {
 // ---- creation (the stream is the last argument; default: current stream of the device) ----
 Array empty(const Shape& shape, DType dtype = DType::float32, Device device = default_device(),
             const OptionalStream& stream = std::nullopt);
+// A C-contiguous CPU array in page-locked memory from the pinned pool, so host<->device copies
+// of it are direct DMA (pageable memory when there is no CUDA).
+Array empty_pinned(const Shape& shape, DType dtype = DType::float32);
 Array zeros(const Shape& shape, DType dtype = DType::float32, Device device = default_device(),
             const OptionalStream& stream = std::nullopt);
 Array ones(const Shape& shape, DType dtype = DType::float32, Device device = default_device(),

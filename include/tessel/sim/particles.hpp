@@ -166,6 +166,16 @@ struct InitOptions {
 // Uniform random positions in the box (kept a radius inside), velocities uniform in
 // [-speed, speed]. Overlaps are allowed, as in the benchmark configuration.
 ParticleState init_gas(const InitOptions& options, const ParticlesConfig& config);
+// The benchmark configuration of issue 8 (bench/sim_bench.cpp, `tessel bench`, Python's
+// Particles.benchmark_setup and the Numba peer share it): n particles of radius 0.004 at uniform
+// random positions in a walled box of n / 1e6 unit volumes (the unit box for 1e6), velocities
+// uniform in [-0.05, 0.05], linear spring-dashpot (stiffness 1000, damping ratio 0.3, density
+// 1000), gravity, dt = 1e-4.
+struct BenchmarkSetup {
+  ParticleState state;
+  ParticlesConfig config;
+};
+BenchmarkSetup benchmark_setup(std::int64_t n, std::uint64_t seed = 2026);
 // A jittered cubic lattice block in the upper part of the box, at rest (falls under gravity).
 ParticleState init_block(const InitOptions& options, const ParticlesConfig& config);
 // Two lattice balls of n/2 particles each flying at each other along x.

@@ -33,16 +33,12 @@ Array random_host(const Shape& shape, bool pinned, std::mt19937_64& rng) {
   std::uniform_real_distribution<float> dist(-100.0f, 100.0f);
   for (float& v : values) v = dist(rng);
   if (!pinned) return from_vector(values, shape, Device::cpu());
-  auto storage = std::make_shared<detail::Storage>(Buffer::allocate_pinned(n * 4));
-  Array a(std::move(storage), shape, contiguous_strides(shape), 0, DType::float32);
+  Array a = empty_pinned(shape, DType::float32);
   if (n > 0) std::memcpy(a.data(), values.data(), static_cast<std::size_t>(n) * 4);
   return a;
 }
 
-Array pinned_empty(const Shape& shape) {
-  auto storage = std::make_shared<detail::Storage>(Buffer::allocate_pinned(numel(shape) * 4));
-  return Array(std::move(storage), shape, contiguous_strides(shape), 0, DType::float32);
-}
+Array pinned_empty(const Shape& shape) { return empty_pinned(shape, DType::float32); }
 
 std::vector<float> reference(const Array& x) {
   std::vector<float> v = x.to_vector<float>();
