@@ -91,6 +91,14 @@ inline std::string write_results(const std::string& name, const nlohmann::json& 
   return path;
 }
 
+// True (after printing "<program>: skipped: no CUDA device (<why>)") when there is no usable GPU:
+// a benchmark then exits 0 so that CI without a GPU passes.
+inline bool skip_without_cuda(const char* program) {
+  if (cuda_available()) return false;
+  std::printf("%s: skipped: no CUDA device (%s)\n", program, cuda_unavailable_reason().c_str());
+  return true;
+}
+
 // The median of host-timed samples (0 when there are none).
 inline double median(std::vector<double> values) {
   if (values.empty()) return 0;

@@ -46,10 +46,7 @@ double max_rel_error(const std::vector<float>& got, const std::function<double(s
 }  // namespace
 
 int main() {
-  if (!cuda_available()) {
-    std::printf("elementwise_bench: skipped: no CUDA device (%s)\n", cuda_unavailable_reason().c_str());
-    return 0;
-  }
+  if (bench::skip_without_cuda("elementwise_bench")) return 0;
   const Device gpu = Device::cuda(0);
   const Stream stream = current_stream(gpu);
   nlohmann::json results;

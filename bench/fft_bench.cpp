@@ -109,10 +109,7 @@ backend::FFTProblem c2c_problem(std::int64_t n, std::int64_t batch, const Array&
 }  // namespace
 
 int main() {
-  if (!cuda_available()) {
-    std::printf("fft_bench: skipped: no CUDA device (%s)\n", cuda_unavailable_reason().c_str());
-    return 0;
-  }
+  if (bench::skip_without_cuda("fft_bench")) return 0;
   const Device gpu = Device::cuda(0);
   const Stream stream = current_stream(gpu);
   nlohmann::json results;

@@ -74,10 +74,7 @@ double sampled_error(const Array& d, const std::vector<float>& a, const std::vec
 }  // namespace
 
 int main() {
-  if (!cuda_available()) {
-    std::printf("matmul_bench: skipped: no CUDA device (%s)\n", cuda_unavailable_reason().c_str());
-    return 0;
-  }
+  if (bench::skip_without_cuda("matmul_bench")) return 0;
   const Device gpu = Device::cuda(0);
   const Stream stream = current_stream(gpu);
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle());

@@ -41,10 +41,7 @@ double bf16_to_double(std::uint16_t bits) { return static_cast<double>(bfloat16:
 }  // namespace
 
 int main() {
-  if (!cuda_available()) {
-    std::printf("matmul_sm90_bench: skipped: no CUDA device (%s)\n", cuda_unavailable_reason().c_str());
-    return 0;
-  }
+  if (bench::skip_without_cuda("matmul_sm90_bench")) return 0;
   const DeviceProperties& props = device_properties(0);
   if (props.cc_major != 9 || props.cc_minor != 0) {
     std::printf("matmul_sm90_bench: skipped: needs compute capability 9.0, device 0 is %s\n", props.name.c_str());

@@ -72,10 +72,7 @@ nlohmann::json report_json(const PipelineReport& r) {
 }  // namespace
 
 int main() {
-  if (!cuda_available()) {
-    std::printf("pipeline_bench: skipped: no CUDA device (%s)\n", cuda_unavailable_reason().c_str());
-    return 0;
-  }
+  if (bench::skip_without_cuda("pipeline_bench")) return 0;
   const Device gpu = Device::cuda(0);
   Stream stream = Stream::create(gpu);
   nlohmann::json out;

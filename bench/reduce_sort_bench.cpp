@@ -108,10 +108,7 @@ void register_benchmarks() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (!tessel::cuda_available()) {
-    std::printf("reduce_sort_bench: skipped: no CUDA device (%s)\n", tessel::cuda_unavailable_reason().c_str());
-    return 0;
-  }
+  if (tessel::bench::skip_without_cuda("reduce_sort_bench")) return 0;
 #if defined(TESSEL_HAVE_CUDA)
   register_benchmarks();
   benchmark::RunSpecifiedBenchmarks();

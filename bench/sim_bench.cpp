@@ -64,10 +64,7 @@ Result run(std::int64_t n, int warmup, int repeats) {
 }  // namespace
 
 int main() {
-  if (!tessel::cuda_available()) {
-    std::printf("sim_bench: skipped: no CUDA device (%s)\n", tessel::cuda_unavailable_reason().c_str());
-    return 0;
-  }
+  if (tessel::bench::skip_without_cuda("sim_bench")) return 0;
   const Result small = run(1'000'000, 10, 100);
   const Result large = run(10'000'000, 10, 100);
   const double ratio = large.median_ms / small.median_ms;
