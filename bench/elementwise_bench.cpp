@@ -57,7 +57,8 @@ int main() {
   const std::int64_t big = 100'000'000;
   Array copy_src = random::uniform({big}, -1, 1, DType::float32, gpu);
   Array copy_dst = empty({big}, DType::float32, gpu);
-  const double copy_ms = bench::device_copy_ms(copy_dst.data(), copy_src.data(), big * 4, cudaMemcpyDeviceToDevice, stream, {3, 25});
+  const double copy_ms =
+      bench::device_copy_ms(copy_dst.data(), copy_src.data(), big * 4, cudaMemcpyDeviceToDevice, stream, {3, 25});
   const double copy_gbs = 2.0 * big * 4 / copy_ms / 1e6;
   results["copy_GBps"] = copy_gbs;
   std::printf("device copy: %.1f GB/s (read + write)\n", copy_gbs);
@@ -115,7 +116,8 @@ int main() {
           std::printf("sweep n=%lld block=%d unroll=%d waves=%d: FAILED check\n", static_cast<long long>(n), t.block, t.unroll, t.waves);
         } else {
           const double ms = profile::time_on_stream([&] { add(a, b, c); }, stream, {3, 25}).median_ms;
-          const double ms_b2b = profile::time_on_stream([&] { for (int r = 0; r < 20; ++r) add(a, b, c); }, stream, {3, 9}).median_ms / 20;
+          const double ms_b2b =
+              profile::time_on_stream([&] { for (int r = 0; r < 20; ++r) add(a, b, c); }, stream, {3, 9}).median_ms / 20;
           const double gbs = 3.0 * n * 4 / ms / 1e6, gbs_b2b = 3.0 * n * 4 / ms_b2b / 1e6;
           row.update({{"per_call_ms", ms}, {"per_call_pct_of_copy", 100 * gbs / copy_gbs},
                       {"back_to_back_ms", ms_b2b}, {"back_to_back_pct_of_copy", 100 * gbs_b2b / copy_gbs}});

@@ -141,7 +141,8 @@ int main() {
           const double rel = std::sqrt(err2 / ref2);
           const bool ok = rel < 1e-2;
           all_ok = all_ok && ok;
-          const double ms = profile::time_on_stream([&] { sm90::run(args, config, stream.handle()); }, stream, {3, 20}).median_ms;
+          const double ms =
+              profile::time_on_stream([&] { sm90::run(args, config, stream.handle()); }, stream, {3, 20}).median_ms;
           entry[name] = {{"ms", ms}, {"tflops", flops / ms / 1e9}, {"fraction_of_cublaslt", lt_ms / ms},
                          {"rel_error_vs_cublaslt", rel}, {"ok", ok}};
           std::printf("  %-32s %.3f ms %.1f TFLOP/s = %.1f%% of cuBLASLt (rel err %.1e)%s\n", name.c_str(), ms,
