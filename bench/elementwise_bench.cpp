@@ -5,7 +5,7 @@
 //   add, each configuration checked before it is timed, timed per call and back to back;
 //   host time per call of a tiny add (an upper bound of the dispatch overhead).
 // Every result is checked against a host reference before it is timed. Times are medians of
-// CUDA-event-timed repeats after a warm-up.
+// CUDA-event-timed repeats after 3 warm-up runs (compile, load, first touch).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -32,20 +32,6 @@ using namespace tessel;
 
 namespace {
 
-double median_ms(const std::function<void()>& body, const Stream& stream, int repeats = 25) {
-  for (int i = 0; i < 3; ++i) body();  // warm-up: compile, load, first-touch
-  std::vector<double> times;
-  Event start(stream.device()), stop(stream.device());
-  for (int i = 0; i < repeats; ++i) {
-    start.record(stream);
-    body();
-    stop.record(stream);
-    times.push_back(start.elapsed_ms(stop));
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
 // Largest relative error of `got` against `want` over a strided sample of indices.
 double max_rel_error(const std::vector<float>& got, const std::function<double(std::size_t)>& want) {
   double worst = 0;
@@ -60,13 +46,9 @@ double max_rel_error(const std::vector<float>& got, const std::function<double(s
 }  // namespace
 
 int main() {
-  if (!cuda_available()) {
-    std::printf("elementwise_bench: skipped: no CUDA device (%s)\n", cuda_unavailable_reason().c_str());
-    return 0;
-  }
+  if (bench::skip_without_cuda("elementwise_bench")) return 0;
   const Device gpu = Device::cuda(0);
   const Stream stream = current_stream(gpu);
-  auto cuda_stream = static_cast<cudaStream_t>(stream.handle());
   nlohmann::json results;
   results["device"] = device_properties(0).name;
   bool all_ok = true;
@@ -75,9 +57,8 @@ int main() {
   const std::int64_t big = 100'000'000;
   Array copy_src = random::uniform({big}, -1, 1, DType::float32, gpu);
   Array copy_dst = empty({big}, DType::float32, gpu);
-  const double copy_ms = median_ms([&] {
-    cudaMemcpyAsync(copy_dst.data(), copy_src.data(), big * 4, cudaMemcpyDeviceToDevice, cuda_stream);
-  }, stream);
+  const double copy_ms =
+      bench::device_copy_ms(copy_dst.data(), copy_src.data(), big * 4, cudaMemcpyDeviceToDevice, stream, {3, 25});
   const double copy_gbs = 2.0 * big * 4 / copy_ms / 1e6;
   results["copy_GBps"] = copy_gbs;
   std::printf("device copy: %.1f GB/s (read + write)\n", copy_gbs);
@@ -95,7 +76,7 @@ int main() {
       all_ok = false;
       std::printf("add n=%lld: FAILED check (max rel error %.3g)\n", static_cast<long long>(n), err);
     } else {
-      const double ms = median_ms([&] { add(a, b, c); }, stream);
+      const double ms = profile::time_on_stream([&] { add(a, b, c); }, stream, {3, 25}).median_ms;
       const double gbs = 3.0 * n * 4 / ms / 1e6;
       row.update({{"ms", ms}, {"GBps", gbs}, {"pct_of_copy", 100 * gbs / copy_gbs}});
       std::printf("add n=%lld: %.4f ms, %.1f GB/s, %.1f%% of copy\n", static_cast<long long>(n), ms, gbs, 100 * gbs / copy_gbs);
@@ -134,8 +115,9 @@ int main() {
           all_ok = false;
           std::printf("sweep n=%lld block=%d unroll=%d waves=%d: FAILED check\n", static_cast<long long>(n), t.block, t.unroll, t.waves);
         } else {
-          const double ms = median_ms([&] { add(a, b, c); }, stream);
-          const double ms_b2b = median_ms([&] { for (int r = 0; r < 20; ++r) add(a, b, c); }, stream, 9) / 20;
+          const double ms = profile::time_on_stream([&] { add(a, b, c); }, stream, {3, 25}).median_ms;
+          const double ms_b2b =
+              profile::time_on_stream([&] { for (int r = 0; r < 20; ++r) add(a, b, c); }, stream, {3, 9}).median_ms / 20;
           const double gbs = 3.0 * n * 4 / ms / 1e6, gbs_b2b = 3.0 * n * 4 / ms_b2b / 1e6;
           row.update({{"per_call_ms", ms}, {"per_call_pct_of_copy", 100 * gbs / copy_gbs},
                       {"back_to_back_ms", ms_b2b}, {"back_to_back_pct_of_copy", 100 * gbs_b2b / copy_gbs}});
@@ -200,7 +182,7 @@ int main() {
         std::printf("relu(a*x+b)*c %s: FAILED check (%.3g)\n", name.c_str(), worst);
         continue;
       }
-      const double ms = median_ms(body, stream, 15);
+      const double ms = profile::time_on_stream(body, stream, {3, 15}).median_ms;
       const double gbs = 4.0 * n * 4 / ms / 1e6;  // the fused minimum: read x, b, c, write y
       row[name] = {{"ms", ms}, {"effective_GBps", gbs}, {"pct_of_copy", 100 * gbs / copy_gbs}, {"max_error_in_float32_roundings", worst}};
       std::printf("relu(a*x+b)*c %s: %.3f ms, %.1f GB/s effective, %.1f%% of copy\n", name.c_str(), ms, gbs, 100 * gbs / copy_gbs);

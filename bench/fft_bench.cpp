@@ -38,23 +38,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-double median_event_ms(const std::function<void()>& body, const Stream& stream, int repeats = 20) {
-  for (int i = 0; i < 3; ++i) body();
-  Event start(stream.device()), stop(stream.device());
-  std::vector<double> times;
-  for (int i = 0; i < repeats; ++i) {
-    start.record(stream);
-    body();
-    stop.record(stream);
-    times.push_back(start.elapsed_ms(stop));
-  }
-  return median(times);
-}
+using bench::median;
 
 // Median wall time of one call followed by a stream synchronize, in microseconds.
 double latency_us(const std::function<void()>& body, const Stream& stream, int calls = 5000) {
@@ -125,13 +109,9 @@ backend::FFTProblem c2c_problem(std::int64_t n, std::int64_t batch, const Array&
 }  // namespace
 
 int main() {
-  if (!cuda_available()) {
-    std::printf("fft_bench: skipped: no CUDA device (%s)\n", cuda_unavailable_reason().c_str());
-    return 0;
-  }
+  if (bench::skip_without_cuda("fft_bench")) return 0;
   const Device gpu = Device::cuda(0);
   const Stream stream = current_stream(gpu);
-  auto cuda_stream = static_cast<cudaStream_t>(stream.handle());
   nlohmann::json results;
   results["device"] = device_properties(0).name;
   bool all_ok = true;
@@ -159,7 +139,9 @@ int main() {
       const double plan_thr = throughput_us([&] { y = plan.execute(x); }, stream);
       const double raw_lat = latency_us([&] { backend::cuda::fft_exec_raw(raw_plan, problem, stream); }, stream);
       const double raw_thr = throughput_us([&] { backend::cuda::fft_exec_raw(raw_plan, problem, stream); }, stream);
-      const double gpu_ms = median_event_ms([&] { backend::cuda::fft_exec_raw(raw_plan, problem, stream); }, stream, 200);
+      const double gpu_ms =
+          profile::time_on_stream([&] { backend::cuda::fft_exec_raw(raw_plan, problem, stream); }, stream, {3, 200})
+              .median_ms;
       row.update({{"fft_latency_us", fn_lat}, {"fft_throughput_us", fn_thr}, {"plan_latency_us", plan_lat},
                   {"plan_throughput_us", plan_thr}, {"raw_cufft_latency_us", raw_lat},
                   {"raw_cufft_throughput_us", raw_thr}, {"gpu_kernel_us", gpu_ms * 1e3}, {"target_us", 10.0},
@@ -177,13 +159,8 @@ int main() {
     const std::int64_t bytes = batch * n * 8;
     Array x = random_complex64({batch, n}, gpu);
     Array copy_dst = empty({batch, n}, DType::complex64, gpu);
-    const double copy_ms = median_event_ms([&] {
-      if (cudaMemcpyAsync(copy_dst.data(), x.data(), static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice,
-                          cuda_stream) != cudaSuccess) {
-        std::printf("fft_bench: cudaMemcpyAsync failed\n");
-        std::exit(1);
-      }
-    }, stream);
+    const double copy_ms =
+        bench::device_copy_ms(copy_dst.data(), x.data(), bytes, cudaMemcpyDeviceToDevice, stream, {3, 20});
     const double copy_tbs = 2.0 * bytes / copy_ms / 1e9;
     copy_dst = Array();
     Array y = fft::fft(x);
@@ -194,11 +171,13 @@ int main() {
       all_ok = false;
       std::printf("fft 16384x8192: FAILED check (max rel error %.3g)\n", err);
     } else {
-      const double ms = median_event_ms([&] { y = fft::fft(x); }, stream);
+      const double ms = profile::time_on_stream([&] { y = fft::fft(x); }, stream, {3, 20}).median_ms;
       Array out = empty({batch, n}, DType::complex64, gpu);
       const backend::FFTProblem problem = c2c_problem(n, batch, x, out);
       const std::shared_ptr<void> raw_plan = backend::cuda::fft_plan(problem, stream);
-      const double raw_ms = median_event_ms([&] { backend::cuda::fft_exec_raw(raw_plan, problem, stream); }, stream);
+      const double raw_ms =
+          profile::time_on_stream([&] { backend::cuda::fft_exec_raw(raw_plan, problem, stream); }, stream, {3, 20})
+              .median_ms;
       const double tbs = 2.0 * bytes / ms / 1e9, raw_tbs = 2.0 * bytes / raw_ms / 1e9;
       row.update({{"ms", ms}, {"TBps", tbs}, {"pct_of_copy", 100 * tbs / copy_tbs}, {"raw_cufft_ms", raw_ms},
                   {"raw_cufft_TBps", raw_tbs}, {"pct_of_raw_cufft", 100 * tbs / raw_tbs}});
@@ -206,11 +185,10 @@ int main() {
                   "raw cufftExecC2C (%.3f TB/s)\n",
                   ms, tbs, 100 * tbs / copy_tbs, copy_tbs, 100 * tbs / raw_tbs, raw_tbs);
       // PyTorch's number, when bench/peers/torch_fft.py ran first on this machine today.
-      const std::string path = bench::results_dir() + "/" + bench::device_slug() + "-" + bench::today() + ".json";
-      if (std::ifstream in(path); in) {
+      const std::string path = bench::results_path();
+      if (std::ifstream(path)) {
         try {
-          nlohmann::json all;
-          in >> all;
+          const nlohmann::json all = bench::read_results();
           const auto& peer = all.at("fft_peers").at("torch").at("batched_16384x8192");
           const double torch_tbs = peer.at("TBps").get<double>();
           row["torch_TBps"] = torch_tbs;

@@ -3,7 +3,6 @@
 // cudaLibraryLoadData). Targets on the H100: first compile <= 300 ms, warm load <= 5 ms.
 // Each sample uses a distinct kernel so no cache layer hides the work. Without a GPU only the
 // compile and the disk read are measured.
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -24,10 +23,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using tessel::bench::median;
 
 tessel::jit::CompileRequest request(int i, const std::string& arch) {
   using namespace tessel::jit;

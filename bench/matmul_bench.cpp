@@ -37,21 +37,6 @@ using namespace tessel;
 
 namespace {
 
-double median_ms(const std::function<void()>& body, const Stream& stream, int repeats = 20) {
-  for (int i = 0; i < 3; ++i) body();
-  std::vector<double> times;
-  Event start(stream.device()), stop(stream.device());
-  for (int i = 0; i < repeats; ++i) {
-    start.record(stream);
-    body();
-    stop.record(stream);
-    stop.synchronize();
-    times.push_back(start.elapsed_ms(stop));
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
 void check_cublas(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS) {
     std::fprintf(stderr, "%s failed: %d\n", what, static_cast<int>(status));
@@ -89,10 +74,7 @@ double sampled_error(const Array& d, const std::vector<float>& a, const std::vec
 }  // namespace
 
 int main() {
-  if (!cuda_available()) {
-    std::printf("matmul_bench: skipped: no CUDA device (%s)\n", cuda_unavailable_reason().c_str());
-    return 0;
-  }
+  if (bench::skip_without_cuda("matmul_bench")) return 0;
   const Device gpu = Device::cuda(0);
   const Stream stream = current_stream(gpu);
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle());
@@ -137,7 +119,7 @@ int main() {
     };
     cublas_gemm();
     verdict(sampled_error(d, ah, bh, {}, false, m, n, k), tol, "cublas bf16");
-    const double cublas_ms = median_ms(cublas_gemm, stream);
+    const double cublas_ms = profile::time_on_stream(cublas_gemm, stream, {3, 20}).median_ms;
     const double cublas_tflops = flop / cublas_ms / 1e9;
     row["cublas_gemm_no_epilogue"] = {{"ms", cublas_ms}, {"TFLOPs", cublas_tflops}};
 
@@ -151,7 +133,7 @@ int main() {
         row[name] = {{"status", "FAILED"}, {"error", error}};
         return;
       }
-      const double ms = median_ms(body, stream);
+      const double ms = profile::time_on_stream(body, stream, {3, 20}).median_ms;
       const double tflops = flop / ms / 1e9;
       row[name] = {{"ms", ms}, {"TFLOPs", tflops}, {"pct_of_cublas", 100 * tflops / cublas_tflops}, {"error", error}};
       std::printf("relu(a@b+bias) bf16 %lldx%lldx%lld %-26s %8.3f ms %7.1f TFLOP/s %6.1f%% of cuBLAS\n",
@@ -230,7 +212,7 @@ int main() {
         row[name] = {{"status", "FAILED"}, {"error", error}};
         return -1;
       }
-      const double ms = median_ms(body, stream, 10);
+      const double ms = profile::time_on_stream(body, stream, {3, 10}).median_ms;
       row[name] = {{"ms", ms}, {"TFLOPs", flop / ms / 1e9}, {"error", error}};
       std::printf("sgemm 4096^2 %-28s %8.3f ms %6.2f TFLOP/s\n", name, ms, flop / ms / 1e9);
       return ms;
@@ -288,9 +270,9 @@ int main() {
         row[name] = {{"status", "FAILED"}, {"error", error}};
         continue;
       }
-      const double ms = median_ms([&] {
+      const double ms = profile::time_on_stream([&] {
         for (int i = 0; i < 100; ++i) plan.execute(a, b, o, d);
-      }, stream, 10);
+      }, stream, {3, 10}).median_ms;
       const double torch_ms = compute == MatmulCompute::tf32 ? 1.97 : 5.41;  // PyTorch on our H100 (issue 5)
       row[name] = {{"ms_for_100", ms}, {"choice", plan.selected().name}, {"pytorch_h100_reference_ms", torch_ms},
                    {"error", error}};

@@ -32,20 +32,6 @@ namespace sm90 = tessel::detail::sm90;
 
 namespace {
 
-double median_ms(const std::function<void()>& body, const Stream& stream, int repeats = 20) {
-  for (int i = 0; i < 3; ++i) body();
-  std::vector<double> times;
-  Event start(stream.device()), stop(stream.device());
-  for (int i = 0; i < repeats; ++i) {
-    start.record(stream);
-    body();
-    stop.record(stream);
-    times.push_back(start.elapsed_ms(stop));
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
 void check_lt(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cuBLASLt: ") + what + " failed with status " + std::to_string(status));
 }
@@ -55,10 +41,7 @@ double bf16_to_double(std::uint16_t bits) { return static_cast<double>(bfloat16:
 }  // namespace
 
 int main() {
-  if (!cuda_available()) {
-    std::printf("matmul_sm90_bench: skipped: no CUDA device (%s)\n", cuda_unavailable_reason().c_str());
-    return 0;
-  }
+  if (bench::skip_without_cuda("matmul_sm90_bench")) return 0;
   const DeviceProperties& props = device_properties(0);
   if (props.cc_major != 9 || props.cc_minor != 0) {
     std::printf("matmul_sm90_bench: skipped: needs compute capability 9.0, device 0 is %s\n", props.name.c_str());
@@ -117,7 +100,7 @@ int main() {
                  "matmul");
       };
       const double flops = 2.0 * m * n * k;
-      const double lt_ms = median_ms(run_lt, stream);
+      const double lt_ms = profile::time_on_stream(run_lt, stream, {3, 20}).median_ms;
       const std::vector<bfloat16> ref = d_lt.to_vector<bfloat16>();
       const std::vector<bfloat16> bias_host = bias.to_vector<bfloat16>();
       nlohmann::json entry;
@@ -158,7 +141,8 @@ int main() {
           const double rel = std::sqrt(err2 / ref2);
           const bool ok = rel < 1e-2;
           all_ok = all_ok && ok;
-          const double ms = median_ms([&] { sm90::run(args, config, stream.handle()); }, stream);
+          const double ms =
+              profile::time_on_stream([&] { sm90::run(args, config, stream.handle()); }, stream, {3, 20}).median_ms;
           entry[name] = {{"ms", ms}, {"tflops", flops / ms / 1e9}, {"fraction_of_cublaslt", lt_ms / ms},
                          {"rel_error_vs_cublaslt", rel}, {"ok", ok}};
           std::printf("  %-32s %.3f ms %.1f TFLOP/s = %.1f%% of cuBLASLt (rel err %.1e)%s\n", name.c_str(), ms,

@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <random>
 #include <vector>
@@ -37,31 +36,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::int64_t MiB = 1 << 20;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
-void cuda_ok(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    std::fprintf(stderr, "pipeline_bench: %s: %s\n", what, cudaGetErrorString(status));
-    std::exit(1);
-  }
-}
-
-// Median GB/s of a copy of `bytes` with cudaMemcpyAsync on `stream`, timed with events.
+// Median GB/s of a copy of `bytes` with cudaMemcpyAsync on `stream` (2 untimed copies first).
 double copy_GBps(void* dst, const void* src, std::int64_t bytes, cudaMemcpyKind kind, const Stream& stream, int repeats = 9) {
-  Event start(stream.device()), stop(stream.device());
-  std::vector<double> ms;
-  for (int i = 0; i < repeats + 2; ++i) {
-    start.record(stream);
-    cuda_ok(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(bytes), kind, static_cast<cudaStream_t>(stream.handle())),
-            "cudaMemcpyAsync");
-    stop.record(stream);
-    const double t = start.elapsed_ms(stop);
-    if (i >= 2) ms.push_back(t);
-  }
-  return double(bytes) / median(ms) / 1e6;
+  return double(bytes) / bench::device_copy_ms(dst, src, bytes, kind, stream, {2, repeats}) / 1e6;
 }
 
 Array pinned_array(const Shape& shape) {
@@ -93,10 +72,7 @@ nlohmann::json report_json(const PipelineReport& r) {
 }  // namespace
 
 int main() {
-  if (!cuda_available()) {
-    std::printf("pipeline_bench: skipped: no CUDA device (%s)\n", cuda_unavailable_reason().c_str());
-    return 0;
-  }
+  if (bench::skip_without_cuda("pipeline_bench")) return 0;
   const Device gpu = Device::cuda(0);
   Stream stream = Stream::create(gpu);
   nlohmann::json out;
@@ -254,16 +230,8 @@ int main() {
   }
   // PyTorch's numbers, when bench/peers/torch_pipeline.py ran first today on this device.
   {
-    const std::string path = tessel::bench::results_dir() + "/" + tessel::bench::device_slug() + "-" +
-                             tessel::bench::today() + ".json";
-    nlohmann::json all;
-    if (std::ifstream in(path); in) {
-      try {
-        in >> all;
-      } catch (const nlohmann::json::exception&) {
-        all = nlohmann::json::object();
-      }
-    }
+    const std::string path = tessel::bench::results_path();
+    nlohmann::json all = tessel::bench::read_results();
     if (all.contains("pipeline_peers")) {
       double torch_pinned4 = 0, torch_pageable4 = 0;
       for (const auto& e : all["pipeline_peers"]["x2p1_1GiB"]) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@
 #include "tessel/ops/random.hpp"
 #include "tessel/ops/reduce.hpp"
 #include "tessel/ops/sort.hpp"
+#include "tessel/profile/timer.hpp"
 
 #if defined(TESSEL_HAVE_CUDA)
 #include <cuda_runtime_api.h>
@@ -37,30 +39,22 @@ constexpr std::int64_t sort_elements = 100'000'000;
 
 std::map<std::string, double> seconds_per_iteration;  // the last (longest) run of each benchmark
 
-// Times `body` per iteration with CUDA events on `stream`.
+// Times `body` per iteration with CUDA events on `stream` (tessel's timer, one repeat per
+// Google Benchmark iteration, reported as manual time).
 template <class Body>
-void time_on_stream(benchmark::State& state, const std::string& name, cudaStream_t stream, Body&& body) {
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  body();  // warm-up (allocator cache, CUB temp sizing)
-  cudaStreamSynchronize(stream);
+void time_iterations(benchmark::State& state, const std::string& name, const tessel::Stream& stream, Body&& body) {
+  const std::function<void()> timed = body;
+  timed();  // warm-up (allocator cache, CUB temp sizing)
+  stream.synchronize();
   double total = 0;
   std::int64_t count = 0;
   for (auto _ : state) {
-    cudaEventRecord(start, stream);
-    body();
-    cudaEventRecord(stop, stream);
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    state.SetIterationTime(ms / 1e3);
-    total += ms / 1e3;
+    const double seconds = tessel::profile::time_on_stream(timed, stream, {0, 1}).median_ms / 1e3;
+    state.SetIterationTime(seconds);
+    total += seconds;
     ++count;
   }
   if (count > 0) seconds_per_iteration[name] = total / static_cast<double>(count);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
 }
 
 void register_benchmarks() {
@@ -75,19 +69,20 @@ void register_benchmarks() {
 
   benchmark::RegisterBenchmark("copy_d2d_2^28_float32", [=](benchmark::State& state) {
     auto dst = tessel::Buffer::allocate(gpu, x->nbytes(), *stream);
-    time_on_stream(state, "copy", raw, [&] {
+    time_iterations(state, "copy", *stream, [&] {
       cudaMemcpyAsync(dst->data(), x->data(), static_cast<std::size_t>(x->nbytes()), cudaMemcpyDeviceToDevice, raw);
     });
     state.SetBytesProcessed(state.iterations() * 2 * x->nbytes());
   })->UseManualTime()->Unit(benchmark::kMicrosecond);
 
   benchmark::RegisterBenchmark("sum_2^28_float32", [=](benchmark::State& state) {
-    time_on_stream(state, "sum", raw, [&] { benchmark::DoNotOptimize(tessel::sum(*x, std::nullopt, false, *stream)); });
+    time_iterations(state, "sum", *stream,
+                    [&] { benchmark::DoNotOptimize(tessel::sum(*x, std::nullopt, false, *stream)); });
     state.SetBytesProcessed(state.iterations() * x->nbytes());
   })->UseManualTime()->Unit(benchmark::kMicrosecond);
 
   benchmark::RegisterBenchmark("argsort_1e8_int32", [=](benchmark::State& state) {
-    time_on_stream(state, "argsort", raw, [&] { benchmark::DoNotOptimize(tessel::argsort(*keys, -1, *stream)); });
+    time_iterations(state, "argsort", *stream, [&] { benchmark::DoNotOptimize(tessel::argsort(*keys, -1, *stream)); });
     state.SetItemsProcessed(state.iterations() * sort_elements);
   })->UseManualTime()->Unit(benchmark::kMillisecond);
 
@@ -101,7 +96,7 @@ void register_benchmarks() {
                                                 *stream);
     auto temp = tessel::Buffer::allocate(gpu, static_cast<std::int64_t>(temp_bytes), *stream);
     iota.wait();
-    time_on_stream(state, "cub", raw, [&] {
+    time_iterations(state, "cub", *stream, [&] {
       tessel::backend::cuda::cub_sort_pairs_int32(
           temp->data(), temp_bytes, keys->data_as<std::int32_t>(), static_cast<std::int32_t*>(keys_out->data()),
           iota.data_as<std::int64_t>(), static_cast<std::int64_t*>(values_out->data()), sort_elements, *stream);
@@ -116,10 +111,7 @@ void register_benchmarks() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  if (!tessel::cuda_available()) {
-    std::printf("reduce_sort_bench: skipped: no CUDA device (%s)\n", tessel::cuda_unavailable_reason().c_str());
-    return 0;
-  }
+  if (tessel::bench::skip_without_cuda("reduce_sort_bench")) return 0;
 #if defined(TESSEL_HAVE_CUDA)
   register_benchmarks();
   benchmark::RunSpecifiedBenchmarks();

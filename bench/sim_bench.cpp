@@ -7,16 +7,14 @@
 //   1e7 particles at the same density (box side 10^(1/3)): target <= 12x the 1e6 time.
 // Before timing, each run is sanity-checked: finite energies, contacts found, momentum finite.
 // Without a GPU this prints a note and exits 0.
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "bench_results.hpp"
 #include "tessel/core/device.hpp"
-#include "tessel/core/event.hpp"
+#include "tessel/profile/timer.hpp"
 #include "tessel/sim/particles.hpp"
 
 namespace {
@@ -38,21 +36,13 @@ Result run(std::int64_t n, int warmup, int repeats) {
                  static_cast<long long>(n), d.total_energy(), static_cast<long long>(d.contacts));
     std::exit(1);
   }
-  std::vector<double> ms;
-  Event start(Device::cuda(0)), stop(Device::cuda(0));
-  for (int k = 0; k < repeats; ++k) {
-    start.record(p.stream());
-    p.step(1);
-    stop.record(p.stream());
-    stop.synchronize();
-    ms.push_back(start.elapsed_ms(stop));
-  }
+  // The warm-up steps ran above, before the sanity check: none here.
+  const profile::Timing t = profile::time_on_stream([&] { p.step(1); }, p.stream(), {0, repeats});
   const sim::Diagnostics after = p.diagnostics();
-  std::sort(ms.begin(), ms.end());
   Result r;
-  r.median_ms = ms[ms.size() / 2];
-  r.min_ms = ms.front();
-  r.max_ms = ms.back();
+  r.median_ms = t.median_ms;
+  r.min_ms = t.min_ms;
+  r.max_ms = t.max_ms;
   r.contacts = after.contacts;
   r.kinetic = after.kinetic;
   std::printf("sim n=%lld: median %.4f ms/step (min %.4f, max %.4f), %lld contacts, %.4g particle-steps/s\n",
@@ -64,10 +54,7 @@ Result run(std::int64_t n, int warmup, int repeats) {
 }  // namespace
 
 int main() {
-  if (!tessel::cuda_available()) {
-    std::printf("sim_bench: skipped: no CUDA device (%s)\n", tessel::cuda_unavailable_reason().c_str());
-    return 0;
-  }
+  if (tessel::bench::skip_without_cuda("sim_bench")) return 0;
   const Result small = run(1'000'000, 10, 100);
   const Result large = run(10'000'000, 10, 100);
   const double ratio = large.median_ms / small.median_ms;

@@ -21,15 +21,14 @@ Results merge into bench/results/<device>-<date>.json under "sim_peers".
   NUMBA_ENABLE_CUDASIM=1 python3 bench/peers/numba_sim.py --simulate   # tiny CPU check, no GPU
 """
 import argparse
-import datetime
-import json
 import math
 import os
-import re
 import sys
 import time
 
 import numpy as np
+
+import peer_results
 
 np.row_stack = np.vstack  # removed in NumPy 2; numba.cuda still refers to it
 
@@ -252,6 +251,7 @@ class NumbaSim:
 
 
 def median_ms(step, steps, warmup):
+    """Median ms per step: CUDA events (CuPy's) on the GPU, the host clock in the simulator."""
     for _ in range(warmup):
         step()
     if SIMULATE:
@@ -261,15 +261,7 @@ def median_ms(step, steps, warmup):
             step()
             times.append(1e3 * (time.perf_counter() - t0))
         return sorted(times)[len(times) // 2]
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    times = []
-    for _ in range(steps):
-        start.record()
-        step()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return sorted(times)[len(times) // 2]
+    return peer_results.median_ms(step, steps, warmup=0, events=lambda: (cp.cuda.Event(), cp.cuda.Event()))
 
 
 def measure_tessel(n, side, steps, warmup):
@@ -323,12 +315,6 @@ def median_step_ms(n=1_000_000, steps=100, warmup=10):
     return ms
 
 
-def results_path(device_name):
-    slug = re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", device_name.lower())).strip("-")
-    folder = os.environ.get("TESSEL_BENCH_RESULTS", os.path.join(os.path.dirname(__file__), "..", "results"))
-    return os.path.join(folder, f"{slug}-{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}.json")
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=1_000_000)
@@ -363,12 +349,7 @@ def main():
         print(f"tessel (same process): {t['median_ms_per_step']:.4f} ms/step: ratio {out['ratio_tessel_over_numba']:.3f}")
     else:
         print(f"tessel (same process): {out['tessel_same_process']['skipped']}; see bench/sim_bench.cpp")
-    path = results_path(cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
-    data = json.load(open(path)) if os.path.exists(path) else {}
-    data["sim_peers"] = out
-    with open(path, "w") as f:
-        json.dump(data, f, indent=2)
-    print(f"results: {path} [sim_peers]")
+    peer_results.merge_results("sim_peers", out, cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
 
 
 if __name__ == "__main__":

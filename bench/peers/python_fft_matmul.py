@@ -9,13 +9,7 @@
   - 100 float32 1024^2 products (fp32 and tf32), total ms.
 Every result is checked (against numpy.fft / float64 samples) before it is timed. Merges into
 bench/results/<device>-<date>.json under "python_fft_matmul". Skips (exit 0) without a GPU."""
-import datetime
-import json
-import os
-import re
-import statistics
 import sys
-import time
 
 import numpy as np
 
@@ -30,40 +24,11 @@ try:
 except ImportError:
     cupy = None
 
+from peer_results import back_to_back_us, latency_us, merge_results, rel_error
+
 FFT_N = 8192
 FFT_TOL = 2e-5
 MATMUL_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 4096, 1024)]
-
-
-def latency_us(fn, sync, calls=5000):
-    for _ in range(200):
-        fn()
-    sync()
-    times = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        times.append((time.perf_counter() - t0) * 1e6)
-    return statistics.median(times)
-
-
-def back_to_back_us(fn, sync, calls=2000, rounds=5):
-    for _ in range(min(calls, 200)):
-        fn()
-    sync()
-    runs = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync()
-        runs.append((time.perf_counter() - t0) * 1e6 / calls)
-    return statistics.median(runs)
-
-
-def rel_error(got, want):
-    return float(np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-30))
 
 
 def bench_fft(dev, sync):
@@ -156,12 +121,6 @@ def bench_matmul(dev, sync):
     return out
 
 
-def results_path(device_name):
-    slug = re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", device_name.lower())).strip("-")
-    folder = os.environ.get("TESSEL_BENCH_RESULTS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results"))
-    return os.path.join(folder, f"{slug}-{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}.json")
-
-
 def main():
     if not ts.cuda_available():
         print(f"python_fft_matmul: skipped: CUDA unavailable ({ts.cuda_unavailable_reason()})")
@@ -179,13 +138,7 @@ def main():
         for row in results["matmul"]["relu_matmul_bias_bf16"]:
             print("relu(a@b+bias) bf16", {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()})
         print("float32 1024^2 x100:", results["matmul"]["float32_1024_x100"])
-    path = results_path(ts.device_name(0))
-    data = json.load(open(path)) if os.path.exists(path) else {}
-    data["python_fft_matmul"] = results
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(data, f, indent=2)
-    print(f"results: {path} [python_fft_matmul]")
+    merge_results("python_fft_matmul", results, ts.device_name(0))
     return 0
 
 

@@ -7,43 +7,21 @@ before timing. Targets (issue 4): tessel add <= 5 us, round trip <= 10 us on the
 Results merge into bench/results/<device-slug>-<date>.json under "python_overhead" (the slug
 rule of bench/bench_results.hpp; "cpu" without a GPU, where tessel's CPU backend is measured as
 a proxy and the peers are skipped)."""
-import datetime
-import json
 import os
-import re
-import statistics
 import sys
-import time
 
 import numpy as np
 
 import tessel as ts
+
+from peer_results import back_to_back_us, merge_results
 
 CALLS = int(os.environ.get("TESSEL_OVERHEAD_CALLS", "20000"))
 REPEATS = int(os.environ.get("TESSEL_OVERHEAD_REPEATS", "7"))
 
 
 def per_call_us(fn, sync, calls=CALLS, repeats=REPEATS):
-    for _ in range(max(1000, calls // 10)):
-        fn()
-    sync()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync()
-        times.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(times)
-
-
-def slug(name):
-    return re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", name.lower())).strip("-")
-
-
-def results_path(device_name):
-    folder = os.environ.get("TESSEL_BENCH_RESULTS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results"))
-    return os.path.join(folder, f"{slug(device_name)}-{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}.json")
+    return back_to_back_us(fn, sync, calls=calls, rounds=repeats, warmup=max(1000, calls // 10))
 
 
 def measure_tessel(device):
@@ -135,19 +113,7 @@ def main():
             print(f"  {key:36s} {value:8.2f} us")
     for name, why in results["skipped"].items():
         print(f"  {name}: skipped: {why}")
-    path = results_path(device_name)
-    everything = {}
-    if os.path.exists(path):
-        try:
-            with open(path) as f:
-                everything = json.load(f)
-        except (OSError, json.JSONDecodeError):
-            everything = {}
-    everything["python_overhead"] = results
-    with open(path, "w") as f:
-        json.dump(everything, f, indent=2)
-        f.write("\n")
-    print(f"results: {path} [python_overhead]")
+    merge_results("python_overhead", results, device_name)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,6 @@
 """PyTorch's side of bench/elementwise_bench.cpp, on the same sizes, timed the same way
 (CUDA events, warm-up, median). Merges its numbers into bench/results/<device>-<date>.json
 under "elementwise_torch"."""
-import datetime
-import json
-import os
-import re
 import sys
 
 try:
@@ -13,25 +9,7 @@ except ImportError:
     print("torch_elementwise: skipped: PyTorch is not installed")
     sys.exit(0)
 
-
-def median_ms(fn, repeats=25):
-    for _ in range(3):
-        fn()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(repeats):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return sorted(times)[len(times) // 2]
-
-
-def results_path(device_name):
-    slug = re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", device_name.lower())).strip("-")
-    folder = os.environ.get("TESSEL_BENCH_RESULTS", os.path.join(os.path.dirname(__file__), "..", "results"))
-    return os.path.join(folder, f"{slug}-{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}.json")
+from peer_results import median_ms, merge_results
 
 
 def main():
@@ -44,7 +22,7 @@ def main():
         c = torch.full((n,), float("nan"), device="cuda")
         torch.add(a, b, out=c)
         assert torch.allclose(c, a + b)
-        ms = median_ms(lambda: torch.add(a, b, out=c))
+        ms = median_ms(lambda: torch.add(a, b, out=c), repeats=25)
         out["vector_add"].append({"n": n, "ms": ms, "GBps": 3 * n * 4 / ms / 1e6})
         print(f"torch add n={n}: {ms:.4f} ms")
     n = 100_000_000
@@ -53,12 +31,7 @@ def main():
     ms = median_ms(lambda: torch.relu(a * x + b) * c, repeats=15)
     out["relu_axpb_c_eager"] = {"n": n, "ms": ms}
     print(f"torch relu(a*x+b)*c eager: {ms:.3f} ms")
-    path = results_path(torch.cuda.get_device_name(0))
-    data = json.load(open(path)) if os.path.exists(path) else {}
-    data["elementwise_torch"] = out
-    with open(path, "w") as f:
-        json.dump(data, f, indent=2)
-    print(f"results: {path} [elementwise_torch]")
+    merge_results("elementwise_torch", out, torch.cuda.get_device_name(0))
 
 
 if __name__ == "__main__":

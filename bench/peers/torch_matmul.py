@@ -5,10 +5,6 @@ warm-up, median), each variant checked against torch's float64 result on a sampl
     plus a @ b alone;
   100 float32 1024^2 products with fp32 and with tf32 (torch.backends.cuda.matmul.allow_tf32).
 Merges its numbers into bench/results/<device>-<date>.json under "matmul_peers"."""
-import datetime
-import json
-import os
-import re
 import sys
 
 try:
@@ -17,25 +13,7 @@ except ImportError:
     print("torch_matmul: skipped: PyTorch is not installed")
     sys.exit(0)
 
-
-def median_ms(fn, repeats=20):
-    for _ in range(3):
-        fn()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(repeats):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return sorted(times)[len(times) // 2]
-
-
-def results_path(device_name):
-    slug = re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", device_name.lower())).strip("-")
-    folder = os.environ.get("TESSEL_BENCH_RESULTS", os.path.join(os.path.dirname(__file__), "..", "results"))
-    return os.path.join(folder, f"{slug}-{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}.json")
+from peer_results import median_ms, merge_results
 
 
 def sampled_error(d, a, b, bias, relu, samples=256):
@@ -104,12 +82,7 @@ def main():
         out["float32_1024_x100"][name] = {"ms_for_100": ms, "error": error}
         print(f"torch 100 x float32 1024^2 ({name}): {ms:.3f} ms")
     torch.backends.cuda.matmul.allow_tf32 = False
-    path = results_path(torch.cuda.get_device_name(0))
-    data = json.load(open(path)) if os.path.exists(path) else {}
-    data["matmul_peers"] = out
-    with open(path, "w") as f:
-        json.dump(data, f, indent=2)
-    print(f"results: {path} [matmul_peers]")
+    merge_results("matmul_peers", out, torch.cuda.get_device_name(0))
 
 
 if __name__ == "__main__":

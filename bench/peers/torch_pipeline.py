@@ -4,10 +4,6 @@ overlap copies and compute in PyTorch), from pinned and from pageable input. The
 variant stages each chunk through a pinned buffer per stream, as a careful user would.
 Results are checked, then timed (wall clock, median of repeats after a warm-up) and merged into
 bench/results/<device>-<date>.json under "pipeline_peers"."""
-import datetime
-import json
-import os
-import re
 import sys
 import time
 
@@ -17,14 +13,10 @@ except ImportError:
     print("torch_pipeline: skipped: PyTorch is not installed")
     sys.exit(0)
 
+from peer_results import merge_results
+
 GiB = 1 << 30
 CHUNK_BYTES = 16 << 20
-
-
-def results_path(device_name):
-    slug = re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", device_name.lower())).strip("-")
-    folder = os.environ.get("TESSEL_BENCH_RESULTS", os.path.join(os.path.dirname(__file__), "..", "results"))
-    return os.path.join(folder, f"{slug}-{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}.json")
 
 
 def run_pinned(x, y, streams, chunk):
@@ -106,12 +98,7 @@ def main():
         out["x2p1_1GiB"].append({"name": f"pageable_{num_streams}_streams", "streams": num_streams, "ms": ms, "GBps": n * 4 / ms / 1e6})
         print(f"torch pageable in+out, {num_streams} stream(s): {ms:.2f} ms, {n * 4 / ms / 1e6:.2f} GB/s")
 
-    path = results_path(torch.cuda.get_device_name(0))
-    data = json.load(open(path)) if os.path.exists(path) else {}
-    data["pipeline_peers"] = out
-    with open(path, "w") as f:
-        json.dump(data, f, indent=2)
-    print(f"results: {path} [pipeline_peers]")
+    merge_results("pipeline_peers", out, torch.cuda.get_device_name(0))
 
 
 if __name__ == "__main__":
