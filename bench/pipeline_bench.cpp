@@ -43,10 +43,6 @@ double copy_GBps(void* dst, const void* src, std::int64_t bytes, cudaMemcpyKind 
   return double(bytes) / bench::device_copy_ms(dst, src, bytes, kind, stream, {2, repeats}) / 1e6;
 }
 
-Array pinned_array(const Shape& shape) {
-  auto storage = std::make_shared<detail::Storage>(Buffer::allocate_pinned(numel(shape) * 4));
-  return Array(std::move(storage), shape, contiguous_strides(shape), 0, DType::float32);
-}
 
 // Largest relative error of y against x*2+1 (float32 arithmetic) over a strided sample.
 double check_twice_plus_one(const Array& x, const Array& y) {
@@ -100,7 +96,7 @@ int main() {
 
   // ---- 2. 1 GiB host -> x*2+1 -> host ----
   const std::int64_t n = (1024 * MiB) / 4;
-  Array x_pinned = pinned_array({n});
+  Array x_pinned = empty_pinned({n}, DType::float32);
   {
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> dist(-1000.0f, 1000.0f);
