@@ -4,6 +4,7 @@
 // One file per library layer registers its part of the module (module.cpp calls them in order).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 

@@ -69,10 +69,10 @@ def test_asarray_python_values(device):
 
 def test_numpy_view_is_zero_copy():
     ref = np.arange(6.0)
-    x = ts.asarray(ref)
+    x = ts.asarray(ref, device="cpu")  # the default device is CUDA where there is one
     ref[0] = 42.0
     assert x[0].item() == 42.0  # shares memory
-    y = ts.asarray(ref, copy=True)
+    y = ts.asarray(ref, copy=True, device="cpu")
     ref[1] = -1.0
     assert y[1].item() == 1.0
 
@@ -335,7 +335,7 @@ def test_dtype_pickle_and_identity():
 
 
 def test_dlpack_of_transposed_view():
-    x = ts.reshape(ts.arange(6), (2, 3))
+    x = ts.reshape(ts.arange(6, device="cpu"), (2, 3))  # NumPy imports host memory only
     np.testing.assert_array_equal(np.from_dlpack(x.T), np.arange(6).reshape(2, 3).T)
 
 

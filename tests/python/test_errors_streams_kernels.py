@@ -85,6 +85,11 @@ def test_memory_stats_cuda():
     assert_close(ts.asarray(p, device="cuda"), np.full((4, 4), 3, "float32"))
 
 
+def test_stream_priority_range_is_a_pair():
+    lo, hi = ts.Stream.priority_range()
+    assert isinstance(lo, int) and isinstance(hi, int) and lo <= hi
+
+
 def test_memory_helpers_without_cuda():
     assert isinstance(ts.cuda.host_memory_stats(), dict)
     p = ts.cuda.pinned_empty((3, 2), "float64")  # pinned with CUDA, ordinary host memory without

@@ -38,14 +38,14 @@ def test_dlpack_roundtrip_numpy(dtype):
 
 
 def test_dlpack_export_keeps_storage_alive():
-    x = ts.arange(100, dtype=ts.float64)
+    x = ts.arange(100, dtype=ts.float64, device="cpu")  # NumPy imports host memory only
     view = np.from_dlpack(x[10:20])
     del x
     np.testing.assert_array_equal(view, np.arange(10, 20, dtype=np.float64))
 
 
 def test_dlpack_capsules_versioned_and_legacy():
-    x = ts.arange(5)
+    x = ts.arange(5, device="cpu")  # __dlpack_device__ of a host array is (1, 0)
     versioned = x.__dlpack__(max_version=(1, 0))
     legacy = x.__dlpack__()
     assert "dltensor_versioned" in repr(versioned)
@@ -143,7 +143,7 @@ def test_wrong_keyword_arguments():
 
 
 def test_cuda_array_interface_only_on_cuda():
-    assert not hasattr(ts.ones(2), "__cuda_array_interface__")
+    assert not hasattr(ts.ones(2, device="cpu"), "__cuda_array_interface__")
 
 
 class _FakeCAI:
