@@ -3,10 +3,8 @@
 // an orthographic side view (x right, z up, looking along +y), spheres shaded by their normal and
 // by depth, colored by speed.
 #include <png.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "tessel/core/progress.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/event.hpp"
@@ -156,25 +155,6 @@ void render(const sim::Particles& p, int width, const std::string& path) {
 
 // ---- the run ----
 
-// A bar redrawn in place on a terminal; on a pipe or file, one line per 10%.
-void progress(std::int64_t done, std::int64_t total, double ms_per_step, bool final) {
-  constexpr int width = 30;
-  static const bool terminal = isatty(2) != 0;
-  static int last_decile = -1;
-  const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
-  if (!terminal) {
-    const int decile = static_cast<int>(f * 10);
-    if (decile == last_decile && !final) return;
-    last_decile = decile;
-  }
-  const int filled = static_cast<int>(f * width);
-  std::fprintf(stderr, terminal ? "\r[%s%s] %3d%% step %lld/%lld  %.3f ms/step" : "[%s%s] %3d%% step %lld/%lld  %.3f ms/step\n", std::string(static_cast<std::size_t>(filled), '#').c_str(),
-               std::string(static_cast<std::size_t>(width - filled), '.').c_str(), static_cast<int>(100 * f),
-               static_cast<long long>(done), static_cast<long long>(total), ms_per_step);
-  if (final && terminal) std::fprintf(stderr, "\n");
-  std::fflush(stderr);
-}
-
 void run(SimOptions o) {
   if (o.n <= 0) throw ValueError(fmt::format("sim particles: --n must be positive, got {}", o.n));
   if (o.steps < 0 || o.frames < 0 || o.csv_every <= 0) {
@@ -274,7 +254,8 @@ void run(SimOptions o) {
   std::vector<std::int64_t> chunk_steps;
   double total_ms = 0;
   Event start(device), stop(device);
-  auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  // Shown on a terminal, and as one line per tenth of the run in a log (the user asked for a run).
+  ProgressBar bar("sim", o.steps, ProgressMode::on);
   std::int64_t done = 0;
   while (done < o.steps) {
     std::int64_t target = std::min(o.steps, (done / o.csv_every + 1) * o.csv_every);
@@ -291,11 +272,7 @@ void run(SimOptions o) {
     done = target;
     if (done % o.csv_every == 0 || done == o.steps) write_row(ms / static_cast<double>(count));
     render_due(done);
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_print > std::chrono::milliseconds(100) || done == o.steps) {
-      progress(done, o.steps, total_ms / static_cast<double>(done), done == o.steps);
-      last_print = now;
-    }
+    bar.update(done, fmt::format("step {}/{}  {:.3f} ms/step", done, o.steps, total_ms / static_cast<double>(done)));
   }
 
   // Median ms per step over steps (each chunk's mean counted once per step it covers).

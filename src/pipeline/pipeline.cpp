@@ -115,40 +115,23 @@ Shape with_rows(std::int64_t rows, const Shape& tail) {
   // Other exceptions (the user's own types) propagate unchanged from the outer catch.
 }
 
+// The pipeline's progress bar: automatic shows it only for jobs of 256 MiB or more.
 class PipelineProgress {
  public:
-  PipelineProgress(ProgressMode mode, std::int64_t total_bytes) : total_(total_bytes) {
-    // automatic: TESSEL_PROGRESS=1/0 forces it on/off, else on for jobs of 256 MiB or more when
-    // stderr is a terminal.
-    bool automatic = total_bytes >= 256 * MiB && isatty(STDERR_FILENO) == 1;
-    if (const char* forced = std::getenv("TESSEL_PROGRESS")) automatic = std::strcmp(forced, "0") != 0;
-    enabled_ = mode == ProgressMode::on || (mode == ProgressMode::automatic && automatic);
-    start_ = Clock::now();
-  }
+  PipelineProgress(ProgressMode mode, std::int64_t total_bytes)
+      : bar_("[pipeline]", total_bytes,
+             mode == ProgressMode::automatic && total_bytes < 256 * MiB ? ProgressMode::off : mode),
+        start_(Clock::now()) {}
   void update(std::int64_t done_bytes, std::int64_t chunks_done, std::int64_t chunks_total) {
-    if (!enabled_) return;
+    if (!bar_.enabled()) return;
     const double elapsed = ms_since(start_);
-    // Long jobs only: nothing before half a second; at most 10 updates a second.
-    if (elapsed < 500 && chunks_done != chunks_total) return;
-    if (elapsed - last_ms_ < 100 && chunks_done != chunks_total) return;
-    last_ms_ = elapsed;
-    const double fraction = total_ > 0 ? double(done_bytes) / double(total_) : 1.0;
-    const int width = 30;
-    const int filled = static_cast<int>(fraction * width);
-    std::fprintf(stderr, "\r[pipeline] [%s%s] %3.0f%% %lld/%lld chunks %.1f GB/s", std::string(filled, '#').c_str(),
-                 std::string(width - filled, '.').c_str(), fraction * 100, static_cast<long long>(chunks_done),
-                 static_cast<long long>(chunks_total), elapsed > 0 ? double(done_bytes) / elapsed / 1e6 : 0.0);
-    printed_ = true;
-  }
-  ~PipelineProgress() {
-    if (printed_) std::fprintf(stderr, "\n");
+    bar_.update(chunks_done == chunks_total ? std::max<std::int64_t>(done_bytes, 1) : done_bytes,
+                fmt::format("{}/{} chunks {:.1f} GB/s", chunks_done, chunks_total,
+                            elapsed > 0 ? double(done_bytes) / elapsed / 1e6 : 0.0));
   }
 
  private:
-  bool enabled_ = false;
-  bool printed_ = false;
-  std::int64_t total_;
-  double last_ms_ = -1e9;
+  ProgressBar bar_;
   Clock::time_point start_;
 };
 

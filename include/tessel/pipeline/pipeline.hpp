@@ -27,11 +27,11 @@
 
 #include "tessel/array/array.hpp"
 #include "tessel/core/device.hpp"
+#include "tessel/core/progress.hpp"  // ProgressMode: automatic shows the bar for jobs of 256 MiB or more
 #include "tessel/core/stream.hpp"
 
 namespace tessel {
 
-enum class ProgressMode { automatic, on, off };  // automatic: on for long jobs when stderr is a TTY
 
 struct PipelineOptions {
   // Unset: chosen automatically. Set values must be positive (ValueError otherwise).
