@@ -167,6 +167,7 @@ struct Partition {
   }
 };
 
+#ifdef TESSEL_HAVE_CUDA
 // The value of a scalar in compute dtype `ct`, as a literal of the body's type.
 std::string literal_code(const Scalar& s, DType ct) {
   const std::string type =
@@ -196,7 +197,6 @@ std::string literal_code(const Scalar& s, DType ct) {
   return buf;
 }
 
-#ifdef TESSEL_HAVE_CUDA
 // The graph as one jit expression; every op node rounds to its NumPy result dtype, as eager ops do.
 // `leaves` (optional) maps the region's leaves (inputs or cut nodes) to kernel input positions;
 // without it the whole graph is one kernel over the graph inputs.
