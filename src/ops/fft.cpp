@@ -189,7 +189,7 @@ bool collapse_batch(const Array& rows, std::int64_t& count, std::int64_t& dist) 
 // One batched 1-D transform of `x` along step.axis. `plan_slot` (may be null) holds the
 // backend plan a Plan object keeps for this step.
 Array run_step(Array x, const Step& step, DType complex_dtype, bool& owned, const Stream& stream,
-               std::shared_ptr<void>* plan_slot) {
+               [[maybe_unused]] std::shared_ptr<void>* plan_slot) {  // unused without CUDA
   const Device device = x.device();
   const std::int64_t half = step.n / 2 + 1;
   const std::int64_t in_length = step.kind == FFTKind::c2r ? half : step.n;

@@ -34,7 +34,7 @@ constexpr std::int64_t kHugeN = (std::int64_t{1} << 31) + 7;
     }                                                                                                   \
   } while (0)
 
-double at(const Array& a, std::int64_t i) { return a.slice(0, Slice(i, i + 1)).item<double>(); }
+[[maybe_unused]] double at(const Array& a, std::int64_t i) { return a.slice(0, Slice(i, i + 1)).item<double>(); }
 
 #if defined(TESSEL_HAVE_CUDA)
 TEST(OpsHuge, Int8ElementwiseAndSumPast2To31) {
