@@ -164,6 +164,8 @@ TEST_P(Fuse, BlockedEvaluationMatchesUnfused) {
   auto k = fuse([](const std::vector<Sym>& v) { return where(v[0] > 0, exp(-v[0]) * v[1], tanh(v[1]) - v[0] * 3); }, 3);
   const std::vector<std::vector<Shape>> cases = {
       {{20011}, {20011}, {1}},
+      {{100003}, {100003}, {1}},                 // several blocks of 32768, a short last one
+      {{5, 40000}, {1, 40000}, {5, 1}},          // blocks along the last axis under an outer index
       {{3, 5000}, {1, 5000}, {3, 1}},
       {{2, 3, 9000}, {3, 9000}, {2, 1, 1}},
       {{7, 1, 3000}, {1, 4, 1}, {7, 4, 3000}},
