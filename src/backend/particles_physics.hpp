@@ -51,6 +51,33 @@ TESSEL_HD float wrap(float x, float lo, float length) {
   return w;
 }
 
+// The first half of velocity Verlet for particle i when `kick` (v += dt/2 a; x += dt v; wrap if
+// periodic; written back), then its cell key at the resulting position.
+TESSEL_HD std::uint32_t kick_drift_cell_key(const SimParams& p, const SimArrays& a, long long i, bool kick) {
+  float x = a.x[i], y = a.y[i], z = a.z[i];
+  if (kick) {
+    const float half_dt = 0.5f * p.dt;
+    const float vx = a.vx[i] + half_dt * a.ax[i];
+    const float vy = a.vy[i] + half_dt * a.ay[i];
+    const float vz = a.vz[i] + half_dt * a.az[i];
+    x += p.dt * vx;
+    y += p.dt * vy;
+    z += p.dt * vz;
+    if (p.periodic) {
+      x = wrap(x, p.lo[0], p.length[0]);
+      y = wrap(y, p.lo[1], p.length[1]);
+      z = wrap(z, p.lo[2], p.length[2]);
+    }
+    a.x[i] = x;
+    a.y[i] = y;
+    a.z[i] = z;
+    a.vx[i] = vx;
+    a.vy[i] = vy;
+    a.vz[i] = vz;
+  }
+  return cell_key(p, x, y, z);
+}
+
 // Minimum-image displacement along a periodic axis.
 TESSEL_HD float min_image(float d, float length) { return d - length * rintf(d / length); }
 

@@ -14,32 +14,9 @@ using namespace physics;
 
 int bin(const SimParams& p, const SimArrays& a, bool kick, bool gather_acc, const Stream& /*stream*/) {
   const std::int64_t n = a.n;
-  const float half_dt = 0.5f * p.dt;
   std::uint32_t* keys = a.keys[0];
 #pragma omp parallel for schedule(static) if (n > 4096)
-  for (std::int64_t i = 0; i < n; ++i) {
-    float x = a.x[i], y = a.y[i], z = a.z[i];
-    if (kick) {
-      const float vx = a.vx[i] + half_dt * a.ax[i];
-      const float vy = a.vy[i] + half_dt * a.ay[i];
-      const float vz = a.vz[i] + half_dt * a.az[i];
-      x += p.dt * vx;
-      y += p.dt * vy;
-      z += p.dt * vz;
-      if (p.periodic) {
-        x = wrap(x, p.lo[0], p.length[0]);
-        y = wrap(y, p.lo[1], p.length[1]);
-        z = wrap(z, p.lo[2], p.length[2]);
-      }
-      a.x[i] = x;
-      a.y[i] = y;
-      a.z[i] = z;
-      a.vx[i] = vx;
-      a.vy[i] = vy;
-      a.vz[i] = vz;
-    }
-    keys[i] = cell_key(p, x, y, z);
-  }
+  for (std::int64_t i = 0; i < n; ++i) keys[i] = kick_drift_cell_key(p, a, i, kick);
   // Stable counting sort: cells_range[2c] counts, then prefix sums give [start, end).
   std::int32_t* range = a.cells_range;
   std::fill(range, range + 2 * a.cells, 0);

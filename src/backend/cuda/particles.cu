@@ -37,28 +37,7 @@ cudaStream_t raw(const Stream& stream) { return static_cast<cudaStream_t>(stream
 __global__ void kick_drift_key(SimParams p, SimArrays a, int kick) {
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= a.n) return;
-  float x = a.x[i], y = a.y[i], z = a.z[i];
-  if (kick) {
-    const float half_dt = 0.5f * p.dt;
-    const float vx = a.vx[i] + half_dt * a.ax[i];
-    const float vy = a.vy[i] + half_dt * a.ay[i];
-    const float vz = a.vz[i] + half_dt * a.az[i];
-    x += p.dt * vx;
-    y += p.dt * vy;
-    z += p.dt * vz;
-    if (p.periodic) {
-      x = wrap(x, p.lo[0], p.length[0]);
-      y = wrap(y, p.lo[1], p.length[1]);
-      z = wrap(z, p.lo[2], p.length[2]);
-    }
-    a.x[i] = x;
-    a.y[i] = y;
-    a.z[i] = z;
-    a.vx[i] = vx;
-    a.vy[i] = vy;
-    a.vz[i] = vz;
-  }
-  a.keys[0][i] = cell_key(p, x, y, z);
+  a.keys[0][i] = kick_drift_cell_key(p, a, i, kick != 0);
   a.slots[0][i] = static_cast<std::int32_t>(i);
 }
 
