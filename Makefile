@@ -35,7 +35,7 @@ python-test: deps
 
 run: build
 	@$(BUILD_DIR)/cli/tessel info
-	@$(BUILD_DIR)/cli/tessel bench --quick
+	@$(BUILD_DIR)/cli/tessel bench --quick --no-record
 
 gpu-check:
 	@bash scripts/gpu-check.sh

@@ -286,7 +286,7 @@ void register_state(nb::module_& s) {
 void register_particles(nb::module_& s) {
   nb::class_<Particles>(s, "Particles",
                         "A DEM simulation of soft spheres (sim::Particles): Particles(state, config=None, "
-                        "device=None, stream=None). positions / velocities / radii / masses / ids are zero-copy "
+                        "device=None, stream=None). positions / velocities are zero-copy views, radii / masses / ids copies "
                         "views of the live state, kept in grid-cell order (row k is particle ids[k]).")
       .def("__init__",
            [](Particles* self, const ParticleState& state, const std::optional<ParticlesConfig>& config,

@@ -441,7 +441,9 @@ void* CachingAllocator::allocate(std::int64_t bytes, StreamRef stream) {
     try {
       return m.opt.caching ? m.allocate_cached(requested, stream) : m.allocate_direct(requested, stream);
     } catch (const OutOfMemory&) {
-      if (m.free_memory_callbacks.empty()) throw;
+      // During a graph capture the callbacks' releases (cudaFree, plan destruction) would break
+      // the capture: the capture's own error stands.
+      if (m.free_memory_callbacks.empty() || detail::active_capture() != nullptr) throw;
     }
   }
   // Out of memory: let the registered caches release what they hold (outside the lock: their

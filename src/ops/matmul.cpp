@@ -567,10 +567,9 @@ void autotune_core(detail::MatmulPlanCore& core, const Prepared& p, int iteratio
     aux_buffer = Buffer::allocate(p.device, span * itemsize(p.out_dtype), p.stream);
     pr.aux = aux_buffer->data();
   }
-  if (p.device.is_cuda()) {
-    for (const Array* x : {&p.a, &p.b, &p.bias}) {
-      if (x->defined()) x->storage()->wait_on_stream(p.stream);
-    }
+  // On the CPU too: an input may still be landing from a device copy.
+  for (const Array* x : {&p.a, &p.b, &p.bias}) {
+    if (x->defined()) x->storage()->wait_on_stream(p.stream);
   }
   double best = -1;
   int best_index = core.selected;

@@ -110,9 +110,10 @@ void GraphCapture::abort() noexcept {
 #if defined(TESSEL_HAVE_CUDA)
   detail::set_active_capture(previous_);
   cudaGraph_t graph = nullptr;
-  (void)cudaStreamEndCapture(static_cast<cudaStream_t>(stream_.handle()), &graph);
+  const cudaError_t ended = cudaStreamEndCapture(static_cast<cudaStream_t>(stream_.handle()), &graph);
   if (graph) (void)cudaGraphDestroy(graph);
-  (void)cudaGetLastError();  // an invalidated capture leaves a non-sticky error behind
+  // An invalidated capture leaves a non-sticky error behind; any other pending error is the user's.
+  if (ended == cudaErrorStreamCaptureInvalidated) (void)cudaGetLastError();
   guard_.reset();
   // The buffers allocated during the failed capture were never used by a launched graph.
   state_.reset();
@@ -170,6 +171,15 @@ Graph Graph::capture(const Stream& stream, const std::function<void()>& fn, cons
   }
   fn();  // an exception ends and discards the capture (GraphCapture's destructor)
   return capture.finish();
+}
+
+bool Graph::buffers_alive() const {
+  if (!state_ || !state_->capture) return true;
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  for (const detail::CaptureState::Use& use : state_->capture->uses) {
+    if (use.buffer.expired()) return false;
+  }
+  return true;
 }
 
 void Graph::replay() const {
@@ -249,6 +259,10 @@ bool GraphCache::capture_or_replay(const std::string& key, const Stream& stream,
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
       if (it->first == key && it->second.stream() == stream) {
+        if (!it->second.buffers_alive()) {  // the allocator reused a freed address: capture anew
+          entries_.erase(it);
+          break;
+        }
         entries_.splice(entries_.begin(), entries_, it);  // most recently used first
         graph = entries_.front().second;
         hit = true;

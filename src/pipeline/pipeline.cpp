@@ -265,7 +265,6 @@ void Job::run_cpu() {
     } catch (...) {
       rethrow_with_context(fmt::format("Pipeline.run: chunk {} (rows {}..{}) on cpu: ", index, c->row_offset,
                                        c->row_offset + rows));
-      throw;
     }
     ++index;
     progress.update(in_bytes, index, total_chunks);
@@ -419,7 +418,6 @@ void Job::run_cuda() {
       } catch (...) {
         rethrow_with_context(fmt::format("Pipeline.run: chunk {} (rows {}..{}) on {}: ", index, c->row_offset,
                                          c->row_offset + rows, device.str()));
-        throw;
       }
       ++index;
     }

@@ -54,6 +54,9 @@ class Graph {
   void replay(const Stream& stream) const;
   void replay() const;
   bool defined() const { return state_ != nullptr; }
+  // False when a buffer the captured work uses has been freed since the capture (replay would
+  // raise): a cached graph keyed by pointers is then stale, even if a new array got the address.
+  bool buffers_alive() const;
   const Stream& stream() const;
   std::int64_t num_nodes() const;       // kernels, copies, ... in the graph (0 on the CPU)
   std::int64_t held_bytes() const;      // device memory allocated during capture and kept

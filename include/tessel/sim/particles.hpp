@@ -98,14 +98,16 @@ class Particles {
 
   // Views of the live state (float32, device memory on the GPU). The state is kept sorted by
   // grid cell (each step reorders it, in place), so row k belongs to particle ids()[k].
-  // positions() and velocities() are (n, 3) views of the SoA storage (strides (1, n)); radii(),
-  // masses() and ids() are (n,). Writing through them between steps is allowed: the next step
-  // sees it (accelerations are those of the last step).
+  // positions() and velocities() are (n, 3) views of the SoA storage (strides (1, n)): writing
+  // through them between steps is allowed, and the next step sees it (accelerations are those of
+  // the last step). radii(), masses() and ids() are (n,) copies, taken on the simulation's stream:
+  // writing those would break what the constructor checked (cell size against the largest
+  // radius, positive masses, ids that index the state).
   Array positions() const { return positions_.T(); }
   Array velocities() const { return velocities_.T(); }
-  Array radii() const { return radii_; }
-  Array masses() const { return masses_; }
-  Array ids() const { return ids_; }  // int32: the original index of each row
+  Array radii() const { return radii_.copy(stream_); }
+  Array masses() const { return masses_.copy(stream_); }
+  Array ids() const { return ids_.copy(stream_); }  // int32: the original index of each row
   // A host copy of the state in the original particle order.
   ParticleState state() const;
 

@@ -148,7 +148,7 @@ TEST_P(Fuse, WideAndDeepGraphsSplitAndMatchUnfused) {
   }
 }
 
-// Arrays larger than one CPU block (8192 elements): the CPU evaluates block by block along
+// Arrays larger than one CPU block (32768 elements): the CPU evaluates block by block along
 // different axes; broadcast, transposed and unused inputs. Same values as unfused.
 TEST_P(Fuse, BlockedEvaluationMatchesUnfused) {
   TESSEL_SKIP_UNAVAILABLE(device());

@@ -120,6 +120,28 @@ TEST_P(GraphTest, CacheCapturesOnceThenReplays) {
   expect_error<ValueError>([] { GraphCache bad(0); }, {"capacity"});
 }
 
+// A key built from pointers can come back after its arrays were freed (the allocator reuses
+// addresses): the cache must capture again instead of replaying a graph over freed buffers.
+TEST_P(GraphTest, CacheRecapturesWhenTheCapturedBuffersWereFreed) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  if (device().is_cpu()) GTEST_SKIP() << "CPU graphs rerun their function and hold no buffers";
+  TESSEL_SEEDED_RNG(rng);
+  const Stream s = stream();
+  GraphCache cache(4);
+  Array y = empty({256}, DType::float32, device(), s);
+  {
+    Array x = from_vector(random_values(256, rng), {256}, device(), s);
+    EXPECT_FALSE(cache.capture_or_replay("same key", s, [&] { copyto(y, chain(x, x, s), s); }));
+  }  // x is freed: the cached graph is stale
+  Array x2 = from_vector(random_values(256, rng), {256}, device(), s);
+  EXPECT_FALSE(cache.capture_or_replay("same key", s, [&] { copyto(y, chain(x2, x2, s), s); }));
+  s.synchronize();
+  const std::vector<float> v = x2.to_vector<float>();
+  const std::vector<float> want = chain_reference(v, v);
+  const std::vector<float> got = y.to_vector<float>();
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << i;
+}
+
 TEST_P(GraphTest, EmptyGraphAndBadOptions) {
   TESSEL_SKIP_UNAVAILABLE(device());
   expect_error<ValueError>([] { Graph().replay(); }, {"Graph.replay", "empty"});
