@@ -238,8 +238,16 @@ void check_cuda_device(int index, const char* op) {
 }
 
 // Wraps foreign memory (element 0 at `data`) as an Array without copying.
+// A null data pointer is only valid for an empty array (numel also rejects negative dimensions).
+void check_data_pointer(const void* data, const Shape& shape, const char* op) {
+  if (data == nullptr && numel(shape) > 0) {
+    throw tessel::ValueError(std::string(op) + ": null data pointer for shape " + shape_str(shape));
+  }
+}
+
 Array wrap_foreign(void* data, const Shape& shape, const Strides& strides, DType dtype, Device device,
                    std::shared_ptr<void> keep_alive, const char* op) {
+  check_data_pointer(data, shape, op);
   const std::int64_t item = itemsize(dtype);
   if (data != nullptr && reinterpret_cast<std::uintptr_t>(data) % static_cast<std::uintptr_t>(item) != 0) {
     throw tessel::ValueError(std::string(op) + ": data pointer is not aligned to the itemsize " + std::to_string(item) +
@@ -460,6 +468,7 @@ nb::object cai_import(nb::handle obj, nb::handle device, nb::handle copy) {
   }
   const auto data = nb::cast<nb::tuple>(d["data"]);
   const auto ptr = nb::cast<std::uintptr_t>(data[0]);
+  check_data_pointer(reinterpret_cast<const void*>(ptr), shape, op);  // before asking CUDA about it
   const int index = pointer_device(ptr, op);
   const Device dev = Device::cuda(index);
   if (d.contains("stream") && !d["stream"].is_none()) {

@@ -36,6 +36,10 @@ std::optional<Stream> to_optional_stream(nb::handle h, Device device) {
 jit::KernelArg kernel_arg(nb::handle h, const Stream& stream) {
   if (is_array(h)) {
     const Array& a = as_array(h);
+    if (a.device() != stream.device()) {
+      throw tessel::DeviceError("RawKernel: an argument is on " + a.device().str() + " but the launch is on " +
+                                stream.device().str());
+    }
     if (a.storage()) a.storage()->wait_on_stream(stream);
     return jit::KernelArg(a.data());
   }

@@ -160,6 +160,9 @@ def test_raw_kernel_cuda():
     y = ts.ones(n, device="cuda")
     k(((n + 255) // 256,), (256,), (np.float32(2.0), x, y, n))
     assert_close(y, 2 * np.arange(n, dtype="float32") + 1)
+    host = ts.ones(n, device="cpu")
+    with pytest.raises(ts.DeviceError, match="RawKernel: an argument is on cpu but the launch is on cuda:0"):
+        k(((n + 255) // 256,), (256,), (np.float32(2.0), host, y, n))
     with pytest.raises(ts.CompileError):
         ts.RawKernel("extern \"C\" __global__ void bad() { undefined_thing; }", "bad")((1,), (1,), ())
 
