@@ -747,7 +747,8 @@ def main(argv=None):
     if not args.no_charts:
         for p in draw_charts(results, ceilings, path[: -len(".json")]):
             print(f"chart: {p}")
-    return 1 if any(r.status == "FAILED" and r.lib == "tessel" for r in results) else 0
+    # A tessel row that failed its check or raised (or a workload that raised as a whole) fails the run.
+    return 1 if any(r.status in ("FAILED", "crashed") and r.lib in ("tessel", "all") for r in results) else 0
 
 
 if __name__ == "__main__":

@@ -515,7 +515,7 @@ Array run_prepared(detail::MatmulPlanCore& core, int index, Prepared& p) {
   if (p.c.defined()) copyto(p.d, p.c.broadcast_to(p.result_shape).reshape(p.full_shape, p.stream), p.stream);
   backend::MatmulProblem& pr = p.problem;
   pr.d = p.d.data();
-  for (const Array* x : {&p.a, &p.b, &p.bias, &p.d}) {
+  for (const Array* x : {&p.a, &p.b, &p.bias, &p.aux, &p.d}) {
     if (!x->defined()) continue;
     if (cuda) {
       x->storage()->wait_on_stream(p.stream);

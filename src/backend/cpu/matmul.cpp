@@ -6,6 +6,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -173,6 +174,16 @@ void run_int8(const MatmulProblem& p) {
 
 void matmul(const MatmulProblem& problem, const Stream& /*stream: the CPU runs synchronously*/) {
   if (problem.m == 0 || problem.n == 0 || problem.batch == 0) return;
+  // OpenBLAS takes 32-bit sizes and leading dimensions: larger ones would be truncated silently.
+  const std::int64_t blas_limit = std::numeric_limits<blasint>::max();
+  for (const std::int64_t v : {problem.m, problem.n, problem.k, problem.ldd, problem.a.row_stride, problem.a.col_stride,
+                               problem.b.row_stride, problem.b.col_stride}) {
+    if (v > blas_limit) {
+      throw ValueError(fmt::format("matmul: the CPU backend (OpenBLAS) takes sizes and strides up to {}, got m={} n={} "
+                                   "k={} with leading dimensions up to {}",
+                                   blas_limit, problem.m, problem.n, problem.k, v));
+    }
+  }
   switch (problem.dtype) {
     case DType::float32: return run_native<float>(problem);
     case DType::float64: return run_native<double>(problem);
