@@ -298,6 +298,7 @@ bool sm90_args(const MatmulProblem& p, sm90::GemmArgs& args) {
 class Candidates final : public MatmulCandidates {
  public:
   Candidates(const MatmulProblem& p, Device device) {
+    DeviceGuard guard(device);  // the heuristic queries and the sm90 checks read the current device
     cublasLtEpilogue_t epilogue;
     if (fused_epilogue(p, epilogue)) {
       fused_ = std::make_unique<LtPlan>(p, device, true);
@@ -339,6 +340,7 @@ class Candidates final : public MatmulCandidates {
   std::string name(int candidate) const override { return entries_.at(static_cast<std::size_t>(candidate)).name; }
 
   void run(int candidate, const MatmulProblem& p, const Stream& stream) override {
+    DeviceGuard guard(stream.device());  // launches and cuBLASLt calls go to the arrays' device
     const Entry& e = entries_.at(static_cast<std::size_t>(candidate));
     switch (e.kind) {
       case Kind::lt:
