@@ -286,8 +286,14 @@ Prepared prepare(const Array& a_in, const Array& b_in, const MatmulOptions& opti
   auto writable = [&](const Array& user, Array& target, Array& final_copy) {
     Array view = user.ndim() == static_cast<std::int64_t>(full.size()) ? user : user.view(full);
     // A plan's candidates were made for a contiguous, 16-byte aligned D (a fresh allocation).
-    const bool direct = plan_mode ? view.is_contiguous() && reinterpret_cast<std::uintptr_t>(view.data()) % 16 == 0
-                                  : writable_row_major(view);
+    // Every element of D reads many of A and B: an out= sharing their storage goes through a
+    // temporary, so the product never reads what it has already overwritten.
+    bool aliases = false;
+    for (const Array* in : {&a_in, &b_in, &options.bias, &options.c}) {
+      aliases = aliases || (in->defined() && in->storage() == user.storage());
+    }
+    const bool direct = !aliases && (plan_mode ? view.is_contiguous() && reinterpret_cast<std::uintptr_t>(view.data()) % 16 == 0
+                                               : writable_row_major(view));
     if (direct) {
       target = view;
     } else {

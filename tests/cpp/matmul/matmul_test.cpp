@@ -229,6 +229,14 @@ TEST_P(MatmulTest, OutArgument) {
   poison(out_t);
   matmul(a, b, {}, out_t);
   expect_close(read_values(out_t), r.d, tolerance(dtype(), MatmulCompute::default_), "transposed out");
+  if (od == dtype()) {
+    // out= is an input: the result must be the product of the values before the call.
+    Array sq = random_array(rng, {6, 6}, dtype(), device());
+    const Array sq_before = sq.copy();
+    const Reference rs = reference(sq_before, sq_before, {});
+    matmul(sq, sq, {}, sq);
+    expect_close(read_values(sq), rs.d, tolerance(dtype(), MatmulCompute::default_), "out aliasing both inputs");
+  }
 }
 
 TEST_P(MatmulTest, ZeroLengthDimensions) {
