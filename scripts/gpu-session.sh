@@ -65,7 +65,7 @@ for s in ${STEPS:-}; do
     pytest)
       if [ -n "$pip_pid" ]; then wait "$pip_pid"; pip_pid=; cat "$LOGS/pip_install.log" | tail -5
       else python3 -m pip install -q --no-build-isolation --no-deps . >"$LOGS/pip_install.log" 2>&1; echo $? >"$LOGS/pip_install.rc"; fi
-      step "$s" bash -c "[ \"\$(cat $LOGS/pip_install.rc)\" = 0 ] && python3 -m pytest -q -rs -x --timeout 600 tests/python ${rest#pytest}" ;;
+      step "$s" bash -c "[ \"\$(cat $LOGS/pip_install.rc)\" = 0 ] && python3 -m pytest -q -rs --timeout 600 tests/python ${rest#pytest}" ;;
     sh) step "$s" bash -c "${rest//,/ }" ;;
     *) echo "gpu-session: unknown step $s" ;;
   esac
