@@ -7,7 +7,7 @@
 #   memcheck-caching:NAME[:FILTER]  the same with the caching allocator (graph capture needs its reservation)
 #   racecheck:NAME[:FILTER]   compute-sanitizer racecheck
 #   bench:NAME                build/bench/NAME_bench
-#   py:SCRIPT                 python3 SCRIPT (bench/peers/*.py)
+#   py:SCRIPT[,ARGS]          python3 SCRIPT ARGS (commas become spaces; installs the package first)
 #   cli:ARGS                  build/cli/tessel ARGS (commas become spaces)
 #   pytest                    pip install the package, then pytest tests/python
 #   sh:COMMAND                bash -c COMMAND (commas become spaces)
@@ -46,6 +46,14 @@ if [ -n "${PY_INSTALL:-}" ]; then
   (python3 -m pip install -q --no-build-isolation --no-deps . >"$LOGS/pip_install.log" 2>&1; echo $? >"$LOGS/pip_install.rc") &
   pip_pid=$!
 fi
+# The package must be installed before a py: or pytest step: wait for the background install, or
+# install now (once).
+wait_pip() {
+  if [ -n "$pip_pid" ]; then wait "$pip_pid"; pip_pid=; tail -5 "$LOGS/pip_install.log"
+  elif [ ! -f "$LOGS/pip_install.rc" ]; then
+    python3 -m pip install -q --no-build-isolation --no-deps . >"$LOGS/pip_install.log" 2>&1; echo $? >"$LOGS/pip_install.rc"
+  fi
+}
 step build bash -c "cmake -S . -B $BUILD_DIR -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null && cmake --build $BUILD_DIR -j ${JOBS:-16} ${TARGETS:+--target $TARGETS}"
 for s in ${STEPS:-}; do
   kind=${s%%:*}; rest=${s#*:}
@@ -60,11 +68,10 @@ for s in ${STEPS:-}; do
     racecheck) step "$s" env TESSEL_UNDER_SANITIZER=1 compute-sanitizer --tool racecheck --error-exitcode 1 \
                  "$bin" --gtest_color=no --gtest_filter="$filter" ;;
     bench) step "$s" "$BUILD_DIR/bench/${rest}_bench" ;;
-    py) step "$s" env PYTHONUNBUFFERED=1 python3 "$rest" ;;
+    py) wait_pip; step "$s" env PYTHONUNBUFFERED=1 python3 ${rest//,/ } ;;
     cli) step "$s" "$BUILD_DIR/cli/tessel" ${rest//,/ } ;;
     pytest)
-      if [ -n "$pip_pid" ]; then wait "$pip_pid"; pip_pid=; cat "$LOGS/pip_install.log" | tail -5
-      else python3 -m pip install -q --no-build-isolation --no-deps . >"$LOGS/pip_install.log" 2>&1; echo $? >"$LOGS/pip_install.rc"; fi
+      wait_pip
       step "$s" bash -c "[ \"\$(cat $LOGS/pip_install.rc)\" = 0 ] && python3 -m pytest -q -rs --timeout 600 tests/python ${rest#pytest}" ;;
     sh) step "$s" bash -c "${rest//,/ }" ;;
     *) echo "gpu-session: unknown step $s" ;;
