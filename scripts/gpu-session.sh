@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 LOGS=${LOGS:-/tmp/gpu-session-logs}  # outside $OUT: only logs.tgz comes back
 STEP_TIMEOUT=${STEP_TIMEOUT:-300}
-mkdir -p "$LOGS"
+rm -rf "$LOGS"; mkdir -p "$LOGS"  # fresh per call: a warm machine keeps /tmp
 summary=()
 step() {
   local name=$1; shift
