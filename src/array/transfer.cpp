@@ -128,7 +128,7 @@ Array transfer(const Array& source, Device device, const Stream& stream) {
     source.wait();
     Array result = allocate_array(source.shape(), source.dtype(), device, stream);
     std::shared_ptr<Buffer> staging = source.buffer();
-    if (staging->kind() != MemoryKind::pinned_host) {
+    if (!staging->page_locked()) {
       staging = Buffer::allocate_pinned(bytes);
       if (bytes > 0) std::memcpy(staging->data(), source.data(), static_cast<std::size_t>(bytes));
       cuda_backend::memcpy_async(result.data(), device, staging->data(), Device::cpu(), bytes, stream);

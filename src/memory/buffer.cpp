@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#if defined(TESSEL_HAVE_CUDA)
+#include <cuda_runtime_api.h>
+#endif
+
 #include "tessel/core/error.hpp"
 #include "tessel/core/log.hpp"
 #include "tessel/memory/caching_allocator.hpp"
@@ -72,6 +76,22 @@ std::shared_ptr<Buffer> Buffer::wrap(void* data, std::int64_t bytes, Device devi
   b->keep_alive_ = std::move(keep_alive);
   b->owned_ = false;
   return b;
+}
+
+bool Buffer::page_locked() const {
+  if (kind_ == MemoryKind::pinned_host) return true;
+  if (kind_ != MemoryKind::host || owned_ || data_ == nullptr) return false;
+#if defined(TESSEL_HAVE_CUDA)
+  if (!cuda_available()) return false;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, data_) != cudaSuccess) {
+    (void)cudaGetLastError();  // an unknown pointer is pageable, not an error
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeHost;
+#else
+  return false;
+#endif
 }
 
 Buffer::~Buffer() {

@@ -68,7 +68,7 @@ Shape with_rows(std::int64_t rows, const Shape& tail) {
   return s;
 }
 
-[[maybe_unused]] bool is_pinned(const Array& a) { return a.defined() && a.buffer()->kind() == MemoryKind::pinned_host; }
+[[maybe_unused]] bool is_pinned(const Array& a) { return a.defined() && a.buffer()->page_locked(); }
 
 // Total length of the union of [start, end) intervals, in the same unit.
 [[maybe_unused]] double union_length(std::vector<std::pair<double, double>> intervals) {

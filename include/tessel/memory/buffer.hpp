@@ -33,6 +33,10 @@ class Buffer {
   std::int64_t size() const { return size_; }
   Device device() const { return device_; }
   MemoryKind kind() const { return kind_; }
+  // Host memory the GPU can copy from/to asynchronously: tessel's pinned pool, or wrapped host
+  // memory that its owner page-locked (torch's pin_memory(), cudaHostRegister, ...), which CUDA
+  // is asked about.
+  bool page_locked() const;
   const Stream& stream() const { return stream_; }
   // The memory is used on another stream: reuse after free waits for that stream's work.
   // A no-op for plain host and wrapped memory.

@@ -360,3 +360,24 @@ TEST(GpuAllocator, DestroyedStreams) {
   EXPECT_EQ(alloc.block_size(r), 0u);
 #endif
 }
+
+// Wrapped host memory counts as page-locked only when its owner locked it; the pinned pool always.
+TEST(GpuAllocator, PageLockedHostMemoryIsRecognized) {
+  std::vector<float> plain(1 << 16, 1.5f);
+  auto wrapped_plain = Buffer::wrap(plain.data(), static_cast<std::int64_t>(plain.size() * sizeof(float)),
+                                    Device::cpu(), MemoryKind::host, nullptr);
+  EXPECT_FALSE(wrapped_plain->page_locked());
+  SKIP_WITHOUT_GPU();
+#if defined(TESSEL_HAVE_CUDA)
+  EXPECT_TRUE(Buffer::allocate_pinned(4096)->page_locked());
+  std::vector<float> registered(1 << 16, 2.5f);
+  const std::size_t bytes = registered.size() * sizeof(float);
+  ASSERT_EQ(cudaHostRegister(registered.data(), bytes, cudaHostRegisterDefault), cudaSuccess);
+  auto wrapped = Buffer::wrap(registered.data(), static_cast<std::int64_t>(bytes), Device::cpu(), MemoryKind::host,
+                              nullptr);
+  EXPECT_TRUE(wrapped->page_locked());
+  wrapped.reset();
+  ASSERT_EQ(cudaHostUnregister(registered.data()), cudaSuccess);
+  EXPECT_FALSE(wrapped_plain->page_locked());
+#endif
+}
