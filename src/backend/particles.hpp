@@ -34,7 +34,11 @@ struct SimArrays {
   float *ax = nullptr, *ay = nullptr, *az = nullptr;
   float *radius = nullptr, *mass = nullptr;
   std::int32_t* id = nullptr;
-  std::int32_t* contacts = nullptr;   // per particle: pair contacts + 65536 * wall contacts
+  // Per particle, from the last force pass. Two arrays, not one packed int: a particle can touch
+  // any number of others (a large one among many small ones), up to n - 1 < 2^31 - 1 (the
+  // particle count limit sim::Particles checks), and at most 6 walls.
+  std::int32_t* pair_contacts = nullptr;
+  std::uint8_t* wall_contacts = nullptr;
   float* spring_energy = nullptr;     // per particle: half its pair energies + its wall energies
   float* sorted_pos = nullptr;        // 4 per particle: x y z radius
   float* sorted_vel = nullptr;        // 4 per particle: vx vy vz mass

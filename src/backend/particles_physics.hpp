@@ -187,8 +187,9 @@ TESSEL_HD void displacement(const SimParams& p, const float* pi, const float* pj
 
 struct ParticleForce {
   float f[3];
-  float energy;  // half of each pair's energy (the other half is the partner's) + wall energies
-  int contacts;  // pair contacts + 65536 * wall contacts
+  float energy;       // half of each pair's energy (the other half is the partner's) + wall energies
+  int pair_contacts;  // <= n - 1 < 2^31 - 1 (sim::Particles checks n)
+  int wall_contacts;  // <= 6
 };
 
 // Total contact force on sorted particle s from its neighbors and the walls.
@@ -199,7 +200,7 @@ TESSEL_HD ParticleForce particle_force(const SimParams& p, const float* sorted_p
   const float xi = pi.x, yi = pi.y, zi = pi.z, ri = pi.w;
   const float vxi = vi.x, vyi = vi.y, vzi = vi.z, mi = vi.w;
   const float own[3] = {xi, yi, zi};
-  ParticleForce out{{0.0f, 0.0f, 0.0f}, 0.0f, 0};
+  ParticleForce out{{0.0f, 0.0f, 0.0f}, 0.0f, 0, 0};
   for_each_candidate(p, cells, xi, yi, zi, [&](int j) {
     if (j == s) return;
     const Float4 pj = load4(sorted_pos + 4 * static_cast<std::int64_t>(j));
@@ -220,7 +221,7 @@ TESSEL_HD ParticleForce particle_force(const SimParams& p, const float* sorted_p
     out.f[1] += c.f[1];
     out.f[2] += c.f[2];
     out.energy += 0.5f * c.energy;
-    out.contacts += 1;
+    out.pair_contacts += 1;
   });
   if (p.walls) {
     const float vel[3] = {vxi, vyi, vzi};
@@ -236,11 +237,101 @@ TESSEL_HD ParticleForce particle_force(const SimParams& p, const float* sorted_p
         out.f[1] += c.f[1];
         out.f[2] += c.f[2];
         out.energy += c.energy;
-        out.contacts += 65536;
+        out.wall_contacts += 1;
       }
     }
   }
   return out;
+}
+
+// Writes sorted slot s back as the state's slot s (position, radius, mass and id from the sorted
+// copies; the given velocity and acceleration).
+TESSEL_HD void store_state(const SimArrays& a, long long s, const Float4& pos, const Float4& vel, float ax, float ay,
+                           float az) {
+  a.x[s] = pos.x;
+  a.y[s] = pos.y;
+  a.z[s] = pos.z;
+  a.radius[s] = pos.w;
+  a.mass[s] = vel.w;
+  a.id[s] = a.sorted_id[s];
+  a.vx[s] = vel.x;
+  a.vy[s] = vel.y;
+  a.vz[s] = vel.z;
+  a.ax[s] = ax;
+  a.ay[s] = ay;
+  a.az[s] = az;
+}
+
+// The force pass for sorted slot s (both backends run exactly this per slot): contact force,
+// acceleration with gravity, with finish_kick the second half kick v = v_half + dt/2 a, then the
+// state, contact counts and spring energy written back in sorted order.
+TESSEL_HD void force_slot(const SimParams& p, const SimArrays& a, long long s, bool finish_kick) {
+  const ParticleForce f = particle_force(p, a.sorted_pos, a.sorted_vel, a.cells_range, static_cast<int>(s));
+  const Float4 pos = load4(a.sorted_pos + 4 * s);
+  Float4 vel = load4(a.sorted_vel + 4 * s);
+  const float inv_m = 1.0f / vel.w;
+  const float ax = f.f[0] * inv_m + p.gravity[0];
+  const float ay = f.f[1] * inv_m + p.gravity[1];
+  const float az = f.f[2] * inv_m + p.gravity[2];
+  if (finish_kick) {
+    const float half_dt = 0.5f * p.dt;
+    vel.x += half_dt * ax;
+    vel.y += half_dt * ay;
+    vel.z += half_dt * az;
+  }
+  store_state(a, s, pos, vel, ax, ay, az);
+  a.pair_contacts[s] = f.pair_contacts;
+  a.wall_contacts[s] = static_cast<std::uint8_t>(f.wall_contacts);
+  a.spring_energy[s] = f.energy;
+}
+
+// Writes the sorted copies of slot s (accelerations gathered too) back as the state, no forces.
+TESSEL_HD void write_back_slot(const SimArrays& a, long long s) {
+  const Float4 acc = load4(a.sorted_acc + 4 * s);
+  store_state(a, s, load4(a.sorted_pos + 4 * s), load4(a.sorted_vel + 4 * s), acc.x, acc.y, acc.z);
+}
+
+// Per-particle terms of the diagnostics, summed in double (per thread, then per block or across
+// OpenMP threads).
+struct DiagnosticTerms {
+  double kinetic = 0, potential_gravity = 0, potential_spring = 0;
+  double momentum[3] = {0, 0, 0};
+  long long pair_contacts_twice = 0, wall_contacts = 0;
+};
+TESSEL_HD void add_diagnostic_terms(const SimParams& p, const SimArrays& a, long long i, DiagnosticTerms& t) {
+  const double m = a.mass[i];
+  const double vx = a.vx[i], vy = a.vy[i], vz = a.vz[i];
+  t.kinetic += 0.5 * m * (vx * vx + vy * vy + vz * vz);
+  t.potential_gravity -= m * (p.gravity[0] * (static_cast<double>(a.x[i]) - p.lo[0]) +
+                              p.gravity[1] * (static_cast<double>(a.y[i]) - p.lo[1]) +
+                              p.gravity[2] * (static_cast<double>(a.z[i]) - p.lo[2]));
+  t.potential_spring += a.spring_energy[i];
+  t.momentum[0] += m * vx;
+  t.momentum[1] += m * vy;
+  t.momentum[2] += m * vz;
+  t.pair_contacts_twice += a.pair_contacts[i];
+  t.wall_contacts += a.wall_contacts[i];
+}
+TESSEL_HD DiagnosticTerms combine(const DiagnosticTerms& x, const DiagnosticTerms& y) {
+  DiagnosticTerms r;
+  r.kinetic = x.kinetic + y.kinetic;
+  r.potential_gravity = x.potential_gravity + y.potential_gravity;
+  r.potential_spring = x.potential_spring + y.potential_spring;
+  for (int k = 0; k < 3; ++k) r.momentum[k] = x.momentum[k] + y.momentum[k];
+  r.pair_contacts_twice = x.pair_contacts_twice + y.pair_contacts_twice;
+  r.wall_contacts = x.wall_contacts + y.wall_contacts;
+  return r;
+}
+// The sums as the backends return them (first_bad is set by the caller).
+inline DiagnosticSums to_sums(const DiagnosticTerms& t) {
+  DiagnosticSums sums;
+  sums.kinetic = t.kinetic;
+  sums.potential_gravity = t.potential_gravity;
+  sums.potential_spring = t.potential_spring;
+  for (int k = 0; k < 3; ++k) sums.momentum[k] = t.momentum[k];
+  sums.pair_contacts_twice = t.pair_contacts_twice;
+  sums.wall_contacts = t.wall_contacts;
+  return sums;
 }
 
 // Number of contacts of sorted particle s with other particles (the neighbor-list count).

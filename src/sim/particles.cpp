@@ -31,9 +31,9 @@ constexpr const char* op = "sim::Particles";
 constexpr double pi = 3.14159265358979323846;
 constexpr std::int64_t max_cells = std::int64_t{1} << 30;  // 2 * cell index stays in int32
 
-// Bytes per particle: state x v a (9 floats), radius, mass, id, contacts, spring energy, sorted
-// copies (12 floats and an id), keys and slots (double buffers).
-constexpr std::int64_t bytes_per_particle = 9 * 4 + 3 * 4 + 2 * 4 + 13 * 4 + 2 * 4 + 2 * 4;
+// Bytes per particle: state x v a (9 floats), radius, mass, id, pair contacts, spring energy,
+// wall contacts (1 byte), sorted copies (12 floats and an id), keys and slots (double buffers).
+constexpr std::int64_t bytes_per_particle = 9 * 4 + 3 * 4 + 2 * 4 + 1 + 13 * 4 + 2 * 4 + 2 * 4;
 
 void require(bool ok, const std::string& message) {
   if (!ok) throw ValueError(std::string(op) + ": " + message);
@@ -242,7 +242,8 @@ Particles::Particles(const ParticleState& state, const ParticlesConfig& config, 
   radii_ = from_host(state.radius.data(), {n_}, DType::float32, device, stream_);
   masses_ = from_host(state.mass.data(), {n_}, DType::float32, device, stream_);
   ids_ = arange(0, n_, 1, DType::int32, device, stream_);
-  contacts_ = zeros({n_}, DType::int32, device, stream_);
+  pair_contacts_ = zeros({n_}, DType::int32, device, stream_);
+  wall_contacts_ = zeros({n_}, DType::uint8, device, stream_);
   spring_energy_ = zeros({n_}, DType::float32, device, stream_);
   sorted_pos_ = Buffer::allocate(device, n_ * 16, stream_);
   sorted_vel_ = Buffer::allocate(device, n_ * 16, stream_);
@@ -302,7 +303,8 @@ backend::SimArrays Particles::arrays() const {
   a.radius = radii_.data_as<float>();
   a.mass = masses_.data_as<float>();
   a.id = ids_.data_as<std::int32_t>();
-  a.contacts = contacts_.data_as<std::int32_t>();
+  a.pair_contacts = pair_contacts_.data_as<std::int32_t>();
+  a.wall_contacts = wall_contacts_.data_as<std::uint8_t>();
   a.spring_energy = spring_energy_.data_as<float>();
   a.sorted_pos = static_cast<float*>(sorted_pos_->data());
   a.sorted_vel = static_cast<float*>(sorted_vel_->data());

@@ -147,7 +147,8 @@ class Particles {
   int cell_bits_ = 1;
   Array positions_, velocities_, accelerations_;  // (3, n) SoA
   Array radii_, masses_, ids_;                    // (n,)
-  Array contacts_, spring_energy_;                // per particle, from the last force evaluation
+  Array pair_contacts_, wall_contacts_;           // per particle (int32, uint8), from the last force evaluation
+  Array spring_energy_;                           // per particle, from the last force evaluation
   std::shared_ptr<Buffer> sorted_pos_, sorted_vel_, sorted_acc_;  // 4 floats per particle
   std::shared_ptr<Buffer> sorted_id_;
   std::shared_ptr<Buffer> keys_[2], slots_[2];       // cell keys and old slots (sort double buffers)

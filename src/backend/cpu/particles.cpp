@@ -62,84 +62,37 @@ int bin(const SimParams& p, const SimArrays& a, bool kick, bool gather_acc, cons
   return 1;
 }
 
-// Writes sorted slot s back as the state's slot s.
-inline void store_state(const SimArrays& a, std::int64_t s, float vx, float vy, float vz, float ax, float ay, float az) {
-  const float* pos = a.sorted_pos + 4 * s;
-  a.x[s] = pos[0];
-  a.y[s] = pos[1];
-  a.z[s] = pos[2];
-  a.radius[s] = pos[3];
-  a.mass[s] = a.sorted_vel[4 * s + 3];
-  a.id[s] = a.sorted_id[s];
-  a.vx[s] = vx;
-  a.vy[s] = vy;
-  a.vz[s] = vz;
-  a.ax[s] = ax;
-  a.ay[s] = ay;
-  a.az[s] = az;
-}
-
 void forces(const SimParams& p, const SimArrays& a, bool finish_kick, const Stream& /*stream*/) {
-  const float half_dt = 0.5f * p.dt;
 #pragma omp parallel for schedule(dynamic, 256) if (a.n > 2048)
-  for (std::int64_t s = 0; s < a.n; ++s) {
-    const ParticleForce f = particle_force(p, a.sorted_pos, a.sorted_vel, a.cells_range, static_cast<int>(s));
-    const float* vel = a.sorted_vel + 4 * s;
-    const float inv_m = 1.0f / vel[3];
-    const float ax = f.f[0] * inv_m + p.gravity[0];
-    const float ay = f.f[1] * inv_m + p.gravity[1];
-    const float az = f.f[2] * inv_m + p.gravity[2];
-    if (finish_kick) {
-      store_state(a, s, vel[0] + half_dt * ax, vel[1] + half_dt * ay, vel[2] + half_dt * az, ax, ay, az);
-    } else {
-      store_state(a, s, vel[0], vel[1], vel[2], ax, ay, az);
-    }
-    a.contacts[s] = f.contacts;
-    a.spring_energy[s] = f.energy;
-  }
+  for (std::int64_t s = 0; s < a.n; ++s) force_slot(p, a, s, finish_kick);
 }
 
 void write_back(const SimParams& /*p*/, const SimArrays& a, const Stream& /*stream*/) {
 #pragma omp parallel for schedule(static) if (a.n > 4096)
-  for (std::int64_t s = 0; s < a.n; ++s) {
-    const float* vel = a.sorted_vel + 4 * s;
-    const float* acc = a.sorted_acc + 4 * s;
-    store_state(a, s, vel[0], vel[1], vel[2], acc[0], acc[1], acc[2]);
-  }
+  for (std::int64_t s = 0; s < a.n; ++s) write_back_slot(a, s);
 }
 
 DiagnosticSums diagnostics(const SimParams& p, const SimArrays& a, bool check_box, const Stream& /*stream*/) {
-  double kinetic = 0, gravity = 0, spring = 0, px = 0, py = 0, pz = 0;
-  long long pairs = 0, walls = 0;
+  DiagnosticTerms total;
   long long first_bad = a.n;
-#pragma omp parallel for schedule(static) reduction(+ : kinetic, gravity, spring, px, py, pz, pairs, walls) \
-    reduction(min : first_bad) if (a.n > 4096)
-  for (std::int64_t i = 0; i < a.n; ++i) {
-    const double m = a.mass[i];
-    const double vx = a.vx[i], vy = a.vy[i], vz = a.vz[i];
-    kinetic += 0.5 * m * (vx * vx + vy * vy + vz * vz);
-    gravity -= m * (p.gravity[0] * (static_cast<double>(a.x[i]) - p.lo[0]) +
-                    p.gravity[1] * (static_cast<double>(a.y[i]) - p.lo[1]) +
-                    p.gravity[2] * (static_cast<double>(a.z[i]) - p.lo[2]));
-    spring += a.spring_energy[i];
-    px += m * vx;
-    py += m * vy;
-    pz += m * vz;
-    pairs += a.contacts[i] & 0xffff;
-    walls += a.contacts[i] >> 16;
-    if (bad_particle(p, a.x[i], a.y[i], a.z[i], a.vx[i], a.vy[i], a.vz[i], check_box)) {
-      first_bad = std::min<long long>(first_bad, i);
+#pragma omp parallel if (a.n > 4096)
+  {
+    DiagnosticTerms mine;
+    long long my_first_bad = a.n;
+#pragma omp for schedule(static) nowait
+    for (std::int64_t i = 0; i < a.n; ++i) {
+      add_diagnostic_terms(p, a, i, mine);
+      if (my_first_bad == a.n && bad_particle(p, a.x[i], a.y[i], a.z[i], a.vx[i], a.vy[i], a.vz[i], check_box)) {
+        my_first_bad = i;  // static schedule: each thread's indices increase
+      }
+    }
+#pragma omp critical(tessel_sim_diagnostics)
+    {
+      total = combine(total, mine);
+      first_bad = std::min(first_bad, my_first_bad);
     }
   }
-  DiagnosticSums sums;
-  sums.kinetic = kinetic;
-  sums.potential_gravity = gravity;
-  sums.potential_spring = spring;
-  sums.momentum[0] = px;
-  sums.momentum[1] = py;
-  sums.momentum[2] = pz;
-  sums.pair_contacts_twice = pairs;
-  sums.wall_contacts = walls;
+  DiagnosticSums sums = to_sums(total);
   sums.first_bad = first_bad < a.n ? first_bad : -1;
   return sums;
 }

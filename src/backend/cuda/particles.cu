@@ -55,99 +55,43 @@ __global__ void gather_ranges(SimArrays a, const std::uint32_t* keys, const std:
   if (s == a.n - 1 || keys[s + 1] != key) a.cells_range[2 * static_cast<long long>(key) + 1] = static_cast<std::int32_t>(s + 1);
 }
 
-// Writes sorted slot s back as the state's slot s.
-__device__ __forceinline__ void store_state(const SimArrays& a, long long s, float4 pos, float4 vel, float ax, float ay,
-                                            float az) {
-  a.x[s] = pos.x;
-  a.y[s] = pos.y;
-  a.z[s] = pos.z;
-  a.radius[s] = pos.w;
-  a.mass[s] = vel.w;
-  a.id[s] = a.sorted_id[s];
-  a.vx[s] = vel.x;
-  a.vy[s] = vel.y;
-  a.vz[s] = vel.z;
-  a.ax[s] = ax;
-  a.ay[s] = ay;
-  a.az[s] = az;
-}
-
 __global__ void __launch_bounds__(block_threads) forces_kernel(SimParams p, SimArrays a, int finish_kick) {
   const long long s = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (s >= a.n) return;
-  const ParticleForce f = particle_force(p, a.sorted_pos, a.sorted_vel, a.cells_range, static_cast<int>(s));
-  const float4 pos = reinterpret_cast<const float4*>(a.sorted_pos)[s];
-  float4 vel = reinterpret_cast<const float4*>(a.sorted_vel)[s];
-  const float inv_m = 1.0f / vel.w;
-  const float ax = f.f[0] * inv_m + p.gravity[0];
-  const float ay = f.f[1] * inv_m + p.gravity[1];
-  const float az = f.f[2] * inv_m + p.gravity[2];
-  if (finish_kick) {
-    const float half_dt = 0.5f * p.dt;
-    vel.x += half_dt * ax;
-    vel.y += half_dt * ay;
-    vel.z += half_dt * az;
-  }
-  store_state(a, s, pos, vel, ax, ay, az);
-  a.contacts[s] = f.contacts;
-  a.spring_energy[s] = f.energy;
+  force_slot(p, a, s, finish_kick != 0);
 }
 
 __global__ void write_back_kernel(SimArrays a) {
   const long long s = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (s >= a.n) return;
-  const float4 acc = reinterpret_cast<const float4*>(a.sorted_acc)[s];
-  store_state(a, s, reinterpret_cast<const float4*>(a.sorted_pos)[s], reinterpret_cast<const float4*>(a.sorted_vel)[s],
-              acc.x, acc.y, acc.z);
+  write_back_slot(a, s);
 }
 
 // Block sums in double, then one atomicAdd per block and quantity.
-struct DiagPartial {
-  double v[6];
-  long long pairs, walls;
-};
-struct DiagAdd {
-  __device__ DiagPartial operator()(const DiagPartial& x, const DiagPartial& y) const {
-    DiagPartial r;
-    for (int k = 0; k < 6; ++k) r.v[k] = x.v[k] + y.v[k];
-    r.pairs = x.pairs + y.pairs;
-    r.walls = x.walls + y.walls;
-    return r;
-  }
+struct CombineTerms {
+  __device__ DiagnosticTerms operator()(const DiagnosticTerms& x, const DiagnosticTerms& y) const { return combine(x, y); }
 };
 
 __global__ void diagnostics_kernel(SimParams p, SimArrays a, int check_box, DiagnosticSums* out) {
-  using BlockReduce = cub::BlockReduce<DiagPartial, block_threads>;
+  using BlockReduce = cub::BlockReduce<DiagnosticTerms, block_threads>;
   __shared__ typename BlockReduce::TempStorage temp;
-  DiagPartial mine{};
+  DiagnosticTerms mine;
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < a.n;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const double m = a.mass[i];
-    const double vx = a.vx[i], vy = a.vy[i], vz = a.vz[i];
-    mine.v[0] += 0.5 * m * (vx * vx + vy * vy + vz * vz);
-    mine.v[1] -= m * (p.gravity[0] * (static_cast<double>(a.x[i]) - p.lo[0]) +
-                      p.gravity[1] * (static_cast<double>(a.y[i]) - p.lo[1]) +
-                      p.gravity[2] * (static_cast<double>(a.z[i]) - p.lo[2]));
-    mine.v[2] += a.spring_energy[i];
-    mine.v[3] += m * vx;
-    mine.v[4] += m * vy;
-    mine.v[5] += m * vz;
-    mine.pairs += a.contacts[i] & 0xffff;
-    mine.walls += a.contacts[i] >> 16;
+    add_diagnostic_terms(p, a, i, mine);
     if (bad_particle(p, a.x[i], a.y[i], a.z[i], a.vx[i], a.vy[i], a.vz[i], check_box != 0)) {
       atomicMin(reinterpret_cast<unsigned long long*>(&out->first_bad), static_cast<unsigned long long>(i));
     }
   }
-  const DiagPartial total = BlockReduce(temp).Reduce(mine, DiagAdd{});
+  const DiagnosticTerms total = BlockReduce(temp).Reduce(mine, CombineTerms{});
   if (threadIdx.x == 0) {
-    atomicAdd(&out->kinetic, total.v[0]);
-    atomicAdd(&out->potential_gravity, total.v[1]);
-    atomicAdd(&out->potential_spring, total.v[2]);
-    atomicAdd(&out->momentum[0], total.v[3]);
-    atomicAdd(&out->momentum[1], total.v[4]);
-    atomicAdd(&out->momentum[2], total.v[5]);
-    atomicAdd(reinterpret_cast<unsigned long long*>(&out->pair_contacts_twice), static_cast<unsigned long long>(total.pairs));
-    atomicAdd(reinterpret_cast<unsigned long long*>(&out->wall_contacts), static_cast<unsigned long long>(total.walls));
+    atomicAdd(&out->kinetic, total.kinetic);
+    atomicAdd(&out->potential_gravity, total.potential_gravity);
+    atomicAdd(&out->potential_spring, total.potential_spring);
+    for (int k = 0; k < 3; ++k) atomicAdd(&out->momentum[k], total.momentum[k]);
+    atomicAdd(reinterpret_cast<unsigned long long*>(&out->pair_contacts_twice),
+              static_cast<unsigned long long>(total.pair_contacts_twice));
+    atomicAdd(reinterpret_cast<unsigned long long*>(&out->wall_contacts), static_cast<unsigned long long>(total.wall_contacts));
   }
 }
 
