@@ -543,7 +543,8 @@ AutoSizes choose_sizes(const PipelineOptions& o, Device device, const Shape& sha
     // two chunks' copy time (the first H2D and the last D2H overlap nothing). For T bytes at
     // B bytes/s, (T / C) * o + 2 * C / B is smallest at C = sqrt(T * o * B / 2): ~27 MiB for
     // 1 GiB at 52 GB/s, more for bigger jobs.
-    const double bw = (measured_pinned_h2d_GBps(device) > 0 ? measured_pinned_h2d_GBps(device) : 20.0) * 1e9;
+    const double measured = measured_pinned_h2d_GBps(device);
+    const double bw = (measured > 0 ? measured : 20.0) * 1e9;
     const double best = std::sqrt(double(total_bytes) * kCopyOverheadSeconds * bw / 2);
     chunk_bytes = std::clamp<std::int64_t>(static_cast<std::int64_t>(best), 4 * MiB, 64 * MiB);
     // Enough chunks for every stream to have several.
