@@ -3,7 +3,12 @@ chunked over 1 and 4 CUDA streams with pinned buffers and non_blocking copies (t
 overlap copies and compute in PyTorch), from pinned and from pageable input. The pageable
 variant stages each chunk through a pinned buffer per stream, as a careful user would.
 Results are checked, then timed (wall clock, median of repeats after a warm-up) and merged into
-bench/results/<device>-<date>.json under "pipeline_peers"."""
+bench/results/<device>-<date>.json under "pipeline_peers".
+
+The reference rows (pinned_4_streams, ...) use 16 MiB chunks; --chunks-mib=16,32,64 (the default)
+also times the pinned loop with 2 and 4 streams at the other chunk sizes, as rows named
+pinned_<S>_streams_<M>MiB, so tessel's sweep can be compared at equal chunk sizes."""
+import argparse
 import sys
 import time
 
@@ -70,6 +75,13 @@ def timed(fn, repeats=7):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks-mib", default="16,32,64",
+                        help="chunk sizes (MiB) for the extra pinned rows, comma-separated")
+    args = parser.parse_args()
+    extra_chunks = [int(v) for v in args.chunks_mib.split(",") if v]
+    if any(v <= 0 for v in extra_chunks):
+        parser.error("--chunks-mib takes positive sizes")
     if not torch.cuda.is_available():
         print("torch_pipeline: skipped: no CUDA device")
         return
@@ -97,6 +109,20 @@ def main():
         ms = timed(lambda: run_pageable(x_pageable, y_pageable, streams, chunk, staging_in, staging_out), repeats=5)
         out["x2p1_1GiB"].append({"name": f"pageable_{num_streams}_streams", "streams": num_streams, "ms": ms, "GBps": n * 4 / ms / 1e6})
         print(f"torch pageable in+out, {num_streams} stream(s): {ms:.2f} ms, {n * 4 / ms / 1e6:.2f} GB/s")
+
+    for mib in extra_chunks:
+        if mib * (1 << 20) == CHUNK_BYTES:
+            continue  # the reference rows above
+        extra = (mib << 20) // 4
+        for num_streams in (2, 4):
+            streams = [torch.cuda.Stream() for _ in range(num_streams)]
+            y.fill_(float("nan"))
+            run_pinned(x, y, streams, extra)
+            assert torch.equal(y[::4099], want_sample), "pinned pipeline result is wrong"
+            ms = timed(lambda: run_pinned(x, y, streams, extra))
+            out["x2p1_1GiB"].append({"name": f"pinned_{num_streams}_streams_{mib}MiB", "streams": num_streams,
+                                     "chunk_bytes": mib << 20, "ms": ms, "GBps": n * 4 / ms / 1e6})
+            print(f"torch pinned, {num_streams} streams, {mib} MiB chunks: {ms:.2f} ms, {n * 4 / ms / 1e6:.2f} GB/s")
 
     merge_results("pipeline_peers", out, torch.cuda.get_device_name(0))
 

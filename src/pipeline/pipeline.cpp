@@ -8,10 +8,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -30,6 +33,27 @@
 #endif
 
 namespace tessel {
+namespace detail {
+
+// What a Pipeline keeps between runs (shared by its copies; the lock covers both).
+struct PipelineState {
+  std::mutex mutex;
+  std::vector<Stream> streams;  // on `streams_device`, created on first use
+  Device streams_device;
+  // The automatic sizes of the last input layout: choosing them queries free device memory,
+  // which need not be repeated for every run over same-shaped inputs.
+  struct Sizes {
+    Device device;
+    std::int64_t rows = -1, row_bytes = -1;
+    int requested_streams = 0;  // options.num_streams, 0 when unset
+    std::int64_t chunk_rows = 0;
+    int streams = 0;
+  };
+  std::optional<Sizes> sizes;
+};
+
+}  // namespace detail
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -159,6 +183,8 @@ struct Job {
   std::int64_t chunk_rows = 0;
   Sink sink;
   PipelineReport* report = nullptr;
+  detail::PipelineState* state = nullptr;  // streams kept between runs
+  Clock::time_point start = Clock::now();  // when run() was called: the report's wall time
   // Learned from the first chunk's result.
   bool have_result_layout = false;
   Shape out_tail;
@@ -239,7 +265,6 @@ struct Job {
 [[maybe_unused]] std::int64_t row_bytes(const Shape& tail, DType dtype) { return numel(tail) * itemsize(dtype); }
 
 void Job::run_cpu() {
-  const auto start = Clock::now();
   std::int64_t index = 0, in_bytes = 0, out_bytes = 0;
   PipelineProgress progress(options.progress, total_bytes);
   double compute_ms = 0;
@@ -296,12 +321,20 @@ struct Slot {
 void check(cudaError_t status, const char* what) { detail::check_cuda(status, "Pipeline.run", what, __FILE__, __LINE__); }
 
 void Job::run_cuda() {
-  const auto wall_start = Clock::now();
   DeviceGuard device_guard(device);
   const int num_streams = options.num_streams.value_or(1);
   const int buffering = options.buffering;
+  const bool ordered = options.ordered_copies && num_streams > 1;
   std::vector<Stream> streams;
-  for (int i = 0; i < num_streams; ++i) streams.push_back(Stream::create(device));
+  {
+    // The Pipeline's own streams, kept between runs: the device pool's blocks stay with them,
+    // so every run reuses the same device memory without re-homing it.
+    std::lock_guard<std::mutex> lock(state->mutex);
+    if (!state->streams.empty() && state->streams_device != device) state->streams.clear();
+    state->streams_device = device;
+    while (static_cast<int>(state->streams.size()) < num_streams) state->streams.push_back(Stream::create(device));
+    streams.assign(state->streams.begin(), state->streams.begin() + num_streams);
+  }
   std::vector<std::vector<Slot>> slots(static_cast<std::size_t>(num_streams));
   for (auto& per_stream : slots) per_stream.resize(static_cast<std::size_t>(buffering));
   Event base(device, true);
@@ -343,6 +376,9 @@ void Job::run_cuda() {
   };
 
   std::int64_t index = 0;
+  // ordered_copies: the previous chunk's copies, which this chunk's copies wait for.
+  const Event* previous_h2d = nullptr;
+  const Event* previous_d2h = nullptr;
   try {
     while (std::optional<ChunkIn> c = next()) {
       check_input_chunk(*c, index);
@@ -371,13 +407,18 @@ void Job::run_cuda() {
           parallel_memcpy(slot.in_stage->data(), src, in_bytes);
           src = slot.in_stage->data();
         }
+        // From the caching allocator on the chunk's stream: the block the chunk S before freed
+        // on this stream comes back at once (no raw allocation, no wait), and a compute that
+        // keeps its input alive can never see it overwritten.
         Array d_in = empty(c->host.shape(), c->host.dtype(), device, stream);
+        if (ordered && previous_h2d) stream.wait(*previous_h2d);
         slot.before_h2d->record(stream);
         if (in_bytes > 0) check(cudaMemcpyAsync(d_in.data(), src, static_cast<std::size_t>(in_bytes), cudaMemcpyHostToDevice,
                                                 static_cast<cudaStream_t>(stream.handle())),
                                 "cudaMemcpyAsync (host to device)");
         d_in.storage()->record_pending_write(stream);
         slot.after_h2d->record(stream);
+        previous_h2d = slot.after_h2d.get();
 
         Array out;
         {
@@ -404,10 +445,12 @@ void Job::run_cuda() {
         } else {
           dst = static_cast<char*>(sink.output.data()) + c->row_offset * row_bytes(out_tail, out_dtype);
         }
+        if (ordered && previous_d2h) stream.wait(*previous_d2h);
         if (out_bytes > 0) check(cudaMemcpyAsync(dst, out.data(), static_cast<std::size_t>(out_bytes), cudaMemcpyDeviceToHost,
                                                  static_cast<cudaStream_t>(stream.handle())),
                                  "cudaMemcpyAsync (device to host)");
         slot.done->record(stream);
+        previous_d2h = slot.done.get();
         slot.busy = true;
         slot.index = index;
         slot.row_offset = c->row_offset;
@@ -438,8 +481,9 @@ void Job::run_cuda() {
     throw;
   }
 
-  const double wall = ms_since(wall_start);
+  const double wall = ms_since(start);
   PipelineReport& r = *report;
+  r.ordered_copies = ordered;
   const double h2d_ms = union_length(h2d), compute_ms = union_length(kernels), d2h_ms = union_length(d2h);
   r.h2d_GBps = h2d_ms > 0 ? double(in_total) / h2d_ms / 1e6 : 0;
   r.d2h_GBps = d2h_ms > 0 ? double(out_total) / d2h_ms / 1e6 : 0;
@@ -472,6 +516,9 @@ void Job::run() {
 #endif
 }
 
+// The fixed cost of one cudaMemcpyAsync of a chunk, in seconds (see choose_sizes).
+constexpr double kCopyOverheadSeconds = 13e-6;
+
 struct AutoSizes {
   std::int64_t chunk_rows;
   int streams;
@@ -491,10 +538,15 @@ AutoSizes choose_sizes(const PipelineOptions& o, Device device, const Shape& sha
   } else if (device.is_cpu()) {
     chunk_bytes = 16 * MiB;  // cache- and memory-friendly pieces
   } else {
-    // About 0.3 ms of copying per chunk: long enough that per-chunk launch and event costs are
-    // small, short enough that filling and draining the pipeline costs little.
-    const double bw = measured_pinned_h2d_GBps();
-    chunk_bytes = std::clamp<std::int64_t>(static_cast<std::int64_t>((bw > 0 ? bw : 20.0) * 1e9 * 0.3e-3), 4 * MiB, 64 * MiB);
+    // Each copy costs a fixed overhead o (about 13 us on the H100: 16 MB chunks copied at 50.5
+    // GB/s against 52.6 for 256 MB copies), and filling and draining the pipeline costs about
+    // two chunks' copy time (the first H2D and the last D2H overlap nothing). For T bytes at
+    // B bytes/s, (T / C) * o + 2 * C / B is smallest at C = sqrt(T * o * B / 2): ~27 MiB for
+    // 1 GiB at 52 GB/s, more for bigger jobs.
+    const double measured = measured_pinned_h2d_GBps(device);
+    const double bw = (measured > 0 ? measured : 20.0) * 1e9;
+    const double best = std::sqrt(double(total_bytes) * kCopyOverheadSeconds * bw / 2);
+    chunk_bytes = std::clamp<std::int64_t>(static_cast<std::int64_t>(best), 4 * MiB, 64 * MiB);
     // Enough chunks for every stream to have several.
     chunk_bytes = std::min(chunk_bytes, std::max<std::int64_t>(1 * MiB, total_bytes / (4 * streams)));
     // Device memory: each stream holds an input, an output and temporaries of a chunk.
@@ -512,8 +564,18 @@ AutoSizes choose_sizes(const PipelineOptions& o, Device device, const Shape& sha
     }
 #endif
   }
+  const bool automatic = !o.chunk_elems && !o.chunk_bytes;
+  // Automatic chunks are whole MiB, so every chunk starts page-aligned in the host array (an
+  // odd size like 16358436 B puts every copy's host side at a different offset in its page).
+  if (automatic && chunk_bytes >= MiB) chunk_bytes = chunk_bytes / MiB * MiB;
   std::int64_t chunk_rows = o.chunk_elems ? *o.chunk_elems / std::max<std::int64_t>(1, row_elems)
                                           : chunk_bytes / rbytes;
+  if (automatic) {
+    // Whole rows whose bytes are a multiple of 4 KiB, when a chunk has that many rows.
+    const std::int64_t page = 4096;
+    const std::int64_t step = page / std::gcd(page, rbytes);
+    if (chunk_rows >= step) chunk_rows -= chunk_rows % step;
+  }
   chunk_rows = std::max<std::int64_t>(1, chunk_rows);
   if (!o.num_streams && rows > 0) {
     const std::int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
@@ -527,52 +589,66 @@ AutoSizes choose_sizes(const PipelineOptions& o, Device device, const Shape& sha
 std::string PipelineReport::str() const {
   return fmt::format(
       "pipeline on {}: {} chunks of {} over {} streams, {} in, {} out, wall {:.3f} ms ({:.2f} GB/s of input), "
-      "H2D {:.2f} GB/s, D2H {:.2f} GB/s, compute {:.3f} ms, overlap {:.1f}%{}{}",
+      "H2D {:.2f} GB/s, D2H {:.2f} GB/s, compute {:.3f} ms, overlap {:.1f}%{}{}{}",
       device, chunks, format_bytes(chunk_bytes), streams, format_bytes(input_bytes), format_bytes(output_bytes), wall_ms,
       throughput_GBps, h2d_GBps, d2h_GBps, compute_ms, overlap_percent, pageable_input ? ", pageable input" : "",
-      pageable_output ? ", pageable output" : "");
+      pageable_output ? ", pageable output" : "", ordered_copies ? ", ordered copies" : "");
 }
 
 double measured_pinned_h2d_GBps() {
 #if defined(TESSEL_HAVE_CUDA)
-  static std::once_flag once;
-  static double measured = 0;
-  std::call_once(once, [] {
-    if (!cuda_available()) return;
-    try {
-      const Device device = current_device();
-      DeviceGuard guard(device);
-      const std::int64_t bytes = 64 * MiB;
-      Stream stream = Stream::create(device);
-      {
-        auto host = Buffer::allocate_pinned(bytes);
-        auto dev = Buffer::allocate(device, bytes, stream);
-        std::memset(host->data(), 1, static_cast<std::size_t>(bytes));
-        Event start(device), stop(device);
-        double best = 1e300;
-        for (int i = 0; i < 4; ++i) {  // the first is a warm-up
-          start.record(stream);
-          check(cudaMemcpyAsync(dev->data(), host->data(), static_cast<std::size_t>(bytes), cudaMemcpyHostToDevice,
-                                static_cast<cudaStream_t>(stream.handle())),
-                "cudaMemcpyAsync (bandwidth probe)");
-          stop.record(stream);
-          const double ms = start.elapsed_ms(stop);
-          if (i > 0) best = std::min(best, ms);
-        }
-        stream.synchronize();
-        measured = double(bytes) / best / 1e6;
-      }
-    } catch (const std::exception&) {
-      measured = 0;  // sizing falls back to defaults
-    }
-  });
-  return measured;
+  if (!cuda_available()) return 0;
+  return measured_pinned_h2d_GBps(current_device());
 #else
   return 0;
 #endif
 }
 
-Pipeline::Pipeline(Compute compute, PipelineOptions options) : compute_(std::move(compute)), options_(std::move(options)) {
+double measured_pinned_h2d_GBps(Device device) {
+#if defined(TESSEL_HAVE_CUDA)
+  if (!device.is_cuda() || !cuda_available()) return 0;
+  check_device_index(device.index, "measured_pinned_h2d_GBps");
+  // Measured on the device asked for (its link, not the current device's), once per device.
+  static std::mutex mutex;
+  static std::map<int, double> measured;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = measured.find(device.index); it != measured.end()) return it->second;
+  double result = 0;
+  try {
+    DeviceGuard guard(device);
+    const std::int64_t bytes = 64 * MiB;
+    Stream stream = Stream::create(device);
+    {
+      auto host = Buffer::allocate_pinned(bytes);
+      auto dev = Buffer::allocate(device, bytes, stream);
+      std::memset(host->data(), 1, static_cast<std::size_t>(bytes));
+      Event start(device), stop(device);
+      double best = 1e300;
+      for (int i = 0; i < 4; ++i) {  // the first is a warm-up
+        start.record(stream);
+        check(cudaMemcpyAsync(dev->data(), host->data(), static_cast<std::size_t>(bytes), cudaMemcpyHostToDevice,
+                              static_cast<cudaStream_t>(stream.handle())),
+              "cudaMemcpyAsync (bandwidth probe)");
+        stop.record(stream);
+        const double ms = start.elapsed_ms(stop);  // waits for stop
+        if (i > 0) best = std::min(best, ms);
+      }
+      stream.synchronize();
+      result = best > 0 && best < 1e300 ? double(bytes) / best / 1e6 : 0;
+    }
+  } catch (const std::exception&) {
+    result = 0;  // sizing falls back to defaults
+  }
+  measured[device.index] = result;
+  return result;
+#else
+  (void)device;
+  return 0;
+#endif
+}
+
+Pipeline::Pipeline(Compute compute, PipelineOptions options)
+    : compute_(std::move(compute)), options_(std::move(options)), state_(std::make_shared<detail::PipelineState>()) {
   if (!compute_) throw ValueError("Pipeline: the compute function is empty");
   if (options_.chunk_elems && *options_.chunk_elems <= 0) {
     throw ValueError(fmt::format("Pipeline: chunk_elems must be positive, got {}", *options_.chunk_elems));
@@ -600,10 +676,32 @@ void check_host_input(const Array& input) {
   if (input.ndim() == 0) throw ShapeError("Pipeline.run: the input is 0-d; the pipeline splits axis 0 into chunks");
 }
 
+// choose_sizes, remembered per Pipeline for the last input layout when it had to query the
+// device (automatic chunk size on CUDA): the free-memory query and the pool statistics are not
+// repeated for every run over same-shaped inputs.
+AutoSizes remembered_sizes(Job& job, const Shape& shape, DType dtype) {
+  const PipelineOptions& o = job.options;
+  if (job.device.is_cpu() || o.chunk_elems || o.chunk_bytes || job.state == nullptr) {
+    return choose_sizes(o, job.device, shape, dtype);
+  }
+  const std::int64_t rows = shape.empty() ? 0 : shape[0];
+  const std::int64_t rbytes = numel(tail_of(shape)) * itemsize(dtype);
+  const int requested = o.num_streams.value_or(0);
+  std::lock_guard<std::mutex> lock(job.state->mutex);
+  auto& memo = job.state->sizes;
+  if (memo && memo->device == job.device && memo->rows == rows && memo->row_bytes == rbytes &&
+      memo->requested_streams == requested) {
+    return {memo->chunk_rows, memo->streams};
+  }
+  const AutoSizes sizes = choose_sizes(o, job.device, shape, dtype);
+  memo = detail::PipelineState::Sizes{job.device, rows, rbytes, requested, sizes.chunk_rows, sizes.streams};
+  return sizes;
+}
+
 // Runs `job` over the rows of `input` (contiguous copy if needed).
 void run_rows(Job& job, const Array& input_any, PipelineReport& report) {
   const Array input = input_any.contiguous();
-  const AutoSizes sizes = choose_sizes(job.options, job.device, input.shape(), input.dtype());
+  const AutoSizes sizes = remembered_sizes(job, input.shape(), input.dtype());
   job.options.num_streams = sizes.streams;
   job.chunk_rows = sizes.chunk_rows;
   job.total_rows = input.dim(0);
@@ -640,13 +738,15 @@ void run_rows(Job& job, const Array& input_any, PipelineReport& report) {
   job.run();
 }
 
-Job make_job(const Pipeline::Compute& compute, const PipelineOptions& options, PipelineReport& report) {
+Job make_job(const Pipeline::Compute& compute, const PipelineOptions& options, PipelineReport& report,
+             detail::PipelineState* state) {
   detail::check_not_capturing("Pipeline.run");  // it waits on the host for its chunks
   Job job;
   job.compute = compute;
   job.options = options;
   job.device = options.device.value_or(default_device());
   job.report = &report;
+  job.state = state;
   return job;
 }
 
@@ -654,7 +754,7 @@ Job make_job(const Pipeline::Compute& compute, const PipelineOptions& options, P
 
 Array Pipeline::run(const Array& host_input) {
   check_host_input(host_input);
-  Job job = make_job(compute_, options_, report_);
+  Job job = make_job(compute_, options_, report_, state_.get());
   const Device device = job.device;
   job.sink.make_output = [&job, device](const Shape& tail, DType dtype) {
     const Shape shape = with_rows(job.total_rows, tail);
@@ -679,7 +779,7 @@ void Pipeline::run(const Array& host_input, const Array& host_output) {
                                  host_input.dim(0),
                                  host_output.ndim() == 0 || host_output.dim(0) < host_input.dim(0) ? " (the output is too small)" : ""));
   }
-  Job job = make_job(compute_, options_, report_);
+  Job job = make_job(compute_, options_, report_, state_.get());
   job.sink.output = host_output;
   run_rows(job, host_input, report_);
 }
@@ -687,7 +787,7 @@ void Pipeline::run(const Array& host_input, const Array& host_output) {
 void Pipeline::run(const Array& host_input, const ChunkCallback& on_chunk) {
   check_host_input(host_input);
   if (!on_chunk) throw ValueError("Pipeline.run: the chunk callback is empty");
-  Job job = make_job(compute_, options_, report_);
+  Job job = make_job(compute_, options_, report_, state_.get());
   job.sink.callback = on_chunk;
   run_rows(job, host_input, report_);
 }
@@ -695,7 +795,7 @@ void Pipeline::run(const Array& host_input, const ChunkCallback& on_chunk) {
 void Pipeline::run(const ChunkSource& next, const ChunkCallback& on_chunk) {
   if (!next) throw ValueError("Pipeline.run: the chunk source is empty");
   if (!on_chunk) throw ValueError("Pipeline.run: the chunk callback is empty");
-  Job job = make_job(compute_, options_, report_);
+  Job job = make_job(compute_, options_, report_, state_.get());
   job.sink.callback = on_chunk;
   job.options.num_streams = options_.num_streams.value_or(job.device.is_cpu() ? 1 : 4);
   std::int64_t row = 0;

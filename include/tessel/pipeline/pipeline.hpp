@@ -19,9 +19,13 @@
 // - The first failure (an exception from compute, a CUDA error, OutOfMemory) stops queuing,
 //   waits for the chunks in flight, frees every buffer and rethrows, with the chunk named.
 // - Sizes: chunk_elems / chunk_bytes and num_streams default (unset) to values chosen from the
-//   measured pinned host->device bandwidth (measured once per process) and free device memory.
+//   measured pinned host->device bandwidth (measured once per process and device) and free device
+//   memory; automatic chunks are whole MiB (page-aligned host offsets keep the copies at full speed).
+// - A Pipeline keeps its streams (and its automatic sizes for an input layout) between runs, so
+//   repeated runs start queuing at once; copies of a Pipeline share them.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -41,13 +45,18 @@ struct PipelineOptions {
   int buffering = 2;  // pinned staging slots per stream: 2 double, 3 triple buffering (>= 1)
   ProgressMode progress = ProgressMode::automatic;
   std::optional<Device> device;  // where compute runs; default: default_device()
+  // true: the copies of each direction run one at a time in chunk order across streams (chunk
+  // k's H2D waits for chunk k-1's, the same for D2H), so each copy gets the whole link and the
+  // first chunk reaches compute (and the last leaves the device) as early as possible; false:
+  // copies of different streams may share the link. Results are the same either way.
+  bool ordered_copies = false;
 };
 
 struct PipelineReport {
   double h2d_GBps = 0;        // input bytes / time the H2D copies were busy (union of intervals)
   double d2h_GBps = 0;        // output bytes / time the D2H copies were busy
   double compute_ms = 0;      // time compute kernels were busy (union over streams)
-  double wall_ms = 0;         // whole run, host clock
+  double wall_ms = 0;         // whole run() call (sizing, queuing, waiting), host clock
   double throughput_GBps = 0; // input bytes / wall time
   double overlap_percent = 0; // 100 * (sum of busy times - wall) / (sum of busy times - max busy), clamped
   std::int64_t chunks = 0;
@@ -57,9 +66,14 @@ struct PipelineReport {
   int streams = 0;
   bool pageable_input = false;
   bool pageable_output = false;
+  bool ordered_copies = false;
   std::string device;
   std::string str() const;  // one line
 };
+
+namespace detail {
+struct PipelineState;  // streams and automatic sizes kept between runs
+}
 
 class Pipeline {
  public:
@@ -89,10 +103,12 @@ class Pipeline {
   Compute compute_;
   PipelineOptions options_;
   PipelineReport report_;
+  std::shared_ptr<detail::PipelineState> state_;
 };
 
-// The pinned host->device bandwidth in GB/s, measured once per process (64 MiB copies) and
-// cached; 0 without CUDA. Used to size chunks.
+// The pinned host->device bandwidth in GB/s of `device` (default: the current device), measured
+// once per process and device (64 MiB copies) and cached; 0 without CUDA. Used to size chunks.
 double measured_pinned_h2d_GBps();
+double measured_pinned_h2d_GBps(Device device);
 
 }  // namespace tessel

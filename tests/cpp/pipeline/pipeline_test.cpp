@@ -96,10 +96,11 @@ TEST_P(PipelineTest, MatchesSequentialForRandomSizes) {
     const int streams = std::uniform_int_distribution<int>(1, 4)(rng);
     const int buffering = std::uniform_int_distribution<int>(1, 3)(rng);
     const bool pinned_in = trial % 2 == 1;
+    const bool ordered = trial % 4 >= 2;  // copies serialized in chunk order across streams, or not
     const int sink = trial % 3;  // 0: new array, 1: given output (pageable, pinned alternately), 2: callback
     SCOPED_TRACE("rows " + std::to_string(rows) + " tail " + shape_str(tail) + " chunk_rows " + std::to_string(chunk_rows) +
                  " streams " + std::to_string(streams) + " buffering " + std::to_string(buffering) + " pinned_in " +
-                 std::to_string(pinned_in) + " sink " + std::to_string(sink));
+                 std::to_string(pinned_in) + " ordered " + std::to_string(ordered) + " sink " + std::to_string(sink));
     const Array x = random_host(shape, pinned_in, rng);
     const std::vector<float> want = reference(x);
 
@@ -107,6 +108,7 @@ TEST_P(PipelineTest, MatchesSequentialForRandomSizes) {
     options.chunk_elems = chunk_rows * std::max<std::int64_t>(1, row_elems);
     options.num_streams = streams;
     options.buffering = buffering;
+    options.ordered_copies = ordered;
     options.device = device();
     options.progress = ProgressMode::off;
     Pipeline pipeline(twice_plus_one, options);
@@ -143,6 +145,40 @@ TEST_P(PipelineTest, MatchesSequentialForRandomSizes) {
     if (device().is_cuda()) {
       EXPECT_EQ(r.pageable_input, !pinned_in);
       EXPECT_EQ(r.streams, streams);
+      EXPECT_EQ(r.ordered_copies, ordered && streams > 1);
+    }
+  }
+}
+
+// Automatic chunks hold whole rows, start page-aligned in the host array (their bytes are a
+// multiple of 4 KiB) and are chosen once per input layout; repeated runs (which reuse the
+// Pipeline's streams) give the same result, with ordered copies too.
+TEST_P(PipelineTest, AutomaticChunksArePageAlignedAndRunsRepeat) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const Array x = random_host({(std::int64_t(1) << 20) + 7, 3}, true, rng);  // 12 MiB, rows of 12 B
+  const std::vector<float> want = reference(x);
+  for (bool ordered : {false, true}) {
+    SCOPED_TRACE(ordered ? "ordered copies" : "unordered copies");
+    PipelineOptions options;
+    options.device = device();
+    options.progress = ProgressMode::off;
+    options.ordered_copies = ordered;
+    Pipeline pipeline(twice_plus_one, options);
+    std::int64_t first_chunk_bytes = 0;
+    for (int run = 0; run < 3; ++run) {
+      Array y = pipeline.run(x);
+      expect_equal(y.to_vector<float>(), want, "run " + std::to_string(run));
+      const PipelineReport& r = pipeline.report();
+      EXPECT_EQ(r.chunk_bytes % 4096, 0) << r.str();
+      EXPECT_EQ(r.chunk_bytes % 12, 0) << "whole rows: " << r.str();
+      EXPECT_EQ(r.chunks, (x.nbytes() + r.chunk_bytes - 1) / r.chunk_bytes) << r.str();
+      EXPECT_GT(r.wall_ms, 0.0);
+      if (run == 0) first_chunk_bytes = r.chunk_bytes;
+      EXPECT_EQ(r.chunk_bytes, first_chunk_bytes) << "the same layout gets the same sizes";
+      if (device().is_cuda()) {
+        EXPECT_GT(r.chunks, 1) << r.str();
+      }
     }
   }
 }
