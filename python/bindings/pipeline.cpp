@@ -9,6 +9,7 @@
 #include <nanobind/stl/shared_ptr.h>
 
 #include <memory>
+#include <mutex>
 #include <utility>
 
 #include "common.hpp"
@@ -105,10 +106,17 @@ struct PyPipeline {
     return o;
   }
 
+  // The C++ pipeline of the last array run, kept so that later runs over rows of the same size
+  // reuse its streams and sizes; `busy` makes a concurrent run (another thread) build its own.
+  std::shared_ptr<Pipeline> kept;
+  std::int64_t kept_row_elems = -1;
+  std::shared_ptr<std::int64_t> chunk_counter = std::make_shared<std::int64_t>(0);
+  std::shared_ptr<std::mutex> busy = std::make_shared<std::mutex>();
+
   // compute as the C++ pipeline calls it: chunk k -> the Python callable's result.
   Pipeline::Compute make_compute() const {
     auto fn = compute;
-    auto counter = std::make_shared<std::int64_t>(0);
+    auto counter = chunk_counter;
     return [fn, counter](const Array& chunk, const Stream&) -> Array {
       nb::gil_scoped_acquire gil;
       const std::int64_t k = (*counter)++;
@@ -166,7 +174,19 @@ nb::object run_pipeline(PyPipeline& self, nb::handle input, nb::handle out, nb::
     const bool numpy = !is_array(input);
     const Array host = host_array(input, "the input");
     const std::int64_t row_elems = host.ndim() > 0 ? numel(Shape(host.shape().begin() + 1, host.shape().end())) : 1;
-    Pipeline pipeline(compute, self.options_for(row_elems));
+    std::unique_lock<std::mutex> reuse(*self.busy, std::try_to_lock);
+    std::shared_ptr<Pipeline> run_pipeline;
+    if (reuse.owns_lock()) {
+      if (!self.kept || self.kept_row_elems != row_elems) {
+        self.kept = std::make_shared<Pipeline>(compute, self.options_for(row_elems));
+        self.kept_row_elems = row_elems;
+      }
+      *self.chunk_counter = 0;
+      run_pipeline = self.kept;
+    } else {
+      run_pipeline = std::make_shared<Pipeline>(compute, self.options_for(row_elems));
+    }
+    Pipeline& pipeline = *run_pipeline;
     struct KeepReport {  // the report of this run, also when it fails (the chunks done so far)
       PyPipeline& self;
       Pipeline& pipeline;
@@ -276,7 +296,11 @@ int pipeline_traverse(PyObject* self, visitproc visit, void* arg) {
 }
 
 int pipeline_clear(PyObject* self) {
-  if (nb::inst_ready(self)) nb::inst_ptr<PyPipeline>(self)->compute.reset();
+  if (nb::inst_ready(self)) {
+    PyPipeline* p = nb::inst_ptr<PyPipeline>(self);
+    p->compute.reset();
+    p->kept.reset();  // its compute holds the same callable
+  }
   return 0;
 }
 
