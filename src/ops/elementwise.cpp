@@ -340,7 +340,10 @@ Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const Opti
   if (direct) {
     for (int i = 0; i < count; ++i) direct = direct && !(inputs[i] && partially_overlaps(*inputs[i], *out));
   }
-  Array target = direct ? *out : empty(shape, result, *device, s);
+  // The output array by reference: out= itself (no Array copy) or a fresh one.
+  Array fresh;
+  if (!direct) fresh = empty(shape, result, *device, s);
+  const Array& target = direct ? *out : fresh;
   if (target.size() > 0) {
     if (!cuda) {
       std::vector<Array> cpu_inputs;  // the CPU backend's interface; every input is an array here
@@ -365,10 +368,11 @@ Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const Opti
     }
   }
   if (out && !direct) {
-    copyto(*out, target, s);
+    copyto(*out, fresh, s);
     return *out;
   }
-  return target;
+  if (direct) return *out;
+  return fresh;
 }
 
 Array run_arrays(ElementwiseOp op, std::initializer_list<const Array*> arrays, const OptionalArray& out,
