@@ -303,10 +303,19 @@ struct KernelEntry {
 const KernelEntry& cached_kernel(const KernelKey& key, const jit::ElementwiseTuning& tuning) {
   static std::mutex mutex;
   static std::unordered_map<KernelKey, KernelEntry, KernelKeyHash> cache;
+  // The same op back to back (a loop of tiny ops) skips the lock and the hash: entries are never
+  // removed, so the pointer stays valid.
+  thread_local KernelKey last_key{};
+  thread_local const KernelEntry* last_entry = nullptr;
+  if (last_entry && last_key == key) return *last_entry;
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
+    if (it != cache.end()) {
+      last_key = key;
+      last_entry = &it->second;
+      return it->second;
+    }
   }
   jit::ElementwiseSpec spec = cached_spec(key.spec);
   spec.layout = key.contiguous ? jit::ElementwiseLayout::contiguous : jit::ElementwiseLayout::strided;
@@ -326,7 +335,10 @@ const KernelEntry& cached_kernel(const KernelKey& key, const jit::ElementwiseTun
   entry.block = static_cast<int>(widest.block.x);
   entry.grid_cap = widest.grid.x;
   std::lock_guard<std::mutex> lock(mutex);
-  return cache.emplace(key, std::move(entry)).first->second;  // another thread's entry wins a race
+  const KernelEntry& stored = cache.emplace(key, std::move(entry)).first->second;  // another thread's wins a race
+  last_key = key;
+  last_entry = &stored;
+  return stored;
 }
 
 }  // namespace
