@@ -32,6 +32,8 @@ void Storage::record_pending_write(const Stream& stream) {
     return;
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  // Back-to-back writes on one stream (the common case): already recorded, no Stream copy.
+  if (!pending_write_ && pending_stream_ && pending_stream_id_ == stream.id()) return;
   pending_write_.reset();
   pending_stream_ = stream;
   pending_stream_id_ = stream.id();

@@ -35,11 +35,12 @@ namespace cpu {
 void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array& out);
 }
 namespace cuda {
-// scalars[i] set: input i is a weak scalar (inputs[i] undefined) passed by value, converted to
-// in_dtypes[i]; this keeps `a * 2` on the contiguous vectorized path. in_dtypes[i] is the dtype of
-// every input.
-void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const std::vector<std::optional<Scalar>>& scalars,
-                 const std::vector<DType>& in_dtypes, const Array& out, const Stream& stream);
+// `count` inputs (at most 3). scalars[i] set: input i is a weak scalar (inputs[i] null) passed by
+// value, converted to in_dtypes[i]; this keeps `a * 2` on the contiguous vectorized path.
+// in_dtypes[i] is the dtype of every input. Plain arrays, not vectors: this is the per-call hot
+// path of every tiny op, and it allocates nothing on a kernel-cache hit.
+void elementwise(ElementwiseOp op, int count, const Array* const* inputs, const Scalar* const* scalars,
+                 const DType* in_dtypes, const Array& out, const Stream& stream);
 // The CUDA source of one op for a compute dtype and result dtype (for tests: NVRTC compiles it
 // without a GPU). Layout contiguous, `unroll` vectors per thread per trip.
 std::string elementwise_source(ElementwiseOp op, const std::vector<DType>& input_dtypes, DType out_dtype,

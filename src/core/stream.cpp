@@ -101,18 +101,19 @@ std::shared_ptr<detail::StreamState> cpu_state() {
   return state;
 }
 
-std::shared_ptr<detail::StreamState> default_state(int index) {
-  static std::mutex mutex;
-  static std::vector<std::shared_ptr<detail::StreamState>> states;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (states.empty()) states.resize(static_cast<std::size_t>(device_count()));
-  auto& s = states[static_cast<std::size_t>(index)];
-  if (!s) {
-    s = std::make_shared<detail::StreamState>();
-    s->id = 2 + static_cast<std::uint64_t>(index);
-    s->device = Device::cuda(index);
-  }
-  return s;
+// Every op without an explicit stream comes here: built once for all devices (a thread-safe
+// static), then read without a lock. The states own no CUDA resource (the legacy default stream).
+const std::shared_ptr<detail::StreamState>& default_state(int index) {
+  static const std::vector<std::shared_ptr<detail::StreamState>> states = [] {
+    std::vector<std::shared_ptr<detail::StreamState>> v(static_cast<std::size_t>(device_count()));
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      v[i] = std::make_shared<detail::StreamState>();
+      v[i]->id = 2 + static_cast<std::uint64_t>(i);
+      v[i]->device = Device::cuda(static_cast<int>(i));
+    }
+    return v;
+  }();
+  return states[static_cast<std::size_t>(index)];
 }
 
 // Per thread, per device: the current stream (null until set: the default stream).

@@ -2,6 +2,7 @@
 #include "tessel/jit/elementwise.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -80,14 +81,27 @@ void check_tuning(const ElementwiseTuning& t) {
   if (t.waves < 1 || t.waves > 64) throw ValueError("elementwise tuning: waves " + std::to_string(t.waves) + " outside [1, 64]");
 }
 
-std::mutex tuning_mutex;
-ElementwiseTuning& current_tuning() {
-  static ElementwiseTuning t = [] {
+// The tuning is read on every launch: one atomic word (block | unroll << 16 | waves << 32; the
+// checked ranges fit 16 bits each), so a read is a load, not a mutex. The first read applies
+// TESSEL_EW_TUNING (a bad value throws there, and again on the next read, as before).
+std::uint64_t pack_tuning(const ElementwiseTuning& t) {
+  return static_cast<std::uint64_t>(t.block) | (static_cast<std::uint64_t>(t.unroll) << 16) |
+         (static_cast<std::uint64_t>(t.waves) << 32);
+}
+ElementwiseTuning unpack_tuning(std::uint64_t w) {
+  ElementwiseTuning t;
+  t.block = static_cast<int>(w & 0xffffu);
+  t.unroll = static_cast<int>((w >> 16) & 0xffffu);
+  t.waves = static_cast<int>((w >> 32) & 0xffffu);
+  return t;
+}
+std::atomic<std::uint64_t>& current_tuning() {
+  static std::atomic<std::uint64_t> word{[] {
     ElementwiseTuning from_env = tuning_from_env();
     check_tuning(from_env);
-    return from_env;
-  }();
-  return t;
+    return pack_tuning(from_env);
+  }()};
+  return word;
 }
 
 // The statements for one element: declare variables, run the body, store outputs. `load(op)` and
@@ -153,15 +167,11 @@ int vector_width(const ElementwiseSpec& spec) {
   return static_cast<int>(std::max<std::int64_t>(1, 16 / widest));
 }
 
-ElementwiseTuning elementwise_tuning() {
-  std::lock_guard<std::mutex> lock(tuning_mutex);
-  return current_tuning();
-}
+ElementwiseTuning elementwise_tuning() { return unpack_tuning(current_tuning().load(std::memory_order_acquire)); }
 
 void set_elementwise_tuning(const ElementwiseTuning& tuning) {
   check_tuning(tuning);
-  std::lock_guard<std::mutex> lock(tuning_mutex);
-  current_tuning() = tuning;
+  current_tuning().store(pack_tuning(tuning), std::memory_order_release);
 }
 
 std::int64_t elementwise_threads(std::int64_t n, bool contiguous_aligned, int vec, int unroll) {

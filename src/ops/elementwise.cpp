@@ -183,9 +183,6 @@ detail::ElementwiseTypes resolve_types(const OpInfo& op, DType promoted, const D
   return {compute, result_dtype(op, compute)};
 }
 
-// One input: an array, or a weak Python scalar that takes its dtype from the other operand.
-using Operand = detail::ElementwiseOperand;
-
 // True when views a and b share bytes but are not the identical layout (identical views are
 // safe for elementwise work: each element is read before it is written, by the same thread).
 bool partially_overlaps(const Array& a, const Array& b) {
@@ -204,45 +201,83 @@ bool partially_overlaps(const Array& a, const Array& b) {
   return !identical;
 }
 
-Array run(ElementwiseOp op_id, std::vector<Operand> operands, const OptionalArray& out,
+// A borrowed operand: exactly one of `array` / `scalar` is set. The public entry points build
+// these on the stack, so a call copies no Array (each copy is two heap vectors and an atomic
+// reference count) and allocates no operand vector.
+struct OperandRef {
+  const Array* array = nullptr;
+  const Scalar* scalar = nullptr;
+};
+
+// At most three operands (where); room for them inline, no heap.
+constexpr int kMaxOperands = 3;
+
+// True when broadcast_to(shape) would return `a`'s own layout: same shape and no size-1 axis
+// (broadcast_to gives those stride 0). Then the input is used as it is, without a view copy.
+bool same_layout_after_broadcast(const Array& a, const Shape& shape) {
+  if (a.shape() != shape) return false;
+  for (std::int64_t d : shape) {
+    if (d == 1) return false;
+  }
+  return true;
+}
+
+Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const OptionalArray& out,
           const OptionalStream& stream) {
   const OpInfo& op = info(op_id);
   TESSEL_OP_RANGE(op.name);
-  const std::string name = op.name;
-  if (static_cast<int>(operands.size()) != op.arity) {
-    throw ValueError(name + ": takes " + std::to_string(op.arity) + " inputs, got " + std::to_string(operands.size()));
+  // Messages are built only on failure: no string work on the hot path.
+  const char* name = op.name;
+  if (count != op.arity || count > kMaxOperands) {
+    throw ValueError(std::string(name) + ": takes " + std::to_string(op.arity) + " inputs, got " +
+                     std::to_string(count));
   }
   // Devices, shapes and the promoted dtype come from the array operands.
   std::optional<Device> device;
-  std::vector<Shape> shapes;
   auto check_device = [&](const Array& a, const char* what) {
-    if (!a.defined()) throw ValueError(name + ": " + what + " is an undefined Array");
+    if (!a.defined()) throw ValueError(std::string(name) + ": " + what + " is an undefined Array");
     if (!device) {
       device = a.device();
     } else if (!(a.device() == *device)) {
-      throw DeviceError(name + ": expected all arrays on one device, got " + device->str() + " and " +
+      throw DeviceError(std::string(name) + ": expected all arrays on one device, got " + device->str() + " and " +
                         a.device().str());
     }
   };
-  for (const Operand& o : operands) {
-    if (!o.scalar) {
-      check_device(o.array, "an input");
-      shapes.push_back(o.array.shape());
+  // The result shape: the common case (every array operand has one shape) needs no broadcast work.
+  const Shape* first_shape = nullptr;
+  bool same_shapes = true;
+  for (int i = 0; i < count; ++i) {
+    if (!operands[i].scalar) {
+      check_device(*operands[i].array, "an input");
+      const Shape& sh = operands[i].array->shape();
+      if (!first_shape) {
+        first_shape = &sh;
+      } else if (sh != *first_shape) {
+        same_shapes = false;
+      }
     }
   }
-  if (!device) throw ValueError(name + ": needs at least one array input");
+  if (!device) throw ValueError(std::string(name) + ": needs at least one array input");
   if (out) check_device(*out, "out");
-  const Shape shape = broadcast_shapes(shapes, op.name);
+  Shape broadcast;
+  if (!same_shapes) {
+    std::vector<Shape> shapes;
+    for (int i = 0; i < count; ++i) {
+      if (!operands[i].scalar) shapes.push_back(operands[i].array->shape());
+    }
+    broadcast = broadcast_shapes(shapes, op.name);
+  }
+  const Shape& shape = same_shapes ? *first_shape : broadcast;
 
   // where: the condition does not take part in promotion.
-  const std::size_t first_value = op_id == ElementwiseOp::where ? 1 : 0;
+  const int first_value = op_id == ElementwiseOp::where ? 1 : 0;
   std::optional<DType> promoted;
-  for (std::size_t i = first_value; i < operands.size(); ++i) {
+  for (int i = first_value; i < count; ++i) {
     if (!operands[i].scalar) {
-      promoted = promoted ? result_type(*promoted, operands[i].array.dtype()) : operands[i].array.dtype();
+      promoted = promoted ? result_type(*promoted, operands[i].array->dtype()) : operands[i].array->dtype();
     }
   }
-  for (std::size_t i = first_value; i < operands.size(); ++i) {
+  for (int i = first_value; i < count; ++i) {
     if (operands[i].scalar) {
       promoted = promoted ? result_type(*promoted, operands[i].scalar->scalar_kind())
                           : operands[i].scalar->default_dtype();
@@ -250,8 +285,8 @@ Array run(ElementwiseOp op_id, std::vector<Operand> operands, const OptionalArra
   }
   const auto describe = [&] {
     if (op.arity == 2 && !operands[0].scalar && !operands[1].scalar &&
-        operands[0].array.dtype() != operands[1].array.dtype()) {
-      return std::string(dtype_name(operands[0].array.dtype())) + " and " + dtype_name(operands[1].array.dtype()) +
+        operands[0].array->dtype() != operands[1].array->dtype()) {
+      return std::string(dtype_name(operands[0].array->dtype())) + " and " + dtype_name(operands[1].array->dtype()) +
              " (promoted to " + dtype_name(*promoted) + ")";
     }
     return std::string(dtype_name(*promoted));
@@ -259,71 +294,93 @@ Array run(ElementwiseOp op_id, std::vector<Operand> operands, const OptionalArra
   const detail::ElementwiseTypes types = resolve_types(op, *promoted, describe);
   const DType compute = types.compute;
   const DType result = types.result;
-  const Stream s = detail::resolve_stream(*device, stream);
+  // The caller's stream by reference; only a defaulted one is looked up (and held here).
+  std::optional<Stream> resolved;
+  if (!stream) resolved = detail::resolve_stream(*device, std::nullopt);
+  const Stream& s = stream ? *stream : *resolved;
 
   if (out) {
     if (out->shape() != shape) {
-      throw ShapeError(name + ": out has shape " + shape_str(out->shape()) + " but the result has shape " +
-                       shape_str(shape));
+      throw ShapeError(std::string(name) + ": out has shape " + shape_str(out->shape()) +
+                       " but the result has shape " + shape_str(shape));
     }
     if (!can_cast_same_kind(result, out->dtype())) {
-      throw DTypeError(name + ": cannot cast the result dtype " + std::string(dtype_name(result)) + " to out dtype " +
-                       dtype_name(out->dtype()) + " under the same_kind rule");
+      throw DTypeError(std::string(name) + ": cannot cast the result dtype " + std::string(dtype_name(result)) +
+                       " to out dtype " + dtype_name(out->dtype()) + " under the same_kind rule");
     }
   }
 
-  // Inputs in the compute dtype (where's condition in bool), broadcast to the result shape.
+  // Inputs in the compute dtype (where's condition in bool), broadcast to the result shape: the
+  // caller's array itself when it already is that, else a staged cast/broadcast view.
   // CUDA takes scalars by value (kernel parameters); the CPU loops read them as 0-d arrays.
-  std::vector<Array> inputs;
-  std::vector<std::optional<Scalar>> scalars(operands.size());
-  std::vector<DType> in_dtypes;
-  for (std::size_t i = 0; i < operands.size(); ++i) {
+  const bool cuda = device->is_cuda();
+  Array staged[kMaxOperands];
+  const Array* inputs[kMaxOperands] = {nullptr, nullptr, nullptr};
+  const Scalar* scalars[kMaxOperands] = {nullptr, nullptr, nullptr};
+  DType in_dtypes[kMaxOperands] = {compute, compute, compute};
+  for (int i = 0; i < count; ++i) {
     const DType want = (op_id == ElementwiseOp::where && i == 0) ? DType::bool_ : compute;
-    in_dtypes.push_back(want);
-    if (operands[i].scalar && device->is_cuda()) {
+    in_dtypes[i] = want;
+    if (operands[i].scalar && cuda) {
       scalars[i] = operands[i].scalar;
-      inputs.emplace_back();
       continue;
     }
-    Array a = operands[i].scalar ? full({}, *operands[i].scalar, want, *device, s) : operands[i].array;
+    if (!operands[i].scalar && operands[i].array->dtype() == want &&
+        same_layout_after_broadcast(*operands[i].array, shape)) {
+      inputs[i] = operands[i].array;
+      continue;
+    }
+    Array a = operands[i].scalar ? full({}, *operands[i].scalar, want, *device, s) : *operands[i].array;
     if (a.dtype() != want) a = a.astype(want, s);
-    inputs.push_back(a.broadcast_to(shape));
+    staged[i] = a.broadcast_to(shape);
+    inputs[i] = &staged[i];
   }
 
   bool direct = out && out->dtype() == result;
   if (direct) {
-    for (const Array& in : inputs) direct = direct && !(in.defined() && partially_overlaps(in, *out));
+    for (int i = 0; i < count; ++i) direct = direct && !(inputs[i] && partially_overlaps(*inputs[i], *out));
   }
-  Array target = direct ? *out : empty(shape, result, *device, s);
+  // The output array by reference: out= itself (no Array copy) or a fresh one.
+  Array fresh;
+  if (!direct) fresh = empty(shape, result, *device, s);
+  const Array& target = direct ? *out : fresh;
   if (target.size() > 0) {
-    if (device->is_cpu()) {
-      for (const Array& in : inputs) in.wait();
+    if (!cuda) {
+      std::vector<Array> cpu_inputs;  // the CPU backend's interface; every input is an array here
+      cpu_inputs.reserve(static_cast<std::size_t>(count));
+      for (int i = 0; i < count; ++i) {
+        inputs[i]->wait();
+        cpu_inputs.push_back(*inputs[i]);
+      }
       target.wait();
-      detail::cpu::elementwise(op_id, inputs, target);
+      detail::cpu::elementwise(op_id, cpu_inputs, target);
     } else {
 #ifdef TESSEL_HAVE_CUDA
-      for (const Array& in : inputs) {
-        if (in.defined()) in.storage()->wait_on_stream(s);
+      for (int i = 0; i < count; ++i) {
+        if (inputs[i]) inputs[i]->storage()->wait_on_stream(s);
       }
       target.storage()->wait_on_stream(s);
-      detail::cuda::elementwise(op_id, inputs, scalars, in_dtypes, target, s);
+      detail::cuda::elementwise(op_id, count, inputs, scalars, in_dtypes, target, s);
       target.storage()->record_pending_write(s);
 #else
-      throw DeviceError(name + ": this build has no CUDA backend");
+      throw DeviceError(std::string(name) + ": this build has no CUDA backend");
 #endif
     }
   }
   if (out && !direct) {
-    copyto(*out, target, s);
+    copyto(*out, fresh, s);
     return *out;
   }
-  return target;
+  if (direct) return *out;
+  return fresh;
 }
 
-std::vector<Operand> arrays(std::initializer_list<Array> list) {
-  std::vector<Operand> v;
-  for (const Array& a : list) v.push_back({a, std::nullopt});
-  return v;
+Array run_arrays(ElementwiseOp op, std::initializer_list<const Array*> arrays, const OptionalArray& out,
+                 const OptionalStream& stream) {
+  OperandRef refs[kMaxOperands];
+  int count = 0;
+  for (const Array* a : arrays) refs[count++].array = a;
+  return run(op, refs, count, out, stream);
 }
 
 }  // namespace
@@ -332,7 +389,19 @@ const char* op_name(ElementwiseOp op) { return info(op).name; }
 
 Array detail::elementwise_operands(ElementwiseOp op, std::vector<ElementwiseOperand> operands,
                                   const OptionalArray& out, const OptionalStream& stream) {
-  return run(op, std::move(operands), out, stream);
+  if (static_cast<int>(operands.size()) != info(op).arity) {
+    throw ValueError(std::string(op_name(op)) + ": takes " + std::to_string(info(op).arity) + " inputs, got " +
+                     std::to_string(operands.size()));
+  }
+  OperandRef refs[kMaxOperands];
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    if (operands[i].scalar) {
+      refs[i].scalar = &*operands[i].scalar;
+    } else {
+      refs[i].array = &operands[i].array;
+    }
+  }
+  return run(op, refs, static_cast<int>(operands.size()), out, stream);
 }
 
 detail::ElementwiseTypes detail::elementwise_types(ElementwiseOp op, DType promoted) {
@@ -341,24 +410,30 @@ detail::ElementwiseTypes detail::elementwise_types(ElementwiseOp op, DType promo
 
 Array elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const OptionalArray& out,
                   const OptionalStream& stream) {
-  std::vector<Operand> v;
-  for (const Array& a : inputs) v.push_back({a, std::nullopt});
-  return run(op, std::move(v), out, stream);
+  if (static_cast<int>(inputs.size()) != info(op).arity) {
+    throw ValueError(std::string(op_name(op)) + ": takes " + std::to_string(info(op).arity) + " inputs, got " +
+                     std::to_string(inputs.size()));
+  }
+  OperandRef refs[kMaxOperands];
+  for (std::size_t i = 0; i < inputs.size(); ++i) refs[i].array = &inputs[i];
+  return run(op, refs, static_cast<int>(inputs.size()), out, stream);
 }
 
 #define TESSEL_DEFINE_BINARY(fn)                                                                              \
   Array fn(const Array& a, const Array& b, const OptionalArray& out, const OptionalStream& stream) {          \
-    return run(ElementwiseOp::fn, arrays({a, b}), out, stream);                                               \
+    return run_arrays(ElementwiseOp::fn, {&a, &b}, out, stream);                                              \
   }                                                                                                           \
   Array fn(const Array& a, Scalar b, const OptionalArray& out, const OptionalStream& stream) {                 \
-    return run(ElementwiseOp::fn, {Operand{a, std::nullopt}, Operand{Array(), b}}, out, stream);               \
+    const OperandRef refs[2] = {{&a, nullptr}, {nullptr, &b}};                                                \
+    return run(ElementwiseOp::fn, refs, 2, out, stream);                                                      \
   }                                                                                                           \
   Array fn(Scalar a, const Array& b, const OptionalArray& out, const OptionalStream& stream) {                 \
-    return run(ElementwiseOp::fn, {Operand{Array(), a}, Operand{b, std::nullopt}}, out, stream);               \
+    const OperandRef refs[2] = {{nullptr, &a}, {&b, nullptr}};                                                \
+    return run(ElementwiseOp::fn, refs, 2, out, stream);                                                      \
   }
 #define TESSEL_DEFINE_UNARY(fn)                                                         \
   Array fn(const Array& a, const OptionalArray& out, const OptionalStream& stream) {    \
-    return run(ElementwiseOp::fn, arrays({a}), out, stream);                            \
+    return run_arrays(ElementwiseOp::fn, {&a}, out, stream);                            \
   }
 
 TESSEL_DEFINE_BINARY(add)
@@ -437,7 +512,7 @@ TESSEL_DEFINE_UNARY(angle)
 
 Array where(const Array& cond, const Array& a, const Array& b, const OptionalArray& out,
             const OptionalStream& stream) {
-  return run(ElementwiseOp::where, arrays({cond, a, b}), out, stream);
+  return run_arrays(ElementwiseOp::where, {&cond, &a, &b}, out, stream);
 }
 
 Array clip(const Array& a, Scalar lo, Scalar hi, const OptionalArray& out, const OptionalStream& stream) {

@@ -57,7 +57,9 @@ class Kernel {
   // cached per (kernel, block, shared_mem): cheap enough for every launch.
   int max_active_blocks(int block, std::size_t shared_mem = 0) const;
   // A 1-d launch of `threads` threads in blocks of `block`, the grid capped at `waves` full waves
-  // of resident blocks (the threads grid-stride beyond). No occupancy search: per-launch cheap.
+  // of resident blocks (the threads grid-stride beyond). `block` is clamped to the kernel's
+  // maxThreadsPerBlock (the kernel must read blockDim, not assume `block`). No occupancy search:
+  // the clamp and occupancy are cached per (kernel, block); per-launch cheap.
   LaunchConfig launch_config_fixed(std::int64_t threads, int block, int waves) const;
   LaunchConfig launch_config_1d(std::int64_t work_items, std::size_t shared_mem = 0, int max_block = 1024,
                                 int waves = 4) const;

@@ -1,7 +1,10 @@
 // CUDA elementwise ops: one Expr tree per (op, compute dtype), lowered once to an elementwise
 // spec and cached under a plain key; launch_elementwise picks the contiguous or strided layout
 // and compiles through the jit caches (memory, then disk).
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -217,18 +220,17 @@ jit::ElementwiseSpec make_spec(ElementwiseOp op, const std::vector<DType>& in_dt
   return spec;
 }
 
-SpecKey spec_key(ElementwiseOp op, const std::vector<DType>& in_dtypes, DType out_dtype, unsigned scalar_mask) {
-  SpecKey key{op, {DType::bool_, DType::bool_, DType::bool_}, static_cast<int>(in_dtypes.size()), out_dtype, scalar_mask};
-  for (std::size_t k = 0; k < in_dtypes.size() && k < 3; ++k) key.in[k] = in_dtypes[k];
-  return key;
-}
-
-const jit::ElementwiseSpec& cached_spec(const SpecKey& key, const std::vector<DType>& in_dtypes) {
+// The spec of a key (built on a miss: the key holds everything make_spec needs). Only cache
+// misses of the kernel cache and the launch_elementwise fallback come here.
+const jit::ElementwiseSpec& cached_spec(const SpecKey& key) {
   static std::mutex mutex;
   static std::unordered_map<SpecKey, jit::ElementwiseSpec, SpecKeyHash> cache;
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, make_spec(key.op, in_dtypes, key.out, key.scalar_mask)).first;
+  if (it == cache.end()) {
+    const std::vector<DType> in_dtypes(key.in, key.in + key.arity);
+    it = cache.emplace(key, make_spec(key.op, in_dtypes, key.out, key.scalar_mask)).first;
+  }
   return it->second;  // unordered_map never moves its elements
 }
 
@@ -284,16 +286,38 @@ bool kernel_cache_enabled() {
   return enabled;
 }
 
+// One cache entry: the loaded kernel plus what a launch needs from the spec and the device, so a
+// hit is the whole per-call lookup (no spec lookup, no occupancy query, no device properties).
+struct KernelEntry {
+  jit::Kernel kernel;
+  int vec = 1;  // jit::vector_width of the spec (contiguous layout)
+  // The launch shape for the tuning in force when the entry was made: the block (clamped by
+  // launch_config_fixed to what the kernel can run) and the grid cap (waves of resident blocks).
+  jit::ElementwiseTuning tuning;
+  int block = 0;
+  std::int64_t grid_cap = 0;
+};
+
 // A reference into the cache (unordered_map never moves its elements): no Kernel copy per launch.
-const jit::Kernel& cached_kernel(const KernelKey& key, const jit::ElementwiseSpec& base, Device device) {
+// Entries are immutable once inserted, so the reference is read without the lock.
+const KernelEntry& cached_kernel(const KernelKey& key, const jit::ElementwiseTuning& tuning) {
   static std::mutex mutex;
-  static std::unordered_map<KernelKey, jit::Kernel, KernelKeyHash> cache;
+  static std::unordered_map<KernelKey, KernelEntry, KernelKeyHash> cache;
+  // The same op back to back (a loop of tiny ops) skips the lock and the hash: entries are never
+  // removed, so the pointer stays valid.
+  thread_local KernelKey last_key{};
+  thread_local const KernelEntry* last_entry = nullptr;
+  if (last_entry && last_key == key) return *last_entry;
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
+    if (it != cache.end()) {
+      last_key = key;
+      last_entry = &it->second;
+      return it->second;
+    }
   }
-  jit::ElementwiseSpec spec = base;
+  jit::ElementwiseSpec spec = cached_spec(key.spec);
   spec.layout = key.contiguous ? jit::ElementwiseLayout::contiguous : jit::ElementwiseLayout::strided;
   spec.rank = key.contiguous ? 1 : key.rank;
   spec.index32 = key.index32;
@@ -301,77 +325,80 @@ const jit::Kernel& cached_kernel(const KernelKey& key, const jit::ElementwiseSpe
   jit::CompileRequest request;
   request.source = jit::generate_elementwise_source(spec);
   request.name = jit::elementwise_kernel_name(spec);
-  jit::Kernel kernel = jit::get_kernel(request, device);  // compiles or loads outside the lock
+  KernelEntry entry;
+  entry.kernel = jit::get_kernel(request, Device::cuda(key.device));  // compiles or loads outside the lock
+  entry.vec = jit::vector_width(spec);
+  entry.tuning = tuning;
+  // The cap is the grid of a launch with more threads than any grid holds.
+  const jit::LaunchConfig widest =
+      entry.kernel.launch_config_fixed(std::numeric_limits<std::int32_t>::max(), tuning.block, tuning.waves);
+  entry.block = static_cast<int>(widest.block.x);
+  entry.grid_cap = widest.grid.x;
   std::lock_guard<std::mutex> lock(mutex);
-  return cache.emplace(key, kernel).first->second;
+  const KernelEntry& stored = cache.emplace(key, std::move(entry)).first->second;  // another thread's wins a race
+  last_key = key;
+  last_entry = &stored;
+  return stored;
 }
 
 }  // namespace
 
-void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const std::vector<std::optional<Scalar>>& scalars,
-                 const std::vector<DType>& in_dtypes, const Array& out, const Stream& stream) {
+void elementwise(ElementwiseOp op, int count, const Array* const* inputs, const Scalar* const* scalars,
+                 const DType* in_dtypes, const Array& out, const Stream& stream) {
   unsigned scalar_mask = 0;
-  for (std::size_t k = 0; k < scalars.size(); ++k) {
+  for (int k = 0; k < count; ++k) {
     if (scalars[k]) scalar_mask |= 1u << k;
   }
-  const SpecKey skey = spec_key(op, in_dtypes, out.dtype(), scalar_mask);
-  const jit::ElementwiseSpec& spec = cached_spec(skey, in_dtypes);
-  // Operands in the spec's order: the output, then the inputs. Scalars are their value's bytes.
-  std::vector<const Array*> arrays{&out};
-  std::vector<jit::ElementwiseArg> scalar_args(inputs.size());
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
+  SpecKey skey{op, {DType::bool_, DType::bool_, DType::bool_}, count, out.dtype(), scalar_mask};
+  for (int k = 0; k < count && k < 3; ++k) skey.in[k] = in_dtypes[k];
+
+  // Operands in the spec's order: the output, then the array inputs. Scalars are their value's
+  // bytes, passed by value. Fixed-size storage: at most 3 inputs + the output.
+  constexpr int kMaxArrays = 4;
+  const Array* arrays[kMaxArrays] = {&out, nullptr, nullptr, nullptr};
+  int num_arrays = 1;
+  alignas(16) unsigned char scalar_bytes[3][16] = {};
+  for (int k = 0; k < count; ++k) {
     if (scalars[k]) {
-      scalar_args[k].is_scalar = true;
-      scalars[k]->store(in_dtypes[k], scalar_args[k].scalar);
+      scalars[k]->store(in_dtypes[k], scalar_bytes[k]);
     } else {
-      arrays.push_back(&inputs[k]);
+      arrays[num_arrays++] = inputs[k];
     }
   }
 
   const std::int64_t n = out.size();
   if (n == 0) return;
   bool contiguous = true;
-  for (const Array* a : arrays) contiguous = contiguous && a->is_contiguous();
+  for (int k = 0; k < num_arrays; ++k) contiguous = contiguous && arrays[k]->is_contiguous();
   CollapsedDims dims;
   if (!contiguous) {
     std::vector<Strides> strides;
-    for (const Array* a : arrays) strides.push_back(a->strides());
+    for (int k = 0; k < num_arrays; ++k) strides.push_back(arrays[k]->strides());
     dims = collapse_dims(out.shape(), strides);
   }
 
   if (!kernel_cache_enabled() || (!contiguous && dims.ndim() > jit::kMaxElementwiseRank)) {
     // launch_elementwise reports the rank limit itself.
     std::vector<jit::ElementwiseArg> args{jit::ElementwiseArg::array(out.data(), out.strides())};
-    for (std::size_t k = 0; k < inputs.size(); ++k) {
-      args.push_back(scalars[k] ? scalar_args[k] : jit::ElementwiseArg::array(inputs[k].data(), inputs[k].strides()));
+    for (int k = 0; k < count; ++k) {
+      if (scalars[k]) {
+        jit::ElementwiseArg arg;
+        arg.is_scalar = true;
+        std::memcpy(arg.scalar, scalar_bytes[k], sizeof(arg.scalar));
+        args.push_back(std::move(arg));
+      } else {
+        args.push_back(jit::ElementwiseArg::array(inputs[k]->data(), inputs[k]->strides()));
+      }
     }
-    jit::launch_elementwise(spec, out.shape(), args, out.device(), stream);
+    jit::launch_elementwise(cached_spec(skey), out.shape(), args, out.device(), stream);
     return;
   }
 
-  const jit::ElementwiseTuning tuning = jit::elementwise_tuning();
+  const jit::ElementwiseTuning tuning = jit::elementwise_tuning();  // a lock-free snapshot
   KernelKey key{skey, contiguous, contiguous ? 1 : static_cast<int>(dims.ndim()), false, contiguous ? tuning.unroll : 1,
                 out.device().index};
-
-  // Parameter storage: `params` points into these; reserved up front so they never reallocate.
-  std::vector<void*> params;
-  std::vector<std::int64_t> words;
-  std::vector<void*> pointers;
-  words.reserve(2 + (jit::kMaxElementwiseRank + 1) * (arrays.size() + 1));
-  pointers.reserve(arrays.size());
-  int aligned = 1;
-  std::int64_t work = n;
-  words.push_back(n);
-  params.push_back(&words.back());
   if (contiguous) {
     key.index32 = n <= kIndex32Limit;
-    const int vec = jit::vector_width(spec);
-    for (const Array* a : arrays) {
-      const auto bytes = static_cast<std::uintptr_t>(vec * a->itemsize());
-      if (reinterpret_cast<std::uintptr_t>(a->data()) % bytes != 0) aligned = 0;
-    }
-    params.push_back(&aligned);
-    work = jit::elementwise_threads(n, aligned != 0, vec, tuning.unroll);
   } else {
     bool fits = n <= kIndex32Limit;
     for (const Strides& st : dims.strides) {
@@ -380,30 +407,61 @@ void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const std::
       fits = fits && reach <= kIndex32Limit;
     }
     key.index32 = fits;
-    const std::size_t at = words.size();
-    words.insert(words.end(), dims.shape.begin(), dims.shape.end());
-    params.push_back(&words[at]);
   }
-  auto push_array = [&](std::size_t array_k) {
-    pointers.push_back(arrays[array_k]->data());
-    params.push_back(&pointers.back());
+  const KernelEntry& entry = cached_kernel(key, tuning);
+
+  // Parameter storage on the stack; `params` points into it. Layout as
+  // generate_elementwise_source emits: n; then `aligned` (contiguous) or the collapsed dims
+  // (strided); then per array operand its pointer and, strided, its strides; scalars by value.
+  constexpr int kMaxWords = 1 + jit::kMaxElementwiseRank * (1 + kMaxArrays);
+  constexpr int kMaxParams = 2 + 2 * kMaxArrays;
+  std::int64_t words[kMaxWords];
+  void* pointers[kMaxArrays];
+  void* params[kMaxParams];
+  int num_words = 0, num_params = 0;
+  int aligned = 1;
+  std::int64_t work = n;
+  words[num_words] = n;
+  params[num_params++] = &words[num_words++];
+  if (contiguous) {
+    for (int k = 0; k < num_arrays; ++k) {
+      const auto bytes = static_cast<std::uintptr_t>(entry.vec * arrays[k]->itemsize());
+      if (reinterpret_cast<std::uintptr_t>(arrays[k]->data()) % bytes != 0) aligned = 0;
+    }
+    params[num_params++] = &aligned;
+    work = jit::elementwise_threads(n, aligned != 0, entry.vec, tuning.unroll);
+  } else {
+    params[num_params++] = &words[num_words];
+    for (std::int64_t d : dims.shape) words[num_words++] = d;
+  }
+  auto push_array = [&](int array_k) {
+    pointers[array_k] = arrays[array_k]->data();
+    params[num_params++] = &pointers[array_k];
     if (!contiguous) {
-      const std::size_t at = words.size();
-      words.insert(words.end(), dims.strides[array_k].begin(), dims.strides[array_k].end());
-      params.push_back(&words[at]);
+      params[num_params++] = &words[num_words];
+      for (std::int64_t st : dims.strides[static_cast<std::size_t>(array_k)]) words[num_words++] = st;
     }
   };
   push_array(0);  // out
-  std::size_t array_k = 1;
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
+  int array_k = 1;
+  for (int k = 0; k < count; ++k) {
     if (scalars[k]) {
-      params.push_back(scalar_args[k].scalar);
+      params[num_params++] = scalar_bytes[k];
     } else {
       push_array(array_k++);
     }
   }
-  const jit::Kernel& kernel = cached_kernel(key, spec, out.device());
-  kernel.launch(kernel.launch_config_fixed(work, tuning.block, tuning.waves), params, stream);
+
+  jit::LaunchConfig config;
+  if (entry.tuning == tuning) {
+    // launch_config_fixed's arithmetic with the entry's block and cap (computed once).
+    const std::int64_t needed = std::max<std::int64_t>(1, (work + entry.block - 1) / entry.block);
+    config.block = jit::Dim3(static_cast<unsigned int>(entry.block));
+    config.grid = jit::Dim3(static_cast<unsigned int>(std::min(needed, entry.grid_cap)));
+  } else {
+    config = entry.kernel.launch_config_fixed(work, tuning.block, tuning.waves);  // tuning changed since
+  }
+  entry.kernel.launch(config, params, stream);
 }
 
 }  // namespace tessel::detail::cuda

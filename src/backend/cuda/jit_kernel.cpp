@@ -176,12 +176,43 @@ int Kernel::max_active_blocks(int block, std::size_t shared_mem) const {
   return blocks;
 }
 
+namespace {
+// launch_config_fixed's per-(kernel, device, requested block) facts: the block it can run (the
+// request clamped to the kernel's maxThreadsPerBlock, which registers can push under 1024) and
+// the blocks of that size resident per SM.
+struct FixedShape {
+  int block;
+  int blocks_per_sm;
+};
+std::mutex fixed_shape_mutex;
+std::unordered_map<OccupancyKey, FixedShape, OccupancyKeyHash>& fixed_shape_cache() {
+  static auto* map = new std::unordered_map<OccupancyKey, FixedShape, OccupancyKeyHash>();
+  return *map;
+}
+}  // namespace
+
 LaunchConfig Kernel::launch_config_fixed(std::int64_t threads, int block, int waves) const {
+  if (block < 1) throw ValueError("jit: kernel '" + name_ + "': launch block " + std::to_string(block) + " < 1");
+  const OccupancyKey key{handle_, device_.index, block, 0};
+  FixedShape shape{0, 0};
+  {
+    std::lock_guard<std::mutex> lock(fixed_shape_mutex);
+    auto it = fixed_shape_cache().find(key);
+    if (it != fixed_shape_cache().end()) shape = it->second;
+  }
+  if (shape.block == 0) {
+    // A block over the kernel's limit would fail at launch (cudaErrorInvalidValue /
+    // too many resources requested): run the largest block it allows instead.
+    shape.block = std::min(block, std::max(1, attributes().max_threads_per_block));
+    shape.blocks_per_sm = max_active_blocks(shape.block);
+    std::lock_guard<std::mutex> lock(fixed_shape_mutex);
+    fixed_shape_cache().emplace(key, shape);
+  }
   const std::int64_t sms = device_properties(device_.index).multiprocessors;
-  const std::int64_t needed = std::max<std::int64_t>(1, (threads + block - 1) / block);
-  const std::int64_t cap = std::max<std::int64_t>(1, sms * max_active_blocks(block) * std::max(1, waves));
+  const std::int64_t needed = std::max<std::int64_t>(1, (threads + shape.block - 1) / shape.block);
+  const std::int64_t cap = std::max<std::int64_t>(1, sms * shape.blocks_per_sm * std::max(1, waves));
   LaunchConfig c;
-  c.block = Dim3(static_cast<unsigned int>(block));
+  c.block = Dim3(static_cast<unsigned int>(shape.block));
   c.grid = Dim3(static_cast<unsigned int>(std::min(needed, cap)));
   return c;
 }

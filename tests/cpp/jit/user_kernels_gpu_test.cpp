@@ -202,6 +202,40 @@ TEST(JitUserKernelsGpu, LaunchConfigFromOccupancy) {
   EXPECT_GT(kernel.attributes().max_threads_per_block, 0);
 }
 
+// launch_config_fixed clamps the requested block to the kernel's maxThreadsPerBlock
+// (__launch_bounds__(128) here): a 1024-thread block would fail to launch. The clamped launch
+// covers every element (grid-stride over blockDim, as the generated kernels do).
+TEST(JitUserKernelsGpu, LaunchConfigFixedClampsBlock) {
+  REQUIRE_GPU();
+  RawKernel k(
+      "extern \"C\" __global__ void __launch_bounds__(128) iota(long long n, int* p) {"
+      "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;"
+      "       i += (long long)gridDim.x * blockDim.x) p[i] = (int)i; }",
+      "iota");
+  const Device gpu = Device::cuda(0);
+  const Kernel kernel = k.kernel(gpu);
+  ASSERT_LE(kernel.attributes().max_threads_per_block, 128);
+  const long long n = 1 << 20;
+  const LaunchConfig c = kernel.launch_config_fixed(n, 1024, 1);
+  EXPECT_EQ(c.block.x, static_cast<unsigned>(kernel.attributes().max_threads_per_block));
+  EXPECT_LE(c.grid.x, static_cast<unsigned>(device_properties(0).multiprocessors * kernel.max_active_blocks(c.block.x)));
+  const LaunchConfig small = kernel.launch_config_fixed(100, 64, 1);  // under the limit: as asked
+  EXPECT_EQ(small.block.x, 64u);
+  EXPECT_EQ(small.grid.x, 2u);
+  int* p = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(p, 0xff, n * sizeof(int)), cudaSuccess);
+  long long count = n;
+  void* args[] = {&count, &p};
+  const Stream stream = current_stream(gpu);
+  kernel.launch(c, args, stream);
+  stream.synchronize();
+  std::vector<int> host(static_cast<std::size_t>(n));
+  ASSERT_EQ(cudaMemcpy(host.data(), p, n * sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(p);
+  for (long long i = 0; i < n; ++i) ASSERT_EQ(host[static_cast<std::size_t>(i)], static_cast<int>(i)) << i;
+}
+
 TEST(JitUserKernelsGpu, CompileErrorFromRawKernel) {
   REQUIRE_GPU();
   RawKernel k("extern \"C\" __global__ void oops() { int x = ; }", "oops");

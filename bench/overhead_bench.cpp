@@ -1,0 +1,176 @@
+// Host dispatch overhead of tiny ops on CUDA: microseconds of host time per call, enqueued back to
+// back, for
+//   a bare cudaLaunchKernel of an empty kernel (the floor every op pays),
+//   jit::Kernel::launch of the same cached kernel,
+//   tessel::empty({1024}) (allocator + Array construction),
+//   add(a, b) with and without out=, add(a, scalar), negative(a) on 1024 float32.
+// Each op's result is checked against a host reference before it is timed. A timed sample is a
+// batch of 200 calls (well under the launch queue depth, so the host does not block on a full
+// queue; the GPU's ~2 us per tiny kernel would otherwise hide host time), synchronized between
+// batches; the result is the median over 50 batches.
+//
+// `overhead_bench --cpu-loop N` instead runs N tiny adds (1024 float32, out= given) on the CPU
+// backend and exits: the workload for `valgrind --tool=callgrind` (the backend-neutral part of the
+// dispatch: promotion, broadcast, operand handling, stream resolution, Storage bookkeeping).
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_results.hpp"
+#include "tessel/jit/kernel.hpp"
+#include "tessel/ops/elementwise.hpp"
+#include "tessel/tessel.hpp"
+
+#if defined(TESSEL_HAVE_CUDA)
+#include <cuda_runtime_api.h>
+#endif
+
+using namespace tessel;
+
+namespace {
+
+int cpu_loop(long calls) {
+  Array a = random::uniform({1024}, -1, 1, DType::float32, Device::cpu());
+  Array b = random::uniform({1024}, -1, 1, DType::float32, Device::cpu());
+  Array c = empty({1024}, DType::float32, Device::cpu());
+  for (long i = 0; i < calls; ++i) add(a, b, c);
+  const auto av = a.to_vector<float>(), bv = b.to_vector<float>(), cv = c.to_vector<float>();
+  for (std::size_t i = 0; i < cv.size(); ++i) {
+    if (cv[i] != av[i] + bv[i]) {
+      std::printf("overhead_bench --cpu-loop: wrong sum at %zu\n", i);
+      return 1;
+    }
+  }
+  std::printf("overhead_bench --cpu-loop: %ld tiny adds on the CPU backend\n", calls);
+  return 0;
+}
+
+}  // namespace
+
+#if !defined(TESSEL_HAVE_CUDA)
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--cpu-loop") == 0) return cpu_loop(std::atol(argv[2]));
+  std::printf("overhead_bench: skipped: tessel was built without CUDA\n");
+  return 0;
+}
+#else
+
+namespace {
+
+constexpr int kBatch = 200;
+constexpr int kBatches = 50;
+
+// Median host microseconds per call of `call`, enqueued kBatch times back to back per sample.
+double host_us_per_call(const std::function<void()>& call, const Stream& stream) {
+  for (int i = 0; i < 3 * kBatch; ++i) call();  // warm-up: compile, load, allocator pools
+  stream.synchronize();
+  std::vector<double> samples;
+  for (int s = 0; s < kBatches; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kBatch; ++i) call();
+    const auto t1 = std::chrono::steady_clock::now();
+    stream.synchronize();
+    samples.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kBatch);
+  }
+  return bench::median(samples);
+}
+
+double max_abs_error(const Array& got, const std::function<double(std::size_t)>& want) {
+  const auto g = got.to(Device::cpu()).to_vector<float>();
+  double worst = 0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const double e = std::abs(double(g[i]) - want(i));
+    worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+  }
+  return worst;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--cpu-loop") == 0) return cpu_loop(std::atol(argv[2]));
+  if (bench::skip_without_cuda("overhead_bench")) return 0;
+  const Device gpu = Device::cuda(0);
+  const Stream stream = current_stream(gpu);
+  nlohmann::json results;
+  results["device"] = device_properties(0).name;
+  results["batch_calls"] = kBatch;
+  results["batches"] = kBatches;
+  bool all_ok = true;
+
+  // The floor: an empty kernel through the runtime directly, and through jit::Kernel::launch.
+  jit::CompileRequest request;
+  request.source = "extern \"C\" __global__ void tessel_overhead_empty(float* p) {}";
+  request.name = "tessel_overhead_empty";
+  const jit::Kernel empty_kernel = jit::get_kernel(request, gpu);
+  float* dummy = nullptr;
+  void* kernel_args[] = {&dummy};
+  auto* raw_stream = static_cast<cudaStream_t>(stream.handle());
+  const double raw_us = host_us_per_call(
+      [&] {
+        const cudaError_t status =
+            cudaLaunchKernel(empty_kernel.handle(), dim3(4), dim3(256), kernel_args, 0, raw_stream);
+        if (status != cudaSuccess) {
+          std::printf("cudaLaunchKernel failed: %s\n", cudaGetErrorString(status));
+          std::exit(1);
+        }
+      },
+      stream);
+  results["cudaLaunchKernel_us"] = raw_us;
+  std::printf("bare cudaLaunchKernel:         %.2f us host per call\n", raw_us);
+
+  jit::LaunchConfig config;
+  config.grid = jit::Dim3(4);
+  config.block = jit::Dim3(256);
+  const double jit_us = host_us_per_call([&] { empty_kernel.launch(config, kernel_args, stream); }, stream);
+  results["jit_kernel_launch_us"] = jit_us;
+  std::printf("jit::Kernel::launch:           %.2f us host per call\n", jit_us);
+
+  const double empty_us = host_us_per_call([&] { (void)empty({1024}, DType::float32, gpu); }, stream);
+  results["empty_1024_us"] = empty_us;
+  std::printf("empty({1024}):                 %.2f us host per call\n", empty_us);
+
+  Array a = random::uniform({1024}, -1, 1, DType::float32, gpu);
+  Array b = random::uniform({1024}, -1, 1, DType::float32, gpu);
+  Array c = full({1024}, NAN, DType::float32, gpu);
+  const auto av = a.to(Device::cpu()).to_vector<float>(), bv = b.to(Device::cpu()).to_vector<float>();
+
+  struct Case {
+    const char* key;
+    const char* label;
+    std::function<Array()> call;
+    std::function<double(std::size_t)> want;
+  };
+  const std::vector<Case> cases{
+      {"add_out_us", "add(a, b, out=c)", [&] { return add(a, b, c); },
+       [&](std::size_t i) { return double(float(av[i] + bv[i])); }},
+      {"add_us", "add(a, b)", [&] { return add(a, b); }, [&](std::size_t i) { return double(float(av[i] + bv[i])); }},
+      {"add_scalar_us", "add(a, 2.5)", [&] { return add(a, Scalar(2.5)); },
+       [&](std::size_t i) { return double(float(av[i] + 2.5f)); }},
+      {"negative_us", "negative(a)", [&] { return negative(a); }, [&](std::size_t i) { return -double(av[i]); }},
+  };
+  for (const Case& k : cases) {
+    fill(c, NAN);
+    const double err = max_abs_error(k.call(), k.want);
+    if (!(err == 0)) {
+      all_ok = false;
+      results[k.key] = {{"status", "FAILED"}, {"max_abs_error", err}};
+      std::printf("%-30s FAILED check (max abs error %.3g)\n", k.label, err);
+      continue;
+    }
+    const double us = host_us_per_call([&] { (void)k.call(); }, stream);
+    results[k.key] = us;
+    std::printf("%-30s %.2f us host per call (%.2fx the bare launch)\n", (std::string(k.label) + ":").c_str(), us,
+                us / raw_us);
+  }
+  tessel::bench::write_results("overhead", results);
+  return all_ok ? 0 : 1;
+}
+#endif
