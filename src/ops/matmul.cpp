@@ -411,7 +411,24 @@ std::string environment_key(Device device) {
 
 }  // namespace
 
+namespace {
+std::mutex cache_dir_mutex;
+std::string& cache_dir_override() {
+  static std::string folder;
+  return folder;
+}
+}  // namespace
+
+void set_matmul_cache_dir(const std::string& folder) {
+  std::lock_guard<std::mutex> lock(cache_dir_mutex);
+  cache_dir_override() = folder;
+}
+
 std::string matmul_cache_dir() {
+  {
+    std::lock_guard<std::mutex> lock(cache_dir_mutex);
+    if (!cache_dir_override().empty()) return cache_dir_override();
+  }
   const std::string& base = config().cache_dir;
   if (!base.empty()) return base + "/matmul";
   const char* home = std::getenv("HOME");
@@ -739,15 +756,37 @@ const MatmulCandidate& MatmulPlan::selected() const { return state_->core->candi
 bool MatmulPlan::from_cache() const { return state_->core->from_cache; }
 const std::string& MatmulPlan::cache_key() const { return state_->core->key; }
 
-Array MatmulPlan::execute(const Array& a, const Array& b, const MatmulOptions& options_arg, const Array& out,
+Array MatmulPlan::execute(const Array& a, const Array& b, const MatmulExecuteOptions& given, const Array& out,
                           const OptionalStream& stream) {
   TESSEL_OP_RANGE("MatmulPlan.execute");
-  MatmulOptions options = state_->options;
-  if (options_arg.bias.defined()) options.bias = options_arg.bias;
-  if (options_arg.c.defined()) options.c = options_arg.c;
-  if (options_arg.aux.defined()) options.aux = options_arg.aux;
-  if (options_arg.alpha != 1.0) options.alpha = options_arg.alpha;
-  if (options_arg.beta != 0.0) options.beta = options_arg.beta;
+  const MatmulOptions& planned = state_->options;
+  for (const auto& [x, what] : {std::pair<const Array*, const char*>{&a, "a"}, {&b, "b"}}) {
+    if (x->defined() && x->device() != state_->core->device) {
+      throw DeviceError(fmt::format("MatmulPlan.execute: the plan is for {} but {} is on {}", state_->core->device.str(),
+                                    what, x->device().str()));
+    }
+  }
+  // The epilogue and compute mode select the plan's kernels: a different one is an error, never
+  // silently the planned one.
+  if (given.epilogue && *given.epilogue != planned.epilogue) {
+    throw ValueError(fmt::format("MatmulPlan.execute: epilogue {} differs from the planned epilogue {} (make a new plan)",
+                                 matmul_epilogue_name(*given.epilogue), matmul_epilogue_name(planned.epilogue)));
+  }
+  if (given.compute && *given.compute != planned.compute) {
+    throw ValueError(fmt::format("MatmulPlan.execute: compute {} differs from the planned compute {} (make a new plan)",
+                                 matmul_compute_name(*given.compute), matmul_compute_name(planned.compute)));
+  }
+  MatmulOptions options = planned;
+  if (given.bias.defined()) options.bias = given.bias;
+  if (given.c.defined()) options.c = given.c;
+  if (given.aux.defined()) options.aux = given.aux;
+  if (given.alpha) options.alpha = *given.alpha;
+  if (given.beta) options.beta = *given.beta;
+  if ((options.beta != 0.0) != (planned.beta != 0.0)) {
+    throw ValueError(fmt::format("MatmulPlan.execute: beta={} but the plan was made with beta={} (a plan reads c "
+                                 "either always or never; make a new plan)",
+                                 options.beta, planned.beta));
+  }
   Prepared p = prepare(a, b, options, out, stream, true);
   if (p.signature != state_->core->signature) {
     throw ValueError(fmt::format("MatmulPlan.execute: the arrays' layout differs from the planned one: planned {}, got {}",
@@ -757,7 +796,7 @@ Array MatmulPlan::execute(const Array& a, const Array& b, const MatmulOptions& o
 }
 
 Array MatmulPlan::execute(const Array& out, const OptionalStream& stream) {
-  return execute(state_->a, state_->b, MatmulOptions{}, out, stream);
+  return execute(state_->a, state_->b, MatmulExecuteOptions{}, out, stream);
 }
 
 }  // namespace tessel
