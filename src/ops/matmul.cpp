@@ -393,6 +393,7 @@ void store_winner(const std::string& key, const std::vector<MatmulCandidate>& ca
       out << j.dump(2) << "\n";
     }
     std::filesystem::rename(temp, path);  // atomic: readers never see half a file
+    TESSEL_LOG_INFO(fmt::format("matmul: autotune winner {} stored in {}", winner, path));
   } catch (const std::exception& error) {
     TESSEL_LOG_WARN(fmt::format("matmul: could not write the autotune cache: {}", error.what()));
   }
@@ -500,6 +501,11 @@ std::shared_ptr<MatmulPlanCore> make_core(const Prepared& p) {
     }
     TESSEL_LOG_INFO(fmt::format("matmul: autotune cache hit ({}) for {}: {}", from_disk ? "disk" : "memory",
                                 core->signature, *winner));
+  } else {
+    std::string names;
+    for (const auto& c : core->candidates) names += (names.empty() ? "" : ", ") + c.name;
+    TESSEL_LOG_INFO(fmt::format("matmul: autotune cache miss for {}: {} candidates ({}), running {} until autotune()",
+                                core->signature, core->candidates.size(), names, core->candidates[0].name));
   }
   return core;
 }

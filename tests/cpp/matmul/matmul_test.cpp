@@ -354,23 +354,43 @@ TEST_P(MatmulEpilogueTest, Tf32AndFp32Compute) {
 }
 
 // Every candidate the autotuner may pick (cuBLASLt algorithms, SIMT and sm90 configurations),
-// pinned and run on its own, on an odd and an aligned shape.
+// pinned and run on its own, on odd and aligned shapes (sm90 needs 16-byte aligned rows), with
+// and without bias, with the aux output (fused in the sm90 kernel and cuBLASLt's GELU_AUX).
 TEST_P(MatmulEpilogueTest, EveryCandidateOnItsOwn) {
   TESSEL_SKIP_UNAVAILABLE(device());
   TESSEL_SEEDED_RNG(rng);
-  for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{37, 29, 45}, {128, 64, 96}}) {
+  struct Variant {
+    MatmulEpilogue epilogue;
+    bool bias, aux;
+  };
+  const std::vector<Variant> variants = {{MatmulEpilogue::relu, true, false},
+                                         {MatmulEpilogue::gelu, true, true},
+                                         {MatmulEpilogue::relu, false, true},
+                                         {MatmulEpilogue::gelu_tanh, true, true}};
+  for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{37, 29, 45}, {128, 64, 96}, {200, 72, 136}}) {
     const Array a = random_array(rng, {m, k}, dtype(), device()), b = random_array(rng, {k, n}, dtype(), device());
-    MatmulOptions o;
-    o.bias = random_array(rng, {n}, dtype(), device());
-    o.epilogue = MatmulEpilogue::relu;
-    const Reference r = reference(a, b, o);
-    MatmulPlan plan(a, b, o);
-    for (std::size_t i = 0; i < plan.candidates().size(); ++i) {
-      plan.pin(static_cast<int>(i));
-      Array out = empty({m, n}, dtype(), device());
-      poison(out);
-      plan.execute(a, b, o, out);
-      expect_close(read_values(out), r.d, tolerance(dtype(), MatmulCompute::default_), plan.candidates()[i].name);
+    for (const Variant& v : variants) {
+      MatmulOptions o;
+      if (v.bias) o.bias = random_array(rng, {n}, dtype(), device());
+      o.epilogue = v.epilogue;
+      if (v.aux) o.aux = empty({m, n}, dtype(), device());
+      const Reference r = reference(a, b, o);
+      MatmulPlan plan(a, b, o);
+      for (std::size_t i = 0; i < plan.candidates().size(); ++i) {
+        const std::string what = fmt::format("{} {}x{}x{} {}{}{}", plan.candidates()[i].name, m, n, k,
+                                             matmul_epilogue_name(v.epilogue), v.bias ? "+bias" : "", v.aux ? "+aux" : "");
+        plan.pin(static_cast<int>(i));
+        Array out = empty({m, n}, dtype(), device());
+        poison(out);
+        MatmulExecuteOptions run;
+        if (v.aux) {
+          run.aux = empty({m, n}, dtype(), device());
+          poison(run.aux);
+        }
+        plan.execute(a, b, run, out);
+        expect_close(read_values(out), r.d, tolerance(dtype(), MatmulCompute::default_), what);
+        if (v.aux) expect_close(read_values(run.aux), r.aux, tolerance(dtype(), MatmulCompute::default_), what + " aux");
+      }
     }
   }
 }
