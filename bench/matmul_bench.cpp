@@ -127,6 +127,7 @@ nlohmann::json autotune_sweep(const Device gpu, const std::function<bool(double,
   struct Case {
     std::int64_t m, n, k;
     DType dtype;
+    bool b_t = false;  // b = W.T with W n x k row-major (x @ W.T, nn.Linear's layout)
   };
   const std::vector<Case> cases = {
       {512, 512, 512, DType::bfloat16},       {1024, 1024, 1024, DType::bfloat16},  {2048, 2048, 2048, DType::bfloat16},
@@ -136,6 +137,9 @@ nlohmann::json autotune_sweep(const Device gpu, const std::function<bool(double,
       {4096, 11008, 4096, DType::bfloat16},   {16384, 16384, 512, DType::bfloat16}, {4096, 4096, 16384, DType::bfloat16},
       {1024, 1024, 1024, DType::float16},     {4096, 4096, 4096, DType::float16},   {256, 4096, 4096, DType::float16},
       {4096, 4000, 4096, DType::float16},
+      // nn.Linear's layout, including odd n (the sm90 kernel then writes D element by element)
+      {8192, 4096, 4096, DType::bfloat16, true}, {1024, 1001, 4096, DType::bfloat16, true},
+      {4096, 5001, 4096, DType::bfloat16, true}, {256, 4096, 4096, DType::bfloat16, true},
   };
   struct Epi {
     const char* name;
@@ -158,16 +162,18 @@ nlohmann::json autotune_sweep(const Device gpu, const std::function<bool(double,
     const std::int64_t m = c.m, n = c.n, k = c.k;
     const double flop = 2.0 * m * n * k;
     const Array a = random::uniform({m, k}, -1, 1, DType::float32, gpu).astype(c.dtype);
-    const Array b = random::uniform({k, n}, -1, 1, DType::float32, gpu).astype(c.dtype);
+    const Array b = c.b_t ? random::uniform({n, k}, -1, 1, DType::float32, gpu).astype(c.dtype).T()
+                          : random::uniform({k, n}, -1, 1, DType::float32, gpu).astype(c.dtype);
     const Array bias = random::uniform({n}, -1, 1, DType::float32, gpu).astype(c.dtype);
-    const std::vector<float> ah = host_floats(a), bh = host_floats(b), biash = host_floats(bias);
+    const std::vector<float> ah = host_floats(a), bh = host_floats(b.contiguous()), biash = host_floats(bias);
     for (const Epi& e : epilogues) {
       MatmulOptions o;
       o.bias = bias;
       o.epilogue = e.epilogue;
       if (e.aux) o.aux = empty({m, n}, c.dtype, gpu);
       Array d = empty({m, n}, c.dtype, gpu);
-      nlohmann::json row = {{"m", m}, {"n", n}, {"k", k}, {"dtype", dtype_name(c.dtype)}, {"epilogue", e.name}};
+      nlohmann::json row = {{"m", m}, {"n", n}, {"k", k}, {"dtype", dtype_name(c.dtype)}, {"epilogue", e.name},
+                            {"b_layout", c.b_t ? "k-contiguous (W.T)" : "n-contiguous"}};
       MatmulPlan plan(a, b, o);
       const std::vector<MatmulCandidate> timed = plan.autotune(10);
       nlohmann::json candidates = nlohmann::json::array();
@@ -220,10 +226,10 @@ nlohmann::json autotune_sweep(const Device gpu, const std::function<bool(double,
       };
       check_candidate(choice, "choice_error");
       if (!best_sm90_name.empty() && best_sm90_name != choice) check_candidate(best_sm90_name, "best_sm90_error");
-      std::printf("sweep %-8s %5lldx%5lldx%5lld %-18s choice %-34s %8.4f ms %6.1f TFLOP/s | best cuBLASLt %8.4f ms | "
+      std::printf("sweep %-8s %5lldx%5lldx%5lld%s %-18s choice %-34s %8.4f ms %6.1f TFLOP/s | best cuBLASLt %8.4f ms | "
                   "best sm90 %8.4f ms%s\n",
                   dtype_name(c.dtype), static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
-                  e.name, choice.c_str(), plan.selected().time_ms, flop / plan.selected().time_ms / 1e9, best_lt,
+                  c.b_t ? " b^T" : "   ", e.name, choice.c_str(), plan.selected().time_ms, flop / plan.selected().time_ms / 1e9, best_lt,
                   best_sm90, picked_sm90 ? "  <- sm90" : "");
       rows.push_back(row);
     }
