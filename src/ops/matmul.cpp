@@ -600,52 +600,77 @@ void autotune_core(detail::MatmulPlanCore& core, const Prepared& p, int iteratio
   for (const Array* x : {&p.a, &p.b, &p.bias}) {
     if (x->defined()) x->storage()->wait_on_stream(p.stream);
   }
-  double best = -1;
-  int best_index = core.selected;
-  for (std::size_t i = 0; i < core.candidates.size(); ++i) {
+  // Round-robin timing: each round runs every candidate once, so clock boost, thermal state and
+  // other work on the GPU weigh on all candidates alike instead of on the last ones timed.
+  const std::size_t count = core.candidates.size();
+  auto fail = [&](std::size_t i, const Error& error) {
     MatmulCandidate& c = core.candidates[i];
-    const int index = static_cast<int>(i);
+    c.ok = false;
+    c.time_ms = -1;
+    c.error = error.what();
+    TESSEL_LOG_INFO(fmt::format("matmul:   candidate {:2d} {} failed: {}", i, c.name, c.error));
+  };
+  // Runs candidate i once; false (and the candidate marked failed) when it throws.
+  auto run_guarded = [&](std::size_t i) {
     try {
-      core.run(index, pr, p.stream);  // warm-up; also surfaces failures
-      std::vector<double> times;
-      if (p.device.is_cuda()) {
-        std::vector<Event> events;
-        for (int it = 0; it <= iterations; ++it) events.emplace_back(p.device);
-        events[0].record(p.stream);
-        for (int it = 0; it < iterations; ++it) {
-          core.run(index, pr, p.stream);
-          events[static_cast<std::size_t>(it + 1)].record(p.stream);
-        }
-        events.back().synchronize();
-        for (int it = 0; it < iterations; ++it) {
-          times.push_back(events[static_cast<std::size_t>(it)].elapsed_ms(events[static_cast<std::size_t>(it + 1)]));
-        }
-      } else {
-        for (int it = 0; it < iterations; ++it) {
-          const auto t0 = std::chrono::steady_clock::now();
-          core.run(index, pr, p.stream);
-          times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-        }
-      }
-      std::sort(times.begin(), times.end());
-      c.time_ms = times[times.size() / 2];
-      c.ok = true;
-      c.error.clear();
-      if (best < 0 || c.time_ms < best) {
-        best = c.time_ms;
-        best_index = index;
-      }
-      TESSEL_LOG_INFO(fmt::format("matmul:   candidate {:2d} {:32s} {:9.4f} ms", index, c.name, c.time_ms));
+      core.run(static_cast<int>(i), pr, p.stream);
+      return true;
     } catch (const CudaError& error) {
       if (error.fatal()) throw;
-      c.ok = false;
-      c.error = error.what();
-      TESSEL_LOG_INFO(fmt::format("matmul:   candidate {:2d} {} failed: {}", index, c.name, c.error));
+      fail(i, error);
     } catch (const Error& error) {
-      c.ok = false;
-      c.error = error.what();
-      TESSEL_LOG_INFO(fmt::format("matmul:   candidate {:2d} {} failed: {}", index, c.name, c.error));
+      fail(i, error);
     }
+    return false;
+  };
+  for (std::size_t i = 0; i < count; ++i) {  // warm-up; also surfaces failures
+    core.candidates[i].ok = true;
+    core.candidates[i].error.clear();
+    run_guarded(i);
+  }
+  std::vector<std::vector<double>> times(count);
+  if (p.device.is_cuda()) {
+    std::vector<std::vector<std::pair<Event, Event>>> events(count);
+    for (int it = 0; it < iterations; ++it) {
+      for (std::size_t i = 0; i < count; ++i) {
+        if (!core.candidates[i].ok) continue;
+        events[i].emplace_back(Event(p.device), Event(p.device));
+        events[i].back().first.record(p.stream);
+        if (run_guarded(i)) events[i].back().second.record(p.stream);
+        else events[i].pop_back();
+      }
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!core.candidates[i].ok) continue;
+      for (auto& [start, stop] : events[i]) {
+        stop.synchronize();
+        times[i].push_back(start.elapsed_ms(stop));
+      }
+    }
+  } else {
+    for (int it = 0; it < iterations; ++it) {
+      for (std::size_t i = 0; i < count; ++i) {
+        if (!core.candidates[i].ok) continue;
+        const auto t0 = std::chrono::steady_clock::now();
+        if (run_guarded(i)) {
+          times[i].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
+      }
+    }
+  }
+  double best = -1;
+  int best_index = core.selected;
+  for (std::size_t i = 0; i < count; ++i) {
+    MatmulCandidate& c = core.candidates[i];
+    if (!c.ok || times[i].empty()) continue;
+    std::sort(times[i].begin(), times[i].end());
+    c.time_ms = times[i][times[i].size() / 2];
+    if (best < 0 || c.time_ms < best) {
+      best = c.time_ms;
+      best_index = static_cast<int>(i);
+    }
+    TESSEL_LOG_INFO(fmt::format("matmul:   candidate {:2d} {:32s} {:9.4f} ms (median of {})", i, c.name, c.time_ms,
+                                times[i].size()));
   }
   if (p.device.is_cuda()) scratch_buffer->record_stream(p.stream);
   if (best < 0) throw Error(fmt::format("matmul: autotune found no candidate that runs for {}", core.signature));

@@ -324,6 +324,19 @@ TEST_P(MatmulEpilogueTest, NonFiniteValuesPropagate) {
   av[0] = std::numeric_limits<double>::quiet_NaN();                // row 0 -> NaN
   av[static_cast<std::size_t>(2 * k)] = std::numeric_limits<double>::infinity();  // row 2 -> +Inf
   const Array a = make_array(av, {m, k}, dtype(), device()), b = make_array(bv, {k, n}, dtype(), device());
+  for (MatmulEpilogue e : {MatmulEpilogue::gelu, MatmulEpilogue::gelu_tanh}) {
+    // GELU of NaN is NaN and of +Inf is +Inf (or NaN where a library forms inf - inf): never
+    // finite, never a crash; the finite row stays exact. With a bias, fused where offered.
+    MatmulOptions o;
+    o.epilogue = e;
+    o.bias = make_array(std::vector<Value>(static_cast<std::size_t>(n), 0.125), {n}, dtype(), device());
+    const std::vector<Value> d = read_values(matmul(a, b, o));
+    for (std::int64_t j = 0; j < n; ++j) {
+      EXPECT_TRUE(std::isnan(d[static_cast<std::size_t>(j)].real())) << matmul_epilogue_name(e) << " column " << j;
+      EXPECT_FALSE(std::isfinite(d[static_cast<std::size_t>(2 * n + j)].real())) << matmul_epilogue_name(e) << " column " << j;
+      EXPECT_NEAR(d[static_cast<std::size_t>(n + j)].real(), activation(0.5 * 0.25 * k + 0.125, e), 2e-2);
+    }
+  }
   for (MatmulEpilogue e : {MatmulEpilogue::none, MatmulEpilogue::relu}) {
     MatmulOptions o;
     o.epilogue = e;
