@@ -312,6 +312,9 @@ void register_matmul(nb::module_& m) {
   m.def("clear_matmul_memory_cache", &clear_matmul_memory_cache,
         "Empties the in-memory matmul autotune and plan caches (the disk cache stays).");
   m.def("matmul_cache_dir", &matmul_cache_dir, "The folder of the matmul autotune disk cache.");
+  m.def("set_matmul_cache_dir", &set_matmul_cache_dir, "folder"_a,
+        "Overrides the matmul autotune disk cache folder for this process (\"\" restores the default,\n"
+        "$TESSEL_CACHE_DIR/matmul). TESSEL_CACHE_DIR is read once per process; tests use this instead.");
 }
 
 }  // namespace tessel::python
