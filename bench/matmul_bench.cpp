@@ -10,11 +10,20 @@
 //      the ratio to PyTorch measured on this machine today when bench/peers/torch_matmul.py ran first.
 //   4. tessel's sm90 kernel at 8192^3 bf16 against the best cuBLASLt algorithm (target >= 90%),
 //      when the plan offers sm90 candidates.
+//   5. ("sweep") the autotuner over realistic bf16/fp16 shapes and epilogues (bias + relu / gelu /
+//      gelu_tanh, with and without aux; skinny M, N not a multiple of 128, short and long K):
+//      every candidate's time, the choice, the best cuBLASLt and sm90 times; the chosen
+//      candidate's result and the best sm90 one's are checked against a float64 reference.
+// Usage: matmul_bench [--only=fused,simt,x100,sweep] (default: all sections).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <filesystem>
 #include <random>
+#include <set>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -71,17 +80,192 @@ double sampled_error(const Array& d, const std::vector<float>& a, const std::vec
   return worst;
 }
 
+double activation(double x, MatmulEpilogue e) {
+  switch (e) {
+    case MatmulEpilogue::none: return x;
+    case MatmulEpilogue::relu: return std::max(x, 0.0);
+    case MatmulEpilogue::gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case MatmulEpilogue::gelu_tanh:
+      return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  }
+  return x;
+}
+
+// sampled_error for any epilogue, of d and (when defined) of aux, the epilogue's input.
+double sampled_epilogue_error(const Array& d, const Array& aux, const std::vector<float>& a, const std::vector<float>& b,
+                              const std::vector<float>& bias, MatmulEpilogue epilogue, std::int64_t m, std::int64_t n,
+                              std::int64_t k) {
+  const std::vector<float> got = host_floats(d);
+  const std::vector<float> got_aux = aux.defined() ? host_floats(aux) : std::vector<float>();
+  std::mt19937_64 rng(11);
+  double worst = 0;
+  for (int s = 0; s < 256; ++s) {
+    const std::int64_t i = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(m));
+    const std::int64_t j = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));
+    double sum = 0, scale = 0;
+    for (std::int64_t kk = 0; kk < k; ++kk) {
+      const double p = double(a[static_cast<std::size_t>(i * k + kk)]) * b[static_cast<std::size_t>(kk * n + j)];
+      sum += p;
+      scale += std::abs(p);
+    }
+    if (!bias.empty()) sum += bias[static_cast<std::size_t>(j)];
+    scale += std::abs(sum) + 1e-30;
+    const auto idx = static_cast<std::size_t>(i * n + j);
+    const double g = got[idx];
+    if (!std::isfinite(g)) return INFINITY;
+    worst = std::max(worst, std::abs(g - activation(sum, epilogue)) / scale);
+    if (!got_aux.empty()) {
+      if (!std::isfinite(got_aux[idx])) return INFINITY;
+      worst = std::max(worst, std::abs(got_aux[idx] - sum) / scale);
+    }
+  }
+  return worst;
+}
+
+// ---- 5. the autotune sweep: does the autotuner pick tessel's sm90 kernel anywhere?
+nlohmann::json autotune_sweep(const Device gpu, const std::function<bool(double, double, const char*)>& verdict) {
+  struct Case {
+    std::int64_t m, n, k;
+    DType dtype;
+    bool b_t = false;  // b = W.T with W n x k row-major (x @ W.T, nn.Linear's layout)
+  };
+  const std::vector<Case> cases = {
+      {512, 512, 512, DType::bfloat16},       {1024, 1024, 1024, DType::bfloat16},  {2048, 2048, 2048, DType::bfloat16},
+      {4096, 4096, 4096, DType::bfloat16},    {8192, 8192, 8192, DType::bfloat16},  {256, 4096, 4096, DType::bfloat16},
+      {1024, 4096, 4096, DType::bfloat16},    {256, 16384, 4096, DType::bfloat16},  {16384, 4096, 1024, DType::bfloat16},
+      {4096, 4000, 4096, DType::bfloat16},    {8192, 2880, 1024, DType::bfloat16},  {2048, 1000, 8192, DType::bfloat16},
+      {4096, 11008, 4096, DType::bfloat16},   {16384, 16384, 512, DType::bfloat16}, {4096, 4096, 16384, DType::bfloat16},
+      {1024, 1024, 1024, DType::float16},     {4096, 4096, 4096, DType::float16},   {256, 4096, 4096, DType::float16},
+      {4096, 4000, 4096, DType::float16},
+      // nn.Linear's layout, including odd n (the sm90 kernel then writes D element by element)
+      {8192, 4096, 4096, DType::bfloat16, true}, {1024, 1001, 4096, DType::bfloat16, true},
+      {4096, 5001, 4096, DType::bfloat16, true}, {256, 4096, 4096, DType::bfloat16, true},
+  };
+  struct Epi {
+    const char* name;
+    MatmulEpilogue epilogue;
+    bool aux;
+  };
+  const std::vector<Epi> epilogues = {{"bias_relu", MatmulEpilogue::relu, false},
+                                      {"bias_gelu", MatmulEpilogue::gelu, false},
+                                      {"bias_gelu_tanh", MatmulEpilogue::gelu_tanh, false},
+                                      {"bias_relu_aux", MatmulEpilogue::relu, true},
+                                      {"bias_gelu_tanh_aux", MatmulEpilogue::gelu_tanh, true}};
+  // The sweep must time every candidate: a cache folder of its own, empty.
+  const std::string cache = (std::filesystem::temp_directory_path() / "tessel-matmul-bench-sweep").string();
+  std::filesystem::remove_all(cache);
+  set_matmul_cache_dir(cache);
+  clear_matmul_memory_cache();
+  nlohmann::json rows = nlohmann::json::array();
+  int sm90_picked = 0, sm90_offered = 0;
+  for (const Case& c : cases) {
+    const std::int64_t m = c.m, n = c.n, k = c.k;
+    const double flop = 2.0 * m * n * k;
+    const Array a = random::uniform({m, k}, -1, 1, DType::float32, gpu).astype(c.dtype);
+    const Array b = c.b_t ? random::uniform({n, k}, -1, 1, DType::float32, gpu).astype(c.dtype).T()
+                          : random::uniform({k, n}, -1, 1, DType::float32, gpu).astype(c.dtype);
+    const Array bias = random::uniform({n}, -1, 1, DType::float32, gpu).astype(c.dtype);
+    const std::vector<float> ah = host_floats(a), bh = host_floats(b.contiguous()), biash = host_floats(bias);
+    for (const Epi& e : epilogues) {
+      MatmulOptions o;
+      o.bias = bias;
+      o.epilogue = e.epilogue;
+      if (e.aux) o.aux = empty({m, n}, c.dtype, gpu);
+      Array d = empty({m, n}, c.dtype, gpu);
+      nlohmann::json row = {{"m", m}, {"n", n}, {"k", k}, {"dtype", dtype_name(c.dtype)}, {"epilogue", e.name},
+                            {"b_layout", c.b_t ? "k-contiguous (W.T)" : "n-contiguous"}};
+      MatmulPlan plan(a, b, o);
+      const std::vector<MatmulCandidate> timed = plan.autotune(10);
+      nlohmann::json candidates = nlohmann::json::array();
+      double best_lt = -1, best_sm90 = -1;
+      std::string best_sm90_name;
+      for (const MatmulCandidate& t : timed) {
+        nlohmann::json entry = {{"name", t.name}, {"ok", t.ok}};
+        if (t.ok) {
+          entry["ms"] = t.time_ms;
+          entry["TFLOPs"] = flop / t.time_ms / 1e9;
+          if (t.name.rfind("cublaslt:", 0) == 0 && (best_lt < 0 || t.time_ms < best_lt)) best_lt = t.time_ms;
+          if (t.name.rfind("sm90:", 0) == 0 && (best_sm90 < 0 || t.time_ms < best_sm90)) {
+            best_sm90 = t.time_ms;
+            best_sm90_name = t.name;
+          }
+        } else {
+          entry["error"] = t.error;
+        }
+        candidates.push_back(entry);
+      }
+      const std::string choice = plan.selected().name;
+      row["candidates"] = candidates;
+      row["choice"] = choice;
+      row["choice_ms"] = plan.selected().time_ms;
+      row["choice_TFLOPs"] = flop / plan.selected().time_ms / 1e9;
+      row["best_cublaslt_ms"] = best_lt;
+      row["best_sm90_ms"] = best_sm90;
+      row["best_sm90"] = best_sm90_name;
+      if (best_sm90 > 0) {
+        ++sm90_offered;
+        if (best_lt > 0) row["sm90_pct_of_cublaslt"] = 100 * best_lt / best_sm90;
+      }
+      const bool picked_sm90 = choice.rfind("sm90:", 0) == 0;
+      sm90_picked += picked_sm90 ? 1 : 0;
+      row["sm90_chosen"] = picked_sm90;
+      // Check the chosen candidate and the best sm90 one on the timed arrays.
+      const double tol = 1e-2;
+      auto check_candidate = [&](const std::string& name, const char* key) {
+        plan.pin(name);
+        MatmulExecuteOptions run;
+        if (e.aux) {
+          run.aux = empty({m, n}, c.dtype, gpu);
+          fill(run.aux, std::nan(""));
+        }
+        fill(d, std::nan(""));
+        plan.execute(a, b, run, d);
+        const double error = sampled_epilogue_error(d, run.aux, ah, bh, biash, e.epilogue, m, n, k);
+        row[key] = error;
+        verdict(error, tol, (std::string("sweep ") + name).c_str());
+      };
+      check_candidate(choice, "choice_error");
+      if (!best_sm90_name.empty() && best_sm90_name != choice) check_candidate(best_sm90_name, "best_sm90_error");
+      std::printf("sweep %-8s %5lldx%5lldx%5lld%s %-18s choice %-34s %8.4f ms %6.1f TFLOP/s | best cuBLASLt %8.4f ms | "
+                  "best sm90 %8.4f ms%s\n",
+                  dtype_name(c.dtype), static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
+                  c.b_t ? " b^T" : "   ", e.name, choice.c_str(), plan.selected().time_ms, flop / plan.selected().time_ms / 1e9, best_lt,
+                  best_sm90, picked_sm90 ? "  <- sm90" : "");
+      rows.push_back(row);
+    }
+  }
+  std::printf("sweep: the autotuner chose sm90 in %d of %zu problems (sm90 offered in %d)\n", sm90_picked, rows.size(),
+              sm90_offered);
+  set_matmul_cache_dir("");
+  clear_matmul_memory_cache();
+  std::filesystem::remove_all(cache);
+  return {{"rows", rows}, {"sm90_chosen", sm90_picked}, {"sm90_offered", sm90_offered}, {"problems", rows.size()}};
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   if (bench::skip_without_cuda("matmul_bench")) return 0;
+  std::set<std::string> sections = {"fused", "simt", "x100", "sweep"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--only=", 0) == 0) {
+      sections.clear();
+      std::stringstream list(arg.substr(7));
+      for (std::string item; std::getline(list, item, ',');) sections.insert(item);
+    } else {
+      std::fprintf(stderr, "usage: matmul_bench [--only=fused,simt,x100,sweep]\n");
+      return 2;
+    }
+  }
   const Device gpu = Device::cuda(0);
   const Stream stream = current_stream(gpu);
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle());
   cublasHandle_t cublas = nullptr;
   check_cublas(cublasCreate(&cublas), "cublasCreate");
   check_cublas(cublasSetStream(cublas, cuda_stream), "cublasSetStream");
-  nlohmann::json results;
+  // Sections not run keep today's earlier results (--only=sweep does not erase the others).
+  nlohmann::json results = bench::read_results().value("matmul", nlohmann::json::object());
   results["device"] = device_properties(0).name;
   bool all_ok = true;
   auto verdict = [&](double error, double tol, const char* what) {
@@ -94,6 +278,7 @@ int main() {
   };
 
   // ---- 1. relu(a @ b + bias) in bfloat16
+  if (sections.count("fused")) {
   struct GemmShape { std::int64_t m, n, k; };
   nlohmann::json fused_rows = nlohmann::json::array();
   nlohmann::json sm90_row;
@@ -193,9 +378,10 @@ int main() {
   }
   results["relu_matmul_bias_bf16"] = fused_rows;
   results["sm90_vs_cublaslt_8192_bf16"] = sm90_row;
+  }
 
   // ---- 2. SIMT float32 ladder at 4096^2
-  {
+  if (sections.count("simt")) {
     const std::int64_t n = 4096;
     const double flop = 2.0 * n * n * n;
     const Array a = random::uniform({n, n}, -1, 1, DType::float32, gpu);
@@ -251,7 +437,7 @@ int main() {
   }
 
   // ---- 3. 100 float32 1024^2 products, fp32 and tf32
-  {
+  if (sections.count("x100")) {
     const std::int64_t n = 1024;
     const Array a = random::uniform({n, n}, -1, 1, DType::float32, gpu);
     const Array b = random::uniform({n, n}, -1, 1, DType::float32, gpu);
@@ -290,6 +476,8 @@ int main() {
     }
     results["float32_1024_x100"] = row;
   }
+
+  if (sections.count("sweep")) results["autotune_sweep"] = autotune_sweep(gpu, verdict);
 
   cublasDestroy(cublas);
   tessel::bench::write_results("matmul", results);

@@ -269,11 +269,11 @@ void register_matmul(nb::module_& m) {
         }
         Array a = a_h.is_none() ? self.a : operand(a_h, self.a.device());
         Array b = b_h.is_none() ? self.b : operand(b_h, self.a.device());
-        MatmulOptions options;
+        MatmulExecuteOptions options;  // unset alpha/beta keep the planned values
         options.bias = optional_array(bias, a.device());
         options.c = optional_array(c, a.device());
-        if (alpha) options.alpha = *alpha;
-        if (beta) options.beta = *beta;
+        options.alpha = alpha;
+        options.beta = beta;
         if (self.aux) options.aux = make_aux(a, b);
         const Array out_arg = out_array(out, "Matmul.execute");
         Array r;
@@ -312,6 +312,9 @@ void register_matmul(nb::module_& m) {
   m.def("clear_matmul_memory_cache", &clear_matmul_memory_cache,
         "Empties the in-memory matmul autotune and plan caches (the disk cache stays).");
   m.def("matmul_cache_dir", &matmul_cache_dir, "The folder of the matmul autotune disk cache.");
+  m.def("set_matmul_cache_dir", &set_matmul_cache_dir, "folder"_a,
+        "Overrides the matmul autotune disk cache folder for this process (\"\" restores the default,\n"
+        "$TESSEL_CACHE_DIR/matmul). TESSEL_CACHE_DIR is read once per process; tests use this instead.");
 }
 
 }  // namespace tessel::python

@@ -393,6 +393,7 @@ void store_winner(const std::string& key, const std::vector<MatmulCandidate>& ca
       out << j.dump(2) << "\n";
     }
     std::filesystem::rename(temp, path);  // atomic: readers never see half a file
+    TESSEL_LOG_INFO(fmt::format("matmul: autotune winner {} stored in {}", winner, path));
   } catch (const std::exception& error) {
     TESSEL_LOG_WARN(fmt::format("matmul: could not write the autotune cache: {}", error.what()));
   }
@@ -411,7 +412,24 @@ std::string environment_key(Device device) {
 
 }  // namespace
 
+namespace {
+std::mutex cache_dir_mutex;
+std::string& cache_dir_override() {
+  static std::string folder;
+  return folder;
+}
+}  // namespace
+
+void set_matmul_cache_dir(const std::string& folder) {
+  std::lock_guard<std::mutex> lock(cache_dir_mutex);
+  cache_dir_override() = folder;
+}
+
 std::string matmul_cache_dir() {
+  {
+    std::lock_guard<std::mutex> lock(cache_dir_mutex);
+    if (!cache_dir_override().empty()) return cache_dir_override();
+  }
   const std::string& base = config().cache_dir;
   if (!base.empty()) return base + "/matmul";
   const char* home = std::getenv("HOME");
@@ -483,6 +501,11 @@ std::shared_ptr<MatmulPlanCore> make_core(const Prepared& p) {
     }
     TESSEL_LOG_INFO(fmt::format("matmul: autotune cache hit ({}) for {}: {}", from_disk ? "disk" : "memory",
                                 core->signature, *winner));
+  } else {
+    std::string names;
+    for (const auto& c : core->candidates) names += (names.empty() ? "" : ", ") + c.name;
+    TESSEL_LOG_INFO(fmt::format("matmul: autotune cache miss for {}: {} candidates ({}), running {} until autotune()",
+                                core->signature, core->candidates.size(), names, core->candidates[0].name));
   }
   return core;
 }
@@ -577,52 +600,77 @@ void autotune_core(detail::MatmulPlanCore& core, const Prepared& p, int iteratio
   for (const Array* x : {&p.a, &p.b, &p.bias}) {
     if (x->defined()) x->storage()->wait_on_stream(p.stream);
   }
-  double best = -1;
-  int best_index = core.selected;
-  for (std::size_t i = 0; i < core.candidates.size(); ++i) {
+  // Round-robin timing: each round runs every candidate once, so clock boost, thermal state and
+  // other work on the GPU weigh on all candidates alike instead of on the last ones timed.
+  const std::size_t count = core.candidates.size();
+  auto fail = [&](std::size_t i, const Error& error) {
     MatmulCandidate& c = core.candidates[i];
-    const int index = static_cast<int>(i);
+    c.ok = false;
+    c.time_ms = -1;
+    c.error = error.what();
+    TESSEL_LOG_INFO(fmt::format("matmul:   candidate {:2d} {} failed: {}", i, c.name, c.error));
+  };
+  // Runs candidate i once; false (and the candidate marked failed) when it throws.
+  auto run_guarded = [&](std::size_t i) {
     try {
-      core.run(index, pr, p.stream);  // warm-up; also surfaces failures
-      std::vector<double> times;
-      if (p.device.is_cuda()) {
-        std::vector<Event> events;
-        for (int it = 0; it <= iterations; ++it) events.emplace_back(p.device);
-        events[0].record(p.stream);
-        for (int it = 0; it < iterations; ++it) {
-          core.run(index, pr, p.stream);
-          events[static_cast<std::size_t>(it + 1)].record(p.stream);
-        }
-        events.back().synchronize();
-        for (int it = 0; it < iterations; ++it) {
-          times.push_back(events[static_cast<std::size_t>(it)].elapsed_ms(events[static_cast<std::size_t>(it + 1)]));
-        }
-      } else {
-        for (int it = 0; it < iterations; ++it) {
-          const auto t0 = std::chrono::steady_clock::now();
-          core.run(index, pr, p.stream);
-          times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-        }
-      }
-      std::sort(times.begin(), times.end());
-      c.time_ms = times[times.size() / 2];
-      c.ok = true;
-      c.error.clear();
-      if (best < 0 || c.time_ms < best) {
-        best = c.time_ms;
-        best_index = index;
-      }
-      TESSEL_LOG_INFO(fmt::format("matmul:   candidate {:2d} {:32s} {:9.4f} ms", index, c.name, c.time_ms));
+      core.run(static_cast<int>(i), pr, p.stream);
+      return true;
     } catch (const CudaError& error) {
       if (error.fatal()) throw;
-      c.ok = false;
-      c.error = error.what();
-      TESSEL_LOG_INFO(fmt::format("matmul:   candidate {:2d} {} failed: {}", index, c.name, c.error));
+      fail(i, error);
     } catch (const Error& error) {
-      c.ok = false;
-      c.error = error.what();
-      TESSEL_LOG_INFO(fmt::format("matmul:   candidate {:2d} {} failed: {}", index, c.name, c.error));
+      fail(i, error);
     }
+    return false;
+  };
+  for (std::size_t i = 0; i < count; ++i) {  // warm-up; also surfaces failures
+    core.candidates[i].ok = true;
+    core.candidates[i].error.clear();
+    run_guarded(i);
+  }
+  std::vector<std::vector<double>> times(count);
+  if (p.device.is_cuda()) {
+    std::vector<std::vector<std::pair<Event, Event>>> events(count);
+    for (int it = 0; it < iterations; ++it) {
+      for (std::size_t i = 0; i < count; ++i) {
+        if (!core.candidates[i].ok) continue;
+        events[i].emplace_back(Event(p.device), Event(p.device));
+        events[i].back().first.record(p.stream);
+        if (run_guarded(i)) events[i].back().second.record(p.stream);
+        else events[i].pop_back();
+      }
+    }
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!core.candidates[i].ok) continue;
+      for (auto& [start, stop] : events[i]) {
+        stop.synchronize();
+        times[i].push_back(start.elapsed_ms(stop));
+      }
+    }
+  } else {
+    for (int it = 0; it < iterations; ++it) {
+      for (std::size_t i = 0; i < count; ++i) {
+        if (!core.candidates[i].ok) continue;
+        const auto t0 = std::chrono::steady_clock::now();
+        if (run_guarded(i)) {
+          times[i].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
+      }
+    }
+  }
+  double best = -1;
+  int best_index = core.selected;
+  for (std::size_t i = 0; i < count; ++i) {
+    MatmulCandidate& c = core.candidates[i];
+    if (!c.ok || times[i].empty()) continue;
+    std::sort(times[i].begin(), times[i].end());
+    c.time_ms = times[i][times[i].size() / 2];
+    if (best < 0 || c.time_ms < best) {
+      best = c.time_ms;
+      best_index = static_cast<int>(i);
+    }
+    TESSEL_LOG_INFO(fmt::format("matmul:   candidate {:2d} {:32s} {:9.4f} ms (median of {})", i, c.name, c.time_ms,
+                                times[i].size()));
   }
   if (p.device.is_cuda()) scratch_buffer->record_stream(p.stream);
   if (best < 0) throw Error(fmt::format("matmul: autotune found no candidate that runs for {}", core.signature));
@@ -739,15 +787,37 @@ const MatmulCandidate& MatmulPlan::selected() const { return state_->core->candi
 bool MatmulPlan::from_cache() const { return state_->core->from_cache; }
 const std::string& MatmulPlan::cache_key() const { return state_->core->key; }
 
-Array MatmulPlan::execute(const Array& a, const Array& b, const MatmulOptions& options_arg, const Array& out,
+Array MatmulPlan::execute(const Array& a, const Array& b, const MatmulExecuteOptions& given, const Array& out,
                           const OptionalStream& stream) {
   TESSEL_OP_RANGE("MatmulPlan.execute");
-  MatmulOptions options = state_->options;
-  if (options_arg.bias.defined()) options.bias = options_arg.bias;
-  if (options_arg.c.defined()) options.c = options_arg.c;
-  if (options_arg.aux.defined()) options.aux = options_arg.aux;
-  if (options_arg.alpha != 1.0) options.alpha = options_arg.alpha;
-  if (options_arg.beta != 0.0) options.beta = options_arg.beta;
+  const MatmulOptions& planned = state_->options;
+  for (const auto& [x, what] : {std::pair<const Array*, const char*>{&a, "a"}, {&b, "b"}}) {
+    if (x->defined() && x->device() != state_->core->device) {
+      throw DeviceError(fmt::format("MatmulPlan.execute: the plan is for {} but {} is on {}", state_->core->device.str(),
+                                    what, x->device().str()));
+    }
+  }
+  // The epilogue and compute mode select the plan's kernels: a different one is an error, never
+  // silently the planned one.
+  if (given.epilogue && *given.epilogue != planned.epilogue) {
+    throw ValueError(fmt::format("MatmulPlan.execute: epilogue {} differs from the planned epilogue {} (make a new plan)",
+                                 matmul_epilogue_name(*given.epilogue), matmul_epilogue_name(planned.epilogue)));
+  }
+  if (given.compute && *given.compute != planned.compute) {
+    throw ValueError(fmt::format("MatmulPlan.execute: compute {} differs from the planned compute {} (make a new plan)",
+                                 matmul_compute_name(*given.compute), matmul_compute_name(planned.compute)));
+  }
+  MatmulOptions options = planned;
+  if (given.bias.defined()) options.bias = given.bias;
+  if (given.c.defined()) options.c = given.c;
+  if (given.aux.defined()) options.aux = given.aux;
+  if (given.alpha) options.alpha = *given.alpha;
+  if (given.beta) options.beta = *given.beta;
+  if ((options.beta != 0.0) != (planned.beta != 0.0)) {
+    throw ValueError(fmt::format("MatmulPlan.execute: beta={} but the plan was made with beta={} (a plan reads c "
+                                 "either always or never; make a new plan)",
+                                 options.beta, planned.beta));
+  }
   Prepared p = prepare(a, b, options, out, stream, true);
   if (p.signature != state_->core->signature) {
     throw ValueError(fmt::format("MatmulPlan.execute: the arrays' layout differs from the planned one: planned {}, got {}",
@@ -757,7 +827,7 @@ Array MatmulPlan::execute(const Array& a, const Array& b, const MatmulOptions& o
 }
 
 Array MatmulPlan::execute(const Array& out, const OptionalStream& stream) {
-  return execute(state_->a, state_->b, MatmulOptions{}, out, stream);
+  return execute(state_->a, state_->b, MatmulExecuteOptions{}, out, stream);
 }
 
 }  // namespace tessel

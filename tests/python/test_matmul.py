@@ -319,8 +319,29 @@ def test_namespace_advertises_extensions():
     assert ts.matrix_transpose is ts.linalg.matrix_transpose and ts.tensordot is ts.linalg.tensordot
 
 
-def test_matmul_plan(device, rng, tmp_path, monkeypatch):
-    monkeypatch.setenv("TESSEL_CACHE_DIR", str(tmp_path))
+@pytest.fixture
+def matmul_cache(tmp_path):
+    """The autotune disk cache in a temporary folder (TESSEL_CACHE_DIR is read once per process,
+    so setting it here would be too late), restored afterwards."""
+    ts.set_matmul_cache_dir(str(tmp_path))
+    ts.clear_matmul_memory_cache()
+    yield tmp_path
+    ts.set_matmul_cache_dir("")
+    ts.clear_matmul_memory_cache()
+
+
+def test_matmul_plan_execute_alpha_keeps_or_replaces(device, rng, matmul_cache):
+    a, a64 = operand(rng, (12, 20), "float32", device)
+    b, b64 = operand(rng, (20, 9), "float32", device)
+    plan = ts.Matmul(a, b, alpha=2.0)
+    scale = np.abs(a64) @ np.abs(b64)
+    check(plan.execute(), 2.0 * (a64 @ b64), 2.0 * scale, TOL["float32"])           # planned alpha
+    check(plan.execute(a, b), 2.0 * (a64 @ b64), 2.0 * scale, TOL["float32"])       # alpha not given
+    check(plan.execute(a, b, alpha=1.0), a64 @ b64, scale, TOL["float32"])          # 1.0 is used, not "unset"
+    assert str(matmul_cache) == ts.matmul_cache_dir()
+
+
+def test_matmul_plan(device, rng, matmul_cache):
     a, a64 = operand(rng, (3, 24, 40), "float32", device)
     b, b64 = operand(rng, (40, 18), "float32", device)
     bias, bias64 = operand(rng, (18,), "float32", device)

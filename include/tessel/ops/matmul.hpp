@@ -64,6 +64,22 @@ struct MatmulCandidate {
   std::string error;
 };
 
+// What MatmulPlan::execute may change between runs. Unset fields keep the planned values;
+// undefined arrays mean the planned arrays. The epilogue and the compute mode are fixed by the
+// plan: given ones must equal the planned ones (ValueError naming both otherwise).
+struct MatmulExecuteOptions {
+  Array bias, c, aux;                      // new data of the planned layouts
+  std::optional<double> alpha, beta;       // unset: the planned alpha / beta
+  std::optional<MatmulEpilogue> epilogue;  // set: checked against the plan
+  std::optional<MatmulCompute> compute;    // set: checked against the plan
+  MatmulExecuteOptions() = default;
+  // Everything in `options` counts as given: its alpha, beta (1 and 0 by default, as for
+  // matmul()), epilogue and compute; only its undefined arrays fall back to the planned ones.
+  MatmulExecuteOptions(const MatmulOptions& options)  // NOLINT(google-explicit-constructor): implicit on purpose
+      : bias(options.bias), c(options.c), aux(options.aux), alpha(options.alpha), beta(options.beta),
+        epilogue(options.epilogue), compute(options.compute) {}
+};
+
 namespace detail {
 struct MatmulPlanState;
 }
@@ -92,8 +108,10 @@ class MatmulPlan {
   // True when the selection came from the autotune cache (memory or disk).
   bool from_cache() const;
   // Runs the planned product on new arrays with the planned layouts (ValueError naming both
-  // layouts otherwise). options.bias/c/aux/alpha/beta replace the planned ones when given.
-  Array execute(const Array& a, const Array& b, const MatmulOptions& options = {}, const Array& out = Array(),
+  // layouts otherwise). See MatmulExecuteOptions for what options may change: execute(a, b)
+  // keeps every planned option; passing a MatmulOptions sets alpha/beta/epilogue/compute as
+  // written in it (an epilogue or compute mode other than the planned one is a ValueError).
+  Array execute(const Array& a, const Array& b, const MatmulExecuteOptions& options = {}, const Array& out = Array(),
                 const OptionalStream& stream = std::nullopt);
   // Runs on the arrays given at planning time.
   Array execute(const Array& out = Array(), const OptionalStream& stream = std::nullopt);
@@ -107,7 +125,11 @@ class MatmulPlan {
 // Clears the in-memory autotune cache and the plan cache of matmul() (tests use this to force
 // a read of the disk cache).
 void clear_matmul_memory_cache();
-// The folder of the disk cache: $TESSEL_CACHE_DIR/matmul or ~/.cache/tessel/matmul.
+// The folder of the disk cache: $TESSEL_CACHE_DIR/matmul (default ~/.cache/tessel/matmul), or
+// the folder given to set_matmul_cache_dir.
 std::string matmul_cache_dir();
+// Overrides the disk cache folder for this process ("" restores the default). Tests point it at
+// a temporary folder; TESSEL_CACHE_DIR is read once per process, so it cannot serve them.
+void set_matmul_cache_dir(const std::string& folder);
 
 }  // namespace tessel

@@ -269,7 +269,9 @@ class LtPlan {
 #if defined(TESSEL_HAVE_SM90_GEMM)
 namespace sm90 = ::tessel::detail::sm90;
 bool sm90_args(const MatmulProblem& p, sm90::GemmArgs& args) {
-  if ((p.dtype != DType::float16 && p.dtype != DType::bfloat16) || p.aux || p.beta != 0.0) return false;
+  // aux is fused too (the activation's input, stored before the activation): where cuBLASLt has
+  // no fused form (relu+aux, gelu+aux) this kernel is the only one that writes D in one pass.
+  if ((p.dtype != DType::float16 && p.dtype != DType::bfloat16) || p.beta != 0.0) return false;
   if (!p.a.row_major()) return false;
   using E = sm90::Epilogue;
   const bool bias = p.bias != nullptr;
@@ -289,6 +291,9 @@ bool sm90_args(const MatmulProblem& p, sm90::GemmArgs& args) {
   args.d = p.d; args.ldd = p.ldd; args.batch_stride_d = p.batch_stride_d;
   args.bias = p.bias;
   args.alpha = static_cast<float>(p.alpha);
+  args.aux = p.aux;
+  args.ldaux = p.ldaux;
+  args.batch_stride_aux = p.batch_stride_aux;
   return true;
 }
 #endif

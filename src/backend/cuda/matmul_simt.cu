@@ -1,14 +1,8 @@
 // tessel's own float32 SIMT GEMM (register-blocked shared-memory tiles, float4 loads, double
 // buffering, fused bias/activation epilogue), the benchmark ladder's naive and tiled kernels, and
 // the unfused epilogue kernel used where a library has no fused form.
-//
-// SIMT kernel layout: a block computes a BM x BN tile of D with (BM/TM)*(BN/TN) = 256 threads,
-// each holding a TM x TN accumulator in registers. Per BK-slice of K, A's BM x BK tile is stored
-// transposed (As[k][m]) and B's BK x BN tile as is (Bs[k][n]), so the inner loop reads one column
-// of As and one row of Bs and forms an outer product. A thread's TM rows are two groups of TM/2
-// at ty*(TM/2) and BM/2 + ty*(TM/2) (likewise its columns), so a warp's shared-memory reads are
-// consecutive float4s without bank conflicts. Two shared buffers: while the block computes on
-// one slice, the next slice's global loads are in registers and go to the other buffer.
+// The SIMT kernel template itself is in matmul_simt_kernel.cuh (shared with the NVRTC-compiled
+// tile experiments of bench/matmul_simt_variants_bench.cpp).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -18,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cuda/matmul_simt_kernel.cuh"
 #include "backend/matmul.hpp"
 #include "core/cuda_check.hpp"
 #include "tessel/core/error.hpp"
@@ -25,7 +20,12 @@
 namespace tessel::backend::cuda {
 namespace {
 
-constexpr int kRelu = 1, kGelu = 2, kGeluTanh = 3;
+using tessel_simt::activate;
+using tessel_simt::kGelu;
+using tessel_simt::kGeluTanh;
+using tessel_simt::kRelu;
+using tessel_simt::simt_gemm_kernel;
+using tessel_simt::SimtArgs;
 
 int epilogue_code(MatmulEpilogue e) {
   switch (e) {
@@ -35,189 +35,6 @@ int epilogue_code(MatmulEpilogue e) {
     case MatmulEpilogue::gelu_tanh: return kGeluTanh;
   }
   return 0;
-}
-
-__device__ __forceinline__ float activate(float x, int epilogue) {
-  switch (epilogue) {
-    case kRelu: return x > 0.0f ? x : (x != x ? x : 0.0f);  // NaN propagates
-    case kGelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case kGeluTanh: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    default: return x;
-  }
-}
-__device__ __forceinline__ double activate(double x, int epilogue) {
-  switch (epilogue) {
-    case kRelu: return x > 0.0 ? x : (x != x ? x : 0.0);
-    case kGelu: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
-    case kGeluTanh: return 0.5 * x * (1.0 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
-    default: return x;
-  }
-}
-
-struct SimtArgs {
-  const float* a;
-  std::int64_t lda, batch_stride_a;
-  const float* b;
-  std::int64_t ldb, batch_stride_b;
-  float* d;
-  std::int64_t ldd, batch_stride_d;
-  float* aux;
-  std::int64_t ldaux, batch_stride_aux;
-  const float* bias;
-  int m, n, k;
-  float alpha, beta;
-  int epilogue;
-  bool vec_a, vec_b;  // float4 loads allowed (16-byte aligned rows)
-  std::int64_t batch_offset;
-};
-
-template <int BM, int BN, int BK, int TM, int TN>
-__global__ void __launch_bounds__((BM / TM) * (BN / TN)) simt_gemm_kernel(SimtArgs args) {
-  constexpr int kThreads = (BM / TM) * (BN / TN);
-  constexpr int kLoadsA = (BM * BK / 4 + kThreads - 1) / kThreads;  // float4s per thread
-  constexpr int kLoadsB = (BK * BN / 4 + kThreads - 1) / kThreads;
-  static_assert(BK % 4 == 0 && BN % 4 == 0 && TM % 2 == 0 && TN % 2 == 0, "tile shape");
-  __shared__ __align__(16) float As[2][BK][BM];
-  __shared__ __align__(16) float Bs[2][BK][BN];
-
-  const int tid = static_cast<int>(threadIdx.x);
-  const int tx = tid % (BN / TN), ty = tid / (BN / TN);
-  const int block_m = static_cast<int>(blockIdx.y) * BM, block_n = static_cast<int>(blockIdx.x) * BN;
-  const std::int64_t batch = args.batch_offset + blockIdx.z;
-  const float* a = args.a + batch * args.batch_stride_a;
-  const float* b = args.b + batch * args.batch_stride_b;
-  const int m = args.m, n = args.n, k = args.k;
-
-  float4 ra[kLoadsA], rb[kLoadsB];
-  auto load_global = [&](int k0) {
-#pragma unroll
-    for (int l = 0; l < kLoadsA; ++l) {
-      const int v = tid + l * kThreads;
-      float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (v < BM * BK / 4) {
-        const int row = v / (BK / 4), kq = (v % (BK / 4)) * 4;
-        const int gr = block_m + row, gk = k0 + kq;
-        if (gr < m) {
-          const float* p = a + static_cast<std::int64_t>(gr) * args.lda + gk;
-          if (args.vec_a && gk + 3 < k) {
-            x = __ldg(reinterpret_cast<const float4*>(p));
-          } else {
-            if (gk < k) x.x = __ldg(p);
-            if (gk + 1 < k) x.y = __ldg(p + 1);
-            if (gk + 2 < k) x.z = __ldg(p + 2);
-            if (gk + 3 < k) x.w = __ldg(p + 3);
-          }
-        }
-      }
-      ra[l] = x;
-    }
-#pragma unroll
-    for (int l = 0; l < kLoadsB; ++l) {
-      const int v = tid + l * kThreads;
-      float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (v < BK * BN / 4) {
-        const int kr = v / (BN / 4), nq = (v % (BN / 4)) * 4;
-        const int gk = k0 + kr, gc = block_n + nq;
-        if (gk < k) {
-          const float* p = b + static_cast<std::int64_t>(gk) * args.ldb + gc;
-          if (args.vec_b && gc + 3 < n) {
-            x = __ldg(reinterpret_cast<const float4*>(p));
-          } else {
-            if (gc < n) x.x = __ldg(p);
-            if (gc + 1 < n) x.y = __ldg(p + 1);
-            if (gc + 2 < n) x.z = __ldg(p + 2);
-            if (gc + 3 < n) x.w = __ldg(p + 3);
-          }
-        }
-      }
-      rb[l] = x;
-    }
-  };
-  auto store_shared = [&](int buf) {
-#pragma unroll
-    for (int l = 0; l < kLoadsA; ++l) {
-      const int v = tid + l * kThreads;
-      if (v < BM * BK / 4) {
-        const int row = v / (BK / 4), kq = (v % (BK / 4)) * 4;
-        As[buf][kq + 0][row] = ra[l].x;
-        As[buf][kq + 1][row] = ra[l].y;
-        As[buf][kq + 2][row] = ra[l].z;
-        As[buf][kq + 3][row] = ra[l].w;
-      }
-    }
-#pragma unroll
-    for (int l = 0; l < kLoadsB; ++l) {
-      const int v = tid + l * kThreads;
-      if (v < BK * BN / 4) {
-        const int kr = v / (BN / 4), nq = (v % (BN / 4)) * 4;
-        *reinterpret_cast<float4*>(&Bs[buf][kr][nq]) = rb[l];
-      }
-    }
-  };
-
-  // Row of accumulator i and column of accumulator j inside the block tile.
-  auto tile_row = [&](int i) { return (i / (TM / 2)) * (BM / 2) + ty * (TM / 2) + i % (TM / 2); };
-  auto tile_col = [&](int j) { return (j / (TN / 2)) * (BN / 2) + tx * (TN / 2) + j % (TN / 2); };
-
-  float acc[TM][TN];
-#pragma unroll
-  for (int i = 0; i < TM; ++i)
-#pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
-
-  const int tiles = (k + BK - 1) / BK;
-  load_global(0);
-  store_shared(0);
-  __syncthreads();
-  for (int t = 0; t < tiles; ++t) {
-    const int buf = t & 1;
-    if (t + 1 < tiles) load_global((t + 1) * BK);
-#pragma unroll
-    for (int kk = 0; kk < BK; ++kk) {
-      float af[TM], bf[TN];
-      if constexpr (TM == 8 && TN == 8) {
-        // two float4 shared-memory reads per operand (the two groups of four)
-        const float4 a0 = *reinterpret_cast<const float4*>(&As[buf][kk][ty * 4]);
-        const float4 a1 = *reinterpret_cast<const float4*>(&As[buf][kk][BM / 2 + ty * 4]);
-        const float4 b0 = *reinterpret_cast<const float4*>(&Bs[buf][kk][tx * 4]);
-        const float4 b1 = *reinterpret_cast<const float4*>(&Bs[buf][kk][BN / 2 + tx * 4]);
-        af[0] = a0.x; af[1] = a0.y; af[2] = a0.z; af[3] = a0.w;
-        af[4] = a1.x; af[5] = a1.y; af[6] = a1.z; af[7] = a1.w;
-        bf[0] = b0.x; bf[1] = b0.y; bf[2] = b0.z; bf[3] = b0.w;
-        bf[4] = b1.x; bf[5] = b1.y; bf[6] = b1.z; bf[7] = b1.w;
-      } else {
-#pragma unroll
-        for (int i = 0; i < TM; ++i) af[i] = As[buf][kk][tile_row(i)];
-#pragma unroll
-        for (int j = 0; j < TN; ++j) bf[j] = Bs[buf][kk][tile_col(j)];
-      }
-#pragma unroll
-      for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(af[i], bf[j], acc[i][j]);
-    }
-    if (t + 1 < tiles) store_shared(buf ^ 1);
-    __syncthreads();
-  }
-
-  float* d = args.d + batch * args.batch_stride_d;
-  float* aux = args.aux ? args.aux + batch * args.batch_stride_aux : nullptr;
-#pragma unroll
-  for (int i = 0; i < TM; ++i) {
-    const int row = block_m + tile_row(i);
-    if (row >= m) continue;
-#pragma unroll
-    for (int j = 0; j < TN; ++j) {
-      const int col = block_n + tile_col(j);
-      if (col >= n) continue;
-      float* out = d + static_cast<std::int64_t>(row) * args.ldd + col;
-      float v = args.alpha * acc[i][j];
-      if (args.beta != 0.0f) v = fmaf(args.beta, *out, v);
-      if (args.bias) v += args.bias[col];
-      if (aux) aux[static_cast<std::int64_t>(row) * args.ldaux + col] = v;
-      *out = activate(v, args.epilogue);
-    }
-  }
 }
 
 struct SimtConfig {

@@ -60,6 +60,9 @@ struct KernelParams {
   const void* bias;
   float alpha;
   int epilogue;
+  void* aux;                         // nullptr, or the pre-activation output (D's dtype)
+  long long ldaux, batch_stride_aux;
+  int pair_stores;                   // 1: D and aux take 4-byte stores of 2 elements (even strides)
 };
 
 // PingPong = false ("cooperative"): both consumer warpgroups work on one tile, BM/2 rows each.
@@ -332,6 +335,39 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
         }
       }
+      // Masked stores straight from the registers: 4-byte stores of 2 elements when the row
+      // strides are even (the usual case), else 2-byte stores (odd n, e.g. x @ W.T with W n x k).
+      // The choice is uniform and made outside the loops.
+      auto store_tile = [&](T* out_batch, long long ld) {
+        auto rows = [&](auto pairs) {
+#pragma unroll
+          for (int ms = 0; ms < MS; ++ms) {
+            const int row0 = tm * BM + (row_slice0 + ms) * 64 + warp * 16 + lane / 4;
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              const int row = row0 + 8 * i;
+              if (row >= p.m) continue;
+              T* out_row = out_batch + static_cast<long long>(row) * ld;
+#pragma unroll
+              for (int j = 0; j < BN / 8; ++j) {
+                const int col = col0 + 8 * j;
+                const float v0 = acc[ms][4 * j + 2 * i], v1 = acc[ms][4 * j + 2 * i + 1];
+                if constexpr (decltype(pairs)::value) {
+                  if (col + 1 < p.n) *reinterpret_cast<std::uint32_t*>(out_row + col) = pack2<T>(v0, v1);
+                  else if (col < p.n) out_row[col] = from_float<T>(v0);
+                } else {
+                  if (col < p.n) out_row[col] = from_float<T>(v0);
+                  if (col + 1 < p.n) out_row[col + 1] = from_float<T>(v1);
+                }
+              }
+            }
+          }
+        };
+        if (p.pair_stores) rows(std::true_type{});
+        else rows(std::false_type{});
+      };
+      // Training's aux output: the activation's input, stored before the activation pass.
+      if (p.aux != nullptr) store_tile(static_cast<T*>(p.aux) + static_cast<long long>(batch) * p.batch_stride_aux, p.ldaux);
       switch (static_cast<Epilogue>(p.epilogue)) {
         case Epilogue::bias_relu:
         case Epilogue::relu:
@@ -357,24 +393,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         default:
           break;
       }
-      T* d_batch = static_cast<T*>(p.d) + static_cast<long long>(batch) * p.batch_stride_d;
-#pragma unroll
-      for (int ms = 0; ms < MS; ++ms) {
-        const int row0 = tm * BM + (row_slice0 + ms) * 64 + warp * 16 + lane / 4;
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int row = row0 + 8 * i;
-          if (row >= p.m) continue;
-          T* out_row = d_batch + static_cast<long long>(row) * p.ldd;
-#pragma unroll
-          for (int j = 0; j < BN / 8; ++j) {
-            const int col = col0 + 8 * j;
-            const float v0 = acc[ms][4 * j + 2 * i], v1 = acc[ms][4 * j + 2 * i + 1];
-            if (col + 1 < p.n) *reinterpret_cast<std::uint32_t*>(out_row + col) = pack2<T>(v0, v1);
-            else if (col < p.n) out_row[col] = from_float<T>(v0);
-          }
-        }
-      }
+      store_tile(static_cast<T*>(p.d) + static_cast<long long>(batch) * p.batch_stride_d, p.ldd);
     }
   }
 #endif
@@ -459,13 +478,19 @@ std::string unsupported_reason(const GemmArgs& a, int config) {
                              ((a.n + kConfigs[config].bn - 1) / kConfigs[config].bn) * a.batch;
   if (tiles > kMaxDim) return "too many tiles";
   if (a.a == nullptr || a.b == nullptr || a.d == nullptr) return "null operand";
-  if (!aligned16(a.a) || !aligned16(a.b) || !aligned16(a.d)) return "A, B and D must be 16-byte aligned";
-  if (a.lda % 8 != 0 || a.ldb % 8 != 0 || a.ldd % 8 != 0) return "leading dimensions must be multiples of 8";
+  // A and B are read by TMA (16-byte aligned base and strides); D and aux are written with plain
+  // stores (2-byte elements; pairs when the strides are even, see pair_stores).
+  if (!aligned16(a.a) || !aligned16(a.b)) return "A and B must be 16-byte aligned";
+  if ((reinterpret_cast<std::uintptr_t>(a.d) & 1) != 0) return "D must be 2-byte aligned";
+  if (a.lda % 8 != 0 || a.ldb % 8 != 0) return "leading dimensions of A and B must be multiples of 8";
   if (a.lda < a.k || a.ldb < (a.b_k_contiguous ? a.k : a.n) || a.ldd < a.n) return "leading dimension too small";
   if (a.batch > 1) {
     if (a.batch_stride_a < 0 || a.batch_stride_b < 0 || a.batch_stride_d <= 0) return "bad batch strides";
-    if (a.batch_stride_a % 8 != 0 || a.batch_stride_b % 8 != 0 || a.batch_stride_d % 8 != 0)
-      return "batch strides must be multiples of 8";
+    if (a.batch_stride_a % 8 != 0 || a.batch_stride_b % 8 != 0) return "batch strides of A and B must be multiples of 8";
+  }
+  if (a.aux != nullptr) {
+    if ((reinterpret_cast<std::uintptr_t>(a.aux) & 1) != 0 || a.ldaux < a.n) return "aux must be 2-byte aligned with ldaux >= n";
+    if (a.batch > 1 && a.batch_stride_aux <= 0) return "bad aux batch stride";
   }
   if (epilogue_uses_bias(a.epilogue) && a.bias == nullptr) return std::string("epilogue ") + epilogue_name(a.epilogue) + " needs a bias";
   if (static_cast<int>(a.epilogue) < 0 || static_cast<int>(a.epilogue) > static_cast<int>(Epilogue::gelu_tanh))
@@ -509,6 +534,8 @@ CUtensorMap make_map(const void* ptr, CUtensorMapDataType type, std::int64_t inn
   return map;
 }
 
+constexpr int kMaxDevices = 64;
+
 template <class T, class Cfg, bool BKMajor>
 void launch(const GemmArgs& a, cudaStream_t stream, std::uint32_t b_lbo, std::uint32_t b_sbo) {
   const CUtensorMapDataType type =
@@ -538,13 +565,36 @@ void launch(const GemmArgs& a, cudaStream_t stream, std::uint32_t b_lbo, std::ui
   p.bias = epilogue_uses_bias(a.epilogue) ? a.bias : nullptr;
   p.alpha = a.alpha;
   p.epilogue = static_cast<int>(a.epilogue);
+  p.aux = a.aux;
+  p.ldaux = a.ldaux;
+  p.batch_stride_aux = a.batch > 1 ? a.batch_stride_aux : 0;
+  auto even = [](long long x) { return x % 2 == 0; };
+  auto aligned4 = [](const void* x) { return (reinterpret_cast<std::uintptr_t>(x) & 3) == 0; };
+  p.pair_stores = aligned4(a.d) && even(a.ldd) && even(p.batch_stride_d) &&
+                  (a.aux == nullptr || (aligned4(a.aux) && even(a.ldaux) && even(p.batch_stride_aux)));
 
-  int device = 0, sms = 0;
+  // The SM count and the shared-memory opt-in are per device and kernel: asked once, so that a
+  // run costs the autotuner (and small problems) no more host time than needed.
+  int device = 0;
   TESSEL_CUDA_CHECK(cudaGetDevice(&device), "matmul_sm90");
-  TESSEL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "matmul_sm90");
+  if (device < 0 || device >= kMaxDevices) throw ValueError("matmul_sm90: device index out of range");
+  static std::array<int, kMaxDevices> sm_count{};      // 0: not asked yet
+  static std::array<bool, kMaxDevices> smem_opted_in{};
+  static std::mutex launch_mutex;
+  int sms = 0;
   auto kernel = gemm_kernel<T, Cfg, BKMajor>;
-  TESSEL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SmemBytes),
-                    "matmul_sm90");
+  {
+    std::lock_guard<std::mutex> lock(launch_mutex);
+    if (sm_count[device] == 0) {
+      TESSEL_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count[device], cudaDevAttrMultiProcessorCount, device), "matmul_sm90");
+    }
+    if (!smem_opted_in[device]) {
+      TESSEL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SmemBytes),
+                        "matmul_sm90");
+      smem_opted_in[device] = true;
+    }
+    sms = sm_count[device];
+  }
   const int grid = p.total_tiles < sms ? p.total_tiles : sms;
   kernel<<<grid, kThreads, Cfg::SmemBytes, stream>>>(map_a, map_b, p);
   TESSEL_CUDA_CHECK_LAUNCH(stream, "matmul_sm90");

@@ -16,6 +16,9 @@ struct GemmArgs {
   const void* bias;                // n elements, or nullptr
   float alpha;
   Epilogue epilogue;
+  // Optional training output: the epilogue's input alpha*A@B + bias (before the activation),
+  // row-major like D, same dtype. nullptr: none.
+  void* aux = nullptr; std::int64_t ldaux = 0, batch_stride_aux = 0;
 };
 int num_configs();                                   // tile configurations the autotuner may try
 const char* config_name(int config);

@@ -1,6 +1,7 @@
 // matmul, vecdot and MatmulPlan against a float64 host reference (a naive triple loop), over
 // backend x dtype. Inputs are fresh random values rounded to the dtype; the reference uses the
 // rounded values, so the error measured is the product's own.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "array/array_testing.hpp"
@@ -114,22 +116,53 @@ void expect_close(const std::vector<Value>& got, const std::vector<Value>& want,
   EXPECT_LE(rel, tol) << what << ": norm-wise relative error " << rel;
 }
 
+// int8 products accumulate in int32: every element must equal the exact sum (the reference's
+// doubles hold these sums exactly; a float32 accumulation would be off beyond 2^24).
+void expect_exact(const std::vector<Value>& got, const std::vector<Value>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != want[i] && wrong++ < 5) {
+      ADD_FAILURE() << what << ": element " << i << " is " << got[i].real() << ", exact " << want[i].real();
+    }
+  }
+  EXPECT_EQ(wrong, 0u) << what << ": elements differing from the exact int32 sum";
+}
+
+// The int8 layout cuBLASLt must run ("TN": a row-major, b k-contiguous, sizes multiples of 4).
+bool int8_layout_cublaslt_runs(const Array& a, const Array& b) {
+  if (a.ndim() < 2 || b.ndim() < 2) return false;
+  const std::int64_t m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
+  const Strides& as = a.strides();
+  const Strides& bs = b.strides();
+  const std::size_t na = as.size(), nb = bs.size();
+  return as[na - 1] == 1 && bs[nb - 2] == 1 && m % 4 == 0 && n % 4 == 0 && k % 4 == 0 && as[na - 2] % 4 == 0 &&
+         bs[nb - 1] % 4 == 0;
+}
+
 void check(const Array& a, const Array& b, const MatmulOptions& o = {}, const std::string& what = "") {
   Array got;
   if (a.dtype() == DType::int8 && a.device().is_cuda()) {
-    // cuBLASLt offers int8 for some layouts only; the others must say so clearly.
+    // cuBLASLt offers int8 for some layouts only; the others must say so clearly, and the one
+    // it documents must run.
     try {
       got = matmul(a, b, o);
     } catch (const DTypeError& error) {
       EXPECT_NE(std::string(error.what()).find("int8"), std::string::npos) << error.what();
+      EXPECT_FALSE(int8_layout_cublaslt_runs(a, b)) << what << ": the TN int8 layout must run: " << error.what();
       return;
     }
   } else {
     got = matmul(a, b, o);
   }
   const Reference r = reference(a, b, o);
-  expect_close(read_values(got), r.d, tolerance(a.dtype(), o.compute),
-               what + " a" + shape_str(a.shape()) + " b" + shape_str(b.shape()));
+  const std::string label = what + " a" + shape_str(a.shape()) + " b" + shape_str(b.shape());
+  if (a.dtype() == DType::int8) {
+    EXPECT_EQ(got.dtype(), DType::int32) << label;
+    expect_exact(read_values(got), r.d, label);
+    return;
+  }
+  expect_close(read_values(got), r.d, tolerance(a.dtype(), o.compute), label);
   if (o.aux.defined()) expect_close(read_values(o.aux), r.aux, tolerance(a.dtype(), o.compute), what + " aux");
 }
 
@@ -291,6 +324,19 @@ TEST_P(MatmulEpilogueTest, NonFiniteValuesPropagate) {
   av[0] = std::numeric_limits<double>::quiet_NaN();                // row 0 -> NaN
   av[static_cast<std::size_t>(2 * k)] = std::numeric_limits<double>::infinity();  // row 2 -> +Inf
   const Array a = make_array(av, {m, k}, dtype(), device()), b = make_array(bv, {k, n}, dtype(), device());
+  for (MatmulEpilogue e : {MatmulEpilogue::gelu, MatmulEpilogue::gelu_tanh}) {
+    // GELU of NaN is NaN and of +Inf is +Inf (or NaN where a library forms inf - inf): never
+    // finite, never a crash; the finite row stays exact. With a bias, fused where offered.
+    MatmulOptions o;
+    o.epilogue = e;
+    o.bias = make_array(std::vector<Value>(static_cast<std::size_t>(n), 0.125), {n}, dtype(), device());
+    const std::vector<Value> d = read_values(matmul(a, b, o));
+    for (std::int64_t j = 0; j < n; ++j) {
+      EXPECT_TRUE(std::isnan(d[static_cast<std::size_t>(j)].real())) << matmul_epilogue_name(e) << " column " << j;
+      EXPECT_FALSE(std::isfinite(d[static_cast<std::size_t>(2 * n + j)].real())) << matmul_epilogue_name(e) << " column " << j;
+      EXPECT_NEAR(d[static_cast<std::size_t>(n + j)].real(), activation(0.5 * 0.25 * k + 0.125, e), 2e-2);
+    }
+  }
   for (MatmulEpilogue e : {MatmulEpilogue::none, MatmulEpilogue::relu}) {
     MatmulOptions o;
     o.epilogue = e;
@@ -322,36 +368,80 @@ TEST_P(MatmulEpilogueTest, Tf32AndFp32Compute) {
 }
 
 // Every candidate the autotuner may pick (cuBLASLt algorithms, SIMT and sm90 configurations),
-// pinned and run on its own, on an odd and an aligned shape.
+// pinned and run on its own, on odd and aligned shapes (sm90 needs 16-byte aligned rows), with
+// and without bias, with the aux output (fused in the sm90 kernel and cuBLASLt's GELU_AUX).
 TEST_P(MatmulEpilogueTest, EveryCandidateOnItsOwn) {
   TESSEL_SKIP_UNAVAILABLE(device());
   TESSEL_SEEDED_RNG(rng);
-  for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{37, 29, 45}, {128, 64, 96}}) {
-    const Array a = random_array(rng, {m, k}, dtype(), device()), b = random_array(rng, {k, n}, dtype(), device());
-    MatmulOptions o;
-    o.bias = random_array(rng, {n}, dtype(), device());
-    o.epilogue = MatmulEpilogue::relu;
-    const Reference r = reference(a, b, o);
-    MatmulPlan plan(a, b, o);
-    for (std::size_t i = 0; i < plan.candidates().size(); ++i) {
-      plan.pin(static_cast<int>(i));
-      Array out = empty({m, n}, dtype(), device());
-      poison(out);
-      plan.execute(a, b, o, out);
-      expect_close(read_values(out), r.d, tolerance(dtype(), MatmulCompute::default_), plan.candidates()[i].name);
+  struct Variant {
+    MatmulEpilogue epilogue;
+    bool bias, aux;
+  };
+  const std::vector<Variant> variants = {{MatmulEpilogue::relu, true, false},
+                                         {MatmulEpilogue::gelu, true, true},
+                                         {MatmulEpilogue::relu, false, true},
+                                         {MatmulEpilogue::gelu_tanh, true, true}};
+  // The last two: b k-contiguous (x @ W.T, W n x k) with an odd n, which the sm90 kernel writes
+  // with element stores.
+  for (const auto& [m, n, k, b_t] : std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool>>{
+           {37, 29, 45, false}, {128, 64, 96, false}, {200, 72, 136, false}, {200, 77, 136, true}, {130, 1, 64, true}}) {
+    const Array a = random_array(rng, {m, k}, dtype(), device());
+    const Array b = b_t ? random_array(rng, {n, k}, dtype(), device()).T() : random_array(rng, {k, n}, dtype(), device());
+    for (const Variant& v : variants) {
+      MatmulOptions o;
+      if (v.bias) o.bias = random_array(rng, {n}, dtype(), device());
+      o.epilogue = v.epilogue;
+      if (v.aux) o.aux = empty({m, n}, dtype(), device());
+      const Reference r = reference(a, b, o);
+      MatmulPlan plan(a, b, o);
+      for (std::size_t i = 0; i < plan.candidates().size(); ++i) {
+        const std::string what = fmt::format("{} {}x{}x{}{} {}{}{}", plan.candidates()[i].name, m, n, k, b_t ? " b^T" : "",
+                                             matmul_epilogue_name(v.epilogue), v.bias ? "+bias" : "", v.aux ? "+aux" : "");
+        plan.pin(static_cast<int>(i));
+        Array out = empty({m, n}, dtype(), device());
+        poison(out);
+        MatmulExecuteOptions run;
+        if (v.aux) {
+          run.aux = empty({m, n}, dtype(), device());
+          poison(run.aux);
+        }
+        plan.execute(a, b, run, out);
+        expect_close(read_values(out), r.d, tolerance(dtype(), MatmulCompute::default_), what);
+        if (v.aux) expect_close(read_values(run.aux), r.aux, tolerance(dtype(), MatmulCompute::default_), what + " aux");
+      }
     }
   }
 }
 
-TEST(MatmulInt8, TransposedBOnCuda) {
-  // cuBLASLt's int8 kernels want B k-contiguous ("TN"); this layout must work.
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
-  TESSEL_SEEDED_RNG(rng);
-  const Array a = random_array(rng, {32, 64}, DType::int8, Device::cuda(0));
-  const Array bt = random_array(rng, {16, 64}, DType::int8, Device::cuda(0)).T();
-  const Array got = matmul(a, bt);
-  EXPECT_EQ(got.dtype(), DType::int32);
-  expect_close(read_values(got), reference(a, bt, {}).d, 0.0, "int8 TN");
+// int8 x int8 -> int32 with values in [-127, 127] and a long K: the sums reach ~6.6e7, beyond
+// float32's exact integers, so only a true int32 accumulation matches element for element. On
+// CUDA in the layout cuBLASLt documents for int8 (b k-contiguous); on the CPU in every layout.
+TEST(MatmulInt8, ExactInt32AccumulationEveryBackend) {
+  for (const Device dev : {Device::cpu(), Device::cuda(0)}) {
+    if (dev.is_cuda() && !cuda_available()) continue;
+    TESSEL_SEEDED_RNG(rng);
+    auto full_range = [&](const Shape& shape) {
+      std::vector<Value> values(static_cast<std::size_t>(numel(shape)));
+      std::uniform_int_distribution<int> dist(-127, 127);
+      for (Value& v : values) v = dist(rng);
+      return make_array(values, shape, DType::int8, dev);
+    };
+    for (const auto& [m, n, k] : std::vector<std::array<std::int64_t, 3>>{{32, 16, 64}, {64, 32, 4096}, {8, 12, 4}}) {
+      const Array a = full_range({m, k});
+      const Array bt = full_range({n, k}).T();  // k-contiguous b
+      const Array got = matmul(a, bt);
+      ASSERT_EQ(got.dtype(), DType::int32);
+      expect_exact(read_values(got), reference(a, bt, {}).d, fmt::format("int8 TN {}x{}x{} on {}", m, n, k, dev.str()));
+    }
+    // batched (3 batches of the TN layout)
+    const Array a3 = full_range({3, 16, 256});
+    const Array bt3 = full_range({3, 8, 256}).permute({0, 2, 1});
+    expect_exact(read_values(matmul(a3, bt3)), reference(a3, bt3, {}).d, "int8 TN batched on " + dev.str());
+    if (dev.is_cpu()) {
+      const Array a = full_range({7, 1000}), b = full_range({1000, 5});  // row-major b, odd sizes
+      expect_exact(read_values(matmul(a, b)), reference(a, b, {}).d, "int8 NN odd sizes on cpu");
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, MatmulEpilogueTest, ::testing::ValuesIn(backend_dtype_cases(kRealFloat)), case_name);
@@ -421,20 +511,200 @@ TEST_P(MatmulBackendTest, BadInputsHaveClearErrors) {
                            {"MatmulPlan", "(3, 5)"});
   expect_error<IndexError>([&] { plan.pin(1000); }, {"MatmulPlan.pin", "1000"});
   expect_error<ValueError>([&] { plan.pin("no-such-algorithm"); }, {"no-such-algorithm"});
-  // mixed devices
+  // mixed devices: every array argument
   if (cuda_available()) {
     const Device other = dev.is_cpu() ? Device::cuda(0) : Device::cpu();
     expect_error<DeviceError>([&] { matmul(a, b46.to(other)); }, {"matmul", "cpu", "cuda:0"});
     MatmulOptions other_bias;
     other_bias.bias = random_array(rng, {6}, DType::float32, other);
-    expect_error<DeviceError>([&] { matmul(a, b46, other_bias); }, {"matmul", "bias"});
+    expect_error<DeviceError>([&] { matmul(a, b46, other_bias); }, {"matmul", "bias", "cpu", "cuda:0"});
+    MatmulOptions other_c;
+    other_c.beta = 1.0;
+    other_c.c = random_array(rng, {3, 6}, DType::float32, other);
+    expect_error<DeviceError>([&] { matmul(a, b46, other_c); }, {"matmul", "c", "cpu", "cuda:0"});
+    MatmulOptions other_aux;
+    other_aux.epilogue = MatmulEpilogue::relu;
+    other_aux.aux = empty({3, 6}, DType::float32, other);
+    expect_error<DeviceError>([&] { matmul(a, b46, other_aux); }, {"matmul", "aux", "cpu", "cuda:0"});
+    expect_error<DeviceError>([&] { matmul(a, b46, {}, empty({3, 6}, DType::float32, other)); },
+                              {"matmul", "out", "cpu", "cuda:0"});
+    MatmulPlan device_plan(a, b46);
+    expect_error<DeviceError>([&] { device_plan.execute(a.to(other), b46.to(other)); },
+                              {"MatmulPlan.execute", "cpu", "cuda:0"});
   }
 }
+
+// The rest of issue 5's "bad input" list, each with the op, shapes and dtypes in the message.
+TEST_P(MatmulBackendTest, MoreBadInputsHaveClearErrors) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const Device dev = device();
+  const Array a = random_array(rng, {3, 4}, DType::float32, dev), b = random_array(rng, {4, 6}, DType::float32, dev);
+  // mismatched inner dimensions, batched and 1-D
+  expect_error<ShapeError>([&] { matmul(random_array(rng, {2, 3, 4}, DType::float32, dev), random_array(rng, {2, 5, 6}, DType::float32, dev)); },
+                           {"matmul", "inner", "(2, 3, 4)", "(2, 5, 6)"});
+  expect_error<ShapeError>([&] { matmul(random_array(rng, {5}, DType::float32, dev), b); }, {"matmul", "(5,)", "(4, 6)"});
+  expect_error<ShapeError>([&] { matmul(random_array(rng, {}, DType::float32, dev), b); }, {"matmul", "1-D"});
+  // bias: wrong length, 2-D, wrong dtype
+  MatmulOptions bias_2d;
+  bias_2d.bias = random_array(rng, {1, 6}, DType::float32, dev);
+  expect_error<ShapeError>([&] { matmul(a, b, bias_2d); }, {"matmul", "bias", "(1, 6)", "(6,)"});
+  MatmulOptions long_bias;
+  long_bias.bias = random_array(rng, {7}, DType::float32, dev);
+  expect_error<ShapeError>([&] { matmul(a, b, long_bias); }, {"matmul", "bias", "(7,)", "(6,)"});
+  MatmulOptions bias_f64;
+  bias_f64.bias = random_array(rng, {6}, DType::float64, dev);
+  expect_error<DTypeError>([&] { matmul(a, b, bias_f64); }, {"matmul", "bias", "float64", "float32"});
+  // unsupported dtype combinations
+  expect_error<DTypeError>([&] { matmul(random_array(rng, {3, 4}, DType::float16, dev), random_array(rng, {4, 6}, DType::bfloat16, dev)); },
+                           {"matmul", "float16", "bfloat16"});
+  expect_error<DTypeError>([&] { matmul(random_array(rng, {3, 4}, DType::int8, dev), b); }, {"matmul", "int8", "float32"});
+  expect_error<DTypeError>([&] { matmul(random_array(rng, {3, 4}, DType::bool_, dev), random_array(rng, {4, 6}, DType::bool_, dev)); },
+                           {"matmul", "bool"});
+  MatmulOptions int8_alpha;
+  int8_alpha.alpha = 2.0;
+  expect_error<DTypeError>([&] { matmul(random_array(rng, {4, 4}, DType::int8, dev), random_array(rng, {4, 4}, DType::int8, dev), int8_alpha); },
+                           {"matmul", "int8", "alpha"});
+  MatmulOptions int8_bias;
+  int8_bias.bias = empty({4}, DType::int32, dev);
+  expect_error<DTypeError>([&] { matmul(random_array(rng, {4, 4}, DType::int8, dev), random_array(rng, {4, 4}, DType::int8, dev), int8_bias); },
+                           {"matmul", "int8"});
+  // out= and aux: wrong shape or dtype
+  expect_error<ShapeError>([&] { matmul(a, b, {}, empty({6, 3}, DType::float32, dev)); }, {"matmul", "out", "(6, 3)", "(3, 6)"});
+  expect_error<ShapeError>([&] { matmul(a, b, {}, empty({1, 3, 6}, DType::float32, dev)); }, {"matmul", "out", "(1, 3, 6)", "(3, 6)"});
+  expect_error<DTypeError>([&] { matmul(random_array(rng, {4, 4}, DType::int8, dev), random_array(rng, {4, 4}, DType::int8, dev), {}, empty({4, 4}, DType::int8, dev)); },
+                           {"matmul", "out", "int8", "int32"});
+  MatmulOptions bad_aux;
+  bad_aux.epilogue = MatmulEpilogue::gelu;
+  bad_aux.aux = empty({3, 5}, DType::float32, dev);
+  expect_error<ShapeError>([&] { matmul(a, b, bad_aux); }, {"matmul", "aux", "(3, 5)", "(3, 6)"});
+  bad_aux.aux = empty({3, 6}, DType::float16, dev);
+  expect_error<DTypeError>([&] { matmul(a, b, bad_aux); }, {"matmul", "aux", "float16", "float32"});
+  MatmulOptions aux_no_epilogue;
+  aux_no_epilogue.aux = empty({3, 6}, DType::float32, dev);
+  expect_error<ValueError>([&] { matmul(a, b, aux_no_epilogue); }, {"matmul", "aux", "epilogue"});
+  // c that does not broadcast to the result
+  MatmulOptions bad_c;
+  bad_c.beta = 1.0;
+  bad_c.c = random_array(rng, {4, 6}, DType::float32, dev);
+  expect_error<ShapeError>([&] { matmul(a, b, bad_c); }, {"matmul", "c", "(4, 6)", "(3, 6)"});
+  // undefined operands, parse errors
+  expect_error<ValueError>([&] { matmul(Array(), b); }, {"matmul", "defined"});
+  expect_error<ValueError>([&] { parse_matmul_compute("tf16"); }, {"compute", "tf16"});
+  expect_error<ValueError>([&] { MatmulPlan(a, b).autotune(0); }, {"autotune", "iterations", "0"});
+  // vecdot
+  expect_error<ShapeError>([&] { vecdot(random_array(rng, {3, 4}, DType::float32, dev), random_array(rng, {3, 5}, DType::float32, dev)); },
+                           {"vecdot", "(3, 4)", "(3, 5)"});
+}
+
+// Plan reuse with anything that selects other kernels (layout, dtype, epilogue, compute, bias or
+// c presence) is a ValueError naming what differs, never a silent run of the planned kernels.
+TEST_P(MatmulBackendTest, PlanReuseWithDifferentLayoutIsAnError) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const Device dev = device();
+  const Array a = random_array(rng, {8, 12}, DType::float32, dev), b = random_array(rng, {12, 16}, DType::float32, dev);
+  MatmulOptions o;
+  o.bias = random_array(rng, {16}, DType::float32, dev);
+  o.epilogue = MatmulEpilogue::relu;
+  MatmulPlan plan(a, b, o);
+  MatmulExecuteOptions bias64;
+  bias64.bias = random_array(rng, {16}, DType::float64, dev);
+  expect_error<ValueError>([&] { plan.execute(random_array(rng, {8, 12}, DType::float64, dev), random_array(rng, {12, 16}, DType::float64, dev), bias64); },
+                           {"MatmulPlan.execute", "layout", "float32", "float64"});
+  expect_error<ValueError>([&] { plan.execute(random_array(rng, {2, 8, 12}, DType::float32, dev), b); },
+                           {"MatmulPlan.execute", "layout", "(2, 8, 12)"});
+  expect_error<ValueError>([&] { plan.execute(a, random_array(rng, {16, 12}, DType::float32, dev).T()); },
+                           {"MatmulPlan.execute", "layout", "planned"});
+  MatmulOptions gelu = o;
+  gelu.epilogue = MatmulEpilogue::gelu;
+  expect_error<ValueError>([&] { plan.execute(a, b, gelu); }, {"MatmulPlan.execute", "epilogue", "gelu", "relu"});
+  MatmulOptions tf32 = o;
+  tf32.compute = MatmulCompute::tf32;
+  expect_error<ValueError>([&] { plan.execute(a, b, tf32); }, {"MatmulPlan.execute", "compute", "tf32", "default"});
+  MatmulExecuteOptions with_beta;
+  with_beta.beta = 0.5;
+  with_beta.c = random_array(rng, {8, 16}, DType::float32, dev);
+  expect_error<ValueError>([&] { plan.execute(a, b, with_beta); }, {"MatmulPlan.execute", "beta=0.5", "beta=0"});
+  MatmulExecuteOptions bias_f64;
+  bias_f64.bias = random_array(rng, {16}, DType::float64, dev);
+  expect_error<DTypeError>([&] { plan.execute(a, b, bias_f64); }, {"matmul", "bias", "float64"});
+  // The plan still runs correctly after the refused calls.
+  expect_close(read_values(plan.execute(a, b)), reference(a, b, o).d, 1e-5, "after refused executes");
+}
+
+// execute's options: unset fields keep the planned values; a MatmulOptions sets alpha/beta as
+// written (1 and 0 by default, as matmul()); arrays replace the planned ones when defined.
+TEST_P(MatmulBackendTest, PlanExecuteOptionSemantics) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const Device dev = device();
+  const Array a = random_array(rng, {9, 14}, DType::float32, dev), b = random_array(rng, {14, 11}, DType::float32, dev);
+  MatmulOptions planned;
+  planned.bias = random_array(rng, {11}, DType::float32, dev);
+  planned.epilogue = MatmulEpilogue::gelu;
+  planned.alpha = 2.0;
+  planned.beta = 0.5;
+  planned.c = random_array(rng, {9, 11}, DType::float32, dev);
+  MatmulPlan plan(a, b, planned);
+  // nothing given: every planned option
+  expect_close(read_values(plan.execute(a, b)), reference(a, b, planned).d, 1e-5, "planned options");
+  expect_close(read_values(plan.execute()), reference(a, b, planned).d, 1e-5, "planned arrays");
+  // alpha given as 1.0 (the default value) is used, not taken for "not given"
+  MatmulExecuteOptions alpha_one;
+  alpha_one.alpha = 1.0;
+  MatmulOptions want = planned;
+  want.alpha = 1.0;
+  expect_close(read_values(plan.execute(a, b, alpha_one)), reference(a, b, want).d, 1e-5, "alpha=1 given");
+  // new bias and c, planned alpha/beta
+  MatmulExecuteOptions new_arrays;
+  new_arrays.bias = random_array(rng, {11}, DType::float32, dev);
+  new_arrays.c = random_array(rng, {9, 11}, DType::float32, dev);
+  want = planned;
+  want.bias = new_arrays.bias;
+  want.c = new_arrays.c;
+  expect_close(read_values(plan.execute(a, b, new_arrays)), reference(a, b, want).d, 1e-5, "new bias and c");
+  // a full MatmulOptions: its alpha and beta as written
+  MatmulOptions full = planned;
+  full.alpha = 1.0;
+  full.beta = 0.25;
+  expect_close(read_values(plan.execute(a, b, full)), reference(a, b, full).d, 1e-5, "MatmulOptions as written");
+  // a MatmulOptions without beta on a plan with beta: refused (the plan reads c)
+  MatmulOptions no_beta;
+  no_beta.bias = planned.bias;
+  no_beta.epilogue = planned.epilogue;
+  expect_error<ValueError>([&] { plan.execute(a, b, no_beta); }, {"MatmulPlan.execute", "beta=0", "beta=0.5"});
+}
+
+// Points the autotune disk cache at a fresh temporary folder for one test (never ~/.cache).
+class TemporaryMatmulCacheDir {
+ public:
+  TemporaryMatmulCacheDir() {
+    std::random_device entropy;
+    folder_ = (std::filesystem::temp_directory_path() /
+               fmt::format("tessel-matmul-test-{}-{:x}", ::testing::UnitTest::GetInstance()->random_seed(), entropy()))
+                  .string();
+    std::filesystem::create_directories(folder_);
+    set_matmul_cache_dir(folder_);
+    clear_matmul_memory_cache();
+  }
+  ~TemporaryMatmulCacheDir() {
+    set_matmul_cache_dir("");
+    clear_matmul_memory_cache();
+    std::error_code ignored;
+    std::filesystem::remove_all(folder_, ignored);
+  }
+  const std::string& folder() const { return folder_; }
+
+ private:
+  std::string folder_;
+};
 
 TEST_P(MatmulBackendTest, PlanAutotunePinAndDiskCache) {
   TESSEL_SKIP_UNAVAILABLE(device());
   TESSEL_SEEDED_RNG(rng);
-  // A shape no other test uses, so that the disk cache holds only what this test wrote.
+  const TemporaryMatmulCacheDir cache_dir;
+  ASSERT_EQ(matmul_cache_dir(), cache_dir.folder());
   const std::int64_t m = 23 + static_cast<std::int64_t>(rng() % 50), n = 41, k = 67;
   const Array a = random_array(rng, {m, k}, DType::float32, device()), b = random_array(rng, {k, n}, DType::float32, device());
   MatmulOptions o;
@@ -483,7 +753,10 @@ TEST_P(MatmulBackendTest, PlanAutotunePinAndDiskCache) {
   EXPECT_TRUE(reloaded.from_cache());
   EXPECT_EQ(reloaded.selected().name, winner);
   EXPECT_EQ(reloaded.cache_key(), plan.cache_key());
-  EXPECT_TRUE(std::filesystem::is_directory(matmul_cache_dir()));
+  // exactly one cache file, in the temporary folder
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(cache_dir.folder())) files += entry.path().extension() == ".json";
+  EXPECT_EQ(files, 1);
   // matmul() uses the cached winner too and gives the same result
   expect_close(read_values(matmul(a, b, o)), r.d, 1e-5, "matmul after autotune");
 }

@@ -284,8 +284,11 @@ TEST(MatmulSm90, RejectsWhatItCannotRun) {
   bad.a = static_cast<const char*>(o.args.a) + 8;  // 8-byte aligned only
   EXPECT_FALSE(detail::sm90::can_implement(bad, 0));
   bad = o.args;
-  bad.d = static_cast<char*>(o.args.d) + 2;
+  bad.d = static_cast<char*>(o.args.d) + 1;  // D is written with plain stores: 2-byte elements suffice
   EXPECT_FALSE(detail::sm90::can_implement(bad, 0));
+  GemmArgs odd_d = o.args;
+  odd_d.ldd = 129;  // odd row stride: element stores instead of pairs
+  EXPECT_TRUE(detail::sm90::can_implement(odd_d, 0));
   bad = o.args;
   bad.lda = 68;  // not a multiple of 8 elements (TMA strides are multiples of 16 bytes)
   EXPECT_FALSE(detail::sm90::can_implement(bad, 0));
