@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -62,6 +63,23 @@ inline const Array& as_array(nb::handle h) { return nb::cast<const Array&>(h, fa
 // h itself when it is an Array, else tessel.asarray(h, device=device) (lists, NumPy arrays,
 // DLPack / CUDA array interface producers). TypeError for objects that are not arrays.
 Array to_array(nb::handle h, std::optional<Device> device = std::nullopt);
+
+// ---- Python objects owned by C++ (foreign-memory keep-alives, cached modules) ----
+// A new reference to `owner`, dropped (with the GIL taken) when the last copy of the result goes.
+// Buffer::wrap keeps it, so a producer object stays alive while any tessel view of its memory does.
+std::shared_ptr<void> python_keep_alive(nb::handle owner);
+// The numpy module, imported once (kept for the module's lifetime).
+nb::handle numpy_module();
+inline bool is_python_int(nb::handle h) { return PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr()); }
+
+// ---- streams given from Python: None, a tessel.Stream, an int handle, torch/CuPy stream objects ----
+std::optional<Stream> to_optional_stream(nb::handle h, Device device);
+
+// ---- read-only foreign memory (DLPack read-only flag, NumPy writeable=False, CAI data=(ptr, True)) ----
+// True when `a` views memory imported read-only. Writes (out=, __setitem__, in-place operators,
+// kernel outputs) call check_writable, which raises tessel.ValueError naming the op.
+bool is_read_only(const Array& a);
+void check_writable(const Array& a, const char* op);
 
 // The current stream of the device an array lives on.
 inline Stream stream_of(const Array& a) {

@@ -250,6 +250,35 @@ std::optional<Device> to_optional_device(nb::handle h) {
   throw nb::type_error(("tessel: not a device: " + nb::cast<std::string>(nb::repr(h))).c_str());
 }
 
+std::optional<Stream> to_optional_stream(nb::handle h, Device device) {
+  if (h.is_none()) return std::nullopt;
+  if (nb::isinstance<Stream>(h)) return nb::cast<Stream>(h);
+  if (PyLong_Check(h.ptr())) return Stream::from_handle(reinterpret_cast<void*>(nb::cast<std::uintptr_t>(h)), device);
+  // torch.cuda.Stream (.cuda_stream) and cupy streams (.ptr)
+  for (const char* attr : {"cuda_stream", "ptr"}) {
+    if (nb::hasattr(h, attr)) {
+      return Stream::from_handle(reinterpret_cast<void*>(nb::cast<std::uintptr_t>(h.attr(attr))), device);
+    }
+  }
+  throw nb::type_error("stream must be a tessel.Stream, an int handle, a torch.cuda.Stream or a CuPy stream");
+}
+
+std::shared_ptr<void> python_keep_alive(nb::handle owner) {
+  PyObject* o = owner.ptr();
+  Py_INCREF(o);
+  return std::shared_ptr<void>(o, [](void* p) {
+    if (!Py_IsInitialized()) return;  // interpreter gone: leak rather than crash
+    PyGILState_STATE state = PyGILState_Ensure();  // the last view may die on a thread without the GIL
+    Py_DECREF(static_cast<PyObject*>(p));
+    PyGILState_Release(state);
+  });
+}
+
+nb::handle numpy_module() {
+  static nb::object* np = new nb::object(nb::module_::import_("numpy"));  // leaked: lives until exit
+  return *np;
+}
+
 Device to_device_or_default(nb::handle h) {
   auto d = to_optional_device(h);
   return d ? *d : default_device();

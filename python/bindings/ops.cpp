@@ -31,6 +31,7 @@ Sym to_sym(nb::handle h) {
 
 // Returns a null object for operand types that an operator should answer NotImplemented to.
 nb::object apply_binary(const BinaryOp& op, nb::handle a, nb::handle b, bool for_operator, const Array* out = nullptr) {
+  if (out != nullptr && is_read_only(*out)) check_writable(*out, op_name(op.op));
   const OptionalArray out_arg = out ? OptionalArray(*out) : std::nullopt;
   const bool a_arr = is_array(a), b_arr = is_array(b);
   if (a_arr && b_arr) return nb::cast(op.aa(as_array(a), as_array(b), out_arg, std::nullopt));
