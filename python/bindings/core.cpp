@@ -254,11 +254,19 @@ std::optional<Stream> to_optional_stream(nb::handle h, Device device) {
   if (h.is_none()) return std::nullopt;
   if (nb::isinstance<Stream>(h)) return nb::cast<Stream>(h);
   if (PyLong_Check(h.ptr())) return Stream::from_handle(reinterpret_cast<void*>(nb::cast<std::uintptr_t>(h)), device);
-  // torch.cuda.Stream (.cuda_stream) and cupy streams (.ptr)
-  for (const char* attr : {"cuda_stream", "ptr"}) {
-    if (nb::hasattr(h, attr)) {
-      return Stream::from_handle(reinterpret_cast<void*>(nb::cast<std::uintptr_t>(h.attr(attr))), device);
+  // torch.cuda.Stream (.cuda_stream, .device) and CuPy streams (.ptr, .device_id): a stream
+  // object knows its device, which need not be `device` (the caller checks they match).
+  if (nb::hasattr(h, "cuda_stream")) {
+    const Device d = nb::hasattr(h, "device") ? to_optional_device(h.attr("device")).value_or(device) : device;
+    return Stream::from_handle(reinterpret_cast<void*>(nb::cast<std::uintptr_t>(h.attr("cuda_stream"))), d);
+  }
+  if (nb::hasattr(h, "ptr")) {
+    Device d = device;
+    if (nb::hasattr(h, "device_id")) {
+      const int index = nb::cast<int>(h.attr("device_id"));
+      if (index >= 0) d = Device::cuda(index);
     }
+    return Stream::from_handle(reinterpret_cast<void*>(nb::cast<std::uintptr_t>(h.attr("ptr"))), d);
   }
   throw nb::type_error("stream must be a tessel.Stream, an int handle, a torch.cuda.Stream or a CuPy stream");
 }

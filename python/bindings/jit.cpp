@@ -82,6 +82,10 @@ nb::object elementwise_call(const jit::ElementwiseKernel& k, nb::args args, nb::
   }
   if (!device) device = default_device();
   const Stream stream = to_optional_stream(stream_arg, *device).value_or(device->is_cuda() ? current_stream(*device) : Stream::cpu());
+  if (stream.device() != *device) {
+    throw tessel::DeviceError("ElementwiseKernel '" + k.name() + "': the stream is on " + stream.device().str() +
+                              " but the arrays are on " + device->str());
+  }
   std::vector<Array> keep;  // arrays (and casts) alive until the launch is queued
   std::vector<jit::ElementwiseArg> launch_args;
   std::vector<Array> outputs;

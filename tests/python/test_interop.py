@@ -398,3 +398,24 @@ def test_readonly_cuda_array_interface():
     assert r.__cuda_array_interface__["data"][1] is True
     assert x.__cuda_array_interface__["data"][1] is False
     x[0] = 5  # the original owner is still writable
+
+
+# ---- CuPy streams belong to their own device (review item) ----
+class _FakeCupyStream:
+    def __init__(self, ptr, device_id):
+        self.ptr, self.device_id = ptr, device_id
+
+
+def test_cupy_stream_device_is_its_own():
+    assert ts.cuda._foreign_stream_device(_FakeCupyStream(123, 1)) == "cuda:1"
+    assert ts.cuda._foreign_stream_device(_FakeCupyStream(123, -1)) is None
+    assert ts.cuda._foreign_stream_device(object()) is None
+
+
+@needs_cuda
+def test_cupy_stream_context_uses_the_streams_device():
+    last = ts.device_count() - 1
+    s = ts.Stream(ts.Device(f"cuda:{last}"))
+    with ts.cuda.stream(_FakeCupyStream(s.handle, last)) as adopted:
+        assert adopted.device == ts.Device(f"cuda:{last}")
+        assert ts.current_stream(ts.Device(f"cuda:{last}")).handle == s.handle
