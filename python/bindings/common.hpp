@@ -34,6 +34,15 @@ void register_sim(nb::module_& m);       // ts.sim: Particles (submodule _sim)
 
 // The Array class object, created by register_array; later layers add methods to it.
 nb::class_<Array>& array_class();
+// The Array type's number and comparison slots (nb_add, nb_inplace_add, tp_richcompare, nb_negative,
+// ...; defined in ops.cpp): operators go straight from the interpreter into C++, without a method
+// lookup or nanobind's argument dispatch. Null-terminated, for nb::type_slots at class creation.
+const PyType_Slot* array_operator_slots();
+
+// For type slots (which have no nanobind dispatch around them): sets the Python error for the
+// C++ exception being handled, through the same translators as bound functions; returns nullptr.
+// Call inside a catch block.
+PyObject* set_python_error_from_current_exception() noexcept;
 
 // ---- dtypes: one Python object per dtype, so `x.dtype is ts.float32` and no allocation ----
 struct PyDType {

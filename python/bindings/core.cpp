@@ -360,7 +360,29 @@ Array to_array(nb::handle h, std::optional<Device> device) {
   return nb::cast<Array>(result);
 }
 
+namespace {
+// The C++ exception a type slot caught, rethrown by _rethrow_pending inside nanobind's dispatch so
+// that every registered translator (tessel errors, nanobind's builtins, std exceptions) applies.
+thread_local std::exception_ptr pending_exception;
+PyObject* rethrow_function = nullptr;
+}  // namespace
+
+PyObject* set_python_error_from_current_exception() noexcept {
+  pending_exception = std::current_exception();
+  PyObject* r = PyObject_CallNoArgs(rethrow_function);  // always raises
+  Py_XDECREF(r);
+  pending_exception = nullptr;
+  if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "tessel: an exception could not be translated");
+  return nullptr;
+}
+
 void register_core(nb::module_& m) {
+  m.def("_rethrow_pending", [] {
+    std::exception_ptr e = pending_exception;
+    pending_exception = nullptr;
+    if (e) std::rethrow_exception(e);
+  });
+  rethrow_function = nb::object(m.attr("_rethrow_pending")).release().ptr();  // module lifetime
   register_errors(m);
   register_dtypes(m);
   register_devices(m);
