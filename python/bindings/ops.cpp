@@ -1,6 +1,9 @@
 // Ops layer: elementwise functions (Array API names plus NumPy's) and the Array operators.
 // Hot path: an operator is one C++ call that checks the operand types by hand (no overload
 // resolution, no Python wrapper) and calls the tessel op directly.
+#include <algorithm>
+#include <chrono>
+
 #include "common.hpp"
 
 namespace tessel::python {
@@ -327,6 +330,20 @@ void register_ops(nb::module_& m) {
   cls.def("conj", [](const Array& self) { return conj(self); });
   cls.def_prop_ro("real", [](const Array& self) { return real(self); });
   cls.def_prop_ro("imag", [](const Array& self) { return imag(self); });
+
+  // For the overhead breakdown (scripts/overhead_probe.py): the per-call host time of tessel::add
+  // called from C++ (no Python), so that x + y minus this is the Python layer's part.
+  m.def("_time_add_in_cpp", [](const Array& x, const Array& y, nb::handle out, int calls) {
+    const OptionalArray out_arg = out.is_none() ? OptionalArray() : OptionalArray(as_array(out));
+    if (out_arg) check_writable(*out_arg, "add");
+    nb::gil_scoped_release release;
+    for (int i = 0; i < std::max(1, calls / 10); ++i) (void)tessel::add(x, y, out_arg, std::nullopt);  // warm-up
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) (void)tessel::add(x, y, out_arg, std::nullopt);
+    const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+    return took.count() / std::max(1, calls);
+  }, "x"_a, "y"_a, "out"_a = nb::none(), "calls"_a = 20000,
+  "Per-call microseconds of tessel::add(x, y[, out]) in a C++ loop (host time, no synchronization).");
 
   // ---- where and clip ----
   m.def("where", [](nb::handle cond, nb::handle x1, nb::handle x2) -> nb::object {
