@@ -123,11 +123,13 @@ nb::class_<Array>* array_class_object = nullptr;
 }
 
 nb::class_<Array>& array_class() { return *array_class_object; }
+PyTypeObject* array_type_object = nullptr;
 
 void register_array(nb::module_& m) {
   array_class_object = new nb::class_<Array>(m, "Array", "An N-d array on a device (Array API 2023.12 array object).",
                                              nb::type_slots(array_operator_slots()));
   nb::class_<Array>& cls = *array_class_object;
+  array_type_object = reinterpret_cast<PyTypeObject*>(cls.ptr());
   cls.def_prop_ro("shape", [](const Array& a) { return to_tuple(a.shape()); })
       .def_prop_ro("ndim", &Array::ndim)
       .def_prop_ro("size", &Array::size)

@@ -67,8 +67,25 @@ std::optional<std::vector<std::int64_t>> to_axes(nb::handle h);  // None, an int
 bool to_scalar(nb::handle h, Scalar& out);
 
 // ---- arrays ----
-inline bool is_array(nb::handle h) { return nb::isinstance<Array>(h); }
-inline const Array& as_array(nb::handle h) { return nb::cast<const Array&>(h, false); }
+// The hot paths (operators, elementwise functions) test and unwrap arrays through the Array's
+// Python type object, cached by register_array: a pointer comparison instead of nanobind's lookup
+// of the C++ type. (Subclasses of tessel.Array are still arrays.)
+extern PyTypeObject* array_type_object;
+inline bool is_array(nb::handle h) {
+  PyTypeObject* type = Py_TYPE(h.ptr());
+  return type == array_type_object || PyType_IsSubtype(type, array_type_object);
+}
+inline const Array& as_array(nb::handle h) {
+  if (!is_array(h)) return nb::cast<const Array&>(h, false);  // raises the usual cast error
+  return *nb::inst_ptr<Array>(h);
+}
+// A new tessel.Array object owning `a` (moved in), without nanobind's C++ type lookup.
+inline nb::object wrap_array(Array&& a) {
+  nb::object obj = nb::inst_alloc(nb::handle(reinterpret_cast<PyObject*>(array_type_object)));
+  new (nb::inst_ptr<Array>(obj)) Array(std::move(a));
+  nb::inst_mark_ready(obj);
+  return obj;
+}
 // h itself when it is an Array, else tessel.asarray(h, device=device) (lists, NumPy arrays,
 // DLPack / CUDA array interface producers). TypeError for objects that are not arrays.
 Array to_array(nb::handle h, std::optional<Device> device = std::nullopt);

@@ -37,10 +37,10 @@ nb::object apply_binary(const BinaryOp& op, nb::handle a, nb::handle b, bool for
   if (out != nullptr && is_read_only(*out)) check_writable(*out, op_name(op.op));
   const OptionalArray out_arg = out ? OptionalArray(*out) : std::nullopt;
   const bool a_arr = is_array(a), b_arr = is_array(b);
-  if (a_arr && b_arr) return nb::cast(op.aa(as_array(a), as_array(b), out_arg, std::nullopt));
+  if (a_arr && b_arr) return wrap_array(op.aa(as_array(a), as_array(b), out_arg, std::nullopt));
   Scalar s;
-  if (a_arr && to_scalar(b, s)) return nb::cast(op.as(as_array(a), s, out_arg, std::nullopt));
-  if (b_arr && to_scalar(a, s)) return nb::cast(op.sa(s, as_array(b), out_arg, std::nullopt));
+  if (a_arr && to_scalar(b, s)) return wrap_array(op.as(as_array(a), s, out_arg, std::nullopt));
+  if (b_arr && to_scalar(a, s)) return wrap_array(op.sa(s, as_array(b), out_arg, std::nullopt));
   if (is_sym(a) || is_sym(b)) return nb::cast(Sym::apply(op.op, {to_sym(a), to_sym(b)}));
   if (a_arr || b_arr) {
     const Array& known = a_arr ? as_array(a) : as_array(b);
@@ -57,7 +57,7 @@ nb::object apply_binary(const BinaryOp& op, nb::handle a, nb::handle b, bool for
                                .c_str());
     }
     const Array converted = to_array(other, known.device());
-    return nb::cast(a_arr ? op.aa(known, converted, out_arg, std::nullopt) : op.aa(converted, known, out_arg, std::nullopt));
+    return wrap_array(a_arr ? op.aa(known, converted, out_arg, std::nullopt) : op.aa(converted, known, out_arg, std::nullopt));
   }
   if (for_operator) return nb::object();
   Scalar sa, sb;
@@ -65,11 +65,11 @@ nb::object apply_binary(const BinaryOp& op, nb::handle a, nb::handle b, bool for
     throw nb::type_error(("tessel." + std::string(op_name(op.op)) + ": at least one operand must be an array").c_str());
   }
   // Two non-arrays: convert both (e.g. NumPy arrays passed to a tessel function).
-  return nb::cast(op.aa(to_array(a), to_array(b), out_arg, std::nullopt));
+  return wrap_array(op.aa(to_array(a), to_array(b), out_arg, std::nullopt));
 }
 
 nb::object apply_unary(ElementwiseOp op, Unary fn, nb::handle a) {
-  if (is_array(a)) return nb::cast(fn(as_array(a), std::nullopt, std::nullopt));
+  if (is_array(a)) return wrap_array(fn(as_array(a), std::nullopt, std::nullopt));
   if (is_sym(a)) return nb::cast(Sym::apply(op, {nb::cast<Sym>(a)}));
   return nb::cast(fn(to_array(a), std::nullopt, std::nullopt));
 }
@@ -169,7 +169,7 @@ PyObject* richcompare_slot(PyObject* self, PyObject* other, int op) noexcept {
 template <Array (*fn)(const Array&, const OptionalArray&, const OptionalStream&)>
 PyObject* unary_slot(PyObject* self) noexcept {
   try {
-    return nb::cast(fn(as_array(self), std::nullopt, std::nullopt)).release().ptr();
+    return wrap_array(fn(as_array(self), std::nullopt, std::nullopt)).release().ptr();
   } catch (...) {
     return set_python_error_from_current_exception();
   }
