@@ -385,7 +385,7 @@ nb::object dlpack_import(nb::handle capsule, nb::handle device, nb::handle copy)
   void* data = static_cast<unsigned char*>(t->data) + t->byte_offset;
   Array a = wrap_foreign(numel(shape) == 0 ? nullptr : data, shape, strides, dtype, dev, std::move(keep_alive),
                          "from_dlpack", read_only);
-  return nb::cast(finish_import(a, device, copy, "from_dlpack"));
+  return wrap_array(finish_import(a, device, copy, "from_dlpack"));
 }
 
 // Interned attribute and keyword names, and the (1, 0) max_version tuple: created once.

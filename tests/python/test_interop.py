@@ -277,6 +277,18 @@ def test_from_dlpack_passes_stream_and_max_version():
     assert x[1].item() == 42  # zero-copy
 
 
+def test_from_dlpack_device_as_intenum():
+    """PyTorch returns its DLDeviceType IntEnum from __dlpack_device__."""
+    import enum
+
+    class DLDeviceType(enum.IntEnum):
+        kDLCPU = 1
+
+    a = np.arange(3, dtype=np.float64)
+    x = ts.from_dlpack(_RecordingProducer(a, device=(DLDeviceType.kDLCPU, 0)))
+    assert_close(x, a)
+
+
 def test_from_dlpack_falls_back_for_pre_1_0_producers():
     a = np.arange(4, dtype=np.int32)
     p = _RecordingProducer(a, legacy=True)
