@@ -139,6 +139,18 @@ void capsule_destructor(PyObject* capsule) {
   PyErr_Restore(type, value, traceback);
 }
 
+// One reusable event per device and thread for the stream hand-overs (creating a CUDA event per
+// call costs more than the rest of an export). Reuse is safe: cudaStreamWaitEvent waits for the
+// record made before it, later records do not change that wait. Leaked on purpose: destroying
+// events at thread or process exit could run after the CUDA context is gone.
+Event& handover_event(Device dev) {
+  thread_local auto* events = new std::vector<std::unique_ptr<Event>>();
+  const auto index = static_cast<std::size_t>(dev.index);
+  if (events->size() <= index) events->resize(index + 1);
+  if (!(*events)[index]) (*events)[index] = std::make_unique<Event>(dev, false);
+  return *(*events)[index];
+}
+
 // Makes the consumer's stream (a DLPack/CAI stream integer) wait for work queued so far on
 // tessel's current stream of `device`, and for the array's pending write.
 void hand_over_to_consumer(const Array& a, nb::handle stream, const char* op) {
@@ -160,7 +172,7 @@ void hand_over_to_consumer(const Array& a, nb::handle stream, const char* op) {
   // The handle 1 means the legacy default stream of the array's device: CUDA resolves a null
   // stream against the current device, so that device is made current for the wait.
   DeviceGuard guard(dev);
-  Event event(dev, false);
+  Event& event = handover_event(dev);
   event.record(producer);
   Stream::from_handle(consumer == 1 ? nullptr : reinterpret_cast<void*>(consumer), dev).wait(event);
 }
@@ -587,7 +599,7 @@ nb::object cai_import(nb::handle obj, nb::handle device, nb::handle copy) {
       // The stream belongs to the array's device, which need not be the current one: the legacy
       // default stream (1, a null handle) resolves against the current device.
       DeviceGuard guard(dev);
-      Event event(dev, false);
+      Event& event = handover_event(dev);
       event.record(Stream::from_handle(foreign == 1 ? nullptr : reinterpret_cast<void*>(foreign), dev));
       mine.wait(event);
     }
