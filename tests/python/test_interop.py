@@ -431,3 +431,21 @@ def test_cupy_stream_context_uses_the_streams_device():
     with ts.cuda.stream(_FakeCupyStream(s.handle, last)) as adopted:
         assert adopted.device == ts.Device(f"cuda:{last}")
         assert ts.current_stream(ts.Device(f"cuda:{last}")).handle == s.handle
+
+
+@needs_cuda
+def test_dlpack_export_to_another_stream_waits_every_time():
+    """The consumer's stream waits for the producer's pending kernel, also when the hand-over event
+    is reused (twice in a row, a slow kernel each time: without the wait the read sees 0)."""
+    from test_errors_streams_kernels import _SPIN
+
+    kernel = ts.RawKernel(_SPIN, "spin")
+    consumer = ts.Stream()
+    for _ in range(2):
+        x = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
+        ts.synchronize("cuda:0")
+        kernel((1,), (1,), (np.int64(100_000_000), x))  # ~50 ms, then x[0] = 1
+        y = ts.from_dlpack(x.__dlpack__(stream=consumer.handle, max_version=(1, 0)))
+        with ts.cuda.stream(consumer):
+            z = y + 0.0  # queued on the consumer stream
+        assert z.item() == 1.0
