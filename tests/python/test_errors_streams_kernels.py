@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tessel as ts
-from conftest import assert_close
+from conftest import assert_close, main_thread_stall
 
 needs_cuda = pytest.mark.skipif(not ts.cuda_available(), reason="needs a CUDA device")
 
@@ -168,30 +168,6 @@ def test_raw_kernel_cuda():
         ts.RawKernel("extern \"C\" __global__ void bad() { undefined_thing; }", "bad")((1,), (1,), ())
 
 
-def _main_thread_stall(work):
-    """Runs work() in a second thread while this thread spins; returns (the longest pause of this
-    thread's loop meanwhile, how long work took). A call that kept the GIL stalls this thread for
-    its whole duration, one that releases it stalls it for at most a switch interval."""
-    done = threading.Event()
-    took = []
-
-    def run():
-        t0 = time.perf_counter()
-        work()
-        took.append(time.perf_counter() - t0)
-        done.set()
-
-    worker = threading.Thread(target=run)
-    last = time.perf_counter()
-    gap = 0.0
-    worker.start()
-    while not done.is_set():
-        now = time.perf_counter()
-        gap, last = max(gap, now - last), now
-    worker.join()
-    return gap, took[0]
-
-
 def test_gil_released_during_host_reads():
     """Host copies of large arrays (x.__array__, to_numpy, asarray from NumPy) release the GIL: the
     main thread keeps running while they copy. Fails if the GIL is held (the stall equals the call)."""
@@ -203,7 +179,7 @@ def test_gil_released_during_host_reads():
         for n in (1 << 22, 1 << 24, 1 << 26):
             h = np.ones(n, dtype=np.float64)
             x = ts.asarray(h, device="cpu", copy=True)
-            gap, took = _main_thread_stall(lambda: read(x, h))
+            gap, took = main_thread_stall(lambda: read(x, h))
             if took >= 0.05:
                 break
         assert took >= 0.02, f"{name}: too fast to tell ({took:.4f} s)"
@@ -235,7 +211,7 @@ def test_gil_released_while_waiting_for_the_device():
         x = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
         ts.synchronize("cuda:0")
         kernel((1,), (1,), (np.int64(int(0.3 * rate_hz)), x))
-        gap, took = _main_thread_stall(lambda: wait(x))
+        gap, took = main_thread_stall(lambda: wait(x))
         assert took >= 0.1, f"{name}: returned after {took:.3f} s, before the kernel could finish"
         assert gap < 0.5 * took, f"{name}: the main thread stalled {gap:.3f} s during a {took:.3f} s wait (GIL held?)"
         assert x[0].item() == 1.0
