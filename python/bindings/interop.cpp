@@ -215,6 +215,12 @@ nb::object dlpack_export(const Array& self, nb::handle stream, nb::handle max_ve
     const auto v = nb::cast<nb::tuple>(max_version);
     versioned = nb::cast<int>(v[0]) >= 1;
   }
+  if (!versioned && !copied && is_read_only(a)) {
+    delete ctx;
+    // As NumPy: a legacy capsule cannot say read-only, and the consumer would write into it.
+    throw nb::buffer_error("__dlpack__: the array is read-only and a pre-1.0 DLPack capsule cannot mark it so; "
+                           "pass max_version=(1, 0) or copy=True");
+  }
   if (versioned) {
     auto* m = new DLManagedTensorVersioned{};
     m->version = {1, 0};

@@ -370,8 +370,11 @@ def test_readonly_numpy_array_comes_in_readonly():
     x = ts.asarray(a)
     _assert_writes_refused(x)
     np.testing.assert_array_equal(a, np.arange(4, dtype=np.float32))
-    # Exported again, it stays read-only (the DLPack read-only flag).
+    # Exported again, it stays read-only (the DLPack read-only flag); a legacy capsule cannot say so.
     assert not np.from_dlpack(x).flags.writeable
+    with pytest.raises(BufferError, match="read-only"):
+        x.__dlpack__()
+    assert x.__dlpack__(copy=True) is not None  # a copy is writable, any capsule kind
     # A writable NumPy array stays writable.
     b = np.arange(4, dtype=np.float32)
     z = ts.asarray(b)
