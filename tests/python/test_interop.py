@@ -452,3 +452,26 @@ def test_dlpack_export_to_another_stream_waits_every_time():
         with ts.cuda.stream(consumer):
             z = y + 0.0  # queued on the consumer stream
         assert z.item() == 1.0
+
+
+@needs_cuda
+def test_cai_import_waits_for_the_producers_stream():
+    """A __cuda_array_interface__ stream: tessel's current stream waits for the producer's pending
+    kernel (twice, so the reused hand-over event is exercised)."""
+    from test_errors_streams_kernels import _SPIN
+
+    kernel = ts.RawKernel(_SPIN, "spin")
+    producer = ts.Stream()
+
+    class Holder:
+        def __init__(self, iface):
+            self.__cuda_array_interface__ = iface
+
+    for _ in range(2):
+        x = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
+        ts.synchronize("cuda:0")
+        kernel((1,), (1,), (np.int64(100_000_000), x), stream=producer)  # ~50 ms, then x[0] = 1
+        iface = dict(x.__cuda_array_interface__)
+        iface["stream"] = producer.handle
+        y = ts.asarray(Holder(iface))
+        assert (y + 0.0).item() == 1.0
