@@ -1,36 +1,114 @@
-"""Developer probe: where the host time of a tiny tessel op goes (not part of the suite)."""
-import time, numpy as np, tessel as ts, torch
+"""Developer probe: where the host time of a tiny tessel op goes (not part of the suite).
 
-def per_call(fn, n=20000, rounds=5):
-    for _ in range(2000): fn()
-    torch.cuda.synchronize(); ts.synchronize("cuda:0")
-    best = []
+Prints the per-call time (median of rounds of back-to-back calls, one synchronization per round)
+of the tiny ops, then two breakdowns:
+  add:        x + y  =  tessel::add in C++ (ts._tessel._time_add_in_cpp)  +  the Python layer
+  round trip: torch.from_dlpack(ts.from_dlpack(t)) split into its steps (torch's __dlpack_device__
+              and __dlpack__ with the stream tessel passes, tessel's capsule import, tessel's
+              __dlpack__ and torch's import).
+Runs on the CPU backend without a GPU (torch rows are skipped without torch).
+Usage: python3 scripts/overhead_probe.py [calls]"""
+import sys
+import time
+
+import numpy as np
+
+import tessel as ts
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+CUDA = ts.cuda_available()
+DEV = "cuda:0" if CUDA else "cpu"
+CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
+
+
+def sync():
+    ts.synchronize(DEV)
+    if torch is not None and CUDA:
+        torch.cuda.synchronize()
+
+
+def per_call(fn, n=CALLS, rounds=5):
+    for _ in range(max(200, n // 10)):
+        fn()
+    sync()
+    times = []
     for _ in range(rounds):
         t = time.perf_counter()
-        for _ in range(n): fn()
-        ts.synchronize("cuda:0"); torch.cuda.synchronize()
-        best.append((time.perf_counter() - t) / n * 1e6)
-    best.sort(); return best[len(best) // 2]
+        for _ in range(n):
+            fn()
+        sync()
+        times.append((time.perf_counter() - t) / n * 1e6)
+    times.sort()
+    return times[len(times) // 2]
 
-x = ts.asarray(np.array([1.5], np.float32), device="cuda:0")
-y = ts.asarray(np.array([2.0], np.float32), device="cuda:0")
-o = ts.empty((1,), dtype=ts.float32, device="cuda:0")
-t = torch.ones(1, device="cuda")
+
+def show(name, us, note=""):
+    print(f"  {name:44s} {us:8.2f} us  {note}", flush=True)
+
+
+x = ts.asarray(np.array([1.5], np.float32), device=DEV)
+y = ts.asarray(np.array([2.0], np.float32), device=DEV)
+o = ts.empty((1,), dtype=ts.float32, device=DEV)
+assert (x + y).item() == 3.5 and ts.add(x, y, out=o).item() == 3.5
+print(f"device: {ts.device_name(0) if CUDA else 'cpu (CPU backend)'}; {CALLS} calls per round, median of 5")
+
+print("tiny ops:")
+loop = per_call(lambda: None)
+show("(empty lambda: the probe's own loop)", loop)
 cases = {
-  "x.shape": lambda: x.shape,
-  "x.ndim": lambda: x.ndim,
-  "ts.empty((1,))": lambda: ts.empty((1,), dtype=ts.float32, device="cuda:0"),
-  "x + y": lambda: x + y,
-  "ts.add(x, y)": lambda: ts.add(x, y),
-  "ts.add(x, y, out=o)": lambda: ts.add(x, y, out=o),
-  "x + 1.0": lambda: x + 1.0,
-  "-x": lambda: -x,
-  "ts.from_dlpack(t)": lambda: ts.from_dlpack(t),
-  "t.__dlpack__()": lambda: t.__dlpack__(),
-  "x.__dlpack__()": lambda: x.__dlpack__(),
-  "torch.from_dlpack(x)": lambda: torch.from_dlpack(x),
-  "round trip": lambda: torch.from_dlpack(ts.from_dlpack(t)),
-  "torch t + t": lambda: t + t,
+    "x.shape": lambda: x.shape,
+    "ts.empty((1,))": lambda: ts.empty((1,), dtype=ts.float32, device=DEV),
+    "x + y": lambda: x + y,
+    "ts.add(x, y)": lambda: ts.add(x, y),
+    "ts.add(x, y, out=o)": lambda: ts.add(x, y, out=o),
+    "x + 1.0": lambda: x + 1.0,
+    "1.0 + x": lambda: 1.0 + x,
+    "x < y": lambda: x < y,
+    "-x": lambda: -x,
 }
-for name, fn in cases.items():
-    print(f"{name:28s} {per_call(fn):8.2f} us", flush=True)
+measured = {name: per_call(fn) for name, fn in cases.items()}
+for name, us in measured.items():
+    show(name, us)
+
+print("add breakdown (host time per call):")
+cpp = ts._tessel._time_add_in_cpp(x, y, None, CALLS)
+cpp_out = ts._tessel._time_add_in_cpp(x, y, o, CALLS)
+show("tessel::add(x, y) from C++", cpp)
+show("Python layer of x + y", measured["x + y"] - loop - cpp, "(x + y - loop - C++)")
+show("Python layer of ts.add(x, y)", measured["ts.add(x, y)"] - loop - cpp)
+show("tessel::add(x, y, out) from C++", cpp_out)
+show("Python layer of ts.add(x, y, out=o)", measured["ts.add(x, y, out=o)"] - loop - cpp_out)
+
+if torch is None:
+    print("round trip: skipped (torch is not installed)")
+    sys.exit(0)
+
+t = torch.ones(1, device="cuda" if CUDA else "cpu")
+stream = ts._tessel._dlpack_consumer_stream(0) if CUDA else None
+tx = ts.from_dlpack(t)
+assert torch.from_dlpack(tx).data_ptr() == t.data_ptr(), "the round trip copied"
+print(f"round trip breakdown (tessel passes stream={stream}):")
+steps = {
+    "t.__dlpack_device__()": lambda: t.__dlpack_device__(),
+    "t.__dlpack__(stream, max_version)": lambda: t.__dlpack__(stream=stream, max_version=(1, 0)),
+    "  + tessel's capsule import": lambda: ts._tessel._from_dlpack_capsule(t.__dlpack__(stream=stream, max_version=(1, 0))),
+    "ts.from_dlpack(t)": lambda: ts.from_dlpack(t),
+    "tx.__dlpack_device__()": lambda: tx.__dlpack_device__(),
+    "tx.__dlpack__(stream=1, max_version)": lambda: tx.__dlpack__(stream=1, max_version=(1, 0)),
+    "torch.from_dlpack(tx)": lambda: torch.from_dlpack(tx),
+    "round trip torch.from_dlpack(ts.from_dlpack(t))": lambda: torch.from_dlpack(ts.from_dlpack(t)),
+    "torch t + t (reference)": lambda: t + t,
+}
+rt = {name: per_call(fn) for name, fn in steps.items()}
+for name, us in rt.items():
+    show(name, us)
+capsule = rt["  + tessel's capsule import"] - rt["t.__dlpack__(stream, max_version)"]
+show("tessel's capsule import alone", capsule, "(difference of the two rows above)")
+show("ts.from_dlpack's own work besides torch", rt["ts.from_dlpack(t)"] - rt["t.__dlpack_device__()"]
+     - rt["t.__dlpack__(stream, max_version)"] - loop, "(device query, stream, import, call)")
+show("torch's share of the round trip", rt["t.__dlpack_device__()"] + rt["t.__dlpack__(stream, max_version)"]
+     + rt["torch.from_dlpack(tx)"] - rt["tx.__dlpack__(stream=1, max_version)"] - rt["tx.__dlpack_device__()"] - 3 * loop)

@@ -25,10 +25,35 @@ def per_call_us(fn, sync, calls=CALLS, repeats=REPEATS):
 
 
 def measure_tessel(device):
+    """x + y per call, and its split: tessel::add called from C++ (host time) and the rest, the
+    Python layer (operator slot, argument checks, the result object)."""
     x = ts.asarray(np.array([1.5], np.float32), device=device)
     y = ts.asarray(np.array([2.0], np.float32), device=device)
     assert (x + y).item() == 3.5, "tessel add gave a wrong result"
-    return per_call_us(lambda: x + y, lambda: ts.synchronize(device))
+    add = per_call_us(lambda: x + y, lambda: ts.synchronize(device))
+    in_cpp = ts._tessel._time_add_in_cpp(x, y, None, CALLS)
+    ts.synchronize(device)
+    return add, {"add_in_cpp_us": in_cpp, "python_layer_us": add - in_cpp}
+
+
+def roundtrip_breakdown(torch, t):
+    """The steps of torch -> tessel -> torch, each timed alone (per call, microseconds)."""
+    stream = ts._tessel._dlpack_consumer_stream(t.device.index or 0)
+    tx = ts.from_dlpack(t)
+    sync = torch.cuda.synchronize
+    calls = max(1000, CALLS // 4)
+    producer = per_call_us(lambda: (t.__dlpack_device__(), t.__dlpack__(stream=stream, max_version=(1, 0))), sync, calls)
+    with_import = per_call_us(
+        lambda: ts._tessel._from_dlpack_capsule(t.__dlpack__(stream=stream, max_version=(1, 0))), sync, calls)
+    producer_capsule = per_call_us(lambda: t.__dlpack__(stream=stream, max_version=(1, 0)), sync, calls)
+    return {
+        "stream_passed_to_torch": stream,
+        "torch_dlpack_device_and_dlpack_us": producer,
+        "tessel_capsule_import_us": with_import - producer_capsule,
+        "tessel_from_dlpack_us": per_call_us(lambda: ts.from_dlpack(t), sync, calls),
+        "tessel_dlpack_export_us": per_call_us(lambda: tx.__dlpack__(stream=1, max_version=(1, 0)), sync, calls),
+        "torch_from_dlpack_of_tessel_us": per_call_us(lambda: torch.from_dlpack(tx), sync, calls),
+    }
 
 
 def measure_torch():
@@ -47,7 +72,7 @@ def measure_torch():
     back = round_trip()
     assert back.data_ptr() == x.data_ptr(), "round trip copied"
     trip = per_call_us(round_trip, torch.cuda.synchronize, calls=max(1000, CALLS // 4))
-    return {"add_us": add, "roundtrip_torch_tessel_torch_us": trip}, None
+    return {"add_us": add, "roundtrip_torch_tessel_torch_us": trip, "roundtrip_breakdown": roundtrip_breakdown(torch, x)}, None
 
 
 def measure_cupy():
@@ -84,16 +109,17 @@ def main():
     if not ts.cuda_available():
         device_name = "cpu"
         results["device"] = "cpu (proxy: tessel's CPU backend; peers skipped)"
-        results["tessel_add_us"] = measure_tessel(ts.Device("cpu"))
+        results["tessel_add_us"], results["tessel_add_breakdown"] = measure_tessel(ts.Device("cpu"))
         print(f"python_overhead: no CUDA device ({ts.cuda_unavailable_reason()}); CPU backend proxy")
     else:
         device_name = ts.device_name(0)
         results["device"] = device_name
-        results["tessel_add_us"] = measure_tessel(ts.Device("cuda:0"))
+        results["tessel_add_us"], results["tessel_add_breakdown"] = measure_tessel(ts.Device("cuda:0"))
         torch_result, why = measure_torch()
         if torch_result:
             results["torch_add_us"] = torch_result["add_us"]
             results["roundtrip_torch_tessel_torch_us"] = torch_result["roundtrip_torch_tessel_torch_us"]
+            results["roundtrip_breakdown"] = torch_result["roundtrip_breakdown"]
         else:
             results["skipped"]["torch"] = why
         for name, fn in (("cupy", measure_cupy), ("numba", measure_numba)):
@@ -111,6 +137,10 @@ def main():
     for key, value in results.items():
         if key.endswith("_us"):
             print(f"  {key:36s} {value:8.2f} us")
+    for group in ("tessel_add_breakdown", "roundtrip_breakdown"):
+        for key, value in results.get(group, {}).items():
+            if key.endswith("_us"):
+                print(f"  {group + '.' + key:58s} {value:8.2f} us")
     for name, why in results["skipped"].items():
         print(f"  {name}: skipped: {why}")
     merge_results("python_overhead", results, device_name)

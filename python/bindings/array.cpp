@@ -92,8 +92,7 @@ nb::object to_numpy(const Array& a, nb::handle dtype, nb::handle copy) {
     throw tessel::ValueError("Array.__array__: copy=False is not supported (it always copies); use numpy.from_dlpack(x) "
                              "for a zero-copy view of a CPU array");
   }
-  static nb::object* numpy = new nb::object(nb::module_::import_("numpy"));  // leaked on purpose
-  nb::object& np = *numpy;
+  nb::handle np = numpy_module();
   Array src = a.dtype() == DType::bfloat16 ? a.astype(DType::float32) : a;
   nb::object out = np.attr("empty")(to_tuple(src.shape()), dtype_name(src.dtype()));
   const auto ptr = nb::cast<std::uintptr_t>(out.attr("__array_interface__")["data"][0]);
@@ -124,10 +123,13 @@ nb::class_<Array>* array_class_object = nullptr;
 }
 
 nb::class_<Array>& array_class() { return *array_class_object; }
+PyTypeObject* array_type_object = nullptr;
 
 void register_array(nb::module_& m) {
-  array_class_object = new nb::class_<Array>(m, "Array", "An N-d array on a device (Array API 2023.12 array object).");
+  array_class_object = new nb::class_<Array>(m, "Array", "An N-d array on a device (Array API 2023.12 array object).",
+                                             nb::type_slots(array_operator_slots()));
   nb::class_<Array>& cls = *array_class_object;
+  array_type_object = reinterpret_cast<PyTypeObject*>(cls.ptr());
   cls.def_prop_ro("shape", [](const Array& a) { return to_tuple(a.shape()); })
       .def_prop_ro("ndim", &Array::ndim)
       .def_prop_ro("size", &Array::size)
@@ -157,6 +159,7 @@ void register_array(nb::module_& m) {
       })
       .def("__getitem__", [](const Array& a, nb::handle key) { return a.index(index_items(key)); }, "key"_a.none())
       .def("__setitem__", [](const Array& a, nb::handle key, nb::handle value) {
+        check_writable(a, "Array.__setitem__");
         Array view = a.index(index_items(key));
         Scalar s;
         if (to_scalar(value, s)) {

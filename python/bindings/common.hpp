@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -33,6 +34,15 @@ void register_sim(nb::module_& m);       // ts.sim: Particles (submodule _sim)
 
 // The Array class object, created by register_array; later layers add methods to it.
 nb::class_<Array>& array_class();
+// The Array type's number and comparison slots (nb_add, nb_inplace_add, tp_richcompare, nb_negative,
+// ...; defined in ops.cpp): operators go straight from the interpreter into C++, without a method
+// lookup or nanobind's argument dispatch. Null-terminated, for nb::type_slots at class creation.
+const PyType_Slot* array_operator_slots();
+
+// For type slots (which have no nanobind dispatch around them): sets the Python error for the
+// C++ exception being handled, through the same translators as bound functions; returns nullptr.
+// Call inside a catch block.
+PyObject* set_python_error_from_current_exception() noexcept;
 
 // ---- dtypes: one Python object per dtype, so `x.dtype is ts.float32` and no allocation ----
 struct PyDType {
@@ -57,11 +67,45 @@ std::optional<std::vector<std::int64_t>> to_axes(nb::handle h);  // None, an int
 bool to_scalar(nb::handle h, Scalar& out);
 
 // ---- arrays ----
-inline bool is_array(nb::handle h) { return nb::isinstance<Array>(h); }
-inline const Array& as_array(nb::handle h) { return nb::cast<const Array&>(h, false); }
+// The hot paths (operators, elementwise functions) test and unwrap arrays through the Array's
+// Python type object, cached by register_array: a pointer comparison instead of nanobind's lookup
+// of the C++ type. (Subclasses of tessel.Array are still arrays.)
+extern PyTypeObject* array_type_object;
+inline bool is_array(nb::handle h) {
+  PyTypeObject* type = Py_TYPE(h.ptr());
+  return type == array_type_object || PyType_IsSubtype(type, array_type_object);
+}
+inline const Array& as_array(nb::handle h) {
+  if (!is_array(h)) return nb::cast<const Array&>(h, false);  // raises the usual cast error
+  return *nb::inst_ptr<Array>(h);
+}
+// A new tessel.Array object owning `a` (moved in), without nanobind's C++ type lookup.
+inline nb::object wrap_array(Array&& a) {
+  nb::object obj = nb::inst_alloc(nb::handle(reinterpret_cast<PyObject*>(array_type_object)));
+  new (nb::inst_ptr<Array>(obj)) Array(std::move(a));
+  nb::inst_mark_ready(obj);
+  return obj;
+}
 // h itself when it is an Array, else tessel.asarray(h, device=device) (lists, NumPy arrays,
 // DLPack / CUDA array interface producers). TypeError for objects that are not arrays.
 Array to_array(nb::handle h, std::optional<Device> device = std::nullopt);
+
+// ---- Python objects owned by C++ (foreign-memory keep-alives, cached modules) ----
+// A new reference to `owner`, dropped (with the GIL taken) when the last copy of the result goes.
+// Buffer::wrap keeps it, so a producer object stays alive while any tessel view of its memory does.
+std::shared_ptr<void> python_keep_alive(nb::handle owner);
+// The numpy module, imported once (kept for the module's lifetime).
+nb::handle numpy_module();
+inline bool is_python_int(nb::handle h) { return PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr()); }
+
+// ---- streams given from Python: None, a tessel.Stream, an int handle, torch/CuPy stream objects ----
+std::optional<Stream> to_optional_stream(nb::handle h, Device device);
+
+// ---- read-only foreign memory (DLPack read-only flag, NumPy writeable=False, CAI data=(ptr, True)) ----
+// True when `a` views memory imported read-only. Writes (out=, __setitem__, in-place operators,
+// kernel outputs) call check_writable, which raises tessel.ValueError naming the op.
+bool is_read_only(const Array& a);
+void check_writable(const Array& a, const char* op);
 
 // The current stream of the device an array lives on.
 inline Stream stream_of(const Array& a) {

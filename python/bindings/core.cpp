@@ -250,6 +250,43 @@ std::optional<Device> to_optional_device(nb::handle h) {
   throw nb::type_error(("tessel: not a device: " + nb::cast<std::string>(nb::repr(h))).c_str());
 }
 
+std::optional<Stream> to_optional_stream(nb::handle h, Device device) {
+  if (h.is_none()) return std::nullopt;
+  if (nb::isinstance<Stream>(h)) return nb::cast<Stream>(h);
+  if (PyLong_Check(h.ptr())) return Stream::from_handle(reinterpret_cast<void*>(nb::cast<std::uintptr_t>(h)), device);
+  // torch.cuda.Stream (.cuda_stream, .device) and CuPy streams (.ptr, .device_id): a stream
+  // object knows its device, which need not be `device` (the caller checks they match).
+  if (nb::hasattr(h, "cuda_stream")) {
+    const Device d = nb::hasattr(h, "device") ? to_optional_device(h.attr("device")).value_or(device) : device;
+    return Stream::from_handle(reinterpret_cast<void*>(nb::cast<std::uintptr_t>(h.attr("cuda_stream"))), d);
+  }
+  if (nb::hasattr(h, "ptr")) {
+    Device d = device;
+    if (nb::hasattr(h, "device_id")) {
+      const int index = nb::cast<int>(h.attr("device_id"));
+      if (index >= 0) d = Device::cuda(index);
+    }
+    return Stream::from_handle(reinterpret_cast<void*>(nb::cast<std::uintptr_t>(h.attr("ptr"))), d);
+  }
+  throw nb::type_error("stream must be a tessel.Stream, an int handle, a torch.cuda.Stream or a CuPy stream");
+}
+
+std::shared_ptr<void> python_keep_alive(nb::handle owner) {
+  PyObject* o = owner.ptr();
+  Py_INCREF(o);
+  return std::shared_ptr<void>(o, [](void* p) {
+    if (!Py_IsInitialized()) return;  // interpreter gone: leak rather than crash
+    PyGILState_STATE state = PyGILState_Ensure();  // the last view may die on a thread without the GIL
+    Py_DECREF(static_cast<PyObject*>(p));
+    PyGILState_Release(state);
+  });
+}
+
+nb::handle numpy_module() {
+  static nb::object* np = new nb::object(nb::module_::import_("numpy"));  // leaked: lives until exit
+  return *np;
+}
+
 Device to_device_or_default(nb::handle h) {
   auto d = to_optional_device(h);
   return d ? *d : default_device();
@@ -323,7 +360,29 @@ Array to_array(nb::handle h, std::optional<Device> device) {
   return nb::cast<Array>(result);
 }
 
+namespace {
+// The C++ exception a type slot caught, rethrown by _rethrow_pending inside nanobind's dispatch so
+// that every registered translator (tessel errors, nanobind's builtins, std exceptions) applies.
+thread_local std::exception_ptr pending_exception;
+PyObject* rethrow_function = nullptr;
+}  // namespace
+
+PyObject* set_python_error_from_current_exception() noexcept {
+  pending_exception = std::current_exception();
+  PyObject* r = PyObject_CallNoArgs(rethrow_function);  // always raises
+  Py_XDECREF(r);
+  pending_exception = nullptr;
+  if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "tessel: an exception could not be translated");
+  return nullptr;
+}
+
 void register_core(nb::module_& m) {
+  m.def("_rethrow_pending", [] {
+    std::exception_ptr e = pending_exception;
+    pending_exception = nullptr;
+    if (e) std::rethrow_exception(e);
+  });
+  rethrow_function = nb::object(m.attr("_rethrow_pending")).release().ptr();  // module lifetime
   register_errors(m);
   register_dtypes(m);
   register_devices(m);

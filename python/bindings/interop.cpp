@@ -7,7 +7,10 @@
 //
 // Streams: data produced on tessel's current stream is handed over by recording an event there
 // and making the consumer's stream wait on it (cudaStreamWaitEvent); never a device-wide sync.
+#include <atomic>
 #include <cstring>
+#include <mutex>
+#include <unordered_set>
 #include <string>
 
 #include "common.hpp"
@@ -136,7 +139,17 @@ void capsule_destructor(PyObject* capsule) {
   PyErr_Restore(type, value, traceback);
 }
 
-bool is_python_int(nb::handle h) { return PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr()); }
+// One reusable event per device and thread for the stream hand-overs (creating a CUDA event per
+// call costs more than the rest of an export). Reuse is safe: cudaStreamWaitEvent waits for the
+// record made before it, later records do not change that wait. Leaked on purpose: destroying
+// events at thread or process exit could run after the CUDA context is gone.
+Event& handover_event(Device dev) {
+  thread_local auto* events = new std::vector<std::unique_ptr<Event>>();
+  const auto index = static_cast<std::size_t>(dev.index);
+  if (events->size() <= index) events->resize(index + 1);
+  if (!(*events)[index]) (*events)[index] = std::make_unique<Event>(dev, false);
+  return *(*events)[index];
+}
 
 // Makes the consumer's stream (a DLPack/CAI stream integer) wait for work queued so far on
 // tessel's current stream of `device`, and for the array's pending write.
@@ -156,9 +169,11 @@ void hand_over_to_consumer(const Array& a, nb::handle stream, const char* op) {
   }
   const auto producer_handle = reinterpret_cast<std::intptr_t>(producer.handle());
   if (producer_handle == consumer || (producer_handle == 0 && consumer == 1)) return;  // same stream
-  Event event(dev, false);
+  // The handle 1 means the legacy default stream of the array's device: CUDA resolves a null
+  // stream against the current device, so that device is made current for the wait.
+  DeviceGuard guard(dev);
+  Event& event = handover_event(dev);
   event.record(producer);
-  // 1 is the legacy default stream: tessel's default stream handle (nullptr) is that stream.
   Stream::from_handle(consumer == 1 ? nullptr : reinterpret_cast<void*>(consumer), dev).wait(event);
 }
 
@@ -200,12 +215,18 @@ nb::object dlpack_export(const Array& self, nb::handle stream, nb::handle max_ve
     const auto v = nb::cast<nb::tuple>(max_version);
     versioned = nb::cast<int>(v[0]) >= 1;
   }
+  if (!versioned && !copied && is_read_only(a)) {
+    delete ctx;
+    // As NumPy: a legacy capsule cannot say read-only, and the consumer would write into it.
+    throw nb::buffer_error("__dlpack__: the array is read-only and a pre-1.0 DLPack capsule cannot mark it so; "
+                           "pass max_version=(1, 0) or copy=True");
+  }
   if (versioned) {
     auto* m = new DLManagedTensorVersioned{};
     m->version = {1, 0};
     m->manager_ctx = ctx;
     m->deleter = &delete_managed<DLManagedTensorVersioned>;
-    m->flags = copied ? kFlagIsCopied : 0;
+    m->flags = copied ? kFlagIsCopied : (is_read_only(a) ? kFlagReadOnly : 0);
     fill_tensor(m->dl_tensor, *ctx);
     PyObject* cap = PyCapsule_New(m, kVersionedName, &capsule_destructor<DLManagedTensorVersioned>);
     if (cap == nullptr) {
@@ -245,8 +266,30 @@ void check_data_pointer(const void* data, const Shape& shape, const char* op) {
   }
 }
 
+// ---- read-only imports ----
+// Buffers that wrap read-only foreign memory. The core Array has no read-only flag, so the
+// bindings keep this set: a buffer is registered when wrapped and removed by its keep-alive's
+// destructor (which runs when the Buffer dies, maybe on a thread without the GIL: a mutex).
+std::mutex read_only_mutex;
+std::unordered_set<const void*>& read_only_buffers() {
+  static auto* set = new std::unordered_set<const void*>();  // leaked: buffers may die at exit
+  return *set;
+}
+std::atomic<std::size_t> read_only_count{0};  // lets is_read_only skip the lock when none exist
+
+struct ReadOnlyKeepAlive {
+  std::shared_ptr<void> producer;  // the producer's own keep-alive (released after unregistering)
+  const void* buffer = nullptr;
+  ~ReadOnlyKeepAlive() {
+    if (buffer == nullptr) return;
+    std::lock_guard<std::mutex> lock(read_only_mutex);
+    read_only_buffers().erase(buffer);
+    read_only_count.store(read_only_buffers().size());
+  }
+};
+
 Array wrap_foreign(void* data, const Shape& shape, const Strides& strides, DType dtype, Device device,
-                   std::shared_ptr<void> keep_alive, const char* op) {
+                   std::shared_ptr<void> keep_alive, const char* op, bool read_only = false) {
   check_data_pointer(data, shape, op);
   const std::int64_t item = itemsize(dtype);
   if (data != nullptr && reinterpret_cast<std::uintptr_t>(data) % static_cast<std::uintptr_t>(item) != 0) {
@@ -261,7 +304,19 @@ Array wrap_foreign(void* data, const Shape& shape, const Strides& strides, DType
   auto* base = static_cast<unsigned char*>(data) + (count == 0 ? 0 : extent.lowest * item);
   const std::int64_t bytes = count == 0 ? 0 : (extent.highest - extent.lowest + 1) * item;
   const MemoryKind kind = device.is_cuda() ? MemoryKind::device : MemoryKind::host;
+  std::shared_ptr<ReadOnlyKeepAlive> read_only_owner;
+  if (read_only) {
+    read_only_owner = std::make_shared<ReadOnlyKeepAlive>();
+    read_only_owner->producer = std::move(keep_alive);
+    keep_alive = read_only_owner;
+  }
   auto buffer = Buffer::wrap(base, bytes, device, kind, std::move(keep_alive));
+  if (read_only_owner) {
+    std::lock_guard<std::mutex> lock(read_only_mutex);
+    read_only_buffers().insert(buffer.get());
+    read_only_owner->buffer = buffer.get();
+    read_only_count.store(read_only_buffers().size());
+  }
   return Array(std::make_shared<detail::Storage>(buffer), shape, strides, count == 0 ? 0 : -extent.lowest, dtype);
 }
 
@@ -301,6 +356,7 @@ nb::object dlpack_import(nb::handle capsule, nb::handle device, nb::handle copy)
   }
   DLTensor* t = nullptr;
   std::shared_ptr<void> keep_alive;
+  bool read_only = false;  // only versioned capsules carry flags
   if (name != nullptr && std::strcmp(name, kVersionedName) == 0) {
     auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(cap, kVersionedName));
     if (m == nullptr) throw nb::python_error();
@@ -308,6 +364,7 @@ nb::object dlpack_import(nb::handle capsule, nb::handle device, nb::handle copy)
       throw nb::buffer_error(("from_dlpack: unsupported DLPack major version " + std::to_string(m->version.major)).c_str());
     }
     t = &m->dl_tensor;
+    read_only = (m->flags & kFlagReadOnly) != 0;
     dtype_from_dl(t->dtype, "from_dlpack");  // validate before taking ownership
     keep_alive = dlpack_keep_alive(m);
     PyCapsule_SetName(cap, kUsedVersionedName);
@@ -344,8 +401,74 @@ nb::object dlpack_import(nb::handle capsule, nb::handle device, nb::handle copy)
     throw tessel::ValueError("from_dlpack: byte_offset " + std::to_string(t->byte_offset) + " is not a multiple of the itemsize");
   }
   void* data = static_cast<unsigned char*>(t->data) + t->byte_offset;
-  Array a = wrap_foreign(numel(shape) == 0 ? nullptr : data, shape, strides, dtype, dev, std::move(keep_alive), "from_dlpack");
-  return nb::cast(finish_import(a, device, copy, "from_dlpack"));
+  Array a = wrap_foreign(numel(shape) == 0 ? nullptr : data, shape, strides, dtype, dev, std::move(keep_alive),
+                         "from_dlpack", read_only);
+  return wrap_array(finish_import(a, device, copy, "from_dlpack"));
+}
+
+// Interned attribute and keyword names, and the (1, 0) max_version tuple: created once.
+struct DLPackNames {
+  PyObject* dlpack = PyUnicode_InternFromString("__dlpack__");
+  PyObject* dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
+  PyObject* stream_and_max_version = Py_BuildValue("(ss)", "stream", "max_version");
+  PyObject* stream_only = Py_BuildValue("(s)", "stream");
+  PyObject* version_1_0 = Py_BuildValue("(ii)", 1, 0);
+};
+const DLPackNames& dlpack_names() {
+  static const DLPackNames* names = new DLPackNames();  // leaked: module lifetime
+  return *names;
+}
+
+// x.__dlpack__(stream=..., max_version=(1, 0)); producers of the pre-1.0 protocol that reject
+// max_version with a TypeError are asked again without it.
+nb::object call_dlpack(nb::handle x, nb::handle stream) {
+  const DLPackNames& n = dlpack_names();
+  PyObject* args[3] = {x.ptr(), stream.ptr(), n.version_1_0};
+  PyObject* r = PyObject_VectorcallMethod(n.dlpack, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, n.stream_and_max_version);
+  if (r != nullptr) return nb::steal(r);
+  if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw nb::python_error();
+  PyErr_Clear();
+  r = stream.is_none() ? PyObject_VectorcallMethod(n.dlpack, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr)
+                       : PyObject_VectorcallMethod(n.dlpack, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, n.stream_only);
+  if (r == nullptr) throw nb::python_error();
+  return nb::steal(r);
+}
+
+// ts.from_dlpack: the whole import in one C++ call (device query, stream handshake, capsule).
+// On CUDA the producer is passed tessel's current stream of the array's device (1 for the legacy
+// default stream, which spares producers like PyTorch an event when theirs is the default too);
+// the producer makes that stream wait for its pending work (DLPack's stream contract).
+nb::object from_dlpack_object(nb::handle x, nb::handle device, nb::handle copy) {
+  if (PyCapsule_CheckExact(x.ptr())) return dlpack_import(x, device, copy);
+  const DLPackNames& n = dlpack_names();
+  PyObject* dev_args[1] = {x.ptr()};
+  PyObject* dev = PyObject_VectorcallMethod(n.dlpack_device, dev_args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+  if (dev == nullptr) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw nb::python_error();
+    PyErr_Clear();
+    throw nb::type_error(("from_dlpack: " + std::string(nb::inst_name(x).c_str()) +
+                          " does not implement the DLPack protocol (__dlpack__ and __dlpack_device__)")
+                             .c_str());
+  }
+  nb::object dev_pair = nb::steal(dev);
+  int dev_type = 0, dev_id = 0;
+  if (PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) == 2) {
+    dev_type = nb::cast<int>(nb::handle(PyTuple_GET_ITEM(dev, 0)));  // IntEnum members cast too
+    dev_id = nb::cast<int>(nb::handle(PyTuple_GET_ITEM(dev, 1)));
+  } else {
+    dev_type = nb::cast<int>(dev_pair[0]);
+    dev_id = nb::cast<int>(dev_pair[1]);
+  }
+  nb::object stream = nb::none();
+  if (dev_type == kDLCUDA) {
+    check_cuda_device(dev_id, "from_dlpack");
+    const auto handle = reinterpret_cast<std::uintptr_t>(current_stream(Device::cuda(dev_id)).handle());
+    stream = nb::int_(handle == 0 ? std::uintptr_t{1} : handle);
+  } else if (dev_type != kDLCPU && dev_type != kDLCUDAHost) {
+    throw tessel::DeviceError("from_dlpack: unsupported DLPack device type " + std::to_string(dev_type) +
+                              " (tessel handles CPU and CUDA)");
+  }
+  return dlpack_import(call_dlpack(x, stream), device, copy);
 }
 
 // ---- __cuda_array_interface__ ----
@@ -404,7 +527,8 @@ nb::dict cuda_array_interface(const Array& a) {
   d["shape"] = nb::tuple(shape);
   d["typestr"] = typestr(a.dtype());
   d["descr"] = nb::make_tuple(nb::make_tuple("", typestr(a.dtype())));
-  d["data"] = nb::make_tuple(a.size() == 0 ? std::uintptr_t{0} : reinterpret_cast<std::uintptr_t>(a.data()), false);
+  d["data"] = nb::make_tuple(a.size() == 0 ? std::uintptr_t{0} : reinterpret_cast<std::uintptr_t>(a.data()),
+                             is_read_only(a));
   if (a.is_contiguous()) {
     d["strides"] = nb::none();
   } else {
@@ -468,6 +592,7 @@ nb::object cai_import(nb::handle obj, nb::handle device, nb::handle copy) {
   }
   const auto data = nb::cast<nb::tuple>(d["data"]);
   const auto ptr = nb::cast<std::uintptr_t>(data[0]);
+  const bool read_only = data.size() > 1 && nb::cast<bool>(data[1]);
   check_data_pointer(reinterpret_cast<const void*>(ptr), shape, op);  // before asking CUDA about it
   const int index = pointer_device(ptr, op);
   const Device dev = Device::cuda(index);
@@ -475,27 +600,37 @@ nb::object cai_import(nb::handle obj, nb::handle device, nb::handle copy) {
     const auto foreign = nb::cast<std::intptr_t>(d["stream"]);
     if (foreign == 0) throw tessel::ValueError(std::string(op) + ": stream 0 is disallowed by the protocol");
     const Stream mine = current_stream(dev);
-    if (reinterpret_cast<std::intptr_t>(mine.handle()) != foreign) {
-      Event event(dev, false);
+    const auto mine_handle = reinterpret_cast<std::intptr_t>(mine.handle());
+    if (mine_handle != foreign && !(mine_handle == 0 && foreign == 1)) {
+      // The stream belongs to the array's device, which need not be the current one: the legacy
+      // default stream (1, a null handle) resolves against the current device.
+      DeviceGuard guard(dev);
+      Event& event = handover_event(dev);
       event.record(Stream::from_handle(foreign == 1 ? nullptr : reinterpret_cast<void*>(foreign), dev));
       mine.wait(event);
     }
   }
   // The producer object stays alive while any tessel view of its memory does.
-  auto* owner = obj.ptr();
-  Py_INCREF(owner);
-  std::shared_ptr<void> keep_alive(owner, [](void* p) {
-    if (!Py_IsInitialized()) return;
-    PyGILState_STATE state = PyGILState_Ensure();
-    Py_DECREF(static_cast<PyObject*>(p));
-    PyGILState_Release(state);
-  });
   Array a = wrap_foreign(numel(shape) == 0 ? nullptr : reinterpret_cast<void*>(ptr), shape, strides, dtype, dev,
-                         std::move(keep_alive), op);
+                         python_keep_alive(obj), op, read_only);
   return nb::cast(finish_import(a, device, copy, op));
 }
 
 }  // namespace
+
+bool is_read_only(const Array& a) {
+  if (read_only_count.load(std::memory_order_relaxed) == 0 || !a.defined()) return false;
+  std::lock_guard<std::mutex> lock(read_only_mutex);
+  return read_only_buffers().count(a.buffer().get()) != 0;
+}
+
+void check_writable(const Array& a, const char* op) {
+  if (is_read_only(a)) {
+    throw tessel::ValueError(std::string(op) + ": the destination is a read-only view of foreign memory (imported "
+                             "from a read-only DLPack capsule, a non-writeable NumPy array or a read-only "
+                             "__cuda_array_interface__); copy it first (x.copy())");
+  }
+}
 
 void register_interop(nb::module_& m) {
   nb::class_<Array>& cls = array_class();
@@ -507,6 +642,11 @@ void register_interop(nb::module_& m) {
     return a.device().is_cuda() ? nb::make_tuple(int(kDLCUDA), a.device().index) : nb::make_tuple(int(kDLCPU), 0);
   });
   cls.def_prop_ro("__cuda_array_interface__", &cuda_array_interface);
+  m.def("from_dlpack", &from_dlpack_object, "x"_a, nb::kw_only(), "device"_a = nb::none(), "copy"_a = nb::none(),
+        "A tessel array sharing memory with x (an object with __dlpack__, or a DLPack capsule).\n\n"
+        "Zero-copy unless device differs from x's device or copy=True. The producer's memory stays alive as "
+        "long as any tessel view of it does. On CUDA, tessel's current stream is passed to the producer, "
+        "which makes it wait for its pending work. Read-only producers give read-only arrays.");
   m.def("_from_dlpack_capsule", &dlpack_import, "capsule"_a, "device"_a = nb::none(), "copy"_a = nb::none());
   m.def("_from_cuda_array_interface", &cai_import, "obj"_a, "device"_a = nb::none(), "copy"_a = nb::none());
   m.def("_check_cuda_device", [](int index) { check_cuda_device(index, "from_dlpack"); });
@@ -517,7 +657,7 @@ void register_interop(nb::module_& m) {
     return handle == 0 ? std::uintptr_t{1} : handle;
   });
   m.def("_wrap_host_pointer", [](std::uintptr_t ptr, nb::handle shape, nb::handle strides_bytes, nb::handle dtype,
-                                  nb::object owner) {
+                                  nb::handle owner, bool read_only) {
     // Zero-copy view of host memory (a NumPy array's buffer); `owner` stays alive with it.
     const DType d = to_dtype(dtype);
     const Shape s = to_shape(shape);
@@ -526,16 +666,9 @@ void register_interop(nb::module_& m) {
       if (b % itemsize(d) != 0) throw tessel::ValueError("asarray: a stride is not a multiple of the itemsize");
       strides.push_back(b / itemsize(d));
     }
-    PyObject* o = owner.release().ptr();
-    std::shared_ptr<void> keep_alive(o, [](void* p) {
-      if (!Py_IsInitialized()) return;
-      PyGILState_STATE state = PyGILState_Ensure();
-      Py_DECREF(static_cast<PyObject*>(p));
-      PyGILState_Release(state);
-    });
     return wrap_foreign(numel(s) == 0 ? nullptr : reinterpret_cast<void*>(ptr), s, strides, d, Device::cpu(),
-                        std::move(keep_alive), "asarray");
-  });
+                        python_keep_alive(owner), "asarray", read_only);
+  }, "ptr"_a, "shape"_a, "strides_bytes"_a, "dtype"_a, "owner"_a, "read_only"_a = false);
 }
 
 }  // namespace tessel::python

@@ -18,18 +18,6 @@ jit::Dim3 to_dim3(nb::handle h, const char* what) {
   return jit::Dim3(v[0], v[1], v[2]);
 }
 
-std::optional<Stream> to_optional_stream(nb::handle h, Device device) {
-  if (h.is_none()) return std::nullopt;
-  if (nb::isinstance<Stream>(h)) return nb::cast<Stream>(h);
-  if (PyLong_Check(h.ptr())) return Stream::from_handle(reinterpret_cast<void*>(nb::cast<std::uintptr_t>(h)), device);
-  // torch.cuda.Stream (.cuda_stream) and cupy streams (.ptr)
-  for (const char* attr : {"cuda_stream", "ptr"}) {
-    if (nb::hasattr(h, attr)) {
-      return Stream::from_handle(reinterpret_cast<void*>(nb::cast<std::uintptr_t>(h.attr(attr))), device);
-    }
-  }
-  throw nb::type_error("stream must be a tessel.Stream, an int handle, a torch.cuda.Stream or a CuPy stream");
-}
 
 // A kernel argument from a Python value: arrays pass their data pointer; Python bool/int/float
 // pass bool/int64/float64 (CuPy's convention); NumPy scalars pass their exact type.
@@ -94,6 +82,10 @@ nb::object elementwise_call(const jit::ElementwiseKernel& k, nb::args args, nb::
   }
   if (!device) device = default_device();
   const Stream stream = to_optional_stream(stream_arg, *device).value_or(device->is_cuda() ? current_stream(*device) : Stream::cpu());
+  if (stream.device() != *device) {
+    throw tessel::DeviceError("ElementwiseKernel '" + k.name() + "': the stream is on " + stream.device().str() +
+                              " but the arrays are on " + device->str());
+  }
   std::vector<Array> keep;  // arrays (and casts) alive until the launch is queued
   std::vector<jit::ElementwiseArg> launch_args;
   std::vector<Array> outputs;
@@ -103,6 +95,7 @@ nb::object elementwise_call(const jit::ElementwiseKernel& k, nb::args args, nb::
       Array out;
       if (args.size() == n_in + n_out) {
         out = to_array(args[n_in + (outputs.size())], *device);
+        check_writable(out, "ElementwiseKernel");
         if (out.dtype() != o.dtype) {
           throw tessel::DTypeError("ElementwiseKernel '" + k.name() + "': output '" + o.name + "' is " + dtype_name(out.dtype()) +
                                    ", declared " + dtype_name(o.dtype));

@@ -1,6 +1,9 @@
 // Ops layer: elementwise functions (Array API names plus NumPy's) and the Array operators.
 // Hot path: an operator is one C++ call that checks the operand types by hand (no overload
 // resolution, no Python wrapper) and calls the tessel op directly.
+#include <algorithm>
+#include <chrono>
+
 #include "common.hpp"
 
 namespace tessel::python {
@@ -31,12 +34,13 @@ Sym to_sym(nb::handle h) {
 
 // Returns a null object for operand types that an operator should answer NotImplemented to.
 nb::object apply_binary(const BinaryOp& op, nb::handle a, nb::handle b, bool for_operator, const Array* out = nullptr) {
+  if (out != nullptr && is_read_only(*out)) check_writable(*out, op_name(op.op));
   const OptionalArray out_arg = out ? OptionalArray(*out) : std::nullopt;
   const bool a_arr = is_array(a), b_arr = is_array(b);
-  if (a_arr && b_arr) return nb::cast(op.aa(as_array(a), as_array(b), out_arg, std::nullopt));
+  if (a_arr && b_arr) return wrap_array(op.aa(as_array(a), as_array(b), out_arg, std::nullopt));
   Scalar s;
-  if (a_arr && to_scalar(b, s)) return nb::cast(op.as(as_array(a), s, out_arg, std::nullopt));
-  if (b_arr && to_scalar(a, s)) return nb::cast(op.sa(s, as_array(b), out_arg, std::nullopt));
+  if (a_arr && to_scalar(b, s)) return wrap_array(op.as(as_array(a), s, out_arg, std::nullopt));
+  if (b_arr && to_scalar(a, s)) return wrap_array(op.sa(s, as_array(b), out_arg, std::nullopt));
   if (is_sym(a) || is_sym(b)) return nb::cast(Sym::apply(op.op, {to_sym(a), to_sym(b)}));
   if (a_arr || b_arr) {
     const Array& known = a_arr ? as_array(a) : as_array(b);
@@ -53,7 +57,7 @@ nb::object apply_binary(const BinaryOp& op, nb::handle a, nb::handle b, bool for
                                .c_str());
     }
     const Array converted = to_array(other, known.device());
-    return nb::cast(a_arr ? op.aa(known, converted, out_arg, std::nullopt) : op.aa(converted, known, out_arg, std::nullopt));
+    return wrap_array(a_arr ? op.aa(known, converted, out_arg, std::nullopt) : op.aa(converted, known, out_arg, std::nullopt));
   }
   if (for_operator) return nb::object();
   Scalar sa, sb;
@@ -61,11 +65,11 @@ nb::object apply_binary(const BinaryOp& op, nb::handle a, nb::handle b, bool for
     throw nb::type_error(("tessel." + std::string(op_name(op.op)) + ": at least one operand must be an array").c_str());
   }
   // Two non-arrays: convert both (e.g. NumPy arrays passed to a tessel function).
-  return nb::cast(op.aa(to_array(a), to_array(b), out_arg, std::nullopt));
+  return wrap_array(op.aa(to_array(a), to_array(b), out_arg, std::nullopt));
 }
 
 nb::object apply_unary(ElementwiseOp op, Unary fn, nb::handle a) {
-  if (is_array(a)) return nb::cast(fn(as_array(a), std::nullopt, std::nullopt));
+  if (is_array(a)) return wrap_array(fn(as_array(a), std::nullopt, std::nullopt));
   if (is_sym(a)) return nb::cast(Sym::apply(op, {nb::cast<Sym>(a)}));
   return nb::cast(fn(to_array(a), std::nullopt, std::nullopt));
 }
@@ -75,40 +79,145 @@ nb::object not_implemented() { return nb::borrow(Py_NotImplemented); }
 #define TESSEL_BINARY_OP(fn) \
   BinaryOp{ElementwiseOp::fn, static_cast<BinaryAA>(&tessel::fn), static_cast<BinaryAS>(&tessel::fn), static_cast<BinarySA>(&tessel::fn)}
 
+// ---- binary functions: (Array API name, op); the operator slots index into it ----
+const std::pair<const char*, BinaryOp> binary[] = {
+    {"add", TESSEL_BINARY_OP(add)},
+    {"subtract", TESSEL_BINARY_OP(subtract)},
+    {"multiply", TESSEL_BINARY_OP(multiply)},
+    {"divide", TESSEL_BINARY_OP(divide)},
+    {"floor_divide", TESSEL_BINARY_OP(floor_divide)},
+    {"remainder", TESSEL_BINARY_OP(remainder)},
+    {"pow", TESSEL_BINARY_OP(power)},
+    {"equal", TESSEL_BINARY_OP(equal)},
+    {"not_equal", TESSEL_BINARY_OP(not_equal)},
+    {"less", TESSEL_BINARY_OP(less)},
+    {"less_equal", TESSEL_BINARY_OP(less_equal)},
+    {"greater", TESSEL_BINARY_OP(greater)},
+    {"greater_equal", TESSEL_BINARY_OP(greater_equal)},
+    {"logical_and", TESSEL_BINARY_OP(logical_and)},
+    {"logical_or", TESSEL_BINARY_OP(logical_or)},
+    {"logical_xor", TESSEL_BINARY_OP(logical_xor)},
+    {"bitwise_and", TESSEL_BINARY_OP(bitwise_and)},
+    {"bitwise_or", TESSEL_BINARY_OP(bitwise_or)},
+    {"bitwise_xor", TESSEL_BINARY_OP(bitwise_xor)},
+    {"bitwise_left_shift", TESSEL_BINARY_OP(left_shift)},
+    {"bitwise_right_shift", TESSEL_BINARY_OP(right_shift)},
+    {"minimum", TESSEL_BINARY_OP(minimum)},
+    {"maximum", TESSEL_BINARY_OP(maximum)},
+    {"fmin", TESSEL_BINARY_OP(fmin)},
+    {"fmax", TESSEL_BINARY_OP(fmax)},
+    {"atan2", TESSEL_BINARY_OP(arctan2)},
+};
+
+// ---- the Array's operator slots (see array_operator_slots in common.hpp) ----
+// Binary slots get the operands in source order whichever of them is the Array (CPython calls the
+// right operand's slot with the same order), so one function serves x + 1.0 and 1.0 + x.
+PyObject* binary_slot(const BinaryOp& op, PyObject* a, PyObject* b) noexcept {
+  try {
+    nb::object r = apply_binary(op, a, b, true);
+    if (!r.is_valid()) Py_RETURN_NOTIMPLEMENTED;
+    return r.release().ptr();
+  } catch (...) {
+    return set_python_error_from_current_exception();
+  }
+}
+
+// x op= y writes into x (out=x) and returns x itself.
+PyObject* inplace_slot(const BinaryOp& op, PyObject* self, PyObject* other) noexcept {
+  try {
+    nb::object r = apply_binary(op, self, other, true, &as_array(self));
+    if (!r.is_valid()) Py_RETURN_NOTIMPLEMENTED;
+    Py_INCREF(self);
+    return self;
+  } catch (...) {
+    return set_python_error_from_current_exception();
+  }
+}
+
+template <int I>
+PyObject* binary_slot(PyObject* a, PyObject* b) noexcept { return binary_slot(binary[I].second, a, b); }
+template <int I>
+PyObject* inplace_slot(PyObject* a, PyObject* b) noexcept { return inplace_slot(binary[I].second, a, b); }
+
+constexpr int kAdd = 0, kSubtract = 1, kMultiply = 2, kDivide = 3, kFloorDivide = 4, kRemainder = 5, kPow = 6;
+constexpr int kEqual = 7, kNotEqual = 8, kLess = 9, kLessEqual = 10, kGreater = 11, kGreaterEqual = 12;
+constexpr int kAnd = 16, kOr = 17, kXor = 18, kLeftShift = 19, kRightShift = 20;
+
+// pow(x, y, mod) has no array meaning: a modulus gives NotImplemented (a TypeError).
+PyObject* power_slot(PyObject* a, PyObject* b, PyObject* mod) noexcept {
+  if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
+  return binary_slot(binary[kPow].second, a, b);
+}
+PyObject* inplace_power_slot(PyObject* a, PyObject* b, PyObject* mod) noexcept {
+  if (mod != Py_None) Py_RETURN_NOTIMPLEMENTED;
+  return inplace_slot(binary[kPow].second, a, b);
+}
+
+// tp_richcompare: self is always the Array (CPython swaps the comparison for reflected calls).
+PyObject* richcompare_slot(PyObject* self, PyObject* other, int op) noexcept {
+  switch (op) {
+    case Py_LT: return binary_slot(binary[kLess].second, self, other);
+    case Py_LE: return binary_slot(binary[kLessEqual].second, self, other);
+    case Py_EQ: return binary_slot(binary[kEqual].second, self, other);
+    case Py_NE: return binary_slot(binary[kNotEqual].second, self, other);
+    case Py_GT: return binary_slot(binary[kGreater].second, self, other);
+    case Py_GE: return binary_slot(binary[kGreaterEqual].second, self, other);
+    default: Py_RETURN_NOTIMPLEMENTED;
+  }
+}
+
+template <Array (*fn)(const Array&, const OptionalArray&, const OptionalStream&)>
+PyObject* unary_slot(PyObject* self) noexcept {
+  try {
+    return wrap_array(fn(as_array(self), std::nullopt, std::nullopt)).release().ptr();
+  } catch (...) {
+    return set_python_error_from_current_exception();
+  }
+}
+
+
+
 }  // namespace
+
+const PyType_Slot* array_operator_slots() {
+  static const PyType_Slot slots[] = {
+      {Py_nb_add, reinterpret_cast<void*>(&binary_slot<kAdd>)},
+      {Py_nb_subtract, reinterpret_cast<void*>(&binary_slot<kSubtract>)},
+      {Py_nb_multiply, reinterpret_cast<void*>(&binary_slot<kMultiply>)},
+      {Py_nb_true_divide, reinterpret_cast<void*>(&binary_slot<kDivide>)},
+      {Py_nb_floor_divide, reinterpret_cast<void*>(&binary_slot<kFloorDivide>)},
+      {Py_nb_remainder, reinterpret_cast<void*>(&binary_slot<kRemainder>)},
+      {Py_nb_power, reinterpret_cast<void*>(&power_slot)},
+      {Py_nb_and, reinterpret_cast<void*>(&binary_slot<kAnd>)},
+      {Py_nb_or, reinterpret_cast<void*>(&binary_slot<kOr>)},
+      {Py_nb_xor, reinterpret_cast<void*>(&binary_slot<kXor>)},
+      {Py_nb_lshift, reinterpret_cast<void*>(&binary_slot<kLeftShift>)},
+      {Py_nb_rshift, reinterpret_cast<void*>(&binary_slot<kRightShift>)},
+      {Py_nb_inplace_add, reinterpret_cast<void*>(&inplace_slot<kAdd>)},
+      {Py_nb_inplace_subtract, reinterpret_cast<void*>(&inplace_slot<kSubtract>)},
+      {Py_nb_inplace_multiply, reinterpret_cast<void*>(&inplace_slot<kMultiply>)},
+      {Py_nb_inplace_true_divide, reinterpret_cast<void*>(&inplace_slot<kDivide>)},
+      {Py_nb_inplace_floor_divide, reinterpret_cast<void*>(&inplace_slot<kFloorDivide>)},
+      {Py_nb_inplace_remainder, reinterpret_cast<void*>(&inplace_slot<kRemainder>)},
+      {Py_nb_inplace_power, reinterpret_cast<void*>(&inplace_power_slot)},
+      {Py_nb_inplace_and, reinterpret_cast<void*>(&inplace_slot<kAnd>)},
+      {Py_nb_inplace_or, reinterpret_cast<void*>(&inplace_slot<kOr>)},
+      {Py_nb_inplace_xor, reinterpret_cast<void*>(&inplace_slot<kXor>)},
+      {Py_nb_inplace_lshift, reinterpret_cast<void*>(&inplace_slot<kLeftShift>)},
+      {Py_nb_inplace_rshift, reinterpret_cast<void*>(&inplace_slot<kRightShift>)},
+      {Py_tp_richcompare, reinterpret_cast<void*>(&richcompare_slot)},
+      {Py_nb_negative, reinterpret_cast<void*>(&unary_slot<static_cast<Unary>(&tessel::negative)>)},
+      {Py_nb_positive, reinterpret_cast<void*>(&unary_slot<static_cast<Unary>(&tessel::positive)>)},
+      {Py_nb_absolute, reinterpret_cast<void*>(&unary_slot<static_cast<Unary>(&tessel::abs)>)},
+      {Py_nb_invert, reinterpret_cast<void*>(&unary_slot<static_cast<Unary>(&tessel::bitwise_not)>)},
+      {0, nullptr},
+  };
+  return slots;
+}
 
 void register_ops(nb::module_& m) {
   nb::class_<Array>& cls = array_class();
 
-  // ---- binary functions: (Array API name, op) ----
-  static const std::pair<const char*, BinaryOp> binary[] = {
-      {"add", TESSEL_BINARY_OP(add)},
-      {"subtract", TESSEL_BINARY_OP(subtract)},
-      {"multiply", TESSEL_BINARY_OP(multiply)},
-      {"divide", TESSEL_BINARY_OP(divide)},
-      {"floor_divide", TESSEL_BINARY_OP(floor_divide)},
-      {"remainder", TESSEL_BINARY_OP(remainder)},
-      {"pow", TESSEL_BINARY_OP(power)},
-      {"equal", TESSEL_BINARY_OP(equal)},
-      {"not_equal", TESSEL_BINARY_OP(not_equal)},
-      {"less", TESSEL_BINARY_OP(less)},
-      {"less_equal", TESSEL_BINARY_OP(less_equal)},
-      {"greater", TESSEL_BINARY_OP(greater)},
-      {"greater_equal", TESSEL_BINARY_OP(greater_equal)},
-      {"logical_and", TESSEL_BINARY_OP(logical_and)},
-      {"logical_or", TESSEL_BINARY_OP(logical_or)},
-      {"logical_xor", TESSEL_BINARY_OP(logical_xor)},
-      {"bitwise_and", TESSEL_BINARY_OP(bitwise_and)},
-      {"bitwise_or", TESSEL_BINARY_OP(bitwise_or)},
-      {"bitwise_xor", TESSEL_BINARY_OP(bitwise_xor)},
-      {"bitwise_left_shift", TESSEL_BINARY_OP(left_shift)},
-      {"bitwise_right_shift", TESSEL_BINARY_OP(right_shift)},
-      {"minimum", TESSEL_BINARY_OP(minimum)},
-      {"maximum", TESSEL_BINARY_OP(maximum)},
-      {"fmin", TESSEL_BINARY_OP(fmin)},
-      {"fmax", TESSEL_BINARY_OP(fmax)},
-      {"atan2", TESSEL_BINARY_OP(arctan2)},
-  };
   for (const auto& [name, op] : binary) {
     const BinaryOp* p = &op;
     m.def(name, [p](nb::handle x1, nb::handle x2, nb::handle out) -> nb::object {
@@ -178,8 +287,7 @@ void register_ops(nb::module_& m) {
       }, "other"_a.none());
     }
   };
-  def_operators(cls, true);
-  def_operators(sym_cls, false);
+  def_operators(sym_cls, false);  // the Array's operators are type slots (array_operator_slots)
   sym_cls.def("__neg__", [](const Sym& a) { return negative(a); });
   sym_cls.attr("__hash__") = nb::none();
   cls.attr("__hash__") = nb::none();
@@ -219,13 +327,23 @@ void register_ops(nb::module_& m) {
            {"absolute", "abs"}, {"conjugate", "conj"}}) {
     m.attr(alias) = m.attr(name);
   }
-  cls.def("__neg__", [](nb::handle self) { return negative(as_array(self)); });
-  cls.def("__pos__", [](nb::handle self) { return positive(as_array(self)); });
-  cls.def("__abs__", [](nb::handle self) { return abs(as_array(self)); });
-  cls.def("__invert__", [](nb::handle self) { return bitwise_not(as_array(self)); });
   cls.def("conj", [](const Array& self) { return conj(self); });
   cls.def_prop_ro("real", [](const Array& self) { return real(self); });
   cls.def_prop_ro("imag", [](const Array& self) { return imag(self); });
+
+  // For the overhead breakdown (scripts/overhead_probe.py): the per-call host time of tessel::add
+  // called from C++ (no Python), so that x + y minus this is the Python layer's part.
+  m.def("_time_add_in_cpp", [](const Array& x, const Array& y, nb::handle out, int calls) {
+    const OptionalArray out_arg = out.is_none() ? OptionalArray() : OptionalArray(as_array(out));
+    if (out_arg) check_writable(*out_arg, "add");
+    nb::gil_scoped_release release;
+    for (int i = 0; i < std::max(1, calls / 10); ++i) (void)tessel::add(x, y, out_arg, std::nullopt);  // warm-up
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) (void)tessel::add(x, y, out_arg, std::nullopt);
+    const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+    return took.count() / std::max(1, calls);
+  }, "x"_a, "y"_a, "out"_a = nb::none(), "calls"_a = 20000,
+  "Per-call microseconds of tessel::add(x, y[, out]) in a C++ loop (host time, no synchronization).");
 
   // ---- where and clip ----
   m.def("where", [](nb::handle cond, nb::handle x1, nb::handle x2) -> nb::object {

@@ -71,8 +71,7 @@ Array host_array(nb::handle h, const char* what) {
 nb::object to_python(const Array& a, bool numpy) {
   nb::object obj = nb::cast(a);
   if (!numpy) return obj;
-  static nb::object* from_dlpack = new nb::object(nb::module_::import_("numpy").attr("from_dlpack"));
-  return (*from_dlpack)(obj);
+  return numpy_module().attr("from_dlpack")(obj);
 }
 
 ProgressMode to_progress(nb::handle h) {
@@ -159,7 +158,10 @@ nb::object run_pipeline(PyPipeline& self, nb::handle input, nb::handle out, nb::
   const Pipeline::Compute compute = self.make_compute();
   SharedObject callback = on_chunk.is_none() ? nullptr : share(on_chunk);
   std::optional<Array> out_array;
-  if (!out.is_none()) out_array = host_array(out, "out");
+  if (!out.is_none()) {
+    out_array = host_array(out, "out");
+    check_writable(*out_array, "Pipeline.run(out=)");
+  }
 
   // Each chunk's result goes to Python as a copy: the C++ chunk may be a staging buffer that
   // the next chunk reuses, and Python code may keep what it is given.

@@ -20,10 +20,7 @@ using Vec3 = std::array<double, 3>;
 
 // ---- host float vectors <-> NumPy ----
 
-nb::object numpy() {
-  static nb::object* np = new nb::object(nb::module_::import_("numpy"));  // leaked: lives until exit
-  return *np;
-}
+nb::object numpy() { return nb::borrow(numpy_module()); }
 
 // Any array-like (NumPy, list, tessel CPU array, scalar) as float32 values: `rows` x `cols`
 // (cols 0: a vector of rows values; a scalar is broadcast to it). ShapeError names the field.

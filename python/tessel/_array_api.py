@@ -17,7 +17,6 @@ __all__ = [
     "copysign", "hypot", "logaddexp", "signbit", "to_numpy",
 ]
 
-_DLPACK_CPU, _DLPACK_CUDA, _DLPACK_CUDA_HOST = 1, 2, 3
 _dtype_names = [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
@@ -30,40 +29,9 @@ def _dt(name):
     return getattr(_tessel, name)
 
 
-def _is_capsule(x):
-    return type(x).__name__ == "PyCapsule"
-
-
-def _default_stream_handle(device_id):
-    """The DLPack stream integer of tessel's current stream on cuda:device_id."""
-    handle = _tessel.current_stream(Device(f"cuda:{device_id}")).handle
-    return handle if handle != 0 else 1  # 0 is ambiguous in DLPack: 1 is the legacy default stream
-
-
-def from_dlpack(x, /, *, device=None, copy=None):
-    """A tessel array sharing memory with `x` (an object with __dlpack__, or a DLPack capsule).
-
-    Zero-copy unless `device` differs from x's device or copy=True. The producer's memory stays
-    alive as long as any tessel view of it does (the capsule's deleter runs then). On CUDA,
-    tessel's current stream is passed to the producer, which makes it wait for its pending work.
-    """
-    if _is_capsule(x):
-        return _tessel._from_dlpack_capsule(x, device, copy)
-    if not hasattr(x, "__dlpack__") or not hasattr(x, "__dlpack_device__"):
-        raise TypeError(f"from_dlpack: {type(x).__name__} does not implement the DLPack protocol (__dlpack__)")
-    dev_type, dev_id = x.__dlpack_device__()
-    dev_type = int(dev_type)
-    stream = None
-    if dev_type == _DLPACK_CUDA:
-        stream = _tessel._dlpack_consumer_stream(int(dev_id))
-    elif dev_type not in (_DLPACK_CPU, _DLPACK_CUDA_HOST):
-        raise DeviceError(f"from_dlpack: unsupported DLPack device type {dev_type} (tessel handles CPU and CUDA)")
-    try:
-        capsule = x.__dlpack__(stream=stream, max_version=(1, 0))
-    except TypeError:  # producers of the pre-1.0 protocol take no max_version
-        capsule = x.__dlpack__(stream=stream) if stream is not None else x.__dlpack__()
-    return _tessel._from_dlpack_capsule(capsule, device, copy)
-
+# The whole DLPack import is one C++ call (python/bindings/interop.cpp: from_dlpack_object): the
+# device query, the stream handshake and the capsule import cost no Python-level work.
+from_dlpack = _tessel.from_dlpack
 
 DeviceError = _tessel.DeviceError
 
@@ -101,7 +69,9 @@ def _host_array(obj, dtype, device, copy):
     if target.type == "cpu" and copy is not True and arr.dtype == getattr(obj, "dtype", None) and arr is obj:
         # Zero-copy view of the NumPy buffer; the NumPy array stays alive with it.
         if all(s % arr.itemsize == 0 for s in arr.strides) and arr.ctypes.data % arr.itemsize == 0:
-            return _tessel._wrap_host_pointer(arr.ctypes.data, arr.shape, arr.strides, arr.dtype.name, arr)
+            # A non-writeable NumPy array comes in read-only (writes into it raise).
+            return _tessel._wrap_host_pointer(arr.ctypes.data, arr.shape, arr.strides, arr.dtype.name, arr,
+                                              not arr.flags.writeable)
         if copy is False:
             raise ValueError("asarray: copy=False but the NumPy array's strides are not a multiple of its itemsize")
     elif copy is False:

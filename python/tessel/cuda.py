@@ -40,8 +40,8 @@ def stream(s):
     if not isinstance(s, Stream):
         if hasattr(s, "cuda_stream"):  # torch.cuda.Stream
             s = ExternalStream(s.cuda_stream, getattr(s, "device", None))
-        elif hasattr(s, "ptr"):  # cupy.cuda.Stream
-            s = ExternalStream(s.ptr)
+        elif hasattr(s, "ptr"):  # cupy.cuda.Stream: on its own device, not necessarily the current one
+            s = ExternalStream(s.ptr, _foreign_stream_device(s))
         else:
             raise TypeError(f"ts.cuda.stream: expected a tessel.Stream, torch.cuda.Stream or CuPy stream, got {type(s).__name__}")
     if s.device.type != "cuda":
@@ -53,6 +53,12 @@ def stream(s):
         yield s
     finally:
         _tessel.set_current_stream(previous)
+
+
+def _foreign_stream_device(s):
+    """The tessel device of a CuPy stream (its .device_id), or None (tessel's default device)."""
+    index = getattr(s, "device_id", None)
+    return None if index is None or index < 0 else f"cuda:{int(index)}"
 
 
 def ExternalStream(ptr, device=None):

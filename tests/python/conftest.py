@@ -1,5 +1,8 @@
 """Shared fixtures: every test body that takes `device` runs on the CPU and on CUDA (skipped
 with the reason when no GPU is usable)."""
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -46,3 +49,27 @@ def assert_close(actual, expected, rtol=None, atol=None):
         np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def main_thread_stall(work):
+    """Runs work() in a second thread while this thread spins; returns (the longest pause of this
+    thread's loop meanwhile, how long work took). A call that kept the GIL stalls this thread for
+    its whole duration, one that releases it stalls it for at most a switch interval."""
+    done = threading.Event()
+    took = []
+
+    def run():
+        t0 = time.perf_counter()
+        work()
+        took.append(time.perf_counter() - t0)
+        done.set()
+
+    worker = threading.Thread(target=run)
+    last = time.perf_counter()
+    gap = 0.0
+    worker.start()
+    while not done.is_set():
+        now = time.perf_counter()
+        gap, last = max(gap, now - last), now
+    worker.join()
+    return gap, took[0]

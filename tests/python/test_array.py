@@ -191,6 +191,37 @@ def test_operators_and_weak_scalars(device, rng):
     assert_close(r, a + a)
 
 
+def test_operator_slots(device, rng):
+    """Operators are C++ type slots: operand order, NotImplemented and error translation."""
+    a = random_array(rng, (3,), "float32")
+    x = ts.asarray(a, device=device, copy=True)
+    assert_close(3.0 - x, np.float32(3) - a)  # the scalar on the left keeps its place
+    assert_close(x - 3.0, a - np.float32(3))
+    assert_close(2.0 / x, np.float32(2) / a)
+    assert_close(2.0 < x, np.float32(2) < a)  # reflected comparison: x > 2.0
+    assert_close(x ** 2, a ** 2, rtol=1e-5)
+    i = ts.asarray(np.array([6, 5, 12], "int32"), device=device)
+    assert_close(~i, ~np.array([6, 5, 12], "int32"))
+    assert_close(3 & i, 3 & np.array([6, 5, 12], "int32"))
+    assert_close(1 << i % 4, 1 << np.array([6, 5, 12], "int32") % 4)
+    assert type(x).__add__ is not None and type(x).__radd__ is not None
+    with pytest.raises(TypeError, match="unsupported operand"):
+        x + object()
+    with pytest.raises(TypeError):
+        pow(x, 2, 3)  # no modulus for arrays
+    assert (x == None) is False and (x != None) is True  # noqa: E711  (Python's fallback)
+    with pytest.raises(TypeError):
+        x < "text"
+    # C++ errors raised inside a slot come out as the tessel exceptions.
+    with pytest.raises(ts.ShapeError, match="add"):
+        x + ts.ones((2,), device=device)
+    with pytest.raises(ts.ShapeError):
+        x += ts.ones((2,), device=device)
+    with pytest.raises(ts.DTypeError, match="bitwise_not"):
+        ~x
+    assert_close(x, a)  # nothing was written by the failed in-place op
+
+
 def test_inplace_operators(device, rng):
     a = random_array(rng, (4,), "float64")
     x = ts.asarray(a, device=device, copy=True)  # on the CPU asarray(a) would share a's memory

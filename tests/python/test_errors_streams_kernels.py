@@ -1,11 +1,12 @@
 """Error mapping, streams, memory helpers, fuse and user kernels."""
 import threading
+import time
 
 import numpy as np
 import pytest
 
 import tessel as ts
-from conftest import assert_close
+from conftest import assert_close, main_thread_stall
 
 needs_cuda = pytest.mark.skipif(not ts.cuda_available(), reason="needs a CUDA device")
 
@@ -168,13 +169,49 @@ def test_raw_kernel_cuda():
 
 
 def test_gil_released_during_host_reads():
-    # A second thread makes progress while the main thread blocks in synchronize/host reads.
-    x = ts.ones((1 << 16,), dtype=ts.float64)
-    done = []
-    t = threading.Thread(target=lambda: done.append(float(ts.sum(x))))
-    t.start()
-    for _ in range(10):
-        ts.synchronize("cpu")
-        x.wait()
-    t.join(timeout=30)
-    assert done == [float(1 << 16)]
+    """Host copies of large arrays (x.__array__, to_numpy, asarray from NumPy) release the GIL: the
+    main thread keeps running while they copy. Fails if the GIL is held (the stall equals the call)."""
+    reads = {
+        "__array__": lambda x, h: x.__array__(),
+        "asarray(copy=True)": lambda x, h: ts.asarray(h, device="cpu", copy=True),
+    }
+    for name, read in reads.items():
+        for n in (1 << 22, 1 << 24, 1 << 26):
+            h = np.ones(n, dtype=np.float64)
+            x = ts.asarray(h, device="cpu", copy=True)
+            gap, took = main_thread_stall(lambda: read(x, h))
+            if took >= 0.05:
+                break
+        assert took >= 0.02, f"{name}: too fast to tell ({took:.4f} s)"
+        assert gap < 0.5 * took, f"{name}: the main thread stalled {gap:.4f} s during a {took:.4f} s read (GIL held?)"
+
+
+_SPIN = r"""
+extern "C" __global__ void spin(long long cycles, float* out) {
+  long long start = clock64();
+  while (clock64() - start < cycles) {}
+  out[0] = 1.0f;
+}
+"""
+
+
+@pytest.mark.skipif(not ts.cuda_available(), reason="needs a CUDA device")
+def test_gil_released_while_waiting_for_the_device():
+    """The host waits for a long kernel (~0.3 s) in a second thread; the main thread must keep
+    running. Each blocking wait is checked: synchronize, Stream.synchronize, item, __array__."""
+    kernel = ts.RawKernel(_SPIN, "spin")
+    rate_hz = 2.0e9  # upper bound of an H100's SM clock: at least ~0.3 s of spinning
+    waits = {
+        "ts.synchronize": lambda x: ts.synchronize("cuda:0"),
+        "Stream.synchronize": lambda x: ts.current_stream(ts.Device("cuda:0")).synchronize(),
+        "item": lambda x: x[0].item(),
+        "__array__": lambda x: x.__array__(),
+    }
+    for name, wait in waits.items():
+        x = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
+        ts.synchronize("cuda:0")
+        kernel((1,), (1,), (np.int64(int(0.3 * rate_hz)), x))
+        gap, took = main_thread_stall(lambda: wait(x))
+        assert took >= 0.1, f"{name}: returned after {took:.3f} s, before the kernel could finish"
+        assert gap < 0.5 * took, f"{name}: the main thread stalled {gap:.3f} s during a {took:.3f} s wait (GIL held?)"
+        assert x[0].item() == 1.0

@@ -248,3 +248,230 @@ def test_jax_interop():
     assert_close(x, np.arange(4.0, dtype="float32"))
     b = jax.dlpack.from_dlpack(x * 2)
     assert np.allclose(np.asarray(b), np.arange(4.0) * 2)
+
+
+# ---- ts.from_dlpack in one C++ call: protocol details (issue 4) ----
+class _RecordingProducer:
+    """Wraps a NumPy array; records the keywords __dlpack__ was called with."""
+
+    def __init__(self, array, legacy=False, device=(1, 0)):
+        self.array, self.legacy, self.device, self.calls = array, legacy, device, []
+
+    def __dlpack_device__(self):
+        return self.device
+
+    def __dlpack__(self, stream=None, **kwargs):
+        if self.legacy and kwargs:
+            raise TypeError("__dlpack__() got an unexpected keyword argument 'max_version'")
+        self.calls.append(dict(stream=stream, **kwargs))
+        return self.array.__dlpack__(**kwargs) if kwargs else self.array.__dlpack__()
+
+
+def test_from_dlpack_passes_stream_and_max_version():
+    a = np.arange(6, dtype=np.float32)
+    p = _RecordingProducer(a)
+    x = ts.from_dlpack(p)
+    assert p.calls == [{"stream": None, "max_version": (1, 0)}]  # CPU: no stream
+    assert_close(x, a)
+    a[1] = 42
+    assert x[1].item() == 42  # zero-copy
+
+
+def test_from_dlpack_device_as_intenum():
+    """PyTorch returns its DLDeviceType IntEnum from __dlpack_device__."""
+    import enum
+
+    class DLDeviceType(enum.IntEnum):
+        kDLCPU = 1
+
+    a = np.arange(3, dtype=np.float64)
+    x = ts.from_dlpack(_RecordingProducer(a, device=(DLDeviceType.kDLCPU, 0)))
+    assert_close(x, a)
+
+
+def test_from_dlpack_falls_back_for_pre_1_0_producers():
+    a = np.arange(4, dtype=np.int32)
+    p = _RecordingProducer(a, legacy=True)
+    x = ts.from_dlpack(p)
+    assert p.calls == [{"stream": None}]
+    assert_close(x, a)
+
+
+def test_from_dlpack_errors_are_clear():
+    with pytest.raises(TypeError, match="does not implement the DLPack protocol"):
+        ts.from_dlpack(object())
+
+    class Broken:
+        def __dlpack_device__(self):
+            return (1, 0)
+
+        def __dlpack__(self, **kwargs):
+            raise RuntimeError("producer failed")
+
+    with pytest.raises(RuntimeError, match="producer failed"):  # the producer's own error, unchanged
+        ts.from_dlpack(Broken())
+    if ts.cuda_available():
+        with pytest.raises(ValueError, match="copy=False"):
+            ts.from_dlpack(np.ones(3, np.float32), device="cuda:0", copy=False)
+    # copy=True gives an independent array.
+    a = np.ones(3, np.float32)
+    y = ts.from_dlpack(a, copy=True)
+    a[0] = 5
+    assert y[0].item() == 1
+
+
+@needs_cuda
+def test_from_dlpack_cuda_stream_handshake():
+    """tessel's current stream goes to the producer: 1 for the legacy default stream, else its handle."""
+    x = ts.arange(4, dtype=ts.float32, device="cuda")
+
+    class Producer:
+        def __init__(self):
+            self.streams = []
+
+        def __dlpack_device__(self):
+            return (2, 0)
+
+        def __dlpack__(self, stream=None, max_version=None):
+            self.streams.append(stream)
+            return x.__dlpack__(stream=stream, max_version=max_version)
+
+    p = Producer()
+    assert ts.from_dlpack(p).tolist() == [0, 1, 2, 3]
+    s = ts.Stream()
+    with ts.cuda.stream(s):
+        ts.from_dlpack(p)
+    default = ts.current_stream(ts.Device("cuda:0")).handle
+    assert p.streams[0] == (default if default != 0 else 1)
+    assert p.streams[1] == s.handle
+
+
+# ---- read-only foreign memory (review item): writes raise instead of writing ----
+def _assert_writes_refused(x):
+    before = np.asarray(x).copy()
+    with pytest.raises(ValueError, match="read-only"):
+        x[0] = 7
+    with pytest.raises(ValueError, match="read-only"):
+        ts.add(x, x, out=x)
+    with pytest.raises(ValueError, match="read-only"):
+        x += 1
+    with pytest.raises(ValueError, match="read-only"):
+        x[1:] = 3  # a view shares the read-only memory
+    np.testing.assert_array_equal(np.asarray(x), before)  # nothing was written
+    y = x.copy()  # a copy is writable
+    y[0] = 7
+    assert y[0].item() == 7
+    assert ts.add(x, x).tolist() == (before * 2).tolist()  # reading still works
+
+
+def test_readonly_numpy_array_comes_in_readonly():
+    a = np.arange(4, dtype=np.float32)
+    a.flags.writeable = False
+    x = ts.asarray(a)
+    _assert_writes_refused(x)
+    np.testing.assert_array_equal(a, np.arange(4, dtype=np.float32))
+    # Exported again, it stays read-only (the DLPack read-only flag); a legacy capsule cannot say so.
+    assert not np.from_dlpack(x).flags.writeable
+    with pytest.raises(BufferError, match="read-only"):
+        x.__dlpack__()
+    assert x.__dlpack__(copy=True) is not None  # a copy is writable, any capsule kind
+    # A writable NumPy array stays writable.
+    b = np.arange(4, dtype=np.float32)
+    z = ts.asarray(b)
+    z[0] = 9
+    assert b[0] == 9 and np.from_dlpack(z).flags.writeable
+
+
+def test_readonly_dlpack_flag_is_honoured():
+    a = np.arange(4, dtype=np.float64)
+    a.flags.writeable = False  # NumPy exports a versioned capsule with DLPACK_FLAG_BITMASK_READ_ONLY
+    _assert_writes_refused(ts.from_dlpack(a))
+    _assert_writes_refused(ts.from_dlpack(a.__dlpack__(max_version=(1, 0))))
+
+
+def test_readonly_matmul_out_is_refused():
+    a = np.eye(2, dtype=np.float32)
+    a.flags.writeable = False
+    x = ts.asarray(a)
+    with pytest.raises(ValueError, match="read-only"):
+        ts.matmul(ts.ones((2, 2)), ts.ones((2, 2)), out=x)
+    np.testing.assert_array_equal(a, np.eye(2, dtype=np.float32))
+
+
+@needs_cuda
+def test_readonly_cuda_array_interface():
+    x = ts.arange(4, dtype=ts.float32, device="cuda")
+
+    class Holder:
+        def __init__(self, iface):
+            self.__cuda_array_interface__ = iface
+
+    iface = dict(x.__cuda_array_interface__)
+    iface["data"] = (iface["data"][0], True)
+    r = ts.asarray(Holder(iface))
+    _assert_writes_refused(r)
+    assert r.__cuda_array_interface__["data"][1] is True
+    assert x.__cuda_array_interface__["data"][1] is False
+    x[0] = 5  # the original owner is still writable
+
+
+# ---- CuPy streams belong to their own device (review item) ----
+class _FakeCupyStream:
+    def __init__(self, ptr, device_id):
+        self.ptr, self.device_id = ptr, device_id
+
+
+def test_cupy_stream_device_is_its_own():
+    assert ts.cuda._foreign_stream_device(_FakeCupyStream(123, 1)) == "cuda:1"
+    assert ts.cuda._foreign_stream_device(_FakeCupyStream(123, -1)) is None
+    assert ts.cuda._foreign_stream_device(object()) is None
+
+
+@needs_cuda
+def test_cupy_stream_context_uses_the_streams_device():
+    last = ts.device_count() - 1
+    s = ts.Stream(ts.Device(f"cuda:{last}"))
+    with ts.cuda.stream(_FakeCupyStream(s.handle, last)) as adopted:
+        assert adopted.device == ts.Device(f"cuda:{last}")
+        assert ts.current_stream(ts.Device(f"cuda:{last}")).handle == s.handle
+
+
+@needs_cuda
+def test_dlpack_export_to_another_stream_waits_every_time():
+    """The consumer's stream waits for the producer's pending kernel, also when the hand-over event
+    is reused (twice in a row, a slow kernel each time: without the wait the read sees 0)."""
+    from test_errors_streams_kernels import _SPIN
+
+    kernel = ts.RawKernel(_SPIN, "spin")
+    consumer = ts.Stream()
+    for _ in range(2):
+        x = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
+        ts.synchronize("cuda:0")
+        kernel((1,), (1,), (np.int64(100_000_000), x))  # ~50 ms, then x[0] = 1
+        y = ts.from_dlpack(x.__dlpack__(stream=consumer.handle, max_version=(1, 0)))
+        with ts.cuda.stream(consumer):
+            z = y + 0.0  # queued on the consumer stream
+        assert z.item() == 1.0
+
+
+@needs_cuda
+def test_cai_import_waits_for_the_producers_stream():
+    """A __cuda_array_interface__ stream: tessel's current stream waits for the producer's pending
+    kernel (twice, so the reused hand-over event is exercised)."""
+    from test_errors_streams_kernels import _SPIN
+
+    kernel = ts.RawKernel(_SPIN, "spin")
+    producer = ts.Stream()
+
+    class Holder:
+        def __init__(self, iface):
+            self.__cuda_array_interface__ = iface
+
+    for _ in range(2):
+        x = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
+        ts.synchronize("cuda:0")
+        kernel((1,), (1,), (np.int64(100_000_000), x), stream=producer)  # ~50 ms, then x[0] = 1
+        iface = dict(x.__cuda_array_interface__)
+        iface["stream"] = producer.handle
+        y = ts.asarray(Holder(iface))
+        assert (y + 0.0).item() == 1.0

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tessel as ts
-from conftest import random_array
+from conftest import main_thread_stall, random_array
 
 TOL = {"float32": 2e-5, "complex64": 2e-5, "float64": 1e-12, "complex128": 1e-12, "float16": 2e-3,
        "bfloat16": 1e-2, "tf32": 2e-3}
@@ -428,29 +428,6 @@ def test_torch_interop_of_matmul_results():
     assert bool(((r.double() - want).abs() <= TOL["bfloat16"] * (hb.double().abs() @ hc.double().abs())).all())
 
 
-def _max_main_thread_gap(work):
-    """Runs work() in a thread; returns (longest pause of the main thread's loop meanwhile, run time).
-    A call that kept the GIL would stall the main thread for its whole duration."""
-    import threading
-    import time
-
-    done = threading.Event()
-
-    def run():
-        work()
-        done.set()
-
-    t = threading.Thread(target=run)
-    t0 = last = time.perf_counter()
-    gap = 0.0
-    t.start()
-    while not done.is_set():
-        now = time.perf_counter()
-        gap, last = max(gap, now - last), now
-    t.join()
-    return gap, time.perf_counter() - t0
-
-
 def test_gil_is_released_while_products_and_cpu_ffts_run():
     import time
 
@@ -485,6 +462,6 @@ def test_gil_is_released_while_products_and_cpu_ffts_run():
                               ("Matmul.execute", plan_op, [768, 1024, 1536, 2048, 3072, 4096]),
                               ("fft", fft_op, [32, 128, 512, 1024])]:
         op, once = sized(make, sizes)
-        gap, total = _max_main_thread_gap(op)
+        gap, _ = main_thread_stall(op)
         # Holding the GIL would stall the main thread for the whole call (gap ~ once).
         assert gap < 0.5 * once, f"{name}: the main thread stalled {gap:.3f} s during a {once:.3f} s call (GIL held?)"
