@@ -367,7 +367,7 @@ def _assert_writes_refused(x):
 def test_readonly_numpy_array_comes_in_readonly():
     a = np.arange(4, dtype=np.float32)
     a.flags.writeable = False
-    x = ts.asarray(a)
+    x = ts.asarray(a, device="cpu")  # zero-copy only on the CPU (a GPU default device copies)
     _assert_writes_refused(x)
     np.testing.assert_array_equal(a, np.arange(4, dtype=np.float32))
     # Exported again, it stays read-only (the DLPack read-only flag); a legacy capsule cannot say so.
@@ -377,7 +377,7 @@ def test_readonly_numpy_array_comes_in_readonly():
     assert x.__dlpack__(copy=True) is not None  # a copy is writable, any capsule kind
     # A writable NumPy array stays writable.
     b = np.arange(4, dtype=np.float32)
-    z = ts.asarray(b)
+    z = ts.asarray(b, device="cpu")
     z[0] = 9
     assert b[0] == 9 and np.from_dlpack(z).flags.writeable
 
@@ -392,9 +392,9 @@ def test_readonly_dlpack_flag_is_honoured():
 def test_readonly_matmul_out_is_refused():
     a = np.eye(2, dtype=np.float32)
     a.flags.writeable = False
-    x = ts.asarray(a)
+    x = ts.asarray(a, device="cpu")
     with pytest.raises(ValueError, match="read-only"):
-        ts.matmul(ts.ones((2, 2)), ts.ones((2, 2)), out=x)
+        ts.matmul(ts.ones((2, 2), device="cpu"), ts.ones((2, 2), device="cpu"), out=x)
     np.testing.assert_array_equal(a, np.eye(2, dtype=np.float32))
 
 
