@@ -29,6 +29,7 @@
 #include "tessel/tessel.hpp"
 
 #if defined(TESSEL_HAVE_CUDA)
+#include <cuda.h>  // driver API types only; the functions come from cudaGetDriverEntryPointByVersion
 #include <cuda_runtime_api.h>
 #endif
 
@@ -125,6 +126,40 @@ int main(int argc, char** argv) {
       stream);
   results["cudaLaunchKernel_us"] = raw_us;
   std::printf("bare cudaLaunchKernel:         %.2f us host per call\n", raw_us);
+
+  // The same kernel through the driver API (CUfunction of the current context, cuLaunchKernel):
+  // does skipping the runtime's per-launch resolution of the library kernel handle save time?
+  {
+    using KernelGetFunction = CUresult (*)(CUfunction*, CUkernel);
+    using LaunchKernel = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                      unsigned, CUstream, void**, void**);
+    void* get_fn = nullptr;
+    void* launch_fn = nullptr;
+    cudaDriverEntryPointQueryResult q1{}, q2{};
+    if (cudaGetDriverEntryPointByVersion("cuKernelGetFunction", &get_fn, 12000, cudaEnableDefault, &q1) == cudaSuccess &&
+        cudaGetDriverEntryPointByVersion("cuLaunchKernel", &launch_fn, 12000, cudaEnableDefault, &q2) == cudaSuccess &&
+        get_fn && launch_fn) {
+      CUfunction function = nullptr;
+      const auto kernel = static_cast<CUkernel>(const_cast<void*>(empty_kernel.handle()));
+      if (reinterpret_cast<KernelGetFunction>(get_fn)(&function, kernel) == CUDA_SUCCESS) {
+        auto launch = reinterpret_cast<LaunchKernel>(launch_fn);
+        const double drv_us = host_us_per_call(
+            [&] {
+              if (launch(function, 4, 1, 1, 256, 1, 1, 0, static_cast<CUstream>(raw_stream), kernel_args, nullptr) !=
+                  CUDA_SUCCESS) {
+                std::printf("cuLaunchKernel failed\n");
+                std::exit(1);
+              }
+            },
+            stream);
+        results["cuLaunchKernel_us"] = drv_us;
+        std::printf("driver cuLaunchKernel:         %.2f us host per call\n", drv_us);
+      }
+    } else {
+      (void)cudaGetLastError();
+      std::printf("driver entry points unavailable; cuLaunchKernel not timed\n");
+    }
+  }
 
   jit::LaunchConfig config;
   config.grid = jit::Dim3(4);

@@ -51,9 +51,11 @@ constexpr int kMaxElementwiseUnroll = 8;
 // TESSEL_EW_TUNING="block,unroll,waves" when set, else the values below (reasoning in
 // docs/ops.md). The bench sweeps it (bench/elementwise_bench.cpp).
 struct ElementwiseTuning {
-  int block = 256;  // threads per block, multiple of 32 in [32, 1024]
-  int unroll = 4;   // contiguous layout: 16-byte vectors per thread per loop trip, 1..8
-  int waves = 8;    // grid cap in full waves of resident blocks; beyond it threads grid-stride
+  // Defaults from the H100 sweep in bench/elementwise_bench.cpp (2026-11-23): 128/2/64 was the
+  // fastest for the 1e8 add (102.7% of copy vs 100.3% for 256/4/8) and as fast at 1e7.
+  int block = 128;  // threads per block, multiple of 32 in [32, 1024]
+  int unroll = 2;   // contiguous layout: 16-byte vectors per thread per loop trip, 1..8
+  int waves = 64;   // grid cap in full waves of resident blocks; beyond it threads grid-stride
   bool operator==(const ElementwiseTuning& o) const { return block == o.block && unroll == o.unroll && waves == o.waves; }
 };
 ElementwiseTuning elementwise_tuning();
