@@ -527,6 +527,17 @@ void settle_for_export(const Array& a) {
   a.wait();
 }
 
+// The array behind py_object, or TypeError (the table belongs to tessel.Array and its subclasses).
+const Array& exchange_array(void* py_object) {
+  nb::handle h(static_cast<PyObject*>(py_object));
+  if (h.ptr() == nullptr || !is_array(h)) {
+    throw nb::type_error(("DLPack exchange: expected a tessel.Array, got " +
+                          std::string(h.ptr() == nullptr ? "NULL" : nb::inst_name(h).c_str()))
+                             .c_str());
+  }
+  return *nb::inst_ptr<Array>(h);
+}
+
 // The C functions of the table must not throw: errors become a Python exception (taking the GIL,
 // as the allocator and current_work_stream may be called without it) and -1.
 int exchange_failed() noexcept {
@@ -580,7 +591,7 @@ int exchange_allocate(DLTensor* prototype, DLManagedTensorVersioned** out, void*
 
 int exchange_from_py_object(void* py_object, DLManagedTensorVersioned** out) noexcept {
   try {
-    const Array& a = as_array(nb::handle(static_cast<PyObject*>(py_object)));
+    const Array& a = exchange_array(py_object);
     settle_for_export(a);
     *out = new_versioned(a, false);
     return 0;
@@ -609,7 +620,7 @@ int exchange_to_py_object(DLManagedTensorVersioned* tensor, void** out_py_object
 // never change shape in place).
 int exchange_dltensor_from_py_object(void* py_object, DLTensor* out) noexcept {
   try {
-    const Array& a = as_array(nb::handle(static_cast<PyObject*>(py_object)));
+    const Array& a = exchange_array(py_object);
     settle_for_export(a);
     fill_tensor(*out, a, a.shape().data(), a.strides().data());
     return 0;
