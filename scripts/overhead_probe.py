@@ -7,7 +7,8 @@ of the tiny ops, then two breakdowns:
               and __dlpack__ with the stream tessel passes, tessel's capsule import, tessel's
               __dlpack__ and torch's import), then ts.from_dlpack(t) and the round trip with the
               DLPack C exchange fast path on and off (ts._tessel._dlpack_exchange; the environment
-              variable TESSEL_DLPACK_EXCHANGE=0 starts it off), with the fast path's hit count.
+              variable TESSEL_DLPACK_EXCHANGE=0 starts it off), with the fast path's hit count, and
+              the round trip with both halves through the C tables (ts.export_to(.., torch.Tensor)).
 Runs on the CPU backend without a GPU (torch rows are skipped without torch).
 Usage: python3 scripts/overhead_probe.py [calls]"""
 import sys
@@ -145,4 +146,10 @@ for label, on in (("on", True), ("off", False)):
          f"(fast path taken: {'yes' if took else 'no'})")
     show(f"round trip, fast path {label}", split[label]["round trip"],
          "(target <= 10 us)" if label == "on" else "")
+if has_api:
+    both = per_call(lambda: ts.export_to(ts.from_dlpack(t), torch.Tensor))
+    assert ts.export_to(tx, torch.Tensor).data_ptr() == t.data_ptr(), "ts.export_to copied"
+    show("ts.export_to(tx, torch.Tensor)", per_call(lambda: ts.export_to(tx, torch.Tensor)),
+         "(torch's table instead of torch.from_dlpack)")
+    show("round trip through both tables", both, "ts.export_to(ts.from_dlpack(t), torch.Tensor); target <= 10 us")
 show("fast path saves on ts.from_dlpack(t)", split["off"]["ts.from_dlpack(t)"] - split["on"]["ts.from_dlpack(t)"])

@@ -61,6 +61,12 @@ def roundtrip_breakdown(torch, t):
                 lambda: torch.from_dlpack(ts.from_dlpack(t)), sync, calls)
         finally:
             ts._tessel._dlpack_exchange(previous)
+    if hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
+        # Both halves through the C tables: ts.from_dlpack and ts.export_to(.., torch.Tensor).
+        assert ts.export_to(tx, torch.Tensor).data_ptr() == t.data_ptr(), "ts.export_to copied"
+        exchange["export_to_torch_us"] = per_call_us(lambda: ts.export_to(tx, torch.Tensor), sync, calls)
+        exchange["roundtrip_both_tables_us"] = per_call_us(
+            lambda: ts.export_to(ts.from_dlpack(t), torch.Tensor), sync, calls)
     return {
         **exchange,
         "torch_has_exchange_api": hasattr(torch.Tensor, "__dlpack_c_exchange_api__"),

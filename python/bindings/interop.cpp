@@ -139,20 +139,14 @@ void wait_for_foreign_stream(Device dev, std::intptr_t foreign) {
 
 // Makes the consumer's stream (a DLPack/CAI stream integer) wait for work queued so far on
 // tessel's current stream of `device`, and for the array's pending write.
-void hand_over_to_consumer(const Array& a, nb::handle stream, const char* op) {
+// `consumer` is a DLPack stream integer: 1 the legacy default stream, 2 the per-thread one, -1 no
+// synchronization, else a cudaStream_t.
+void hand_over_to_consumer_stream(const Array& a, std::intptr_t consumer) {
   if (!a.device().is_cuda()) return;
   const Device dev = a.device();
   const Stream producer = current_stream(dev);
   a.storage()->wait_on_stream(producer);
-  std::intptr_t consumer = 1;  // None: the legacy default stream (DLPack)
-  if (!stream.is_none()) {
-    if (!is_python_int(stream)) throw nb::type_error((std::string(op) + ": stream must be None or an int").c_str());
-    consumer = nb::cast<std::intptr_t>(stream);
-  }
   if (consumer == -1) return;  // the consumer asked for no synchronization
-  if (consumer == 0) {
-    throw tessel::ValueError(std::string(op) + ": stream 0 is ambiguous for CUDA; use 1 (legacy default) or 2 (per-thread)");
-  }
   const auto producer_handle = reinterpret_cast<std::intptr_t>(producer.handle());
   if (producer_handle == consumer || (producer_handle == 0 && consumer == 1)) return;  // same stream
   // The handle 1 means the legacy default stream of the array's device: CUDA resolves a null
@@ -161,6 +155,19 @@ void hand_over_to_consumer(const Array& a, nb::handle stream, const char* op) {
   Event& event = handover_event(dev);
   event.record(producer);
   Stream::from_handle(consumer == 1 ? nullptr : reinterpret_cast<void*>(consumer), dev).wait(event);
+}
+
+void hand_over_to_consumer(const Array& a, nb::handle stream, const char* op) {
+  if (!a.device().is_cuda()) return;
+  std::intptr_t consumer = 1;  // None: the legacy default stream (DLPack)
+  if (!stream.is_none()) {
+    if (!is_python_int(stream)) throw nb::type_error((std::string(op) + ": stream must be None or an int").c_str());
+    consumer = nb::cast<std::intptr_t>(stream);
+  }
+  if (consumer == 0) {
+    throw tessel::ValueError(std::string(op) + ": stream 0 is ambiguous for CUDA; use 1 (legacy default) or 2 (per-thread)");
+  }
+  hand_over_to_consumer_stream(a, consumer);
 }
 
 nb::object dlpack_export(const Array& self, nb::handle stream, nb::handle max_version, nb::handle dl_device,
@@ -652,6 +659,37 @@ const DLPackExchangeAPI tessel_exchange_api{
     &exchange_current_work_stream,
 };
 
+// ts.export_to(x, cls): x as an object of cls's library through cls's exchange table
+// (managed_tensor_to_py_object_no_sync): the reverse of the fast ts.from_dlpack, without the
+// consumer's Python from_dlpack. The consumer's current work stream waits for tessel's current
+// stream (and the array's pending write); CPU arrays wait for a pending device -> host copy.
+nb::object export_to(nb::handle x, nb::handle cls) {
+  const Array& a = as_array(x);
+  if (!PyType_Check(cls.ptr())) throw nb::type_error("export_to: cls must be a type (such as torch.Tensor)");
+  const DLPackExchangeAPI* api = exchange_api_of(reinterpret_cast<PyTypeObject*>(cls.ptr()));
+  if (api == nullptr || api->managed_tensor_to_py_object_no_sync == nullptr) {
+    throw nb::type_error(("export_to: " + std::string(nb::type_name(cls).c_str()) +
+                          " has no DLPack C exchange API (__dlpack_c_exchange_api__); use its from_dlpack")
+                             .c_str());
+  }
+  if (a.device().is_cuda()) {
+    void* consumer_stream = nullptr;
+    if (api->current_work_stream(kDLCUDA, a.device().index, &consumer_stream) != 0) {
+      throw_exchange_error("current_work_stream");
+    }
+    hand_over_to_consumer_stream(a, consumer_stream == nullptr ? 1 : reinterpret_cast<std::intptr_t>(consumer_stream));
+  } else {
+    nb::gil_scoped_release release;
+    a.wait();
+  }
+  DLManagedTensorVersioned* m = new_versioned(a, false);
+  void* result = nullptr;
+  if (api->managed_tensor_to_py_object_no_sync(m, &result) != 0 || result == nullptr) {  // m is theirs now
+    throw_exchange_error("managed_tensor_to_py_object_no_sync");
+  }
+  return nb::steal(static_cast<PyObject*>(result));
+}
+
 // ts.from_dlpack: the whole import in one C++ call (device query, stream handshake, capsule).
 // On CUDA the producer is passed tessel's current stream of the array's device (1 for the legacy
 // default stream, which spares producers like PyTorch an event when theirs is the default too);
@@ -870,6 +908,10 @@ void register_interop(nb::module_& m) {
   }, "enabled"_a = nb::none(),
      "Whether ts.from_dlpack uses a producer's DLPack C exchange API (__dlpack_c_exchange_api__); "
      "sets it when enabled is a bool and returns the previous setting (TESSEL_DLPACK_EXCHANGE=0 starts it off).");
+  m.def("export_to", &export_to, "x"_a, "cls"_a,
+        "x as an object of cls's library (e.g. export_to(x, torch.Tensor)), zero-copy, through cls's DLPack C "
+        "exchange API (__dlpack_c_exchange_api__): no Python protocol calls. cls's current stream waits for "
+        "tessel's current stream. TypeError when cls has no exchange API.");
   m.def("_dlpack_fast_path_hits", [] { return exchange_import_hits.load(); },
         "How many ts.from_dlpack imports went through a producer's DLPack C exchange API.");
   m.def("from_dlpack", &from_dlpack_object, "x"_a, nb::kw_only(), "device"_a = nb::none(), "copy"_a = nb::none(),

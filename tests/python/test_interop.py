@@ -752,3 +752,54 @@ def test_torch_exchange_waits_for_torchs_side_stream():
         assert _hits() == before + 1
         assert (x + 0.0).item() == 1.0  # read on tessel's current stream
         torch.cuda.synchronize()
+
+
+def test_export_to_through_an_exchange_table():
+    """ts.export_to(x, cls) hands x to cls's library through cls's table; on the CPU, tessel's own
+    table is the consumer."""
+    x = ts.arange(5, dtype=ts.int32, device="cpu")
+    y = ts.export_to(x, ts.Array)
+    assert isinstance(y, ts.Array) and y.data_ptr == x.data_ptr and y.tolist() == [0, 1, 2, 3, 4]
+    y[0] = 9
+    assert x[0].item() == 9
+    a = np.arange(3, dtype=np.float32)
+    a.flags.writeable = False
+    r = ts.export_to(ts.asarray(a, device="cpu"), ts.Array)  # the read-only flag travels
+    with pytest.raises(ValueError, match="read-only"):
+        r[0] = 1
+    with pytest.raises(TypeError, match="no DLPack C exchange API"):
+        ts.export_to(x, np.ndarray)
+    with pytest.raises(TypeError, match="must be a type"):
+        ts.export_to(x, np.ones(3))
+
+
+@pytest.mark.parametrize("where", ["cpu", "cuda"])
+def test_torch_round_trip_through_exchange_tables(where):
+    """torch -> tessel -> torch with both halves through the C tables (ts.from_dlpack and
+    ts.export_to(x, torch.Tensor)): the same memory, no copies."""
+    torch = _torch_with_exchange_api()
+    if where == "cuda" and not (ts.cuda_available() and torch.cuda.is_available()):
+        pytest.skip("needs a CUDA device")
+    t = torch.arange(6, dtype=torch.float32, device=where)
+    back = ts.export_to(ts.from_dlpack(t), torch.Tensor)
+    assert type(back) is torch.Tensor and back.data_ptr() == t.data_ptr() and torch.equal(back, t)
+    back[1] = 50
+    assert t[1].item() == 50
+
+
+@needs_cuda
+def test_export_to_torch_waits_for_tessels_stream():
+    """ts.export_to(x, torch.Tensor): torch's current stream waits for tessel's pending kernel."""
+    torch = _torch_with_exchange_api()
+    from test_errors_streams_kernels import _SPIN
+
+    kernel = ts.RawKernel(_SPIN, "spin")
+    side = torch.cuda.Stream()
+    for _ in range(2):
+        x = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
+        ts.synchronize("cuda:0")
+        kernel((1,), (1,), (np.int64(100_000_000), x))  # ~50 ms on tessel's stream, then x[0] = 1
+        with torch.cuda.stream(side):
+            t = ts.export_to(x, torch.Tensor)
+            u = t + 0.0  # queued on torch's side stream
+            assert u.item() == 1.0  # read on the side stream too
