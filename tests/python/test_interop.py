@@ -486,6 +486,14 @@ import ctypes  # noqa: E402
 _hits = ts._tessel._dlpack_fast_path_hits
 
 
+@pytest.fixture(autouse=True)
+def _exchange_on():
+    """The exchange tests expect the fast path on, whatever TESSEL_DLPACK_EXCHANGE says."""
+    previous = ts._tessel._dlpack_exchange(True)
+    yield
+    ts._tessel._dlpack_exchange(previous)
+
+
 class _DLDevice(ctypes.Structure):
     _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
 
@@ -603,7 +611,7 @@ def test_exchange_api_producer_functions_from_c():
 
 def test_from_dlpack_of_a_tessel_array_takes_the_exchange_path():
     """ts.from_dlpack(tessel_array) goes through tessel's own table: both sides of the API on the CPU."""
-    assert ts._tessel._dlpack_exchange()  # on by default (TESSEL_DLPACK_EXCHANGE unset)
+    assert ts._tessel._dlpack_exchange()  # on (the fixture; the default without TESSEL_DLPACK_EXCHANGE=0)
     x = ts.arange(6, dtype=ts.float64, device="cpu")
     before = _hits()
     y = ts.from_dlpack(x)
