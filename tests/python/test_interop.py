@@ -690,19 +690,20 @@ def test_exchange_path_falls_back_to_dlpack():
 
 @needs_cuda
 def test_exchange_path_waits_for_a_pending_tessel_write():
-    """A tessel array written on another stream: the exchange export makes tessel's current stream
-    (the work stream it reports) wait for the write, so the import reads 1, not 0 (twice: the
-    reused hand-over event)."""
-    from test_errors_streams_kernels import _SPIN
-
-    kernel = ts.RawKernel(_SPIN, "spin")
+    """A tessel array written on another stream (an ElementwiseKernel launched with stream=
+    records the pending write): the exchange export makes tessel's current stream (the work stream
+    it reports) wait for the write, so a read of the import sees 1, not 0 (twice: the reused event)."""
+    spin = ts.ElementwiseKernel("float32 a", "float32 y",
+                                "long long s = clock64(); while (clock64() - s < 100000000LL) {} y = a + 1.0f",
+                                "spin_then_write")
     producer = ts.Stream()
     for _ in range(2):
+        src = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
         x = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
         ts.synchronize("cuda:0")
-        kernel((1,), (1,), (np.int64(100_000_000), x), stream=producer)  # ~50 ms, then x[0] = 1
+        spin(src, x, stream=producer)  # ~50 ms on `producer`, then x[0] = 1
         before = _hits()
-        y = ts.from_dlpack(x)
+        y = ts.from_dlpack(x)  # a new storage over x's memory: only the hand-over orders the read
         assert _hits() == before + 1
         assert (y + 0.0).item() == 1.0
 
