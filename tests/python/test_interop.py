@@ -694,7 +694,7 @@ def test_exchange_path_waits_for_a_pending_tessel_write():
     records the pending write): the exchange export makes tessel's current stream (the work stream
     it reports) wait for the write, so a read of the import sees 1, not 0 (twice: the reused event)."""
     spin = ts.ElementwiseKernel("float32 a", "float32 y",
-                                "long long spin_start = clock64(); while (clock64() - spin_start < 100000000LL) {} y = a + 1.0f",
+                                "{ long long spin_start = clock64(); while (clock64() - spin_start < 100000000LL) {} } y = a + 1.0f",
                                 "spin_then_write")
     producer = ts.Stream()
     for _ in range(2):
