@@ -664,6 +664,7 @@ const DLPackExchangeAPI tessel_exchange_api{
 // consumer's Python from_dlpack. The consumer's current work stream waits for tessel's current
 // stream (and the array's pending write); CPU arrays wait for a pending device -> host copy.
 nb::object export_to(nb::handle x, nb::handle cls) {
+  if (!is_array(x)) throw nb::type_error(("export_to: x must be a tessel.Array, got " + std::string(nb::inst_name(x).c_str())).c_str());
   const Array& a = as_array(x);
   if (!PyType_Check(cls.ptr())) throw nb::type_error("export_to: cls must be a type (such as torch.Tensor)");
   const DLPackExchangeAPI* api = exchange_api_of(reinterpret_cast<PyTypeObject*>(cls.ptr()));

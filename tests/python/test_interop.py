@@ -780,6 +780,9 @@ def test_export_to_through_an_exchange_table():
         ts.export_to(x, np.ndarray)
     with pytest.raises(TypeError, match="must be a type"):
         ts.export_to(x, np.ones(3))
+    with pytest.raises(TypeError, match="must be a tessel.Array"):
+        ts.export_to(np.ones(3), ts.Array)
+    assert ts._dlpack_fast_path_hits is ts._tessel._dlpack_fast_path_hits
 
 
 @pytest.mark.parametrize("where", ["cpu", "cuda"])
