@@ -5,7 +5,10 @@ of the tiny ops, then two breakdowns:
   add:        x + y  =  tessel::add in C++ (ts._tessel._time_add_in_cpp)  +  the Python layer
   round trip: torch.from_dlpack(ts.from_dlpack(t)) split into its steps (torch's __dlpack_device__
               and __dlpack__ with the stream tessel passes, tessel's capsule import, tessel's
-              __dlpack__ and torch's import).
+              __dlpack__ and torch's import), then ts.from_dlpack(t) and the round trip with the
+              DLPack C exchange fast path on and off (ts._tessel._dlpack_exchange; the environment
+              variable TESSEL_DLPACK_EXCHANGE=0 starts it off), with the fast path's hit count, and
+              the round trip with both halves through the C tables (ts.export_to(.., torch.Tensor)).
 Runs on the CPU backend without a GPU (torch rows are skipped without torch).
 Usage: python3 scripts/overhead_probe.py [calls]"""
 import sys
@@ -83,6 +86,14 @@ show("Python layer of ts.add(x, y)", measured["ts.add(x, y)"] - loop - cpp)
 show("tessel::add(x, y, out) from C++", cpp_out)
 show("Python layer of ts.add(x, y, out=o)", measured["ts.add(x, y, out=o)"] - loop - cpp_out)
 
+print("ts.from_dlpack(tessel array): tessel's own DLPack C exchange table vs __dlpack__:")
+for label, on in (("on", True), ("off", False)):
+    previous = ts._tessel._dlpack_exchange(on)
+    try:
+        show(f"ts.from_dlpack(x), fast path {label}", per_call(lambda: ts.from_dlpack(x)))
+    finally:
+        ts._tessel._dlpack_exchange(previous)
+
 if torch is None:
     print("round trip: skipped (torch is not installed)")
     sys.exit(0)
@@ -112,3 +123,33 @@ show("ts.from_dlpack's own work besides torch", rt["ts.from_dlpack(t)"] - rt["t.
      - rt["t.__dlpack__(stream, max_version)"] - loop, "(device query, stream, import, call)")
 show("torch's share of the round trip", rt["t.__dlpack_device__()"] + rt["t.__dlpack__(stream, max_version)"]
      + rt["torch.from_dlpack(tx)"] - rt["tx.__dlpack__(stream=1, max_version)"] - rt["tx.__dlpack_device__()"] - 3 * loop)
+
+print("DLPack C exchange fast path (torch.Tensor.__dlpack_c_exchange_api__ -> ts.from_dlpack):")
+has_api = hasattr(torch.Tensor, "__dlpack_c_exchange_api__") or hasattr(torch.Tensor, "__c_dlpack_exchange_api__")
+print(f"  torch {torch.__version__}: exchange API {'present' if has_api else 'absent'}; "
+      f"tessel.Array exports one too: {hasattr(ts.Array, '__dlpack_c_exchange_api__')}")
+hits = ts._tessel._dlpack_fast_path_hits
+split = {}
+for label, on in (("on", True), ("off", False)):
+    previous = ts._tessel._dlpack_exchange(on)
+    try:
+        before = hits()
+        assert ts.from_dlpack(t).data_ptr == t.data_ptr(), "ts.from_dlpack copied"
+        took = hits() - before
+        split[label] = {
+            "ts.from_dlpack(t)": per_call(lambda: ts.from_dlpack(t)),
+            "round trip": per_call(lambda: torch.from_dlpack(ts.from_dlpack(t))),
+        }
+    finally:
+        ts._tessel._dlpack_exchange(previous)
+    show(f"ts.from_dlpack(t), fast path {label}", split[label]["ts.from_dlpack(t)"],
+         f"(fast path taken: {'yes' if took else 'no'})")
+    show(f"round trip, fast path {label}", split[label]["round trip"],
+         "(target <= 10 us)" if label == "on" else "")
+if has_api:
+    both = per_call(lambda: ts.export_to(ts.from_dlpack(t), torch.Tensor))
+    assert ts.export_to(tx, torch.Tensor).data_ptr() == t.data_ptr(), "ts.export_to copied"
+    show("ts.export_to(tx, torch.Tensor)", per_call(lambda: ts.export_to(tx, torch.Tensor)),
+         "(torch's table instead of torch.from_dlpack)")
+    show("round trip through both tables", both, "ts.export_to(ts.from_dlpack(t), torch.Tensor); target <= 10 us")
+show("fast path saves on ts.from_dlpack(t)", split["off"]["ts.from_dlpack(t)"] - split["on"]["ts.from_dlpack(t)"])

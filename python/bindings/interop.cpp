@@ -8,12 +8,14 @@
 // Streams: data produced on tessel's current stream is handed over by recording an event there
 // and making the consumer's stream wait on it (cudaStreamWaitEvent); never a device-wide sync.
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_set>
 #include <string>
 
 #include "common.hpp"
+#include "dlpack_exchange.hpp"
 
 #if defined(TESSEL_HAVE_CUDA)
 #include <cuda_runtime_api.h>
@@ -22,49 +24,7 @@
 namespace tessel::python {
 namespace {
 
-// ---- the DLPack ABI (dlpack.h v1.0, written from the specification) ----
-enum DLDeviceTypeCode : std::int32_t { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 };
-enum DLDataTypeCode : std::uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLComplex = 5, kDLBool = 6 };
-struct DLDevice {
-  std::int32_t device_type;
-  std::int32_t device_id;
-};
-struct DLDataType {
-  std::uint8_t code;
-  std::uint8_t bits;
-  std::uint16_t lanes;
-};
-struct DLTensor {
-  void* data;
-  DLDevice device;
-  std::int32_t ndim;
-  DLDataType dtype;
-  std::int64_t* shape;
-  std::int64_t* strides;
-  std::uint64_t byte_offset;
-};
-struct DLManagedTensor {
-  DLTensor dl_tensor;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensor* self);
-};
-struct DLPackVersion {
-  std::uint32_t major;
-  std::uint32_t minor;
-};
-struct DLManagedTensorVersioned {
-  DLPackVersion version;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensorVersioned* self);
-  std::uint64_t flags;
-  DLTensor dl_tensor;
-};
-constexpr std::uint64_t kFlagReadOnly = 1ULL << 0;
-constexpr std::uint64_t kFlagIsCopied = 1ULL << 1;
-constexpr const char* kVersionedName = "dltensor_versioned";
-constexpr const char* kUsedVersionedName = "used_dltensor_versioned";
-constexpr const char* kLegacyName = "dltensor";
-constexpr const char* kUsedLegacyName = "used_dltensor";
+using namespace dlpack;
 
 DLDataType dl_dtype(DType d) {
   const auto bits = static_cast<std::uint8_t>(itemsize(d) * 8);
@@ -106,20 +66,19 @@ struct ExportContext {
   std::vector<std::int64_t> strides;
 };
 
-void fill_tensor(DLTensor& t, ExportContext& ctx) {
-  const Array& a = ctx.array;
+// Describes `a` in t; shape and strides point to storage the caller keeps alive.
+void fill_tensor(DLTensor& t, const Array& a, const std::int64_t* shape, const std::int64_t* strides) {
   t.data = a.size() == 0 ? nullptr : a.data();
-  t.device = a.device().is_cuda() ? DLDevice{kDLCUDA, a.device().index}
-             : a.buffer()->kind() == MemoryKind::pinned_host ? DLDevice{kDLCUDAHost, 0}
-                                                              : DLDevice{kDLCPU, 0};
-  // NumPy and most consumers import pinned memory only as kDLCPU; it is ordinary host memory to them.
-  if (t.device.device_type == kDLCUDAHost) t.device = DLDevice{kDLCPU, 0};
+  // Pinned host memory goes out as kDLCPU: NumPy and most consumers import only that, and it is
+  // ordinary host memory to them.
+  t.device = a.device().is_cuda() ? DLDevice{kDLCUDA, a.device().index} : DLDevice{kDLCPU, 0};
   t.ndim = static_cast<std::int32_t>(a.ndim());
   t.dtype = dl_dtype(a.dtype());
-  t.shape = ctx.shape.data();
-  t.strides = ctx.strides.data();
+  t.shape = const_cast<std::int64_t*>(shape);
+  t.strides = const_cast<std::int64_t*>(strides);
   t.byte_offset = 0;
 }
+void fill_tensor(DLTensor& t, ExportContext& ctx) { fill_tensor(t, ctx.array, ctx.shape.data(), ctx.strides.data()); }
 
 template <class Managed>
 void delete_managed(Managed* m) {
@@ -139,6 +98,18 @@ void capsule_destructor(PyObject* capsule) {
   PyErr_Restore(type, value, traceback);
 }
 
+// A versioned managed tensor that owns a reference to `a` (the storage lives until the deleter).
+DLManagedTensorVersioned* new_versioned(const Array& a, bool copied) {
+  auto ctx = std::make_unique<ExportContext>(ExportContext{a, a.shape(), a.strides()});
+  auto* m = new DLManagedTensorVersioned{};
+  m->version = {1, 0};
+  m->manager_ctx = ctx.get();
+  m->deleter = &delete_managed<DLManagedTensorVersioned>;
+  m->flags = copied ? kFlagIsCopied : (is_read_only(a) ? kFlagReadOnly : 0);
+  fill_tensor(m->dl_tensor, *ctx.release());
+  return m;
+}
+
 // One reusable event per device and thread for the stream hand-overs (creating a CUDA event per
 // call costs more than the rest of an export). Reuse is safe: cudaStreamWaitEvent waits for the
 // record made before it, later records do not change that wait. Leaked on purpose: destroying
@@ -151,22 +122,31 @@ Event& handover_event(Device dev) {
   return *(*events)[index];
 }
 
+// Tessel's current stream of `dev` waits for the work queued so far on a foreign stream (a
+// protocol integer: 1 is the legacy default stream, 2 the per-thread one, else a cudaStream_t).
+// Nothing to do when both are the same stream.
+void wait_for_foreign_stream(Device dev, std::intptr_t foreign) {
+  const Stream mine = current_stream(dev);
+  const auto mine_handle = reinterpret_cast<std::intptr_t>(mine.handle());
+  if (mine_handle == foreign || (mine_handle == 0 && foreign == 1)) return;
+  // The stream belongs to the array's device, which need not be the current one: the legacy
+  // default stream (1, a null handle) resolves against the current device.
+  DeviceGuard guard(dev);
+  Event& event = handover_event(dev);
+  event.record(Stream::from_handle(foreign == 1 ? nullptr : reinterpret_cast<void*>(foreign), dev));
+  mine.wait(event);
+}
+
 // Makes the consumer's stream (a DLPack/CAI stream integer) wait for work queued so far on
 // tessel's current stream of `device`, and for the array's pending write.
-void hand_over_to_consumer(const Array& a, nb::handle stream, const char* op) {
+// `consumer` is a DLPack stream integer: 1 the legacy default stream, 2 the per-thread one, -1 no
+// synchronization, else a cudaStream_t.
+void hand_over_to_consumer_stream(const Array& a, std::intptr_t consumer) {
   if (!a.device().is_cuda()) return;
   const Device dev = a.device();
   const Stream producer = current_stream(dev);
   a.storage()->wait_on_stream(producer);
-  std::intptr_t consumer = 1;  // None: the legacy default stream (DLPack)
-  if (!stream.is_none()) {
-    if (!is_python_int(stream)) throw nb::type_error((std::string(op) + ": stream must be None or an int").c_str());
-    consumer = nb::cast<std::intptr_t>(stream);
-  }
   if (consumer == -1) return;  // the consumer asked for no synchronization
-  if (consumer == 0) {
-    throw tessel::ValueError(std::string(op) + ": stream 0 is ambiguous for CUDA; use 1 (legacy default) or 2 (per-thread)");
-  }
   const auto producer_handle = reinterpret_cast<std::intptr_t>(producer.handle());
   if (producer_handle == consumer || (producer_handle == 0 && consumer == 1)) return;  // same stream
   // The handle 1 means the legacy default stream of the array's device: CUDA resolves a null
@@ -175,6 +155,19 @@ void hand_over_to_consumer(const Array& a, nb::handle stream, const char* op) {
   Event& event = handover_event(dev);
   event.record(producer);
   Stream::from_handle(consumer == 1 ? nullptr : reinterpret_cast<void*>(consumer), dev).wait(event);
+}
+
+void hand_over_to_consumer(const Array& a, nb::handle stream, const char* op) {
+  if (!a.device().is_cuda()) return;
+  std::intptr_t consumer = 1;  // None: the legacy default stream (DLPack)
+  if (!stream.is_none()) {
+    if (!is_python_int(stream)) throw nb::type_error((std::string(op) + ": stream must be None or an int").c_str());
+    consumer = nb::cast<std::intptr_t>(stream);
+  }
+  if (consumer == 0) {
+    throw tessel::ValueError(std::string(op) + ": stream 0 is ambiguous for CUDA; use 1 (legacy default) or 2 (per-thread)");
+  }
+  hand_over_to_consumer_stream(a, consumer);
 }
 
 nb::object dlpack_export(const Array& self, nb::handle stream, nb::handle max_version, nb::handle dl_device,
@@ -209,25 +202,18 @@ nb::object dlpack_export(const Array& self, nb::handle stream, nb::handle max_ve
     nb::gil_scoped_release release;
     a.wait();
   }
-  auto* ctx = new ExportContext{a, a.shape(), a.strides()};
   bool versioned = false;
   if (!max_version.is_none()) {
     const auto v = nb::cast<nb::tuple>(max_version);
     versioned = nb::cast<int>(v[0]) >= 1;
   }
   if (!versioned && !copied && is_read_only(a)) {
-    delete ctx;
     // As NumPy: a legacy capsule cannot say read-only, and the consumer would write into it.
     throw nb::buffer_error("__dlpack__: the array is read-only and a pre-1.0 DLPack capsule cannot mark it so; "
                            "pass max_version=(1, 0) or copy=True");
   }
   if (versioned) {
-    auto* m = new DLManagedTensorVersioned{};
-    m->version = {1, 0};
-    m->manager_ctx = ctx;
-    m->deleter = &delete_managed<DLManagedTensorVersioned>;
-    m->flags = copied ? kFlagIsCopied : (is_read_only(a) ? kFlagReadOnly : 0);
-    fill_tensor(m->dl_tensor, *ctx);
+    DLManagedTensorVersioned* m = new_versioned(a, copied);
     PyObject* cap = PyCapsule_New(m, kVersionedName, &capsule_destructor<DLManagedTensorVersioned>);
     if (cap == nullptr) {
       delete_managed(m);
@@ -235,6 +221,7 @@ nb::object dlpack_export(const Array& self, nb::handle stream, nb::handle max_ve
     }
     return nb::steal(cap);
   }
+  auto* ctx = new ExportContext{a, a.shape(), a.strides()};
   auto* m = new DLManagedTensor{};
   m->manager_ctx = ctx;
   m->deleter = &delete_managed<DLManagedTensor>;
@@ -347,6 +334,38 @@ std::shared_ptr<void> dlpack_keep_alive(Managed* m) {
   });
 }
 
+// Wraps a DLTensor the caller owns through keep_alive (which runs the producer's deleter when the
+// last view dies, or at once when this throws) as a tessel array; then device=/copy=.
+nb::object import_dltensor(const DLTensor& tensor, std::shared_ptr<void> keep_alive, bool read_only, nb::handle device,
+                           nb::handle copy) {
+  const DLTensor* t = &tensor;
+  const DType dtype = dtype_from_dl(t->dtype, "from_dlpack");
+  Device dev;
+  switch (t->device.device_type) {
+    case kDLCPU:
+    case kDLCUDAHost: dev = Device::cpu(); break;
+    case kDLCUDA:
+    case kDLCUDAManaged:
+      check_cuda_device(t->device.device_id, "from_dlpack");
+      dev = Device::cuda(t->device.device_id);
+      break;
+    default:
+      throw tessel::DeviceError("from_dlpack: unsupported DLPack device type " + std::to_string(t->device.device_type) +
+                                " (tessel handles CPU and CUDA memory)");
+  }
+  if (t->ndim < 0) throw tessel::ValueError("from_dlpack: negative ndim");
+  Shape shape(t->shape, t->shape + t->ndim);
+  Strides strides = t->strides != nullptr ? Strides(t->strides, t->strides + t->ndim) : contiguous_strides(shape);
+  const std::int64_t item = itemsize(dtype);
+  if (t->byte_offset % static_cast<std::uint64_t>(item) != 0) {
+    throw tessel::ValueError("from_dlpack: byte_offset " + std::to_string(t->byte_offset) + " is not a multiple of the itemsize");
+  }
+  void* data = static_cast<unsigned char*>(t->data) + t->byte_offset;
+  Array a = wrap_foreign(numel(shape) == 0 ? nullptr : data, shape, strides, dtype, dev, std::move(keep_alive),
+                         "from_dlpack", read_only);
+  return wrap_array(finish_import(a, device, copy, "from_dlpack"));
+}
+
 nb::object dlpack_import(nb::handle capsule, nb::handle device, nb::handle copy) {
   PyObject* cap = capsule.ptr();
   if (!PyCapsule_CheckExact(cap)) throw nb::type_error("from_dlpack: expected a DLPack capsule");
@@ -379,31 +398,7 @@ nb::object dlpack_import(nb::handle capsule, nb::handle device, nb::handle copy)
     throw nb::type_error(("from_dlpack: not a DLPack capsule (name '" + std::string(name ? name : "") + "')").c_str());
   }
   // From here the capsule is consumed; keep_alive calls the producer's deleter on every path.
-  const DType dtype = dtype_from_dl(t->dtype, "from_dlpack");
-  Device dev;
-  switch (t->device.device_type) {
-    case kDLCPU:
-    case kDLCUDAHost: dev = Device::cpu(); break;
-    case kDLCUDA:
-    case kDLCUDAManaged:
-      check_cuda_device(t->device.device_id, "from_dlpack");
-      dev = Device::cuda(t->device.device_id);
-      break;
-    default:
-      throw tessel::DeviceError("from_dlpack: unsupported DLPack device type " + std::to_string(t->device.device_type) +
-                                " (tessel handles CPU and CUDA memory)");
-  }
-  if (t->ndim < 0) throw tessel::ValueError("from_dlpack: negative ndim");
-  Shape shape(t->shape, t->shape + t->ndim);
-  Strides strides = t->strides != nullptr ? Strides(t->strides, t->strides + t->ndim) : contiguous_strides(shape);
-  const std::int64_t item = itemsize(dtype);
-  if (t->byte_offset % static_cast<std::uint64_t>(item) != 0) {
-    throw tessel::ValueError("from_dlpack: byte_offset " + std::to_string(t->byte_offset) + " is not a multiple of the itemsize");
-  }
-  void* data = static_cast<unsigned char*>(t->data) + t->byte_offset;
-  Array a = wrap_foreign(numel(shape) == 0 ? nullptr : data, shape, strides, dtype, dev, std::move(keep_alive),
-                         "from_dlpack", read_only);
-  return wrap_array(finish_import(a, device, copy, "from_dlpack"));
+  return import_dltensor(*t, std::move(keep_alive), read_only, device, copy);
 }
 
 // Interned attribute and keyword names, and the (1, 0) max_version tuple: created once.
@@ -434,12 +429,280 @@ nb::object call_dlpack(nb::handle x, nb::handle stream) {
   return nb::steal(r);
 }
 
+// ---- the DLPack C exchange API (dlpack_exchange.hpp) ----
+// Consumer: ts.from_dlpack(x) looks up type(x).__dlpack_c_exchange_api__ once per type and, when
+// the producer has one, takes the tensor through its C functions: no __dlpack_device__ or
+// __dlpack__ call, no capsule, no Python stream objects in the producer. The stream handshake is
+// then tessel's: its current stream waits for the producer's current work stream.
+// TESSEL_DLPACK_EXCHANGE=0 (or ts._tessel._dlpack_exchange(False)) turns it off.
+std::atomic<bool> exchange_enabled{[] {
+  const char* value = std::getenv("TESSEL_DLPACK_EXCHANGE");
+  return value == nullptr || std::strcmp(value, "0") != 0;
+}()};
+std::atomic<std::uint64_t> exchange_import_hits{0};  // imports done through a producer's table
+
+// The producer's table behind one attribute of a type, or null: the attribute must be a capsule
+// named "dlpack_exchange_api" whose table (or one on its prev_api chain) has major version 1 and
+// the functions a consumer needs.
+const DLPackExchangeAPI* exchange_api_from_attribute(PyTypeObject* type, const char* attribute) {
+  PyObject* value = PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), attribute);
+  if (value == nullptr) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  void* pointer = PyCapsule_IsValid(value, kExchangeCapsuleName) ? PyCapsule_GetPointer(value, kExchangeCapsuleName) : nullptr;
+  Py_DECREF(value);  // the table lives as long as the process (DLPack's rule for producers)
+  auto* header = static_cast<const DLPackExchangeAPIHeader*>(pointer);
+  while (header != nullptr && header->version.major != 1) header = header->prev_api;
+  const auto* api = reinterpret_cast<const DLPackExchangeAPI*>(header);
+  if (api == nullptr || api->managed_tensor_from_py_object_no_sync == nullptr || api->current_work_stream == nullptr) {
+    return nullptr;
+  }
+  return api;
+}
+
+// type -> table (or null), looked up once per type. Only touched with the GIL held. An entry
+// holds a reference to its type, so a freed type's address cannot come back as a stale hit; the
+// cache is bounded (types made in a loop would otherwise pile up): past it, types are looked up
+// on every call.
+struct ExchangeTypeEntry {
+  PyTypeObject* type;
+  const DLPackExchangeAPI* api;
+};
+constexpr std::size_t kExchangeCacheEntries = 32;
+
+const DLPackExchangeAPI* exchange_api_of(PyTypeObject* type) {
+  static auto* cache = new std::vector<ExchangeTypeEntry>();  // leaked: module lifetime
+  for (const ExchangeTypeEntry& entry : *cache) {
+    if (entry.type == type) return entry.api;
+  }
+  const DLPackExchangeAPI* api = exchange_api_from_attribute(type, kExchangeAttribute);
+  if (api == nullptr) api = exchange_api_from_attribute(type, kExchangeAttributeOld);
+  if (cache->size() < kExchangeCacheEntries) {
+    Py_INCREF(type);
+    cache->push_back({type, api});
+  }
+  return api;
+}
+
+// A C exchange function failed: its Python error (or a plain one if it set none).
+[[noreturn]] void throw_exchange_error(const char* what) {
+  if (PyErr_Occurred()) throw nb::python_error();
+  throw tessel::Error(std::string("from_dlpack: the producer's ") + what + " failed without an error");
+}
+
+// ts.from_dlpack(x) through the producer's table. An invalid object means "not handled here"
+// (the producer refused or speaks another major version): the caller falls back to __dlpack__,
+// which then reports the producer's own error if there is one.
+nb::object exchange_import(const DLPackExchangeAPI* api, nb::handle x, nb::handle device, nb::handle copy) {
+  DLManagedTensorVersioned* m = nullptr;
+  if (api->managed_tensor_from_py_object_no_sync(x.ptr(), &m) != 0 || m == nullptr) {
+    PyErr_Clear();
+    return {};
+  }
+  // From here tessel owns m: keep_alive calls the producer's deleter on every path (the deleter
+  // sits at the same place in every 1.x-and-later layout).
+  std::shared_ptr<void> keep_alive = dlpack_keep_alive(m);
+  if (m->version.major != 1) return {};
+  const DLTensor& t = m->dl_tensor;
+  if (t.device.device_type == kDLCUDA || t.device.device_type == kDLCUDAManaged) {
+    check_cuda_device(t.device.device_id, "from_dlpack");
+    void* producer_stream = nullptr;
+    if (api->current_work_stream(kDLCUDA, t.device.device_id, &producer_stream) != 0) {
+      throw_exchange_error("current_work_stream");
+    }
+    // A null cudaStream_t is the legacy default stream (the protocol's 1).
+    wait_for_foreign_stream(Device::cuda(t.device.device_id),
+                            producer_stream == nullptr ? 1 : reinterpret_cast<std::intptr_t>(producer_stream));
+  }
+  const bool read_only = (m->flags & kFlagReadOnly) != 0;
+  nb::object result = import_dltensor(t, std::move(keep_alive), read_only, device, copy);
+  exchange_import_hits.fetch_add(1, std::memory_order_relaxed);
+  return result;
+}
+
+// Producer: tessel's own table, the class attribute __dlpack_c_exchange_api__ of tessel.Array.
+// Its stream contract is the one of __dlpack__ without a consumer stream: tessel's current
+// stream of the array's device is the work stream, and a pending write of the array on another
+// stream is first made part of it; CPU arrays wait for a pending device -> host copy.
+void settle_for_export(const Array& a) {
+  if (a.device().is_cuda()) {
+    a.storage()->wait_on_stream(current_stream(a.device()));
+    return;
+  }
+  nb::gil_scoped_release release;
+  a.wait();
+}
+
+// The array behind py_object, or TypeError (the table belongs to tessel.Array and its subclasses).
+const Array& exchange_array(void* py_object) {
+  nb::handle h(static_cast<PyObject*>(py_object));
+  if (h.ptr() == nullptr || !is_array(h)) {
+    throw nb::type_error(("DLPack exchange: expected a tessel.Array, got " +
+                          std::string(h.ptr() == nullptr ? "NULL" : nb::inst_name(h).c_str()))
+                             .c_str());
+  }
+  return *nb::inst_ptr<Array>(h);
+}
+
+// The C functions of the table must not throw: errors become a Python exception (taking the GIL,
+// as the allocator and current_work_stream may be called without it) and -1.
+int exchange_failed() noexcept {
+  PyGILState_STATE state = PyGILState_Ensure();
+  set_python_error_from_current_exception();
+  PyGILState_Release(state);
+  return -1;
+}
+
+int exchange_allocate(DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
+                      void (*set_error)(void* error_ctx, const char* kind, const char* message)) noexcept {
+  const char* kind = "RuntimeError";
+  try {
+    if (prototype == nullptr || out == nullptr) throw tessel::ValueError("DLPack allocator: null prototype or output");
+    const DType dtype = dtype_from_dl(prototype->dtype, "DLPack allocator");
+    Device dev;
+    if (prototype->device.device_type == kDLCUDA) {
+      check_cuda_device(prototype->device.device_id, "DLPack allocator");
+      dev = Device::cuda(prototype->device.device_id);
+    } else if (prototype->device.device_type != kDLCPU) {
+      throw tessel::DeviceError("DLPack allocator: unsupported device type " +
+                                std::to_string(prototype->device.device_type) + " (tessel allocates CPU and CUDA memory)");
+    }
+    if (prototype->ndim < 0 || (prototype->ndim > 0 && prototype->shape == nullptr)) {
+      throw tessel::ValueError("DLPack allocator: bad ndim or null shape");
+    }
+    const Shape shape(prototype->shape, prototype->shape + prototype->ndim);
+    *out = new_versioned(tessel::empty(shape, dtype, dev), false);
+    return 0;
+  } catch (const tessel::DTypeError& e) {
+    kind = "TypeError";
+    set_error(error_ctx, kind, e.what());
+  } catch (const tessel::ValueError& e) {
+    kind = "ValueError";
+    set_error(error_ctx, kind, e.what());
+  } catch (const tessel::ShapeError& e) {
+    kind = "ValueError";
+    set_error(error_ctx, kind, e.what());
+  } catch (const tessel::OutOfMemory& e) {
+    kind = "MemoryError";
+    set_error(error_ctx, kind, e.what());
+  } catch (const std::bad_alloc&) {
+    set_error(error_ctx, "MemoryError", "DLPack allocator: out of host memory");
+  } catch (const std::exception& e) {
+    set_error(error_ctx, kind, e.what());
+  } catch (...) {
+    set_error(error_ctx, kind, "DLPack allocator: unknown error");
+  }
+  return -1;
+}
+
+int exchange_from_py_object(void* py_object, DLManagedTensorVersioned** out) noexcept {
+  try {
+    const Array& a = exchange_array(py_object);
+    settle_for_export(a);
+    *out = new_versioned(a, false);
+    return 0;
+  } catch (...) {
+    return exchange_failed();
+  }
+}
+
+int exchange_to_py_object(DLManagedTensorVersioned* tensor, void** out_py_object) noexcept {
+  try {
+    if (tensor == nullptr) throw tessel::ValueError("DLPack import: null managed tensor");
+    std::shared_ptr<void> keep_alive = dlpack_keep_alive(tensor);  // ownership is ours, on failure too
+    if (tensor->version.major != 1) {
+      throw nb::buffer_error(("from_dlpack: unsupported DLPack major version " + std::to_string(tensor->version.major)).c_str());
+    }
+    const bool read_only = (tensor->flags & kFlagReadOnly) != 0;
+    nb::object result = import_dltensor(tensor->dl_tensor, std::move(keep_alive), read_only, nb::none(), nb::none());
+    *out_py_object = result.release().ptr();
+    return 0;
+  } catch (...) {
+    return exchange_failed();
+  }
+}
+
+// Shape and strides point into the Array held by py_object: valid while it lives (tessel arrays
+// never change shape in place).
+int exchange_dltensor_from_py_object(void* py_object, DLTensor* out) noexcept {
+  try {
+    const Array& a = exchange_array(py_object);
+    settle_for_export(a);
+    fill_tensor(*out, a, a.shape().data(), a.strides().data());
+    return 0;
+  } catch (...) {
+    return exchange_failed();
+  }
+}
+
+int exchange_current_work_stream(std::int32_t device_type, std::int32_t device_id, void** out_current_stream) noexcept {
+  try {
+    void* stream = nullptr;  // CPU devices have none
+    if (device_type == kDLCUDA || device_type == kDLCUDAManaged) {
+      check_cuda_device(device_id, "current_work_stream");
+      stream = current_stream(Device::cuda(device_id)).handle();  // null: the legacy default stream
+    }
+    *out_current_stream = stream;
+    return 0;
+  } catch (...) {
+    return exchange_failed();
+  }
+}
+
+const DLPackExchangeAPI tessel_exchange_api{
+    {kExchangeVersion, nullptr},
+    &exchange_allocate,
+    &exchange_from_py_object,
+    &exchange_to_py_object,
+    &exchange_dltensor_from_py_object,
+    &exchange_current_work_stream,
+};
+
+// ts.export_to(x, cls): x as an object of cls's library through cls's exchange table
+// (managed_tensor_to_py_object_no_sync): the reverse of the fast ts.from_dlpack, without the
+// consumer's Python from_dlpack. The consumer's current work stream waits for tessel's current
+// stream (and the array's pending write); CPU arrays wait for a pending device -> host copy.
+nb::object export_to(nb::handle x, nb::handle cls) {
+  if (!is_array(x)) throw nb::type_error(("export_to: x must be a tessel.Array, got " + std::string(nb::inst_name(x).c_str())).c_str());
+  const Array& a = as_array(x);
+  if (!PyType_Check(cls.ptr())) throw nb::type_error("export_to: cls must be a type (such as torch.Tensor)");
+  const DLPackExchangeAPI* api = exchange_api_of(reinterpret_cast<PyTypeObject*>(cls.ptr()));
+  if (api == nullptr || api->managed_tensor_to_py_object_no_sync == nullptr) {
+    throw nb::type_error(("export_to: " + std::string(nb::type_name(cls).c_str()) +
+                          " has no DLPack C exchange API (__dlpack_c_exchange_api__); use its from_dlpack")
+                             .c_str());
+  }
+  if (a.device().is_cuda()) {
+    void* consumer_stream = nullptr;
+    if (api->current_work_stream(kDLCUDA, a.device().index, &consumer_stream) != 0) {
+      throw_exchange_error("current_work_stream");
+    }
+    hand_over_to_consumer_stream(a, consumer_stream == nullptr ? 1 : reinterpret_cast<std::intptr_t>(consumer_stream));
+  } else {
+    nb::gil_scoped_release release;
+    a.wait();
+  }
+  DLManagedTensorVersioned* m = new_versioned(a, false);
+  void* result = nullptr;
+  if (api->managed_tensor_to_py_object_no_sync(m, &result) != 0 || result == nullptr) {  // m is theirs now
+    throw_exchange_error("managed_tensor_to_py_object_no_sync");
+  }
+  return nb::steal(static_cast<PyObject*>(result));
+}
+
 // ts.from_dlpack: the whole import in one C++ call (device query, stream handshake, capsule).
 // On CUDA the producer is passed tessel's current stream of the array's device (1 for the legacy
 // default stream, which spares producers like PyTorch an event when theirs is the default too);
 // the producer makes that stream wait for its pending work (DLPack's stream contract).
 nb::object from_dlpack_object(nb::handle x, nb::handle device, nb::handle copy) {
   if (PyCapsule_CheckExact(x.ptr())) return dlpack_import(x, device, copy);
+  if (exchange_enabled.load(std::memory_order_relaxed)) {
+    if (const DLPackExchangeAPI* api = exchange_api_of(Py_TYPE(x.ptr()))) {
+      nb::object result = exchange_import(api, x, device, copy);
+      if (result.is_valid()) return result;
+    }
+  }
   const DLPackNames& n = dlpack_names();
   PyObject* dev_args[1] = {x.ptr()};
   PyObject* dev = PyObject_VectorcallMethod(n.dlpack_device, dev_args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
@@ -599,16 +862,7 @@ nb::object cai_import(nb::handle obj, nb::handle device, nb::handle copy) {
   if (d.contains("stream") && !d["stream"].is_none()) {
     const auto foreign = nb::cast<std::intptr_t>(d["stream"]);
     if (foreign == 0) throw tessel::ValueError(std::string(op) + ": stream 0 is disallowed by the protocol");
-    const Stream mine = current_stream(dev);
-    const auto mine_handle = reinterpret_cast<std::intptr_t>(mine.handle());
-    if (mine_handle != foreign && !(mine_handle == 0 && foreign == 1)) {
-      // The stream belongs to the array's device, which need not be the current one: the legacy
-      // default stream (1, a null handle) resolves against the current device.
-      DeviceGuard guard(dev);
-      Event& event = handover_event(dev);
-      event.record(Stream::from_handle(foreign == 1 ? nullptr : reinterpret_cast<void*>(foreign), dev));
-      mine.wait(event);
-    }
+    wait_for_foreign_stream(dev, foreign);
   }
   // The producer object stays alive while any tessel view of its memory does.
   Array a = wrap_foreign(numel(shape) == 0 ? nullptr : reinterpret_cast<void*>(ptr), shape, strides, dtype, dev,
@@ -642,6 +896,25 @@ void register_interop(nb::module_& m) {
     return a.device().is_cuda() ? nb::make_tuple(int(kDLCUDA), a.device().index) : nb::make_tuple(int(kDLCPU), 0);
   });
   cls.def_prop_ro("__cuda_array_interface__", &cuda_array_interface);
+  // The DLPack C exchange API (the table lives for the process; the capsule has no destructor).
+  nb::object exchange_capsule = nb::steal(
+      PyCapsule_New(const_cast<DLPackExchangeAPI*>(&tessel_exchange_api), kExchangeCapsuleName, nullptr));
+  if (!exchange_capsule.is_valid()) throw nb::python_error();
+  cls.attr(kExchangeAttribute) = exchange_capsule;
+  cls.attr(kExchangeAttributeOld) = exchange_capsule;  // the name of DLPack 1.2 and early tvm-ffi
+  m.def("_dlpack_exchange", [](nb::handle enabled) {
+    const bool before = exchange_enabled.load();
+    if (!enabled.is_none()) exchange_enabled.store(nb::cast<bool>(enabled));
+    return before;
+  }, "enabled"_a = nb::none(),
+     "Whether ts.from_dlpack uses a producer's DLPack C exchange API (__dlpack_c_exchange_api__); "
+     "sets it when enabled is a bool and returns the previous setting (TESSEL_DLPACK_EXCHANGE=0 starts it off).");
+  m.def("export_to", &export_to, "x"_a, "cls"_a,
+        "x as an object of cls's library (e.g. export_to(x, torch.Tensor)), zero-copy, through cls's DLPack C "
+        "exchange API (__dlpack_c_exchange_api__): no Python protocol calls. cls's current stream waits for "
+        "tessel's current stream. TypeError when cls has no exchange API.");
+  m.def("_dlpack_fast_path_hits", [] { return exchange_import_hits.load(); },
+        "How many ts.from_dlpack imports went through a producer's DLPack C exchange API.");
   m.def("from_dlpack", &from_dlpack_object, "x"_a, nb::kw_only(), "device"_a = nb::none(), "copy"_a = nb::none(),
         "A tessel array sharing memory with x (an object with __dlpack__, or a DLPack capsule).\n\n"
         "Zero-copy unless device differs from x's device or copy=True. The producer's memory stays alive as "

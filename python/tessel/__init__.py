@@ -12,6 +12,7 @@ import math as _math
 from . import _tessel
 from ._tessel import *  # noqa: F401,F403  (Array, dtypes, elementwise functions, errors, ...)
 from ._tessel import Array, Device, Stream, dtype  # noqa: F401
+from ._tessel import _dlpack_exchange, _dlpack_fast_path_hits  # noqa: F401  (DLPack C exchange switch, counter)
 from ._array_api import *  # noqa: F401,F403
 from ._array_api import __all__ as _array_api_all
 from ._array_api import __array_namespace_info__  # noqa: F401

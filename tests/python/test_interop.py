@@ -475,3 +475,343 @@ def test_cai_import_waits_for_the_producers_stream():
         iface["stream"] = producer.handle
         y = ts.asarray(Holder(iface))
         assert (y + 0.0).item() == 1.0
+
+
+# ---- the DLPack C exchange API (issue 4: a round trip without Python protocol calls) ----
+# tessel.Array carries __dlpack_c_exchange_api__ (a capsule named "dlpack_exchange_api"), and
+# ts.from_dlpack(x) uses type(x)'s table when it has one. ts._tessel._dlpack_fast_path_hits()
+# counts the imports that went through a table.
+import ctypes  # noqa: E402
+
+_hits = ts._tessel._dlpack_fast_path_hits
+
+
+@pytest.fixture(autouse=True)
+def _exchange_on():
+    """The exchange tests expect the fast path on, whatever TESSEL_DLPACK_EXCHANGE says."""
+    previous = ts._tessel._dlpack_exchange(True)
+    yield
+    ts._tessel._dlpack_exchange(previous)
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class _DLManagedTensorVersioned(ctypes.Structure):
+    pass
+
+
+_Managed = ctypes.POINTER(_DLManagedTensorVersioned)
+_DLManagedTensorVersioned._fields_ = [("version", _DLPackVersion), ("manager_ctx", ctypes.c_void_p),
+                                      ("deleter", ctypes.CFUNCTYPE(None, _Managed)), ("flags", ctypes.c_uint64),
+                                      ("dl_tensor", _DLTensor)]
+_SetError = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
+
+
+class _ExchangeAPI(ctypes.Structure):
+    # PYFUNCTYPE: called with the GIL held, and a -1 with a Python error set raises that error.
+    _fields_ = [("version", _DLPackVersion), ("prev_api", ctypes.c_void_p),
+                ("managed_tensor_allocator", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.POINTER(_DLTensor),
+                                                               ctypes.POINTER(_Managed), ctypes.c_void_p, _SetError)),
+                ("managed_tensor_from_py_object_no_sync",
+                 ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(_Managed))),
+                ("managed_tensor_to_py_object_no_sync",
+                 ctypes.PYFUNCTYPE(ctypes.c_int, _Managed, ctypes.POINTER(ctypes.c_void_p))),
+                ("dltensor_from_py_object_no_sync",
+                 ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(_DLTensor))),
+                ("current_work_stream",
+                 ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p)))]
+
+
+def _exchange_api(cls):
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return _ExchangeAPI.from_address(get_pointer(cls.__dlpack_c_exchange_api__, b"dlpack_exchange_api"))
+
+
+def _object_from_new_reference(address):
+    obj = ctypes.cast(address, ctypes.py_object).value  # takes its own reference
+    ctypes.pythonapi.Py_DecRef(ctypes.c_void_p(address))
+    return obj
+
+
+def test_exchange_api_is_on_the_array_type():
+    cap = ts.Array.__dlpack_c_exchange_api__
+    assert 'capsule object "dlpack_exchange_api"' in repr(cap)
+    assert ts.Array.__c_dlpack_exchange_api__ is cap  # the older attribute name
+    api = _exchange_api(ts.Array)
+    assert api.version.major == 1 and api.version.minor >= 2 and api.prev_api is None
+    out = ctypes.c_void_p(123)
+    assert api.current_work_stream(1, 0, ctypes.byref(out)) == 0 and out.value is None  # CPU: no stream
+    if ts.cuda_available():
+        assert api.current_work_stream(2, 0, ctypes.byref(out)) == 0
+        assert (out.value or 0) == ts.current_stream(ts.Device("cuda:0")).handle
+        s = ts.Stream(ts.Device("cuda:0"))
+        with ts.cuda.stream(s):
+            assert api.current_work_stream(2, 0, ctypes.byref(out)) == 0 and out.value == s.handle
+
+
+def test_exchange_api_producer_functions_from_c():
+    """A foreign consumer's view of tessel's table (through ctypes): export, non-owning view,
+    allocation and import of managed tensors."""
+    api = _exchange_api(ts.Array)
+    x = ts.asarray(np.arange(12, dtype=np.float32).reshape(3, 4), device="cpu")[:, 1::2]
+    m = _Managed()
+    assert api.managed_tensor_from_py_object_no_sync(x, ctypes.byref(m)) == 0
+    t = m.contents.dl_tensor
+    assert m.contents.version.major == 1 and m.contents.flags == 0
+    assert t.data == x.data_ptr and t.ndim == 2 and (t.device.device_type, t.device.device_id) == (1, 0)
+    assert (t.dtype.code, t.dtype.bits, t.dtype.lanes) == (2, 32, 1)
+    assert [t.shape[i] for i in range(2)] == [3, 2] and [t.strides[i] for i in range(2)] == [4, 2]
+    # Back into a tessel array (ownership passes): same memory.
+    out = ctypes.c_void_p()
+    assert api.managed_tensor_to_py_object_no_sync(m, ctypes.byref(out)) == 0
+    y = _object_from_new_reference(out.value)
+    assert isinstance(y, ts.Array) and y.data_ptr == x.data_ptr and y.tolist() == x.tolist()
+    y[0, 0] = 100
+    assert x[0, 0].item() == 100
+    # A non-owning DLTensor.
+    view = _DLTensor()
+    assert api.dltensor_from_py_object_no_sync(x, ctypes.byref(view)) == 0
+    assert view.data == x.data_ptr and view.ndim == 2 and view.strides[1] == 2
+    # Objects that are not tessel arrays are refused with a Python error.
+    with pytest.raises(TypeError):
+        api.managed_tensor_from_py_object_no_sync(np.ones(3), ctypes.byref(m))
+    # The allocator: a new tessel-owned tensor of the prototype's dtype and shape.
+    shape = (ctypes.c_int64 * 2)(2, 5)
+    proto = _DLTensor(None, _DLDevice(1, 0), 2, _DLDataType(0, 64, 1), shape, None, 0)
+    errors = []
+    set_error = _SetError(lambda ctx, kind, message: errors.append((kind, message)))
+    assert api.managed_tensor_allocator(ctypes.byref(proto), ctypes.byref(m), None, set_error) == 0 and not errors
+    assert m.contents.dl_tensor.ndim == 2 and m.contents.dl_tensor.data is not None
+    assert api.managed_tensor_to_py_object_no_sync(m, ctypes.byref(out)) == 0
+    z = _object_from_new_reference(out.value)
+    assert z.shape == (2, 5) and z.dtype == ts.int64
+    z[...] = 7
+    assert z.tolist() == [[7] * 5] * 2
+    bad = _DLTensor(None, _DLDevice(1, 0), 1, _DLDataType(2, 8, 1), shape, None, 0)  # float8: unsupported
+    assert api.managed_tensor_allocator(ctypes.byref(bad), ctypes.byref(m), None, set_error) == -1
+    assert errors and errors[0][0] == b"TypeError" and b"dtype" in errors[0][1]
+
+
+def test_from_dlpack_of_a_tessel_array_takes_the_exchange_path():
+    """ts.from_dlpack(tessel_array) goes through tessel's own table: both sides of the API on the CPU."""
+    assert ts._tessel._dlpack_exchange()  # on (the fixture; the default without TESSEL_DLPACK_EXCHANGE=0)
+    x = ts.arange(6, dtype=ts.float64, device="cpu")
+    before = _hits()
+    y = ts.from_dlpack(x)
+    assert _hits() == before + 1
+    assert y.data_ptr == x.data_ptr and y.tolist() == list(range(6))
+    y[0] = 42  # writes through one are seen by the other
+    assert x[0].item() == 42
+    x[5] = -1
+    assert y[5].item() == -1
+    # Keep-alive: the producer array goes, the imported view still reads its memory.
+    del x
+    assert y.tolist() == [42, 1, 2, 3, 4, -1]
+    # copy= and device= are honoured after the import.
+    c = ts.from_dlpack(y, copy=True)
+    assert _hits() == before + 2 and c.data_ptr != y.data_ptr
+    c[0] = 0
+    assert y[0].item() == 42
+    if ts.cuda_available():
+        with pytest.raises(ValueError, match="copy=False"):
+            ts.from_dlpack(y, device="cuda:0", copy=False)
+        g = ts.from_dlpack(y, device="cuda:0")
+        assert g.device == ts.Device("cuda:0") and g.tolist() == y.tolist()
+
+
+def test_exchange_path_keeps_read_only():
+    a = np.arange(4, dtype=np.float32)
+    a.flags.writeable = False
+    x = ts.asarray(a, device="cpu")  # read-only view of NumPy memory
+    before = _hits()
+    y = ts.from_dlpack(x)
+    assert _hits() == before + 1 and y.data_ptr == x.data_ptr
+    _assert_writes_refused(y)
+
+
+def test_exchange_path_can_be_turned_off():
+    x = ts.arange(3, device="cpu")
+    previous = ts._tessel._dlpack_exchange(False)
+    try:
+        before = _hits()
+        y = ts.from_dlpack(x)  # through __dlpack__
+        assert _hits() == before and y.data_ptr == x.data_ptr
+    finally:
+        ts._tessel._dlpack_exchange(previous)
+    before = _hits()
+    ts.from_dlpack(x)
+    assert _hits() == before + 1
+
+
+def test_exchange_path_falls_back_to_dlpack():
+    """Producers without a usable table go through __dlpack__: no attribute, a non-capsule or a
+    wrongly named capsule, or a table that refuses the object."""
+    a = np.arange(5, dtype=np.int32)
+    before = _hits()
+    p = _RecordingProducer(a)  # no attribute
+    assert_close(ts.from_dlpack(p), a)
+    assert p.calls == [{"stream": None, "max_version": (1, 0)}]
+
+    class IntAttribute(_RecordingProducer):
+        __dlpack_c_exchange_api__ = 12345  # not a capsule: never dereferenced
+
+    class WrongCapsule(_RecordingProducer):
+        __dlpack_c_exchange_api__ = np.arange(1).__dlpack__()  # a capsule, but named "dltensor"
+
+    class BorrowedTable(_RecordingProducer):
+        # tessel's own table, on objects that are not tessel arrays: managed_tensor_from_py_object
+        # raises, the import falls back.
+        __dlpack_c_exchange_api__ = ts.Array.__dlpack_c_exchange_api__
+
+    for cls in (IntAttribute, WrongCapsule, BorrowedTable):
+        q = cls(a)
+        assert_close(ts.from_dlpack(q), a)
+        assert len(q.calls) == 1, cls.__name__
+    assert _hits() == before
+    assert ts.from_dlpack(np.arange(3)).tolist() == [0, 1, 2]  # NumPy has no table (yet): __dlpack__
+
+
+@needs_cuda
+def test_exchange_path_waits_for_a_pending_tessel_write():
+    """A tessel array written on another stream (an ElementwiseKernel launched with stream=
+    records the pending write): the exchange export makes tessel's current stream (the work stream
+    it reports) wait for the write, so a read of the import sees 1, not 0 (twice: the reused event)."""
+    spin = ts.ElementwiseKernel("float32 a", "float32 y",
+                                "{ long long spin_start = clock64(); while (clock64() - spin_start < 100000000LL) {} } y = a + 1.0f",
+                                "spin_then_write")
+    producer = ts.Stream()
+    for _ in range(2):
+        src = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
+        x = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
+        ts.synchronize("cuda:0")
+        spin(src, x, stream=producer)  # ~50 ms on `producer`, then x[0] = 1
+        before = _hits()
+        y = ts.from_dlpack(x)  # a new storage over x's memory: only the hand-over orders the read
+        assert _hits() == before + 1
+        assert (y + 0.0).item() == 1.0
+
+
+def _torch_with_exchange_api():
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    if not (hasattr(torch.Tensor, "__dlpack_c_exchange_api__") or hasattr(torch.Tensor, "__c_dlpack_exchange_api__")):
+        pytest.skip(f"torch {torch.__version__} has no DLPack C exchange API")
+    return torch
+
+
+@pytest.mark.parametrize("where", ["cpu", "cuda"])
+def test_torch_exchange_fast_path(where):
+    torch = _torch_with_exchange_api()
+    if where == "cuda" and not (ts.cuda_available() and torch.cuda.is_available()):
+        pytest.skip("needs a CUDA device")
+    t = torch.arange(12, dtype=torch.float32, device=where).reshape(3, 4)
+    before = _hits()
+    x = ts.from_dlpack(t)
+    assert _hits() == before + 1, "ts.from_dlpack(torch tensor) did not use torch's exchange API"
+    assert x.data_ptr == t.data_ptr() and x.shape == (3, 4) and x.device == ts.Device("cpu" if where == "cpu" else "cuda:0")
+    t[0, 0] = 42  # torch writes, tessel reads
+    if where == "cuda":
+        torch.cuda.synchronize()
+    assert x[0, 0].item() == 42
+    x[2, 3] = -5  # tessel writes, torch reads
+    ts.synchronize(x.device)
+    assert t[2, 3].item() == -5
+    back = torch.from_dlpack(x)  # and back: the round trip shares memory
+    assert back.data_ptr() == t.data_ptr()
+    # Keep-alive: the torch tensor goes, the tessel view still reads.
+    expected = t.cpu().numpy().copy()
+    del t, back
+    assert_close(x, expected)
+    # Strided views keep their strides.
+    u = torch.arange(24, dtype=torch.float64, device=where).reshape(4, 6)[::2, 1::3]
+    assert_close(ts.from_dlpack(u), u.cpu().numpy())
+
+
+@needs_cuda
+def test_torch_exchange_waits_for_torchs_side_stream():
+    """The no-sync exchange: tessel's stream must wait for torch's current stream itself. torch
+    writes after a long sleep on a side stream; the import, made while that stream is torch's
+    current one, is read on tessel's stream and must see the write (twice: the reused event)."""
+    torch = _torch_with_exchange_api()
+    side = torch.cuda.Stream()
+    for _ in range(2):
+        t = torch.zeros(1, device="cuda")
+        torch.cuda.synchronize()
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(100_000_000)  # ~50 ms of GPU time on the side stream
+            t.fill_(1.0)
+            before = _hits()
+            x = ts.from_dlpack(t)  # torch's current work stream is `side` here
+        assert _hits() == before + 1
+        assert (x + 0.0).item() == 1.0  # read on tessel's current stream
+        torch.cuda.synchronize()
+
+
+def test_export_to_through_an_exchange_table():
+    """ts.export_to(x, cls) hands x to cls's library through cls's table; on the CPU, tessel's own
+    table is the consumer."""
+    x = ts.arange(5, dtype=ts.int32, device="cpu")
+    y = ts.export_to(x, ts.Array)
+    assert isinstance(y, ts.Array) and y.data_ptr == x.data_ptr and y.tolist() == [0, 1, 2, 3, 4]
+    y[0] = 9
+    assert x[0].item() == 9
+    a = np.arange(3, dtype=np.float32)
+    a.flags.writeable = False
+    r = ts.export_to(ts.asarray(a, device="cpu"), ts.Array)  # the read-only flag travels
+    with pytest.raises(ValueError, match="read-only"):
+        r[0] = 1
+    with pytest.raises(TypeError, match="no DLPack C exchange API"):
+        ts.export_to(x, np.ndarray)
+    with pytest.raises(TypeError, match="must be a type"):
+        ts.export_to(x, np.ones(3))
+    with pytest.raises(TypeError, match="must be a tessel.Array"):
+        ts.export_to(np.ones(3), ts.Array)
+    assert ts._dlpack_fast_path_hits is ts._tessel._dlpack_fast_path_hits
+
+
+@pytest.mark.parametrize("where", ["cpu", "cuda"])
+def test_torch_round_trip_through_exchange_tables(where):
+    """torch -> tessel -> torch with both halves through the C tables (ts.from_dlpack and
+    ts.export_to(x, torch.Tensor)): the same memory, no copies."""
+    torch = _torch_with_exchange_api()
+    if where == "cuda" and not (ts.cuda_available() and torch.cuda.is_available()):
+        pytest.skip("needs a CUDA device")
+    t = torch.arange(6, dtype=torch.float32, device=where)
+    back = ts.export_to(ts.from_dlpack(t), torch.Tensor)
+    assert type(back) is torch.Tensor and back.data_ptr() == t.data_ptr() and torch.equal(back, t)
+    back[1] = 50
+    assert t[1].item() == 50
+
+
+@needs_cuda
+def test_export_to_torch_waits_for_tessels_stream():
+    """ts.export_to(x, torch.Tensor): torch's current stream waits for tessel's pending kernel."""
+    torch = _torch_with_exchange_api()
+    from test_errors_streams_kernels import _SPIN
+
+    kernel = ts.RawKernel(_SPIN, "spin")
+    side = torch.cuda.Stream()
+    for _ in range(2):
+        x = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
+        ts.synchronize("cuda:0")
+        kernel((1,), (1,), (np.int64(100_000_000), x))  # ~50 ms on tessel's stream, then x[0] = 1
+        with torch.cuda.stream(side):
+            t = ts.export_to(x, torch.Tensor)
+            u = t + 0.0  # queued on torch's side stream
+            assert u.item() == 1.0  # read on the side stream too
