@@ -104,19 +104,6 @@ std::atomic<std::uint64_t>& current_tuning() {
   return word;
 }
 
-// TESSEL_EW_STREAMING=1: the contiguous path's 16-byte accesses use the streaming (evict-first)
-// loads and stores. Read once per process; the generated source differs, so the kernel caches
-// keep both variants apart.
-bool streaming_accesses() {
-  static const bool on = [] {
-    const char* env = std::getenv("TESSEL_EW_STREAMING");
-    return env != nullptr && std::string(env) == "1";
-  }();
-  return on;
-}
-const char* vec_load_fn() { return streaming_accesses() ? "tessel::load_vec_cs" : "tessel::load_vec"; }
-const char* vec_store_fn() { return streaming_accesses() ? "tessel::store_vec_cs" : "tessel::store_vec"; }
-
 // The statements for one element: declare variables, run the body, store outputs. `load(op)` and
 // `place(op)` give the expressions that read / name the operand's memory.
 template <class Load, class Place>
@@ -245,7 +232,7 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
           s << "      tessel::vec<" << cuda_type_name(op.dtype) << ", " << vec << "> x_" << op.name << "[" << u_count << "];\n";
           if (load) {
             s << "#pragma unroll\n";
-            s << "      for (int u = 0; u < " << u_count << "; ++u) x_" << op.name << "[u] = " << vec_load_fn() << "<" << vec
+            s << "      for (int u = 0; u < " << u_count << "; ++u) x_" << op.name << "[u] = tessel::load_vec<" << vec
               << ">(p_" << op.name << " + (v + u * step) * " << vec << ");\n";
           }
         }
@@ -261,7 +248,7 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
         for (const auto& op : spec.operands) {
           if (!op.is_output) continue;
           s << "#pragma unroll\n";
-          s << "      for (int u = 0; u < " << u_count << "; ++u) " << vec_store_fn() << "<" << vec << ">(p_" << op.name
+          s << "      for (int u = 0; u < " << u_count << "; ++u) tessel::store_vec<" << vec << ">(p_" << op.name
             << " + (v + u * step) * " << vec << ", x_" << op.name << "[u]);\n";
         }
         s << "    }\n";
@@ -271,7 +258,7 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
         if (op.is_scalar) continue;
         const bool load = !op.is_output || body_reads(spec.body, op.name);
         s << "      tessel::vec<" << cuda_type_name(op.dtype) << ", " << vec << "> x_" << op.name;
-        if (load) s << " = " << vec_load_fn() << "<" << vec << ">(p_" << op.name << " + v * " << vec << ")";
+        if (load) s << " = tessel::load_vec<" << vec << ">(p_" << op.name << " + v * " << vec << ")";
         s << ";\n";
       }
       s << "#pragma unroll\n";
@@ -281,7 +268,7 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
           [](const ElementwiseOperand& op) { return "x_" + op.name + ".v[k]"; });
       s << "      }\n";
       for (const auto& op : spec.operands) {
-        if (op.is_output) s << "      " << vec_store_fn() << "<" << vec << ">(p_" << op.name << " + v * " << vec << ", x_" << op.name << ");\n";
+        if (op.is_output) s << "      tessel::store_vec<" << vec << ">(p_" << op.name << " + v * " << vec << ", x_" << op.name << ");\n";
       }
       s << "    }\n";
       s << "    done = nvec * " << vec << ";\n";

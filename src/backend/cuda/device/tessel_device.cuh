@@ -274,23 +274,6 @@ struct alignas(sizeof(T) * N) vec {
 };
 template <int N, class T> TESSEL_DEV vec<T, N> load_vec(const T* p) { return *reinterpret_cast<const vec<T, N>*>(p); }
 template <int N, class T> TESSEL_DEV void store_vec(T* p, const vec<T, N>& x) { *reinterpret_cast<vec<T, N>*>(p) = x; }
-// Streaming variants (ld.global.cs / st.global.cs: evict-first, for data touched once) for the
-// 16-byte accesses; narrower vectors are plain. Chosen per process (TESSEL_EW_STREAMING).
-template <int N, class T> TESSEL_DEV vec<T, N> load_vec_cs(const T* p) {
-  if constexpr (sizeof(vec<T, N>) == 16) {
-    const int4 raw = __ldcs(reinterpret_cast<const int4*>(p));
-    return *reinterpret_cast<const vec<T, N>*>(&raw);  // both 16 bytes, 16-aligned
-  } else {
-    return load_vec<N>(p);
-  }
-}
-template <int N, class T> TESSEL_DEV void store_vec_cs(T* p, const vec<T, N>& x) {
-  if constexpr (sizeof(vec<T, N>) == 16) {
-    __stcs(reinterpret_cast<int4*>(p), *reinterpret_cast<const int4*>(&x));
-  } else {
-    store_vec<N>(p, x);
-  }
-}
 
 // ---- N-d strided index math --------------------------------------------------------------------
 // Sizes and strides of collapsed dimensions, innermost last, passed by value as kernel params.
