@@ -41,6 +41,7 @@ int main() {
 #include <cuda_runtime_api.h>
 
 #include "backend/matmul.hpp"
+#include "matmul_reference.hpp"
 
 using namespace tessel;
 
@@ -65,13 +66,8 @@ double sampled_error(const Array& d, const std::vector<float>& a, const std::vec
   for (int s = 0; s < 256; ++s) {
     const std::int64_t i = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(m));
     const std::int64_t j = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));
-    double sum = 0, scale = 0;
-    for (std::int64_t kk = 0; kk < k; ++kk) {
-      const double p = double(a[static_cast<std::size_t>(i * k + kk)]) * b[static_cast<std::size_t>(kk * n + j)];
-      sum += p;
-      scale += std::abs(p);
-    }
-    if (!bias.empty()) sum += bias[static_cast<std::size_t>(j)];
+    const bench::ReferenceEntry want = bench::reference_entry(a, b, bias, i, j, n, k);
+    double sum = want.value, scale = want.scale;
     if (relu) sum = std::max(sum, 0.0);
     const double g = got[static_cast<std::size_t>(i * n + j)];
     if (!std::isfinite(g)) return INFINITY;
@@ -102,13 +98,8 @@ double sampled_epilogue_error(const Array& d, const Array& aux, const std::vecto
   for (int s = 0; s < 256; ++s) {
     const std::int64_t i = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(m));
     const std::int64_t j = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));
-    double sum = 0, scale = 0;
-    for (std::int64_t kk = 0; kk < k; ++kk) {
-      const double p = double(a[static_cast<std::size_t>(i * k + kk)]) * b[static_cast<std::size_t>(kk * n + j)];
-      sum += p;
-      scale += std::abs(p);
-    }
-    if (!bias.empty()) sum += bias[static_cast<std::size_t>(j)];
+    const bench::ReferenceEntry want = bench::reference_entry(a, b, bias, i, j, n, k);
+    double sum = want.value, scale = want.scale;
     scale += std::abs(sum) + 1e-30;
     const auto idx = static_cast<std::size_t>(i * n + j);
     const double g = got[idx];

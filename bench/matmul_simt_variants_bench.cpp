@@ -40,6 +40,7 @@ int main() {
 
 #include "backend/cuda/matmul_simt_kernel.cuh"
 #include "backend/matmul.hpp"
+#include "matmul_reference.hpp"
 
 using namespace tessel;
 
@@ -113,13 +114,8 @@ double reference_error(const Array& d, const std::vector<float>& a, const std::v
   for (std::int64_t s = 0; s < count; ++s) {
     const std::int64_t i = samples > 0 ? static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(m)) : s / n;
     const std::int64_t j = samples > 0 ? static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n)) : s % n;
-    double sum = 0, scale = 0;
-    for (std::int64_t kk = 0; kk < k; ++kk) {
-      const double p = double(a[static_cast<std::size_t>(i * k + kk)]) * b[static_cast<std::size_t>(kk * n + j)];
-      sum += p;
-      scale += std::abs(p);
-    }
-    if (!bias.empty()) sum += bias[static_cast<std::size_t>(j)];
+    const bench::ReferenceEntry want = bench::reference_entry(a, b, bias, i, j, n, k);
+    double sum = want.value, scale = want.scale;
     if (relu) sum = std::max(sum, 0.0);
     const double g = got[static_cast<std::size_t>(i * n + j)];
     if (!std::isfinite(g)) return INFINITY;
