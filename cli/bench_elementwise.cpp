@@ -72,7 +72,8 @@ std::vector<Row> fused_chain(Context& ctx) {
     r.ceiling = "copy";
     r.pct_of_ceiling = 100 * r.rate / ctx.ceilings.copy_GBps;
     if (fused) fused_ms = r.ms;
-    else if (fused_ms > 0) r.note = fmt::format("fused is {:.2f}x faster", r.ms / fused_ms);
+    else if (fused_ms > 0 && r.ms >= fused_ms) r.note = fmt::format("fused is {:.2f}x faster", r.ms / fused_ms);
+    else if (fused_ms > 0) r.note = fmt::format("fused is {:.2f}x slower", fused_ms / r.ms);
     rows.push_back(r);
   }
   set_fusion_enabled(true);
