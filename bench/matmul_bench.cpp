@@ -38,6 +38,8 @@ int main() {
 }
 #else
 #include <cublas_v2.h>
+
+#include "core/cublas_check.hpp"
 #include <cuda_runtime_api.h>
 
 #include "backend/matmul.hpp"
@@ -47,12 +49,6 @@ using namespace tessel;
 
 namespace {
 
-void check_cublas(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    std::fprintf(stderr, "%s failed: %d\n", what, static_cast<int>(status));
-    std::exit(1);
-  }
-}
 
 std::vector<float> host_floats(const Array& x) { return x.astype(DType::float32).to(Device::cpu()).to_vector<float>(); }
 
@@ -253,8 +249,8 @@ int main(int argc, char** argv) {
   const Stream stream = current_stream(gpu);
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle());
   cublasHandle_t cublas = nullptr;
-  check_cublas(cublasCreate(&cublas), "cublasCreate");
-  check_cublas(cublasSetStream(cublas, cuda_stream), "cublasSetStream");
+  TESSEL_CUBLAS_CHECK(cublasCreate(&cublas), "cublasCreate");
+  TESSEL_CUBLAS_CHECK(cublasSetStream(cublas, cuda_stream), "cublasSetStream");
   // Sections not run keep today's earlier results (--only=sweep does not erase the others).
   nlohmann::json results = bench::read_results().value("matmul", nlohmann::json::object());
   results["device"] = device_properties(0).name;
@@ -287,7 +283,7 @@ int main(int argc, char** argv) {
     // plain cuBLAS bf16 GEMM, no epilogue: row-major D = A B is column-major D^T = B^T A^T
     const float one = 1.0f, zero = 0.0f;
     auto cublas_gemm = [&] {
-      check_cublas(cublasGemmEx(cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+      TESSEL_CUBLAS_CHECK(cublasGemmEx(cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
                                 static_cast<int>(k), &one, b.data(), CUDA_R_16BF, static_cast<int>(n), a.data(),
                                 CUDA_R_16BF, static_cast<int>(k), &zero, d.data(), CUDA_R_16BF, static_cast<int>(n),
                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
@@ -396,7 +392,7 @@ int main(int argc, char** argv) {
     };
     const float one = 1.0f, zero = 0.0f;
     const double cublas_ms = time_checked("cublas_sgemm", [&] {
-      check_cublas(cublasSgemm(cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(n), static_cast<int>(n),
+      TESSEL_CUBLAS_CHECK(cublasSgemm(cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(n), static_cast<int>(n),
                                &one, b.data_as<float>(), static_cast<int>(n), a.data_as<float>(), static_cast<int>(n), &zero,
                                d.data_as<float>(), static_cast<int>(n)),
                    "cublasSgemm");

@@ -36,6 +36,8 @@ int main() {
 }
 #else
 #include <cublas_v2.h>
+
+#include "core/cublas_check.hpp"
 #include <cuda_runtime_api.h>
 
 #include "backend/cuda/matmul_simt_kernel.cuh"
@@ -69,9 +71,6 @@ const std::vector<Variant> kVariants = {
     {64, 64, 8, 4, 4, 0},     {64, 64, 16, 4, 4, 8},
 };
 
-void check_cublas(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) throw Error(fmt::format("{} failed: {}", what, static_cast<int>(status)));
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -146,8 +145,8 @@ int main(int argc, char** argv) {
   const Stream stream = current_stream(gpu);
   auto cuda_stream = static_cast<cudaStream_t>(stream.handle());
   cublasHandle_t cublas = nullptr;
-  check_cublas(cublasCreate(&cublas), "cublasCreate");
-  check_cublas(cublasSetStream(cublas, cuda_stream), "cublasSetStream");
+  TESSEL_CUBLAS_CHECK(cublasCreate(&cublas), "cublasCreate");
+  TESSEL_CUBLAS_CHECK(cublasSetStream(cublas, cuda_stream), "cublasSetStream");
   const std::string source = read_file(TESSEL_SOURCE_DIR "/src/backend/cuda/matmul_simt_kernel.cuh");
 
   const std::int64_t n = size;
@@ -192,7 +191,7 @@ int main(int argc, char** argv) {
   const float one = 1.0f, zero = 0.0f;
   nlohmann::json cublas_row, naive_row;
   const double cublas_ms = time_checked("cublas_sgemm", [&] {
-    check_cublas(cublasSgemm(cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(n), static_cast<int>(n),
+    TESSEL_CUBLAS_CHECK(cublasSgemm(cublas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(n), static_cast<int>(n),
                              &one, b.data_as<float>(), static_cast<int>(n), a.data_as<float>(), static_cast<int>(n), &zero,
                              d.data_as<float>(), static_cast<int>(n)),
                  "cublasSgemm");

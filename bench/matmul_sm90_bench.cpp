@@ -23,6 +23,8 @@ int main() {
 }
 #else
 #include <cublasLt.h>
+
+#include "core/cublas_check.hpp"
 #include <cuda_runtime_api.h>
 
 #include "backend/cuda/matmul_sm90.hpp"
@@ -32,9 +34,6 @@ namespace sm90 = tessel::detail::sm90;
 
 namespace {
 
-void check_lt(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) throw Error(std::string("cuBLASLt: ") + what + " failed with status " + std::to_string(status));
-}
 
 double bf16_to_double(std::uint16_t bits) { return static_cast<double>(bfloat16::from_bits(bits)); }
 
@@ -55,7 +54,7 @@ int main() {
   bool all_ok = true;
 
   cublasLtHandle_t lt = nullptr;
-  check_lt(cublasLtCreate(&lt), "create");
+  TESSEL_CUBLAS_CHECK(cublasLtCreate(&lt), "create");
   const std::size_t workspace_bytes = 64 << 20;
   auto workspace = Buffer::allocate(gpu, workspace_bytes, stream);
 
@@ -77,25 +76,25 @@ int main() {
       cublasLtMatmulDesc_t desc = nullptr;
       cublasLtMatrixLayout_t layout_b = nullptr, layout_a = nullptr, layout_d = nullptr;
       cublasLtMatmulPreference_t pref = nullptr;
-      check_lt(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
+      TESSEL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc");
       const cublasOperation_t op_b = b_k_contiguous ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = CUBLAS_OP_N;
-      check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b), "transa");
-      check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a), "transb");
-      check_lt(b_k_contiguous ? cublasLtMatrixLayoutCreate(&layout_b, CUDA_R_16BF, k, n, k)
+      TESSEL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b), "transa");
+      TESSEL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a), "transb");
+      TESSEL_CUBLAS_CHECK(b_k_contiguous ? cublasLtMatrixLayoutCreate(&layout_b, CUDA_R_16BF, k, n, k)
                               : cublasLtMatrixLayoutCreate(&layout_b, CUDA_R_16BF, n, k, n), "layout B");
-      check_lt(cublasLtMatrixLayoutCreate(&layout_a, CUDA_R_16BF, k, m, k), "layout A");
-      check_lt(cublasLtMatrixLayoutCreate(&layout_d, CUDA_R_16BF, n, m, n), "layout D");
-      check_lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
-      check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+      TESSEL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_a, CUDA_R_16BF, k, m, k), "layout A");
+      TESSEL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_d, CUDA_R_16BF, n, m, n), "layout D");
+      TESSEL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref), "preference");
+      TESSEL_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
                                                     sizeof workspace_bytes), "workspace");
       cublasLtMatmulHeuristicResult_t heuristic{};
       int found = 0;
-      check_lt(cublasLtMatmulAlgoGetHeuristic(lt, desc, layout_b, layout_a, layout_d, layout_d, pref, 1, &heuristic, &found),
+      TESSEL_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, desc, layout_b, layout_a, layout_d, layout_d, pref, 1, &heuristic, &found),
                "heuristic");
       if (found < 1) throw Error("cuBLASLt: no algorithm for " + label);
       const float one = 1.0f, zero = 0.0f;
       auto run_lt = [&] {
-        check_lt(cublasLtMatmul(lt, desc, &one, b.data(), layout_b, a.data(), layout_a, &zero, d_lt.data(), layout_d,
+        TESSEL_CUBLAS_CHECK(cublasLtMatmul(lt, desc, &one, b.data(), layout_b, a.data(), layout_a, &zero, d_lt.data(), layout_d,
                                 d_lt.data(), layout_d, &heuristic.algo, workspace->data(), workspace_bytes, cuda_stream),
                  "matmul");
       };

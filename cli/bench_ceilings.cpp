@@ -13,6 +13,8 @@
 
 #if defined(TESSEL_HAVE_CUDA)
 #include <cublas_v2.h>
+
+#include "core/cublas_check.hpp"
 #include <cuda_runtime_api.h>
 #endif
 
@@ -51,11 +53,6 @@ double cpu_copy_GBps(const Context& ctx) {
 void check_cuda(cudaError_t status, const char* what) {
   if (status != cudaSuccess) throw Error(std::string("bench ceilings: ") + what + ": " + cudaGetErrorString(status));
 }
-void check_cublas(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    throw Error(std::string("bench ceilings: ") + what + ": cuBLAS status " + std::to_string(static_cast<int>(status)));
-  }
-}
 
 double gpu_copy_GBps(const Context& ctx) {
   const std::int64_t n = ctx.quick ? (std::int64_t{1} << 26) : (std::int64_t{1} << 28);  // float32
@@ -72,14 +69,14 @@ double gpu_copy_GBps(const Context& ctx) {
 // One cuBLAS GEMM of size n^3 on random data: its rate in TFLOP/s.
 double cublas_gemm_TFLOPs(const Context& ctx, DType dtype, cublasComputeType_t compute, std::int64_t n) {
   cublasHandle_t handle = nullptr;
-  check_cublas(cublasCreate(&handle), "cublasCreate");
+  TESSEL_CUBLAS_CHECK(cublasCreate(&handle), "cublasCreate");
   struct HandleGuard {
     cublasHandle_t h;
     ~HandleGuard() { cublasDestroy(h); }
   } guard{handle};
-  check_cublas(cublasSetStream(handle, static_cast<cudaStream_t>(ctx.stream.handle())), "cublasSetStream");
+  TESSEL_CUBLAS_CHECK(cublasSetStream(handle, static_cast<cudaStream_t>(ctx.stream.handle())), "cublasSetStream");
   auto workspace = Buffer::allocate(ctx.device, std::int64_t{64} << 20, ctx.stream);
-  check_cublas(cublasSetWorkspace(handle, workspace->data(), 64u << 20), "cublasSetWorkspace");
+  TESSEL_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace->data(), 64u << 20), "cublasSetWorkspace");
   Array a = random::uniform({n, n}, -1, 1, dtype, ctx.device, ctx.stream);
   Array b = random::uniform({n, n}, -1, 1, dtype, ctx.device, ctx.stream);
   Array c = empty({n, n}, dtype, ctx.device, ctx.stream);
@@ -87,7 +84,7 @@ double cublas_gemm_TFLOPs(const Context& ctx, DType dtype, cublasComputeType_t c
   const float alpha = 1.0f, beta = 0.0f;
   const int dim = static_cast<int>(n);
   const double ms = ctx.median_ms([&] {
-    check_cublas(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, dim, dim, dim, &alpha, a.data(), type, dim, b.data(), type,
+    TESSEL_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, dim, dim, dim, &alpha, a.data(), type, dim, b.data(), type,
                               dim, &beta, c.data(), type, dim, compute, CUBLAS_GEMM_DEFAULT),
                  "cublasGemmEx");
   });

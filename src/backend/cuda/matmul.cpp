@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "backend/matmul.hpp"
+#include "core/cublas_check.hpp"
 #include "core/cuda_check.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
@@ -34,13 +35,7 @@ namespace {
 constexpr std::uint64_t kWorkspaceCap = 32ull << 20;
 constexpr int kTopK = 8;
 
-void check_lt(cublasStatus_t status, const char* expr, const char* file, int line) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    throw CudaError(fmt::format("matmul: {} failed: {} at {}:{}", expr, cublasLtGetStatusName(status), file, line),
-                    static_cast<int>(status), false);
-  }
-}
-#define TESSEL_LT_CHECK(expr) check_lt((expr), #expr, __FILE__, __LINE__)
+#define TESSEL_LT_CHECK(expr) TESSEL_CUBLAS_CHECK((expr), "matmul")
 
 // One cuBLASLt handle per device, created on first use and kept for the process.
 cublasLtHandle_t lt_handle(Device device) {

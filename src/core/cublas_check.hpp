@@ -1,0 +1,22 @@
+#pragma once
+// cuBLAS and cuBLASLt calls both return cublasStatus_t: a failure becomes a CudaError (not fatal:
+// the context stays usable) naming the op, the call, cuBLAS's status name and the place.
+#if defined(TESSEL_HAVE_CUDA)
+#include <cublas_api.h>
+#include <fmt/format.h>
+
+#include "tessel/core/error.hpp"
+
+namespace tessel::detail {
+
+inline void check_cublas(cublasStatus_t status, const char* op, const char* expr, const char* file, int line) {
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw CudaError(fmt::format("{}: {} failed: {} at {}:{}", op, expr, cublasGetStatusName(status), file, line),
+                    static_cast<int>(status), false);
+  }
+}
+
+}  // namespace tessel::detail
+
+#define TESSEL_CUBLAS_CHECK(expr, op) ::tessel::detail::check_cublas((expr), (op), #expr, __FILE__, __LINE__)
+#endif
