@@ -346,6 +346,11 @@ void Job::run_cuda() {
   std::int64_t in_total = 0, out_total = 0, chunks_done = 0;
   PipelineProgress progress(options.progress, total_bytes);
   bool pageable_in = false, pageable_out = false;
+  // Page-locked or not, asked once per buffer (for wrapped memory that is a CUDA query): the
+  // output is one buffer for the run, and an array input gives every chunk the same buffer.
+  const bool output_pinned = sink.output.defined() && is_pinned(sink.output);
+  std::shared_ptr<Buffer> last_in_buffer;  // held, so a new buffer cannot reuse its address
+  bool last_in_pinned = false;
 
   // Waits for a slot's chunk and delivers its result (pageable copy-out or callback).
   auto drain = [&](Slot& slot) {
@@ -398,7 +403,11 @@ void Job::run_cuda() {
         const std::int64_t in_bytes = c->host.nbytes();
         const void* src = c->host.data();
         c->host.wait();
-        if (!is_pinned(c->host) && in_bytes > 0) {
+        if (c->host.buffer() != last_in_buffer) {
+          last_in_buffer = c->host.buffer();
+          last_in_pinned = is_pinned(c->host);
+        }
+        if (!last_in_pinned && in_bytes > 0) {
           pageable_in = true;
           if (!slot.in_stage || slot.in_stage->size() < in_bytes) {
             slot.in_stage.reset();
@@ -434,7 +443,7 @@ void Job::run_cuda() {
         // Copy out: straight into a pinned output, else into the slot's staging.
         const std::int64_t out_bytes = out.nbytes();
         void* dst = nullptr;
-        slot.out_staged = !(sink.output.defined() && is_pinned(sink.output));
+        slot.out_staged = !output_pinned;
         if (slot.out_staged) {
           if (sink.output.defined()) pageable_out = true;
           if (!slot.out_stage || slot.out_stage->size() < out_bytes) {
