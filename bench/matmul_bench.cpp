@@ -185,6 +185,7 @@ nlohmann::json autotune_sweep(const Device gpu, const std::function<bool(double,
       row["candidates"] = candidates;
       row["choice"] = choice;
       row["choice_ms"] = plan.selected().time_ms;
+      row["choice_sustained_ms"] = plan.selected().sustained_ms;  // -1 when the second phase did not run
       row["choice_TFLOPs"] = flop / plan.selected().time_ms / 1e9;
       row["best_cublaslt_ms"] = best_lt;
       row["best_sm90_ms"] = best_sm90;

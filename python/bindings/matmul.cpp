@@ -230,11 +230,14 @@ void register_matmul(nb::module_& m) {
 
   nb::class_<MatmulCandidate>(m, "MatmulCandidate", "One algorithm a Matmul plan may run (and its autotune time).")
       .def_ro("name", &MatmulCandidate::name)
-      .def_ro("time_ms", &MatmulCandidate::time_ms, "Median time of the autotune, -1 when not timed.")
+      .def_ro("time_ms", &MatmulCandidate::time_ms, "Median time of single autotune runs, -1 when not timed.")
+      .def_ro("sustained_ms", &MatmulCandidate::sustained_ms,
+              "Median time per run back to back (autotune finalists only, else -1); the smallest wins.")
       .def_ro("ok", &MatmulCandidate::ok)
       .def_ro("error", &MatmulCandidate::error)
       .def("__repr__", [](const MatmulCandidate& c) {
         std::string s = "MatmulCandidate(name='" + c.name + "', time_ms=" + std::to_string(c.time_ms);
+        if (c.sustained_ms >= 0) s += ", sustained_ms=" + std::to_string(c.sustained_ms);
         if (!c.ok) s += ", error='" + c.error + "'";
         return s + ")";
       });

@@ -411,6 +411,7 @@ def tensordot(x1: Array, x2: Array, /, *, axes: Union[int, Tuple[Sequence[int], 
 class MatmulCandidate:
     name: str
     time_ms: float
+    sustained_ms: float
     ok: bool
     error: str
 

@@ -389,7 +389,14 @@ def test_matmul_plan(device, rng, matmul_cache):
     again = ts.Matmul(a, b, bias=bias, epilogue="relu")
     assert again.cache_key == plan.cache_key
     assert again.from_cache, "the autotune winner was not read back from the disk cache"
-    winner = min((c for c in tuned if c.ok and c.time_ms >= 0), key=lambda c: c.time_ms)
+    # The winner: the best back-to-back finalist when the autotune's second phase ran, else the
+    # best single-run time.
+    finalists = [c for c in tuned if c.sustained_ms >= 0]
+    assert len(finalists) != 1 and len(finalists) <= 4, tuned
+    if finalists:
+        winner = min(finalists, key=lambda c: c.sustained_ms)
+    else:
+        winner = min((c for c in tuned if c.ok and c.time_ms >= 0), key=lambda c: c.time_ms)
     assert again.selected.name == winner.name
 
 

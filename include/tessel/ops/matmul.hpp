@@ -59,7 +59,10 @@ Array vecdot(const Array& x1, const Array& x2, std::int64_t axis = -1, const Opt
 // One candidate an autotune timed.
 struct MatmulCandidate {
   std::string name;    // "cublaslt:algo3", "simt:128x128x8", "sm90:..." or "cpu:openblas"
-  double time_ms = -1; // median time, -1 when not timed (or failed)
+  double time_ms = -1; // median time of single runs interleaved with the others, -1 when not timed (or failed)
+  // Median time per run back to back, for the autotune's finalists (-1 for the others); the
+  // autotuner picks the finalist with the smallest (see TESSEL_MATMUL_AUTOTUNE_SUSTAIN_MS).
+  double sustained_ms = -1;
   bool ok = true;      // false when it failed to run; the reason is in `error`
   std::string error;
 };
