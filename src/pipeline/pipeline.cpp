@@ -347,8 +347,9 @@ void Job::run_cuda() {
   PipelineProgress progress(options.progress, total_bytes);
   bool pageable_in = false, pageable_out = false;
   // Page-locked or not, asked once per buffer (for wrapped memory that is a CUDA query): the
-  // output is one buffer for the run, and an array input gives every chunk the same buffer.
-  const bool output_pinned = sink.output.defined() && is_pinned(sink.output);
+  // output is one buffer for the run (made when the first result's shape is known, so asked
+  // then), and an array input gives every chunk the same buffer.
+  std::optional<bool> output_pinned;
   std::shared_ptr<Buffer> last_in_buffer;  // held, so a new buffer cannot reuse its address
   bool last_in_pinned = false;
 
@@ -443,7 +444,8 @@ void Job::run_cuda() {
         // Copy out: straight into a pinned output, else into the slot's staging.
         const std::int64_t out_bytes = out.nbytes();
         void* dst = nullptr;
-        slot.out_staged = !output_pinned;
+        if (!output_pinned && sink.output.defined()) output_pinned = is_pinned(sink.output);
+        slot.out_staged = !output_pinned.value_or(false);
         if (slot.out_staged) {
           if (sink.output.defined()) pageable_out = true;
           if (!slot.out_stage || slot.out_stage->size() < out_bytes) {
