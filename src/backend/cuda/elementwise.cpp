@@ -253,7 +253,7 @@ namespace {
 // strided, its strides). TESSEL_EW_KERNEL_CACHE=0 falls back to launch_elementwise.
 
 // Same bound as the jit launcher: leaves room for the grid-stride increment in 32-bit math.
-constexpr std::int64_t kIndex32Limit = (std::int64_t{1} << 31) - (std::int64_t{1} << 26);
+constexpr std::int64_t kIndex32Limit = jit::kElementwiseIndex32Limit;
 
 struct KernelKey {
   SpecKey spec;
