@@ -6,45 +6,13 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "tessel/array/shape.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/jit/elementwise.hpp"
 #include "tessel/jit/kernel.hpp"
 
 namespace tessel::jit {
 namespace {
-
-bool c_contiguous(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& strides) {
-  std::int64_t expected = 1;
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] != 1 && strides[d] != expected) return false;
-    expected *= shape[d];
-  }
-  return true;
-}
-
-// Drops size-one axes and merges axis d into d+1 when every operand steps through them as one.
-void collapse(const std::vector<std::int64_t>& shape, const std::vector<const std::vector<std::int64_t>*>& strides,
-              ElementwisePlan& c) {
-  c.strides.resize(strides.size());
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    bool merge = !c.dims.empty();
-    for (std::size_t k = 0; merge && k < strides.size(); ++k) {
-      merge = c.strides[k].back() == (*strides[k])[d] * shape[d];
-    }
-    if (merge) {
-      c.dims.back() *= shape[d];
-      for (std::size_t k = 0; k < strides.size(); ++k) c.strides[k].back() = (*strides[k])[d];
-    } else {
-      c.dims.push_back(shape[d]);
-      for (std::size_t k = 0; k < strides.size(); ++k) c.strides[k].push_back((*strides[k])[d]);
-    }
-  }
-  if (c.dims.empty()) {  // a single element
-    c.dims.push_back(1);
-    for (auto& s : c.strides) s.push_back(0);
-  }
-}
 
 // What selects one compiled kernel of a launcher's spec.
 struct LaunchKey {
@@ -69,30 +37,36 @@ struct LaunchKeyHash {
 
 }  // namespace
 
+bool fits_index32(std::int64_t n, const std::vector<std::int64_t>& dims,
+                  const std::vector<std::vector<std::int64_t>>& strides) {
+  bool fits = n <= kElementwiseIndex32Limit;
+  for (const auto& st : strides) {
+    std::int64_t reach = 0;
+    for (std::size_t d = 0; d < dims.size(); ++d) reach += std::llabs(st[d]) * (dims[d] - 1);
+    fits = fits && reach <= kElementwiseIndex32Limit;
+  }
+  return fits;
+}
+
 ElementwisePlan plan_elementwise(const std::vector<std::int64_t>& shape,
                                  const std::vector<const std::vector<std::int64_t>*>& array_strides) {
-  std::int64_t n = 1;
-  for (std::int64_t s : shape) n *= s;
+  const std::int64_t n = numel(shape);
   bool contiguous = true;
-  for (const auto* st : array_strides) contiguous = contiguous && c_contiguous(shape, *st);
+  for (const auto* st : array_strides) contiguous = contiguous && is_contiguous(shape, *st);
   ElementwisePlan plan;
   if (contiguous) {
-    plan.layout = ElementwiseLayout::contiguous;
-    plan.rank = 1;
     plan.index32 = n <= kElementwiseIndex32Limit;
     return plan;
   }
-  collapse(shape, array_strides, plan);
+  std::vector<Strides> strides;
+  strides.reserve(array_strides.size());
+  for (const auto* st : array_strides) strides.push_back(*st);
+  CollapsedDims collapsed = collapse_dims(shape, strides);
   plan.layout = ElementwiseLayout::strided;
-  plan.rank = static_cast<int>(plan.dims.size());
-  // 32-bit only when the linear index and every operand's furthest offset fit.
-  bool fits = n <= kElementwiseIndex32Limit;
-  for (const auto& st : plan.strides) {
-    std::int64_t reach = 0;
-    for (std::size_t d = 0; d < plan.dims.size(); ++d) reach += std::llabs(st[d]) * (plan.dims[d] - 1);
-    fits = fits && reach <= kElementwiseIndex32Limit;
-  }
-  plan.index32 = fits;
+  plan.rank = static_cast<int>(collapsed.shape.size());
+  plan.dims = std::move(collapsed.shape);
+  plan.strides = std::move(collapsed.strides);
+  plan.index32 = fits_index32(n, plan.dims, plan.strides);
   return plan;
 }
 

@@ -119,6 +119,10 @@ struct ElementwisePlan {
 };
 ElementwisePlan plan_elementwise(const std::vector<std::int64_t>& shape,
                                  const std::vector<const std::vector<std::int64_t>*>& array_strides);
+// Whether 32-bit index math is safe for a strided launch over `dims`: the element count `n` and
+// every operand's furthest offset (sum of |stride| * (extent - 1)) fit kElementwiseIndex32Limit.
+bool fits_index32(std::int64_t n, const std::vector<std::int64_t>& dims,
+                  const std::vector<std::vector<std::int64_t>>& strides);
 
 // Launches one spec many times: the loaded kernel of every (layout, rank, index width, unroll,
 // device) it has launched is kept here, so a repeated launch neither regenerates nor hashes the
