@@ -10,6 +10,11 @@
 // queue; the GPU's ~2 us per tiny kernel would otherwise hide host time), synchronized between
 // batches; the result is the median over 50 batches.
 //
+// `overhead_bench --host-probe` (no GPU needed) times what a fused / user elementwise launch paid
+// on every call before jit::ElementwiseLauncher (source generation, the kernel-cache key hash)
+// against what a cached launch pays instead (plan_elementwise; the two cache lookups that follow
+// it are a lock and a small map find each).
+//
 // `overhead_bench --cpu-loop N` instead runs N tiny adds (1024 float32, out= given) on the CPU
 // backend and exits: the workload for `valgrind --tool=callgrind` (the backend-neutral part of the
 // dispatch: promotion, broadcast, operand handling, stream resolution, Storage bookkeeping).
@@ -27,6 +32,7 @@
 
 #include "bench_results.hpp"
 #include "tessel/jit/kernel.hpp"
+#include "tessel/jit/kernel_cache.hpp"
 #include "tessel/jit/user_kernels.hpp"
 #include "tessel/ops/elementwise.hpp"
 #include "tessel/ops/fuse.hpp"
@@ -57,11 +63,62 @@ int cpu_loop(long calls) {
   return 0;
 }
 
+#if defined(TESSEL_HAVE_CUDA)
+// Median host microseconds of `call` over 7 samples of `calls` calls (no GPU involved).
+double cpu_us_per_call(const std::function<void()>& call, int calls) {
+  for (int i = 0; i < calls / 10 + 1; ++i) call();
+  std::vector<double> samples;
+  for (int s = 0; s < 7; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) call();
+    samples.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls);
+  }
+  return bench::median(samples);
+}
+
+int host_probe() {
+  const FusedKernel fused = fuse([](const std::vector<Sym>& v) { return relu(v[0] * 1.75 + v[1]) * v[2]; }, 3);
+  const std::vector<DType> f32(3, DType::float32);
+  jit::CompileRequest request;
+  request.source = fused.source(f32);
+  request.name = "tessel_fused_c_i32";
+  const jit::ElementwiseKernel user("float32 x, float32 y", "float32 z", "z = x * y + 1", "overhead_user");
+  jit::ElementwiseSpec user_spec = user.spec();
+  user_spec.unroll = jit::elementwise_tuning().unroll;
+  const std::vector<std::int64_t> shape{1024}, unit{1};
+  const std::vector<const std::vector<std::int64_t>*> strides{&unit, &unit, &unit, &unit};
+  if (jit::plan_elementwise(shape, strides).layout != jit::ElementwiseLayout::contiguous) {
+    std::printf("overhead_bench --host-probe: plan_elementwise did not choose the contiguous layout\n");
+    return 1;
+  }
+  std::size_t sink = 0;
+  nlohmann::json results;
+  results["fused_source_us"] = cpu_us_per_call([&] { sink += fused.source(f32).size(); }, 2000);
+  results["fused_cache_key_us"] = cpu_us_per_call([&] { sink += jit::cache_key(request, "sm_90").lo & 1; }, 2000);
+  results["user_source_us"] = cpu_us_per_call([&] { sink += jit::generate_elementwise_source(user_spec).size(); }, 2000);
+  results["plan_elementwise_us"] = cpu_us_per_call([&] { sink += jit::plan_elementwise(shape, strides).rank; }, 200000);
+  const double removed = results["fused_source_us"].get<double>() + results["fused_cache_key_us"].get<double>();
+  results["fused_removed_over_plan"] = removed / results["plan_elementwise_us"].get<double>();
+  std::printf("per call before (fused relu(x*1.75+b)*c, float32): source %.2f us + cache key %.2f us\n",
+              results["fused_source_us"].get<double>(), results["fused_cache_key_us"].get<double>());
+  std::printf("per call before (user z = x*y+1): source %.2f us (+ its cache key)\n", results["user_source_us"].get<double>());
+  std::printf("per call now: plan_elementwise %.3f us (%.0fx less than source + key for the fused chain)\n",
+              results["plan_elementwise_us"].get<double>(), results["fused_removed_over_plan"].get<double>());
+  tessel::bench::write_results("overhead_host_probe", results);
+  std::printf("(checksum %zu)\n", sink % 10);  // keeps the timed calls observable
+  return 0;
+}
+#endif
+
 }  // namespace
 
 #if !defined(TESSEL_HAVE_CUDA)
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "--cpu-loop") == 0) return cpu_loop(std::atol(argv[2]));
+  if (argc == 2 && std::strcmp(argv[1], "--host-probe") == 0) {
+    std::printf("overhead_bench --host-probe: skipped: tessel was built without CUDA (no source generation)\n");
+    return 0;
+  }
   std::printf("overhead_bench: skipped: tessel was built without CUDA\n");
   return 0;
 }
@@ -101,6 +158,7 @@ double max_abs_error(const Array& got, const std::function<double(std::size_t)>&
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "--cpu-loop") == 0) return cpu_loop(std::atol(argv[2]));
+  if (argc == 2 && std::strcmp(argv[1], "--host-probe") == 0) return host_probe();
   if (bench::skip_without_cuda("overhead_bench")) return 0;
   const Device gpu = Device::cuda(0);
   const Stream stream = current_stream(gpu);
