@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <mutex>
+#include <unordered_map>
 
+#include "tessel/array/shape.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/jit/elementwise.hpp"
 #include "tessel/jit/kernel.hpp"
@@ -11,89 +14,126 @@
 namespace tessel::jit {
 namespace {
 
-// 32-bit index math is used only below this bound, which leaves room for the grid-stride
-// increment (at most 2^26 threads in flight here) without overflowing int.
-constexpr std::int64_t kIndex32Limit = (std::int64_t{1} << 31) - (std::int64_t{1} << 26);
-
-bool c_contiguous(const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& strides) {
-  std::int64_t expected = 1;
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] != 1 && strides[d] != expected) return false;
-    expected *= shape[d];
+// What selects one compiled kernel of a launcher's spec.
+struct LaunchKey {
+  ElementwiseLayout layout;
+  int rank;
+  bool index32;
+  int unroll;
+  int device;
+  bool operator==(const LaunchKey& o) const {
+    return layout == o.layout && rank == o.rank && index32 == o.index32 && unroll == o.unroll && device == o.device;
   }
-  return true;
-}
-
-struct Collapsed {
-  std::vector<std::int64_t> shape;
-  std::vector<std::vector<std::int64_t>> strides;  // per array operand
 };
-
-// Drops size-one axes and merges axis d into d+1 when every operand steps through them as one.
-Collapsed collapse(const std::vector<std::int64_t>& shape, const std::vector<const std::vector<std::int64_t>*>& strides) {
-  Collapsed c;
-  c.strides.resize(strides.size());
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    bool merge = !c.shape.empty();
-    for (std::size_t k = 0; merge && k < strides.size(); ++k) {
-      merge = c.strides[k].back() == (*strides[k])[d] * shape[d];
-    }
-    if (merge) {
-      c.shape.back() *= shape[d];
-      for (std::size_t k = 0; k < strides.size(); ++k) c.strides[k].back() = (*strides[k])[d];
-    } else {
-      c.shape.push_back(shape[d]);
-      for (std::size_t k = 0; k < strides.size(); ++k) c.strides[k].push_back((*strides[k])[d]);
-    }
+struct LaunchKeyHash {
+  std::size_t operator()(const LaunchKey& k) const {
+    std::size_t h = static_cast<std::size_t>(k.layout);
+    h = h * 31 + static_cast<std::size_t>(k.rank);
+    h = h * 31 + static_cast<std::size_t>(k.index32);
+    h = h * 31 + static_cast<std::size_t>(k.unroll);
+    return h * 31 + static_cast<std::size_t>(k.device);
   }
-  if (c.shape.empty()) {  // a single element
-    c.shape.push_back(1);
-    for (auto& s : c.strides) s.push_back(0);
-  }
-  return c;
-}
+};
 
 }  // namespace
 
-void launch_elementwise(ElementwiseSpec spec, const std::vector<std::int64_t>& shape,
-                        const std::vector<ElementwiseArg>& args, Device device, const Stream& stream) {
-  const std::string where = "elementwise kernel '" + spec.name + "'";
-  if (args.size() != spec.operands.size()) {
-    throw ValueError(where + ": " + std::to_string(spec.operands.size()) + " operands but " +
-                     std::to_string(args.size()) + " arguments");
+bool fits_index32(std::int64_t n, const std::vector<std::int64_t>& dims,
+                  const std::vector<std::vector<std::int64_t>>& strides) {
+  bool fits = n <= kElementwiseIndex32Limit;
+  for (const auto& st : strides) {
+    std::int64_t reach = 0;
+    for (std::size_t d = 0; d < dims.size(); ++d) reach += std::llabs(st[d]) * (dims[d] - 1);
+    fits = fits && reach <= kElementwiseIndex32Limit;
   }
+  return fits;
+}
+
+ElementwisePlan plan_elementwise(const std::vector<std::int64_t>& shape,
+                                 const std::vector<const std::vector<std::int64_t>*>& array_strides) {
+  const std::int64_t n = numel(shape);
+  bool contiguous = true;
+  for (const auto* st : array_strides) contiguous = contiguous && is_contiguous(shape, *st);
+  ElementwisePlan plan;
+  if (contiguous) {
+    plan.index32 = n <= kElementwiseIndex32Limit;
+    return plan;
+  }
+  std::vector<Strides> strides;
+  strides.reserve(array_strides.size());
+  for (const auto* st : array_strides) strides.push_back(*st);
+  CollapsedDims collapsed = collapse_dims(shape, strides);
+  plan.layout = ElementwiseLayout::strided;
+  plan.rank = static_cast<int>(collapsed.shape.size());
+  plan.dims = std::move(collapsed.shape);
+  plan.strides = std::move(collapsed.strides);
+  plan.index32 = fits_index32(n, plan.dims, plan.strides);
+  return plan;
+}
+
+// Entries are never removed and unordered_map never moves them: a Kernel found under the lock is
+// read after it without one.
+struct ElementwiseLauncher::Cache {
+  std::mutex mutex;
+  std::unordered_map<LaunchKey, Kernel, LaunchKeyHash> kernels;
+};
+
+ElementwiseLauncher::ElementwiseLauncher(ElementwiseSpec spec)
+    : spec_(std::move(spec)), vec_(vector_width(spec_)), cache_(std::make_unique<Cache>()) {}
+
+ElementwiseLauncher::~ElementwiseLauncher() = default;
+
+std::size_t ElementwiseLauncher::num_cached_kernels() const {
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  return cache_->kernels.size();
+}
+
+void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const std::vector<ElementwiseArg>& args,
+                                 Device device, const Stream& stream) const {
+  const ElementwiseSpec& spec = spec_;
+  if (args.size() != spec.operands.size()) {
+    throw ValueError("elementwise kernel '" + spec.name + "': " + std::to_string(spec.operands.size()) +
+                     " operands but " + std::to_string(args.size()) + " arguments");
+  }
+  auto where = [&] { return "elementwise kernel '" + spec.name + "'"; };  // built only for a message
   std::int64_t n = 1;
   for (std::int64_t s : shape) {
-    if (s < 0) throw ShapeError(where + ": negative dimension in the launch shape");
+    if (s < 0) throw ShapeError(where() + ": negative dimension in the launch shape");
     n *= s;
   }
   std::vector<const std::vector<std::int64_t>*> array_strides;
-  bool contiguous = true;
+  array_strides.reserve(args.size());
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (spec.operands[i].is_scalar != args[i].is_scalar) {
-      throw ValueError(where + ": operand '" + spec.operands[i].name + "' is declared " +
+      throw ValueError(where() + ": operand '" + spec.operands[i].name + "' is declared " +
                        (spec.operands[i].is_scalar ? "a scalar" : "an array") + " but given " +
                        (args[i].is_scalar ? "a scalar" : "an array"));
     }
     if (spec.operands[i].is_scalar) continue;
     if (args[i].strides.size() != shape.size()) {
-      throw ShapeError(where + ": operand '" + spec.operands[i].name + "' has " + std::to_string(args[i].strides.size()) +
-                       " strides for a rank-" + std::to_string(shape.size()) + " launch");
+      throw ShapeError(where() + ": operand '" + spec.operands[i].name + "' has " +
+                       std::to_string(args[i].strides.size()) + " strides for a rank-" + std::to_string(shape.size()) +
+                       " launch");
     }
-    if (args[i].data == nullptr && n > 0) throw ValueError(where + ": operand '" + spec.operands[i].name + "' has no data");
+    if (args[i].data == nullptr && n > 0) throw ValueError(where() + ": operand '" + spec.operands[i].name + "' has no data");
     array_strides.push_back(&args[i].strides);
-    contiguous = contiguous && c_contiguous(shape, args[i].strides);
   }
   if (!device.is_cuda()) {
-    throw DeviceError(where + ": needs a CUDA device; got arrays on " + device.str());
+    throw DeviceError(where() + ": needs a CUDA device; got arrays on " + device.str());
   }
   if (n == 0) return;
+
+  const ElementwisePlan plan = plan_elementwise(shape, array_strides);
+  const bool contiguous = plan.layout == ElementwiseLayout::contiguous;
+  if (plan.rank > kMaxElementwiseRank) {
+    throw ValueError(where() + ": " + std::to_string(plan.rank) + " dimensions after collapsing; at most " +
+                     std::to_string(kMaxElementwiseRank) + " are supported");
+  }
 
   // Parameter storage: every pointer in `params` points into these, which do not reallocate.
   std::vector<void*> params;
   std::vector<std::int64_t> words;  // n, dims and strides
   std::vector<void*> pointers;
+  params.reserve(2 + 2 * args.size());
   words.reserve(2 + (kMaxElementwiseRank + 1) * (args.size() + 1));
   pointers.reserve(args.size());
   int aligned = 1;
@@ -101,39 +141,18 @@ void launch_elementwise(ElementwiseSpec spec, const std::vector<std::int64_t>& s
 
   words.push_back(n);
   params.push_back(&words.back());
-  Collapsed collapsed;
   const ElementwiseTuning tuning = elementwise_tuning();
   if (contiguous) {
-    spec.layout = ElementwiseLayout::contiguous;
-    spec.index32 = n <= kIndex32Limit;
-    const int vec = vector_width(spec);
     for (std::size_t i = 0; i < args.size(); ++i) {
       if (spec.operands[i].is_scalar) continue;
-      const auto bytes = static_cast<std::uintptr_t>(vec * itemsize(spec.operands[i].dtype));
+      const auto bytes = static_cast<std::uintptr_t>(vec_ * itemsize(spec.operands[i].dtype));
       if (reinterpret_cast<std::uintptr_t>(args[i].data) % bytes != 0) aligned = 0;
     }
     params.push_back(&aligned);
-    spec.unroll = tuning.unroll;
-    work = elementwise_threads(n, aligned != 0, vec, tuning.unroll);
+    work = elementwise_threads(n, aligned != 0, vec_, tuning.unroll);
   } else {
-    collapsed = collapse(shape, array_strides);
-    const int rank = static_cast<int>(collapsed.shape.size());
-    if (rank > kMaxElementwiseRank) {
-      throw ValueError(where + ": " + std::to_string(rank) + " dimensions after collapsing; at most " +
-                       std::to_string(kMaxElementwiseRank) + " are supported");
-    }
-    spec.layout = ElementwiseLayout::strided;
-    spec.rank = rank;
-    // 32-bit only when the linear index and every operand's furthest offset fit.
-    bool fits = n <= kIndex32Limit;
-    for (const auto& st : collapsed.strides) {
-      std::int64_t reach = 0;
-      for (int d = 0; d < rank; ++d) reach += std::llabs(st[static_cast<std::size_t>(d)]) * (collapsed.shape[static_cast<std::size_t>(d)] - 1);
-      fits = fits && reach <= kIndex32Limit;
-    }
-    spec.index32 = fits;
     const std::size_t dims_at = words.size();
-    words.insert(words.end(), collapsed.shape.begin(), collapsed.shape.end());
+    words.insert(words.end(), plan.dims.begin(), plan.dims.end());
     params.push_back(&words[dims_at]);
   }
   std::size_t array_k = 0;
@@ -145,7 +164,7 @@ void launch_elementwise(ElementwiseSpec spec, const std::vector<std::int64_t>& s
     pointers.push_back(args[i].data);
     params.push_back(&pointers.back());
     if (!contiguous) {
-      const auto& st = collapsed.strides[array_k];
+      const auto& st = plan.strides[array_k];
       const std::size_t at = words.size();
       words.insert(words.end(), st.begin(), st.end());
       params.push_back(&words[at]);
@@ -153,12 +172,34 @@ void launch_elementwise(ElementwiseSpec spec, const std::vector<std::int64_t>& s
     ++array_k;
   }
 
-  CompileRequest request;
-  request.source = generate_elementwise_source(spec);
-  request.name = elementwise_kernel_name(spec);
-  const Kernel kernel = get_kernel(request, device);
-  const LaunchConfig config = kernel.launch_config_fixed(work, tuning.block, tuning.waves);
-  kernel.launch(config, params, stream);
+  // The unroll only shapes the contiguous kernel; the strided one keeps the spec's.
+  const LaunchKey key{plan.layout, plan.rank, plan.index32, contiguous ? tuning.unroll : spec.unroll, device.index};
+  const Kernel* kernel = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    auto it = cache_->kernels.find(key);
+    if (it != cache_->kernels.end()) kernel = &it->second;
+  }
+  if (kernel == nullptr) {
+    ElementwiseSpec variant = spec;
+    variant.layout = plan.layout;
+    variant.rank = plan.rank;
+    variant.index32 = plan.index32;
+    variant.unroll = key.unroll;
+    CompileRequest request;
+    request.source = generate_elementwise_source(variant);
+    request.name = elementwise_kernel_name(variant);
+    Kernel loaded = get_kernel(request, device);  // compiles or loads outside the lock
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    kernel = &cache_->kernels.emplace(key, std::move(loaded)).first->second;  // another thread's wins a race
+  }
+  const LaunchConfig config = kernel->launch_config_fixed(work, tuning.block, tuning.waves);
+  kernel->launch(config, params, stream);
+}
+
+void launch_elementwise(ElementwiseSpec spec, const std::vector<std::int64_t>& shape,
+                        const std::vector<ElementwiseArg>& args, Device device, const Stream& stream) {
+  ElementwiseLauncher(std::move(spec)).launch(shape, args, device, stream);
 }
 
 }  // namespace tessel::jit

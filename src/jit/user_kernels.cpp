@@ -1,6 +1,8 @@
 #include "tessel/jit/user_kernels.hpp"
 
 #include <cctype>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "tessel/array/dtype.hpp"
@@ -82,6 +84,13 @@ std::vector<ElementwiseOperand> parse_elementwise_params(const std::string& para
   return out;
 }
 
+// Launchers are made on first use of a binding and never removed: a pointer found under the lock
+// stays valid after it.
+struct ElementwiseKernel::Launchers {
+  std::mutex mutex;
+  std::map<std::vector<bool>, std::unique_ptr<ElementwiseLauncher>> by_binding;  // is_scalar per operand
+};
+
 ElementwiseKernel::ElementwiseKernel(const std::string& in_params, const std::string& out_params, std::string body,
                                      std::string name, std::string preamble) {
   spec_.name = std::move(name);
@@ -93,6 +102,7 @@ ElementwiseKernel::ElementwiseKernel(const std::string& in_params, const std::st
   spec_.preamble = std::move(preamble);
   spec_.widen_half = false;  // user code sees the declared types
   generate_elementwise_source(spec_);  // validates names now rather than at the first launch
+  launchers_ = std::make_shared<Launchers>();
 }
 
 std::string ElementwiseKernel::source(ElementwiseLayout layout, int rank, bool index32) const {
@@ -110,14 +120,25 @@ void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const std
     throw ValueError("ElementwiseKernel '" + spec_.name + "': takes " + std::to_string(spec_.operands.size()) +
                      " arguments (inputs then outputs), got " + std::to_string(args.size()));
   }
-  ElementwiseSpec s = spec_;
+  std::vector<bool> binding(args.size());
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (s.operands[i].is_output && args[i].is_scalar) {
-      throw ValueError("ElementwiseKernel '" + spec_.name + "': output '" + s.operands[i].name + "' must be an array");
+    if (spec_.operands[i].is_output && args[i].is_scalar) {
+      throw ValueError("ElementwiseKernel '" + spec_.name + "': output '" + spec_.operands[i].name + "' must be an array");
     }
-    s.operands[i].is_scalar = args[i].is_scalar;
+    binding[i] = args[i].is_scalar;
   }
-  launch_elementwise(std::move(s), shape, args, device, stream ? *stream : current_stream(device));
+  const ElementwiseLauncher* launcher = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(launchers_->mutex);
+    std::unique_ptr<ElementwiseLauncher>& slot = launchers_->by_binding[binding];
+    if (!slot) {
+      ElementwiseSpec s = spec_;
+      for (std::size_t i = 0; i < args.size(); ++i) s.operands[i].is_scalar = binding[i];
+      slot = std::make_unique<ElementwiseLauncher>(std::move(s));  // cheap: compiles nothing yet
+    }
+    launcher = slot.get();
+  }
+  launcher->launch(shape, args, device, stream ? *stream : current_stream(device));
 }
 
 }  // namespace tessel::jit

@@ -169,6 +169,17 @@ struct Partition {
   }
 };
 
+// The CUDA launch plan of a graph for one input-dtype vector: everything a call needs that does
+// not depend on shapes. Immutable once built.
+struct FusedPlan {
+  struct Region {
+    std::vector<const Node*> leaves;  // the kernel's array inputs in order: graph inputs and cut nodes
+    DType result = DType::float32;
+    std::unique_ptr<jit::ElementwiseLauncher> launcher;
+  };
+  std::map<const Node*, Region> regions;  // the root's and every cut node's kernel
+};
+
 #ifdef TESSEL_HAVE_CUDA
 // The value of a scalar in compute dtype `ct`, as a literal of the body's type.
 std::string literal_code(const Scalar& s, DType ct) {
@@ -241,41 +252,64 @@ jit::ElementwiseSpec fused_spec(const Sym& root, const std::vector<DType>& input
   spec.preamble = detail::cuda::elementwise_preamble();
   return spec;
 }
+// Builds the launch plan of a graph for its input dtypes: the typing (DTypeError names the op
+// that rejects them), the partition, and per kernel its leaves, result dtype and launcher.
+std::shared_ptr<const FusedPlan> make_plan(const Node* root, const std::vector<DType>& input_dtypes) {
+  Typing typing{input_dtypes, {}, {}};
+  typing.type(root);  // types every node
+  Partition part;
+  part.visit(root);
+  auto plan = std::make_shared<FusedPlan>();
+  auto add_region = [&](const Node* n) {
+    const Partition::Region& region = part.region.at(n);
+    FusedPlan::Region r;
+    r.leaves.assign(region.leaves.begin(), region.leaves.end());
+    std::map<const Node*, int> leaf_index;
+    std::vector<DType> leaf_dtypes;
+    for (const Node* leaf : r.leaves) {
+      leaf_index[leaf] = static_cast<int>(leaf_dtypes.size());
+      leaf_dtypes.push_back(*typing.type(leaf));  // an input's dtype, or a cut node's result dtype
+    }
+    std::map<const Node*, jit::Expr> memo;
+    const jit::Expr e = lower(n, typing, memo, &leaf_index);
+    r.result = *typing.type(n);
+    jit::ElementwiseSpec spec = jit::lower_expressions("tessel_fused", leaf_dtypes, {}, {e}, {r.result});
+    spec.preamble = detail::cuda::elementwise_preamble();
+    r.launcher = std::make_unique<jit::ElementwiseLauncher>(std::move(spec));
+    plan->regions.emplace(n, std::move(r));
+  };
+  add_region(root);
+  for (const Node* n : part.cut) add_region(n);
+  return plan;
+}
+
 // Runs the kernel of the region rooted at `n` (materializing the cut nodes it reads first) and
 // returns its result, broadcast over its leaves' shapes.
-Array run_region(const Node* n, Partition& part, Typing& typing, const std::vector<Array>& inputs,
-                 const Stream& s, std::map<const Node*, Array>& done) {
+Array run_region(const Node* n, const FusedPlan& plan, const std::vector<Array>& inputs, const Stream& s,
+                 std::map<const Node*, Array>& done) {
   auto it = done.find(n);
   if (it != done.end()) return it->second;
-  const Partition::Region& region = part.region.at(n);
-  std::vector<const Node*> leaves(region.leaves.begin(), region.leaves.end());
-  std::map<const Node*, int> leaf_index;
+  const FusedPlan::Region& region = plan.regions.at(n);
   std::vector<Array> arrays;
-  std::vector<DType> dtypes;
   std::vector<Shape> shapes;
-  for (const Node* leaf : leaves) {
+  arrays.reserve(region.leaves.size());
+  shapes.reserve(region.leaves.size());
+  for (const Node* leaf : region.leaves) {
     Array a = leaf->kind == Node::Kind::input ? inputs[static_cast<std::size_t>(leaf->index)]
-                                              : run_region(leaf, part, typing, inputs, s, done);
-    leaf_index[leaf] = static_cast<int>(arrays.size());
-    dtypes.push_back(a.dtype());
+                                              : run_region(leaf, plan, inputs, s, done);
     shapes.push_back(a.shape());
     arrays.push_back(std::move(a));
   }
-  std::map<const Node*, jit::Expr> memo;
-  const jit::Expr e = lower(n, typing, memo, &leaf_index);
-  const DType rt = *typing.type(n);
-  jit::ElementwiseSpec spec = jit::lower_expressions("tessel_fused", dtypes, {}, {e}, {rt});
-  spec.preamble = detail::cuda::elementwise_preamble();
   const Shape shape = broadcast_shapes(shapes, "fused");
   const Device device = s.device();
-  Array result = empty(shape, rt, device, s);
+  Array result = empty(shape, region.result, device, s);
   std::vector<jit::ElementwiseArg> args{jit::ElementwiseArg::array(result.data(), result.strides())};
   for (const Array& a : arrays) {
     const Array b = a.broadcast_to(shape);
     a.storage()->wait_on_stream(s);
     args.push_back(jit::ElementwiseArg::array(b.data(), b.strides()));
   }
-  if (result.size() > 0) jit::launch_elementwise(std::move(spec), shape, args, device, s);
+  if (result.size() > 0) region.launcher->launch(shape, args, device, s);
   result.storage()->record_pending_write(s);
   done.emplace(n, result);
   return result;
@@ -378,6 +412,15 @@ Array evaluate_blocked(const Node* root, const std::vector<Array>& inputs, const
 
 }  // namespace
 
+// Plans are built on the first call with an input-dtype vector and never removed.
+struct FusedKernel::Plans {
+  std::mutex mutex;
+  std::map<std::vector<DType>, std::shared_ptr<const FusedPlan>> by_dtypes;
+};
+
+FusedKernel::FusedKernel(Sym root, int num_inputs)
+    : root_(std::move(root)), num_inputs_(num_inputs), plans_(std::make_shared<Plans>()) {}
+
 void set_fusion_enabled(bool enabled) { fusion_flag().store(enabled ? 1 : 0); }
 
 bool fusion_enabled() {
@@ -445,13 +488,20 @@ Array FusedKernel::operator()(const std::vector<Array>& inputs, const OptionalAr
     const Device device = inputs[0].device();
     const Shape shape = broadcast_shapes(shapes, "fused");
     if (root_.node()->kind == Node::Kind::scalar) throw ValueError("fuse: the traced function returned a constant");
-    Typing typing{dtypes, {}, {}};
-    typing.type(root_.node().get());  // types every node; DTypeError names the op that rejects them
+    std::shared_ptr<const FusedPlan> plan;
+    {
+      std::lock_guard<std::mutex> lock(plans_->mutex);
+      auto it = plans_->by_dtypes.find(dtypes);
+      if (it != plans_->by_dtypes.end()) plan = it->second;
+    }
+    if (!plan) {
+      plan = make_plan(root_.node().get(), dtypes);  // outside the lock; DTypeError is not cached
+      std::lock_guard<std::mutex> lock(plans_->mutex);
+      plan = plans_->by_dtypes.emplace(dtypes, plan).first->second;  // another thread's wins a race
+    }
     const Stream s = detail::resolve_stream(device, stream);
-    Partition part;
-    part.visit(root_.node().get());
     std::map<const Node*, Array> done;
-    result = run_region(root_.node().get(), part, typing, inputs, s, done);
+    result = run_region(root_.node().get(), *plan, inputs, s, done);
     // A graph that reads only some inputs still has the shape of all of them broadcast.
     if (result.shape() != shape) result = result.broadcast_to(shape).contiguous(s);
   }

@@ -101,9 +101,59 @@ struct ElementwiseArg {
   }
 };
 
-// Chooses the layout (contiguous when every array operand is C-contiguous, else strided over
-// collapsed dimensions), the index width and the launch shape; compiles through the caches and
-// launches on `stream`. `spec.layout/rank/index32` are set here. args follow spec.operands.
+// 32-bit index math is used only up to this bound, which leaves room for the grid-stride
+// increment (at most 2^26 threads in flight) without overflowing int.
+constexpr std::int64_t kElementwiseIndex32Limit = (std::int64_t{1} << 31) - (std::int64_t{1} << 26);
+
+// The layout choice of a launch, from the launch shape and the array operands' strides (over that
+// shape, in elements): contiguous when every array operand is C-contiguous, else strided over the
+// collapsed dimensions (size-one axes dropped, axes every operand steps through as one merged).
+// index32 when the element count and, strided, every operand's furthest offset fit
+// kElementwiseIndex32Limit. `rank` may exceed kMaxElementwiseRank; the launcher reports that.
+struct ElementwisePlan {
+  ElementwiseLayout layout = ElementwiseLayout::contiguous;
+  int rank = 1;  // strided: collapsed dimensions; contiguous: 1
+  bool index32 = false;
+  std::vector<std::int64_t> dims;                  // strided: the collapsed shape
+  std::vector<std::vector<std::int64_t>> strides;  // strided: per array operand, over dims
+};
+ElementwisePlan plan_elementwise(const std::vector<std::int64_t>& shape,
+                                 const std::vector<const std::vector<std::int64_t>*>& array_strides);
+// Whether 32-bit index math is safe for a strided launch over `dims`: the element count `n` and
+// every operand's furthest offset (sum of |stride| * (extent - 1)) fit kElementwiseIndex32Limit.
+bool fits_index32(std::int64_t n, const std::vector<std::int64_t>& dims,
+                  const std::vector<std::vector<std::int64_t>>& strides);
+
+// Launches one spec many times: the loaded kernel of every (layout, rank, index width, unroll,
+// device) it has launched is kept here, so a repeated launch neither regenerates nor hashes the
+// source (what launch_elementwise pays on every call). Thread-safe: one launcher may be used from
+// several threads at once. Not copyable (share it through a pointer).
+class ElementwiseLauncher {
+ public:
+  explicit ElementwiseLauncher(ElementwiseSpec spec);
+  ~ElementwiseLauncher();
+  ElementwiseLauncher(const ElementwiseLauncher&) = delete;
+  ElementwiseLauncher& operator=(const ElementwiseLauncher&) = delete;
+
+  // The spec as given (layout, rank, index32 and unroll are chosen per launch).
+  const ElementwiseSpec& spec() const { return spec_; }
+  // Chooses the layout (plan_elementwise), the index width and the launch shape; compiles on the
+  // first launch of a layout (through the process-wide caches) and launches on `stream`. args
+  // follow spec().operands.
+  void launch(const std::vector<std::int64_t>& shape, const std::vector<ElementwiseArg>& args, Device device,
+              const Stream& stream) const;
+  // Kernels this launcher holds (one per distinct layout/rank/index width/unroll/device launched).
+  std::size_t num_cached_kernels() const;
+
+ private:
+  struct Cache;
+  ElementwiseSpec spec_;
+  int vec_ = 1;  // vector_width(spec_): the same for every layout
+  std::unique_ptr<Cache> cache_;
+};
+
+// One launch of `spec` (an ElementwiseLauncher used once): regenerates and hashes the source on
+// every call; code that launches the same spec repeatedly keeps an ElementwiseLauncher instead.
 void launch_elementwise(ElementwiseSpec spec, const std::vector<std::int64_t>& shape,
                         const std::vector<ElementwiseArg>& args, Device device, const Stream& stream);
 

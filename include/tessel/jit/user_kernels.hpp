@@ -6,6 +6,7 @@
 // Both need a CUDA device: on the CPU backend they raise DeviceError.
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -77,11 +78,15 @@ class ElementwiseKernel {
 
   // Runs over `shape`: args are the inputs then the outputs, array views with strides over
   // `shape` (0 on broadcast axes) or scalars (ElementwiseArg::value) for inputs.
+  // Repeated launches with the same scalar/array binding of the operands reuse the loaded kernel
+  // (no source regeneration); copies of a kernel share those.
   void launch(const std::vector<std::int64_t>& shape, const std::vector<ElementwiseArg>& args, Device device,
               const std::optional<Stream>& stream = std::nullopt) const;
 
  private:
+  struct Launchers;  // one ElementwiseLauncher per scalar/array binding of the operands
   ElementwiseSpec spec_;
+  std::shared_ptr<Launchers> launchers_;
 };
 
 }  // namespace tessel::jit

@@ -48,8 +48,10 @@ constexpr int kFusedMaxOps = 64;     // op nodes
 
 class FusedKernel {
  public:
-  FusedKernel(Sym root, int num_inputs) : root_(std::move(root)), num_inputs_(num_inputs) {}
+  FusedKernel(Sym root, int num_inputs);
   // Broadcasts the inputs; the result has the graph's NumPy dtype. `out` receives a copy.
+  // CUDA: what does not depend on shapes (typing, partition, per kernel its operands and loaded
+  // kernels) is kept per input-dtype vector, so a repeated call only plans and launches.
   Array operator()(const std::vector<Array>& inputs, const OptionalArray& out = std::nullopt,
                    const OptionalStream& stream = std::nullopt) const;
   // The CUDA source of the fused kernel for these input dtypes (contiguous layout).
@@ -63,8 +65,10 @@ class FusedKernel {
   const Sym& root() const { return root_; }
 
  private:
+  struct Plans;  // CUDA launch plans per input-dtype vector; shared by copies, thread-safe
   Sym root_;
   int num_inputs_;
+  std::shared_ptr<Plans> plans_;
 };
 
 FusedKernel fuse(const std::function<Sym(const std::vector<Sym>&)>& f, int num_inputs);

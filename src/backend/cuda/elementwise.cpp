@@ -252,9 +252,6 @@ namespace {
 // contiguous layout or the collapsed dims for the strided one; then per operand its pointer and,
 // strided, its strides). TESSEL_EW_KERNEL_CACHE=0 falls back to launch_elementwise.
 
-// Same bound as the jit launcher: leaves room for the grid-stride increment in 32-bit math.
-constexpr std::int64_t kIndex32Limit = (std::int64_t{1} << 31) - (std::int64_t{1} << 26);
-
 struct KernelKey {
   SpecKey spec;
   bool contiguous;
@@ -397,17 +394,8 @@ void elementwise(ElementwiseOp op, int count, const Array* const* inputs, const 
   const jit::ElementwiseTuning tuning = jit::elementwise_tuning();  // a lock-free snapshot
   KernelKey key{skey, contiguous, contiguous ? 1 : static_cast<int>(dims.ndim()), false, contiguous ? tuning.unroll : 1,
                 out.device().index};
-  if (contiguous) {
-    key.index32 = n <= kIndex32Limit;
-  } else {
-    bool fits = n <= kIndex32Limit;
-    for (const Strides& st : dims.strides) {
-      std::int64_t reach = 0;
-      for (std::size_t d = 0; d < dims.shape.size(); ++d) reach += std::llabs(st[d]) * (dims.shape[d] - 1);
-      fits = fits && reach <= kIndex32Limit;
-    }
-    key.index32 = fits;
-  }
+  // The jit launcher's bound and rule (index and furthest offsets below 2^31 less the grid-stride room).
+  key.index32 = contiguous ? n <= jit::kElementwiseIndex32Limit : jit::fits_index32(n, dims.shape, dims.strides);
   const KernelEntry& entry = cached_kernel(key, tuning);
 
   // Parameter storage on the stack; `params` points into it. Layout as
