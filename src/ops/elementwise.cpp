@@ -363,6 +363,8 @@ Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const Opti
       detail::cuda::elementwise(op_id, count, inputs, scalars, in_dtypes, target, s);
       target.storage()->record_pending_write(s);
 #else
+      (void)scalars;  // read only by the CUDA backend
+      (void)in_dtypes;
       throw DeviceError(std::string(name) + ": this build has no CUDA backend");
 #endif
     }
