@@ -182,11 +182,12 @@ nlohmann::json autotune_sweep(const Device gpu, const std::function<bool(double,
         candidates.push_back(entry);
       }
       const std::string choice = plan.selected().name;
+      const double choice_ms = plan.selected().time_ms;  // before check_candidate pins others
       row["candidates"] = candidates;
       row["choice"] = choice;
-      row["choice_ms"] = plan.selected().time_ms;
+      row["choice_ms"] = choice_ms;
       row["choice_sustained_ms"] = plan.selected().sustained_ms;  // -1 when the second phase did not run
-      row["choice_TFLOPs"] = flop / plan.selected().time_ms / 1e9;
+      row["choice_TFLOPs"] = flop / choice_ms / 1e9;
       row["best_cublaslt_ms"] = best_lt;
       row["best_sm90_ms"] = best_sm90;
       row["best_sm90"] = best_sm90_name;
@@ -217,7 +218,7 @@ nlohmann::json autotune_sweep(const Device gpu, const std::function<bool(double,
       std::printf("sweep %-8s %5lldx%5lldx%5lld%s %-18s choice %-34s %8.4f ms %6.1f TFLOP/s | best cuBLASLt %8.4f ms | "
                   "best sm90 %8.4f ms%s\n",
                   dtype_name(c.dtype), static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
-                  c.b_t ? " b^T" : "   ", e.name, choice.c_str(), plan.selected().time_ms, flop / plan.selected().time_ms / 1e9, best_lt,
+                  c.b_t ? " b^T" : "   ", e.name, choice.c_str(), choice_ms, flop / choice_ms / 1e9, best_lt,
                   best_sm90, picked_sm90 ? "  <- sm90" : "");
       rows.push_back(row);
     }
