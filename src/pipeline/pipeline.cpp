@@ -52,30 +52,6 @@ struct PipelineState {
   std::optional<Sizes> sizes;
 };
 
-// Rows of each chunk: `chunk_rows` each, the last one shorter. With `taper` (automatic sizes on
-// CUDA) and at least kPipelineTaperMinChunks chunks' worth of rows, the job starts with chunks of 1/4,
-// 1/4 and 1/2 of chunk_rows and ends with 1/2, 1/4 and 1/4 (the short remainder goes right after
-// the start): until the first result is copied back, and after the last input is copied in, only
-// one copy direction is busy, so small end chunks fill and drain the pipeline sooner (on the H100
-// an 18 MiB chunk copies alone for ~0.34 ms of a ~22.8 ms 1 GiB job, twice). The pieces are whole
-// rows, and page-aligned when a quarter chunk is a whole number of pages.
-std::vector<std::int64_t> pipeline_chunk_plan(std::int64_t rows, std::int64_t chunk_rows, bool taper) {
-  std::vector<std::int64_t> plan;
-  if (rows <= 0) return plan;
-  const std::int64_t quarter = chunk_rows / 4;
-  if (!taper || quarter == 0 || rows < kPipelineTaperMinChunks * chunk_rows) {
-    for (std::int64_t start = 0; start < rows; start += chunk_rows) plan.push_back(std::min(chunk_rows, rows - start));
-    return plan;
-  }
-  const std::vector<std::int64_t> head{quarter, quarter, 2 * quarter}, tail{2 * quarter, quarter, quarter};
-  plan = head;
-  const std::int64_t body = rows - 8 * quarter;
-  if (body % chunk_rows != 0) plan.push_back(body % chunk_rows);
-  for (std::int64_t i = 0; i < body / chunk_rows; ++i) plan.push_back(chunk_rows);
-  plan.insert(plan.end(), tail.begin(), tail.end());
-  return plan;
-}
-
 }  // namespace detail
 
 namespace {
@@ -741,15 +717,13 @@ void run_rows(Job& job, const Array& input_any, PipelineReport& report) {
   job.chunk_rows = sizes.chunk_rows;
   job.total_rows = input.dim(0);
   job.total_bytes = input.nbytes();
-  const std::int64_t chunk_rows = sizes.chunk_rows;
-  const bool automatic = !job.options.chunk_elems && !job.options.chunk_bytes;
-  std::vector<std::int64_t> rows_of_chunks = detail::pipeline_chunk_plan(job.total_rows, chunk_rows, automatic && job.device.is_cuda());
-  job.total_chunks = static_cast<std::int64_t>(rows_of_chunks.size());
+  job.total_chunks = (job.total_rows + sizes.chunk_rows - 1) / sizes.chunk_rows;
   std::int64_t next_row = 0;
-  std::size_t next_chunk = 0;
-  job.next = [&input, next_row, next_chunk, plan = std::move(rows_of_chunks)]() mutable -> std::optional<ChunkIn> {
-    if (next_chunk >= plan.size()) return std::nullopt;
-    const std::int64_t end = next_row + plan[next_chunk++];
+  const std::int64_t total = job.total_rows;
+  const std::int64_t chunk_rows = sizes.chunk_rows;
+  job.next = [&input, next_row, total, chunk_rows]() mutable -> std::optional<ChunkIn> {
+    if (next_row >= total) return std::nullopt;
+    const std::int64_t end = std::min(total, next_row + chunk_rows);
     ChunkIn c{input.slice(0, Slice(next_row, end)), next_row};
     next_row = end;
     return c;
@@ -758,7 +732,7 @@ void run_rows(Job& job, const Array& input_any, PipelineReport& report) {
   report.device = job.device.str();
   report.chunk_bytes = chunk_rows * numel(tail_of(input.shape())) * itemsize(input.dtype());
   report.streams = sizes.streams;
-  if (job.total_rows == 0) {
+  if (total == 0) {
     // Nothing to pipeline: compute once on an empty chunk to learn the result's layout.
     Stream stream = job.device.is_cpu() ? Stream::cpu() : current_stream(job.device);
     Array empty_in = empty(input.shape(), input.dtype(), job.device, stream);

@@ -24,7 +24,6 @@
 // - A Pipeline keeps its streams (and its automatic sizes for an input layout) between runs, so
 //   repeated runs start queuing at once; copies of a Pipeline share them.
 #include <cstdint>
-#include <vector>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -74,10 +73,6 @@ struct PipelineReport {
 
 namespace detail {
 struct PipelineState;  // streams and automatic sizes kept between runs
-// Rows of each chunk for `rows` rows in chunks of `chunk_rows`; with `taper` (automatic sizes on
-// CUDA) and at least kPipelineTaperMinChunks chunks, smaller chunks at both ends (pipeline.cpp).
-constexpr std::int64_t kPipelineTaperMinChunks = 16;
-std::vector<std::int64_t> pipeline_chunk_plan(std::int64_t rows, std::int64_t chunk_rows, bool taper);
 }
 
 class Pipeline {

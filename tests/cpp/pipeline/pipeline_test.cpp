@@ -363,67 +363,6 @@ TEST_P(PipelineTest, ProgressBarOnlyWhenAsked) {
   expect_equal(y.to_vector<float>(), reference(x), "with progress");
 }
 
-// A long job with automatic sizes on CUDA runs the tapered plan (smaller chunks at both ends)
-// and still gives the sequential result.
-TEST_P(PipelineTest, AutomaticChunksTaperOnLongJobs) {
-  TESSEL_SKIP_UNAVAILABLE(device());
-  if (!device().is_cuda()) GTEST_SKIP() << "the taper is for CUDA copies; the CPU runs plain chunks";
-  TESSEL_SEEDED_RNG(rng);
-  const Array x = random_host({(std::int64_t(10) << 20) + 3, 1}, true, rng);  // 40 MiB of float32 rows
-  PipelineOptions options;
-  options.device = device();
-  options.progress = ProgressMode::off;
-  Pipeline pipeline(twice_plus_one, options);
-  Array y = pipeline.run(x);
-  expect_equal(y.to_vector<float>(), reference(x), "tapered pipeline");
-  const PipelineReport& r = pipeline.report();
-  const std::int64_t chunk_rows = r.chunk_bytes / 4;
-  const auto plan = detail::pipeline_chunk_plan(x.dim(0), chunk_rows, true);
-  EXPECT_GE(x.dim(0), detail::kPipelineTaperMinChunks * chunk_rows) << r.str() << ": not long enough to taper";
-  EXPECT_EQ(r.chunks, static_cast<std::int64_t>(plan.size())) << r.str();
-  EXPECT_GT(r.chunks, (x.dim(0) + chunk_rows - 1) / chunk_rows) << r.str();
-}
-
-// The chunk plan covers every row once, in pieces of at most chunk_rows; tapered, it starts with
-// 1/4, 1/4, 1/2 and ends with 1/2, 1/4, 1/4 of a chunk, and quarters of a page-multiple chunk
-// stay page-aligned; below kPipelineTaperMinChunks chunks, or untapered, it is plain.
-TEST(PipelineChunkPlan, TapersBothEndsAndCoversEveryRow) {
-  TESSEL_SEEDED_RNG(rng);
-  for (int trial = 0; trial < 200; ++trial) {
-    const std::int64_t chunk_rows = 1 + static_cast<std::int64_t>(rng() % 5000);
-    const std::int64_t rows = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(40 * chunk_rows + 1));
-    const bool taper = trial % 2 == 0;
-    SCOPED_TRACE("rows " + std::to_string(rows) + " chunk_rows " + std::to_string(chunk_rows) + (taper ? " tapered" : ""));
-    const std::vector<std::int64_t> plan = detail::pipeline_chunk_plan(rows, chunk_rows, taper);
-    std::int64_t sum = 0;
-    for (std::int64_t p : plan) {
-      EXPECT_GT(p, 0);
-      EXPECT_LE(p, chunk_rows);
-      sum += p;
-    }
-    EXPECT_EQ(sum, rows);
-    const std::int64_t q = chunk_rows / 4;
-    const bool tapered = taper && q > 0 && rows >= detail::kPipelineTaperMinChunks * chunk_rows;
-    if (!tapered) {
-      EXPECT_EQ(static_cast<std::int64_t>(plan.size()), (rows + chunk_rows - 1) / chunk_rows);
-      continue;
-    }
-    ASSERT_GE(plan.size(), 6u);
-    const std::size_t n = plan.size();
-    EXPECT_EQ(std::vector<std::int64_t>(plan.begin(), plan.begin() + 3), (std::vector<std::int64_t>{q, q, 2 * q}));
-    EXPECT_EQ(std::vector<std::int64_t>(plan.begin() + static_cast<std::ptrdiff_t>(n) - 3, plan.end()),
-              (std::vector<std::int64_t>{2 * q, q, q}));
-  }
-  // 18 MiB chunks of 4-byte rows over 1 GiB: every chunk starts on a page.
-  const std::int64_t rows = (std::int64_t(1) << 30) / 4, chunk_rows = 18 * (std::int64_t(1) << 20) / 4;
-  std::int64_t start = 0;
-  for (std::int64_t p : detail::pipeline_chunk_plan(rows, chunk_rows, true)) {
-    EXPECT_EQ(start * 4 % 4096, 0) << "chunk at row " << start;
-    start += p;
-  }
-  EXPECT_EQ(detail::pipeline_chunk_plan(0, 8, true).size(), 0u);
-}
-
 INSTANTIATE_TEST_SUITE_P(All, PipelineTest, ::testing::ValuesIn(tessel::testing::all_backends()),
                          tessel::testing::backend_name);
 
