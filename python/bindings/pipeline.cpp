@@ -107,15 +107,17 @@ struct PyPipeline {
 
   // The C++ pipeline of the last array run, kept so that later runs over rows of the same size
   // reuse its streams and sizes; `busy` makes a concurrent run (another thread) build its own.
+  // Each C++ pipeline numbers its chunks with its own counter (for the errors' "chunk k"): the
+  // kept one's is reset at every run; a concurrent run's or an iterable run's starts at 0.
   std::shared_ptr<Pipeline> kept;
+  std::shared_ptr<std::int64_t> kept_counter;
   std::int64_t kept_row_elems = -1;
-  std::shared_ptr<std::int64_t> chunk_counter = std::make_shared<std::int64_t>(0);
   std::shared_ptr<std::mutex> busy = std::make_shared<std::mutex>();
 
-  // compute as the C++ pipeline calls it: chunk k -> the Python callable's result.
-  Pipeline::Compute make_compute() const {
+  // compute as the C++ pipeline calls it: chunk k -> the Python callable's result, where k
+  // counts the calls in `counter`.
+  Pipeline::Compute make_compute(std::shared_ptr<std::int64_t> counter) const {
     auto fn = compute;
-    auto counter = chunk_counter;
     return [fn, counter](const Array& chunk, const Stream&) -> Array {
       nb::gil_scoped_acquire gil;
       const std::int64_t k = (*counter)++;
@@ -155,7 +157,6 @@ nb::object run_pipeline(PyPipeline& self, nb::handle input, nb::handle out, nb::
     throw nb::type_error(("Pipeline.run: on_chunk must be callable, got " + std::string(nb::inst_name(on_chunk).c_str())).c_str());
   }
   if (!self.compute) throw tessel::ValueError("Pipeline.run: the compute function was cleared");
-  const Pipeline::Compute compute = self.make_compute();
   SharedObject callback = on_chunk.is_none() ? nullptr : share(on_chunk);
   std::optional<Array> out_array;
   if (!out.is_none()) {
@@ -180,13 +181,15 @@ nb::object run_pipeline(PyPipeline& self, nb::handle input, nb::handle out, nb::
     std::shared_ptr<Pipeline> run_pipeline;
     if (reuse.owns_lock()) {
       if (!self.kept || self.kept_row_elems != row_elems) {
-        self.kept = std::make_shared<Pipeline>(compute, self.options_for(row_elems));
+        self.kept_counter = std::make_shared<std::int64_t>(0);
+        self.kept = std::make_shared<Pipeline>(self.make_compute(self.kept_counter), self.options_for(row_elems));
         self.kept_row_elems = row_elems;
       }
-      *self.chunk_counter = 0;
+      *self.kept_counter = 0;
       run_pipeline = self.kept;
     } else {
-      run_pipeline = std::make_shared<Pipeline>(compute, self.options_for(row_elems));
+      run_pipeline = std::make_shared<Pipeline>(self.make_compute(std::make_shared<std::int64_t>(0)),
+                                                self.options_for(row_elems));
     }
     Pipeline& pipeline = *run_pipeline;
     struct KeepReport {  // the report of this run, also when it fails (the chunks done so far)
@@ -239,7 +242,7 @@ nb::object run_pipeline(PyPipeline& self, nb::handle input, nb::handle out, nb::
   };
   PipelineOptions options = self.options_for(1);
   options.chunk_elems.reset();  // the chunks are given
-  Pipeline pipeline(compute, options);
+  Pipeline pipeline(self.make_compute(std::make_shared<std::int64_t>(0)), options);
   struct KeepReport {
     PyPipeline& self;
     Pipeline& pipeline;

@@ -125,6 +125,33 @@ def test_error_in_chunk_k_cancels_and_reraises(device, rng, fail_at):
     assert_close(p.run(host), host * 2 + 1)
 
 
+def test_error_note_counts_the_chunks_of_each_run(device, rng):
+    """Every run numbers its chunks from 0 in the error note: array runs (the kept pipeline),
+    iterable runs after them, and runs repeated on one Pipeline."""
+    host = rng.standard_normal((40, 3)).astype("float32")
+    state = {"calls": 0, "fail_at": None}
+
+    def compute(x):
+        k = state["calls"]
+        state["calls"] += 1
+        if k == state["fail_at"]:
+            raise Boom(f"call {k}")
+        return x * 2 + 1
+
+    p = ts.Pipeline(compute, chunk_size=10, streams=2, device=device)
+    for run in range(3):
+        assert_close(p.run(host), host * 2 + 1)  # 4 chunks numbered 0..3, then the next run
+        chunks = [host[i:i + 10] for i in range(0, 40, 10)]
+        for source in (host, iter(chunks)):
+            state["calls"], state["fail_at"] = 0, 2
+            with pytest.raises(Boom) as info:
+                p.run(source)
+            notes = getattr(info.value, "__notes__", None)
+            if notes is not None:  # Python >= 3.11
+                assert any("for chunk 2)" in n for n in notes), (run, notes)
+            state["fail_at"] = None
+
+
 def test_error_in_chunk_iterator_and_callback(device, rng):
     def chunks():
         yield rng.standard_normal((4, 2)).astype("float32")
