@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -456,8 +457,37 @@ DType FusedKernel::result_dtype(const std::vector<DType>& input_dtypes) const {
 
 std::string FusedKernel::source(const std::vector<DType>& input_dtypes) const {
 #ifdef TESSEL_HAVE_CUDA
-  DType result{};
-  return jit::generate_elementwise_source(fused_spec(root_, input_dtypes, result));
+  if (num_kernels() <= 1) {
+    DType result{};
+    return jit::generate_elementwise_source(fused_spec(root_, input_dtypes, result));
+  }
+  // A split graph: every kernel a call launches, in launch order (a kernel after the ones whose
+  // results it reads), as run_region walks them.
+  if (static_cast<int>(input_dtypes.size()) != num_inputs_) {
+    throw ValueError("fuse: the kernel takes " + std::to_string(num_inputs_) + " inputs, got " +
+                     std::to_string(input_dtypes.size()) + " dtypes");
+  }
+  const std::shared_ptr<const FusedPlan> plan = make_plan(root_.node().get(), input_dtypes);
+  std::vector<const FusedPlan::Region*> order;
+  std::set<const Node*> seen;
+  std::function<void(const Node*)> visit = [&](const Node* n) {
+    if (!seen.insert(n).second) return;
+    const FusedPlan::Region& region = plan->regions.at(n);
+    for (const Node* leaf : region.leaves) {
+      if (plan->regions.count(leaf)) visit(leaf);
+    }
+    order.push_back(&region);
+  };
+  visit(root_.node().get());
+  std::string out;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    out += "// ---- kernel " + std::to_string(i + 1) + " of " + std::to_string(order.size()) + ": " +
+           std::to_string(order[i]->leaves.size()) + " array inputs -> " + dtype_name(order[i]->result) +
+           (i + 1 == order.size() ? " (the result)" : " (an intermediate)") + "\n";
+    out += jit::generate_elementwise_source(order[i]->launcher->spec());
+    out += "\n";
+  }
+  return out;
 #else
   (void)input_dtypes;
   throw DeviceError("fuse: this build has no CUDA backend to generate source for");

@@ -54,7 +54,8 @@ class FusedKernel {
   // kernels) is kept per input-dtype vector, so a repeated call only plans and launches.
   Array operator()(const std::vector<Array>& inputs, const OptionalArray& out = std::nullopt,
                    const OptionalStream& stream = std::nullopt) const;
-  // The CUDA source of the fused kernel for these input dtypes (contiguous layout).
+  // The CUDA source of the fused kernel for these input dtypes (contiguous layout); for a graph
+  // split into several kernels, each of them in launch order under a "// ---- kernel i of n" line.
   std::string source(const std::vector<DType>& input_dtypes) const;
   // The dtype of the result for these input dtypes (DTypeError names the op that rejects them).
   DType result_dtype(const std::vector<DType>& input_dtypes) const;

@@ -396,6 +396,47 @@ TEST(FuseSource, PrintsAndCompiles) {
     }
   }
 }
+// A graph split into several kernels prints every one of them, in launch order, and each
+// compiles; a single-kernel graph prints no kernel headers.
+TEST(FuseSource, SplitGraphPrintsEveryKernel) {
+  const int n = 40;
+  const FusedKernel wide = fuse(
+      [](const std::vector<Sym>& v) {
+        Sym acc = v[0];
+        for (std::size_t i = 1; i < v.size(); ++i) acc = (i % 2) ? acc + v[i] * 0.5 : acc - v[i];
+        return acc;
+      },
+      n);
+  const int kernels = wide.num_kernels();
+  ASSERT_GE(kernels, 2);
+  const std::string src = wide.source(std::vector<DType>(n, DType::float32));
+  std::vector<std::size_t> headers;
+  for (std::size_t at = src.find("// ---- kernel "); at != std::string::npos; at = src.find("// ---- kernel ", at + 1)) {
+    headers.push_back(at);
+  }
+  ASSERT_EQ(static_cast<int>(headers.size()), kernels) << src;
+  EXPECT_NE(src.find("// ---- kernel " + std::to_string(kernels) + " of " + std::to_string(kernels)), std::string::npos);
+  EXPECT_NE(src.find("(the result)"), std::string::npos);
+  EXPECT_EQ(src.find("(the result)"), src.rfind("(the result)")) << "only the last kernel writes the result";
+  headers.push_back(src.size());
+  for (std::size_t i = 0; i + 1 < headers.size(); ++i) {
+    const std::string one = src.substr(headers[i], headers[i + 1] - headers[i]);
+    EXPECT_NE(one.find("tessel_fused"), std::string::npos) << "kernel " << i + 1;
+    if (!jit::nvrtc_available()) continue;
+    jit::CompileRequest r;
+    r.source = one;
+    r.name = "tessel_fused_c";
+    r.arch = "sm_90";
+    try {
+      EXPECT_FALSE(jit::compile_to_cubin(r).cubin.empty());
+    } catch (const CompileError& e) {
+      ADD_FAILURE() << "kernel " << i + 1 << ": " << e.what();
+    }
+  }
+  testing::expect_error<ValueError>([&] { (void)wide.source({DType::float32}); }, {"fuse", "40 inputs", "1 dtypes"});
+  EXPECT_EQ(relu_axpb_c().source({DType::float32, DType::float32, DType::float32}).find("// ---- kernel"), std::string::npos);
+}
+
 // source() does not go through (or fill) the plans: the same text before and after calls.
 TEST(FuseCacheSource, SourceUnchangedByCalls) {
   const FusedKernel k = relu_axpb_c();
