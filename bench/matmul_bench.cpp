@@ -49,28 +49,7 @@ using namespace tessel;
 
 namespace {
 
-
 std::vector<float> host_floats(const Array& x) { return x.astype(DType::float32).to(Device::cpu()).to_vector<float>(); }
-
-// Largest error over 256 sampled outputs of d (m x n, row-major) against a float64 reference of
-// act(a @ b + bias), relative to the sum of |a_ik * b_kj| (the scale of rounding errors).
-double sampled_error(const Array& d, const std::vector<float>& a, const std::vector<float>& b,
-                     const std::vector<float>& bias, bool relu, std::int64_t m, std::int64_t n, std::int64_t k) {
-  const std::vector<float> got = host_floats(d);
-  std::mt19937_64 rng(7);
-  double worst = 0;
-  for (int s = 0; s < 256; ++s) {
-    const std::int64_t i = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(m));
-    const std::int64_t j = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(n));
-    const bench::ReferenceEntry want = bench::reference_entry(a, b, bias, i, j, n, k);
-    double sum = want.value, scale = want.scale;
-    if (relu) sum = std::max(sum, 0.0);
-    const double g = got[static_cast<std::size_t>(i * n + j)];
-    if (!std::isfinite(g)) return INFINITY;
-    worst = std::max(worst, std::abs(g - sum) / (scale + 1e-30));
-  }
-  return worst;
-}
 
 double activation(double x, MatmulEpilogue e) {
   switch (e) {
@@ -83,10 +62,12 @@ double activation(double x, MatmulEpilogue e) {
   return x;
 }
 
-// sampled_error for any epilogue, of d and (when defined) of aux, the epilogue's input.
-double sampled_epilogue_error(const Array& d, const Array& aux, const std::vector<float>& a, const std::vector<float>& b,
-                              const std::vector<float>& bias, MatmulEpilogue epilogue, std::int64_t m, std::int64_t n,
-                              std::int64_t k) {
+// Largest error over 256 sampled outputs of d (m x n, row-major) against a float64 reference of
+// epilogue(a @ b + bias), and (when defined) of aux, the epilogue's input; relative to the sum of
+// |a_ik * b_kj| plus |a @ b + bias| (the scale of rounding errors).
+double sampled_error(const Array& d, const Array& aux, const std::vector<float>& a, const std::vector<float>& b,
+                     const std::vector<float>& bias, MatmulEpilogue epilogue, std::int64_t m, std::int64_t n,
+                     std::int64_t k) {
   const std::vector<float> got = host_floats(d);
   const std::vector<float> got_aux = aux.defined() ? host_floats(aux) : std::vector<float>();
   std::mt19937_64 rng(11);
@@ -209,7 +190,7 @@ nlohmann::json autotune_sweep(const Device gpu, const std::function<bool(double,
         }
         fill(d, std::nan(""));
         plan.execute(a, b, run, d);
-        const double error = sampled_epilogue_error(d, run.aux, ah, bh, biash, e.epilogue, m, n, k);
+        const double error = sampled_error(d, run.aux, ah, bh, biash, e.epilogue, m, n, k);
         row[key] = error;
         verdict(error, tol, (std::string("sweep ") + name).c_str());
       };
@@ -292,7 +273,7 @@ int main(int argc, char** argv) {
                    "cublasGemmEx");
     };
     cublas_gemm();
-    verdict(sampled_error(d, ah, bh, {}, false, m, n, k), tol, "cublas bf16");
+    verdict(sampled_error(d, Array(), ah, bh, {}, MatmulEpilogue::none, m, n, k), tol, "cublas bf16");
     const double cublas_ms = profile::time_on_stream(cublas_gemm, stream, {3, 20}).median_ms;
     const double cublas_tflops = flop / cublas_ms / 1e9;
     row["cublas_gemm_no_epilogue"] = {{"ms", cublas_ms}, {"TFLOPs", cublas_tflops}};
@@ -302,7 +283,7 @@ int main(int argc, char** argv) {
     fused.epilogue = MatmulEpilogue::relu;
     auto report = [&](const char* name, const std::function<void()>& body, const Array& result) {
       body();
-      const double error = sampled_error(result, ah, bh, biash, true, m, n, k);
+      const double error = sampled_error(result, Array(), ah, bh, biash, MatmulEpilogue::relu, m, n, k);
       if (!verdict(error, tol, name)) {
         row[name] = {{"status", "FAILED"}, {"error", error}};
         return;
@@ -353,7 +334,7 @@ int main(int argc, char** argv) {
       } else {
         plain.pin(sm90_name);
         plain.execute(a, b, {}, d);
-        const double error = sampled_error(d, ah, bh, {}, false, m, n, k);
+        const double error = sampled_error(d, Array(), ah, bh, {}, MatmulEpilogue::none, m, n, k);
         if (verdict(error, tol, "sm90")) {
           sm90_row = {{"config", sm90_name}, {"ms", best_sm90}, {"cublaslt_best_ms", best_lt},
                       {"pct_of_cublaslt", 100 * best_lt / best_sm90}, {"target_pct", 90}, {"error", error}};
@@ -382,7 +363,7 @@ int main(int argc, char** argv) {
     auto time_checked = [&](const char* name, const std::function<void()>& body) -> double {
       fill(d, std::nan(""));
       body();
-      const double error = sampled_error(d, ah, bh, {}, false, n, n, n);
+      const double error = sampled_error(d, Array(), ah, bh, {}, MatmulEpilogue::none, n, n, n);
       if (!verdict(error, tol, name)) {
         row[name] = {{"status", "FAILED"}, {"error", error}};
         return -1;
@@ -440,7 +421,7 @@ int main(int argc, char** argv) {
       plan.autotune(10);
       const char* name = matmul_compute_name(compute);
       plan.execute(a, b, o, d);
-      const double error = sampled_error(d, ah, bh, {}, false, n, n, n);
+      const double error = sampled_error(d, Array(), ah, bh, {}, MatmulEpilogue::none, n, n, n);
       if (!verdict(error, compute == MatmulCompute::tf32 ? 2e-3 : 1e-5, name)) {
         row[name] = {{"status", "FAILED"}, {"error", error}};
         continue;
