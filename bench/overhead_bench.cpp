@@ -36,6 +36,7 @@
 #include "tessel/jit/user_kernels.hpp"
 #include "tessel/ops/elementwise.hpp"
 #include "tessel/ops/fuse.hpp"
+#include "tessel/profile/timer.hpp"
 #include "tessel/tessel.hpp"
 
 #if defined(TESSEL_HAVE_CUDA)
@@ -64,16 +65,12 @@ int cpu_loop(long calls) {
 }
 
 #if defined(TESSEL_HAVE_CUDA)
-// Median host microseconds of `call` over 7 samples of `calls` calls (no GPU involved).
+// Median host microseconds per call of `call`, over 7 samples of `calls` calls (no GPU involved).
 double cpu_us_per_call(const std::function<void()>& call, int calls) {
-  for (int i = 0; i < calls / 10 + 1; ++i) call();
-  std::vector<double> samples;
-  for (int s = 0; s < 7; ++s) {
-    const auto t0 = std::chrono::steady_clock::now();
+  const auto batch = [&] {
     for (int i = 0; i < calls; ++i) call();
-    samples.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls);
-  }
-  return bench::median(samples);
+  };
+  return profile::time_on_host(batch, {1, 7}).median_ms * 1000 / calls;
 }
 
 int host_probe() {
