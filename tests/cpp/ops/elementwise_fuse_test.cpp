@@ -214,6 +214,17 @@ struct TuningGuard {
   ~TuningGuard() { jit::set_elementwise_tuning(saved); }
 };
 
+// x0 + x1*0.5 - x2 + x3*0.5 - ...: with n = 40 inputs, more arrays than one kernel takes, so it splits.
+FusedKernel alternating_sum(int n) {
+  return fuse(
+      [](const std::vector<Sym>& v) {
+        Sym acc = v[0];
+        for (std::size_t i = 1; i < v.size(); ++i) acc = (i % 2) ? acc + v[i] * 0.5 : acc - v[i];
+        return acc;
+      },
+      n);
+}
+
 FusedKernel relu_axpb_c() {
   return fuse([](const std::vector<Sym>& v) { return relu(v[0] * 1.75 + v[1]) * v[2]; }, 3);
 }
@@ -290,13 +301,7 @@ TEST_P(Fuse, SplitGraphRepeatedCalls) {
   FusionSwitch restore;
   TESSEL_SEEDED_RNG(rng);
   const int n = 40;
-  const FusedKernel wide = fuse(
-      [](const std::vector<Sym>& v) {
-        Sym acc = v[0];
-        for (std::size_t i = 1; i < v.size(); ++i) acc = (i % 2) ? acc + v[i] * 0.5 : acc - v[i];
-        return acc;
-      },
-      n);
+  const FusedKernel wide = alternating_sum(n);
   ASSERT_GE(wide.num_kernels(), 2);
   for (const Shape& shape : {Shape{3, 5}, Shape{2, 3, 5}, Shape{5}}) {
     std::vector<Array> in;
@@ -400,13 +405,7 @@ TEST(FuseSource, PrintsAndCompiles) {
 // compiles; a single-kernel graph prints no kernel headers.
 TEST(FuseSource, SplitGraphPrintsEveryKernel) {
   const int n = 40;
-  const FusedKernel wide = fuse(
-      [](const std::vector<Sym>& v) {
-        Sym acc = v[0];
-        for (std::size_t i = 1; i < v.size(); ++i) acc = (i % 2) ? acc + v[i] * 0.5 : acc - v[i];
-        return acc;
-      },
-      n);
+  const FusedKernel wide = alternating_sum(n);
   const int kernels = wide.num_kernels();
   ASSERT_GE(kernels, 2);
   const std::string src = wide.source(std::vector<DType>(n, DType::float32));
