@@ -712,7 +712,6 @@ void autotune_core(detail::MatmulPlanCore& core, const Prepared& p, int iteratio
     TESSEL_LOG_INFO(fmt::format("matmul:   candidate {:2d} {:32s} {:9.4f} ms (median of {} single runs)", i, c.name,
                                 c.time_ms, iterations));
   }
-  if (best < 0) throw Error(fmt::format("matmul: autotune found no candidate that runs for {}", core.signature));
 
   // Phase 2: the finalists (within kFinalistMargin of the best, at most kMaxFinalists, fastest
   // first) each run back to back for about autotune_sustain_ms(), three rounds, and the best
