@@ -4,8 +4,10 @@
 //      tessel fused + autotuned plan, tessel fused with cuBLASLt's top heuristic, and the unfused
 //      three kernels (matmul, add, relu), as TFLOP/s and % of a plain cuBLAS bf16 GEMM
 //      (cublasGemmEx, no epilogue) measured in the same run.
-//   2. tessel's SIMT float32 kernel at 4096^2 against cublasSgemm (target >= 70%) and against a
-//      naive one-thread-per-output kernel (target >= 10x); the 16x16 tiled kernel as middle rung.
+//   2. tessel's SIMT float32 kernel at 4096^2 against cublasSgemm (target >= 70%) and against
+//      naive one-thread-per-output kernels (target >= 10x): the uncoalesced first rung (a warp
+//      down a column of D) and the coalesced one (a warp along a row); the 16x16 tiled kernel as
+//      middle rung; and the FP32 pipe's measured FMA ceiling, which bounds every SIMT GEMM.
 //   3. 100 float32 1024^2 products with fp32 and tf32 compute (targets 5.41 ms and 1.97 ms), with
 //      the ratio to PyTorch measured on this machine today when bench/peers/torch_matmul.py ran first.
 //   4. tessel's sm90 kernel at 8192^3 bf16 against the best cuBLASLt algorithm (target >= 90%),
@@ -29,6 +31,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_results.hpp"
+#include "tessel/jit/compiler.hpp"
+#include "tessel/jit/kernel.hpp"
+#include "tessel/jit/user_kernels.hpp"
 #include "tessel/tessel.hpp"
 
 #if !defined(TESSEL_HAVE_CUDA)
@@ -48,6 +53,46 @@ int main() {
 using namespace tessel;
 
 namespace {
+
+// The FP32 pipe's attainable rate on this GPU at the clock it holds under load: independent
+// fmaf chains only (no memory traffic), run for about as long as the 4096^2 sgemm. The ceiling
+// any SIMT GEMM (cuBLAS's included) is measured against; -1 without NVRTC.
+double fp32_fma_peak_tflops(const Device& gpu, const Stream& stream) {
+  if (!jit::nvrtc_available()) return -1;
+  const jit::RawKernel raw(R"(
+extern "C" __global__ void tessel_fma_peak(float* out, int iterations, float x, float y) {
+  float acc[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) acc[i] = (threadIdx.x + i) * 1e-3f;
+  for (int it = 0; it < iterations; ++it) {
+#pragma unroll
+    for (int u = 0; u < 16; ++u)
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[i] = fmaf(acc[i], x, y);
+  }
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) s += acc[i];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+})", "tessel_fma_peak");
+  const jit::Kernel kernel = raw.kernel(gpu);
+  const unsigned blocks = static_cast<unsigned>(device_properties(gpu.index).multiprocessors) * 4, threads = 256;
+  Array out = full({static_cast<std::int64_t>(blocks) * threads}, std::nan(""), DType::float32, gpu);
+  float* out_ptr = out.data_as<float>();
+  int iterations = 4096;
+  float x = 0.9999f, y = 1e-4f;
+  void* params[] = {&out_ptr, &iterations, &x, &y};
+  const jit::LaunchConfig config{jit::Dim3(blocks), jit::Dim3(threads), 0};
+  const auto run = [&] { kernel.launch(config, params, stream); };
+  const double ms = profile::time_on_stream(run, stream, {3, 10}).median_ms;
+  // Every lane's chains converge towards 1 (x < 1): a finite, positive sum proves they ran.
+  const std::vector<float> sums = out.to(Device::cpu()).to_vector<float>();
+  for (float v : sums) {
+    if (!(v > 0.0f && v < 1e6f)) throw Error("matmul_bench: the FP32 peak kernel wrote " + std::to_string(v));
+  }
+  const double flop = 2.0 * 8 * 16 * iterations * static_cast<double>(blocks) * threads;
+  return flop / ms / 1e9;
+}
 
 std::vector<float> host_floats(const Array& x) { return x.astype(DType::float32).to(Device::cpu()).to_vector<float>(); }
 
@@ -380,6 +425,10 @@ int main(int argc, char** argv) {
                                d.data_as<float>(), static_cast<int>(n)),
                    "cublasSgemm");
     });
+    const double naive_uncoalesced_ms = time_checked("naive_uncoalesced", [&] {
+      backend::cuda::naive_uncoalesced_sgemm(a.data_as<float>(), b.data_as<float>(), d.data_as<float>(), n, n, n,
+                                             stream.handle());
+    });
     const double naive_ms = time_checked("naive", [&] {
       backend::cuda::naive_sgemm(a.data_as<float>(), b.data_as<float>(), d.data_as<float>(), n, n, n, stream.handle());
     });
@@ -396,12 +445,27 @@ int main(int argc, char** argv) {
       const double ms = time_checked(c.name.c_str(), [&] { plan.execute(a, b, fp32, d); });
       if (ms > 0 && (best_simt < 0 || ms < best_simt)) best_simt = ms;
     }
-    if (best_simt > 0 && cublas_ms > 0 && naive_ms > 0) {
+    if (best_simt > 0 && cublas_ms > 0 && naive_ms > 0 && naive_uncoalesced_ms > 0) {
       row["simt_pct_of_cublas"] = 100 * cublas_ms / best_simt;
       row["simt_speedup_over_naive"] = naive_ms / best_simt;
+      row["simt_speedup_over_naive_uncoalesced"] = naive_uncoalesced_ms / best_simt;
       row["targets"] = {{"pct_of_cublas", 70}, {"speedup_over_naive", 10}};
-      std::printf("SIMT: %.1f%% of cuBLAS sgemm (target 70%%), %.1fx naive (target 10x)\n", 100 * cublas_ms / best_simt,
-                  naive_ms / best_simt);
+      std::printf("SIMT: %.1f%% of cuBLAS sgemm (target 70%%), %.1fx the coalesced naive kernel and %.1fx the "
+                  "uncoalesced one (target 10x)\n",
+                  100 * cublas_ms / best_simt, naive_ms / best_simt, naive_uncoalesced_ms / best_simt);
+      // What 10x the coalesced naive kernel asks for, against the FP32 pipe's measured ceiling.
+      const double peak = fp32_fma_peak_tflops(gpu, stream);
+      if (peak > 0) {
+        const double tflops = flop / 1e9;
+        row["fp32_fma_peak_TFLOPs"] = peak;
+        row["cublas_pct_of_fma_peak"] = 100 * tflops / cublas_ms / peak;
+        row["simt_pct_of_fma_peak"] = 100 * tflops / best_simt / peak;
+        row["naive_x10_pct_of_fma_peak"] = 100 * 10 * tflops / naive_ms / peak;
+        std::printf("FP32 FMA peak %.1f TFLOP/s: cuBLAS at %.1f%%, SIMT at %.1f%%; 10x the coalesced naive kernel "
+                    "would be %.1f%%\n",
+                    peak, 100 * tflops / cublas_ms / peak, 100 * tflops / best_simt / peak,
+                    100 * 10 * tflops / naive_ms / peak);
+      }
     }
     results["simt_sgemm_4096"] = row;
   }

@@ -50,9 +50,11 @@ namespace {
 
 struct Variant {
   int bm, bn, bk, tm, tn, warp_x;  // warp_x: 0 = row-major thread order, else a (32/warp_x) x warp_x warp patch
+  int max_registers = 0;           // > 0: NVRTC's --maxrregcount (e.g. 128: two 256-thread blocks per SM)
   std::string name() const {
     std::string s = fmt::format("{}x{}x{}_{}x{}", bm, bn, bk, tm, tn);
     if (warp_x > 0) s += fmt::format("_warp{}x{}", 32 / warp_x, warp_x);
+    if (max_registers > 0) s += fmt::format("_regs{}", max_registers);
     return s;
   }
   int threads() const { return (bm / tm) * (bn / tn); }
@@ -69,6 +71,8 @@ const std::vector<Variant> kVariants = {
     {64, 128, 8, 4, 8, 0},    {64, 128, 8, 4, 8, 8},
     {256, 128, 8, 16, 8, 0},  {256, 128, 8, 16, 8, 8}, {128, 256, 8, 8, 16, 0},
     {64, 64, 8, 4, 4, 0},     {64, 64, 16, 4, 4, 8},
+    // BK=16 at 128x128 took 143 registers (one block per SM); capped for two blocks
+    {128, 128, 16, 8, 8, 0, 128}, {128, 128, 16, 8, 8, 8, 128},
 };
 
 
@@ -233,10 +237,12 @@ int main(int argc, char** argv) {
   for (const Variant& v : kVariants) {
     const std::string name = "jit " + v.name();
     nlohmann::json row = {{"kind", "jit"}, {"bm", v.bm}, {"bn", v.bn}, {"bk", v.bk}, {"tm", v.tm}, {"tn", v.tn},
-                          {"warp_x", v.warp_x}, {"threads", v.threads()}};
+                          {"warp_x", v.warp_x}, {"max_registers", v.max_registers}, {"threads", v.threads()}};
     try {
       const jit::RawKernel raw(source, fmt::format("tessel_simt::simt_gemm_kernel<{}, {}, {}, {}, {}, {}>", v.bm, v.bn,
-                                                   v.bk, v.tm, v.tn, v.warp_x));
+                                                   v.bk, v.tm, v.tn, v.warp_x),
+                               v.max_registers > 0 ? std::vector<std::string>{fmt::format("--maxrregcount={}", v.max_registers)}
+                                                   : std::vector<std::string>{});
       const jit::Kernel kernel = raw.kernel(gpu);
       const jit::KernelAttributes attributes = kernel.attributes();
       row["registers"] = attributes.num_registers;

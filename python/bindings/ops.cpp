@@ -344,6 +344,27 @@ void register_ops(nb::module_& m) {
     return took.count() / std::max(1, calls);
   }, "x"_a, "y"_a, "out"_a = nb::none(), "calls"_a = 20000,
   "Per-call microseconds of tessel::add(x, y[, out]) in a C++ loop (host time, no synchronization).");
+  // The floor under every op: an empty cached kernel launched through jit::Kernel::launch.
+  m.def("_time_launch_floor", [](int device, int calls) {
+    const Device gpu = Device::cuda(device);
+    jit::CompileRequest request;
+    request.source = "extern \"C\" __global__ void tessel_launch_floor(float*) {}";
+    request.name = "tessel_launch_floor";
+    nb::gil_scoped_release release;
+    const jit::Kernel kernel = jit::get_kernel(request, gpu);
+    const Stream stream = current_stream(gpu);
+    float* unused = nullptr;
+    void* args[] = {&unused};
+    const jit::LaunchConfig config{jit::Dim3(1), jit::Dim3(32), 0};
+    for (int i = 0; i < std::max(1, calls / 10); ++i) kernel.launch(config, args, stream);  // warm-up
+    stream.synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) kernel.launch(config, args, stream);
+    const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+    stream.synchronize();
+    return took.count() / std::max(1, calls);
+  }, "device"_a, "calls"_a = 2000,
+  "Per-call microseconds of launching an empty kernel from C++ (host time): the floor of a tiny op.");
 
   // ---- where and clip ----
   m.def("where", [](nb::handle cond, nb::handle x1, nb::handle x2) -> nb::object {

@@ -68,8 +68,11 @@ int simt_num_configs();
 const char* simt_config_name(int config);
 bool simt_can_implement(const MatmulProblem& problem, int config);
 void simt_run(const MatmulProblem& problem, int config, void* stream);
-// The benchmark's ladder: one thread per output, and 16x16 shared-memory tiles without
-// register blocking. float32, row-major contiguous, no epilogue.
+// The benchmark's ladder: one thread per output (a warp along a row of D: coalesced loads of B;
+// or along a column: the uncoalesced first rung), and 16x16 shared-memory tiles without register
+// blocking. float32, row-major contiguous, no epilogue.
+void naive_uncoalesced_sgemm(const float* a, const float* b, float* d, std::int64_t m, std::int64_t n, std::int64_t k,
+                             void* stream);
 void naive_sgemm(const float* a, const float* b, float* d, std::int64_t m, std::int64_t n, std::int64_t k,
                  void* stream);
 void tiled_sgemm(const float* a, const float* b, float* d, std::int64_t m, std::int64_t n, std::int64_t k,

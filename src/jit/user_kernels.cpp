@@ -31,7 +31,13 @@ Device check_cuda_device(const std::string& what, const std::string& name, Devic
 
 }  // namespace
 
-RawKernel::RawKernel(std::string source, std::string name, std::vector<std::string> options) {
+struct RawKernel::Loaded {
+  std::mutex mutex;
+  std::map<int, Kernel> by_device;
+};
+
+RawKernel::RawKernel(std::string source, std::string name, std::vector<std::string> options)
+    : loaded_(std::make_shared<Loaded>()) {
   if (name.empty()) throw ValueError("RawKernel: the kernel name is empty");
   request_.source = std::move(source);
   request_.name = std::move(name);
@@ -40,7 +46,16 @@ RawKernel::RawKernel(std::string source, std::string name, std::vector<std::stri
 
 Kernel RawKernel::kernel(Device device) const {
   check_cuda_device("RawKernel", request_.name, device);
-  return get_kernel(request_, device);
+  {
+    std::lock_guard<std::mutex> lock(loaded_->mutex);
+    const auto it = loaded_->by_device.find(device.index);
+    if (it != loaded_->by_device.end()) return it->second;
+  }
+  // Compiled outside the lock: a compile can take a second, and two threads racing here load the
+  // same cached binary.
+  Kernel k = get_kernel(request_, device);
+  std::lock_guard<std::mutex> lock(loaded_->mutex);
+  return loaded_->by_device.emplace(device.index, std::move(k)).first->second;
 }
 
 void RawKernel::launch(Dim3 grid, Dim3 block, const std::vector<KernelArg>& args, std::size_t shared_mem,

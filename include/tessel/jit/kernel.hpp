@@ -67,6 +67,7 @@ class Kernel {
  private:
   friend Kernel load_kernel(const CachedBinary& binary, const std::string& name, Device device);
   void* handle_ = nullptr;
+  void* function_ = nullptr;  // CUfunction in device_'s primary context; null: launch through the runtime
   std::string name_;
   Device device_;
 };

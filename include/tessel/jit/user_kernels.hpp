@@ -45,7 +45,8 @@ class RawKernel {
   const std::string& name() const { return request_.name; }
   const std::vector<std::string>& options() const { return request_.options; }
 
-  // Compiles (through the caches) and loads for a device.
+  // Compiles (through the caches) and loads for a device. The loaded kernel is kept per device,
+  // so repeated launches skip the cache lookup (which hashes the source); copies share it.
   Kernel kernel(Device device) const;
 
   // Launches on `stream` (default: the current device's current stream).
@@ -57,7 +58,9 @@ class RawKernel {
   }
 
  private:
+  struct Loaded;  // the kernel per device, filled on first use
   CompileRequest request_;
+  std::shared_ptr<Loaded> loaded_;
 };
 
 // "float32 x, int64 n" -> operands (dtype names as NumPy spells them). ValueError for bad text.

@@ -16,6 +16,7 @@
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/stream.hpp"
+#include "tessel/jit/kernel_cache.hpp"
 #include "tessel/jit/user_kernels.hpp"
 
 namespace tessel::jit {
@@ -99,6 +100,38 @@ extern "C" __global__ void axpy(float a, const float* x, const float* y, float* 
   // The device may fuse the multiply-add: allow the rounding of the separate steps.
   for (std::size_t i = 0; i < n; ++i)
     ASSERT_NEAR(out[i], 2.5f * x[i] + y[i], fma_tolerance<float>(2.5f * x[i], y[i])) << i;
+}
+
+// After the first launch, a RawKernel (and its copies) launch from the kernel loaded for the
+// device: the global cache, which hashes the source per lookup, is not consulted again.
+TEST(JitUserKernelsGpu, RawKernelRelaunchSkipsTheCacheLookup) {
+  REQUIRE_GPU();
+  const std::size_t n = 4099;
+  RawKernel k(R"(
+extern "C" __global__ void add_one(const int* x, int* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = x[i] + 1;
+})",
+              "add_one");
+  std::mt19937 rng(11);
+  std::vector<int> x(n);
+  for (int& v : x) v = static_cast<int>(rng() % 100000);
+  DeviceVector<int> dx(n), dout(n);
+  dx.upload(x);
+  const unsigned blocks = static_cast<unsigned>((n + 127) / 128);
+  k.launch(blocks, 128, {dx.ptr, dout.ptr, static_cast<int>(n)});  // compiles or loads
+  const CacheStats before = KernelCache::global().stats();
+  const RawKernel copy = k;
+  for (const RawKernel* kernel : std::vector<const RawKernel*>{&k, &copy, &k}) {
+    dout.poison();
+    kernel->launch(blocks, 128, {dx.ptr, dout.ptr, static_cast<int>(n)});
+    const auto out = dout.download();
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], x[i] + 1) << i;
+  }
+  const CacheStats after = KernelCache::global().stats();
+  EXPECT_EQ(after.memory_hits, before.memory_hits);
+  EXPECT_EQ(after.disk_hits, before.disk_hits);
+  EXPECT_EQ(after.misses, before.misses);
 }
 
 TEST(JitUserKernelsGpu, RawKernelTemplateSharedMemAndStream) {
