@@ -53,20 +53,14 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 // Batches beyond gridDim.z's limit run as several launches.
 constexpr std::int64_t kMaxGridZ = 65535;
 
+// The ladder's one-thread-per-output kernels. WarpAlongRow: consecutive threads of a warp take
+// consecutive columns of D, so the loads of B coalesce. Otherwise they take consecutive rows (the
+// first rung as the seeds' technique starts it), and each load of B is 32 scattered words.
+template <bool WarpAlongRow>
 __global__ void naive_sgemm_kernel(const float* a, const float* b, float* d, int m, int n, int k) {
-  const int col = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  const int row = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
-  if (row >= m || col >= n) return;
-  float sum = 0.0f;
-  for (int kk = 0; kk < k; ++kk) sum = fmaf(a[static_cast<std::int64_t>(row) * k + kk], b[static_cast<std::int64_t>(kk) * n + col], sum);
-  d[static_cast<std::int64_t>(row) * n + col] = sum;
-}
-
-// The ladder's first rung as the seeds' technique starts it: the same loop, but consecutive
-// threads of a warp take consecutive rows, so each load of B is 32 scattered words.
-__global__ void naive_uncoalesced_sgemm_kernel(const float* a, const float* b, float* d, int m, int n, int k) {
-  const int row = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  const int col = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  const int fast = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int slow = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  const int row = WarpAlongRow ? slow : fast, col = WarpAlongRow ? fast : slow;
   if (row >= m || col >= n) return;
   float sum = 0.0f;
   for (int kk = 0; kk < k; ++kk) sum = fmaf(a[static_cast<std::int64_t>(row) * k + kk], b[static_cast<std::int64_t>(kk) * n + col], sum);
@@ -199,7 +193,8 @@ void naive_sgemm(const float* a, const float* b, float* d, std::int64_t m, std::
   auto cuda_stream = static_cast<cudaStream_t>(stream);
   const dim3 threads(16, 16);
   const dim3 grid(static_cast<unsigned>((n + 15) / 16), static_cast<unsigned>((m + 15) / 16));
-  naive_sgemm_kernel<<<grid, threads, 0, cuda_stream>>>(a, b, d, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k));
+  naive_sgemm_kernel<true><<<grid, threads, 0, cuda_stream>>>(a, b, d, static_cast<int>(m), static_cast<int>(n),
+                                                              static_cast<int>(k));
   TESSEL_CUDA_CHECK_LAUNCH(cuda_stream, "naive_sgemm");
 }
 
@@ -208,8 +203,8 @@ void naive_uncoalesced_sgemm(const float* a, const float* b, float* d, std::int6
   auto cuda_stream = static_cast<cudaStream_t>(stream);
   const dim3 threads(16, 16);
   const dim3 grid(static_cast<unsigned>((m + 15) / 16), static_cast<unsigned>((n + 15) / 16));
-  naive_uncoalesced_sgemm_kernel<<<grid, threads, 0, cuda_stream>>>(a, b, d, static_cast<int>(m), static_cast<int>(n),
-                                                                    static_cast<int>(k));
+  naive_sgemm_kernel<false><<<grid, threads, 0, cuda_stream>>>(a, b, d, static_cast<int>(m), static_cast<int>(n),
+                                                               static_cast<int>(k));
   TESSEL_CUDA_CHECK_LAUNCH(cuda_stream, "naive_uncoalesced_sgemm");
 }
 
