@@ -1,14 +1,15 @@
 // Host dispatch overhead of tiny ops on CUDA: microseconds of host time per call, enqueued back to
 // back, for
-//   a bare cudaLaunchKernel of an empty kernel (the floor every op pays),
-//   jit::Kernel::launch of the same cached kernel,
+//   an empty kernel through the runtime's cudaLaunchKernel, the driver's cuLaunchKernel and
+//   jit::Kernel::launch (the floor every op pays),
 //   tessel::empty({1024}) (allocator + Array construction),
 //   add(a, b) with and without out=, add(a, scalar), negative(a) on 1024 float32,
+//   add's CUDA backend call alone and the ops layer's storage bookkeeping (its split),
 //   a fused relu(x * a + b) * c (tessel::fuse) and a user jit::ElementwiseKernel z = x * y + 1.
 // Each op's result is checked against a host reference before it is timed. A timed sample is a
 // batch of 200 calls (well under the launch queue depth, so the host does not block on a full
 // queue; the GPU's ~2 us per tiny kernel would otherwise hide host time), synchronized between
-// batches; the result is the median over 50 batches.
+// batches; the cases take turns batch by batch, and each result is the median over 50 rounds.
 //
 // `overhead_bench --host-probe` (no GPU needed) times what a fused / user elementwise launch paid
 // on every call before jit::ElementwiseLauncher (source generation, the kernel-cache key hash)
@@ -42,6 +43,8 @@
 #if defined(TESSEL_HAVE_CUDA)
 #include <cuda.h>  // driver API types only; the functions come from cudaGetDriverEntryPointByVersion
 #include <cuda_runtime_api.h>
+
+#include "backend/elementwise.hpp"  // the CUDA backend's entry, timed alone
 #endif
 
 using namespace tessel;
@@ -126,19 +129,31 @@ namespace {
 constexpr int kBatch = 200;
 constexpr int kBatches = 50;
 
-// Median host microseconds per call of `call`, enqueued kBatch times back to back per sample.
-double host_us_per_call(const std::function<void()>& call, const Stream& stream) {
-  for (int i = 0; i < 3 * kBatch; ++i) call();  // warm-up: compile, load, allocator pools
-  stream.synchronize();
-  std::vector<double> samples;
-  for (int s = 0; s < kBatches; ++s) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < kBatch; ++i) call();
-    const auto t1 = std::chrono::steady_clock::now();
-    stream.synchronize();
-    samples.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kBatch);
+// Host microseconds per call of each case, enqueued kBatch times back to back per sample; the
+// cases take turns, one batch each per round, so that a drift of the host's speed (up to 1.5x
+// between minutes on a VM) hits them alike. Medians over kBatches rounds.
+struct Timed {
+  const char* key;
+  std::string label;
+  std::function<void()> call;
+  double us = 0;
+};
+void time_interleaved(std::vector<Timed>& cases, const Stream& stream) {
+  for (Timed& t : cases) {
+    for (int i = 0; i < 3 * kBatch; ++i) t.call();  // warm-up: compile, load, allocator pools
   }
-  return bench::median(samples);
+  stream.synchronize();
+  std::vector<std::vector<double>> samples(cases.size());
+  for (int round = 0; round < kBatches; ++round) {
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < kBatch; ++i) cases[c].call();
+      const auto t1 = std::chrono::steady_clock::now();
+      stream.synchronize();
+      samples[c].push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kBatch);
+    }
+  }
+  for (std::size_t c = 0; c < cases.size(); ++c) cases[c].us = bench::median(samples[c]);
 }
 
 double max_abs_error(const Array& got, const std::function<double(std::size_t)>& want) {
@@ -163,9 +178,12 @@ int main(int argc, char** argv) {
   results["device"] = device_properties(0).name;
   results["batch_calls"] = kBatch;
   results["batches"] = kBatches;
+  results["interleaved"] = true;
   bool all_ok = true;
+  std::vector<Timed> timed;
 
-  // The floor: an empty kernel through the runtime directly, and through jit::Kernel::launch.
+  // The floor: an empty kernel through the runtime directly, through the driver, and through
+  // jit::Kernel::launch (which uses the driver's cuLaunchKernel).
   jit::CompileRequest request;
   request.source = "extern \"C\" __global__ void tessel_overhead_empty(float* p) {}";
   request.name = "tessel_overhead_empty";
@@ -173,63 +191,43 @@ int main(int argc, char** argv) {
   float* dummy = nullptr;
   void* kernel_args[] = {&dummy};
   auto* raw_stream = static_cast<cudaStream_t>(stream.handle());
-  const double raw_us = host_us_per_call(
-      [&] {
-        const cudaError_t status =
-            cudaLaunchKernel(empty_kernel.handle(), dim3(4), dim3(256), kernel_args, 0, raw_stream);
-        if (status != cudaSuccess) {
-          std::printf("cudaLaunchKernel failed: %s\n", cudaGetErrorString(status));
-          std::exit(1);
-        }
-      },
-      stream);
-  results["cudaLaunchKernel_us"] = raw_us;
-  std::printf("bare cudaLaunchKernel:         %.2f us host per call\n", raw_us);
-
-  // The same kernel through the driver API (CUfunction of the current context, cuLaunchKernel):
-  // does skipping the runtime's per-launch resolution of the library kernel handle save time?
-  {
-    using KernelGetFunction = CUresult (*)(CUfunction*, CUkernel);
-    using LaunchKernel = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                      unsigned, CUstream, void**, void**);
-    void* get_fn = nullptr;
-    void* launch_fn = nullptr;
-    cudaDriverEntryPointQueryResult q1{}, q2{};
-    if (cudaGetDriverEntryPointByVersion("cuKernelGetFunction", &get_fn, 12000, cudaEnableDefault, &q1) == cudaSuccess &&
-        cudaGetDriverEntryPointByVersion("cuLaunchKernel", &launch_fn, 12000, cudaEnableDefault, &q2) == cudaSuccess &&
-        get_fn && launch_fn) {
-      CUfunction function = nullptr;
-      const auto kernel = static_cast<CUkernel>(const_cast<void*>(empty_kernel.handle()));
-      if (reinterpret_cast<KernelGetFunction>(get_fn)(&function, kernel) == CUDA_SUCCESS) {
-        auto launch = reinterpret_cast<LaunchKernel>(launch_fn);
-        const double drv_us = host_us_per_call(
-            [&] {
-              if (launch(function, 4, 1, 1, 256, 1, 1, 0, static_cast<CUstream>(raw_stream), kernel_args, nullptr) !=
-                  CUDA_SUCCESS) {
-                std::printf("cuLaunchKernel failed\n");
-                std::exit(1);
-              }
-            },
-            stream);
-        results["cuLaunchKernel_us"] = drv_us;
-        std::printf("driver cuLaunchKernel:         %.2f us host per call\n", drv_us);
-      }
-    } else {
-      (void)cudaGetLastError();
-      std::printf("driver entry points unavailable; cuLaunchKernel not timed\n");
-    }
+  timed.push_back({"cudaLaunchKernel_us", "bare cudaLaunchKernel", [&] {
+                     const cudaError_t status =
+                         cudaLaunchKernel(empty_kernel.handle(), dim3(4), dim3(256), kernel_args, 0, raw_stream);
+                     if (status != cudaSuccess) {
+                       std::printf("cudaLaunchKernel failed: %s\n", cudaGetErrorString(status));
+                       std::exit(1);
+                     }
+                   }});
+  using KernelGetFunction = CUresult (*)(CUfunction*, CUkernel);
+  using LaunchKernel = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                    CUstream, void**, void**);
+  void* get_fn = nullptr;
+  void* launch_fn = nullptr;
+  cudaDriverEntryPointQueryResult q1{}, q2{};
+  CUfunction function = nullptr;
+  if (cudaGetDriverEntryPointByVersion("cuKernelGetFunction", &get_fn, 12000, cudaEnableDefault, &q1) == cudaSuccess &&
+      cudaGetDriverEntryPointByVersion("cuLaunchKernel", &launch_fn, 12000, cudaEnableDefault, &q2) == cudaSuccess &&
+      get_fn && launch_fn &&
+      reinterpret_cast<KernelGetFunction>(get_fn)(
+          &function, static_cast<CUkernel>(const_cast<void*>(empty_kernel.handle()))) == CUDA_SUCCESS) {
+    auto launch = reinterpret_cast<LaunchKernel>(launch_fn);
+    timed.push_back({"cuLaunchKernel_us", "driver cuLaunchKernel", [&, launch] {
+                       if (launch(function, 4, 1, 1, 256, 1, 1, 0, static_cast<CUstream>(raw_stream), kernel_args,
+                                  nullptr) != CUDA_SUCCESS) {
+                         std::printf("cuLaunchKernel failed\n");
+                         std::exit(1);
+                       }
+                     }});
+  } else {
+    (void)cudaGetLastError();
+    std::printf("driver entry points unavailable; cuLaunchKernel not timed\n");
   }
-
   jit::LaunchConfig config;
   config.grid = jit::Dim3(4);
   config.block = jit::Dim3(256);
-  const double jit_us = host_us_per_call([&] { empty_kernel.launch(config, kernel_args, stream); }, stream);
-  results["jit_kernel_launch_us"] = jit_us;
-  std::printf("jit::Kernel::launch:           %.2f us host per call\n", jit_us);
-
-  const double empty_us = host_us_per_call([&] { (void)empty({1024}, DType::float32, gpu); }, stream);
-  results["empty_1024_us"] = empty_us;
-  std::printf("empty({1024}):                 %.2f us host per call\n", empty_us);
+  timed.push_back({"jit_kernel_launch_us", "jit::Kernel::launch", [&] { empty_kernel.launch(config, kernel_args, stream); }});
+  timed.push_back({"empty_1024_us", "empty({1024})", [&] { (void)empty({1024}, DType::float32, gpu); }});
 
   Array a = random::uniform({1024}, -1, 1, DType::float32, gpu);
   Array b = random::uniform({1024}, -1, 1, DType::float32, gpu);
@@ -256,11 +254,21 @@ int main(int argc, char** argv) {
   const std::vector<jit::ElementwiseArg> user_args{jit::ElementwiseArg::array(a.data(), {1}),
                                                    jit::ElementwiseArg::array(b.data(), {1}),
                                                    jit::ElementwiseArg::array(c.data(), {1})};
+  // The split of add(a, b, out=c): the CUDA backend's part alone (kernel-cache lookup, parameters,
+  // launch), and the ops layer's stream bookkeeping on the operands' storages.
+  const Array* backend_inputs[3] = {&a, &b, nullptr};
+  const Scalar* backend_scalars[3] = {nullptr, nullptr, nullptr};
+  const DType backend_dtypes[3] = {DType::float32, DType::float32, DType::float32};
 
   const std::vector<Case> cases{
       {"add_out_us", "add(a, b, out=c)", [&] { return add(a, b, c); },
        [&](std::size_t i) { return double(float(av[i] + bv[i])); }},
       {"add_us", "add(a, b)", [&] { return add(a, b); }, [&](std::size_t i) { return double(float(av[i] + bv[i])); }},
+      {"cuda_backend_add_us", "backend add alone", [&] {
+         detail::cuda::elementwise(ElementwiseOp::add, 2, backend_inputs, backend_scalars, backend_dtypes, c, stream);
+         return c;
+       },
+       [&](std::size_t i) { return double(float(av[i] + bv[i])); }},
       {"add_scalar_us", "add(a, 2.5)", [&] { return add(a, Scalar(2.5)); },
        [&](std::size_t i) { return double(float(av[i] + 2.5f)); }},
       {"negative_us", "negative(a)", [&] { return negative(a); }, [&](std::size_t i) { return -double(av[i]); }},
@@ -281,10 +289,24 @@ int main(int argc, char** argv) {
       std::printf("%-30s FAILED check (max abs error %.3g)\n", k.label, err);
       continue;
     }
-    const double us = host_us_per_call([&] { (void)k.call(); }, stream);
-    results[k.key] = us;
-    std::printf("%-30s %.2f us host per call (%.2fx the bare launch)\n", (std::string(k.label) + ":").c_str(), us,
-                us / raw_us);
+    timed.push_back({k.key, k.label, [call = k.call] { (void)call(); }});
+  }
+  timed.push_back({"storage_bookkeeping_us", "wait_on_stream x3 + record", [&] {
+                     a.storage()->wait_on_stream(stream);
+                     b.storage()->wait_on_stream(stream);
+                     c.storage()->wait_on_stream(stream);
+                     c.storage()->record_pending_write(stream);
+                   }});
+
+  time_interleaved(timed, stream);
+  double floor_us = 0;
+  for (const Timed& t : timed) {
+    if (std::strcmp(t.key, "jit_kernel_launch_us") == 0) floor_us = t.us;
+  }
+  for (const Timed& t : timed) {
+    results[t.key] = t.us;
+    std::printf("%-30s %.2f us host per call (%.2fx jit::Kernel::launch)\n", (t.label + ":").c_str(), t.us,
+                t.us / floor_us);
   }
   tessel::bench::write_results("overhead", results);
   return all_ok ? 0 : 1;
