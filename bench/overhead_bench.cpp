@@ -188,6 +188,9 @@ int main(int argc, char** argv) {
   request.source = "extern \"C\" __global__ void tessel_overhead_empty(float* p) {}";
   request.name = "tessel_overhead_empty";
   const jit::Kernel empty_kernel = jit::get_kernel(request, gpu);
+  results["jit_launches_through_driver"] = empty_kernel.launches_through_driver();
+  std::printf("jit::Kernel launches through %s\n", empty_kernel.launches_through_driver() ? "cuLaunchKernel (driver)"
+                                                                                         : "cudaLaunchKernel (runtime)");
   float* dummy = nullptr;
   void* kernel_args[] = {&dummy};
   auto* raw_stream = static_cast<cudaStream_t>(stream.handle());

@@ -41,6 +41,9 @@ class Kernel {
   const std::string& name() const { return name_; }
   Device device() const { return device_; }
   void* handle() const { return handle_; }  // cudaKernel_t
+  // True when launches go through the driver's cuLaunchKernel (the kernel's CUfunction was found
+  // at load); false: through the runtime's cudaLaunchKernel.
+  bool launches_through_driver() const { return function_ != nullptr; }
 
   // args[i] points at the i-th parameter's value, as cudaLaunchKernel takes them. The stream must
   // belong to the kernel's device. Checked (TESSEL_CUDA_CHECK_LAUNCH) after the launch.

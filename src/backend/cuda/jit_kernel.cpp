@@ -127,12 +127,21 @@ Kernel load_kernel(const CachedBinary& binary, const std::string& name, Device d
   k.handle_ = l.kernel;
   k.name_ = name;
   k.device_ = device;
-  // The CUfunction of the current (primary) context of `device`, which the guard made current.
+  // The CUfunction in the device's primary context. The guard selects the device but does not
+  // initialize its context (cudaLibraryLoadData does not need one), so cudaFree(nullptr) does;
+  // cudaFuncGetAttributes then loads the kernel into it (module loading is lazy by default).
+  // Without a function handle the kernel launches through the runtime.
   const DriverLaunch& driver = driver_launch();
-  CUfunction function = nullptr;
-  if (driver.get_function && driver.get_function(&function, static_cast<CUkernel>(static_cast<void*>(l.kernel))) ==
-                                 CUDA_SUCCESS) {
-    k.function_ = function;
+  if (driver.get_function) {
+    cudaFuncAttributes attributes{};
+    cudaError_t status = cudaFree(nullptr);
+    if (status == cudaSuccess) status = cudaFuncGetAttributes(&attributes, func(l.kernel));
+    CUfunction function = nullptr;
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();  // the runtime path remains; not this load's error
+    } else if (driver.get_function(&function, static_cast<CUkernel>(static_cast<void*>(l.kernel))) == CUDA_SUCCESS) {
+      k.function_ = function;
+    }
   }
   return k;
 }

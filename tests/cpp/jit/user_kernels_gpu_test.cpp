@@ -120,6 +120,8 @@ extern "C" __global__ void add_one(const int* x, int* out, int n) {
   dx.upload(x);
   const unsigned blocks = static_cast<unsigned>((n + 127) / 128);
   k.launch(blocks, 128, {dx.ptr, dout.ptr, static_cast<int>(n)});  // compiles or loads
+  // Launches take the driver's cuLaunchKernel (the cheaper path) once the kernel is loaded.
+  EXPECT_TRUE(k.kernel(Device::cuda(0)).launches_through_driver());
   const CacheStats before = KernelCache::global().stats();
   const RawKernel copy = k;
   for (const RawKernel* kernel : std::vector<const RawKernel*>{&k, &copy, &k}) {
