@@ -9,6 +9,7 @@ Results merge into bench/results/<device-slug>-<date>.json under "python_overhea
 rule of bench/bench_results.hpp; "cpu" without a GPU, where tessel's CPU backend is measured as
 a proxy and the peers are skipped)."""
 import os
+import statistics
 import sys
 
 import numpy as np
@@ -42,10 +43,10 @@ def interleaved_add(device, torch):
     kernel launched from C++ (the floor every op pays), and torch's x + y. The host's speed drifts
     on a VM by up to 1.5x between minutes, so only cases measured in the same rounds compare
     well. Medians over the rounds, and of each round's differences and ratios."""
-    import statistics
     x = ts.asarray(np.array([1.5], np.float32), device=device)
     y = ts.asarray(np.array([2.0], np.float32), device=device)
-    tx, ty = torch.ones(1, device="cuda"), torch.ones(1, device="cuda")
+    tx, ty = torch.full((1,), 1.5, device="cuda"), torch.full((1,), 2.0, device="cuda")
+    assert (x + y).item() == 3.5 and (tx + ty).item() == 3.5, "a 1-element add gave a wrong result"
     calls, rounds = 2000, int(os.environ.get("TESSEL_OVERHEAD_ROUNDS", "41"))
     tsync = lambda: ts.synchronize(device)
     cases = {

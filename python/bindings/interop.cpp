@@ -556,7 +556,6 @@ int exchange_failed() noexcept {
 
 int exchange_allocate(DLTensor* prototype, DLManagedTensorVersioned** out, void* error_ctx,
                       void (*set_error)(void* error_ctx, const char* kind, const char* message)) noexcept {
-  const char* kind = "RuntimeError";
   try {
     if (prototype == nullptr || out == nullptr) throw tessel::ValueError("DLPack allocator: null prototype or output");
     const DType dtype = dtype_from_dl(prototype->dtype, "DLPack allocator");
@@ -574,24 +573,21 @@ int exchange_allocate(DLTensor* prototype, DLManagedTensorVersioned** out, void*
     const Shape shape(prototype->shape, prototype->shape + prototype->ndim);
     *out = new_versioned(tessel::empty(shape, dtype, dev), false);
     return 0;
-  } catch (const tessel::DTypeError& e) {
-    kind = "TypeError";
-    set_error(error_ctx, kind, e.what());
-  } catch (const tessel::ValueError& e) {
-    kind = "ValueError";
-    set_error(error_ctx, kind, e.what());
-  } catch (const tessel::ShapeError& e) {
-    kind = "ValueError";
-    set_error(error_ctx, kind, e.what());
-  } catch (const tessel::OutOfMemory& e) {
-    kind = "MemoryError";
-    set_error(error_ctx, kind, e.what());
   } catch (const std::bad_alloc&) {
     set_error(error_ctx, "MemoryError", "DLPack allocator: out of host memory");
   } catch (const std::exception& e) {
+    // The Python exception each tessel error maps to elsewhere in the bindings.
+    const char* kind = "RuntimeError";
+    if (dynamic_cast<const tessel::DTypeError*>(&e)) {
+      kind = "TypeError";
+    } else if (dynamic_cast<const tessel::ValueError*>(&e) || dynamic_cast<const tessel::ShapeError*>(&e)) {
+      kind = "ValueError";
+    } else if (dynamic_cast<const tessel::OutOfMemory*>(&e)) {
+      kind = "MemoryError";
+    }
     set_error(error_ctx, kind, e.what());
   } catch (...) {
-    set_error(error_ctx, kind, "DLPack allocator: unknown error");
+    set_error(error_ctx, "RuntimeError", "DLPack allocator: unknown error");
   }
   return -1;
 }

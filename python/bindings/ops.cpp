@@ -175,7 +175,16 @@ PyObject* unary_slot(PyObject* self) noexcept {
   }
 }
 
-
+// Host microseconds per call of `call`, run `calls` times after calls / 10 warm-up calls: the
+// overhead probes' C++ side (scripts/overhead_probe.py, bench/peers/python_overhead.py).
+template <class Call>
+double host_us_per_call(int calls, Call&& call) {
+  for (int i = 0; i < std::max(1, calls / 10); ++i) call();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) call();
+  const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+  return took.count() / std::max(1, calls);
+}
 
 }  // namespace
 
@@ -337,11 +346,7 @@ void register_ops(nb::module_& m) {
     const OptionalArray out_arg = out.is_none() ? OptionalArray() : OptionalArray(as_array(out));
     if (out_arg) check_writable(*out_arg, "add");
     nb::gil_scoped_release release;
-    for (int i = 0; i < std::max(1, calls / 10); ++i) (void)tessel::add(x, y, out_arg, std::nullopt);  // warm-up
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) (void)tessel::add(x, y, out_arg, std::nullopt);
-    const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
-    return took.count() / std::max(1, calls);
+    return host_us_per_call(calls, [&] { (void)tessel::add(x, y, out_arg, std::nullopt); });
   }, "x"_a, "y"_a, "out"_a = nb::none(), "calls"_a = 20000,
   "Per-call microseconds of tessel::add(x, y[, out]) in a C++ loop (host time, no synchronization).");
   // The floor under every op: an empty cached kernel launched through jit::Kernel::launch.
@@ -356,13 +361,10 @@ void register_ops(nb::module_& m) {
     float* unused = nullptr;
     void* args[] = {&unused};
     const jit::LaunchConfig config{jit::Dim3(1), jit::Dim3(32), 0};
-    for (int i = 0; i < std::max(1, calls / 10); ++i) kernel.launch(config, args, stream);  // warm-up
     stream.synchronize();
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) kernel.launch(config, args, stream);
-    const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+    const double us = host_us_per_call(calls, [&] { kernel.launch(config, args, stream); });
     stream.synchronize();
-    return took.count() / std::max(1, calls);
+    return us;
   }, "device"_a, "calls"_a = 2000,
   "Per-call microseconds of launching an empty kernel from C++ (host time): the floor of a tiny op.");
 

@@ -1,7 +1,7 @@
 // Loading CUBINs through the CUDA runtime's library API (cudaLibraryLoadData, cudaLibraryGetKernel).
 // Library and kernel handles are context-independent, so one load serves every device of the arch.
 // Launches go through the driver's cuLaunchKernel with the kernel's CUfunction in the device's
-// primary context (looked up once per Kernel): on the H100 VM that is 0.2 us of host time per
+// primary context (looked up once per Kernel, at load): on the H100 VM that is 0.2 us of host time per
 // launch cheaper than cudaLaunchKernel with the kernel handle (3.25 against 3.48 us, timed in
 // interleaved rounds; the stream kind made no difference). tessel does not link libcuda: the two
 // entry points come from cudaGetDriverEntryPointByVersion.
@@ -127,17 +127,15 @@ Kernel load_kernel(const CachedBinary& binary, const std::string& name, Device d
   k.handle_ = l.kernel;
   k.name_ = name;
   k.device_ = device;
-  // The CUfunction in the device's primary context. The guard selects the device but does not
-  // initialize its context (cudaLibraryLoadData does not need one), so cudaFree(nullptr) does;
-  // cudaFuncGetAttributes then loads the kernel into it (module loading is lazy by default).
-  // Without a function handle the kernel launches through the runtime.
+  // The CUfunction in the device's primary context. cudaLibraryLoadData needs no context, so
+  // neither may exist yet: cudaFuncGetAttributes initializes the context and loads the kernel
+  // into it (module loading is lazy by default). It is also safe inside a stream capture, where a
+  // first use may load a kernel. Without a function handle the kernel launches through the runtime.
   const DriverLaunch& driver = driver_launch();
   if (driver.get_function) {
     cudaFuncAttributes attributes{};
-    cudaError_t status = cudaFree(nullptr);
-    if (status == cudaSuccess) status = cudaFuncGetAttributes(&attributes, func(l.kernel));
     CUfunction function = nullptr;
-    if (status != cudaSuccess) {
+    if (cudaFuncGetAttributes(&attributes, func(l.kernel)) != cudaSuccess) {
       (void)cudaGetLastError();  // the runtime path remains; not this load's error
     } else if (driver.get_function(&function, static_cast<CUkernel>(static_cast<void*>(l.kernel))) == CUDA_SUCCESS) {
       k.function_ = function;
@@ -157,21 +155,18 @@ void Kernel::launch(const LaunchConfig& config, void** args, const Stream& strea
   const dim3 block(config.block.x, config.block.y, config.block.z);
   auto* s = static_cast<cudaStream_t>(stream.handle());
   // A failed driver launch is repeated through the runtime, whose error code the check reports.
-  if (function_ != nullptr &&
+  const bool launched =
+      function_ != nullptr &&
       driver_launch().launch(static_cast<CUfunction>(function_), grid.x, grid.y, grid.z, block.x, block.y, block.z,
                              static_cast<unsigned>(config.shared_mem), static_cast<CUstream>(s), args,
-                             nullptr) == CUDA_SUCCESS) {
-    if (config_sync_after_ops_cached() || cudaPeekAtLastError() != cudaSuccess) {
-      const std::string op = "jit: launch '" + name_ + "'";
-      TESSEL_CUDA_CHECK_LAUNCH(s, op.c_str());
-    }
-    return;
-  }
+                             nullptr) == CUDA_SUCCESS;
   // The op name is built only on failure: a string per launch is measurable host overhead.
-  const cudaError_t status = cudaLaunchKernel(func(handle_), grid, block, args, config.shared_mem, s);
-  if (status != cudaSuccess) {
-    const std::string op = "jit: launch '" + name_ + "'";
-    TESSEL_CUDA_CHECK(status, op.c_str());
+  if (!launched) {
+    const cudaError_t status = cudaLaunchKernel(func(handle_), grid, block, args, config.shared_mem, s);
+    if (status != cudaSuccess) {
+      const std::string op = "jit: launch '" + name_ + "'";
+      TESSEL_CUDA_CHECK(status, op.c_str());
+    }
   }
   if (config_sync_after_ops_cached() || cudaPeekAtLastError() != cudaSuccess) {
     const std::string op = "jit: launch '" + name_ + "'";

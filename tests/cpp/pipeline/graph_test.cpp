@@ -3,6 +3,7 @@
 // allocations come from the reservation; the cache captures once and replays afterwards.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -197,6 +198,37 @@ TEST_P(GraphTest, UncapturableOpsNameThemselves) {
   s.synchronize();
   const std::vector<float> xv = x.to_vector<float>(), yv = y.to_vector<float>();
   for (std::size_t i = 0; i < xv.size(); ++i) ASSERT_EQ(yv[i], xv[i] * 3.0f);
+}
+
+// A kernel used for the first time inside a capture is looked up and loaded there (the cache,
+// the load, the driver-function lookup): the capture must not break, and the replay must run it
+// on new data.
+TEST_P(GraphTest, KernelLoadedInsideACapture) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  if (device().is_cpu()) GTEST_SKIP() << "RawKernel needs CUDA";
+  TESSEL_SEEDED_RNG(rng);
+  const Stream s = stream();
+  const std::int64_t n = 1000;
+  Array x = from_vector(random_values(n, rng), {n}, device(), s);
+  Array y = from_vector(random_values(n, rng), {n}, device(), s);
+  const jit::RawKernel k(R"(
+extern "C" __global__ void graph_first_use(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 2.0f * x[i] - 1.0f;
+})",
+                         "graph_first_use");
+  s.synchronize();
+  Graph g = Graph::capture(s, [&] { k.launch(8, 128, {x.data(), y.data(), static_cast<int>(n)}, 0, s); });
+  for (int round = 0; round < 2; ++round) {
+    const std::vector<float> xv = random_values(static_cast<std::size_t>(n), rng);
+    copyto(x, from_vector(xv, {n}, Device::cpu()), s);
+    fill(y, std::nanf(""), s);
+    g.replay(s);
+    s.synchronize();
+    const std::vector<float> got = y.to_vector<float>();
+    for (std::size_t i = 0; i < xv.size(); ++i) ASSERT_EQ(got[i], 2.0f * xv[i] - 1.0f) << "round " << round << " " << i;
+  }
+  EXPECT_TRUE(k.kernel(device()).launches_through_driver());
 }
 
 TEST_P(GraphTest, ReplayAfterInputsFreedIsAnError) {
