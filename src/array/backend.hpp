@@ -55,4 +55,7 @@ void collect_finished_releases();
 // The stream an op on `device` uses when none is given.
 Stream resolve_stream(Device device, const OptionalStream& stream);
 
+// A new contiguous array allocated for use on `stream` (empty() with the stream already resolved).
+Array allocate_array(const Shape& shape, DType dtype, Device device, const Stream& stream);  // transfer.cpp
+
 }  // namespace tessel::detail

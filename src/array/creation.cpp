@@ -9,10 +9,6 @@
 
 namespace tessel {
 
-namespace detail {
-Array allocate_array(const Shape& shape, DType dtype, Device device, const Stream& stream);  // transfer.cpp
-}
-
 namespace {
 
 void run_generator(const Array& dst, const Stream& stream, bool is_arange, const Scalar& a, const Scalar& b,

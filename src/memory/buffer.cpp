@@ -26,7 +26,7 @@ std::shared_ptr<Buffer> Buffer::allocate(Device device, std::int64_t bytes, cons
     throw DeviceError(fmt::format("Buffer.allocate: stream #{} is on {}, but the buffer is for {}", stream.id(),
                                   stream.device().str(), device.str()));
   }
-  std::shared_ptr<Buffer> b(new Buffer());
+  auto b = std::make_shared<Buffer>(ConstructionKey{});
   b->size_ = bytes;
   b->device_ = device;
   b->stream_ = stream;
@@ -47,7 +47,7 @@ std::shared_ptr<Buffer> Buffer::allocate(Device device, std::int64_t bytes, cons
 
 std::shared_ptr<Buffer> Buffer::allocate_pinned(std::int64_t bytes) {
   if (bytes < 0) throw ValueError(fmt::format("Buffer.allocate_pinned: negative size {} bytes", bytes));
-  std::shared_ptr<Buffer> b(new Buffer());
+  auto b = std::make_shared<Buffer>(ConstructionKey{});
   b->size_ = bytes;
   b->device_ = Device::cpu();
   if (cuda_available()) {
@@ -67,7 +67,7 @@ std::shared_ptr<Buffer> Buffer::wrap(void* data, std::int64_t bytes, Device devi
                                      std::shared_ptr<void> keep_alive) {
   if (bytes < 0) throw ValueError(fmt::format("Buffer.wrap: negative size {} bytes", bytes));
   if (device.is_cuda()) check_device_index(device.index, "Buffer.wrap");
-  std::shared_ptr<Buffer> b(new Buffer());
+  auto b = std::make_shared<Buffer>(ConstructionKey{});
   b->data_ = data;
   b->size_ = bytes;
   b->device_ = device;

@@ -94,9 +94,49 @@ struct CachingAllocator::Impl {
   std::vector<PendingEvent> pending;
   std::vector<void*> spare_events;
   std::vector<Block*> spare_blocks;  // recycled Block objects: keeps new/delete off the hot path
+  // Recycled tree and hash nodes of the pools and of `live`: an allocate/free pair of a tiny op
+  // then makes no heap allocation at all (each node was a malloc and a free). Capped, so that a
+  // burst of frees does not keep its nodes for the life of the process.
+  static constexpr std::size_t kMaxSpareNodes = 1024;
+  std::vector<Pool::node_type> spare_pool_nodes;
+  std::vector<std::unordered_map<void*, Block*>::node_type> spare_live_nodes;
   MemoryStats st;
 
   Pool& pool_of(const Block* b) { return b->segment->small ? small_pool : large_pool; }
+
+  void pool_insert(Pool& pool, Block* b) {
+    if (spare_pool_nodes.empty()) {
+      pool.insert(b);
+      return;
+    }
+    Pool::node_type node = std::move(spare_pool_nodes.back());
+    spare_pool_nodes.pop_back();
+    node.value() = b;
+    pool.insert(std::move(node));
+  }
+  void pool_erase(Pool& pool, Pool::iterator it) {
+    Pool::node_type node = pool.extract(it);
+    if (spare_pool_nodes.size() < kMaxSpareNodes) spare_pool_nodes.push_back(std::move(node));
+  }
+  void pool_erase(Pool& pool, Block* b) {
+    if (auto it = pool.find(b); it != pool.end()) pool_erase(pool, it);
+  }
+
+  void live_insert(Block* b) {
+    if (spare_live_nodes.empty()) {
+      live.emplace(b->ptr, b);
+      return;
+    }
+    auto node = std::move(spare_live_nodes.back());
+    spare_live_nodes.pop_back();
+    node.key() = b->ptr;
+    node.mapped() = b;
+    live.insert(std::move(node));
+  }
+  void live_erase(std::unordered_map<void*, Block*>::iterator it) {
+    auto node = live.extract(it);
+    if (spare_live_nodes.size() < kMaxSpareNodes) spare_live_nodes.push_back(std::move(node));
+  }
 
   bool oversized(std::size_t size) const { return opt.max_split_size != 0 && size > opt.max_split_size; }
 
@@ -131,7 +171,7 @@ struct CachingAllocator::Impl {
   void insert_free(Block* b) {
     b->state = BlockState::free;
     b->pool_stream = b->segment->home;
-    pool_of(b).insert(b);
+    pool_insert(pool_of(b), b);
   }
 
   // The best cached block for `size` on `stream`, removed from its pool; nullptr if none fits.
@@ -145,7 +185,7 @@ struct CachingAllocator::Impl {
     // Blocks are sorted by size and normal blocks never exceed max_split_size, so if the best fit
     // is oversized, no normal block fits and larger oversized blocks waste even more.
     if (large && oversized(b->size) && b->size - size > std::min(size, kMidSegment)) return nullptr;
-    pool.erase(it);
+    pool_erase(pool, it);
     return b;
   }
 
@@ -154,7 +194,7 @@ struct CachingAllocator::Impl {
     std::vector<Block*> frees;
     for (Block* b = seg->first; b; b = b->next) {
       if (b->state == BlockState::free) {
-        pool_of(b).erase(b);
+        pool_erase(pool_of(b), b);
         frees.push_back(b);
       }
     }
@@ -167,9 +207,9 @@ struct CachingAllocator::Impl {
     if (Block* b = take_from(pool, stream, size, !small)) return b;
     // Segments of destroyed streams are idle: the first stream that needs one adopts it whole.
     if (Block* b = take_from(pool, kAnyStream, size, !small)) {
-      pool.insert(b);  // rehome moves every free block of the segment, this one included
+      pool_insert(pool, b);  // rehome moves every free block of the segment, this one included
       rehome(b->segment, stream);
-      pool.erase(b);
+      pool_erase(pool, b);
       return b;
     }
     return nullptr;
@@ -222,7 +262,7 @@ struct CachingAllocator::Impl {
     b->requested = 0;
     b->pending_events = 0;
     if (Block* prev = b->prev; prev && prev->state == BlockState::free) {
-      pool_of(prev).erase(prev);
+      pool_erase(pool_of(prev), prev);
       prev->size += b->size;
       prev->next = b->next;
       if (b->next) b->next->prev = prev;
@@ -230,7 +270,7 @@ struct CachingAllocator::Impl {
       b = prev;
     }
     if (Block* next = b->next; next && next->state == BlockState::free) {
-      pool_of(next).erase(next);
+      pool_erase(pool_of(next), next);
       b->size += next->size;
       b->next = next->next;
       if (next->next) next->next->prev = b;
@@ -311,7 +351,7 @@ struct CachingAllocator::Impl {
     b->alloc_stream = stream.id;
     b->orphan = false;
     b->uses.clear();
-    live.emplace(b->ptr, b);
+    live_insert(b);
     st.allocated_bytes += static_cast<std::int64_t>(b->size);
     st.requested_bytes += static_cast<std::int64_t>(requested);
     st.allocated_peak = std::max(st.allocated_peak, st.allocated_bytes);
@@ -506,7 +546,7 @@ void CachingAllocator::free(void* ptr) {
       for (const auto& pe : recorded) m.spare_events.push_back(pe.event);
       throw;
     }
-    m.live.erase(it);
+    m.live_erase(it);
     m.st.allocated_bytes -= static_cast<std::int64_t>(b->size);
     m.st.requested_bytes -= static_cast<std::int64_t>(b->requested);
     m.st.active_allocations--;

@@ -212,16 +212,6 @@ struct OperandRef {
 // At most three operands (where); room for them inline, no heap.
 constexpr int kMaxOperands = 3;
 
-// True when broadcast_to(shape) would return `a`'s own layout: same shape and no size-1 axis
-// (broadcast_to gives those stride 0). Then the input is used as it is, without a view copy.
-bool same_layout_after_broadcast(const Array& a, const Shape& shape) {
-  if (a.shape() != shape) return false;
-  for (std::int64_t d : shape) {
-    if (d == 1) return false;
-  }
-  return true;
-}
-
 Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const OptionalArray& out,
           const OptionalStream& stream) {
   const OpInfo& op = info(op_id);
@@ -325,8 +315,9 @@ Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const Opti
       scalars[i] = operands[i].scalar;
       continue;
     }
-    if (!operands[i].scalar && operands[i].array->dtype() == want &&
-        same_layout_after_broadcast(*operands[i].array, shape)) {
+    // An input of the result shape needs no broadcast view: broadcast_to would only zero the
+    // strides of its size-1 axes, which both backends collapse away unread.
+    if (!operands[i].scalar && operands[i].array->dtype() == want && operands[i].array->shape() == shape) {
       inputs[i] = operands[i].array;
       continue;
     }
@@ -342,7 +333,7 @@ Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const Opti
   }
   // The output array by reference: out= itself (no Array copy) or a fresh one.
   Array fresh;
-  if (!direct) fresh = empty(shape, result, *device, s);
+  if (!direct) fresh = detail::allocate_array(shape, result, *device, s);
   const Array& target = direct ? *out : fresh;
   if (target.size() > 0) {
     if (!cuda) {

@@ -43,7 +43,14 @@ class Buffer {
   void record_stream(const Stream& stream);
 
  private:
-  Buffer() = default;
+  // Only the factories construct a Buffer; the key is public-constructor plumbing so that they can
+  // use make_shared (one heap allocation for the Buffer and its reference count, not two).
+  struct ConstructionKey {};
+
+ public:
+  explicit Buffer(ConstructionKey) {}
+
+ private:
   void* data_ = nullptr;
   std::int64_t size_ = 0;
   Device device_;
