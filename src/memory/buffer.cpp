@@ -26,10 +26,9 @@ std::shared_ptr<Buffer> Buffer::allocate(Device device, std::int64_t bytes, cons
     throw DeviceError(fmt::format("Buffer.allocate: stream #{} is on {}, but the buffer is for {}", stream.id(),
                                   stream.device().str(), device.str()));
   }
-  auto b = std::make_shared<Buffer>(ConstructionKey{});
+  auto b = std::make_shared<Buffer>(ConstructionKey{}, stream);
   b->size_ = bytes;
   b->device_ = device;
-  b->stream_ = stream;
   if (device.is_cpu()) {
     b->kind_ = MemoryKind::host;
     b->data_ = host_allocate(bytes);
@@ -47,15 +46,13 @@ std::shared_ptr<Buffer> Buffer::allocate(Device device, std::int64_t bytes, cons
 
 std::shared_ptr<Buffer> Buffer::allocate_pinned(std::int64_t bytes) {
   if (bytes < 0) throw ValueError(fmt::format("Buffer.allocate_pinned: negative size {} bytes", bytes));
-  auto b = std::make_shared<Buffer>(ConstructionKey{});
+  auto b = std::make_shared<Buffer>(ConstructionKey{}, cuda_available() ? current_stream(current_device()) : Stream::cpu());
   b->size_ = bytes;
   b->device_ = Device::cpu();
   if (cuda_available()) {
-    b->stream_ = current_stream(current_device());
     b->kind_ = MemoryKind::pinned_host;
     b->data_ = pinned_allocator().allocate(bytes, stream_ref(b->stream_));
   } else {
-    b->stream_ = Stream::cpu();
     b->kind_ = MemoryKind::host;
     b->data_ = host_allocate(bytes);
   }
@@ -67,12 +64,11 @@ std::shared_ptr<Buffer> Buffer::wrap(void* data, std::int64_t bytes, Device devi
                                      std::shared_ptr<void> keep_alive) {
   if (bytes < 0) throw ValueError(fmt::format("Buffer.wrap: negative size {} bytes", bytes));
   if (device.is_cuda()) check_device_index(device.index, "Buffer.wrap");
-  auto b = std::make_shared<Buffer>(ConstructionKey{});
+  auto b = std::make_shared<Buffer>(ConstructionKey{}, device.is_cuda() ? current_stream(device) : Stream::cpu());
   b->data_ = data;
   b->size_ = bytes;
   b->device_ = device;
   b->kind_ = kind;
-  b->stream_ = device.is_cuda() ? current_stream(device) : Stream::cpu();
   b->keep_alive_ = std::move(keep_alive);
   b->owned_ = false;
   return b;

@@ -4,6 +4,7 @@
 // until then, so the free is stream-ordered on that stream.
 #include <cstddef>
 #include <memory>
+#include <utility>
 
 #include "tessel/core/device.hpp"
 #include "tessel/core/stream.hpp"
@@ -44,11 +45,13 @@ class Buffer {
 
  private:
   // Only the factories construct a Buffer; the key is public-constructor plumbing so that they can
-  // use make_shared (one heap allocation for the Buffer and its reference count, not two).
+  // use make_shared (one heap allocation for the Buffer and its reference count, not two). The
+  // stream is a constructor argument: a default-constructed Stream would look up the current
+  // device through the runtime on every allocation, only to be overwritten.
   struct ConstructionKey {};
 
  public:
-  explicit Buffer(ConstructionKey) {}
+  Buffer(ConstructionKey, Stream stream) : stream_(std::move(stream)) {}
 
  private:
   void* data_ = nullptr;
