@@ -33,10 +33,10 @@ void Storage::record_pending_write(const Stream& stream) {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   // Back-to-back writes on one stream (the common case): already recorded, no Stream copy.
-  if (!pending_write_ && pending_stream_ && pending_stream_id_ == stream.id()) return;
+  if (!pending_write_ && pending_stream_ && pending_stream_id_.load(std::memory_order_relaxed) == stream.id()) return;
   pending_write_.reset();
   pending_stream_ = stream;
-  pending_stream_id_ = stream.id();
+  pending_stream_id_.store(stream.id(), std::memory_order_release);
 }
 
 std::shared_ptr<Event> Storage::pending_event_locked() {
@@ -67,10 +67,14 @@ void Storage::wait_on_host() {
 void Storage::wait_on_stream(const Stream& stream) {
   const bool capturing = capturing_on(stream);
   if (capturing) active_capture()->note_use(buffer_);  // replay checks it is still alive
+  // No write yet, or the last one was on this stream (stream order covers it): no lock needed.
+  // A write only ever comes with its stream id, so id 0 means nothing to wait for.
+  const std::uint64_t last_writer = pending_stream_id_.load(std::memory_order_acquire);
+  if (last_writer == 0 || last_writer == stream.id()) return;
   std::shared_ptr<Event> event;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if ((!pending_write_ && !pending_stream_) || pending_stream_id_ == stream.id()) return;
+    if ((!pending_write_ && !pending_stream_) || pending_stream_id_.load(std::memory_order_relaxed) == stream.id()) return;
     if (capturing) return;  // see below: no event may be recorded for a capture to wait on
     event = pending_event_locked();
   }

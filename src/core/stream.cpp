@@ -225,7 +225,7 @@ Stream current_stream(Device device) {
   check_device_index(device.index, "current_stream");
   const auto index = static_cast<std::size_t>(device.index);
   if (index < current_states.size() && current_states[index]) return Stream(current_states[index]);
-  return Stream::default_stream(device);
+  return Stream(default_state(device.index));  // the index is checked above
 }
 
 Stream current_stream() { return current_stream(default_device()); }

@@ -5,6 +5,7 @@
 // Asynchronous work: an operation that writes an array asynchronously (a transfer, a copy on a
 // stream) records a "pending write" event in the storage shared by all views. Host reads
 // (to_host, item, to_vector, str) wait for it; device work on another stream waits on it.
+#include <atomic>
 #include <complex>
 #include <cstdint>
 #include <initializer_list>
@@ -91,7 +92,9 @@ class Storage : public std::enable_shared_from_this<Storage> {
   std::shared_ptr<Buffer> buffer_;
   std::shared_ptr<Event> pending_write_;
   std::optional<Stream> pending_stream_;  // written by work on this stream, no event yet
-  std::uint64_t pending_stream_id_ = 0;
+  // The stream of the last recorded write (0: never written). Atomic so that wait_on_stream can
+  // skip the lock when the waiter is that stream, the common case of back-to-back ops.
+  std::atomic<std::uint64_t> pending_stream_id_{0};
   std::mutex mutex_;
 };
 }  // namespace detail
