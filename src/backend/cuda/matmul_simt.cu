@@ -189,23 +189,29 @@ void simt_run(const MatmulProblem& p, int config, void* stream) {
   }
 }
 
-void naive_sgemm(const float* a, const float* b, float* d, std::int64_t m, std::int64_t n, std::int64_t k, void* stream) {
+namespace {
+// One thread per element of D in 16x16 blocks; the grid's x dimension runs along the index the
+// warp walks (columns of D when WarpAlongRow).
+template <bool WarpAlongRow>
+void launch_naive_sgemm(const float* a, const float* b, float* d, std::int64_t m, std::int64_t n, std::int64_t k,
+                        void* stream, const char* op) {
   auto cuda_stream = static_cast<cudaStream_t>(stream);
+  const std::int64_t fast = WarpAlongRow ? n : m, slow = WarpAlongRow ? m : n;
   const dim3 threads(16, 16);
-  const dim3 grid(static_cast<unsigned>((n + 15) / 16), static_cast<unsigned>((m + 15) / 16));
-  naive_sgemm_kernel<true><<<grid, threads, 0, cuda_stream>>>(a, b, d, static_cast<int>(m), static_cast<int>(n),
-                                                              static_cast<int>(k));
-  TESSEL_CUDA_CHECK_LAUNCH(cuda_stream, "naive_sgemm");
+  const dim3 grid(static_cast<unsigned>((fast + 15) / 16), static_cast<unsigned>((slow + 15) / 16));
+  naive_sgemm_kernel<WarpAlongRow><<<grid, threads, 0, cuda_stream>>>(a, b, d, static_cast<int>(m),
+                                                                      static_cast<int>(n), static_cast<int>(k));
+  TESSEL_CUDA_CHECK_LAUNCH(cuda_stream, op);
+}
+}  // namespace
+
+void naive_sgemm(const float* a, const float* b, float* d, std::int64_t m, std::int64_t n, std::int64_t k, void* stream) {
+  launch_naive_sgemm<true>(a, b, d, m, n, k, stream, "naive_sgemm");
 }
 
 void naive_uncoalesced_sgemm(const float* a, const float* b, float* d, std::int64_t m, std::int64_t n, std::int64_t k,
                              void* stream) {
-  auto cuda_stream = static_cast<cudaStream_t>(stream);
-  const dim3 threads(16, 16);
-  const dim3 grid(static_cast<unsigned>((m + 15) / 16), static_cast<unsigned>((n + 15) / 16));
-  naive_sgemm_kernel<false><<<grid, threads, 0, cuda_stream>>>(a, b, d, static_cast<int>(m), static_cast<int>(n),
-                                                               static_cast<int>(k));
-  TESSEL_CUDA_CHECK_LAUNCH(cuda_stream, "naive_uncoalesced_sgemm");
+  launch_naive_sgemm<false>(a, b, d, m, n, k, stream, "naive_uncoalesced_sgemm");
 }
 
 void tiled_sgemm(const float* a, const float* b, float* d, std::int64_t m, std::int64_t n, std::int64_t k, void* stream) {
