@@ -383,22 +383,28 @@ TEST_P(Fuse, ThreadsShareOneKernel) {
 INSTANTIATE_TEST_SUITE_P(, Fuse, ::testing::ValuesIn(testing::all_backends()), testing::backend_name);
 
 #ifdef TESSEL_HAVE_CUDA
+// Compiles a fused kernel's printed source for sm_90 and fails the test (naming `what`, with the
+// source) when NVRTC rejects it or returns no cubin. Nothing to check without NVRTC.
+void expect_fused_source_compiles(const std::string& source, const std::string& what) {
+  if (!jit::nvrtc_available()) return;
+  jit::CompileRequest r;
+  r.source = source;
+  r.name = "tessel_fused_c";
+  r.arch = "sm_90";
+  try {
+    EXPECT_FALSE(jit::compile_to_cubin(r).cubin.empty()) << what;
+  } catch (const CompileError& e) {
+    ADD_FAILURE() << what << ": " << e.what() << "\n" << source;
+  }
+}
+
 TEST(FuseSource, PrintsAndCompiles) {
   auto k = fuse([](const std::vector<Sym>& v) { return where(v[0] > 0, gelu(v[0]) * v[1], -v[1] + 2.5); }, 2);
   for (DType d : {DType::float16, DType::bfloat16, DType::float32, DType::float64, DType::int32}) {
     const std::string src = k.source({d, d});
     EXPECT_NE(src.find("tessel_fused"), std::string::npos);
     EXPECT_NE(src.find("tessel_ops::gelu"), std::string::npos);
-    if (!jit::nvrtc_available()) continue;
-    jit::CompileRequest r;
-    r.source = src;
-    r.name = "tessel_fused_c";
-    r.arch = "sm_90";
-    try {
-      EXPECT_FALSE(jit::compile_to_cubin(r).cubin.empty());
-    } catch (const CompileError& e) {
-      ADD_FAILURE() << dtype_name(d) << ": " << e.what() << "\n" << src;
-    }
+    expect_fused_source_compiles(src, dtype_name(d));
   }
 }
 // A graph split into several kernels prints every one of them, in launch order, and each
@@ -421,16 +427,7 @@ TEST(FuseSource, SplitGraphPrintsEveryKernel) {
   for (std::size_t i = 0; i + 1 < headers.size(); ++i) {
     const std::string one = src.substr(headers[i], headers[i + 1] - headers[i]);
     EXPECT_NE(one.find("tessel_fused"), std::string::npos) << "kernel " << i + 1;
-    if (!jit::nvrtc_available()) continue;
-    jit::CompileRequest r;
-    r.source = one;
-    r.name = "tessel_fused_c";
-    r.arch = "sm_90";
-    try {
-      EXPECT_FALSE(jit::compile_to_cubin(r).cubin.empty());
-    } catch (const CompileError& e) {
-      ADD_FAILURE() << "kernel " << i + 1 << ": " << e.what();
-    }
+    expect_fused_source_compiles(one, "kernel " + std::to_string(i + 1));
   }
   testing::expect_error<ValueError>([&] { (void)wide.source({DType::float32}); }, {"fuse", "40 inputs", "1 dtypes"});
   EXPECT_EQ(relu_axpb_c().source({DType::float32, DType::float32, DType::float32}).find("// ---- kernel"), std::string::npos);
