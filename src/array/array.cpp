@@ -74,7 +74,7 @@ void Storage::wait_on_stream(const Stream& stream) {
   std::shared_ptr<Event> event;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if ((!pending_write_ && !pending_stream_) || pending_stream_id_.load(std::memory_order_relaxed) == stream.id()) return;
+    if (!pending_write_ && !pending_stream_) return;  // the write finished and a host wait cleared it
     if (capturing) return;  // see below: no event may be recorded for a capture to wait on
     event = pending_event_locked();
   }

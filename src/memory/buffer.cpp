@@ -46,10 +46,11 @@ std::shared_ptr<Buffer> Buffer::allocate(Device device, std::int64_t bytes, cons
 
 std::shared_ptr<Buffer> Buffer::allocate_pinned(std::int64_t bytes) {
   if (bytes < 0) throw ValueError(fmt::format("Buffer.allocate_pinned: negative size {} bytes", bytes));
-  auto b = std::make_shared<Buffer>(ConstructionKey{}, cuda_available() ? current_stream(current_device()) : Stream::cpu());
+  const bool page_locked = cuda_available();
+  auto b = std::make_shared<Buffer>(ConstructionKey{}, page_locked ? current_stream(current_device()) : Stream::cpu());
   b->size_ = bytes;
   b->device_ = Device::cpu();
-  if (cuda_available()) {
+  if (page_locked) {
     b->kind_ = MemoryKind::pinned_host;
     b->data_ = pinned_allocator().allocate(bytes, stream_ref(b->stream_));
   } else {

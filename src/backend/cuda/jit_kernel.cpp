@@ -168,9 +168,9 @@ void Kernel::launch(const LaunchConfig& config, void** args, const Stream& strea
       TESSEL_CUDA_CHECK(status, op.c_str());
     }
   }
-  // A successful driver launch has nothing for cudaPeekAtLastError to add: a sticky error from
-  // earlier work fails cuLaunchKernel itself, and the runtime path above reports it.
-  if (config_sync_after_ops_cached() || (!launched && cudaPeekAtLastError() != cudaSuccess)) {
+  // Both paths have reported their launch's status above (a sticky error from earlier work fails
+  // the launch itself), so only the debug mode's synchronization is left to check.
+  if (config_sync_after_ops_cached()) {
     const std::string op = "jit: launch '" + name_ + "'";
     TESSEL_CUDA_CHECK_LAUNCH(s, op.c_str());
   }
