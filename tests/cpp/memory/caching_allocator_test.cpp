@@ -147,6 +147,29 @@ TEST(CachingAllocator, SplitsAndCoalesces) {
   a.free(whole);
 }
 
+// More frees than the allocator keeps recycled tree and hash nodes for (1024): the blocks still
+// merge back into whole segments, and a second round gets the same memory back.
+TEST(CachingAllocator, ManyFreesThenTheSameAllocationsAgain) {
+  auto f = make_fake(1024 * MiB);
+  auto& a = *f.alloc;
+  constexpr int kBlocks = 3000;  // 512 B each: one 2 MiB small segment holds 4096
+  std::vector<void*> first;
+  for (int i = 0; i < kBlocks; ++i) first.push_back(a.allocate(512, A));
+  for (void* p : first) a.free(p);
+  EXPECT_EQ(a.stats().allocated_bytes, 0);
+  EXPECT_EQ(a.stats().largest_free_block, i64(2 * MiB));
+  EXPECT_EQ(a.stats().inactive_split_bytes, 0);
+  std::set<void*> again;
+  for (int i = 0; i < kBlocks; ++i) again.insert(a.allocate(512, A));
+  EXPECT_EQ(again, std::set<void*>(first.begin(), first.end()));
+  EXPECT_EQ(a.stats().active_allocations, kBlocks);
+  EXPECT_EQ(a.stats().segments, 1);
+  for (void* p : again) a.free(p);
+  EXPECT_EQ(a.stats().active_allocations, 0);
+  EXPECT_EQ(a.stats().largest_free_block, i64(2 * MiB));
+  EXPECT_EQ(f.state->malloc_calls, 1);
+}
+
 TEST(CachingAllocator, MaxSplitSizeKeepsOversizedBlocksWhole) {
   CachingAllocatorOptions o;
   o.max_split_size = 8 * MiB;

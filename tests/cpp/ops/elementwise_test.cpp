@@ -506,6 +506,34 @@ TEST_P(ElementwiseBackend, OutOverlappingInputs) {
   EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{0, 2, 4, 6}));
 }
 
+// Operands that already have the result shape are used without a broadcast view, whatever the
+// strides of their size-1 axes: (4, 1) columns cut from a row-major and a transposed array, and
+// (1,) elements cut from a plain and a reversed array.
+TEST_P(ElementwiseBackend, ResultShapedInputsWithSizeOneAxes) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const Device dev = device();
+  std::uniform_real_distribution<double> uniform(-4, 4);
+  std::vector<double> xv(20), yv(28);
+  for (double& v : xv) v = uniform(rng);
+  for (double& v : yv) v = uniform(rng);
+  const Array x_all = from_vector(xv, {4, 5}, dev), y_all = from_vector(yv, {7, 4}, dev);
+  const Array x = x_all.slice(1, Slice(3, 4));        // (4, 1), strides (5, 1)
+  const Array y = y_all.T().slice(1, Slice(5, 6));    // (4, 1), strides (1, 4)
+  ASSERT_EQ(x.shape(), (Shape{4, 1}));
+  ASSERT_EQ(y.shape(), (Shape{4, 1}));
+  std::vector<double> want(4);
+  for (int i = 0; i < 4; ++i) want[static_cast<std::size_t>(i)] = xv[static_cast<std::size_t>(i * 5 + 3)] + yv[static_cast<std::size_t>(20 + i)];
+  EXPECT_EQ(add(x, y).to_vector<double>(), want);
+  Array out = full({4, 1}, NAN, DType::float64, dev);
+  add(x, y, out);
+  EXPECT_EQ(out.to_vector<double>(), want);
+
+  const Array x1 = from_vector(xv, {20}, dev).slice(0, Slice(7, 8));      // offset 7
+  const Array y1 = from_vector(yv, {28}, dev).slice(0, Slice(none, none, -1)).slice(0, Slice(18, 19));  // yv[9]
+  EXPECT_EQ(add(x1, y1).to_vector<double>(), (std::vector<double>{xv[7] + yv[9]}));
+}
+
 TEST_P(ElementwiseBackend, BadInputs) {
   TESSEL_SKIP_UNAVAILABLE(device());
   const Device dev = device();
