@@ -1,6 +1,8 @@
 """Python overhead per tiny op: the per-call time of a 1-element add (x + y) from Python for
 tessel, PyTorch, CuPy and Numba, and a torch -> tessel -> torch zero-copy round trip (with its
-steps, and with tessel's use of the DLPack C exchange API on and off).
+steps, and with tessel's use of the DLPack C exchange API on and off). On a GPU also a tiny
+custom kernel from Python (ts.fuse, ElementwiseKernel, RawKernel against CuPy's, Numba's and
+PyTorch eager), in alternating rounds (interleaved_kernels).
 
 Each measurement runs `calls` back-to-back calls, synchronizes the device once at the end, and
 reports the median per-call time over `repeats` runs (after a warm-up). Results are checked
@@ -69,6 +71,137 @@ def interleaved_add(device, torch):
     out["rounds_tessel_add_at_most_5us"] = sum(a <= 5.0 for a in runs["tessel_add_us"]) / rounds
     out["tessel_add_us_range"] = [min(runs["tessel_add_us"]), max(runs["tessel_add_us"])]
     out["launch_floor_us_range"] = [min(runs["launch_floor_us"]), max(runs["launch_floor_us"])]
+    return out
+
+
+# The tiny custom-kernel comparison: y = relu(x*a + b) * c over 1-element float32 arrays.
+RAW_SOURCE = r"""extern "C" __global__ void relu_axpb_c(const float* x, const float* a, const float* b,
+                                                const float* c, float* y, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = fmaxf(x[i] * a[i] + b[i], 0.0f) * c[i];
+}"""
+
+
+def interleaved_kernels(device):
+    """Custom kernels from Python, per call, in alternating rounds: tessel's ts.fuse,
+    ElementwiseKernel and RawKernel against the same kernels in CuPy (cupy.fuse,
+    cupy.ElementwiseKernel, cupy.RawKernel), a Numba @cuda.jit kernel, PyTorch eager (four ops)
+    and tessel's own unfused ops; plus the empty-kernel floor. fuse, ElementwiseKernel and the
+    eager chains return a new array per call; RawKernel and Numba write a preallocated one.
+    Every case is checked against float64 before timing; a peer that is missing is skipped with
+    its reason."""
+    rng = np.random.default_rng(4)
+    host = [rng.uniform(0.5, 2.0, 1).astype(np.float32) for _ in range(4)]
+    host[2] = -host[2] * 0.5  # b < 0 keeps relu's branch honest
+    want = max(float(host[0][0]) * float(host[1][0]) + float(host[2][0]), 0.0) * float(host[3][0])
+    skipped = {}
+    cases = {}
+
+    def check(name, value):
+        got = float(np.asarray(value).reshape(-1)[0])
+        assert abs(got - want) <= 1e-6 * abs(want), f"{name}: {got} != {want}"
+
+    x, a, b, c = (ts.asarray(h, device=device) for h in host)
+    y = ts.empty((1,), device=device)
+
+    @ts.fuse
+    def fused(x, a, b, c):
+        return ts.relu(x * a + b) * c
+
+    ew = ts.ElementwiseKernel("float32 x, float32 a, float32 b, float32 c", "float32 y",
+                              "y = fmaxf(x * a + b, 0.0f) * c", "relu_axpb_c_ew")
+    raw = ts.RawKernel(RAW_SOURCE, "relu_axpb_c")
+    one = np.int64(1)
+    calls_ts = {
+        "tessel_fuse_us": lambda: fused(x, a, b, c),
+        "tessel_elementwise_kernel_us": lambda: ew(x, a, b, c),
+        "tessel_raw_kernel_us": lambda: raw((1,), (32,), (x, a, b, c, y, one)),
+        "tessel_unfused_us": lambda: ts.relu(x * a + b) * c,
+    }
+    for name, fn in calls_ts.items():
+        r = fn()
+        check(name, (y if r is None else r).to_device("cpu"))
+    calls, rounds = 1000, int(os.environ.get("TESSEL_OVERHEAD_ROUNDS", "21"))
+    tsync = lambda: ts.synchronize(device)
+
+    def timed(fn, sync):  # a case: measures `calls` calls of fn, returns microseconds per call
+        return lambda: per_call_us(fn, sync, calls, 1)
+
+    for name, fn in calls_ts.items():
+        cases[name] = timed(fn, tsync)
+    cases["launch_floor_us"] = lambda: ts._tessel._time_launch_floor(0, calls)
+
+    try:
+        import torch
+
+        tx, ta, tb, tc = (torch.from_numpy(h).cuda() for h in host)
+        check("torch_eager_us", (torch.relu(tx * ta + tb) * tc).cpu())
+        cases["torch_eager_us"] = timed(lambda: torch.relu(tx * ta + tb) * tc, torch.cuda.synchronize)
+    except ImportError as error:
+        skipped["torch"] = str(error)
+    try:
+        import cupy as cp
+
+        cx, ca, cb, cc = (cp.asarray(h) for h in host)
+        cy = cp.empty(1, cp.float32)
+
+        @cp.fuse()
+        def cfused(x, a, b, c):
+            return cp.maximum(x * a + b, cp.float32(0)) * c
+
+        cew = cp.ElementwiseKernel("float32 x, float32 a, float32 b, float32 c", "float32 y",
+                                   "y = fmaxf(x * a + b, 0.0f) * c", "relu_axpb_c_ew")
+        craw = cp.RawKernel(RAW_SOURCE, "relu_axpb_c")
+        calls_cp = {
+            "cupy_fuse_us": lambda: cfused(cx, ca, cb, cc),
+            "cupy_elementwise_kernel_us": lambda: cew(cx, ca, cb, cc),
+            "cupy_raw_kernel_us": lambda: craw((1,), (32,), (cx, ca, cb, cc, cy, one)),
+        }
+        for name, fn in calls_cp.items():
+            r = fn()
+            check(name, cp.asnumpy(cy if r is None else r))
+        sync = cp.cuda.runtime.deviceSynchronize
+        for name, fn in calls_cp.items():
+            cases[name] = timed(fn, sync)
+    except Exception as error:  # a broken peer install must not hide tessel's numbers
+        skipped["cupy"] = f"{type(error).__name__}: {error}"
+    try:
+        np.row_stack = np.vstack  # numba-cuda still references the removed alias
+        from numba import cuda
+
+        @cuda.jit
+        def nkernel(x, a, b, c, y):
+            i = cuda.grid(1)
+            if i < y.size:
+                y[i] = max(x[i] * a[i] + b[i], 0.0) * c[i]
+
+        nx, na, nb, nc = (cuda.to_device(h) for h in host)
+        ny = cuda.device_array(1, np.float32)
+        nkernel[1, 32](nx, na, nb, nc, ny)
+        check("numba_jit_us", ny.copy_to_host())
+        cases["numba_jit_us"] = timed(lambda: nkernel[1, 32](nx, na, nb, nc, ny), cuda.synchronize)
+    except Exception as error:
+        skipped["numba"] = f"{type(error).__name__}: {error}"
+
+    runs = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, measure in cases.items():
+            runs[name].append(measure())
+        tsync()
+    out = {name: statistics.median(v) for name, v in runs.items()}
+    out["rounds"], out["calls_per_round"], out["skipped"] = rounds, calls, skipped
+    # Each round's ratio of a peer to tessel's matching kernel, then the median over rounds.
+    pairs = {"cupy_fuse_over_tessel_fuse": ("cupy_fuse_us", "tessel_fuse_us"),
+             "cupy_elementwise_over_tessel": ("cupy_elementwise_kernel_us", "tessel_elementwise_kernel_us"),
+             "cupy_raw_over_tessel_raw": ("cupy_raw_kernel_us", "tessel_raw_kernel_us"),
+             "numba_over_tessel_raw": ("numba_jit_us", "tessel_raw_kernel_us"),
+             "torch_eager_over_tessel_fuse": ("torch_eager_us", "tessel_fuse_us"),
+             "tessel_unfused_over_tessel_fuse": ("tessel_unfused_us", "tessel_fuse_us")}
+    for key, (peer, mine) in pairs.items():
+        if peer in runs:
+            out[key] = statistics.median([p / m for p, m in zip(runs[peer], runs[mine])])
+    out["tessel_fuse_minus_floor_us"] = statistics.median(
+        [f - g for f, g in zip(runs["tessel_fuse_us"], runs["launch_floor_us"])])
     return out
 
 
@@ -182,6 +315,7 @@ def main():
             results["roundtrip_breakdown"] = torch_result["roundtrip_breakdown"]
         else:
             results["skipped"]["torch"] = why
+        results["kernels_interleaved"] = interleaved_kernels(ts.Device("cuda:0"))
         for name, fn in (("cupy", measure_cupy), ("numba", measure_numba)):
             try:
                 value, why = fn()
@@ -207,10 +341,12 @@ def main():
     for key, value in results.items():
         if key.endswith("_us"):
             print(f"  {key:36s} {value:8.2f} us")
-    for group in ("tessel_add_breakdown", "roundtrip_breakdown", "add_interleaved"):
+    for group in ("tessel_add_breakdown", "roundtrip_breakdown", "add_interleaved", "kernels_interleaved"):
         for key, value in results.get(group, {}).items():
             if key.endswith("_us"):
                 print(f"  {group + '.' + key:58s} {value:8.2f} us")
+            elif key.endswith("_over_tessel") or "_over_tessel_" in key:
+                print(f"  {group + '.' + key:58s} {value:8.2f}x")
     for name, why in results["skipped"].items():
         print(f"  {name}: skipped: {why}")
     merge_results("python_overhead", results, device_name)

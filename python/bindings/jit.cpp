@@ -141,6 +141,36 @@ nb::object elementwise_call(const jit::ElementwiseKernel& k, nb::args args, nb::
   return nb::tuple(l);
 }
 
+// Calls a fused kernel on a list or tuple of tessel arrays, borrowed (no Array copies). An
+// invalid object when the inputs are not that; ValueError/TypeError for the wrong count.
+nb::object call_fused(const FusedKernel& k, nb::handle inputs) {
+  // A tuple holds its items while the GIL is released below; a list could lose them to another thread.
+  nb::object held = nb::borrow(inputs);
+  if (PyList_Check(inputs.ptr())) {
+    held = nb::steal(PyList_AsTuple(inputs.ptr()));
+  } else if (!PyTuple_Check(inputs.ptr())) {
+    return nb::object();
+  }
+  PyObject* seq = held.ptr();
+  const Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+  PyObject** items = PySequence_Fast_ITEMS(seq);
+  std::vector<const Array*> arrays(static_cast<std::size_t>(count));
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    if (!is_array(items[i])) return nb::object();
+    arrays[static_cast<std::size_t>(i)] = &as_array(items[i]);
+  }
+  if (static_cast<int>(count) != k.num_inputs()) {
+    throw nb::type_error(("fused kernel: expected " + std::to_string(k.num_inputs()) + " arrays, got " +
+                          std::to_string(count)).c_str());
+  }
+  Array result;
+  {
+    nb::gil_scoped_release release;  // may compile; `held` keeps the arrays alive
+    result = k(arrays.data(), arrays.size());
+  }
+  return wrap_array(std::move(result));
+}
+
 }  // namespace
 
 void register_jit(nb::module_& m) {
@@ -152,13 +182,18 @@ void register_jit(nb::module_& m) {
         }
         new (self) FusedKernel(nb::cast<Sym>(root), num_inputs);
       }, "root"_a, "num_inputs"_a)
-      .def("__call__", [](const FusedKernel& k, const std::vector<Array>& inputs) {
-        if (static_cast<int>(inputs.size()) != k.num_inputs()) {
-          throw nb::type_error(("fused kernel: expected " + std::to_string(k.num_inputs()) + " arrays, got " +
-                                std::to_string(inputs.size())).c_str());
+      .def("__call__", [](const FusedKernel& k, nb::handle inputs) {
+        nb::object result = call_fused(k, inputs);
+        if (!result.is_valid()) {
+          throw nb::type_error("fused kernel: the inputs must be a list or tuple of tessel arrays");
         }
-        nb::gil_scoped_release release;  // may compile
-        return k(inputs);
+        return result;
+      }, "inputs"_a)
+      // ts.fuse's fast path: None (instead of an error) when an input is not a tessel array, so
+      // that the caller can fall back to the path that converts or traces constants.
+      .def("_call_if_arrays", [](const FusedKernel& k, nb::handle inputs) {
+        nb::object result = call_fused(k, inputs);
+        return result.is_valid() ? result : nb::none();
       }, "inputs"_a)
       .def("source", [](const FusedKernel& k, nb::list dtypes) {
         std::vector<DType> d;

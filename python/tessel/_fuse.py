@@ -16,9 +16,13 @@ class _Fused:
     def __init__(self, func):
         self._func = func
         self._kernels = {}
+        self._array_kernels = {}  # argument count -> the kernel when every argument is an array
         functools.update_wrapper(self, func)
 
     def _kernel(self, args):
+        for i, a in enumerate(args):  # before the cache key, which hashes the constants
+            if not isinstance(a, (Array, bool, int, float, complex)):
+                raise TypeError(f"fuse: argument {i} must be a tessel array or a Python scalar, got {type(a).__name__}")
         arrays = [i for i, a in enumerate(args) if isinstance(a, Array)]
         constants = tuple((i, type(a).__name__, a) for i, a in enumerate(args) if not isinstance(a, Array))
         key = (len(args), constants)
@@ -27,17 +31,22 @@ class _Fused:
             symbols = list(args)
             for position, index in enumerate(arrays):
                 symbols[index] = _tessel._sym_input(position)
-            for i, a in enumerate(args):
-                if not isinstance(a, Array) and not isinstance(a, (bool, int, float, complex)):
-                    raise TypeError(f"fuse: argument {i} must be a tessel array or a Python scalar, got {type(a).__name__}")
             root = self._func(*symbols)
             if not isinstance(root, _tessel.Sym):
                 raise TypeError("fuse: the function must return an elementwise expression of its array arguments")
             kernel = _tessel.FusedKernel(root, len(arrays))
             self._kernels[key] = kernel
+            if not constants:
+                self._array_kernels[len(args)] = kernel
         return kernel, [args[i] for i in arrays]
 
     def __call__(self, *args):
+        # The common call, all arguments tessel arrays, goes straight to the C++ kernel.
+        kernel = self._array_kernels.get(len(args))
+        if kernel is not None:
+            result = kernel._call_if_arrays(args)
+            if result is not None:
+                return result
         kernel, arrays = self._kernel(args)
         if not arrays:
             raise TypeError("fuse: at least one argument must be a tessel array")

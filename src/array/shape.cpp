@@ -42,7 +42,9 @@ Strides contiguous_strides(const Shape& shape) {
   return strides;
 }
 
-bool is_contiguous(const Shape& shape, const Strides& strides) {
+bool is_contiguous(const Shape& shape, const Strides& strides) { return is_contiguous(shape, strides.data()); }
+
+bool is_contiguous(const Shape& shape, const std::int64_t* strides) {
   if (numel(shape) == 0) return true;
   std::int64_t expected = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/inline_buffer.hpp"
 #include "tessel/array/shape.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/jit/elementwise.hpp"
@@ -89,10 +90,17 @@ std::size_t ElementwiseLauncher::num_cached_kernels() const {
 
 void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const std::vector<ElementwiseArg>& args,
                                  Device device, const Stream& stream) const {
+  detail::InlineBuffer<ElementwiseArgView, 8> views(args.size());
+  for (std::size_t i = 0; i < args.size(); ++i) views[i] = ElementwiseArgView::of(args[i]);
+  launch(shape, views.data(), args.size(), device, stream);
+}
+
+void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const ElementwiseArgView* args,
+                                 std::size_t count, Device device, const Stream& stream) const {
   const ElementwiseSpec& spec = spec_;
-  if (args.size() != spec.operands.size()) {
+  if (count != spec.operands.size()) {
     throw ValueError("elementwise kernel '" + spec.name + "': " + std::to_string(spec.operands.size()) +
-                     " operands but " + std::to_string(args.size()) + " arguments");
+                     " operands but " + std::to_string(count) + " arguments");
   }
   auto where = [&] { return "elementwise kernel '" + spec.name + "'"; };  // built only for a message
   std::int64_t n = 1;
@@ -100,74 +108,83 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const s
     if (s < 0) throw ShapeError(where() + ": negative dimension in the launch shape");
     n *= s;
   }
-  std::vector<const std::vector<std::int64_t>*> array_strides;
-  array_strides.reserve(args.size());
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (spec.operands[i].is_scalar != args[i].is_scalar) {
+  bool contiguous = true;
+  for (std::size_t i = 0; i < count; ++i) {
+    const bool is_scalar = args[i].scalar != nullptr;
+    if (spec.operands[i].is_scalar != is_scalar) {
       throw ValueError(where() + ": operand '" + spec.operands[i].name + "' is declared " +
                        (spec.operands[i].is_scalar ? "a scalar" : "an array") + " but given " +
-                       (args[i].is_scalar ? "a scalar" : "an array"));
+                       (is_scalar ? "a scalar" : "an array"));
     }
-    if (spec.operands[i].is_scalar) continue;
-    if (args[i].strides.size() != shape.size()) {
+    if (is_scalar) continue;
+    if (args[i].num_strides != shape.size()) {
       throw ShapeError(where() + ": operand '" + spec.operands[i].name + "' has " +
-                       std::to_string(args[i].strides.size()) + " strides for a rank-" + std::to_string(shape.size()) +
+                       std::to_string(args[i].num_strides) + " strides for a rank-" + std::to_string(shape.size()) +
                        " launch");
     }
     if (args[i].data == nullptr && n > 0) throw ValueError(where() + ": operand '" + spec.operands[i].name + "' has no data");
-    array_strides.push_back(&args[i].strides);
+    contiguous = contiguous && is_contiguous(shape, args[i].strides);
   }
   if (!device.is_cuda()) {
     throw DeviceError(where() + ": needs a CUDA device; got arrays on " + device.str());
   }
   if (n == 0) return;
 
-  const ElementwisePlan plan = plan_elementwise(shape, array_strides);
-  const bool contiguous = plan.layout == ElementwiseLayout::contiguous;
+  // The contiguous plan needs no strides; only a strided launch copies them to collapse dims.
+  ElementwisePlan plan;
+  plan.index32 = n <= kElementwiseIndex32Limit;
+  if (!contiguous) {
+    std::vector<std::vector<std::int64_t>> strides;
+    std::vector<const std::vector<std::int64_t>*> array_strides;
+    strides.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      if (args[i].scalar == nullptr) strides.emplace_back(args[i].strides, args[i].strides + args[i].num_strides);
+    }
+    for (const auto& st : strides) array_strides.push_back(&st);
+    plan = plan_elementwise(shape, array_strides);
+  }
   if (plan.rank > kMaxElementwiseRank) {
     throw ValueError(where() + ": " + std::to_string(plan.rank) + " dimensions after collapsing; at most " +
                      std::to_string(kMaxElementwiseRank) + " are supported");
   }
 
-  // Parameter storage: every pointer in `params` points into these, which do not reallocate.
-  std::vector<void*> params;
-  std::vector<std::int64_t> words;  // n, dims and strides
-  std::vector<void*> pointers;
-  params.reserve(2 + 2 * args.size());
-  words.reserve(2 + (kMaxElementwiseRank + 1) * (args.size() + 1));
-  pointers.reserve(args.size());
+  // Parameter storage: every pointer in `params` points into these, which never move. Layout as
+  // generate_elementwise_source emits: n; then `aligned` (contiguous) or the collapsed dims
+  // (strided); then per array operand its pointer and, strided, its strides; scalars by value.
+  const std::size_t rank = static_cast<std::size_t>(plan.rank);
+  detail::InlineBuffer<void*, 18> params(2 + 2 * count);
+  detail::InlineBuffer<std::int64_t, 16> words(contiguous ? 1 : 1 + rank * (count + 1));
+  detail::InlineBuffer<const void*, 8> pointers(count);
+  std::size_t num_params = 0, num_words = 0;
   int aligned = 1;
   std::int64_t work = n;
 
-  words.push_back(n);
-  params.push_back(&words.back());
+  words[num_words] = n;
+  params[num_params++] = &words[num_words++];
   const ElementwiseTuning tuning = elementwise_tuning();
   if (contiguous) {
-    for (std::size_t i = 0; i < args.size(); ++i) {
+    for (std::size_t i = 0; i < count; ++i) {
       if (spec.operands[i].is_scalar) continue;
       const auto bytes = static_cast<std::uintptr_t>(vec_ * itemsize(spec.operands[i].dtype));
       if (reinterpret_cast<std::uintptr_t>(args[i].data) % bytes != 0) aligned = 0;
     }
-    params.push_back(&aligned);
+    params[num_params++] = &aligned;
     work = elementwise_threads(n, aligned != 0, vec_, tuning.unroll);
   } else {
-    const std::size_t dims_at = words.size();
-    words.insert(words.end(), plan.dims.begin(), plan.dims.end());
-    params.push_back(&words[dims_at]);
+    params[num_params++] = &words[num_words];
+    for (std::int64_t d : plan.dims) words[num_words++] = d;
   }
   std::size_t array_k = 0;
-  for (std::size_t i = 0; i < args.size(); ++i) {
+  for (std::size_t i = 0; i < count; ++i) {
     if (spec.operands[i].is_scalar) {
-      params.push_back(const_cast<unsigned char*>(args[i].scalar));
+      params[num_params++] = const_cast<unsigned char*>(args[i].scalar);
       continue;
     }
-    pointers.push_back(args[i].data);
-    params.push_back(&pointers.back());
+    pointers[i] = args[i].data;
+    params[num_params++] = &pointers[i];
     if (!contiguous) {
-      const auto& st = plan.strides[array_k];
-      const std::size_t at = words.size();
-      words.insert(words.end(), st.begin(), st.end());
-      params.push_back(&words[at]);
+      params[num_params++] = &words[num_words];
+      for (std::int64_t st : plan.strides[array_k]) words[num_words++] = st;
     }
     ++array_k;
   }
@@ -194,7 +211,7 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const s
     kernel = &cache_->kernels.emplace(key, std::move(loaded)).first->second;  // another thread's wins a race
   }
   const LaunchConfig config = kernel->launch_config_fixed(work, tuning.block, tuning.waves);
-  kernel->launch(config, params, stream);
+  kernel->launch(config, params.data(), stream);
 }
 
 void launch_elementwise(ElementwiseSpec spec, const std::vector<std::int64_t>& shape,

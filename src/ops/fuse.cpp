@@ -16,6 +16,7 @@
 
 #include "array/backend.hpp"
 #include "backend/elementwise.hpp"
+#include "core/inline_buffer.hpp"
 #include "tessel/core/profile_range.hpp"
 #include "tessel/jit/elementwise.hpp"
 
@@ -181,6 +182,18 @@ struct FusedPlan {
   std::map<const Node*, Region> regions;  // the root's and every cut node's kernel
 };
 
+// The broadcast shape of `count` arrays: the first one's when they all agree, the common case,
+// which builds no vector of shapes.
+Shape common_shape(const Array* const* arrays, std::size_t count) {
+  bool same = true;
+  for (std::size_t i = 1; i < count && same; ++i) same = arrays[i]->shape() == arrays[0]->shape();
+  if (same && count > 0) return arrays[0]->shape();
+  std::vector<Shape> shapes;
+  shapes.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) shapes.push_back(arrays[i]->shape());
+  return broadcast_shapes(shapes, "fused");
+}
+
 #ifdef TESSEL_HAVE_CUDA
 // The value of a scalar in compute dtype `ct`, as a literal of the body's type.
 std::string literal_code(const Scalar& s, DType ct) {
@@ -284,35 +297,44 @@ std::shared_ptr<const FusedPlan> make_plan(const Node* root, const std::vector<D
   return plan;
 }
 
+// The results of a split graph's cut nodes, computed once per call (std::map: stable references).
+using Materialized = std::map<const Node*, Array>;
+
 // Runs the kernel of the region rooted at `n` (materializing the cut nodes it reads first) and
-// returns its result, broadcast over its leaves' shapes.
-Array run_region(const Node* n, const FusedPlan& plan, const std::vector<Array>& inputs, const Stream& s,
-                 std::map<const Node*, Array>& done) {
-  auto it = done.find(n);
-  if (it != done.end()) return it->second;
+// returns its result, broadcast over its leaves' shapes. Inputs and leaves are borrowed, and the
+// kernel gets views of their strides: a one-kernel call copies no Array and no strides.
+Array run_region(const Node* n, const FusedPlan& plan, const Array* const* inputs, const Stream& s,
+                 Materialized& done) {
   const FusedPlan::Region& region = plan.regions.at(n);
-  std::vector<Array> arrays;
-  std::vector<Shape> shapes;
-  arrays.reserve(region.leaves.size());
-  shapes.reserve(region.leaves.size());
-  for (const Node* leaf : region.leaves) {
-    Array a = leaf->kind == Node::Kind::input ? inputs[static_cast<std::size_t>(leaf->index)]
-                                              : run_region(leaf, plan, inputs, s, done);
-    shapes.push_back(a.shape());
-    arrays.push_back(std::move(a));
+  const std::size_t count = region.leaves.size();
+  detail::InlineBuffer<const Array*, 16> leaves(count);
+  for (std::size_t k = 0; k < count; ++k) {
+    const Node* leaf = region.leaves[k];
+    if (leaf->kind == Node::Kind::input) {
+      leaves[k] = inputs[static_cast<std::size_t>(leaf->index)];
+      continue;
+    }
+    auto it = done.find(leaf);
+    if (it == done.end()) it = done.emplace(leaf, run_region(leaf, plan, inputs, s, done)).first;
+    leaves[k] = &it->second;
   }
-  const Shape shape = broadcast_shapes(shapes, "fused");
-  const Device device = s.device();
-  Array result = empty(shape, region.result, device, s);
-  std::vector<jit::ElementwiseArg> args{jit::ElementwiseArg::array(result.data(), result.strides())};
-  for (const Array& a : arrays) {
-    const Array b = a.broadcast_to(shape);
-    a.storage()->wait_on_stream(s);
-    args.push_back(jit::ElementwiseArg::array(b.data(), b.strides()));
+  const Shape shape = common_shape(leaves.data(), count);
+  Array result = detail::allocate_array(shape, region.result, s.device(), s);
+  std::vector<Array> broadcast;  // views of leaves of another shape, alive for the launch
+  detail::InlineBuffer<jit::ElementwiseArgView, 16> args(count + 1);
+  args[0] = {result.data(), result.strides().data(), result.strides().size(), nullptr};
+  for (std::size_t k = 0; k < count; ++k) {
+    const Array* a = leaves[k];
+    a->storage()->wait_on_stream(s);
+    if (a->shape() != shape) {
+      if (broadcast.empty()) broadcast.reserve(count);  // no reallocation: `a` points into it
+      broadcast.push_back(a->broadcast_to(shape));
+      a = &broadcast.back();
+    }
+    args[k + 1] = {a->data(), a->strides().data(), a->strides().size(), nullptr};
   }
-  if (result.size() > 0) region.launcher->launch(shape, args, device, s);
+  if (result.size() > 0) region.launcher->launch(shape, args.data(), count + 1, s.device(), s);
   result.storage()->record_pending_write(s);
-  done.emplace(n, result);
   return result;
 }
 #endif
@@ -496,27 +518,35 @@ std::string FusedKernel::source(const std::vector<DType>& input_dtypes) const {
 
 Array FusedKernel::operator()(const std::vector<Array>& inputs, const OptionalArray& out,
                               const OptionalStream& stream) const {
+  detail::InlineBuffer<const Array*, 16> refs(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) refs[i] = &inputs[i];
+  return (*this)(refs.data(), inputs.size(), out, stream);
+}
+
+Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, const OptionalArray& out,
+                              const OptionalStream& stream) const {
   TESSEL_OP_RANGE("fused");
-  if (static_cast<int>(inputs.size()) != num_inputs_) {
+  if (static_cast<int>(count) != num_inputs_) {
     throw ValueError("fuse: the kernel takes " + std::to_string(num_inputs_) + " inputs, got " +
-                     std::to_string(inputs.size()));
+                     std::to_string(count));
   }
   std::vector<DType> dtypes;
-  std::vector<Shape> shapes;
-  for (const Array& a : inputs) {
+  dtypes.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const Array& a = *inputs[i];
     if (!a.defined()) throw ValueError("fuse: an input is an undefined Array");
-    if (!(a.device() == inputs[0].device())) {
-      throw DeviceError("fuse: expected all arrays on one device, got " + inputs[0].device().str() + " and " +
+    if (!(a.device() == inputs[0]->device())) {
+      throw DeviceError("fuse: expected all arrays on one device, got " + inputs[0]->device().str() + " and " +
                         a.device().str());
     }
     dtypes.push_back(a.dtype());
-    shapes.push_back(a.shape());
   }
+  const bool fusing = fusion_enabled();
   Array result;
 #ifdef TESSEL_HAVE_CUDA
-  if (!inputs.empty() && inputs[0].device().is_cuda() && fusion_enabled()) {
-    const Device device = inputs[0].device();
-    const Shape shape = broadcast_shapes(shapes, "fused");
+  if (count > 0 && inputs[0]->device().is_cuda() && fusing) {
+    const Device device = inputs[0]->device();
+    const Shape shape = common_shape(inputs, count);
     if (root_.node()->kind == Node::Kind::scalar) throw ValueError("fuse: the traced function returned a constant");
     std::shared_ptr<const FusedPlan> plan;
     {
@@ -530,22 +560,27 @@ Array FusedKernel::operator()(const std::vector<Array>& inputs, const OptionalAr
       plan = plans_->by_dtypes.emplace(dtypes, plan).first->second;  // another thread's wins a race
     }
     const Stream s = detail::resolve_stream(device, stream);
-    std::map<const Node*, Array> done;
+    Materialized done;
     result = run_region(root_.node().get(), *plan, inputs, s, done);
     // A graph that reads only some inputs still has the shape of all of them broadcast.
     if (result.shape() != shape) result = result.broadcast_to(shape).contiguous(s);
   }
 #endif
-  if (!result.defined() && !inputs.empty() && inputs[0].device().is_cpu() && fusion_enabled()) {
-    const Shape shape = broadcast_shapes(shapes, "fused");
-    result = evaluate_blocked(root_.node().get(), inputs, shape, result_dtype(dtypes), stream);
-    if (result.shape() != shape) result = result.broadcast_to(shape).contiguous(stream);
-  }
   if (!result.defined()) {
-    std::map<const Node*, Value> memo;
-    const Value v = evaluate(root_.node().get(), inputs, stream, memo);
-    if (!std::holds_alternative<Array>(v)) throw ValueError("fuse: the traced function returned a constant");
-    result = std::get<Array>(v);
+    // The CPU, or fusion off: op by op (copies of the inputs are cheap next to that work).
+    std::vector<Array> copies;
+    copies.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) copies.push_back(*inputs[i]);
+    if (count > 0 && copies[0].device().is_cpu() && fusing) {
+      const Shape shape = common_shape(inputs, count);
+      result = evaluate_blocked(root_.node().get(), copies, shape, result_dtype(dtypes), stream);
+      if (result.shape() != shape) result = result.broadcast_to(shape).contiguous(stream);
+    } else {
+      std::map<const Node*, Value> memo;
+      const Value v = evaluate(root_.node().get(), copies, stream, memo);
+      if (!std::holds_alternative<Array>(v)) throw ValueError("fuse: the traced function returned a constant");
+      result = std::get<Array>(v);
+    }
   }
   if (out) {
     if (out->shape() != result.shape()) {

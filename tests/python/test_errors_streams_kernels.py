@@ -124,6 +124,57 @@ def test_fuse_decorator(device, rng):
         scaled(ts.asarray(a), "three")
 
 
+def test_fuse_repeated_calls_mixing_arrays_and_constants(device, rng):
+    # Calls with only tessel arrays take the direct path; constants, other dtypes and broadcasting
+    # in between must still get their own kernels and the NumPy result.
+    @ts.fuse
+    def f(x, y, z):
+        return ts.maximum(x * y + z, 0.25) * z
+
+    def want(x, y, z):
+        return np.maximum(x * y + z, 0.25) * z
+
+    a, b, c = (rng.standard_normal((6, 5)).astype("float32") for _ in range(3))
+    row = rng.standard_normal((5,)).astype("float32")
+    ta, tb, tc, trow = (ts.asarray(v, device=device) for v in (a, b, c, row))
+    for _ in range(3):
+        assert_close(f(ta, tb, tc), want(a, b, c), rtol=1e-6)
+    assert_close(f(ta, 2.0, tc), want(a, np.float32(2.0), c), rtol=1e-6)
+    assert_close(f(ta, tb, trow), want(a, b, row), rtol=1e-6)
+    assert_close(f(ta[:, ::-1], tb.T.T, tc[::-1]), want(a[:, ::-1], b, c[::-1]), rtol=1e-6)
+    a64 = a.astype("float64")
+    got = f(ts.asarray(a64, device=device), tb, tc)
+    assert got.dtype == ts.float64
+    assert_close(got, want(a64, b, c), rtol=1e-12)
+    assert_close(f(ta, tb, tc), want(a, b, c), rtol=1e-6)
+    with pytest.raises(TypeError, match="tessel array or a Python scalar"):
+        f(ta, b, tc)  # a NumPy array is not converted implicitly
+    with pytest.raises(ts.ShapeError):
+        f(ta, tb, ts.asarray(rng.standard_normal((4,)).astype("float32"), device=device))
+
+
+def test_fused_kernel_call_inputs(device, rng):
+    root = _tessel_sym_graph()
+    k = ts._tessel.FusedKernel(root, 2)
+    a, b = (rng.standard_normal((3, 4)).astype("float32") for _ in range(2))
+    ta, tb = ts.asarray(a, device=device), ts.asarray(b, device=device)
+    assert_close(k([ta, tb]), a * b + a, rtol=1e-6)
+    assert_close(k((ta, tb)), a * b + a, rtol=1e-6)
+    with pytest.raises(TypeError, match="expected 2 arrays, got 1"):
+        k([ta])
+    with pytest.raises(TypeError, match="list or tuple of tessel arrays"):
+        k([ta, b])
+    with pytest.raises(TypeError, match="list or tuple of tessel arrays"):
+        k(ta)
+    assert k._call_if_arrays((ta, b)) is None
+    assert_close(k._call_if_arrays((ta, tb)), a * b + a, rtol=1e-6)
+
+
+def _tessel_sym_graph():
+    x, y = ts._tessel._sym_input(0), ts._tessel._sym_input(1)
+    return x * y + x
+
+
 def test_elementwise_kernel_cpu_error_and_params():
     k = ts.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = x * y + 1", "mul_add_py")
     assert "mul_add_py" in k.source()

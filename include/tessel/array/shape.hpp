@@ -22,6 +22,7 @@ Strides contiguous_strides(const Shape& shape);
 
 // Dimensions of size one (and any layout of a zero-size array) do not break contiguity.
 bool is_contiguous(const Shape& shape, const Strides& strides);    // C order
+bool is_contiguous(const Shape& shape, const std::int64_t* strides);  // strides: one per axis of shape
 bool is_f_contiguous(const Shape& shape, const Strides& strides);  // Fortran order
 
 // NumPy broadcasting. ShapeError names the op, both shapes and the failing axis (counted from

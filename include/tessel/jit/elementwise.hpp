@@ -101,6 +101,19 @@ struct ElementwiseArg {
   }
 };
 
+// The same operand borrowed: what ElementwiseLauncher reads, without a copy of the strides.
+// `strides` (one per launch dimension) and `scalar` must stay valid for the launch call only.
+struct ElementwiseArgView {
+  const void* data;
+  const std::int64_t* strides;  // arrays: the view's strides over the launch shape
+  std::size_t num_strides;
+  const unsigned char* scalar;  // scalars: the value's bytes; nullptr for arrays
+
+  static ElementwiseArgView of(const ElementwiseArg& arg) {
+    return {arg.data, arg.strides.data(), arg.strides.size(), arg.is_scalar ? arg.scalar : nullptr};
+  }
+};
+
 // 32-bit index math is used only up to this bound, which leaves room for the grid-stride
 // increment (at most 2^26 threads in flight) without overflowing int.
 constexpr std::int64_t kElementwiseIndex32Limit = (std::int64_t{1} << 31) - (std::int64_t{1} << 26);
@@ -142,6 +155,10 @@ class ElementwiseLauncher {
   // follow spec().operands.
   void launch(const std::vector<std::int64_t>& shape, const std::vector<ElementwiseArg>& args, Device device,
               const Stream& stream) const;
+  // The same over borrowed operands (`count` of them): no per-operand copies, and no heap
+  // allocation for contiguous launches of up to 8 operands (the tiny-op path of fused kernels).
+  void launch(const std::vector<std::int64_t>& shape, const ElementwiseArgView* args, std::size_t count,
+              Device device, const Stream& stream) const;
   // Kernels this launcher holds (one per distinct layout/rank/index width/unroll/device launched).
   std::size_t num_cached_kernels() const;
 

@@ -54,6 +54,9 @@ class FusedKernel {
   // kernels) is kept per input-dtype vector, so a repeated call only plans and launches.
   Array operator()(const std::vector<Array>& inputs, const OptionalArray& out = std::nullopt,
                    const OptionalStream& stream = std::nullopt) const;
+  // The same over `count` borrowed inputs: no Array copies (the Python binding's path).
+  Array operator()(const Array* const* inputs, std::size_t count, const OptionalArray& out = std::nullopt,
+                   const OptionalStream& stream = std::nullopt) const;
   // The CUDA source of the fused kernel for these input dtypes (contiguous layout); for a graph
   // split into several kernels, each of them in launch order under a "// ---- kernel i of n" line.
   std::string source(const std::vector<DType>& input_dtypes) const;
