@@ -1,5 +1,7 @@
 // JIT layer: fused kernels from Python traces (ts.fuse), ElementwiseKernel and RawKernel
 // (CuPy-style). Compiles go through the C++ kernel caches; the GIL is released around them.
+#include <cstring>
+#include <optional>
 #include <string>
 
 #include "common.hpp"
@@ -19,6 +21,40 @@ jit::Dim3 to_dim3(nb::handle h, const char* what) {
 }
 
 
+// The dtype of a NumPy scalar of one of NumPy's own sized types (np.float32, np.int64, ...), by
+// its type object, from a table built once; nullopt for anything else (or without NumPy). A
+// pointer comparison instead of the attribute lookups (dtype, item, ndim) that cost
+// microseconds per argument.
+std::optional<DType> numpy_scalar_dtype(nb::handle h) {
+  struct Entry {
+    PyTypeObject* type;
+    DType dtype;
+  };
+  static const std::vector<Entry>* table = [] {
+    auto* t = new std::vector<Entry>();  // leaked with the numpy module it points into
+    try {
+      nb::handle np = numpy_module();
+      const std::pair<const char*, DType> names[] = {
+          {"bool_", DType::bool_},     {"int8", DType::int8},       {"int16", DType::int16},
+          {"int32", DType::int32},     {"int64", DType::int64},     {"uint8", DType::uint8},
+          {"uint16", DType::uint16},   {"uint32", DType::uint32},   {"uint64", DType::uint64},
+          {"float16", DType::float16}, {"float32", DType::float32}, {"float64", DType::float64},
+          {"complex64", DType::complex64}, {"complex128", DType::complex128}};
+      for (const auto& [name, dtype] : names) {
+        t->push_back({reinterpret_cast<PyTypeObject*>(np.attr(name).ptr()), dtype});
+      }
+    } catch (const nb::python_error&) {
+      t->clear();  // no NumPy: no NumPy scalars to recognize
+    }
+    return t;
+  }();
+  PyTypeObject* type = Py_TYPE(h.ptr());
+  for (const Entry& e : *table) {
+    if (e.type == type) return e.dtype;
+  }
+  return std::nullopt;
+}
+
 // A kernel argument from a Python value: arrays pass their data pointer; Python bool/int/float
 // pass bool/int64/float64 (CuPy's convention); NumPy scalars pass their exact type.
 jit::KernelArg kernel_arg(nb::handle h, const Stream& stream) {
@@ -34,6 +70,26 @@ jit::KernelArg kernel_arg(nb::handle h, const Stream& stream) {
   if (PyBool_Check(h.ptr())) return jit::KernelArg(static_cast<bool>(h.ptr() == Py_True));
   if (PyLong_Check(h.ptr())) return jit::KernelArg(nb::cast<std::int64_t>(h));
   if (PyFloat_Check(h.ptr())) return jit::KernelArg(PyFloat_AS_DOUBLE(h.ptr()));
+  if (const std::optional<DType> d = numpy_scalar_dtype(h)) {
+    // The value's bytes through the buffer protocol: no Python objects made per call.
+    Py_buffer view;
+    if (PyObject_GetBuffer(h.ptr(), &view, PyBUF_SIMPLE) == 0) {
+      const bool fits = view.len == static_cast<Py_ssize_t>(itemsize(*d));
+      std::optional<jit::KernelArg> arg;
+      if (fits) {
+        arg = dispatch_dtype(*d, [&](auto tag) -> jit::KernelArg {
+          using T = typename decltype(tag)::type;
+          T value;
+          std::memcpy(&value, view.buf, sizeof(T));
+          return jit::KernelArg(value);
+        });
+      }
+      PyBuffer_Release(&view);
+      if (arg) return *arg;
+    } else {
+      PyErr_Clear();  // the generic path below decides
+    }
+  }
   if (nb::hasattr(h, "dtype") && nb::hasattr(h, "item") && nb::cast<std::int64_t>(h.attr("ndim")) == 0 &&
       !nb::hasattr(h, "__cuda_array_interface__")) {
     const DType d = to_dtype(h.attr("dtype"));
@@ -62,82 +118,120 @@ nb::object elementwise_call(const jit::ElementwiseKernel& k, nb::args args, nb::
                           std::to_string(n_out) + " outputs), got " + std::to_string(args.size()) + " arguments")
                              .c_str());
   }
-  // Launch shape and device from the array operands.
-  std::vector<Shape> shapes;
+  // The device from the tessel arrays (else the default); then every argument resolved to a
+  // scalar or an array: tessel arrays are borrowed from `args` (which holds them while the GIL is
+  // released), other array-likes converted onto that device. Conversions, casts, broadcast views
+  // and new outputs live in `made`, reserved once for all of them so pointers into it stay valid.
   std::optional<Device> device;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (is_array(args[i])) {
-      const Array& a = as_array(args[i]);
-      shapes.push_back(a.shape());
-      if (!device) device = a.device();
-      else if (*device != a.device()) {
-        throw tessel::DeviceError("ElementwiseKernel '" + k.name() + "': operands on " + device->str() + " and " + a.device().str());
-      }
+    if (!is_array(args[i])) continue;
+    const Device d = as_array(args[i]).device();
+    if (!device) {
+      device = d;
+    } else if (*device != d) {
+      throw tessel::DeviceError("ElementwiseKernel '" + k.name() + "': operands on " + device->str() + " and " + d.str());
     }
   }
-  Shape shape = shapes.empty() ? Shape{} : broadcast_shapes(shapes, "ElementwiseKernel");
+  if (!device) device = default_device();
+  const std::size_t count = operands.size();
+  std::vector<Array> made;
+  auto hold = [&](Array a) -> const Array* {
+    if (made.empty()) made.reserve(3 * count);  // at most 3 per operand: a conversion, a cast, a broadcast
+    made.push_back(std::move(a));
+    return &made.back();
+  };
+  struct alignas(16) ScalarBytes {
+    unsigned char bytes[16];
+  };
+  std::vector<ScalarBytes> scalars(count);
+  std::vector<const Array*> given(args.size(), nullptr);  // nullptr: a scalar input
+  const Shape* first_shape = nullptr;
+  bool same_shapes = true;
+  for (std::size_t j = 0; j < args.size(); ++j) {
+    nb::handle h = args[j];  // args follow the operands: the inputs, then the outputs
+    Scalar value;
+    if (is_array(h)) {
+      given[j] = &as_array(h);
+    } else if (j < n_in && to_scalar(h, value)) {
+      value.store(operands[j].dtype, scalars[j].bytes);
+      continue;
+    } else {
+      given[j] = hold(to_array(h, *device));
+    }
+    if (!first_shape) {
+      first_shape = &given[j]->shape();
+    } else {
+      same_shapes = same_shapes && given[j]->shape() == *first_shape;
+    }
+  }
+  Shape shape;
+  if (first_shape && same_shapes) {
+    shape = *first_shape;
+  } else if (first_shape) {
+    std::vector<Shape> shapes;
+    for (const Array* a : given) {
+      if (a) shapes.push_back(a->shape());
+    }
+    shape = broadcast_shapes(shapes, "ElementwiseKernel");
+  }
   if (!size.is_none()) {
-    if (!shapes.empty()) throw tessel::ValueError("ElementwiseKernel '" + k.name() + "': size= only without array operands");
+    if (first_shape) throw tessel::ValueError("ElementwiseKernel '" + k.name() + "': size= only without array operands");
     shape = Shape{nb::cast<std::int64_t>(size)};
   }
-  if (!device) device = default_device();
   const Stream stream = to_optional_stream(stream_arg, *device).value_or(device->is_cuda() ? current_stream(*device) : Stream::cpu());
   if (stream.device() != *device) {
     throw tessel::DeviceError("ElementwiseKernel '" + k.name() + "': the stream is on " + stream.device().str() +
                               " but the arrays are on " + device->str());
   }
-  std::vector<Array> keep;  // arrays (and casts) alive until the launch is queued
-  std::vector<jit::ElementwiseArg> launch_args;
-  std::vector<Array> outputs;
-  std::size_t arg_index = 0;
-  for (const auto& o : operands) {
+  std::vector<jit::ElementwiseArgView> views(count);
+  std::vector<const Array*> outputs;
+  outputs.reserve(n_out);
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto& o = operands[i];
+    const Array* a = nullptr;
     if (o.is_output) {
-      Array out;
       if (args.size() == n_in + n_out) {
-        out = to_array(args[n_in + (outputs.size())], *device);
-        check_writable(out, "ElementwiseKernel");
-        if (out.dtype() != o.dtype) {
-          throw tessel::DTypeError("ElementwiseKernel '" + k.name() + "': output '" + o.name + "' is " + dtype_name(out.dtype()) +
+        a = given[i];
+        check_writable(*a, "ElementwiseKernel");
+        if (a->dtype() != o.dtype) {
+          throw tessel::DTypeError("ElementwiseKernel '" + k.name() + "': output '" + o.name + "' is " + dtype_name(a->dtype()) +
                                    ", declared " + dtype_name(o.dtype));
         }
-        if (out.shape() != shape) {
-          throw tessel::ShapeError("ElementwiseKernel '" + k.name() + "': output '" + o.name + "' has shape " + shape_str(out.shape()) +
+        if (a->shape() != shape) {
+          throw tessel::ShapeError("ElementwiseKernel '" + k.name() + "': output '" + o.name + "' has shape " + shape_str(a->shape()) +
                                    ", the launch shape is " + shape_str(shape));
         }
       } else {
-        out = empty(shape, o.dtype, *device, stream);
+        a = hold(empty(shape, o.dtype, *device, stream));
       }
-      if (out.storage()) out.storage()->wait_on_stream(stream);
-      outputs.push_back(out);
-      launch_args.push_back(jit::ElementwiseArg::array(out.data(), out.strides()));
-      continue;
+      outputs.push_back(a);
+    } else {
+      a = given[i];
+      if (a == nullptr) {
+        views[i] = {nullptr, nullptr, 0, scalars[i].bytes};
+        continue;
+      }
+      if (a->dtype() != o.dtype) a = hold(a->astype(o.dtype, stream));
+      if (a->shape() != shape) a = hold(a->broadcast_to(shape));
     }
-    nb::handle h = args[arg_index++];
-    Scalar s;
-    if (to_scalar(h, s)) {
-      jit::ElementwiseArg a;
-      a.is_scalar = true;
-      s.store(o.dtype, a.scalar);
-      launch_args.push_back(a);
-      continue;
-    }
-    Array in = to_array(h, *device);
-    if (in.dtype() != o.dtype) in = in.astype(o.dtype, stream);
-    in = in.broadcast_to(shape);
-    if (in.storage()) in.storage()->wait_on_stream(stream);
-    keep.push_back(in);
-    launch_args.push_back(jit::ElementwiseArg::array(in.data(), in.strides()));
+    if (a->storage()) a->storage()->wait_on_stream(stream);
+    views[i] = {a->data(), a->strides().data(), a->strides().size(), nullptr};
   }
   {
     nb::gil_scoped_release release;  // may compile
-    k.launch(shape, launch_args, *device, stream);
+    k.launch(shape, views.data(), views.size(), *device, stream);
   }
-  for (auto& out : outputs) {
-    if (out.storage() && device->is_cuda()) out.storage()->record_pending_write(stream);
+  for (const Array* out : outputs) {
+    if (out->storage() && device->is_cuda()) out->storage()->record_pending_write(stream);
   }
-  if (outputs.size() == 1) return nb::cast(outputs[0]);
+  // Outputs the caller passed come back as the same objects; new ones as new arrays.
+  auto result = [&](std::size_t j) -> nb::object {
+    if (args.size() == n_in + n_out && is_array(args[n_in + j])) return nb::borrow(args[n_in + j]);
+    return wrap_array(Array(*outputs[j]));
+  };
+  if (outputs.size() == 1) return result(0);
   nb::list l;
-  for (auto& o : outputs) l.append(nb::cast(o));
+  for (std::size_t j = 0; j < outputs.size(); ++j) l.append(result(j));
   return nb::tuple(l);
 }
 
@@ -229,6 +323,7 @@ void register_jit(nb::module_& m) {
         const std::optional<Stream> stream = to_optional_stream(stream_arg, device);
         const Stream launch_stream = stream.value_or(device.is_cuda() ? current_stream(device) : Stream::cpu());
         std::vector<jit::KernelArg> kernel_args;
+        if (PyTuple_Check(args.ptr()) || PyList_Check(args.ptr())) kernel_args.reserve(nb::len(args));
         for (nb::handle h : args) kernel_args.push_back(kernel_arg(h, launch_stream));
         const jit::Dim3 g = to_dim3(grid, "grid"), b = to_dim3(block, "block");
         nb::gil_scoped_release release;  // may compile

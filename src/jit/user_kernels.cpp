@@ -103,7 +103,7 @@ std::vector<ElementwiseOperand> parse_elementwise_params(const std::string& para
 // stays valid after it.
 struct ElementwiseKernel::Launchers {
   std::mutex mutex;
-  std::map<std::vector<bool>, std::unique_ptr<ElementwiseLauncher>> by_binding;  // is_scalar per operand
+  std::map<std::uint64_t, std::unique_ptr<ElementwiseLauncher>> by_binding;  // bit i: operand i is a scalar
 };
 
 ElementwiseKernel::ElementwiseKernel(const std::string& in_params, const std::string& out_params, std::string body,
@@ -111,6 +111,11 @@ ElementwiseKernel::ElementwiseKernel(const std::string& in_params, const std::st
   spec_.name = std::move(name);
   spec_.operands = parse_elementwise_params(in_params, false, spec_.name);
   for (auto& op : parse_elementwise_params(out_params, true, spec_.name)) spec_.operands.push_back(op);
+  // The launchers are keyed by a 64-bit mask of which operands are scalars.
+  if (spec_.operands.size() > 64) {
+    throw ValueError("ElementwiseKernel '" + spec_.name + "': at most 64 parameters, got " +
+                     std::to_string(spec_.operands.size()));
+  }
   std::string b = trim(body);
   if (!b.empty() && b.back() != ';' && b.back() != '}') b += ';';  // CuPy bodies may omit it
   spec_.body = b;
@@ -130,17 +135,26 @@ std::string ElementwiseKernel::source(ElementwiseLayout layout, int rank, bool i
 
 void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const std::vector<ElementwiseArg>& args,
                                Device device, const std::optional<Stream>& stream) const {
+  std::vector<ElementwiseArgView> views;
+  views.reserve(args.size());
+  for (const ElementwiseArg& a : args) views.push_back(ElementwiseArgView::of(a));
+  launch(shape, views.data(), views.size(), device, stream);
+}
+
+void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const ElementwiseArgView* args,
+                               std::size_t count, Device device, const std::optional<Stream>& stream) const {
   check_cuda_device("ElementwiseKernel", spec_.name, device);
-  if (args.size() != spec_.operands.size()) {
+  if (count != spec_.operands.size()) {
     throw ValueError("ElementwiseKernel '" + spec_.name + "': takes " + std::to_string(spec_.operands.size()) +
-                     " arguments (inputs then outputs), got " + std::to_string(args.size()));
+                     " arguments (inputs then outputs), got " + std::to_string(count));
   }
-  std::vector<bool> binding(args.size());
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (spec_.operands[i].is_output && args[i].is_scalar) {
+  std::uint64_t binding = 0;  // bit i: operand i is a scalar (at most 64 operands, see the constructor)
+  for (std::size_t i = 0; i < count; ++i) {
+    const bool is_scalar = args[i].scalar != nullptr;
+    if (spec_.operands[i].is_output && is_scalar) {
       throw ValueError("ElementwiseKernel '" + spec_.name + "': output '" + spec_.operands[i].name + "' must be an array");
     }
-    binding[i] = args[i].is_scalar;
+    if (is_scalar) binding |= std::uint64_t{1} << i;
   }
   const ElementwiseLauncher* launcher = nullptr;
   {
@@ -148,12 +162,12 @@ void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const std
     std::unique_ptr<ElementwiseLauncher>& slot = launchers_->by_binding[binding];
     if (!slot) {
       ElementwiseSpec s = spec_;
-      for (std::size_t i = 0; i < args.size(); ++i) s.operands[i].is_scalar = binding[i];
+      for (std::size_t i = 0; i < count; ++i) s.operands[i].is_scalar = (binding >> i) & 1u;
       slot = std::make_unique<ElementwiseLauncher>(std::move(s));  // cheap: compiles nothing yet
     }
     launcher = slot.get();
   }
-  launcher->launch(shape, args, device, stream ? *stream : current_stream(device));
+  launcher->launch(shape, args, count, device, stream ? *stream : current_stream(device));
 }
 
 }  // namespace tessel::jit

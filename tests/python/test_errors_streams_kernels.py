@@ -219,6 +219,70 @@ def test_raw_kernel_cuda():
         ts.RawKernel("extern \"C\" __global__ void bad() { undefined_thing; }", "bad")((1,), (1,), ())
 
 
+_SCALARS = r"""
+extern "C" __global__ void scalars(signed char i8, short i16, int i32, long long i64, unsigned char u8,
+                                   unsigned short u16, unsigned int u32, unsigned long long u64, bool b,
+                                   float f32, double f64, double* out) {
+  out[0] = i8; out[1] = i16; out[2] = i32; out[3] = (double)i64; out[4] = u8; out[5] = u16; out[6] = u32;
+  out[7] = (double)u64; out[8] = b ? 1.0 : 0.0; out[9] = f32; out[10] = f64;
+}
+"""
+
+
+@needs_cuda
+def test_raw_kernel_numpy_scalars_pass_their_exact_type():
+    # Each NumPy scalar reaches the kernel as its own C type (a wrong size would shift every later
+    # argument); non-NumPy objects with the same interface still take the generic path.
+    k = ts.RawKernel(_SCALARS, "scalars")
+    values = [np.int8(-7), np.int16(-300), np.int32(-70000), np.int64(-(1 << 40)), np.uint8(200),
+              np.uint16(60000), np.uint32(4000000000), np.uint64(1 << 60), np.bool_(True),
+              np.float32(1.25), np.float64(-2.5e300)]
+    for trial in range(2):
+        out = ts.full((11,), np.nan, dtype=ts.float64, device="cuda")
+        k((1,), (1,), (*values, out))
+        want = np.array([float(v) for v in values])
+        np.testing.assert_array_equal(np.asarray(out), want)
+        values[9] = np.float32(-0.75)  # a second call with another value: nothing is cached by value
+    with pytest.raises(TypeError, match="unsupported argument type"):
+        k((1,), (1,), ("seven", out))
+
+
+@needs_cuda
+def test_elementwise_kernel_operands_borrowed_cast_broadcast_and_outputs(rng):
+    k = ts.ElementwiseKernel("float32 x, float64 y, float32 s", "float32 z, float64 w",
+                             "z = x * s + (float)y; w = y - x", "two_outputs_py")
+    a = rng.standard_normal((6, 5)).astype("float32")
+    b = rng.standard_normal((5,)).astype("float64")
+    ta = ts.asarray(a, device="cuda")
+    for x, xa in ((ta, a), (ta[::-1, ::2], a[::-1, ::2])):
+        yb = b[: xa.shape[1]]
+        z, w = k(x, ts.asarray(yb, device="cuda"), 0.5)  # y broadcast over rows
+        assert_close(z, (xa * np.float32(0.5) + yb.astype("float32")).astype("float32"), rtol=1e-6)
+        assert_close(w, yb - xa.astype("float64"), rtol=1e-12)
+    # A float32 array where float64 is declared is cast; a NumPy input is copied to the device.
+    z, w = k(ta, ts.asarray(b.astype("float32"), device="cuda"), np.float32(2.0))
+    assert_close(w, b.astype("float32").astype("float64") - a.astype("float64"), rtol=1e-12)
+    z, _ = k(a, ts.asarray(b, device="cuda"), 2.0)
+    assert_close(z, a * np.float32(2.0) + b.astype("float32"), rtol=1e-6)
+    # Given outputs are written in place and returned as the same objects.
+    zo = ts.full((6, 5), np.nan, dtype=ts.float32, device="cuda")
+    wo = ts.full((6, 5), np.nan, dtype=ts.float64, device="cuda")
+    got = k(ta, ts.asarray(b, device="cuda"), 1.0, zo, wo)
+    assert got[0] is zo and got[1] is wo
+    assert_close(zo, a + b.astype("float32"), rtol=1e-6)
+    with pytest.raises(ts.ShapeError, match="output 'z' has shape"):
+        k(ta, ts.asarray(b, device="cuda"), 1.0, ts.empty((5,), device="cuda"), wo)
+    with pytest.raises(ts.DTypeError, match="output 'w' is float32, declared float64"):
+        k(ta, ts.asarray(b, device="cuda"), 1.0, zo, ts.empty((6, 5), device="cuda"))
+    with pytest.raises(ts.ShapeError):
+        k(ta, ts.asarray(np.ones(4), device="cuda"), 1.0)
+    # Zero-size and 0-d launches.
+    z, w = k(ts.empty((0, 5), device="cuda"), ts.asarray(b, device="cuda"), 1.0)
+    assert z.shape == (0, 5) and w.shape == (0, 5)
+    z, w = k(ts.asarray(np.float32(3.0), device="cuda"), ts.asarray(np.float64(0.5), device="cuda"), 2.0)
+    assert z.shape == () and float(z) == 6.5 and float(w) == -2.5
+
+
 def test_gil_released_during_host_reads():
     """Host copies of large arrays (x.__array__, to_numpy, asarray from NumPy) release the GIL: the
     main thread keeps running while they copy. Fails if the GIL is held (the stall equals the call)."""

@@ -85,6 +85,9 @@ class ElementwiseKernel {
   // (no source regeneration); copies of a kernel share those.
   void launch(const std::vector<std::int64_t>& shape, const std::vector<ElementwiseArg>& args, Device device,
               const std::optional<Stream>& stream = std::nullopt) const;
+  // The same over `count` borrowed operands (see ElementwiseArgView): no copies of the strides.
+  void launch(const std::vector<std::int64_t>& shape, const ElementwiseArgView* args, std::size_t count,
+              Device device, const std::optional<Stream>& stream = std::nullopt) const;
 
  private:
   struct Launchers;  // one ElementwiseLauncher per scalar/array binding of the operands
