@@ -71,11 +71,16 @@ ElementwisePlan plan_elementwise(const std::vector<std::int64_t>& shape,
   return plan;
 }
 
-// Entries are never removed and unordered_map never moves them: a Kernel found under the lock is
+// Entries are never removed and unordered_map never moves them: an entry found under the lock is
 // read after it without one.
 struct ElementwiseLauncher::Cache {
+  struct Entry {
+    Kernel kernel;
+    ElementwiseTuning tuning;  // in force when the entry was made; `shape` is its launch shape
+    FixedLaunchShape shape;
+  };
   std::mutex mutex;
-  std::unordered_map<LaunchKey, Kernel, LaunchKeyHash> kernels;
+  std::unordered_map<LaunchKey, Entry, LaunchKeyHash> kernels;
 };
 
 ElementwiseLauncher::ElementwiseLauncher(ElementwiseSpec spec)
@@ -191,13 +196,13 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
 
   // The unroll only shapes the contiguous kernel; the strided one keeps the spec's.
   const LaunchKey key{plan.layout, plan.rank, plan.index32, contiguous ? tuning.unroll : spec.unroll, device.index};
-  const Kernel* kernel = nullptr;
+  const Cache::Entry* entry = nullptr;
   {
     std::lock_guard<std::mutex> lock(cache_->mutex);
     auto it = cache_->kernels.find(key);
-    if (it != cache_->kernels.end()) kernel = &it->second;
+    if (it != cache_->kernels.end()) entry = &it->second;
   }
-  if (kernel == nullptr) {
+  if (entry == nullptr) {
     ElementwiseSpec variant = spec;
     variant.layout = plan.layout;
     variant.rank = plan.rank;
@@ -206,12 +211,16 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
     CompileRequest request;
     request.source = generate_elementwise_source(variant);
     request.name = elementwise_kernel_name(variant);
-    Kernel loaded = get_kernel(request, device);  // compiles or loads outside the lock
+    Cache::Entry loaded;
+    loaded.kernel = get_kernel(request, device);  // compiles or loads outside the lock
+    loaded.tuning = tuning;
+    loaded.shape = loaded.kernel.fixed_launch_shape(tuning.block, tuning.waves);
     std::lock_guard<std::mutex> lock(cache_->mutex);
-    kernel = &cache_->kernels.emplace(key, std::move(loaded)).first->second;  // another thread's wins a race
+    entry = &cache_->kernels.emplace(key, std::move(loaded)).first->second;  // another thread's wins a race
   }
-  const LaunchConfig config = kernel->launch_config_fixed(work, tuning.block, tuning.waves);
-  kernel->launch(config, params.data(), stream);
+  const LaunchConfig config = entry->tuning == tuning ? entry->shape.config(work)
+                                                      : entry->kernel.launch_config_fixed(work, tuning.block, tuning.waves);
+  entry->kernel.launch(config, params.data(), stream);
 }
 
 void launch_elementwise(ElementwiseSpec spec, const std::vector<std::int64_t>& shape,

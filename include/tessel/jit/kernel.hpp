@@ -34,6 +34,20 @@ struct KernelAttributes {
   std::size_t local_bytes = 0;
 };
 
+// The block and the grid cap of launch_config_fixed for one (kernel, block, waves): callers that
+// launch a kernel repeatedly keep it, so a launch does arithmetic only (no lock, no lookup).
+struct FixedLaunchShape {
+  int block = 0;
+  std::int64_t grid_cap = 0;
+  LaunchConfig config(std::int64_t threads) const {
+    const std::int64_t needed = threads > block ? (threads + block - 1) / block : 1;
+    LaunchConfig c;
+    c.block = Dim3(static_cast<unsigned int>(block));
+    c.grid = Dim3(static_cast<unsigned int>(needed < grid_cap ? needed : grid_cap));
+    return c;
+  }
+};
+
 class Kernel {
  public:
   Kernel() = default;
@@ -64,6 +78,8 @@ class Kernel {
   // maxThreadsPerBlock (the kernel must read blockDim, not assume `block`). No occupancy search:
   // the clamp and occupancy are cached per (kernel, block); per-launch cheap.
   LaunchConfig launch_config_fixed(std::int64_t threads, int block, int waves) const;
+  // What launch_config_fixed computes for any thread count, for (block, waves).
+  FixedLaunchShape fixed_launch_shape(int block, int waves) const;
   LaunchConfig launch_config_1d(std::int64_t work_items, std::size_t shared_mem = 0, int max_block = 1024,
                                 int waves = 4) const;
 

@@ -19,6 +19,7 @@ int Kernel::occupancy_block_size(std::size_t, int, int*) const { no_cuda(name_);
 LaunchConfig Kernel::launch_config_1d(std::int64_t, std::size_t, int, int) const { no_cuda(name_); }
 int Kernel::max_active_blocks(int, std::size_t) const { no_cuda(name_); }
 LaunchConfig Kernel::launch_config_fixed(std::int64_t, int, int) const { no_cuda(name_); }
+FixedLaunchShape Kernel::fixed_launch_shape(int, int) const { no_cuda(name_); }
 
 }  // namespace tessel::jit
 #endif

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -288,11 +287,9 @@ bool kernel_cache_enabled() {
 struct KernelEntry {
   jit::Kernel kernel;
   int vec = 1;  // jit::vector_width of the spec (contiguous layout)
-  // The launch shape for the tuning in force when the entry was made: the block (clamped by
-  // launch_config_fixed to what the kernel can run) and the grid cap (waves of resident blocks).
+  // The launch shape for the tuning in force when the entry was made.
   jit::ElementwiseTuning tuning;
-  int block = 0;
-  std::int64_t grid_cap = 0;
+  jit::FixedLaunchShape shape;
 };
 
 // A reference into the cache (unordered_map never moves its elements): no Kernel copy per launch.
@@ -326,11 +323,7 @@ const KernelEntry& cached_kernel(const KernelKey& key, const jit::ElementwiseTun
   entry.kernel = jit::get_kernel(request, Device::cuda(key.device));  // compiles or loads outside the lock
   entry.vec = jit::vector_width(spec);
   entry.tuning = tuning;
-  // The cap is the grid of a launch with more threads than any grid holds.
-  const jit::LaunchConfig widest =
-      entry.kernel.launch_config_fixed(std::numeric_limits<std::int32_t>::max(), tuning.block, tuning.waves);
-  entry.block = static_cast<int>(widest.block.x);
-  entry.grid_cap = widest.grid.x;
+  entry.shape = entry.kernel.fixed_launch_shape(tuning.block, tuning.waves);
   std::lock_guard<std::mutex> lock(mutex);
   const KernelEntry& stored = cache.emplace(key, std::move(entry)).first->second;  // another thread's wins a race
   last_key = key;
@@ -440,15 +433,9 @@ void elementwise(ElementwiseOp op, int count, const Array* const* inputs, const 
     }
   }
 
-  jit::LaunchConfig config;
-  if (entry.tuning == tuning) {
-    // launch_config_fixed's arithmetic with the entry's block and cap (computed once).
-    const std::int64_t needed = std::max<std::int64_t>(1, (work + entry.block - 1) / entry.block);
-    config.block = jit::Dim3(static_cast<unsigned int>(entry.block));
-    config.grid = jit::Dim3(static_cast<unsigned int>(std::min(needed, entry.grid_cap)));
-  } else {
-    config = entry.kernel.launch_config_fixed(work, tuning.block, tuning.waves);  // tuning changed since
-  }
+  const jit::LaunchConfig config = entry.tuning == tuning
+                                       ? entry.shape.config(work)
+                                       : entry.kernel.launch_config_fixed(work, tuning.block, tuning.waves);  // tuning changed since
   entry.kernel.launch(config, params, stream);
 }
 

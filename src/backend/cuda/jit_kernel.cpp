@@ -248,6 +248,10 @@ std::unordered_map<OccupancyKey, FixedShape, OccupancyKeyHash>& fixed_shape_cach
 }  // namespace
 
 LaunchConfig Kernel::launch_config_fixed(std::int64_t threads, int block, int waves) const {
+  return fixed_launch_shape(block, waves).config(threads);
+}
+
+FixedLaunchShape Kernel::fixed_launch_shape(int block, int waves) const {
   if (block < 1) throw ValueError("jit: kernel '" + name_ + "': launch block " + std::to_string(block) + " < 1");
   const OccupancyKey key{handle_, device_.index, block, 0};
   FixedShape shape{0, 0};
@@ -265,12 +269,10 @@ LaunchConfig Kernel::launch_config_fixed(std::int64_t threads, int block, int wa
     fixed_shape_cache().emplace(key, shape);
   }
   const std::int64_t sms = device_properties(device_.index).multiprocessors;
-  const std::int64_t needed = std::max<std::int64_t>(1, (threads + shape.block - 1) / shape.block);
-  const std::int64_t cap = std::max<std::int64_t>(1, sms * shape.blocks_per_sm * std::max(1, waves));
-  LaunchConfig c;
-  c.block = Dim3(static_cast<unsigned int>(shape.block));
-  c.grid = Dim3(static_cast<unsigned int>(std::min(needed, cap)));
-  return c;
+  FixedLaunchShape fixed;
+  fixed.block = shape.block;
+  fixed.grid_cap = std::max<std::int64_t>(1, sms * shape.blocks_per_sm * std::max(1, waves));
+  return fixed;
 }
 
 LaunchConfig Kernel::launch_config_1d(std::int64_t work_items, std::size_t shared_mem, int max_block,
