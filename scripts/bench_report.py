@@ -69,6 +69,44 @@ def compare_table(compare):
     return lines
 
 
+def python_overhead_tables(po):
+    """Host time per call from Python, from bench/peers/python_overhead.py's alternating rounds."""
+    lines = []
+    add = po.get("add_interleaved")
+    if add:
+        lines += [f"Python overhead, a 1-element add (`x + y`), medians of {add['rounds']} alternating rounds "
+                  f"of {add['calls_per_round']} calls (us per call; the target is 5 us):", "",
+                  "| tessel | PyTorch | empty-kernel launch from C++ (the floor) | tessel above the floor | "
+                  "PyTorch over tessel | rounds at most 5 us |", "|---:|---:|---:|---:|---:|---:|",
+                  f"| {add['tessel_add_us']:.2f} | {add['torch_add_us']:.2f} | {add['launch_floor_us']:.2f} | "
+                  f"{add['tessel_add_minus_floor_us']:.2f} | {add['torch_over_tessel']:.2f}x | "
+                  f"{100 * add['rounds_tessel_add_at_most_5us']:.0f}% |", ""]
+    k = po.get("kernels_interleaved")
+    if k:
+        def cell(key):
+            return f"{k[key]:.2f}" if key in k else "skipped"
+
+        def ratio(key):
+            return f"{k[key]:.2f}x" if key in k else ""
+
+        lines += [f"Custom kernels from Python, `y = relu(x*a + b) * c` over 1-element float32 arrays, medians of "
+                  f"{k['rounds']} alternating rounds (us per call; the floor: {k['launch_floor_us']:.2f} us):", "",
+                  "| kernel | tessel | peer | peer's time | peer over tessel |", "|---|---:|---|---:|---:|",
+                  f"| fused function (new output) | {cell('tessel_fuse_us')} | `cupy.fuse` | {cell('cupy_fuse_us')} | "
+                  f"{ratio('cupy_fuse_over_tessel_fuse')} |",
+                  f"| fused function (new output) | {cell('tessel_fuse_us')} | PyTorch eager, 4 ops | "
+                  f"{cell('torch_eager_us')} | {ratio('torch_eager_over_tessel_fuse')} |",
+                  f"| `ElementwiseKernel` (new output) | {cell('tessel_elementwise_kernel_us')} | "
+                  f"`cupy.ElementwiseKernel` | {cell('cupy_elementwise_kernel_us')} | "
+                  f"{ratio('cupy_elementwise_over_tessel')} |",
+                  f"| `RawKernel` (given output) | {cell('tessel_raw_kernel_us')} | `cupy.RawKernel` | "
+                  f"{cell('cupy_raw_kernel_us')} | {ratio('cupy_raw_over_tessel_raw')} |",
+                  f"| `RawKernel` (given output) | {cell('tessel_raw_kernel_us')} | Numba `@cuda.jit` | "
+                  f"{cell('numba_jit_us')} | {ratio('numba_over_tessel_raw')} |",
+                  f"| tessel's own 4 ops, unfused | {cell('tessel_unfused_us')} | | | |", ""]
+    return lines
+
+
 def render(path, data):
     date = re.search(r"(\d{4}-\d{2}-\d{2})\.json$", path).group(1)
     rel = os.path.relpath(path, ROOT)
@@ -86,6 +124,8 @@ def render(path, data):
             if os.path.exists(png):
                 out.append(f"![{title}]({os.path.relpath(png, ROOT)})")
         out.append("")
+    if "python_overhead" in data and "add_interleaved" in data["python_overhead"]:
+        out += python_overhead_tables(data["python_overhead"])
     out.append(END)
     return "\n".join(out)
 
