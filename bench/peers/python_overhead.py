@@ -40,6 +40,17 @@ def measure_tessel(device):
     return add, {"add_in_cpp_us": in_cpp, "python_layer_us": add - in_cpp}
 
 
+def alternating_rounds(cases, rounds, sync):
+    """Each case (a function returning microseconds per call) once per round, in order, for
+    `rounds` rounds; the device synchronized after each round. Every case's list of results."""
+    runs = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, measure in cases.items():
+            runs[name].append(measure())
+        sync()
+    return runs
+
+
 def interleaved_add(device, torch):
     """The 1-element add in alternating rounds: tessel's x + y, tessel::add from C++, an empty
     kernel launched from C++ (the floor every op pays), and torch's x + y. The host's speed drifts
@@ -57,11 +68,7 @@ def interleaved_add(device, torch):
         "launch_floor_us": lambda: ts._tessel._time_launch_floor(0, calls),
         "torch_add_us": lambda: per_call_us(lambda: tx + ty, torch.cuda.synchronize, calls, 1),
     }
-    runs = {name: [] for name in cases}
-    for _ in range(rounds):
-        for name, measure in cases.items():
-            runs[name].append(measure())
-        tsync()
+    runs = alternating_rounds(cases, rounds, tsync)
     out = {name: statistics.median(v) for name, v in runs.items()}
     out["rounds"], out["calls_per_round"] = rounds, calls
     out["tessel_add_minus_floor_us"] = statistics.median(
@@ -183,11 +190,7 @@ def interleaved_kernels(device):
     except Exception as error:
         skipped["numba"] = f"{type(error).__name__}: {error}"
 
-    runs = {name: [] for name in cases}
-    for _ in range(rounds):
-        for name, measure in cases.items():
-            runs[name].append(measure())
-        tsync()
+    runs = alternating_rounds(cases, rounds, tsync)
     out = {name: statistics.median(v) for name, v in runs.items()}
     out["rounds"], out["calls_per_round"], out["skipped"] = rounds, calls, skipped
     # Each round's ratio of a peer to tessel's matching kernel, then the median over rounds.
