@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/inline_buffer.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel {
@@ -42,9 +43,9 @@ Strides contiguous_strides(const Shape& shape) {
   return strides;
 }
 
-bool is_contiguous(const Shape& shape, const Strides& strides) { return is_contiguous(shape, strides.data()); }
+bool is_contiguous(const Shape& shape, const Strides& strides) { return is_contiguous_at(shape, strides.data()); }
 
-bool is_contiguous(const Shape& shape, const std::int64_t* strides) {
+bool is_contiguous_at(const Shape& shape, const std::int64_t* strides) {
   if (numel(shape) == 0) return true;
   std::int64_t expected = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {
@@ -84,8 +85,17 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 }
 
 Shape broadcast_shapes(const std::vector<Shape>& shapes, const char* op) {
+  detail::InlineBuffer<const Shape*, 8> pointers(shapes.size());
+  for (std::size_t i = 0; i < shapes.size(); ++i) pointers[i] = &shapes[i];
+  return broadcast_shape_list(pointers.data(), shapes.size(), op);
+}
+
+Shape broadcast_shape_list(const Shape* const* shapes, std::size_t count, const char* op) {
+  bool same = count > 0;
+  for (std::size_t i = 1; i < count && same; ++i) same = *shapes[i] == *shapes[0];
+  if (same) return *shapes[0];
   Shape result;
-  for (const Shape& shape : shapes) result = broadcast_shapes(result, shape, op);
+  for (std::size_t i = 0; i < count; ++i) result = broadcast_shapes(result, *shapes[i], op);
   return result;
 }
 

@@ -76,8 +76,7 @@ ElementwisePlan plan_elementwise(const std::vector<std::int64_t>& shape,
 struct ElementwiseLauncher::Cache {
   struct Entry {
     Kernel kernel;
-    ElementwiseTuning tuning;  // in force when the entry was made; `shape` is its launch shape
-    FixedLaunchShape shape;
+    ElementwiseLaunchShape launch_shape;
   };
   std::mutex mutex;
   std::unordered_map<LaunchKey, Entry, LaunchKeyHash> kernels;
@@ -128,7 +127,7 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
                        " launch");
     }
     if (args[i].data == nullptr && n > 0) throw ValueError(where() + ": operand '" + spec.operands[i].name + "' has no data");
-    contiguous = contiguous && is_contiguous(shape, args[i].strides);
+    contiguous = contiguous && is_contiguous_at(shape, args[i].strides);
   }
   if (!device.is_cuda()) {
     throw DeviceError(where() + ": needs a CUDA device; got arrays on " + device.str());
@@ -213,14 +212,11 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
     request.name = elementwise_kernel_name(variant);
     Cache::Entry loaded;
     loaded.kernel = get_kernel(request, device);  // compiles or loads outside the lock
-    loaded.tuning = tuning;
-    loaded.shape = loaded.kernel.fixed_launch_shape(tuning.block, tuning.waves);
+    loaded.launch_shape = ElementwiseLaunchShape::of(loaded.kernel, tuning);
     std::lock_guard<std::mutex> lock(cache_->mutex);
     entry = &cache_->kernels.emplace(key, std::move(loaded)).first->second;  // another thread's wins a race
   }
-  const LaunchConfig config = entry->tuning == tuning ? entry->shape.config(work)
-                                                      : entry->kernel.launch_config_fixed(work, tuning.block, tuning.waves);
-  entry->kernel.launch(config, params.data(), stream);
+  entry->kernel.launch(entry->launch_shape.config(entry->kernel, work, tuning), params.data(), stream);
 }
 
 void launch_elementwise(ElementwiseSpec spec, const std::vector<std::int64_t>& shape,

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "core/inline_buffer.hpp"
 #include "tessel/array/dtype.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
@@ -135,10 +136,9 @@ std::string ElementwiseKernel::source(ElementwiseLayout layout, int rank, bool i
 
 void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const std::vector<ElementwiseArg>& args,
                                Device device, const std::optional<Stream>& stream) const {
-  std::vector<ElementwiseArgView> views;
-  views.reserve(args.size());
-  for (const ElementwiseArg& a : args) views.push_back(ElementwiseArgView::of(a));
-  launch(shape, views.data(), views.size(), device, stream);
+  detail::InlineBuffer<ElementwiseArgView, 8> views(args.size());
+  for (std::size_t i = 0; i < args.size(); ++i) views[i] = ElementwiseArgView::of(args[i]);
+  launch(shape, views.data(), args.size(), device, stream);
 }
 
 void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const ElementwiseArgView* args,

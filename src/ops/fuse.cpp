@@ -182,16 +182,11 @@ struct FusedPlan {
   std::map<const Node*, Region> regions;  // the root's and every cut node's kernel
 };
 
-// The broadcast shape of `count` arrays: the first one's when they all agree, the common case,
-// which builds no vector of shapes.
+// The broadcast shape of `count` arrays, without copying their shapes into a vector.
 Shape common_shape(const Array* const* arrays, std::size_t count) {
-  bool same = true;
-  for (std::size_t i = 1; i < count && same; ++i) same = arrays[i]->shape() == arrays[0]->shape();
-  if (same && count > 0) return arrays[0]->shape();
-  std::vector<Shape> shapes;
-  shapes.reserve(count);
-  for (std::size_t i = 0; i < count; ++i) shapes.push_back(arrays[i]->shape());
-  return broadcast_shapes(shapes, "fused");
+  detail::InlineBuffer<const Shape*, 16> shapes(count);
+  for (std::size_t i = 0; i < count; ++i) shapes[i] = &arrays[i]->shape();
+  return broadcast_shape_list(shapes.data(), count, "fused");
 }
 
 #ifdef TESSEL_HAVE_CUDA

@@ -22,13 +22,18 @@ Strides contiguous_strides(const Shape& shape);
 
 // Dimensions of size one (and any layout of a zero-size array) do not break contiguity.
 bool is_contiguous(const Shape& shape, const Strides& strides);    // C order
-bool is_contiguous(const Shape& shape, const std::int64_t* strides);  // strides: one per axis of shape
+// The same over a raw strides pointer (one per axis of shape); its own name, so that a braced
+// {0} never picks it over the Strides form.
+bool is_contiguous_at(const Shape& shape, const std::int64_t* strides);
 bool is_f_contiguous(const Shape& shape, const Strides& strides);  // Fortran order
 
 // NumPy broadcasting. ShapeError names the op, both shapes and the failing axis (counted from
 // the start of the broadcast result, as NumPy reports it).
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast_shapes");
 Shape broadcast_shapes(const std::vector<Shape>& shapes, const char* op = "broadcast_shapes");
+// broadcast_shapes over `count` shapes by pointer (callers need not copy their arrays' shapes
+// into a vector); equal shapes, the common case, cost one copy.
+Shape broadcast_shape_list(const Shape* const* shapes, std::size_t count, const char* op = "broadcast_shapes");
 // Strides that view (shape, strides) as `target` (0 for broadcast axes). ShapeError if it can't.
 Strides broadcast_strides(const Shape& shape, const Strides& strides, const Shape& target,
                           const char* op = "broadcast_to");

@@ -15,6 +15,7 @@
 #include "tessel/array/dtype.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/stream.hpp"
+#include "tessel/jit/kernel.hpp"
 
 namespace tessel::jit {
 
@@ -59,6 +60,19 @@ struct ElementwiseTuning {
   bool operator==(const ElementwiseTuning& o) const { return block == o.block && unroll == o.unroll && waves == o.waves; }
 };
 ElementwiseTuning elementwise_tuning();
+// A cached elementwise kernel's launch shape for the tuning in force when it was cached: a launch
+// under that tuning is arithmetic only; under another (set_elementwise_tuning since) it asks the
+// kernel (launch_config_fixed).
+struct ElementwiseLaunchShape {
+  ElementwiseTuning tuning;
+  FixedLaunchShape shape;
+  static ElementwiseLaunchShape of(const Kernel& kernel, const ElementwiseTuning& tuning) {
+    return {tuning, kernel.fixed_launch_shape(tuning.block, tuning.waves)};
+  }
+  LaunchConfig config(const Kernel& kernel, std::int64_t threads, const ElementwiseTuning& now) const {
+    return now == tuning ? shape.config(threads) : kernel.launch_config_fixed(threads, now.block, now.waves);
+  }
+};
 // Validates (ValueError naming the bad field) and applies to every later launch.
 void set_elementwise_tuning(const ElementwiseTuning& tuning);
 // Threads a launch of `n` elements needs: contiguous+aligned covers `unroll` vectors of `vec`

@@ -287,9 +287,7 @@ bool kernel_cache_enabled() {
 struct KernelEntry {
   jit::Kernel kernel;
   int vec = 1;  // jit::vector_width of the spec (contiguous layout)
-  // The launch shape for the tuning in force when the entry was made.
-  jit::ElementwiseTuning tuning;
-  jit::FixedLaunchShape shape;
+  jit::ElementwiseLaunchShape launch_shape;
 };
 
 // A reference into the cache (unordered_map never moves its elements): no Kernel copy per launch.
@@ -322,8 +320,7 @@ const KernelEntry& cached_kernel(const KernelKey& key, const jit::ElementwiseTun
   KernelEntry entry;
   entry.kernel = jit::get_kernel(request, Device::cuda(key.device));  // compiles or loads outside the lock
   entry.vec = jit::vector_width(spec);
-  entry.tuning = tuning;
-  entry.shape = entry.kernel.fixed_launch_shape(tuning.block, tuning.waves);
+  entry.launch_shape = jit::ElementwiseLaunchShape::of(entry.kernel, tuning);
   std::lock_guard<std::mutex> lock(mutex);
   const KernelEntry& stored = cache.emplace(key, std::move(entry)).first->second;  // another thread's wins a race
   last_key = key;
@@ -433,10 +430,7 @@ void elementwise(ElementwiseOp op, int count, const Array* const* inputs, const 
     }
   }
 
-  const jit::LaunchConfig config = entry.tuning == tuning
-                                       ? entry.shape.config(work)
-                                       : entry.kernel.launch_config_fixed(work, tuning.block, tuning.waves);  // tuning changed since
-  entry.kernel.launch(config, params, stream);
+  entry.kernel.launch(entry.launch_shape.config(entry.kernel, work, tuning), params, stream);
 }
 
 }  // namespace tessel::detail::cuda

@@ -34,6 +34,19 @@ TEST(Shape, Broadcasting) {
   EXPECT_EQ(broadcast_shapes({}, {2}), (Shape{2}));
   EXPECT_EQ(broadcast_shapes({0, 1}, {1, 4}), (Shape{0, 4}));
   EXPECT_EQ(broadcast_shapes(std::vector<Shape>{{2, 1}, {1, 3}, {3}}), (Shape{2, 3}));
+  EXPECT_EQ(broadcast_shapes(std::vector<Shape>{}), Shape{});
+  EXPECT_EQ(broadcast_shapes(std::vector<Shape>{{4, 1, 2}, {4, 1, 2}, {4, 1, 2}}), (Shape{4, 1, 2}));
+  // The pointer form: equal shapes, a 0-d among them, more shapes than fit on the stack, a mismatch.
+  const Shape a{2, 1}, b{1, 3}, scalar{}, bad{4};
+  const Shape* mixed[] = {&a, &b, &scalar};
+  EXPECT_EQ(broadcast_shape_list(mixed, 3, "op"), (Shape{2, 3}));
+  std::vector<const Shape*> many(20, &a);
+  EXPECT_EQ(broadcast_shape_list(many.data(), many.size(), "op"), a);
+  many.push_back(&b);
+  EXPECT_EQ(broadcast_shape_list(many.data(), many.size(), "op"), (Shape{2, 3}));
+  EXPECT_EQ(broadcast_shape_list(mixed, 0, "op"), Shape{});
+  const Shape* clash[] = {&a, &b, &bad};
+  testing::expect_error<ShapeError>([&] { broadcast_shape_list(clash, 3, "fused"); }, {"fused", "(2, 3)", "(4,)"});
   testing::expect_error<ShapeError>([] { broadcast_shapes({2, 3}, {4, 3}, "add"); },
                                     {"add", "(2, 3)", "(4, 3)", "axis 0", "sizes 2 and 4"});
   testing::expect_error<ShapeError>([] { broadcast_shapes({5, 2, 3}, {4}); }, {"(5, 2, 3)", "(4,)", "axis 2"});
