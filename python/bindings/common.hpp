@@ -88,7 +88,9 @@ inline nb::object wrap_array(Array&& a) {
 }
 // h itself when it is an Array, else tessel.asarray(h, device=device) (lists, NumPy arrays,
 // DLPack / CUDA array interface producers). TypeError for objects that are not arrays.
-Array to_array(nb::handle h, std::optional<Device> device = std::nullopt);
+// without_copy: asarray's copy=False (ValueError when only a copy would do, e.g. a NumPy array
+// for a CUDA device), for arrays that are written in place.
+Array to_array(nb::handle h, std::optional<Device> device = std::nullopt, bool without_copy = false);
 
 // ---- Python objects owned by C++ (foreign-memory keep-alives, cached modules) ----
 // A new reference to `owner`, dropped (with the GIL taken) when the last copy of the result goes.

@@ -352,11 +352,12 @@ bool to_scalar(nb::handle h, Scalar& out) {
   return false;
 }
 
-Array to_array(nb::handle h, std::optional<Device> device) {
+Array to_array(nb::handle h, std::optional<Device> device, bool without_copy) {
   if (is_array(h)) return as_array(h);
   // Leaked on purpose: a static nb::object would be released after the interpreter is gone.
   static nb::object* asarray = new nb::object(nb::module_::import_("tessel").attr("asarray"));
-  nb::object result = device ? (*asarray)(h, "device"_a = *device) : (*asarray)(h);
+  const nb::object copy = without_copy ? nb::object(nb::bool_(false)) : nb::none();
+  nb::object result = device ? (*asarray)(h, "device"_a = *device, "copy"_a = copy) : (*asarray)(h, "copy"_a = copy);
   return nb::cast<Array>(result);
 }
 

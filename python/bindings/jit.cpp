@@ -145,8 +145,8 @@ nb::object elementwise_call(const jit::ElementwiseKernel& k, nb::args args, nb::
   };
   std::vector<ScalarBytes> scalars(count);
   std::vector<const Array*> given(args.size(), nullptr);  // nullptr: a scalar input
-  const Shape* first_shape = nullptr;
-  bool same_shapes = true;
+  std::vector<const Shape*> shapes;
+  shapes.reserve(args.size());
   for (std::size_t j = 0; j < args.size(); ++j) {
     nb::handle h = args[j];  // args follow the operands: the inputs, then the outputs
     Scalar value;
@@ -155,27 +155,24 @@ nb::object elementwise_call(const jit::ElementwiseKernel& k, nb::args args, nb::
     } else if (j < n_in && to_scalar(h, value)) {
       value.store(operands[j].dtype, scalars[j].bytes);
       continue;
-    } else {
+    } else if (j < n_in) {
       given[j] = hold(to_array(h, *device));
-    }
-    if (!first_shape) {
-      first_shape = &given[j]->shape();
     } else {
-      same_shapes = same_shapes && given[j]->shape() == *first_shape;
+      // An output is written in place: a foreign array only as a view of its own memory, never
+      // as a copy that would take the results away from the caller.
+      try {
+        given[j] = hold(to_array(h, *device, /*without_copy=*/true));
+      } catch (const nb::python_error& e) {
+        throw tessel::ValueError("ElementwiseKernel '" + k.name() + "': output '" + operands[j].name +
+                                 "' must be an array on " + device->str() + " that can be written in place; got " +
+                                 nb::cast<std::string>(nb::type_name(h.type())) + " (" + nb::cast<std::string>(nb::str(e.value())) + ")");
+      }
     }
+    shapes.push_back(&given[j]->shape());
   }
-  Shape shape;
-  if (first_shape && same_shapes) {
-    shape = *first_shape;
-  } else if (first_shape) {
-    std::vector<Shape> shapes;
-    for (const Array* a : given) {
-      if (a) shapes.push_back(a->shape());
-    }
-    shape = broadcast_shapes(shapes, "ElementwiseKernel");
-  }
+  Shape shape = broadcast_shape_list(shapes.data(), shapes.size(), "ElementwiseKernel");
   if (!size.is_none()) {
-    if (first_shape) throw tessel::ValueError("ElementwiseKernel '" + k.name() + "': size= only without array operands");
+    if (!shapes.empty()) throw tessel::ValueError("ElementwiseKernel '" + k.name() + "': size= only without array operands");
     shape = Shape{nb::cast<std::int64_t>(size)};
   }
   const Stream stream = to_optional_stream(stream_arg, *device).value_or(device->is_cuda() ? current_stream(*device) : Stream::cpu());

@@ -270,6 +270,20 @@ def test_elementwise_kernel_operands_borrowed_cast_broadcast_and_outputs(rng):
     got = k(ta, ts.asarray(b, device="cuda"), 1.0, zo, wo)
     assert got[0] is zo and got[1] is wo
     assert_close(zo, a + b.astype("float32"), rtol=1e-6)
+    # A host NumPy array cannot be written in place by a CUDA kernel: an error, not a lost result.
+    host_out = np.full((6, 5), np.nan, dtype="float32")
+    with pytest.raises(ts.ValueError, match="output 'z' must be an array on cuda:0 that can be written in place"):
+        k(ta, ts.asarray(b, device="cuda"), 1.0, host_out, wo)
+    assert np.isnan(host_out).all()
+    # A foreign CUDA array is written through a view of its memory.
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        tz = torch.full((6, 5), float("nan"), device="cuda")
+        k(ta, ts.asarray(b, device="cuda"), 1.0, tz, wo)
+        assert_close(tz.cpu().numpy(), a + b.astype("float32"), rtol=1e-6)
     with pytest.raises(ts.ShapeError, match="output 'z' has shape"):
         k(ta, ts.asarray(b, device="cuda"), 1.0, ts.empty((5,), device="cuda"), wo)
     with pytest.raises(ts.DTypeError, match="output 'w' is float32, declared float64"):
