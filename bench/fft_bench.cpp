@@ -86,8 +86,8 @@ double max_rel_error(const Array& got, const Array& input, const std::vector<std
 }
 
 Array random_complex64(const Shape& shape, Device device) {
-  return add(random::uniform(shape, -1, 1, DType::float32, device).astype(DType::complex64),
-             multiply(random::uniform(shape, -1, 1, DType::float32, device).astype(DType::complex64),
+  return add(astype(random::uniform(shape, -1, 1, DType::float32, device), DType::complex64),
+             multiply(astype(random::uniform(shape, -1, 1, DType::float32, device), DType::complex64),
                       Scalar(std::complex<double>(0, 1))));
 }
 

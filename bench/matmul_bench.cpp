@@ -94,7 +94,7 @@ extern "C" __global__ void tessel_fma_peak(float* out, int iterations, float x, 
   return flop / ms / 1e9;
 }
 
-std::vector<float> host_floats(const Array& x) { return x.astype(DType::float32).to(Device::cpu()).to_vector<float>(); }
+std::vector<float> host_floats(const Array& x) { return astype(x, DType::float32).to(Device::cpu()).to_vector<float>(); }
 
 double activation(double x, MatmulEpilogue e) {
   switch (e) {
@@ -174,10 +174,10 @@ nlohmann::json autotune_sweep(const Device gpu, const std::function<bool(double,
   for (const Case& c : cases) {
     const std::int64_t m = c.m, n = c.n, k = c.k;
     const double flop = 2.0 * m * n * k;
-    const Array a = random::uniform({m, k}, -1, 1, DType::float32, gpu).astype(c.dtype);
-    const Array b = c.b_t ? random::uniform({n, k}, -1, 1, DType::float32, gpu).astype(c.dtype).T()
-                          : random::uniform({k, n}, -1, 1, DType::float32, gpu).astype(c.dtype);
-    const Array bias = random::uniform({n}, -1, 1, DType::float32, gpu).astype(c.dtype);
+    const Array a = astype(random::uniform({m, k}, -1, 1, DType::float32, gpu), c.dtype);
+    const Array b = c.b_t ? astype(random::uniform({n, k}, -1, 1, DType::float32, gpu), c.dtype).T()
+                          : astype(random::uniform({k, n}, -1, 1, DType::float32, gpu), c.dtype);
+    const Array bias = astype(random::uniform({n}, -1, 1, DType::float32, gpu), c.dtype);
     const std::vector<float> ah = host_floats(a), bh = host_floats(b.contiguous()), biash = host_floats(bias);
     for (const Epi& e : epilogues) {
       MatmulOptions o;
@@ -300,9 +300,9 @@ int main(int argc, char** argv) {
   for (GemmShape s : {GemmShape{4096, 4096, 4096}, GemmShape{8192, 8192, 8192}, GemmShape{16384, 4096, 1024}}) {
     const std::int64_t m = s.m, n = s.n, k = s.k;
     const double flop = 2.0 * m * n * k;
-    const Array a = random::uniform({m, k}, -1, 1, DType::float32, gpu).astype(DType::bfloat16);
-    const Array b = random::uniform({k, n}, -1, 1, DType::float32, gpu).astype(DType::bfloat16);
-    const Array bias = random::uniform({n}, -1, 1, DType::float32, gpu).astype(DType::bfloat16);
+    const Array a = astype(random::uniform({m, k}, -1, 1, DType::float32, gpu), DType::bfloat16);
+    const Array b = astype(random::uniform({k, n}, -1, 1, DType::float32, gpu), DType::bfloat16);
+    const Array bias = astype(random::uniform({n}, -1, 1, DType::float32, gpu), DType::bfloat16);
     const std::vector<float> ah = host_floats(a), bh = host_floats(b), biash = host_floats(bias);
     Array d = empty({m, n}, DType::bfloat16, gpu);
     const double tol = 1e-2;  // bf16 output rounding relative to the sum of |products|

@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
        [&](std::size_t i) { return double(float(av[i] + bv[i])); }},
       {"add_us", "add(a, b)", [&] { return add(a, b); }, [&](std::size_t i) { return double(float(av[i] + bv[i])); }},
       {"cuda_backend_add_us", "backend add alone", [&] {
-         detail::cuda::elementwise(ElementwiseOp::add, 2, backend_inputs, backend_scalars, backend_dtypes, c, stream);
+         backend::cuda::elementwise(ElementwiseOp::add, 2, backend_inputs, backend_scalars, backend_dtypes, c, stream);
          return c;
        },
        [&](std::size_t i) { return double(float(av[i] + bv[i])); }},

@@ -20,6 +20,7 @@
 #include "tessel/array/array.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/memory/buffer.hpp"
+#include "tessel/ops/cast.hpp"
 #include "tessel/ops/random.hpp"
 #include "tessel/ops/reduce.hpp"
 #include "tessel/ops/sort.hpp"

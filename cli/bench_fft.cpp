@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "bench_suite.hpp"
+#include "tessel/ops/cast.hpp"
 #include "tessel/ops/elementwise.hpp"
 #include "tessel/ops/fft.hpp"
 #include "tessel/ops/random.hpp"
@@ -17,7 +18,7 @@ namespace {
 Array random_complex64(const Shape& shape, const Context& ctx) {
   const Array re = random::uniform(shape, -1, 1, DType::float32, ctx.device, ctx.stream);
   const Array im = random::uniform(shape, -1, 1, DType::float32, ctx.device, ctx.stream);
-  return add(re.astype(DType::complex64, ctx.stream), multiply(im.astype(DType::complex64, ctx.stream),
+  return add(astype(re, DType::complex64, ctx.stream), multiply(astype(im, DType::complex64, ctx.stream),
                                                               Scalar(std::complex<double>(0, 1)), std::nullopt, ctx.stream),
              std::nullopt, ctx.stream);
 }
@@ -26,8 +27,8 @@ Array random_complex64(const Shape& shape, const Context& ctx) {
 double row_error(const Array& x, const Array& y, const std::vector<std::int64_t>& rows) {
   double worst = 0, scale = 1e-30;
   for (std::int64_t r : rows) {
-    const auto in = x[r].to(Device::cpu()).astype(DType::complex128).to_vector<std::complex<double>>();
-    const auto out = y[r].to(Device::cpu()).astype(DType::complex128).to_vector<std::complex<double>>();
+    const auto in = astype(x[r].to(Device::cpu()), DType::complex128).to_vector<std::complex<double>>();
+    const auto out = astype(y[r].to(Device::cpu()), DType::complex128).to_vector<std::complex<double>>();
     const std::size_t n = in.size();
     for (std::size_t k = 0; k < n; k += 37) {  // a sample of bins; each is an O(n) sum
       std::complex<double> want = 0;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "tessel/core/error.hpp"
+#include "tessel/ops/cast.hpp"
 
 namespace tessel::cli::bench {
 
@@ -32,7 +33,7 @@ Row skipped_row(const std::string& workload, const std::string& variant, const s
 }
 
 std::vector<double> host_doubles(const Array& a) {
-  const Array f = a.astype(DType::float64).to(Device::cpu());
+  const Array f = astype(a, DType::float64).to(Device::cpu());
   return f.to_vector<double>();
 }
 

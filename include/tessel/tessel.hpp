@@ -23,6 +23,7 @@
 #include "tessel/jit/kernel.hpp"
 #include "tessel/jit/kernel_cache.hpp"
 #include "tessel/jit/user_kernels.hpp"
+#include "tessel/ops/cast.hpp"
 #include "tessel/ops/elementwise.hpp"
 #include "tessel/ops/fft.hpp"
 #include "tessel/ops/fuse.hpp"

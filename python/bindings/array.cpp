@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "tessel/ops/cast.hpp"
 
 namespace tessel::python {
 namespace {
@@ -93,7 +94,7 @@ nb::object to_numpy(const Array& a, nb::handle dtype, nb::handle copy) {
                              "for a zero-copy view of a CPU array");
   }
   nb::handle np = numpy_module();
-  Array src = a.dtype() == DType::bfloat16 ? a.astype(DType::float32) : a;
+  Array src = a.dtype() == DType::bfloat16 ? astype(a, DType::float32) : a;
   nb::object out = np.attr("empty")(to_tuple(src.shape()), dtype_name(src.dtype()));
   const auto ptr = nb::cast<std::uintptr_t>(out.attr("__array_interface__")["data"][0]);
   {
@@ -113,7 +114,7 @@ std::int64_t correction_to_ddof(double correction) {
 
 Array cast_if(const Array& a, nb::handle dtype) {
   auto d = to_optional_dtype(dtype);
-  return d && *d != a.dtype() ? a.astype(*d) : a;
+  return d && *d != a.dtype() ? astype(a, *d) : a;
 }
 
 }  // namespace
@@ -199,7 +200,7 @@ void register_array(nb::module_& m) {
       .def("astype", [](const Array& a, nb::handle dtype, bool copy) {
         const DType d = to_dtype(dtype);
         if (!copy && d == a.dtype()) return a;
-        return a.astype(d);
+        return astype(a, d);
       }, "dtype"_a, nb::kw_only(), "copy"_a = true)
       .def("copy", [](const Array& a) { return a.copy(); })
       .def("contiguous", [](const Array& a) { return a.contiguous(); })

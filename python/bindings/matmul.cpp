@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "tessel/ops/cast.hpp"
 
 namespace tessel::python {
 namespace {
@@ -38,8 +39,8 @@ bool is_float_or_complex(DType d) { return is_floating(d) || is_complex(d); }
 void promote(Array& a, Array& b) {
   if (a.dtype() == b.dtype()) return;
   const DType d = result_type(a.dtype(), b.dtype());
-  if (a.dtype() != d) a = a.astype(d);
-  if (b.dtype() != d) b = b.astype(d);
+  if (a.dtype() != d) a = astype(a, d);
+  if (b.dtype() != d) b = astype(b, d);
 }
 
 // Integer products other than int8 x int8 (which the backends run with int32 accumulation) have
@@ -60,7 +61,7 @@ Array integer_matmul(const Array& a_in, const Array& b_in) {
   if (b_in.ndim() == 1) r = r.squeeze({-1});
   if (a_in.ndim() == 1) r = r.squeeze({b_in.ndim() == 1 ? -1 : -2});
   // sum widens small integers; NumPy and the Array API keep the operands' dtype (wrapping).
-  return r.dtype() == a_in.dtype() ? r : r.astype(a_in.dtype());
+  return r.dtype() == a_in.dtype() ? r : astype(r, a_in.dtype());
 }
 
 // The shape of a @ b, or nullopt when the shapes do not fit (the C++ op then raises the error).
@@ -218,11 +219,11 @@ void register_matmul(nb::module_& m) {
       // Integers: exact, with the same checks as the C++ op for the contracted axis.
       if (x1.ndim() == 0 || x2.ndim() == 0 || axis >= 0 || -axis > std::min(x1.ndim(), x2.ndim()) ||
           x1.dim(axis) != x2.dim(axis)) {
-        return vecdot(x1.astype(DType::float64), x2.astype(DType::float64), axis);  // raises the C++ error
+        return vecdot(astype(x1, DType::float64), astype(x2, DType::float64), axis);  // raises the C++ error
       }
       if (is_bool(x1.dtype())) throw tessel::DTypeError("vecdot: needs numeric arrays, got bool");
       Array r = sum(multiply(x1, x2), std::vector<std::int64_t>{axis});
-      return r.dtype() == x1.dtype() ? r : r.astype(x1.dtype());  // Array API: the promoted input dtype
+      return r.dtype() == x1.dtype() ? r : astype(r, x1.dtype());  // Array API: the promoted input dtype
     }
     return vecdot(x1, x2, axis);
   }, "x1"_a, "x2"_a, nb::kw_only(), "axis"_a = -1,

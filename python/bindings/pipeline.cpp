@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "common.hpp"
+#include "tessel/ops/cast.hpp"
 #include "tessel/pipeline/graph.hpp"
 #include "tessel/pipeline/pipeline.hpp"
 

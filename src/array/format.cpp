@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "array/backend.hpp"
 #include "array/cast.hpp"
 #include "tessel/array/array.hpp"
 
@@ -161,7 +162,12 @@ std::string Array::str() const {
       if (shown.dim(axis) > 2 * edge_items) {
         const Array head = shown.slice(axis, Slice(std::nullopt, edge_items));
         const Array tail = shown.slice(axis, Slice(-edge_items, std::nullopt));
-        shown = concatenate({head.to(Device::cpu()), tail.to(Device::cpu())}, axis);
+        Shape joined = head.shape();
+        joined[static_cast<std::size_t>(axis)] = 2 * edge_items;
+        Array both = empty(joined, dtype_, Device::cpu());
+        detail::copy_into(both.slice(axis, Slice(std::nullopt, edge_items)), head, std::nullopt);
+        detail::copy_into(both.slice(axis, Slice(edge_items, std::nullopt)), tail, std::nullopt);
+        shown = both;
       }
     }
   }
@@ -169,7 +175,9 @@ std::string Array::str() const {
     using T = typename decltype(tag)::type;
     std::vector<T> values;
     if constexpr (std::is_same_v<T, bool>) {
-      for (unsigned char v : shown.astype(DType::uint8).to_vector<std::uint8_t>()) values.push_back(v != 0);
+      std::vector<unsigned char> bytes(static_cast<std::size_t>(shown.size()));  // a bool is one byte, 0 or 1
+      shown.to_host(bytes.data());
+      for (unsigned char v : bytes) values.push_back(v != 0);
     } else {
       values.resize(static_cast<std::size_t>(shown.size()));
       shown.to_host(values.data());

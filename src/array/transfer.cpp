@@ -92,13 +92,13 @@ void copy_same_device(const Array& dst, const Array& src, const Stream& stream) 
   if (dst.device().is_cpu()) {
     src.wait();
     dst.wait();
-    cpu_backend::copy(strided_ref(dst), strided_ref(src), Stream::cpu());
+    backend::cpu::copy(strided_ref(dst), strided_ref(src), Stream::cpu());
     return;
   }
 #if defined(TESSEL_HAVE_CUDA)
   use_on_stream(src, stream);
   use_on_stream(dst, stream);
-  cuda_backend::copy(strided_ref(dst), strided_ref(src), stream);
+  backend::cuda::copy(strided_ref(dst), strided_ref(src), stream);
   dst.storage()->record_pending_write(stream);
 #else
   (void)stream;
@@ -131,9 +131,9 @@ Array transfer(const Array& source, Device device, const Stream& stream) {
     if (!staging->page_locked()) {
       staging = Buffer::allocate_pinned(bytes);
       if (bytes > 0) std::memcpy(staging->data(), source.data(), static_cast<std::size_t>(bytes));
-      cuda_backend::memcpy_async(result.data(), device, staging->data(), Device::cpu(), bytes, stream);
+      backend::cuda::memcpy_async(result.data(), device, staging->data(), Device::cpu(), bytes, stream);
     } else {
-      cuda_backend::memcpy_async(result.data(), device, source.data(), Device::cpu(), bytes, stream);
+      backend::cuda::memcpy_async(result.data(), device, source.data(), Device::cpu(), bytes, stream);
     }
     result.storage()->record_pending_write(stream);
     release_after(stream, std::move(staging));
@@ -144,7 +144,7 @@ Array transfer(const Array& source, Device device, const Stream& stream) {
     // Device -> host lands in pinned memory so the copy stays asynchronous; host reads of the
     // result wait for it.
     Array result = empty_pinned(source.shape(), source.dtype());
-    cuda_backend::memcpy_async(result.data(), Device::cpu(), source.data(), from, bytes, stream);
+    backend::cuda::memcpy_async(result.data(), Device::cpu(), source.data(), from, bytes, stream);
     result.storage()->record_pending_write(stream);
     release_after(stream, result.buffer());  // the pinned block outlives the copy even if dropped
     return result;
@@ -159,7 +159,7 @@ Array transfer(const Array& source, Device device, const Stream& stream) {
     stream.wait(allocated);
     result.buffer()->record_stream(stream);
   }
-  cuda_backend::memcpy_async(result.data(), device, source.data(), from, bytes, stream);
+  backend::cuda::memcpy_async(result.data(), device, source.data(), from, bytes, stream);
   result.storage()->record_pending_write(stream);
   return result;
 #else
@@ -191,21 +191,29 @@ Stream transfer_stream(Device from, Device to, const OptionalStream& stream) {
 
 using detail::allocate_array;
 
-void copyto(const Array& dst, const Array& src, const OptionalStream& stream) {
-  detail::check_defined(dst, "copyto", "dst");
-  detail::check_defined(src, "copyto", "src");
+namespace detail {
+
+void copy_into(const Array& dst, const Array& src, const OptionalStream& stream) {
+  check_defined(dst, "copy", "dst");
+  check_defined(src, "copy", "src");
+  if (dst.dtype() != src.dtype()) {
+    throw DTypeError(std::string("copy: the array layer copies one dtype; got ") + dtype_name(src.dtype()) + " into " +
+                     dtype_name(dst.dtype()) + " (casts are tessel::copyto and tessel::astype)");
+  }
   const Array broadcast_source = src.broadcast_to(dst.shape());
   if (dst.size() == 0) return;
   if (src.device() == dst.device()) {
-    detail::copy_same_device(dst, broadcast_source, detail::resolve_stream(dst.device(), stream));
+    copy_same_device(dst, broadcast_source, resolve_stream(dst.device(), stream));
     return;
   }
-  // Move the (un-broadcast) source over first, then broadcast and cast on dst's device.
-  const Stream transfer_stream = detail::transfer_stream(src.device(), dst.device(), stream);
-  const Array packed = src.contiguous(detail::stream_on(src.device(), transfer_stream));
-  const Array moved = detail::transfer(packed, dst.device(), transfer_stream);
-  detail::copy_same_device(dst, moved.broadcast_to(dst.shape()), detail::resolve_stream(dst.device(), stream));
+  // Move the (un-broadcast) source over first, then broadcast on dst's device.
+  const Stream moving = transfer_stream(src.device(), dst.device(), stream);
+  const Array packed = src.contiguous(stream_on(src.device(), moving));
+  const Array moved = transfer(packed, dst.device(), moving);
+  copy_same_device(dst, moved.broadcast_to(dst.shape()), resolve_stream(dst.device(), stream));
 }
+
+}  // namespace detail
 
 void fill(const Array& dst, Scalar value, const OptionalStream& stream) {
   detail::check_defined(dst, "fill", "dst");
@@ -214,13 +222,13 @@ void fill(const Array& dst, Scalar value, const OptionalStream& stream) {
   value.store(dst.dtype(), bytes);
   if (dst.device().is_cpu()) {
     dst.wait();
-    detail::cpu_backend::fill(detail::strided_ref(dst), bytes, Stream::cpu());
+    backend::cpu::fill(detail::strided_ref(dst), bytes, Stream::cpu());
     return;
   }
 #if defined(TESSEL_HAVE_CUDA)
   const Stream s = detail::resolve_stream(dst.device(), stream);
   detail::use_on_stream(dst, s);
-  detail::cuda_backend::fill(detail::strided_ref(dst), bytes, s);
+  backend::cuda::fill(detail::strided_ref(dst), bytes, s);
   dst.storage()->record_pending_write(s);
 #else
   (void)stream;
@@ -232,21 +240,13 @@ Array Array::copy(const OptionalStream& stream) const {
   detail::check_defined(*this, "copy", "the array");
   const Stream s = detail::resolve_stream(device(), stream);
   Array result = allocate_array(shape_, dtype_, device(), s);
-  copyto(result, *this, s);
+  detail::copy_into(result, *this, s);
   return result;
 }
 
 Array Array::contiguous(const OptionalStream& stream) const {
   if (defined() && is_contiguous()) return *this;
   return copy(stream);
-}
-
-Array Array::astype(DType dtype, const OptionalStream& stream) const {
-  detail::check_defined(*this, "astype", "the array");
-  const Stream s = detail::resolve_stream(device(), stream);
-  Array result = allocate_array(shape_, dtype, device(), s);
-  copyto(result, *this, s);
-  return result;
 }
 
 Array Array::to(Device device, const OptionalStream& stream) const {
@@ -264,7 +264,7 @@ void Array::to_host(void* dst) const {
   const Strides packed = contiguous_strides(shape_);
   if (device().is_cpu()) {
     wait();
-    detail::cpu_backend::copy(detail::StridedRef{dst, dtype_, shape_, packed}, detail::strided_ref(*this), Stream::cpu());
+    backend::cpu::copy(detail::StridedRef{dst, dtype_, shape_, packed}, detail::strided_ref(*this), Stream::cpu());
     return;
   }
 #if defined(TESSEL_HAVE_CUDA)
@@ -272,7 +272,7 @@ void Array::to_host(void* dst) const {
   const Array source = contiguous(s);
   detail::use_on_stream(source, s);
   // A synchronous read: the copy into the caller's (possibly pageable) memory, then the wait.
-  detail::cuda_backend::memcpy_async(dst, Device::cpu(), source.data(), device(), nbytes(), s);
+  backend::cuda::memcpy_async(dst, Device::cpu(), source.data(), device(), nbytes(), s);
   s.synchronize();
   detail::collect_finished_releases();
 #else

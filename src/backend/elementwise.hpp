@@ -4,33 +4,15 @@
 // dtype of the op (where: input 0 is bool) and the output's shape, as a (possibly broadcast,
 // strided, negative-stride) view; `out` has the result dtype, and does not overlap any input
 // unless it is the identical view. The backend only loops.
+#include <string>
 #include <vector>
 
-#include <optional>
-#include <string>
-
 #include "tessel/array/array.hpp"
+#include "tessel/core/stream.hpp"
 #include "tessel/jit/elementwise.hpp"
 #include "tessel/ops/elementwise.hpp"
 
-namespace tessel::detail {
-// The dtypes an op computes in and returns for promoted input dtype `promoted` (where: the
-// promotion of its two value inputs), from the op's dtype table. DTypeError when unsupported.
-struct ElementwiseTypes {
-  DType compute;
-  DType result;
-};
-ElementwiseTypes elementwise_types(ElementwiseOp op, DType promoted);
-
-// One input of an op: an array, or a weak Python scalar (array undefined).
-struct ElementwiseOperand {
-  Array array;
-  std::optional<Scalar> scalar;
-};
-// The ops' common path, with scalar operands allowed anywhere (fusion's eager fallback uses it).
-Array elementwise_operands(ElementwiseOp op, std::vector<ElementwiseOperand> operands, const OptionalArray& out,
-                           const OptionalStream& stream);
-
+namespace tessel::backend {
 namespace cpu {
 void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array& out);
 }
@@ -52,4 +34,4 @@ jit::Expr op_expression(ElementwiseOp op, const std::vector<jit::Expr>& args, DT
 // Device helpers every op expression may call; a spec built from op_expression needs it.
 const char* elementwise_preamble();
 }  // namespace cuda
-}  // namespace tessel::detail
+}  // namespace tessel::backend

@@ -1,6 +1,7 @@
 // Launching generated elementwise kernels over memory: layout choice, dimension collapsing, index
 // width, launch shape. Backend-neutral; get_kernel raises DeviceError without CUDA.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -78,12 +79,33 @@ struct ElementwiseLauncher::Cache {
     Kernel kernel;
     ElementwiseLaunchShape launch_shape;
   };
+  std::uint64_t id = 0;  // process-unique: the thread-local fast path below never matches a dead launcher
   std::mutex mutex;
   std::unordered_map<LaunchKey, Entry, LaunchKeyHash> kernels;
 };
 
+namespace {
+
+std::uint64_t next_launcher_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The kernel the calling thread launched last: a loop of the same tiny op finds its kernel with one
+// comparison, no lock and no hash.
+struct LastLaunch {
+  std::uint64_t launcher_id = 0;
+  LaunchKey key{};
+  const void* entry = nullptr;
+};
+thread_local LastLaunch last_launch;
+
+}  // namespace
+
 ElementwiseLauncher::ElementwiseLauncher(ElementwiseSpec spec)
-    : spec_(std::move(spec)), vec_(vector_width(spec_)), cache_(std::make_unique<Cache>()) {}
+    : spec_(std::move(spec)), vec_(vector_width(spec_)), cache_(std::make_unique<Cache>()) {
+  cache_->id = next_launcher_id();
+}
 
 ElementwiseLauncher::~ElementwiseLauncher() = default;
 
@@ -196,7 +218,10 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
   // The unroll only shapes the contiguous kernel; the strided one keeps the spec's.
   const LaunchKey key{plan.layout, plan.rank, plan.index32, contiguous ? tuning.unroll : spec.unroll, device.index};
   const Cache::Entry* entry = nullptr;
-  {
+  LastLaunch& last = last_launch;
+  if (last.launcher_id == cache_->id && last.key == key) {
+    entry = static_cast<const Cache::Entry*>(last.entry);
+  } else {
     std::lock_guard<std::mutex> lock(cache_->mutex);
     auto it = cache_->kernels.find(key);
     if (it != cache_->kernels.end()) entry = &it->second;
@@ -216,12 +241,10 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
     std::lock_guard<std::mutex> lock(cache_->mutex);
     entry = &cache_->kernels.emplace(key, std::move(loaded)).first->second;  // another thread's wins a race
   }
+  last = LastLaunch{cache_->id, key, entry};
+  // Kernel::launch makes the kernel's device current for the launch (the one device guard of
+  // every generated kernel).
   entry->kernel.launch(entry->launch_shape.config(entry->kernel, work, tuning), params.data(), stream);
-}
-
-void launch_elementwise(ElementwiseSpec spec, const std::vector<std::int64_t>& shape,
-                        const std::vector<ElementwiseArg>& args, Device device, const Stream& stream) {
-  ElementwiseLauncher(std::move(spec)).launch(shape, args, device, stream);
 }
 
 }  // namespace tessel::jit

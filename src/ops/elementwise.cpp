@@ -1,6 +1,7 @@
 // Backend-neutral part of the elementwise ops: the dtype table, promotion, broadcasting, device
 // checks, out= validation and overlap staging. The backends get inputs already cast to the
 // compute dtype and broadcast to the output shape (see src/backend/elementwise.hpp).
+#include "tessel/ops/cast.hpp"
 #include "tessel/ops/elementwise.hpp"
 
 #include <array>
@@ -9,6 +10,7 @@
 
 #include "array/backend.hpp"
 #include "backend/elementwise.hpp"
+#include "ops/elementwise_operands.hpp"
 #include "tessel/core/profile_range.hpp"
 
 namespace tessel {
@@ -322,7 +324,7 @@ Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const Opti
       continue;
     }
     Array a = operands[i].scalar ? full({}, *operands[i].scalar, want, *device, s) : *operands[i].array;
-    if (a.dtype() != want) a = a.astype(want, s);
+    if (a.dtype() != want) a = astype(a, want, s);
     staged[i] = a.broadcast_to(shape);
     inputs[i] = &staged[i];
   }
@@ -344,14 +346,14 @@ Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const Opti
         cpu_inputs.push_back(*inputs[i]);
       }
       target.wait();
-      detail::cpu::elementwise(op_id, cpu_inputs, target);
+      backend::cpu::elementwise(op_id, cpu_inputs, target);
     } else {
 #ifdef TESSEL_HAVE_CUDA
       for (int i = 0; i < count; ++i) {
         if (inputs[i]) inputs[i]->storage()->wait_on_stream(s);
       }
       target.storage()->wait_on_stream(s);
-      detail::cuda::elementwise(op_id, count, inputs, scalars, in_dtypes, target, s);
+      backend::cuda::elementwise(op_id, count, inputs, scalars, in_dtypes, target, s);
       target.storage()->record_pending_write(s);
 #else
       (void)scalars;  // read only by the CUDA backend

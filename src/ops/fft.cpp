@@ -7,6 +7,7 @@
 // one stride (cuFFT's advanced layout: istride / idist) when the other axes collapse into one;
 // otherwise it copies the input to contiguous rows first. Outputs are fresh contiguous rows,
 // returned as a view in the caller's axis order.
+#include "tessel/ops/cast.hpp"
 #include "tessel/ops/fft.hpp"
 
 #include <algorithm>
@@ -253,7 +254,7 @@ Array execute(const Array& x, const Resolved& r, const Stream& stream, std::vect
   bool owned = false;
   Array current = x;
   if (current.dtype() != r.input_dtype) {
-    current = current.astype(r.input_dtype, stream);
+    current = astype(current, r.input_dtype, stream);
     owned = true;
   }
   if (r.steps.empty()) return owned ? current : current.copy(stream);
@@ -335,7 +336,7 @@ Array hfft(const Array& x, OptionalLength n, std::int64_t axis, std::string_view
   TESSEL_OP_RANGE("hfft");
   const Stream stream = detail::op_stream(x, stream_arg, "hfft");
   const std::string_view swapped = swapped_norm(norm, "hfft");
-  const Array c = x.astype(complex_dtype_for(x.dtype()), stream);
+  const Array c = astype(x, complex_dtype_for(x.dtype()), stream);
   return transform_1d(conj(c, std::nullopt, stream), Transform::irfft, n, axis, swapped, stream, "hfft");
 }
 Array ihfft(const Array& x, OptionalLength n, std::int64_t axis, std::string_view norm, const OptionalStream& stream_arg) {
@@ -395,7 +396,7 @@ Array frequencies(std::int64_t n, double d, DType dtype, Device device, const Op
     values[static_cast<std::size_t>(i)] = static_cast<double>(k) * step;
   }
   Array result = from_host(values.data(), {count}, DType::float64, device, stream);
-  return dtype == DType::float64 ? result : result.astype(dtype, stream);
+  return dtype == DType::float64 ? result : astype(result, dtype, stream);
 }
 
 Array roll_halves(const Array& x, const OptionalAxes& axes_arg, bool inverse, const OptionalStream& stream_arg,

@@ -1,5 +1,6 @@
 // fuse(): the traced graph is typed with the same promotion rules as the eager ops, then either
 // lowered to one jit expression (CUDA) or evaluated node by node (CPU, or fusion off).
+#include "tessel/ops/cast.hpp"
 #include "tessel/ops/fuse.hpp"
 
 #include <atomic>
@@ -16,6 +17,7 @@
 
 #include "array/backend.hpp"
 #include "backend/elementwise.hpp"
+#include "ops/elementwise_operands.hpp"
 #include "core/inline_buffer.hpp"
 #include "tessel/core/profile_range.hpp"
 #include "tessel/jit/elementwise.hpp"
@@ -245,7 +247,7 @@ jit::Expr lower(const Node* n, Typing& typing, std::map<const Node*, jit::Expr>&
         args.push_back(x.dtype() == want ? x : jit::Expr::cast(x, want));
       }
     }
-    e = detail::cuda::op_expression(n->op, args, rt);
+    e = backend::cuda::op_expression(n->op, args, rt);
   }
   memo.emplace(n, e);
   return e;
@@ -258,7 +260,7 @@ jit::ElementwiseSpec fused_spec(const Sym& root, const std::vector<DType>& input
   std::map<const Node*, jit::Expr> memo;
   const jit::Expr e = lower(root.node().get(), typing, memo);
   jit::ElementwiseSpec spec = jit::lower_expressions("tessel_fused", input_dtypes, {}, {e}, {result});
-  spec.preamble = detail::cuda::elementwise_preamble();
+  spec.preamble = backend::cuda::elementwise_preamble();
   return spec;
 }
 // Builds the launch plan of a graph for its input dtypes: the typing (DTypeError names the op
@@ -283,7 +285,7 @@ std::shared_ptr<const FusedPlan> make_plan(const Node* root, const std::vector<D
     const jit::Expr e = lower(n, typing, memo, &leaf_index);
     r.result = *typing.type(n);
     jit::ElementwiseSpec spec = jit::lower_expressions("tessel_fused", leaf_dtypes, {}, {e}, {r.result});
-    spec.preamble = detail::cuda::elementwise_preamble();
+    spec.preamble = backend::cuda::elementwise_preamble();
     r.launcher = std::make_unique<jit::ElementwiseLauncher>(std::move(spec));
     plan->regions.emplace(n, std::move(r));
   };

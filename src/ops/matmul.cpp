@@ -2,6 +2,7 @@
 // operands into a backend::MatmulProblem (no copies when a matrix has a unit stride in either
 // dimension and its batch dimensions collapse to one stride), the candidate list of a layout,
 // autotuning with CUDA events, and the autotune cache in memory and on disk.
+#include "tessel/ops/cast.hpp"
 #include "tessel/ops/matmul.hpp"
 
 #include <algorithm>

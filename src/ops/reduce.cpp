@@ -6,6 +6,7 @@
 // reductions, the common cases); anything else is permuted (kept axes first) and copied once.
 // Narrow dtypes are widened to the compute dtype first, so the backends instantiate only
 // int64, uint64, float32 and float64.
+#include "tessel/ops/cast.hpp"
 #include "tessel/ops/reduce.hpp"
 
 #include <algorithm>
@@ -205,7 +206,7 @@ Array reduce(ReduceOp op, const Array& a, const Axes& axes, bool keepdims, std::
                                                          : work;
   Array out = empty(out_shape, out_dtype, a.device(), stream);
   if (out_size > 0) {
-    const Array widened = a.dtype() == work ? a : a.astype(work, stream);
+    const Array widened = a.dtype() == work ? a : astype(a, work, stream);
     const Block block = plan_block(widened, reduced, stream);
     block.array.storage()->wait_on_stream(stream);  // the CPU waits too: the data may be landing from a device copy
     backend::ReduceProblem problem;
@@ -230,7 +231,7 @@ Array reduce(ReduceOp op, const Array& a, const Axes& axes, bool keepdims, std::
     }
     run_reduce(problem, out, stream);
   }
-  return out.dtype() == final_dtype ? out : out.astype(final_dtype, stream);
+  return out.dtype() == final_dtype ? out : astype(out, final_dtype, stream);
 }
 
 std::optional<std::vector<std::int64_t>> one_axis(std::optional<std::int64_t> axis) {
@@ -271,7 +272,7 @@ Array scan(backend::ScanOp op, const char* name, const Array& a, std::optional<s
   }
   const DType final_dtype = scan_dtype(a.dtype());
   const DType work = compute_dtype(final_dtype, Family::accumulate);
-  if (input.dtype() != work) input = input.astype(work, stream);
+  if (input.dtype() != work) input = astype(input, work, stream);
   // Move the scanned axis last and make the rows contiguous.
   const std::int64_t ndim = input.ndim();
   const auto [order, inverse] = detail::move_axis_last(ndim, axis);
@@ -296,7 +297,7 @@ Array scan(backend::ScanOp op, const char* name, const Array& a, std::optional<s
     }
   }
   Array result = out.permute(inverse);
-  if (result.dtype() != final_dtype) return result.astype(final_dtype, stream);
+  if (result.dtype() != final_dtype) return astype(result, final_dtype, stream);
   return result.contiguous(stream);
 }
 

@@ -2,6 +2,7 @@
 // Keys are widened to one of six key dtypes (see backend/sort.hpp) so CUB is instantiated for
 // those only: bool/int8/int16 -> int32, uint8/uint16 -> uint32, float16/bfloat16 -> float32.
 // The widening is exact, so sorted keys cast back unchanged.
+#include "tessel/ops/cast.hpp"
 #include "tessel/ops/sort.hpp"
 
 #include <cmath>
@@ -67,7 +68,7 @@ std::pair<Array, Array> sort_along(const Array& a, std::int64_t axis_arg, bool w
   const std::int64_t ndim = input.ndim();
   const auto [order, inverse] = detail::move_axis_last(ndim, axis);
   Array rows = input.permute(order);
-  rows = rows.dtype() == key ? rows.contiguous(stream) : rows.astype(key, stream);
+  rows = rows.dtype() == key ? rows.contiguous(stream) : astype(rows, key, stream);
   Array keys_out, indices_out;
   if (want_keys) keys_out = empty(rows.shape(), key, a.device(), stream);
   if (want_indices) indices_out = empty(rows.shape(), DType::int64, a.device(), stream);
@@ -88,7 +89,7 @@ std::pair<Array, Array> sort_along(const Array& a, std::int64_t axis_arg, bool w
   }
   auto restore = [&](const Array& r, DType dtype) {
     Array back = r.permute(inverse);
-    back = back.dtype() == dtype ? back.contiguous(stream) : back.astype(dtype, stream);
+    back = back.dtype() == dtype ? back.contiguous(stream) : astype(back, dtype, stream);
     return a.ndim() == 0 ? back.reshape({}, stream) : back;
   };
   Array keys_result = want_keys ? restore(keys_out, a.dtype()) : Array();
@@ -121,8 +122,8 @@ Array searchsorted(const Array& sorted, const Array& values, bool right, const O
   key_dtype(values.dtype(), "searchsorted");
   const DType key = key_dtype(result_type(sorted.dtype(), values.dtype()), "searchsorted");
   const Stream stream = detail::op_stream(sorted, stream_arg, "searchsorted");
-  const Array s = sorted.dtype() == key ? sorted.contiguous(stream) : sorted.astype(key, stream);
-  const Array v = values.dtype() == key ? values.contiguous(stream) : values.astype(key, stream);
+  const Array s = sorted.dtype() == key ? sorted.contiguous(stream) : astype(sorted, key, stream);
+  const Array v = values.dtype() == key ? values.contiguous(stream) : astype(values, key, stream);
   Array out = empty(values.shape(), DType::int64, values.device(), stream);
   if (out.size() > 0) {
     backend::SearchProblem problem;

@@ -1,6 +1,7 @@
 // Pipeline: chunked host -> device -> compute -> host over several streams (see
 // tessel/pipeline/pipeline.hpp). One engine serves every run() overload: a source of host chunks
 // (rows of an array, or a user generator) and a sink (rows of a host array, or a callback).
+#include "tessel/ops/cast.hpp"
 #include "tessel/pipeline/pipeline.hpp"
 
 #include <omp.h>

@@ -1,6 +1,7 @@
 // sim::Particles: validation, grid planning, memory, and the order of backend calls.
 // The kernels are in backend/cpu/particles.cpp and backend/cuda/particles.cu; the physics both
 // share is in backend/particles_physics.hpp.
+#include "tessel/ops/cast.hpp"
 #include "tessel/sim/particles.hpp"
 
 #include <unistd.h>

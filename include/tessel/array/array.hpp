@@ -153,7 +153,6 @@ class Array {
   // ---- copies ----
   Array contiguous(const OptionalStream& stream = std::nullopt) const;  // this when already contiguous
   Array copy(const OptionalStream& stream = std::nullopt) const;
-  Array astype(DType dtype, const OptionalStream& stream = std::nullopt) const;  // always a copy
   // A contiguous copy on `device` (this array itself when it is already there, as PyTorch's
   // Tensor.to does). Asynchronous on `stream` (default: the current stream of the
   // CUDA device involved); host reads of the result wait for it. Host -> device from pageable
@@ -192,15 +191,6 @@ Array ones(const Shape& shape, DType dtype = DType::float32, Device device = def
            const OptionalStream& stream = std::nullopt);
 Array full(const Shape& shape, Scalar value, DType dtype, Device device = default_device(),
            const OptionalStream& stream = std::nullopt);
-// NumPy's length rule: ceil((stop - start) / step) elements. dtype defaults as NumPy: int64 for
-// integer arguments, float64 otherwise.
-Array arange(Scalar start, Scalar stop, Scalar step = 1, std::optional<DType> dtype = std::nullopt,
-             Device device = default_device(), const OptionalStream& stream = std::nullopt);
-Array arange(Scalar stop, std::optional<DType> dtype = std::nullopt, Device device = default_device(),
-             const OptionalStream& stream = std::nullopt);
-Array linspace(Scalar start, Scalar stop, std::int64_t num = 50, bool endpoint = true,
-               DType dtype = DType::float64, Device device = default_device(),
-               const OptionalStream& stream = std::nullopt);
 // n x m (m defaults to n) with ones on diagonal k (k > 0 above the main diagonal).
 Array eye(std::int64_t n, std::optional<std::int64_t> m = std::nullopt, std::int64_t k = 0,
           DType dtype = DType::float64, Device device = default_device(),
@@ -224,17 +214,6 @@ Array from_vector(const std::vector<T>& values, const Shape& shape, Device devic
   return from_host(values.data(), shape, dtype_of<T>, device, stream);
 }
 
-// Joins arrays along an existing axis (concatenate) or a new one (stack). The dtype is the
-// promotion of all inputs. ShapeError / DTypeError / DeviceError name the op and the offender.
-// With `dtype`, inputs are cast to it under NumPy's "same_kind" rule (DTypeError otherwise).
-Array concatenate(const std::vector<Array>& arrays, std::int64_t axis = 0, std::optional<DType> dtype = std::nullopt,
-                  const OptionalStream& stream = std::nullopt);
-Array stack(const std::vector<Array>& arrays, std::int64_t axis = 0, std::optional<DType> dtype = std::nullopt,
-            const OptionalStream& stream = std::nullopt);
-
-// dst[...] = src: broadcasts src to dst's shape and casts (NumPy's unsafe casting). Works
-// across devices. Asynchronous on stream.
-void copyto(const Array& dst, const Array& src, const OptionalStream& stream = std::nullopt);
 // Sets every element of dst (a view is fine) to value cast to dst's dtype.
 void fill(const Array& dst, Scalar value, const OptionalStream& stream = std::nullopt);
 

@@ -151,10 +151,13 @@ ElementwisePlan plan_elementwise(const std::vector<std::int64_t>& shape,
 bool fits_index32(std::int64_t n, const std::vector<std::int64_t>& dims,
                   const std::vector<std::vector<std::int64_t>>& strides);
 
-// Launches one spec many times: the loaded kernel of every (layout, rank, index width, unroll,
-// device) it has launched is kept here, so a repeated launch neither regenerates nor hashes the
-// source (what launch_elementwise pays on every call). Thread-safe: one launcher may be used from
-// several threads at once. Not copyable (share it through a pointer).
+// The one launch path of generated elementwise kernels (ops, fusion, casts, user kernels): it
+// chooses the layout (plan_elementwise), the index width and the launch shape, packs the
+// parameters, and keeps the loaded kernel of every (layout, rank, index width, unroll, device) it
+// has launched. A repeated launch neither regenerates nor hashes the source; the same launch
+// again from one thread finds its kernel without a lock. Kernel::launch makes the device current.
+// Thread-safe: one launcher may be used from several threads at once. Not copyable (share it
+// through a pointer); callers keep one launcher per spec.
 class ElementwiseLauncher {
  public:
   explicit ElementwiseLauncher(ElementwiseSpec spec);
@@ -182,11 +185,6 @@ class ElementwiseLauncher {
   int vec_ = 1;  // vector_width(spec_): the same for every layout
   std::unique_ptr<Cache> cache_;
 };
-
-// One launch of `spec` (an ElementwiseLauncher used once): regenerates and hashes the source on
-// every call; code that launches the same spec repeatedly keeps an ElementwiseLauncher instead.
-void launch_elementwise(ElementwiseSpec spec, const std::vector<std::int64_t>& shape,
-                        const std::vector<ElementwiseArg>& args, Device device, const Stream& stream);
 
 // ---- expression trees ------------------------------------------------------------------------
 // An immutable node; shared subtrees are emitted once. The ops layer chooses the code of each op

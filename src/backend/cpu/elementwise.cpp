@@ -13,7 +13,7 @@
 #include "tessel/array/dtype_dispatch.hpp"
 #include "tessel/array/shape.hpp"
 
-namespace tessel::detail::cpu {
+namespace tessel::backend::cpu {
 namespace {
 
 // Enough work per block to amortize the OpenMP scheduling, small enough to balance threads.
@@ -501,4 +501,4 @@ void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array
   dispatch_dtype(dtype, [&](auto tag) { run<typename decltype(tag)::type>(op, inputs, out); });
 }
 
-}  // namespace tessel::detail::cpu
+}  // namespace tessel::backend::cpu

@@ -1,9 +1,7 @@
-// CUDA elementwise ops: one Expr tree per (op, compute dtype), lowered once to an elementwise
-// spec and cached under a plain key; launch_elementwise picks the contiguous or strided layout
-// and compiles through the jit caches (memory, then disk).
-#include <algorithm>
-#include <cstdlib>
-#include <cstring>
+// CUDA elementwise ops: one Expr tree per (op, dtypes, scalar operands), lowered once to an
+// elementwise spec and kept in a jit::ElementwiseLauncher per spec key; the launcher chooses the
+// layout, the index width and the launch shape, and compiles through the jit caches.
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -13,7 +11,7 @@
 #include "tessel/jit/elementwise.hpp"
 #include "tessel/jit/kernel.hpp"
 
-namespace tessel::detail::cuda {
+namespace tessel::backend::cuda {
 namespace {
 
 using jit::Expr;
@@ -186,8 +184,8 @@ Expr build(ElementwiseOp op, const std::vector<DType>& in_dtypes, DType rt) {
   return op_expression(op, x, rt);
 }
 
-// The cache key: everything the spec depends on. Layout and rank are chosen per launch by
-// launch_elementwise (whose own cache is keyed by the generated source).
+// Everything the spec depends on. Layout, rank, index width and unroll are the launcher's
+// choice per launch.
 struct SpecKey {
   ElementwiseOp op;
   DType in[3];
@@ -219,18 +217,26 @@ jit::ElementwiseSpec make_spec(ElementwiseOp op, const std::vector<DType>& in_dt
   return spec;
 }
 
-// The spec of a key (built on a miss: the key holds everything make_spec needs). Only cache
-// misses of the kernel cache and the launch_elementwise fallback come here.
-const jit::ElementwiseSpec& cached_spec(const SpecKey& key) {
+// One launcher per spec key, built on first use and kept for the process. The same op back to back
+// (a loop of tiny ops) finds its launcher with one comparison: entries are never removed, so the
+// pointer stays valid.
+const jit::ElementwiseLauncher& launcher_for(const SpecKey& key) {
+  thread_local SpecKey last_key{};
+  thread_local const jit::ElementwiseLauncher* last = nullptr;
+  if (last != nullptr && last_key == key) return *last;
   static std::mutex mutex;
-  static std::unordered_map<SpecKey, jit::ElementwiseSpec, SpecKeyHash> cache;
+  static auto* launchers = new std::unordered_map<SpecKey, std::unique_ptr<jit::ElementwiseLauncher>, SpecKeyHash>();
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = cache.find(key);
-  if (it == cache.end()) {
+  auto it = launchers->find(key);
+  if (it == launchers->end()) {
     const std::vector<DType> in_dtypes(key.in, key.in + key.arity);
-    it = cache.emplace(key, make_spec(key.op, in_dtypes, key.out, key.scalar_mask)).first;
+    it = launchers->emplace(key, std::make_unique<jit::ElementwiseLauncher>(
+                                     make_spec(key.op, in_dtypes, key.out, key.scalar_mask)))
+             .first;
   }
-  return it->second;  // unordered_map never moves its elements
+  last_key = key;
+  last = it->second.get();
+  return *last;
 }
 
 }  // namespace
@@ -242,195 +248,26 @@ std::string elementwise_source(ElementwiseOp op, const std::vector<DType>& input
   return jit::generate_elementwise_source(spec);
 }
 
-namespace {
-
-// ---- the hot path: Kernel handles cached under a plain key ----------------------------------
-// jit::launch_elementwise regenerates the source (~5.6 us for add) and hashes it (~2 us) on every
-// call (measured on the CPU side of this machine). Here a hit is one hash lookup; the parameter
-// packing below follows the layout generate_elementwise_source emits (n; then `aligned` for the
-// contiguous layout or the collapsed dims for the strided one; then per operand its pointer and,
-// strided, its strides). TESSEL_EW_KERNEL_CACHE=0 falls back to launch_elementwise.
-
-struct KernelKey {
-  SpecKey spec;
-  bool contiguous;
-  int rank;
-  bool index32;
-  int unroll;  // contiguous: vectors per thread per trip (ElementwiseTuning::unroll)
-  int device;
-  bool operator==(const KernelKey& o) const {
-    return spec == o.spec && contiguous == o.contiguous && rank == o.rank && index32 == o.index32 &&
-           unroll == o.unroll && device == o.device;
-  }
-};
-struct KernelKeyHash {
-  std::size_t operator()(const KernelKey& k) const {
-    std::size_t h = SpecKeyHash{}(k.spec);
-    h = h * 31 + static_cast<std::size_t>(k.contiguous);
-    h = h * 31 + static_cast<std::size_t>(k.rank);
-    h = h * 31 + static_cast<std::size_t>(k.index32);
-    h = h * 31 + static_cast<std::size_t>(k.unroll);
-    return h * 31 + static_cast<std::size_t>(k.device);
-  }
-};
-
-bool kernel_cache_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("TESSEL_EW_KERNEL_CACHE");
-    return !(env && std::string(env) == "0");
-  }();
-  return enabled;
-}
-
-// One cache entry: the loaded kernel plus what a launch needs from the spec and the device, so a
-// hit is the whole per-call lookup (no spec lookup, no occupancy query, no device properties).
-struct KernelEntry {
-  jit::Kernel kernel;
-  int vec = 1;  // jit::vector_width of the spec (contiguous layout)
-  jit::ElementwiseLaunchShape launch_shape;
-};
-
-// A reference into the cache (unordered_map never moves its elements): no Kernel copy per launch.
-// Entries are immutable once inserted, so the reference is read without the lock.
-const KernelEntry& cached_kernel(const KernelKey& key, const jit::ElementwiseTuning& tuning) {
-  static std::mutex mutex;
-  static std::unordered_map<KernelKey, KernelEntry, KernelKeyHash> cache;
-  // The same op back to back (a loop of tiny ops) skips the lock and the hash: entries are never
-  // removed, so the pointer stays valid.
-  thread_local KernelKey last_key{};
-  thread_local const KernelEntry* last_entry = nullptr;
-  if (last_entry && last_key == key) return *last_entry;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(key);
-    if (it != cache.end()) {
-      last_key = key;
-      last_entry = &it->second;
-      return it->second;
-    }
-  }
-  jit::ElementwiseSpec spec = cached_spec(key.spec);
-  spec.layout = key.contiguous ? jit::ElementwiseLayout::contiguous : jit::ElementwiseLayout::strided;
-  spec.rank = key.contiguous ? 1 : key.rank;
-  spec.index32 = key.index32;
-  spec.unroll = key.contiguous ? key.unroll : 1;
-  jit::CompileRequest request;
-  request.source = jit::generate_elementwise_source(spec);
-  request.name = jit::elementwise_kernel_name(spec);
-  KernelEntry entry;
-  entry.kernel = jit::get_kernel(request, Device::cuda(key.device));  // compiles or loads outside the lock
-  entry.vec = jit::vector_width(spec);
-  entry.launch_shape = jit::ElementwiseLaunchShape::of(entry.kernel, tuning);
-  std::lock_guard<std::mutex> lock(mutex);
-  const KernelEntry& stored = cache.emplace(key, std::move(entry)).first->second;  // another thread's wins a race
-  last_key = key;
-  last_entry = &stored;
-  return stored;
-}
-
-}  // namespace
-
 void elementwise(ElementwiseOp op, int count, const Array* const* inputs, const Scalar* const* scalars,
                  const DType* in_dtypes, const Array& out, const Stream& stream) {
-  unsigned scalar_mask = 0;
-  for (int k = 0; k < count; ++k) {
-    if (scalars[k]) scalar_mask |= 1u << k;
-  }
-  SpecKey skey{op, {DType::bool_, DType::bool_, DType::bool_}, count, out.dtype(), scalar_mask};
-  for (int k = 0; k < count && k < 3; ++k) skey.in[k] = in_dtypes[k];
-
-  // Operands in the spec's order: the output, then the array inputs. Scalars are their value's
-  // bytes, passed by value. Fixed-size storage: at most 3 inputs + the output.
-  constexpr int kMaxArrays = 4;
-  const Array* arrays[kMaxArrays] = {&out, nullptr, nullptr, nullptr};
-  int num_arrays = 1;
+  SpecKey key{op, {DType::bool_, DType::bool_, DType::bool_}, count, out.dtype(), 0};
+  // Operands in the spec's order: the output, then the inputs; scalars are their value's bytes in
+  // the input's dtype, passed by value. At most 3 inputs.
+  constexpr int kMaxOperands = 4;
+  jit::ElementwiseArgView views[kMaxOperands];
   alignas(16) unsigned char scalar_bytes[3][16] = {};
+  views[0] = {out.data(), out.strides().data(), out.strides().size(), nullptr};
   for (int k = 0; k < count; ++k) {
+    key.in[k] = in_dtypes[k];
     if (scalars[k]) {
+      key.scalar_mask |= 1u << k;
       scalars[k]->store(in_dtypes[k], scalar_bytes[k]);
+      views[k + 1] = {nullptr, nullptr, 0, scalar_bytes[k]};
     } else {
-      arrays[num_arrays++] = inputs[k];
+      views[k + 1] = {inputs[k]->data(), inputs[k]->strides().data(), inputs[k]->strides().size(), nullptr};
     }
   }
-
-  const std::int64_t n = out.size();
-  if (n == 0) return;
-  bool contiguous = true;
-  for (int k = 0; k < num_arrays; ++k) contiguous = contiguous && arrays[k]->is_contiguous();
-  CollapsedDims dims;
-  if (!contiguous) {
-    std::vector<Strides> strides;
-    for (int k = 0; k < num_arrays; ++k) strides.push_back(arrays[k]->strides());
-    dims = collapse_dims(out.shape(), strides);
-  }
-
-  if (!kernel_cache_enabled() || (!contiguous && dims.ndim() > jit::kMaxElementwiseRank)) {
-    // launch_elementwise reports the rank limit itself.
-    std::vector<jit::ElementwiseArg> args{jit::ElementwiseArg::array(out.data(), out.strides())};
-    for (int k = 0; k < count; ++k) {
-      if (scalars[k]) {
-        jit::ElementwiseArg arg;
-        arg.is_scalar = true;
-        std::memcpy(arg.scalar, scalar_bytes[k], sizeof(arg.scalar));
-        args.push_back(std::move(arg));
-      } else {
-        args.push_back(jit::ElementwiseArg::array(inputs[k]->data(), inputs[k]->strides()));
-      }
-    }
-    jit::launch_elementwise(cached_spec(skey), out.shape(), args, out.device(), stream);
-    return;
-  }
-
-  const jit::ElementwiseTuning tuning = jit::elementwise_tuning();  // a lock-free snapshot
-  KernelKey key{skey, contiguous, contiguous ? 1 : static_cast<int>(dims.ndim()), false, contiguous ? tuning.unroll : 1,
-                out.device().index};
-  // The jit launcher's bound and rule (index and furthest offsets below 2^31 less the grid-stride room).
-  key.index32 = contiguous ? n <= jit::kElementwiseIndex32Limit : jit::fits_index32(n, dims.shape, dims.strides);
-  const KernelEntry& entry = cached_kernel(key, tuning);
-
-  // Parameter storage on the stack; `params` points into it. Layout as
-  // generate_elementwise_source emits: n; then `aligned` (contiguous) or the collapsed dims
-  // (strided); then per array operand its pointer and, strided, its strides; scalars by value.
-  constexpr int kMaxWords = 1 + jit::kMaxElementwiseRank * (1 + kMaxArrays);
-  constexpr int kMaxParams = 2 + 2 * kMaxArrays;
-  std::int64_t words[kMaxWords];
-  void* pointers[kMaxArrays];
-  void* params[kMaxParams];
-  int num_words = 0, num_params = 0;
-  int aligned = 1;
-  std::int64_t work = n;
-  words[num_words] = n;
-  params[num_params++] = &words[num_words++];
-  if (contiguous) {
-    for (int k = 0; k < num_arrays; ++k) {
-      const auto bytes = static_cast<std::uintptr_t>(entry.vec * arrays[k]->itemsize());
-      if (reinterpret_cast<std::uintptr_t>(arrays[k]->data()) % bytes != 0) aligned = 0;
-    }
-    params[num_params++] = &aligned;
-    work = jit::elementwise_threads(n, aligned != 0, entry.vec, tuning.unroll);
-  } else {
-    params[num_params++] = &words[num_words];
-    for (std::int64_t d : dims.shape) words[num_words++] = d;
-  }
-  auto push_array = [&](int array_k) {
-    pointers[array_k] = arrays[array_k]->data();
-    params[num_params++] = &pointers[array_k];
-    if (!contiguous) {
-      params[num_params++] = &words[num_words];
-      for (std::int64_t st : dims.strides[static_cast<std::size_t>(array_k)]) words[num_words++] = st;
-    }
-  };
-  push_array(0);  // out
-  int array_k = 1;
-  for (int k = 0; k < count; ++k) {
-    if (scalars[k]) {
-      params[num_params++] = scalar_bytes[k];
-    } else {
-      push_array(array_k++);
-    }
-  }
-
-  entry.kernel.launch(entry.launch_shape.config(entry.kernel, work, tuning), params, stream);
+  launcher_for(key).launch(out.shape(), views, static_cast<std::size_t>(count) + 1, out.device(), stream);
 }
 
-}  // namespace tessel::detail::cuda
+}  // namespace tessel::backend::cuda

@@ -8,6 +8,7 @@
 #include "array_testing.hpp"
 #include "tessel/array/array.hpp"
 #include "tessel/core/error.hpp"
+#include "tessel/ops/cast.hpp"
 
 namespace tessel {
 namespace {
@@ -205,7 +206,7 @@ TEST_P(ArrayCasts, AstypeToEveryDTypeFromStridedSource) {
   const Array source = testing::make_array(values, {6, 10}, from, device()).index({Slice(none, none, -1), Slice(none, none, 2)});
   for (DType to : testing::all_dtypes()) {
     SCOPED_TRACE(std::string(dtype_name(from)) + " -> " + dtype_name(to));
-    const Array cast = source.astype(to);
+    const Array cast = astype(source, to);
     ASSERT_EQ(cast.dtype(), to);
     ASSERT_EQ(cast.device(), device());
     ASSERT_EQ(cast.shape(), (Shape{6, 5}));
@@ -268,7 +269,7 @@ TEST_P(ArrayCasts, ConcatenateAndStack) {
   testing::expect_error<ShapeError>([&] { concatenate({a, b}, 0); }, {"concatenate", "axis 1", "(2, 3)", "(2, 2)"});
   testing::expect_error<ShapeError>([&] { stack({a, b}); }, {"stack", "(2, 3)", "(2, 2)"});
   testing::expect_error<ShapeError>([&] { concatenate({a, zeros({3}, d, device())}); }, {"number of dimensions", "(3,)"});
-  testing::expect_error<DTypeError>([&] { concatenate({a.astype(DType::complex64), a}, 0, DType::int8); },
+  testing::expect_error<DTypeError>([&] { concatenate({astype(a, DType::complex64), a}, 0, DType::int8); },
                                     {"concatenate", "complex64", "int8", "same_kind"});
   testing::expect_error<ShapeError>([&] { concatenate({a[0][0]}); }, {"zero-dimensional"});
 }

@@ -11,6 +11,7 @@
 #include "array_testing.hpp"
 #include "tessel/array/array.hpp"
 #include "tessel/core/device.hpp"
+#include "tessel/ops/cast.hpp"
 
 namespace tessel {
 namespace {

@@ -8,6 +8,7 @@
 #include "array_testing.hpp"
 #include "tessel/array/array.hpp"
 #include "tessel/core/error.hpp"
+#include "tessel/ops/cast.hpp"
 
 #if defined(TESSEL_HAVE_CUDA)
 #include <cuda_runtime_api.h>

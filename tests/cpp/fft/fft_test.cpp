@@ -115,15 +115,15 @@ Array make(std::vector<cld>& values, const Shape& shape, DType dtype, Device dev
   if (is_complex(dtype)) {
     std::vector<std::complex<double>> v(values.size());
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::complex<double>(double(values[i].real()), double(values[i].imag()));
-    Array a = from_vector(v, shape, Device::cpu()).astype(dtype);
-    const auto back = a.astype(DType::complex128).to_vector<std::complex<double>>();
+    Array a = astype(from_vector(v, shape, Device::cpu()), dtype);
+    const auto back = astype(a, DType::complex128).to_vector<std::complex<double>>();
     for (std::size_t i = 0; i < v.size(); ++i) values[i] = cld(back[i].real(), back[i].imag());
     return a.to(device);
   }
   std::vector<double> v(values.size());
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = double(values[i].real());
-  Array a = from_vector(v, shape, Device::cpu()).astype(dtype);
-  const auto back = a.astype(DType::float64).to_vector<double>();
+  Array a = astype(from_vector(v, shape, Device::cpu()), dtype);
+  const auto back = astype(a, DType::float64).to_vector<double>();
   for (std::size_t i = 0; i < v.size(); ++i) values[i] = cld(back[i], 0);
   return a.to(device);
 }
@@ -132,9 +132,9 @@ std::vector<cld> read(const Array& a) {
   const Array host = a.to(Device::cpu());
   std::vector<cld> out;
   if (is_complex(a.dtype())) {
-    for (auto v : host.astype(DType::complex128).to_vector<std::complex<double>>()) out.emplace_back(v.real(), v.imag());
+    for (auto v : astype(host, DType::complex128).to_vector<std::complex<double>>()) out.emplace_back(v.real(), v.imag());
   } else {
-    for (auto v : host.astype(DType::float64).to_vector<double>()) out.emplace_back(v, 0);
+    for (auto v : astype(host, DType::float64).to_vector<double>()) out.emplace_back(v, 0);
   }
   return out;
 }
@@ -381,11 +381,11 @@ TEST_P(FFTBackendTest, CastsLikeNumPy) {
   Array ints = arange(0, 8, 1, DType::int64, device());
   EXPECT_EQ(fft::fft(ints).dtype(), DType::complex128);
   EXPECT_EQ(fft::rfft(ints).dtype(), DType::complex128);
-  EXPECT_EQ(fft::fft(ints.astype(DType::bool_)).dtype(), DType::complex128);
-  EXPECT_EQ(fft::fft(ints.astype(DType::float32)).dtype(), DType::complex64);
-  EXPECT_EQ(fft::fft(ints.astype(DType::float16)).dtype(), DType::complex64);
-  EXPECT_EQ(fft::rfft(ints.astype(DType::bfloat16)).dtype(), DType::complex64);
-  EXPECT_EQ(fft::irfft(ints.astype(DType::float32)).dtype(), DType::float32);
+  EXPECT_EQ(fft::fft(astype(ints, DType::bool_)).dtype(), DType::complex128);
+  EXPECT_EQ(fft::fft(astype(ints, DType::float32)).dtype(), DType::complex64);
+  EXPECT_EQ(fft::fft(astype(ints, DType::float16)).dtype(), DType::complex64);
+  EXPECT_EQ(fft::rfft(astype(ints, DType::bfloat16)).dtype(), DType::complex64);
+  EXPECT_EQ(fft::irfft(astype(ints, DType::float32)).dtype(), DType::float32);
   // sum of 0..7 at DC
   const auto y = fft::fft(ints).to(Device::cpu()).to_vector<std::complex<double>>();
   EXPECT_NEAR(y[0].real(), 28.0, 1e-12);
@@ -426,7 +426,7 @@ TEST_P(FFTBackendTest, ZeroBatchGivesEmptyResult) {
 }
 
 // ---- fftfreq / rfftfreq / fftshift / ifftshift against known values ----
-std::vector<double> as_doubles(const Array& a) { return a.to(Device::cpu()).astype(DType::float64).to_vector<double>(); }
+std::vector<double> as_doubles(const Array& a) { return astype(a.to(Device::cpu()), DType::float64).to_vector<double>(); }
 
 void expect_values(const std::vector<double>& got, const std::vector<double>& want) {
   ASSERT_EQ(got.size(), want.size());
@@ -466,7 +466,7 @@ TEST_P(FFTBackendTest, PlanExecutesManyTimesAndChecksLayout) {
     EXPECT_LT(rel_error(read(plan.execute(a)), read(fft::fft(a, std::nullopt, -1, "ortho"))), 1e-6);
     EXPECT_LT(rel_error(read(plan.execute(b)), read(fft::fft(b, std::nullopt, -1, "ortho"))), 1e-6);
   }
-  expect_error<ValueError>([&] { plan.execute(a.astype(DType::complex128)); },
+  expect_error<ValueError>([&] { plan.execute(astype(a, DType::complex128)); },
                            {"fft.Plan.execute", "shape (5, 64) strides (64, 1) complex64", "complex128"});
   expect_error<ValueError>([&] { plan.execute(zeros({64, 5}, DType::complex64, device()).T()); },
                            {"fft.Plan.execute", "strides (64, 1)", "strides (1, 5)"});
@@ -491,8 +491,8 @@ TEST(FFTCrossBackend, CpuMatchesGpu) {
       Array gpu = cpu.to(Device::cuda(0));
       EXPECT_LT(rel_error(read(fft::fft(gpu)), read(fft::fft(cpu))), tolerance(dtype, n));
       EXPECT_LT(rel_error(read(fft::fft(gpu, std::nullopt, 0)), read(fft::fft(cpu, std::nullopt, 0))), tolerance(dtype, n));
-      Array rcpu = fft::irfft(fft::rfft(cpu.astype(to_real(dtype))));
-      Array rgpu = fft::irfft(fft::rfft(gpu.astype(to_real(dtype))));
+      Array rcpu = fft::irfft(fft::rfft(astype(cpu, to_real(dtype))));
+      Array rgpu = fft::irfft(fft::rfft(astype(gpu, to_real(dtype))));
       EXPECT_LT(rel_error(read(rgpu), read(rcpu)), tolerance(dtype, n));
     }
   }

@@ -9,6 +9,7 @@
 
 #include "../array/array_testing.hpp"
 #include "backend/elementwise.hpp"
+#include "ops/elementwise_operands.hpp"
 #include "testing.hpp"
 #include "tessel/jit/elementwise.hpp"
 #include "tessel/ops/elementwise.hpp"

@@ -2,6 +2,7 @@
 // the on/off switch, source printing and NVRTC compilation of the fused kernel, bad input; the
 // cached launch plans: one kernel called again and again across shapes, layouts, dtypes, tunings
 // and from several threads.
+#include "tessel/ops/cast.hpp"
 #include "tessel/ops/fuse.hpp"
 
 #include <gtest/gtest.h>
@@ -89,9 +90,9 @@ TEST_P(Fuse, RandomGraphsMatchUnfused) {
       in.push_back(from_vector(vals, {2, 3, 4}, device()).slice(2, Slice(none, none, -1)));
     }
     set_fusion_enabled(true);
-    const auto fused = k(in).astype(DType::float64).to_vector<double>();
+    const auto fused = astype(k(in), DType::float64).to_vector<double>();
     set_fusion_enabled(false);
-    const auto unfused = k(in).astype(DType::float64).to_vector<double>();
+    const auto unfused = astype(k(in), DType::float64).to_vector<double>();
     ASSERT_EQ(fused.size(), unfused.size());
     for (std::size_t i = 0; i < fused.size(); ++i) {
       if (std::isnan(unfused[i])) {
@@ -233,7 +234,7 @@ Array random_array(const Shape& shape, DType dtype, std::mt19937_64& rng, Device
   std::uniform_real_distribution<double> uni(-2, 2);
   std::vector<double> v(static_cast<std::size_t>(numel(shape)));
   for (double& x : v) x = uni(rng);
-  return from_vector(v, shape, device).astype(dtype);
+  return astype(from_vector(v, shape, device), dtype);
 }
 
 // Fused against the same graph op by op (the eager ops, NumPy semantics): same shape, dtype and
@@ -246,8 +247,8 @@ void expect_matches_unfused(const FusedKernel& k, const std::vector<Array>& in, 
   set_fusion_enabled(true);
   ASSERT_EQ(fused.shape(), unfused.shape()) << what;
   ASSERT_EQ(fused.dtype(), unfused.dtype()) << what;
-  const auto f = fused.astype(DType::float64).to(Device::cpu()).to_vector<double>();
-  const auto u = unfused.astype(DType::float64).to(Device::cpu()).to_vector<double>();
+  const auto f = astype(fused, DType::float64).to(Device::cpu()).to_vector<double>();
+  const auto u = astype(unfused, DType::float64).to(Device::cpu()).to_vector<double>();
   // The tolerance of the least precise float among the inputs and the result: fused kernels keep
   // float16/bfloat16 intermediates in float (rounded once, at the store), eager ops round each.
   double tol = 1e-12;
@@ -355,10 +356,10 @@ TEST_P(Fuse, ThreadsShareOneKernel) {
           const Array x = random_array({n}, d, rng, device()), b = random_array({n}, d, rng, device());
           const Array c = random_array({1}, d, rng, device());
           const Array x_view = call % 2 ? x : x.slice(0, Slice(none, none, -1));  // contiguous and strided
-          const auto got = kernel({x_view, b, c}).astype(DType::float64).to(Device::cpu()).to_vector<double>();
-          const auto xv = x_view.astype(DType::float64).to(Device::cpu()).to_vector<double>();
-          const auto bv = b.astype(DType::float64).to(Device::cpu()).to_vector<double>();
-          const double cv = c.astype(DType::float64).to(Device::cpu()).to_vector<double>()[0];
+          const auto got = astype(kernel({x_view, b, c}), DType::float64).to(Device::cpu()).to_vector<double>();
+          const auto xv = astype(x_view, DType::float64).to(Device::cpu()).to_vector<double>();
+          const auto bv = astype(b, DType::float64).to(Device::cpu()).to_vector<double>();
+          const double cv = astype(c, DType::float64).to(Device::cpu()).to_vector<double>()[0];
           for (std::size_t i = 0; i < got.size(); ++i) {
             const double want = std::max(0.0, xv[i] * 1.75 + bv[i]) * cv;
             const double tol = f64 ? 1e-12 : 2e-6;

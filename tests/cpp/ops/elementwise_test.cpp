@@ -1,6 +1,7 @@
 // Elementwise ops: one test body over backend x dtype against a host reference computed in
 // complex<double> with plain C++, on fresh random inputs (seed printed on failure), through
 // broadcast, negative-stride and poisoned-out= paths; promotion results; overlap; errors.
+#include "tessel/ops/cast.hpp"
 #include "tessel/ops/elementwise.hpp"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "backend/elementwise.hpp"
+#include "ops/elementwise_operands.hpp"
 #include "sanitizer.hpp"
 #include "testing.hpp"
 #ifdef TESSEL_HAVE_CUDA
@@ -259,7 +261,7 @@ double wrap_int(double v, DType d) {
 }
 
 std::vector<cd> read(const Array& a) {
-  return a.to(Device::cpu()).astype(DType::complex128).to_vector<cd>();
+  return astype(a.to(Device::cpu()), DType::complex128).to_vector<cd>();
 }
 
 bool close(double got, double want, double tol, double scale) {
@@ -297,7 +299,7 @@ Array random_input(Op op, int k, DType d, const Shape& shape, std::mt19937_64& r
     }
     values[static_cast<std::size_t>(i)] = is_complex(d) ? cd(v, uni(rng)) : cd(v);
   }
-  return from_vector(values, shape, device).astype(d);
+  return astype(from_vector(values, shape, device), d);
 }
 
 Array call(Op op, const std::vector<Array>& in, const OptionalArray& out = std::nullopt) {
@@ -451,7 +453,7 @@ TEST_P(ElementwiseBackend, ZeroSizeZeroDimNaN) {
   EXPECT_EQ(mx[2], 2.0);
   const auto fx = fmax(a, b).to_vector<double>();
   EXPECT_EQ(fx, (std::vector<double>{0.0, 1.0, 2.0}));
-  const auto wh = where(from_vector(std::vector<double>{1, 0, 1}, {3}, dev).astype(DType::bool_), a, 5.5 * ones({3}, DType::float64, dev))
+  const auto wh = where(astype(from_vector(std::vector<double>{1, 0, 1}, {3}, dev), DType::bool_), a, 5.5 * ones({3}, DType::float64, dev))
                       .to_vector<double>();
   EXPECT_TRUE(std::isnan(wh[0]));
   EXPECT_EQ(wh[1], 5.5);
@@ -582,7 +584,7 @@ TEST(ElementwiseCudaSource, EveryOpAndDtypeCompiles) {
       const int arity = op == Op::where ? 3 : (o <= static_cast<int>(Op::arctan2) ? 2 : 1);
       std::vector<DType> in(static_cast<std::size_t>(arity), t.compute);
       if (op == Op::where) in[0] = DType::bool_;
-      r.source += detail::cuda::elementwise_source(op, in, t.result) + "\n";
+      r.source += backend::cuda::elementwise_source(op, in, t.result) + "\n";
       if (r.name.empty()) r.name = std::string("tessel_") + op_name(op) + "_c";
     }
     try {
@@ -609,7 +611,7 @@ TEST(ElementwiseCudaSource, ScalarOperandsCompile) {
       } catch (const DTypeError&) {
         continue;
       }
-      const std::string src = detail::cuda::elementwise_source(op, {t.compute, t.compute}, t.result, 2u, 4);
+      const std::string src = backend::cuda::elementwise_source(op, {t.compute, t.compute}, t.result, 2u, 4);
       EXPECT_NE(src.find(std::string(cuda_type_name(t.compute)) + " v_in1"), std::string::npos) << op_name(op);
       r.source += src + "\n";
       if (r.name.empty()) r.name = std::string("tessel_") + op_name(op) + (std::max(itemsize(t.compute), itemsize(t.result)) < 16 ? "_c_u4" : "_c");

@@ -8,6 +8,7 @@
 
 #include "tessel/array/array.hpp"
 #include "tessel/core/error.hpp"
+#include "tessel/ops/cast.hpp"
 #include "tessel/ops/random.hpp"
 
 using namespace tessel;
@@ -22,7 +23,7 @@ std::vector<Device> backends() {
 
 // The array's values as doubles, whatever its floating or integer dtype.
 std::vector<double> values(const Array& a) {
-  const Array f = a.to(Device::cpu()).astype(DType::float64);
+  const Array f = astype(a.to(Device::cpu()), DType::float64);
   return f.to_vector<double>();
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "array/array_testing.hpp"
+#include "tessel/ops/cast.hpp"
 #include "tessel/ops/reduce.hpp"
 #include "testing.hpp"
 

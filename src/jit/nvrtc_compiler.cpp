@@ -1,5 +1,6 @@
 // NVRTC: source -> CUBIN. Every NVRTC call is checked; the embedded device headers are passed as
 // named headers, so nothing is searched for on the file system.
+#if defined(TESSEL_HAVE_CUDA)
 #include <nvrtc.h>
 
 #include <chrono>
@@ -91,3 +92,20 @@ CompileResult compile_to_cubin(const CompileRequest& request) {
 }
 
 }  // namespace tessel::jit
+
+#else  // CPU-only builds: no NVRTC, no kernels to load or launch.
+#include "tessel/core/error.hpp"
+#include "tessel/jit/compiler.hpp"
+
+namespace tessel::jit {
+
+bool nvrtc_available() { return false; }
+std::string nvrtc_version() { return ""; }
+
+CompileResult compile_to_cubin(const CompileRequest& request) {
+  throw DeviceError("jit: kernel '" + request.name +
+                    "': needs NVRTC, but tessel was built without CUDA (TESSEL_CUDA=OFF)");
+}
+
+}  // namespace tessel::jit
+#endif

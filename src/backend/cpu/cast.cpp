@@ -1,0 +1,105 @@
+// CPU backend of the casting ops: dtype conversion over strided operands, arange and linspace.
+#include <cmath>
+#include <complex>
+
+#include "backend/cast.hpp"
+#include "backend/cpu/strided_loop.hpp"
+#include "tessel/array/dtype_dispatch.hpp"
+#include "tessel/core/error.hpp"
+
+namespace tessel::backend::cpu {
+
+void cast(const StridedRef& dst, const StridedRef& src) {
+  if (dst.shape != src.shape) {
+    throw ShapeError("astype: destination shape " + shape_str(dst.shape) + " differs from source shape " +
+                     shape_str(src.shape));
+  }
+  const CollapsedDims dims = collapse_dims(dst.shape, {dst.strides, src.strides});
+  if (dims.shape.back() == 0) return;
+  dispatch_dtype(dst.dtype, [&](auto dst_tag) {
+    dispatch_dtype(src.dtype, [&](auto src_tag) {
+      cast_copy<typename decltype(dst_tag)::type, typename decltype(src_tag)::type>(dst, src, dims);
+    });
+  });
+}
+
+namespace {
+void check_one_axis(const StridedRef& dst, const char* op) {
+  if (dst.shape.size() != 1) {
+    throw ShapeError(std::string(op) + ": expects a 1-d destination, got shape " + shape_str(dst.shape));
+  }
+}
+
+// dst[i] = value(i) over a 1-d destination, computed in Compute and cast once to the dtype.
+template <class Compute, class ValueAt>
+void generate(const StridedRef& dst, ValueAt value_at) {
+  const std::int64_t n = dst.shape[0];
+  const std::int64_t stride = dst.strides[0];
+  dispatch_dtype(dst.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* out = static_cast<T*>(dst.data);
+#pragma omp parallel for schedule(static) if (n >= parallel_threshold)
+    for (std::int64_t i = 0; i < n; ++i) out[i * stride] = cast_value<T>(static_cast<Compute>(value_at(i)));
+  });
+}
+}  // namespace
+
+void arange(const StridedRef& dst, const Scalar& start, const Scalar& step) {
+  check_one_axis(dst, "arange");
+  if (is_integer(dst.dtype) || is_bool(dst.dtype)) {
+    // Exact integer arithmetic (wrapping like NumPy's int64 fill) when both bounds are integers.
+    // As NumPy: the first two values are cast to the dtype and their difference is the step,
+    // so arange(0.5, 3, 0.5, int64) counts 0, 1, 2, ...
+    const bool exact = start.scalar_kind() == ScalarKind::int_ && step.scalar_kind() == ScalarKind::int_;
+    const std::int64_t first = start.to_int64();
+    const std::int64_t delta =
+        exact ? step.to_int64() : cast_value<std::int64_t>(start.to_double() + step.to_double()) - first;
+    generate<std::int64_t>(dst, [&](std::int64_t i) {
+      return static_cast<std::int64_t>(static_cast<std::uint64_t>(first) +
+                                       static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(delta));
+    });
+  } else if (is_complex(dst.dtype)) {
+    const std::complex<double> first = start.to_complex();
+    const std::complex<double> delta = step.to_complex();
+    generate<std::complex<double>>(dst, [&](std::int64_t i) { return first + static_cast<double>(i) * delta; });
+  } else {
+    const double first = start.to_double();
+    const double delta = step.to_double();
+    generate<double>(dst, [&](std::int64_t i) { return first + static_cast<double>(i) * delta; });
+  }
+}
+
+void linspace(const StridedRef& dst, const Scalar& start, const Scalar& stop, bool endpoint) {
+  check_one_axis(dst, "linspace");
+  const std::int64_t num = dst.shape[0];
+  const std::int64_t divisions = endpoint ? num - 1 : num;
+  // As NumPy: step = (stop - start) / div, y = start + i * step, and the last element is stop
+  // exactly when endpoint is set.
+  if (is_complex(dst.dtype)) {
+    const std::complex<double> first = start.to_complex();
+    const std::complex<double> last = stop.to_complex();
+    const std::complex<double> step = divisions > 0 ? (last - first) / static_cast<double>(divisions) : 0.0;
+    generate<std::complex<double>>(dst, [&](std::int64_t i) {
+      return (endpoint && i == num - 1 && num > 1) ? last : first + static_cast<double>(i) * step;
+    });
+  } else {
+    const double first = start.to_double();
+    const double last = stop.to_double();
+    const double span = last - first;
+    const double step = divisions > 0 ? span / static_cast<double>(divisions) : 0.0;
+    auto linspace_value = [&](std::int64_t i) {
+      if (endpoint && i == num - 1 && num > 1) return last;
+      // NumPy multiplies by the step unless it underflowed to zero, then scales the span.
+      return (step != 0.0 || divisions == 0) ? first + static_cast<double>(i) * step
+                         : first + static_cast<double>(i) * span / static_cast<double>(divisions);
+    };
+    // NumPy 2 floors the values for an integer dtype before the cast.
+    const bool floor_values = is_integer(dst.dtype);
+    generate<double>(dst, [&](std::int64_t i) {
+      const double value = linspace_value(i);
+      return floor_values ? std::floor(value) : value;
+    });
+  }
+}
+
+}  // namespace tessel::backend::cpu
