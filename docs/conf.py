@@ -36,9 +36,6 @@ html_theme_options = {
 highlight_language = "none"
 pygments_style = "sphinx"
 
-# The stubs spell their types with these aliases; keep the names instead of expanding them.
-autodoc_type_aliases = {name: name for name in (
-    "ArrayLike", "ShapeLike", "DTypeLike", "DeviceLike", "Axis", "Scalar", "Epilogue", "Compute", "Norm")}
 autodoc_member_order = "bysource"
 autodoc_default_options = {"undoc-members": False}
 autodoc_typehints = "signature"

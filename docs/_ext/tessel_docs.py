@@ -79,6 +79,8 @@ def _execute_stub(module, path):
     source = open(path, encoding="utf-8").read()
     tree = ast.parse(source, path)
     flags = __future__.annotations.compiler_flag
+    module.__tessel_assigned__ = {t.id for stmt in tree.body if isinstance(stmt, ast.Assign)
+                                  for t in stmt.targets if isinstance(t, ast.Name)}
     pending = list(tree.body)
     while pending:
         deferred, errors = [], []
@@ -123,6 +125,8 @@ def _merge_overloads(module):
 
         def joined(annotations):
             unique = list(dict.fromkeys(str(a) for a in annotations))
+            if len(unique) > 1 and set(unique) <= {"Literal[False]", "Literal[True]"}:
+                return "bool"
             return unique[0] if len(unique) == 1 else " | ".join(unique)
 
         params = [p.replace(annotation=joined(s.parameters[p.name].annotation for s in signatures
@@ -135,6 +139,15 @@ def _merge_overloads(module):
         function.__signature__ = merged
         function.__doc__ = variants[0].__doc__
         setattr(module, name, function)
+
+
+def _name_type_aliases(module):
+    """Module-level type aliases (ArrayLike = Union[...]) become placeholder classes of that name,
+    so that signatures show "ArrayLike" rather than the expanded union."""
+    for name, value in list(vars(module).items()):
+        if name not in module.__tessel_assigned__ or isinstance(value, type) or not hasattr(value, "__origin__"):
+            continue
+        setattr(module, name, type(name, (), {"__module__": module.__name__, "__doc__": f"Type alias: {value}"}))
 
 
 def load_stub_package():
@@ -159,6 +172,7 @@ def load_stub_package():
         _execute_stub(modules[name], modules[name].__file__)
     for name, (_, sources) in STUB_MODULES.items():
         _merge_overloads(modules[name])
+        _name_type_aliases(modules[name])
         _fill_docstrings(modules[name], _python_docstrings(sources))
     return modules["tessel"]
 
