@@ -39,10 +39,11 @@ test: build
 python-test: deps
 	@bash scripts/python-test.sh
 
-# The documentation (Sphinx, warnings are errors) into $(BUILD_DIR)/docs/index.html. It needs
+# The documentation (Sphinx, warnings are errors) into $(BUILD_DIR)/docs/index.html, from a fresh
+# environment (-E: the .pyi stubs the API pages come from are not tracked as dependencies). It needs
 # Sphinx, not the compiled package: the API reference is read from python/tessel/*.pyi.
 docs: deps
-	@$(PYTHON) -m sphinx -W --keep-going -q -b html docs $(BUILD_DIR)/docs
+	@$(PYTHON) -m sphinx -E -W --keep-going -q -b html docs $(BUILD_DIR)/docs
 	@echo "docs: $(BUILD_DIR)/docs/index.html"
 
 # The C++ examples of the docs (docs/examples/cpp), built against an install of $(BUILD_DIR).
