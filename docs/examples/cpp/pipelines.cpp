@@ -47,10 +47,10 @@ int main() {
   // doc:begin graph
   Stream capture_stream = Stream::create(device);
   Array in = zeros({1024}, DType::float32, device, capture_stream);
-  Array out;
+  auto step = [&] { return add(multiply(in, 2.0, std::nullopt, capture_stream), 1.0, std::nullopt, capture_stream); };
+  Array out = step();                                   // once eagerly: first launches load kernels
   // Records the work (on the CPU: runs it once); replay() runs it again on in's current contents.
-  Graph graph = Graph::capture(capture_stream, [&] { out = add(multiply(in, 2.0, std::nullopt, capture_stream), 1.0,
-                                                               std::nullopt, capture_stream); });
+  Graph graph = Graph::capture(capture_stream, [&] { out = step(); });
   fill(in, 5.0, capture_stream);
   graph.replay(capture_stream);
   capture_stream.synchronize();
