@@ -30,7 +30,8 @@ html_title = "tessel"
 html_theme_options = {
     "description": "GPU arrays, fused kernels and tuned math, from C++ and Python",
     "fixed_sidebar": True,
-    "page_width": "1100px",
+    "page_width": "1280px",
+    "body_max_width": "none",
     "sidebar_width": "230px",
 }
 highlight_language = "none"
