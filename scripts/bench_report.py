@@ -70,10 +70,14 @@ class Rest:
 
     @staticmethod
     def table(headers, aligns, rows):
+        def text(cell):
+            # Plain text: "a@b" would become an e-mail link; code spans are literal already.
+            return cell if "``" in cell else cell.replace("@", "\\@")
+
         out = [".. list-table::", "   :header-rows: 1", ""]
         for row in [headers, *rows]:
             for i, cell in enumerate(row):
-                out.append(("   * - " if i == 0 else "     - ") + (cell.replace("`", "``") if cell else ""))
+                out.append(("   * - " if i == 0 else "     - ") + text(cell or ""))
         return out
 
     @staticmethod
