@@ -8,7 +8,9 @@ GENERATOR  := $(if $(shell command -v ninja 2>/dev/null),Ninja,Unix Makefiles)
 # One GPU shared by every test process: run GPU tests one at a time.
 TEST_JOBS  ?= $(if $(shell nvidia-smi -L 2>/dev/null),1,$(JOBS))
 
-.PHONY: all deps configure build test python-test run gpu-check bench install clean
+PYTHON     ?= python3
+
+.PHONY: all deps configure build test python-test docs cpp-examples run gpu-check bench install clean
 
 all: build
 
@@ -25,13 +27,28 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# Every test: C++ (ctest), Python (tests/python, which runs the examples of the docs and the
+# README as doctests), the C++ examples of the docs, and the docs build itself.
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure --timeout 900 -j $(TEST_JOBS)
 	@bash scripts/python-test.sh
+	@bash docs/examples/run_cpp_examples.sh $(BUILD_DIR)
+	@$(MAKE) --no-print-directory docs
 
 # The Python package alone: pip-installs it (incrementally, build/python) and runs its tests.
 python-test: deps
 	@bash scripts/python-test.sh
+
+# The documentation (Sphinx, warnings are errors) into $(BUILD_DIR)/docs/index.html, from a fresh
+# environment (-E: the .pyi stubs the API pages come from are not tracked as dependencies). It needs
+# Sphinx, not the compiled package: the API reference is read from python/tessel/*.pyi.
+docs: deps
+	@$(PYTHON) -m sphinx -E -W --keep-going -q -b html docs $(BUILD_DIR)/docs
+	@echo "docs: $(BUILD_DIR)/docs/index.html"
+
+# The C++ examples of the docs (docs/examples/cpp), built against an install of $(BUILD_DIR).
+cpp-examples: build
+	@bash docs/examples/run_cpp_examples.sh $(BUILD_DIR)
 
 run: build
 	@$(BUILD_DIR)/cli/tessel info

@@ -647,58 +647,13 @@ def print_table(results):
             print(f"  {r.workload} [{r.variant}] {r.lib}: {r.status}: {r.note}")
 
 
-def draw_charts(results, ceilings, base):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("charts skipped: matplotlib is not installed")
-        return []
-    table = speed_table(results)
-    rows = [(k, v) for k, v in table.items() if v]
-    libs = ["tessel", *PEERS]
-    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(rows)), 4.5))
-    width = 0.8 / len(libs)
-    for i, lib in enumerate(libs):
-        heights = []
-        for _, times in rows:
-            peers = [t for name, t in times.items() if name != "tessel"] or list(times.values())
-            best = min(peers)
-            heights.append(best / times[lib] if lib in times else 0)
-        ax.bar([j + i * width for j in range(len(rows))], heights, width, label=lib)
-    ax.axhline(1.0, color="gray", lw=0.8, ls="--")
-    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
-    ax.set_xticklabels([f"{w}\n{v[:24]}" for (w, v), _ in rows], fontsize=7)
-    ax.set_ylabel("speed relative to the best peer (higher is faster)")
-    ax.legend()
-    fig.tight_layout()
-    bars = base + "-compare.png"
-    fig.savefig(bars, dpi=110)
-    plt.close(fig)
+def draw_charts(record, base):
+    """The bar chart and the roofline, drawn by scripts/bench_report.py (which redraws them from the
+    results file the same way)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+    import bench_report
 
-    paths = [bars]
-    if ceilings.get("copy_GBps"):
-        fig, ax = plt.subplots(figsize=(6.5, 4.5))
-        bw = ceilings["copy_GBps"] / 2 * 1e9  # one direction, bytes/s
-        peak = ceilings.get("gemm_bf16_TFLOPs", 0) * 1e12 or 1e15
-        xs = np.logspace(-2, 4, 100)
-        ax.loglog(xs, np.minimum(xs * bw * 2, peak) / 1e12, "k-", lw=1, label="measured ceilings")
-        for r in results:
-            if r.lib == "tessel" and r.status == "ok" and r.flops and r.bytes:
-                intensity = r.flops / r.bytes
-                ax.loglog(intensity, r.flops / (r.ms * 1e-3) / 1e12, "o")
-                ax.annotate(r.workload, (intensity, r.flops / (r.ms * 1e-3) / 1e12), fontsize=7)
-        ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
-        ax.set_ylabel("TFLOP/s")
-        ax.set_title("tessel against the ceilings measured in this run")
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        roof = base + "-roofline.png"
-        fig.savefig(roof, dpi=110)
-        plt.close(fig)
-        paths.append(roof)
-    return paths
+    return bench_report.draw_charts(record, base)
 
 
 def main(argv=None):
@@ -749,7 +704,7 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump(record, f, indent=2)
     if not args.no_charts:
-        for p in draw_charts(results, ceilings, path[: -len(".json")]):
+        for p in draw_charts(record, path[: -len(".json")]):
             print(f"chart: {p}")
     # A tessel row that failed its check or raised (or a workload that raised as a whole) fails the run.
     return 1 if any(r.status in ("FAILED", "crashed") and r.lib in ("tessel", "all") for r in results) else 0

@@ -31,7 +31,9 @@ fi
 
 PY=${PYTHON:-python3}
 missing_py=()
-for spec in numpy:numpy pytest:pytest hypothesis:hypothesis nanobind:nanobind scikit_build_core:scikit-build-core; do
+# sphinx: `make docs` (also run by `make test`); its theme, alabaster, comes with it.
+for spec in numpy:numpy pytest:pytest hypothesis:hypothesis nanobind:nanobind scikit_build_core:scikit-build-core \
+            sphinx:sphinx; do
   mod=${spec%%:*}; pkg=${spec##*:}
   $PY -c "import $mod" >/dev/null 2>&1 || missing_py+=("$pkg")
 done

@@ -10,7 +10,7 @@ Same physics as tessel's sim::Particles (velocity Verlet, damping with the half-
 reduced mass per pair, walls as contacts). Before timing, the run is sanity-checked: finite
 energy and a contact count close to tessel's for the same configuration when that is known.
 
-tessel in the same process: `measure_tessel` times ts.sim.Particles (docs/python.md) here too,
+tessel in the same process: `measure_tessel` times ts.sim.Particles (docs/guide/simulation.rst) here too,
 so both numbers come from one process and one GPU state. When the tessel package is missing,
 "tessel_same_process" records why it was skipped, and bench/sim_bench.cpp has tessel's number.
 bench/compare.py calls `median_step_ms(n, steps)` for the peer's number alone.
@@ -267,7 +267,7 @@ def median_ms(step, steps, warmup):
 def measure_tessel(n, side, steps, warmup):
     """tessel's step time in this process, through the Python binding (when it exists).
 
-    The binding mirrors the C++ API (docs/python.md): ts.sim.ParticlesConfig, ts.sim.InitOptions,
+    The binding mirrors the C++ API (docs/guide/simulation.rst): ts.sim.ParticlesConfig, ts.sim.InitOptions,
     ts.sim.init_gas(options, config), ts.sim.Particles(state, config, device) with .step(k) and
     .diagnostics() (a dict); timing uses CuPy events on the default stream, as for the peer.
     """

@@ -18,20 +18,30 @@ inf: float
 nan: float
 newaxis: None
 
-class TesselError(Exception): ...
-class ValueError(TesselError, builtins.ValueError): ...
-class ShapeError(TesselError, builtins.ValueError): ...
-class DTypeError(TesselError, TypeError): ...
-class IndexError(TesselError, builtins.IndexError): ...
-class DeviceError(TesselError, RuntimeError): ...
-class OutOfMemory(TesselError, MemoryError): ...
+class TesselError(Exception):
+    """Base of every tessel error; the message names the op and the offending shapes, dtypes or devices."""
+class ValueError(TesselError, builtins.ValueError):
+    """A bad argument value (also a builtin ValueError)."""
+class ShapeError(TesselError, builtins.ValueError):
+    """Shapes that do not broadcast or match (also a ValueError)."""
+class DTypeError(TesselError, TypeError):
+    """A dtype the op does not support, or an unsafe cast (also a TypeError)."""
+class IndexError(TesselError, builtins.IndexError):
+    """An index or axis out of range (also a builtin IndexError)."""
+class DeviceError(TesselError, RuntimeError):
+    """Arrays on different devices, or CUDA needed but unavailable (also a RuntimeError)."""
+class OutOfMemory(TesselError, MemoryError):
+    """An allocation failed; the message has the requested, allocated, reserved and free bytes (also a MemoryError)."""
 class CudaError(TesselError, RuntimeError):
+    """A failed CUDA call, with the call and file:line. ``fatal`` marks sticky errors (the process must restart)."""
     code: int
     fatal: bool
 class CompileError(TesselError, RuntimeError):
+    """NVRTC could not compile a kernel; ``log`` holds the compiler's log."""
     log: str
 
 class dtype:
+    """A data type; the instances are singletons (``x.dtype is ts.float32``)."""
     name: str
     itemsize: int
     kind: str
@@ -54,31 +64,46 @@ complex64: dtype
 complex128: dtype
 
 class Device:
+    """``Device('cpu')``, ``Device('cuda')`` or ``Device('cuda:1')``."""
     type: str
     index: int
     def __init__(self, name: str) -> None: ...
 
 class Stream:
+    """A CUDA stream (or the CPU stream). ``Stream(device, priority)`` creates a new non-blocking stream."""
     def __init__(self, device: DeviceLike = None, priority: int = 0) -> None: ...
     @staticmethod
-    def from_handle(handle: int, device: DeviceLike = None) -> Stream: ...
+    def from_handle(handle: int, device: DeviceLike = None) -> Stream:
+        """Adopts a stream created elsewhere (not owned: its creator keeps it alive)."""
     @staticmethod
-    def default(device: DeviceLike = None) -> Stream: ...
+    def default(device: DeviceLike = None) -> Stream:
+        """The legacy default stream of a device."""
     @staticmethod
-    def cpu() -> Stream: ...
+    def cpu() -> Stream:
+        """The CPU backend's stream."""
     @staticmethod
-    def priority_range(device: DeviceLike = None) -> Tuple[int, int]: ...
+    def priority_range(device: DeviceLike = None) -> Tuple[int, int]:
+        """(greatest, least) stream priorities of a device."""
     device: Device
     handle: int
     ptr: int
     id: int
     priority: int
     owned: bool
-    def synchronize(self) -> None: ...
-    def query(self) -> bool: ...
-    def wait_stream(self, other: Stream) -> None: ...
+    def synchronize(self) -> None:
+        """The host waits for the stream's work (releases the GIL)."""
+    def query(self) -> bool:
+        """True when all work queued on the stream has finished."""
+    def wait_stream(self, other: Stream) -> None:
+        """Later work on this stream waits for the work queued on ``other`` so far."""
 
 class Array:
+    """An N-d array on a device: a view (shape, strides, offset, dtype) of shared storage.
+
+    Operators follow NumPy (``/`` is true division, ``%`` the remainder, ``@`` matmul), with
+    broadcasting and NumPy 2 promotion; in-place operators write into the array. Basic indexing
+    (integers, slices, None, ...) gives views.
+    """
     shape: Tuple[int, ...]
     ndim: int
     size: int
@@ -93,50 +118,86 @@ class Array:
     real: Array
     imag: Array
     __cuda_array_interface__: dict
-    def __array_namespace__(self, /, *, api_version: Optional[str] = None) -> Any: ...
+    def __array_namespace__(self, /, *, api_version: Optional[str] = None) -> Any:
+        """The Array API namespace: the tessel module."""
     def __dlpack__(self, *, stream: Optional[int] = None, max_version: Optional[Tuple[int, int]] = None,
-                   dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any: ...
-    def __dlpack_device__(self) -> Tuple[int, int]: ...
+                   dl_device: Optional[Tuple[int, int]] = None, copy: Optional[bool] = None) -> Any:
+        """A DLPack capsule of the array (versioned when ``max_version`` allows); the consumer's ``stream`` waits for tessel's current stream."""
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        """(device type, device id) as DLPack spells them: (1, 0) for the CPU, (2, N) for cuda:N."""
     __dlpack_c_exchange_api__: Any  # PyCapsule "dlpack_exchange_api" (DLPack C exchange API)
     __c_dlpack_exchange_api__: Any  # the same capsule under the older name
-    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> Any: ...
-    def __getitem__(self, key: Any) -> Array: ...
-    def __setitem__(self, key: Any, value: ArrayLike) -> None: ...
-    def __len__(self) -> int: ...
+    def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> Any:
+        """A NumPy copy (always a copy: the data may be on a GPU)."""
+    def __getitem__(self, key: Any) -> Array:
+        """Basic indexing (integers, slices, None, ...): a view."""
+    def __setitem__(self, key: Any, value: ArrayLike) -> None:
+        """Writes value (broadcast and cast) into the selected view."""
+    def __len__(self) -> int:
+        """The size of the first axis."""
     def __bool__(self) -> bool: ...
     def __int__(self) -> int: ...
     def __float__(self) -> float: ...
     def __complex__(self) -> complex: ...
     def __index__(self) -> int: ...
-    def item(self) -> Scalar: ...
-    def tolist(self) -> Any: ...
-    def numpy(self) -> Any: ...
-    def to_device(self, device: DeviceLike, /, *, stream: Optional[Stream] = None) -> Array: ...
-    def astype(self, dtype: DTypeLike, *, copy: bool = True) -> Array: ...
-    def copy(self) -> Array: ...
-    def contiguous(self) -> Array: ...
-    def is_contiguous(self) -> bool: ...
-    def reshape(self, *shape: Any) -> Array: ...
-    def ravel(self) -> Array: ...
-    def flatten(self) -> Array: ...
-    def transpose(self, *axes: Any) -> Array: ...
-    def swapaxes(self, axis1: int, axis2: int) -> Array: ...
-    def squeeze(self, axis: Axis = None) -> Array: ...
-    def wait(self) -> None: ...
-    def conj(self) -> Array: ...
-    def sum(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array: ...
-    def prod(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array: ...
-    def mean(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array: ...
-    def min(self, axis: Axis = None, *, keepdims: bool = False) -> Array: ...
-    def max(self, axis: Axis = None, *, keepdims: bool = False) -> Array: ...
-    def any(self, axis: Axis = None, *, keepdims: bool = False) -> Array: ...
-    def all(self, axis: Axis = None, *, keepdims: bool = False) -> Array: ...
-    def var(self, axis: Axis = None, *, ddof: float = 0, keepdims: bool = False) -> Array: ...
-    def std(self, axis: Axis = None, *, ddof: float = 0, keepdims: bool = False) -> Array: ...
-    def argmin(self, axis: Optional[int] = None, *, keepdims: bool = False) -> Array: ...
-    def argmax(self, axis: Optional[int] = None, *, keepdims: bool = False) -> Array: ...
-    def cumsum(self, axis: Optional[int] = None) -> Array: ...
-    def cumprod(self, axis: Optional[int] = None) -> Array: ...
+    def item(self) -> Scalar:
+        """The value of a one-element array as a Python scalar (waits for pending work)."""
+    def tolist(self) -> Any:
+        """The values as nested Python lists (a host copy)."""
+    def numpy(self) -> Any:
+        """A NumPy copy (bfloat16 becomes float32)."""
+    def to_device(self, device: DeviceLike, /, *, stream: Optional[Stream] = None) -> Array:
+        """A copy on another device (the array itself when already there); asynchronous."""
+    def astype(self, dtype: DTypeLike, *, copy: bool = True) -> Array:
+        """A copy in another dtype (``copy=False`` returns the array itself when the dtype is already right)."""
+    def copy(self) -> Array:
+        """A contiguous copy."""
+    def contiguous(self) -> Array:
+        """The array itself when C-contiguous, else a contiguous copy."""
+    def is_contiguous(self) -> bool:
+        """Whether the array is C-contiguous."""
+    def reshape(self, *shape: Any) -> Array:
+        """A view with a new shape when the strides allow it, else a copy."""
+    def ravel(self) -> Array:
+        """A 1-D view when the array is contiguous, else a copy."""
+    def flatten(self) -> Array:
+        """A 1-D copy in C order."""
+    def transpose(self, *axes: Any) -> Array:
+        """A view with the axes reversed, or in the given order."""
+    def swapaxes(self, axis1: int, axis2: int) -> Array:
+        """A view with two axes swapped."""
+    def squeeze(self, axis: Axis = None) -> Array:
+        """A view without axes of size one (all of them, or the given ones)."""
+    def wait(self) -> None:
+        """The host waits for pending writes to this array."""
+    def conj(self) -> Array:
+        """The complex conjugate."""
+    def sum(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
+        """Sum (see :func:`tessel.sum`)."""
+    def prod(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
+        """Product (see :func:`tessel.prod`)."""
+    def mean(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
+        """Mean (see :func:`tessel.mean`)."""
+    def min(self, axis: Axis = None, *, keepdims: bool = False) -> Array:
+        """Minimum (see :func:`tessel.min`)."""
+    def max(self, axis: Axis = None, *, keepdims: bool = False) -> Array:
+        """Maximum (see :func:`tessel.max`)."""
+    def any(self, axis: Axis = None, *, keepdims: bool = False) -> Array:
+        """Whether any element is true (see :func:`tessel.any`)."""
+    def all(self, axis: Axis = None, *, keepdims: bool = False) -> Array:
+        """Whether every element is true (see :func:`tessel.all`)."""
+    def var(self, axis: Axis = None, *, ddof: float = 0, keepdims: bool = False) -> Array:
+        """Variance, dividing by (count - ddof)."""
+    def std(self, axis: Axis = None, *, ddof: float = 0, keepdims: bool = False) -> Array:
+        """Standard deviation, dividing by (count - ddof)."""
+    def argmin(self, axis: Optional[int] = None, *, keepdims: bool = False) -> Array:
+        """Index of the first minimum (see :func:`tessel.argmin`)."""
+    def argmax(self, axis: Optional[int] = None, *, keepdims: bool = False) -> Array:
+        """Index of the first maximum (see :func:`tessel.argmax`)."""
+    def cumsum(self, axis: Optional[int] = None) -> Array:
+        """Cumulative sum (see :func:`tessel.cumsum`)."""
+    def cumprod(self, axis: Optional[int] = None) -> Array:
+        """Cumulative product (see :func:`tessel.cumprod`)."""
 
     def __add__(self, other: ArrayLike) -> Array: ...
     def __radd__(self, other: ArrayLike) -> Array: ...
@@ -189,208 +250,435 @@ class Array:
     def __imatmul__(self, other: ArrayLike) -> Array: ...
 
 class Sym:  # symbolic array inside a ts.fuse trace
+    """A symbolic array inside a :func:`fuse` trace; supports the operators and the elementwise functions."""
     def __add__(self, other: Any) -> Sym: ...
-def negative(x: ArrayLike, /) -> Array: ...
-def positive(x: ArrayLike, /) -> Array: ...
-def abs(x: ArrayLike, /) -> Array: ...
-def logical_not(x: ArrayLike, /) -> Array: ...
-def bitwise_invert(x: ArrayLike, /) -> Array: ...
-def square(x: ArrayLike, /) -> Array: ...
-def reciprocal(x: ArrayLike, /) -> Array: ...
-def sign(x: ArrayLike, /) -> Array: ...
-def exp(x: ArrayLike, /) -> Array: ...
-def exp2(x: ArrayLike, /) -> Array: ...
-def expm1(x: ArrayLike, /) -> Array: ...
-def log(x: ArrayLike, /) -> Array: ...
-def log2(x: ArrayLike, /) -> Array: ...
-def log10(x: ArrayLike, /) -> Array: ...
-def log1p(x: ArrayLike, /) -> Array: ...
-def sqrt(x: ArrayLike, /) -> Array: ...
-def rsqrt(x: ArrayLike, /) -> Array: ...
-def cbrt(x: ArrayLike, /) -> Array: ...
-def sin(x: ArrayLike, /) -> Array: ...
-def cos(x: ArrayLike, /) -> Array: ...
-def tan(x: ArrayLike, /) -> Array: ...
-def asin(x: ArrayLike, /) -> Array: ...
-def acos(x: ArrayLike, /) -> Array: ...
-def atan(x: ArrayLike, /) -> Array: ...
-def sinh(x: ArrayLike, /) -> Array: ...
-def cosh(x: ArrayLike, /) -> Array: ...
-def tanh(x: ArrayLike, /) -> Array: ...
-def asinh(x: ArrayLike, /) -> Array: ...
-def acosh(x: ArrayLike, /) -> Array: ...
-def atanh(x: ArrayLike, /) -> Array: ...
-def sigmoid(x: ArrayLike, /) -> Array: ...
-def relu(x: ArrayLike, /) -> Array: ...
-def gelu(x: ArrayLike, /) -> Array: ...
-def erf(x: ArrayLike, /) -> Array: ...
-def softplus(x: ArrayLike, /) -> Array: ...
-def floor(x: ArrayLike, /) -> Array: ...
-def ceil(x: ArrayLike, /) -> Array: ...
-def trunc(x: ArrayLike, /) -> Array: ...
-def round(x: ArrayLike, /) -> Array: ...
-def isnan(x: ArrayLike, /) -> Array: ...
-def isinf(x: ArrayLike, /) -> Array: ...
-def isfinite(x: ArrayLike, /) -> Array: ...
-def real(x: ArrayLike, /) -> Array: ...
-def imag(x: ArrayLike, /) -> Array: ...
-def conj(x: ArrayLike, /) -> Array: ...
-def angle(x: ArrayLike, /) -> Array: ...
-def arcsin(x: ArrayLike, /) -> Array: ...
-def arccos(x: ArrayLike, /) -> Array: ...
-def arctan(x: ArrayLike, /) -> Array: ...
-def arcsinh(x: ArrayLike, /) -> Array: ...
-def arccosh(x: ArrayLike, /) -> Array: ...
-def arctanh(x: ArrayLike, /) -> Array: ...
-def bitwise_not(x: ArrayLike, /) -> Array: ...
-def invert(x: ArrayLike, /) -> Array: ...
-def absolute(x: ArrayLike, /) -> Array: ...
-def conjugate(x: ArrayLike, /) -> Array: ...
-def signbit(x: ArrayLike, /) -> Array: ...
-def add(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def subtract(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def multiply(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def divide(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def floor_divide(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def remainder(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def pow(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def equal(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def not_equal(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def less(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def less_equal(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def greater(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def greater_equal(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def logical_and(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def logical_or(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def logical_xor(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def bitwise_and(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def bitwise_or(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def bitwise_xor(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def bitwise_left_shift(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def bitwise_right_shift(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def minimum(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def maximum(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def fmin(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def fmax(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def atan2(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def power(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def arctan2(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def left_shift(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def right_shift(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def true_divide(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def mod(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array: ...
-def copysign(x1: Array, x2: ArrayLike, /) -> Array: ...
-def hypot(x1: Array, x2: Array, /) -> Array: ...
-def logaddexp(x1: Array, x2: Array, /) -> Array: ...
-def where(condition: ArrayLike, x1: ArrayLike, x2: ArrayLike, /) -> Array: ...
-def clip(x: Array, /, min: Optional[ArrayLike] = None, max: Optional[ArrayLike] = None) -> Array: ...
+def negative(x: ArrayLike, /) -> Array:
+    """-x, elementwise (integers wrap around)."""
+def positive(x: ArrayLike, /) -> Array:
+    """+x, elementwise (a copy)."""
+def abs(x: ArrayLike, /) -> Array:
+    """The absolute value, elementwise; complex inputs give their (real) magnitude."""
+def logical_not(x: ArrayLike, /) -> Array:
+    """not x, elementwise; a bool array."""
+def bitwise_invert(x: ArrayLike, /) -> Array:
+    """~x for bool and integer arrays."""
+def square(x: ArrayLike, /) -> Array:
+    """x * x, elementwise."""
+def reciprocal(x: ArrayLike, /) -> Array:
+    """1 / x for floating and complex arrays."""
+def sign(x: ArrayLike, /) -> Array:
+    """-1, 0 or 1 for real inputs (NaN stays NaN); ``z / abs(z)`` for complex ones (NumPy 2)."""
+def exp(x: ArrayLike, /) -> Array:
+    """e**x, elementwise."""
+def exp2(x: ArrayLike, /) -> Array:
+    """2**x, elementwise."""
+def expm1(x: ArrayLike, /) -> Array:
+    """exp(x) - 1, accurate near 0."""
+def log(x: ArrayLike, /) -> Array:
+    """Natural logarithm; complex inputs follow C99's branch cut."""
+def log2(x: ArrayLike, /) -> Array:
+    """Base-2 logarithm."""
+def log10(x: ArrayLike, /) -> Array:
+    """Base-10 logarithm."""
+def log1p(x: ArrayLike, /) -> Array:
+    """log(1 + x), accurate near 0."""
+def sqrt(x: ArrayLike, /) -> Array:
+    """Square root; complex inputs follow C99's branch cut."""
+def rsqrt(x: ArrayLike, /) -> Array:
+    """1 / sqrt(x) for real floating arrays."""
+def cbrt(x: ArrayLike, /) -> Array:
+    """Cube root for real floating arrays."""
+def sin(x: ArrayLike, /) -> Array:
+    """Sine (radians)."""
+def cos(x: ArrayLike, /) -> Array:
+    """Cosine (radians)."""
+def tan(x: ArrayLike, /) -> Array:
+    """Tangent (radians)."""
+def asin(x: ArrayLike, /) -> Array:
+    """Inverse sine (``arcsin``)."""
+def acos(x: ArrayLike, /) -> Array:
+    """Inverse cosine (``arccos``)."""
+def atan(x: ArrayLike, /) -> Array:
+    """Inverse tangent (``arctan``)."""
+def sinh(x: ArrayLike, /) -> Array:
+    """Hyperbolic sine."""
+def cosh(x: ArrayLike, /) -> Array:
+    """Hyperbolic cosine."""
+def tanh(x: ArrayLike, /) -> Array:
+    """Hyperbolic tangent."""
+def asinh(x: ArrayLike, /) -> Array:
+    """Inverse hyperbolic sine (``arcsinh``)."""
+def acosh(x: ArrayLike, /) -> Array:
+    """Inverse hyperbolic cosine (``arccosh``)."""
+def atanh(x: ArrayLike, /) -> Array:
+    """Inverse hyperbolic tangent (``arctanh``)."""
+def sigmoid(x: ArrayLike, /) -> Array:
+    """1 / (1 + exp(-x)) for real floating arrays."""
+def relu(x: ArrayLike, /) -> Array:
+    """max(x, 0) for integer and real floating arrays; NaN stays NaN."""
+def gelu(x: ArrayLike, /) -> Array:
+    """x * (1 + erf(x / sqrt(2))) / 2 (the exact, erf form)."""
+def erf(x: ArrayLike, /) -> Array:
+    """The error function, for real floating arrays."""
+def softplus(x: ArrayLike, /) -> Array:
+    """log(1 + exp(x)), computed as ``max(x, 0) + log1p(exp(-abs(x)))`` so that it does not overflow."""
+def floor(x: ArrayLike, /) -> Array:
+    """Largest integer <= x; integer arrays stay integer (NumPy 2)."""
+def ceil(x: ArrayLike, /) -> Array:
+    """Smallest integer >= x; integer arrays stay integer."""
+def trunc(x: ArrayLike, /) -> Array:
+    """x rounded toward zero; integer arrays stay integer."""
+def round(x: ArrayLike, /) -> Array:
+    """x rounded to the nearest integer, half to even (as NumPy)."""
+def isnan(x: ArrayLike, /) -> Array:
+    """True where x is NaN (either part, for complex)."""
+def isinf(x: ArrayLike, /) -> Array:
+    """True where x is +-infinity (either part, for complex)."""
+def isfinite(x: ArrayLike, /) -> Array:
+    """True where x is neither NaN nor infinite."""
+def real(x: ArrayLike, /) -> Array:
+    """The real part (the array itself, copied, for real inputs)."""
+def imag(x: ArrayLike, /) -> Array:
+    """The imaginary part (zeros for real inputs)."""
+def conj(x: ArrayLike, /) -> Array:
+    """The complex conjugate (a copy for real inputs)."""
+def angle(x: ArrayLike, /) -> Array:
+    """The argument of a complex number, in radians; pi for negative reals."""
+def arcsin(x: ArrayLike, /) -> Array:
+    """Alias of :func:`asin`."""
+def arccos(x: ArrayLike, /) -> Array:
+    """Alias of :func:`acos`."""
+def arctan(x: ArrayLike, /) -> Array:
+    """Alias of :func:`atan`."""
+def arcsinh(x: ArrayLike, /) -> Array:
+    """Alias of :func:`asinh`."""
+def arccosh(x: ArrayLike, /) -> Array:
+    """Alias of :func:`acosh`."""
+def arctanh(x: ArrayLike, /) -> Array:
+    """Alias of :func:`atanh`."""
+def bitwise_not(x: ArrayLike, /) -> Array:
+    """Alias of :func:`bitwise_invert`."""
+def invert(x: ArrayLike, /) -> Array:
+    """Alias of :func:`bitwise_invert`."""
+def absolute(x: ArrayLike, /) -> Array:
+    """Alias of :func:`abs`."""
+def conjugate(x: ArrayLike, /) -> Array:
+    """Alias of :func:`conj`."""
+def signbit(x: ArrayLike, /) -> Array:
+    """True where the sign bit is set (also for -0.0 and negative NaNs)."""
+def add(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 + x2 with broadcasting and NumPy 2 promotion (Python scalars are weak).
+
+    ``out`` receives the result (same-kind casting); it may be one of the inputs.
+    """
+def subtract(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 - x2 (not for bool)."""
+def multiply(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 * x2."""
+def divide(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """True division x1 / x2: integer and bool inputs give float64, as NumPy."""
+def floor_divide(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """floor(x1 / x2), as Python's //, for integer and real floating arrays."""
+def remainder(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 - floor_divide(x1, x2) * x2: the sign of the divisor, as Python's %."""
+def pow(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 ** x2. Integer powers with a negative exponent give 0 (or +-1 for a base of +-1)."""
+def equal(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 == x2, a bool array."""
+def not_equal(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 != x2, a bool array."""
+def less(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 < x2, a bool array; complex numbers compare lexicographically, as NumPy."""
+def less_equal(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 <= x2, a bool array."""
+def greater(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 > x2, a bool array."""
+def greater_equal(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 >= x2, a bool array."""
+def logical_and(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 and x2, elementwise; a bool array."""
+def logical_or(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 or x2, elementwise; a bool array."""
+def logical_xor(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 xor x2, elementwise; a bool array."""
+def bitwise_and(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 & x2 for bool and integer arrays."""
+def bitwise_or(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 | x2 for bool and integer arrays."""
+def bitwise_xor(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 ^ x2 for bool and integer arrays."""
+def bitwise_left_shift(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 << x2 for integer arrays; shifts past the width give 0."""
+def bitwise_right_shift(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """x1 >> x2 for integer arrays (arithmetic for signed types)."""
+def minimum(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """The smaller of x1 and x2; NaN propagates."""
+def maximum(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """The larger of x1 and x2; NaN propagates."""
+def fmin(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """The smaller of x1 and x2, ignoring a NaN."""
+def fmax(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """The larger of x1 and x2, ignoring a NaN."""
+def atan2(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """The angle of the point (x2, x1), in radians, for real floating arrays (``arctan2``)."""
+def power(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """Alias of :func:`pow`."""
+def arctan2(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """Alias of :func:`atan2`."""
+def left_shift(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """Alias of :func:`bitwise_left_shift`."""
+def right_shift(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """Alias of :func:`bitwise_right_shift`."""
+def true_divide(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """Alias of :func:`divide`."""
+def mod(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """Alias of :func:`remainder`."""
+def copysign(x1: Array, x2: ArrayLike, /) -> Array:
+    """x1 with the sign of x2."""
+def hypot(x1: Array, x2: Array, /) -> Array:
+    """sqrt(x1**2 + x2**2) without intermediate overflow."""
+def logaddexp(x1: Array, x2: Array, /) -> Array:
+    """log(exp(x1) + exp(x2)), computed stably."""
+def where(condition: ArrayLike, x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """x1 where condition is true, else x2, all three broadcast; Python scalars take the other operand's dtype."""
+def clip(x: Array, /, min: Optional[ArrayLike] = None, max: Optional[ArrayLike] = None) -> Array:
+    """x limited to [min, max]; NaN propagates, as NumPy. Either bound may be None."""
 # creation
-def asarray(obj: Any, /, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None, copy: Optional[bool] = None) -> Array: ...
-def from_dlpack(x: Any, /, *, device: DeviceLike = None, copy: Optional[bool] = None) -> Array: ...
-def export_to(x: Array, cls: type) -> Any: ...
-def to_numpy(x: Array) -> Any: ...
-def empty(shape: ShapeLike, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array: ...
-def zeros(shape: ShapeLike, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array: ...
-def ones(shape: ShapeLike, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array: ...
-def full(shape: ShapeLike, fill_value: Scalar, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array: ...
-def empty_like(x: Array, /, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array: ...
-def zeros_like(x: Array, /, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array: ...
-def ones_like(x: Array, /, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array: ...
-def full_like(x: Array, /, fill_value: Scalar, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array: ...
-def arange(start: Union[int, float], /, stop: Optional[Union[int, float]] = None, step: Union[int, float] = 1, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array: ...
-def linspace(start: Scalar, stop: Scalar, /, num: int, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None, endpoint: bool = True) -> Array: ...
-def eye(n_rows: int, n_cols: Optional[int] = None, /, *, k: int = 0, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array: ...
-def meshgrid(*arrays: Array, indexing: Literal['xy', 'ij'] = 'xy') -> list[Array]: ...
-def tril(x: Array, /, *, k: int = 0) -> Array: ...
-def triu(x: Array, /, *, k: int = 0) -> Array: ...
-def copyto(dst: Array, src: ArrayLike) -> None: ...
+def asarray(obj: Any, /, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None, copy: Optional[bool] = None) -> Array:
+    """Converts obj to a tessel array.
+
+    tessel arrays pass through (copied when ``copy=True`` or the dtype or device differ); objects with
+    ``__cuda_array_interface__`` (CuPy, Numba, PyTorch CUDA tensors) and DLPack producers are
+    wrapped without a copy (the producer is kept alive); NumPy arrays are wrapped without a copy
+    when the target is the CPU, and copied to a GPU target; lists and scalars are copied. Python
+    floats default to float32. A non-writeable NumPy array comes in read-only.
+    """
+def from_dlpack(x: Any, /, *, device: DeviceLike = None, copy: Optional[bool] = None) -> Array:
+    """Imports a DLPack producer (PyTorch, CuPy, JAX, NumPy, ...) without a copy.
+
+    The producer's DLPack C exchange table is used when its type has one (no Python calls), else
+    ``__dlpack__``; tessel's current stream then waits for the producer's. ``device=`` and
+    ``copy=True`` copy.
+    """
+def export_to(x: Array, cls: type) -> Any:
+    """Hands x to the library of ``cls`` (e.g. ``torch.Tensor``) through that type's DLPack C exchange table, without a copy.
+
+    ``cls``'s current stream waits for tessel's current stream. TypeError when ``cls`` has no table.
+    """
+def to_numpy(x: Array) -> Any:
+    """A NumPy copy of x (bfloat16 becomes float32)."""
+def empty(shape: ShapeLike, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
+    """An uninitialized array (memory from the caching pool)."""
+def zeros(shape: ShapeLike, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
+    """An array of zeros."""
+def ones(shape: ShapeLike, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
+    """An array of ones."""
+def full(shape: ShapeLike, fill_value: Scalar, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
+    """An array filled with ``fill_value``."""
+def empty_like(x: Array, /, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
+    """An uninitialized array with x's shape (and dtype and device unless given)."""
+def zeros_like(x: Array, /, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
+    """Zeros with x's shape (and dtype and device unless given)."""
+def ones_like(x: Array, /, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
+    """Ones with x's shape (and dtype and device unless given)."""
+def full_like(x: Array, /, fill_value: Scalar, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
+    """``fill_value`` with x's shape (and dtype and device unless given)."""
+def arange(start: Union[int, float], /, stop: Optional[Union[int, float]] = None, step: Union[int, float] = 1, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
+    """Evenly spaced values in [start, stop) with NumPy's length rule; computed on the device on CUDA."""
+def linspace(start: Scalar, stop: Scalar, /, num: int, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None, endpoint: bool = True) -> Array:
+    """``num`` evenly spaced values from start to stop (``endpoint`` included by default)."""
+def eye(n_rows: int, n_cols: Optional[int] = None, /, *, k: int = 0, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
+    """A 2-D array with ones on diagonal k (k > 0 above the main diagonal)."""
+def meshgrid(*arrays: Array, indexing: Literal['xy', 'ij'] = 'xy') -> list[Array]:
+    """Coordinate matrices from 1-D arrays (``indexing='xy'`` or ``'ij'``)."""
+def tril(x: Array, /, *, k: int = 0) -> Array:
+    """The lower triangle (on and below diagonal k) of the last two axes; zeros elsewhere."""
+def triu(x: Array, /, *, k: int = 0) -> Array:
+    """The upper triangle (on and above diagonal k) of the last two axes; zeros elsewhere."""
+def copyto(dst: Array, src: ArrayLike) -> None:
+    """dst[...] = src: broadcasts src to dst's shape and casts; works across devices."""
 # data types
-def astype(x: Array, dtype: DTypeLike, /, *, copy: bool = True, device: DeviceLike = None) -> Array: ...
-def result_type(*arrays_and_dtypes: Any) -> dtype: ...
-def can_cast(from_: Union[dtype, Array], to: dtype, /) -> bool: ...
-def finfo(type: Union[dtype, Array], /) -> Any: ...
-def iinfo(type: Union[dtype, Array], /) -> Any: ...
-def isdtype(dtype: dtype, kind: Union[dtype, str, Tuple[Union[dtype, str], ...]]) -> bool: ...
+def astype(x: Array, dtype: DTypeLike, /, *, copy: bool = True, device: DeviceLike = None) -> Array:
+    """x in another dtype (and optionally on another device); copies unless ``copy=False`` and nothing changes."""
+def result_type(*arrays_and_dtypes: Any) -> dtype:
+    """The dtype NumPy 2's promotion gives these arrays, dtypes and (weak) Python scalars."""
+def can_cast(from_: Union[dtype, Array], to: dtype, /) -> bool:
+    """Whether ``from_`` casts to ``to`` safely."""
+def finfo(type: Union[dtype, Array], /) -> Any:
+    """Limits of a floating dtype: bits, eps, max, min, smallest_normal."""
+def iinfo(type: Union[dtype, Array], /) -> Any:
+    """Limits of an integer dtype: bits, max, min."""
+def isdtype(dtype: dtype, kind: Union[dtype, str, Tuple[Union[dtype, str], ...]]) -> bool:
+    """Whether dtype is of a kind: 'bool', 'signed integer', 'unsigned integer', 'integral', 'real floating', 'complex floating', 'numeric', or a dtype, or a tuple of these."""
 # statistics and utilities
-def sum(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array: ...
-def prod(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array: ...
-def mean(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array: ...
-def nansum(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array: ...
-def nanprod(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array: ...
-def nanmean(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array: ...
-def min(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array: ...
-def max(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array: ...
-def any(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array: ...
-def all(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array: ...
-def nanmin(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array: ...
-def nanmax(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array: ...
-def var(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array: ...
-def std(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array: ...
-def nanvar(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array: ...
-def nanstd(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array: ...
-def argmin(x: Array, /, *, axis: Optional[int] = None, keepdims: bool = False) -> Array: ...
-def argmax(x: Array, /, *, axis: Optional[int] = None, keepdims: bool = False) -> Array: ...
-def nanargmin(x: Array, /, *, axis: Optional[int] = None, keepdims: bool = False) -> Array: ...
-def nanargmax(x: Array, /, *, axis: Optional[int] = None, keepdims: bool = False) -> Array: ...
-def cumsum(x: Array, axis: Optional[int] = None) -> Array: ...
-def cumprod(x: Array, axis: Optional[int] = None) -> Array: ...
-def cumulative_sum(x: Array, /, *, axis: Optional[int] = None, dtype: Optional[DTypeLike] = None, include_initial: bool = False) -> Array: ...
+def sum(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
+    """Sum over axis (all axes by default). Bool and signed integers sum in int64, unsigned in uint64; float16/bfloat16 accumulate in float32."""
+def prod(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
+    """Product over axis, with sum's result dtypes."""
+def mean(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
+    """Mean over axis; integer inputs give float64. An empty slice gives NaN."""
+def nansum(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
+    """Sum skipping NaNs."""
+def nanprod(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
+    """Product skipping NaNs."""
+def nanmean(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
+    """Mean skipping NaNs (NaN for an all-NaN slice)."""
+def min(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
+    """Minimum over axis; NaN propagates. An empty slice is a ValueError."""
+def max(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
+    """Maximum over axis; NaN propagates. An empty slice is a ValueError."""
+def any(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
+    """Whether any element is true, over axis."""
+def all(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
+    """Whether every element is true, over axis."""
+def nanmin(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
+    """Minimum skipping NaNs (NaN for an all-NaN slice)."""
+def nanmax(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
+    """Maximum skipping NaNs (NaN for an all-NaN slice)."""
+def var(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
+    """Variance over axis, dividing by (count - correction); computed in two passes for accuracy."""
+def std(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
+    """Standard deviation: sqrt(var)."""
+def nanvar(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
+    """Variance skipping NaNs."""
+def nanstd(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
+    """Standard deviation skipping NaNs."""
+def argmin(x: Array, /, *, axis: Optional[int] = None, keepdims: bool = False) -> Array:
+    """Index (int64) of the first minimum along axis, or into the flattened array."""
+def argmax(x: Array, /, *, axis: Optional[int] = None, keepdims: bool = False) -> Array:
+    """Index (int64) of the first maximum along axis, or into the flattened array."""
+def nanargmin(x: Array, /, *, axis: Optional[int] = None, keepdims: bool = False) -> Array:
+    """argmin skipping NaNs; an all-NaN slice is a ValueError, as NumPy (one synchronization)."""
+def nanargmax(x: Array, /, *, axis: Optional[int] = None, keepdims: bool = False) -> Array:
+    """argmax skipping NaNs; an all-NaN slice is a ValueError, as NumPy (one synchronization)."""
+def cumsum(x: Array, axis: Optional[int] = None) -> Array:
+    """Inclusive cumulative sum along axis, or over the flattened array (NumPy's)."""
+def cumprod(x: Array, axis: Optional[int] = None) -> Array:
+    """Inclusive cumulative product along axis, or over the flattened array (NumPy's)."""
+def cumulative_sum(x: Array, /, *, axis: Optional[int] = None, dtype: Optional[DTypeLike] = None, include_initial: bool = False) -> Array:
+    """The Array API's cumulative sum (``include_initial`` adds a leading zero)."""
 # sorting, searching, sets
-def sort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array: ...
-def argsort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array: ...
-def searchsorted(x1: Array, x2: ArrayLike, /, *, side: Literal['left', 'right'] = 'left', sorter: Optional[Array] = None) -> Array: ...
-def nonzero(x: Array, /) -> Tuple[Array, ...]: ...
-def unique_values(x: Array, /) -> Array: ...
-def unique_counts(x: Array, /) -> Tuple[Array, Array]: ...
-def unique_inverse(x: Array, /) -> Tuple[Array, Array]: ...
-def unique_all(x: Array, /) -> Tuple[Array, Array, Array, Array]: ...
+def sort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
+    """A sorted copy along axis; stable; ``descending=True`` for the reverse order."""
+def argsort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
+    """int64 indices that sort x along axis; stable (equal keys keep their order)."""
+def searchsorted(x1: Array, x2: ArrayLike, /, *, side: Literal['left', 'right'] = 'left', sorter: Optional[Array] = None) -> Array:
+    """Insertion points (int64) of x2 into the ascending 1-D x1 ('left' or 'right')."""
+def nonzero(x: Array, /) -> Tuple[Array, ...]:
+    """Indices of the nonzero elements, one int64 array per axis (one device-to-host copy: the size depends on the data)."""
+def unique_values(x: Array, /) -> Array:
+    """The sorted unique values of the flattened array (NaNs collapsed into one)."""
+def unique_counts(x: Array, /) -> Tuple[Array, Array]:
+    """The sorted unique values and how often each occurs."""
+def unique_inverse(x: Array, /) -> Tuple[Array, Array]:
+    """Not implemented yet."""
+def unique_all(x: Array, /) -> Tuple[Array, Array, Array, Array]:
+    """Not implemented yet."""
 # manipulation
-def reshape(x: Array, /, shape: ShapeLike, *, copy: Optional[bool] = None) -> Array: ...
-def permute_dims(x: Array, /, axes: Sequence[int]) -> Array: ...
-def expand_dims(x: Array, /, *, axis: int = 0) -> Array: ...
-def squeeze(x: Array, /, axis: Union[int, Tuple[int, ...]]) -> Array: ...
-def broadcast_to(x: Array, /, shape: ShapeLike) -> Array: ...
-def broadcast_arrays(*arrays: Array) -> list[Array]: ...
-def concat(arrays: Sequence[Array], /, *, axis: Optional[int] = 0) -> Array: ...
-def stack(arrays: Sequence[Array], /, *, axis: int = 0) -> Array: ...
-def flip(x: Array, /, *, axis: Axis = None) -> Array: ...
-def roll(x: Array, /, shift: Union[int, Tuple[int, ...]], *, axis: Axis = None) -> Array: ...
-def moveaxis(x: Array, source: Union[int, Tuple[int, ...]], destination: Union[int, Tuple[int, ...]], /) -> Array: ...
-def unstack(x: Array, /, *, axis: int = 0) -> Tuple[Array, ...]: ...
-def take(x: Array, indices: Array, /, *, axis: Optional[int] = None) -> Array: ...
+def reshape(x: Array, /, shape: ShapeLike, *, copy: Optional[bool] = None) -> Array:
+    """A view with the new shape when the strides allow it, else a copy (``copy=False`` refuses the copy). One -1 is inferred."""
+def permute_dims(x: Array, /, axes: Sequence[int]) -> Array:
+    """A view with the axes reordered."""
+def expand_dims(x: Array, /, *, axis: int = 0) -> Array:
+    """A view with a new axis of size one at ``axis``."""
+def squeeze(x: Array, /, axis: Union[int, Tuple[int, ...]]) -> Array:
+    """A view without the given axes of size one (ShapeError if one is not 1)."""
+def broadcast_to(x: Array, /, shape: ShapeLike) -> Array:
+    """A read-only-by-convention view broadcast to ``shape`` (stride 0 on new axes)."""
+def broadcast_arrays(*arrays: Array) -> list[Array]:
+    """Views of the arrays broadcast to their common shape."""
+def concat(arrays: Sequence[Array], /, *, axis: Optional[int] = 0) -> Array:
+    """Joins arrays along an existing axis (None: flattened first); the dtype is their promotion."""
+def stack(arrays: Sequence[Array], /, *, axis: int = 0) -> Array:
+    """Joins arrays along a new axis."""
+def flip(x: Array, /, *, axis: Axis = None) -> Array:
+    """A view with the order of elements reversed along axis (all axes by default)."""
+def roll(x: Array, /, shift: Union[int, Tuple[int, ...]], *, axis: Axis = None) -> Array:
+    """Elements shifted along axis, wrapping around (a copy)."""
+def moveaxis(x: Array, source: Union[int, Tuple[int, ...]], destination: Union[int, Tuple[int, ...]], /) -> Array:
+    """A view with axes moved to new positions."""
+def unstack(x: Array, /, *, axis: int = 0) -> Tuple[Array, ...]:
+    """Views of x's slices along axis, as a tuple."""
+def take(x: Array, indices: Array, /, *, axis: Optional[int] = None) -> Array:
+    """Not implemented yet."""
 # devices, streams, kernels
-def cuda_available() -> bool: ...
-def cuda_unavailable_reason() -> str: ...
-def device_count() -> int: ...
-def default_device() -> Device: ...
-def current_device() -> Device: ...
-def set_current_device(index: int) -> None: ...
-def device_name(index: int = 0) -> str: ...
-def driver_version() -> int: ...
-def runtime_version() -> int: ...
-def synchronize(device: DeviceLike = None) -> None: ...
-def current_stream(device: DeviceLike = None) -> Stream: ...
-def set_current_stream(stream: Stream) -> None: ...
-def version() -> str: ...
-def set_fusion_enabled(enabled: bool) -> None: ...
-def fusion_enabled() -> bool: ...
-def fuse(func: Any = None, *, kernel_name: Optional[str] = None) -> Any: ...
+def cuda_available() -> bool:
+    """Whether CUDA can be used (a GPU, a driver and a CUDA build)."""
+def cuda_unavailable_reason() -> str:
+    """Why CUDA cannot be used ('' when it can)."""
+def device_count() -> int:
+    """The number of CUDA devices (0 without CUDA)."""
+def default_device() -> Device:
+    """cuda:0 when CUDA is available, else the CPU: where arrays go by default."""
+def current_device() -> Device:
+    """The current CUDA device (the CPU without CUDA)."""
+def set_current_device(index: int) -> None:
+    """Makes cuda:index the current device of this thread."""
+def device_name(index: int = 0) -> str:
+    """The name of CUDA device ``index``."""
+def driver_version() -> int:
+    """The CUDA driver version (e.g. 13000), 0 without a driver."""
+def runtime_version() -> int:
+    """The CUDA runtime version tessel was built with."""
+def synchronize(device: DeviceLike = None) -> None:
+    """The host waits for all work on the device (releases the GIL while waiting)."""
+def current_stream(device: DeviceLike = None) -> Stream:
+    """The current stream of a device (this thread's; the legacy default stream unless set)."""
+def set_current_stream(stream: Stream) -> None:
+    """Makes ``stream`` the current stream of its device for this thread."""
+def version() -> str:
+    """tessel's version string."""
+def set_fusion_enabled(enabled: bool) -> None:
+    """Switches fusion on or off: off runs fused functions op by op (as ``TESSEL_FUSION=0``)."""
+def fusion_enabled() -> bool:
+    """Whether fusion is on."""
+def fuse(func: Any = None, *, kernel_name: Optional[str] = None) -> Any:
+    """Decorator: ``@ts.fuse def f(x, y): return ts.exp(x) * y + 1`` runs f as one elementwise kernel per call.
+
+    The function is traced once per argument pattern with symbolic arrays (:class:`Sym`);
+    arguments are tessel arrays or Python scalars (a scalar is compiled in as a constant).
+    ``f.source(*args)`` returns the generated CUDA source.
+    """
 class FusedKernel:
+    """A traced expression graph (what :func:`fuse` builds), called with a list of arrays."""
     num_inputs: int
     def __call__(self, inputs: Union[builtins.list[Array], Tuple[Array, ...]]) -> Array: ...
-    def source(self, dtypes: list) -> str: ...
+    def source(self, dtypes: list) -> str:
+        """The generated CUDA source for these input dtypes."""
 class ElementwiseKernel:
+    """An elementwise CUDA kernel from its parameters and body, CuPy style.
+
+    Args:
+        in_params: the inputs, e.g. ``"float32 x, float32 y"`` (NumPy dtype names).
+        out_params: the outputs, e.g. ``"float32 z"``.
+        operation: CUDA C++ statements over one element of each, e.g. ``"z = x * y + 1"``.
+        name: the kernel's name.
+        preamble: device code placed before the kernel.
+
+    Calling it with the inputs (and optionally the outputs) broadcasts the arrays, casts inputs,
+    allocates missing outputs and launches on ``stream`` (default: the current stream). Needs a
+    CUDA device; :meth:`source` works anywhere.
+    """
     name: str
     def __init__(self, in_params: str, out_params: str, operation: str, name: str = 'elementwise_kernel', preamble: str = '') -> None: ...
-    def source(self) -> str: ...
+    def source(self) -> str:
+        """The generated CUDA source (contiguous layout)."""
     def __call__(self, *args: Any, size: Optional[int] = None, stream: Any = None) -> Any: ...
 class RawKernel:
+    """A complete CUDA source compiled with NVRTC; ``name`` is an extern "C" kernel or a C++ name expression.
+
+    Calling it takes the grid, the block, the argument tuple (arrays pass their data pointer,
+    Python bool/int/float pass bool/long long/double, NumPy scalars their exact type),
+    ``shared_mem`` and ``stream``. Needs a CUDA device.
+    """
     name: str
     code: str
     def __init__(self, code: str, name: str, options: Sequence[str] = ()) -> None: ...
-    def compile(self, device: DeviceLike = None) -> None: ...
+    def compile(self, device: DeviceLike = None) -> None:
+        """Compiles and loads the kernel for a device ahead of the first launch."""
     def __call__(self, grid: Union[int, Tuple[int, ...]], block: Union[int, Tuple[int, ...]], args: Sequence[Any], *, shared_mem: int = 0, stream: Any = None) -> None: ...
-def __array_namespace_info__() -> Any: ...
+def __array_namespace_info__() -> Any:
+    """The Array API inspection utilities: capabilities, default device and dtypes, dtypes, devices, extensions."""
 
 # ---- matrix products (linalg extension: tessel.linalg) ----
 Epilogue = Literal["none", "relu", "gelu", "gelu_tanh"]
@@ -399,16 +687,28 @@ Compute = Literal["default", "fp32", "tf32"]
 @overload
 def matmul(x1: ArrayLike, x2: ArrayLike, /, *, bias: Optional[ArrayLike] = None, epilogue: Epilogue = "none",
            alpha: float = 1.0, beta: float = 0.0, c: Optional[ArrayLike] = None, out: Optional[Array] = None,
-           compute: Compute = "default", aux: Literal[False] = False) -> Array: ...
+           compute: Compute = "default", aux: Literal[False] = False) -> Array:
+    """epilogue(alpha * (x1 @ x2) + beta * c + bias), with NumPy's matmul semantics.
+
+    1-D operands and broadcast batch dimensions as NumPy; transposed views run without copies.
+    ``epilogue`` is "none", "relu", "gelu" (erf form) or "gelu_tanh"; ``compute`` is "default",
+    "fp32" or "tf32" (float32 and complex64). With ``aux=True`` returns ``(d, aux)``, aux being
+    the epilogue's input. Operands of different dtypes are promoted; integer products other than
+    int8 @ int8 (which gives int32) are computed exactly by a multiply-and-sum.
+    """
 @overload
 def matmul(x1: ArrayLike, x2: ArrayLike, /, *, bias: Optional[ArrayLike] = None, epilogue: Epilogue = "none",
            alpha: float = 1.0, beta: float = 0.0, c: Optional[ArrayLike] = None, out: Optional[Array] = None,
            compute: Compute = "default", aux: Literal[True]) -> Tuple[Array, Array]: ...
-def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array: ...
-def matrix_transpose(x: Array, /) -> Array: ...
-def tensordot(x1: Array, x2: Array, /, *, axes: Union[int, Tuple[Sequence[int], Sequence[int]]] = 2) -> Array: ...
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
+    """sum(conj(x1) * x2, axis), the other axes broadcast."""
+def matrix_transpose(x: Array, /) -> Array:
+    """A view with the last two axes swapped."""
+def tensordot(x1: Array, x2: Array, /, *, axes: Union[int, Tuple[Sequence[int], Sequence[int]]] = 2) -> Array:
+    """Sum of products over the given axes (as NumPy's tensordot), as one GEMM."""
 
 class MatmulCandidate:
+    """One algorithm a :class:`Matmul` plan may run, with its autotune times (``-1`` when not timed)."""
     name: str
     time_ms: float
     sustained_ms: float
@@ -424,16 +724,27 @@ class Matmul:
     def __init__(self, a: ArrayLike, b: ArrayLike, *, bias: Optional[ArrayLike] = None, epilogue: Epilogue = "none",
                  alpha: float = 1.0, beta: float = 0.0, c: Optional[ArrayLike] = None, compute: Compute = "default",
                  aux: builtins.bool = False) -> None: ...
-    def autotune(self, iterations: int = 10) -> list[MatmulCandidate]: ...
+    def autotune(self, iterations: int = 10) -> list[MatmulCandidate]:
+        """Times every candidate on the planned arrays and selects the fastest; the winner is cached in memory and on disk."""
     def execute(self, a: Optional[ArrayLike] = None, b: Optional[ArrayLike] = None, *, bias: Optional[ArrayLike] = None,
                 c: Optional[ArrayLike] = None, alpha: Optional[float] = None, beta: Optional[float] = None,
-                out: Optional[Array] = None) -> Any: ...  # Array, or (Array, Array) for aux=True plans
-    def pin(self, candidate: Union[int, str]) -> None: ...
+                out: Optional[Array] = None) -> Any:  # Array, or (Array, Array) for aux=True plans
+        """Runs the plan on new arrays of the planned layouts (omitted ones: the planned arrays).
 
-def clear_matmul_memory_cache() -> None: ...
-def matmul_cache_dir() -> str: ...
+        ``alpha=None``/``beta=None`` keep the planned values. Another layout, beta switching
+        between zero and non-zero, or another device is an error naming both. A plan made with
+        ``aux=True`` returns ``(d, aux)`` with a fresh aux.
+        """
+    def pin(self, candidate: Union[int, str]) -> None:
+        """Fixes the candidate that runs (an index into ``algorithms`` or a name such as ``'cublaslt:0'``)."""
+
+def clear_matmul_memory_cache() -> None:
+    """Empties the in-memory matmul plan and autotune caches (the disk cache stays)."""
+def matmul_cache_dir() -> str:
+    """The folder of the matmul autotune disk cache."""
 # ---- pipelines and CUDA graphs (python/bindings/pipeline.cpp) ----
 class PipelineReport:
+    """What a :class:`Pipeline` run measured: copy bandwidths, compute time, overlap, chunks."""
     h2d_GBps: float
     d2h_GBps: float
     compute_ms: float
@@ -448,10 +759,27 @@ class PipelineReport:
     pageable_input: bool
     pageable_output: bool
     device: str
-    def as_dict(self) -> dict: ...
+    def as_dict(self) -> dict:
+        """The report as a dict."""
 class Pipeline:
+    """Streams host data through the device in chunks along axis 0, overlapping copies and compute.
+
+    Args:
+        compute: called with each chunk as a tessel array on the device; returns the same number of rows.
+        chunk_size: rows per chunk (automatic when None).
+        streams: number of streams (automatic: 4).
+        buffering: pinned staging slots per stream (2: double buffering).
+        progress: a progress bar on stderr (automatic for large jobs on a terminal).
+        chunk_bytes: input bytes per chunk, instead of ``chunk_size``.
+        device: where compute runs (default: the default device; the CPU runs chunk by chunk on the host).
+    """
     def __init__(self, compute: Any, chunk_size: Optional[int] = None, streams: Optional[int] = None, buffering: Optional[int] = None, progress: Optional[bool] = None, *, chunk_bytes: Optional[int] = None, device: DeviceLike = None) -> None: ...
-    def run(self, input: Any, out: Any = None, on_chunk: Any = None) -> Any: ...
+    def run(self, input: Any, out: Any = None, on_chunk: Any = None) -> Any:
+        """Runs the pipeline over ``input`` (a NumPy array, a tessel CPU array or an iterable of chunks).
+
+        Returns the result (NumPy for NumPy input), or ``out`` when given; with ``on_chunk``,
+        calls ``on_chunk(row_offset, result_chunk)`` in chunk order instead and returns None.
+        """
     @property
     def report(self) -> Optional[PipelineReport]: ...
     @property
@@ -467,10 +795,13 @@ class Pipeline:
     @property
     def device(self) -> Device: ...
 class Graph:
+    """A captured sequence of tessel work, replayed with one launch (on the CPU: the captured function run again)."""
     def __init__(self) -> None: ...
     @staticmethod
-    def capture(fn: Any, *, stream: Optional[Stream] = None, device: DeviceLike = None, reserve_bytes: int = ..., capture_error_mode: Literal["thread_local", "global", "relaxed"] = "thread_local") -> Graph: ...
-    def replay(self, stream: Optional[Stream] = None) -> None: ...
+    def capture(fn: Any, *, stream: Optional[Stream] = None, device: DeviceLike = None, reserve_bytes: int = ..., capture_error_mode: Literal["thread_local", "global", "relaxed"] = "thread_local") -> Graph:
+        """Captures ``fn``'s tessel work (on the CPU: runs fn, and replay runs it again)."""
+    def replay(self, stream: Optional[Stream] = None) -> None:
+        """Launches the captured work on ``stream`` (default: the device's current stream). Asynchronous."""
     @property
     def defined(self) -> bool: ...
     @property

@@ -10,7 +10,7 @@
     who = p.ids                                              # row k is particle who[k]
     host = p.state()                                         # ParticleState in particle order
 
-See docs/sim.md for the physics and docs/python.md for the Python API.
+See docs/guide/simulation.rst for the physics and the Python API.
 """
 from __future__ import annotations
 
