@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Before and after, on a GPU machine, for a change that must not slow anything down. Builds the
+# baseline tree BASE_DIR (an unpacked `git archive` of the base commit) and this tree, C++ and
+# Python, then runs the host-overhead and elementwise benchmarks alternately, baseline first,
+# ROUNDS times: the same machine and the same minutes for both, so hosts that vary from minute
+# to minute vary for both.
+#   scripts/ab-bench.sh build         builds both trees' C++ (the baseline without its tests)
+#   scripts/ab-bench.sh build-python  starts both trees' Python builds in the background
+#   scripts/ab-bench.sh cpp      C++ rounds: overhead_bench, `tessel bench` vector_add and fused_chain,
+#                                and (first round) elementwise_bench
+#   scripts/ab-bench.sh python   Python rounds: bench/peers/python_overhead.py
+# Logs go to $LOGS/<phase>-<round>-<tree>.log; each tree's benchmarks write its own bench/results.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BASE_DIR=${BASE_DIR:-.baseline}
+ROUNDS=${ROUNDS:-3}
+LOGS=${LOGS:-${OUT:-/tmp}/ab}
+JOBS=${JOBS:-8}
+mkdir -p "$LOGS"
+trees=("$BASE_DIR" ".")
+name_of() { [ "$1" = "." ] && echo new || echo base; }
+
+build_cpp() {  # build_cpp TREE EXTRA_CMAKE_ARGS...
+  local tree=$1; shift
+  cmake -S "$tree" -B "$tree/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null &&
+    cmake --build "$tree/build" -j "$JOBS"
+}
+
+case ${1:-} in
+  build-python)
+    for tree in "${trees[@]}"; do
+      name=$(name_of "$tree")
+      # The Python builds outlive this command (setsid), so a later call on the warm machine finds them.
+      setsid bash -c "CMAKE_BUILD_PARALLEL_LEVEL=$JOBS python3 -m pip install -q --no-build-isolation --no-deps \
+        --target /tmp/site-$name $tree >$LOGS/pip-$name.log 2>&1; echo \$? >$LOGS/pip-$name.rc" </dev/null &
+    done
+    ;;
+  build)
+    build_cpp "$BASE_DIR" -DTESSEL_TESTS=OFF >"$LOGS/build-base.log" 2>&1 &
+    base_pid=$!
+    build_cpp . >"$LOGS/build-new.log" 2>&1
+    echo "build new: $?"
+    wait "$base_pid"
+    echo "build base: $?"
+    ;;
+  cpp)
+    for r in $(seq "$ROUNDS"); do
+      for tree in "${trees[@]}"; do
+        name=$(name_of "$tree")
+        "$tree/build/bench/overhead_bench" >"$LOGS/overhead-$r-$name.log" 2>&1
+        TESSEL_PROGRESS=0 "$tree/build/cli/tessel" bench --only vector_add,fused_chain --no-record \
+          >"$LOGS/suite-$r-$name.log" 2>&1
+        # The launch-shape sweep makes it long: the first round only.
+        [ "$r" = 1 ] && "$tree/build/bench/elementwise_bench" >"$LOGS/elementwise-$r-$name.log" 2>&1
+        echo "round $r $name: overhead $?"
+      done
+    done
+    ;;
+  python)
+    for tree in "${trees[@]}"; do
+      name=$(name_of "$tree")
+      while [ ! -f "$LOGS/pip-$name.rc" ]; do sleep 5; done
+      echo "pip $name: rc $(cat "$LOGS/pip-$name.rc")"
+    done
+    for r in $(seq "$ROUNDS"); do
+      for tree in "${trees[@]}"; do
+        name=$(name_of "$tree")
+        (cd "$tree/bench/peers" && PYTHONPATH=/tmp/site-$name PYTHONUNBUFFERED=1 \
+          python3 python_overhead.py >"$LOGS/python-$r-$name.log" 2>&1)
+        echo "round $r $name: python_overhead $?"
+      done
+    done
+    ;;
+  *) echo "usage: scripts/ab-bench.sh build|cpp|python" >&2; exit 2 ;;
+esac
