@@ -208,7 +208,7 @@ nb::object elementwise_call(const jit::ElementwiseKernel& k, nb::args args, nb::
         views[i] = {nullptr, nullptr, 0, scalars[i].bytes};
         continue;
       }
-      if (a->dtype() != o.dtype) a = hold(a->astype(o.dtype, stream));
+      if (a->dtype() != o.dtype) a = hold(astype(*a, o.dtype, stream));
       if (a->shape() != shape) a = hold(a->broadcast_to(shape));
     }
     if (a->storage()) a->storage()->wait_on_stream(stream);

@@ -109,7 +109,7 @@ Array join_along(const std::vector<Array>& arrays, std::int64_t axis, DType dtyp
     }
     shape[joined_axis] += array.shape()[joined_axis];
   }
-  const Stream s = detail::resolve_stream(first.device(), stream);
+  const Stream s = detail::op_stream(first.device(), stream, op);
   Array result = detail::allocate_array(shape, dtype, first.device(), s);
   std::int64_t position = 0;
   for (const Array& array : arrays) {
@@ -196,7 +196,7 @@ Array arange(Scalar start, Scalar stop, Scalar step, std::optional<DType> dtype,
     length = count > 0 ? static_cast<std::int64_t>(count) : 0;
   }
   const DType result_dtype = dtype.value_or(integral ? DType::int64 : DType::float64);
-  const Stream s = detail::resolve_stream(device, stream);
+  const Stream s = detail::op_stream(device, stream, "arange");
   Array result = detail::allocate_array({length}, result_dtype, device, s);
   run_generator(result, s, true, start, step, false);
   return result;
@@ -209,7 +209,7 @@ Array arange(Scalar stop, std::optional<DType> dtype, Device device, const Optio
 Array linspace(Scalar start, Scalar stop, std::int64_t num, bool endpoint, DType dtype, Device device,
                const OptionalStream& stream) {
   if (num < 0) throw ValueError("linspace: number of samples, " + std::to_string(num) + ", must be non-negative");
-  const Stream s = detail::resolve_stream(device, stream);
+  const Stream s = detail::op_stream(device, stream, "linspace");
   Array result = detail::allocate_array({num}, dtype, device, s);
   run_generator(result, s, false, start, stop, endpoint);
   return result;

@@ -11,6 +11,7 @@
 #include "array/backend.hpp"
 #include "backend/elementwise.hpp"
 #include "ops/elementwise_operands.hpp"
+#include "ops/op_stream.hpp"
 #include "tessel/core/profile_range.hpp"
 
 namespace tessel {
@@ -288,7 +289,11 @@ Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const Opti
   const DType result = types.result;
   // The caller's stream by reference; only a defaulted one is looked up (and held here).
   std::optional<Stream> resolved;
-  if (!stream) resolved = detail::resolve_stream(*device, std::nullopt);
+  if (stream) {
+    detail::check_stream_device(*stream, *device, name);
+  } else {
+    resolved = detail::resolve_stream(*device, std::nullopt);
+  }
   const Stream& s = stream ? *stream : *resolved;
 
   if (out) {

@@ -18,6 +18,7 @@
 #include "array/backend.hpp"
 #include "backend/elementwise.hpp"
 #include "ops/elementwise_operands.hpp"
+#include "ops/op_stream.hpp"
 #include "core/inline_buffer.hpp"
 #include "tessel/core/profile_range.hpp"
 #include "tessel/jit/elementwise.hpp"
@@ -556,7 +557,7 @@ Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, con
       std::lock_guard<std::mutex> lock(plans_->mutex);
       plan = plans_->by_dtypes.emplace(dtypes, plan).first->second;  // another thread's wins a race
     }
-    const Stream s = detail::resolve_stream(device, stream);
+    const Stream s = detail::op_stream(device, stream, "fuse");
     Materialized done;
     result = run_region(root_.node().get(), *plan, inputs, s, done);
     // A graph that reads only some inputs still has the shape of all of them broadcast.

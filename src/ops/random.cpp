@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "backend/random.hpp"
+#include "ops/op_stream.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/profile_range.hpp"
 
@@ -34,10 +35,7 @@ std::pair<long double, long double> integer_limits(DType dtype) {
 
 Array draw(std::uint64_t seed, std::uint64_t offset, const Shape& shape, DType dtype, Device device,
            const OptionalStream& stream, backend::RandomFill fill) {
-  Stream s = stream ? *stream : current_stream(device);
-  if (s.device() != device) {
-    throw DeviceError(fmt::format("random: the stream is on {} but the device is {}", s.device().str(), device.str()));
-  }
+  const Stream s = detail::op_stream(device, stream, "random");
   Array out = empty(shape, dtype, device, s);
   fill.out = out.data();
   fill.dtype = dtype;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "array/backend.hpp"
 #include "array_testing.hpp"
 #include "tessel/array/array.hpp"
 #include "tessel/core/error.hpp"
@@ -298,6 +299,15 @@ TEST_P(ArrayErrors, BadInputsNameTheProblem) {
   testing::expect_error<ValueError>([&] { a.permute({0, 0}); }, {"repeated axis"});
   testing::expect_error<ValueError>([&] { a.item<float>(); }, {"size 1", "(3, 4)"});
   testing::expect_error<DTypeError>([&] { a.to_vector<double>(); }, {"float64", "float32"});
+  // The array layer copies one dtype; casting is the ops layer's (tessel::copyto, tessel::astype).
+  const Array ints = zeros({3, 4}, DType::int32, device());
+  testing::expect_error<DTypeError>([&] { detail::copy_into(ints, a, std::nullopt); },
+                                    {"copy", "float32", "int32", "tessel::copyto"});
+  if (device().is_cuda()) {
+    const Stream other = Stream::cpu();
+    testing::expect_error<DeviceError>([&] { astype(a, DType::int32, other); }, {"astype", "stream is on cpu", "cuda:0"});
+    testing::expect_error<DeviceError>([&] { arange(0, 4, 1, std::nullopt, device(), other); }, {"arange", "stream is on cpu"});
+  }
   testing::expect_error<DeviceError>([&] { a.to(Device::cuda(1000)); }, {"1000"});
   testing::expect_error<ShapeError>([&] { eye(-1); }, {"negative"});
   testing::expect_error<ValueError>([&] { arange(0, 5, 0); }, {"step"});

@@ -406,6 +406,15 @@ TEST_P(ElementwiseBackend, ComplexBranchCuts) {
   EXPECT_LT(std::abs(p[1] - std::pow(cd(1, 2), cd(0.5, -1.25))), 1e-12 * std::abs(p[1]));
 }
 
+TEST_P(ElementwiseBackend, StreamOfAnotherDevice) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  if (device().is_cpu()) GTEST_SKIP() << "a stream of another device needs a GPU";
+  const Array a = ones({4}, DType::float32, device());
+  testing::expect_error<DeviceError>([&] { add(a, a, std::nullopt, Stream::cpu()); },
+                                     {"add", "the stream is on cpu", device().str()});
+  testing::expect_error<DeviceError>([&] { negative(a, std::nullopt, Stream::cpu()); }, {"negative", "stream is on cpu"});
+}
+
 TEST_P(ElementwiseBackend, Promotion) {
   TESSEL_SKIP_UNAVAILABLE(device());
   const Device dev = device();
