@@ -115,53 +115,72 @@ Array allocate_array(const Shape& shape, DType dtype, Device device, const Strea
   return Array(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
-// A contiguous copy of `source` (contiguous, any device) on `device`.
-Array transfer(const Array& source, Device device, const Stream& stream) {
 #if defined(TESSEL_HAVE_CUDA)
-  const Device from = source.device();
+// Host -> device. Pageable memory is staged through the pinned pool first, so the copy is truly
+// asynchronous and the caller may reuse its memory at once. The staging block (or a pinned
+// source) is held until the copy has finished, so freeing the source meanwhile loses nothing.
+Array transfer_from_host(const Array& source, Device device, const Stream& stream) {
   const std::int64_t bytes = source.nbytes();
-  // Host staging and its deferred release need the host: not capturable.
-  if (from.is_cpu() || device.is_cpu()) check_not_capturing("to (a transfer between host and device)");
-  if (from.is_cpu()) {
-    // Host -> device. Pageable memory is staged through the pinned pool first, so the copy is
-    // truly asynchronous and the caller may reuse its memory at once.
-    source.wait();
-    Array result = allocate_array(source.shape(), source.dtype(), device, stream);
-    std::shared_ptr<Buffer> staging = source.buffer();
-    if (!staging->page_locked()) {
-      staging = Buffer::allocate_pinned(bytes);
-      if (bytes > 0) std::memcpy(staging->data(), source.data(), static_cast<std::size_t>(bytes));
-      backend::cuda::memcpy_async(result.data(), device, staging->data(), Device::cpu(), bytes, stream);
-    } else {
-      backend::cuda::memcpy_async(result.data(), device, source.data(), Device::cpu(), bytes, stream);
-    }
-    result.storage()->record_pending_write(stream);
-    release_after(stream, std::move(staging));
-    return result;
+  source.wait();
+  Array result = allocate_array(source.shape(), source.dtype(), device, stream);
+  std::shared_ptr<Buffer> staging = source.buffer();
+  const void* from = source.data();
+  if (!staging->page_locked()) {
+    staging = Buffer::allocate_pinned(bytes, stream);
+    if (bytes > 0) std::memcpy(staging->data(), source.data(), static_cast<std::size_t>(bytes));
+    from = staging->data();
   }
+  backend::cuda::memcpy_async(result.data(), device, from, Device::cpu(), bytes, stream);
+  result.storage()->record_pending_write(stream);
+  release_after(stream, std::move(staging));
+  return result;
+}
+
+// Device -> host, into pinned memory so that the copy stays asynchronous; host reads of the
+// result wait for it.
+Array transfer_to_host(const Array& source, const Stream& stream) {
   use_on_stream(source, stream);
-  if (device.is_cpu()) {
-    // Device -> host lands in pinned memory so the copy stays asynchronous; host reads of the
-    // result wait for it.
-    Array result = empty_pinned(source.shape(), source.dtype());
-    backend::cuda::memcpy_async(result.data(), Device::cpu(), source.data(), from, bytes, stream);
-    result.storage()->record_pending_write(stream);
-    release_after(stream, result.buffer());  // the pinned block outlives the copy even if dropped
-    return result;
-  }
-  // Between GPUs. The destination is allocated on its own device's stream; when `stream` is a
-  // different one, it waits for that allocation to be usable.
+  Array result(std::make_shared<Storage>(Buffer::allocate_pinned(source.nbytes(), stream)), source.shape(),
+               contiguous_strides(source.shape()), 0, source.dtype());
+  backend::cuda::memcpy_async(result.data(), Device::cpu(), source.data(), source.device(), source.nbytes(), stream);
+  result.storage()->record_pending_write(stream);
+  release_after(stream, result.buffer());  // the pinned block outlives the copy even if dropped
+  return result;
+}
+
+// Between GPUs (peer to peer, or staged by the driver). The copy runs on a stream of the source
+// device, so the source's later writers there come after it, between two event barriers: it
+// starts after the destination stream's earlier work (the new block may have just been freed
+// there), and the destination stream's later work, the block's reuse included, starts after it.
+// Each device's memory is thus only ever ordered on its own device's streams.
+Array transfer_between_devices(const Array& source, Device device, const Stream& stream) {
+  const Device from = source.device();
+  const Stream source_stream = stream.device() == from ? stream : current_stream(from);
   const Stream destination_stream = stream.device() == device ? stream : current_stream(device);
   Array result = allocate_array(source.shape(), source.dtype(), device, destination_stream);
-  if (destination_stream != stream) {
-    Event allocated(device, /*timing=*/false);
-    allocated.record(destination_stream);
-    stream.wait(allocated);
-    result.buffer()->record_stream(stream);
-  }
-  backend::cuda::memcpy_async(result.data(), device, source.data(), from, bytes, stream);
-  result.storage()->record_pending_write(stream);
+  if (source.nbytes() == 0) return result;
+  Event destination_ready(device, /*timing=*/false);
+  destination_ready.record(destination_stream);
+  source_stream.wait(destination_ready);
+  use_on_stream(source, source_stream);
+  backend::cuda::memcpy_async(result.data(), device, source.data(), from, source.nbytes(), source_stream);
+  Event copied(from, /*timing=*/false);
+  copied.record(source_stream);
+  destination_stream.wait(copied);
+  result.storage()->record_pending_write(destination_stream);
   return result;
+}
+#endif
+
+// A contiguous copy of `source` (contiguous, any device) on `device`; `stream` is on one of the
+// two devices.
+Array transfer(const Array& source, Device device, const Stream& stream) {
+#if defined(TESSEL_HAVE_CUDA)
+  // Host staging and its deferred release need the host: not capturable.
+  if (source.device().is_cpu() || device.is_cpu()) check_not_capturing("to (a transfer between host and device)");
+  if (source.device().is_cpu()) return transfer_from_host(source, device, stream);
+  if (device.is_cpu()) return transfer_to_host(source, stream);
+  return transfer_between_devices(source, device, stream);
 #else
   (void)source;
   (void)device;
@@ -177,13 +196,16 @@ Stream stream_on(Device device, const Stream& preferred) {
   return resolve_stream(device, std::nullopt);
 }
 
+// The given stream (on either device), else the destination's current stream; a CPU stream for a
+// transfer that involves a GPU means the GPU's current stream.
 Stream transfer_stream(Device from, Device to, const OptionalStream& stream) {
-  if (stream) {
-    if (stream->device().is_cuda() && stream->device() != from && stream->device() != to) {
+  if (stream && stream->device().is_cuda()) {
+    if (stream->device() != from && stream->device() != to) {
       throw DeviceError("to: the stream is on " + stream->device().str() + ", not on " + from.str() + " or " + to.str());
     }
     return *stream;
   }
+  if (stream && from.is_cpu() && to.is_cpu()) return *stream;
   return current_stream(to.is_cuda() ? to : from);
 }
 

@@ -56,6 +56,9 @@ Config parse_config(std::optional<std::string> (*getenv_fn)(const char*)) {
   }
   if (auto v = getenv_fn("TESSEL_SYNC")) c.sync_after_ops = parse_bool("TESSEL_SYNC", *v);
   if (auto v = getenv_fn("TESSEL_FORCE_CPU")) c.force_cpu = parse_bool("TESSEL_FORCE_CPU", *v);
+  // Both default to on: an empty value keeps the default.
+  if (auto v = getenv_fn("TESSEL_DEVICE_GUARD"); v && !v->empty()) c.device_guard = parse_bool("TESSEL_DEVICE_GUARD", *v);
+  if (auto v = getenv_fn("TESSEL_PEER_ACCESS"); v && !v->empty()) c.peer_access = parse_bool("TESSEL_PEER_ACCESS", *v);
   if (auto v = getenv_fn("TESSEL_ALLOCATOR")) {
     if (*v == "caching" || v->empty()) c.caching_allocator = true;
     else if (*v == "direct") c.caching_allocator = false;

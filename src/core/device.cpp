@@ -1,5 +1,7 @@
 #include "tessel/core/device.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <mutex>
 #include <string>
@@ -8,6 +10,9 @@
 #include <fmt/format.h>
 
 #include "core/cuda_check.hpp"
+#if defined(TESSEL_HAVE_CUDA)
+#include <cuda.h>
+#endif
 #include "tessel/core/config.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/log.hpp"
@@ -156,6 +161,53 @@ const DeviceProperties& device_properties(int index) {
   return runtime().devices[static_cast<std::size_t>(index)];
 }
 
+#if defined(TESSEL_HAVE_CUDA)
+namespace {
+
+// cuCtxGetCurrent from the driver (tessel does not link libcuda); null when the entry point is
+// missing, and the guard then asks the runtime each time.
+using CtxGetCurrentFn = CUresult (*)(CUcontext*);
+CtxGetCurrentFn ctx_get_current() {
+  static const CtxGetCurrentFn fn = [] {
+    void* entry = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    const bool ok = cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &entry, 12000, cudaEnableDefault, &found) ==
+                        cudaSuccess &&
+                    found == cudaDriverEntryPointSuccess;
+    (void)cudaGetLastError();
+    return ok ? reinterpret_cast<CtxGetCurrentFn>(entry) : nullptr;
+  }();
+  return fn;
+}
+
+void* current_context() {
+  CUcontext context = nullptr;
+  const CtxGetCurrentFn fn = ctx_get_current();
+  if (fn == nullptr || fn(&context) != CUDA_SUCCESS) return nullptr;
+  return context;
+}
+
+// The primary context of each device, learned when tessel makes the device current (null until
+// then). Written once per device with the same value by any thread; leaked with the process.
+std::atomic<void*>* primary_contexts() {
+  static std::atomic<void*>* const table = [] {
+    const auto count = static_cast<std::size_t>(std::max(device_count(), 1));
+    auto* t = new std::atomic<void*>[count];
+    for (std::size_t i = 0; i < count; ++i) t[i].store(nullptr);
+    return t;
+  }();
+  return table;
+}
+
+// cudaSetDevice, remembering the device's primary context (which it made current).
+void set_device_and_learn(int index, const char* op) {
+  TESSEL_CUDA_CHECK(cudaSetDevice(index), op);
+  primary_contexts()[index].store(current_context(), std::memory_order_relaxed);
+}
+
+}  // namespace
+#endif
+
 Device current_device() {
   if (!cuda_available()) return Device::cpu();
 #if defined(TESSEL_HAVE_CUDA)
@@ -170,7 +222,7 @@ Device current_device() {
 void set_current_device(int index) {
   check_device_index(index, "set_current_device");
 #if defined(TESSEL_HAVE_CUDA)
-  TESSEL_CUDA_CHECK(cudaSetDevice(index), "set_current_device");
+  set_device_and_learn(index, "set_current_device");
 #endif
 }
 
@@ -187,19 +239,71 @@ void synchronize(Device device) {
 
 void synchronize() { synchronize(current_device()); }
 
-DeviceGuard::DeviceGuard(Device device) {
-  if (device.is_cpu()) return;
-  check_device_index(device.index, "DeviceGuard");
+bool peer_access(Device a, Device b) {
+  if (!a.is_cuda() || !b.is_cuda()) throw DeviceError("peer_access: expects two CUDA devices, got " + a.str() + " and " + b.str());
+  check_device_index(a.index, "peer_access");
+  check_device_index(b.index, "peer_access");
+  if (a == b) return true;
 #if defined(TESSEL_HAVE_CUDA)
-  // With one device, device 0 is always the current one: the guard would only ask the runtime
-  // (cudaGetDevice costs 0.1-0.15 us on the H100 VM, per kernel launch) and change nothing.
-  if (device_count() == 1) return;
-  TESSEL_CUDA_CHECK(cudaGetDevice(&previous_), "DeviceGuard");
-  if (previous_ != device.index) {
-    TESSEL_CUDA_CHECK(cudaSetDevice(device.index), "DeviceGuard");
-  } else {
-    previous_ = -1;  // nothing to restore
+  // One entry per unordered pair: 0 not asked yet, 1 enabled, 2 not possible.
+  static const int count = device_count();
+  static std::atomic<std::uint8_t>* const state = [] {
+    auto* t = new std::atomic<std::uint8_t>[static_cast<std::size_t>(count * count)];
+    for (int i = 0; i < count * count; ++i) t[i].store(0);
+    return t;
+  }();
+  static std::mutex mutex;
+  const int low = std::min(a.index, b.index), high = std::max(a.index, b.index);
+  std::atomic<std::uint8_t>& entry = state[low * count + high];
+  if (const std::uint8_t known = entry.load(std::memory_order_acquire); known != 0) return known == 1;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (const std::uint8_t known = entry.load(std::memory_order_relaxed); known != 0) return known == 1;
+  bool possible = config().peer_access;
+  for (const auto& [from, to] : {std::pair{low, high}, std::pair{high, low}}) {
+    if (!possible) break;
+    int can = 0;
+    TESSEL_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, from, to), "peer_access");
+    possible = can == 1;
+    if (!possible) break;
+    DeviceGuard guard(Device::cuda(from));
+    const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
+    if (status == cudaErrorPeerAccessAlreadyEnabled) {
+      (void)cudaGetLastError();  // enabled before, by tessel's caller: not an error
+    } else {
+      TESSEL_CUDA_CHECK(status, "peer_access");
+    }
   }
+  entry.store(possible ? 1 : 2, std::memory_order_release);
+  TESSEL_LOG_INFO(fmt::format("{} <-> {}: {}", Device::cuda(low).str(), Device::cuda(high).str(),
+                              possible ? "peer access enabled" : "no peer access; copies are staged through host memory"));
+  return possible;
+#else
+  return false;
+#endif
+}
+
+void DeviceGuard::enter(int index) {
+  check_device_index(index, "DeviceGuard");
+#if defined(TESSEL_HAVE_CUDA)
+  // With one device, device 0 is always the current one.
+  static const bool enabled = config().device_guard;
+  if (device_count() == 1 || !enabled) return;
+  void* const current = current_context();
+  if (current != nullptr && current == primary_contexts()[index].load(std::memory_order_relaxed)) return;
+  switch_to(index);
+#endif
+}
+
+void DeviceGuard::switch_to(int index) {
+#if defined(TESSEL_HAVE_CUDA)
+  // Also when the runtime already names `index`: the thread may have no context yet, or another
+  // one; cudaSetDevice binds the primary context, which the fast path then recognizes.
+  int previous = 0;
+  TESSEL_CUDA_CHECK(cudaGetDevice(&previous), "DeviceGuard");
+  set_device_and_learn(index, "DeviceGuard");
+  if (previous != index) previous_ = previous;
+#else
+  (void)index;
 #endif
 }
 

@@ -59,6 +59,7 @@ void Event::record(const Stream& stream) {
     host_time_ms_ = host_now_ms();
   } else {
 #if defined(TESSEL_HAVE_CUDA)
+    DeviceGuard guard(device_);  // a null handle is the legacy default stream of the current device
     TESSEL_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(handle_), static_cast<cudaStream_t>(stream.handle())),
                       "Event.record");
 #endif

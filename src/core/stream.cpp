@@ -197,6 +197,7 @@ void Stream::synchronize() const {
   if (state_->device.is_cpu()) return;
   detail::check_not_capturing("Stream.synchronize");
 #if defined(TESSEL_HAVE_CUDA)
+  DeviceGuard guard(state_->device);  // a null handle is the legacy default stream of the current device
   TESSEL_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(state_->handle)), "Stream.synchronize");
 #endif
 }
@@ -204,6 +205,7 @@ void Stream::synchronize() const {
 bool Stream::query() const {
   if (state_->device.is_cpu()) return true;
 #if defined(TESSEL_HAVE_CUDA)
+  DeviceGuard guard(state_->device);
   const cudaError_t status = cudaStreamQuery(static_cast<cudaStream_t>(state_->handle));
   if (status == cudaErrorNotReady) return false;
   TESSEL_CUDA_CHECK(status, "Stream.query");
@@ -214,6 +216,8 @@ bool Stream::query() const {
 void Stream::wait(const Event& event) const {
   if (state_->device.is_cpu() || event.device().is_cpu() || !event.recorded()) return;
 #if defined(TESSEL_HAVE_CUDA)
+  // The event may belong to another device; the stream's device must be current.
+  DeviceGuard guard(state_->device);
   TESSEL_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(state_->handle),
                                         static_cast<cudaEvent_t>(event.handle()), 0),
                     "Stream.wait");

@@ -45,9 +45,16 @@ std::shared_ptr<Buffer> Buffer::allocate(Device device, std::int64_t bytes, cons
 }
 
 std::shared_ptr<Buffer> Buffer::allocate_pinned(std::int64_t bytes) {
+  return allocate_pinned(bytes, cuda_available() ? current_stream(current_device()) : Stream::cpu());
+}
+
+std::shared_ptr<Buffer> Buffer::allocate_pinned(std::int64_t bytes, const Stream& stream) {
   if (bytes < 0) throw ValueError(fmt::format("Buffer.allocate_pinned: negative size {} bytes", bytes));
   const bool page_locked = cuda_available();
-  auto b = std::make_shared<Buffer>(ConstructionKey{}, page_locked ? current_stream(current_device()) : Stream::cpu());
+  if (page_locked && !stream.device().is_cuda()) {
+    throw DeviceError("Buffer.allocate_pinned: the stream must be a CUDA stream, got one on " + stream.device().str());
+  }
+  auto b = std::make_shared<Buffer>(ConstructionKey{}, page_locked ? stream : Stream::cpu());
   b->size_ = bytes;
   b->device_ = Device::cpu();
   if (page_locked) {

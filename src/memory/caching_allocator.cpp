@@ -744,6 +744,8 @@ CachingAllocator& pinned_allocator() {
   return *a;
 }
 
-StreamRef stream_ref(const Stream& stream) { return StreamRef{stream.id(), stream.handle()}; }
+StreamRef stream_ref(const Stream& stream) {
+  return StreamRef{stream.id(), stream.handle(), stream.device().is_cuda() ? stream.device().index : -1};
+}
 
 }  // namespace tessel

@@ -107,10 +107,10 @@ class CudaPinnedRuntime final : public DeviceRuntime {
   }
   void event_record(void* event, StreamRef stream) override {
     auto* e = static_cast<PinnedEvent*>(event);
-    int device = 0;
-    if (stream.handle) {
+    int device = stream.device;
+    if (device < 0 && stream.handle) {
       TESSEL_CUDA_CHECK(cudaStreamGetDevice(to_stream(stream), &device), "cudaStreamGetDevice");
-    } else {
+    } else if (device < 0) {
       TESSEL_CUDA_CHECK(cudaGetDevice(&device), "cudaGetDevice");
     }
     DeviceGuard guard(Device::cuda(device));

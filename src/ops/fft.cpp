@@ -480,6 +480,10 @@ Transform Plan::transform() const { return impl_->transform; }
 Array Plan::execute(const Array& x, const OptionalStream& stream_arg) const {
   TESSEL_OP_RANGE("fft.Plan.execute");
   const Impl& p = *impl_;
+  if (x.device() != p.device) {
+    throw DeviceError(fmt::format("fft.Plan.execute: the plan is for {} but the array is on {}", p.device.str(),
+                                  x.device().str()));
+  }
   if (x.shape() != p.shape || x.strides() != p.strides || x.dtype() != p.dtype || x.device() != p.device) {
     throw ValueError(fmt::format("fft.Plan.execute: the plan is for {}, got {}", layout(),
                                  layout_str(x.shape(), x.strides(), x.dtype(), x.device())));

@@ -546,6 +546,7 @@ std::shared_ptr<detail::MatmulPlanCore> cached_core(const Prepared& p) {
 Array run_prepared(detail::MatmulPlanCore& core, int index, Prepared& p) {
   if (p.result.size() == 0) return p.result;
   const bool cuda = p.device.is_cuda();
+  DeviceGuard guard(p.device);  // the kernels below launch on the current device
   if (p.c.defined()) copyto(p.d, p.c.broadcast_to(p.result_shape).reshape(p.full_shape, p.stream), p.stream);
   backend::MatmulProblem& pr = p.problem;
   pr.d = p.d.data();

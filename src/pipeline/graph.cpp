@@ -33,6 +33,7 @@ struct GraphState {
 
   ~GraphState() {
 #if defined(TESSEL_HAVE_CUDA)
+    DeviceGuard guard(stream.device(), std::nothrow);  // the graph is destroyed in its device's context
     // Replays may still run: the held buffers must outlive them.
     if (stream.device().is_cuda()) (void)cudaStreamSynchronize(static_cast<cudaStream_t>(stream.handle()));
     for (const Stream& s : replay_streams) (void)cudaStreamSynchronize(static_cast<cudaStream_t>(s.handle()));
@@ -109,6 +110,7 @@ void GraphCapture::abort() noexcept {
   if (stream_.device().is_cpu()) return;
 #if defined(TESSEL_HAVE_CUDA)
   detail::set_active_capture(previous_);
+  DeviceGuard device_guard(stream_.device(), std::nothrow);
   cudaGraph_t graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(static_cast<cudaStream_t>(stream_.handle()), &graph);
   if (graph) (void)cudaGraphDestroy(graph);
@@ -137,6 +139,7 @@ Graph GraphCapture::finish() {
   detail::set_active_capture(previous_);
   open_ = false;
   guard_.reset();
+  DeviceGuard device_guard(stream_.device());  // instantiated for the captured stream's device
   cudaGraph_t graph = nullptr;
   const cudaError_t status = cudaStreamEndCapture(static_cast<cudaStream_t>(stream_.handle()), &graph);
   if (status != cudaSuccess || graph == nullptr) {

@@ -11,6 +11,7 @@
 // printed on failure (SCOPED_TRACE) and can be fixed with TESSEL_TEST_SEED.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
@@ -23,13 +24,54 @@
 
 namespace tessel::testing {
 
-// cpu, and cuda:0 (which skips when there is no GPU).
-inline std::vector<Device> all_backends() { return {Device::cpu(), Device::cuda(0)}; }
+// The CUDA devices GPU tests run on: those TESSEL_TEST_DEVICES lists (indices or cuda:N, comma
+// separated: "1" runs every GPU test on cuda:1 alone, as the memcheck of device 1 does), else
+// cuda:0, cuda:1 and every further visible GPU. cuda:1 is always listed so that a one-GPU machine
+// reports it as skipped.
+inline std::vector<Device> test_gpus() {
+  std::vector<Device> devices;
+  if (const char* list = std::getenv("TESSEL_TEST_DEVICES"); list != nullptr && *list != '\0') {
+    std::string text(list);
+    for (std::size_t start = 0; start <= text.size();) {
+      const std::size_t end = std::min(text.find(',', start), text.size());
+      std::string item = text.substr(start, end - start);
+      if (item.rfind("cuda:", 0) == 0) item = item.substr(5);
+      if (!item.empty()) devices.push_back(Device::cuda(std::stoi(item)));
+      start = end + 1;
+    }
+    if (!devices.empty()) return devices;
+  }
+  const int count = std::max(2, cuda_available() ? device_count() : 0);
+  for (int i = 0; i < count; ++i) devices.push_back(Device::cuda(i));
+  return devices;
+}
+// Where a test that needs one GPU runs: the first of test_gpus().
+inline Device test_gpu() { return test_gpus().front(); }
+
+// cpu, then each test GPU (a GPU this machine lacks skips with the reason).
+inline std::vector<Device> all_backends() {
+  std::vector<Device> devices{Device::cpu()};
+  for (Device gpu : test_gpus()) devices.push_back(gpu);
+  return devices;
+}
 // Only the backends that can run here.
 inline std::vector<Device> available_backends() {
   std::vector<Device> devices{Device::cpu()};
-  if (cuda_available()) devices.push_back(Device::cuda(0));
+  for (Device gpu : test_gpus()) {
+    if (cuda_available() && gpu.index < device_count()) devices.push_back(gpu);
+  }
   return devices;
+}
+
+// Why `device` cannot run here ("" when it can).
+inline std::string unavailable_reason(Device device) {
+  if (!device.is_cuda()) return "";
+  if (!cuda_available()) return "no CUDA device: " + cuda_unavailable_reason();
+  if (device.index >= device_count()) {
+    return device.str() + " is not present: this machine has " + std::to_string(device_count()) + " CUDA device" +
+           (device_count() == 1 ? "" : "s");
+  }
+  return "";
 }
 
 inline std::vector<DType> all_dtypes() {
@@ -40,9 +82,16 @@ inline std::vector<DType> all_dtypes() {
 
 #define TESSEL_SKIP_UNAVAILABLE(device)                                                       \
   do {                                                                                        \
-    if ((device).is_cuda() && !::tessel::cuda_available()) {                                  \
-      GTEST_SKIP() << "no CUDA device: " << ::tessel::cuda_unavailable_reason();              \
-    }                                                                                         \
+    const std::string tessel_skip_reason = ::tessel::testing::unavailable_reason(device);     \
+    if (!tessel_skip_reason.empty()) GTEST_SKIP() << tessel_skip_reason;                      \
+  } while (0)
+
+// Skips unless cuda:0 and cuda:1 are both present.
+#define TESSEL_SKIP_UNLESS_TWO_GPUS()                                                                      \
+  do {                                                                                                     \
+    if (!::tessel::cuda_available() || ::tessel::device_count() < 2) {                                     \
+      GTEST_SKIP() << "needs two CUDA devices, found " << (::tessel::cuda_available() ? ::tessel::device_count() : 0); \
+    }                                                                                                      \
   } while (0)
 
 using BackendDType = std::tuple<Device, DType>;

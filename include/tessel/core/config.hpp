@@ -16,6 +16,9 @@ struct Config {
   double memory_fraction = 1.0;          // TESSEL_MEMORY_FRACTION in (0, 1]
   std::size_t max_split_size = 0;        // TESSEL_MAX_SPLIT_SIZE_MB; 0 = no limit
   bool force_cpu = false;                // TESSEL_FORCE_CPU=0|1: hide GPUs, run on the CPU backend
+  bool device_guard = true;              // TESSEL_DEVICE_GUARD=0|1: 0 turns DeviceGuard off (only to measure its cost)
+  bool peer_access = true;               // TESSEL_PEER_ACCESS=0|1: 0 never enables peer access (copies between GPUs
+                                         // are then staged through host memory by the driver)
   std::string cache_dir;                 // TESSEL_CACHE_DIR, default $XDG_CACHE_HOME/tessel or ~/.cache/tessel
 };
 

@@ -2,6 +2,7 @@
 // Devices: the CPU and CUDA GPUs, enumeration, properties and the current device.
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -65,20 +66,45 @@ void set_current_device(int index);
 // The default device for new arrays: cuda:current when available, else cpu.
 Device default_device();
 
+// Whether copies between two GPUs go directly, peer to peer (NVLink or PCIe). The first call for
+// a pair enables peer access both ways (once per process; access another library enabled counts).
+// False when the GPUs cannot reach each other or with TESSEL_PEER_ACCESS=0: the driver then
+// stages their copies through host memory. DeviceError for an index that does not exist.
+bool peer_access(Device a, Device b);
+
 // Waits for all work on the device to finish. A no-op for the CPU.
 void synchronize(Device device);
 void synchronize();  // the current device
 
-// Sets the current CUDA device for a scope and restores the previous one.
+// Makes a CUDA device current for a scope and restores the caller's device. Every tessel path
+// that touches a GPU holds one for the device it works on (a no-op for the CPU). DeviceError for
+// an index that does not exist.
+//
+// Cheap when the device is already current: one cuCtxGetCurrent (no runtime call) compared with
+// the device's primary context, remembered from the first switch. Comparing contexts, not a
+// cached device index, keeps it right when other code (PyTorch, CuPy, cudaSetDevice) changed the
+// current device in between. With one GPU it does nothing. TESSEL_DEVICE_GUARD=0 turns it off,
+// only to measure its cost: with several GPUs, work on a non-current device then fails.
 class DeviceGuard {
  public:
-  explicit DeviceGuard(Device device);
+  explicit DeviceGuard(Device device) {
+    if (device.is_cuda()) enter(device.index);
+  }
+  // For destructors: a failure to switch leaves the current device as it is instead of throwing.
+  DeviceGuard(Device device, std::nothrow_t) noexcept {
+    try {
+      if (device.is_cuda()) enter(device.index);
+    } catch (...) {
+    }
+  }
   ~DeviceGuard();
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 
  private:
-  int previous_ = -1;
+  void enter(int index);
+  void switch_to(int index);
+  int previous_ = -1;  // the device to restore; -1: nothing was changed
 };
 
 }  // namespace tessel

@@ -19,8 +19,11 @@ class Buffer {
   // aligned host memory for the CPU.
   static std::shared_ptr<Buffer> allocate(Device device, std::int64_t bytes);
   static std::shared_ptr<Buffer> allocate(Device device, std::int64_t bytes, const Stream& stream);
-  // Page-locked host memory from the pinned pool; plain aligned host memory without CUDA.
+  // Page-locked host memory from the pinned pool; plain aligned host memory without CUDA. The
+  // block belongs to `stream`'s pool (a CUDA stream of any device; default: the current stream
+  // of the current device), where it is reused first once freed.
   static std::shared_ptr<Buffer> allocate_pinned(std::int64_t bytes);
+  static std::shared_ptr<Buffer> allocate_pinned(std::int64_t bytes, const Stream& stream);
   // Wraps memory tessel does not own; keep_alive (may be empty) is released when the last
   // reference goes, so its deleter frees the memory.
   static std::shared_ptr<Buffer> wrap(void* data, std::int64_t bytes, Device device,

@@ -7,10 +7,12 @@
 
 namespace tessel {
 
-// A stream as the allocators see it: a process-unique id and the raw cudaStream_t.
+// A stream as the allocators see it: a process-unique id, the raw cudaStream_t and its device
+// (a null handle is the legacy default stream of that device; -1: not known, the current one).
 struct StreamRef {
   std::uint64_t id = 0;
   void* handle = nullptr;
+  int device = -1;
   friend bool operator==(StreamRef a, StreamRef b) { return a.id == b.id; }
   friend bool operator<(StreamRef a, StreamRef b) { return a.id < b.id; }
 };

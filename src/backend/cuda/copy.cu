@@ -179,6 +179,7 @@ void memcpy_async(void* dst, Device dst_device, const void* src, Device src_devi
   DeviceGuard guard(stream.device());
   const auto size = static_cast<std::size_t>(bytes);
   if (dst_device.is_cuda() && src_device.is_cuda() && dst_device != src_device) {
+    peer_access(dst_device, src_device);  // enabled on the pair's first copy; else the driver stages it
     TESSEL_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, size, raw(stream)), "copy between devices");
     return;
   }

@@ -121,7 +121,9 @@ struct CachedPlan {
   CachedPlan(const CachedPlan&) = delete;
   CachedPlan& operator=(const CachedPlan&) = delete;
   ~CachedPlan() {
-    // Destructors do not throw: a failure here can only leak, so it is logged.
+    // Destructors do not throw: a failure here can only leak, so it is logged. An eviction may
+    // come from any thread and device: cuFFT destroys the plan in its own device's context.
+    DeviceGuard guard(device, std::nothrow);
     if (switch_event && cudaEventDestroy(switch_event) != cudaSuccess) {
       TESSEL_LOG_WARN("fft: cudaEventDestroy of a plan's stream-switch event failed");
     }
@@ -379,6 +381,7 @@ void fft(const FFTProblem& problem, const std::shared_ptr<void>& plan_arg, const
 }
 
 void fft_exec_raw(const std::shared_ptr<void>& plan_arg, const FFTProblem& problem, const Stream& stream) {
+  DeviceGuard guard(stream.device());
   auto& plan = *static_cast<CachedPlan*>(plan_arg.get());
   std::lock_guard<std::mutex> lock(plan.mutex);
   bind_stream(plan, stream);

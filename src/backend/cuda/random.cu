@@ -68,6 +68,7 @@ void launch_small_float(const RandomFill& f, const Stream& s) {
 
 void random_fill(const RandomFill& f, const Stream& stream) {
   if (f.numel == 0) return;
+  DeviceGuard guard(stream.device());  // kernels launch on the current device
   if (f.distribution == RandomDistribution::integers) {
     switch (f.dtype) {
       case DType::int8: return launch<signed char, Kind::integer, philox::integer_per_block>(f, stream);

@@ -312,7 +312,7 @@ TEST_P(ArrayErrors, BadInputsNameTheProblem) {
   testing::expect_error<ShapeError>([&] { eye(-1); }, {"negative"});
   testing::expect_error<ValueError>([&] { arange(0, 5, 0); }, {"step"});
   if (cuda_available()) {
-    const Device other = device().is_cpu() ? Device::cuda(0) : Device::cpu();
+    const Device other = device().is_cpu() ? testing::test_gpu() : Device::cpu();
     testing::expect_error<DeviceError>([&] { concatenate({a, zeros({3, 4}, DType::float32, other)}); },
                                        {"concatenate", device().str(), other.str(), "array 1"});
   }

@@ -30,7 +30,7 @@ void expect_same_bytes(const Array& cpu, const Array& gpu, const std::string& wh
 
 TEST(CreationOnDevice, ArangeAndLinspaceMatchTheCpu) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
-  const Device gpu = Device::cuda(0);
+  const Device gpu = testing::test_gpu();
   const std::vector<DType> dtypes = {DType::bool_,   DType::int8,     DType::uint8,   DType::int32,   DType::int64,
                                      DType::uint64,  DType::float16,  DType::bfloat16, DType::float32, DType::float64,
                                      DType::complex64, DType::complex128};

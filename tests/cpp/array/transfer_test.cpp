@@ -58,17 +58,17 @@ INSTANTIATE_TEST_SUITE_P(All, Transfers, ::testing::ValuesIn(testing::backend_dt
 
 TEST(CudaTransfers, AsyncHostToDeviceIsStagedAndPending) {
   REQUIRE_CUDA();
-  const Stream stream = Stream::create(Device::cuda(0));
+  const Stream stream = Stream::create(testing::test_gpu());
   std::vector<float> host(1 << 22);
   std::iota(host.begin(), host.end(), 0.0f);
   // Hold the stream so the copy cannot finish before we look: from_host must return anyway.
-  Event gate(Device::cuda(0), false);
-  const Stream blocker = Stream::create(Device::cuda(0));
+  Event gate(testing::test_gpu(), false);
+  const Stream blocker = Stream::create(testing::test_gpu());
   std::vector<float> big(1 << 24, 1.0f);
-  const Array slow = from_vector(big, {static_cast<std::int64_t>(big.size())}, Device::cuda(0), blocker);
+  const Array slow = from_vector(big, {static_cast<std::int64_t>(big.size())}, testing::test_gpu(), blocker);
   gate.record(blocker);
   stream.wait(gate);
-  const Array device_array = from_vector(host, {static_cast<std::int64_t>(host.size())}, Device::cuda(0), stream);
+  const Array device_array = from_vector(host, {static_cast<std::int64_t>(host.size())}, testing::test_gpu(), stream);
   // The caller's pageable memory may be reused at once: it was staged.
   std::fill(host.begin(), host.end(), -1.0f);
   const std::vector<float> read = device_array.to_vector<float>();  // waits for the pending copy
@@ -78,8 +78,8 @@ TEST(CudaTransfers, AsyncHostToDeviceIsStagedAndPending) {
 
 TEST(CudaTransfers, AsyncDeviceToHostLandsInPinnedMemoryAndReadsWait) {
   REQUIRE_CUDA();
-  const Stream stream = Stream::create(Device::cuda(0));
-  const Array source = arange(0, 1 << 24, 1, DType::float32, Device::cuda(0), stream);
+  const Stream stream = Stream::create(testing::test_gpu());
+  const Array source = arange(0, 1 << 24, 1, DType::float32, testing::test_gpu(), stream);
   const Array host = source.to(Device::cpu(), stream);
   EXPECT_EQ(host.device(), Device::cpu());
   EXPECT_EQ(host.buffer()->kind(), MemoryKind::pinned_host);
@@ -90,9 +90,9 @@ TEST(CudaTransfers, AsyncDeviceToHostLandsInPinnedMemoryAndReadsWait) {
 
 TEST(CudaTransfers, CopyBetweenStreamsOrdersOnPendingWrite) {
   REQUIRE_CUDA();
-  const Stream first = Stream::create(Device::cuda(0));
-  const Stream second = Stream::create(Device::cuda(0));
-  const Array a = full({1 << 20}, 3, DType::int32, Device::cuda(0), first);
+  const Stream first = Stream::create(testing::test_gpu());
+  const Stream second = Stream::create(testing::test_gpu());
+  const Array a = full({1 << 20}, 3, DType::int32, testing::test_gpu(), first);
   const Array b = a.copy(second);  // must wait for the fill on `first`
   const std::vector<std::int32_t> values = b.to_vector<std::int32_t>();
   for (std::size_t i = 0; i < values.size(); i += 1001) ASSERT_EQ(values[i], 3);
@@ -103,12 +103,12 @@ TEST(CudaTransfers, BetweenTwoGpus) {
   if (device_count() < 2) {
     GTEST_SKIP() << "needs two CUDA devices, found " << device_count();
   }
-  const Array a = arange(0, 1000, 1, DType::float64, Device::cuda(0));
+  const Array a = arange(0, 1000, 1, DType::float64, testing::test_gpu());
   const Array b = a.index({Slice(none, none, -1)}).to(Device::cuda(1));
   EXPECT_EQ(b.device(), Device::cuda(1));
   const std::vector<double> values = b.to_vector<double>();
   for (std::size_t i = 0; i < values.size(); ++i) ASSERT_EQ(values[i], 999.0 - static_cast<double>(i));
-  const Array c = b.to(Device::cuda(0), current_stream(Device::cuda(1)));
+  const Array c = b.to(testing::test_gpu(), current_stream(Device::cuda(1)));
   EXPECT_EQ(c.to_vector<double>(), values);
 }
 
@@ -116,15 +116,18 @@ TEST(CudaTransfers, StridedCopyOfMoreThan2To31Elements) {
   REQUIRE_CUDA();
   const std::int64_t count = (std::int64_t{1} << 31) + 4096;  // int8: 2 GiB + a bit per array
   std::size_t free_bytes = 0, total_bytes = 0;
-  cudaSetDevice(0);
-  cudaMemGetInfo(&free_bytes, &total_bytes);
+  TESSEL_SKIP_UNAVAILABLE(testing::test_gpu());
+  {
+    DeviceGuard guard(testing::test_gpu());
+    cudaMemGetInfo(&free_bytes, &total_bytes);
+  }
   const std::int64_t needed = 2 * (2 * count) + (std::int64_t{1} << 30);
   if (static_cast<std::int64_t>(free_bytes) < needed) {
-    GTEST_SKIP() << "needs " << needed << " free bytes on cuda:0, has " << free_bytes;
+    GTEST_SKIP() << "needs " << needed << " free bytes on " << testing::test_gpu().str() << ", has " << free_bytes;
   }
   // A (count, 2) int8 array; column 1 is a strided view with 2^31+ elements, so the kernel
   // needs 64-bit indexing.
-  const Array source = empty({count, 2}, DType::int8, Device::cuda(0));
+  const Array source = empty({count, 2}, DType::int8, testing::test_gpu());
   fill(source.index({Slice(), 0}), 1);
   fill(source.index({Slice(), 1}), 2);
   fill(source.index({Slice(count - 1, count), 1}), 5);

@@ -43,6 +43,8 @@ TEST(Config, Defaults) {
   EXPECT_DOUBLE_EQ(c.memory_fraction, 1.0);
   EXPECT_EQ(c.max_split_size, 0u);
   EXPECT_FALSE(c.force_cpu);
+  EXPECT_TRUE(c.device_guard);
+  EXPECT_TRUE(c.peer_access);
   EXPECT_EQ(c.cache_dir, "/home/u/.cache/tessel");
 }
 
@@ -53,6 +55,8 @@ TEST(Config, ParsesEveryVariable) {
                         {"TESSEL_MEMORY_FRACTION", "0.25"},
                         {"TESSEL_MAX_SPLIT_SIZE_MB", "64"},
                         {"TESSEL_FORCE_CPU", "true"},
+                        {"TESSEL_DEVICE_GUARD", "0"},
+                        {"TESSEL_PEER_ACCESS", "off"},
                         {"TESSEL_CACHE_DIR", "/tmp/tc"},
                         {"XDG_CACHE_HOME", "/xdg"}});
   EXPECT_EQ(c.log_level, tessel::LogLevel::debug);
@@ -61,7 +65,10 @@ TEST(Config, ParsesEveryVariable) {
   EXPECT_DOUBLE_EQ(c.memory_fraction, 0.25);
   EXPECT_EQ(c.max_split_size, std::size_t{64} << 20);
   EXPECT_TRUE(c.force_cpu);
+  EXPECT_FALSE(c.device_guard);
+  EXPECT_FALSE(c.peer_access);
   EXPECT_EQ(c.cache_dir, "/tmp/tc");
+  EXPECT_TRUE(parse({{"TESSEL_DEVICE_GUARD", ""}}).device_guard);  // empty keeps the default
   EXPECT_EQ(parse({{"XDG_CACHE_HOME", "/xdg"}}).cache_dir, "/xdg/tessel");
   EXPECT_EQ(parse({{"TESSEL_LOG", "off"}}).log_level, tessel::LogLevel::off);
   EXPECT_EQ(parse({{"TESSEL_LOG", "info"}}).log_level, tessel::LogLevel::info);
@@ -71,6 +78,8 @@ TEST(Config, MalformedValuesAreClearErrors) {
   expect_malformed("TESSEL_LOG", "loud", "off, warn, info or debug");
   expect_malformed("TESSEL_SYNC", "2", "0 or 1");
   expect_malformed("TESSEL_FORCE_CPU", "maybe", "0 or 1");
+  expect_malformed("TESSEL_DEVICE_GUARD", "sometimes", "0 or 1");
+  expect_malformed("TESSEL_PEER_ACCESS", "2", "0 or 1");
   expect_malformed("TESSEL_ALLOCATOR", "cudaMalloc", "caching or direct");
   expect_malformed("TESSEL_MEMORY_FRACTION", "0", "(0, 1]");
   expect_malformed("TESSEL_MEMORY_FRACTION", "1.5", "(0, 1]");

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
+#include "testing.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/event.hpp"
@@ -16,12 +18,16 @@
 
 using namespace tessel;
 
-#define SKIP_WITHOUT_GPU() \
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason()
+namespace {
+// The GPU these tests run on (testing.hpp: TESSEL_TEST_DEVICES picks it).
+Device gpu() { return tessel::testing::test_gpu(); }
+}  // namespace
+
+#define SKIP_WITHOUT_GPU() TESSEL_SKIP_UNAVAILABLE(gpu())
 
 TEST(Device, ParseAndPrint) {
   EXPECT_EQ(Device::parse("cpu"), Device::cpu());
-  EXPECT_EQ(Device::parse("cuda"), Device::cuda(0));
+  EXPECT_EQ(Device::parse("cuda"), gpu());
   EXPECT_EQ(Device::parse("cuda:3"), Device::cuda(3));
   EXPECT_EQ(Device::cuda(2).str(), "cuda:2");
   EXPECT_EQ(Device::cpu().str(), "cpu");
@@ -88,39 +94,39 @@ TEST(Stream, CpuStreamAndEventsWork) {
 
 TEST(Stream, IdsAreUniqueAndGuardRestores) {
   SKIP_WITHOUT_GPU();
-  Stream a = Stream::create(Device::cuda(0));
-  Stream b = Stream::create(Device::cuda(0));
+  Stream a = Stream::create(gpu());
+  Stream b = Stream::create(gpu());
   EXPECT_NE(a.id(), b.id());
   EXPECT_TRUE(a.owned());
   EXPECT_NE(a.handle(), nullptr);
   EXPECT_TRUE(detail::stream_alive(a.id()));
-  const auto before = current_stream(Device::cuda(0));
+  const auto before = current_stream(gpu());
   {
     StreamGuard guard(a);
-    EXPECT_EQ(current_stream(Device::cuda(0)), a);
+    EXPECT_EQ(current_stream(gpu()), a);
   }
-  EXPECT_EQ(current_stream(Device::cuda(0)), before);
+  EXPECT_EQ(current_stream(gpu()), before);
   const std::uint64_t id = b.id();
   b = a;  // drops the last handle of the old b: destroyed
   EXPECT_FALSE(detail::stream_alive(id));
   // Adopting the same handle twice gives the same identity.
-  EXPECT_EQ(Stream::from_handle(a.handle(), Device::cuda(0)).id(), Stream::from_handle(a.handle(), Device::cuda(0)).id());
+  EXPECT_EQ(Stream::from_handle(a.handle(), gpu()).id(), Stream::from_handle(a.handle(), gpu()).id());
 }
 
 TEST(Stream, PrioritiesAreClamped) {
   SKIP_WITHOUT_GPU();
-  const auto [greatest, least] = Stream::priority_range(Device::cuda(0));
+  const auto [greatest, least] = Stream::priority_range(gpu());
   EXPECT_LE(greatest, least);
-  EXPECT_EQ(Stream::create(Device::cuda(0), greatest - 100).priority(), greatest);
-  EXPECT_EQ(Stream::create(Device::cuda(0), least + 100).priority(), least);
+  EXPECT_EQ(Stream::create(gpu(), greatest - 100).priority(), greatest);
+  EXPECT_EQ(Stream::create(gpu(), least + 100).priority(), least);
 }
 
 #if defined(TESSEL_HAVE_CUDA)
 TEST(Event, GpuTimingsArePositive) {
   SKIP_WITHOUT_GPU();
-  Stream s = Stream::create(Device::cuda(0));
-  Event start(Device::cuda(0)), stop(Device::cuda(0));
-  EXPECT_THROW(Event(Device::cuda(0)).record(Stream::cpu()), DeviceError);
+  Stream s = Stream::create(gpu());
+  Event start(gpu()), stop(gpu());
+  EXPECT_THROW(Event(gpu()).record(Stream::cpu()), DeviceError);
   start.record(s);
   // Some real device work between the events: a 256 MiB device-to-device copy.
   void* a = nullptr;
@@ -135,22 +141,22 @@ TEST(Event, GpuTimingsArePositive) {
   EXPECT_GT(ms, 0.0f);
   EXPECT_TRUE(stop.query());
   // Another stream waits on the event: its work is ordered after the copy.
-  Stream other = Stream::create(Device::cuda(0));
+  Stream other = Stream::create(gpu());
   other.wait(stop);
   other.synchronize();
   EXPECT_TRUE(s.query());
-  Event no_timing(Device::cuda(0), false);
+  Event no_timing(gpu(), false);
   no_timing.record(s);
   EXPECT_THROW(start.elapsed_ms(no_timing), Error);
   cudaFree(a);
   cudaFree(b);
-  synchronize(Device::cuda(0));
+  synchronize(gpu());
 }
 #endif
 
 TEST(Device, PropertiesAndPeaks) {
   SKIP_WITHOUT_GPU();
-  const auto& p = device_properties(0);
+  const auto& p = device_properties(gpu().index);
   EXPECT_FALSE(p.name.empty());
   EXPECT_GT(p.multiprocessors, 0);
   EXPECT_GT(p.total_memory, std::size_t{1} << 30);
@@ -159,4 +165,112 @@ TEST(Device, PropertiesAndPeaks) {
   EXPECT_GT(p.peak_bandwidth_bytes_per_s, 1e11);
   EXPECT_GT(p.peak_fp32_flops, 1e12);
   EXPECT_GT(driver_version(), 0);
+}
+
+#if defined(TESSEL_HAVE_CUDA)
+#define SKIP_UNLESS_TWO_GPUS()                                                                            \
+  if (!cuda_available() || device_count() < 2)                                                            \
+  GTEST_SKIP() << "needs two CUDA devices, found " << (cuda_available() ? device_count() : 0)
+
+int runtime_device() {
+  int index = -1;
+  EXPECT_EQ(cudaGetDevice(&index), cudaSuccess);
+  return index;
+}
+
+TEST(DeviceGuard, SwitchesNestsAndRestoresTheCallersDevice) {
+  SKIP_UNLESS_TWO_GPUS();
+  set_current_device(0);
+  {
+    DeviceGuard outer(Device::cuda(1));
+    EXPECT_EQ(runtime_device(), 1);
+    {
+      DeviceGuard inner(Device::cuda(0));
+      EXPECT_EQ(runtime_device(), 0);
+      DeviceGuard same(Device::cuda(0));  // already current: changes nothing
+      EXPECT_EQ(runtime_device(), 0);
+    }
+    EXPECT_EQ(runtime_device(), 1);
+    DeviceGuard cpu(Device::cpu());
+    EXPECT_EQ(runtime_device(), 1);
+  }
+  EXPECT_EQ(runtime_device(), 0);
+  EXPECT_EQ(current_device(), Device::cuda(0));
+}
+
+// Another library (PyTorch, CuPy, plain cudaSetDevice) changes the current device between tessel
+// calls: the next guard still switches to its own device and then restores the other library's.
+TEST(DeviceGuard, SeesDeviceChangesMadeOutsideTessel) {
+  SKIP_UNLESS_TWO_GPUS();
+  { DeviceGuard learn(Device::cuda(1)); }  // both devices' contexts are known now
+  { DeviceGuard learn(Device::cuda(0)); }
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  {
+    DeviceGuard guard(Device::cuda(0));
+    EXPECT_EQ(runtime_device(), 0);
+  }
+  EXPECT_EQ(runtime_device(), 1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  {
+    DeviceGuard guard(Device::cuda(1));
+    EXPECT_EQ(runtime_device(), 1);
+  }
+  EXPECT_EQ(runtime_device(), 0);
+}
+
+// A new thread has no context yet (the runtime calls it device 0): the guard binds the device
+// and leaves device 0 current afterwards.
+TEST(DeviceGuard, WorksOnAFreshThread) {
+  SKIP_UNLESS_TWO_GPUS();
+  std::thread([] {
+    {
+      DeviceGuard guard(Device::cuda(1));
+      EXPECT_EQ(runtime_device(), 1);
+    }
+    EXPECT_EQ(runtime_device(), 0);
+  }).join();
+}
+
+// Events and the legacy default stream of a device that is not current: recorded, waited on and
+// synchronized in that device's context.
+TEST(DeviceGuard, EventsAndDefaultStreamsOfAnotherDevice) {
+  SKIP_UNLESS_TWO_GPUS();
+  set_current_device(0);
+  const Stream default1 = Stream::default_stream(Device::cuda(1));
+  Event event(Device::cuda(1), false);
+  event.record(default1);
+  Stream::default_stream(Device::cuda(0)).wait(event);  // a wait across devices
+  const Stream created1 = Stream::create(Device::cuda(1));
+  created1.wait(event);
+  default1.synchronize();
+  EXPECT_TRUE(default1.query());
+  event.synchronize();
+  EXPECT_TRUE(event.query());
+  Event start(Device::cuda(1)), stop(Device::cuda(1));
+  start.record(default1);
+  stop.record(default1);
+  EXPECT_GE(start.elapsed_ms(stop), 0.0f);
+  EXPECT_THROW(Event(Device::cuda(0)).record(default1), DeviceError);
+  synchronize(Device::cuda(1));
+  EXPECT_EQ(runtime_device(), 0);
+}
+
+TEST(PeerAccess, EnabledOncePerPairAndStable) {
+  SKIP_UNLESS_TWO_GPUS();
+  int can01 = 0, can10 = 0;
+  ASSERT_EQ(cudaDeviceCanAccessPeer(&can01, 0, 1), cudaSuccess);
+  ASSERT_EQ(cudaDeviceCanAccessPeer(&can10, 1, 0), cudaSuccess);
+  const char* env = std::getenv("TESSEL_PEER_ACCESS");
+  const bool allowed = env == nullptr || *env == '\0' || std::string(env) != "0";
+  const bool direct = peer_access(Device::cuda(0), Device::cuda(1));
+  EXPECT_EQ(direct, allowed && can01 == 1 && can10 == 1);
+  EXPECT_EQ(peer_access(Device::cuda(1), Device::cuda(0)), direct);
+  EXPECT_TRUE(peer_access(Device::cuda(1), Device::cuda(1)));
+  EXPECT_EQ(runtime_device(), current_device().index);
+}
+#endif
+
+TEST(PeerAccess, BadDevicesAreClearErrors) {
+  EXPECT_THROW(peer_access(Device::cpu(), Device::cuda(0)), DeviceError);
+  EXPECT_THROW(peer_access(Device::cuda(0), Device::cuda(1000)), DeviceError);
 }

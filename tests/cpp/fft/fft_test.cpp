@@ -488,7 +488,7 @@ TEST(FFTCrossBackend, CpuMatchesGpu) {
       SCOPED_TRACE(std::string(dtype_name(dtype)) + " n " + std::to_string(n));
       auto values = random_values(rng, 4 * n, false);
       Array cpu = make(values, {4, n}, dtype, Device::cpu());
-      Array gpu = cpu.to(Device::cuda(0));
+      Array gpu = cpu.to(testing::test_gpu());
       EXPECT_LT(rel_error(read(fft::fft(gpu)), read(fft::fft(cpu))), tolerance(dtype, n));
       EXPECT_LT(rel_error(read(fft::fft(gpu, std::nullopt, 0)), read(fft::fft(cpu, std::nullopt, 0))), tolerance(dtype, n));
       Array rcpu = fft::irfft(fft::rfft(astype(cpu, to_real(dtype))));
@@ -499,12 +499,13 @@ TEST(FFTCrossBackend, CpuMatchesGpu) {
   // A plan made for one device refuses an array on another, naming both layouts.
   Array cpu = zeros({4, 16}, DType::complex64, Device::cpu());
   fft::Plan plan(cpu, fft::Transform::fft);
-  expect_error<ValueError>([&] { plan.execute(cpu.to(Device::cuda(0))); }, {"fft.Plan.execute", "on cpu", "on cuda:0"});
+  expect_error<DeviceError>([&] { plan.execute(cpu.to(testing::test_gpu())); },
+                            {"fft.Plan.execute", "for cpu", "on " + testing::test_gpu().str()});
 }
 
 TEST(FFTPlanCache, BoundedByCountAndWorkspaceAndReusesPlans) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
-  const Device gpu = Device::cuda(0);
+  const Device gpu = testing::test_gpu();
   fft::clear_plan_cache(gpu);
   fft::set_plan_cache_limits(gpu, 3, std::size_t(1) << 30);
   Array x = zeros({4, 512}, DType::complex64, gpu);
@@ -533,7 +534,7 @@ TEST(FFTPlanCache, BoundedByCountAndWorkspaceAndReusesPlans) {
 TEST(FFTPlanCache, OnePlanSharedByTwoStreams) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   TESSEL_SEEDED_RNG(rng);
-  const Device gpu = Device::cuda(0);
+  const Device gpu = testing::test_gpu();
   const std::int64_t n = 1009 * 16;  // a size whose cuFFT plan needs a workspace
   auto values = random_values(rng, 8 * n, false);
   Array x = make(values, {8, n}, DType::complex64, gpu);

@@ -131,7 +131,7 @@ Array random_f32(const Shape& shape, std::mt19937_64& rng, Device device) {
 // z = x * 0.5 + 1 over `shape` (x broadcast to it, y the scalar 0.5, z a fresh contiguous array poisoned with
 // NaN), through the launcher, against float64 on the host.
 void check_fma(const ElementwiseLauncher& launcher, const Array& x, const Shape& shape, const std::string& what) {
-  const Device gpu = Device::cuda(0);
+  const Device gpu = testing::test_gpu();
   const Stream stream = current_stream(gpu);
   Array z = full(shape, NAN, DType::float32, gpu);
   const Array xb = x.broadcast_to(shape);
@@ -151,7 +151,7 @@ TEST(JitElementwiseLauncherGpu, RepeatedLaunchesCompileEachLayoutOnce) {
   REQUIRE_GPU();
   TESSEL_SEEDED_RNG(rng);
   TuningGuard guard;
-  const Device gpu = Device::cuda(0);
+  const Device gpu = testing::test_gpu();
   const ElementwiseLauncher launcher(fma_spec());
   for (int round = 0; round < 3; ++round) {
     check_fma(launcher, random_f32({1000}, rng, gpu), {1000}, "contiguous");
@@ -180,13 +180,13 @@ TEST(JitElementwiseLauncherGpu, RepeatedLaunchesCompileEachLayoutOnce) {
 TEST(JitElementwiseLauncherGpu, ReachPast2To31NeedsWideIndex) {
   REQUIRE_GPU();
   TESSEL_SEEDED_RNG(rng);
-  const Device gpu = Device::cuda(0);
+  const Device gpu = testing::test_gpu();
   const std::int64_t big = (std::int64_t{1} << 31) + 4096;
   Array base;
   try {
     base = zeros({big}, DType::int8, gpu);
   } catch (const OutOfMemory& e) {
-    GTEST_SKIP() << "needs 2 GiB on cuda:0: " << e.what();
+    GTEST_SKIP() << "needs 2 GiB on " << testing::test_gpu().str() << ": " << e.what();
   }
   ElementwiseKernel k("int8 x, int8 y", "int32 z", "z = int(x) * 3 + int(y)", "launcher_reach");
   const Stream stream = current_stream(gpu);
@@ -218,7 +218,7 @@ TEST(JitElementwiseLauncherGpu, UserKernelRepeatedLaunches) {
   REQUIRE_GPU();
   TESSEL_SEEDED_RNG(rng);
   TuningGuard guard;
-  const Device gpu = Device::cuda(0);
+  const Device gpu = testing::test_gpu();
   const Stream stream = current_stream(gpu);
   ElementwiseKernel k("float32 x, float32 y", "float32 z", "z = x * y + 1", "launcher_user");
   const ElementwiseKernel copy = k;  // copies share the launchers

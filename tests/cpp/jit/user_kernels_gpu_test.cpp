@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include "testing.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/stream.hpp"
@@ -121,7 +122,7 @@ extern "C" __global__ void add_one(const int* x, int* out, int n) {
   const unsigned blocks = static_cast<unsigned>((n + 127) / 128);
   k.launch(blocks, 128, {dx.ptr, dout.ptr, static_cast<int>(n)});  // compiles or loads
   // Launches take the driver's cuLaunchKernel (the cheaper path) once the kernel is loaded.
-  EXPECT_TRUE(k.kernel(Device::cuda(0)).launches_through_driver());
+  EXPECT_TRUE(k.kernel(testing::test_gpu()).launches_through_driver());
   const CacheStats before = KernelCache::global().stats();
   const RawKernel copy = k;
   for (const RawKernel* kernel : std::vector<const RawKernel*>{&k, &copy, &k}) {
@@ -153,7 +154,7 @@ template <class T> __global__ void reverse_block(const T* in, T* out) {
   DeviceVector<double> din(n), dout(n);
   din.upload(in);
   dout.poison();
-  const Stream s = Stream::create(Device::cuda(0));
+  const Stream s = Stream::create(testing::test_gpu());
   k.launch(64, 128, {din.ptr, dout.ptr}, 128 * sizeof(double), s);
   s.synchronize();
   const auto out = dout.download();
@@ -174,7 +175,7 @@ TEST(JitUserKernelsGpu, ElementwiseContiguousAlignedAndUnaligned) {
       const std::int64_t len = static_cast<std::int64_t>(n);
       k.launch({len}, {ElementwiseArg::array(dx.ptr + shift, {1}), ElementwiseArg::array(dy.ptr + shift, {1}),
                        ElementwiseArg::array(dz.ptr + shift, {1})},
-               Device::cuda(0));
+               testing::test_gpu());
       const auto z = dz.download();
       for (std::size_t i = 0; i < n; ++i)
         ASSERT_NEAR(z[i + shift], x[i + shift] * y[i + shift] + 1, fma_tolerance<float>(x[i + shift] * y[i + shift], 1.0f))
@@ -201,7 +202,7 @@ TEST(JitUserKernelsGpu, ElementwiseStridedBroadcastNegativeAndScalar) {
   k.launch({rows, cols},
            {ElementwiseArg::array(x0, {1, -rows}), ElementwiseArg::array(dy.ptr, {0, 1}), ElementwiseArg::value(3.0),
             ElementwiseArg::array(dz.ptr, {cols, 1})},
-           Device::cuda(0));
+           testing::test_gpu());
   const auto z = dz.download();
   for (std::int64_t i = 0; i < rows; ++i)
     for (std::int64_t j = 0; j < cols; ++j) {
@@ -221,7 +222,7 @@ TEST(JitUserKernelsGpu, ElementwiseHalfInPlace) {
   dx.upload(x);
   dz.upload(z0);
   k.launch({static_cast<std::int64_t>(n)}, {ElementwiseArg::array(dx.ptr, {1}), ElementwiseArg::array(dz.ptr, {1})},
-           Device::cuda(0));
+           testing::test_gpu());
   const auto z = dz.download();
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(z[i], z0[i] + x[i]);
 }
@@ -229,7 +230,7 @@ TEST(JitUserKernelsGpu, ElementwiseHalfInPlace) {
 TEST(JitUserKernelsGpu, LaunchConfigFromOccupancy) {
   REQUIRE_GPU();
   RawKernel k("extern \"C\" __global__ void noop(int* p) { if (p) p[threadIdx.x] = 0; }", "noop");
-  const Kernel kernel = k.kernel(Device::cuda(0));
+  const Kernel kernel = k.kernel(testing::test_gpu());
   const LaunchConfig c = kernel.launch_config_1d(1 << 24);
   EXPECT_GE(c.block.x, 32u);
   EXPECT_EQ(c.block.x % 32, 0u);
@@ -247,13 +248,13 @@ TEST(JitUserKernelsGpu, LaunchConfigFixedClampsBlock) {
       "  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;"
       "       i += (long long)gridDim.x * blockDim.x) p[i] = (int)i; }",
       "iota");
-  const Device gpu = Device::cuda(0);
+  const Device gpu = testing::test_gpu();
   const Kernel kernel = k.kernel(gpu);
   ASSERT_LE(kernel.attributes().max_threads_per_block, 128);
   const long long n = 1 << 20;
   const LaunchConfig c = kernel.launch_config_fixed(n, 1024, 1);
   EXPECT_EQ(c.block.x, static_cast<unsigned>(kernel.attributes().max_threads_per_block));
-  EXPECT_LE(c.grid.x, static_cast<unsigned>(device_properties(0).multiprocessors * kernel.max_active_blocks(c.block.x)));
+  EXPECT_LE(c.grid.x, static_cast<unsigned>(device_properties(testing::test_gpu().index).multiprocessors * kernel.max_active_blocks(c.block.x)));
   const LaunchConfig small = kernel.launch_config_fixed(100, 64, 1);  // under the limit: as asked
   EXPECT_EQ(small.block.x, 64u);
   EXPECT_EQ(small.grid.x, 2u);

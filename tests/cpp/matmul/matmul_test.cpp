@@ -417,7 +417,7 @@ TEST_P(MatmulEpilogueTest, EveryCandidateOnItsOwn) {
 // float32's exact integers, so only a true int32 accumulation matches element for element. On
 // CUDA in the layout cuBLASLt documents for int8 (b k-contiguous); on the CPU in every layout.
 TEST(MatmulInt8, ExactInt32AccumulationEveryBackend) {
-  for (const Device dev : {Device::cpu(), Device::cuda(0)}) {
+  for (const Device dev : {Device::cpu(), testing::test_gpu()}) {
     if (dev.is_cuda() && !cuda_available()) continue;
     TESSEL_SEEDED_RNG(rng);
     auto full_range = [&](const Shape& shape) {
@@ -513,24 +513,25 @@ TEST_P(MatmulBackendTest, BadInputsHaveClearErrors) {
   expect_error<ValueError>([&] { plan.pin("no-such-algorithm"); }, {"no-such-algorithm"});
   // mixed devices: every array argument
   if (cuda_available()) {
-    const Device other = dev.is_cpu() ? Device::cuda(0) : Device::cpu();
-    expect_error<DeviceError>([&] { matmul(a, b46.to(other)); }, {"matmul", "cpu", "cuda:0"});
+    const Device other = dev.is_cpu() ? testing::test_gpu() : Device::cpu();
+    const std::string gpu = (dev.is_cpu() ? other : dev).str();
+    expect_error<DeviceError>([&] { matmul(a, b46.to(other)); }, {"matmul", "cpu", gpu});
     MatmulOptions other_bias;
     other_bias.bias = random_array(rng, {6}, DType::float32, other);
-    expect_error<DeviceError>([&] { matmul(a, b46, other_bias); }, {"matmul", "bias", "cpu", "cuda:0"});
+    expect_error<DeviceError>([&] { matmul(a, b46, other_bias); }, {"matmul", "bias", "cpu", gpu});
     MatmulOptions other_c;
     other_c.beta = 1.0;
     other_c.c = random_array(rng, {3, 6}, DType::float32, other);
-    expect_error<DeviceError>([&] { matmul(a, b46, other_c); }, {"matmul", "c", "cpu", "cuda:0"});
+    expect_error<DeviceError>([&] { matmul(a, b46, other_c); }, {"matmul", "c", "cpu", gpu});
     MatmulOptions other_aux;
     other_aux.epilogue = MatmulEpilogue::relu;
     other_aux.aux = empty({3, 6}, DType::float32, other);
-    expect_error<DeviceError>([&] { matmul(a, b46, other_aux); }, {"matmul", "aux", "cpu", "cuda:0"});
+    expect_error<DeviceError>([&] { matmul(a, b46, other_aux); }, {"matmul", "aux", "cpu", gpu});
     expect_error<DeviceError>([&] { matmul(a, b46, {}, empty({3, 6}, DType::float32, other)); },
-                              {"matmul", "out", "cpu", "cuda:0"});
+                              {"matmul", "out", "cpu", gpu});
     MatmulPlan device_plan(a, b46);
     expect_error<DeviceError>([&] { device_plan.execute(a.to(other), b46.to(other)); },
-                              {"MatmulPlan.execute", "cpu", "cuda:0"});
+                              {"MatmulPlan.execute", "cpu", gpu});
   }
 }
 

@@ -30,8 +30,8 @@ using detail::sm90::GemmArgs;
 
 #define SKIP_UNLESS_HOPPER()                                                                   \
   do {                                                                                         \
-    TESSEL_SKIP_UNAVAILABLE(Device::cuda(0));                                                  \
-    const DeviceProperties& props = device_properties(0);                                      \
+    TESSEL_SKIP_UNAVAILABLE(testing::test_gpu());                                                  \
+    const DeviceProperties& props = device_properties(testing::test_gpu().index);                                      \
     if (props.cc_major != 9 || props.cc_minor != 0)                                            \
       GTEST_SKIP() << "matmul_sm90 needs compute capability 9.0, device 0 is " << props.name;  \
   } while (0)
@@ -91,7 +91,7 @@ Operands make_operands(const Problem& p, std::mt19937_64& rng, const Stream& str
   fill(o.a, sa * p.batch);
   fill(o.b, sb * p.batch);
   fill(o.bias, p.n);
-  const Device gpu = Device::cuda(0);
+  const Device gpu = testing::test_gpu();
   auto upload = [&](const std::vector<std::uint16_t>& v) {
     auto buffer = Buffer::allocate(gpu, static_cast<std::int64_t>(v.size() * 2), stream);
     EXPECT_EQ(cudaMemcpyAsync(buffer->data(), v.data(), v.size() * 2, cudaMemcpyHostToDevice,
@@ -123,7 +123,7 @@ void check_problem(const Problem& p) {
                std::to_string(p.batch) + (p.dtype ? " bf16" : " fp16") + (p.b_k_contiguous ? " B k-contiguous" : " B n-contiguous") +
                " epilogue " + std::to_string(static_cast<int>(p.epilogue)) + " config " +
                detail::sm90::config_name(p.config));
-  const Stream stream = current_stream(Device::cuda(0));
+  const Stream stream = current_stream(testing::test_gpu());
   Operands o = make_operands(p, rng, stream);
   const GemmArgs& g = o.args;
   ASSERT_TRUE(detail::sm90::can_implement(g, p.config));
@@ -179,7 +179,7 @@ TEST(MatmulSm90, CanImplementChecksArgumentsAndDevice) {
   g.m = 128; g.n = 128; g.k = 64; g.batch = 1; g.dtype = 1;
   g.a = storage[0]; g.lda = 64; g.b = storage[1]; g.ldb = 64; g.b_k_contiguous = true;
   g.d = storage[2]; g.ldd = 128; g.alpha = 1.0f; g.epilogue = Epilogue::none;
-  const bool hopper = cuda_available() && device_properties(0).cc_major == 9 && device_properties(0).cc_minor == 0;
+  const bool hopper = cuda_available() && device_properties(testing::test_gpu().index).cc_major == 9 && device_properties(testing::test_gpu().index).cc_minor == 0;
   if (!hopper) {
     EXPECT_FALSE(detail::sm90::can_implement(g, 0));
   }
@@ -228,7 +228,7 @@ TEST(MatmulSm90, BroadcastB) {
   TESSEL_SEEDED_RNG(rng);
   // batch_stride_b = 0: every batch uses the same B; compare batch 1 with batch 0's layout.
   const Problem p{256, 128, 96, 2, 1, true, Epilogue::none, 1.0f, 0};
-  const Stream stream = current_stream(Device::cuda(0));
+  const Stream stream = current_stream(testing::test_gpu());
   Operands o = make_operands(p, rng, stream);
   o.args.batch_stride_b = 0;
   ASSERT_TRUE(detail::sm90::can_implement(o.args, 0));
@@ -277,7 +277,7 @@ TEST(MatmulSm90, ManyTilesPerCta) {
 TEST(MatmulSm90, RejectsWhatItCannotRun) {
   SKIP_UNLESS_HOPPER();
   TESSEL_SEEDED_RNG(rng);
-  const Stream stream = current_stream(Device::cuda(0));
+  const Stream stream = current_stream(testing::test_gpu());
   Operands o = make_operands({128, 128, 64, 1, 1, true, Epilogue::bias_relu, 1.0f, 0}, rng, stream);
   ASSERT_TRUE(detail::sm90::can_implement(o.args, 0));
   GemmArgs bad = o.args;

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "testing.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/event.hpp"
@@ -76,9 +77,9 @@ void CUDART_CB wait_for_gate(void* gate) {
 TEST(GpuAllocator, PendingCrossStreamReadSurvivesReuse) {
   SKIP_WITHOUT_GPU();
 #if defined(TESSEL_HAVE_CUDA)
-  auto& alloc = device_allocator(0);
+  auto& alloc = device_allocator(tessel::testing::test_gpu().index);
   if (!alloc.options().caching) GTEST_SKIP() << "TESSEL_ALLOCATOR=direct: a free waits for B, which waits for us";
-  const Device dev = Device::cuda(0);
+  const Device dev = tessel::testing::test_gpu();
   Stream a = Stream::create(dev), b = Stream::create(dev), c = Stream::create(dev);
   const std::size_t n = 8 * MiB;
   void* x = alloc.allocate(static_cast<std::int64_t>(n), stream_ref(a));
@@ -118,8 +119,8 @@ TEST(GpuAllocator, PendingCrossStreamReadSurvivesReuse) {
 TEST(GpuAllocator, StressFourStreamsWithCrossStreamUse) {
   SKIP_WITHOUT_GPU();
 #if defined(TESSEL_HAVE_CUDA)
-  const Device dev = Device::cuda(0);
-  auto& alloc = device_allocator(0);
+  const Device dev = tessel::testing::test_gpu();
+  auto& alloc = device_allocator(tessel::testing::test_gpu().index);
   const MemoryStats base = alloc.stats();
   std::vector<Stream> streams;
   for (int i = 0; i < 4; ++i) streams.push_back(Stream::create(dev));
@@ -202,9 +203,10 @@ TEST(GpuAllocator, OutOfMemoryRecovery) {
   SKIP_WITHOUT_GPU();
 #if defined(TESSEL_HAVE_CUDA)
   CachingAllocatorOptions o;
-  o.name = "cuda:0";
-  CachingAllocator alloc(make_cuda_device_runtime(0), o);
-  Stream s = Stream::create(Device::cuda(0));
+  const Device gpu = tessel::testing::test_gpu();
+  o.name = gpu.str();
+  CachingAllocator alloc(make_cuda_device_runtime(gpu.index), o);
+  Stream s = Stream::create(tessel::testing::test_gpu());
   const std::int64_t chunk = std::int64_t(1) << 30;
   std::vector<void*> held;
   std::string message;
@@ -217,7 +219,7 @@ TEST(GpuAllocator, OutOfMemoryRecovery) {
   }
   ASSERT_FALSE(message.empty()) << "never ran out of memory";
   EXPECT_FALSE(held.empty());
-  EXPECT_TRUE(contains(message, "cuda:0: out of memory in allocate")) << message;
+  EXPECT_TRUE(contains(message, gpu.str() + ": out of memory in allocate")) << message;
   EXPECT_TRUE(contains(message, "1.00 GiB (1073741824 bytes)")) << message;
   EXPECT_TRUE(contains(message, "reserved")) << message;
   EXPECT_TRUE(contains(message, "device free")) << message;
@@ -241,9 +243,9 @@ TEST(GpuAllocator, OutOfMemoryRecovery) {
 TEST(GpuAllocator, StatsReturnToBaseline) {
   SKIP_WITHOUT_GPU();
 #if defined(TESSEL_HAVE_CUDA)
-  auto& alloc = device_allocator(0);
+  auto& alloc = device_allocator(tessel::testing::test_gpu().index);
   const MemoryStats base = alloc.stats();
-  Stream s1 = Stream::create(Device::cuda(0)), s2 = Stream::create(Device::cuda(0));
+  Stream s1 = Stream::create(tessel::testing::test_gpu()), s2 = Stream::create(tessel::testing::test_gpu());
   std::vector<void*> ptrs;
   for (std::size_t n : {std::size_t(0), std::size_t(1), 100 * KiB, 3 * MiB, 40 * MiB}) {
     ptrs.push_back(alloc.allocate(static_cast<std::int64_t>(n), stream_ref(s1)));
@@ -273,8 +275,8 @@ TEST(GpuAllocator, StatsReturnToBaseline) {
 TEST(GpuAllocator, BufferRaiiKeepsItsStreamAlive) {
   SKIP_WITHOUT_GPU();
 #if defined(TESSEL_HAVE_CUDA)
-  const Device dev = Device::cuda(0);
-  auto& alloc = device_allocator(0);
+  const Device dev = tessel::testing::test_gpu();
+  auto& alloc = device_allocator(tessel::testing::test_gpu().index);
   const MemoryStats base = alloc.stats();
   Stream s = Stream::create(dev);
   const std::uint64_t id = s.id();
@@ -304,7 +306,7 @@ TEST(GpuAllocator, BufferRaiiKeepsItsStreamAlive) {
 TEST(GpuAllocator, PinnedRoundTrip) {
   SKIP_WITHOUT_GPU();
 #if defined(TESSEL_HAVE_CUDA)
-  const Device dev = Device::cuda(0);
+  const Device dev = tessel::testing::test_gpu();
   auto& pinned = pinned_allocator();
   const MemoryStats base = pinned.stats();
   Stream s = Stream::create(dev);
@@ -316,12 +318,12 @@ TEST(GpuAllocator, PinnedRoundTrip) {
   EXPECT_EQ(attr.type, cudaMemoryTypeHost);
   for (std::size_t i = 0; i < n; ++i) h1[i] = static_cast<unsigned char>(i * 7 + 1);
   std::memset(h2, 0, n);
-  void* d = device_allocator(0).allocate(static_cast<std::int64_t>(n), stream_ref(s));
+  void* d = device_allocator(tessel::testing::test_gpu().index).allocate(static_cast<std::int64_t>(n), stream_ref(s));
   CUDA_OK(cudaMemcpyAsync(d, h1, n, cudaMemcpyHostToDevice, raw(s)));
   CUDA_OK(cudaMemcpyAsync(h2, d, n, cudaMemcpyDeviceToHost, raw(s)));
   s.synchronize();
   EXPECT_EQ(std::memcmp(h1, h2, n), 0);
-  device_allocator(0).free(d);
+  device_allocator(tessel::testing::test_gpu().index).free(d);
   pinned.free(h1);
   pinned.free(h2);
   EXPECT_EQ(pinned.stats().allocated_bytes, base.allocated_bytes);
@@ -337,8 +339,8 @@ TEST(GpuAllocator, PinnedRoundTrip) {
 TEST(GpuAllocator, DestroyedStreams) {
   SKIP_WITHOUT_GPU();
 #if defined(TESSEL_HAVE_CUDA)
-  const Device dev = Device::cuda(0);
-  auto& alloc = device_allocator(0);
+  const Device dev = tessel::testing::test_gpu();
+  auto& alloc = device_allocator(tessel::testing::test_gpu().index);
   {
     Stream s = Stream::create(dev);
     alloc.free(alloc.allocate(static_cast<std::int64_t>(30 * MiB), stream_ref(s)));

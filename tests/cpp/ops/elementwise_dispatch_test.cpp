@@ -104,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(, ElementwiseDispatch, ::testing::ValuesIn(testing::all
 TEST(ElementwiseDispatchCuda, TuningChangeAfterCaching) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   TESSEL_SEEDED_RNG(rng);
-  const Device dev = Device::cuda(0);
+  const Device dev = testing::test_gpu();
   const jit::ElementwiseTuning saved = jit::elementwise_tuning();
   Array a = uniform_on({100003}, dev, rng), b = uniform_on({100003}, dev, rng);
   const auto av = host(a), bv = host(b);

@@ -442,7 +442,7 @@ TEST(FuseCacheSource, SourceUnchangedByCalls) {
   EXPECT_NE(before.find("tessel_fused"), std::string::npos);
   EXPECT_EQ(k.num_kernels(), 1);
   if (cuda_available()) {
-    const Device gpu = Device::cuda(0);
+    const Device gpu = testing::test_gpu();
     (void)k({ones({8}, DType::float32, gpu), ones({8}, DType::float32, gpu), ones({8}, DType::float32, gpu)});
   }
   EXPECT_EQ(k.source(f32), before);

@@ -567,8 +567,8 @@ TEST_P(ElementwiseBackend, BadInputs) {
   testing::expect_error<ValueError>([&] { add(Array(), ones({1}, DType::float32, dev)); }, {"add", "undefined"});
   if (cuda_available()) {
     testing::expect_error<DeviceError>(
-        [&] { add(ones({2}, DType::float32, Device::cpu()), ones({2}, DType::float32, Device::cuda(0))); },
-        {"add", "cpu", "cuda:0"});
+        [&] { add(ones({2}, DType::float32, Device::cpu()), ones({2}, DType::float32, testing::test_gpu())); },
+        {"add", "cpu", testing::test_gpu().str()});
   }
 }
 

@@ -21,16 +21,18 @@ namespace {
 
 constexpr std::int64_t kHugeN = (std::int64_t{1} << 31) + 7;
 
-// Skips unless `bytes` (plus 1 GiB of headroom) are free on cuda:0.
+// Skips unless `bytes` (plus 1 GiB of headroom) are free on the test GPU.
 #define TESSEL_SKIP_UNLESS_FREE(bytes)                                                                  \
   do {                                                                                                  \
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();             \
-    device_allocator(0).empty_cache();                                                                  \
+    TESSEL_SKIP_UNAVAILABLE(testing::test_gpu());                                                       \
+    device_allocator(testing::test_gpu().index).empty_cache();                                          \
     std::size_t free_bytes = 0, total_bytes = 0;                                                        \
+    DeviceGuard guard(testing::test_gpu());                                                             \
     if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) GTEST_SKIP() << "cudaMemGetInfo failed"; \
     const double need = static_cast<double>(bytes) + (1u << 30);                                        \
     if (static_cast<double>(free_bytes) < need) {                                                       \
-      GTEST_SKIP() << "needs " << need / 1e9 << " GB free on cuda:0, has " << free_bytes / 1e9;         \
+      GTEST_SKIP() << "needs " << need / 1e9 << " GB free on " << testing::test_gpu().str() << ", has " << free_bytes / 1e9;         \
     }                                                                                                   \
   } while (0)
 
@@ -41,7 +43,7 @@ TEST(OpsHuge, Int8ElementwiseAndSumPast2To31) {
   // x (int8, 2.1 GB), y = x + 3, z = 2 * reversed x (strided, negative stride), and sum(x)
   // widened to int64 (17.2 GB): about 24 GB at the peak.
   TESSEL_SKIP_UNLESS_FREE(kHugeN * (1 + 1 + 1 + 8));
-  const Device gpu = Device::cuda(0);
+  const Device gpu = testing::test_gpu();
   const std::int64_t n = kHugeN;
   const std::int64_t two31 = std::int64_t{1} << 31;
   Array x = full({n}, 1, DType::int8, gpu);
@@ -74,7 +76,7 @@ TEST(OpsHuge, Int8ElementwiseAndSumPast2To31) {
 TEST(OpsHuge, Float16AddPast2To31) {
   // Three float16 arrays of 4.3 GB each; the contiguous vector path with the scalar tail.
   TESSEL_SKIP_UNLESS_FREE(kHugeN * 2 * 3);
-  const Device gpu = Device::cuda(0);
+  const Device gpu = testing::test_gpu();
   const std::int64_t n = kHugeN;
   Array a = full({n}, 0.5, DType::float16, gpu);
   Array b = full({n}, 0.25, DType::float16, gpu);

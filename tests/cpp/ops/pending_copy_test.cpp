@@ -19,13 +19,13 @@ namespace {
 
 // A device array whose final values appear only after a long queue of work on the stream.
 Array busy_device_array(std::int64_t n) {
-  Array x = random::uniform({n}, 1, 2, DType::float32, Device::cuda(0));
+  Array x = random::uniform({n}, 1, 2, DType::float32, testing::test_gpu());
   for (int i = 0; i < 40; ++i) x = sqrt(multiply(x, x));  // same values, ~80 passes queued
   return x;
 }
 
 TEST(PendingCopy, CpuOpsWaitForALandingDeviceCopy) {
-  TESSEL_SKIP_UNAVAILABLE(Device::cuda(0));
+  TESSEL_SKIP_UNAVAILABLE(testing::test_gpu());
   const std::int64_t n = std::int64_t{1} << 24;
   for (const char* op : {"sum", "sort", "cumsum", "fft"}) {
     SCOPED_TRACE(op);

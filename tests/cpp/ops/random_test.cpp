@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "testing.hpp"
 #include "tessel/array/array.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/ops/cast.hpp"
@@ -15,11 +16,7 @@ using namespace tessel;
 
 namespace {
 
-std::vector<Device> backends() {
-  std::vector<Device> devices{Device::cpu()};
-  if (cuda_available()) devices.push_back(Device::cuda(0));
-  return devices;
-}
+std::vector<Device> backends() { return tessel::testing::available_backends(); }
 
 // The array's values as doubles, whatever its floating or integer dtype.
 std::vector<double> values(const Array& a) {
@@ -143,17 +140,17 @@ TEST(Random, CpuAndGpuAgree) {
     random::Generator cpu_gen(42), gpu_gen(42);
     // Uniform: bit for bit.
     EXPECT_EQ(values(cpu_gen.uniform({100003}, -1, 4, dtype, Device::cpu())),
-              values(gpu_gen.uniform({100003}, -1, 4, dtype, Device::cuda(0))))
+              values(gpu_gen.uniform({100003}, -1, 4, dtype, tessel::testing::test_gpu())))
         << dtype_name(dtype);
     // Normal: within a few ulp of the dtype.
     const auto c = values(cpu_gen.normal({100003}, 0, 1, dtype, Device::cpu()));
-    const auto g = values(gpu_gen.normal({100003}, 0, 1, dtype, Device::cuda(0)));
+    const auto g = values(gpu_gen.normal({100003}, 0, 1, dtype, tessel::testing::test_gpu()));
     const double tol = dtype == DType::float64 ? 1e-12 : dtype == DType::float32 ? 2e-6 : 2e-2;
     for (std::size_t i = 0; i < c.size(); ++i) ASSERT_NEAR(c[i], g[i], tol * (1 + std::abs(c[i]))) << i;
   }
   random::Generator cpu_gen(9), gpu_gen(9);
   EXPECT_EQ(values(cpu_gen.integers({100001}, -1000, 1000, DType::int32, Device::cpu())),
-            values(gpu_gen.integers({100001}, -1000, 1000, DType::int32, Device::cuda(0))));
+            values(gpu_gen.integers({100001}, -1000, 1000, DType::int32, tessel::testing::test_gpu())));
 }
 
 TEST(Random, BadInputIsClearError) {

@@ -493,12 +493,12 @@ void expect_diagnostics_agree(const sim::Diagnostics& a, const sim::Diagnostics&
 }
 
 TEST(SimCrossBackend, CpuAndGpuTrajectoriesAgree) {
-  TESSEL_SKIP_UNAVAILABLE(Device::cuda(0));
+  TESSEL_SKIP_UNAVAILABLE(testing::test_gpu());
   TESSEL_SEEDED_RNG(rng);
   for (const TrajectoryScenario& sc : trajectory_scenarios(rng())) {
     SCOPED_TRACE(sc.name);
     Particles cpu(sc.state, sc.config, Device::cpu());
-    Particles gpu(sc.state, sc.config, Device::cuda(0));
+    Particles gpu(sc.state, sc.config, testing::test_gpu());
     cpu.step(trajectory_steps);
     gpu.step(trajectory_steps);
     const TrajectoryError e = trajectory_error(cpu.state(), gpu.state(), sc.config);
@@ -576,7 +576,7 @@ TEST(SimTrajectoryCheck, TolerancesAcceptRoundingAndRejectBugs) {
 // sort, gather_ranges, forces_kernel, diagnostics_kernel, write_back_kernel, neighbor_counts_kernel,
 // neighbor_fill_kernel): the compute-sanitizer racecheck/synccheck target. Checked against the CPU.
 TEST(SimCrossBackend, SmallRunEveryKernel) {
-  TESSEL_SKIP_UNAVAILABLE(Device::cuda(0));
+  TESSEL_SKIP_UNAVAILABLE(testing::test_gpu());
   ParticlesConfig c;  // walls, gravity, friction
   c.friction = 0.3;
   c.damping_ratio = 0.0;
@@ -587,7 +587,7 @@ TEST(SimCrossBackend, SmallRunEveryKernel) {
   o.speed = 0.5;
   o.seed = 8;
   const ParticleState s = sim::init_gas(o, c);
-  Particles cpu(s, c, Device::cpu()), gpu(s, c, Device::cuda(0));
+  Particles cpu(s, c, Device::cpu()), gpu(s, c, testing::test_gpu());
   cpu.step(5);
   gpu.step(5);
   const sim::Diagnostics dc = cpu.diagnostics(), dg = gpu.diagnostics();
