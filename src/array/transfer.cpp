@@ -194,6 +194,7 @@ using detail::allocate_array;
 void copyto(const Array& dst, const Array& src, const OptionalStream& stream) {
   detail::check_defined(dst, "copyto", "dst");
   detail::check_defined(src, "copyto", "src");
+  check_writable(dst, "copyto");
   const Array broadcast_source = src.broadcast_to(dst.shape());
   if (dst.size() == 0) return;
   if (src.device() == dst.device()) {
@@ -209,6 +210,7 @@ void copyto(const Array& dst, const Array& src, const OptionalStream& stream) {
 
 void fill(const Array& dst, Scalar value, const OptionalStream& stream) {
   detail::check_defined(dst, "fill", "dst");
+  check_writable(dst, "fill");
   if (dst.size() == 0) return;
   alignas(16) unsigned char bytes[16];
   value.store(dst.dtype(), bytes);

@@ -239,6 +239,7 @@ Prepared prepare(const Array& a_in, const Array& b_in, const MatmulOptions& opti
   // out and aux: the result's shape and dtype
   auto check_output = [&](const Array& x, const char* what) {
     if (!x.defined()) return;
+    check_writable(x, kOp);
     if (x.shape() != p.result_shape) {
       throw ShapeError(fmt::format("matmul: {} has shape {} but the result of a {} @ b {} has shape {}", what,
                                    shape_str(x.shape()), shape_str(a_in.shape()), shape_str(b_in.shape()),
