@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_results.hpp"
-#include "backend/fft.hpp"
+#include "tessel/ops/backend_entry_points.hpp"
 #include "tessel/tessel.hpp"
 
 #if !defined(TESSEL_HAVE_CUDA)
@@ -91,21 +91,6 @@ Array random_complex64(const Shape& shape, Device device) {
                       Scalar(std::complex<double>(0, 1))));
 }
 
-backend::FFTProblem c2c_problem(std::int64_t n, std::int64_t batch, const Array& in, const Array& out) {
-  backend::FFTProblem p;
-  p.kind = backend::FFTKind::c2c;
-  p.dtype = DType::complex64;
-  p.n = n;
-  p.batch = batch;
-  p.in = in.data();
-  p.in_stride = 1;
-  p.in_dist = n;
-  p.out = out.data();
-  p.out_stride = 1;
-  p.out_dist = n;
-  return p;
-}
-
 }  // namespace
 
 int main() {
@@ -131,16 +116,16 @@ int main() {
     } else {
       fft::Plan plan(x, fft::Transform::fft);
       Array out = empty({n}, DType::complex64, gpu);
-      const backend::FFTProblem problem = c2c_problem(n, 1, x, out);
-      const std::shared_ptr<void> raw_plan = backend::cuda::fft_plan(problem, stream);
+      const internal::CufftC2C raw(x, out, stream);
+      const std::shared_ptr<void> raw_plan = raw.plan();
       const double fn_lat = latency_us([&] { y = fft::fft(x); }, stream);
       const double fn_thr = throughput_us([&] { y = fft::fft(x); }, stream);
       const double plan_lat = latency_us([&] { y = plan.execute(x); }, stream);
       const double plan_thr = throughput_us([&] { y = plan.execute(x); }, stream);
-      const double raw_lat = latency_us([&] { backend::cuda::fft_exec_raw(raw_plan, problem, stream); }, stream);
-      const double raw_thr = throughput_us([&] { backend::cuda::fft_exec_raw(raw_plan, problem, stream); }, stream);
+      const double raw_lat = latency_us([&] { raw.exec_raw(raw_plan); }, stream);
+      const double raw_thr = throughput_us([&] { raw.exec_raw(raw_plan); }, stream);
       const double gpu_ms =
-          profile::time_on_stream([&] { backend::cuda::fft_exec_raw(raw_plan, problem, stream); }, stream, {3, 200})
+          profile::time_on_stream([&] { raw.exec_raw(raw_plan); }, stream, {3, 200})
               .median_ms;
       row.update({{"fft_latency_us", fn_lat}, {"fft_throughput_us", fn_thr}, {"plan_latency_us", plan_lat},
                   {"plan_throughput_us", plan_thr}, {"raw_cufft_latency_us", raw_lat},
@@ -173,10 +158,10 @@ int main() {
     } else {
       const double ms = profile::time_on_stream([&] { y = fft::fft(x); }, stream, {3, 20}).median_ms;
       Array out = empty({batch, n}, DType::complex64, gpu);
-      const backend::FFTProblem problem = c2c_problem(n, batch, x, out);
-      const std::shared_ptr<void> raw_plan = backend::cuda::fft_plan(problem, stream);
+      const internal::CufftC2C raw(x, out, stream);
+      const std::shared_ptr<void> raw_plan = raw.plan();
       const double raw_ms =
-          profile::time_on_stream([&] { backend::cuda::fft_exec_raw(raw_plan, problem, stream); }, stream, {3, 20})
+          profile::time_on_stream([&] { raw.exec_raw(raw_plan); }, stream, {3, 20})
               .median_ms;
       const double tbs = 2.0 * bytes / ms / 1e9, raw_tbs = 2.0 * bytes / raw_ms / 1e9;
       row.update({{"ms", ms}, {"TBps", tbs}, {"pct_of_copy", 100 * tbs / copy_tbs}, {"raw_cufft_ms", raw_ms},
@@ -207,14 +192,14 @@ int main() {
   {
     const std::int64_t n = 8192;
     Array x = empty({n}, DType::complex64, gpu), out = empty({n}, DType::complex64, gpu);
-    const backend::FFTProblem problem = c2c_problem(n, 1, x, out);
-    backend::cuda::fft_plan(problem, stream);  // the miss
+    const internal::CufftC2C raw(x, out, stream);
+    raw.plan();  // the miss
     const int lookups = 100000;
     std::vector<double> times;
     times.reserve(lookups);
     for (int i = 0; i < lookups; ++i) {
       const auto t0 = Clock::now();
-      std::shared_ptr<void> plan = backend::cuda::fft_plan(problem, stream);
+      std::shared_ptr<void> plan = raw.plan();
       const auto t1 = Clock::now();
       times.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
     }

@@ -43,12 +43,11 @@ int main() {
 }
 #else
 #include <cublas_v2.h>
-
-#include "core/cublas_check.hpp"
 #include <cuda_runtime_api.h>
 
-#include "backend/matmul.hpp"
 #include "matmul_reference.hpp"
+#include "tessel/core/cublas_check.hpp"
+#include "tessel/ops/matmul_kernels.hpp"
 
 using namespace tessel;
 
@@ -426,14 +425,13 @@ int main(int argc, char** argv) {
                    "cublasSgemm");
     });
     const double naive_uncoalesced_ms = time_checked("naive_uncoalesced", [&] {
-      backend::cuda::naive_uncoalesced_sgemm(a.data_as<float>(), b.data_as<float>(), d.data_as<float>(), n, n, n,
-                                             stream.handle());
+      internal::naive_uncoalesced_sgemm(a.data_as<float>(), b.data_as<float>(), d.data_as<float>(), n, n, n, stream);
     });
     const double naive_ms = time_checked("naive", [&] {
-      backend::cuda::naive_sgemm(a.data_as<float>(), b.data_as<float>(), d.data_as<float>(), n, n, n, stream.handle());
+      internal::naive_sgemm(a.data_as<float>(), b.data_as<float>(), d.data_as<float>(), n, n, n, stream);
     });
     time_checked("tiled_16x16", [&] {
-      backend::cuda::tiled_sgemm(a.data_as<float>(), b.data_as<float>(), d.data_as<float>(), n, n, n, stream.handle());
+      internal::tiled_sgemm(a.data_as<float>(), b.data_as<float>(), d.data_as<float>(), n, n, n, stream);
     });
     MatmulOptions fp32;
     fp32.compute = MatmulCompute::fp32;

@@ -36,43 +36,41 @@ int main() {
 }
 #else
 #include <cublas_v2.h>
-
-#include "core/cublas_check.hpp"
 #include <cuda_runtime_api.h>
 
-#include "backend/cuda/matmul_simt_kernel.cuh"
-#include "backend/matmul.hpp"
 #include "matmul_reference.hpp"
+#include "tessel/core/cublas_check.hpp"
+#include "tessel/ops/matmul_kernels.hpp"
 
 using namespace tessel;
 
 namespace {
 
 struct Variant {
-  int bm, bn, bk, tm, tn, warp_x;  // warp_x: 0 = row-major thread order, else a (32/warp_x) x warp_x warp patch
-  int max_registers = 0;           // > 0: NVRTC's --maxrregcount (e.g. 128: two 256-thread blocks per SM)
+  internal::SimtTile tile;
+  int max_registers = 0;  // > 0: NVRTC's --maxrregcount (e.g. 128: two 256-thread blocks per SM)
   std::string name() const {
-    std::string s = fmt::format("{}x{}x{}_{}x{}", bm, bn, bk, tm, tn);
-    if (warp_x > 0) s += fmt::format("_warp{}x{}", 32 / warp_x, warp_x);
+    const internal::SimtTile& t = tile;
+    std::string s = fmt::format("{}x{}x{}_{}x{}", t.bm, t.bn, t.bk, t.tm, t.tn);
+    if (t.warp_x > 0) s += fmt::format("_warp{}x{}", 32 / t.warp_x, t.warp_x);
     if (max_registers > 0) s += fmt::format("_regs{}", max_registers);
     return s;
   }
-  int threads() const { return (bm / tm) * (bn / tn); }
 };
 
 // The configurations tried. Shared memory is static (2 buffers of BK x (BM + BN) floats), so it
 // must stay under 48 KiB: BK=16 at 128x128 is 32 KiB.
 const std::vector<Variant> kVariants = {
-    {128, 128, 8, 8, 8, 0},   // the library's default config (JIT vs AOT sanity check)
-    {128, 128, 8, 8, 8, 8},   // same tile, 4x8 warp patches
-    {128, 128, 8, 8, 8, 4},   // 8x4 warp patches
-    {128, 128, 16, 8, 8, 0},  {128, 128, 16, 8, 8, 8},
-    {128, 64, 8, 8, 4, 0},    {128, 64, 8, 8, 4, 8},   {128, 64, 16, 8, 4, 8},
-    {64, 128, 8, 4, 8, 0},    {64, 128, 8, 4, 8, 8},
-    {256, 128, 8, 16, 8, 0},  {256, 128, 8, 16, 8, 8}, {128, 256, 8, 8, 16, 0},
-    {64, 64, 8, 4, 4, 0},     {64, 64, 16, 4, 4, 8},
+    {{128, 128, 8, 8, 8, 0}},   // the library's default config (JIT vs AOT sanity check)
+    {{128, 128, 8, 8, 8, 8}},   // same tile, 4x8 warp patches
+    {{128, 128, 8, 8, 8, 4}},   // 8x4 warp patches
+    {{128, 128, 16, 8, 8, 0}},  {{128, 128, 16, 8, 8, 8}},
+    {{128, 64, 8, 8, 4, 0}},    {{128, 64, 8, 8, 4, 8}},   {{128, 64, 16, 8, 4, 8}},
+    {{64, 128, 8, 4, 8, 0}},    {{64, 128, 8, 4, 8, 8}},
+    {{256, 128, 8, 16, 8, 0}},  {{256, 128, 8, 16, 8, 8}}, {{128, 256, 8, 8, 16, 0}},
+    {{64, 64, 8, 4, 4, 0}},     {{64, 64, 16, 4, 4, 8}},
     // BK=16 at 128x128 took 143 registers (one block per SM); capped for two blocks
-    {128, 128, 16, 8, 8, 0, 128}, {128, 128, 16, 8, 8, 8, 128},
+    {{128, 128, 16, 8, 8, 0}, 128}, {{128, 128, 16, 8, 8, 8}, 128},
 };
 
 
@@ -82,27 +80,6 @@ std::string read_file(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-tessel_simt::SimtArgs simt_args(const Array& a, const Array& b, Array& d, const Array& bias, int epilogue) {
-  tessel_simt::SimtArgs args{};
-  const std::int64_t m = a.dim(0), k = a.dim(1), n = b.dim(1);
-  args.a = a.data_as<float>();
-  args.lda = k;
-  args.b = b.data_as<float>();
-  args.ldb = n;
-  args.d = d.data_as<float>();
-  args.ldd = n;
-  args.bias = bias.defined() ? bias.data_as<float>() : nullptr;
-  args.m = static_cast<int>(m);
-  args.n = static_cast<int>(n);
-  args.k = static_cast<int>(k);
-  args.alpha = 1.0f;
-  args.beta = 0.0f;
-  args.epilogue = epilogue;
-  args.vec_a = k % 4 == 0;  // fresh allocations are 16-byte aligned
-  args.vec_b = n % 4 == 0;
-  return args;
 }
 
 // Largest error of d against a float64 reference of act(a @ b + bias), relative to the sum of
@@ -201,7 +178,7 @@ int main(int argc, char** argv) {
                  "cublasSgemm");
   }, cublas_row);
   const double naive_ms = time_checked("naive", [&] {
-    backend::cuda::naive_sgemm(a.data_as<float>(), b.data_as<float>(), d.data_as<float>(), n, n, n, stream.handle());
+    internal::naive_sgemm(a.data_as<float>(), b.data_as<float>(), d.data_as<float>(), n, n, n, stream);
   }, naive_row);
   rows["cublas_sgemm"] = cublas_row;
   rows["naive"] = naive_row;
@@ -236,11 +213,11 @@ int main(int argc, char** argv) {
   double best_ms = -1;
   for (const Variant& v : kVariants) {
     const std::string name = "jit " + v.name();
-    nlohmann::json row = {{"kind", "jit"}, {"bm", v.bm}, {"bn", v.bn}, {"bk", v.bk}, {"tm", v.tm}, {"tn", v.tn},
-                          {"warp_x", v.warp_x}, {"max_registers", v.max_registers}, {"threads", v.threads()}};
+    const internal::SimtTile& t = v.tile;
+    nlohmann::json row = {{"kind", "jit"}, {"bm", t.bm}, {"bn", t.bn}, {"bk", t.bk}, {"tm", t.tm}, {"tn", t.tn},
+                          {"warp_x", t.warp_x}, {"max_registers", v.max_registers}, {"threads", t.threads()}};
     try {
-      const jit::RawKernel raw(source, fmt::format("tessel_simt::simt_gemm_kernel<{}, {}, {}, {}, {}, {}>", v.bm, v.bn,
-                                                   v.bk, v.tm, v.tn, v.warp_x),
+      const jit::RawKernel raw(source, internal::simt_sgemm_name(t),
                                v.max_registers > 0 ? std::vector<std::string>{fmt::format("--maxrregcount={}", v.max_registers)}
                                                    : std::vector<std::string>{});
       const jit::Kernel kernel = raw.kernel(gpu);
@@ -248,17 +225,12 @@ int main(int argc, char** argv) {
       row["registers"] = attributes.num_registers;
       row["local_bytes"] = attributes.local_bytes;  // > 0: register spills
       row["static_shared_bytes"] = attributes.static_shared_bytes;
-      auto run = [&](const Array& x, const Array& y, Array& out, const Array& bias, int epilogue) {
-        tessel_simt::SimtArgs args = simt_args(x, y, out, bias, epilogue);
-        void* params[] = {&args};
-        const jit::LaunchConfig config{
-            jit::Dim3(static_cast<unsigned>((args.n + v.bn - 1) / v.bn), static_cast<unsigned>((args.m + v.bm - 1) / v.bm), 1),
-            jit::Dim3(static_cast<unsigned>(v.threads())), 0};
-        kernel.launch(config, params, stream);
+      auto run = [&](const Array& x, const Array& y, const Array& out, const Array& bias, internal::SimtEpilogue epilogue) {
+        internal::launch_simt_sgemm(kernel, t, x, y, out, bias, epilogue, stream);
       };
       // the odd problem first: every element, fused bias + relu
       fill(od, std::nan(""));
-      run(oa, ob, od, obias, tessel_simt::kRelu);
+      run(oa, ob, od, obias, internal::SimtEpilogue::relu);
       const double odd_error = reference_error(od, oah, obh, obiash, true, om, on, ok, 0);
       row["odd_error"] = odd_error;
       if (!(odd_error <= tol)) {
@@ -266,7 +238,7 @@ int main(int argc, char** argv) {
         row["status"] = "FAILED odd-size check";
         all_ok = false;
       } else {
-        const double ms = time_checked(name, [&] { run(a, b, d, Array(), 0); }, row);
+        const double ms = time_checked(name, [&] { run(a, b, d, Array(), internal::SimtEpilogue::none); }, row);
         report(name + fmt::format(" ({} regs{})", attributes.num_registers, attributes.local_bytes ? ", SPILLS" : ""), ms,
                row);
         if (ms > 0 && (best_ms < 0 || ms < best_ms)) {

@@ -23,14 +23,13 @@ int main() {
 }
 #else
 #include <cublasLt.h>
-
-#include "core/cublas_check.hpp"
 #include <cuda_runtime_api.h>
 
-#include "backend/cuda/matmul_sm90.hpp"
+#include "tessel/core/cublas_check.hpp"
+#include "tessel/ops/matmul_kernels.hpp"
 
 using namespace tessel;
-namespace sm90 = tessel::detail::sm90;
+namespace sm90 = tessel::internal::sm90;
 
 namespace {
 

@@ -44,7 +44,7 @@
 #include <cuda.h>  // driver API types only; the functions come from cudaGetDriverEntryPointByVersion
 #include <cuda_runtime_api.h>
 
-#include "backend/elementwise.hpp"  // the CUDA backend's entry, timed alone
+#include "tessel/ops/backend_entry_points.hpp"  // the CUDA backend's entry, timed alone
 #endif
 
 using namespace tessel;
@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
        [&](std::size_t i) { return double(float(av[i] + bv[i])); }},
       {"add_us", "add(a, b)", [&] { return add(a, b); }, [&](std::size_t i) { return double(float(av[i] + bv[i])); }},
       {"cuda_backend_add_us", "backend add alone", [&] {
-         backend::cuda::elementwise(ElementwiseOp::add, 2, backend_inputs, backend_scalars, backend_dtypes, c, stream);
+         internal::cuda_elementwise(ElementwiseOp::add, 2, backend_inputs, backend_scalars, backend_dtypes, c, stream);
          return c;
        },
        [&](std::size_t i) { return double(float(av[i] + bv[i])); }},

@@ -29,7 +29,7 @@
 #if defined(TESSEL_HAVE_CUDA)
 #include <cuda_runtime_api.h>
 
-#include "backend/sort.hpp"
+#include "tessel/ops/backend_entry_points.hpp"
 #endif
 
 namespace {
@@ -93,12 +93,12 @@ void register_benchmarks() {
     const tessel::Array iota = tessel::arange(0, sort_elements, 1, tessel::DType::int64, gpu, *stream);
     auto values_out = tessel::Buffer::allocate(gpu, sort_elements * 8, *stream);
     std::size_t temp_bytes = 0;
-    tessel::backend::cuda::cub_sort_pairs_int32(nullptr, temp_bytes, nullptr, nullptr, nullptr, nullptr, sort_elements,
-                                                *stream);
+    tessel::internal::cub_sort_pairs_int32(nullptr, temp_bytes, nullptr, nullptr, nullptr, nullptr, sort_elements,
+                                           *stream);
     auto temp = tessel::Buffer::allocate(gpu, static_cast<std::int64_t>(temp_bytes), *stream);
     iota.wait();
     time_iterations(state, "cub", *stream, [&] {
-      tessel::backend::cuda::cub_sort_pairs_int32(
+      tessel::internal::cub_sort_pairs_int32(
           temp->data(), temp_bytes, keys->data_as<std::int32_t>(), static_cast<std::int32_t*>(keys_out->data()),
           iota.data_as<std::int64_t>(), static_cast<std::int64_t*>(values_out->data()), sort_elements, *stream);
     });

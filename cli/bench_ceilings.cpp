@@ -13,9 +13,9 @@
 
 #if defined(TESSEL_HAVE_CUDA)
 #include <cublas_v2.h>
-
-#include "core/cublas_check.hpp"
 #include <cuda_runtime_api.h>
+
+#include "tessel/core/cublas_check.hpp"
 #endif
 
 namespace tessel::cli::bench {

@@ -9,12 +9,12 @@
 
 #include <fmt/format.h>
 
-#include "backend/matmul.hpp"
 #include "bench_suite.hpp"
 #include "tessel/core/event.hpp"
 #include "tessel/memory/buffer.hpp"
 #include "tessel/ops/elementwise.hpp"
 #include "tessel/ops/matmul.hpp"
+#include "tessel/ops/matmul_kernels.hpp"
 #include "tessel/ops/random.hpp"
 
 #if defined(TESSEL_HAVE_CUDA)
@@ -171,10 +171,10 @@ std::vector<Row> matmul_ladder(Context& ctx) {
     };
   };
   const Kernel naive = [](const float* x, const float* y, float* z, std::int64_t rows, const Stream& s) {
-    backend::cuda::naive_sgemm(x, y, z, rows, 2048, 2048, s.handle());
+    tessel::internal::naive_sgemm(x, y, z, rows, 2048, 2048, s);
   };
   const Kernel tiled = [](const float* x, const float* y, float* z, std::int64_t rows, const Stream& s) {
-    backend::cuda::tiled_sgemm(x, y, z, rows, 2048, 2048, s.handle());
+    tessel::internal::tiled_sgemm(x, y, z, rows, 2048, 2048, s);
   };
   const Kernel library = [&](const float* x, const float* /*b, planned*/, float* z, std::int64_t rows, const Stream& s) {
     const Array xa = a.as_strided({rows, n}, {n, 1}, (x - a.data_as<float>()));

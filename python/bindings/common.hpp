@@ -103,12 +103,6 @@ inline bool is_python_int(nb::handle h) { return PyLong_Check(h.ptr()) && !PyBoo
 // ---- streams given from Python: None, a tessel.Stream, an int handle, torch/CuPy stream objects ----
 std::optional<Stream> to_optional_stream(nb::handle h, Device device);
 
-// ---- read-only foreign memory (DLPack read-only flag, NumPy writeable=False, CAI data=(ptr, True)) ----
-// True when `a` views memory imported read-only. Writes (out=, __setitem__, in-place operators,
-// kernel outputs) call check_writable, which raises tessel.ValueError naming the op.
-bool is_read_only(const Array& a);
-void check_writable(const Array& a, const char* op);
-
 // The current stream of the device an array lives on.
 inline Stream stream_of(const Array& a) {
   return a.device().is_cuda() ? current_stream(a.device()) : Stream::cpu();

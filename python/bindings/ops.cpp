@@ -3,6 +3,8 @@
 // resolution, no Python wrapper) and calls the tessel op directly.
 #include <algorithm>
 #include <chrono>
+#include <iterator>
+#include <string_view>
 
 #include "common.hpp"
 
@@ -34,7 +36,6 @@ Sym to_sym(nb::handle h) {
 
 // Returns a null object for operand types that an operator should answer NotImplemented to.
 nb::object apply_binary(const BinaryOp& op, nb::handle a, nb::handle b, bool for_operator, const Array* out = nullptr) {
-  if (out != nullptr && is_read_only(*out)) check_writable(*out, op_name(op.op));
   const OptionalArray out_arg = out ? OptionalArray(*out) : std::nullopt;
   const bool a_arr = is_array(a), b_arr = is_array(b);
   if (a_arr && b_arr) return wrap_array(op.aa(as_array(a), as_array(b), out_arg, std::nullopt));
@@ -79,8 +80,8 @@ nb::object not_implemented() { return nb::borrow(Py_NotImplemented); }
 #define TESSEL_BINARY_OP(fn) \
   BinaryOp{ElementwiseOp::fn, static_cast<BinaryAA>(&tessel::fn), static_cast<BinaryAS>(&tessel::fn), static_cast<BinarySA>(&tessel::fn)}
 
-// ---- binary functions: (Array API name, op); the operator slots index into it ----
-const std::pair<const char*, BinaryOp> binary[] = {
+// ---- binary functions: (Array API name, op); operators find their entry by name ----
+constexpr std::pair<const char*, BinaryOp> binary[] = {
     {"add", TESSEL_BINARY_OP(add)},
     {"subtract", TESSEL_BINARY_OP(subtract)},
     {"multiply", TESSEL_BINARY_OP(multiply)},
@@ -108,6 +109,23 @@ const std::pair<const char*, BinaryOp> binary[] = {
     {"fmax", TESSEL_BINARY_OP(fmax)},
     {"atan2", TESSEL_BINARY_OP(arctan2)},
 };
+
+// The index of `name` in `binary`. Evaluated at compile time (every use below is constexpr), where
+// an unknown name is an error: the throw is not a constant expression.
+constexpr int binary_index(std::string_view name) {
+  for (int i = 0; i < static_cast<int>(std::size(binary)); ++i) {
+    if (name == binary[i].first) return i;
+  }
+  throw "binary_index: no binary op of that name";
+}
+constexpr int kAdd = binary_index("add"), kSubtract = binary_index("subtract"), kMultiply = binary_index("multiply");
+constexpr int kDivide = binary_index("divide"), kFloorDivide = binary_index("floor_divide");
+constexpr int kRemainder = binary_index("remainder"), kPow = binary_index("pow");
+constexpr int kEqual = binary_index("equal"), kNotEqual = binary_index("not_equal"), kLess = binary_index("less");
+constexpr int kLessEqual = binary_index("less_equal"), kGreater = binary_index("greater");
+constexpr int kGreaterEqual = binary_index("greater_equal");
+constexpr int kAnd = binary_index("bitwise_and"), kOr = binary_index("bitwise_or"), kXor = binary_index("bitwise_xor");
+constexpr int kLeftShift = binary_index("bitwise_left_shift"), kRightShift = binary_index("bitwise_right_shift");
 
 // ---- the Array's operator slots (see array_operator_slots in common.hpp) ----
 // Binary slots get the operands in source order whichever of them is the Array (CPython calls the
@@ -138,10 +156,6 @@ template <int I>
 PyObject* binary_slot(PyObject* a, PyObject* b) noexcept { return binary_slot(binary[I].second, a, b); }
 template <int I>
 PyObject* inplace_slot(PyObject* a, PyObject* b) noexcept { return inplace_slot(binary[I].second, a, b); }
-
-constexpr int kAdd = 0, kSubtract = 1, kMultiply = 2, kDivide = 3, kFloorDivide = 4, kRemainder = 5, kPow = 6;
-constexpr int kEqual = 7, kNotEqual = 8, kLess = 9, kLessEqual = 10, kGreater = 11, kGreaterEqual = 12;
-constexpr int kAnd = 16, kOr = 17, kXor = 18, kLeftShift = 19, kRightShift = 20;
 
 // pow(x, y, mod) has no array meaning: a modulus gives NotImplemented (a TypeError).
 PyObject* power_slot(PyObject* a, PyObject* b, PyObject* mod) noexcept {
@@ -249,22 +263,22 @@ void register_ops(nb::module_& m) {
     const BinaryOp* op;
   };
   static const OperatorSpec operators[] = {
-      {"__add__", "__radd__", "__iadd__", &binary[0].second},
-      {"__sub__", "__rsub__", "__isub__", &binary[1].second},
-      {"__mul__", "__rmul__", "__imul__", &binary[2].second},
-      {"__truediv__", "__rtruediv__", "__itruediv__", &binary[3].second},
-      {"__floordiv__", "__rfloordiv__", "__ifloordiv__", &binary[4].second},
-      {"__mod__", "__rmod__", "__imod__", &binary[5].second},
-      {"__pow__", "__rpow__", "__ipow__", &binary[6].second},
-      {"__and__", "__rand__", "__iand__", &binary[16].second},
-      {"__or__", "__ror__", "__ior__", &binary[17].second},
-      {"__xor__", "__rxor__", "__ixor__", &binary[18].second},
-      {"__lshift__", "__rlshift__", "__ilshift__", &binary[19].second},
-      {"__rshift__", "__rrshift__", "__irshift__", &binary[20].second},
+      {"__add__", "__radd__", "__iadd__", &binary[kAdd].second},
+      {"__sub__", "__rsub__", "__isub__", &binary[kSubtract].second},
+      {"__mul__", "__rmul__", "__imul__", &binary[kMultiply].second},
+      {"__truediv__", "__rtruediv__", "__itruediv__", &binary[kDivide].second},
+      {"__floordiv__", "__rfloordiv__", "__ifloordiv__", &binary[kFloorDivide].second},
+      {"__mod__", "__rmod__", "__imod__", &binary[kRemainder].second},
+      {"__pow__", "__rpow__", "__ipow__", &binary[kPow].second},
+      {"__and__", "__rand__", "__iand__", &binary[kAnd].second},
+      {"__or__", "__ror__", "__ior__", &binary[kOr].second},
+      {"__xor__", "__rxor__", "__ixor__", &binary[kXor].second},
+      {"__lshift__", "__rlshift__", "__ilshift__", &binary[kLeftShift].second},
+      {"__rshift__", "__rrshift__", "__irshift__", &binary[kRightShift].second},
   };
   static const std::pair<const char*, const BinaryOp*> comparisons[] = {
-      {"__eq__", &binary[7].second},  {"__ne__", &binary[8].second},  {"__lt__", &binary[9].second},
-      {"__le__", &binary[10].second}, {"__gt__", &binary[11].second}, {"__ge__", &binary[12].second},
+      {"__eq__", &binary[kEqual].second},  {"__ne__", &binary[kNotEqual].second},  {"__lt__", &binary[kLess].second},
+      {"__le__", &binary[kLessEqual].second}, {"__gt__", &binary[kGreater].second}, {"__ge__", &binary[kGreaterEqual].second},
   };
   // Symbolic values of ts.fuse traces get the same operators (apply_binary builds Sym nodes).
   nb::class_<Sym> sym_cls(m, "Sym", "A symbolic array inside a ts.fuse trace.");
@@ -344,7 +358,6 @@ void register_ops(nb::module_& m) {
   // called from C++ (no Python), so that x + y minus this is the Python layer's part.
   m.def("_time_add_in_cpp", [](const Array& x, const Array& y, nb::handle out, int calls) {
     const OptionalArray out_arg = out.is_none() ? OptionalArray() : OptionalArray(as_array(out));
-    if (out_arg) check_writable(*out_arg, "add");
     nb::gil_scoped_release release;
     return host_us_per_call(calls, [&] { (void)tessel::add(x, y, out_arg, std::nullopt); });
   }, "x"_a, "y"_a, "out"_a = nb::none(), "calls"_a = 20000,

@@ -29,8 +29,8 @@ def _dt(name):
     return getattr(_tessel, name)
 
 
-# The whole DLPack import is one C++ call (python/bindings/interop.cpp: from_dlpack_object): the
-# device query, the stream handshake and the capsule import cost no Python-level work.
+# The whole DLPack import is one C++ call (from_dlpack_object, python/bindings/interop_dlpack.cpp):
+# the device query, the stream handshake and the capsule import cost no Python-level work.
 from_dlpack = _tessel.from_dlpack
 
 DeviceError = _tessel.DeviceError

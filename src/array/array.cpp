@@ -103,6 +103,12 @@ void check_host_type(const Array& array, DType requested, const char* op) {
   }
 }
 
+void throw_read_only(const Array& array, const char* op) {
+  throw ValueError(std::string(op) + ": output array is read-only (" + dtype_name(array.dtype()) + " " +
+                   shape_str(array.shape()) + " on " + array.device().str() +
+                   "); write into a copy (x.copy()) instead");
+}
+
 StridedRef strided_ref(const Array& array) {
   return StridedRef{array.data(), array.dtype(), array.shape(), array.strides()};
 }
@@ -174,6 +180,11 @@ const std::shared_ptr<Buffer>& Array::buffer() const {
 void* Array::data() const {
   if (!storage_) return nullptr;
   return static_cast<char*>(storage_->buffer()->data()) + offset_ * itemsize();
+}
+
+void Array::set_read_only() {
+  if (!storage_) throw ValueError("set_read_only: the array is undefined");
+  storage_->set_read_only();
 }
 
 std::int64_t Array::dim(std::int64_t axis) const {

@@ -218,6 +218,7 @@ namespace detail {
 void copy_into(const Array& dst, const Array& src, const OptionalStream& stream) {
   check_defined(dst, "copy", "dst");
   check_defined(src, "copy", "src");
+  check_writable(dst, "copy");
   if (dst.dtype() != src.dtype()) {
     throw DTypeError(std::string("copy: the array layer copies one dtype; got ") + dtype_name(src.dtype()) + " into " +
                      dtype_name(dst.dtype()) + " (casts are tessel::copyto and tessel::astype)");
@@ -239,6 +240,7 @@ void copy_into(const Array& dst, const Array& src, const OptionalStream& stream)
 
 void fill(const Array& dst, Scalar value, const OptionalStream& stream) {
   detail::check_defined(dst, "fill", "dst");
+  check_writable(dst, "fill");
   if (dst.size() == 0) return;
   alignas(16) unsigned char bytes[16];
   value.store(dst.dtype(), bytes);

@@ -1,29 +1,29 @@
 #include "tessel/jit/kernel_cache.hpp"
 
-#include <atomic>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <system_error>
-#include <thread>
-#include <unistd.h>
+#include <optional>
+#include <string>
 
+#include "core/disk_cache.hpp"
 #include "jit/embedded_headers.hpp"
 #include "tessel/core/config.hpp"
+#include "tessel/core/error.hpp"
 #include "tessel/core/log.hpp"
 #include "tessel/core/version.hpp"
 
 namespace tessel::jit {
 namespace {
 
-namespace fs = std::filesystem;
-
 // File layout: magic, format version, key, arch, lowered name, cubin, then a hash of everything
 // before it. A truncated or corrupted file fails the check and is recompiled.
 constexpr char kMagic[8] = {'T', 'S', 'L', 'C', 'U', 'B', 'I', 'N'};
 constexpr std::uint32_t kFormat = 1;
 constexpr double kSlowCompileMs = 1000.0;
+
+// The disk cache's files: <directory>/<key hex>.cubin.
+tessel::detail::DiskCache cubin_files(const std::string& directory) {
+  return tessel::detail::DiskCache(directory, ".cubin");
+}
 
 void put_u64(std::string& out, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
@@ -148,10 +148,7 @@ KernelCache& KernelCache::global() {
   return *cache;
 }
 
-std::string KernelCache::path_for(const Hash128& key) const {
-  if (directory_.empty()) return "";
-  return directory_ + "/" + key.hex() + ".cubin";
-}
+std::string KernelCache::path_for(const Hash128& key) const { return cubin_files(directory_).path(key.hex()); }
 
 void KernelCache::clear_memory() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -164,20 +161,16 @@ CacheStats KernelCache::stats() const {
 }
 
 std::shared_ptr<const CachedBinary> KernelCache::read_disk(const Hash128& key, const std::string& arch) {
-  const std::string path = path_for(key);
-  if (path.empty()) return nullptr;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return nullptr;  // not cached yet
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
+  const std::optional<std::string> data = cubin_files(directory_).read(key.hex());
+  if (!data) return nullptr;  // not cached yet (or no disk cache)
   std::string why;
-  auto binary = deserialize(buffer.str(), key, why);
+  auto binary = deserialize(*data, key, why);
   if (binary && binary->arch != arch) {
     binary = nullptr;
     why = "arch mismatch";
   }
   if (!binary) {
-    TESSEL_LOG_DEBUG("jit cache: ignoring " + path + ": " + why + "; recompiling");
+    TESSEL_LOG_DEBUG("jit cache: ignoring " + path_for(key) + ": " + why + "; recompiling");
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.disk_errors;
   }
@@ -185,31 +178,10 @@ std::shared_ptr<const CachedBinary> KernelCache::read_disk(const Hash128& key, c
 }
 
 void KernelCache::write_disk(const CachedBinary& binary) {
-  const std::string path = path_for(binary.key);
-  if (path.empty()) return;
-  // A unique temporary name, then rename: readers see the old file or the whole new one, and
-  // concurrent writers (threads or processes) of one key each rename a complete file.
-  static std::atomic<std::uint64_t> counter{0};
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id())) + "." +
-                          std::to_string(counter.fetch_add(1));
-  std::error_code ec;
-  fs::create_directories(directory_, ec);
-  bool ok = !ec;
-  if (ok) {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    const std::string data = serialize(binary);
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    out.close();
-    ok = static_cast<bool>(out);
-  }
-  if (ok) {
-    fs::rename(tmp, path, ec);
-    ok = !ec;
-  }
-  if (!ok) {
-    fs::remove(tmp, ec);
-    TESSEL_LOG_DEBUG("jit cache: could not write " + path + " (continuing without the disk cache for it)");
+  try {
+    cubin_files(directory_).write(binary.key.hex(), serialize(binary));
+  } catch (const Error& error) {
+    TESSEL_LOG_DEBUG(std::string("jit cache: ") + error.what() + " (continuing without the disk cache for it)");
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.disk_errors;
   }

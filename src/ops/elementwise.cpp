@@ -251,7 +251,10 @@ Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const Opti
     }
   }
   if (!device) throw ValueError(std::string(name) + ": needs at least one array input");
-  if (out) check_device(*out, "out");
+  if (out) {
+    check_device(*out, "out");
+    check_writable(*out, name);
+  }
   Shape broadcast;
   if (!same_shapes) {
     std::vector<Shape> shapes;
@@ -517,11 +520,13 @@ Array where(const Array& cond, const Array& a, const Array& b, const OptionalArr
 
 Array clip(const Array& a, Scalar lo, Scalar hi, const OptionalArray& out, const OptionalStream& stream) {
   // Two passes; the intermediate takes the promoted dtype, so out= applies to the last one.
+  if (out) check_writable(*out, "clip");  // before the first pass
   return minimum(maximum(a, lo, std::nullopt, stream), hi, out, stream);
 }
 
 Array clip(const Array& a, const Array& lo, const Array& hi, const OptionalArray& out,
            const OptionalStream& stream) {
+  if (out) check_writable(*out, "clip");
   return minimum(maximum(a, lo, std::nullopt, stream), hi, out, stream);
 }
 

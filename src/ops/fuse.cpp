@@ -539,6 +539,7 @@ Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, con
     }
     dtypes.push_back(a.dtype());
   }
+  if (out) check_writable(*out, "fused");  // before any work
   const bool fusing = fusion_enabled();
   Array result;
 #ifdef TESSEL_HAVE_CUDA

@@ -847,6 +847,7 @@ Array Pipeline::run(const Array& host_input) {
 void Pipeline::run(const Array& host_input, const Array& host_output) {
   check_host_input(host_input);
   if (!host_output.defined()) throw ValueError("Pipeline.run: the output is an undefined array");
+  check_writable(host_output, "Pipeline.run");
   if (!host_output.device().is_cpu()) {
     throw DeviceError("Pipeline.run: the output is on " + host_output.device().str() + "; it must be a host (cpu) array");
   }

@@ -69,11 +69,15 @@ class IndexItem {
 };
 
 namespace detail {
-// Storage shared by an array and all its views: the buffer and the last asynchronous write.
+// Storage shared by an array and all its views: the buffer, the last asynchronous write and
+// whether writes are refused.
 class Storage : public std::enable_shared_from_this<Storage> {
  public:
-  explicit Storage(std::shared_ptr<Buffer> buffer) : buffer_(std::move(buffer)) {}
+  explicit Storage(std::shared_ptr<Buffer> buffer, bool read_only = false)
+      : buffer_(std::move(buffer)), read_only_(read_only) {}
   const std::shared_ptr<Buffer>& buffer() const { return buffer_; }
+  bool read_only() const { return read_only_.load(std::memory_order_relaxed); }
+  void set_read_only() { read_only_.store(true, std::memory_order_relaxed); }
   // Records that work queued on `stream` writes this storage; later host reads wait for it.
   void record_pending_write(const Stream& stream);
   // The host waits for the pending write, if any.
@@ -95,6 +99,7 @@ class Storage : public std::enable_shared_from_this<Storage> {
   // The stream of the last recorded write (0: never written). Atomic so that wait_on_stream can
   // skip the lock when the waiter is that stream, the common case of back-to-back ops.
   std::atomic<std::uint64_t> pending_stream_id_{0};
+  std::atomic<bool> read_only_{false};
   std::mutex mutex_;
 };
 }  // namespace detail
@@ -125,6 +130,17 @@ class Array {
   void* data() const;
   template <class T>
   T* data_as() const { return static_cast<T*>(data()); }
+
+  // ---- read-only ----
+  // A read-only array refuses writes: every op that writes into a caller's array (out=, copyto,
+  // fill, in-place operators, item assignment) raises ValueError. The flag belongs to the
+  // storage, so every view of a read-only array is read-only too. Memory imported read-only
+  // (a non-writeable NumPy array, a read-only DLPack capsule or __cuda_array_interface__) comes
+  // in read-only.
+  bool is_read_only() const { return storage_ && storage_->read_only(); }
+  // Marks the storage read-only: this array and all its views, earlier and later. One way: a
+  // writable array is a copy (copy()).
+  void set_read_only();
 
   // ---- views (no copy) ----
   // NumPy basic indexing: integers, slices, newaxis and one ellipsis; missing trailing axes
@@ -216,6 +232,15 @@ Array from_vector(const std::vector<T>& values, const Shape& shape, Device devic
 
 // Sets every element of dst (a view is fine) to value cast to dst's dtype.
 void fill(const Array& dst, Scalar value, const OptionalStream& stream = std::nullopt);
+
+namespace detail {
+[[noreturn]] void throw_read_only(const Array& array, const char* op);
+}
+// ValueError "<op>: output array is read-only (...)" when `array` is read-only. Every op that
+// writes into an array it did not allocate calls it before writing.
+inline void check_writable(const Array& array, const char* op) {
+  if (array.is_read_only()) detail::throw_read_only(array, op);
+}
 
 // ---- template definitions ----
 namespace detail {

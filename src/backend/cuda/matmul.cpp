@@ -1,6 +1,6 @@
 // CUDA matrix products: cuBLASLt (heuristic top-k algorithms, fused BIAS/RELU/GELU epilogues,
-// GELU_AUX for the aux output), tessel's SIMT kernel for float32 (matmul_simt.cu) and, when the
-// file exists, tessel's Hopper kernel for float16/bfloat16 (matmul_sm90.cu).
+// GELU_AUX for the aux output), tessel's SIMT kernel for float32 (matmul_simt.cu) and tessel's
+// Hopper kernel for float16/bfloat16 (matmul_sm90.cu).
 //
 // cuBLASLt is column-major. A row-major D (m x n) is the column-major D^T (n x m), and
 // D^T = B^T A^T, so cuBLASLt's "A" is our B and its "B" is our A. A row-major operand is its own
@@ -17,16 +17,12 @@
 #include <fmt/format.h>
 
 #include "backend/matmul.hpp"
-#include "core/cublas_check.hpp"
 #include "core/cuda_check.hpp"
+#include "tessel/core/cublas_check.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/memory/buffer.hpp"
-
-#if __has_include("matmul_sm90.hpp")
-#include "matmul_sm90.hpp"
-#define TESSEL_HAVE_SM90_GEMM 1
-#endif
+#include "tessel/ops/matmul_kernels.hpp"
 
 namespace tessel::backend::cuda {
 namespace {
@@ -261,8 +257,7 @@ class LtPlan {
   const char* heuristic_status_ = "";
 };
 
-#if defined(TESSEL_HAVE_SM90_GEMM)
-namespace sm90 = ::tessel::detail::sm90;
+namespace sm90 = ::tessel::internal::sm90;
 bool sm90_args(const MatmulProblem& p, sm90::GemmArgs& args) {
   // aux is fused too (the activation's input, stored before the activation): where cuBLASLt has
   // no fused form (relu+aux, gelu+aux) this kernel is the only one that writes D in one pass.
@@ -291,7 +286,6 @@ bool sm90_args(const MatmulProblem& p, sm90::GemmArgs& args) {
   args.batch_stride_aux = p.batch_stride_aux;
   return true;
 }
-#endif
 
 // All candidates of one layout: cuBLASLt fused algorithms, cuBLASLt unfused ones when there is
 // no fused form, SIMT configurations (float32 without TF32), sm90 configurations (fp16/bf16).
@@ -317,7 +311,6 @@ class Candidates final : public MatmulCandidates {
         if (simt_can_implement(p, c)) entries_.push_back({Kind::simt, c, std::string("simt:") + simt_config_name(c)});
       }
     }
-#if defined(TESSEL_HAVE_SM90_GEMM)
     const DeviceProperties& props = device_properties(device.index);
     sm90::GemmArgs args{};
     if (props.cc_major == 9 && props.cc_minor == 0 && sm90_args(p, args)) {
@@ -325,7 +318,6 @@ class Candidates final : public MatmulCandidates {
         if (sm90::can_implement(args, c)) entries_.push_back({Kind::sm90, c, std::string("sm90:") + sm90::config_name(c)});
       }
     }
-#endif
     if (entries_.empty()) {
       throw DTypeError(fmt::format(
           "matmul: cuBLASLt offers no algorithm for {} x {} -> {} with this layout (m={}, n={}, k={}, a {}, b {}; "
@@ -350,11 +342,9 @@ class Candidates final : public MatmulCandidates {
         simt_run(p, e.index, stream.handle());
         return;
       case Kind::sm90: {
-#if defined(TESSEL_HAVE_SM90_GEMM)
         sm90::GemmArgs args{};
         sm90_args(p, args);
         sm90::run(args, e.index, stream.handle());
-#endif
         return;
       }
     }

@@ -13,7 +13,7 @@
 // A and B panels in L2. The producer runs ahead into the next tile while consumers store.
 // Batches are the third tensor-map dimension. Out-of-range rows/cols/K are zero-filled by TMA
 // and masked at the store. See docs/matmul_sm90.md.
-#include "backend/cuda/matmul_sm90.hpp"
+#include "tessel/ops/matmul_kernels.hpp"
 
 #include <cuda.h>           // CUtensorMap and the enums only: the driver is reached through
 #include <cudaTypedefs.h>   // cudaGetDriverEntryPointByVersion, tessel does not link libcuda.
@@ -37,7 +37,7 @@
 #define TESSEL_SM90A_DEVICE 0
 #endif
 
-namespace tessel::detail::sm90 {
+namespace tessel::internal::sm90 {
 namespace {
 
 // 1 in the sm_90a device image, 0 in any other (and in the host shadow); read back with
@@ -662,4 +662,4 @@ void run_with_offsets(const GemmArgs& args, int config, void* stream, std::uint3
   else launch_config<__half>(args, config, cuda_stream, lbo, sbo);
 }
 
-}  // namespace tessel::detail::sm90
+}  // namespace tessel::internal::sm90

@@ -20,13 +20,13 @@
 #if defined(TESSEL_HAVE_CUDA)
 #include <cuda_runtime_api.h>
 
-#include "backend/cuda/matmul_sm90.hpp"
+#include "tessel/ops/matmul_kernels.hpp"
 
 namespace tessel {
 namespace {
 
-using detail::sm90::Epilogue;
-using detail::sm90::GemmArgs;
+using internal::sm90::Epilogue;
+using internal::sm90::GemmArgs;
 
 #define SKIP_UNLESS_HOPPER()                                                                   \
   do {                                                                                         \
@@ -122,12 +122,12 @@ void check_problem(const Problem& p) {
   SCOPED_TRACE(std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) + " batch " +
                std::to_string(p.batch) + (p.dtype ? " bf16" : " fp16") + (p.b_k_contiguous ? " B k-contiguous" : " B n-contiguous") +
                " epilogue " + std::to_string(static_cast<int>(p.epilogue)) + " config " +
-               detail::sm90::config_name(p.config));
+               internal::sm90::config_name(p.config));
   const Stream stream = current_stream(testing::test_gpu());
   Operands o = make_operands(p, rng, stream);
   const GemmArgs& g = o.args;
-  ASSERT_TRUE(detail::sm90::can_implement(g, p.config));
-  detail::sm90::run(g, p.config, stream.handle());
+  ASSERT_TRUE(internal::sm90::can_implement(g, p.config));
+  internal::sm90::run(g, p.config, stream.handle());
   std::vector<std::uint16_t> d(static_cast<std::size_t>(g.batch_stride_d * p.batch));
   ASSERT_EQ(cudaMemcpyAsync(d.data(), g.d, d.size() * 2, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(stream.handle())),
             cudaSuccess);
@@ -166,9 +166,9 @@ void check_problem(const Problem& p) {
 }
 
 TEST(MatmulSm90, ConfigsAreNamed) {
-  ASSERT_GE(detail::sm90::num_configs(), 1);
-  for (int c = 0; c < detail::sm90::num_configs(); ++c) EXPECT_NE(std::string(detail::sm90::config_name(c)), "invalid");
-  EXPECT_EQ(std::string(detail::sm90::config_name(-1)), "invalid");
+  ASSERT_GE(internal::sm90::num_configs(), 1);
+  for (int c = 0; c < internal::sm90::num_configs(); ++c) EXPECT_NE(std::string(internal::sm90::config_name(c)), "invalid");
+  EXPECT_EQ(std::string(internal::sm90::config_name(-1)), "invalid");
 }
 
 // Runs everywhere: without a Hopper GPU (or without sm_90a code) nothing is accepted, and the
@@ -181,32 +181,32 @@ TEST(MatmulSm90, CanImplementChecksArgumentsAndDevice) {
   g.d = storage[2]; g.ldd = 128; g.alpha = 1.0f; g.epilogue = Epilogue::none;
   const bool hopper = cuda_available() && device_properties(testing::test_gpu().index).cc_major == 9 && device_properties(testing::test_gpu().index).cc_minor == 0;
   if (!hopper) {
-    EXPECT_FALSE(detail::sm90::can_implement(g, 0));
+    EXPECT_FALSE(internal::sm90::can_implement(g, 0));
   }
   GemmArgs bad = g;
   bad.a = reinterpret_cast<const char*>(storage[0]) + 8;
-  EXPECT_FALSE(detail::sm90::can_implement(bad, 0));
+  EXPECT_FALSE(internal::sm90::can_implement(bad, 0));
   bad = g;
   bad.k = 0;
-  EXPECT_FALSE(detail::sm90::can_implement(bad, 0));
+  EXPECT_FALSE(internal::sm90::can_implement(bad, 0));
   bad = g;
   bad.epilogue = Epilogue::bias_gelu;  // no bias pointer
-  EXPECT_FALSE(detail::sm90::can_implement(bad, 0));
+  EXPECT_FALSE(internal::sm90::can_implement(bad, 0));
   bad = g;
   bad.a = reinterpret_cast<const char*>(storage[0]) + 8;
-  testing::expect_error<ValueError>([&] { detail::sm90::run(bad, 0, nullptr); }, {"matmul_sm90", "16-byte aligned"});
+  testing::expect_error<ValueError>([&] { internal::sm90::run(bad, 0, nullptr); }, {"matmul_sm90", "16-byte aligned"});
 }
 
 TEST(MatmulSm90, SmallTileEveryConfigAndDtype) {
   SKIP_UNLESS_HOPPER();
-  for (int c = 0; c < detail::sm90::num_configs(); ++c)
+  for (int c = 0; c < internal::sm90::num_configs(); ++c)
     for (int dtype : {0, 1})
       for (bool bk : {true, false}) check_problem({128, 128, 64, 1, dtype, bk, Epilogue::none, 1.0f, c});
 }
 
 TEST(MatmulSm90, OddSizesBothLayouts) {
   SKIP_UNLESS_HOPPER();
-  for (int c = 0; c < detail::sm90::num_configs(); ++c)
+  for (int c = 0; c < internal::sm90::num_configs(); ++c)
     for (int dtype : {0, 1})
       for (bool bk : {true, false}) check_problem({1000, 520, 328, 1, dtype, bk, Epilogue::bias_relu, 0.5f, c});
   // N, K and M not multiples of 8 (the leading dimensions are), M = K = 1.
@@ -217,7 +217,7 @@ TEST(MatmulSm90, OddSizesBothLayouts) {
 
 TEST(MatmulSm90, Batched) {
   SKIP_UNLESS_HOPPER();
-  for (int c = 0; c < detail::sm90::num_configs(); ++c)
+  for (int c = 0; c < internal::sm90::num_configs(); ++c)
     for (bool bk : {true, false}) {
       check_problem({300, 264, 136, 3, 1, bk, Epilogue::bias, 1.0f, c});
     }
@@ -231,8 +231,8 @@ TEST(MatmulSm90, BroadcastB) {
   const Stream stream = current_stream(testing::test_gpu());
   Operands o = make_operands(p, rng, stream);
   o.args.batch_stride_b = 0;
-  ASSERT_TRUE(detail::sm90::can_implement(o.args, 0));
-  detail::sm90::run(o.args, 0, stream.handle());
+  ASSERT_TRUE(internal::sm90::can_implement(o.args, 0));
+  internal::sm90::run(o.args, 0, stream.handle());
   std::vector<std::uint16_t> d(static_cast<std::size_t>(o.args.batch_stride_d * 2));
   ASSERT_EQ(cudaMemcpyAsync(d.data(), o.args.d, d.size() * 2, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(stream.handle())),
             cudaSuccess);
@@ -255,7 +255,7 @@ TEST(MatmulSm90, EveryEpilogue) {
   SKIP_UNLESS_HOPPER();
   for (int e = 0; e <= static_cast<int>(Epilogue::gelu_tanh); ++e)
     for (bool bk : {true, false})
-      check_problem({300, 264, 136, 2, e % 2, bk, static_cast<Epilogue>(e), 0.75f, e % detail::sm90::num_configs()});
+      check_problem({300, 264, 136, 2, e % 2, bk, static_cast<Epilogue>(e), 0.75f, e % internal::sm90::num_configs()});
 }
 
 TEST(MatmulSm90, LargeSpotRows) {
@@ -269,7 +269,7 @@ TEST(MatmulSm90, LargeSpotRows) {
 // and the stage ring wraps across tiles; every row checked.
 TEST(MatmulSm90, ManyTilesPerCta) {
   SKIP_UNLESS_HOPPER();
-  for (int c = 0; c < detail::sm90::num_configs(); ++c) {
+  for (int c = 0; c < internal::sm90::num_configs(); ++c) {
     check_problem({2000, 1736, 264, 1, 1, c % 2 == 0, Epilogue::bias_relu, 1.0f, c});
   }
 }
@@ -279,29 +279,29 @@ TEST(MatmulSm90, RejectsWhatItCannotRun) {
   TESSEL_SEEDED_RNG(rng);
   const Stream stream = current_stream(testing::test_gpu());
   Operands o = make_operands({128, 128, 64, 1, 1, true, Epilogue::bias_relu, 1.0f, 0}, rng, stream);
-  ASSERT_TRUE(detail::sm90::can_implement(o.args, 0));
+  ASSERT_TRUE(internal::sm90::can_implement(o.args, 0));
   GemmArgs bad = o.args;
   bad.a = static_cast<const char*>(o.args.a) + 8;  // 8-byte aligned only
-  EXPECT_FALSE(detail::sm90::can_implement(bad, 0));
+  EXPECT_FALSE(internal::sm90::can_implement(bad, 0));
   bad = o.args;
   bad.d = static_cast<char*>(o.args.d) + 1;  // D is written with plain stores: 2-byte elements suffice
-  EXPECT_FALSE(detail::sm90::can_implement(bad, 0));
+  EXPECT_FALSE(internal::sm90::can_implement(bad, 0));
   GemmArgs odd_d = o.args;
   odd_d.ldd = 129;  // odd row stride: element stores instead of pairs
-  EXPECT_TRUE(detail::sm90::can_implement(odd_d, 0));
+  EXPECT_TRUE(internal::sm90::can_implement(odd_d, 0));
   bad = o.args;
   bad.lda = 68;  // not a multiple of 8 elements (TMA strides are multiples of 16 bytes)
-  EXPECT_FALSE(detail::sm90::can_implement(bad, 0));
+  EXPECT_FALSE(internal::sm90::can_implement(bad, 0));
   bad = o.args;
   bad.bias = nullptr;  // bias epilogue without a bias
-  EXPECT_FALSE(detail::sm90::can_implement(bad, 0));
+  EXPECT_FALSE(internal::sm90::can_implement(bad, 0));
   bad = o.args;
   bad.dtype = 2;
-  EXPECT_FALSE(detail::sm90::can_implement(bad, 0));
-  EXPECT_FALSE(detail::sm90::can_implement(o.args, detail::sm90::num_configs()));
+  EXPECT_FALSE(internal::sm90::can_implement(bad, 0));
+  EXPECT_FALSE(internal::sm90::can_implement(o.args, internal::sm90::num_configs()));
   bad = o.args;
   bad.a = static_cast<const char*>(o.args.a) + 8;
-  testing::expect_error<ValueError>([&] { detail::sm90::run(bad, 0, stream.handle()); }, {"matmul_sm90", "16-byte aligned"});
+  testing::expect_error<ValueError>([&] { internal::sm90::run(bad, 0, stream.handle()); }, {"matmul_sm90", "16-byte aligned"});
 }
 
 }  // namespace
