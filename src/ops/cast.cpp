@@ -126,6 +126,7 @@ Array join_along(const std::vector<Array>& arrays, std::int64_t axis, DType dtyp
 void copyto(const Array& dst, const Array& src, const OptionalStream& stream) {
   check_defined(dst, "copyto", "dst");
   check_defined(src, "copyto", "src");
+  check_writable(dst, "copyto");
   if (dst.dtype() == src.dtype()) {
     detail::copy_into(dst, src, stream);
     return;

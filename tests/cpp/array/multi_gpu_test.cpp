@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "testing.hpp"
+#include "tessel/ops/cast.hpp"
 #include "tessel/array/array.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/event.hpp"
@@ -85,7 +86,7 @@ TEST(MultiGpu, CopiesBothWaysAtEverySize) {
       // copyto across devices, with a cast on the destination.
       const Array widened = empty({n}, DType::int64, to);
       copyto(widened, source);
-      expect_iota(widened.astype(DType::int32), n);
+      expect_iota(astype(widened, DType::int32), n);
     }
   }
   EXPECT_EQ(current_device(), d0);
@@ -159,7 +160,7 @@ TEST(MultiGpu, OpsOnDevice1WhileDevice0IsBusy) {
   const std::int64_t n = 1 << 20;
   const Array x = iota(n, d1);
   const Array y = add(multiply(x, 2), 1);
-  EXPECT_EQ(sum(y.astype(DType::int64)).item<std::int64_t>(), n * n);
+  EXPECT_EQ(sum(astype(y, DType::int64)).item<std::int64_t>(), n * n);
   EXPECT_EQ(sort(negative(x)).slice(0, Slice(0, 1)).item<std::int32_t>(), -(n - 1));
   const Array m = matmul(ones({64, 32}, DType::float32, d1), ones({32, 16}, DType::float32, d1));
   EXPECT_EQ(m.slice(0, Slice(0, 1)).slice(1, Slice(0, 1)).item<float>(), 32.0f);
@@ -209,7 +210,7 @@ TEST(MultiGpu, TwoThreadsOnTwoDevicesRunMixedOps) {
       for (std::int64_t round = 0; std::chrono::steady_clock::now() < stop; ++round) {
         const std::int64_t n = (1 << 18) + round % 7;
         const Array x = iota(n, mine);
-        const Array y = add(multiply(x.astype(DType::float64), 2.0), 1.0);  // 2i + 1
+        const Array y = add(multiply(astype(x, DType::float64), 2.0), 1.0);  // 2i + 1
         if (sum(y).item<double>() != static_cast<double>(n) * static_cast<double>(n)) throw Error("sum is wrong");
         if (argsort(negative(x)).slice(0, Slice(0, 1)).item<std::int64_t>() != n - 1) throw Error("argsort is wrong");
         const Array m = matmul(ones({48, 40}, DType::float32, mine), full({40, 24}, 0.5, DType::float32, mine));
@@ -308,7 +309,7 @@ TEST(MultiGpu, MixedDevicesInOneOpNameBoth) {
   testing::expect_error<DeviceError>([&] { matmul(a0, a0, bias); }, both);
   testing::expect_error<DeviceError>([&] { concatenate({a0, a1}); }, both);
   testing::expect_error<DeviceError>([&] { stack({a0, a1}); }, both);
-  const Array c0 = a0.astype(DType::complex64);
+  const Array c0 = astype(a0, DType::complex64);
   const fft::Plan plan(c0, fft::Transform::fft);
   testing::expect_error<DeviceError>([&] { plan.execute(c0.to(d1)); }, both);
   testing::expect_error<DeviceError>([&] { fft::fft(c0, std::nullopt, -1, "backward", current_stream(d1)); }, both);

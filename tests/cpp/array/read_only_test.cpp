@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "tessel/ops/cast.hpp"
 #include "tessel/array/array.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/ops/elementwise.hpp"
@@ -39,7 +40,7 @@ TEST(ReadOnly, FlagIsSharedByEveryViewAndCopiesAreWritable) {
   EXPECT_TRUE(a.reshape({6}).is_read_only());
   EXPECT_TRUE(a.broadcast_to({4, 2, 3}).is_read_only());
   EXPECT_FALSE(a.copy().is_read_only());
-  EXPECT_FALSE(a.astype(DType::float64).is_read_only());
+  EXPECT_FALSE(astype(a, DType::float64).is_read_only());
   EXPECT_FALSE(Array().is_read_only());
   expect_error<ValueError>([] { Array().set_read_only(); }, {"set_read_only", "undefined"});
 }
@@ -74,7 +75,7 @@ TEST_P(ReadOnlyTest, EveryWritePathRefuses) {
   expect_error<ValueError>([&] { where(greater(x, 1.0), x, x, ro); }, refusal("where", ro));
   expect_error<ValueError>([&] { clip(x, 0.0, 1.0, ro); }, refusal("clip", ro));
   expect_error<ValueError>([&] { clip(x, x, x, ro); }, refusal("clip", ro));
-  expect_error<ValueError>([&] { add(x.astype(DType::float64), x, ro); }, refusal("add", ro));  // through a cast
+  expect_error<ValueError>([&] { add(astype(x, DType::float64), x, ro); }, refusal("add", ro));  // through a cast
   const FusedKernel fused = fuse([](const std::vector<Sym>& v) { return v[0] * v[1] + 1.0; }, 2);
   expect_error<ValueError>([&] { fused({x, x}, ro); }, refusal("fused", ro));
 

@@ -89,7 +89,7 @@ INSTANTIATE_TEST_SUITE_P(BackendsAndDtypes, RandomTest,
                                             ::testing::Values(DType::float16, DType::bfloat16, DType::float32,
                                                               DType::float64)),
                          [](const auto& info) {
-                           return (std::get<0>(info.param).is_cpu() ? std::string("cpu") : std::string("cuda")) + "_" +
+                           return ::tessel::testing::device_label(std::get<0>(info.param)) + "_" +
                                   dtype_name(std::get<1>(info.param));
                          });
 
@@ -111,7 +111,7 @@ INSTANTIATE_TEST_SUITE_P(BackendsAndDtypes, RandomIntegerTest,
                                             ::testing::Values(DType::int8, DType::int16, DType::int32, DType::int64,
                                                               DType::uint8, DType::uint16, DType::uint32, DType::uint64)),
                          [](const auto& info) {
-                           return (std::get<0>(info.param).is_cpu() ? std::string("cpu") : std::string("cuda")) + "_" +
+                           return ::tessel::testing::device_label(std::get<0>(info.param)) + "_" +
                                   dtype_name(std::get<1>(info.param));
                          });
 
