@@ -19,7 +19,7 @@ int main() {
   Array reversed_cols = a.index({ellipsis, Slice(none, none, -1)}); // negative stride, a view
   Array t = a.T();                                                  // (4, 3), a view
   Array c = t.contiguous();                                         // a copy in C order
-  Array h = a.astype(DType::float16);                               // always a copy
+  Array h = astype(a, DType::float16);                              // always a copy
   std::vector<float> host = a.to(Device::cpu()).to_vector<float>(); // waits for the device
   // doc:end views
   check(every_other_row.shape() == Shape{2, 4}, "every other row");
