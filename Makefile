@@ -8,7 +8,7 @@ GENERATOR  := $(if $(shell command -v ninja 2>/dev/null),Ninja,Unix Makefiles)
 # One GPU shared by every test process: run GPU tests one at a time.
 TEST_JOBS  ?= $(if $(shell nvidia-smi -L 2>/dev/null),1,$(JOBS))
 
-.PHONY: all deps configure build test python-test run gpu-check bench install clean
+.PHONY: all deps configure build test python-test run gpu-check memcheck-cuda1 bench install clean
 
 all: build
 
@@ -39,6 +39,10 @@ run: build
 
 gpu-check:
 	@bash scripts/gpu-check.sh
+
+# compute-sanitizer memcheck of every test binary with cuda:1 as the test device (two GPUs).
+memcheck-cuda1:
+	@GPU_CHECK_STEPS="build device1-memcheck" GPU_CHECK_LOGS=$(BUILD_DIR)/memcheck-cuda1 bash scripts/gpu-check.sh
 
 bench: build
 	@for b in $(BUILD_DIR)/bench/*_bench; do echo "== $$b"; $$b || exit 1; done

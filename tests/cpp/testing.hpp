@@ -6,8 +6,9 @@
 //   INSTANTIATE_TEST_SUITE_P(All, MyTest, tessel::testing::backend_dtype_cases(tessel::testing::all_dtypes()),
 //                            tessel::testing::case_name);
 //
-// Every backend is always listed; a CUDA case on a machine without a GPU skips with the reason,
-// so skips are visible in the test report. Random inputs come from seeded_rng(), whose seed is
+// The backends are the CPU and each test GPU (test_gpus(): cuda:0, cuda:1 and any further GPU, or
+// those TESSEL_TEST_DEVICES lists). Every one is always listed; a case whose GPU is missing skips
+// with the reason, so skips are visible in the test report. Random inputs come from seeded_rng(), whose seed is
 // printed on failure (SCOPED_TRACE) and can be fixed with TESSEL_TEST_SEED.
 #include <gtest/gtest.h>
 
