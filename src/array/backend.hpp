@@ -54,6 +54,8 @@ void collect_finished_releases();
 
 // The stream an op on `device` uses when none is given.
 Stream resolve_stream(Device device, const OptionalStream& stream);
+// DeviceError naming `op` and both devices when `stream` is not on `device`.
+void check_stream_device(const Stream& stream, Device device, const char* op);
 
 // A new contiguous array allocated for use on `stream` (empty() with the stream already resolved).
 Array allocate_array(const Shape& shape, DType dtype, Device device, const Stream& stream);  // transfer.cpp
