@@ -155,18 +155,22 @@ TEST(MultiGpu, HugeCopyAbove4GiBBothWays) {
 // cuda:0 (no device-wide synchronization, no work queued on the wrong device).
 TEST(MultiGpu, OpsOnDevice1WhileDevice0IsBusy) {
   TESSEL_SKIP_UNLESS_TWO_GPUS();
-  const std::unique_ptr<Event> busy = keep_busy(current_stream(d0), 3.0);
   const std::int64_t n = 1 << 20;
-  const Array x = iota(n, d1);
-  const Array y = add(multiply(x, 2), 1);
-  EXPECT_EQ(sum(y.astype(DType::int64)).item<std::int64_t>(), n * n);
-  EXPECT_EQ(sort(negative(x)).slice(0, Slice(0, 1)).item<std::int32_t>(), -(n - 1));
-  const Array m = matmul(ones({64, 32}, DType::float32, d1), ones({32, 16}, DType::float32, d1));
-  EXPECT_EQ(m.slice(0, Slice(0, 1)).slice(1, Slice(0, 1)).item<float>(), 32.0f);
-  const Array f = fft::fft(ones({256}, DType::complex64, d1));
-  EXPECT_EQ(f.slice(0, Slice(0, 1)).item<std::complex<float>>(), std::complex<float>(256.0f, 0.0f));
-  const Array r = random::uniform({n}, 0, 1, DType::float32, d1);
-  EXPECT_LT(max(r).item<float>(), 1.0f);
+  auto work = [&] {
+    const Array x = iota(n, d1);
+    const Array y = add(multiply(x, 2), 1);
+    EXPECT_EQ(sum(y.astype(DType::int64)).item<std::int64_t>(), n * n);
+    EXPECT_EQ(sort(negative(x)).slice(0, Slice(0, 1)).item<std::int32_t>(), -(n - 1));
+    const Array m = matmul(ones({64, 32}, DType::float32, d1), ones({32, 16}, DType::float32, d1));
+    EXPECT_EQ(m.slice(0, Slice(0, 1)).slice(1, Slice(0, 1)).item<float>(), 32.0f);
+    const Array f = fft::fft(ones({256}, DType::complex64, d1));
+    EXPECT_EQ(f.slice(0, Slice(0, 1)).item<std::complex<float>>(), std::complex<float>(256.0f, 0.0f));
+    const Array r = random::uniform({n}, 0, 1, DType::float32, d1);
+    EXPECT_LT(max(r).item<float>(), 1.0f);
+  };
+  work();  // compiles and loads the kernels first, so the timed part below is only their work
+  const std::unique_ptr<Event> busy = keep_busy(current_stream(d0), 3.0);
+  work();
   EXPECT_FALSE(busy->query()) << "cuda:1's work waited for cuda:0";
   busy->synchronize();
 }
