@@ -64,6 +64,18 @@ inline std::vector<Device> available_backends() {
   return devices;
 }
 
+// When the first test GPU is not cuda:0 (TESSEL_TEST_DEVICES=1), it becomes the current device
+// for the whole test program, so that tests using the current device (raw kernels, default
+// streams, ops without a device) run on it too. Registered once per program (an inline variable).
+class CurrentTestGpu : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const Device gpu = test_gpu();
+    if (gpu.index != 0 && cuda_available() && gpu.index < device_count()) set_current_device(gpu.index);
+  }
+};
+inline ::testing::Environment* const current_test_gpu = ::testing::AddGlobalTestEnvironment(new CurrentTestGpu);
+
 // Why `device` cannot run here ("" when it can).
 inline std::string unavailable_reason(Device device) {
   if (!device.is_cuda()) return "";

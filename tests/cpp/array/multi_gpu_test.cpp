@@ -70,6 +70,7 @@ std::int64_t free_bytes(Device device) {
 
 TEST(MultiGpu, CopiesBothWaysAtEverySize) {
   TESSEL_SKIP_UNLESS_TWO_GPUS();
+  const Device before = current_device();
   for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{1001}, std::int64_t{65537},
                                std::int64_t{64} << 20}) {
     for (const auto& [from, to] : {std::pair{d0, d1}, std::pair{d1, d0}}) {
@@ -88,7 +89,7 @@ TEST(MultiGpu, CopiesBothWaysAtEverySize) {
       expect_iota(widened.astype(DType::int32), n);
     }
   }
-  EXPECT_EQ(current_device(), d0);
+  EXPECT_EQ(current_device(), before);
 }
 
 TEST(MultiGpu, CopiesBackToBackKeepStreamOrder) {
@@ -110,6 +111,7 @@ TEST(MultiGpu, CopiesBackToBackKeepStreamOrder) {
 
 TEST(MultiGpu, HostCopiesToEitherDeviceFromPageableAndPinnedMemory) {
   TESSEL_SKIP_UNLESS_TWO_GPUS();
+  const Device before = current_device();
   const std::int64_t n = (1 << 20) + 3;
   std::vector<std::int32_t> host(static_cast<std::size_t>(n));
   std::iota(host.begin(), host.end(), 0);
@@ -122,7 +124,7 @@ TEST(MultiGpu, HostCopiesToEitherDeviceFromPageableAndPinnedMemory) {
     const Array back = iota(n, device).to(Device::cpu());
     EXPECT_EQ(back.to_vector<std::int32_t>(), host);
   }
-  EXPECT_EQ(current_device(), d0);
+  EXPECT_EQ(current_device(), before);
 }
 
 // One copy of more than 4 GiB each way (byte offsets past 2^32).
@@ -242,6 +244,7 @@ TEST(MultiGpu, TwoThreadsOnTwoDevicesRunMixedOps) {
 
 TEST(MultiGpu, PipelineOnDevice1) {
   TESSEL_SKIP_UNLESS_TWO_GPUS();
+  const Device before = current_device();
   const std::int64_t rows = 10000;
   std::vector<float> host(static_cast<std::size_t>(rows * 33));
   std::iota(host.begin(), host.end(), 0.0f);
@@ -260,11 +263,12 @@ TEST(MultiGpu, PipelineOnDevice1) {
   const std::vector<float> values = out.to_vector<float>();
   for (std::size_t i = 0; i < values.size(); ++i) ASSERT_EQ(values[i], host[i] + 1.0f) << i;
   EXPECT_EQ(pipeline.report().device, "cuda:1");
-  EXPECT_EQ(current_device(), d0);
+  EXPECT_EQ(current_device(), before);
 }
 
 TEST(MultiGpu, ParticlesBenchmarkSetupOnDevice1) {
   TESSEL_SKIP_UNLESS_TWO_GPUS();
+  const Device before = current_device();
   const sim::BenchmarkSetup setup = sim::benchmark_setup(100000);
   sim::Particles on0(setup.state, setup.config, d0);
   sim::Particles on1(setup.state, setup.config, d1);
@@ -274,7 +278,7 @@ TEST(MultiGpu, ParticlesBenchmarkSetupOnDevice1) {
   EXPECT_EQ(b.step, 20);
   EXPECT_NEAR(b.kinetic, a.kinetic, 1e-4 * std::abs(a.kinetic));
   EXPECT_NEAR(b.total_energy(), a.total_energy(), 1e-4 * std::abs(a.total_energy()));
-  EXPECT_EQ(current_device(), d0);
+  EXPECT_EQ(current_device(), before);
 }
 
 // A device index that does not exist is a clear error at every entry (also with one GPU or none).
