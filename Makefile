@@ -10,7 +10,7 @@ TEST_JOBS  ?= $(if $(shell nvidia-smi -L 2>/dev/null),1,$(JOBS))
 
 PYTHON     ?= python3
 
-.PHONY: all deps configure build test python-test docs cpp-examples run gpu-check bench install clean
+.PHONY: all deps configure build test python-test docs cpp-examples run gpu-check memcheck-cuda1 bench install clean
 
 all: build
 
@@ -56,6 +56,10 @@ run: build
 
 gpu-check:
 	@bash scripts/gpu-check.sh
+
+# compute-sanitizer memcheck of every test binary with cuda:1 as the test device (two GPUs).
+memcheck-cuda1:
+	@GPU_CHECK_STEPS="build device1-memcheck" GPU_CHECK_LOGS=$(BUILD_DIR)/memcheck-cuda1 bash scripts/gpu-check.sh
 
 bench: build
 	@for b in $(BUILD_DIR)/bench/*_bench; do echo "== $$b"; $$b || exit 1; done

@@ -2,9 +2,9 @@
 //
 // 1. A 1 GiB copy cuda:0 -> cuda:1 through tessel (Array::to, which the Python asarray and
 //    to_device call) against a raw cudaMemcpyPeerAsync between the same devices, in the same run:
-//    the two take turns round by round (the order swapped every round), each timed with CUDA
-//    events on cuda:1's current stream, medians over the rounds. Prints the bandwidth ratio
-//    (target >= 0.90). Skips (exit 0) with fewer than two GPUs.
+//    the two take turns round by round (the order swapped every round), both on cuda:0's current
+//    stream (where tessel queues the copy) and timed there with CUDA events, medians over the
+//    rounds. Prints the bandwidth ratio (target >= 0.90). Skips (exit 0) with fewer than two GPUs.
 // 2. The cost of DeviceGuard when the device is already current: the 1-element add on cuda:0
 //    (host time per call, batches of 200 calls synchronized between batches) with the guard on
 //    and off. The switch, TESSEL_DEVICE_GUARD, is read once per process, so the two settings run
@@ -63,10 +63,10 @@ nlohmann::json peer_copy(int rounds) {
   const Array raw_target = empty({bytes}, DType::uint8, d1);
   synchronize(d0);
   synchronize(d1);
-  const Stream s1 = current_stream(d1);
+  const Stream s0 = current_stream(d0);
   auto tessel_round = [&] {
     Array moved;
-    const double ms = event_ms(s1, [&] { moved = source.to(d1); });
+    const double ms = event_ms(s0, [&] { moved = source.to(d1); });
     if (moved.slice(0, Slice(bytes - 1, bytes)).item<int>() != 3) {
       std::fprintf(stderr, "multi_gpu_bench: the tessel copy is wrong\n");
       std::exit(1);
@@ -74,10 +74,10 @@ nlohmann::json peer_copy(int rounds) {
     return ms;
   };
   auto raw_round = [&] {
-    return event_ms(s1, [&] {
-      DeviceGuard guard(d1);
+    return event_ms(s0, [&] {
+      DeviceGuard guard(d0);
       check(cudaMemcpyPeerAsync(raw_target.data(), 1, source.data(), 0, static_cast<std::size_t>(bytes),
-                                static_cast<cudaStream_t>(s1.handle())),
+                                static_cast<cudaStream_t>(s0.handle())),
             "cudaMemcpyPeerAsync");
     });
   };

@@ -57,6 +57,8 @@ void collect_finished_releases();
 
 // The stream an op on `device` uses when none is given.
 Stream resolve_stream(Device device, const OptionalStream& stream);
+// DeviceError naming `op` and both devices when `stream` is not on `device`.
+void check_stream_device(const Stream& stream, Device device, const char* op);
 
 // dst[...] = src for arrays of one dtype: broadcasts src, works across devices. Asynchronous on
 // stream. (Casting copies are tessel::copyto, in the ops layer.)

@@ -96,6 +96,7 @@ void copy_same_device(const Array& dst, const Array& src, const Stream& stream) 
     return;
   }
 #if defined(TESSEL_HAVE_CUDA)
+  check_stream_device(stream, dst.device(), "copy");
   use_on_stream(src, stream);
   use_on_stream(dst, stream);
   backend::cuda::copy(strided_ref(dst), strided_ref(src), stream);
@@ -189,6 +190,13 @@ Array transfer(const Array& source, Device device, const Stream& stream) {
 #endif
 }
 
+void check_stream_device(const Stream& stream, Device device, const char* op) {
+  if (stream.device() != device) {
+    throw DeviceError(std::string(op) + ": the stream is on " + stream.device().str() + " but the array is on " +
+                      device.str());
+  }
+}
+
 // `preferred` when it runs on `device`, else the device's current stream (cross-stream order is
 // kept by the pending-write events).
 Stream stream_on(Device device, const Stream& preferred) {
@@ -233,7 +241,7 @@ void copy_into(const Array& dst, const Array& src, const OptionalStream& stream)
   const Stream moving = transfer_stream(src.device(), dst.device(), stream);
   const Array packed = src.contiguous(stream_on(src.device(), moving));
   const Array moved = transfer(packed, dst.device(), moving);
-  copy_same_device(dst, moved.broadcast_to(dst.shape()), resolve_stream(dst.device(), stream));
+  copy_same_device(dst, moved.broadcast_to(dst.shape()), stream_on(dst.device(), moving));
 }
 
 }  // namespace detail
@@ -251,6 +259,7 @@ void fill(const Array& dst, Scalar value, const OptionalStream& stream) {
   }
 #if defined(TESSEL_HAVE_CUDA)
   const Stream s = detail::resolve_stream(dst.device(), stream);
+  detail::check_stream_device(s, dst.device(), "fill");
   detail::use_on_stream(dst, s);
   backend::cuda::fill(detail::strided_ref(dst), bytes, s);
   dst.storage()->record_pending_write(s);

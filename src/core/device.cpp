@@ -267,10 +267,16 @@ bool peer_access(Device a, Device b) {
     if (!possible) break;
     DeviceGuard guard(Device::cuda(from));
     const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
-    if (status == cudaErrorPeerAccessAlreadyEnabled) {
-      (void)cudaGetLastError();  // enabled before, by tessel's caller: not an error
-    } else {
-      TESSEL_CUDA_CHECK(status, "peer_access");
+    if (status == cudaSuccess) continue;
+    if (detail::is_sticky_error(status)) TESSEL_CUDA_CHECK(status, "peer_access");
+    (void)cudaGetLastError();
+    // Enabled before (by tessel's caller) is fine; anything else (too many peers) falls back to
+    // copies the driver stages.
+    possible = status == cudaErrorPeerAccessAlreadyEnabled;
+    if (!possible) {
+      TESSEL_LOG_WARN(fmt::format("peer_access: enabling cuda:{} -> cuda:{} failed ({}); copies between them are "
+                                  "staged through host memory",
+                                  from, to, cudaGetErrorString(status)));
     }
   }
   entry.store(possible ? 1 : 2, std::memory_order_release);

@@ -6,8 +6,9 @@
 //   INSTANTIATE_TEST_SUITE_P(All, MyTest, tessel::testing::backend_dtype_cases(tessel::testing::all_dtypes()),
 //                            tessel::testing::case_name);
 //
-// Every backend is always listed; a CUDA case on a machine without a GPU skips with the reason,
-// so skips are visible in the test report. Random inputs come from seeded_rng(), whose seed is
+// The backends are the CPU and each test GPU (test_gpus(): cuda:0, cuda:1 and any further GPU, or
+// those TESSEL_TEST_DEVICES lists). Every one is always listed; a case whose GPU is missing skips
+// with the reason, so skips are visible in the test report. Random inputs come from seeded_rng(), whose seed is
 // printed on failure (SCOPED_TRACE) and can be fixed with TESSEL_TEST_SEED.
 #include <gtest/gtest.h>
 
@@ -62,6 +63,18 @@ inline std::vector<Device> available_backends() {
   }
   return devices;
 }
+
+// When the first test GPU is not cuda:0 (TESSEL_TEST_DEVICES=1), it becomes the current device
+// for the whole test program, so that tests using the current device (raw kernels, default
+// streams, ops without a device) run on it too. Registered once per program (an inline variable).
+class CurrentTestGpu : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const Device gpu = test_gpu();
+    if (gpu.index != 0 && cuda_available() && gpu.index < device_count()) set_current_device(gpu.index);
+  }
+};
+inline ::testing::Environment* const current_test_gpu = ::testing::AddGlobalTestEnvironment(new CurrentTestGpu);
 
 // Why `device` cannot run here ("" when it can).
 inline std::string unavailable_reason(Device device) {

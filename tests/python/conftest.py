@@ -1,5 +1,9 @@
-"""Shared fixtures: every test body that takes `device` runs on the CPU and on CUDA (skipped
-with the reason when no GPU is usable)."""
+"""Shared fixtures: every test body that takes `device` runs on the CPU and on each test GPU,
+and one that takes `gpu` on each test GPU (a GPU this machine lacks skips with the reason).
+
+The test GPUs are cuda:0, cuda:1 and every further visible GPU, or those TESSEL_TEST_DEVICES
+lists ("1" runs every GPU test on cuda:1 alone, as the C++ tests read it too)."""
+import os
 import threading
 import time
 
@@ -9,11 +13,69 @@ import pytest
 import tessel as ts
 
 
-@pytest.fixture(params=["cpu", "cuda"])
+def _test_gpus():
+    listed = [item.strip().removeprefix("cuda:") for item in os.environ.get("TESSEL_TEST_DEVICES", "").split(",")]
+    listed = [int(item) for item in listed if item]
+    if listed:
+        return [f"cuda:{i}" for i in listed]
+    count = max(2, ts.device_count() if ts.cuda_available() else 0)
+    return [f"cuda:{i}" for i in range(count)]
+
+
+TEST_GPUS = _test_gpus()
+# Where tests that need one GPU run: the first test GPU.
+GPU = TEST_GPUS[0]
+
+
+def unavailable_reason(name):
+    """Why a device cannot run here ("" when it can)."""
+    if name == "cpu":
+        return ""
+    if not ts.cuda_available():
+        return f"CUDA unavailable: {ts.cuda_unavailable_reason()}"
+    index = ts.Device(name).index
+    if index >= ts.device_count():
+        count = ts.device_count()
+        return f"{name} is not present: this machine has {count} CUDA device{'' if count == 1 else 's'}"
+    return ""
+
+
+def _use(name):
+    reason = unavailable_reason(name)
+    if reason:
+        pytest.skip(reason)
+    return ts.Device(name)
+
+
+@pytest.fixture(params=["cpu"] + TEST_GPUS)
 def device(request):
-    if request.param == "cuda" and not ts.cuda_available():
-        pytest.skip(f"CUDA unavailable: {ts.cuda_unavailable_reason()}")
-    return ts.Device("cpu") if request.param == "cpu" else ts.Device("cuda:0")
+    return _use(request.param)
+
+
+@pytest.fixture(params=TEST_GPUS)
+def gpu(request):
+    return _use(request.param)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _current_device_is_the_test_gpu():
+    """When the first test GPU is not cuda:0 (TESSEL_TEST_DEVICES=1), it is made the current
+    device of tessel and of the PyTorch and CuPy that interop tests use, so that their defaults
+    ("cuda", new streams) land on it too."""
+    index = ts.Device(GPU).index
+    if index != 0 and not unavailable_reason(GPU):
+        ts.set_current_device(index)
+        for use in (lambda: __import__("torch").cuda.set_device(index),
+                    lambda: __import__("cupy").cuda.Device(index).use()):
+            try:
+                use()
+            except Exception:  # not installed or without a GPU: its tests skip
+                pass
+    yield
+
+
+needs_two_gpus = pytest.mark.skipif(not ts.cuda_available() or ts.device_count() < 2,
+                                    reason=f"needs two CUDA devices, found {ts.device_count() if ts.cuda_available() else 0}")
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tessel as ts
-from conftest import assert_close, main_thread_stall
+from conftest import GPU, assert_close, main_thread_stall
 
 needs_cuda = pytest.mark.skipif(not ts.cuda_available(), reason="needs a CUDA device")
 
@@ -40,7 +40,7 @@ def test_device_errors():
             ts.zeros(2, device=f"cuda:{ts.device_count() + 1}")
     else:
         with pytest.raises(ts.DeviceError):
-            ts.zeros(2, device="cuda")
+            ts.zeros(2, device=GPU)
     with pytest.raises(ts.TesselError):
         ts.Device("tpu")
 
@@ -64,7 +64,7 @@ def test_cuda_streams():
     assert s.handle != 0 and s.priority == hi
     with ts.cuda.stream(s):
         assert ts.current_stream() == s
-        x = ts.arange(1000, dtype=ts.float32, device="cuda") * 2
+        x = ts.arange(1000, dtype=ts.float32, device=GPU) * 2
     assert ts.current_stream() != s
     s.synchronize()
     assert_close(x, np.arange(1000, dtype="float32") * 2)
@@ -75,7 +75,7 @@ def test_cuda_streams():
 @needs_cuda
 def test_memory_stats_cuda():
     ts.cuda.empty_cache()
-    x = ts.zeros((1 << 20,), device="cuda")
+    x = ts.zeros((1 << 20,), device=GPU)
     stats = ts.cuda.memory_stats()
     assert stats["allocated_bytes"] >= 4 << 20
     del x
@@ -83,7 +83,7 @@ def test_memory_stats_cuda():
     p = ts.cuda.pinned_empty((4, 4), "float32")
     assert isinstance(p, np.ndarray) and p.shape == (4, 4)
     p[:] = 3
-    assert_close(ts.asarray(p, device="cuda"), np.full((4, 4), 3, "float32"))
+    assert_close(ts.asarray(p, device=GPU), np.full((4, 4), 3, "float32"))
 
 
 def test_stream_priority_range_is_a_pair():
@@ -192,10 +192,10 @@ def test_elementwise_kernel_cuda(rng):
     k = ts.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = x * y + 1", "mul_add_py")
     a = rng.standard_normal((4, 5)).astype("float32")
     b = rng.standard_normal((5,)).astype("float32")
-    got = k(ts.asarray(a, device="cuda"), ts.asarray(b, device="cuda"))
+    got = k(ts.asarray(a, device=GPU), ts.asarray(b, device=GPU))
     assert_close(got, a * b + 1)
-    out = ts.empty((4, 5), device="cuda")
-    k(ts.asarray(a, device="cuda"), 2.0, out)
+    out = ts.empty((4, 5), device=GPU)
+    k(ts.asarray(a, device=GPU), 2.0, out)
     assert_close(out, a * 2 + 1)
 
 
@@ -208,12 +208,12 @@ def test_raw_kernel_cuda():
     }'''
     k = ts.RawKernel(source, "axpy")
     n = 1000
-    x = ts.arange(n, dtype=ts.float32, device="cuda")
-    y = ts.ones(n, device="cuda")
+    x = ts.arange(n, dtype=ts.float32, device=GPU)
+    y = ts.ones(n, device=GPU)
     k(((n + 255) // 256,), (256,), (np.float32(2.0), x, y, n))
     assert_close(y, 2 * np.arange(n, dtype="float32") + 1)
     host = ts.ones(n, device="cpu")
-    with pytest.raises(ts.DeviceError, match="RawKernel: an argument is on cpu but the launch is on cuda:0"):
+    with pytest.raises(ts.DeviceError, match=f"RawKernel: an argument is on cpu but the launch is on {GPU}"):
         k(((n + 255) // 256,), (256,), (np.float32(2.0), host, y, n))
     with pytest.raises(ts.CompileError):
         ts.RawKernel("extern \"C\" __global__ void bad() { undefined_thing; }", "bad")((1,), (1,), ())
@@ -238,7 +238,7 @@ def test_raw_kernel_numpy_scalars_pass_their_exact_type():
               np.uint16(60000), np.uint32(4000000000), np.uint64(1 << 60), np.bool_(True),
               np.float32(1.25), np.float64(-2.5e300)]
     for trial in range(2):
-        out = ts.full((11,), np.nan, dtype=ts.float64, device="cuda")
+        out = ts.full((11,), np.nan, dtype=ts.float64, device=GPU)
         k((1,), (1,), (*values, out))
         want = np.array([float(v) for v in values])
         np.testing.assert_array_equal(np.asarray(out), want)
@@ -253,27 +253,27 @@ def test_elementwise_kernel_operands_borrowed_cast_broadcast_and_outputs(rng):
                              "z = x * s + (float)y; w = y - x", "two_outputs_py")
     a = rng.standard_normal((6, 5)).astype("float32")
     b = rng.standard_normal((5,)).astype("float64")
-    ta = ts.asarray(a, device="cuda")
+    ta = ts.asarray(a, device=GPU)
     for x, xa in ((ta, a), (ta[::-1, ::2], a[::-1, ::2])):
         yb = b[: xa.shape[1]]
-        z, w = k(x, ts.asarray(yb, device="cuda"), 0.5)  # y broadcast over rows
+        z, w = k(x, ts.asarray(yb, device=GPU), 0.5)  # y broadcast over rows
         assert_close(z, (xa * np.float32(0.5) + yb.astype("float32")).astype("float32"), rtol=1e-6)
         assert_close(w, yb - xa.astype("float64"), rtol=1e-12)
     # A float32 array where float64 is declared is cast; a NumPy input is copied to the device.
-    z, w = k(ta, ts.asarray(b.astype("float32"), device="cuda"), np.float32(2.0))
+    z, w = k(ta, ts.asarray(b.astype("float32"), device=GPU), np.float32(2.0))
     assert_close(w, b.astype("float32").astype("float64") - a.astype("float64"), rtol=1e-12)
-    z, _ = k(a, ts.asarray(b, device="cuda"), 2.0)
+    z, _ = k(a, ts.asarray(b, device=GPU), 2.0)
     assert_close(z, a * np.float32(2.0) + b.astype("float32"), rtol=1e-6)
     # Given outputs are written in place and returned as the same objects.
-    zo = ts.full((6, 5), np.nan, dtype=ts.float32, device="cuda")
-    wo = ts.full((6, 5), np.nan, dtype=ts.float64, device="cuda")
-    got = k(ta, ts.asarray(b, device="cuda"), 1.0, zo, wo)
+    zo = ts.full((6, 5), np.nan, dtype=ts.float32, device=GPU)
+    wo = ts.full((6, 5), np.nan, dtype=ts.float64, device=GPU)
+    got = k(ta, ts.asarray(b, device=GPU), 1.0, zo, wo)
     assert got[0] is zo and got[1] is wo
     assert_close(zo, a + b.astype("float32"), rtol=1e-6)
     # A host NumPy array cannot be written in place by a CUDA kernel: an error, not a lost result.
     host_out = np.full((6, 5), np.nan, dtype="float32")
-    with pytest.raises(ts.ValueError, match="output 'z' must be an array on cuda:0 that can be written in place"):
-        k(ta, ts.asarray(b, device="cuda"), 1.0, host_out, wo)
+    with pytest.raises(ts.ValueError, match=f"output 'z' must be an array on {GPU} that can be written in place"):
+        k(ta, ts.asarray(b, device=GPU), 1.0, host_out, wo)
     assert np.isnan(host_out).all()
     # A foreign CUDA array is written through a view of its memory.
     try:
@@ -282,18 +282,18 @@ def test_elementwise_kernel_operands_borrowed_cast_broadcast_and_outputs(rng):
         torch = None
     if torch is not None:
         tz = torch.full((6, 5), float("nan"), device="cuda")
-        k(ta, ts.asarray(b, device="cuda"), 1.0, tz, wo)
+        k(ta, ts.asarray(b, device=GPU), 1.0, tz, wo)
         assert_close(tz.cpu().numpy(), a + b.astype("float32"), rtol=1e-6)
     with pytest.raises(ts.ShapeError, match="output 'z' has shape"):
-        k(ta, ts.asarray(b, device="cuda"), 1.0, ts.empty((5,), device="cuda"), wo)
+        k(ta, ts.asarray(b, device=GPU), 1.0, ts.empty((5,), device=GPU), wo)
     with pytest.raises(ts.DTypeError, match="output 'w' is float32, declared float64"):
-        k(ta, ts.asarray(b, device="cuda"), 1.0, zo, ts.empty((6, 5), device="cuda"))
+        k(ta, ts.asarray(b, device=GPU), 1.0, zo, ts.empty((6, 5), device=GPU))
     with pytest.raises(ts.ShapeError):
-        k(ta, ts.asarray(np.ones(4), device="cuda"), 1.0)
+        k(ta, ts.asarray(np.ones(4), device=GPU), 1.0)
     # Zero-size and 0-d launches.
-    z, w = k(ts.empty((0, 5), device="cuda"), ts.asarray(b, device="cuda"), 1.0)
+    z, w = k(ts.empty((0, 5), device=GPU), ts.asarray(b, device=GPU), 1.0)
     assert z.shape == (0, 5) and w.shape == (0, 5)
-    z, w = k(ts.asarray(np.float32(3.0), device="cuda"), ts.asarray(np.float64(0.5), device="cuda"), 2.0)
+    z, w = k(ts.asarray(np.float32(3.0), device=GPU), ts.asarray(np.float64(0.5), device=GPU), 2.0)
     assert z.shape == () and float(z) == 6.5 and float(w) == -2.5
 
 
@@ -331,14 +331,14 @@ def test_gil_released_while_waiting_for_the_device():
     kernel = ts.RawKernel(_SPIN, "spin")
     rate_hz = 2.0e9  # upper bound of an H100's SM clock: at least ~0.3 s of spinning
     waits = {
-        "ts.synchronize": lambda x: ts.synchronize("cuda:0"),
-        "Stream.synchronize": lambda x: ts.current_stream(ts.Device("cuda:0")).synchronize(),
+        "ts.synchronize": lambda x: ts.synchronize(GPU),
+        "Stream.synchronize": lambda x: ts.current_stream(ts.Device(GPU)).synchronize(),
         "item": lambda x: x[0].item(),
         "__array__": lambda x: x.__array__(),
     }
     for name, wait in waits.items():
-        x = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
-        ts.synchronize("cuda:0")
+        x = ts.zeros((1,), dtype=ts.float32, device=GPU)
+        ts.synchronize(GPU)
         kernel((1,), (1,), (np.int64(int(0.3 * rate_hz)), x))
         gap, took = main_thread_stall(lambda: wait(x))
         assert took >= 0.1, f"{name}: returned after {took:.3f} s, before the kernel could finish"

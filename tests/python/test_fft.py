@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tessel as ts
-from conftest import random_array
+from conftest import GPU, random_array
 
 LENGTHS = [1, 2, 7, 8, 12, 17, 64, 101, 360, 1000, 1024]
 COMPLEX = {"complex64": "complex64", "complex128": "complex128"}
@@ -223,7 +223,7 @@ def test_fft_plan(device, rng, dtype):
 def test_fft_cuda_plan_cache_and_cpu_agreement(rng):
     if not ts.cuda_available():
         pytest.skip(f"CUDA unavailable: {ts.cuda_unavailable_reason()}")
-    dev = ts.Device("cuda:0")
+    dev = ts.Device(GPU)
     x_np = random_array(rng, (16, 8192), "complex64")
     g = ts.fft.fft(ts.asarray(x_np, device=dev))
     c = ts.fft.fft(ts.asarray(x_np, device="cpu"))

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import tessel as ts
-from conftest import assert_close
+from conftest import GPU, assert_close
 
 needs_cuda = pytest.mark.skipif(not ts.cuda_available(), reason="needs a CUDA device")
 
@@ -71,12 +71,12 @@ def test_with_form_on_cpu_points_to_capture():
 @needs_cuda
 def test_with_form_replay_equals_eager(rng):
     a = rng.standard_normal(1000).astype("float32")
-    x = ts.asarray(a, device="cuda")
+    x = ts.asarray(a, device=GPU)
     with ts.cuda.graph() as g:
         y = chain(x)
     assert g.num_nodes > 0
     b = rng.standard_normal(1000).astype("float32")
-    x[...] = ts.asarray(b, device="cuda")
+    x[...] = ts.asarray(b, device=GPU)
     g.replay()
     assert_close(y, eager_reference(b), rtol=1e-4)
     for _ in range(3):
@@ -87,7 +87,7 @@ def test_with_form_replay_equals_eager(rng):
 
 @needs_cuda
 def test_with_form_uncapturable_op_names_it():
-    x = ts.ones(16, device="cuda")
+    x = ts.ones(16, device=GPU)
     with pytest.raises(ts.TesselError) as info:
         with ts.cuda.graph():
             y = x * 2
@@ -102,7 +102,7 @@ def test_with_form_uncapturable_op_names_it():
 
 @needs_cuda
 def test_replay_after_inputs_freed_raises():
-    x = ts.ones(64, device="cuda")
+    x = ts.ones(64, device=GPU)
     with ts.cuda.graph() as g:
         y = x + 1
     del x

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tessel as ts
-from conftest import assert_close
+from conftest import GPU, assert_close
 
 needs_cuda = pytest.mark.skipif(not ts.cuda_available(), reason="needs a CUDA device")
 
@@ -168,7 +168,7 @@ def test_cuda_array_interface_bad_input():
 # ---- peers on the GPU machine ----
 @needs_cuda
 def test_cuda_dlpack_and_cai_export():
-    x = ts.arange(10, dtype=ts.float32, device="cuda")
+    x = ts.arange(10, dtype=ts.float32, device=GPU)
     cai = x.__cuda_array_interface__
     assert cai["version"] == 3 and cai["typestr"] == "<f4" and cai["shape"] == (10,) and cai["stream"] != 0
     assert x.__dlpack_device__() == (2, 0)
@@ -196,7 +196,7 @@ def test_torch_interop():
     torch = pytest.importorskip("torch", reason="torch is not installed")
     t = torch.arange(12, dtype=torch.float32, device="cuda").reshape(3, 4)
     x = ts.from_dlpack(t)
-    assert x.device == ts.Device("cuda:0") and x.shape == (3, 4)
+    assert x.device == ts.Device(GPU) and x.shape == (3, 4)
     t[0, 0] = 42
     torch.cuda.synchronize()
     assert x[0, 0].item() == 42  # shared memory
@@ -312,7 +312,7 @@ def test_from_dlpack_errors_are_clear():
         ts.from_dlpack(Broken())
     if ts.cuda_available():
         with pytest.raises(ValueError, match="copy=False"):
-            ts.from_dlpack(np.ones(3, np.float32), device="cuda:0", copy=False)
+            ts.from_dlpack(np.ones(3, np.float32), device=GPU, copy=False)
     # copy=True gives an independent array.
     a = np.ones(3, np.float32)
     y = ts.from_dlpack(a, copy=True)
@@ -323,7 +323,7 @@ def test_from_dlpack_errors_are_clear():
 @needs_cuda
 def test_from_dlpack_cuda_stream_handshake():
     """tessel's current stream goes to the producer: 1 for the legacy default stream, else its handle."""
-    x = ts.arange(4, dtype=ts.float32, device="cuda")
+    x = ts.arange(4, dtype=ts.float32, device=GPU)
 
     class Producer:
         def __init__(self):
@@ -341,7 +341,7 @@ def test_from_dlpack_cuda_stream_handshake():
     s = ts.Stream()
     with ts.cuda.stream(s):
         ts.from_dlpack(p)
-    default = ts.current_stream(ts.Device("cuda:0")).handle
+    default = ts.current_stream(ts.Device(GPU)).handle
     assert p.streams[0] == (default if default != 0 else 1)
     assert p.streams[1] == s.handle
 
@@ -400,7 +400,7 @@ def test_readonly_matmul_out_is_refused():
 
 @needs_cuda
 def test_readonly_cuda_array_interface():
-    x = ts.arange(4, dtype=ts.float32, device="cuda")
+    x = ts.arange(4, dtype=ts.float32, device=GPU)
 
     class Holder:
         def __init__(self, iface):
@@ -445,8 +445,8 @@ def test_dlpack_export_to_another_stream_waits_every_time():
     kernel = ts.RawKernel(_SPIN, "spin")
     consumer = ts.Stream()
     for _ in range(2):
-        x = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
-        ts.synchronize("cuda:0")
+        x = ts.zeros((1,), dtype=ts.float32, device=GPU)
+        ts.synchronize(GPU)
         kernel((1,), (1,), (np.int64(100_000_000), x))  # ~50 ms, then x[0] = 1
         y = ts.from_dlpack(x.__dlpack__(stream=consumer.handle, max_version=(1, 0)))
         with ts.cuda.stream(consumer):
@@ -468,8 +468,8 @@ def test_cai_import_waits_for_the_producers_stream():
             self.__cuda_array_interface__ = iface
 
     for _ in range(2):
-        x = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
-        ts.synchronize("cuda:0")
+        x = ts.zeros((1,), dtype=ts.float32, device=GPU)
+        ts.synchronize(GPU)
         kernel((1,), (1,), (np.int64(100_000_000), x), stream=producer)  # ~50 ms, then x[0] = 1
         iface = dict(x.__cuda_array_interface__)
         iface["stream"] = producer.handle
@@ -560,8 +560,8 @@ def test_exchange_api_is_on_the_array_type():
     assert api.current_work_stream(1, 0, ctypes.byref(out)) == 0 and out.value is None  # CPU: no stream
     if ts.cuda_available():
         assert api.current_work_stream(2, 0, ctypes.byref(out)) == 0
-        assert (out.value or 0) == ts.current_stream(ts.Device("cuda:0")).handle
-        s = ts.Stream(ts.Device("cuda:0"))
+        assert (out.value or 0) == ts.current_stream(ts.Device(GPU)).handle
+        s = ts.Stream(ts.Device(GPU))
         with ts.cuda.stream(s):
             assert api.current_work_stream(2, 0, ctypes.byref(out)) == 0 and out.value == s.handle
 
@@ -631,9 +631,9 @@ def test_from_dlpack_of_a_tessel_array_takes_the_exchange_path():
     assert y[0].item() == 42
     if ts.cuda_available():
         with pytest.raises(ValueError, match="copy=False"):
-            ts.from_dlpack(y, device="cuda:0", copy=False)
-        g = ts.from_dlpack(y, device="cuda:0")
-        assert g.device == ts.Device("cuda:0") and g.tolist() == y.tolist()
+            ts.from_dlpack(y, device=GPU, copy=False)
+        g = ts.from_dlpack(y, device=GPU)
+        assert g.device == ts.Device(GPU) and g.tolist() == y.tolist()
 
 
 def test_exchange_path_keeps_read_only():
@@ -698,9 +698,9 @@ def test_exchange_path_waits_for_a_pending_tessel_write():
                                 "spin_then_write")
     producer = ts.Stream()
     for _ in range(2):
-        src = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
-        x = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
-        ts.synchronize("cuda:0")
+        src = ts.zeros((1,), dtype=ts.float32, device=GPU)
+        x = ts.zeros((1,), dtype=ts.float32, device=GPU)
+        ts.synchronize(GPU)
         spin(src, x, stream=producer)  # ~50 ms on `producer`, then x[0] = 1
         before = _hits()
         y = ts.from_dlpack(x)  # a new storage over x's memory: only the hand-over orders the read
@@ -724,7 +724,7 @@ def test_torch_exchange_fast_path(where):
     before = _hits()
     x = ts.from_dlpack(t)
     assert _hits() == before + 1, "ts.from_dlpack(torch tensor) did not use torch's exchange API"
-    assert x.data_ptr == t.data_ptr() and x.shape == (3, 4) and x.device == ts.Device("cpu" if where == "cpu" else "cuda:0")
+    assert x.data_ptr == t.data_ptr() and x.shape == (3, 4) and x.device == ts.Device("cpu" if where == "cpu" else GPU)
     t[0, 0] = 42  # torch writes, tessel reads
     if where == "cuda":
         torch.cuda.synchronize()
@@ -808,8 +808,8 @@ def test_export_to_torch_waits_for_tessels_stream():
     kernel = ts.RawKernel(_SPIN, "spin")
     side = torch.cuda.Stream()
     for _ in range(2):
-        x = ts.zeros((1,), dtype=ts.float32, device="cuda:0")
-        ts.synchronize("cuda:0")
+        x = ts.zeros((1,), dtype=ts.float32, device=GPU)
+        ts.synchronize(GPU)
         kernel((1,), (1,), (np.int64(100_000_000), x))  # ~50 ms on tessel's stream, then x[0] = 1
         with torch.cuda.stream(side):
             t = ts.export_to(x, torch.Tensor)

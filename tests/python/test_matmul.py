@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tessel as ts
-from conftest import main_thread_stall, random_array
+from conftest import GPU, main_thread_stall, random_array
 
 TOL = {"float32": 2e-5, "complex64": 2e-5, "float64": 1e-12, "complex128": 1e-12, "float16": 2e-3,
        "bfloat16": 1e-2, "tf32": 2e-3}
@@ -238,9 +238,9 @@ def test_matmul_errors(device, rng):
 def test_matmul_mixed_devices(rng):
     if not ts.cuda_available():
         pytest.skip(f"CUDA unavailable: {ts.cuda_unavailable_reason()}")
-    a = ts.asarray(random_array(rng, (3, 4), "float32"), device="cuda:0")
+    a = ts.asarray(random_array(rng, (3, 4), "float32"), device=GPU)
     b = ts.asarray(random_array(rng, (4, 2), "float32"), device="cpu")
-    with pytest.raises(ts.DeviceError, match=r"cuda:0.*cpu|cpu.*cuda:0"):
+    with pytest.raises(ts.DeviceError, match=rf"{GPU}.*cpu|cpu.*{GPU}"):
         ts.matmul(a, b)
 
 

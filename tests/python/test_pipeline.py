@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tessel as ts
-from conftest import assert_close
+from conftest import GPU, assert_close
 
 
 def memory_in_use(device):
@@ -232,7 +232,7 @@ def test_cuda_pinned_input_and_overlap_report():
     host = ts.cuda.pinned_empty((1 << 20,), "float32", numpy=False)  # a tessel array over pinned memory
     view = np.from_dlpack(host)
     view[:] = np.arange(view.size, dtype="float32")
-    p = ts.Pipeline(affine, streams=4, device="cuda")
+    p = ts.Pipeline(affine, streams=4, device=GPU)
     got = p.run(host)
     assert isinstance(got, ts.Array)
     assert_close(got, view * 2 + 1)

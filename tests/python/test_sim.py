@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import tessel as ts
+from conftest import GPU
 
 
 def small_gas(n=300, seed=5, **config):
@@ -197,7 +198,7 @@ def test_benchmark_setup_small_cpu():
 def test_cpu_and_cuda_agree_over_100_steps():
     state, cfg = small_gas(n=200, damping_ratio=0.0, dt=1e-4)
     a = ts.sim.Particles(state, cfg, device="cpu")
-    b = ts.sim.Particles(state, cfg, device="cuda")
+    b = ts.sim.Particles(state, cfg, device=GPU)
     a.step(100)
     b.step(100)
     np.testing.assert_allclose(a.state().positions, b.state().positions, atol=1e-4)

@@ -71,6 +71,7 @@ std::int64_t free_bytes(Device device) {
 
 TEST(MultiGpu, CopiesBothWaysAtEverySize) {
   TESSEL_SKIP_UNLESS_TWO_GPUS();
+  const Device before = current_device();
   for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{1001}, std::int64_t{65537},
                                std::int64_t{64} << 20}) {
     for (const auto& [from, to] : {std::pair{d0, d1}, std::pair{d1, d0}}) {
@@ -89,7 +90,7 @@ TEST(MultiGpu, CopiesBothWaysAtEverySize) {
       expect_iota(astype(widened, DType::int32), n);
     }
   }
-  EXPECT_EQ(current_device(), d0);
+  EXPECT_EQ(current_device(), before);
 }
 
 TEST(MultiGpu, CopiesBackToBackKeepStreamOrder) {
@@ -111,6 +112,7 @@ TEST(MultiGpu, CopiesBackToBackKeepStreamOrder) {
 
 TEST(MultiGpu, HostCopiesToEitherDeviceFromPageableAndPinnedMemory) {
   TESSEL_SKIP_UNLESS_TWO_GPUS();
+  const Device before = current_device();
   const std::int64_t n = (1 << 20) + 3;
   std::vector<std::int32_t> host(static_cast<std::size_t>(n));
   std::iota(host.begin(), host.end(), 0);
@@ -123,7 +125,7 @@ TEST(MultiGpu, HostCopiesToEitherDeviceFromPageableAndPinnedMemory) {
     const Array back = iota(n, device).to(Device::cpu());
     EXPECT_EQ(back.to_vector<std::int32_t>(), host);
   }
-  EXPECT_EQ(current_device(), d0);
+  EXPECT_EQ(current_device(), before);
 }
 
 // One copy of more than 4 GiB each way (byte offsets past 2^32).
@@ -156,18 +158,22 @@ TEST(MultiGpu, HugeCopyAbove4GiBBothWays) {
 // cuda:0 (no device-wide synchronization, no work queued on the wrong device).
 TEST(MultiGpu, OpsOnDevice1WhileDevice0IsBusy) {
   TESSEL_SKIP_UNLESS_TWO_GPUS();
-  const std::unique_ptr<Event> busy = keep_busy(current_stream(d0), 3.0);
   const std::int64_t n = 1 << 20;
-  const Array x = iota(n, d1);
-  const Array y = add(multiply(x, 2), 1);
-  EXPECT_EQ(sum(astype(y, DType::int64)).item<std::int64_t>(), n * n);
-  EXPECT_EQ(sort(negative(x)).slice(0, Slice(0, 1)).item<std::int32_t>(), -(n - 1));
-  const Array m = matmul(ones({64, 32}, DType::float32, d1), ones({32, 16}, DType::float32, d1));
-  EXPECT_EQ(m.slice(0, Slice(0, 1)).slice(1, Slice(0, 1)).item<float>(), 32.0f);
-  const Array f = fft::fft(ones({256}, DType::complex64, d1));
-  EXPECT_EQ(f.slice(0, Slice(0, 1)).item<std::complex<float>>(), std::complex<float>(256.0f, 0.0f));
-  const Array r = random::uniform({n}, 0, 1, DType::float32, d1);
-  EXPECT_LT(max(r).item<float>(), 1.0f);
+  auto work = [&] {
+    const Array x = iota(n, d1);
+    const Array y = add(multiply(x, 2), 1);
+    EXPECT_EQ(sum(astype(y, DType::int64)).item<std::int64_t>(), n * n);
+    EXPECT_EQ(sort(negative(x)).slice(0, Slice(0, 1)).item<std::int32_t>(), -(n - 1));
+    const Array m = matmul(ones({64, 32}, DType::float32, d1), ones({32, 16}, DType::float32, d1));
+    EXPECT_EQ(m.slice(0, Slice(0, 1)).slice(1, Slice(0, 1)).item<float>(), 32.0f);
+    const Array f = fft::fft(ones({256}, DType::complex64, d1));
+    EXPECT_EQ(f.slice(0, Slice(0, 1)).item<std::complex<float>>(), std::complex<float>(256.0f, 0.0f));
+    const Array r = random::uniform({n}, 0, 1, DType::float32, d1);
+    EXPECT_LT(max(r).item<float>(), 1.0f);
+  };
+  work();  // compiles and loads the kernels first, so the timed part below is only their work
+  const std::unique_ptr<Event> busy = keep_busy(current_stream(d0), 3.0);
+  work();
   EXPECT_FALSE(busy->query()) << "cuda:1's work waited for cuda:0";
   busy->synchronize();
 }
@@ -239,6 +245,7 @@ TEST(MultiGpu, TwoThreadsOnTwoDevicesRunMixedOps) {
 
 TEST(MultiGpu, PipelineOnDevice1) {
   TESSEL_SKIP_UNLESS_TWO_GPUS();
+  const Device before = current_device();
   const std::int64_t rows = 10000;
   std::vector<float> host(static_cast<std::size_t>(rows * 33));
   std::iota(host.begin(), host.end(), 0.0f);
@@ -257,11 +264,12 @@ TEST(MultiGpu, PipelineOnDevice1) {
   const std::vector<float> values = out.to_vector<float>();
   for (std::size_t i = 0; i < values.size(); ++i) ASSERT_EQ(values[i], host[i] + 1.0f) << i;
   EXPECT_EQ(pipeline.report().device, "cuda:1");
-  EXPECT_EQ(current_device(), d0);
+  EXPECT_EQ(current_device(), before);
 }
 
 TEST(MultiGpu, ParticlesBenchmarkSetupOnDevice1) {
   TESSEL_SKIP_UNLESS_TWO_GPUS();
+  const Device before = current_device();
   const sim::BenchmarkSetup setup = sim::benchmark_setup(100000);
   sim::Particles on0(setup.state, setup.config, d0);
   sim::Particles on1(setup.state, setup.config, d1);
@@ -271,7 +279,7 @@ TEST(MultiGpu, ParticlesBenchmarkSetupOnDevice1) {
   EXPECT_EQ(b.step, 20);
   EXPECT_NEAR(b.kinetic, a.kinetic, 1e-4 * std::abs(a.kinetic));
   EXPECT_NEAR(b.total_energy(), a.total_energy(), 1e-4 * std::abs(a.total_energy()));
-  EXPECT_EQ(current_device(), d0);
+  EXPECT_EQ(current_device(), before);
 }
 
 // A device index that does not exist is a clear error at every entry (also with one GPU or none).

@@ -103,12 +103,12 @@ TEST(CudaTransfers, BetweenTwoGpus) {
   if (device_count() < 2) {
     GTEST_SKIP() << "needs two CUDA devices, found " << device_count();
   }
-  const Array a = arange(0, 1000, 1, DType::float64, testing::test_gpu());
+  const Array a = arange(0, 1000, 1, DType::float64, Device::cuda(0));
   const Array b = a.index({Slice(none, none, -1)}).to(Device::cuda(1));
   EXPECT_EQ(b.device(), Device::cuda(1));
   const std::vector<double> values = b.to_vector<double>();
   for (std::size_t i = 0; i < values.size(); ++i) ASSERT_EQ(values[i], 999.0 - static_cast<double>(i));
-  const Array c = b.to(testing::test_gpu(), current_stream(Device::cuda(1)));
+  const Array c = b.to(Device::cuda(0), current_stream(Device::cuda(1)));
   EXPECT_EQ(c.to_vector<double>(), values);
 }
 

@@ -178,8 +178,15 @@ int runtime_device() {
   return index;
 }
 
+// These tests set the current device themselves; the next test finds it as it was.
+struct KeepCurrentDevice {
+  int index = runtime_device();
+  ~KeepCurrentDevice() { cudaSetDevice(index); }
+};
+
 TEST(DeviceGuard, SwitchesNestsAndRestoresTheCallersDevice) {
   SKIP_UNLESS_TWO_GPUS();
+  const KeepCurrentDevice keep;
   set_current_device(0);
   {
     DeviceGuard outer(Device::cuda(1));
@@ -202,6 +209,7 @@ TEST(DeviceGuard, SwitchesNestsAndRestoresTheCallersDevice) {
 // calls: the next guard still switches to its own device and then restores the other library's.
 TEST(DeviceGuard, SeesDeviceChangesMadeOutsideTessel) {
   SKIP_UNLESS_TWO_GPUS();
+  const KeepCurrentDevice keep;
   { DeviceGuard learn(Device::cuda(1)); }  // both devices' contexts are known now
   { DeviceGuard learn(Device::cuda(0)); }
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
@@ -235,6 +243,7 @@ TEST(DeviceGuard, WorksOnAFreshThread) {
 // synchronized in that device's context.
 TEST(DeviceGuard, EventsAndDefaultStreamsOfAnotherDevice) {
   SKIP_UNLESS_TWO_GPUS();
+  const KeepCurrentDevice keep;
   set_current_device(0);
   const Stream default1 = Stream::default_stream(Device::cuda(1));
   Event event(Device::cuda(1), false);
