@@ -106,6 +106,7 @@ constexpr std::pair<const char*, BinaryOp> binary[] = {
     {"minimum", TESSEL_BINARY_OP(minimum)},
     {"maximum", TESSEL_BINARY_OP(maximum)},
     {"fmin", TESSEL_BINARY_OP(fmin)},
+    {"nextafter", TESSEL_BINARY_OP(nextafter)},
     {"fmax", TESSEL_BINARY_OP(fmax)},
     {"atan2", TESSEL_BINARY_OP(arctan2)},
 };

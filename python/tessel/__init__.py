@@ -19,6 +19,7 @@ from ._array_api import __array_namespace_info__  # noqa: F401
 from ._array_api_functions import *  # noqa: F401,F403  (Array API signatures over the C++ primitives)
 from ._array_api_functions import __all__ as _array_api_functions_all  # noqa: F401
 from . import _dtype_protocol
+from . import _numpy_protocols
 from ._fuse import fuse  # noqa: F401
 from . import _array_api
 from . import cuda  # noqa: F401
@@ -52,8 +53,9 @@ def _namespace(self, /, *, api_version=None):
 
 
 Array.__array_namespace__ = _namespace
-# NumPy defers to Array's reflected operators (np_array + ts_array gives a tessel array).
-Array.__array_ufunc__ = None
+# NumPy's __array_ufunc__ / __array_function__: np.exp(x), np.sum(x), np.concatenate([x, y]) run on
+# x's device and return tessel arrays (np_array + ts_array too).
+_numpy_protocols.install()
 Array.__str__ = lambda self: _array_api._str(self)
 
 

@@ -138,6 +138,8 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
     if x.ndim == 0:
         raise ValueError("diff: x must have at least one dimension, got a 0-d array")
     axis = _normalize_axis(axis, x.ndim, "diff")
+    if n == 0:
+        return x  # as NumPy: prepend and append only take part in a difference
     if prepend is not None or append is not None:
         parts = []
         for extra in (prepend, None, append):

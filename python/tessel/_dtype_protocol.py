@@ -49,7 +49,22 @@ def _ne(self, other):
     return not _eq(self, other)
 
 
+def _numpy_dtype(self):
+    """The NumPy dtype of the same name, so that np.dtype(ts.float32) works (NumPy reads this
+    attribute); bfloat16 has one only through ml_dtypes."""
+    import numpy as np
+
+    if self.name == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise AttributeError("tessel.bfloat16 has no NumPy dtype (ml_dtypes is not installed)") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(self.name)
+
+
 def install():
     _dtype.__eq__ = _eq
     _dtype.__ne__ = _ne
+    _dtype.dtype = property(_numpy_dtype)
 

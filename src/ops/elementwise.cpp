@@ -68,6 +68,7 @@ constexpr std::array<OpInfo, num_elementwise_ops> op_table{{
     {ElementwiseOp::minimum, "minimum", 2, Promote::same, Result::same, kB | kI | kF | kC},
     {ElementwiseOp::maximum, "maximum", 2, Promote::same, Result::same, kB | kI | kF | kC},
     {ElementwiseOp::fmin, "fmin", 2, Promote::same, Result::same, kB | kI | kF | kC},
+    {ElementwiseOp::nextafter, "nextafter", 2, Promote::to_float, Result::same, kF},
     {ElementwiseOp::fmax, "fmax", 2, Promote::same, Result::same, kB | kI | kF | kC},
     {ElementwiseOp::arctan2, "arctan2", 2, Promote::to_float, Result::same, kF},
     {ElementwiseOp::negative, "negative", 1, Promote::same, Result::same, kI | kF | kC},
@@ -463,6 +464,7 @@ TESSEL_DEFINE_BINARY(right_shift)
 TESSEL_DEFINE_BINARY(minimum)
 TESSEL_DEFINE_BINARY(maximum)
 TESSEL_DEFINE_BINARY(fmin)
+TESSEL_DEFINE_BINARY(nextafter)
 TESSEL_DEFINE_BINARY(fmax)
 TESSEL_DEFINE_BINARY(arctan2)
 

@@ -23,7 +23,7 @@ enum class ElementwiseOp : std::uint8_t {
   // logical and bitwise
   logical_and, logical_or, logical_xor, bitwise_and, bitwise_or, bitwise_xor, left_shift, right_shift,
   // extrema
-  minimum, maximum, fmin, fmax, arctan2,
+  minimum, maximum, fmin, nextafter, fmax, arctan2,
   // unary
   negative, positive, abs, logical_not, bitwise_not, square, reciprocal, sign,
   exp, exp2, expm1, log, log2, log10, log1p, sqrt, rsqrt, cbrt,
@@ -75,6 +75,7 @@ TESSEL_DECLARE_BINARY(right_shift)
 TESSEL_DECLARE_BINARY(minimum)  // NaN-propagating
 TESSEL_DECLARE_BINARY(maximum)
 TESSEL_DECLARE_BINARY(fmin)  // NaN-ignoring
+TESSEL_DECLARE_BINARY(nextafter)  // the next value of x1's floating-point dtype toward x2
 TESSEL_DECLARE_BINARY(fmax)
 TESSEL_DECLARE_BINARY(arctan2)
 
