@@ -579,3 +579,53 @@ def test_searchsorted_scalar_and_errors(device):
         ts.searchsorted(x1, 2.0, side="middle")
     with pytest.raises(TypeError, match="searchsorted: x1 must be a tessel array"):
         ts.searchsorted([1, 2], 2.0)
+
+
+# ---- __dlpack__ keywords ----------------------------------------------------------------------------
+class _Capsule:
+    """A producer that hands out one prepared capsule (what NumPy's from_dlpack consumes)."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+@pytest.mark.parametrize("max_version", [None, (1, 0), (1, 1)])
+def test_dlpack_keywords_per_the_standard(device, max_version):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = ts.asarray(a, device=device)
+    kind, index = x.__dlpack_device__()
+    assert (kind, index) == ((2, device.index) if device.type == "cuda" else (1, 0))
+    extra = {} if max_version is None else {"max_version": max_version}
+    # The same device, with and without a copy, on the legacy default stream or none.
+    for kwargs in ({}, {"copy": True}, {"copy": False}, {"dl_device": (kind, index)}, {"stream": None},
+                   *([{"stream": 1}, {"stream": -1}] if device.type == "cuda" else [])):
+        y = ts.from_dlpack(_Producer(x, {**kwargs, **extra}))
+        assert y.device == device
+        assert_same(y, a)
+    # To the host: dl_device=(kDLCPU, 0) copies (copy=False refuses).
+    host_copy = np.from_dlpack(_Capsule(x.__dlpack__(dl_device=(1, 0), **extra)))
+    np.testing.assert_array_equal(host_copy, a)
+    if device.type == "cuda":
+        with pytest.raises(BufferError, match="copy=False"):
+            x.__dlpack__(dl_device=(1, 0), copy=False, **extra)
+        with pytest.raises(ValueError, match="stream 0 is ambiguous"):
+            x.__dlpack__(stream=0, **extra)
+
+
+class _Producer:
+    """Forwards __dlpack__ to a tessel array with fixed keywords."""
+
+    def __init__(self, array, kwargs):
+        self.array, self.kwargs = array, kwargs
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(**self.kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
