@@ -76,10 +76,11 @@ def build(n, peers, dev):
     return cases
 
 
-def measure(n=N, rounds=ROUNDS):
-    """The results dictionary (also what compare.py's set_ops workload reports)."""
-    dev = ts.Device("cuda:0")
-    peers = _peers()
+def measure(n=N, rounds=ROUNDS, device="cuda:0"):
+    """The results dictionary (also what compare.py's set_ops workload reports). device="cpu"
+    measures tessel's CPU backend alone (a smoke test of this script)."""
+    dev = ts.Device(device)
+    peers = _peers() if dev.type == "cuda" else {}
 
     def sync():
         ts.synchronize(dev)
@@ -88,7 +89,7 @@ def measure(n=N, rounds=ROUNDS):
         if "cupy" in peers:
             peers["cupy"].cuda.runtime.deviceSynchronize()
 
-    results = {"device": ts.device_name(0), "n": n, "dtype": "int32", "rounds": rounds, "ops": {}}
+    results = {"device": ts.device_name(dev.index) if dev.type == "cuda" else "cpu", "n": n, "dtype": "int32", "rounds": rounds, "ops": {}}
     for op, libs in build(n, peers, dev).items():
         status = {}
         for lib, (fn, check) in libs.items():
