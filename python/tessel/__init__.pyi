@@ -637,7 +637,7 @@ def squeeze(x: Array, /, axis: Union[int, Tuple[int, ...]]) -> Array:
     """A view without the given axes of size one (ShapeError if one is not 1)."""
 def broadcast_to(x: Array, /, shape: ShapeLike) -> Array:
     """A read-only-by-convention view broadcast to ``shape`` (stride 0 on new axes)."""
-def broadcast_arrays(*arrays: Array) -> list[Array]:
+def broadcast_arrays(*arrays: Array) -> Tuple[Array, ...]:
     """Views of the arrays broadcast to their common shape."""
 def concat(arrays: Sequence[Array], /, *, axis: Optional[int] = 0) -> Array:
     """Joins arrays along an existing axis (None: flattened first); the dtype is their promotion."""

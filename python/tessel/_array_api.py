@@ -337,7 +337,7 @@ def broadcast_arrays(*arrays):
     shape = ()
     for a in arrays:
         shape = _broadcast_shape(shape, a.shape)
-    return [_tessel.broadcast_to(a, shape) for a in arrays]
+    return tuple(_tessel.broadcast_to(a, shape) for a in arrays)
 
 
 def _broadcast_shape(a, b):
