@@ -245,6 +245,21 @@ def test_isin_matches_numpy(device, data, d1, d2, layout, invert):
     assert_same(got, np.isin(a, b, invert=invert))
 
 
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint32", "float32", "float64"])
+def test_isin_large_sets(device, dtype):
+    """Sets large enough for the CUDA search to narrow through every 64th sorted key first."""
+    rng = np.random.default_rng(5)
+    for n1, n2 in ((20000, 4096), (5000, 100003), (1, 70000)):
+        a = rng.integers(0, 2 * n2, n1).astype(dtype)
+        b = rng.integers(0, 2 * n2, n2).astype(dtype)
+        if dtype.startswith("float"):
+            a[::17] = np.nan
+            b[::23] = np.nan
+        for invert in (False, True):
+            assert_same(ts.isin(ts.asarray(a, device=device), ts.asarray(b, device=device), invert=invert),
+                        np.isin(a, b, invert=invert))
+
+
 def test_isin_scalars(device):
     x = ts.asarray(np.array([1, 5, 7], np.int32), device=device)
     assert_same(ts.isin(x, 5), [False, True, False])

@@ -3,7 +3,8 @@
 // (computed on the fly from adjacent keys, never stored) gives every sorted position its value's
 // rank, the last rank is read back as the output size, and one kernel writes values, first
 // indices, inverse indices and run ends. isin: x2 is radix-sorted by the ops layer; one kernel
-// binary-searches every x1 element.
+// binary-searches every x1 element, first in every 64th key of x2, then in the 64 keys that
+// narrows it to.
 #include <cuda_runtime_api.h>
 
 #include <cub/device/device_scan.cuh>
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 
@@ -89,18 +91,46 @@ __device__ __forceinline__ bool nan_last_less(T a, T b) {
   return a < b;
 }
 
+// Every kSplitterStride-th sorted key: a small array (1/64 of x2) whose binary search stays in
+// cache and narrows each lookup to kSplitterStride keys (two cache lines of 32-bit keys), so a
+// lookup touches two lines of the large array instead of one per level of a full binary search.
+constexpr long long kSplitterStride = 64;
+
 template <class T>
-__global__ void isin_kernel(const T* __restrict__ sorted, long long n2, const T* __restrict__ values, long long n1,
-                            bool* __restrict__ out, bool invert) {
+__global__ void splitters_kernel(const T* __restrict__ sorted, long long count, T* __restrict__ splitters) {
+  for (long long k = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; k < count;
+       k += static_cast<long long>(gridDim.x) * blockDim.x) {
+    splitters[k] = sorted[k * kSplitterStride];
+  }
+}
+
+// First position in [lo, hi) whose key is not less than v (NaN last).
+template <class T>
+__device__ __forceinline__ long long lower_bound(const T* __restrict__ keys, long long lo, long long hi, T v) {
+  while (lo < hi) {
+    const long long mid = lo + ((hi - lo) >> 1);
+    if (nan_last_less(__ldg(keys + mid), v)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+template <class T>
+__global__ void isin_kernel(const T* __restrict__ sorted, long long n2, const T* __restrict__ splitters,
+                            long long count, const T* __restrict__ values, long long n1, bool* __restrict__ out,
+                            bool invert) {
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n1;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
     const T v = values[i];
     long long lo = 0, hi = n2;
-    while (lo < hi) {
-      const long long mid = lo + ((hi - lo) >> 1);
-      if (nan_last_less(__ldg(sorted + mid), v)) lo = mid + 1;
-      else hi = mid;
+    if (splitters) {
+      // splitters[k] = sorted[k * stride]: with K the first splitter not less than v, every key
+      // up to (K - 1) * stride is less than v and the key at K * stride is not.
+      const long long k = lower_bound(splitters, 0, count, v);
+      lo = k > 0 ? (k - 1) * kSplitterStride + 1 : 0;
+      hi = k < count ? k * kSplitterStride : n2;
     }
+    lo = lower_bound(sorted, lo, hi, v);
     const bool found = lo < n2 && __ldg(sorted + lo) == v;  // NaN == NaN is false: NaN is in nothing
     out[i] = found != invert;
   }
@@ -171,8 +201,18 @@ void isin(const IsinProblem& p, const Stream& stream) {
   const cudaStream_t s = raw(stream);
   dispatch_key(p.dtype, [&](auto tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    isin_kernel<T><<<blocks_for(p.n1), block_threads, 0, s>>>(static_cast<const T*>(p.sorted), p.n2,
-                                                               static_cast<const T*>(p.values), p.n1, p.out, p.invert);
+    const T* sorted = static_cast<const T*>(p.sorted);
+    // Small x2: one binary search is already cache-resident.
+    const long long count = p.n2 >= 64 * kSplitterStride ? (p.n2 + kSplitterStride - 1) / kSplitterStride : 0;
+    std::shared_ptr<Buffer> splitters;
+    if (count > 0) {
+      splitters = Buffer::allocate(stream.device(), count * static_cast<long long>(sizeof(T)), stream);
+      splitters_kernel<T><<<blocks_for(count), block_threads, 0, s>>>(sorted, count, static_cast<T*>(splitters->data()));
+      TESSEL_CUDA_CHECK_LAUNCH(s, "isin");
+    }
+    isin_kernel<T><<<blocks_for(p.n1), block_threads, 0, s>>>(
+        sorted, p.n2, count > 0 ? static_cast<const T*>(splitters->data()) : nullptr, count,
+        static_cast<const T*>(p.values), p.n1, p.out, p.invert);
     TESSEL_CUDA_CHECK_LAUNCH(s, "isin");
   });
 }
