@@ -101,12 +101,10 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         func = getattr(ts, _UFUNC_ALIASES.get(name, name), None)
         if func is None or kwargs:
             raise _unsupported(f"the NumPy ufunc numpy.{name}" + (f" with {sorted(kwargs)}" if kwargs else ""))
-        if name == "matmul":
-            result = ts.matmul(*inputs)
-        else:
-            result = func(*inputs)
         if dtype is not None:
-            result = ts.astype(result, dtype)
+            # NumPy computes in dtype: cast the array operands first.
+            inputs = [ts.astype(v, dtype) if isinstance(v, Array) else v for v in inputs]
+        result = func(*inputs)
         return _finish(result, out, name)
     if method == "reduce" and name in _REDUCTIONS:
         (x,) = inputs
@@ -375,6 +373,35 @@ def _dot(a, b, out=None):
     raise _unsupported("numpy.dot of an array with more than 2 dimensions as the second operand")
 
 
+def _as_float(x, ts):
+    return ts.astype(x, ts.float64) if isinstance(x, Array) and x.dtype.kind in "biu" else x
+
+
+def _isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    ts = _ts()
+    a, b = _as_float(a, ts), _as_float(b, ts)
+    close = ts.logical_or(ts.abs(a - b) <= atol + rtol * ts.abs(b), a == b)  # a == b: equal infinities
+    if equal_nan:
+        close = ts.logical_or(close, ts.logical_and(ts.isnan(a), ts.isnan(b)))
+    return close
+
+
+def _allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return _builtins.bool(_ts().all(_isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+def _array_equal(a1, a2, equal_nan=False):
+    ts = _ts()
+    if not isinstance(a1, Array) or not isinstance(a2, Array):
+        a1, a2 = (v if isinstance(v, Array) else ts.asarray(v, device=_device_of([a1, a2])) for v in (a1, a2))
+    if tuple(a1.shape) != tuple(a2.shape):
+        return False
+    same = a1 == a2
+    if equal_nan and a1.dtype.kind in "fc" and a2.dtype.kind in "fc":
+        same = ts.logical_or(same, ts.logical_and(ts.isnan(a1), ts.isnan(a2)))
+    return _builtins.bool(ts.all(same))
+
+
 _FUNCTIONS = {
     "sum": _reduction("sum", with_dtype=True), "prod": _reduction("prod", with_dtype=True),
     "mean": _reduction("mean"), "max": _reduction("max"), "amax": _reduction("amax", "max"),
@@ -398,7 +425,8 @@ _FUNCTIONS = {
     "vecdot": _simple("vecdot"), "tril": _simple("tril"), "triu": _simple("triu"),
     "nonzero": _simple("nonzero"), "real": _simple("real"), "imag": _simple("imag"), "conj": _simple("conj"),
     "meshgrid": _simple("meshgrid"), "take": _simple("take"), "take_along_axis": _simple("take_along_axis"),
-    "result_type": _simple("result_type"),
+    "result_type": _simple("result_type"), "isclose": _isclose, "allclose": _allclose,
+    "array_equal": _array_equal,
 }
 
 

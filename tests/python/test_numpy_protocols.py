@@ -99,6 +99,19 @@ def test_functions_run_on_the_device(device):
     assert int(np.count_nonzero(ts.asarray([0, 1, 2], device=device))) == 2
 
 
+def test_comparisons_of_whole_arrays(device):
+    a, x = sample(device)
+    y = ts.asarray(a + 1e-7, device=device)
+    assert np.allclose(x, y) is True and np.allclose(x, x + 1.0) is False
+    np.testing.assert_array_equal(host(np.isclose(x, y)), np.isclose(a, a + np.float32(1e-7)))
+    nan = ts.asarray(np.array([np.nan, 1.0]), device=device)
+    assert np.allclose(nan, nan) is False and np.allclose(nan, nan, equal_nan=True) is True
+    assert np.array_equal(x, x) is True and np.array_equal(x, x[:1]) is False
+    assert np.array_equal(nan, nan) is False and np.array_equal(nan, nan, equal_nan=True) is True
+    ints = ts.asarray(np.array([1, 2, 3]), device=device)
+    assert np.allclose(ints, np.array([1, 2, 3])) is True
+
+
 def test_missing_numpy_functions_raise_type_error_naming_them(device):
     _, x = sample(device)
     with pytest.raises(TypeError, match=r"numpy\.median"):
