@@ -60,13 +60,16 @@ def unique_values(x, /):
 
 
 def _as_operand(value, other, op):
-    """A Python scalar as a 0-d array beside the array `other` (weak: the array's dtype kind)."""
+    """A Python scalar as a 0-d array beside the array `other` (weak: the array's dtype kind);
+    other array-likes (NumPy arrays, sequences) through asarray on other's device."""
     if isinstance(value, Array):
         return value
     if isinstance(value, (_builtins.bool, int, float, complex)):
         dtype = _tessel._result_type_scalar(other.dtype, value)
         return _asarray(value, dtype=dtype, device=other.device)
-    raise TypeError(f"{op}: expected a tessel array or a Python scalar, got {type(value).__name__}")
+    if value is None or isinstance(value, (str, bytes)):
+        raise TypeError(f"{op}: expected a tessel array or a Python scalar, got {type(value).__name__}")
+    return _asarray(value, device=other.device)
 
 
 def isin(x1, x2, /, *, invert=False):
