@@ -246,7 +246,10 @@ def _cumulative(scan, name, identity, x, axis, dtype, include_initial):
         axis = 0
     axis = _normalize_axis(axis, x.ndim, name)
     x = _with_dtype(x, dtype)
-    result = _result_dtype(scan(x, axis), dtype)
+    if x.dtype.kind == "c" and scan is _tessel.cumsum:
+        result = _complex_parts(scan, x, axis=axis)  # linear: the parts' running sums
+    else:
+        result = _result_dtype(scan(x, axis), dtype)
     if include_initial:
         shape = list(result.shape)
         shape[axis] = 1

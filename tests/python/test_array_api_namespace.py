@@ -437,6 +437,13 @@ def test_cumulative_matches_numpy(device, data, dtype, layout, op):
         assert_same(got, want)
 
 
+def test_complex_cumulative_sum(device):
+    a = (np.arange(6) - 1j * np.arange(6)).astype(np.complex64).reshape(2, 3)
+    got = ts.cumulative_sum(ts.asarray(a, device=device), axis=1, include_initial=True)
+    assert got.dtype == ts.complex64
+    np.testing.assert_allclose(host(got), np.concatenate([np.zeros((2, 1), np.complex64), np.cumsum(a, axis=1)], axis=1))
+
+
 def test_cumulative_errors(device):
     x = ts.asarray(np.ones((2, 3), np.float32), device=device)
     for fn in (ts.cumulative_sum, ts.cumulative_prod):
