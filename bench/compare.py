@@ -565,6 +565,31 @@ def w_particles(libs, timer, quick):
     return out
 
 
+def w_set_ops(libs, timer, quick):
+    """unique_inverse and isin on 1e7 int32 (bench/peers/set_ops.py: alternating rounds, results
+    checked against NumPy first)."""
+    sys.path.insert(0, os.path.join(HERE, "peers"))
+    out = []
+    if not libs.has("tessel") or not libs["tessel"].cuda_available():
+        return [skipped("set_ops", "1e7 int32", "tessel", "tessel with CUDA is not available")]
+    try:
+        import set_ops
+        results = set_ops.measure(rounds=5 if quick else 15)
+    except Exception as e:
+        return [Result("set_ops", "1e7 int32", "tessel", "crashed", note=f"{type(e).__name__}: {e}"[:160])]
+    for op, entry in results["ops"].items():
+        for lib, r in entry.items():
+            if not isinstance(r, dict):
+                continue
+            variant = f"{op}, {results['n']:.0e} int32"
+            if r["status"] != "ok":
+                out.append(Result("set_ops", variant, lib, r["status"], note="wrong result"))
+                continue
+            ms = r["median_ms"]
+            out.append(Result("set_ops", variant, lib, "ok", ms, results["n"] / ms / 1e6, "Gkeys/s"))
+    return out
+
+
 WORKLOADS = {
     "tiny_add": w_tiny_add,
     "vector_add": w_vector_add,
@@ -574,6 +599,7 @@ WORKLOADS = {
     "fft": w_fft,
     "pipeline": w_pipeline,
     "particles": w_particles,
+    "set_ops": w_set_ops,
 }
 
 

@@ -29,6 +29,7 @@
 #include "tessel/ops/fuse.hpp"
 #include "tessel/ops/random.hpp"
 #include "tessel/ops/reduce.hpp"
+#include "tessel/ops/set_ops.hpp"
 #include "tessel/ops/sort.hpp"
 #include "tessel/ops/matmul.hpp"
 #include "tessel/sim/particles.hpp"

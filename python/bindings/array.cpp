@@ -105,11 +105,11 @@ nb::object to_numpy(const Array& a, nb::handle dtype, nb::handle copy) {
   return out;
 }
 
-std::int64_t correction_to_ddof(double correction) {
-  if (correction != static_cast<double>(static_cast<std::int64_t>(correction))) {
-    throw tessel::ValueError("var/std: only integer corrections are supported, got " + std::to_string(correction));
+double correction_to_ddof(double correction) {
+  if (!(correction >= 0)) {
+    throw tessel::ValueError("var/std: the correction must be a non-negative number, got " + std::to_string(correction));
   }
-  return static_cast<std::int64_t>(correction);
+  return correction;
 }
 
 Array cast_if(const Array& a, nb::handle dtype) {

@@ -91,17 +91,10 @@ void register_dtypes(nb::module_& m) {
           default: return "c";
         }
       })
-      .def("__repr__", [](const PyDType& d) { return std::string("tessel.") + dtype_name(d.value); })
+      .def("__repr__", [](const PyDType& d) { return std::string("ts.") + dtype_name(d.value); })
       .def("__str__", [](const PyDType& d) { return std::string(dtype_name(d.value)); })
       .def("__hash__", [](const PyDType& d) { return static_cast<int>(d.value) + 7919; })
-      .def("__eq__", [](const PyDType& d, nb::handle other) {
-        if (nb::isinstance<PyDType>(other)) return nb::cast<const PyDType&>(other).value == d.value;
-        return false;
-      })
-      .def("__ne__", [](const PyDType& d, nb::handle other) {
-        if (nb::isinstance<PyDType>(other)) return nb::cast<const PyDType&>(other).value != d.value;
-        return true;
-      })
+      // __eq__ and __ne__ (names, NumPy dtypes and types, never raising): python/tessel/_dtype_protocol.py
       .def("__reduce__", [](const PyDType& d) {
         return nb::make_tuple(nb::module_::import_("tessel").attr("_dtype_from_name"),
                               nb::make_tuple(dtype_name(d.value)));

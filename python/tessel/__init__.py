@@ -1,6 +1,6 @@
 """tessel: GPU arrays, fused kernels and zero-copy interop.
 
-The namespace follows the Python Array API standard (2023.12); `import tessel as ts` works on
+The namespace follows the Python Array API standard (2025.12); `import tessel as ts` works on
 machines without a GPU or driver (the CPU backend runs everything but user CUDA kernels).
 The hot paths (operators, elementwise functions, reductions) are C++ functions bound with
 nanobind in the _tessel extension; this file adds the parts that are not on a hot path.
@@ -16,6 +16,10 @@ from ._tessel import _dlpack_exchange, _dlpack_fast_path_hits  # noqa: F401  (DL
 from ._array_api import *  # noqa: F401,F403
 from ._array_api import __all__ as _array_api_all
 from ._array_api import __array_namespace_info__  # noqa: F401
+from ._array_api_functions import *  # noqa: F401,F403  (Array API signatures over the C++ primitives)
+from ._array_api_functions import __all__ as _array_api_functions_all  # noqa: F401
+from . import _dtype_protocol
+from . import _numpy_protocols
 from ._fuse import fuse  # noqa: F401
 from . import _array_api
 from . import cuda  # noqa: F401
@@ -26,7 +30,8 @@ from .linalg import matrix_transpose, tensordot  # noqa: F401  (also in the main
 from . import sim  # noqa: F401
 
 __version__ = _tessel.version()
-__array_api_version__ = "2023.12"
+__array_api_version__ = "2025.12"
+_dtype_protocol.install()
 
 e = _math.e
 pi = _math.pi
@@ -40,16 +45,17 @@ bool = getattr(_tessel, "bool")  # noqa: A001
 
 
 def _namespace(self, /, *, api_version=None):
-    if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12"):
-        raise ValueError(f"tessel implements the Array API 2023.12, not {api_version!r}")
+    if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12"):
+        raise ValueError(f"tessel implements the Array API 2025.12, not {api_version!r}")
     import tessel
 
     return tessel
 
 
 Array.__array_namespace__ = _namespace
-# NumPy defers to Array's reflected operators (np_array + ts_array gives a tessel array).
-Array.__array_ufunc__ = None
+# NumPy's __array_ufunc__ / __array_function__: np.exp(x), np.sum(x), np.concatenate([x, y]) run on
+# x's device and return tessel arrays (np_array + ts_array too).
+_numpy_protocols.install()
 Array.__str__ = lambda self: _array_api._str(self)
 
 

@@ -41,11 +41,19 @@ class CompileError(TesselError, RuntimeError):
     log: str
 
 class dtype:
-    """A data type; the instances are singletons (``x.dtype is ts.float32``)."""
+    """A data type; the instances are singletons (``x.dtype is ts.float32``) and print as
+    ``ts.float32``. A dtype equals itself, its name (``"float32"``), the NumPy dtype and scalar
+    type of that name (``np.dtype("float32")``, ``np.float32``) and the Python type NumPy maps to
+    it (``float`` is float64); it is unequal to anything else, and comparing never raises."""
     name: str
     itemsize: int
     kind: str
-    def __eq__(self, other: object) -> bool: ...
+    @property
+    def dtype(self) -> Any:
+        """The NumPy dtype of the same name (``np.dtype(ts.float32)`` reads it)."""
+    def __eq__(self, other: object) -> bool:
+        """Equal to itself, its name, its NumPy dtype or type; False for anything else."""
+    def __ne__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
 bool: dtype
 int8: dtype
@@ -129,6 +137,14 @@ class Array:
     __c_dlpack_exchange_api__: Any  # the same capsule under the older name
     def __array__(self, dtype: Any = None, copy: Optional[bool] = None) -> Any:
         """A NumPy copy (always a copy: the data may be on a GPU)."""
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy ufuncs (``np.exp(x)``, ``np.add(x, y, out=z)``, ``np.add.reduce``) run as the tessel
+        function on the array's device and return tessel arrays; NumPy arrays among the operands
+        are moved to that device. A ufunc or method tessel lacks raises TypeError naming it."""
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """NumPy functions (``np.sum``, ``np.concatenate``, ``np.where``, ...) on tessel arrays run as
+        tessel's and return tessel arrays; one tessel lacks raises TypeError naming it (never a
+        silent copy to the host)."""
     def __getitem__(self, key: Any) -> Array:
         """Basic indexing (integers, slices, None, ...): a view."""
     def __setitem__(self, key: Any, value: ArrayLike) -> None:
@@ -417,6 +433,8 @@ def maximum(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> 
     """The larger of x1 and x2; NaN propagates."""
 def fmin(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
     """The smaller of x1 and x2, ignoring a NaN."""
+def nextafter(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """The next representable value of x1's floating-point dtype toward x2 (x2 where they are equal)."""
 def fmax(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
     """The larger of x1 and x2, ignoring a NaN."""
 def atan2(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
@@ -502,8 +520,10 @@ def astype(x: Array, dtype: DTypeLike, /, *, copy: bool = True, device: DeviceLi
     """x in another dtype (and optionally on another device); copies unless ``copy=False`` and nothing changes."""
 def result_type(*arrays_and_dtypes: Any) -> dtype:
     """The dtype NumPy 2's promotion gives these arrays, dtypes and (weak) Python scalars."""
-def can_cast(from_: Union[dtype, Array], to: dtype, /) -> bool:
-    """Whether ``from_`` casts to ``to`` safely."""
+def can_cast(from_: Union[dtype, Array], to: DTypeLike, /, *, casting: Optional[str] = None) -> bool:
+    """Whether ``from_`` casts to ``to`` under the Array API's type promotion rules (no integer
+    to floating-point casts); with ``casting`` ("no", "equiv", "safe", "same_kind", "unsafe"),
+    under NumPy's rule of that name."""
 def finfo(type: Union[dtype, Array], /) -> Any:
     """Limits of a floating dtype: bits, eps, max, min, smallest_normal."""
 def iinfo(type: Union[dtype, Array], /) -> Any:
@@ -512,10 +532,12 @@ def isdtype(dtype: dtype, kind: Union[dtype, str, Tuple[Union[dtype, str], ...]]
     """Whether dtype is of a kind: 'bool', 'signed integer', 'unsigned integer', 'integral', 'real floating', 'complex floating', 'numeric', or a dtype, or a tuple of these."""
 # statistics and utilities
 def sum(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
-    """Sum over axis (all axes by default). Bool and signed integers sum in int64, unsigned in uint64; float16/bfloat16 accumulate in float32."""
+    """Sum over axis (all axes by default). dtype=None: bool and signed integers sum in int64,
+    unsigned in uint64, floating-point and complex arrays in their dtype (float16/bfloat16
+    accumulate in float32); otherwise the sum is computed and returned in dtype."""
 def prod(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
     """Product over axis, with sum's result dtypes."""
-def mean(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
+def mean(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
     """Mean over axis; integer inputs give float64. An empty slice gives NaN."""
 def nansum(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
     """Sum skipping NaNs."""
@@ -536,7 +558,8 @@ def nanmin(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
 def nanmax(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
     """Maximum skipping NaNs (NaN for an all-NaN slice)."""
 def var(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
-    """Variance over axis, dividing by (count - correction); computed in two passes for accuracy."""
+    """Variance over axis (an int or a tuple), dividing by (count - correction) for any real
+    correction >= 0; NaN where that is <= 0. Computed in two passes for accuracy."""
 def std(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
     """Standard deviation: sqrt(var)."""
 def nanvar(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
@@ -556,36 +579,65 @@ def cumsum(x: Array, axis: Optional[int] = None) -> Array:
 def cumprod(x: Array, axis: Optional[int] = None) -> Array:
     """Inclusive cumulative product along axis, or over the flattened array (NumPy's)."""
 def cumulative_sum(x: Array, /, *, axis: Optional[int] = None, dtype: Optional[DTypeLike] = None, include_initial: bool = False) -> Array:
-    """The Array API's cumulative sum (``include_initial`` adds a leading zero)."""
+    """Running sums along axis (optional for 1-D x), with sum's dtype rules; ``include_initial``
+    puts a zero first."""
+def cumulative_prod(x: Array, /, *, axis: Optional[int] = None, dtype: Optional[DTypeLike] = None, include_initial: bool = False) -> Array:
+    """Running products along axis (optional for 1-D x), with prod's dtype rules;
+    ``include_initial`` puts a one first."""
+def count_nonzero(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
+    """The number of nonzero elements over axis (int64)."""
 # sorting, searching, sets
 def sort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
     """A sorted copy along axis; stable; ``descending=True`` for the reverse order."""
 def argsort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
     """int64 indices that sort x along axis; stable (equal keys keep their order)."""
-def searchsorted(x1: Array, x2: ArrayLike, /, *, side: Literal['left', 'right'] = 'left', sorter: Optional[Array] = None) -> Array:
-    """Insertion points (int64) of x2 into the ascending 1-D x1 ('left' or 'right')."""
+def searchsorted(x1: Array, x2: Union[Array, Scalar], /, *, side: Literal['left', 'right'] = 'left', sorter: Optional[Array] = None) -> Array:
+    """Insertion points (int64) of x2 (an array or a Python scalar) into the ascending 1-D x1
+    ('left' or 'right'). With sorter, the indices that sort x1, x1 is sorted on the device
+    instead (a stable sort gives the values of x1[sorter])."""
 def nonzero(x: Array, /) -> Tuple[Array, ...]:
     """Indices of the nonzero elements, one int64 array per axis (one device-to-host copy: the size depends on the data)."""
 def unique_values(x: Array, /) -> Array:
-    """The sorted unique values of the flattened array (NaNs collapsed into one)."""
+    """The sorted unique values of the flattened array. NaNs are distinct; -0.0 and +0.0 are one
+    value. Radix sort and a scan on the device; the number of values is read back (one
+    synchronization). Complex dtypes: DTypeError."""
 def unique_counts(x: Array, /) -> Tuple[Array, Array]:
-    """The sorted unique values and how often each occurs."""
+    """``(values, counts)``: the unique values and how often each occurs (int64)."""
 def unique_inverse(x: Array, /) -> Tuple[Array, Array]:
-    """Not implemented yet."""
+    """``(values, inverse_indices)``: the unique values and, for every element of x (shape of x),
+    the index of its value (int64)."""
 def unique_all(x: Array, /) -> Tuple[Array, Array, Array, Array]:
-    """Not implemented yet."""
+    """``(values, indices, inverse_indices, counts)``: the unique values, the index of each one's
+    first occurrence in the flattened x, the inverse indices and the counts (int64)."""
+def isin(x1: Union[Array, Scalar], x2: Union[Array, Scalar], /, *, invert: bool = False) -> Array:
+    """Whether each element of x1 is in x2 (bool, shape of x1), compared in the promoted dtype;
+    NaN is in nothing. At least one is an array. x2 is sorted on the device, then every x1
+    element is binary-searched."""
 # manipulation
 def reshape(x: Array, /, shape: ShapeLike, *, copy: Optional[bool] = None) -> Array:
     """A view with the new shape when the strides allow it, else a copy (``copy=False`` refuses the copy). One -1 is inferred."""
 def permute_dims(x: Array, /, axes: Sequence[int]) -> Array:
     """A view with the axes reordered."""
-def expand_dims(x: Array, /, *, axis: int = 0) -> Array:
-    """A view with a new axis of size one at ``axis``."""
+def expand_dims(x: Array, /, axis: Union[int, Tuple[int, ...]] = 0) -> Array:
+    """A view with a new axis of size one at ``axis``, or at each position of a tuple (positions
+    in the result)."""
+def repeat(x: Array, repeats: Union[int, Array], /, *, axis: Optional[int] = None) -> Array:
+    """Each element of x (flattened when axis is None) repeated. An integer array of counts
+    (shape (1,) or the axis' length) makes the size data-dependent: the total is read back
+    (one synchronization). Negative counts: ValueError."""
+def tile(x: Array, repetitions: Tuple[int, ...], /) -> Array:
+    """x repeated repetitions[i] times along each axis (one copy on the device). Negative
+    repetitions: ValueError."""
+def diff(x: Array, /, *, axis: int = -1, n: int = 1, prepend: Optional[Union[Array, Scalar]] = None, append: Optional[Union[Array, Scalar]] = None) -> Array:
+    """The n-th forward difference along axis (``!=`` for bool), after joining prepend and
+    append along that axis; n=0 returns x. n < 0: ValueError."""
+def broadcast_shapes(*shapes: ShapeLike) -> Tuple[int, ...]:
+    """The shape arrays of these shapes broadcast to (ValueError when they do not)."""
 def squeeze(x: Array, /, axis: Union[int, Tuple[int, ...]]) -> Array:
     """A view without the given axes of size one (ShapeError if one is not 1)."""
 def broadcast_to(x: Array, /, shape: ShapeLike) -> Array:
     """A read-only-by-convention view broadcast to ``shape`` (stride 0 on new axes)."""
-def broadcast_arrays(*arrays: Array) -> list[Array]:
+def broadcast_arrays(*arrays: Array) -> Tuple[Array, ...]:
     """Views of the arrays broadcast to their common shape."""
 def concat(arrays: Sequence[Array], /, *, axis: Optional[int] = 0) -> Array:
     """Joins arrays along an existing axis (None: flattened first); the dtype is their promotion."""
@@ -678,7 +730,10 @@ class RawKernel:
         """Compiles and loads the kernel for a device ahead of the first launch."""
     def __call__(self, grid: Union[int, Tuple[int, ...]], block: Union[int, Tuple[int, ...]], args: Sequence[Any], *, shared_mem: int = 0, stream: Any = None) -> None: ...
 def __array_namespace_info__() -> Any:
-    """The Array API inspection utilities: capabilities, default device and dtypes, dtypes, devices, extensions."""
+    """The Array API inspection utilities (2025.12): ``capabilities()`` ("boolean indexing",
+    "data-dependent shapes", "max dimensions"), ``default_device()``, ``default_dtypes(device=)``,
+    ``devices()`` (a tuple), ``dtypes(device=, kind=)`` (the Array API dtypes, of a kind string or
+    a tuple of kinds; float16 and bfloat16 are tessel extras and not listed), ``extensions()``."""
 
 # ---- matrix products (linalg extension: tessel.linalg) ----
 Epilogue = Literal["none", "relu", "gelu", "gelu_tanh"]

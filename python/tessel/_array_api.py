@@ -11,9 +11,9 @@ from ._tessel import Array, Device
 
 __all__ = [
     "asarray", "from_dlpack", "arange", "linspace", "meshgrid", "tril", "triu",
-    "result_type", "can_cast", "finfo", "iinfo", "isdtype", "astype",
-    "sort", "argsort", "unique_values", "unique_counts", "unique_inverse", "unique_all", "nonzero",
-    "cumulative_sum", "flip", "roll", "moveaxis", "broadcast_arrays", "unstack", "take",
+    "result_type", "finfo", "iinfo", "isdtype", "astype",
+    "sort", "argsort", "nonzero",
+    "flip", "roll", "moveaxis", "broadcast_arrays", "unstack", "take",
     "copysign", "hypot", "logaddexp", "signbit", "to_numpy",
 ]
 
@@ -207,11 +207,6 @@ def result_type(*arrays_and_dtypes):
     return result
 
 
-def can_cast(from_, to, /, *, casting="safe"):
-    source = from_.dtype if isinstance(from_, Array) else _tessel._dtype_of(from_)
-    return _tessel._can_cast(source, _tessel._dtype_of(to), casting)
-
-
 class finfo_object:
     def __init__(self, dtype, bits, eps, max, min, smallest_normal):
         self.dtype, self.bits, self.eps, self.max, self.min = dtype, bits, eps, max, min
@@ -285,37 +280,6 @@ def argsort(x, /, *, axis=-1, descending=False, stable=True):
     return _tessel._argsort(x, axis)
 
 
-def unique_values(x, /):
-    return _tessel._unique(x, False)[0]
-
-
-class UniqueCountsResult(tuple):
-    @property
-    def values(self):
-        return self[0]
-
-    @property
-    def counts(self):
-        return self[1]
-
-
-def unique_counts(x, /):
-    values, counts = _tessel._unique(x, True)
-    return UniqueCountsResult((values, counts))
-
-
-def _host_fallback(name):
-    def unsupported(*args, **kwargs):
-        raise NotImplementedError(f"tessel.{name} is not implemented yet (the C++ unique has no inverse indices)")
-
-    unsupported.__name__ = name
-    return unsupported
-
-
-unique_inverse = _host_fallback("unique_inverse")
-unique_all = _host_fallback("unique_all")
-
-
 def nonzero(x, /):
     """Indices of the nonzero elements, one int64 array per axis. Data-dependent output size:
     computed on the host (one device -> host copy)."""
@@ -324,22 +288,6 @@ def nonzero(x, /):
     np = _numpy()
     host = x.__array__()
     return tuple(asarray(np.ascontiguousarray(i.astype("int64")), device=x.device) for i in np.nonzero(host))
-
-
-def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
-    if axis is None:
-        if x.ndim > 1:
-            raise ValueError("cumulative_sum: axis is required for arrays with more than one dimension")
-        axis = 0
-    if dtype is not None:
-        x = x.astype(dtype)
-    result = _tessel.cumsum(x, axis)
-    if include_initial:
-        axis = axis % x.ndim
-        shape = list(result.shape)
-        shape[axis] = 1
-        result = _tessel.concat([_tessel.zeros(tuple(shape), dtype=result.dtype, device=x.device), result], axis=axis)
-    return result
 
 
 # ---- manipulation ----
@@ -389,7 +337,7 @@ def broadcast_arrays(*arrays):
     shape = ()
     for a in arrays:
         shape = _broadcast_shape(shape, a.shape)
-    return [_tessel.broadcast_to(a, shape) for a in arrays]
+    return tuple(_tessel.broadcast_to(a, shape) for a in arrays)
 
 
 def _broadcast_shape(a, b):
@@ -433,11 +381,25 @@ def logaddexp(x1, x2, /):
 
 
 # ---- inspection ----
+_ARRAY_API_DTYPES = [n for n in _dtype_names if n not in ("float16", "bfloat16")]  # not Array API dtypes
+
+
+def _kind_dtypes(kind):
+    """The Array API dtype names of one kind string or a tuple of them (ValueError otherwise)."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    chars = set()
+    for k in kinds:
+        if not isinstance(k, str) or k not in _KINDS:
+            raise ValueError(f"dtypes: unknown kind {k!r} (kinds: {', '.join(repr(n) for n in _KINDS)})")
+        chars.update(_KINDS[k])
+    return [n for n in _ARRAY_API_DTYPES if _dt(n).kind in chars]
+
+
 class _Info:
     """What __array_namespace_info__() returns (Array API inspection utilities)."""
 
     def capabilities(self):
-        return {"boolean indexing": False, "data-dependent shapes": True, "max dimensions": 64}
+        return {"boolean indexing": _boolean_indexing(), "data-dependent shapes": True, "max dimensions": 64}
 
     def extensions(self):
         """The Array API extensions tessel provides (not a standard inspection function: the
@@ -447,22 +409,40 @@ class _Info:
     def default_device(self):
         return _tessel.default_device()
 
+    def _check_device(self, device, op):
+        if device is not None and Device(str(device)) not in self.devices():
+            raise ValueError(f"{op}: device {device} is not available (devices: {', '.join(map(str, self.devices()))})")
+
     def default_dtypes(self, *, device=None):
+        self._check_device(device, "default_dtypes")
         return {"real floating": _dt(_DEFAULT_FLOAT), "complex floating": _dt(_DEFAULT_COMPLEX),
                 "integral": _dt("int64"), "indexing": _dt("int64")}
 
     def dtypes(self, *, device=None, kind=None):
-        names = [n for n in _dtype_names if n != "bfloat16"] if kind is not None else list(_dtype_names)
-        result = {n: _dt(n) for n in names}
-        if kind is None:
-            return result
-        return {n: d for n, d in result.items() if isdtype(d, kind)}
+        self._check_device(device, "dtypes")
+        names = _ARRAY_API_DTYPES if kind is None else _kind_dtypes(kind)
+        return {n: _dt(n) for n in names}
 
     def devices(self):
         devices = [Device("cpu")]
         if _tessel.cuda_available():
             devices += [Device(f"cuda:{i}") for i in range(_tessel.device_count())]
-        return devices
+        return tuple(devices)
+
+
+_boolean_indexing_supported = None
+
+
+def _boolean_indexing():
+    """Whether x[mask] works (probed once, on the CPU)."""
+    global _boolean_indexing_supported
+    if _boolean_indexing_supported is None:
+        try:
+            x = asarray([1, 2], device="cpu")
+            _boolean_indexing_supported = x[asarray([True, False], device="cpu")].shape == (1,)
+        except Exception:
+            _boolean_indexing_supported = False
+    return _boolean_indexing_supported
 
 
 def __array_namespace_info__():

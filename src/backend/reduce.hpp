@@ -27,7 +27,7 @@ struct ReduceProblem {
   std::int64_t outer = 1, len = 0, inner = 1;
   void* out = nullptr;           // contiguous (outer, inner): dtype, bool (any/all) or int64 (arg*)
   const void* mean = nullptr;    // var/std: (outer, inner) means in `dtype`
-  std::int64_t ddof = 0;
+  double ddof = 0;  // var/std: divide by count - ddof
 };
 
 enum class ScanOp { cumsum, cumprod };

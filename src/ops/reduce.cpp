@@ -173,7 +173,7 @@ void run_reduce(const backend::ReduceProblem& problem, const Array& out, const S
   }
 }
 
-Array reduce(ReduceOp op, const Array& a, const Axes& axes, bool keepdims, std::int64_t ddof,
+Array reduce(ReduceOp op, const Array& a, const Axes& axes, bool keepdims, double ddof,
              const OptionalStream& stream_arg) {
   const ReduceInfo& info = info_of(op);
   check_dtype(info.name, a.dtype());
@@ -323,7 +323,7 @@ TESSEL_DEFINE_REDUCTION(nanmax)
 #undef TESSEL_DEFINE_REDUCTION
 
 #define TESSEL_DEFINE_VARIANCE(name)                                                                        \
-  Array name(const Array& a, const Axes& axes, std::int64_t ddof, bool keepdims, const OptionalStream& stream) { \
+  Array name(const Array& a, const Axes& axes, double ddof, bool keepdims, const OptionalStream& stream) { \
     TESSEL_OP_RANGE(#name);                                                                                 \
     return reduce(ReduceOp::name, a, axes, keepdims, ddof, stream);                                         \
   }

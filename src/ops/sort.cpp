@@ -16,6 +16,7 @@
 #include "array/backend.hpp"
 #include "ops/axis_last.hpp"
 #include "ops/op_stream.hpp"
+#include "ops/sort_keys.hpp"
 #include "backend/sort.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/profile_range.hpp"
@@ -23,39 +24,9 @@
 namespace tessel {
 namespace {
 
-// Widened key dtype per input dtype, as data (complex: unsupported).
-struct KeyRule {
-  DType from;
-  DType key;
-};
-constexpr KeyRule key_rules[] = {
-    {DType::bool_, DType::int32},     {DType::int8, DType::int32},       {DType::int16, DType::int32},
-    {DType::int32, DType::int32},     {DType::int64, DType::int64},      {DType::uint8, DType::uint32},
-    {DType::uint16, DType::uint32},   {DType::uint32, DType::uint32},    {DType::uint64, DType::uint64},
-    {DType::float16, DType::float32}, {DType::bfloat16, DType::float32}, {DType::float32, DType::float32},
-    {DType::float64, DType::float64},
-};
+using detail::run_sort;
 
-DType key_dtype(DType dtype, const char* op) {
-  for (const KeyRule& rule : key_rules) {
-    if (rule.from == dtype) return rule.key;
-  }
-  throw DTypeError(fmt::format("{}: dtype {} is not supported (complex sorting is not implemented)", op,
-                               dtype_name(dtype)));
-}
-
-
-void run_sort(const backend::SortProblem& problem, Device device, const Stream& stream) {
-  if (device.is_cpu()) {
-    backend::cpu::sort(problem, stream);
-  } else {
-#if defined(TESSEL_HAVE_CUDA)
-    backend::cuda::sort(problem, stream);
-#else
-    throw DeviceError("sort: tessel was built without CUDA");
-#endif
-  }
-}
+DType key_dtype(DType dtype, const char* op) { return detail::sort_key_dtype(dtype, op); }
 
 // Sorts (want_keys) and/or argsorts (want_indices) along `axis`.
 std::pair<Array, Array> sort_along(const Array& a, std::int64_t axis_arg, bool want_keys, bool want_indices,

@@ -45,6 +45,7 @@
   X(minimum, "minimum", same, same, kAll) /* NaN-propagating */ \
   X(maximum, "maximum", same, same, kAll) \
   X(fmin, "fmin", same, same, kAll) /* NaN-ignoring */ \
+  X(nextafter, "nextafter", to_float, same, kF) /* the next value of x1's dtype toward x2 */ \
   X(fmax, "fmax", same, same, kAll) \
   X(arctan2, "atan2", to_float, same, kF)
 

@@ -35,14 +35,15 @@ Array nanprod(const Array& a, const Axes& axes = std::nullopt, bool keepdims = f
 Array nanmean(const Array& a, const Axes& axes = std::nullopt, bool keepdims = false, const OptionalStream& stream = std::nullopt);
 Array nanmin(const Array& a, const Axes& axes = std::nullopt, bool keepdims = false, const OptionalStream& stream = std::nullopt);
 Array nanmax(const Array& a, const Axes& axes = std::nullopt, bool keepdims = false, const OptionalStream& stream = std::nullopt);
-// Divides by (count - ddof); NaN where that is <= 0, as NumPy.
-Array var(const Array& a, const Axes& axes = std::nullopt, std::int64_t ddof = 0, bool keepdims = false,
+// Divides by (count - ddof), ddof a real number (the Array API's correction); NaN where that is
+// <= 0, as NumPy.
+Array var(const Array& a, const Axes& axes = std::nullopt, double ddof = 0, bool keepdims = false,
           const OptionalStream& stream = std::nullopt);
-Array std(const Array& a, const Axes& axes = std::nullopt, std::int64_t ddof = 0, bool keepdims = false,
+Array std(const Array& a, const Axes& axes = std::nullopt, double ddof = 0, bool keepdims = false,
           const OptionalStream& stream = std::nullopt);
-Array nanvar(const Array& a, const Axes& axes = std::nullopt, std::int64_t ddof = 0, bool keepdims = false,
+Array nanvar(const Array& a, const Axes& axes = std::nullopt, double ddof = 0, bool keepdims = false,
              const OptionalStream& stream = std::nullopt);
-Array nanstd(const Array& a, const Axes& axes = std::nullopt, std::int64_t ddof = 0, bool keepdims = false,
+Array nanstd(const Array& a, const Axes& axes = std::nullopt, double ddof = 0, bool keepdims = false,
              const OptionalStream& stream = std::nullopt);
 
 // Index of the first minimum/maximum along one axis, or into the flattened array (axis nullopt).

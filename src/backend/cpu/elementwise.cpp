@@ -253,6 +253,35 @@ template <class C> inline C fmin_value(C a, C b) {
   return less_value(b, a) ? b : a;
 }
 
+// nextafter in a binary format with M stored mantissa bits, smallest normal exponent EMIN and
+// largest exponent EMAX, computed on its values widened to float (exact: the step is one unit in
+// the last place of that format). float16 is <10, -14, 15>, bfloat16 <7, -126, 127>.
+template <int M, int EMIN, int EMAX> inline float next_toward(float x, float y) {
+  if (std::isnan(x) || std::isnan(y)) return x + y;
+  if (x == y) return y;
+  if (x == 0) return std::copysign(std::ldexp(1.0f, EMIN - M), y);
+  const bool up = y > x;
+  if (std::isinf(x)) return std::copysign(std::ldexp(2.0f - std::ldexp(1.0f, -M), EMAX), x);
+  const float a = std::fabs(x);
+  int e = 0;
+  std::frexp(a, &e);
+  int exponent = std::max(e - 1, EMIN);
+  // Toward zero from a power of two (above the subnormals) the step is the smaller binade's.
+  if (up != (x > 0) && a == std::ldexp(1.0f, exponent) && exponent > EMIN) exponent -= 1;
+  const float step = std::ldexp(1.0f, exponent - M);
+  const float r = up ? x + step : x - step;
+  return r == 0.0f ? std::copysign(0.0f, x) : r;  // from the smallest subnormal to zero of x's sign
+}
+template <class S, class C> inline C nextafter_value(C x, C y) {
+  if constexpr (std::is_same_v<S, float16>) {
+    return next_toward<10, -14, 15>(x, y);
+  } else if constexpr (std::is_same_v<S, bfloat16>) {
+    return next_toward<7, -126, 127>(x, y);
+  } else {
+    return std::nextafter(x, y);
+  }
+}
+
 // Complex functions std::complex lacks, in NumPy's forms (the CUDA side, tessel::cx in
 // tessel_device.cuh, uses the same ones).
 template <class C> inline C exp2_value(C x) {
@@ -439,6 +468,7 @@ void run(ElementwiseOp op, const std::vector<Array>& in, const Array& out) {
     TESSEL_BINARY(minimum, S, min_value(x, y))
     TESSEL_BINARY(maximum, S, max_value(x, y))
     TESSEL_BINARY(fmin, S, fmin_value(x, y))
+    TESSEL_BINARY(nextafter, S, (nextafter_value<S, C>(x, y)))
     TESSEL_BINARY(fmax, S, fmax_value(x, y))
     TESSEL_BINARY(arctan2, S, std::atan2(x, y))
 

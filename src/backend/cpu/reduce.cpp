@@ -105,7 +105,7 @@ T extremum(const Slice<T>& s, bool want_min, bool skip_nan) {
 }
 
 template <class T>
-double variance(const Slice<T>& s, double m, std::int64_t ddof, bool skip_nan) {
+double variance(const Slice<T>& s, double m, double ddof, bool skip_nan) {
   double ss = 0;
   std::int64_t n = 0;
   for (std::int64_t k = 0; k < s.len; ++k) {
@@ -115,7 +115,7 @@ double variance(const Slice<T>& s, double m, std::int64_t ddof, bool skip_nan) {
     ss += d * d;
     ++n;
   }
-  const double dof = static_cast<double>(n - ddof);
+  const double dof = static_cast<double>(n) - ddof;
   return dof > 0 ? ss / dof : std::numeric_limits<double>::quiet_NaN();
 }
 

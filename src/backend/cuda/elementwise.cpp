@@ -59,6 +59,23 @@ template <class T> __device__ __forceinline__ T shift_right(T a, T b) {
 template <class T> __device__ __forceinline__ T relu(T x) { return tessel::isnan(x) ? x : (x > T(0) ? x : T(0)); }
 template <class T> __device__ __forceinline__ T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
 template <class T> __device__ __forceinline__ T gelu(T x) { return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440))); }
+// nextafter of float16 (<10, -14, 15>) and bfloat16 (<7, -126, 127>) values widened to float:
+// M stored mantissa bits, smallest normal exponent EMIN, largest exponent EMAX (as on the CPU).
+template <int M, int EMIN, int EMAX> __device__ __forceinline__ float next_toward(float x, float y) {
+  if (x != x || y != y) return x + y;
+  if (x == y) return y;
+  if (x == 0.0f) return copysignf(ldexpf(1.0f, EMIN - M), y);
+  const bool up = y > x;
+  if (isinf(x)) return copysignf(ldexpf(2.0f - ldexpf(1.0f, -M), EMAX), x);
+  const float a = fabsf(x);
+  int e = 0;
+  frexpf(a, &e);
+  int exponent = e - 1 > EMIN ? e - 1 : EMIN;
+  if (up != (x > 0.0f) && a == ldexpf(1.0f, exponent) && exponent > EMIN) exponent -= 1;
+  const float step = ldexpf(1.0f, exponent - M);
+  const float r = up ? x + step : x - step;
+  return r == 0.0f ? copysignf(0.0f, x) : r;  // from the smallest subnormal to zero of x's sign
+}
 template <class T> __device__ __forceinline__ T softplus(T x) {
   return tessel::isnan(x) ? x : (x > T(0) ? x : T(0)) + log1p(exp(-fabs(x)));
 }
@@ -119,6 +136,11 @@ Expr op_expression(ElementwiseOp op, const std::vector<Expr>& x, DType rt) {
     case ElementwiseOp::minimum: return bin("tessel::minimum({0}, {1})");
     case ElementwiseOp::maximum: return bin("tessel::maximum({0}, {1})");
     case ElementwiseOp::fmin: return bin("tessel::fmin({0}, {1})");
+    case ElementwiseOp::nextafter:
+      return bin(ct == DType::float16    ? "tessel_ops::next_toward<10, -14, 15>({0}, {1})"
+                 : ct == DType::bfloat16 ? "tessel_ops::next_toward<7, -126, 127>({0}, {1})"
+                 : ct == DType::float32  ? "nextafterf({0}, {1})"
+                                         : "nextafter({0}, {1})");
     case ElementwiseOp::fmax: return bin("tessel::fmax({0}, {1})");
     case ElementwiseOp::arctan2: return bin("atan2({0}, {1})");
     case ElementwiseOp::negative: return un(i ? "tessel_ops::wrap_neg({0})" : "(-{0})");

@@ -167,7 +167,7 @@ struct VarOp {
   using Acc = SumCount<T>;
   const T* mean;
   long long inner;  // position -> output: the kernels pass the output index in `position`
-  long long ddof;
+  double ddof;
   __device__ Acc identity() const { return {T{0}, 0}; }
   __device__ Acc transform(T x, long long output) const {
     if (SkipNan && is_nan(x)) return identity();
@@ -176,7 +176,7 @@ struct VarOp {
   }
   __device__ Acc combine(Acc a, Acc b) const { return {a.sum + b.sum, a.count + b.count}; }
   __device__ void finish(Acc a, long long o, void* out) const {
-    const long long dof = a.count - ddof;
+    const double dof = static_cast<double>(a.count) - ddof;
     T v = dof > 0 ? static_cast<T>(a.sum / static_cast<T>(dof)) : quiet_nan<T>();
     if (Sqrt) v = sqrt(v);
     static_cast<T*>(out)[o] = v;

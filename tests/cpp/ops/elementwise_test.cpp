@@ -9,6 +9,7 @@
 #include <cmath>
 #include <complex>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -51,6 +52,20 @@ double py_mod(double a, double b) {
 }
 double nan_max(double a, double b) { return std::isnan(a) ? a : std::isnan(b) ? b : (a < b ? b : a); }
 double nan_min(double a, double b) { return std::isnan(a) ? a : std::isnan(b) ? b : (b < a ? b : a); }
+// nextafter in the compute dtype, by stepping the bit pattern (16-bit formats) or through the C
+// library (float32, float64).
+double nextafter_in(DType ct, double a, double b) {
+  if (ct == DType::float32) return std::nextafter(static_cast<float>(a), static_cast<float>(b));
+  if (ct != DType::float16 && ct != DType::bfloat16) return std::nextafter(a, b);
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+  if (a == b) return b;
+  const bool half = ct == DType::float16;
+  std::uint16_t bits = half ? tessel::float16(static_cast<float>(a)).bits : tessel::bfloat16(static_cast<float>(a)).bits;
+  if (a == 0) bits = static_cast<std::uint16_t>((b > 0 ? 0 : 0x8000) | 1);
+  else if ((a < b) == (a > 0)) ++bits;
+  else --bits;
+  return half ? static_cast<float>(tessel::float16::from_bits(bits)) : static_cast<float>(tessel::bfloat16::from_bits(bits));
+}
 
 cd reference(Op op, cd x, cd y, DType ct) {
   const double a = x.real(), b = y.real();
@@ -134,6 +149,7 @@ cd reference(Op op, cd x, cd y, DType ct) {
     case Op::minimum: return nan_min(a, b);
     case Op::maximum: return nan_max(a, b);
     case Op::fmin: return std::fmin(a, b);
+    case Op::nextafter: return nextafter_in(ct, a, b);
     case Op::fmax: return std::fmax(a, b);
     case Op::arctan2: return std::atan2(a, b);
     case Op::negative: return -x;
@@ -208,7 +224,7 @@ bool expected_supported(Op op, DType d) {
     case Op::floor_divide: case Op::remainder:
     case Op::floor: case Op::ceil: case Op::trunc: case Op::round: case Op::relu:
       return !c && !(b && (op == Op::relu || op == Op::floor || op == Op::ceil || op == Op::trunc || op == Op::round));
-    case Op::rsqrt: case Op::cbrt: case Op::arctan2: case Op::sigmoid: case Op::gelu: case Op::erf: case Op::softplus:
+    case Op::rsqrt: case Op::cbrt: case Op::arctan2: case Op::nextafter: case Op::sigmoid: case Op::gelu: case Op::erf: case Op::softplus:
       return !c;
     default:  // transcendental functions: real and complex
       return true;

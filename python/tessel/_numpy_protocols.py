@@ -1,0 +1,452 @@
+"""NumPy's dispatch protocols on tessel.Array, as CuPy has them.
+
+``__array_ufunc__`` runs NumPy ufuncs (``np.exp(x)``, ``np.add(x, y)``, ``np.add.reduce``) with the
+tessel function of the same meaning, on the array's device. ``__array_function__`` does the same for
+NumPy's other functions (``np.sum``, ``np.concatenate``, ``np.where``, ...). Both return tessel
+arrays. A NumPy function or ufunc method without a tessel implementation raises TypeError naming
+it: nothing is copied to the host behind the caller's back (``np.asarray(x)`` or ``x.__array__()``
+copy explicitly). NumPy arrays and scalars mixed in are moved to the tessel array's device.
+"""
+from __future__ import annotations
+
+import builtins as _builtins
+
+from . import _tessel
+from ._tessel import Array
+
+# NumPy ufunc names whose tessel function has another name.
+_UFUNC_ALIASES = {
+    "absolute": "abs", "conjugate": "conj", "true_divide": "divide", "power": "pow", "invert": "bitwise_invert",
+    "left_shift": "bitwise_left_shift", "right_shift": "bitwise_right_shift", "arccos": "acos",
+    "arccosh": "acosh", "arcsin": "asin", "arcsinh": "asinh", "arctan": "atan", "arctanh": "atanh",
+    "arctan2": "atan2", "fabs": "abs", "rint": "round", "mod": "remainder",
+}
+# ufunc.reduce as a tessel reduction (NumPy's default axis for reduce is 0).
+_REDUCTIONS = {
+    "add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min", "logical_and": "all", "logical_or": "any",
+}
+_ACCUMULATIONS = {"add": "cumulative_sum", "multiply": "cumulative_prod"}
+
+
+def _unsupported(what):
+    return TypeError(
+        f"tessel has no implementation of {what} for tessel arrays; convert explicitly with np.asarray(x) "
+        "(a copy to the host) to run NumPy's")
+
+
+def _ts():
+    import tessel
+
+    return tessel
+
+
+def _device_of(values):
+    for v in values:
+        if isinstance(v, Array):
+            return v.device
+        if isinstance(v, (list, tuple)):
+            d = _device_of(v)
+            if d is not None:
+                return d
+    return None
+
+
+def _to_tessel(value, device):
+    """NumPy arrays and scalars among the operands, as tessel values on `device`."""
+    import numpy as np
+
+    if isinstance(value, Array):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return _ts().asarray(value, device=device)
+    if isinstance(value, list):
+        return [_to_tessel(v, device) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_to_tessel(v, device) for v in value)
+    return value
+
+
+def _finish(result, out, name):
+    """Writes result into out (one tessel array or a 1-tuple of one), as NumPy's out=."""
+    if out is None:
+        return result
+    if isinstance(out, tuple):
+        if len(out) != 1:
+            raise _unsupported(f"numpy.{name} with {len(out)} outputs")
+        out = out[0]
+    if not isinstance(out, Array):
+        raise TypeError(f"numpy.{name}: out= must be a tessel array for tessel inputs, got {type(out).__name__}")
+    out[...] = result
+    return out
+
+
+def array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    name = ufunc.__name__
+    ts = _ts()
+    device = _device_of(inputs) or self.device
+    inputs = [_to_tessel(v, device) for v in inputs]
+    out = kwargs.pop("out", None)
+    if out is not None and all(o is None for o in (out if isinstance(out, tuple) else (out,))):
+        out = None
+    dtype = kwargs.pop("dtype", None)
+    for key, default in (("casting", "same_kind"), ("order", "K"), ("subok", True)):
+        if key in kwargs and kwargs[key] == default:
+            del kwargs[key]
+    if kwargs.get("where", True) is not True:
+        raise _unsupported(f"numpy.{name} with where=")
+    kwargs.pop("where", None)
+    if method == "__call__":
+        func = getattr(ts, _UFUNC_ALIASES.get(name, name), None)
+        if func is None or kwargs:
+            raise _unsupported(f"the NumPy ufunc numpy.{name}" + (f" with {sorted(kwargs)}" if kwargs else ""))
+        if dtype is not None:
+            # NumPy computes in dtype: cast the array operands first.
+            inputs = [ts.astype(v, dtype) if isinstance(v, Array) else v for v in inputs]
+        result = func(*inputs)
+        return _finish(result, out, name)
+    if method == "reduce" and name in _REDUCTIONS:
+        (x,) = inputs
+        axis = kwargs.pop("axis", 0)
+        keepdims = kwargs.pop("keepdims", False)
+        if kwargs.pop("initial", None) is not None or kwargs:
+            raise _unsupported(f"numpy.{name}.reduce with {sorted(kwargs) or ['initial']}")
+        reduce = getattr(ts, _REDUCTIONS[name])
+        extra = {"dtype": dtype} if dtype is not None and name in ("add", "multiply") else {}
+        return _finish(reduce(x, axis=axis, keepdims=keepdims, **extra), out, f"{name}.reduce")
+    if method == "accumulate" and name in _ACCUMULATIONS:
+        (x,) = inputs
+        axis = kwargs.pop("axis", 0)
+        if kwargs:
+            raise _unsupported(f"numpy.{name}.accumulate with {sorted(kwargs)}")
+        return _finish(getattr(ts, _ACCUMULATIONS[name])(x, axis=axis, dtype=dtype), out, f"{name}.accumulate")
+    raise _unsupported(f"the NumPy ufunc method numpy.{name}.{method}")
+
+
+# ---- __array_function__ ----
+def _no(name, **values):
+    """TypeError for NumPy arguments given values tessel does not implement."""
+    given = [k for k, v in values.items() if v is not None and v is not False]
+    if given:
+        raise _unsupported(f"numpy.{name} with {', '.join(given)}=")
+
+
+def _reduction(name, target=None, with_dtype=False):
+    def impl(a, axis=None, dtype=None, out=None, keepdims=False, **rest):
+        initial, where = rest.pop("initial", None), rest.pop("where", True)
+        if rest:
+            raise TypeError(f"numpy.{name}: unexpected arguments {sorted(rest)}")
+        _no(name, initial=initial, where=None if where is True else where)
+        kwargs = {"axis": axis, "keepdims": _builtins.bool(keepdims)}
+        if with_dtype and dtype is not None:
+            kwargs["dtype"] = dtype
+        result = getattr(_ts(), target or name)(a, **kwargs)
+        if dtype is not None and not with_dtype:
+            result = _ts().astype(result, dtype)
+        return _finish(result, out, name)
+
+    return impl
+
+
+def _variance(name):
+    def impl(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **rest):
+        where, mean, correction = rest.pop("where", True), rest.pop("mean", None), rest.pop("correction", None)
+        if rest:
+            raise TypeError(f"numpy.{name}: unexpected arguments {sorted(rest)}")
+        _no(name, where=None if where is True else where, mean=mean)
+        a = a if dtype is None else _ts().astype(a, dtype)
+        result = getattr(_ts(), name)(a, axis=axis, correction=float(correction if correction is not None else ddof),
+                                      keepdims=_builtins.bool(keepdims))
+        return _finish(result, out, name)
+
+    return impl
+
+
+def _arg_reduction(name):
+    def impl(a, axis=None, out=None, *, keepdims=False):
+        return _finish(getattr(_ts(), name)(a, axis=axis, keepdims=_builtins.bool(keepdims)), out, name)
+
+    return impl
+
+
+def _scan(name, target):
+    def impl(a, axis=None, dtype=None, out=None):
+        ts = _ts()
+        if axis is None:
+            a = ts.reshape(a, (-1,))
+            axis = 0
+        return _finish(getattr(ts, target)(a, axis=axis, dtype=dtype), out, name)
+
+    return impl
+
+
+def _concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    ts = _ts()
+    arrays = list(arrays)
+    if dtype is not None:
+        arrays = [ts.astype(a, dtype) for a in arrays]
+    return _finish(ts.concat(arrays, axis=axis), out, "concatenate")
+
+
+def _stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    ts = _ts()
+    arrays = list(arrays)
+    if dtype is not None:
+        arrays = [ts.astype(a, dtype) for a in arrays]
+    return _finish(ts.stack(arrays, axis=axis), out, "stack")
+
+
+def _where(condition, x=None, y=None, /):
+    ts = _ts()
+    if x is None and y is None:
+        return ts.nonzero(condition)
+    if x is None or y is None:
+        raise ValueError("numpy.where: either both or neither of x and y should be given")
+    return ts.where(condition, x, y)
+
+
+def _reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
+    if order != "C":
+        raise _unsupported(f"numpy.reshape with order={order!r}")
+    return _ts().reshape(a, tuple(shape if shape is not None else newshape) if not isinstance(shape, int) else (shape,),
+                         copy=copy)
+
+
+def _transpose(a, axes=None):
+    ts = _ts()
+    return ts.permute_dims(a, tuple(reversed(range(a.ndim))) if axes is None else tuple(axes))
+
+
+def _sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    _no("sort", order=order)
+    ts = _ts()
+    if axis is None:
+        a, axis = ts.reshape(a, (-1,)), -1
+    return ts.sort(a, axis=axis)
+
+
+def _argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    _no("argsort", order=order)
+    ts = _ts()
+    if axis is None:
+        a, axis = ts.reshape(a, (-1,)), -1
+    return ts.argsort(a, axis=axis)
+
+
+def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
+    lo = a_min if min is None else min
+    hi = a_max if max is None else max
+    return _finish(_ts().clip(a, lo, hi), out, "clip")
+
+
+def _round(a, decimals=0, out=None):
+    _no("round", decimals=decimals or None)
+    return _finish(_ts().round(a), out, "round")
+
+
+def _like(name):
+    def impl(a, dtype=None, order="K", subok=True, shape=None, *, device=None, **rest):
+        ts = _ts()
+        if shape is not None:
+            shape = (shape,) if isinstance(shape, int) else tuple(shape)
+            make = {"zeros_like": ts.zeros, "ones_like": ts.ones, "empty_like": ts.empty}[name]
+            return make(shape, dtype=dtype if dtype is not None else a.dtype, device=a.device)
+        return getattr(ts, name)(a, dtype=dtype)
+
+    return impl
+
+
+def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    ts = _ts()
+    if shape is not None:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        return ts.full(shape, fill_value, dtype=dtype if dtype is not None else a.dtype, device=a.device)
+    return ts.full_like(a, fill_value, dtype=dtype)
+
+
+def _unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, equal_nan=True,
+            sorted=True):
+    _no("unique", axis=axis)
+    ts = _ts()
+    values, index, inverse, counts = _tessel._unique_all(ar, _builtins.bool(return_index), _builtins.bool(return_inverse),
+                                                         _builtins.bool(return_counts))
+    extra = [r for r, want in ((index, return_index), (inverse, return_inverse), (counts, return_counts)) if want]
+    return (values, *extra) if extra else values
+
+
+def _simple(target, positional=None):
+    """A NumPy function whose arguments the tessel function of `target` takes as they are."""
+    def impl(*args, **kwargs):
+        return getattr(_ts(), target)(*args, **kwargs)
+
+    return impl
+
+
+def _ravel(a, order="C"):
+    if order != "C":
+        raise _unsupported(f"numpy.ravel with order={order!r}")
+    return _ts().reshape(a, (-1,))
+
+
+def _copy(a, order="K", subok=False):
+    return _ts().asarray(a, copy=True)
+
+
+def _repeat(a, repeats, axis=None):
+    return _ts().repeat(a, repeats, axis=axis)
+
+
+def _diff(a, n=1, axis=-1, prepend=None, append=None):
+    return _ts().diff(a, n=n, axis=axis, prepend=prepend, append=append)
+
+
+def _isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    return _ts().isin(element, test_elements, invert=invert)
+
+
+def _searchsorted(a, v, side="left", sorter=None):
+    return _ts().searchsorted(a, v, side=side, sorter=sorter)
+
+
+def _count_nonzero(a, axis=None, *, keepdims=False):
+    return _ts().count_nonzero(a, axis=axis, keepdims=keepdims)
+
+
+def _expand_dims(a, axis):
+    return _ts().expand_dims(a, axis)
+
+
+def _squeeze(a, axis=None):
+    ts = _ts()
+    if axis is None:
+        axis = tuple(i for i, s in enumerate(a.shape) if s == 1)
+    return ts.squeeze(a, axis)
+
+
+def _broadcast_to(array, shape, subok=False):
+    return _ts().broadcast_to(array, tuple(shape) if not isinstance(shape, int) else (shape,))
+
+
+def _flip(m, axis=None):
+    return _ts().flip(m, axis=axis)
+
+
+def _roll(a, shift, axis=None):
+    return _ts().roll(a, shift, axis=axis)
+
+
+def _moveaxis(a, source, destination):
+    return _ts().moveaxis(a, source, destination)
+
+
+def _tile(A, reps):
+    return _ts().tile(A, (reps,) if isinstance(reps, int) else tuple(reps))
+
+
+def _shape(a):
+    return tuple(a.shape)
+
+
+def _ndim(a):
+    return a.ndim
+
+
+def _size(a, axis=None):
+    return a.size if axis is None else a.shape[axis]
+
+
+def _astype(x, dtype, /, *, copy=True, device=None):
+    return _ts().astype(x, dtype, copy=copy)
+
+
+def _tensordot(a, b, axes=2):
+    return _ts().tensordot(a, b, axes=axes)
+
+
+def _dot(a, b, out=None):
+    ts = _ts()
+    if a.ndim == 0 or b.ndim == 0:
+        return _finish(a * b, out, "dot")
+    if b.ndim <= 2:
+        return _finish(ts.matmul(a, b), out, "dot")
+    raise _unsupported("numpy.dot of an array with more than 2 dimensions as the second operand")
+
+
+def _as_float(x, ts):
+    return ts.astype(x, ts.float64) if isinstance(x, Array) and x.dtype.kind in "biu" else x
+
+
+def _isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    ts = _ts()
+    a, b = _as_float(a, ts), _as_float(b, ts)
+    close = ts.logical_or(ts.abs(a - b) <= atol + rtol * ts.abs(b), a == b)  # a == b: equal infinities
+    if equal_nan:
+        close = ts.logical_or(close, ts.logical_and(ts.isnan(a), ts.isnan(b)))
+    return close
+
+
+def _allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return _builtins.bool(_ts().all(_isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+def _array_equal(a1, a2, equal_nan=False):
+    ts = _ts()
+    if not isinstance(a1, Array) or not isinstance(a2, Array):
+        a1, a2 = (v if isinstance(v, Array) else ts.asarray(v, device=_device_of([a1, a2])) for v in (a1, a2))
+    if tuple(a1.shape) != tuple(a2.shape):
+        return False
+    same = a1 == a2
+    if equal_nan and a1.dtype.kind in "fc" and a2.dtype.kind in "fc":
+        same = ts.logical_or(same, ts.logical_and(ts.isnan(a1), ts.isnan(a2)))
+    return _builtins.bool(ts.all(same))
+
+
+_FUNCTIONS = {
+    "sum": _reduction("sum", with_dtype=True), "prod": _reduction("prod", with_dtype=True),
+    "mean": _reduction("mean"), "max": _reduction("max"), "amax": _reduction("amax", "max"),
+    "min": _reduction("min"), "amin": _reduction("amin", "min"), "all": _reduction("all"),
+    "any": _reduction("any"), "nansum": _reduction("nansum"), "nanprod": _reduction("nanprod"),
+    "nanmean": _reduction("nanmean"), "nanmax": _reduction("nanmax"), "nanmin": _reduction("nanmin"),
+    "std": _variance("std"), "var": _variance("var"), "nanstd": _variance("nanstd"), "nanvar": _variance("nanvar"),
+    "argmax": _arg_reduction("argmax"), "argmin": _arg_reduction("argmin"),
+    "cumsum": _scan("cumsum", "cumulative_sum"), "cumprod": _scan("cumprod", "cumulative_prod"),
+    "concatenate": _concatenate, "concat": _concatenate, "stack": _stack, "where": _where,
+    "reshape": _reshape, "transpose": _transpose, "permute_dims": _transpose, "sort": _sort,
+    "argsort": _argsort, "clip": _clip, "round": _round, "around": _round,
+    "zeros_like": _like("zeros_like"), "ones_like": _like("ones_like"), "empty_like": _like("empty_like"),
+    "full_like": _full_like, "unique": _unique, "unique_values": _simple("unique_values"),
+    "unique_counts": _simple("unique_counts"), "unique_inverse": _simple("unique_inverse"),
+    "unique_all": _simple("unique_all"), "ravel": _ravel, "copy": _copy, "repeat": _repeat, "diff": _diff,
+    "isin": _isin, "searchsorted": _searchsorted, "count_nonzero": _count_nonzero, "expand_dims": _expand_dims,
+    "squeeze": _squeeze, "broadcast_to": _broadcast_to, "broadcast_arrays": _simple("broadcast_arrays"),
+    "flip": _flip, "roll": _roll, "moveaxis": _moveaxis, "tile": _tile, "shape": _shape, "ndim": _ndim,
+    "size": _size, "astype": _astype, "tensordot": _tensordot, "dot": _dot, "matmul": _simple("matmul"),
+    "vecdot": _simple("vecdot"), "tril": _simple("tril"), "triu": _simple("triu"),
+    "nonzero": _simple("nonzero"), "real": _simple("real"), "imag": _simple("imag"), "conj": _simple("conj"),
+    "meshgrid": _simple("meshgrid"), "take": _simple("take"), "take_along_axis": _simple("take_along_axis"),
+    "result_type": _simple("result_type"), "isclose": _isclose, "allclose": _allclose,
+    "array_equal": _array_equal,
+}
+
+
+def array_function(self, func, types, args, kwargs):
+    import numpy as np
+
+    if not all(issubclass(t, (Array, np.ndarray)) for t in types):
+        return NotImplemented
+    name = func.__name__
+    module = getattr(func, "__module__", "") or "numpy"
+    # numpy.linalg, numpy.fft, numpy.ma, ... functions are not the namespace functions of that name.
+    impl = _FUNCTIONS.get(name) if module == "numpy" or module.startswith(("numpy._core", "numpy.core", "numpy.lib")) else None
+    if impl is None:
+        raise _unsupported(f"{module or 'numpy'}.{name}")
+    device = _device_of(args) or _device_of(list(kwargs.values())) or self.device
+    args = [_to_tessel(a, device) for a in args]
+    kwargs = {k: _to_tessel(v, device) for k, v in kwargs.items()}
+    return impl(*args, **kwargs)
+
+
+def install():
+    Array.__array_ufunc__ = array_ufunc
+    Array.__array_function__ = array_function

@@ -1,0 +1,159 @@
+"""NumPy's dispatch protocols (__array_ufunc__, __array_function__) on tessel arrays: NumPy calls
+run on the array's device and return tessel arrays; what tessel lacks raises TypeError naming it.
+Dask arrays of tessel chunks (the CPU backend) use both."""
+import numpy as np
+import pytest
+
+import tessel as ts
+
+
+def host(x):
+    return np.asarray(x.__array__())
+
+
+def sample(device, shape=(3, 4), dtype=np.float32, seed=0):
+    a = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    return a, ts.asarray(a, device=device)
+
+
+@pytest.mark.parametrize("ufunc", [np.exp, np.sin, np.sqrt, np.negative, np.absolute, np.isnan, np.floor])
+def test_unary_ufuncs_run_on_the_device(device, ufunc):
+    a, x = sample(device)
+    a = np.abs(a) if ufunc is np.sqrt else a
+    x = ts.abs(x) if ufunc is np.sqrt else x
+    got = ufunc(x)
+    assert isinstance(got, ts.Array) and got.device == device
+    np.testing.assert_allclose(host(got), ufunc(a), rtol=1e-6)
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.subtract, np.multiply, np.true_divide, np.maximum, np.power,
+                                   np.arctan2, np.less, np.equal, np.hypot, np.logaddexp, np.copysign])
+def test_binary_ufuncs_with_arrays_numpy_arrays_and_scalars(device, ufunc):
+    a, x = sample(device)
+    b, y = sample(device, seed=1)
+    b = np.abs(b) + 0.5
+    y = ts.asarray(b, device=device)
+    for got, want in ((ufunc(x, y), ufunc(a, b)), (ufunc(x, b), ufunc(a, b)), (ufunc(a, y), ufunc(a, b)),
+                      (ufunc(x, np.float32(2)), ufunc(a, np.float32(2))), (ufunc(x, 2.0), ufunc(a, np.float32(2)))):
+        assert isinstance(got, ts.Array) and got.device == device
+        np.testing.assert_allclose(host(got), want, rtol=2e-6, atol=1e-6)
+
+
+def test_ufunc_out_and_dtype(device):
+    a, x = sample(device)
+    out = ts.full((3, 4), -7.0, device=device)
+    result = np.add(x, 1.0, out=out)
+    assert result is out
+    np.testing.assert_allclose(host(out), a + 1, rtol=1e-6)
+    got = np.multiply(x, 2.0, dtype="float64")
+    assert got.dtype == ts.float64
+
+
+def test_ufunc_reduce_and_accumulate(device):
+    a, x = sample(device)
+    np.testing.assert_allclose(host(np.add.reduce(x)), np.add.reduce(a), rtol=1e-5)
+    np.testing.assert_allclose(host(np.maximum.reduce(x, axis=1, keepdims=True)), np.maximum.reduce(a, axis=1,
+                                                                                                       keepdims=True))
+    np.testing.assert_allclose(host(np.add.accumulate(x, axis=1)), np.add.accumulate(a, axis=1), rtol=1e-5)
+
+
+def test_functions_run_on_the_device(device):
+    a, x = sample(device)
+    b, y = sample(device, seed=1)
+    m = a > 0
+    cases = [
+        (np.sum(x, axis=0), np.sum(a, axis=0)),
+        (np.sum(x), np.sum(a)),
+        (np.mean(x, axis=1, keepdims=True), np.mean(a, axis=1, keepdims=True)),
+        (np.std(x, ddof=1), np.std(a, ddof=1)),
+        (np.max(x, axis=(0, 1)), np.max(a, axis=(0, 1))),
+        (np.concatenate([x, y]), np.concatenate([a, b])),
+        (np.concatenate([x, y], axis=1), np.concatenate([a, b], axis=1)),
+        (np.stack([x, y], axis=-1), np.stack([a, b], axis=-1)),
+        (np.where(ts.asarray(m, device=device), x, y), np.where(m, a, b)),
+        (np.where(ts.asarray(m, device=device), x, 0.0), np.where(m, a, np.float32(0))),
+        (np.reshape(x, (4, 3)), np.reshape(a, (4, 3))),
+        (np.transpose(x), np.transpose(a)),
+        (np.cumsum(x, axis=1), np.cumsum(a, axis=1)),
+        (np.cumsum(x), np.cumsum(a)),
+        (np.sort(x, axis=0), np.sort(a, axis=0)),
+        (np.clip(x, -0.5, 0.5), np.clip(a, -0.5, 0.5)),
+        (np.zeros_like(x), np.zeros_like(a)),
+        (np.full_like(x, 3.0), np.full_like(a, 3.0)),
+        (np.tile(x, 2), np.tile(a, 2)),
+        (np.repeat(x, 2, axis=0), np.repeat(a, 2, axis=0)),
+        (np.diff(x, axis=0), np.diff(a, axis=0)),
+        (np.flip(x, axis=1), np.flip(a, axis=1)),
+        (np.expand_dims(x, 0), np.expand_dims(a, 0)),
+        (np.matmul(x, ts.permute_dims(y, (1, 0))), a @ b.T),
+    ]
+    for got, want in cases:
+        assert isinstance(got, ts.Array) and got.device == device
+        np.testing.assert_allclose(host(got), want, rtol=1e-5, atol=1e-6)
+    assert np.shape(x) == (3, 4) and np.ndim(x) == 2 and np.size(x) == 12
+    values, counts = np.unique(ts.asarray(np.array([3, 1, 3], np.int32), device=device), return_counts=True)
+    assert isinstance(values, ts.Array)
+    np.testing.assert_array_equal(host(values), [1, 3])
+    np.testing.assert_array_equal(host(counts), [1, 2])
+    assert isinstance(np.isin(x, y), ts.Array)
+    assert int(np.count_nonzero(ts.asarray([0, 1, 2], device=device))) == 2
+
+
+def test_comparisons_of_whole_arrays(device):
+    a, x = sample(device)
+    y = ts.asarray(a + 1e-7, device=device)
+    assert np.allclose(x, y) is True and np.allclose(x, x + 1.0) is False
+    np.testing.assert_array_equal(host(np.isclose(x, y)), np.isclose(a, a + np.float32(1e-7)))
+    nan = ts.asarray(np.array([np.nan, 1.0]), device=device)
+    assert np.allclose(nan, nan) is False and np.allclose(nan, nan, equal_nan=True) is True
+    assert np.array_equal(x, x) is True and np.array_equal(x, x[:1]) is False
+    assert np.array_equal(nan, nan) is False and np.array_equal(nan, nan, equal_nan=True) is True
+    ints = ts.asarray(np.array([1, 2, 3]), device=device)
+    assert np.allclose(ints, np.array([1, 2, 3])) is True
+
+
+def test_missing_numpy_functions_raise_type_error_naming_them(device):
+    _, x = sample(device)
+    with pytest.raises(TypeError, match=r"numpy\.median"):
+        np.median(x)
+    with pytest.raises(TypeError, match=r"numpy\.linalg\.norm|numpy\.linalg\._linalg\.norm"):
+        np.linalg.norm(x)
+    with pytest.raises(TypeError, match=r"numpy\.percentile"):
+        np.percentile(x, 50)
+    with pytest.raises(TypeError, match=r"numpy\.add\.outer"):
+        np.add.outer(x, x)
+    with pytest.raises(TypeError, match=r"numpy\.spacing"):
+        np.spacing(x)
+    with pytest.raises(TypeError, match=r"numpy\.sum with initial="):
+        np.sum(x, initial=1.0)
+
+
+def test_numpy_array_on_the_left_gives_a_tessel_array(device):
+    a, x = sample(device)
+    got = a + x
+    assert isinstance(got, ts.Array) and got.device == device
+    np.testing.assert_allclose(host(got), a + a, rtol=1e-6)
+
+
+def test_explicit_host_conversion_still_works(device):
+    a, x = sample(device)
+    np.testing.assert_array_equal(np.asarray(x), a)
+
+
+def test_dask_array_of_tessel_chunks():
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    a = np.random.default_rng(3).standard_normal((8, 6)).astype(np.float32)
+    x = ts.asarray(a, device="cpu")
+    d = da.from_array(x, chunks=(4, 3), asarray=False)
+    with dask.config.set(scheduler="synchronous"):
+        blocks = d.map_blocks(lambda b: np.exp(b) * 2, dtype=np.float32)
+        got = blocks.compute()
+        assert isinstance(got, ts.Array)
+        np.testing.assert_allclose(host(got), np.exp(a) * 2, rtol=1e-6)
+        total = d.sum(axis=0).compute()
+        assert isinstance(total, ts.Array)
+        np.testing.assert_allclose(host(total), a.sum(axis=0), rtol=1e-5)
+        np.testing.assert_allclose(float(host(d.mean().compute())), a.mean(), rtol=1e-5)
+        np.testing.assert_allclose(host(da.concatenate([d, d], axis=1).max(axis=1).compute()), a.max(axis=1))
