@@ -31,6 +31,7 @@
 #include "tessel/ops/reduce.hpp"
 #include "tessel/ops/sort.hpp"
 #include "tessel/ops/matmul.hpp"
+#include "tessel/ops/linalg.hpp"
 #include "tessel/sim/particles.hpp"
 #include "tessel/pipeline/graph.hpp"
 #include "tessel/pipeline/pipeline.hpp"
