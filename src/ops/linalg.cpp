@@ -8,6 +8,8 @@
 #include "tessel/ops/linalg.hpp"
 
 #include <algorithm>
+#include <complex>
+#include <utility>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -206,6 +208,18 @@ LUParts lu_parts(const LU& lu, const Matrices& mat, const Stream& stream) {
   return parts;
 }
 
+// The product of complex values along the last axis as (exp(i * sum of angles), sum of log |z|):
+// tessel's reductions take real inputs only.
+std::pair<Array, Array> complex_log_product(const Array& z, const Stream& stream) {
+  const std::vector<std::int64_t> last{-1};
+  const Array theta = sum(angle(z, std::nullopt, stream), last, false, stream);
+  const Array logabs = sum(log(abs(z, std::nullopt, stream), std::nullopt, stream), last, false, stream);
+  const Array phase = exp(multiply(astype(theta, z.dtype(), stream), Scalar(std::complex<double>(0.0, 1.0)),
+                                   std::nullopt, stream),
+                          std::nullopt, stream);
+  return {phase, logabs};
+}
+
 }  // namespace
 
 DType compute_dtype(DType dtype, const char* op) {
@@ -328,6 +342,11 @@ Array det(const Array& x, const OptionalStream& stream_arg) {
   const Stream stream = detail::op_stream(x, stream_arg, op);
   const LU lu = lu_factor(x, mat, stream);
   const LUParts parts = lu_parts(lu, mat, stream);
+  if (is_complex(mat.dtype)) {  // tessel has no complex products: polar form
+    const auto [phase, logabsdet] = complex_log_product(parts.diagonal, stream);
+    const Array magnitude = astype(exp(logabsdet, std::nullopt, stream), mat.dtype, stream);
+    return multiply(multiply(phase, magnitude, std::nullopt, stream), parts.permutation_sign, std::nullopt, stream);
+  }
   const Array product_of_diagonal = prod(parts.diagonal, std::vector<std::int64_t>{-1}, false, stream);
   return multiply(product_of_diagonal, parts.permutation_sign, std::nullopt, stream);
 }
@@ -342,9 +361,9 @@ SlogdetResult slogdet(const Array& x, const OptionalStream& stream_arg) {
   const std::vector<std::int64_t> last{-1};
   const Array magnitude = abs(parts.diagonal, std::nullopt, stream);
   const Array logabsdet = sum(log(magnitude, std::nullopt, stream), last, false, stream);
-  const Array unit = is_complex(mat.dtype) ? divide(parts.diagonal, magnitude, std::nullopt, stream)
-                                           : sign(parts.diagonal, std::nullopt, stream);
-  Array s = multiply(prod(unit, last, false, stream), parts.permutation_sign, std::nullopt, stream);
+  const Array unit = is_complex(mat.dtype) ? complex_log_product(parts.diagonal, stream).first
+                                           : prod(sign(parts.diagonal, std::nullopt, stream), last, false, stream);
+  Array s = multiply(unit, parts.permutation_sign, std::nullopt, stream);
   // A zero pivot: sign 0 (the complex 0/0 above is NaN).
   const Array has_zero = any(equal(parts.diagonal, Scalar(0.0), std::nullopt, stream), last, false, stream);
   s = where(has_zero, zeros({}, mat.dtype, x.device(), stream), s, std::nullopt, stream);
