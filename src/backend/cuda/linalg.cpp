@@ -1,5 +1,6 @@
-// CUDA linear algebra: cuSOLVER's 64-bit cusolverDnX* API, one matrix per call, and the batched
-// routines for many small matrices (cusolverDn<t>potrfBatched, cuBLAS <t>getrfBatched /
+// CUDA linear algebra: tessel's own batched small-matrix kernels (linalg_small.cpp) where their
+// tuning table picks them, else cuSOLVER's 64-bit cusolverDnX* API, one matrix per call, and the
+// batched library routines for many small matrices (cusolverDn<t>potrfBatched, cuBLAS <t>getrfBatched /
 // <t>getrsBatched, cusolverDn<t>syevjBatched, cusolverDn<t>gesvdjBatched), chosen by the
 // crossover table below. Device workspaces come from the caching allocator (stream-ordered
 // frees); handles come from a per-(device, stream) cache, so a call never rebinds a handle
@@ -19,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "backend/linalg.hpp"
+#include "backend/linalg_small.hpp"
 #include "core/cuda_check.hpp"
 #include "tessel/core/cublas_check.hpp"
 #include "tessel/core/device.hpp"
@@ -252,6 +254,7 @@ constexpr int kJacobiMaxSweeps = 100;
 // ---- Cholesky ----
 void cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, const Stream& stream) {
   const char* op = "cholesky";
+  if (small_kernel_applies(SmallKernel::cholesky, p)) return small_cholesky(p, a, upper, info, stream);
   Call c(stream, op);
   const cublasFillMode_t uplo = upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
   const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
@@ -284,6 +287,10 @@ void cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, con
 // ---- LU ----
 void lu(const LinalgBatch& p, void* a, Array& pivots, std::int32_t* info, const Stream& stream) {
   const char* op = "lu";
+  if (small_kernel_applies(SmallKernel::lu, p)) {
+    pivots = empty({p.batch, p.n}, DType::int32, stream.device(), stream);
+    return small_lu(p, a, static_cast<std::int32_t*>(pivots.data()), info, stream);
+  }
   Call c(stream, op);
   const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
   if (use_batched(p, kGetrfBatched)) {
@@ -319,6 +326,7 @@ void lu(const LinalgBatch& p, void* a, Array& pivots, std::int32_t* info, const 
 // ---- solve: LU, then the triangular solves ----
 void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, std::int32_t* info, const Stream& stream) {
   const char* op = "solve";
+  if (small_kernel_applies(SmallKernel::lu_solve, p)) return small_solve(p, a, b_data, nrhs, info, stream);
   const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
   const std::size_t b_bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * nrhs);
   if (use_batched(p, kGetrfBatched)) {
@@ -366,6 +374,7 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, std::
 // ---- eigh ----
 void eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream) {
   const char* op = "eigh";
+  if (small_kernel_applies(SmallKernel::eigh, p)) return small_eigh(p, a, w, vectors, info, stream);
   Call c(stream, op);
   const cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
   const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
@@ -412,6 +421,10 @@ void svd(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors
          const Stream& stream) {
   const char* op = "svd";
   if (p.m < p.n) throw Error("svd: internal error: the CUDA backend takes m >= n");
+  // tessel's kernel writes the thin U: it serves everything but the full U of a tall matrix.
+  if (small_kernel_applies(SmallKernel::svd, p) && (p.m == p.n || !full || !vectors)) {
+    return small_svd(p, a, s, u, vh, vectors, info, stream);
+  }
   Call c(stream, op);
   const std::int64_t k = p.n;
   const std::int64_t ucols = full ? p.m : k, vrows = full ? p.n : k;

@@ -12,6 +12,10 @@
 #include <vector>
 
 #include "testing.hpp"
+#if defined(TESSEL_HAVE_CUDA)
+#include "backend/linalg_small.hpp"
+#include "tessel/jit/compiler.hpp"
+#endif
 #include "tessel/tessel.hpp"
 
 namespace tessel {
@@ -259,6 +263,30 @@ TEST_P(LinalgTest, EmptyBatchesAndMatrices) {
   const auto d = host(linalg::det(empty_matrices));
   EXPECT_EQ(d, (std::vector<cd>{1.0, 1.0}));
 }
+
+#if defined(TESSEL_HAVE_CUDA)
+// tessel's small-matrix kernels compile for Hopper (NVRTC runs without a GPU), every kind and
+// dtype, at orders 1, 3 and 8 (the table's largest orders take minutes to compile on two cores).
+TEST(LinalgSmallKernels, CompileForSm90) {
+  using backend::cuda::SmallKernel;
+  for (DType dtype : {DType::float32, DType::float64}) {
+    for (SmallKernel kind : {SmallKernel::cholesky, SmallKernel::lu, SmallKernel::lu_solve, SmallKernel::eigh,
+                             SmallKernel::svd}) {
+      const auto* row = backend::cuda::small_kernel_tuning(kind, dtype);
+      ASSERT_NE(row, nullptr);
+      EXPECT_NE(std::string(row->measurement), "");
+      for (std::int64_t n : {std::int64_t{1}, std::int64_t{3}, std::min<std::int64_t>(8, row->max_n)}) {
+        const std::int64_t m = kind == SmallKernel::svd ? std::min<std::int64_t>(n + 2, row->max_n) : n;
+        jit::CompileRequest r = backend::cuda::small_kernel_request(kind, dtype, std::max(m, n), n, n == 3);
+        r.arch = "sm_90";
+        SCOPED_TRACE(r.name);
+        const jit::CompileResult c = jit::compile_to_cubin(r);
+        EXPECT_FALSE(c.cubin.empty());
+      }
+    }
+  }
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(All, LinalgTest,
                          ::testing::ValuesIn(testing::backend_dtype_cases(
