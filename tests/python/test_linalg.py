@@ -64,7 +64,7 @@ def on(device, a):
     return ts.asarray(a, device=device)
 
 
-SQUARE_SHAPES = [(1, 1), (5, 5), (3, 8, 8), (2, 3, 4, 4), (40, 40)]
+SQUARE_SHAPES = [(1, 1), (5, 5), (3, 8, 8), (2, 3, 4, 4), (40, 40), (2, 36, 36)]
 
 
 # ---- Cholesky ----
@@ -415,3 +415,36 @@ def test_linalg_error_class():
     assert issubclass(ts.linalg.LinAlgError, ValueError)
     assert issubclass(ts.linalg.LinAlgError, ts.TesselError)
     assert issubclass(ts.linalg.LinAlgError, ts.ValueError)
+
+
+# ---- batches of small matrices: on CUDA, tessel's own kernels (batch >= 64, n <= 16) ----
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 16])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_small_matrix_batches(device, rng, dtype, n):
+    batch = 100
+    a = spd(rng, (batch, n, n), dtype)
+    L = np.asarray(ts.linalg.cholesky(on(device, a)))
+    close(L @ H(L), a, dtype, n)
+    U = np.asarray(ts.linalg.cholesky(on(device, a), upper=True))
+    close(H(U) @ U, a, dtype, n)
+    g = general(rng, (batch, n, n), dtype, 10.0).astype(dtype)
+    b = random_array(rng, (batch, n, 3), dtype)
+    close(g.astype(np.float64) @ np.asarray(ts.linalg.solve(on(device, g), on(device, b))), b, dtype, n, 10)
+    close(g.astype(np.float64) @ np.asarray(ts.linalg.inv(on(device, g))), np.broadcast_to(np.eye(n), g.shape), dtype, n, 10)
+    close(ts.linalg.det(on(device, g)), np.linalg.det(g.astype(np.float64)), dtype, n, 100)
+    s = hermitian(rng, (batch, n, n), dtype)
+    w, v = ts.linalg.eigh(on(device, s))
+    w, v = np.asarray(w), np.asarray(v)
+    close(s.astype(np.float64) @ v, v * w[..., None, :], dtype, n, 10)
+    close(H(v) @ v, np.broadcast_to(np.eye(n), s.shape), dtype, n)
+    close(w, np.linalg.eigvalsh(s.astype(np.float64)), dtype, n, 10)
+    for m in sorted({n, min(n + 3, 16)}):
+        x = random_array(rng, (batch, m, n), dtype)
+        x[:, :, -1] = x[:, :, 0]  # rank deficient: U must still be orthonormal
+        for full in (False, True):
+            u, sv, vh = (np.asarray(t) for t in ts.linalg.svd(on(device, x), full_matrices=full))
+            k = min(m, n)
+            close((u[..., :, :k] * sv[..., None, :]) @ vh[..., :k, :], x, dtype, m)
+            close(H(u) @ u, np.broadcast_to(np.eye(u.shape[-1]), (batch,) + (u.shape[-1],) * 2), dtype, m)
+            close(vh @ H(vh), np.broadcast_to(np.eye(vh.shape[-2]), (batch,) + (vh.shape[-2],) * 2), dtype, m)
+            close(sv, np.linalg.svd(x.astype(np.float64), compute_uv=False), dtype, m)
