@@ -11,6 +11,11 @@
 // with info > 0 instead of looping.
 
 #define TESSEL_SMALL __device__ __forceinline__
+// Full unrolling: the loop bounds are template constants. (A host build of these kernels, as in
+// tests/cpp/ops/linalg_small_host_test.cpp, defines it empty.)
+#ifndef TESSEL_UNROLL
+#define TESSEL_UNROLL _Pragma("unroll")
+#endif
 
 namespace tessel_linalg_small {
 
@@ -36,30 +41,30 @@ __global__ void cholesky(T* __restrict__ a, int* __restrict__ info, long long ba
   TESSEL_FOR_EACH_MATRIX(b, batch) {
     T* m = a + b * N * N;
     T l[N * N];  // l[i + j * N] = L(i, j), i >= j; read from the chosen triangle
-#pragma unroll
+    TESSEL_UNROLL
     for (int j = 0; j < N; ++j)
-#pragma unroll
+      TESSEL_UNROLL
       for (int i = j; i < N; ++i) l[i + j * N] = Upper ? m[j + i * N] : m[i + j * N];
     int failed = 0;
-#pragma unroll
+    TESSEL_UNROLL
     for (int j = 0; j < N; ++j) {
       T d = l[j + j * N];
-#pragma unroll
+      TESSEL_UNROLL
       for (int k = 0; k < j; ++k) d -= l[j + k * N] * l[j + k * N];
       if (!(d > T(0)) && failed == 0) failed = j + 1;  // also NaN
       const T r = sqrt_of(d);
       l[j + j * N] = r;
-#pragma unroll
+      TESSEL_UNROLL
       for (int i = j + 1; i < N; ++i) {
         T s = l[i + j * N];
-#pragma unroll
+        TESSEL_UNROLL
         for (int k = 0; k < j; ++k) s -= l[i + k * N] * l[j + k * N];
         l[i + j * N] = s / r;
       }
     }
-#pragma unroll
+    TESSEL_UNROLL
     for (int j = 0; j < N; ++j)
-#pragma unroll
+      TESSEL_UNROLL
       for (int i = j; i < N; ++i) {
         if (Upper) m[j + i * N] = l[i + j * N];
         else m[i + j * N] = l[i + j * N];
@@ -74,11 +79,11 @@ __global__ void cholesky(T* __restrict__ a, int* __restrict__ info, long long ba
 template <class T, int N>
 TESSEL_SMALL int lu_factor(T (&lu)[N * N], int (&piv)[N]) {
   int info = 0;
-#pragma unroll
+  TESSEL_UNROLL
   for (int k = 0; k < N; ++k) {
     int p = k;
     T best = abs_of(lu[k + k * N]);
-#pragma unroll
+    TESSEL_UNROLL
     for (int i = k + 1; i < N; ++i) {
       const T v = abs_of(lu[i + k * N]);
       if (v > best) {
@@ -87,13 +92,13 @@ TESSEL_SMALL int lu_factor(T (&lu)[N * N], int (&piv)[N]) {
       }
     }
     piv[k] = p;
-#pragma unroll
+    TESSEL_UNROLL
     for (int j = 0; j < N; ++j) {  // swap rows k and p by selects
       const T rk = lu[k + j * N];
       T rp = rk;
-#pragma unroll
+      TESSEL_UNROLL
       for (int i = k + 1; i < N; ++i) rp = i == p ? lu[i + j * N] : rp;
-#pragma unroll
+      TESSEL_UNROLL
       for (int i = k + 1; i < N; ++i) lu[i + j * N] = i == p ? rk : lu[i + j * N];
       lu[k + j * N] = rp;
     }
@@ -103,11 +108,11 @@ TESSEL_SMALL int lu_factor(T (&lu)[N * N], int (&piv)[N]) {
       continue;  // LAPACK goes on; the column below stays as it is
     }
     const T inv = T(1) / pivot;
-#pragma unroll
+    TESSEL_UNROLL
     for (int i = k + 1; i < N; ++i) lu[i + k * N] *= inv;
-#pragma unroll
+    TESSEL_UNROLL
     for (int j = k + 1; j < N; ++j)
-#pragma unroll
+      TESSEL_UNROLL
       for (int i = k + 1; i < N; ++i) lu[i + j * N] -= lu[i + k * N] * lu[k + j * N];
   }
   return info;
@@ -116,23 +121,23 @@ TESSEL_SMALL int lu_factor(T (&lu)[N * N], int (&piv)[N]) {
 // x <- (LU)^-1 P x for one right-hand side.
 template <class T, int N>
 TESSEL_SMALL void lu_solve(const T (&lu)[N * N], const int (&piv)[N], T (&x)[N]) {
-#pragma unroll
+  TESSEL_UNROLL
   for (int k = 0; k < N; ++k) {
     const T xk = x[k];
     T xp = xk;
-#pragma unroll
+    TESSEL_UNROLL
     for (int i = k + 1; i < N; ++i) xp = i == piv[k] ? x[i] : xp;
-#pragma unroll
+    TESSEL_UNROLL
     for (int i = k + 1; i < N; ++i) x[i] = i == piv[k] ? xk : x[i];
     x[k] = xp;
   }
-#pragma unroll
+  TESSEL_UNROLL
   for (int i = 1; i < N; ++i)
-#pragma unroll
+    TESSEL_UNROLL
     for (int k = 0; k < i; ++k) x[i] -= lu[i + k * N] * x[k];
-#pragma unroll
+  TESSEL_UNROLL
   for (int i = N - 1; i >= 0; --i) {
-#pragma unroll
+    TESSEL_UNROLL
     for (int k = i + 1; k < N; ++k) x[i] -= lu[i + k * N] * x[k];
     x[i] /= lu[i + i * N];
   }
@@ -145,12 +150,12 @@ __global__ void lu(T* __restrict__ a, int* __restrict__ pivots, int* __restrict_
     T* m = a + b * N * N;
     T f[N * N];
     int piv[N];
-#pragma unroll
+    TESSEL_UNROLL
     for (int e = 0; e < N * N; ++e) f[e] = m[e];
     info[b] = lu_factor<T, N>(f, piv);
-#pragma unroll
+    TESSEL_UNROLL
     for (int e = 0; e < N * N; ++e) m[e] = f[e];
-#pragma unroll
+    TESSEL_UNROLL
     for (int k = 0; k < N; ++k) pivots[b * N + k] = piv[k] + 1;
   }
 }
@@ -162,18 +167,18 @@ __global__ void lu_solve_batch(T* __restrict__ a, T* __restrict__ rhs, int nrhs,
     T* m = a + b * N * N;
     T f[N * N];
     int piv[N];
-#pragma unroll
+    TESSEL_UNROLL
     for (int e = 0; e < N * N; ++e) f[e] = m[e];
     info[b] = lu_factor<T, N>(f, piv);
-#pragma unroll
+    TESSEL_UNROLL
     for (int e = 0; e < N * N; ++e) m[e] = f[e];
     T* x = rhs + b * N * static_cast<long long>(nrhs);
     for (int c = 0; c < nrhs; ++c) {
       T v[N];
-#pragma unroll
+      TESSEL_UNROLL
       for (int i = 0; i < N; ++i) v[i] = x[i + c * N];
       lu_solve<T, N>(f, piv, v);
-#pragma unroll
+      TESSEL_UNROLL
       for (int i = 0; i < N; ++i) x[i + c * N] = v[i];
     }
   }
@@ -190,6 +195,17 @@ TESSEL_SMALL void jacobi_rotation(T alpha, T beta, T gamma, T& c, T& s, T& t) {
   s = c * t;
 }
 
+// Columns p and q of the Rows x Cols column-major x become c * x_p - s * x_q and s * x_p + c * x_q.
+template <class T, int Rows, int Cols>
+TESSEL_SMALL void rotate_columns(T (&x)[Rows * Cols], int p, int q, T c, T s) {
+  TESSEL_UNROLL
+  for (int k = 0; k < Rows; ++k) {
+    const T kp = x[k + p * Rows], kq = x[k + q * Rows];
+    x[k + p * Rows] = c * kp - s * kq;
+    x[k + q * Rows] = s * kp + c * kq;
+  }
+}
+
 // ---- Jacobi eigh (cyclic, real symmetric, lower triangle read) ----
 // w: N ascending eigenvalues; the eigenvectors (columns) replace a when `vectors`.
 template <class T, int N>
@@ -198,73 +214,63 @@ __global__ void jacobi_eigh(T* __restrict__ a, T* __restrict__ w, int vectors, i
   TESSEL_FOR_EACH_MATRIX(b, batch) {
     T* m = a + b * N * N;
     T s[N * N], v[N * N];
-#pragma unroll
+    TESSEL_UNROLL
     for (int j = 0; j < N; ++j)
-#pragma unroll
+      TESSEL_UNROLL
       for (int i = j; i < N; ++i) {
         const T x = m[i + j * N];
         s[i + j * N] = x;
         s[j + i * N] = x;
       }
-#pragma unroll
+    TESSEL_UNROLL
     for (int e = 0; e < N * N; ++e) v[e] = (e % (N + 1) == 0) ? T(1) : T(0);
     T total = T(0);
-#pragma unroll
+    TESSEL_UNROLL
     for (int e = 0; e < N * N; ++e) total += s[e] * s[e];
     const T tolerance = epsilon<T>() * epsilon<T>() * total;
     int converged = 0;
     for (int sweep = 0; sweep < max_sweeps; ++sweep) {
       T off = T(0);
-#pragma unroll
+      TESSEL_UNROLL
       for (int q = 1; q < N; ++q)
-#pragma unroll
+        TESSEL_UNROLL
         for (int p = 0; p < q; ++p) off += s[p + q * N] * s[p + q * N];
       if (off <= tolerance) {  // false for NaN: the sweep cap ends it
         converged = 1;
         break;
       }
-#pragma unroll
+      TESSEL_UNROLL
       for (int q = 1; q < N; ++q)
-#pragma unroll
+        TESSEL_UNROLL
         for (int p = 0; p < q; ++p) {
           const T apq = s[p + q * N];
           if (apq == T(0)) continue;
           T c, sn, t;
           jacobi_rotation(s[p + p * N], s[q + q * N], apq, c, sn, t);
-#pragma unroll
-          for (int k = 0; k < N; ++k) {  // columns p and q, then rows (symmetric)
-            const T kp = s[k + p * N], kq = s[k + q * N];
-            s[k + p * N] = c * kp - sn * kq;
-            s[k + q * N] = sn * kp + c * kq;
-          }
-#pragma unroll
+          rotate_columns<T, N, N>(s, p, q, c, sn);  // columns p and q, then rows (symmetric)
+          TESSEL_UNROLL
           for (int k = 0; k < N; ++k) {
             const T pk = s[p + k * N], qk = s[q + k * N];
             s[p + k * N] = c * pk - sn * qk;
             s[q + k * N] = sn * pk + c * qk;
           }
-#pragma unroll
-          for (int k = 0; k < N; ++k) {
-            const T kp = v[k + p * N], kq = v[k + q * N];
-            v[k + p * N] = c * kp - sn * kq;
-            v[k + q * N] = sn * kp + c * kq;
-          }
+          rotate_columns<T, N, N>(v, p, q, c, sn);
         }
     }
     info[b] = converged ? 0 : 1;
     // Ascending order: each eigenvalue's rank (ties by index) is where it and its vector go.
-#pragma unroll
+    TESSEL_UNROLL
     for (int i = 0; i < N; ++i) {
       const T wi = s[i + i * N];
       int rank = 0;
-#pragma unroll
+      TESSEL_UNROLL
       for (int j = 0; j < N; ++j) {
         const T wj = s[j + j * N];
         rank += (wj < wi || (wj == wi && j < i)) ? 1 : 0;
       }
       w[b * N + rank] = wi;
       if (vectors) {
-#pragma unroll
+        TESSEL_UNROLL
         for (int k = 0; k < N; ++k) m[k + rank * N] = v[k + i * N];
       }
     }
@@ -279,19 +285,19 @@ __global__ void jacobi_svd(const T* __restrict__ a, T* __restrict__ s, T* __rest
   TESSEL_FOR_EACH_MATRIX(b, batch) {
     const T* m = a + b * M * N;
     T x[M * N], v[N * N];
-#pragma unroll
+    TESSEL_UNROLL
     for (int e = 0; e < M * N; ++e) x[e] = m[e];
-#pragma unroll
+    TESSEL_UNROLL
     for (int e = 0; e < N * N; ++e) v[e] = (e % (N + 1) == 0) ? T(1) : T(0);
     int converged = 0;
     for (int sweep = 0; sweep < max_sweeps; ++sweep) {
       int rotated = 0;
-#pragma unroll
+      TESSEL_UNROLL
       for (int q = 1; q < N; ++q)
-#pragma unroll
+        TESSEL_UNROLL
         for (int p = 0; p < q; ++p) {
           T alpha = T(0), beta = T(0), gamma = T(0);
-#pragma unroll
+          TESSEL_UNROLL
           for (int k = 0; k < M; ++k) {
             alpha += x[k + p * M] * x[k + p * M];
             beta += x[k + q * M] * x[k + q * M];
@@ -302,18 +308,8 @@ __global__ void jacobi_svd(const T* __restrict__ a, T* __restrict__ s, T* __rest
           rotated = 1;
           T c, sn, t;
           jacobi_rotation(alpha, beta, gamma, c, sn, t);
-#pragma unroll
-          for (int k = 0; k < M; ++k) {
-            const T kp = x[k + p * M], kq = x[k + q * M];
-            x[k + p * M] = c * kp - sn * kq;
-            x[k + q * M] = sn * kp + c * kq;
-          }
-#pragma unroll
-          for (int k = 0; k < N; ++k) {
-            const T kp = v[k + p * N], kq = v[k + q * N];
-            v[k + p * N] = c * kp - sn * kq;
-            v[k + q * N] = sn * kp + c * kq;
-          }
+          rotate_columns<T, M, N>(x, p, q, c, sn);
+          rotate_columns<T, N, N>(v, p, q, c, sn);
         }
       if (!rotated) {
         converged = 1;
@@ -322,45 +318,45 @@ __global__ void jacobi_svd(const T* __restrict__ a, T* __restrict__ s, T* __rest
     }
     info[b] = converged ? 0 : 1;
     T sigma[N];
-#pragma unroll
+    TESSEL_UNROLL
     for (int j = 0; j < N; ++j) {
       T n2 = T(0);
-#pragma unroll
+      TESSEL_UNROLL
       for (int k = 0; k < M; ++k) n2 += x[k + j * M] * x[k + j * M];
       sigma[j] = sqrt_of(n2);
     }
     if (vectors) {
       // U's columns: x's columns normalized; a zero column is completed with the first unit
       // vector that is independent of the other columns (Gram-Schmidt against them).
-#pragma unroll
+      TESSEL_UNROLL
       for (int j = 0; j < N; ++j) {
         if (sigma[j] > T(0)) {
-#pragma unroll
+          TESSEL_UNROLL
           for (int k = 0; k < M; ++k) x[k + j * M] /= sigma[j];
         }
       }
-#pragma unroll
+      TESSEL_UNROLL
       for (int j = 0; j < N; ++j) {
         if (sigma[j] > T(0)) continue;
         for (int candidate = 0; candidate < M; ++candidate) {
           T col[M];
-#pragma unroll
+          TESSEL_UNROLL
           for (int k = 0; k < M; ++k) col[k] = k == candidate ? T(1) : T(0);
-#pragma unroll
+          TESSEL_UNROLL
           for (int i = 0; i < N; ++i) {
             if (i == j || !(sigma[i] > T(0) || i < j)) continue;  // normalized or completed columns
             T dot = T(0);
-#pragma unroll
+            TESSEL_UNROLL
             for (int k = 0; k < M; ++k) dot += x[k + i * M] * col[k];
-#pragma unroll
+            TESSEL_UNROLL
             for (int k = 0; k < M; ++k) col[k] -= dot * x[k + i * M];
           }
           T n2 = T(0);
-#pragma unroll
+          TESSEL_UNROLL
           for (int k = 0; k < M; ++k) n2 += col[k] * col[k];
           if (n2 > T(0.25)) {
             const T r = T(1) / sqrt_of(n2);
-#pragma unroll
+            TESSEL_UNROLL
             for (int k = 0; k < M; ++k) x[k + j * M] = col[k] * r;
             break;
           }
@@ -368,17 +364,17 @@ __global__ void jacobi_svd(const T* __restrict__ a, T* __restrict__ s, T* __rest
       }
     }
     // Descending order by rank (ties by index).
-#pragma unroll
+    TESSEL_UNROLL
     for (int i = 0; i < N; ++i) {
       int rank = 0;
-#pragma unroll
+      TESSEL_UNROLL
       for (int j = 0; j < N; ++j) rank += (sigma[j] > sigma[i] || (sigma[j] == sigma[i] && j < i)) ? 1 : 0;
       s[b * N + rank] = sigma[i];
       if (vectors) {
-#pragma unroll
+        TESSEL_UNROLL
         for (int k = 0; k < M; ++k) u[b * M * N + k + rank * M] = x[k + i * M];
         // Vh(rank, k) = V(k, i); Vh is N x N column-major.
-#pragma unroll
+        TESSEL_UNROLL
         for (int k = 0; k < N; ++k) vh[b * N * N + rank + k * N] = v[k + i * N];
       }
     }
@@ -390,3 +386,4 @@ __global__ void jacobi_svd(const T* __restrict__ a, T* __restrict__ s, T* __rest
 }  // namespace tessel_linalg_small
 
 #undef TESSEL_SMALL
+#undef TESSEL_UNROLL
