@@ -44,6 +44,9 @@ constexpr BatchedCrossover kPotrfBatched{"potrfBatched", 64};
 constexpr BatchedCrossover kGetrfBatched{"getrfBatched", 32};
 constexpr BatchedCrossover kSyevjBatched{"syevjBatched", 32};  // cuSOLVER: n <= 32
 constexpr BatchedCrossover kGesvdjBatched{"gesvdjBatched", 32};  // cuSOLVER: m, n <= 32
+// cusolverDnXsyevBatched above syevjBatched's range (PyTorch and CuPy saw it fail for 100,000
+// 8x8 matrices, which syevjBatched and tessel's kernels take instead).
+constexpr BatchedCrossover kXsyevBatched{"XsyevBatched", 512};
 
 bool use_batched(const LinalgBatch& p, const BatchedCrossover& c) {
   return p.batch >= kMinBatch && std::max(p.m, p.n) <= c.max_n;
@@ -403,6 +406,18 @@ void eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* in
   }
   const cudaDataType t = data_type(p.dtype), rt = real_type(p.dtype);
   std::size_t dev_bytes = 0, host_bytes = 0;
+  if (use_batched(p, kXsyevBatched)) {
+    TESSEL_CUSOLVER_CHECK(cusolverDnXsyevBatched_bufferSize(c.h.solver, c.h.params, jobz, CUBLAS_FILL_MODE_LOWER, p.n, t,
+                                                            a, p.n, rt, w, t, &dev_bytes, &host_bytes, p.batch),
+                          op);
+    auto work = c.device_buffer(dev_bytes);
+    HostWork host;
+    TESSEL_CUSOLVER_CHECK(cusolverDnXsyevBatched(c.h.solver, c.h.params, jobz, CUBLAS_FILL_MODE_LOWER, p.n, t, a, p.n, rt,
+                                                 w, t, work->data(), dev_bytes, host.get(host_bytes), host_bytes, info,
+                                                 p.batch),
+                          op);
+    return;
+  }
   TESSEL_CUSOLVER_CHECK(cusolverDnXsyevd_bufferSize(c.h.solver, c.h.params, jobz, CUBLAS_FILL_MODE_LOWER, p.n, t, a, p.n,
                                                     rt, w, t, &dev_bytes, &host_bytes),
                         op);
