@@ -250,14 +250,19 @@ CholeskyExResult cholesky_ex(const Array& x, bool upper, const OptionalStream& s
   const char* op = "cholesky";
   const Matrices mat = inspect(x, op, true);
   const Stream stream = detail::op_stream(x, stream_arg, op);
-  Array work = column_major_copy(x, mat.batch_shape, mat.dtype, stream);
+  // A plain (row-major) copy, no transpose: read column-major it is x^T, whose other triangle
+  // holds the triangle of x that LAPACK should read. The Hermitian matrix it defines is conj(x)
+  // (x for real input), whose factor with the other `upper` is, read row-major again, the factor
+  // of x asked for: (U')^T = L when conj(x) = U'^H U'. This saves a strided transpose of x.
+  Array work = empty(x.shape(), mat.dtype, x.device(), stream);
+  if (work.size() > 0) copyto(work, x, stream);
   Array info = zeros(mat.batch_shape, DType::int32, x.device(), stream);
   if (mat.batch > 0 && mat.n > 0) {
     before(stream, {&work, &info});
-    TESSEL_LINALG_BACKEND(x.device(), cholesky, batch_desc(mat), work.data(), upper, info_data(info), stream);
+    TESSEL_LINALG_BACKEND(x.device(), cholesky, batch_desc(mat), work.data(), !upper, info_data(info), stream);
     after(stream, {&work, &info});
   }
-  return {keep_triangle(matrices_of(work), !upper, stream), info};
+  return {keep_triangle(work, !upper, stream), info};
 }
 
 Array cholesky(const Array& x, bool upper, const OptionalStream& stream) {

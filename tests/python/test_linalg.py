@@ -85,6 +85,17 @@ def test_cholesky_reconstructs(device, rng, dtype, shape, upper):
     close(got, H(ref) if upper else ref, dtype, n, cond=10)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_cholesky_reads_one_triangle(device, rng, dtype):
+    a = spd(rng, (2, 6, 6), dtype)
+    garbage = random_array(rng, (2, 6, 6), dtype) * 1e3
+    want = np.linalg.cholesky(a)
+    lower_only = np.tril(a) + np.triu(garbage, 1)
+    close(ts.linalg.cholesky(on(device, lower_only)), want, dtype, 6, 10)
+    upper_only = np.triu(a) + np.tril(garbage, -1)
+    close(ts.linalg.cholesky(on(device, upper_only), upper=True), H(want), dtype, 6, 10)
+
+
 def test_cholesky_not_positive_definite_names_the_batch_index(device, rng):
     a = spd(rng, (2, 3, 4, 4), "float64")
     a[1, 2] = -np.eye(4)
