@@ -16,6 +16,10 @@
 
 namespace tessel::backend {
 
+// solve takes row-major matrices (solving with the transpose of what LAPACK sees) from this order
+// on: below it the batched and small-matrix paths take column-major copies.
+constexpr std::int64_t kTransposedSolveMinN = 64;
+
 struct LinalgBatch {
   DType dtype = DType::float64;
   std::int64_t batch = 1;
@@ -28,8 +32,9 @@ struct LinalgBatch {
   /* a (n x n) -> its LU factors; pivots: a fresh int array (batch, n) of 1-based row swaps, in */              \
   /* the backend's int type (int32 or int64). */                                                               \
   void lu(const LinalgBatch& p, void* a, Array& pivots, std::int32_t* info, const Stream& stream);            \
-  /* a (n x n) -> LU; b (n x nrhs, batch matrices) -> the solution of a x = b. */                              \
-  void solve(const LinalgBatch& p, void* a, void* b, std::int64_t nrhs, std::int32_t* info,                   \
+  /* a (n x n) -> LU; b (n x nrhs, batch matrices) -> the solution of a x = b, or of a^T x = b when */      \
+  /* `transposed` (a then holds the row-major matrix; only for n > kTransposedSolveMinN). */                   \
+  void solve(const LinalgBatch& p, void* a, void* b, std::int64_t nrhs, bool transposed, std::int32_t* info,  \
              const Stream& stream);                                                                            \
   /* a (n x n) destroyed, or the eigenvectors (columns) when `vectors`; w (batch, n) real. */                 \
   void eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream);  \

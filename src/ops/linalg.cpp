@@ -2,9 +2,11 @@
 // column-major working copies the backends factor in place, and the parts composed from other
 // ops (triangles, determinants from LU factors, info checks).
 //
-// Every input is copied once into a fresh column-major batch (LAPACK and cuSOLVER overwrite
-// their input); the copy also casts and broadcasts. Matrix results are the backends' column-major
-// buffers seen through a swap of the last two axes, so no second copy is made.
+// Every input is copied once into a fresh batch (LAPACK and cuSOLVER overwrite their input); the
+// copy also casts and broadcasts. It is column-major (a strided transpose of the input) except
+// where the transpose is free to use instead: Cholesky (x Hermitian), determinants
+// (det x^T = det x) and solves of order > 64 (LAPACK's transposed solve). Matrix results are the
+// backends' column-major buffers seen through a swap of the last two axes: no second copy.
 #include "tessel/ops/linalg.hpp"
 
 #include <algorithm>
@@ -72,6 +74,14 @@ Array column_major_copy(const Array& x, const Shape& batch_shape, DType dtype, c
   const std::int64_t rows = x.dim(-2), cols = x.dim(-1);
   Array work = empty(with_tail(batch_shape, {cols, rows}), dtype, x.device(), stream);
   if (work.size() > 0) copyto(work.swapaxes(-1, -2), x, stream);
+  return work;
+}
+
+// x (broadcast to batch_shape + its matrix shape, cast to dtype) copied into a fresh row-major
+// buffer: read column-major, each matrix is x^T.
+Array row_major_copy(const Array& x, const Shape& batch_shape, DType dtype, const Stream& stream) {
+  Array work = empty(with_tail(batch_shape, {x.dim(-2), x.dim(-1)}), dtype, x.device(), stream);
+  if (work.size() > 0) copyto(work, x, stream);
   return work;
 }
 
@@ -176,7 +186,7 @@ struct LU {
 };
 LU lu_factor(const Array& x, const Matrices& mat, const Stream& stream) {
   LU r;
-  r.factors = column_major_copy(x, mat.batch_shape, mat.dtype, stream);
+  r.factors = row_major_copy(x, mat.batch_shape, mat.dtype, stream);  // LU of x^T: the same determinant
   r.info = zeros(mat.batch_shape, DType::int32, x.device(), stream);
   if (mat.batch > 0 && mat.n > 0) {
     backend::LinalgBatch p = batch_desc(mat);
@@ -277,12 +287,15 @@ InvExResult inv_ex(const Array& x, const OptionalStream& stream_arg) {
   const char* op = "inv";
   const Matrices mat = inspect(x, op, true);
   const Stream stream = detail::op_stream(x, stream_arg, op);
-  Array work = column_major_copy(x, mat.batch_shape, mat.dtype, stream);
+  const bool transposed = mat.n > backend::kTransposedSolveMinN;  // large: no strided transpose of x
+  Array work = transposed ? row_major_copy(x, mat.batch_shape, mat.dtype, stream)
+                          : column_major_copy(x, mat.batch_shape, mat.dtype, stream);
   Array result = identity_batch(mat.batch_shape, mat.n, mat.dtype, x.device(), stream);
   Array info = zeros(mat.batch_shape, DType::int32, x.device(), stream);
   if (mat.batch > 0 && mat.n > 0) {
     before(stream, {&work, &result, &info});
-    TESSEL_LINALG_BACKEND(x.device(), solve, batch_desc(mat), work.data(), result.data(), mat.n, info_data(info), stream);
+    TESSEL_LINALG_BACKEND(x.device(), solve, batch_desc(mat), work.data(), result.data(), mat.n, transposed,
+                          info_data(info), stream);
     after(stream, {&work, &result, &info});
   }
   return {matrices_of(result), info};
@@ -321,12 +334,15 @@ SolveExResult solve_ex(const Array& x1, const Array& x2, const OptionalStream& s
     mat.batch = product(mat.batch_shape);
   }
   const std::int64_t nrhs = vector ? 1 : x2.dim(-1);
-  Array a = column_major_copy(x1, mat.batch_shape, mat.dtype, stream);
+  const bool transposed = mat.n > backend::kTransposedSolveMinN;  // large: no strided transpose of x1
+  Array a = transposed ? row_major_copy(x1, mat.batch_shape, mat.dtype, stream)
+                       : column_major_copy(x1, mat.batch_shape, mat.dtype, stream);
   Array b = column_major_copy(vector ? x2.reshape({mat.n, 1}) : x2, mat.batch_shape, mat.dtype, stream);
   Array info = zeros(mat.batch_shape, DType::int32, x1.device(), stream);
   if (mat.batch > 0 && mat.n > 0 && nrhs > 0) {
     before(stream, {&a, &b, &info});
-    TESSEL_LINALG_BACKEND(x1.device(), solve, batch_desc(mat), a.data(), b.data(), nrhs, info_data(info), stream);
+    TESSEL_LINALG_BACKEND(x1.device(), solve, batch_desc(mat), a.data(), b.data(), nrhs, transposed, info_data(info),
+                          stream);
     after(stream, {&a, &b, &info});
   }
   Array result = vector ? b.reshape(with_tail(mat.batch_shape, {mat.n})) : matrices_of(b);

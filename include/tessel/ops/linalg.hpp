@@ -9,8 +9,9 @@
 // syevjBatched, gesvdjBatched) for many small matrices; workspaces come from the caching
 // allocator and handles from a per-(device, stream) cache.
 //
-// Matrix results are returned as views of column-major buffers (the layout LAPACK and cuSOLVER
-// write): their last two strides are (1, rows). Every function takes the stream last.
+// The matrix results of inv, solve, eigh, eig, svd and qr's Q are views of column-major buffers
+// (the layout LAPACK and cuSOLVER write): their last two strides are (1, rows). Every function
+// takes the stream last.
 //
 // Errors without a synchronization: the *_ex functions return LAPACK's `info` per matrix (int32,
 // the batch shape, on the input's device) and never read it. The plain functions read it (a

@@ -135,8 +135,8 @@ void getrf(lapack_int n, T* a, lapack_int* ipiv, lapack_int* info) {
   else zgetrf_(&n, &n, a, &n, ipiv, info);
 }
 template <class T>
-void getrs(lapack_int n, lapack_int nrhs, const T* a, const lapack_int* ipiv, T* b, lapack_int* info) {
-  const char t = 'N';
+void getrs(bool transposed, lapack_int n, lapack_int nrhs, const T* a, const lapack_int* ipiv, T* b, lapack_int* info) {
+  const char t = transposed ? 'T' : 'N';
   if constexpr (std::is_same_v<T, float>) sgetrs_(&t, &n, &nrhs, a, &n, ipiv, b, &n, info, 1);
   else if constexpr (std::is_same_v<T, double>) dgetrs_(&t, &n, &nrhs, a, &n, ipiv, b, &n, info, 1);
   else if constexpr (std::is_same_v<T, cf>) cgetrs_(&t, &n, &nrhs, a, &n, ipiv, b, &n, info, 1);
@@ -362,7 +362,8 @@ void lu(const LinalgBatch& p, void* a, Array& pivots, std::int32_t* info, const 
   });
 }
 
-void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, std::int32_t* info, const Stream&) {
+void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool transposed, std::int32_t* info,
+           const Stream&) {
   const lapack_int n = to_int(p.n, "solve"), k = to_int(nrhs, "solve");
   dispatch(p.dtype, "solve", [&](auto tag) {
     using T = decltype(tag);
@@ -377,7 +378,7 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, std::
           info[b] = i;
           // A singular matrix gives inf/NaN solutions, as NumPy's would before its error.
           lapack_int j = 0;
-          getrs<T>(n, k, m, ipiv.data(), rhs + b * p.n * nrhs, &j);
+          getrs<T>(transposed, n, k, m, ipiv.data(), rhs + b * p.n * nrhs, &j);
         });
   });
 }

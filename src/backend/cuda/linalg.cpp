@@ -327,12 +327,14 @@ void lu(const LinalgBatch& p, void* a, Array& pivots, std::int32_t* info, const 
 }
 
 // ---- solve: LU, then the triangular solves ----
-void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, std::int32_t* info, const Stream& stream) {
+void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool transposed, std::int32_t* info,
+           const Stream& stream) {
   const char* op = "solve";
-  if (small_kernel_applies(SmallKernel::lu_solve, p)) return small_solve(p, a, b_data, nrhs, info, stream);
+  if (transposed && p.n <= kTransposedSolveMinN) throw Error("solve: internal error: a transposed solve of small matrices");
+  if (!transposed && small_kernel_applies(SmallKernel::lu_solve, p)) return small_solve(p, a, b_data, nrhs, info, stream);
   const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
   const std::size_t b_bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * nrhs);
-  if (use_batched(p, kGetrfBatched)) {
+  if (!transposed && use_batched(p, kGetrfBatched)) {
     Array pivots;
     lu(p, a, pivots, info, stream);
     Call c(stream, op);
@@ -367,7 +369,7 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, std::
                                            static_cast<std::int64_t*>(piv->data()), t, work->data(), dev_bytes, hw,
                                            host_bytes, info + b),
                           op);
-    TESSEL_CUSOLVER_CHECK(cusolverDnXgetrs(c.h.solver, c.h.params, CUBLAS_OP_N, p.n, nrhs, t, at(a, b, bytes), p.n,
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgetrs(c.h.solver, c.h.params, transposed ? CUBLAS_OP_T : CUBLAS_OP_N, p.n, nrhs, t, at(a, b, bytes), p.n,
                                            static_cast<const std::int64_t*>(piv->data()), t, at(b_data, b, b_bytes), p.n,
                                            static_cast<int*>(solve_info->data())),
                           op);
