@@ -261,7 +261,7 @@ void cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, con
   Call c(stream, op);
   const cublasFillMode_t uplo = upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
   const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
-  if (!upper && use_batched(p, kPotrfBatched)) {  // the lower factor: potrfBatched's documented mode
+  if (use_batched(p, kPotrfBatched)) {  // either triangle (cuSOLVER documents both fill modes)
     const int n = to_int(p.n, op);
     by_dtype(p.dtype, op, [&](auto tag) {
       using T = decltype(tag);
