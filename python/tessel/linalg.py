@@ -444,9 +444,7 @@ def lstsq(a, b, /, rcond=None):
     if full:
         r = matmul(a.astype(dt) if a.dtype != dt else a, x) - bm
         ra = _tessel.abs(r)
-        residuals = _tessel.sum(ra * ra, axis=-2)
-        if vector:
-            residuals = _tessel.reshape(residuals, residuals.shape[:-1])
+        residuals = _tessel.sum(ra * ra, axis=-2)  # (..., K); (..., 1) for a vector b, as NumPy's (1,)
     else:
         residuals = _tessel.zeros((0,), dtype=s.dtype, device=a.device)
     if vector:

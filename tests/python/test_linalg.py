@@ -355,6 +355,11 @@ def test_rank_pinv_cond_lstsq(device, rng, dtype):
     wx, wres, wrank, ws = np.linalg.lstsq(a[1].astype(ref_t), b[:, 0].astype(ref_t), rcond=None)
     close(x, wx, dtype, 6, 100)
     assert rank == wrank == 3 and res.shape == wres.shape == (0,)
+    x, res, rank, s = ts.linalg.lstsq(on(device, a[0]), on(device, b[:, 1]))
+    wx, wres, wrank, ws = np.linalg.lstsq(a[0].astype(ref_t), b[:, 1].astype(ref_t), rcond=None)
+    close(x, wx, dtype, 6, 100)
+    close(res, wres, dtype, 6, 100)
+    assert res.shape == wres.shape == (1,) and rank == wrank == 4
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
