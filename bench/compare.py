@@ -590,6 +590,32 @@ def w_set_ops(libs, timer, quick):
     return out
 
 
+def w_linalg(libs, timer, quick):
+    """The batched small-matrix rows of bench/peers/python_linalg.py (all rows without --quick)."""
+    out = []
+    sys.path.insert(0, os.path.join(HERE, "peers"))
+    if not libs.has("tessel"):
+        return [skipped("linalg", "batched small matrices", "tessel", "tessel sees no CUDA device")]
+    import python_linalg
+    names = python_linalg.QUICK_ROWS if quick else list(python_linalg.ROWS)
+    for name in names:
+        variant = python_linalg.ROWS[name][0]
+        try:
+            row = python_linalg.measure_row(name, rounds=1 if quick else 3, log=lambda *_: None)
+        except Exception as e:
+            out.append(Result("linalg", variant, "tessel", "crashed", note=f"{type(e).__name__}: {e}"[:160]))
+            continue
+        for lib, entry in row["libraries"].items():
+            if lib == "tessel_ex":
+                continue
+            if entry["status"] == "ok":
+                out.append(Result("linalg", variant, lib, "ok", entry["ms"], 1e3 / entry["ms"], "calls/s"))
+            else:
+                out.append(Result("linalg", variant, lib, "FAILED" if entry["status"] == "wrong" else "crashed",
+                                  note=entry.get("error", f"relative residual {entry.get('relative_residual')}")[:160]))
+    return out
+
+
 WORKLOADS = {
     "tiny_add": w_tiny_add,
     "vector_add": w_vector_add,
@@ -600,6 +626,7 @@ WORKLOADS = {
     "pipeline": w_pipeline,
     "particles": w_particles,
     "set_ops": w_set_ops,
+    "linalg": w_linalg,
 }
 
 

@@ -75,6 +75,7 @@ std::vector<double> host_doubles(const Array& a);
 std::vector<Workload> elementwise_workloads();
 std::vector<Workload> matmul_workloads();
 std::vector<Workload> fft_workloads();
+std::vector<Workload> linalg_workloads();
 std::vector<Workload> sim_workloads();
 std::vector<Workload> pipeline_workloads();
 

@@ -32,6 +32,7 @@
 #include "tessel/ops/set_ops.hpp"
 #include "tessel/ops/sort.hpp"
 #include "tessel/ops/matmul.hpp"
+#include "tessel/ops/linalg.hpp"
 #include "tessel/sim/particles.hpp"
 #include "tessel/pipeline/graph.hpp"
 #include "tessel/pipeline/pipeline.hpp"

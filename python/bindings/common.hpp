@@ -29,6 +29,7 @@ void register_interop(nb::module_& m); // DLPack and __cuda_array_interface__
 void register_jit(nb::module_& m);     // fuse (Sym), ElementwiseKernel, RawKernel
 void register_matmul(nb::module_& m);  // matmul, @, vecdot, Matmul plans
 void register_fft(nb::module_& m);     // the _fft submodule (tessel.fft)
+void register_linalg(nb::module_& m);  // the _linalg submodule (tessel.linalg), LinAlgError
 void register_pipeline(nb::module_& m);  // Pipeline, PipelineReport, Graph (ts.cuda.graph)
 void register_sim(nb::module_& m);       // ts.sim: Particles (submodule _sim)
 void register_set_ops(nb::module_& m);   // unique_all, isin, repeat (primitives of the namespace functions)

@@ -14,6 +14,7 @@ NB_MODULE(_tessel, m) {
   register_jit(m);
   register_matmul(m);
   register_fft(m);
+  register_linalg(m);
   register_pipeline(m);
   register_sim(m);
   register_set_ops(m);

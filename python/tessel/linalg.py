@@ -1,23 +1,32 @@
 """The Array API linalg extension: ``tessel.linalg``.
 
 matmul and vecdot are the C++ bindings (GEMM backends: cuBLASLt / tessel kernels / OpenBLAS).
-tensordot, outer, matrix_transpose, diagonal, trace, cross, matrix_power (n >= 0), vector_norm
-and matrix_norm (fro, 1, -1, inf, -inf) are composed from tessel ops. The decompositions and
-solvers (cholesky, det, eigh, eigvalsh, inv, matrix_rank, pinv, qr, slogdet, solve, svd,
-svdvals) are not implemented yet: they raise NotImplementedError.
+The factorizations and solvers (cholesky, inv, solve, det, slogdet, eigh, eigvalsh, eig, eigvals,
+qr, svd, svdvals) are C++ ops (src/ops/linalg.cpp) on LAPACK (CPU) and cuSOLVER (CUDA); their
+*_ex variants return LAPACK's info array without synchronizing, and the plain functions raise
+LinAlgError naming the first failing matrix. matrix_rank, pinv, cond and lstsq are composed from
+svd; matrix_norm's "nuc", 2 and -2 from svdvals; matrix_power's negative powers from inv.
+tensordot, outer, matrix_transpose, diagonal, trace, cross, vector_norm and the other matrix
+norms are composed from tessel ops.
 """
 from __future__ import annotations
 
 import math as _math
+from typing import NamedTuple as _NamedTuple
 
 from . import _tessel
 from ._tessel import matmul, vecdot  # noqa: F401  (the C++ functions themselves)
+from ._tessel import _linalg
+from ._tessel._linalg import LinAlgError  # noqa: F401  (a tessel.ValueError, hence a ValueError)
 
 __all__ = [
     "matmul", "vecdot", "matrix_transpose", "tensordot", "outer", "diagonal", "trace", "cross",
     "matrix_power", "vector_norm", "matrix_norm",
-    "cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_rank", "pinv", "qr", "slogdet", "solve",
-    "svd", "svdvals",
+    "cholesky", "det", "eigh", "eigvalsh", "eig", "eigvals", "inv", "matrix_rank", "pinv", "qr", "slogdet",
+    "solve", "svd", "svdvals", "lstsq", "cond",
+    "cholesky_ex", "inv_ex", "solve_ex", "eigh_ex",
+    "LinAlgError", "EighResult", "EigResult", "QRResult", "SVDResult", "SlogdetResult", "LstsqResult",
+    "CholeskyExResult", "InvExResult", "SolveExResult", "EighExResult",
 ]
 
 
@@ -128,15 +137,15 @@ def cross(x1, x2, /, *, axis=-1):
 
 
 def matrix_power(x, n, /):
-    """x @ x @ ... (n times) for n >= 0 by repeated squaring; n < 0 needs inv (not implemented)."""
+    """x @ x @ ... (n times) by repeated squaring; n < 0 raises inv(x) to -n; n == 0 gives identities."""
     x = _check_array(x, "matrix_power")
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise _tessel.ShapeError(f"matrix_power: needs square matrices, got shape {x.shape}")
-    if not isinstance(n, int):
+    if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"matrix_power: n must be an int, got {type(n).__name__}")
     if n < 0:
-        raise NotImplementedError("tessel.linalg.matrix_power: negative powers need linalg.inv, which tessel does not "
-                                  "implement yet")
+        x = inv(x)
+        n = -n
     result = None
     base = x
     while n:
@@ -178,17 +187,18 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
-    """Norms of the matrices in the last two axes: "fro", 1, -1, inf, -inf. "nuc", 2 and -2 need
-    singular values (not implemented)."""
+    """Norms of the matrices in the last two axes: "fro", "nuc" (sum of singular values), 2 and -2
+    (largest and smallest singular value), 1, -1 (column sums), inf, -inf (row sums)."""
     x = _check_array(x, "matrix_norm")
     if x.ndim < 2:
         raise _tessel.ShapeError(f"matrix_norm: needs at least 2 dimensions, got shape {x.shape}")
     a = _floating_abs(x)
     if ord == "fro":
         return _tessel.sqrt(_tessel.sum(a * a, axis=(-2, -1), keepdims=keepdims))
-    if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"tessel.linalg.matrix_norm: ord={ord!r} needs singular values (linalg.svdvals), "
-                                  "which tessel does not implement yet")
+    if isinstance(ord, str) and ord == "nuc" or (not isinstance(ord, str) and ord in (2, -2)):
+        s = svdvals(x)
+        r = _tessel.sum(s, axis=-1) if ord == "nuc" else (_tessel.max if ord == 2 else _tessel.min)(s, axis=-1)
+        return _tessel.reshape(r, r.shape + (1, 1)) if keepdims else r
     if ord in (1, -1):
         sums = _tessel.sum(a, axis=-2, keepdims=True)
         r = (_tessel.max if ord == 1 else _tessel.min)(sums, axis=-1, keepdims=True)
@@ -200,27 +210,243 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     return r if keepdims else _tessel.squeeze(r, (-2, -1))
 
 
-def _not_implemented(name, needs):
-    def unsupported(*args, **kwargs):
-        raise NotImplementedError(f"tessel.linalg.{name} is not implemented yet ({needs}); tessel's linalg "
-                                  "covers matmul, vecdot, tensordot, outer, matrix_transpose, diagonal, trace, "
-                                  "cross, matrix_power (n >= 0), vector_norm and matrix_norm")
-
-    unsupported.__name__ = name
-    unsupported.__qualname__ = name
-    unsupported.__doc__ = f"Not implemented yet: raises NotImplementedError ({needs})."
-    return unsupported
+# ---- named-tuple results (the Array API's names) ----
+class EighResult(_NamedTuple):
+    eigenvalues: _tessel.Array
+    eigenvectors: _tessel.Array
 
 
-cholesky = _not_implemented("cholesky", "a matrix factorization")
-det = _not_implemented("det", "an LU factorization")
-eigh = _not_implemented("eigh", "an eigensolver")
-eigvalsh = _not_implemented("eigvalsh", "an eigensolver")
-inv = _not_implemented("inv", "an LU factorization")
-matrix_rank = _not_implemented("matrix_rank", "singular values")
-pinv = _not_implemented("pinv", "an SVD")
-qr = _not_implemented("qr", "a QR factorization")
-slogdet = _not_implemented("slogdet", "an LU factorization")
-solve = _not_implemented("solve", "an LU factorization")
-svd = _not_implemented("svd", "an SVD")
-svdvals = _not_implemented("svdvals", "an SVD")
+class EigResult(_NamedTuple):
+    eigenvalues: _tessel.Array
+    eigenvectors: _tessel.Array
+
+
+class QRResult(_NamedTuple):
+    Q: _tessel.Array
+    R: _tessel.Array
+
+
+class SVDResult(_NamedTuple):
+    U: _tessel.Array
+    S: _tessel.Array
+    Vh: _tessel.Array
+
+
+class SlogdetResult(_NamedTuple):
+    sign: _tessel.Array
+    logabsdet: _tessel.Array
+
+
+class LstsqResult(_NamedTuple):
+    solution: _tessel.Array
+    residuals: _tessel.Array
+    rank: object  # an int for one matrix, an int64 array for a stack
+    singular_values: _tessel.Array
+
+
+class CholeskyExResult(_NamedTuple):
+    L: _tessel.Array
+    info: _tessel.Array
+
+
+class InvExResult(_NamedTuple):
+    inverse: _tessel.Array
+    info: _tessel.Array
+
+
+class SolveExResult(_NamedTuple):
+    result: _tessel.Array
+    info: _tessel.Array
+
+
+class EighExResult(_NamedTuple):
+    eigenvalues: _tessel.Array
+    eigenvectors: _tessel.Array
+    info: _tessel.Array
+
+
+# ---- factorizations and solvers (C++) ----
+def cholesky(x, /, *, upper=False):
+    """The Cholesky factor of Hermitian positive-definite matrices: L with x = L @ L^H (upper=True:
+    U with x = U^H @ U). LinAlgError names the first matrix that is not positive definite."""
+    return _linalg.cholesky(x, upper=upper)
+
+
+def cholesky_ex(x, /, *, upper=False):
+    """cholesky without the check: (L, info), info > 0 where a matrix is not positive definite.
+    Never synchronizes."""
+    return CholeskyExResult(*_linalg.cholesky_ex(x, upper=upper))
+
+
+def inv(x, /):
+    """The inverses of square matrices (LU with partial pivoting). LinAlgError names the first
+    singular matrix."""
+    return _linalg.inv(x)
+
+
+def inv_ex(x, /):
+    """inv without the check: (inverse, info), info > 0 where a matrix is singular. Never
+    synchronizes."""
+    return InvExResult(*_linalg.inv_ex(x))
+
+
+def solve(x1, x2, /):
+    """The solution of x1 @ result = x2. x2 is a vector (M,) when it is 1-D, else a stack of
+    (M, K) matrices whose batch dimensions broadcast against x1's."""
+    return _linalg.solve(x1, x2)
+
+
+def solve_ex(x1, x2, /):
+    """solve without the check: (result, info), info > 0 where a matrix is singular. Never
+    synchronizes."""
+    return SolveExResult(*_linalg.solve_ex(x1, x2))
+
+
+def det(x, /):
+    """Determinants of square matrices (from LU factors)."""
+    return _linalg.det(x)
+
+
+def slogdet(x, /):
+    """(sign, logabsdet) of square matrices: det = sign * exp(logabsdet). Singular: (0, -inf)."""
+    return SlogdetResult(*_linalg.slogdet(x))
+
+
+def eigh(x, /):
+    """Eigenvalues (ascending, real) and eigenvectors (columns) of Hermitian matrices, read from
+    the lower triangle."""
+    return EighResult(*_linalg.eigh(x))
+
+
+def eigh_ex(x, /):
+    """eigh without the check: (eigenvalues, eigenvectors, info). Never synchronizes."""
+    return EighExResult(*_linalg.eigh_ex(x))
+
+
+def eigvalsh(x, /):
+    """Eigenvalues (ascending, real) of Hermitian matrices."""
+    return _linalg.eigvalsh(x)
+
+
+def eig(x, /):
+    """Eigenvalues and right eigenvectors (unit-norm columns) of general square matrices; both
+    complex, in no particular order."""
+    return EigResult(*_linalg.eig(x))
+
+
+def eigvals(x, /):
+    """Eigenvalues (complex, in no particular order) of general square matrices."""
+    return _linalg.eigvals(x)
+
+
+def qr(x, /, *, mode="reduced"):
+    """x = Q @ R with orthonormal Q and upper-triangular R: mode "reduced" (Q (..., M, K),
+    R (..., K, N), K = min(M, N)) or "complete" (Q (..., M, M), R (..., M, N))."""
+    return QRResult(*_linalg.qr(x, mode=mode))
+
+
+def svd(x, /, *, full_matrices=True):
+    """x = U @ diag(S) @ Vh, S descending. full_matrices: U (..., M, M) and Vh (..., N, N); else
+    (..., M, K) and (..., K, N), K = min(M, N)."""
+    return SVDResult(*_linalg.svd(x, full_matrices=full_matrices))
+
+
+def svdvals(x, /):
+    """Singular values (descending, real)."""
+    return _linalg.svdvals(x)
+
+
+# ---- composed from svd / inv ----
+def _default_rtol(x):
+    dt = _linalg.compute_dtype(x.dtype, "linalg")
+    eps = _ts().finfo(dt).eps
+    return max(x.shape[-2], x.shape[-1]) * eps
+
+
+def _cutoff(s, rtol, op):
+    """rtol (a float or an array broadcasting against the batch) times the largest singular value,
+    with a trailing axis for comparing against s."""
+    largest = _tessel.max(s, axis=-1, keepdims=True) if s.shape[-1] else _tessel.zeros(s.shape[:-1] + (1,),
+                                                                                        dtype=s.dtype, device=s.device)
+    if isinstance(rtol, _tessel.Array):
+        if rtol.dtype.kind not in "fiu":
+            raise _tessel.DTypeError(f"{op}: rtol must be real, got {rtol.dtype}")
+        return largest * _tessel.expand_dims(rtol.astype(s.dtype), axis=-1)
+    return largest * float(rtol)
+
+
+def _adjoint(x):
+    return _tessel.conj(x.mT) if x.dtype.kind == "c" else x.mT
+
+
+def matrix_rank(x, /, *, rtol=None):
+    """The number of singular values above rtol * the largest (default rtol: max(M, N) * eps)."""
+    x = _check_array(x, "matrix_rank")
+    if x.ndim < 2:
+        raise _tessel.ShapeError(f"matrix_rank: needs at least 2 dimensions, got shape {x.shape}")
+    s = svdvals(x)
+    cutoff = _cutoff(s, _default_rtol(x) if rtol is None else rtol, "matrix_rank")
+    return _tessel.sum(_tessel.greater(s, cutoff).astype(_tessel.int64), axis=-1)
+
+
+def pinv(x, /, *, rtol=None):
+    """The Moore-Penrose pseudo-inverse: singular values at most rtol * the largest count as zero
+    (default rtol: max(M, N) * eps)."""
+    x = _check_array(x, "pinv")
+    if x.ndim < 2:
+        raise _tessel.ShapeError(f"pinv: needs at least 2 dimensions, got shape {x.shape}")
+    u, s, vh = svd(x, full_matrices=False)
+    cutoff = _cutoff(s, _default_rtol(x) if rtol is None else rtol, "pinv")
+    keep = _tessel.greater(s, cutoff)
+    s_inv = _tessel.where(keep, 1.0 / _tessel.where(keep, s, 1.0), 0.0).astype(s.dtype)
+    scaled = _adjoint(u) * _tessel.expand_dims(s_inv.astype(u.dtype), axis=-1)
+    return matmul(_adjoint(vh), scaled)
+
+
+def cond(x, p=None):
+    """The condition number (NumPy's linalg.cond): p None or 2 (ratio of extreme singular values),
+    -2, "fro", "nuc", 1, -1, inf, -inf."""
+    x = _check_array(x, "cond")
+    if x.ndim < 2:
+        raise _tessel.ShapeError(f"cond: needs at least 2 dimensions, got shape {x.shape}")
+    if p is None or (not isinstance(p, str) and p in (2, -2)):
+        s = svdvals(x)
+        if p == -2:
+            return _tessel.min(s, axis=-1) / _tessel.max(s, axis=-1)
+        return _tessel.max(s, axis=-1) / _tessel.min(s, axis=-1)
+    if x.shape[-1] != x.shape[-2]:
+        raise _tessel.ShapeError(f"cond: p={p!r} needs square matrices, got shape {x.shape}")
+    return matrix_norm(x, ord=p) * matrix_norm(inv(x), ord=p)
+
+
+def lstsq(a, b, /, rcond=None):
+    """The least-squares solution of a @ x = b (NumPy's linalg.lstsq, from the SVD): singular
+    values at most rcond * the largest count as zero (default rcond: max(M, N) * eps). b is (M,)
+    or (M, K), or a stack broadcasting against a's batch. residuals: the squared 2-norms of
+    b - a @ x per column when every matrix has full rank N < M, else empty."""
+    a, b = _check_array(a, "lstsq"), _check_array(b, "lstsq")
+    if a.ndim < 2:
+        raise _tessel.ShapeError(f"lstsq: a must have at least 2 dimensions, got shape {a.shape}")
+    m, n = a.shape[-2], a.shape[-1]
+    vector = b.ndim == 1
+    bm = _tessel.reshape(b, (m, 1)) if vector and b.shape[0] == m else b
+    if bm.ndim < 2 or bm.shape[-2] != m:
+        raise _tessel.ShapeError(f"lstsq: a {a.shape} needs b with {m} rows, got shape {b.shape}")
+    u, s, vh = svd(a, full_matrices=False)
+    cutoff = _cutoff(s, _default_rtol(a) if rcond is None else rcond, "lstsq")
+    keep = _tessel.greater(s, cutoff)
+    s_inv = _tessel.where(keep, 1.0 / _tessel.where(keep, s, 1.0), 0.0).astype(s.dtype)
+    dt = u.dtype
+    uhb = matmul(_adjoint(u), bm.astype(dt) if bm.dtype != dt else bm)
+    x = matmul(_adjoint(vh), uhb * _tessel.expand_dims(s_inv.astype(dt), axis=-1))
+    rank = _tessel.sum(keep.astype(_tessel.int64), axis=-1)
+    full = m > n and bool(_tessel.all(_tessel.equal(rank, n)))
+    if full:
+        r = matmul(a.astype(dt) if a.dtype != dt else a, x) - bm
+        ra = _tessel.abs(r)
+        residuals = _tessel.sum(ra * ra, axis=-2)  # (..., K); (..., 1) for a vector b, as NumPy's (1,)
+    else:
+        residuals = _tessel.zeros((0,), dtype=s.dtype, device=a.device)
+    if vector:
+        x = _tessel.reshape(x, x.shape[:-1])
+    return LstsqResult(x, residuals, int(rank) if rank.ndim == 0 else rank, s)

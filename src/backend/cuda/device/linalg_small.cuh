@@ -1,0 +1,389 @@
+#pragma once
+// tessel's batched small-matrix kernels, compiled at run time by NVRTC and specialized on the
+// matrix order (src/backend/cuda/linalg_small.cpp builds the requests; the dispatcher in
+// linalg.cpp chooses them over cuSOLVER by its tuning table). One matrix per thread, held in
+// registers: every loop over matrix indices has compile-time bounds and is unrolled, so indices
+// are constants and the arrays stay in registers (row swaps and sorts use selects, not dynamic
+// indexing). Matrices are column-major, one after another (the layout of backend/linalg.hpp).
+// Real float and double only; complex batches go to cuSOLVER.
+//
+// Iterative kernels (Jacobi eigh and SVD) stop after max_sweeps sweeps: NaN or Inf input ends
+// with info > 0 instead of looping.
+
+#define TESSEL_SMALL __device__ __forceinline__
+// Full unrolling: the loop bounds are template constants. (A host build of these kernels, as in
+// tests/cpp/ops/linalg_small_host_test.cpp, defines it empty.)
+#ifndef TESSEL_UNROLL
+#define TESSEL_UNROLL _Pragma("unroll")
+#endif
+
+namespace tessel_linalg_small {
+
+TESSEL_SMALL float sqrt_of(float x) { return sqrtf(x); }
+TESSEL_SMALL double sqrt_of(double x) { return sqrt(x); }
+TESSEL_SMALL float abs_of(float x) { return fabsf(x); }
+TESSEL_SMALL double abs_of(double x) { return fabs(x); }
+template <class T>
+TESSEL_SMALL T epsilon();
+template <>
+TESSEL_SMALL float epsilon<float>() { return 1.1920929e-07f; }
+template <>
+TESSEL_SMALL double epsilon<double>() { return 2.220446049250313e-16; }
+
+// A grid-stride loop over matrices.
+#define TESSEL_FOR_EACH_MATRIX(b, batch)                                                            \
+  for (long long b = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; b < (batch); \
+       b += static_cast<long long>(gridDim.x) * blockDim.x)
+
+// ---- Cholesky: the factor replaces the `Upper` triangle; info = order of the failing minor ----
+template <class T, int N, bool Upper>
+__global__ void cholesky(T* __restrict__ a, int* __restrict__ info, long long batch) {
+  TESSEL_FOR_EACH_MATRIX(b, batch) {
+    T* m = a + b * N * N;
+    T l[N * N];  // l[i + j * N] = L(i, j), i >= j; read from the chosen triangle
+    TESSEL_UNROLL
+    for (int j = 0; j < N; ++j)
+      TESSEL_UNROLL
+      for (int i = j; i < N; ++i) l[i + j * N] = Upper ? m[j + i * N] : m[i + j * N];
+    int failed = 0;
+    TESSEL_UNROLL
+    for (int j = 0; j < N; ++j) {
+      T d = l[j + j * N];
+      TESSEL_UNROLL
+      for (int k = 0; k < j; ++k) d -= l[j + k * N] * l[j + k * N];
+      if (!(d > T(0)) && failed == 0) failed = j + 1;  // also NaN
+      const T r = sqrt_of(d);
+      l[j + j * N] = r;
+      TESSEL_UNROLL
+      for (int i = j + 1; i < N; ++i) {
+        T s = l[i + j * N];
+        TESSEL_UNROLL
+        for (int k = 0; k < j; ++k) s -= l[i + k * N] * l[j + k * N];
+        l[i + j * N] = s / r;
+      }
+    }
+    TESSEL_UNROLL
+    for (int j = 0; j < N; ++j)
+      TESSEL_UNROLL
+      for (int i = j; i < N; ++i) {
+        if (Upper) m[j + i * N] = l[i + j * N];
+        else m[i + j * N] = l[i + j * N];
+      }
+    info[b] = failed;
+  }
+}
+
+// ---- LU with partial pivoting, in registers ----
+// Factors lu (column-major N x N) in place; piv[k] = the 0-based row swapped with row k; returns
+// LAPACK's info (the first exactly zero pivot, 1-based, or 0).
+template <class T, int N>
+TESSEL_SMALL int lu_factor(T (&lu)[N * N], int (&piv)[N]) {
+  int info = 0;
+  TESSEL_UNROLL
+  for (int k = 0; k < N; ++k) {
+    int p = k;
+    T best = abs_of(lu[k + k * N]);
+    TESSEL_UNROLL
+    for (int i = k + 1; i < N; ++i) {
+      const T v = abs_of(lu[i + k * N]);
+      if (v > best) {
+        best = v;
+        p = i;
+      }
+    }
+    piv[k] = p;
+    TESSEL_UNROLL
+    for (int j = 0; j < N; ++j) {  // swap rows k and p by selects
+      const T rk = lu[k + j * N];
+      T rp = rk;
+      TESSEL_UNROLL
+      for (int i = k + 1; i < N; ++i) rp = i == p ? lu[i + j * N] : rp;
+      TESSEL_UNROLL
+      for (int i = k + 1; i < N; ++i) lu[i + j * N] = i == p ? rk : lu[i + j * N];
+      lu[k + j * N] = rp;
+    }
+    const T pivot = lu[k + k * N];
+    if (pivot == T(0)) {
+      if (info == 0) info = k + 1;
+      continue;  // LAPACK goes on; the column below stays as it is
+    }
+    const T inv = T(1) / pivot;
+    TESSEL_UNROLL
+    for (int i = k + 1; i < N; ++i) lu[i + k * N] *= inv;
+    TESSEL_UNROLL
+    for (int j = k + 1; j < N; ++j)
+      TESSEL_UNROLL
+      for (int i = k + 1; i < N; ++i) lu[i + j * N] -= lu[i + k * N] * lu[k + j * N];
+  }
+  return info;
+}
+
+// x <- (LU)^-1 P x for one right-hand side.
+template <class T, int N>
+TESSEL_SMALL void lu_solve(const T (&lu)[N * N], const int (&piv)[N], T (&x)[N]) {
+  TESSEL_UNROLL
+  for (int k = 0; k < N; ++k) {
+    const T xk = x[k];
+    T xp = xk;
+    TESSEL_UNROLL
+    for (int i = k + 1; i < N; ++i) xp = i == piv[k] ? x[i] : xp;
+    TESSEL_UNROLL
+    for (int i = k + 1; i < N; ++i) x[i] = i == piv[k] ? xk : x[i];
+    x[k] = xp;
+  }
+  TESSEL_UNROLL
+  for (int i = 1; i < N; ++i)
+    TESSEL_UNROLL
+    for (int k = 0; k < i; ++k) x[i] -= lu[i + k * N] * x[k];
+  TESSEL_UNROLL
+  for (int i = N - 1; i >= 0; --i) {
+    TESSEL_UNROLL
+    for (int k = i + 1; k < N; ++k) x[i] -= lu[i + k * N] * x[k];
+    x[i] /= lu[i + i * N];
+  }
+}
+
+// a: N x N, factored in place; piv: N int32 per matrix, 1-based (LAPACK's ipiv).
+template <class T, int N>
+__global__ void lu(T* __restrict__ a, int* __restrict__ pivots, int* __restrict__ info, long long batch) {
+  TESSEL_FOR_EACH_MATRIX(b, batch) {
+    T* m = a + b * N * N;
+    T f[N * N];
+    int piv[N];
+    TESSEL_UNROLL
+    for (int e = 0; e < N * N; ++e) f[e] = m[e];
+    info[b] = lu_factor<T, N>(f, piv);
+    TESSEL_UNROLL
+    for (int e = 0; e < N * N; ++e) m[e] = f[e];
+    TESSEL_UNROLL
+    for (int k = 0; k < N; ++k) pivots[b * N + k] = piv[k] + 1;
+  }
+}
+
+// a: N x N (overwritten by its LU factors); rhs: N x nrhs per matrix, overwritten by the solution.
+template <class T, int N>
+__global__ void lu_solve_batch(T* __restrict__ a, T* __restrict__ rhs, int nrhs, int* __restrict__ info, long long batch) {
+  TESSEL_FOR_EACH_MATRIX(b, batch) {
+    T* m = a + b * N * N;
+    T f[N * N];
+    int piv[N];
+    TESSEL_UNROLL
+    for (int e = 0; e < N * N; ++e) f[e] = m[e];
+    info[b] = lu_factor<T, N>(f, piv);
+    TESSEL_UNROLL
+    for (int e = 0; e < N * N; ++e) m[e] = f[e];
+    T* x = rhs + b * N * static_cast<long long>(nrhs);
+    for (int c = 0; c < nrhs; ++c) {
+      T v[N];
+      TESSEL_UNROLL
+      for (int i = 0; i < N; ++i) v[i] = x[i + c * N];
+      lu_solve<T, N>(f, piv, v);
+      TESSEL_UNROLL
+      for (int i = 0; i < N; ++i) x[i + c * N] = v[i];
+    }
+  }
+}
+
+// The rotation (c, s) with t = s / c that zeroes the off-diagonal entry of the 2 x 2 symmetric
+// problem [[alpha, gamma], [gamma, beta]] (Rutishauser's formulas).
+template <class T>
+TESSEL_SMALL void jacobi_rotation(T alpha, T beta, T gamma, T& c, T& s, T& t) {
+  const T zeta = (beta - alpha) / (T(2) * gamma);
+  const T root = sqrt_of(T(1) + zeta * zeta);  // inf for huge zeta: t = 0, no rotation
+  t = (zeta >= T(0) ? T(1) : T(-1)) / (abs_of(zeta) + root);
+  c = T(1) / sqrt_of(T(1) + t * t);
+  s = c * t;
+}
+
+// Columns p and q of the Rows x Cols column-major x become c * x_p - s * x_q and s * x_p + c * x_q.
+template <class T, int Rows, int Cols>
+TESSEL_SMALL void rotate_columns(T (&x)[Rows * Cols], int p, int q, T c, T s) {
+  TESSEL_UNROLL
+  for (int k = 0; k < Rows; ++k) {
+    const T kp = x[k + p * Rows], kq = x[k + q * Rows];
+    x[k + p * Rows] = c * kp - s * kq;
+    x[k + q * Rows] = s * kp + c * kq;
+  }
+}
+
+// ---- Jacobi eigh (cyclic, real symmetric, lower triangle read) ----
+// w: N ascending eigenvalues; the eigenvectors (columns) replace a when `vectors`.
+template <class T, int N>
+__global__ void jacobi_eigh(T* __restrict__ a, T* __restrict__ w, int vectors, int max_sweeps, int* __restrict__ info,
+                            long long batch) {
+  TESSEL_FOR_EACH_MATRIX(b, batch) {
+    T* m = a + b * N * N;
+    T s[N * N], v[N * N];
+    TESSEL_UNROLL
+    for (int j = 0; j < N; ++j)
+      TESSEL_UNROLL
+      for (int i = j; i < N; ++i) {
+        const T x = m[i + j * N];
+        s[i + j * N] = x;
+        s[j + i * N] = x;
+      }
+    TESSEL_UNROLL
+    for (int e = 0; e < N * N; ++e) v[e] = (e % (N + 1) == 0) ? T(1) : T(0);
+    T total = T(0);
+    TESSEL_UNROLL
+    for (int e = 0; e < N * N; ++e) total += s[e] * s[e];
+    const T tolerance = epsilon<T>() * epsilon<T>() * total;
+    int converged = 0;
+    for (int sweep = 0; sweep < max_sweeps; ++sweep) {
+      T off = T(0);
+      TESSEL_UNROLL
+      for (int q = 1; q < N; ++q)
+        TESSEL_UNROLL
+        for (int p = 0; p < q; ++p) off += s[p + q * N] * s[p + q * N];
+      if (off <= tolerance) {  // false for NaN: the sweep cap ends it
+        converged = 1;
+        break;
+      }
+      TESSEL_UNROLL
+      for (int q = 1; q < N; ++q)
+        TESSEL_UNROLL
+        for (int p = 0; p < q; ++p) {
+          const T apq = s[p + q * N];
+          if (apq == T(0)) continue;
+          T c, sn, t;
+          jacobi_rotation(s[p + p * N], s[q + q * N], apq, c, sn, t);
+          rotate_columns<T, N, N>(s, p, q, c, sn);  // columns p and q, then rows (symmetric)
+          TESSEL_UNROLL
+          for (int k = 0; k < N; ++k) {
+            const T pk = s[p + k * N], qk = s[q + k * N];
+            s[p + k * N] = c * pk - sn * qk;
+            s[q + k * N] = sn * pk + c * qk;
+          }
+          rotate_columns<T, N, N>(v, p, q, c, sn);
+        }
+    }
+    info[b] = converged ? 0 : 1;
+    // Ascending order: each eigenvalue's rank (ties by index) is where it and its vector go.
+    TESSEL_UNROLL
+    for (int i = 0; i < N; ++i) {
+      const T wi = s[i + i * N];
+      int rank = 0;
+      TESSEL_UNROLL
+      for (int j = 0; j < N; ++j) {
+        const T wj = s[j + j * N];
+        rank += (wj < wi || (wj == wi && j < i)) ? 1 : 0;
+      }
+      w[b * N + rank] = wi;
+      if (vectors) {
+        TESSEL_UNROLL
+        for (int k = 0; k < N; ++k) m[k + rank * N] = v[k + i * N];
+      }
+    }
+  }
+}
+
+// ---- one-sided Jacobi SVD (Hestenes), M >= N, real ----
+// s: N descending singular values. With `vectors`: u (M x N, the thin U) and vh (N x N).
+template <class T, int M, int N>
+__global__ void jacobi_svd(const T* __restrict__ a, T* __restrict__ s, T* __restrict__ u, T* __restrict__ vh,
+                           int vectors, int max_sweeps, int* __restrict__ info, long long batch) {
+  TESSEL_FOR_EACH_MATRIX(b, batch) {
+    const T* m = a + b * M * N;
+    T x[M * N], v[N * N];
+    TESSEL_UNROLL
+    for (int e = 0; e < M * N; ++e) x[e] = m[e];
+    TESSEL_UNROLL
+    for (int e = 0; e < N * N; ++e) v[e] = (e % (N + 1) == 0) ? T(1) : T(0);
+    int converged = 0;
+    for (int sweep = 0; sweep < max_sweeps; ++sweep) {
+      int rotated = 0;
+      TESSEL_UNROLL
+      for (int q = 1; q < N; ++q)
+        TESSEL_UNROLL
+        for (int p = 0; p < q; ++p) {
+          T alpha = T(0), beta = T(0), gamma = T(0);
+          TESSEL_UNROLL
+          for (int k = 0; k < M; ++k) {
+            alpha += x[k + p * M] * x[k + p * M];
+            beta += x[k + q * M] * x[k + q * M];
+            gamma += x[k + p * M] * x[k + q * M];
+          }
+          // Converged pair: |gamma| <= eps * sqrt(alpha * beta) (false for NaN: the cap ends it).
+          if (abs_of(gamma) <= epsilon<T>() * sqrt_of(alpha) * sqrt_of(beta)) continue;
+          rotated = 1;
+          T c, sn, t;
+          jacobi_rotation(alpha, beta, gamma, c, sn, t);
+          rotate_columns<T, M, N>(x, p, q, c, sn);
+          rotate_columns<T, N, N>(v, p, q, c, sn);
+        }
+      if (!rotated) {
+        converged = 1;
+        break;
+      }
+    }
+    info[b] = converged ? 0 : 1;
+    T sigma[N];
+    TESSEL_UNROLL
+    for (int j = 0; j < N; ++j) {
+      T n2 = T(0);
+      TESSEL_UNROLL
+      for (int k = 0; k < M; ++k) n2 += x[k + j * M] * x[k + j * M];
+      sigma[j] = sqrt_of(n2);
+    }
+    if (vectors) {
+      // U's columns: x's columns normalized; a zero column is completed with the first unit
+      // vector that is independent of the other columns (Gram-Schmidt against them).
+      TESSEL_UNROLL
+      for (int j = 0; j < N; ++j) {
+        if (sigma[j] > T(0)) {
+          TESSEL_UNROLL
+          for (int k = 0; k < M; ++k) x[k + j * M] /= sigma[j];
+        }
+      }
+      TESSEL_UNROLL
+      for (int j = 0; j < N; ++j) {
+        if (sigma[j] > T(0)) continue;
+        for (int candidate = 0; candidate < M; ++candidate) {
+          T col[M];
+          TESSEL_UNROLL
+          for (int k = 0; k < M; ++k) col[k] = k == candidate ? T(1) : T(0);
+          TESSEL_UNROLL
+          for (int i = 0; i < N; ++i) {
+            if (i == j || !(sigma[i] > T(0) || i < j)) continue;  // normalized or completed columns
+            T dot = T(0);
+            TESSEL_UNROLL
+            for (int k = 0; k < M; ++k) dot += x[k + i * M] * col[k];
+            TESSEL_UNROLL
+            for (int k = 0; k < M; ++k) col[k] -= dot * x[k + i * M];
+          }
+          T n2 = T(0);
+          TESSEL_UNROLL
+          for (int k = 0; k < M; ++k) n2 += col[k] * col[k];
+          if (n2 > T(0.25)) {
+            const T r = T(1) / sqrt_of(n2);
+            TESSEL_UNROLL
+            for (int k = 0; k < M; ++k) x[k + j * M] = col[k] * r;
+            break;
+          }
+        }
+      }
+    }
+    // Descending order by rank (ties by index).
+    TESSEL_UNROLL
+    for (int i = 0; i < N; ++i) {
+      int rank = 0;
+      TESSEL_UNROLL
+      for (int j = 0; j < N; ++j) rank += (sigma[j] > sigma[i] || (sigma[j] == sigma[i] && j < i)) ? 1 : 0;
+      s[b * N + rank] = sigma[i];
+      if (vectors) {
+        TESSEL_UNROLL
+        for (int k = 0; k < M; ++k) u[b * M * N + k + rank * M] = x[k + i * M];
+        // Vh(rank, k) = V(k, i); Vh is N x N column-major.
+        TESSEL_UNROLL
+        for (int k = 0; k < N; ++k) vh[b * N * N + rank + k * N] = v[k + i * N];
+      }
+    }
+  }
+}
+
+#undef TESSEL_FOR_EACH_MATRIX
+
+}  // namespace tessel_linalg_small
+
+#undef TESSEL_SMALL
+#undef TESSEL_UNROLL

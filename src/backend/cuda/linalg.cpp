@@ -1,0 +1,579 @@
+// CUDA linear algebra: tessel's own batched small-matrix kernels (linalg_small.cpp) where their
+// tuning table picks them, else cuSOLVER's 64-bit cusolverDnX* API, one matrix per call, and the
+// batched library routines for many small matrices (cusolverDn<t>potrfBatched, cuBLAS <t>getrfBatched /
+// <t>getrsBatched, cusolverDn<t>syevjBatched, cusolverDn<t>gesvdjBatched), chosen by the
+// crossover table below. Device workspaces come from the caching allocator (stream-ordered
+// frees); handles come from a per-(device, stream) cache, so a call never rebinds a handle
+// another stream is using. Nothing here synchronizes: info values stay on the device.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cusolverDn.h>
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backend/linalg.hpp"
+#include "backend/linalg_small.hpp"
+#include "core/cuda_check.hpp"
+#include "tessel/core/cublas_check.hpp"
+#include "tessel/core/device.hpp"
+#include "tessel/core/error.hpp"
+#include "tessel/memory/buffer.hpp"
+
+namespace tessel::backend::cuda {
+namespace {
+
+// ---- crossover table: when the batched library routines replace the per-matrix loop ----
+// A batch of at least kMinBatch matrices of order <= max_n takes the batched routine. The
+// limits are cuSOLVER's and cuBLAS's documented ranges (syevjBatched and gesvdjBatched take
+// n <= 32); the crossovers within them are to be measured on the GPU
+// (bench/peers/python_linalg.py, the "batched" rows) and recorded here with the measurement.
+struct BatchedCrossover {
+  const char* routine;
+  std::int64_t max_n;
+};
+constexpr std::int64_t kMinBatch = 2;
+constexpr BatchedCrossover kPotrfBatched{"potrfBatched", 64};
+constexpr BatchedCrossover kGetrfBatched{"getrfBatched", 32};
+constexpr BatchedCrossover kSyevjBatched{"syevjBatched", 32};  // cuSOLVER: n <= 32
+constexpr BatchedCrossover kGesvdjBatched{"gesvdjBatched", 32};  // cuSOLVER: m, n <= 32
+// cusolverDnXsyevBatched above syevjBatched's range (PyTorch and CuPy saw it fail for 100,000
+// 8x8 matrices, which syevjBatched and tessel's kernels take instead).
+constexpr BatchedCrossover kXsyevBatched{"XsyevBatched", 512};
+
+bool use_batched(const LinalgBatch& p, const BatchedCrossover& c) {
+  return p.batch >= kMinBatch && std::max(p.m, p.n) <= c.max_n;
+}
+
+const char* cusolver_status_name(cusolverStatus_t s) {
+  switch (s) {
+    case CUSOLVER_STATUS_SUCCESS: return "CUSOLVER_STATUS_SUCCESS";
+    case CUSOLVER_STATUS_NOT_INITIALIZED: return "CUSOLVER_STATUS_NOT_INITIALIZED";
+    case CUSOLVER_STATUS_ALLOC_FAILED: return "CUSOLVER_STATUS_ALLOC_FAILED";
+    case CUSOLVER_STATUS_INVALID_VALUE: return "CUSOLVER_STATUS_INVALID_VALUE";
+    case CUSOLVER_STATUS_ARCH_MISMATCH: return "CUSOLVER_STATUS_ARCH_MISMATCH";
+    case CUSOLVER_STATUS_EXECUTION_FAILED: return "CUSOLVER_STATUS_EXECUTION_FAILED";
+    case CUSOLVER_STATUS_INTERNAL_ERROR: return "CUSOLVER_STATUS_INTERNAL_ERROR";
+    case CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED: return "CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED";
+    case CUSOLVER_STATUS_NOT_SUPPORTED: return "CUSOLVER_STATUS_NOT_SUPPORTED";
+    default: return "CUSOLVER_STATUS_<other>";
+  }
+}
+
+void check_cusolver(cusolverStatus_t status, const char* op, const char* expr, const char* file, int line) {
+  if (status != CUSOLVER_STATUS_SUCCESS) {
+    throw CudaError(fmt::format("{}: {} failed: {} ({}) at {}:{}", op, expr, cusolver_status_name(status),
+                                static_cast<int>(status), file, line),
+                    static_cast<int>(status), false);
+  }
+}
+#define TESSEL_CUSOLVER_CHECK(expr, op) check_cusolver((expr), (op), #expr, __FILE__, __LINE__)
+
+// ---- handles: one set per (device, stream), created on first use and kept for the process ----
+struct Handles {
+  cusolverDnHandle_t solver = nullptr;
+  cusolverDnParams_t params = nullptr;
+  cublasHandle_t blas = nullptr;
+  std::mutex mutex;  // one call sequence at a time per handle set
+};
+
+Handles& handles_for(const Stream& stream, const char* op) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, void*>, std::unique_ptr<Handles>> cache;
+  const Device device = stream.device();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = cache[{device.index, stream.handle()}];
+  if (!slot) {
+    DeviceGuard guard(device);
+    auto h = std::make_unique<Handles>();
+    auto s = static_cast<cudaStream_t>(stream.handle());
+    TESSEL_CUSOLVER_CHECK(cusolverDnCreate(&h->solver), op);
+    TESSEL_CUSOLVER_CHECK(cusolverDnSetStream(h->solver, s), op);
+    TESSEL_CUSOLVER_CHECK(cusolverDnCreateParams(&h->params), op);
+    TESSEL_CUBLAS_CHECK(cublasCreate(&h->blas), op);
+    TESSEL_CUBLAS_CHECK(cublasSetStream(h->blas, s), op);
+    slot = std::move(h);
+  }
+  return *slot;
+}
+
+// A call's context: the device made current, the handle set locked, the stream.
+struct Call {
+  DeviceGuard guard;
+  Handles& h;
+  std::lock_guard<std::mutex> lock;
+  Stream stream;
+  cudaStream_t s;
+  Call(const Stream& st, const char* op)
+      : guard(st.device()), h(handles_for(st, op)), lock(h.mutex), stream(st), s(static_cast<cudaStream_t>(st.handle())) {}
+  std::shared_ptr<Buffer> device_buffer(std::size_t bytes) const {
+    return Buffer::allocate(stream.device(), static_cast<std::int64_t>(std::max<std::size_t>(bytes, 1)), stream);
+  }
+  // batch pointers base + i * stride_bytes, in a device buffer.
+  std::shared_ptr<Buffer> pointers(void* base, std::int64_t stride_bytes, std::int64_t count) const {
+    auto buf = device_buffer(static_cast<std::size_t>(count) * sizeof(void*));
+    fill_pointers(static_cast<void**>(buf->data()), base, stride_bytes, count, s);
+    return buf;
+  }
+};
+
+cudaDataType data_type(DType dtype) {
+  switch (dtype) {
+    case DType::float32: return CUDA_R_32F;
+    case DType::float64: return CUDA_R_64F;
+    case DType::complex64: return CUDA_C_32F;
+    case DType::complex128: return CUDA_C_64F;
+    default: throw DTypeError(fmt::format("linalg: cuSOLVER has no routine for {}", dtype_name(dtype)));
+  }
+}
+cudaDataType real_type(DType dtype) { return data_type(to_real(dtype)); }
+
+int to_int(std::int64_t v, const char* op) {
+  if (v > INT_MAX) throw ValueError(fmt::format("{}: {} exceeds the 32-bit sizes of the batched routine", op, v));
+  return static_cast<int>(v);
+}
+
+// Runs f(first, count) over chunks of at most INT_MAX matrices (the batched routines count in int).
+template <class F>
+void in_chunks(std::int64_t batch, F&& f) {
+  for (std::int64_t first = 0; first < batch; first += INT_MAX) f(first, std::min<std::int64_t>(INT_MAX, batch - first));
+}
+
+std::size_t elem(DType dtype) { return static_cast<std::size_t>(itemsize(dtype)); }
+char* at(void* base, std::int64_t index, std::size_t bytes) {
+  return static_cast<char*>(base) + static_cast<std::size_t>(index) * bytes;
+}
+
+// Host workspace of the X API (needed by a few routines; most ask for none).
+struct HostWork {
+  std::vector<char> bytes;
+  void* get(std::size_t n) {
+    bytes.resize(std::max<std::size_t>(n, 1));
+    return bytes.data();
+  }
+};
+
+// ---- typed routines of the legacy API (batched and orgqr), selected by dtype ----
+template <class F>
+void by_dtype(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::float32: return f(float{});
+    case DType::float64: return f(double{});
+    case DType::complex64: return f(cuFloatComplex{});
+    case DType::complex128: return f(cuDoubleComplex{});
+    default: throw DTypeError(fmt::format("{}: no CUDA routine for {}", op, dtype_name(dtype)));
+  }
+}
+template <class T>
+using Real = std::conditional_t<std::is_same_v<T, cuFloatComplex>, float,
+                                std::conditional_t<std::is_same_v<T, cuDoubleComplex>, double, T>>;
+
+template <class T>
+cusolverStatus_t potrf_batched(cusolverDnHandle_t h, cublasFillMode_t uplo, int n, T** a, int lda, int* info, int batch) {
+  if constexpr (std::is_same_v<T, float>) return cusolverDnSpotrfBatched(h, uplo, n, a, lda, info, batch);
+  else if constexpr (std::is_same_v<T, double>) return cusolverDnDpotrfBatched(h, uplo, n, a, lda, info, batch);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCpotrfBatched(h, uplo, n, a, lda, info, batch);
+  else return cusolverDnZpotrfBatched(h, uplo, n, a, lda, info, batch);
+}
+template <class T>
+cublasStatus_t getrf_batched(cublasHandle_t h, int n, T** a, int lda, int* piv, int* info, int batch) {
+  if constexpr (std::is_same_v<T, float>) return cublasSgetrfBatched(h, n, a, lda, piv, info, batch);
+  else if constexpr (std::is_same_v<T, double>) return cublasDgetrfBatched(h, n, a, lda, piv, info, batch);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cublasCgetrfBatched(h, n, a, lda, piv, info, batch);
+  else return cublasZgetrfBatched(h, n, a, lda, piv, info, batch);
+}
+template <class T>
+cublasStatus_t getrs_batched(cublasHandle_t h, int n, int nrhs, T** a, int lda, const int* piv, T** b, int ldb,
+                             int* info, int batch) {
+  const cublasOperation_t op = CUBLAS_OP_N;
+  if constexpr (std::is_same_v<T, float>) return cublasSgetrsBatched(h, op, n, nrhs, a, lda, piv, b, ldb, info, batch);
+  else if constexpr (std::is_same_v<T, double>) return cublasDgetrsBatched(h, op, n, nrhs, a, lda, piv, b, ldb, info, batch);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>)
+    return cublasCgetrsBatched(h, op, n, nrhs, a, lda, piv, b, ldb, info, batch);
+  else return cublasZgetrsBatched(h, op, n, nrhs, a, lda, piv, b, ldb, info, batch);
+}
+template <class T>
+cusolverStatus_t syevj_batched_size(cusolverDnHandle_t h, cusolverEigMode_t jobz, int n, const T* a, const Real<T>* w,
+                                    int* lwork, syevjInfo_t params, int batch) {
+  const cublasFillMode_t uplo = CUBLAS_FILL_MODE_LOWER;
+  if constexpr (std::is_same_v<T, float>) return cusolverDnSsyevjBatched_bufferSize(h, jobz, uplo, n, a, n, w, lwork, params, batch);
+  else if constexpr (std::is_same_v<T, double>) return cusolverDnDsyevjBatched_bufferSize(h, jobz, uplo, n, a, n, w, lwork, params, batch);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCheevjBatched_bufferSize(h, jobz, uplo, n, a, n, w, lwork, params, batch);
+  else return cusolverDnZheevjBatched_bufferSize(h, jobz, uplo, n, a, n, w, lwork, params, batch);
+}
+template <class T>
+cusolverStatus_t syevj_batched(cusolverDnHandle_t h, cusolverEigMode_t jobz, int n, T* a, Real<T>* w, T* work,
+                               int lwork, int* info, syevjInfo_t params, int batch) {
+  const cublasFillMode_t uplo = CUBLAS_FILL_MODE_LOWER;
+  if constexpr (std::is_same_v<T, float>) return cusolverDnSsyevjBatched(h, jobz, uplo, n, a, n, w, work, lwork, info, params, batch);
+  else if constexpr (std::is_same_v<T, double>) return cusolverDnDsyevjBatched(h, jobz, uplo, n, a, n, w, work, lwork, info, params, batch);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCheevjBatched(h, jobz, uplo, n, a, n, w, work, lwork, info, params, batch);
+  else return cusolverDnZheevjBatched(h, jobz, uplo, n, a, n, w, work, lwork, info, params, batch);
+}
+template <class T>
+cusolverStatus_t gesvdj_batched_size(cusolverDnHandle_t h, cusolverEigMode_t jobz, int m, int n, const T* a,
+                                     const Real<T>* s, const T* u, const T* v, int* lwork, gesvdjInfo_t params,
+                                     int batch) {
+  if constexpr (std::is_same_v<T, float>) return cusolverDnSgesvdjBatched_bufferSize(h, jobz, m, n, a, m, s, u, m, v, n, lwork, params, batch);
+  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgesvdjBatched_bufferSize(h, jobz, m, n, a, m, s, u, m, v, n, lwork, params, batch);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgesvdjBatched_bufferSize(h, jobz, m, n, a, m, s, u, m, v, n, lwork, params, batch);
+  else return cusolverDnZgesvdjBatched_bufferSize(h, jobz, m, n, a, m, s, u, m, v, n, lwork, params, batch);
+}
+template <class T>
+cusolverStatus_t gesvdj_batched(cusolverDnHandle_t h, cusolverEigMode_t jobz, int m, int n, T* a, Real<T>* s, T* u,
+                                T* v, T* work, int lwork, int* info, gesvdjInfo_t params, int batch) {
+  if constexpr (std::is_same_v<T, float>) return cusolverDnSgesvdjBatched(h, jobz, m, n, a, m, s, u, m, v, n, work, lwork, info, params, batch);
+  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgesvdjBatched(h, jobz, m, n, a, m, s, u, m, v, n, work, lwork, info, params, batch);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgesvdjBatched(h, jobz, m, n, a, m, s, u, m, v, n, work, lwork, info, params, batch);
+  else return cusolverDnZgesvdjBatched(h, jobz, m, n, a, m, s, u, m, v, n, work, lwork, info, params, batch);
+}
+template <class T>
+cusolverStatus_t orgqr_size(cusolverDnHandle_t h, int m, int n, int k, const T* a, const T* tau, int* lwork) {
+  if constexpr (std::is_same_v<T, float>) return cusolverDnSorgqr_bufferSize(h, m, n, k, a, m, tau, lwork);
+  else if constexpr (std::is_same_v<T, double>) return cusolverDnDorgqr_bufferSize(h, m, n, k, a, m, tau, lwork);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCungqr_bufferSize(h, m, n, k, a, m, tau, lwork);
+  else return cusolverDnZungqr_bufferSize(h, m, n, k, a, m, tau, lwork);
+}
+template <class T>
+cusolverStatus_t orgqr(cusolverDnHandle_t h, int m, int n, int k, T* a, const T* tau, T* work, int lwork, int* info) {
+  if constexpr (std::is_same_v<T, float>) return cusolverDnSorgqr(h, m, n, k, a, m, tau, work, lwork, info);
+  else if constexpr (std::is_same_v<T, double>) return cusolverDnDorgqr(h, m, n, k, a, m, tau, work, lwork, info);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCungqr(h, m, n, k, a, m, tau, work, lwork, info);
+  else return cusolverDnZungqr(h, m, n, k, a, m, tau, work, lwork, info);
+}
+
+// Jacobi sweeps are capped, so NaN/Inf input ends with info > 0 or NaN results, never a hang.
+constexpr int kJacobiMaxSweeps = 100;
+
+}  // namespace
+
+// ---- Cholesky ----
+void cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, const Stream& stream) {
+  const char* op = "cholesky";
+  if (small_kernel_applies(SmallKernel::cholesky, p)) return small_cholesky(p, a, upper, info, stream);
+  Call c(stream, op);
+  const cublasFillMode_t uplo = upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
+  const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
+  if (use_batched(p, kPotrfBatched)) {  // either triangle (cuSOLVER documents both fill modes)
+    const int n = to_int(p.n, op);
+    by_dtype(p.dtype, op, [&](auto tag) {
+      using T = decltype(tag);
+      in_chunks(p.batch, [&](std::int64_t first, std::int64_t count) {
+        auto ptrs = c.pointers(at(a, first, bytes), static_cast<std::int64_t>(bytes), count);
+        TESSEL_CUSOLVER_CHECK(potrf_batched<T>(c.h.solver, uplo, n, static_cast<T**>(ptrs->data()), n, info + first,
+                                               static_cast<int>(count)),
+                              op);
+      });
+    });
+    return;
+  }
+  const cudaDataType t = data_type(p.dtype);
+  std::size_t dev_bytes = 0, host_bytes = 0;
+  TESSEL_CUSOLVER_CHECK(cusolverDnXpotrf_bufferSize(c.h.solver, c.h.params, uplo, p.n, t, a, p.n, t, &dev_bytes, &host_bytes), op);
+  auto work = c.device_buffer(dev_bytes);
+  HostWork host;
+  void* hw = host.get(host_bytes);
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    TESSEL_CUSOLVER_CHECK(cusolverDnXpotrf(c.h.solver, c.h.params, uplo, p.n, t, at(a, b, bytes), p.n, t, work->data(),
+                                           dev_bytes, hw, host_bytes, info + b),
+                          op);
+  }
+}
+
+// ---- LU ----
+void lu(const LinalgBatch& p, void* a, Array& pivots, std::int32_t* info, const Stream& stream) {
+  const char* op = "lu";
+  if (small_kernel_applies(SmallKernel::lu, p)) {
+    pivots = empty({p.batch, p.n}, DType::int32, stream.device(), stream);
+    return small_lu(p, a, static_cast<std::int32_t*>(pivots.data()), info, stream);
+  }
+  Call c(stream, op);
+  const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
+  if (use_batched(p, kGetrfBatched)) {
+    const int n = to_int(p.n, op);
+    pivots = empty({p.batch, p.n}, DType::int32, stream.device(), stream);
+    auto* piv = static_cast<int*>(pivots.data());
+    by_dtype(p.dtype, op, [&](auto tag) {
+      using T = decltype(tag);
+      in_chunks(p.batch, [&](std::int64_t first, std::int64_t count) {
+        auto ptrs = c.pointers(at(a, first, bytes), static_cast<std::int64_t>(bytes), count);
+        TESSEL_CUBLAS_CHECK(getrf_batched<T>(c.h.blas, n, static_cast<T**>(ptrs->data()), n, piv + first * p.n,
+                                             info + first, static_cast<int>(count)),
+                            op);
+      });
+    });
+    return;
+  }
+  pivots = empty({p.batch, p.n}, DType::int64, stream.device(), stream);
+  auto* piv = static_cast<std::int64_t*>(pivots.data());
+  const cudaDataType t = data_type(p.dtype);
+  std::size_t dev_bytes = 0, host_bytes = 0;
+  TESSEL_CUSOLVER_CHECK(cusolverDnXgetrf_bufferSize(c.h.solver, c.h.params, p.n, p.n, t, a, p.n, t, &dev_bytes, &host_bytes), op);
+  auto work = c.device_buffer(dev_bytes);
+  HostWork host;
+  void* hw = host.get(host_bytes);
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgetrf(c.h.solver, c.h.params, p.n, p.n, t, at(a, b, bytes), p.n, piv + b * p.n, t,
+                                           work->data(), dev_bytes, hw, host_bytes, info + b),
+                          op);
+  }
+}
+
+// ---- solve: LU, then the triangular solves ----
+void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool transposed, std::int32_t* info,
+           const Stream& stream) {
+  const char* op = "solve";
+  if (transposed && p.n <= kTransposedSolveMinN) throw Error("solve: internal error: a transposed solve of small matrices");
+  if (!transposed && small_kernel_applies(SmallKernel::lu_solve, p)) return small_solve(p, a, b_data, nrhs, info, stream);
+  const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
+  const std::size_t b_bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * nrhs);
+  if (!transposed && use_batched(p, kGetrfBatched)) {
+    Array pivots;
+    lu(p, a, pivots, info, stream);
+    Call c(stream, op);
+    const int n = to_int(p.n, op), k = to_int(nrhs, op);
+    auto* piv = static_cast<int*>(pivots.data());
+    by_dtype(p.dtype, op, [&](auto tag) {
+      using T = decltype(tag);
+      in_chunks(p.batch, [&](std::int64_t first, std::int64_t count) {
+        auto ap = c.pointers(at(a, first, bytes), static_cast<std::int64_t>(bytes), count);
+        auto bp = c.pointers(at(b_data, first, b_bytes), static_cast<std::int64_t>(b_bytes), count);
+        int arg_info = 0;  // host: argument validity only
+        TESSEL_CUBLAS_CHECK(getrs_batched<T>(c.h.blas, n, k, static_cast<T**>(ap->data()), n, piv + first * p.n,
+                                             static_cast<T**>(bp->data()), n, &arg_info, static_cast<int>(count)),
+                            op);
+        if (arg_info != 0) throw Error(fmt::format("solve: internal error: getrsBatched rejected argument {}", -arg_info));
+      });
+    });
+    // pivots is released here; its buffer is reused only after this stream's work (stream-ordered free).
+    return;
+  }
+  Call c(stream, op);
+  const cudaDataType t = data_type(p.dtype);
+  std::size_t dev_bytes = 0, host_bytes = 0;
+  TESSEL_CUSOLVER_CHECK(cusolverDnXgetrf_bufferSize(c.h.solver, c.h.params, p.n, p.n, t, a, p.n, t, &dev_bytes, &host_bytes), op);
+  auto work = c.device_buffer(dev_bytes);
+  auto piv = c.device_buffer(static_cast<std::size_t>(p.n) * sizeof(std::int64_t));
+  auto solve_info = c.device_buffer(sizeof(int));
+  HostWork host;
+  void* hw = host.get(host_bytes);
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgetrf(c.h.solver, c.h.params, p.n, p.n, t, at(a, b, bytes), p.n,
+                                           static_cast<std::int64_t*>(piv->data()), t, work->data(), dev_bytes, hw,
+                                           host_bytes, info + b),
+                          op);
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgetrs(c.h.solver, c.h.params, transposed ? CUBLAS_OP_T : CUBLAS_OP_N, p.n, nrhs, t, at(a, b, bytes), p.n,
+                                           static_cast<const std::int64_t*>(piv->data()), t, at(b_data, b, b_bytes), p.n,
+                                           static_cast<int*>(solve_info->data())),
+                          op);
+  }
+}
+
+// ---- eigh ----
+void eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream) {
+  const char* op = "eigh";
+  if (small_kernel_applies(SmallKernel::eigh, p)) return small_eigh(p, a, w, vectors, info, stream);
+  Call c(stream, op);
+  const cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
+  const std::size_t w_bytes = elem(to_real(p.dtype)) * static_cast<std::size_t>(p.n);
+  if (use_batched(p, kSyevjBatched)) {
+    const int n = to_int(p.n, op);
+    syevjInfo_t params = nullptr;
+    TESSEL_CUSOLVER_CHECK(cusolverDnCreateSyevjInfo(&params), op);
+    std::unique_ptr<std::remove_pointer_t<syevjInfo_t>, void (*)(syevjInfo_t)> guard(
+        params, [](syevjInfo_t q) { cusolverDnDestroySyevjInfo(q); });
+    TESSEL_CUSOLVER_CHECK(cusolverDnXsyevjSetMaxSweeps(params, kJacobiMaxSweeps), op);
+    by_dtype(p.dtype, op, [&](auto tag) {
+      using T = decltype(tag);
+      in_chunks(p.batch, [&](std::int64_t first, std::int64_t count) {
+        T* ab = reinterpret_cast<T*>(at(a, first, bytes));
+        auto* wb = reinterpret_cast<Real<T>*>(at(w, first, w_bytes));
+        int lwork = 0;
+        TESSEL_CUSOLVER_CHECK(syevj_batched_size<T>(c.h.solver, jobz, n, ab, wb, &lwork, params, static_cast<int>(count)), op);
+        auto work = c.device_buffer(static_cast<std::size_t>(lwork) * sizeof(T));
+        TESSEL_CUSOLVER_CHECK(syevj_batched<T>(c.h.solver, jobz, n, ab, wb, static_cast<T*>(work->data()), lwork,
+                                               info + first, params, static_cast<int>(count)),
+                              op);
+      });
+    });
+    return;
+  }
+  const cudaDataType t = data_type(p.dtype), rt = real_type(p.dtype);
+  std::size_t dev_bytes = 0, host_bytes = 0;
+  if (use_batched(p, kXsyevBatched)) {
+    TESSEL_CUSOLVER_CHECK(cusolverDnXsyevBatched_bufferSize(c.h.solver, c.h.params, jobz, CUBLAS_FILL_MODE_LOWER, p.n, t,
+                                                            a, p.n, rt, w, t, &dev_bytes, &host_bytes, p.batch),
+                          op);
+    auto work = c.device_buffer(dev_bytes);
+    HostWork host;
+    TESSEL_CUSOLVER_CHECK(cusolverDnXsyevBatched(c.h.solver, c.h.params, jobz, CUBLAS_FILL_MODE_LOWER, p.n, t, a, p.n, rt,
+                                                 w, t, work->data(), dev_bytes, host.get(host_bytes), host_bytes, info,
+                                                 p.batch),
+                          op);
+    return;
+  }
+  TESSEL_CUSOLVER_CHECK(cusolverDnXsyevd_bufferSize(c.h.solver, c.h.params, jobz, CUBLAS_FILL_MODE_LOWER, p.n, t, a, p.n,
+                                                    rt, w, t, &dev_bytes, &host_bytes),
+                        op);
+  auto work = c.device_buffer(dev_bytes);
+  HostWork host;
+  void* hw = host.get(host_bytes);
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    TESSEL_CUSOLVER_CHECK(cusolverDnXsyevd(c.h.solver, c.h.params, jobz, CUBLAS_FILL_MODE_LOWER, p.n, t, at(a, b, bytes),
+                                           p.n, rt, at(w, b, w_bytes), t, work->data(), dev_bytes, hw, host_bytes, info + b),
+                          op);
+  }
+}
+
+// ---- SVD (ops/linalg.cpp passes m >= n on CUDA) ----
+void svd(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors, bool full, std::int32_t* info,
+         const Stream& stream) {
+  const char* op = "svd";
+  if (p.m < p.n) throw Error("svd: internal error: the CUDA backend takes m >= n");
+  // tessel's kernel writes the thin U: it serves everything but the full U of a tall matrix.
+  if (small_kernel_applies(SmallKernel::svd, p) && (p.m == p.n || !full || !vectors)) {
+    return small_svd(p, a, s, u, vh, vectors, info, stream);
+  }
+  Call c(stream, op);
+  const std::int64_t k = p.n;
+  const std::int64_t ucols = full ? p.m : k, vrows = full ? p.n : k;
+  const std::size_t es = elem(p.dtype);
+  const std::size_t bytes = es * static_cast<std::size_t>(p.m * p.n);
+  const std::size_t s_bytes = elem(to_real(p.dtype)) * static_cast<std::size_t>(k);
+  if (use_batched(p, kGesvdjBatched)) {
+    const int m = to_int(p.m, op), n = to_int(p.n, op);
+    const cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+    gesvdjInfo_t params = nullptr;
+    TESSEL_CUSOLVER_CHECK(cusolverDnCreateGesvdjInfo(&params), op);
+    std::unique_ptr<std::remove_pointer_t<gesvdjInfo_t>, void (*)(gesvdjInfo_t)> guard(
+        params, [](gesvdjInfo_t q) { cusolverDnDestroyGesvdjInfo(q); });
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgesvdjSetMaxSweeps(params, kJacobiMaxSweeps), op);
+    // gesvdjBatched writes full U (m x m) and V (n x n): Vh and the reduced U are taken from them.
+    const bool direct_u = vectors && ucols == p.m;
+    by_dtype(p.dtype, op, [&](auto tag) {
+      using T = decltype(tag);
+      in_chunks(p.batch, [&](std::int64_t first, std::int64_t count) {
+        auto full_u = direct_u ? nullptr : c.device_buffer(es * static_cast<std::size_t>(p.m * p.m * count));
+        auto full_v = c.device_buffer(es * static_cast<std::size_t>(p.n * p.n * count));
+        T* ab = reinterpret_cast<T*>(at(a, first, bytes));
+        auto* sb = reinterpret_cast<Real<T>*>(at(s, first, s_bytes));
+        T* ub = direct_u ? reinterpret_cast<T*>(at(u, first, es * static_cast<std::size_t>(p.m * p.m)))
+                         : static_cast<T*>(full_u->data());
+        T* vb = static_cast<T*>(full_v->data());
+        int lwork = 0;
+        TESSEL_CUSOLVER_CHECK(gesvdj_batched_size<T>(c.h.solver, jobz, m, n, ab, sb, ub, vb, &lwork, params,
+                                                     static_cast<int>(count)),
+                              op);
+        auto work = c.device_buffer(static_cast<std::size_t>(lwork) * sizeof(T));
+        TESSEL_CUSOLVER_CHECK(gesvdj_batched<T>(c.h.solver, jobz, m, n, ab, sb, ub, vb, static_cast<T*>(work->data()),
+                                                lwork, info + first, params, static_cast<int>(count)),
+                              op);
+        if (!vectors) return;
+        if (!direct_u) {  // the first ucols columns of each U
+          TESSEL_CUDA_CHECK(cudaMemcpy2DAsync(at(u, first, es * static_cast<std::size_t>(p.m * ucols)),
+                                              es * static_cast<std::size_t>(p.m * ucols), ub,
+                                              es * static_cast<std::size_t>(p.m * p.m),
+                                              es * static_cast<std::size_t>(p.m * ucols), static_cast<std::size_t>(count),
+                                              cudaMemcpyDeviceToDevice, c.s),
+                            op);
+        }
+        adjoint_batch(p.dtype, vb, p.n, at(vh, first, es * static_cast<std::size_t>(vrows * p.n)), vrows, p.n, count, c.s);
+      });
+    });
+    return;
+  }
+  const cudaDataType t = data_type(p.dtype), rt = real_type(p.dtype);
+  const signed char job = !vectors ? 'N' : (full ? 'A' : 'S');
+  const std::int64_t ldu = p.m, ldvt = vectors ? vrows : 1;
+  std::size_t dev_bytes = 0, host_bytes = 0;
+  TESSEL_CUSOLVER_CHECK(cusolverDnXgesvd_bufferSize(c.h.solver, c.h.params, job, job, p.m, p.n, t, a, p.m, rt, s, t, u,
+                                                    ldu, t, vh, ldvt, t, &dev_bytes, &host_bytes),
+                        op);
+  auto work = c.device_buffer(dev_bytes);
+  HostWork host;
+  void* hw = host.get(host_bytes);
+  const std::size_t u_bytes = es * static_cast<std::size_t>(p.m * ucols);
+  const std::size_t v_bytes = es * static_cast<std::size_t>(vrows * p.n);
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgesvd(c.h.solver, c.h.params, job, job, p.m, p.n, t, at(a, b, bytes), p.m, rt,
+                                           at(s, b, s_bytes), t, vectors ? at(u, b, u_bytes) : nullptr, ldu, t,
+                                           vectors ? at(vh, b, v_bytes) : nullptr, ldvt, t, work->data(), dev_bytes, hw,
+                                           host_bytes, info + b),
+                          op);
+  }
+}
+
+// ---- QR: geqrf, then orgqr/ungqr on a copy of the Householder vectors ----
+void qr(const LinalgBatch& p, void* a, void* q, std::int64_t qcols, const Stream& stream) {
+  const char* op = "qr";
+  Call c(stream, op);
+  const std::int64_t k = std::min(p.m, p.n);
+  const std::size_t es = elem(p.dtype);
+  const std::size_t bytes = es * static_cast<std::size_t>(p.m * p.n);
+  const std::size_t q_bytes = es * static_cast<std::size_t>(p.m * qcols);
+  const std::size_t copied = es * static_cast<std::size_t>(p.m * std::min(p.n, qcols));
+  const cudaDataType t = data_type(p.dtype);
+  auto tau = c.device_buffer(es * static_cast<std::size_t>(k));
+  auto scratch_info = c.device_buffer(sizeof(int));
+  std::size_t dev_bytes = 0, host_bytes = 0;
+  TESSEL_CUSOLVER_CHECK(cusolverDnXgeqrf_bufferSize(c.h.solver, c.h.params, p.m, p.n, t, a, p.m, t, tau->data(), t,
+                                                    &dev_bytes, &host_bytes),
+                        op);
+  auto work = c.device_buffer(dev_bytes);
+  HostWork host;
+  void* hw = host.get(host_bytes);
+  const int m = to_int(p.m, op), qc = to_int(qcols, op), kk = to_int(k, op);
+  by_dtype(p.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    int lwork = 0;
+    TESSEL_CUSOLVER_CHECK(orgqr_size<T>(c.h.solver, m, qc, kk, static_cast<T*>(q), static_cast<T*>(tau->data()), &lwork), op);
+    auto qwork = c.device_buffer(static_cast<std::size_t>(lwork) * sizeof(T));
+    for (std::int64_t b = 0; b < p.batch; ++b) {
+      TESSEL_CUSOLVER_CHECK(cusolverDnXgeqrf(c.h.solver, c.h.params, p.m, p.n, t, at(a, b, bytes), p.m, t, tau->data(), t,
+                                             work->data(), dev_bytes, hw, host_bytes, static_cast<int*>(scratch_info->data())),
+                            op);
+      TESSEL_CUDA_CHECK(cudaMemcpyAsync(at(q, b, q_bytes), at(a, b, bytes), copied, cudaMemcpyDeviceToDevice, c.s), op);
+      TESSEL_CUSOLVER_CHECK(orgqr<T>(c.h.solver, m, qc, kk, reinterpret_cast<T*>(at(q, b, q_bytes)),
+                                     static_cast<const T*>(tau->data()), static_cast<T*>(qwork->data()), lwork,
+                                     static_cast<int*>(scratch_info->data())),
+                            op);
+    }
+  });
+}
+
+// ---- eig: cusolverDnXgeev (right eigenvectors) ----
+void eig(const LinalgBatch& p, void* a, void* w, void* v, bool vectors, std::int32_t* info, const Stream& stream) {
+  const char* op = "eig";
+  if (!is_complex(p.dtype)) throw Error("eig: internal error: the CUDA backend takes complex input");
+  Call c(stream, op);
+  const cudaDataType t = data_type(p.dtype);
+  const cusolverEigMode_t jobvr = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  const std::size_t es = elem(p.dtype);
+  const std::size_t bytes = es * static_cast<std::size_t>(p.n * p.n);
+  const std::size_t w_bytes = es * static_cast<std::size_t>(p.n);
+  const std::int64_t ldvr = vectors ? p.n : 1;
+  std::size_t dev_bytes = 0, host_bytes = 0;
+  TESSEL_CUSOLVER_CHECK(cusolverDnXgeev_bufferSize(c.h.solver, c.h.params, CUSOLVER_EIG_MODE_NOVECTOR, jobvr, p.n, t, a,
+                                                   p.n, t, w, t, nullptr, 1, t, v, ldvr, t, &dev_bytes, &host_bytes),
+                        op);
+  auto work = c.device_buffer(dev_bytes);
+  HostWork host;
+  void* hw = host.get(host_bytes);
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgeev(c.h.solver, c.h.params, CUSOLVER_EIG_MODE_NOVECTOR, jobvr, p.n, t, at(a, b, bytes),
+                                          p.n, t, at(w, b, w_bytes), t, nullptr, 1, t,
+                                          vectors ? at(v, b, bytes) : nullptr, ldvr, t, work->data(), dev_bytes, hw,
+                                          host_bytes, info + b),
+                          op);
+  }
+}
+
+}  // namespace tessel::backend::cuda

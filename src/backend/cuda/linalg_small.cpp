@@ -1,0 +1,154 @@
+// tessel's own batched small-matrix kernels (device/linalg_small.cuh): the NVRTC requests,
+// specialized on the matrix order, the launches, and the tuning table by which linalg.cpp's
+// dispatcher chooses them over cuSOLVER.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backend/linalg.hpp"
+#include "backend/linalg_small.hpp"
+#include "tessel/core/error.hpp"
+#include "tessel/jit/kernel.hpp"
+
+namespace tessel::backend::cuda {
+namespace {
+
+// ---- tuning table (CUB-style policy data, one row per op and dtype) ----
+// A batch takes tessel's kernel when n <= max_n and batch >= min_batch; else the cuSOLVER path of
+// linalg.cpp. The kernels keep a whole matrix per thread in registers, so max_n is bounded by
+// register spills. The crossovers are to be measured on the GPU with
+// bench/peers/python_linalg.py (the "batched" rows, which also time the cuSOLVER path through
+// TESSEL_LINALG_SMALL=0); each row's `measurement` records the run that chose it.
+const SmallKernelTuning kTuning[] = {
+    {SmallKernel::cholesky, DType::float32, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::cholesky, DType::float64, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::lu_solve, DType::float32, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::lu_solve, DType::float64, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::lu, DType::float32, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::lu, DType::float64, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::eigh, DType::float32, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::eigh, DType::float64, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::svd, DType::float32, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::svd, DType::float64, 16, 64, "to be measured on the GPU (H100)"},
+};
+
+constexpr int kMaxSweeps = 60;  // Jacobi sweeps; a converging matrix needs fewer than 15
+constexpr int kBlock = 64;      // one matrix per thread
+constexpr int kWaves = 8;
+
+const char* kind_name(SmallKernel kind) {
+  switch (kind) {
+    case SmallKernel::cholesky: return "cholesky";
+    case SmallKernel::lu: return "lu";
+    case SmallKernel::lu_solve: return "lu_solve_batch";
+    case SmallKernel::eigh: return "jacobi_eigh";
+    case SmallKernel::svd: return "jacobi_svd";
+  }
+  return "?";
+}
+
+const char* scalar_name(DType dtype) {
+  if (dtype == DType::float32) return "float";
+  if (dtype == DType::float64) return "double";
+  throw DTypeError(fmt::format("linalg: tessel's small-matrix kernels take float32 or float64, got {}", dtype_name(dtype)));
+}
+
+// Loaded kernels by (request name, device): a launch does one map lookup.
+jit::Kernel kernel_for(const jit::CompileRequest& request, Device device) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, int>, jit::Kernel> loaded;
+  const auto key = std::make_pair(request.name, device.index);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = loaded.find(key);
+    if (it != loaded.end()) return it->second;
+  }
+  jit::Kernel k = jit::get_kernel(request, device);  // compiles (or reads the disk cache) outside the lock
+  std::lock_guard<std::mutex> lock(mutex);
+  return loaded.emplace(key, k).first->second;
+}
+
+void launch(SmallKernel kind, const LinalgBatch& p, bool upper, std::vector<void*> args, const Stream& stream) {
+  const jit::Kernel k = kernel_for(small_kernel_request(kind, p.dtype, p.m, p.n, upper), stream.device());
+  k.launch(k.launch_config_fixed(p.batch, kBlock, kWaves), args, stream);
+}
+
+bool enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("TESSEL_LINALG_SMALL");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
+}  // namespace
+
+const SmallKernelTuning* small_kernel_tuning(SmallKernel kind, DType dtype) {
+  for (const auto& row : kTuning) {
+    if (row.kind == kind && row.dtype == dtype) return &row;
+  }
+  return nullptr;
+}
+
+bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p) {
+  if (!enabled()) return false;
+  const SmallKernelTuning* row = small_kernel_tuning(kind, p.dtype);
+  return row != nullptr && std::max(p.m, p.n) <= row->max_n && p.batch >= row->min_batch;
+}
+
+jit::CompileRequest small_kernel_request(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool upper) {
+  jit::CompileRequest r;
+  r.source = "#include \"linalg_small.cuh\"\n";
+  const char* t = scalar_name(dtype);
+  switch (kind) {
+    case SmallKernel::cholesky:
+      r.name = fmt::format("tessel_linalg_small::cholesky<{}, {}, {}>", t, n, upper ? "true" : "false");
+      break;
+    case SmallKernel::svd:
+      r.name = fmt::format("tessel_linalg_small::jacobi_svd<{}, {}, {}>", t, m, n);
+      break;
+    default:
+      r.name = fmt::format("tessel_linalg_small::{}<{}, {}>", kind_name(kind), t, n);
+      break;
+  }
+  return r;
+}
+
+void small_cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, const Stream& stream) {
+  long long batch = p.batch;
+  launch(SmallKernel::cholesky, p, upper, {&a, &info, &batch}, stream);
+}
+
+void small_lu(const LinalgBatch& p, void* a, std::int32_t* pivots, std::int32_t* info, const Stream& stream) {
+  long long batch = p.batch;
+  launch(SmallKernel::lu, p, false, {&a, &pivots, &info, &batch}, stream);
+}
+
+void small_solve(const LinalgBatch& p, void* a, void* b, std::int64_t nrhs, std::int32_t* info, const Stream& stream) {
+  long long batch = p.batch;
+  int k = static_cast<int>(nrhs);
+  if (nrhs > INT32_MAX) throw ValueError(fmt::format("solve: {} right-hand sides exceed the kernel's int count", nrhs));
+  launch(SmallKernel::lu_solve, p, false, {&a, &b, &k, &info, &batch}, stream);
+}
+
+void small_eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream) {
+  long long batch = p.batch;
+  int v = vectors ? 1 : 0, sweeps = kMaxSweeps;
+  launch(SmallKernel::eigh, p, false, {&a, &w, &v, &sweeps, &info, &batch}, stream);
+}
+
+void small_svd(const LinalgBatch& p, const void* a, void* s, void* u, void* vh, bool vectors, std::int32_t* info,
+               const Stream& stream) {
+  long long batch = p.batch;
+  int v = vectors ? 1 : 0, sweeps = kMaxSweeps;
+  launch(SmallKernel::svd, p, false, {&a, &s, &u, &vh, &v, &sweeps, &info, &batch}, stream);
+}
+
+}  // namespace tessel::backend::cuda

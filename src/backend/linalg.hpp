@@ -1,0 +1,70 @@
+#pragma once
+// Linear algebra, implemented by backend/cpu/linalg.cpp (LAPACK) and backend/cuda/linalg.cpp
+// (cuSOLVER/cuBLAS, with the helper kernels of backend/cuda/linalg.cu). src/ops/linalg.cpp
+// validates, casts and copies the operands into the layout below.
+//
+// Layout: `batch` matrices, each column-major and contiguous (leading dimension = rows), one
+// after another (batch stride = rows * cols). Matrices are overwritten in place where noted.
+// dtype is float32, float64, complex64 or complex128; "real" below is its real counterpart.
+// info: `batch` int32 values, LAPACK's info of each matrix. Everything runs on `stream` and is
+// asynchronous on CUDA. batch >= 1 and every dimension >= 1 (ops/linalg.cpp skips empty work).
+#include <cstdint>
+
+#include "tessel/array/array.hpp"
+#include "tessel/array/dtype.hpp"
+#include "tessel/core/stream.hpp"
+
+namespace tessel::backend {
+
+// solve takes row-major matrices (solving with the transpose of what LAPACK sees) from this order
+// on: below it the batched and small-matrix paths take column-major copies.
+constexpr std::int64_t kTransposedSolveMinN = 64;
+
+struct LinalgBatch {
+  DType dtype = DType::float64;
+  std::int64_t batch = 1;
+  std::int64_t m = 0, n = 0;  // rows, columns of the input matrices
+};
+
+#define TESSEL_LINALG_BACKEND_FUNCTIONS                                                                        \
+  /* a (n x n): the triangle `upper` receives the factor; the other one is left as it was. */                  \
+  void cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, const Stream& stream);         \
+  /* a (n x n) -> its LU factors; pivots: a fresh int array (batch, n) of 1-based row swaps, in */              \
+  /* the backend's int type (int32 or int64). */                                                               \
+  void lu(const LinalgBatch& p, void* a, Array& pivots, std::int32_t* info, const Stream& stream);            \
+  /* a (n x n) -> LU; b (n x nrhs, batch matrices) -> the solution of a x = b, or of a^T x = b when */      \
+  /* `transposed` (a then holds the row-major matrix; only for n > kTransposedSolveMinN). */                   \
+  void solve(const LinalgBatch& p, void* a, void* b, std::int64_t nrhs, bool transposed, std::int32_t* info,  \
+             const Stream& stream);                                                                            \
+  /* a (n x n) destroyed, or the eigenvectors (columns) when `vectors`; w (batch, n) real. */                 \
+  void eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream);  \
+  /* a (m x n) destroyed; s (batch, k) real, k = min(m, n); when `vectors`: u (m x ucols) and */               \
+  /* vh (vrows x n) with ucols = vrows = m / n (full) or k. */                                                 \
+  void svd(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors, bool full,               \
+           std::int32_t* info, const Stream& stream);                                                         \
+  /* a (m x n) -> R in its upper trapezoid (below it: Householder vectors); q (m x qcols), */                  \
+  /* qcols = k or m, receives Q. */                                                                            \
+  void qr(const LinalgBatch& p, void* a, void* q, std::int64_t qcols, const Stream& stream);                  \
+  /* complex dtypes only. a (n x n) destroyed; w (batch, n); v (n x n) when `vectors`. */                      \
+  void eig(const LinalgBatch& p, void* a, void* w, void* v, bool vectors, std::int32_t* info,                 \
+           const Stream& stream);
+
+namespace cpu {
+TESSEL_LINALG_BACKEND_FUNCTIONS
+}  // namespace cpu
+
+namespace cuda {
+TESSEL_LINALG_BACKEND_FUNCTIONS
+
+// Helper kernels of linalg.cu; `stream` is a cudaStream_t. All launches are checked.
+// pointers[i] = base + i * stride_bytes, for the cuSOLVER/cuBLAS batched routines.
+void fill_pointers(void** pointers, void* base, std::int64_t stride_bytes, std::int64_t count, void* stream);
+// dst (rows x cols) = the first `rows` columns of src (cols x src_cols, src_cols >= rows),
+// conjugate-transposed (transposed for real dtypes); both column-major batches.
+void adjoint_batch(DType dtype, const void* src, std::int64_t src_cols, void* dst, std::int64_t rows,
+                   std::int64_t cols, std::int64_t batch, void* stream);
+}  // namespace cuda
+
+#undef TESSEL_LINALG_BACKEND_FUNCTIONS
+
+}  // namespace tessel::backend

@@ -1,0 +1,43 @@
+#pragma once
+// tessel's batched small-matrix kernels for the CUDA backend (backend/cuda/linalg_small.cpp,
+// device code in backend/cuda/device/linalg_small.cuh, compiled at run time by NVRTC and
+// specialized on the order). The layout is that of backend/linalg.hpp; float32 and float64.
+#include <cstdint>
+
+#include "backend/linalg.hpp"
+#include "tessel/array/dtype.hpp"
+#include "tessel/core/stream.hpp"
+#include "tessel/jit/compiler.hpp"
+
+namespace tessel::backend::cuda {
+
+enum class SmallKernel : std::uint8_t { cholesky, lu, lu_solve, eigh, svd };
+
+// One row of the dispatcher's tuning table: tessel's kernel runs when max(m, n) <= max_n and
+// batch >= min_batch; `measurement` names the run that chose the crossover.
+struct SmallKernelTuning {
+  SmallKernel kind;
+  DType dtype;
+  std::int64_t max_n;
+  std::int64_t min_batch;
+  const char* measurement;
+};
+
+// The table's row (nullptr: no kernel for this dtype).
+const SmallKernelTuning* small_kernel_tuning(SmallKernel kind, DType dtype);
+// Whether the dispatcher takes tessel's kernel for p (TESSEL_LINALG_SMALL=0 turns them off, for
+// timing the cuSOLVER path against them).
+bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p);
+// The NVRTC request of one specialization (svd: m x n with m >= n; others: n x n).
+jit::CompileRequest small_kernel_request(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool upper);
+
+// The launches (asynchronous on `stream`), with the contracts of backend/linalg.hpp; pivots are
+// int32 (1-based). svd writes the thin factors: u (m x n), vh (n x n); it needs m >= n.
+void small_cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, const Stream& stream);
+void small_lu(const LinalgBatch& p, void* a, std::int32_t* pivots, std::int32_t* info, const Stream& stream);
+void small_solve(const LinalgBatch& p, void* a, void* b, std::int64_t nrhs, std::int32_t* info, const Stream& stream);
+void small_eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream);
+void small_svd(const LinalgBatch& p, const void* a, void* s, void* u, void* vh, bool vectors, std::int32_t* info,
+               const Stream& stream);
+
+}  // namespace tessel::backend::cuda

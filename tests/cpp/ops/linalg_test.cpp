@@ -1,0 +1,297 @@
+// tessel::linalg: one body over backend (cpu, each test GPU) x dtype (float32, float64, complex64,
+// complex128). Every factorization is checked by reconstruction in complex<double> on the host
+// (L L^H, P^-1 solve residual, Q R, U diag(S) Vh, A v = lambda v), with tolerances of the
+// dtype's epsilon times the order times a bound on the condition number of the inputs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "testing.hpp"
+#if defined(TESSEL_HAVE_CUDA)
+#include "backend/linalg_small.hpp"
+#include "tessel/jit/compiler.hpp"
+#endif
+#include "tessel/tessel.hpp"
+
+namespace tessel {
+namespace {
+
+using testing::expect_error;
+using cd = std::complex<double>;
+
+class LinalgTest : public testing::BackendDTypeTest {
+ protected:
+  double eps() const {
+    return dtype() == DType::float32 || dtype() == DType::complex64 ? 1.2e-7 : 2.3e-16;
+  }
+  double tol(std::int64_t n, double cond = 10.0) const { return 50.0 * eps() * static_cast<double>(n) * cond; }
+};
+
+// Host copy of any array as complex<double>, C order.
+std::vector<cd> host(const Array& x) {
+  return astype(x, DType::complex128).to(Device::cpu()).contiguous().to_vector<cd>();
+}
+
+// Random values (real and, for complex dtypes, imaginary parts standard normal) on `device`.
+Array random_matrices(std::mt19937_64& rng, const Shape& shape, DType dtype, Device device) {
+  std::normal_distribution<double> normal;
+  std::int64_t count = 1;
+  for (auto d : shape) count *= d;
+  std::vector<cd> values(static_cast<std::size_t>(count));
+  for (auto& v : values) v = is_complex(dtype) ? cd(normal(rng), normal(rng)) : cd(normal(rng), 0.0);
+  Array c = from_vector(values, shape, device);
+  return is_complex(dtype) ? astype(c, dtype) : astype(real(c), dtype);
+}
+
+// batch x (n x n): A A^H + n I (Hermitian positive definite), or (A + A^H) / 2 + shift I.
+std::vector<cd> make_hermitian(const std::vector<cd>& a, std::int64_t batch, std::int64_t n, bool positive) {
+  std::vector<cd> out(a.size());
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const cd* x = a.data() + b * n * n;
+    cd* y = out.data() + b * n * n;
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        cd v = 0;
+        if (positive) {
+          for (std::int64_t k = 0; k < n; ++k) v += x[i * n + k] * std::conj(x[j * n + k]);
+          if (i == j) v += static_cast<double>(n);
+        } else {
+          v = (x[i * n + j] + std::conj(x[j * n + i])) / 2.0;
+        }
+        y[i * n + j] = v;
+      }
+    }
+  }
+  return out;
+}
+
+Array upload(const std::vector<cd>& values, const Shape& shape, DType dtype, Device device) {
+  Array c = from_vector(values, shape, device);
+  return is_complex(dtype) ? astype(c, dtype) : astype(real(c), dtype);
+}
+
+// c (m x p) = a (m x k) b (k x p) for one batch entry; adjoint_a / adjoint_b use a^H / b^H.
+std::vector<cd> matmul_host(const cd* a, const cd* b, std::int64_t m, std::int64_t k, std::int64_t p, bool adjoint_a,
+                            bool adjoint_b) {
+  std::vector<cd> c(static_cast<std::size_t>(m * p));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < p; ++j) {
+      cd s = 0;
+      for (std::int64_t l = 0; l < k; ++l) {
+        const cd x = adjoint_a ? std::conj(a[l * m + i]) : a[i * k + l];
+        const cd y = adjoint_b ? std::conj(b[j * k + l]) : b[l * p + j];
+        s += x * y;
+      }
+      c[static_cast<std::size_t>(i * p + j)] = s;
+    }
+  return c;
+}
+
+double max_abs_diff(const cd* a, const cd* b, std::int64_t count) {
+  double e = 0;
+  for (std::int64_t i = 0; i < count; ++i) e = std::max(e, std::abs(a[i] - b[i]));
+  return e;
+}
+
+TEST_P(LinalgTest, CholeskyReconstructs) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const std::int64_t batch = 3, n = 7;
+  const auto a = make_hermitian(host(random_matrices(rng, {batch, n, n}, dtype(), Device::cpu())), batch, n, true);
+  const Array x = upload(a, {batch, n, n}, dtype(), device());
+  for (bool upper : {false, true}) {
+    const Array f = linalg::cholesky(x, upper);
+    ASSERT_EQ(f.shape(), (Shape{batch, n, n}));
+    ASSERT_EQ(f.dtype(), dtype());
+    const auto h = host(f);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const cd* l = h.data() + b * n * n;
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < n; ++j)
+          if (upper ? i > j : j > i) {
+            EXPECT_EQ(l[i * n + j], cd(0)) << "other triangle at " << i << "," << j;
+          }
+      const auto r = upper ? matmul_host(l, l, n, n, n, true, false) : matmul_host(l, l, n, n, n, false, true);
+      EXPECT_LE(max_abs_diff(r.data(), a.data() + b * n * n, n * n), tol(n) * 2 * n);
+    }
+  }
+}
+
+TEST_P(LinalgTest, SolveInvAndDet) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const std::int64_t batch = 4, n = 6, k = 3;
+  // Diagonally dominant: cond <= ~3.
+  auto a = host(random_matrices(rng, {batch, n, n}, dtype(), Device::cpu()));
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t i = 0; i < n; ++i) a[static_cast<std::size_t>(b * n * n + i * n + i)] += 3.0 * n;
+  const Array x = upload(a, {batch, n, n}, dtype(), device());
+  const Array rhs = random_matrices(rng, {batch, n, k}, dtype(), device());
+  const auto bh = host(rhs);
+  const auto sol = host(linalg::solve(x, rhs));
+  const auto inv = host(linalg::inv(x));
+  const auto det = host(linalg::det(x));
+  const auto sld = linalg::slogdet(x);
+  const auto sign = host(sld.sign), logabs = host(sld.logabsdet);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const cd* ab = a.data() + b * n * n;
+    const auto ax = matmul_host(ab, sol.data() + b * n * k, n, n, k, false, false);
+    EXPECT_LE(max_abs_diff(ax.data(), bh.data() + b * n * k, n * k), tol(n) * 3 * n);
+    const auto ai = matmul_host(ab, inv.data() + b * n * n, n, n, n, false, false);
+    std::vector<cd> eye(static_cast<std::size_t>(n * n));
+    for (std::int64_t i = 0; i < n; ++i) eye[static_cast<std::size_t>(i * n + i)] = 1.0;
+    EXPECT_LE(max_abs_diff(ai.data(), eye.data(), n * n), tol(n) * 3 * n);
+    // det = sign * exp(logabsdet), and det(A) det(A^-1) = 1.
+    const cd d = det[static_cast<std::size_t>(b)];
+    const cd from_log = sign[static_cast<std::size_t>(b)] * std::exp(logabs[static_cast<std::size_t>(b)]);
+    EXPECT_LE(std::abs(d - from_log), tol(n) * std::abs(d));
+  }
+  const auto det_inv = host(linalg::det(linalg::inv(x)));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    EXPECT_LE(std::abs(det[static_cast<std::size_t>(b)] * det_inv[static_cast<std::size_t>(b)] - 1.0), tol(n) * 10);
+  }
+}
+
+TEST_P(LinalgTest, EighReconstructs) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  for (std::int64_t n : {1, 5, 33}) {
+    const std::int64_t batch = 3;
+    const auto a = make_hermitian(host(random_matrices(rng, {batch, n, n}, dtype(), Device::cpu())), batch, n, false);
+    const auto r = linalg::eigh(upload(a, {batch, n, n}, dtype(), device()));
+    ASSERT_EQ(r.eigenvalues.dtype(), to_real(dtype()));
+    const auto w = host(r.eigenvalues), v = host(r.eigenvectors);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const cd* vb = v.data() + b * n * n;
+      const auto av = matmul_host(a.data() + b * n * n, vb, n, n, n, false, false);
+      double scale = 1;
+      for (std::int64_t j = 0; j < n; ++j) scale = std::max(scale, std::abs(w[static_cast<std::size_t>(b * n + j)]));
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          const cd want = vb[i * n + j] * w[static_cast<std::size_t>(b * n + j)];
+          EXPECT_LE(std::abs(av[static_cast<std::size_t>(i * n + j)] - want), tol(n) * scale) << "n " << n;
+        }
+      for (std::int64_t j = 1; j < n; ++j) EXPECT_LE(w[b * n + j - 1].real(), w[b * n + j].real());
+    }
+  }
+}
+
+TEST_P(LinalgTest, QrAndSvdReconstruct) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  for (auto [m, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{{6, 4}, {4, 6}, {5, 5}, {40, 3}}) {
+    const std::int64_t batch = 2, k = std::min(m, n);
+    const Array x = random_matrices(rng, {batch, m, n}, dtype(), device());
+    const auto a = host(x);
+    const auto q = linalg::qr(x, "reduced");
+    ASSERT_EQ(q.Q.shape(), (Shape{batch, m, k}));
+    ASSERT_EQ(q.R.shape(), (Shape{batch, k, n}));
+    const auto qh = host(q.Q), rh = host(q.R);
+    const auto s = linalg::svd(x, false);
+    ASSERT_EQ(s.U.shape(), (Shape{batch, m, k}));
+    ASSERT_EQ(s.Vh.shape(), (Shape{batch, k, n}));
+    const auto uh = host(s.U), sh = host(s.S), vh = host(s.Vh);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const auto qr = matmul_host(qh.data() + b * m * k, rh.data() + b * k * n, m, k, n, false, false);
+      EXPECT_LE(max_abs_diff(qr.data(), a.data() + b * m * n, m * n), tol(std::max(m, n)) * 5);
+      std::vector<cd> us(uh.begin() + b * m * k, uh.begin() + (b + 1) * m * k);
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < k; ++j) us[static_cast<std::size_t>(i * k + j)] *= sh[static_cast<std::size_t>(b * k + j)];
+      const auto usv = matmul_host(us.data(), vh.data() + b * k * n, m, k, n, false, false);
+      EXPECT_LE(max_abs_diff(usv.data(), a.data() + b * m * n, m * n), tol(std::max(m, n)) * 5);
+      for (std::int64_t j = 1; j < k; ++j) EXPECT_GE(sh[b * k + j - 1].real(), sh[b * k + j].real());
+    }
+  }
+}
+
+TEST_P(LinalgTest, EigReconstructs) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const std::int64_t batch = 2, n = 5;
+  const Array x = random_matrices(rng, {batch, n, n}, dtype(), device());
+  const auto a = host(x);
+  const auto r = linalg::eig(x);
+  ASSERT_EQ(r.eigenvalues.dtype(), to_complex(dtype()));
+  const auto w = host(r.eigenvalues), v = host(r.eigenvectors);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const auto av = matmul_host(a.data() + b * n * n, v.data() + b * n * n, n, n, n, false, false);
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        const cd want = v[static_cast<std::size_t>(b * n * n + i * n + j)] * w[static_cast<std::size_t>(b * n + j)];
+        EXPECT_LE(std::abs(av[static_cast<std::size_t>(i * n + j)] - want), tol(n, 1e3));
+      }
+  }
+}
+
+TEST_P(LinalgTest, ErrorsNameTheOpAndTheBatchIndex) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const Array rect = random_matrices(rng, {2, 3, 4}, dtype(), device());
+  expect_error<ShapeError>([&] { linalg::inv(rect); }, {"inv", "square", "(2, 3, 4)"});
+  expect_error<ShapeError>([&] { linalg::cholesky(rect); }, {"cholesky", "square"});
+  expect_error<ValueError>([&] { linalg::qr(rect, "full"); }, {"qr", "reduced", "complete", "full"});
+  // Batch entry 1 is singular / not positive definite.
+  std::vector<cd> a(2 * 3 * 3, cd(0));
+  for (int i = 0; i < 3; ++i) a[static_cast<std::size_t>(i * 3 + i)] = 2.0;
+  a[9 + 0] = 1.0;  // rank 1, and -1 on the diagonal below
+  a[9 + 4] = -1.0;
+  const Array x = upload(a, {2, 3, 3}, dtype(), device());
+  expect_error<linalg::LinAlgError>([&] { linalg::inv(x); }, {"inv: the matrix at batch index (1,) is singular"});
+  expect_error<linalg::LinAlgError>([&] { linalg::cholesky(x); },
+                                    {"cholesky: the matrix at batch index (1,)", "not positive definite"});
+  const auto ex = linalg::inv_ex(x);
+  EXPECT_EQ(ex.info.device(), device());
+  const auto info = ex.info.to(Device::cpu()).to_vector<std::int32_t>();
+  EXPECT_EQ(info[0], 0);
+  EXPECT_GT(info[1], 0);
+  expect_error<DTypeError>([&] { linalg::inv(astype(x, DType::bool_)); }, {"inv", "floating-point", "bool"});
+}
+
+TEST_P(LinalgTest, EmptyBatchesAndMatrices) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  const Array none = zeros({0, 3, 3}, dtype(), device());
+  EXPECT_EQ(linalg::inv(none).shape(), (Shape{0, 3, 3}));
+  EXPECT_EQ(linalg::eigh(none).eigenvalues.shape(), (Shape{0, 3}));
+  EXPECT_EQ(linalg::svd(none).S.shape(), (Shape{0, 3}));
+  EXPECT_EQ(linalg::det(none).shape(), (Shape{0}));
+  const Array empty_matrices = zeros({2, 0, 0}, dtype(), device());
+  const auto d = host(linalg::det(empty_matrices));
+  EXPECT_EQ(d, (std::vector<cd>{1.0, 1.0}));
+}
+
+#if defined(TESSEL_HAVE_CUDA)
+// tessel's small-matrix kernels compile for Hopper (NVRTC runs without a GPU), every kind and
+// dtype, at orders 1, 3 and 8 (the table's largest orders take minutes to compile on two cores).
+TEST(LinalgSmallKernels, CompileForSm90) {
+  using backend::cuda::SmallKernel;
+  for (DType dtype : {DType::float32, DType::float64}) {
+    for (SmallKernel kind : {SmallKernel::cholesky, SmallKernel::lu, SmallKernel::lu_solve, SmallKernel::eigh,
+                             SmallKernel::svd}) {
+      const auto* row = backend::cuda::small_kernel_tuning(kind, dtype);
+      ASSERT_NE(row, nullptr);
+      EXPECT_NE(std::string(row->measurement), "");
+      for (std::int64_t n : {std::int64_t{1}, std::int64_t{3}, std::min<std::int64_t>(8, row->max_n)}) {
+        const std::int64_t m = kind == SmallKernel::svd ? std::min<std::int64_t>(n + 2, row->max_n) : n;
+        jit::CompileRequest r = backend::cuda::small_kernel_request(kind, dtype, std::max(m, n), n, n == 3);
+        r.arch = "sm_90";
+        SCOPED_TRACE(r.name);
+        const jit::CompileResult c = jit::compile_to_cubin(r);
+        EXPECT_FALSE(c.cubin.empty());
+      }
+    }
+  }
+}
+#endif
+
+INSTANTIATE_TEST_SUITE_P(All, LinalgTest,
+                         ::testing::ValuesIn(testing::backend_dtype_cases(
+                             {DType::float32, DType::float64, DType::complex64, DType::complex128})),
+                         testing::case_name);
+
+}  // namespace
+}  // namespace tessel

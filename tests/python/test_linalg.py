@@ -1,0 +1,483 @@
+"""ts.linalg against numpy.linalg (float64/complex128 references) on fresh random inputs. Every
+body runs on cpu and each test GPU (skipped without one). Factorizations are checked by
+reconstruction (L @ L^H, Q @ R, U @ diag(S) @ Vh, A @ v = lambda v); tolerances are the dtype's
+epsilon times the matrix order times the condition number of the input."""
+import math
+
+import numpy as np
+import pytest
+
+import tessel as ts
+from conftest import random_array
+
+DTYPES = ["float32", "float64", "complex64", "complex128"]
+REAL_OF = {"float32": "float32", "float64": "float64", "complex64": "float32", "complex128": "float64"}
+
+
+def eps(dtype):
+    return float(np.finfo(np.dtype(REAL_OF[dtype])).eps)
+
+
+def H(a):
+    return np.conj(np.swapaxes(a, -1, -2))
+
+
+def tol(dtype, n, cond=1.0):
+    return 50 * eps(dtype) * max(n, 1) * cond
+
+
+def close(got, want, dtype, n, cond=1.0):
+    got = np.asarray(got).astype(np.complex128)
+    want = np.asarray(want).astype(np.complex128)
+    assert got.shape == want.shape, f"shape {got.shape} != {want.shape}"
+    if want.size == 0:
+        return
+    scale = max(float(np.max(np.abs(want))), 1.0)
+    err = float(np.max(np.abs(got - want)))
+    assert err <= tol(dtype, n, cond) * scale, f"max error {err:.3g} > {tol(dtype, n, cond) * scale:.3g}"
+
+
+def general(rng, shape, dtype, cond=None):
+    """Random matrices; with cond, each has exactly that 2-norm condition number."""
+    a = random_array(rng, shape, dtype)
+    if cond is None:
+        return a
+    m, n = shape[-2], shape[-1]
+    u, _, vh = np.linalg.svd(a.astype(np.complex128 if "complex" in dtype else np.float64), full_matrices=False)
+    k = min(m, n)
+    s = np.logspace(0, -math.log10(cond), k)
+    return (u * s[..., None, :]) @ vh if k else a
+
+
+def hermitian(rng, shape, dtype):
+    a = random_array(rng, shape, dtype)
+    return ((a + H(a)) / 2).astype(dtype)
+
+
+def spd(rng, shape, dtype):
+    a = random_array(rng, shape, dtype)
+    n = shape[-1]
+    return (a @ H(a) + n * np.eye(n)).astype(dtype)
+
+
+def on(device, a):
+    return ts.asarray(a, device=device)
+
+
+SQUARE_SHAPES = [(1, 1), (5, 5), (3, 8, 8), (2, 3, 4, 4), (40, 40), (2, 36, 36)]
+
+
+# ---- Cholesky ----
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("shape", SQUARE_SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cholesky_reconstructs(device, rng, dtype, shape, upper):
+    a = spd(rng, shape, dtype)
+    f = ts.linalg.cholesky(on(device, a), upper=upper)
+    got = np.asarray(f)
+    assert got.dtype == np.dtype(dtype)
+    n = shape[-1]
+    tri = np.triu(got, 1) if not upper else np.tril(got, -1)
+    assert np.all(tri == 0), "the other triangle must be zero"
+    rebuilt = got @ H(got) if not upper else H(got) @ got
+    close(rebuilt, a, dtype, n)
+    ref = np.linalg.cholesky(a.astype(np.complex128 if "complex" in dtype else np.float64))
+    close(got, H(ref) if upper else ref, dtype, n, cond=10)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_cholesky_reads_one_triangle(device, rng, dtype):
+    a = spd(rng, (2, 6, 6), dtype)
+    garbage = random_array(rng, (2, 6, 6), dtype) * 1e3
+    want = np.linalg.cholesky(a)
+    lower_only = np.tril(a) + np.triu(garbage, 1)
+    close(ts.linalg.cholesky(on(device, lower_only)), want, dtype, 6, 10)
+    upper_only = np.triu(a) + np.tril(garbage, -1)
+    close(ts.linalg.cholesky(on(device, upper_only), upper=True), H(want), dtype, 6, 10)
+
+
+def test_cholesky_not_positive_definite_names_the_batch_index(device, rng):
+    a = spd(rng, (2, 3, 4, 4), "float64")
+    a[1, 2] = -np.eye(4)
+    with pytest.raises(ts.linalg.LinAlgError, match=r"cholesky: the matrix at batch index \(1, 2\) is not positive definite") as e:
+        ts.linalg.cholesky(on(device, a))
+    assert e.value.batch_index == 5
+    assert isinstance(e.value, ValueError) and isinstance(e.value, ts.TesselError)
+    factor, info = ts.linalg.cholesky_ex(on(device, a))
+    assert info.device == device and info.dtype == ts.int32 and info.shape == (2, 3)
+    expect = np.zeros((2, 3), np.int32)
+    expect[1, 2] = 1
+    np.testing.assert_array_equal(np.asarray(info), expect)
+
+
+# ---- inv / solve ----
+@pytest.mark.parametrize("cond", [None, 1e3])
+@pytest.mark.parametrize("shape", SQUARE_SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_inv(device, rng, dtype, shape, cond):
+    a = general(rng, shape, dtype, cond).astype(dtype)
+    n = shape[-1]
+    c = float(np.max(np.linalg.cond(a.astype(np.complex128)))) if a.size else 1.0
+    got = ts.linalg.inv(on(device, a))
+    assert got.dtype == getattr(ts, dtype)
+    close(a.astype(np.complex128) @ np.asarray(got), np.broadcast_to(np.eye(n), a.shape), dtype, n, c)
+    close(got, np.linalg.inv(a.astype(np.complex128)), dtype, n, c * c)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_solve_matrix_vector_and_broadcasting(device, rng, dtype):
+    ref_dtype = np.complex128 if "complex" in dtype else np.float64
+    cases = [((4, 4), (4, 3)), ((3, 5, 5), (3, 5, 2)), ((2, 1, 4, 4), (3, 4, 2)), ((4, 4), (6, 4, 1)),
+             ((3, 4, 4), (4,)), ((1, 1), (1,)), ((6, 6), (6, 0))]
+    for sa, sb in cases:
+        a = general(rng, sa, dtype, 10.0).astype(dtype)
+        b = random_array(rng, sb, dtype)
+        got = ts.linalg.solve(on(device, a), on(device, b))
+        if len(sb) == 1:
+            want = np.linalg.solve(a.astype(ref_dtype), b.astype(ref_dtype)[..., None])[..., 0]
+        else:
+            want = np.linalg.solve(a.astype(ref_dtype), b.astype(ref_dtype))
+        assert got.dtype == getattr(ts, dtype)
+        close(got, want, dtype, sa[-1], 100)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_large_solve_inv_det(device, rng, dtype):
+    """Orders above 64 take row-major copies (LAPACK/cuSOLVER solve with the transpose)."""
+    ref_t = np.complex128 if "complex" in dtype else np.float64
+    a = general(rng, (2, 80, 80), dtype, 20.0).astype(dtype)
+    b = random_array(rng, (2, 80, 3), dtype)
+    close(ts.linalg.solve(on(device, a), on(device, b)), np.linalg.solve(a.astype(ref_t), b.astype(ref_t)), dtype, 80, 400)
+    v = random_array(rng, (80,), dtype)
+    close(ts.linalg.solve(on(device, a), on(device, v)),
+          np.linalg.solve(a.astype(ref_t), np.broadcast_to(v.astype(ref_t)[:, None], (2, 80, 1)))[..., 0], dtype, 80, 400)
+    close(ts.linalg.inv(on(device, a)), np.linalg.inv(a.astype(ref_t)), dtype, 80, 400)
+    sign, logabs = ts.linalg.slogdet(on(device, a))
+    ws, wl = np.linalg.slogdet(a.astype(ref_t))
+    close(sign, ws, dtype, 80, 100)
+    close(logabs, wl, dtype, 80, 100)
+
+
+def test_solve_promotes_and_mixes_dtypes(device, rng):
+    a = rng.integers(-5, 5, size=(3, 3)) + 10 * np.eye(3, dtype=np.int64)
+    b = rng.standard_normal(3).astype(np.float32)
+    got = ts.linalg.solve(on(device, a), on(device, b))
+    assert got.dtype == ts.float64  # int64 -> float64 (NumPy's promotion), then float64 with float32
+    close(got, np.linalg.solve(a.astype(float), b.astype(float)), "float64", 3, 10)
+
+
+def test_singular_inv_and_solve_name_the_batch_index(device, rng):
+    a = general(rng, (3, 4, 4), "float64")
+    a[2] = np.ones((4, 4))
+    with pytest.raises(ts.linalg.LinAlgError, match=r"inv: the matrix at batch index \(2,\) is singular"):
+        ts.linalg.inv(on(device, a))
+    with pytest.raises(ts.linalg.LinAlgError, match=r"solve: the matrix at batch index \(2,\) is singular"):
+        ts.linalg.solve(on(device, a), on(device, random_array(rng, (4,), "float64")))
+    inverse, info = ts.linalg.inv_ex(on(device, a))
+    assert list(np.asarray(info) > 0) == [False, False, True]
+    result, info = ts.linalg.solve_ex(on(device, a), on(device, random_array(rng, (4, 2), "float64")))
+    assert result.shape == (3, 4, 2) and list(np.asarray(info) > 0) == [False, False, True]
+    with pytest.raises(ts.linalg.LinAlgError, match=r"inv: the matrix is singular"):
+        ts.linalg.inv(on(device, np.zeros((2, 2))))
+
+
+def test_solve_bad_shapes(device, rng):
+    a = on(device, general(rng, (2, 4, 4), "float64"))
+    with pytest.raises(ts.ShapeError, match=r"solve: the batch shapes of x1 \(2, 4, 4\) and x2 \(3, 4, 1\) do not broadcast"):
+        ts.linalg.solve(a, on(device, random_array(rng, (3, 4, 1), "float64")))
+    with pytest.raises(ts.ShapeError, match="solve"):
+        ts.linalg.solve(a, on(device, random_array(rng, (5,), "float64")))
+    with pytest.raises(ts.ShapeError, match="solve: needs square matrices"):
+        ts.linalg.solve(on(device, random_array(rng, (4, 3), "float64")), on(device, random_array(rng, (4,), "float64")))
+
+
+# ---- det / slogdet ----
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (4, 6, 6), (0, 3, 3), (2, 0, 0), (30, 30)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_det_slogdet(device, rng, dtype, shape):
+    a = random_array(rng, shape, dtype)
+    ref = a.astype(np.complex128 if "complex" in dtype else np.float64)
+    n = shape[-1]
+    d = ts.linalg.det(on(device, a))
+    assert d.dtype == getattr(ts, dtype) and d.shape == shape[:-2]
+    want = np.linalg.det(ref) if ref.size else np.ones(shape[:-2])
+    close(d, want, dtype, n, 1e3)
+    sign, logabs = ts.linalg.slogdet(on(device, a))
+    assert sign.dtype == getattr(ts, dtype) and logabs.dtype == getattr(ts, REAL_OF[dtype])
+    ws, wl = np.linalg.slogdet(ref) if ref.size else (np.ones(shape[:-2]), np.zeros(shape[:-2]))
+    close(sign, ws, dtype, n, 1e3)
+    close(logabs, wl, dtype, n, 1e3)
+
+
+def test_det_of_a_singular_matrix(device):
+    a = np.array([[[1.0, 2.0], [2.0, 4.0]], [[0.0, 0.0], [0.0, 0.0]]])
+    np.testing.assert_array_equal(np.asarray(ts.linalg.det(on(device, a))), [0.0, 0.0])
+    sign, logabs = ts.linalg.slogdet(on(device, a))
+    np.testing.assert_array_equal(np.asarray(sign), [0.0, 0.0])
+    np.testing.assert_array_equal(np.asarray(logabs), [-np.inf, -np.inf])
+
+
+# ---- eigh / eig ----
+@pytest.mark.parametrize("shape", SQUARE_SHAPES + [(0, 4, 4), (3, 0, 0)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eigh_reconstructs(device, rng, dtype, shape):
+    a = hermitian(rng, shape, dtype)
+    n = shape[-1]
+    w, v = ts.linalg.eigh(on(device, a))
+    assert isinstance(ts.linalg.eigh(on(device, a)), ts.linalg.EighResult)
+    assert w.dtype == getattr(ts, REAL_OF[dtype]) and v.dtype == getattr(ts, dtype)
+    w, v = np.asarray(w), np.asarray(v)
+    assert w.shape == shape[:-1] and v.shape == shape
+    ref = a.astype(np.complex128)
+    close(ref @ v, v * w[..., None, :], dtype, n, 10)
+    close(H(v) @ v, np.broadcast_to(np.eye(n), shape), dtype, n)
+    if a.size:
+        close(w, np.linalg.eigvalsh(ref), dtype, n, 10)
+        assert np.all(np.diff(w, axis=-1) >= 0)
+    close(ts.linalg.eigvalsh(on(device, a)), w, dtype, n, 10)
+    wx, vx, info = ts.linalg.eigh_ex(on(device, a))
+    assert info.shape == shape[:-2] and not np.any(np.asarray(info))
+
+
+def test_eigh_reads_the_lower_triangle(device, rng):
+    a = hermitian(rng, (5, 5), "complex128")
+    garbage = np.triu(random_array(rng, (5, 5), "complex128"), 1)
+    w = ts.linalg.eigvalsh(on(device, np.tril(a) + garbage))
+    close(w, np.linalg.eigvalsh(a), "complex128", 5)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (3, 6, 6), (20, 20)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eig(device, rng, dtype, shape):
+    a = random_array(rng, shape, dtype)
+    n = shape[-1]
+    w, v = ts.linalg.eig(on(device, a))
+    cdt = "complex64" if dtype in ("float32", "complex64") else "complex128"
+    assert w.dtype == getattr(ts, cdt) and v.dtype == getattr(ts, cdt)
+    w, v = np.asarray(w), np.asarray(v)
+    ref = a.astype(np.complex128)
+    cond = float(np.max(np.linalg.cond(np.linalg.eig(ref)[1])))
+    close(ref @ v, v * w[..., None, :], dtype, n, 10 * cond)
+    close(np.linalg.norm(v, axis=-2), np.ones(shape[:-1]), dtype, n)
+    want = np.linalg.eigvals(ref).reshape(-1, n)
+    close(matched(w.reshape(-1, n), want), want, dtype, n, 100 * cond)
+    close(matched(np.asarray(ts.linalg.eigvals(on(device, a))).reshape(-1, n), want), want, dtype, n, 100 * cond)
+
+
+def matched(got, want):
+    """got's values reordered (per row) to the nearest of want's (greedy): eig has no order."""
+    out = np.empty_like(want)
+    for b in range(want.shape[0]):
+        left = list(got[b])
+        for i, value in enumerate(want[b]):
+            j = int(np.argmin([abs(x - value) for x in left]))
+            out[b, i] = left.pop(j)
+    return out
+
+
+# ---- QR / SVD ----
+QR_SHAPES = [(1, 1), (5, 3), (3, 5), (4, 4), (2, 6, 4), (2, 4, 6), (0, 3, 2), (3, 0), (0, 3), (50, 20)]
+
+
+@pytest.mark.parametrize("mode", ["reduced", "complete"])
+@pytest.mark.parametrize("shape", QR_SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_qr_reconstructs(device, rng, dtype, shape, mode):
+    a = random_array(rng, shape, dtype)
+    m, n = shape[-2], shape[-1]
+    k = min(m, n)
+    q, r = ts.linalg.qr(on(device, a), mode=mode)
+    q, r = np.asarray(q), np.asarray(r)
+    qc = m if mode == "complete" else k
+    assert q.shape == shape[:-2] + (m, qc) and r.shape == shape[:-2] + (qc, n)
+    assert q.dtype == np.dtype(dtype) and r.dtype == np.dtype(dtype)
+    assert np.all(np.tril(r, -1) == 0)
+    close(q @ r, a, dtype, max(m, n))
+    close(H(q) @ q, np.broadcast_to(np.eye(qc), shape[:-2] + (qc, qc)), dtype, max(m, n))
+
+
+@pytest.mark.parametrize("full", [True, False])
+@pytest.mark.parametrize("shape", QR_SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_svd_reconstructs(device, rng, dtype, shape, full):
+    a = random_array(rng, shape, dtype)
+    m, n = shape[-2], shape[-1]
+    k = min(m, n)
+    u, s, vh = ts.linalg.svd(on(device, a), full_matrices=full)
+    u, s, vh = np.asarray(u), np.asarray(s), np.asarray(vh)
+    uc, vr = (m, n) if full else (k, k)
+    assert u.shape == shape[:-2] + (m, uc) and vh.shape == shape[:-2] + (vr, n) and s.shape == shape[:-2] + (k,)
+    assert s.dtype == np.dtype(REAL_OF[dtype]) and u.dtype == np.dtype(dtype)
+    close((u[..., :, :k] * s[..., None, :]) @ vh[..., :k, :], a, dtype, max(m, n))
+    close(H(u) @ u, np.broadcast_to(np.eye(uc), shape[:-2] + (uc, uc)), dtype, max(m, n))
+    close(vh @ H(vh), np.broadcast_to(np.eye(vr), shape[:-2] + (vr, vr)), dtype, max(m, n))
+    if a.size:
+        close(s, np.linalg.svd(a.astype(np.complex128), compute_uv=False), dtype, max(m, n))
+        assert np.all(np.diff(s, axis=-1) <= 0)
+    close(ts.linalg.svdvals(on(device, a)), s, dtype, max(m, n))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_ill_conditioned(device, rng, dtype):
+    cond = 1e3 if dtype == "float32" else 1e8
+    a = general(rng, (3, 12, 12), dtype, cond).astype(dtype)
+    b = random_array(rng, (3, 12, 2), dtype)
+    x = np.asarray(ts.linalg.solve(on(device, a), on(device, b))).astype(np.float64)
+    # The backward error is small even where the forward error is cond * eps.
+    residual = np.abs(a.astype(np.float64) @ x - b).max() / (np.abs(a).max() * np.abs(x).max())
+    assert residual < tol(dtype, 12)
+    close(x, np.linalg.solve(a.astype(np.float64), b.astype(np.float64)), dtype, 12, cond)
+    s = ts.linalg.svdvals(on(device, a))
+    close(s, np.linalg.svd(a.astype(np.float64), compute_uv=False), dtype, 12)
+    assert list(np.asarray(ts.linalg.matrix_rank(on(device, a)))) == [12, 12, 12]
+
+
+# ---- composed functions ----
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rank_pinv_cond_lstsq(device, rng, dtype):
+    ref_t = np.complex128 if "complex" in dtype else np.float64
+    a = random_array(rng, (2, 6, 4), dtype)
+    a[1, :, 3] = a[1, :, 0]  # rank 3
+    np.testing.assert_array_equal(np.asarray(ts.linalg.matrix_rank(on(device, a))), [4, 3])
+    close(ts.linalg.pinv(on(device, a)), np.linalg.pinv(a.astype(ref_t)), dtype, 6, 100)
+    close(ts.linalg.pinv(on(device, a), rtol=1e-3), np.linalg.pinv(a.astype(ref_t), rtol=1e-3), dtype, 6, 100)
+    sq = general(rng, (3, 5, 5), dtype, 50.0).astype(dtype)
+    for p in [None, 2, -2, "fro", "nuc", 1, -1, math.inf, -math.inf]:
+        close(ts.linalg.cond(on(device, sq), p), np.linalg.cond(sq.astype(ref_t), p), dtype, 5, 100)
+    b = random_array(rng, (6, 2), dtype)
+    x, res, rank, s = ts.linalg.lstsq(on(device, a[0]), on(device, b))
+    wx, wres, wrank, ws = np.linalg.lstsq(a[0].astype(ref_t), b.astype(ref_t), rcond=None)
+    close(x, wx, dtype, 6, 100)
+    close(res, wres, dtype, 6, 100)
+    assert rank == wrank
+    close(s, ws, dtype, 6)
+    x, res, rank, s = ts.linalg.lstsq(on(device, a[1]), on(device, b[:, 0]))
+    wx, wres, wrank, ws = np.linalg.lstsq(a[1].astype(ref_t), b[:, 0].astype(ref_t), rcond=None)
+    close(x, wx, dtype, 6, 100)
+    assert rank == wrank == 3 and res.shape == wres.shape == (0,)
+    x, res, rank, s = ts.linalg.lstsq(on(device, a[0]), on(device, b[:, 1]))
+    wx, wres, wrank, ws = np.linalg.lstsq(a[0].astype(ref_t), b[:, 1].astype(ref_t), rcond=None)
+    close(x, wx, dtype, 6, 100)
+    close(res, wres, dtype, 6, 100)
+    assert res.shape == wres.shape == (1,) and rank == wrank == 4
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matrix_norm_from_singular_values_and_matrix_power(device, rng, dtype):
+    ref_t = np.complex128 if "complex" in dtype else np.float64
+    a = random_array(rng, (3, 4, 5), dtype)
+    for ord in ["nuc", 2, -2]:
+        got = ts.linalg.matrix_norm(on(device, a), ord=ord)
+        assert got.dtype == getattr(ts, REAL_OF[dtype])
+        close(got, np.linalg.norm(a.astype(ref_t), ord=ord, axis=(-2, -1)), dtype, 5)
+        assert ts.linalg.matrix_norm(on(device, a), ord=ord, keepdims=True).shape == (3, 1, 1)
+    sq = general(rng, (2, 4, 4), dtype, 5.0).astype(dtype)
+    for n in [-1, -3, 0, 2]:
+        close(ts.linalg.matrix_power(on(device, sq), n), np.linalg.matrix_power(sq.astype(ref_t), n), dtype, 4, 200)
+
+
+# ---- layouts ----
+def test_non_contiguous_and_negative_stride_inputs(device, rng):
+    a = spd(rng, (6, 6), "float64")
+    t = on(device, a).mT  # a transposed view
+    close(ts.linalg.cholesky(t), np.linalg.cholesky(a.T), "float64", 6)
+    g = random_array(rng, (3, 5, 5), "float64")
+    flipped = on(device, g)[::-1, :, ::-1]
+    close(ts.linalg.det(flipped), np.linalg.det(g[::-1, :, ::-1]), "float64", 5, 100)
+    close(ts.linalg.svdvals(on(device, g)[:, ::2, :]), np.linalg.svd(g[:, ::2, :], compute_uv=False), "float64", 5)
+
+
+def test_results_are_fresh_arrays(device, rng):
+    a = spd(rng, (4, 4), "float64")
+    x = on(device, a)
+    inverse = ts.linalg.inv(x)
+    close(x, a, "float64", 4)  # the input is not overwritten
+    close(np.asarray(inverse) @ a, np.eye(4), "float64", 4, 10)
+
+
+# ---- bad input ----
+def test_errors(device, rng):
+    sq_only = [ts.linalg.cholesky, ts.linalg.inv, ts.linalg.det, ts.linalg.slogdet, ts.linalg.eigh,
+               ts.linalg.eigvalsh, ts.linalg.eig, ts.linalg.eigvals, ts.linalg.cholesky_ex, ts.linalg.inv_ex,
+               ts.linalg.eigh_ex]
+    rect = on(device, random_array(rng, (2, 3, 4), "float64"))
+    for f in sq_only:
+        with pytest.raises(ts.ShapeError, match=r"needs square matrices, got shape \(2, 3, 4\)"):
+            f(rect)
+    vec = on(device, random_array(rng, (4,), "float64"))
+    for f in sq_only + [ts.linalg.qr, ts.linalg.svd, ts.linalg.svdvals]:
+        with pytest.raises(ts.ShapeError, match=r"needs a stack of matrices"):
+            f(vec)
+    flags = on(device, np.eye(3, dtype=bool))
+    for f in [ts.linalg.inv, ts.linalg.cholesky, ts.linalg.svd, ts.linalg.qr, ts.linalg.eigh, ts.linalg.det]:
+        with pytest.raises(ts.DTypeError, match=r"needs a floating-point or complex input .* got bool"):
+            f(flags)
+    with pytest.raises(TypeError, match="float16"):
+        ts.linalg.inv(on(device, np.eye(3, dtype=np.float16)))
+    ints = on(device, np.array([[2, 1], [1, 3]]))
+    assert ts.linalg.inv(ints).dtype == ts.float64  # integers are promoted as NumPy does
+    with pytest.raises(ts.ValueError, match=r'qr: mode must be "reduced" or "complete", got "r"'):
+        ts.linalg.qr(on(device, np.eye(3)), mode="r")
+    with pytest.raises(ValueError, match="matrix_norm: ord must be"):
+        ts.linalg.matrix_norm(on(device, np.eye(3)), ord=3)
+    with pytest.raises(ValueError, match="matrix_norm: ord must be"):
+        ts.linalg.matrix_norm(on(device, np.eye(3)), ord="max")
+    with pytest.raises(ValueError, match="vector_norm: ord must be a real number"):
+        ts.linalg.vector_norm(on(device, np.ones(3)), ord="fro")
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_and_inf_give_nan_or_linalg_error(device, rng, bad):
+    a = hermitian(rng, (3, 5, 5), "float64")
+    a[1, 2, 2] = bad
+    x = on(device, a)
+    for f in [ts.linalg.eigvalsh, ts.linalg.svdvals, ts.linalg.inv, ts.linalg.det, ts.linalg.eigvals,
+              lambda v: ts.linalg.svd(v)[1], lambda v: ts.linalg.qr(v)[1], lambda v: ts.linalg.eigh(v)[0]]:
+        try:
+            out = np.asarray(f(x))
+        except ts.linalg.LinAlgError as e:
+            assert "batch index (1,)" in str(e)
+            continue
+        assert not np.all(np.isfinite(out[1])), "a non-finite input must not give finite results"
+        assert np.all(np.isfinite(out[0])) and np.all(np.isfinite(out[2]))
+    with pytest.raises(ts.linalg.LinAlgError, match=r"batch index \(1,\)"):
+        ts.linalg.cholesky(on(device, np.stack([spd(rng, (5, 5), "float64"), a[1]])))
+
+
+def test_linalg_error_class():
+    assert issubclass(ts.linalg.LinAlgError, ValueError)
+    assert issubclass(ts.linalg.LinAlgError, ts.TesselError)
+    assert issubclass(ts.linalg.LinAlgError, ts.ValueError)
+
+
+# ---- batches of small matrices: on CUDA, tessel's own kernels (batch >= 64, n <= 16) ----
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 16])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_small_matrix_batches(device, rng, dtype, n):
+    batch = 100
+    a = spd(rng, (batch, n, n), dtype)
+    L = np.asarray(ts.linalg.cholesky(on(device, a)))
+    close(L @ H(L), a, dtype, n)
+    U = np.asarray(ts.linalg.cholesky(on(device, a), upper=True))
+    close(H(U) @ U, a, dtype, n)
+    g = general(rng, (batch, n, n), dtype, 10.0).astype(dtype)
+    b = random_array(rng, (batch, n, 3), dtype)
+    close(g.astype(np.float64) @ np.asarray(ts.linalg.solve(on(device, g), on(device, b))), b, dtype, n, 10)
+    close(g.astype(np.float64) @ np.asarray(ts.linalg.inv(on(device, g))), np.broadcast_to(np.eye(n), g.shape), dtype, n, 10)
+    close(ts.linalg.det(on(device, g)), np.linalg.det(g.astype(np.float64)), dtype, n, 100)
+    s = hermitian(rng, (batch, n, n), dtype)
+    w, v = ts.linalg.eigh(on(device, s))
+    w, v = np.asarray(w), np.asarray(v)
+    close(s.astype(np.float64) @ v, v * w[..., None, :], dtype, n, 10)
+    close(H(v) @ v, np.broadcast_to(np.eye(n), s.shape), dtype, n)
+    close(w, np.linalg.eigvalsh(s.astype(np.float64)), dtype, n, 10)
+    for m in sorted({n, min(n + 3, 16)}):
+        x = random_array(rng, (batch, m, n), dtype)
+        x[:, :, -1] = x[:, :, 0]  # rank deficient: U must still be orthonormal
+        for full in (False, True):
+            u, sv, vh = (np.asarray(t) for t in ts.linalg.svd(on(device, x), full_matrices=full))
+            k = min(m, n)
+            close((u[..., :, :k] * sv[..., None, :]) @ vh[..., :k, :], x, dtype, m)
+            close(H(u) @ u, np.broadcast_to(np.eye(u.shape[-1]), (batch,) + (u.shape[-1],) * 2), dtype, m)
+            close(vh @ H(vh), np.broadcast_to(np.eye(vh.shape[-2]), (batch,) + (vh.shape[-2],) * 2), dtype, m)
+            close(sv, np.linalg.svd(x.astype(np.float64), compute_uv=False), dtype, m)
