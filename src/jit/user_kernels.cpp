@@ -9,6 +9,7 @@
 #include "tessel/array/dtype.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
+#include "tessel/profile/range.hpp"
 
 namespace tessel::jit {
 namespace {
@@ -61,6 +62,7 @@ Kernel RawKernel::kernel(Device device) const {
 
 void RawKernel::launch(Dim3 grid, Dim3 block, const std::vector<KernelArg>& args, std::size_t shared_mem,
                        const std::optional<Stream>& stream) const {
+  TESSEL_RANGE(request_.name.c_str(), "RawKernel", stream);
   if (!cuda_available()) needs_cuda("RawKernel", request_.name, "CUDA is unavailable: " + cuda_unavailable_reason());
   const Stream s = stream ? *stream : current_stream(current_device());
   const Kernel k = kernel(s.device());
@@ -143,6 +145,7 @@ void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const std
 
 void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const ElementwiseArgView* args,
                                std::size_t count, Device device, const std::optional<Stream>& stream) const {
+  TESSEL_RANGE(spec_.name.c_str(), "ElementwiseKernel", stream);
   check_cuda_device("ElementwiseKernel", spec_.name, device);
   if (count != spec_.operands.size()) {
     throw ValueError("ElementwiseKernel '" + spec_.name + "': takes " + std::to_string(spec_.operands.size()) +

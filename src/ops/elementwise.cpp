@@ -12,7 +12,8 @@
 #include "backend/elementwise.hpp"
 #include "ops/elementwise_operands.hpp"
 #include "ops/op_stream.hpp"
-#include "tessel/core/profile_range.hpp"
+#include "tessel/array/profile_args.hpp"
+#include "ops/checks.hpp"
 
 namespace tessel {
 namespace {
@@ -215,10 +216,25 @@ struct OperandRef {
 // At most three operands (where); room for them inline, no heap.
 constexpr int kMaxOperands = 3;
 
+// The operands as an op range's payload.
+struct OperandList {
+  const OperandRef* operands;
+  int count;
+};
+void describe(profile::ArgSink& sink, const OperandList& list) {
+  for (int i = 0; i < list.count; ++i) {
+    if (list.operands[i].array) {
+      describe(sink, *list.operands[i].array);
+    } else {
+      sink.add_text("scalar");
+    }
+  }
+}
+
 Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const OptionalArray& out,
           const OptionalStream& stream) {
   const OpInfo& op = info(op_id);
-  TESSEL_OP_RANGE(op.name);
+  TESSEL_RANGE(op.name, OperandList{operands, count}, out, stream);
   // Messages are built only on failure: no string work on the hot path.
   const char* name = op.name;
   if (count != op.arity || count > kMaxOperands) {
@@ -372,10 +388,10 @@ Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const Opti
   }
   if (out && !direct) {
     copyto(*out, fresh, s);
-    return *out;
+    return TESSEL_RESULT(*out);
   }
-  if (direct) return *out;
-  return fresh;
+  if (direct) return TESSEL_RESULT(*out);
+  return TESSEL_RESULT(std::move(fresh));
 }
 
 Array run_arrays(ElementwiseOp op, std::initializer_list<const Array*> arrays, const OptionalArray& out,
