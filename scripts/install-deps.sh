@@ -32,8 +32,9 @@ fi
 PY=${PYTHON:-python3}
 missing_py=()
 # sphinx: `make docs` (also run by `make test`); its theme, alabaster, comes with it.
+# matplotlib: ts.profile's memory_timeline (tests/python/test_profile.py) and the docs' trace picture.
 for spec in numpy:numpy pytest:pytest hypothesis:hypothesis nanobind:nanobind scikit_build_core:scikit-build-core \
-            sphinx:sphinx; do
+            sphinx:sphinx matplotlib:matplotlib; do
   mod=${spec%%:*}; pkg=${spec##*:}
   $PY -c "import $mod" >/dev/null 2>&1 || missing_py+=("$pkg")
 done

@@ -18,7 +18,8 @@
 namespace tessel::profile {
 
 struct SessionOptions {
-  std::size_t max_events = std::size_t(1) << 20;  // per kind (ops, GPU activities, compiles, memory)
+  // Per kind (ops, GPU activities, compiles, memory); an event takes about 150-250 bytes.
+  std::size_t max_events = std::size_t(1) << 18;
   bool gpu = true;                                // CUPTI activity records, when available
 };
 
