@@ -6,6 +6,7 @@
 #include "common.hpp"
 #include "tessel/core/event.hpp"
 #include "tessel/profile/checks.hpp"
+#include "tessel/profile/hooks.hpp"
 #include "tessel/profile/range.hpp"
 #include "tessel/profile/session.hpp"
 
