@@ -11,7 +11,8 @@ namespace tessel::cli::bench {
 
 std::vector<Workload> all_workloads() {
   std::vector<Workload> all;
-  for (auto list : {elementwise_workloads, matmul_workloads, fft_workloads, sim_workloads, pipeline_workloads}) {
+  for (auto list : {elementwise_workloads, matmul_workloads, fft_workloads, sim_workloads, pipeline_workloads,
+                    profile_workloads}) {
     for (Workload& w : list()) all.push_back(std::move(w));
   }
   return all;

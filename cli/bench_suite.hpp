@@ -77,5 +77,6 @@ std::vector<Workload> matmul_workloads();
 std::vector<Workload> fft_workloads();
 std::vector<Workload> sim_workloads();
 std::vector<Workload> pipeline_workloads();
+std::vector<Workload> profile_workloads();
 
 }  // namespace tessel::cli::bench

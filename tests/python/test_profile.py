@@ -218,3 +218,31 @@ def test_tessel_profile_environment_writes_trace_and_table(tmp_path):
     assert sum(1 for e in trace["traceEvents"] if e.get("name") == "multiply" and e["ph"] == "X") == 3
     table = (tmp_path / "run.txt").read_text()
     assert "multiply" in table and "calls" in table
+
+
+_AXPY = r"""
+extern "C" __global__ void axpy_checked(float a, const float* x, float* y, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+
+
+def test_checked_mode_bounds_user_kernels(gpu):
+    n = 1000
+    x = ts.arange(n, dtype=ts.float32, device=gpu)
+    y = ts.ones(n, device=gpu)
+    raw = ts.RawKernel(_AXPY, "axpy_checked")
+    ew = ts.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = x * y + 1", "mul_add_checked")
+    ts.set_checks("bounds")
+    try:
+        with ts.profile() as prof:
+            raw(((n + 255) // 256,), (256,), (np.float32(2.0), x, y, n))
+            z = ew(x, y)
+        np.testing.assert_allclose(ts.to_numpy(y), 2 * np.arange(n, dtype=np.float32) + 1)
+        np.testing.assert_allclose(ts.to_numpy(z), np.arange(n) * (2 * np.arange(n) + 1) + 1, rtol=1e-6)
+    finally:
+        ts.set_checks(None)
+    # Each launch is a range named by its kernel.
+    names = [o["name"] for o in prof.ops]
+    assert "axpy_checked" in names and "mul_add_checked" in names
