@@ -148,7 +148,8 @@ Array astype(const Array& x, DType dtype, const OptionalStream& stream) {
   const Stream s = detail::op_stream(x, stream, "astype");
   Array result = detail::allocate_array(x.shape(), dtype, x.device(), s);
   copyto(result, x, s);
-  return TESSEL_RESULT(std::move(result));
+  TESSEL_CHECK_RESULT(result);
+  return result;
 }
 
 Array concatenate(const std::vector<Array>& arrays, std::int64_t axis, std::optional<DType> dtype,

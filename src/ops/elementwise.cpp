@@ -221,7 +221,7 @@ struct OperandList {
   const OperandRef* operands;
   int count;
 };
-void describe(profile::ArgSink& sink, const OperandList& list) {
+[[maybe_unused]] void describe(profile::ArgSink& sink, const OperandList& list) {
   for (int i = 0; i < list.count; ++i) {
     if (list.operands[i].array) {
       describe(sink, *list.operands[i].array);
@@ -391,7 +391,8 @@ Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const Opti
     return TESSEL_RESULT(*out);
   }
   if (direct) return TESSEL_RESULT(*out);
-  return TESSEL_RESULT(std::move(fresh));
+  TESSEL_CHECK_RESULT(fresh);
+  return fresh;
 }
 
 Array run_arrays(ElementwiseOp op, std::initializer_list<const Array*> arrays, const OptionalArray& out,

@@ -339,14 +339,14 @@ Array hfft(const Array& x, OptionalLength n, std::int64_t axis, std::string_view
   const Stream stream = detail::op_stream(x, stream_arg, "hfft");
   const std::string_view swapped = swapped_norm(norm, "hfft");
   const Array c = astype(x, complex_dtype_for(x.dtype()), stream);
-  return transform_1d(conj(c, std::nullopt, stream), Transform::irfft, n, axis, swapped, stream, "hfft");
+  return TESSEL_RESULT(transform_1d(conj(c, std::nullopt, stream), Transform::irfft, n, axis, swapped, stream, "hfft"));
 }
 Array ihfft(const Array& x, OptionalLength n, std::int64_t axis, std::string_view norm, const OptionalStream& stream_arg) {
   TESSEL_RANGE("ihfft", x, stream_arg);
   const Stream stream = detail::op_stream(x, stream_arg, "ihfft");
   const std::string_view swapped = swapped_norm(norm, "ihfft");
   const Array spectrum = transform_1d(x, Transform::rfft, n, axis, swapped, stream, "ihfft");
-  return conj(spectrum, spectrum, stream);
+  return TESSEL_RESULT(conj(spectrum, spectrum, stream));
 }
 
 Array fftn(const Array& x, const OptionalAxes& s, const OptionalAxes& axes, std::string_view norm, const OptionalStream& stream) {
@@ -494,7 +494,7 @@ Array Plan::execute(const Array& x, const OptionalStream& stream_arg) const {
   }
   const Stream stream = detail::op_stream(x, stream_arg, "fft.Plan.execute");
   std::lock_guard<std::mutex> lock(p.mutex);
-  return fft::execute(x, p.resolved, stream, &p.backend_plans);
+  return TESSEL_RESULT(fft::execute(x, p.resolved, stream, &p.backend_plans));
 }
 
 // ---- plan cache ----

@@ -438,7 +438,7 @@ struct FusedInputs {
   const Array* const* arrays;
   std::size_t count;
 };
-void describe(profile::ArgSink& sink, const FusedInputs& inputs) {
+[[maybe_unused]] void describe(profile::ArgSink& sink, const FusedInputs& inputs) {
   for (std::size_t i = 0; i < inputs.count; ++i) describe(sink, *inputs.arrays[i]);
 }
 
@@ -604,7 +604,8 @@ Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, con
     copyto(*out, result, stream);
     return TESSEL_RESULT(*out);
   }
-  return TESSEL_RESULT(std::move(result));
+  TESSEL_CHECK_RESULT(result);
+  return result;
 }
 
 }  // namespace tessel

@@ -107,7 +107,7 @@ Array vecdot(const Array& x1, const Array& x2, std::int64_t axis, const Optional
   if (is_complex(u.dtype())) u = conj(u, std::nullopt, stream);
   // (..., 1, K) @ (..., K, 1) -> (..., 1, 1)
   Array r = matmul(u.expand_dims(-2), v.expand_dims(-1), {}, Array(), stream);
-  return r.squeeze({-1, -2});
+  return TESSEL_RESULT(r.squeeze({-1, -2}));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -195,7 +195,7 @@ Array MatmulPlan::execute(const Array& a, const Array& b, const MatmulExecuteOpt
     throw ValueError(fmt::format("MatmulPlan.execute: the arrays' layout differs from the planned one: planned {}, got {}",
                                  state_->core->signature, p.signature));
   }
-  return detail::run_matmul_plan(*state_->core, state_->core->selected, p);
+  return TESSEL_RESULT(detail::run_matmul_plan(*state_->core, state_->core->selected, p));
 }
 
 Array MatmulPlan::execute(const Array& out, const OptionalStream& stream) {

@@ -119,10 +119,14 @@ void range_end(int token);
 // TESSEL_RANGE("name", args...): a range for the rest of the scope, named by the op, with the
 // shapes/dtypes of `args` (arrays, streams) as its payload. The variable is `tessel_range_`.
 #define TESSEL_RANGE(...) ::tessel::profile::Range tessel_range_(__VA_ARGS__)
+// `return TESSEL_RESULT(expr);` passes an op's result through checked mode's NaN check;
+// TESSEL_CHECK_RESULT(local); before `return local;` does the same and keeps the implicit move.
 #define TESSEL_RESULT(value) tessel_range_.result(value)
+#define TESSEL_CHECK_RESULT(value) ((void)tessel_range_.result(value))
 #else
 #define TESSEL_RANGE(...) ((void)0)
 #define TESSEL_RESULT(value) (value)
+#define TESSEL_CHECK_RESULT(value) ((void)0)
 #endif
 // An alias of TESSEL_RANGE.
 #define TESSEL_OP_RANGE(...) TESSEL_RANGE(__VA_ARGS__)
