@@ -4,6 +4,10 @@
 
 #include <fmt/format.h>
 
+#if defined(TESSEL_HAVE_CUDA)
+#include <cuda_runtime_api.h>
+#endif
+
 #include "profile/recorder.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
@@ -77,14 +81,37 @@ std::string checks_str() {
 
 namespace detail {
 
+namespace {
+
+// A stream being captured into a CUDA graph cannot be synchronized: a replay (Graph.replay, a
+// range of its own) synchronizes instead.
+bool capturing(const Stream& stream) {
+#if defined(TESSEL_HAVE_CUDA)
+  if (!stream.device().is_cuda()) return false;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream.handle()), &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return status != cudaStreamCaptureStatusNone;
+#else
+  (void)stream;
+  return false;
+#endif
+}
+
+}  // namespace
+
 void check_sync_after(const std::optional<Device>& device, const std::optional<Stream>& stream) {
   if (stream) {
-    stream->synchronize();
+    if (!capturing(*stream)) stream->synchronize();
   } else if (device && device->is_cuda()) {
-    current_stream(*device).synchronize();
+    const Stream s = current_stream(*device);
+    if (!capturing(s)) s.synchronize();
   } else if (!device && cuda_available()) {
     // An op that named no array or stream ran on the current device.
-    synchronize();
+    const Stream s = current_stream(current_device());
+    if (!capturing(s)) synchronize();
   }
 }
 
