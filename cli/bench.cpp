@@ -1,9 +1,10 @@
-// `tessel bench [--quick] [--only NAME] [--json FILE] [--no-record]`: runs the suite, prints the
+// `tessel bench [--quick] [--only NAME] [--json FILE] [--trace FILE] [--no-record]`: runs the suite, prints the
 // table, and records the results in bench/results/<device>-<date>.json under "suite".
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include <fmt/format.h>
@@ -15,6 +16,8 @@
 #include "tessel/core/error.hpp"
 #include "tessel/core/progress.hpp"
 #include "tessel/core/version.hpp"
+#include "tessel/profile/range.hpp"
+#include "tessel/profile/session.hpp"
 
 namespace tessel::cli {
 namespace {
@@ -23,6 +26,7 @@ struct BenchOptions {
   bool quick = false;
   std::vector<std::string> only;
   std::string json_path;
+  std::string trace_path;
   bool record = true;
 };
 
@@ -85,11 +89,21 @@ int run_bench(const BenchOptions& options) {
   if (ctx.ceilings.h2d_GBps > 0) std::printf(", pinned H2D %.1f / D2H %.1f GB/s", ctx.ceilings.h2d_GBps, ctx.ceilings.d2h_GBps);
   std::printf("\n\n");
 
+  // --trace: one profile session over the workloads, each inside a range named by the workload.
+  std::unique_ptr<profile::Session> session;
+  if (!options.trace_path.empty()) {
+    std::FILE* probe = std::fopen(options.trace_path.c_str(), "w");
+    if (!probe) throw ValueError("bench: cannot write --trace file '" + options.trace_path + "'");
+    std::fclose(probe);
+    session = std::make_unique<profile::Session>();
+  }
   std::vector<bench::Row> rows;
   std::int64_t done = 1;
   for (const bench::Workload* w : selected) {
     progress.update(done, w->name);
     try {
+      const std::string range_name = "bench." + w->name;
+      TESSEL_RANGE(range_name.c_str());
       for (bench::Row& r : w->run(ctx)) rows.push_back(std::move(r));
     } catch (const std::exception& e) {
       rows.push_back(bench::failed_row(w->name, "", e.what()));
@@ -98,6 +112,12 @@ int run_bench(const BenchOptions& options) {
   }
   progress.finish();
   print_table(rows);
+  if (session) {
+    session->export_chrome_trace(options.trace_path);
+    std::printf("\ntrace: %s (%zu ops, %zu GPU activities%s)\n", options.trace_path.c_str(), session->ops().size(),
+                session->gpu().size(), session->gpu_recorded() ? "" : "; host ops only");
+    std::printf("%s", session->table("gpu_time", "op", 15).c_str());
+  }
 
   nlohmann::json out{{"tessel", version()},
                      {"device", ctx.device.is_cuda() ? device_properties(0).name : std::string("cpu")},
@@ -124,6 +144,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--quick", options->quick, "smaller sizes and fewer repeats (about a minute)");
   cmd->add_option("--only", options->only, "run only these workloads (repeatable)");
   cmd->add_option("--json", options->json_path, "also write the results to this file");
+  cmd->add_option("--trace", options->trace_path, "also profile the suite and write a Chrome trace (Perfetto) here");
   cmd->add_flag("!--no-record", options->record, "do not merge the results into bench/results/<device>-<date>.json");
   cmd->callback([options] {
     const int status = run_bench(*options);

@@ -12,7 +12,7 @@ namespace tessel::cli::bench {
 std::vector<Workload> all_workloads() {
   std::vector<Workload> all;
   for (auto list : {elementwise_workloads, matmul_workloads, fft_workloads, linalg_workloads, sim_workloads,
-                     pipeline_workloads}) {
+                    pipeline_workloads, profile_workloads}) {
     for (Workload& w : list()) all.push_back(std::move(w));
   }
   return all;

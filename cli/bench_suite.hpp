@@ -78,5 +78,6 @@ std::vector<Workload> fft_workloads();
 std::vector<Workload> linalg_workloads();
 std::vector<Workload> sim_workloads();
 std::vector<Workload> pipeline_workloads();
+std::vector<Workload> profile_workloads();
 
 }  // namespace tessel::cli::bench

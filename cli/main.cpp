@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   tessel::cli::add_info_command(app);
   tessel::cli::add_bench_command(app);
   tessel::cli::add_sim_command(app);
+  tessel::cli::add_profile_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

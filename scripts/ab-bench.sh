@@ -9,6 +9,9 @@
 #   scripts/ab-bench.sh cpp      C++ rounds: overhead_bench, `tessel bench` vector_add and fused_chain,
 #                                and (first round) elementwise_bench
 #   scripts/ab-bench.sh python   Python rounds: bench/peers/python_overhead.py
+#   scripts/ab-bench.sh profile-ab  this tree's Python built twice, with the op ranges compiled out
+#                                (-DTESSEL_NVTX=OFF, /tmp/site-noranges) and as usual (/tmp/site-ranges),
+#                                then bench/peers/profile_overhead.py alternating the two (issue 21)
 # Logs go to $LOGS/<phase>-<round>-<tree>.log; each tree's benchmarks write its own bench/results.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -71,5 +74,17 @@ case ${1:-} in
       done
     done
     ;;
-  *) echo "usage: scripts/ab-bench.sh build|cpp|python" >&2; exit 2 ;;
+  profile-ab)
+    for variant in noranges ranges; do
+      flag=ON
+      [ "$variant" = noranges ] && flag=OFF
+      # Separate build dirs so the two configurations do not overwrite each other.
+      CMAKE_ARGS="-DTESSEL_NVTX=$flag" CMAKE_BUILD_PARALLEL_LEVEL=$JOBS python3 -m pip install -q --no-build-isolation \
+        --no-deps --target /tmp/site-$variant --config-settings=build-dir=/tmp/build-$variant . \
+        >"$LOGS/pip-$variant.log" 2>&1 || { echo "pip $variant failed: $LOGS/pip-$variant.log"; exit 1; }
+    done
+    (cd bench/peers && TESSEL_AB_SITES=/tmp/site-noranges:/tmp/site-ranges PYTHONPATH=/tmp/site-ranges \
+      PYTHONUNBUFFERED=1 python3 profile_overhead.py) 2>&1 | tee "$LOGS/profile-ab.log"
+    ;;
+  *) echo "usage: scripts/ab-bench.sh build|build-python|cpp|python|profile-ab" >&2; exit 2 ;;
 esac

@@ -33,8 +33,9 @@ PY=${PYTHON:-python3}
 missing_py=()
 # sphinx: `make docs` (also run by `make test`); its theme, alabaster, comes with it.
 # dask: tests/python/test_numpy_protocols.py and the doc examples (Dask arrays of tessel chunks).
+# matplotlib: ts.profile's memory_timeline (tests/python/test_profile.py) and the docs' trace picture.
 for spec in numpy:numpy pytest:pytest hypothesis:hypothesis nanobind:nanobind scikit_build_core:scikit-build-core \
-            sphinx:sphinx dask:dask; do
+            sphinx:sphinx dask:dask matplotlib:matplotlib; do
   mod=${spec%%:*}; pkg=${spec##*:}
   $PY -c "import $mod" >/dev/null 2>&1 || missing_py+=("$pkg")
 done

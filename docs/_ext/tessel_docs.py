@@ -28,7 +28,7 @@ PACKAGE_DIR = os.path.join(REPO, "python", "tessel")
 
 # Stub module -> the Python sources whose docstrings fill in for the stub's missing ones.
 STUB_MODULES = {
-    "tessel": ("__init__.pyi", ("__init__.py", "_array_api.py", "_fuse.py", "linalg.py")),
+    "tessel": ("__init__.pyi", ("__init__.py", "_array_api.py", "_fuse.py", "linalg.py", "_profile.py")),
     "tessel.cuda": ("cuda.pyi", ("cuda.py",)),
     "tessel.fft": ("fft.pyi", ("fft.py",)),
     "tessel.linalg": ("linalg.pyi", ("linalg.py",)),

@@ -33,6 +33,7 @@ void register_linalg(nb::module_& m);  // the _linalg submodule (tessel.linalg),
 void register_pipeline(nb::module_& m);  // Pipeline, PipelineReport, Graph (ts.cuda.graph)
 void register_sim(nb::module_& m);       // ts.sim: Particles (submodule _sim)
 void register_set_ops(nb::module_& m);   // unique_all, isin, repeat (primitives of the namespace functions)
+void register_profile(nb::module_& m);   // op ranges, profile sessions, checked mode (ts.profile)
 
 // The Array class object, created by register_array; later layers add methods to it.
 nb::class_<Array>& array_class();

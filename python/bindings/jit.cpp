@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "tessel/profile/checks.hpp"
 
 namespace tessel::python {
 namespace {
@@ -55,11 +56,29 @@ std::optional<DType> numpy_scalar_dtype(nb::handle h) {
   return std::nullopt;
 }
 
+// Checked mode `bounds`: every element of an array argument must lie inside its buffer.
+void check_extent(const Array& a, const char* kernel_kind, std::size_t index) {
+  if (!(profile::checks() & profile::check_bounds) || !a.storage() || !a.storage()->buffer() || a.size() == 0) return;
+  std::int64_t lo = a.offset(), hi = a.offset();
+  for (std::size_t d = 0; d < a.shape().size(); ++d) {
+    const std::int64_t span = (a.shape()[d] - 1) * a.strides()[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  const std::int64_t bytes = a.storage()->buffer()->size();
+  if (lo < 0 || (hi + 1) * a.itemsize() > bytes) {
+    throw tessel::IndexError(std::string("checked mode (bounds): ") + kernel_kind + " argument " + std::to_string(index) +
+                             " (" + dtype_name(a.dtype()) + shape_str(a.shape()) + ") reaches elements " +
+                             std::to_string(lo) + ".." + std::to_string(hi) + " of a buffer of " +
+                             std::to_string(bytes / a.itemsize()) + " elements");
+  }
+}
+
 // A kernel argument from a Python value: arrays pass their data pointer; Python bool/int/float
 // pass bool/int64/float64 (CuPy's convention); NumPy scalars pass their exact type.
-jit::KernelArg kernel_arg(nb::handle h, const Stream& stream) {
+jit::KernelArg kernel_arg(nb::handle h, const Stream& stream, std::size_t index) {
   if (is_array(h)) {
     const Array& a = as_array(h);
+    check_extent(a, "RawKernel", index);
     if (a.device() != stream.device()) {
       throw tessel::DeviceError("RawKernel: an argument is on " + a.device().str() + " but the launch is on " +
                                 stream.device().str());
@@ -211,6 +230,7 @@ nb::object elementwise_call(const jit::ElementwiseKernel& k, nb::args args, nb::
       if (a->dtype() != o.dtype) a = hold(astype(*a, o.dtype, stream));
       if (a->shape() != shape) a = hold(a->broadcast_to(shape));
     }
+    check_extent(*a, "ElementwiseKernel", i);
     if (a->storage()) a->storage()->wait_on_stream(stream);
     views[i] = {a->data(), a->strides().data(), a->strides().size(), nullptr};
   }
@@ -321,7 +341,7 @@ void register_jit(nb::module_& m) {
         const Stream launch_stream = stream.value_or(device.is_cuda() ? current_stream(device) : Stream::cpu());
         std::vector<jit::KernelArg> kernel_args;
         if (PyTuple_Check(args.ptr()) || PyList_Check(args.ptr())) kernel_args.reserve(nb::len(args));
-        for (nb::handle h : args) kernel_args.push_back(kernel_arg(h, launch_stream));
+        for (nb::handle h : args) kernel_args.push_back(kernel_arg(h, launch_stream, kernel_args.size()));
         const jit::Dim3 g = to_dim3(grid, "grid"), b = to_dim3(block, "block");
         nb::gil_scoped_release release;  // may compile
         k.launch(g, b, kernel_args, shared_mem, stream);

@@ -18,4 +18,5 @@ NB_MODULE(_tessel, m) {
   register_pipeline(m);
   register_sim(m);
   register_set_ops(m);
+  register_profile(m);
 }

@@ -7,6 +7,7 @@
 
 #include "array/backend.hpp"
 #include "tessel/array/array.hpp"
+#include "tessel/array/profile_args.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel {
@@ -224,6 +225,7 @@ using detail::allocate_array;
 namespace detail {
 
 void copy_into(const Array& dst, const Array& src, const OptionalStream& stream) {
+  TESSEL_RANGE("copy", dst, src, stream);
   check_defined(dst, "copy", "dst");
   check_defined(src, "copy", "src");
   check_writable(dst, "copy");
@@ -247,6 +249,7 @@ void copy_into(const Array& dst, const Array& src, const OptionalStream& stream)
 }  // namespace detail
 
 void fill(const Array& dst, Scalar value, const OptionalStream& stream) {
+  TESSEL_RANGE("fill", dst, stream);
   detail::check_defined(dst, "fill", "dst");
   check_writable(dst, "fill");
   if (dst.size() == 0) return;
@@ -285,6 +288,7 @@ Array Array::contiguous(const OptionalStream& stream) const {
 Array Array::to(Device device, const OptionalStream& stream) const {
   detail::check_defined(*this, "to", "the array");
   if (device == this->device()) return *this;
+  TESSEL_RANGE("Array.to", *this, stream);
   if (device.is_cuda()) check_device_index(device.index, "to");
   const Stream s = detail::transfer_stream(this->device(), device, stream);
   return detail::transfer(contiguous(detail::stream_on(this->device(), s)), device, s);
@@ -293,6 +297,7 @@ Array Array::to(Device device, const OptionalStream& stream) const {
 void Array::to_host(void* dst) const {
   detail::check_defined(*this, "to_host", "the array");
   if (size_ == 0) return;
+  TESSEL_RANGE("Array.to_host", *this);
   if (device().is_cuda()) detail::check_not_capturing("to_host");
   const Strides packed = contiguous_strides(shape_);
   if (device().is_cpu()) {
@@ -316,6 +321,7 @@ void Array::to_host(void* dst) const {
 Array from_host(const void* data, const Shape& shape, DType dtype, Device device, const OptionalStream& stream) {
   const std::int64_t bytes = numel(shape) * itemsize(dtype);
   if (data == nullptr && bytes > 0) throw ValueError("from_host: data is null for shape " + shape_str(shape));
+  TESSEL_RANGE("from_host", dtype_name(dtype), stream);
   // Wrap the caller's memory (no copy yet) as a host array, then copy it where it belongs.
   auto view = std::make_shared<detail::Storage>(
       Buffer::wrap(const_cast<void*>(data), bytes, Device::cpu(), MemoryKind::host, nullptr));

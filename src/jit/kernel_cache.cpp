@@ -10,6 +10,7 @@
 #include "tessel/core/error.hpp"
 #include "tessel/core/log.hpp"
 #include "tessel/core/version.hpp"
+#include "tessel/profile/hooks.hpp"
 
 namespace tessel::jit {
 namespace {
@@ -188,6 +189,7 @@ void KernelCache::write_disk(const CachedBinary& binary) {
 }
 
 std::shared_ptr<const CachedBinary> KernelCache::get(const CompileRequest& request) {
+  const std::int64_t start_ns = profile::session_recording() ? profile::now_ns() : 0;
   const std::string arch = resolve_arch(request);
   const Hash128 key = cache_key(request, arch);
 
@@ -205,21 +207,32 @@ std::shared_ptr<const CachedBinary> KernelCache::get(const CompileRequest& reque
       ++stats_.memory_hits;
     }
     TESSEL_LOG_DEBUG("jit cache: memory hit '" + request.name + "' " + key.hex());
+    profile::compile_event(request.name, "memory", start_ns, profile::now_ns());
     return entry->binary;
   }
-  if (auto binary = read_disk(key, arch)) {
+  std::shared_ptr<const CachedBinary> from_disk;
+  {
+    TESSEL_RANGE("jit.disk_load", request.name.c_str());
+    from_disk = read_disk(key, arch);
+  }
+  if (auto binary = from_disk) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.disk_hits;
     }
     TESSEL_LOG_DEBUG("jit cache: disk hit '" + request.name + "' " + key.hex());
     entry->binary = binary;
+    profile::compile_event(request.name, "disk", start_ns, profile::now_ns());
     return binary;
   }
   TESSEL_LOG_DEBUG("jit cache: miss '" + request.name + "' " + key.hex() + " (" + arch + "), compiling");
   CompileRequest resolved = request;
   resolved.arch = arch;
-  CompileResult compiled = compile_to_cubin(resolved);
+  CompileResult compiled;
+  {
+    TESSEL_RANGE("jit.compile", request.name.c_str());
+    compiled = compile_to_cubin(resolved);
+  }
   if (compiled.milliseconds > kSlowCompileMs) {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.2f", compiled.milliseconds / 1000.0);
@@ -237,6 +250,7 @@ std::shared_ptr<const CachedBinary> KernelCache::get(const CompileRequest& reque
     ++stats_.misses;
   }
   entry->binary = binary;
+  profile::compile_event(request.name, "nvrtc", start_ns, profile::now_ns());
   return binary;
 }
 

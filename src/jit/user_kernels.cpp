@@ -9,6 +9,8 @@
 #include "tessel/array/dtype.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
+#include "tessel/profile/checks.hpp"
+#include "tessel/profile/range.hpp"
 
 namespace tessel::jit {
 namespace {
@@ -45,6 +47,22 @@ RawKernel::RawKernel(std::string source, std::string name, std::vector<std::stri
   request_.options = std::move(options);
 }
 
+namespace {
+
+// Checked mode `bounds`: the launch synchronizes, so a fault inside the kernel (an out-of-range
+// index shows up as an illegal address) is raised here, naming the kernel.
+void synchronize_checked(const char* what, const std::string& name, const Stream& stream) {
+  try {
+    stream.synchronize();
+  } catch (const CudaError& e) {
+    throw CudaError(std::string("checked mode (bounds): ") + what + " '" + name + "' failed: " + e.what() +
+                        " (run under compute-sanitizer for the faulting access)",
+                    e.code(), e.fatal());
+  }
+}
+
+}  // namespace
+
 Kernel RawKernel::kernel(Device device) const {
   check_cuda_device("RawKernel", request_.name, device);
   {
@@ -61,6 +79,7 @@ Kernel RawKernel::kernel(Device device) const {
 
 void RawKernel::launch(Dim3 grid, Dim3 block, const std::vector<KernelArg>& args, std::size_t shared_mem,
                        const std::optional<Stream>& stream) const {
+  TESSEL_RANGE(request_.name.c_str(), "RawKernel", stream);
   if (!cuda_available()) needs_cuda("RawKernel", request_.name, "CUDA is unavailable: " + cuda_unavailable_reason());
   const Stream s = stream ? *stream : current_stream(current_device());
   const Kernel k = kernel(s.device());
@@ -72,6 +91,7 @@ void RawKernel::launch(Dim3 grid, Dim3 block, const std::vector<KernelArg>& args
   config.block = block;
   config.shared_mem = shared_mem;
   k.launch(config, params, s);
+  if (profile::checks() & profile::check_bounds) synchronize_checked("RawKernel", request_.name, s);
 }
 
 std::vector<ElementwiseOperand> parse_elementwise_params(const std::string& params, bool outputs,
@@ -143,6 +163,7 @@ void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const std
 
 void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const ElementwiseArgView* args,
                                std::size_t count, Device device, const std::optional<Stream>& stream) const {
+  TESSEL_RANGE(spec_.name.c_str(), "ElementwiseKernel", stream);
   check_cuda_device("ElementwiseKernel", spec_.name, device);
   if (count != spec_.operands.size()) {
     throw ValueError("ElementwiseKernel '" + spec_.name + "': takes " + std::to_string(spec_.operands.size()) +
@@ -167,7 +188,9 @@ void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const Ele
     }
     launcher = slot.get();
   }
-  launcher->launch(shape, args, count, device, stream ? *stream : current_stream(device));
+  const Stream s = stream ? *stream : current_stream(device);
+  launcher->launch(shape, args, count, device, s);
+  if (profile::checks() & profile::check_bounds) synchronize_checked("ElementwiseKernel", spec_.name, s);
 }
 
 }  // namespace tessel::jit

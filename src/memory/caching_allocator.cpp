@@ -16,6 +16,7 @@
 #include "tessel/core/error.hpp"
 #include "tessel/core/log.hpp"
 #include "tessel/memory/capture.hpp"
+#include "tessel/profile/hooks.hpp"
 
 namespace tessel {
 namespace {
@@ -362,6 +363,8 @@ struct CachingAllocator::Impl {
     } else {
       st.cache_misses++;
     }
+    profile::memory_event(hit ? profile::MemoryEventKind::cache_hit : profile::MemoryEventKind::cache_miss, opt.name,
+                          static_cast<std::int64_t>(b->size), st.allocated_bytes, st.reserved_bytes);
   }
 
   void* allocate_direct(std::size_t requested, StreamRef stream) {
@@ -397,6 +400,9 @@ struct CachingAllocator::Impl {
       if (!b && (!segments.empty() || !pending.empty())) {
         // The ladder: let pending cross-stream uses finish, give back every unsplit cached
         // segment, then look again (a pending block may now fit) and retry the raw allocation.
+        TESSEL_RANGE("allocator.oom_retry");
+        profile::memory_event(profile::MemoryEventKind::oom_retry, opt.name, static_cast<std::int64_t>(size),
+                              st.allocated_bytes, st.reserved_bytes, "release cached segments");
         synchronize_pending();
         release_cached();
         st.cache_flushes++;
@@ -408,6 +414,8 @@ struct CachingAllocator::Impl {
       if (!b && !small && seg > round_up(size, kLargeRound)) b = new_segment(round_up(size, kLargeRound), small, stream.id);
       if (!b) {
         st.oom_count++;
+        profile::memory_event(profile::MemoryEventKind::oom, opt.name, static_cast<std::int64_t>(size),
+                              st.allocated_bytes, st.reserved_bytes, "out of memory");
         throw OutOfMemory(oom_message(requested, size, ""));
       }
     }
@@ -494,7 +502,12 @@ void* CachingAllocator::allocate(std::int64_t bytes, StreamRef stream) {
     for (const auto& entry : m.free_memory_callbacks) callbacks.push_back(entry.second);
   }
   bool released = false;
-  for (const auto& callback : callbacks) released = callback() || released;
+  {
+    TESSEL_RANGE("allocator.oom_retry");
+    profile::memory_event(profile::MemoryEventKind::oom_retry, m.opt.name, bytes, m.st.allocated_bytes,
+                          m.st.reserved_bytes, "free-memory callbacks");
+    for (const auto& callback : callbacks) released = callback() || released;
+  }
   std::lock_guard<std::mutex> lock(m.mutex);
   if (released) m.st.oom_count--;  // the first failure is retried; count only the final outcome
   if (!released) {
@@ -551,6 +564,8 @@ void CachingAllocator::free(void* ptr) {
     m.st.requested_bytes -= static_cast<std::int64_t>(b->requested);
     m.st.active_allocations--;
     m.st.free_count++;
+    profile::memory_event(profile::MemoryEventKind::free, m.opt.name, static_cast<std::int64_t>(b->size),
+                          m.st.allocated_bytes, m.st.reserved_bytes);
     if (b->orphan) orphan_stream = b->alloc_stream;
     if (!m.opt.caching) {
       for (const auto& pe : recorded) m.spare_events.push_back(pe.event);

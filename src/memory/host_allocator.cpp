@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "tessel/core/error.hpp"
+#include "tessel/profile/hooks.hpp"
 
 namespace tessel {
 namespace {
@@ -40,6 +41,8 @@ void* host_allocate(std::int64_t bytes) {
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!p) {
     s.st.oom_count++;
+    profile::memory_event(profile::MemoryEventKind::oom, "cpu", bytes, s.st.allocated_bytes, s.st.reserved_bytes,
+                          "host_allocate failed");
     throw OutOfMemory(fmt::format("host: out of memory in host_allocate: tried to allocate {} ({} bytes); "
                                   "allocated {} ({} bytes) by tessel's host allocator",
                                   format_bytes(bytes), bytes, format_bytes(s.st.allocated_bytes),
@@ -57,6 +60,8 @@ void* host_allocate(std::int64_t bytes) {
   st.cache_misses++;
   st.raw_allocations++;
   st.segments++;
+  profile::memory_event(profile::MemoryEventKind::alloc, "cpu", static_cast<std::int64_t>(size), st.allocated_bytes,
+                        st.reserved_bytes);
   return p;
 }
 
@@ -82,6 +87,8 @@ void host_free(void* ptr) {
     st.free_count++;
     st.raw_frees++;
     st.segments--;
+    profile::memory_event(profile::MemoryEventKind::free, "cpu", static_cast<std::int64_t>(entry.first),
+                          st.allocated_bytes, st.reserved_bytes);
   }
   std::free(ptr);
 }

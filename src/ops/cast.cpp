@@ -6,7 +6,9 @@
 
 #include "array/backend.hpp"
 #include "backend/cast.hpp"
+#include "ops/checks.hpp"
 #include "ops/op_stream.hpp"
+#include "tessel/array/profile_args.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/ops/cast.hpp"
 
@@ -124,6 +126,7 @@ Array join_along(const std::vector<Array>& arrays, std::int64_t axis, DType dtyp
 }  // namespace
 
 void copyto(const Array& dst, const Array& src, const OptionalStream& stream) {
+  TESSEL_RANGE("copyto", dst, src, stream);
   check_defined(dst, "copyto", "dst");
   check_defined(src, "copyto", "src");
   check_writable(dst, "copyto");
@@ -140,15 +143,18 @@ void copyto(const Array& dst, const Array& src, const OptionalStream& stream) {
 }
 
 Array astype(const Array& x, DType dtype, const OptionalStream& stream) {
+  TESSEL_RANGE("astype", x, dtype_name(dtype), stream);
   check_defined(x, "astype", "the array");
   const Stream s = detail::op_stream(x, stream, "astype");
   Array result = detail::allocate_array(x.shape(), dtype, x.device(), s);
   copyto(result, x, s);
+  TESSEL_CHECK_RESULT(result);
   return result;
 }
 
 Array concatenate(const std::vector<Array>& arrays, std::int64_t axis, std::optional<DType> dtype,
                   const OptionalStream& stream) {
+  TESSEL_RANGE("concatenate", arrays, stream);
   const DType result_dtype = check_join_inputs(arrays, dtype, "concatenate");
   if (arrays[0].ndim() == 0) throw ShapeError("concatenate: zero-dimensional arrays cannot be concatenated");
   return join_along(arrays, normalize_axis(axis, arrays[0].ndim(), "concatenate"), result_dtype, stream,
@@ -157,6 +163,7 @@ Array concatenate(const std::vector<Array>& arrays, std::int64_t axis, std::opti
 
 Array stack(const std::vector<Array>& arrays, std::int64_t axis, std::optional<DType> dtype,
             const OptionalStream& stream) {
+  TESSEL_RANGE("stack", arrays, stream);
   const DType result_dtype = check_join_inputs(arrays, dtype, "stack");
   for (std::size_t i = 1; i < arrays.size(); ++i) {
     if (arrays[i].shape() != arrays[0].shape()) {
@@ -174,6 +181,7 @@ Array stack(const std::vector<Array>& arrays, std::int64_t axis, std::optional<D
 
 Array arange(Scalar start, Scalar stop, Scalar step, std::optional<DType> dtype, Device device,
              const OptionalStream& stream) {
+  TESSEL_RANGE("arange", stream);
   std::int64_t length = 0;
   const bool integral = start.scalar_kind() != ScalarKind::float_ && start.scalar_kind() != ScalarKind::complex_ &&
                         stop.scalar_kind() != ScalarKind::float_ && stop.scalar_kind() != ScalarKind::complex_ &&
@@ -209,6 +217,7 @@ Array arange(Scalar stop, std::optional<DType> dtype, Device device, const Optio
 
 Array linspace(Scalar start, Scalar stop, std::int64_t num, bool endpoint, DType dtype, Device device,
                const OptionalStream& stream) {
+  TESSEL_RANGE("linspace", stream);
   if (num < 0) throw ValueError("linspace: number of samples, " + std::to_string(num) + ", must be non-negative");
   const Stream s = detail::op_stream(device, stream, "linspace");
   Array result = detail::allocate_array({num}, dtype, device, s);

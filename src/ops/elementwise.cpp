@@ -13,7 +13,8 @@
 #include "ops/elementwise_operands.hpp"
 #include "ops/elementwise_table.hpp"
 #include "ops/op_stream.hpp"
-#include "tessel/core/profile_range.hpp"
+#include "tessel/array/profile_args.hpp"
+#include "ops/checks.hpp"
 
 namespace tessel {
 namespace {
@@ -116,10 +117,25 @@ struct OperandRef {
 // At most three operands (where); room for them inline, no heap.
 constexpr int kMaxOperands = 3;
 
+// The operands as an op range's payload.
+struct OperandList {
+  const OperandRef* operands;
+  int count;
+};
+[[maybe_unused]] void describe(profile::ArgSink& sink, const OperandList& list) {
+  for (int i = 0; i < list.count; ++i) {
+    if (list.operands[i].array) {
+      describe(sink, *list.operands[i].array);
+    } else {
+      sink.add_text("scalar");
+    }
+  }
+}
+
 Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const OptionalArray& out,
           const OptionalStream& stream) {
   const OpInfo& op = info(op_id);
-  TESSEL_OP_RANGE(op.name);
+  TESSEL_RANGE(op.name, OperandList{operands, count}, out, stream);
   // Messages are built only on failure: no string work on the hot path.
   const char* name = op.name;
   if (count != op.arity || count > kMaxOperands) {
@@ -273,9 +289,10 @@ Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const Opti
   }
   if (out && !direct) {
     copyto(*out, fresh, s);
-    return *out;
+    return TESSEL_RESULT(*out);
   }
-  if (direct) return *out;
+  if (direct) return TESSEL_RESULT(*out);
+  TESSEL_CHECK_RESULT(fresh);
   return fresh;
 }
 

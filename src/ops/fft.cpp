@@ -25,7 +25,9 @@
 #include "ops/axis_last.hpp"
 #include "ops/op_stream.hpp"
 #include "tessel/core/error.hpp"
-#include "tessel/core/profile_range.hpp"
+#include "ops/checks.hpp"
+#include "tessel/array/profile_args.hpp"
+#include "tessel/profile/range.hpp"
 #include "tessel/ops/elementwise.hpp"
 
 namespace tessel::fft {
@@ -317,67 +319,67 @@ Transform parse_transform(std::string_view name) {
 }
 
 Array fft(const Array& x, OptionalLength n, std::int64_t axis, std::string_view norm, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("fft");
-  return transform_1d(x, Transform::fft, n, axis, norm, stream, "fft");
+  TESSEL_RANGE("fft", x, stream);
+  return TESSEL_RESULT(transform_1d(x, Transform::fft, n, axis, norm, stream, "fft"));
 }
 Array ifft(const Array& x, OptionalLength n, std::int64_t axis, std::string_view norm, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("ifft");
-  return transform_1d(x, Transform::ifft, n, axis, norm, stream, "ifft");
+  TESSEL_RANGE("ifft", x, stream);
+  return TESSEL_RESULT(transform_1d(x, Transform::ifft, n, axis, norm, stream, "ifft"));
 }
 Array rfft(const Array& x, OptionalLength n, std::int64_t axis, std::string_view norm, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("rfft");
-  return transform_1d(x, Transform::rfft, n, axis, norm, stream, "rfft");
+  TESSEL_RANGE("rfft", x, stream);
+  return TESSEL_RESULT(transform_1d(x, Transform::rfft, n, axis, norm, stream, "rfft"));
 }
 Array irfft(const Array& x, OptionalLength n, std::int64_t axis, std::string_view norm, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("irfft");
-  return transform_1d(x, Transform::irfft, n, axis, norm, stream, "irfft");
+  TESSEL_RANGE("irfft", x, stream);
+  return TESSEL_RESULT(transform_1d(x, Transform::irfft, n, axis, norm, stream, "irfft"));
 }
 Array hfft(const Array& x, OptionalLength n, std::int64_t axis, std::string_view norm, const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("hfft");
+  TESSEL_RANGE("hfft", x, stream_arg);
   const Stream stream = detail::op_stream(x, stream_arg, "hfft");
   const std::string_view swapped = swapped_norm(norm, "hfft");
   const Array c = astype(x, complex_dtype_for(x.dtype()), stream);
-  return transform_1d(conj(c, std::nullopt, stream), Transform::irfft, n, axis, swapped, stream, "hfft");
+  return TESSEL_RESULT(transform_1d(conj(c, std::nullopt, stream), Transform::irfft, n, axis, swapped, stream, "hfft"));
 }
 Array ihfft(const Array& x, OptionalLength n, std::int64_t axis, std::string_view norm, const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("ihfft");
+  TESSEL_RANGE("ihfft", x, stream_arg);
   const Stream stream = detail::op_stream(x, stream_arg, "ihfft");
   const std::string_view swapped = swapped_norm(norm, "ihfft");
   const Array spectrum = transform_1d(x, Transform::rfft, n, axis, swapped, stream, "ihfft");
-  return conj(spectrum, spectrum, stream);
+  return TESSEL_RESULT(conj(spectrum, spectrum, stream));
 }
 
 Array fftn(const Array& x, const OptionalAxes& s, const OptionalAxes& axes, std::string_view norm, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("fftn");
-  return transform_nd(x, Transform::fft, s, axes, norm, stream, "fftn");
+  TESSEL_RANGE("fftn", x, stream);
+  return TESSEL_RESULT(transform_nd(x, Transform::fft, s, axes, norm, stream, "fftn"));
 }
 Array ifftn(const Array& x, const OptionalAxes& s, const OptionalAxes& axes, std::string_view norm, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("ifftn");
-  return transform_nd(x, Transform::ifft, s, axes, norm, stream, "ifftn");
+  TESSEL_RANGE("ifftn", x, stream);
+  return TESSEL_RESULT(transform_nd(x, Transform::ifft, s, axes, norm, stream, "ifftn"));
 }
 Array rfftn(const Array& x, const OptionalAxes& s, const OptionalAxes& axes, std::string_view norm, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("rfftn");
-  return transform_nd(x, Transform::rfft, s, axes, norm, stream, "rfftn");
+  TESSEL_RANGE("rfftn", x, stream);
+  return TESSEL_RESULT(transform_nd(x, Transform::rfft, s, axes, norm, stream, "rfftn"));
 }
 Array irfftn(const Array& x, const OptionalAxes& s, const OptionalAxes& axes, std::string_view norm, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("irfftn");
-  return transform_nd(x, Transform::irfft, s, axes, norm, stream, "irfftn");
+  TESSEL_RANGE("irfftn", x, stream);
+  return TESSEL_RESULT(transform_nd(x, Transform::irfft, s, axes, norm, stream, "irfftn"));
 }
 Array fft2(const Array& x, const OptionalAxes& s, const OptionalAxes& axes, std::string_view norm, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("fft2");
-  return transform_nd(x, Transform::fft, s, axes, norm, stream, "fft2");
+  TESSEL_RANGE("fft2", x, stream);
+  return TESSEL_RESULT(transform_nd(x, Transform::fft, s, axes, norm, stream, "fft2"));
 }
 Array ifft2(const Array& x, const OptionalAxes& s, const OptionalAxes& axes, std::string_view norm, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("ifft2");
-  return transform_nd(x, Transform::ifft, s, axes, norm, stream, "ifft2");
+  TESSEL_RANGE("ifft2", x, stream);
+  return TESSEL_RESULT(transform_nd(x, Transform::ifft, s, axes, norm, stream, "ifft2"));
 }
 Array rfft2(const Array& x, const OptionalAxes& s, const OptionalAxes& axes, std::string_view norm, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("rfft2");
-  return transform_nd(x, Transform::rfft, s, axes, norm, stream, "rfft2");
+  TESSEL_RANGE("rfft2", x, stream);
+  return TESSEL_RESULT(transform_nd(x, Transform::rfft, s, axes, norm, stream, "rfft2"));
 }
 Array irfft2(const Array& x, const OptionalAxes& s, const OptionalAxes& axes, std::string_view norm, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("irfft2");
-  return transform_nd(x, Transform::irfft, s, axes, norm, stream, "irfft2");
+  TESSEL_RANGE("irfft2", x, stream);
+  return TESSEL_RESULT(transform_nd(x, Transform::irfft, s, axes, norm, stream, "irfft2"));
 }
 
 namespace {
@@ -425,17 +427,19 @@ Array roll_halves(const Array& x, const OptionalAxes& axes_arg, bool inverse, co
 }  // namespace
 
 Array fftfreq(std::int64_t n, double d, DType dtype, Device device, const OptionalStream& stream) {
+  TESSEL_RANGE("fftfreq", stream);
   return frequencies(n, d, dtype, device, stream, false, "fftfreq");
 }
 Array rfftfreq(std::int64_t n, double d, DType dtype, Device device, const OptionalStream& stream) {
+  TESSEL_RANGE("rfftfreq", stream);
   return frequencies(n, d, dtype, device, stream, true, "rfftfreq");
 }
 Array fftshift(const Array& x, const OptionalAxes& axes, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("fftshift");
+  TESSEL_RANGE("fftshift", x, stream);
   return roll_halves(x, axes, false, stream, "fftshift");
 }
 Array ifftshift(const Array& x, const OptionalAxes& axes, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("ifftshift");
+  TESSEL_RANGE("ifftshift", x, stream);
   return roll_halves(x, axes, true, stream, "ifftshift");
 }
 
@@ -478,7 +482,7 @@ std::string Plan::layout() const {
 Transform Plan::transform() const { return impl_->transform; }
 
 Array Plan::execute(const Array& x, const OptionalStream& stream_arg) const {
-  TESSEL_OP_RANGE("fft.Plan.execute");
+  TESSEL_RANGE("fft.Plan.execute", x, stream_arg);
   const Impl& p = *impl_;
   if (x.device() != p.device) {
     throw DeviceError(fmt::format("fft.Plan.execute: the plan is for {} but the array is on {}", p.device.str(),
@@ -490,7 +494,7 @@ Array Plan::execute(const Array& x, const OptionalStream& stream_arg) const {
   }
   const Stream stream = detail::op_stream(x, stream_arg, "fft.Plan.execute");
   std::lock_guard<std::mutex> lock(p.mutex);
-  return fft::execute(x, p.resolved, stream, &p.backend_plans);
+  return TESSEL_RESULT(fft::execute(x, p.resolved, stream, &p.backend_plans));
 }
 
 // ---- plan cache ----

@@ -20,7 +20,9 @@
 #include "ops/elementwise_operands.hpp"
 #include "ops/op_stream.hpp"
 #include "core/inline_buffer.hpp"
-#include "tessel/core/profile_range.hpp"
+#include "ops/checks.hpp"
+#include "tessel/array/profile_args.hpp"
+#include "tessel/profile/range.hpp"
 #include "tessel/jit/elementwise.hpp"
 
 namespace tessel {
@@ -430,6 +432,15 @@ Array evaluate_blocked(const Node* root, const std::vector<Array>& inputs, const
   return result;
 }
 
+// A fused kernel's inputs as its range's payload.
+struct FusedInputs {
+  const Array* const* arrays;
+  std::size_t count;
+};
+[[maybe_unused]] void describe(profile::ArgSink& sink, const FusedInputs& inputs) {
+  for (std::size_t i = 0; i < inputs.count; ++i) describe(sink, *inputs.arrays[i]);
+}
+
 }  // namespace
 
 // Plans are built on the first call with an input-dtype vector and never removed.
@@ -522,7 +533,7 @@ Array FusedKernel::operator()(const std::vector<Array>& inputs, const OptionalAr
 
 Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, const OptionalArray& out,
                               const OptionalStream& stream) const {
-  TESSEL_OP_RANGE("fused");
+  TESSEL_RANGE("fused", FusedInputs{inputs, count}, out, stream);
   if (static_cast<int>(count) != num_inputs_) {
     throw ValueError("fuse: the kernel takes " + std::to_string(num_inputs_) + " inputs, got " +
                      std::to_string(count));
@@ -590,8 +601,9 @@ Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, con
                        " to out dtype " + dtype_name(out->dtype()) + " under the same_kind rule");
     }
     copyto(*out, result, stream);
-    return *out;
+    return TESSEL_RESULT(*out);
   }
+  TESSEL_CHECK_RESULT(result);
   return result;
 }
 

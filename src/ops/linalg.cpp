@@ -23,7 +23,7 @@
 
 #include "backend/linalg.hpp"
 #include "ops/op_stream.hpp"
-#include "tessel/core/profile_range.hpp"
+#include "tessel/profile/range.hpp"
 #include "tessel/ops/cast.hpp"
 #include "tessel/ops/elementwise.hpp"
 #include "tessel/ops/reduce.hpp"
@@ -256,7 +256,7 @@ QRMode parse_qr_mode(std::string_view mode, const char* op) {
 
 // ---- Cholesky ----
 CholeskyExResult cholesky_ex(const Array& x, bool upper, const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("linalg.cholesky_ex");
+  TESSEL_RANGE("linalg.cholesky_ex");
   const char* op = "cholesky";
   const Matrices mat = inspect(x, op, true);
   const Stream stream = detail::op_stream(x, stream_arg, op);
@@ -283,7 +283,7 @@ Array cholesky(const Array& x, bool upper, const OptionalStream& stream) {
 
 // ---- inv / solve ----
 InvExResult inv_ex(const Array& x, const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("linalg.inv_ex");
+  TESSEL_RANGE("linalg.inv_ex");
   const char* op = "inv";
   const Matrices mat = inspect(x, op, true);
   const Stream stream = detail::op_stream(x, stream_arg, op);
@@ -308,7 +308,7 @@ Array inv(const Array& x, const OptionalStream& stream) {
 }
 
 SolveExResult solve_ex(const Array& x1, const Array& x2, const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("linalg.solve_ex");
+  TESSEL_RANGE("linalg.solve_ex");
   const char* op = "solve";
   Matrices mat = inspect(x1, op, true);
   if (x2.device() != x1.device()) {
@@ -357,7 +357,7 @@ Array solve(const Array& x1, const Array& x2, const OptionalStream& stream) {
 
 // ---- det / slogdet ----
 Array det(const Array& x, const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("linalg.det");
+  TESSEL_RANGE("linalg.det");
   const char* op = "det";
   const Matrices mat = inspect(x, op, true);
   const Stream stream = detail::op_stream(x, stream_arg, op);
@@ -373,7 +373,7 @@ Array det(const Array& x, const OptionalStream& stream_arg) {
 }
 
 SlogdetResult slogdet(const Array& x, const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("linalg.slogdet");
+  TESSEL_RANGE("linalg.slogdet");
   const char* op = "slogdet";
   const Matrices mat = inspect(x, op, true);
   const Stream stream = detail::op_stream(x, stream_arg, op);
@@ -409,19 +409,19 @@ EighExResult eigh_impl(const Array& x, bool vectors, const OptionalStream& strea
 }  // namespace
 
 EighExResult eigh_ex(const Array& x, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("linalg.eigh_ex");
+  TESSEL_RANGE("linalg.eigh_ex");
   return eigh_impl(x, true, stream, "eigh");
 }
 
 EighResult eigh(const Array& x, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("linalg.eigh");
+  TESSEL_RANGE("linalg.eigh");
   EighExResult r = eigh_impl(x, true, stream, "eigh");
   check_info(r.info, "eigh", no_convergence);
   return {r.eigenvalues, r.eigenvectors};
 }
 
 Array eigvalsh(const Array& x, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("linalg.eigvalsh");
+  TESSEL_RANGE("linalg.eigvalsh");
   EighExResult r = eigh_impl(x, false, stream, "eigvalsh");
   check_info(r.info, "eigvalsh", no_convergence);
   return r.eigenvalues;
@@ -449,17 +449,17 @@ EigResult eig_impl(const Array& x, bool vectors, const OptionalStream& stream_ar
 }  // namespace
 
 EigResult eig(const Array& x, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("linalg.eig");
+  TESSEL_RANGE("linalg.eig");
   return eig_impl(x, true, stream, "eig");
 }
 Array eigvals(const Array& x, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("linalg.eigvals");
+  TESSEL_RANGE("linalg.eigvals");
   return eig_impl(x, false, stream, "eigvals").eigenvalues;
 }
 
 // ---- QR ----
 QRResult qr(const Array& x, std::string_view mode_arg, const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("linalg.qr");
+  TESSEL_RANGE("linalg.qr");
   const char* op = "qr";
   const QRMode mode = parse_qr_mode(mode_arg, op);
   const Matrices mat = inspect(x, op, false);
@@ -527,14 +527,14 @@ SvdOut svd_impl(const Array& x, bool vectors, bool full, const OptionalStream& s
 }  // namespace
 
 SVDResult svd(const Array& x, bool full_matrices, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("linalg.svd");
+  TESSEL_RANGE("linalg.svd");
   SvdOut r = svd_impl(x, true, full_matrices, stream, "svd");
   check_info(r.info, "svd", no_convergence);
   return {r.U, r.S, r.Vh};
 }
 
 Array svdvals(const Array& x, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("linalg.svdvals");
+  TESSEL_RANGE("linalg.svdvals");
   SvdOut r = svd_impl(x, false, false, stream, "svdvals");
   check_info(r.info, "svdvals", no_convergence);
   return r.S;

@@ -10,7 +10,9 @@
 #include "ops/matmul_plan.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/log.hpp"
-#include "tessel/core/profile_range.hpp"
+#include "ops/checks.hpp"
+#include "tessel/array/profile_args.hpp"
+#include "tessel/profile/range.hpp"
 #include "tessel/ops/elementwise.hpp"
 
 namespace tessel {
@@ -63,18 +65,18 @@ void clear_matmul_memory_cache() {
 
 Array matmul(const Array& a, const Array& b, const MatmulOptions& options, const Array& out,
              const OptionalStream& stream) {
-  TESSEL_OP_RANGE("matmul");
+  TESSEL_RANGE("matmul", a, b, out, stream);
   detail::MatmulPrepared p = detail::prepare_matmul(a, b, options, out, stream);
   if (p.result.size() == 0) return p.result;
   std::shared_ptr<detail::MatmulPlanCore> core;
   if (p.problem.k > 0) core = detail::cached_matmul_core(p);
   detail::MatmulPlanCore dummy;
   dummy.device = p.device;
-  return detail::run_matmul_plan(core ? *core : dummy, core ? core->selected : 0, p);
+  return TESSEL_RESULT(detail::run_matmul_plan(core ? *core : dummy, core ? core->selected : 0, p));
 }
 
 Array vecdot(const Array& x1, const Array& x2, std::int64_t axis, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("vecdot");
+  TESSEL_RANGE("vecdot", x1, x2, stream);
   if (x1.ndim() == 0 || x2.ndim() == 0) {
     throw ShapeError(fmt::format("vecdot: operands must be at least 1-D, got {} and {}", shape_str(x1.shape()),
                                  shape_str(x2.shape())));
@@ -105,7 +107,7 @@ Array vecdot(const Array& x1, const Array& x2, std::int64_t axis, const Optional
   if (is_complex(u.dtype())) u = conj(u, std::nullopt, stream);
   // (..., 1, K) @ (..., K, 1) -> (..., 1, 1)
   Array r = matmul(u.expand_dims(-2), v.expand_dims(-1), {}, Array(), stream);
-  return r.squeeze({-1, -2});
+  return TESSEL_RESULT(r.squeeze({-1, -2}));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -159,7 +161,7 @@ const std::string& MatmulPlan::cache_key() const { return state_->core->key; }
 
 Array MatmulPlan::execute(const Array& a, const Array& b, const MatmulExecuteOptions& given, const Array& out,
                           const OptionalStream& stream) {
-  TESSEL_OP_RANGE("MatmulPlan.execute");
+  TESSEL_RANGE("MatmulPlan.execute", a, b, out, stream);
   const MatmulOptions& planned = state_->options;
   for (const auto& [x, what] : {std::pair<const Array*, const char*>{&a, "a"}, {&b, "b"}}) {
     if (x->defined() && x->device() != state_->core->device) {
@@ -193,7 +195,7 @@ Array MatmulPlan::execute(const Array& a, const Array& b, const MatmulExecuteOpt
     throw ValueError(fmt::format("MatmulPlan.execute: the arrays' layout differs from the planned one: planned {}, got {}",
                                  state_->core->signature, p.signature));
   }
-  return detail::run_matmul_plan(*state_->core, state_->core->selected, p);
+  return TESSEL_RESULT(detail::run_matmul_plan(*state_->core, state_->core->selected, p));
 }
 
 Array MatmulPlan::execute(const Array& out, const OptionalStream& stream) {

@@ -8,7 +8,9 @@
 #include "backend/random.hpp"
 #include "ops/op_stream.hpp"
 #include "tessel/core/error.hpp"
-#include "tessel/core/profile_range.hpp"
+#include "ops/checks.hpp"
+#include "tessel/array/profile_args.hpp"
+#include "tessel/profile/range.hpp"
 
 namespace tessel::random {
 namespace {
@@ -58,7 +60,7 @@ Array draw(std::uint64_t seed, std::uint64_t offset, const Shape& shape, DType d
 
 Array Generator::uniform(const Shape& shape, double low, double high, DType dtype, Device device,
                          const OptionalStream& stream) {
-  TESSEL_OP_RANGE("random.uniform");
+  TESSEL_RANGE("random.uniform", dtype_name(dtype), stream);
   check_float_dtype("uniform", dtype);
   check_finite("uniform", "low", low);
   check_finite("uniform", "high", high);
@@ -72,7 +74,7 @@ Array Generator::uniform(const Shape& shape, double low, double high, DType dtyp
 
 Array Generator::normal(const Shape& shape, double mean, double stddev, DType dtype, Device device,
                         const OptionalStream& stream) {
-  TESSEL_OP_RANGE("random.normal");
+  TESSEL_RANGE("random.normal", dtype_name(dtype), stream);
   check_float_dtype("normal", dtype);
   check_finite("normal", "mean", mean);
   check_finite("normal", "stddev", stddev);
@@ -86,7 +88,7 @@ Array Generator::normal(const Shape& shape, double mean, double stddev, DType dt
 
 Array Generator::integers(const Shape& shape, std::int64_t low, std::int64_t high, DType dtype, Device device,
                           const OptionalStream& stream) {
-  TESSEL_OP_RANGE("random.integers");
+  TESSEL_RANGE("random.integers", dtype_name(dtype), stream);
   if (!is_integer(dtype)) {
     throw DTypeError(fmt::format("integers: dtype {} is not an integer dtype", dtype_name(dtype)));
   }

@@ -20,7 +20,9 @@
 #include "ops/op_stream.hpp"
 #include "backend/reduce.hpp"
 #include "tessel/core/error.hpp"
-#include "tessel/core/profile_range.hpp"
+#include "ops/checks.hpp"
+#include "tessel/array/profile_args.hpp"
+#include "tessel/profile/range.hpp"
 
 namespace tessel {
 namespace {
@@ -305,8 +307,8 @@ Array scan(backend::ScanOp op, const char* name, const Array& a, std::optional<s
 
 #define TESSEL_DEFINE_REDUCTION(name)                                                                       \
   Array name(const Array& a, const Axes& axes, bool keepdims, const OptionalStream& stream) {               \
-    TESSEL_OP_RANGE(#name);                                                                                 \
-    return reduce(ReduceOp::name, a, axes, keepdims, 0, stream);                                            \
+    TESSEL_RANGE(#name, a, stream);                                                                         \
+    return TESSEL_RESULT(reduce(ReduceOp::name, a, axes, keepdims, 0, stream));                             \
   }
 TESSEL_DEFINE_REDUCTION(sum)
 TESSEL_DEFINE_REDUCTION(prod)
@@ -324,8 +326,8 @@ TESSEL_DEFINE_REDUCTION(nanmax)
 
 #define TESSEL_DEFINE_VARIANCE(name)                                                                        \
   Array name(const Array& a, const Axes& axes, double ddof, bool keepdims, const OptionalStream& stream) { \
-    TESSEL_OP_RANGE(#name);                                                                                 \
-    return reduce(ReduceOp::name, a, axes, keepdims, ddof, stream);                                         \
+    TESSEL_RANGE(#name, a, stream);                                                                         \
+    return TESSEL_RESULT(reduce(ReduceOp::name, a, axes, keepdims, ddof, stream));                          \
   }
 TESSEL_DEFINE_VARIANCE(var)
 TESSEL_DEFINE_VARIANCE(std)
@@ -335,7 +337,7 @@ TESSEL_DEFINE_VARIANCE(nanstd)
 
 #define TESSEL_DEFINE_ARG_REDUCTION(name)                                                                   \
   Array name(const Array& a, std::optional<std::int64_t> axis, bool keepdims, const OptionalStream& stream) { \
-    TESSEL_OP_RANGE(#name);                                                                                 \
+    TESSEL_RANGE(#name, a, stream);                                                                         \
     return arg_reduce(ReduceOp::name, #name, a, axis, keepdims, stream);                                           \
   }
 TESSEL_DEFINE_ARG_REDUCTION(argmin)
@@ -345,12 +347,12 @@ TESSEL_DEFINE_ARG_REDUCTION(nanargmax)
 #undef TESSEL_DEFINE_ARG_REDUCTION
 
 Array cumsum(const Array& a, std::optional<std::int64_t> axis, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("cumsum");
-  return scan(backend::ScanOp::cumsum, "cumsum", a, axis, stream);
+  TESSEL_RANGE("cumsum", a, stream);
+  return TESSEL_RESULT(scan(backend::ScanOp::cumsum, "cumsum", a, axis, stream));
 }
 Array cumprod(const Array& a, std::optional<std::int64_t> axis, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("cumprod");
-  return scan(backend::ScanOp::cumprod, "cumprod", a, axis, stream);
+  TESSEL_RANGE("cumprod", a, stream);
+  return TESSEL_RESULT(scan(backend::ScanOp::cumprod, "cumprod", a, axis, stream));
 }
 
 }  // namespace tessel

@@ -11,7 +11,7 @@
 #include "ops/op_stream.hpp"
 #include "ops/sort_keys.hpp"
 #include "tessel/core/error.hpp"
-#include "tessel/core/profile_range.hpp"
+#include "tessel/profile/range.hpp"
 #include "tessel/ops/cast.hpp"
 #include "tessel/ops/reduce.hpp"
 
@@ -41,7 +41,7 @@ void check_same_device(const Array& a, const Array& b, const char* op, const cha
 }  // namespace
 
 UniqueAllResult unique_all(const Array& x, UniqueParts parts, const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("unique_all");
+  TESSEL_RANGE("unique_all");
   const char* op = "unique_all";
   const DType key = detail::sort_key_dtype(x.dtype(), op);
   const Stream stream = detail::op_stream(x, stream_arg, op);
@@ -108,7 +108,7 @@ UniqueAllResult unique_all(const Array& x, UniqueParts parts, const OptionalStre
 }
 
 Array isin(const Array& x1, const Array& x2, bool invert, const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("isin");
+  TESSEL_RANGE("isin");
   const char* op = "isin";
   check_same_device(x1, x2, op, "x1", "x2");
   detail::sort_key_dtype(x1.dtype(), op);
@@ -166,7 +166,7 @@ Shape with_axis(Shape shape, std::int64_t axis, std::int64_t size) {
 }  // namespace
 
 Array repeat(const Array& x, std::int64_t repeats, std::optional<std::int64_t> axis, const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("repeat");
+  TESSEL_RANGE("repeat");
   if (repeats < 0) throw ValueError(fmt::format("repeat: repeats must be non-negative, got {}", repeats));
   const Stream stream = detail::op_stream(x, stream_arg, "repeat");
   const RepeatAxis r = repeat_axis(x, axis, stream);
@@ -182,7 +182,7 @@ Array repeat(const Array& x, std::int64_t repeats, std::optional<std::int64_t> a
 }
 
 Array repeat(const Array& x, const Array& repeats, std::optional<std::int64_t> axis, const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("repeat");
+  TESSEL_RANGE("repeat");
   const char* op = "repeat";
   check_same_device(x, repeats, op, "x", "repeats");
   const DTypeKind kind = dtype_kind(repeats.dtype());

@@ -19,7 +19,9 @@
 #include "ops/sort_keys.hpp"
 #include "backend/sort.hpp"
 #include "tessel/core/error.hpp"
-#include "tessel/core/profile_range.hpp"
+#include "ops/checks.hpp"
+#include "tessel/array/profile_args.hpp"
+#include "tessel/profile/range.hpp"
 
 namespace tessel {
 namespace {
@@ -71,17 +73,17 @@ std::pair<Array, Array> sort_along(const Array& a, std::int64_t axis_arg, bool w
 }  // namespace
 
 Array sort(const Array& a, std::int64_t axis, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("sort");
-  return sort_along(a, axis, true, false, "sort", stream).first;
+  TESSEL_RANGE("sort", a, stream);
+  return TESSEL_RESULT(sort_along(a, axis, true, false, "sort", stream).first);
 }
 
 Array argsort(const Array& a, std::int64_t axis, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("argsort");
+  TESSEL_RANGE("argsort", a, stream);
   return sort_along(a, axis, false, true, "argsort", stream).second;
 }
 
 Array searchsorted(const Array& sorted, const Array& values, bool right, const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("searchsorted");
+  TESSEL_RANGE("searchsorted", sorted, values, stream_arg);
   if (sorted.ndim() != 1) {
     throw ValueError(fmt::format("searchsorted: the sorted array must be 1-D, got shape {}", shape_str(sorted.shape())));
   }
@@ -120,7 +122,7 @@ Array searchsorted(const Array& sorted, const Array& values, bool right, const O
 }
 
 UniqueResult unique(const Array& a, bool return_counts, const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("unique");
+  TESSEL_RANGE("unique", a, stream_arg);
   key_dtype(a.dtype(), "unique");
   const Stream stream = detail::op_stream(a, stream_arg, "unique");
   // The output size depends on the data: sort on the device, then find the runs on the host

@@ -10,6 +10,7 @@
 #include "tessel/memory/capture.hpp"
 #include "tessel/memory/caching_allocator.hpp"
 #include "tessel/memory/stats.hpp"
+#include "tessel/profile/range.hpp"
 
 #if defined(TESSEL_HAVE_CUDA)
 #include <cuda_runtime_api.h>
@@ -125,6 +126,7 @@ void GraphCapture::abort() noexcept {
 GraphCapture::~GraphCapture() { abort(); }
 
 Graph GraphCapture::finish() {
+  TESSEL_RANGE("GraphCapture.finish", stream_);
   if (!open_) throw Error("GraphCapture.finish: the capture is not open (already finished or failed)");
   auto graph_state = std::make_shared<detail::GraphState>();
   graph_state->stream = stream_;
@@ -165,6 +167,7 @@ Graph GraphCapture::finish() {
 }
 
 Graph Graph::capture(const Stream& stream, const std::function<void()>& fn, const GraphOptions& options) {
+  TESSEL_RANGE("Graph.capture", stream);
   if (!fn) throw ValueError("Graph.capture: the function is empty");
   GraphCapture capture(stream, options);
   if (stream.device().is_cpu()) {
@@ -191,6 +194,7 @@ void Graph::replay() const {
 }
 
 void Graph::replay(const Stream& stream) const {
+  TESSEL_RANGE("Graph.replay", stream);
   if (!state_) throw ValueError("Graph.replay: the graph is empty (default-constructed)");
   if (stream.device() != state_->stream.device()) {
     throw DeviceError(fmt::format("Graph.replay: the graph was captured on {}, the stream is on {}",

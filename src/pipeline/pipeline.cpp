@@ -22,11 +22,13 @@
 #include <fmt/format.h>
 
 #include "array/backend.hpp"
+#include "tessel/array/profile_args.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/event.hpp"
 #include "tessel/memory/buffer.hpp"
 #include "tessel/memory/caching_allocator.hpp"
 #include "tessel/memory/stats.hpp"
+#include "tessel/profile/range.hpp"
 
 #if defined(TESSEL_HAVE_CUDA)
 #include <cuda_runtime_api.h>
@@ -277,11 +279,13 @@ void Job::run_cpu() {
       const auto t0 = Clock::now();
       Array out;
       {
+        TESSEL_RANGE("Pipeline.compute", c->host);
         StreamGuard guard(Stream::cpu());
         out = compute(c->host, Stream::cpu());
       }
       compute_ms += ms_since(t0);
       check_result(out, rows, index);
+      TESSEL_RANGE("Pipeline.copy_out", out);
       if (sink.output.defined()) {
         copyto(sink.output.slice(0, Slice(c->row_offset, c->row_offset + rows)), out);
       } else if (sink.callback) {
@@ -348,9 +352,20 @@ class CudaRun {
     const Stream& stream = streams_[s];
     drain(slot);  // the slot's previous chunk is done: its staging memory may be reused
     make_events(slot);
-    const Array d_in = copy_in(slot, c, stream);
-    const Array out = run_compute(slot, d_in, index, stream);
-    copy_out(slot, out, c, stream);
+    Array d_in;
+    {
+      TESSEL_RANGE("Pipeline.copy_in", c.host, stream);
+      d_in = copy_in(slot, c, stream);
+    }
+    Array out;
+    {
+      TESSEL_RANGE("Pipeline.compute", d_in, stream);
+      out = run_compute(slot, d_in, index, stream);
+    }
+    {
+      TESSEL_RANGE("Pipeline.copy_out", out, stream);
+      copy_out(slot, out, c, stream);
+    }
     slot.busy = true;
     slot.index = index;
     slot.row_offset = c.row_offset;
@@ -408,6 +423,7 @@ class CudaRun {
   // Waits for a slot's chunk and delivers its result (pageable copy-out or callback).
   void drain(Slot& slot) {
     if (!slot.busy) return;
+    TESSEL_RANGE("Pipeline.drain");
     slot.done->synchronize();
     slot.busy = false;
     record_times(slot);
@@ -583,6 +599,7 @@ void Job::run_cuda() {
 #endif
 
 void Job::run() {
+  TESSEL_RANGE("Pipeline.run", device.str().c_str());
   if (device.is_cpu()) {
     run_cpu();
     return;

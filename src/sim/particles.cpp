@@ -22,7 +22,7 @@
 #include "backend/particles.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/log.hpp"
-#include "tessel/core/profile_range.hpp"
+#include "tessel/profile/range.hpp"
 #include "tessel/memory/caching_allocator.hpp"
 
 namespace tessel::sim {
@@ -164,7 +164,7 @@ void Particles::check_memory(std::int64_t n, std::int64_t cells, Device device) 
 Particles::Particles(const ParticleState& state, const ParticlesConfig& config, Device device,
                      const OptionalStream& stream)
     : n_(state.size()), device_(device), config_(config) {
-  TESSEL_OP_RANGE("sim::Particles");
+  TESSEL_RANGE("sim::Particles");
   if (device.is_cuda()) check_device_index(device.index, op);
   stream_ = detail::resolve_stream(device, stream);
   if (stream_.device() != device) {
@@ -383,7 +383,7 @@ ParticleState Particles::state() const {
 }
 
 void Particles::step(std::int64_t count) {
-  TESSEL_OP_RANGE("sim::Particles::step");
+  TESSEL_RANGE("sim::Particles::step");
   require(count >= 0, fmt::format("step count must be >= 0, got {}", count));
   if (count == 0) return;
   if (device_.is_cuda()) {
@@ -403,7 +403,7 @@ void Particles::step(std::int64_t count) {
 }
 
 Diagnostics Particles::diagnostics() {
-  TESSEL_OP_RANGE("sim::Particles::diagnostics");
+  TESSEL_RANGE("sim::Particles::diagnostics");
   const backend::SimArrays a = arrays();
   const backend::SimParams p = make_params(config_, dims_, cell_bits_);
   const bool check_box = !config_.walls && !config_.periodic;
@@ -451,7 +451,7 @@ Diagnostics Particles::diagnostics() {
 }
 
 NeighborList Particles::neighbor_list() {
-  TESSEL_OP_RANGE("sim::Particles::neighbor_list");
+  TESSEL_RANGE("sim::Particles::neighbor_list");
   // The grid at the current positions: reorder without a kick and write the state back as is.
   bin(false, true);
   write_back();

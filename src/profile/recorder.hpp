@@ -1,0 +1,64 @@
+#pragma once
+// The recording state shared by ranges, hooks, CUPTI and Session (internal).
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessel/core/device.hpp"
+#include "tessel/core/stream.hpp"
+#include "tessel/profile/range.hpp"
+#include "tessel/profile/session.hpp"
+
+namespace tessel::profile {
+
+struct Session::Data {
+  SessionOptions options;
+  std::mutex mutex;  // guards the vectors while recording
+  std::vector<OpEvent> ops;
+  std::vector<GpuEvent> gpu;
+  std::vector<CompileEvent> compiles;
+  std::vector<MemoryEvent> memory;
+  std::atomic<std::uint64_t> dropped{0};
+  bool recording = false;
+  bool gpu_recorded = false;
+  std::string cupti_status;
+  std::uint64_t generation = 0;
+  std::int64_t start_ns = 0, stop_ns = 0;
+
+  // Appends under the mutex, or counts a drop at the cap.
+  template <class V, class E>
+  void push(V& vec, E&& event) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (vec.size() >= options.max_events) {
+      dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    vec.push_back(std::forward<E>(event));
+  }
+};
+
+namespace detail {
+
+// The recording session (nullptr when none), and its generation, under recorder_mutex().
+std::mutex& recorder_mutex();
+std::shared_ptr<Session::Data> active_session();
+std::uint64_t active_generation();  // 0 when none records
+void set_listener(unsigned bit, bool on);
+void start_env_session_if_pending();  // TESSEL_PROFILE's session, at the first op or allocation
+
+// CUPTI (src/profile/cupti.cpp). start: empty string on success, else why not.
+std::string cupti_start(Session::Data* data);
+void cupti_stop();  // flushes every buffer into the data given to cupti_start
+bool cupti_running();
+void cupti_push_correlation(std::uint64_t op_id);
+void cupti_pop_correlation();
+
+// Checked mode's sync step for an op that ran on `device`/`stream`.
+void check_sync_after(const std::optional<Device>& device, const std::optional<Stream>& stream);
+
+}  // namespace detail
+}  // namespace tessel::profile
