@@ -108,7 +108,7 @@ constexpr std::array<OpInfo, num_elementwise_ops> op_table{{
     {ElementwiseOp::floor, "floor", 1, Promote::same, Result::same, kI | kF},  // NumPy 2: ints stay ints
     {ElementwiseOp::ceil, "ceil", 1, Promote::same, Result::same, kI | kF},
     {ElementwiseOp::trunc, "trunc", 1, Promote::same, Result::same, kI | kF},
-    {ElementwiseOp::round, "round", 1, Promote::same, Result::same, kI | kF},
+    {ElementwiseOp::round, "round", 1, Promote::same, Result::same, kI | kF | kC},  // complex: each part
     {ElementwiseOp::isnan, "isnan", 1, Promote::same, Result::bool_, kAll},
     {ElementwiseOp::isinf, "isinf", 1, Promote::same, Result::bool_, kAll},
     {ElementwiseOp::isfinite, "isfinite", 1, Promote::same, Result::bool_, kAll},

@@ -160,7 +160,7 @@ Expr op_expression(ElementwiseOp op, const std::vector<Expr>& x, DType rt) {
     case ElementwiseOp::floor: return un(f ? "floor({0})" : "({0})");
     case ElementwiseOp::ceil: return un(f ? "ceil({0})" : "({0})");
     case ElementwiseOp::trunc: return un(f ? "trunc({0})" : "({0})");
-    case ElementwiseOp::round: return un(f ? "rint({0})" : "({0})");  // rint: half to even
+    case ElementwiseOp::round: return un(f ? "rint({0})" : c ? "tessel::cx::rint({0})" : "({0})");  // half to even
     case ElementwiseOp::isnan: return un("tessel::isnan({0})");
     case ElementwiseOp::isinf: return un("tessel::isinf({0})");
     case ElementwiseOp::isfinite: return un("tessel::isfinite({0})");
