@@ -108,6 +108,9 @@ constexpr std::pair<const char*, BinaryOp> binary[] = {
     {"fmin", TESSEL_BINARY_OP(fmin)},
     {"fmax", TESSEL_BINARY_OP(fmax)},
     {"atan2", TESSEL_BINARY_OP(arctan2)},
+    {"hypot", TESSEL_BINARY_OP(hypot)},
+    {"copysign", TESSEL_BINARY_OP(copysign)},
+    {"logaddexp", TESSEL_BINARY_OP(logaddexp)},
 };
 
 // The index of `name` in `binary`. Evaluated at compile time (every use below is constexpr), where
@@ -140,9 +143,19 @@ PyObject* binary_slot(const BinaryOp& op, PyObject* a, PyObject* b) noexcept {
   }
 }
 
-// x op= y writes into x (out=x) and returns x itself.
+// x op= y writes into x (out=x) and returns x itself. It never changes x's dtype (Array API): an
+// array operand whose promotion with x is another dtype is an error, even where NumPy's same_kind
+// cast would store it (float32 += float64). Weak Python scalars keep x's dtype by promotion.
 PyObject* inplace_slot(const BinaryOp& op, PyObject* self, PyObject* other) noexcept {
   try {
+    if (is_array(other)) {
+      const DType x = as_array(self).dtype(), y = as_array(other).dtype();
+      if (result_type(x, y) != x) {
+        throw DTypeError(std::string(op_name(op.op)) + " (in place): x has dtype " + dtype_name(x) + " and y " +
+                         dtype_name(y) + ", which promote to " + dtype_name(result_type(x, y)) +
+                         "; an in-place operator keeps x's dtype");
+      }
+    }
     nb::object r = apply_binary(op, self, other, true, &as_array(self));
     if (!r.is_valid()) Py_RETURN_NOTIMPLEMENTED;
     Py_INCREF(self);
@@ -338,6 +351,7 @@ void register_ops(nb::module_& m) {
       TESSEL_UNARY("trunc", trunc), TESSEL_UNARY("round", round), TESSEL_UNARY("isnan", isnan),
       TESSEL_UNARY("isinf", isinf), TESSEL_UNARY("isfinite", isfinite), TESSEL_UNARY("real", real),
       TESSEL_UNARY("imag", imag), TESSEL_UNARY("conj", conj), TESSEL_UNARY("angle", angle),
+      TESSEL_UNARY("signbit", signbit),
   };
 #undef TESSEL_UNARY
   for (const auto& spec : unary) {

@@ -69,6 +69,9 @@ constexpr std::array<OpInfo, num_elementwise_ops> op_table{{
     {ElementwiseOp::maximum, "maximum", 2, Promote::same, Result::same, kB | kI | kF | kC},
     {ElementwiseOp::fmin, "fmin", 2, Promote::same, Result::same, kB | kI | kF | kC},
     {ElementwiseOp::fmax, "fmax", 2, Promote::same, Result::same, kB | kI | kF | kC},
+    {ElementwiseOp::hypot, "hypot", 2, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::copysign, "copysign", 2, Promote::to_float, Result::same, kF},
+    {ElementwiseOp::logaddexp, "logaddexp", 2, Promote::to_float, Result::same, kF},
     {ElementwiseOp::arctan2, "arctan2", 2, Promote::to_float, Result::same, kF},
     {ElementwiseOp::negative, "negative", 1, Promote::same, Result::same, kI | kF | kC},
     {ElementwiseOp::positive, "positive", 1, Promote::same, Result::same, kI | kF | kC},
@@ -116,6 +119,7 @@ constexpr std::array<OpInfo, num_elementwise_ops> op_table{{
     {ElementwiseOp::imag, "imag", 1, Promote::same, Result::real, kAll},
     {ElementwiseOp::conj, "conj", 1, Promote::same, Result::same, kAll},
     {ElementwiseOp::angle, "angle", 1, Promote::to_float, Result::real, kF | kC},
+    {ElementwiseOp::signbit, "signbit", 1, Promote::to_float, Result::bool_, kF},
     {ElementwiseOp::where, "where", 3, Promote::same, Result::same, kAll},
 }};
 
@@ -184,6 +188,42 @@ detail::ElementwiseTypes resolve_types(const OpInfo& op, DType promoted, const D
                      kinds_str(op.kinds));
   }
   return {compute, result_dtype(op, compute)};
+}
+
+bool is_comparison(ElementwiseOp op) {
+  return op == ElementwiseOp::equal || op == ElementwiseOp::not_equal || op == ElementwiseOp::less ||
+         op == ElementwiseOp::less_equal || op == ElementwiseOp::greater || op == ElementwiseOp::greater_equal;
+}
+
+// A weak Python integer outside the range of the integer compute dtype (NumPy 2, NEP 50):
+// comparisons are computed exactly in a wider dtype (uint8 array < 300 is true everywhere),
+// arithmetic raises rather than wrapping the scalar. Returns the dtype to compute in.
+DType check_integer_scalar(ElementwiseOp op, const char* name, const Scalar& s, DType compute) {
+  if (s.kind() != Scalar::Kind::int_ && s.kind() != Scalar::Kind::uint_) return compute;
+  const int bits = static_cast<int>(itemsize(compute)) * 8;
+  bool fits;
+  if (s.kind() == Scalar::Kind::uint_) {
+    const std::uint64_t v = s.to_uint64();
+    fits = is_unsigned_integer(compute) ? (bits == 64 || v < (std::uint64_t{1} << bits))
+                                        : v < (std::uint64_t{1} << (bits - 1));
+  } else {
+    const std::int64_t v = s.to_int64();
+    if (is_unsigned_integer(compute)) {
+      fits = v >= 0 && (bits == 64 || v < (std::int64_t{1} << bits));
+    } else {
+      fits = bits == 64 || (v >= -(std::int64_t{1} << (bits - 1)) && v < (std::int64_t{1} << (bits - 1)));
+    }
+  }
+  if (fits) return compute;
+  if (is_comparison(op)) {
+    // int64 holds every value of the narrower dtypes and the scalar (an int64 Python int); a
+    // uint64 array or a scalar beyond int64 compares in float64, where the order is exact for the
+    // sign and magnitude cases that are out of range here.
+    const bool int64_ok = compute != DType::uint64 && s.kind() == Scalar::Kind::int_;
+    return int64_ok ? DType::int64 : DType::float64;
+  }
+  throw ValueError(std::string(name) + ": Python integer " + s.str() + " is out of bounds for " + dtype_name(compute) +
+                   " (the array's dtype; NumPy 2 raises OverflowError here)");
 }
 
 // True when views a and b share bytes but are not the identical layout (identical views are
@@ -288,8 +328,13 @@ Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const Opti
     return std::string(dtype_name(*promoted));
   };
   const detail::ElementwiseTypes types = resolve_types(op, *promoted, describe);
-  const DType compute = types.compute;
+  DType compute = types.compute;
   const DType result = types.result;
+  if (is_integer(compute)) {
+    for (int i = first_value; i < count; ++i) {
+      if (operands[i].scalar) compute = check_integer_scalar(op_id, name, *operands[i].scalar, compute);
+    }
+  }
   // The caller's stream by reference; only a defaulted one is looked up (and held here).
   std::optional<Stream> resolved;
   if (stream) {
@@ -465,6 +510,9 @@ TESSEL_DEFINE_BINARY(maximum)
 TESSEL_DEFINE_BINARY(fmin)
 TESSEL_DEFINE_BINARY(fmax)
 TESSEL_DEFINE_BINARY(arctan2)
+TESSEL_DEFINE_BINARY(hypot)
+TESSEL_DEFINE_BINARY(copysign)
+TESSEL_DEFINE_BINARY(logaddexp)
 
 TESSEL_DEFINE_UNARY(negative)
 TESSEL_DEFINE_UNARY(positive)
@@ -512,6 +560,7 @@ TESSEL_DEFINE_UNARY(real)
 TESSEL_DEFINE_UNARY(imag)
 TESSEL_DEFINE_UNARY(conj)
 TESSEL_DEFINE_UNARY(angle)
+TESSEL_DEFINE_UNARY(signbit)
 
 Array where(const Array& cond, const Array& a, const Array& b, const OptionalArray& out,
             const OptionalStream& stream) {

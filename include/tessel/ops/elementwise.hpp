@@ -23,7 +23,7 @@ enum class ElementwiseOp : std::uint8_t {
   // logical and bitwise
   logical_and, logical_or, logical_xor, bitwise_and, bitwise_or, bitwise_xor, left_shift, right_shift,
   // extrema
-  minimum, maximum, fmin, fmax, arctan2,
+  minimum, maximum, fmin, fmax, hypot, copysign, logaddexp, arctan2,  // arctan2: the last binary op
   // unary
   negative, positive, abs, logical_not, bitwise_not, square, reciprocal, sign,
   exp, exp2, expm1, log, log2, log10, log1p, sqrt, rsqrt, cbrt,
@@ -31,7 +31,7 @@ enum class ElementwiseOp : std::uint8_t {
   sigmoid, relu, gelu, erf, softplus,
   floor, ceil, trunc, round,
   isnan, isinf, isfinite,
-  real, imag, conj, angle,
+  real, imag, conj, angle, signbit,
   // ternary
   where,
   count_  // number of ops
@@ -77,6 +77,9 @@ TESSEL_DECLARE_BINARY(maximum)
 TESSEL_DECLARE_BINARY(fmin)  // NaN-ignoring
 TESSEL_DECLARE_BINARY(fmax)
 TESSEL_DECLARE_BINARY(arctan2)
+TESSEL_DECLARE_BINARY(hypot)      // sqrt(a^2 + b^2) without undue overflow; inf if either is inf
+TESSEL_DECLARE_BINARY(copysign)   // |a| with the sign bit of b (NaN's sign bit too)
+TESSEL_DECLARE_BINARY(logaddexp)  // log(exp(a) + exp(b)) without overflow
 
 TESSEL_DECLARE_UNARY(negative)
 TESSEL_DECLARE_UNARY(positive)
@@ -124,6 +127,7 @@ TESSEL_DECLARE_UNARY(real)
 TESSEL_DECLARE_UNARY(imag)
 TESSEL_DECLARE_UNARY(conj)
 TESSEL_DECLARE_UNARY(angle)
+TESSEL_DECLARE_UNARY(signbit)  // the sign bit, of -0 and NaN too
 
 #undef TESSEL_DECLARE_BINARY
 #undef TESSEL_DECLARE_UNARY

@@ -9,7 +9,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "backend/cuda/device/tessel_complex_math.cuh"
+#include "backend/cuda/device/tessel_math.cuh"
 #include "backend/elementwise.hpp"
 #include "tessel/array/dtype_dispatch.hpp"
 #include "tessel/array/shape.hpp"
@@ -254,7 +254,7 @@ template <class C> inline C fmin_value(C a, C b) {
 }
 
 // Elementary functions: the C library's for real values; for complex values the definitions the
-// CUDA kernels use (tessel::cmath, tessel_complex_math.cuh), so both backends give the same special
+// CUDA kernels use (tessel::cmath, tessel_math.cuh), so both backends give the same special
 // values (C99 Annex G, as the Array API standard's tables).
 #define TESSEL_MATH_FUNCTION(NAME, REAL)                            \
   template <class C> inline C NAME##_value(C x) {                   \
@@ -413,6 +413,9 @@ void run(ElementwiseOp op, const std::vector<Array>& in, const Array& out) {
     TESSEL_BINARY(fmin, true, S, fmin_value(x, y))
     TESSEL_BINARY(fmax, true, S, fmax_value(x, y))
     TESSEL_BINARY(arctan2, floating, S, std::atan2(x, y))
+    TESSEL_BINARY(hypot, floating, S, std::hypot(x, y))
+    TESSEL_BINARY(copysign, floating, S, std::copysign(x, y))
+    TESSEL_BINARY(logaddexp, floating, S, tessel::cmath::logaddexp(x, y))
 
     TESSEL_UNARY(negative, !boolean, S, negative_value(x))
     TESSEL_UNARY(positive, !boolean, S, x)
@@ -462,6 +465,8 @@ void run(ElementwiseOp op, const std::vector<Array>& in, const Array& out) {
     TESSEL_UNARY(imag, cplx, R, std::imag(x))
     TESSEL_UNARY(conj, cplx, S, std::conj(x))
     TESSEL_UNARY(angle, floating || cplx, R, angle_value(x))
+    // copysign, not std::signbit: GCC 12 fails (an internal error) vectorizing signbit over float.
+    TESSEL_UNARY(signbit, floating, bool, std::copysign(C(1), x) < C(0))
     case ElementwiseOp::where:
       loop<3, S, bool, S, S>(out, in, [](bool c, C x, C y) { return c ? x : y; });
       return;

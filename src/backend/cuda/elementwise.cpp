@@ -121,6 +121,11 @@ Expr op_expression(ElementwiseOp op, const std::vector<Expr>& x, DType rt) {
     case ElementwiseOp::fmin: return bin("tessel::fmin({0}, {1})");
     case ElementwiseOp::fmax: return bin("tessel::fmax({0}, {1})");
     case ElementwiseOp::arctan2: return bin("atan2({0}, {1})");
+    // CUDA's hypot and copysign give C99's special values (hypot(inf, NaN) = inf, NaN sign bits).
+    case ElementwiseOp::hypot: return bin("hypot({0}, {1})");
+    case ElementwiseOp::copysign: return bin("copysign({0}, {1})");
+    case ElementwiseOp::logaddexp: return bin("tessel::cmath::logaddexp({0}, {1})");
+    case ElementwiseOp::signbit: return un("(copysign((" + T + ")1, {0}) < (" + T + ")0)");
     case ElementwiseOp::negative: return un(i ? "tessel_ops::wrap_neg({0})" : "(-{0})");
     case ElementwiseOp::positive: return un("({0})");
     case ElementwiseOp::abs:

@@ -90,6 +90,7 @@ cd reference(Op op, cd x, cd y, DType ct) {
       case Op::log2: return std::log(x) / ln2;
       case Op::log10: return std::log10(x);
       case Op::log1p: return std::log(1.0 + x);
+      case Op::round: return cd(std::nearbyint(x.real()), std::nearbyint(x.imag()));
       case Op::sqrt: return std::sqrt(x);
       case Op::sin: return std::sin(x);
       case Op::cos: return std::cos(x);
@@ -136,6 +137,9 @@ cd reference(Op op, cd x, cd y, DType ct) {
     case Op::fmin: return std::fmin(a, b);
     case Op::fmax: return std::fmax(a, b);
     case Op::arctan2: return std::atan2(a, b);
+    case Op::hypot: return std::hypot(a, b);
+    case Op::copysign: return std::copysign(a, b);
+    case Op::logaddexp: return std::max(a, b) + std::log1p(std::exp(-std::fabs(a - b)));
     case Op::negative: return -x;
     case Op::positive: return x;
     case Op::abs: return std::abs(x);
@@ -182,6 +186,7 @@ cd reference(Op op, cd x, cd y, DType ct) {
     case Op::imag: return x.imag();
     case Op::conj: return std::conj(x);
     case Op::angle: return std::arg(x);
+    case Op::signbit: return cd(std::signbit(a));
     default: break;
   }
   return cd(NAN);
@@ -205,9 +210,11 @@ bool expected_supported(Op op, DType d) {
     case Op::minimum: case Op::maximum: case Op::fmin: case Op::fmax:
       return true;
     case Op::sign: return !b;
+    case Op::round: return !b;  // complex: each part
     case Op::floor_divide: case Op::remainder:
-    case Op::floor: case Op::ceil: case Op::trunc: case Op::round: case Op::relu:
-      return !c && !(b && (op == Op::relu || op == Op::floor || op == Op::ceil || op == Op::trunc || op == Op::round));
+    case Op::floor: case Op::ceil: case Op::trunc: case Op::relu:
+      return !c && !(b && (op == Op::relu || op == Op::floor || op == Op::ceil || op == Op::trunc));
+    case Op::hypot: case Op::copysign: case Op::logaddexp: case Op::signbit:
     case Op::rsqrt: case Op::cbrt: case Op::arctan2: case Op::sigmoid: case Op::gelu: case Op::erf: case Op::softplus:
       return !c;
     default:  // transcendental functions: real and complex

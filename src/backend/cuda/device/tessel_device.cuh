@@ -6,7 +6,7 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
-#include "tessel_complex_math.cuh"
+#include "tessel_math.cuh"
 
 #define TESSEL_DEV __device__ __forceinline__
 #define TESSEL_HDEV __host__ __device__ __forceinline__
@@ -157,7 +157,7 @@ template <class T> TESSEL_DEV complex<T> sign(complex<T> z) {
 }
 
 // Elementary functions of complex arguments: generated code calls tessel::cx::f; the one
-// definition of each, special values included, is tessel::cmath::c_f (tessel_complex_math.cuh),
+// definition of each, special values included, is tessel::cmath::c_f (tessel_math.cuh),
 // which the CPU backend runs too. A namespace of their own, so that no real-valued code in
 // namespace tessel sees these names.
 namespace cx {

@@ -1,7 +1,9 @@
 #pragma once
-// Elementary functions of complex arguments, shared by the CPU backend (std::complex) and the
-// generated CUDA kernels (tessel::complex, through tessel::cx in tessel_device.cuh): one
-// definition of every special value, so the CPU tests check the code the GPU runs.
+// Elementwise math whose special values the C library does not give as the Array API standard
+// specifies: the elementary functions of complex arguments and logaddexp. Shared by the CPU
+// backend (std::complex) and the generated CUDA kernels (tessel::complex, through tessel::cx in
+// tessel_device.cuh): one definition of every special value, so the CPU tests check the code the
+// GPU runs.
 //
 // Special values follow C99 Annex G, which the Array API standard's special-case tables restate
 // (NaN and infinite parts, signed zeros, the branch cuts of C99); finite arguments use the usual
@@ -71,6 +73,15 @@ template <class T> TESSEL_CMATH T half_pi() { return T(1.57079632679489661923); 
 template <class T> TESSEL_CMATH T quarter_pi() { return T(0.78539816339744830962); }
 // 1 / sqrt(epsilon): above it, z^2 + 1 rounds to z^2 (and below the square's overflow).
 template <class T> TESSEL_CMATH T big_argument() { return sizeof(T) == 4 ? T(4096) : T(6.7e7); }
+
+// log(exp(x) + exp(y)) without overflow; equal arguments (infinities included) give x + log 2, an
+// infinite argument +inf (unless the other is NaN).
+template <class T> TESSEL_CMATH T logaddexp(T x, T y) {
+  if (nan_(x) || nan_(y)) return x + y;
+  if (x == y) return x + T(0.69314718055994530942);
+  const T m = x > y ? x : y, d = x > y ? y - x : x - y;  // d < 0
+  return m + log1p(exp(d));
+}
 
 // exp(x + iy). y = +-0 stays exact (the real exponential); an infinite real part times cis(y).
 template <class Z> TESSEL_CMATH Z c_exp(Z z) {
