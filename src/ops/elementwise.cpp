@@ -63,8 +63,8 @@ constexpr std::array<OpInfo, num_elementwise_ops> op_table{{
     {ElementwiseOp::bitwise_and, "bitwise_and", 2, Promote::same, Result::same, kB | kI},
     {ElementwiseOp::bitwise_or, "bitwise_or", 2, Promote::same, Result::same, kB | kI},
     {ElementwiseOp::bitwise_xor, "bitwise_xor", 2, Promote::same, Result::same, kB | kI},
-    {ElementwiseOp::left_shift, "left_shift", 2, Promote::same, Result::same, kI},
-    {ElementwiseOp::right_shift, "right_shift", 2, Promote::same, Result::same, kI},
+    {ElementwiseOp::left_shift, "left_shift", 2, Promote::bool_to_int8, Result::same, kI},  // NumPy: bool << bool is int8
+    {ElementwiseOp::right_shift, "right_shift", 2, Promote::bool_to_int8, Result::same, kI},
     {ElementwiseOp::minimum, "minimum", 2, Promote::same, Result::same, kB | kI | kF | kC},
     {ElementwiseOp::maximum, "maximum", 2, Promote::same, Result::same, kB | kI | kF | kC},
     {ElementwiseOp::fmin, "fmin", 2, Promote::same, Result::same, kB | kI | kF | kC},

@@ -120,6 +120,8 @@ def test_python_scalar_either_side(device, dtype, symbol, op):
         for side, args, hargs in (("x op s", (x, s), (h, s)), ("s op x", (s, x), (s, h))):
             if symbol == "**" and side == "x op s" and isinstance(s, int) and s < 0 and dtype != "bool":
                 continue  # an integer to a negative integer power: unspecified by the standard
+            if symbol == "**" and dtype == "bool" and type(s) is int:
+                continue  # NumPy's power of bool and a Python int is int8, unlike its other ops (int64)
             expected = _numpy_result(op, *hargs)
             got = _call(op, *args)
             _same(got, expected, f"{side} with x {dtype}, s {s!r}, op {symbol}")

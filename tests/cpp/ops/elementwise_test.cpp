@@ -204,7 +204,7 @@ bool expected_supported(Op op, DType d) {
     case Op::divide: case Op::reciprocal: return f || c || ((i || b) && op == Op::divide);
     case Op::square: case Op::angle: return true;
     case Op::bitwise_and: case Op::bitwise_or: case Op::bitwise_xor: case Op::bitwise_not: return b || i;
-    case Op::left_shift: case Op::right_shift: return i;
+    case Op::left_shift: case Op::right_shift: return i || b;  // bool: computed in int8, as NumPy
     // NumPy: complex ordering is lexicographic, sign(z) = z/|z|.
     case Op::power: case Op::less: case Op::less_equal: case Op::greater: case Op::greater_equal:
     case Op::minimum: case Op::maximum: case Op::fmin: case Op::fmax:

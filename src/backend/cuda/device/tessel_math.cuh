@@ -324,13 +324,14 @@ template <class Z> TESSEL_CMATH Z c_mul(Z a, Z b) {
   return Z(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real());
 }
 
-// NumPy's power: z**0 = 1, 0**w = 0 for real w > 0 (else NaN), small integer exponents by
-// repeated squaring, otherwise exp(w log z) as the standard defines it.
+// NumPy's power: z**0 = 1, 0**w = 0 for Re(w) > 0 (exp(w log 0) = exp(-inf + i y): the
+// standard's zero) and NaN otherwise, small integer exponents by repeated squaring, otherwise
+// exp(w log z) as the standard defines it.
 template <class Z> TESSEL_CMATH Z c_pow(Z z, Z w) {
   using T = typename Z::value_type;
   if (w.real() == T(0) && w.imag() == T(0)) return Z(T(1), T(0));
   if (z.real() == T(0) && z.imag() == T(0)) {
-    if (w.real() > T(0) && w.imag() == T(0)) return Z(T(0), T(0));
+    if (w.real() > T(0)) return Z(T(0), T(0));
     return Z(quiet_nan<T>(), quiet_nan<T>());
   }
   if (w.imag() == T(0) && w.real() == trunc(w.real()) && fabs(w.real()) < T(100)) {
