@@ -99,7 +99,7 @@ class Row:
 
     @property
     def id(self):
-        return f"{self.fn}[{self.kind}]({', '.join(map(str, self.ins))})"
+        return f"{self.fn}[{self.kind}{'/' + self.note if self.note else ''}]({', '.join(map(str, self.ins))})"
 
 
 ROWS = []
@@ -120,6 +120,8 @@ def neg(v):
         return lambda *x: neg(v(*x))
     if isinstance(v, float):
         return -v
+    if isinstance(v, AnyOf):
+        return AnyOf(*(neg(o) for o in v.options))
     return {POS: NEG, NEG: POS}.get(v, v)
 
 
@@ -736,6 +738,25 @@ _derive("atanh", "atan", True)
 _derive("sinh", "sin", True)
 _derive("tanh", "tan", True)
 _derive("cosh", "cos", False)
+
+# The standard requires f(conj(x)) == conj(f(x)) of these functions: each complex row mirrored to
+# the lower half-plane (-0, -inf and negative imaginary parts, the other side of the branch cuts).
+CONJUGATE_SYMMETRIC = {"acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "exp", "expm1", "log",
+                       "log1p", "log2", "log10", "sin", "sinh", "sqrt", "tan", "tanh"}
+
+
+def _conjugate(spec, negate):
+    if callable(spec):
+        return lambda a, b: _conjugate(spec(a, -b), negate)
+    return neg(spec) if negate else spec
+
+
+for _row in [r for r in ROWS if r.kind == "complex" and r.fn in CONJUGATE_SYMMETRIC]:
+    _a, _b = _row.ins
+    _re, _im = _row.want
+    _nb = _b[4:] if _b.startswith("neg:") else "neg:" + _b
+    ROWS.append(Row(_row.fn, "complex", (_a, _nb), (_conjugate(_re, False), _conjugate(_im, True)),
+                    note="conj"))
 
 # subtract: x1 - x2 is x1 + (-x2)
 for _row in [r for r in ROWS if r.fn == "add" and r.kind == "real"]:
