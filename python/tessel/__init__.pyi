@@ -434,7 +434,7 @@ def true_divide(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None)
 def mod(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
     """Alias of :func:`remainder`."""
 def copysign(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
-    """|x1| with the sign bit of x2 (a NaN's sign bit too)."""
+    """The magnitude of x1 with the sign bit of x2 (a NaN's sign bit too)."""
 def hypot(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
     """sqrt(x1**2 + x2**2) without intermediate overflow; +inf where either is infinite, even with NaN."""
 def logaddexp(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
