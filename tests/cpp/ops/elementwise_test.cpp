@@ -139,7 +139,10 @@ cd reference(Op op, cd x, cd y, DType ct) {
     case Op::arctan2: return std::atan2(a, b);
     case Op::hypot: return std::hypot(a, b);
     case Op::copysign: return std::copysign(a, b);
-    case Op::logaddexp: return std::max(a, b) + std::log1p(std::exp(-std::fabs(a - b)));
+    case Op::logaddexp:  // equal infinities: inf - inf would be NaN
+      return std::isnan(a) || std::isnan(b) ? NAN
+             : a == b                       ? a + std::log(2.0)
+                                            : std::max(a, b) + std::log1p(std::exp(-std::fabs(a - b)));
     case Op::negative: return -x;
     case Op::positive: return x;
     case Op::abs: return std::abs(x);
