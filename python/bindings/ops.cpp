@@ -81,37 +81,9 @@ nb::object not_implemented() { return nb::borrow(Py_NotImplemented); }
   BinaryOp{ElementwiseOp::fn, static_cast<BinaryAA>(&tessel::fn), static_cast<BinaryAS>(&tessel::fn), static_cast<BinarySA>(&tessel::fn)}
 
 // ---- binary functions: (Array API name, op); operators find their entry by name ----
-constexpr std::pair<const char*, BinaryOp> binary[] = {
-    {"add", TESSEL_BINARY_OP(add)},
-    {"subtract", TESSEL_BINARY_OP(subtract)},
-    {"multiply", TESSEL_BINARY_OP(multiply)},
-    {"divide", TESSEL_BINARY_OP(divide)},
-    {"floor_divide", TESSEL_BINARY_OP(floor_divide)},
-    {"remainder", TESSEL_BINARY_OP(remainder)},
-    {"pow", TESSEL_BINARY_OP(power)},
-    {"equal", TESSEL_BINARY_OP(equal)},
-    {"not_equal", TESSEL_BINARY_OP(not_equal)},
-    {"less", TESSEL_BINARY_OP(less)},
-    {"less_equal", TESSEL_BINARY_OP(less_equal)},
-    {"greater", TESSEL_BINARY_OP(greater)},
-    {"greater_equal", TESSEL_BINARY_OP(greater_equal)},
-    {"logical_and", TESSEL_BINARY_OP(logical_and)},
-    {"logical_or", TESSEL_BINARY_OP(logical_or)},
-    {"logical_xor", TESSEL_BINARY_OP(logical_xor)},
-    {"bitwise_and", TESSEL_BINARY_OP(bitwise_and)},
-    {"bitwise_or", TESSEL_BINARY_OP(bitwise_or)},
-    {"bitwise_xor", TESSEL_BINARY_OP(bitwise_xor)},
-    {"bitwise_left_shift", TESSEL_BINARY_OP(left_shift)},
-    {"bitwise_right_shift", TESSEL_BINARY_OP(right_shift)},
-    {"minimum", TESSEL_BINARY_OP(minimum)},
-    {"maximum", TESSEL_BINARY_OP(maximum)},
-    {"fmin", TESSEL_BINARY_OP(fmin)},
-    {"fmax", TESSEL_BINARY_OP(fmax)},
-    {"atan2", TESSEL_BINARY_OP(arctan2)},
-    {"hypot", TESSEL_BINARY_OP(hypot)},
-    {"copysign", TESSEL_BINARY_OP(copysign)},
-    {"logaddexp", TESSEL_BINARY_OP(logaddexp)},
-};
+#define TESSEL_BINARY_ENTRY(fn, python_name, ...) {python_name, TESSEL_BINARY_OP(fn)},
+constexpr std::pair<const char*, BinaryOp> binary[] = {TESSEL_BINARY_OPS(TESSEL_BINARY_ENTRY)};
+#undef TESSEL_BINARY_ENTRY
 
 // The index of `name` in `binary`. Evaluated at compile time (every use below is constexpr), where
 // an unknown name is an error: the throw is not a constant expression.
@@ -334,25 +306,8 @@ void register_ops(nb::module_& m) {
     ElementwiseOp op;
     Unary fn;
   };
-#define TESSEL_UNARY(pyname, fn) UnarySpec{pyname, ElementwiseOp::fn, static_cast<Unary>(&tessel::fn)}
-  static const UnarySpec unary[] = {
-      TESSEL_UNARY("negative", negative), TESSEL_UNARY("positive", positive), TESSEL_UNARY("abs", abs),
-      TESSEL_UNARY("logical_not", logical_not), TESSEL_UNARY("bitwise_invert", bitwise_not),
-      TESSEL_UNARY("square", square), TESSEL_UNARY("reciprocal", reciprocal), TESSEL_UNARY("sign", sign),
-      TESSEL_UNARY("exp", exp), TESSEL_UNARY("exp2", exp2), TESSEL_UNARY("expm1", expm1), TESSEL_UNARY("log", log),
-      TESSEL_UNARY("log2", log2), TESSEL_UNARY("log10", log10), TESSEL_UNARY("log1p", log1p),
-      TESSEL_UNARY("sqrt", sqrt), TESSEL_UNARY("rsqrt", rsqrt), TESSEL_UNARY("cbrt", cbrt),
-      TESSEL_UNARY("sin", sin), TESSEL_UNARY("cos", cos), TESSEL_UNARY("tan", tan), TESSEL_UNARY("asin", arcsin),
-      TESSEL_UNARY("acos", arccos), TESSEL_UNARY("atan", arctan), TESSEL_UNARY("sinh", sinh),
-      TESSEL_UNARY("cosh", cosh), TESSEL_UNARY("tanh", tanh), TESSEL_UNARY("asinh", arcsinh),
-      TESSEL_UNARY("acosh", arccosh), TESSEL_UNARY("atanh", arctanh), TESSEL_UNARY("sigmoid", sigmoid),
-      TESSEL_UNARY("relu", relu), TESSEL_UNARY("gelu", gelu), TESSEL_UNARY("erf", erf),
-      TESSEL_UNARY("softplus", softplus), TESSEL_UNARY("floor", floor), TESSEL_UNARY("ceil", ceil),
-      TESSEL_UNARY("trunc", trunc), TESSEL_UNARY("round", round), TESSEL_UNARY("isnan", isnan),
-      TESSEL_UNARY("isinf", isinf), TESSEL_UNARY("isfinite", isfinite), TESSEL_UNARY("real", real),
-      TESSEL_UNARY("imag", imag), TESSEL_UNARY("conj", conj), TESSEL_UNARY("angle", angle),
-      TESSEL_UNARY("signbit", signbit),
-  };
+#define TESSEL_UNARY(fn, python_name, ...) UnarySpec{python_name, ElementwiseOp::fn, static_cast<Unary>(&tessel::fn)},
+  static const UnarySpec unary[] = {TESSEL_UNARY_OPS(TESSEL_UNARY)};
 #undef TESSEL_UNARY
   for (const auto& spec : unary) {
     const UnarySpec* p = &spec;

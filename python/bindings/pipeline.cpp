@@ -334,7 +334,7 @@ nb::dict report_dict(const PipelineReport& r) {
 }
 
 void register_pipeline_class(nb::module_& m) {
-  nb::class_<PipelineReport>(m, "PipelineReport", "What the last Pipeline.run achieved (see docs/pipeline.md).")
+  nb::class_<PipelineReport>(m, "PipelineReport", "What the last Pipeline.run achieved: the link and compute rates it reached.")
       .def_ro("h2d_GBps", &PipelineReport::h2d_GBps, "input bytes / time the host->device copies were busy")
       .def_ro("d2h_GBps", &PipelineReport::d2h_GBps, "output bytes / time the device->host copies were busy")
       .def_ro("compute_ms", &PipelineReport::compute_ms, "time compute was busy (union over streams)")

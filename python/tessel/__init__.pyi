@@ -742,6 +742,9 @@ def clear_matmul_memory_cache() -> None:
     """Empties the in-memory matmul plan and autotune caches (the disk cache stays)."""
 def matmul_cache_dir() -> str:
     """The folder of the matmul autotune disk cache."""
+def set_matmul_cache_dir(folder: str) -> None:
+    """Sets the matmul autotune disk cache folder for this process; ``""`` restores the default,
+    ``$TESSEL_CACHE_DIR/matmul``."""
 # ---- pipelines and CUDA graphs (python/bindings/pipeline.cpp) ----
 class PipelineReport:
     """What a :class:`Pipeline` run measured: copy bandwidths, compute time, overlap, chunks."""

@@ -60,7 +60,7 @@ void Event::record(const Stream& stream) {
   } else {
 #if defined(TESSEL_HAVE_CUDA)
     DeviceGuard guard(device_);  // a null handle is the legacy default stream of the current device
-    TESSEL_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(handle_), static_cast<cudaStream_t>(stream.handle())),
+    TESSEL_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(handle_), detail::cuda_stream(stream)),
                       "Event.record");
 #endif
   }

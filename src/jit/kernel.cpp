@@ -154,7 +154,7 @@ void Kernel::launch(const LaunchConfig& config, void** args, const Stream& strea
   DeviceGuard guard(device_);
   const dim3 grid(config.grid.x, config.grid.y, config.grid.z);
   const dim3 block(config.block.x, config.block.y, config.block.z);
-  auto* s = static_cast<cudaStream_t>(stream.handle());
+  auto* s = detail::cuda_stream(stream);
   // A failed driver launch is repeated through the runtime, whose error code the check reports.
   const bool launched =
       function_ != nullptr &&

@@ -11,125 +11,22 @@
 #include "array/backend.hpp"
 #include "backend/elementwise.hpp"
 #include "ops/elementwise_operands.hpp"
+#include "ops/elementwise_table.hpp"
 #include "ops/op_stream.hpp"
 #include "tessel/core/profile_range.hpp"
 
 namespace tessel {
 namespace {
 
-// How the compute dtype follows from the promoted input dtype.
-enum class Promote : std::uint8_t {
-  same,          // the promoted dtype
-  bool_to_int8,  // NumPy computes bool // bool, bool ** bool and bool**2 in int8
-  true_divide,   // bool and integers -> float64
-  to_float,      // bool/integers -> the smallest float that holds them (NumPy's loops: int8 -> float16,
-                 // int16 -> float32, wider -> float64); floats stay
-};
-// The result dtype from the compute dtype.
-enum class Result : std::uint8_t { same, bool_, real };
-
-// Allowed kinds of the compute dtype, as a bit mask.
-enum : unsigned { kB = 1u, kI = 2u, kF = 4u, kC = 8u };
-constexpr unsigned kAll = kB | kI | kF | kC;
-
-struct OpInfo {
-  ElementwiseOp op;
-  const char* name;
-  int arity;
-  Promote promote;
-  Result result;
-  unsigned kinds;
-};
-
-// The one table of dtype support. Complex: NumPy's set (ordering is lexicographic, sign is
-// z/|z|); not rsqrt/cbrt/arctan2/floor-like/sigmoid/gelu/erf/softplus/relu, as NumPy/torch.
-constexpr std::array<OpInfo, num_elementwise_ops> op_table{{
-    {ElementwiseOp::add, "add", 2, Promote::same, Result::same, kAll},
-    {ElementwiseOp::subtract, "subtract", 2, Promote::same, Result::same, kI | kF | kC},  // NumPy: no bool -
-    {ElementwiseOp::multiply, "multiply", 2, Promote::same, Result::same, kAll},
-    {ElementwiseOp::divide, "divide", 2, Promote::true_divide, Result::same, kF | kC},
-    {ElementwiseOp::floor_divide, "floor_divide", 2, Promote::bool_to_int8, Result::same, kI | kF},
-    {ElementwiseOp::remainder, "remainder", 2, Promote::bool_to_int8, Result::same, kI | kF},
-    {ElementwiseOp::power, "power", 2, Promote::bool_to_int8, Result::same, kI | kF | kC},
-    {ElementwiseOp::equal, "equal", 2, Promote::same, Result::bool_, kAll},
-    {ElementwiseOp::not_equal, "not_equal", 2, Promote::same, Result::bool_, kAll},
-    {ElementwiseOp::less, "less", 2, Promote::same, Result::bool_, kB | kI | kF | kC},
-    {ElementwiseOp::less_equal, "less_equal", 2, Promote::same, Result::bool_, kB | kI | kF | kC},
-    {ElementwiseOp::greater, "greater", 2, Promote::same, Result::bool_, kB | kI | kF | kC},
-    {ElementwiseOp::greater_equal, "greater_equal", 2, Promote::same, Result::bool_, kB | kI | kF | kC},
-    {ElementwiseOp::logical_and, "logical_and", 2, Promote::same, Result::bool_, kAll},
-    {ElementwiseOp::logical_or, "logical_or", 2, Promote::same, Result::bool_, kAll},
-    {ElementwiseOp::logical_xor, "logical_xor", 2, Promote::same, Result::bool_, kAll},
-    {ElementwiseOp::bitwise_and, "bitwise_and", 2, Promote::same, Result::same, kB | kI},
-    {ElementwiseOp::bitwise_or, "bitwise_or", 2, Promote::same, Result::same, kB | kI},
-    {ElementwiseOp::bitwise_xor, "bitwise_xor", 2, Promote::same, Result::same, kB | kI},
-    {ElementwiseOp::left_shift, "left_shift", 2, Promote::bool_to_int8, Result::same, kI},  // NumPy: bool << bool is int8
-    {ElementwiseOp::right_shift, "right_shift", 2, Promote::bool_to_int8, Result::same, kI},
-    {ElementwiseOp::minimum, "minimum", 2, Promote::same, Result::same, kB | kI | kF | kC},
-    {ElementwiseOp::maximum, "maximum", 2, Promote::same, Result::same, kB | kI | kF | kC},
-    {ElementwiseOp::fmin, "fmin", 2, Promote::same, Result::same, kB | kI | kF | kC},
-    {ElementwiseOp::fmax, "fmax", 2, Promote::same, Result::same, kB | kI | kF | kC},
-    {ElementwiseOp::hypot, "hypot", 2, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::copysign, "copysign", 2, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::logaddexp, "logaddexp", 2, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::arctan2, "arctan2", 2, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::negative, "negative", 1, Promote::same, Result::same, kI | kF | kC},
-    {ElementwiseOp::positive, "positive", 1, Promote::same, Result::same, kI | kF | kC},
-    {ElementwiseOp::abs, "abs", 1, Promote::same, Result::real, kAll},
-    {ElementwiseOp::logical_not, "logical_not", 1, Promote::same, Result::bool_, kAll},
-    {ElementwiseOp::bitwise_not, "bitwise_not", 1, Promote::same, Result::same, kB | kI},
-    {ElementwiseOp::square, "square", 1, Promote::bool_to_int8, Result::same, kI | kF | kC},
-    {ElementwiseOp::reciprocal, "reciprocal", 1, Promote::same, Result::same, kF | kC},
-    {ElementwiseOp::sign, "sign", 1, Promote::same, Result::same, kI | kF | kC},
-    {ElementwiseOp::exp, "exp", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::exp2, "exp2", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::expm1, "expm1", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::log, "log", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::log2, "log2", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::log10, "log10", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::log1p, "log1p", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::sqrt, "sqrt", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::rsqrt, "rsqrt", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::cbrt, "cbrt", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::sin, "sin", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::cos, "cos", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::tan, "tan", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::arcsin, "arcsin", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::arccos, "arccos", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::arctan, "arctan", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::sinh, "sinh", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::cosh, "cosh", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::tanh, "tanh", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::arcsinh, "arcsinh", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::arccosh, "arccosh", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::arctanh, "arctanh", 1, Promote::to_float, Result::same, kF | kC},
-    {ElementwiseOp::sigmoid, "sigmoid", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::relu, "relu", 1, Promote::same, Result::same, kI | kF},
-    {ElementwiseOp::gelu, "gelu", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::erf, "erf", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::softplus, "softplus", 1, Promote::to_float, Result::same, kF},
-    {ElementwiseOp::floor, "floor", 1, Promote::same, Result::same, kI | kF},  // NumPy 2: ints stay ints
-    {ElementwiseOp::ceil, "ceil", 1, Promote::same, Result::same, kI | kF},
-    {ElementwiseOp::trunc, "trunc", 1, Promote::same, Result::same, kI | kF},
-    {ElementwiseOp::round, "round", 1, Promote::same, Result::same, kI | kF | kC},  // complex: each part
-    {ElementwiseOp::isnan, "isnan", 1, Promote::same, Result::bool_, kAll},
-    {ElementwiseOp::isinf, "isinf", 1, Promote::same, Result::bool_, kAll},
-    {ElementwiseOp::isfinite, "isfinite", 1, Promote::same, Result::bool_, kAll},
-    {ElementwiseOp::real, "real", 1, Promote::same, Result::real, kAll},
-    {ElementwiseOp::imag, "imag", 1, Promote::same, Result::real, kAll},
-    {ElementwiseOp::conj, "conj", 1, Promote::same, Result::same, kAll},
-    {ElementwiseOp::angle, "angle", 1, Promote::to_float, Result::real, kF | kC},
-    {ElementwiseOp::signbit, "signbit", 1, Promote::to_float, Result::bool_, kF},
-    {ElementwiseOp::where, "where", 3, Promote::same, Result::same, kAll},
-}};
-
-constexpr bool op_table_in_enum_order() {
-  for (int i = 0; i < num_elementwise_ops; ++i) {
-    if (static_cast<int>(op_table[static_cast<std::size_t>(i)].op) != i) return false;
-  }
-  return true;
-}
-static_assert(op_table_in_enum_order(), "op_table must be indexed by ElementwiseOp");
+using detail::kAll;
+using detail::kB;
+using detail::kC;
+using detail::kF;
+using detail::kI;
+using detail::op_table;
+using detail::OpInfo;
+using detail::Promote;
+using detail::Result;
 
 const OpInfo& info(ElementwiseOp op) { return op_table[static_cast<std::size_t>(op)]; }
 
@@ -467,7 +364,7 @@ Array elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Opti
   return run(op, refs, static_cast<int>(inputs.size()), out, stream);
 }
 
-#define TESSEL_DEFINE_BINARY(fn)                                                                              \
+#define TESSEL_DEFINE_BINARY(fn, ...)                                                                            \
   Array fn(const Array& a, const Array& b, const OptionalArray& out, const OptionalStream& stream) {          \
     return run_arrays(ElementwiseOp::fn, {&a, &b}, out, stream);                                              \
   }                                                                                                           \
@@ -479,88 +376,13 @@ Array elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Opti
     const OperandRef refs[2] = {{nullptr, &a}, {&b, nullptr}};                                                \
     return run(ElementwiseOp::fn, refs, 2, out, stream);                                                      \
   }
-#define TESSEL_DEFINE_UNARY(fn)                                                         \
+#define TESSEL_DEFINE_UNARY(fn, ...)                                                       \
   Array fn(const Array& a, const OptionalArray& out, const OptionalStream& stream) {    \
     return run_arrays(ElementwiseOp::fn, {&a}, out, stream);                            \
   }
 
-TESSEL_DEFINE_BINARY(add)
-TESSEL_DEFINE_BINARY(subtract)
-TESSEL_DEFINE_BINARY(multiply)
-TESSEL_DEFINE_BINARY(divide)
-TESSEL_DEFINE_BINARY(floor_divide)
-TESSEL_DEFINE_BINARY(remainder)
-TESSEL_DEFINE_BINARY(power)
-TESSEL_DEFINE_BINARY(equal)
-TESSEL_DEFINE_BINARY(not_equal)
-TESSEL_DEFINE_BINARY(less)
-TESSEL_DEFINE_BINARY(less_equal)
-TESSEL_DEFINE_BINARY(greater)
-TESSEL_DEFINE_BINARY(greater_equal)
-TESSEL_DEFINE_BINARY(logical_and)
-TESSEL_DEFINE_BINARY(logical_or)
-TESSEL_DEFINE_BINARY(logical_xor)
-TESSEL_DEFINE_BINARY(bitwise_and)
-TESSEL_DEFINE_BINARY(bitwise_or)
-TESSEL_DEFINE_BINARY(bitwise_xor)
-TESSEL_DEFINE_BINARY(left_shift)
-TESSEL_DEFINE_BINARY(right_shift)
-TESSEL_DEFINE_BINARY(minimum)
-TESSEL_DEFINE_BINARY(maximum)
-TESSEL_DEFINE_BINARY(fmin)
-TESSEL_DEFINE_BINARY(fmax)
-TESSEL_DEFINE_BINARY(arctan2)
-TESSEL_DEFINE_BINARY(hypot)
-TESSEL_DEFINE_BINARY(copysign)
-TESSEL_DEFINE_BINARY(logaddexp)
-
-TESSEL_DEFINE_UNARY(negative)
-TESSEL_DEFINE_UNARY(positive)
-TESSEL_DEFINE_UNARY(abs)
-TESSEL_DEFINE_UNARY(logical_not)
-TESSEL_DEFINE_UNARY(bitwise_not)
-TESSEL_DEFINE_UNARY(square)
-TESSEL_DEFINE_UNARY(reciprocal)
-TESSEL_DEFINE_UNARY(sign)
-TESSEL_DEFINE_UNARY(exp)
-TESSEL_DEFINE_UNARY(exp2)
-TESSEL_DEFINE_UNARY(expm1)
-TESSEL_DEFINE_UNARY(log)
-TESSEL_DEFINE_UNARY(log2)
-TESSEL_DEFINE_UNARY(log10)
-TESSEL_DEFINE_UNARY(log1p)
-TESSEL_DEFINE_UNARY(sqrt)
-TESSEL_DEFINE_UNARY(rsqrt)
-TESSEL_DEFINE_UNARY(cbrt)
-TESSEL_DEFINE_UNARY(sin)
-TESSEL_DEFINE_UNARY(cos)
-TESSEL_DEFINE_UNARY(tan)
-TESSEL_DEFINE_UNARY(arcsin)
-TESSEL_DEFINE_UNARY(arccos)
-TESSEL_DEFINE_UNARY(arctan)
-TESSEL_DEFINE_UNARY(sinh)
-TESSEL_DEFINE_UNARY(cosh)
-TESSEL_DEFINE_UNARY(tanh)
-TESSEL_DEFINE_UNARY(arcsinh)
-TESSEL_DEFINE_UNARY(arccosh)
-TESSEL_DEFINE_UNARY(arctanh)
-TESSEL_DEFINE_UNARY(sigmoid)
-TESSEL_DEFINE_UNARY(relu)
-TESSEL_DEFINE_UNARY(gelu)
-TESSEL_DEFINE_UNARY(erf)
-TESSEL_DEFINE_UNARY(softplus)
-TESSEL_DEFINE_UNARY(floor)
-TESSEL_DEFINE_UNARY(ceil)
-TESSEL_DEFINE_UNARY(trunc)
-TESSEL_DEFINE_UNARY(round)
-TESSEL_DEFINE_UNARY(isnan)
-TESSEL_DEFINE_UNARY(isinf)
-TESSEL_DEFINE_UNARY(isfinite)
-TESSEL_DEFINE_UNARY(real)
-TESSEL_DEFINE_UNARY(imag)
-TESSEL_DEFINE_UNARY(conj)
-TESSEL_DEFINE_UNARY(angle)
-TESSEL_DEFINE_UNARY(signbit)
+TESSEL_BINARY_OPS(TESSEL_DEFINE_BINARY)
+TESSEL_UNARY_OPS(TESSEL_DEFINE_UNARY)
 
 Array where(const Array& cond, const Array& a, const Array& b, const OptionalArray& out,
             const OptionalStream& stream) {

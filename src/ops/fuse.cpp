@@ -106,8 +106,7 @@ struct Typing {
 
 void check_arity(const Node* n) {
   if (n->kind != Node::Kind::op) return;
-  const int o = static_cast<int>(n->op);
-  const std::size_t want = n->op == ElementwiseOp::where ? 3 : (o <= static_cast<int>(ElementwiseOp::arctan2) ? 2 : 1);
+  const std::size_t want = static_cast<std::size_t>(elementwise_arity(n->op));
   if (n->args.size() != want) {
     throw ValueError(std::string("fuse: ") + op_name(n->op) + " takes " + std::to_string(want) + " arguments, got " +
                      std::to_string(n->args.size()));

@@ -35,8 +35,8 @@ struct GraphState {
 #if defined(TESSEL_HAVE_CUDA)
     DeviceGuard guard(stream.device(), std::nothrow);  // the graph is destroyed in its device's context
     // Replays may still run: the held buffers must outlive them.
-    if (stream.device().is_cuda()) (void)cudaStreamSynchronize(static_cast<cudaStream_t>(stream.handle()));
-    for (const Stream& s : replay_streams) (void)cudaStreamSynchronize(static_cast<cudaStream_t>(s.handle()));
+    if (stream.device().is_cuda()) (void)cudaStreamSynchronize(detail::cuda_stream(stream));
+    for (const Stream& s : replay_streams) (void)cudaStreamSynchronize(detail::cuda_stream(s));
     if (exec) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
     if (graph) (void)cudaGraphDestroy(static_cast<cudaGraph_t>(graph));
 #endif
@@ -95,7 +95,7 @@ GraphCapture::GraphCapture(const Stream& stream, const GraphOptions& options) : 
   // Work queued before the capture (pending writes of its inputs on other streams) must be done:
   // a capture can neither wait on nor query events recorded outside it.
   TESSEL_CUDA_CHECK(cudaDeviceSynchronize(), "Graph.capture");
-  TESSEL_CUDA_CHECK(cudaStreamBeginCapture(static_cast<cudaStream_t>(stream.handle()), cuda_mode(options.mode)),
+  TESSEL_CUDA_CHECK(cudaStreamBeginCapture(detail::cuda_stream(stream), cuda_mode(options.mode)),
                     "Graph.capture");
   previous_ = detail::set_active_capture(state_.get());
   open_ = true;
@@ -112,7 +112,7 @@ void GraphCapture::abort() noexcept {
   detail::set_active_capture(previous_);
   DeviceGuard device_guard(stream_.device(), std::nothrow);
   cudaGraph_t graph = nullptr;
-  const cudaError_t ended = cudaStreamEndCapture(static_cast<cudaStream_t>(stream_.handle()), &graph);
+  const cudaError_t ended = cudaStreamEndCapture(detail::cuda_stream(stream_), &graph);
   if (graph) (void)cudaGraphDestroy(graph);
   // An invalidated capture leaves a non-sticky error behind; any other pending error is the user's.
   if (ended == cudaErrorStreamCaptureInvalidated) (void)cudaGetLastError();
@@ -141,7 +141,7 @@ Graph GraphCapture::finish() {
   guard_.reset();
   DeviceGuard device_guard(stream_.device());  // instantiated for the captured stream's device
   cudaGraph_t graph = nullptr;
-  const cudaError_t status = cudaStreamEndCapture(static_cast<cudaStream_t>(stream_.handle()), &graph);
+  const cudaError_t status = cudaStreamEndCapture(detail::cuda_stream(stream_), &graph);
   if (status != cudaSuccess || graph == nullptr) {
     if (graph) (void)cudaGraphDestroy(graph);
     state_.reset();
@@ -220,7 +220,7 @@ void Graph::replay(const Stream& stream) const {
     throw Error("Graph.replay: cannot replay a graph while a capture is active on this thread");
   }
   DeviceGuard device_guard(stream.device());
-  TESSEL_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(state_->exec), static_cast<cudaStream_t>(stream.handle())),
+  TESSEL_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(state_->exec), detail::cuda_stream(stream)),
                     "Graph.replay");
   for (const auto& mark : capture.after_replay) mark(stream);
   if (stream != state_->stream &&

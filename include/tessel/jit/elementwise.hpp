@@ -49,8 +49,8 @@ struct ElementwiseSpec {
 constexpr int kMaxElementwiseUnroll = 8;
 
 // The launch shape of generated elementwise kernels. Process-wide; the default comes from
-// TESSEL_EW_TUNING="block,unroll,waves" when set, else the values below (reasoning in
-// docs/ops.md). The bench sweeps it (bench/elementwise_bench.cpp).
+// TESSEL_EW_TUNING="block,unroll,waves" when set, else the values below (docs/guide/performance.rst).
+// The bench sweeps it (bench/elementwise_bench.cpp).
 struct ElementwiseTuning {
   // Defaults from the H100 sweep in bench/elementwise_bench.cpp (2026-11-23): 128/2/64 was the
   // fastest for the 1e8 add (102.7% of copy vs 100.3% for 256/4/8) and as fast at 1e7.

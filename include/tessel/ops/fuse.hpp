@@ -82,31 +82,12 @@ void set_fusion_enabled(bool enabled);
 bool fusion_enabled();
 
 // ---- the ops on Sym (same names as on Array) ----
-#define TESSEL_SYM_BINARY(fn) \
+#define TESSEL_SYM_BINARY(fn, ...) \
   inline Sym fn(const Sym& a, const Sym& b) { return Sym::apply(ElementwiseOp::fn, {a, b}); }
-#define TESSEL_SYM_UNARY(fn) \
+#define TESSEL_SYM_UNARY(fn, ...) \
   inline Sym fn(const Sym& a) { return Sym::apply(ElementwiseOp::fn, {a}); }
-TESSEL_SYM_BINARY(add) TESSEL_SYM_BINARY(subtract) TESSEL_SYM_BINARY(multiply) TESSEL_SYM_BINARY(divide)
-TESSEL_SYM_BINARY(floor_divide) TESSEL_SYM_BINARY(remainder) TESSEL_SYM_BINARY(power)
-TESSEL_SYM_BINARY(equal) TESSEL_SYM_BINARY(not_equal) TESSEL_SYM_BINARY(less) TESSEL_SYM_BINARY(less_equal)
-TESSEL_SYM_BINARY(greater) TESSEL_SYM_BINARY(greater_equal)
-TESSEL_SYM_BINARY(logical_and) TESSEL_SYM_BINARY(logical_or) TESSEL_SYM_BINARY(logical_xor)
-TESSEL_SYM_BINARY(bitwise_and) TESSEL_SYM_BINARY(bitwise_or) TESSEL_SYM_BINARY(bitwise_xor)
-TESSEL_SYM_BINARY(left_shift) TESSEL_SYM_BINARY(right_shift)
-TESSEL_SYM_BINARY(minimum) TESSEL_SYM_BINARY(maximum) TESSEL_SYM_BINARY(fmin) TESSEL_SYM_BINARY(fmax)
-TESSEL_SYM_BINARY(hypot) TESSEL_SYM_BINARY(copysign) TESSEL_SYM_BINARY(logaddexp) TESSEL_SYM_BINARY(arctan2)
-TESSEL_SYM_UNARY(negative) TESSEL_SYM_UNARY(positive) TESSEL_SYM_UNARY(abs) TESSEL_SYM_UNARY(logical_not)
-TESSEL_SYM_UNARY(bitwise_not) TESSEL_SYM_UNARY(square) TESSEL_SYM_UNARY(reciprocal) TESSEL_SYM_UNARY(sign)
-TESSEL_SYM_UNARY(exp) TESSEL_SYM_UNARY(exp2) TESSEL_SYM_UNARY(expm1) TESSEL_SYM_UNARY(log) TESSEL_SYM_UNARY(log2)
-TESSEL_SYM_UNARY(log10) TESSEL_SYM_UNARY(log1p) TESSEL_SYM_UNARY(sqrt) TESSEL_SYM_UNARY(rsqrt) TESSEL_SYM_UNARY(cbrt)
-TESSEL_SYM_UNARY(sin) TESSEL_SYM_UNARY(cos) TESSEL_SYM_UNARY(tan) TESSEL_SYM_UNARY(arcsin) TESSEL_SYM_UNARY(arccos)
-TESSEL_SYM_UNARY(arctan) TESSEL_SYM_UNARY(sinh) TESSEL_SYM_UNARY(cosh) TESSEL_SYM_UNARY(tanh)
-TESSEL_SYM_UNARY(arcsinh) TESSEL_SYM_UNARY(arccosh) TESSEL_SYM_UNARY(arctanh)
-TESSEL_SYM_UNARY(sigmoid) TESSEL_SYM_UNARY(relu) TESSEL_SYM_UNARY(gelu) TESSEL_SYM_UNARY(erf) TESSEL_SYM_UNARY(softplus)
-TESSEL_SYM_UNARY(floor) TESSEL_SYM_UNARY(ceil) TESSEL_SYM_UNARY(trunc) TESSEL_SYM_UNARY(round)
-TESSEL_SYM_UNARY(isnan) TESSEL_SYM_UNARY(isinf) TESSEL_SYM_UNARY(isfinite)
-TESSEL_SYM_UNARY(real) TESSEL_SYM_UNARY(imag) TESSEL_SYM_UNARY(conj) TESSEL_SYM_UNARY(angle)
-TESSEL_SYM_UNARY(signbit)
+TESSEL_BINARY_OPS(TESSEL_SYM_BINARY)
+TESSEL_UNARY_OPS(TESSEL_SYM_UNARY)
 #undef TESSEL_SYM_BINARY
 #undef TESSEL_SYM_UNARY
 inline Sym where(const Sym& c, const Sym& a, const Sym& b) { return Sym::apply(ElementwiseOp::where, {c, a, b}); }

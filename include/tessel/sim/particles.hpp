@@ -117,7 +117,7 @@ class Particles {
   const ParticlesConfig& config() const { return config_; }
   std::int64_t steps_done() const { return steps_; }
   double time() const { return static_cast<double>(steps_) * config_.dt; }
-  // Verlet stability limit for the stiffest, lightest contact (see docs/sim.md).
+  // Verlet stability limit for the stiffest, lightest contact (docs/guide/simulation.rst).
   double stable_dt() const { return stable_dt_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
   std::array<std::int64_t, 3> grid_dims() const { return dims_; }

@@ -11,6 +11,7 @@
 
 #include "backend/cuda/device/tessel_math.cuh"
 #include "backend/elementwise.hpp"
+#include "ops/elementwise_table.hpp"
 #include "tessel/array/dtype_dispatch.hpp"
 #include "tessel/array/shape.hpp"
 
@@ -353,6 +354,29 @@ template <class C> inline C round_value(C a, int mode) {
   }
 }
 
+// real, imag and conj of real numbers: the number, zero and the number.
+template <class C> inline auto real_value(C a) {
+  if constexpr (is_complex_v<C>) return a.real();
+  else return a;
+}
+template <class C> inline auto imag_value(C a) {
+  if constexpr (is_complex_v<C>) return a.imag();
+  else return C(0);
+}
+template <class C> inline C conj_value(C a) {
+  if constexpr (is_complex_v<C>) return std::conj(a);
+  else return a;
+}
+
+// The op list's kind bit of a compute type.
+template <class C> constexpr unsigned kind_bit() {
+  if constexpr (is_complex_v<C>) return detail::kC;
+  else if constexpr (is_float_v<C>) return detail::kF;
+  else if constexpr (is_bool_v<C>) return detail::kB;
+  else return detail::kI;
+}
+template <class C> constexpr bool accepts(ElementwiseOp op) { return (detail::op_kinds(op) & kind_bit<C>()) != 0; }
+
 [[noreturn]] void unsupported(ElementwiseOp op, DType dtype) {
   // The ops layer checks the dtype table first; reaching this is a bug in the table.
   throw DTypeError(std::string("elementwise (cpu): ") + op_name(op) + " has no loop for " + dtype_name(dtype));
@@ -362,111 +386,106 @@ template <class S>
 void run(ElementwiseOp op, const std::vector<Array>& in, const Array& out) {
   using C = compute_t<S>;
   using R = typename RealOf<S>::type;
-  constexpr bool cplx = is_complex_v<C>;
-  constexpr bool boolean = is_bool_v<C>;
-  constexpr bool integer = is_int_v<C>;
-  constexpr bool floating = is_float_v<C>;
-  constexpr bool real = !cplx;
   const DType dt = dtype_of<S>;
 
-// Each case compiles only for the dtypes it supports (COND); the table has already rejected
-// the others, so falling through is an internal error.
-#define TESSEL_UNARY(NAME, COND, OUT, EXPR)                              \
-  case ElementwiseOp::NAME:                                              \
-    if constexpr (COND) {                                                \
-      loop<1, OUT, S, bool, bool>(out, in, [](C x) { return EXPR; });    \
-      return;                                                            \
-    }                                                                    \
+// Each case compiles for exactly the kinds of the op's row in the op list; the ops layer has
+// already rejected the others, so falling through is an internal error.
+#define TESSEL_UNARY(NAME, OUT, EXPR)                                 \
+  case ElementwiseOp::NAME:                                           \
+    if constexpr (accepts<C>(ElementwiseOp::NAME)) {                  \
+      loop<1, OUT, S, bool, bool>(out, in, [](C x) { return EXPR; }); \
+      return;                                                         \
+    }                                                                 \
     break;
-#define TESSEL_BINARY(NAME, COND, OUT, EXPR)                                     \
-  case ElementwiseOp::NAME:                                                      \
-    if constexpr (COND) {                                                        \
-      loop<2, OUT, S, S, bool>(out, in, [](C x, C y) { return EXPR; });          \
-      return;                                                                    \
-    }                                                                            \
+#define TESSEL_BINARY(NAME, OUT, EXPR)                                      \
+  case ElementwiseOp::NAME:                                                 \
+    if constexpr (accepts<C>(ElementwiseOp::NAME)) {                        \
+      loop<2, OUT, S, S, bool>(out, in, [](C x, C y) { return EXPR; });     \
+      return;                                                               \
+    }                                                                       \
     break;
 
   switch (op) {
-    TESSEL_BINARY(add, true, S, add_value(x, y))
-    TESSEL_BINARY(subtract, !boolean, S, subtract_value(x, y))
-    TESSEL_BINARY(multiply, true, S, multiply_value(x, y))
-    TESSEL_BINARY(divide, floating || cplx, S, x / y)
-    TESSEL_BINARY(floor_divide, integer || floating, S, floor_divide_value(x, y))
-    TESSEL_BINARY(remainder, integer || floating, S, remainder_value(x, y))
-    TESSEL_BINARY(power, !boolean, S, power_any(x, y))
-    TESSEL_BINARY(equal, true, bool, x == y)
-    TESSEL_BINARY(not_equal, true, bool, x != y)
-    TESSEL_BINARY(less, true, bool, less_value(x, y))
-    TESSEL_BINARY(less_equal, true, bool, less_equal_value(x, y))
-    TESSEL_BINARY(greater, true, bool, less_value(y, x))
-    TESSEL_BINARY(greater_equal, true, bool, less_equal_value(y, x))
-    TESSEL_BINARY(logical_and, true, bool, nonzero(x) && nonzero(y))
-    TESSEL_BINARY(logical_or, true, bool, nonzero(x) || nonzero(y))
-    TESSEL_BINARY(logical_xor, true, bool, nonzero(x) != nonzero(y))
-    TESSEL_BINARY(bitwise_and, integer || boolean, S, static_cast<C>(x & y))
-    TESSEL_BINARY(bitwise_or, integer || boolean, S, static_cast<C>(x | y))
-    TESSEL_BINARY(bitwise_xor, integer || boolean, S, static_cast<C>(x ^ y))
-    TESSEL_BINARY(left_shift, integer, S, shift_left(x, y))
-    TESSEL_BINARY(right_shift, integer, S, shift_right(x, y))
-    TESSEL_BINARY(minimum, true, S, min_value(x, y))
-    TESSEL_BINARY(maximum, true, S, max_value(x, y))
-    TESSEL_BINARY(fmin, true, S, fmin_value(x, y))
-    TESSEL_BINARY(fmax, true, S, fmax_value(x, y))
-    TESSEL_BINARY(arctan2, floating, S, std::atan2(x, y))
-    TESSEL_BINARY(hypot, floating, S, std::hypot(x, y))
-    TESSEL_BINARY(copysign, floating, S, std::copysign(x, y))
-    TESSEL_BINARY(logaddexp, floating, S, tessel::cmath::logaddexp(x, y))
+    TESSEL_BINARY(add, S, add_value(x, y))
+    TESSEL_BINARY(subtract, S, subtract_value(x, y))
+    TESSEL_BINARY(multiply, S, multiply_value(x, y))
+    TESSEL_BINARY(divide, S, x / y)
+    TESSEL_BINARY(floor_divide, S, floor_divide_value(x, y))
+    TESSEL_BINARY(remainder, S, remainder_value(x, y))
+    TESSEL_BINARY(power, S, power_any(x, y))
+    TESSEL_BINARY(equal, bool, x == y)
+    TESSEL_BINARY(not_equal, bool, x != y)
+    TESSEL_BINARY(less, bool, less_value(x, y))
+    TESSEL_BINARY(less_equal, bool, less_equal_value(x, y))
+    TESSEL_BINARY(greater, bool, less_value(y, x))
+    TESSEL_BINARY(greater_equal, bool, less_equal_value(y, x))
+    TESSEL_BINARY(logical_and, bool, nonzero(x) && nonzero(y))
+    TESSEL_BINARY(logical_or, bool, nonzero(x) || nonzero(y))
+    TESSEL_BINARY(logical_xor, bool, nonzero(x) != nonzero(y))
+    TESSEL_BINARY(bitwise_and, S, static_cast<C>(x & y))
+    TESSEL_BINARY(bitwise_or, S, static_cast<C>(x | y))
+    TESSEL_BINARY(bitwise_xor, S, static_cast<C>(x ^ y))
+    TESSEL_BINARY(left_shift, S, shift_left(x, y))
+    TESSEL_BINARY(right_shift, S, shift_right(x, y))
+    TESSEL_BINARY(minimum, S, min_value(x, y))
+    TESSEL_BINARY(maximum, S, max_value(x, y))
+    TESSEL_BINARY(fmin, S, fmin_value(x, y))
+    TESSEL_BINARY(fmax, S, fmax_value(x, y))
+    TESSEL_BINARY(hypot, S, std::hypot(x, y))
+    TESSEL_BINARY(copysign, S, std::copysign(x, y))
+    TESSEL_BINARY(logaddexp, S, tessel::cmath::logaddexp(x, y))
+    TESSEL_BINARY(arctan2, S, std::atan2(x, y))
 
-    TESSEL_UNARY(negative, !boolean, S, negative_value(x))
-    TESSEL_UNARY(positive, !boolean, S, x)
-    TESSEL_UNARY(abs, true, R, abs_value(x))
-    TESSEL_UNARY(logical_not, true, bool, !nonzero(x))
-    TESSEL_UNARY(bitwise_not, integer || boolean, S, bitwise_not_value(x))
-    TESSEL_UNARY(square, !boolean, S, multiply_value(x, x))
-    TESSEL_UNARY(reciprocal, floating || cplx, S, C(1) / x)
-    TESSEL_UNARY(sign, integer || floating || cplx, S, sign_value(x))
-    TESSEL_UNARY(exp, floating || cplx, S, exp_value(x))
-    TESSEL_UNARY(exp2, floating || cplx, S, exp2_value(x))
-    TESSEL_UNARY(expm1, floating || cplx, S, expm1_value(x))
-    TESSEL_UNARY(log, floating || cplx, S, log_value(x))
-    TESSEL_UNARY(log2, floating || cplx, S, log2_value(x))
-    TESSEL_UNARY(log10, floating || cplx, S, log10_value(x))
-    TESSEL_UNARY(log1p, floating || cplx, S, log1p_value(x))
-    TESSEL_UNARY(sqrt, floating || cplx, S, sqrt_value(x))
-    TESSEL_UNARY(rsqrt, floating, S, C(1) / std::sqrt(x))
-    TESSEL_UNARY(cbrt, floating, S, std::cbrt(x))
-    TESSEL_UNARY(sin, floating || cplx, S, sin_value(x))
-    TESSEL_UNARY(cos, floating || cplx, S, cos_value(x))
-    TESSEL_UNARY(tan, floating || cplx, S, tan_value(x))
-    TESSEL_UNARY(arcsin, floating || cplx, S, asin_value(x))
-    TESSEL_UNARY(arccos, floating || cplx, S, acos_value(x))
-    TESSEL_UNARY(arctan, floating || cplx, S, atan_value(x))
-    TESSEL_UNARY(sinh, floating || cplx, S, sinh_value(x))
-    TESSEL_UNARY(cosh, floating || cplx, S, cosh_value(x))
-    TESSEL_UNARY(tanh, floating || cplx, S, tanh_value(x))
-    TESSEL_UNARY(arcsinh, floating || cplx, S, asinh_value(x))
-    TESSEL_UNARY(arccosh, floating || cplx, S, acosh_value(x))
-    TESSEL_UNARY(arctanh, floating || cplx, S, atanh_value(x))
-    TESSEL_UNARY(sigmoid, floating, S, C(1) / (C(1) + std::exp(-x)))
-    TESSEL_UNARY(relu, integer || floating, S, (isnan_value(x) ? x : (x > C(0) ? x : C(0))))
+    TESSEL_UNARY(negative, S, negative_value(x))
+    TESSEL_UNARY(positive, S, x)
+    TESSEL_UNARY(abs, R, abs_value(x))
+    TESSEL_UNARY(logical_not, bool, !nonzero(x))
+    TESSEL_UNARY(bitwise_not, S, bitwise_not_value(x))
+    TESSEL_UNARY(square, S, multiply_value(x, x))
+    TESSEL_UNARY(reciprocal, S, C(1) / x)
+    TESSEL_UNARY(sign, S, sign_value(x))
+    TESSEL_UNARY(exp, S, exp_value(x))
+    TESSEL_UNARY(exp2, S, exp2_value(x))
+    TESSEL_UNARY(expm1, S, expm1_value(x))
+    TESSEL_UNARY(log, S, log_value(x))
+    TESSEL_UNARY(log2, S, log2_value(x))
+    TESSEL_UNARY(log10, S, log10_value(x))
+    TESSEL_UNARY(log1p, S, log1p_value(x))
+    TESSEL_UNARY(sqrt, S, sqrt_value(x))
+    TESSEL_UNARY(rsqrt, S, C(1) / std::sqrt(x))
+    TESSEL_UNARY(cbrt, S, std::cbrt(x))
+    TESSEL_UNARY(sin, S, sin_value(x))
+    TESSEL_UNARY(cos, S, cos_value(x))
+    TESSEL_UNARY(tan, S, tan_value(x))
+    TESSEL_UNARY(arcsin, S, asin_value(x))
+    TESSEL_UNARY(arccos, S, acos_value(x))
+    TESSEL_UNARY(arctan, S, atan_value(x))
+    TESSEL_UNARY(sinh, S, sinh_value(x))
+    TESSEL_UNARY(cosh, S, cosh_value(x))
+    TESSEL_UNARY(tanh, S, tanh_value(x))
+    TESSEL_UNARY(arcsinh, S, asinh_value(x))
+    TESSEL_UNARY(arccosh, S, acosh_value(x))
+    TESSEL_UNARY(arctanh, S, atanh_value(x))
+    TESSEL_UNARY(sigmoid, S, C(1) / (C(1) + std::exp(-x)))
+    TESSEL_UNARY(relu, S, (isnan_value(x) ? x : (x > C(0) ? x : C(0))))
     // erf form; 0.7071... = 1/sqrt(2)
-    TESSEL_UNARY(gelu, floating, S, C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440))))
-    TESSEL_UNARY(erf, floating, S, std::erf(x))
+    TESSEL_UNARY(gelu, S, C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440))))
+    TESSEL_UNARY(erf, S, std::erf(x))
     // max(x, 0) + log1p(exp(-|x|)): no overflow for large x, NaN propagates.
-    TESSEL_UNARY(softplus, floating, S, (isnan_value(x) ? x : (x > C(0) ? x : C(0)) + std::log1p(std::exp(-std::fabs(x)))))
-    TESSEL_UNARY(floor, integer || floating, S, round_value(x, 0))
-    TESSEL_UNARY(ceil, integer || floating, S, round_value(x, 1))
-    TESSEL_UNARY(trunc, integer || floating, S, round_value(x, 2))
-    TESSEL_UNARY(round, integer || floating || cplx, S, round_value(x, 3))
-    TESSEL_UNARY(isnan, true, bool, isnan_value(x))
-    TESSEL_UNARY(isinf, true, bool, isinf_value(x))
-    TESSEL_UNARY(isfinite, true, bool, isfinite_value(x))
-    TESSEL_UNARY(real, cplx, R, std::real(x))
-    TESSEL_UNARY(imag, cplx, R, std::imag(x))
-    TESSEL_UNARY(conj, cplx, S, std::conj(x))
-    TESSEL_UNARY(angle, floating || cplx, R, angle_value(x))
+    TESSEL_UNARY(softplus, S, (isnan_value(x) ? x : (x > C(0) ? x : C(0)) + std::log1p(std::exp(-std::fabs(x)))))
+    TESSEL_UNARY(floor, S, round_value(x, 0))
+    TESSEL_UNARY(ceil, S, round_value(x, 1))
+    TESSEL_UNARY(trunc, S, round_value(x, 2))
+    TESSEL_UNARY(round, S, round_value(x, 3))
+    TESSEL_UNARY(isnan, bool, isnan_value(x))
+    TESSEL_UNARY(isinf, bool, isinf_value(x))
+    TESSEL_UNARY(isfinite, bool, isfinite_value(x))
+    TESSEL_UNARY(real, R, real_value(x))
+    TESSEL_UNARY(imag, R, imag_value(x))
+    TESSEL_UNARY(conj, S, conj_value(x))
+    TESSEL_UNARY(angle, R, angle_value(x))
     // copysign, not std::signbit: GCC 12 fails (an internal error) vectorizing signbit over float.
-    TESSEL_UNARY(signbit, floating, bool, std::copysign(C(1), x) < C(0))
+    TESSEL_UNARY(signbit, bool, std::copysign(C(1), x) < C(0))
     case ElementwiseOp::where:
       loop<3, S, bool, S, S>(out, in, [](bool c, C x, C y) { return c ? x : y; });
       return;
@@ -475,17 +494,6 @@ void run(ElementwiseOp op, const std::vector<Array>& in, const Array& out) {
   }
 #undef TESSEL_UNARY
 #undef TESSEL_BINARY
-  // real/imag/conj of real arrays: copies and zeros.
-  if constexpr (real) {
-    if (op == ElementwiseOp::real || op == ElementwiseOp::conj) {
-      loop<1, S, S, bool, bool>(out, in, [](C x) { return x; });
-      return;
-    }
-    if (op == ElementwiseOp::imag) {
-      loop<1, S, S, bool, bool>(out, in, [](C) { return C(0); });
-      return;
-    }
-  }
   unsupported(op, dt);
 }
 

@@ -13,6 +13,7 @@
 
 #include "array/cast.hpp"
 #include "backend/cast.hpp"
+#include "backend/cuda/grid_stride.hpp"
 #include "core/cuda_check.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
@@ -38,16 +39,7 @@ const jit::ElementwiseLauncher& cast_launcher(DType from, DType to) {
   return *launcher;
 }
 
-constexpr int threads_per_block = 256;
 
-unsigned grid_size(std::int64_t count, Device device) {
-  const std::int64_t blocks_needed = (count + threads_per_block - 1) / threads_per_block;
-  // A few waves of resident blocks; the grid-stride loop covers the rest.
-  const std::int64_t resident = static_cast<std::int64_t>(device_properties(device.index).multiprocessors) * 16;
-  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(blocks_needed, resident)));
-}
-
-cudaStream_t raw(const Stream& stream) { return static_cast<cudaStream_t>(stream.handle()); }
 
 }  // namespace
 
@@ -119,15 +111,15 @@ void generate_on_device(const StridedRef& dst, DType compute, const Stream& stre
   const std::int64_t n = dst.shape[0];
   if (n == 0) return;
   DeviceGuard guard(stream.device());
-  const unsigned grid = grid_size(n, stream.device());
+  const unsigned grid = grid_stride_blocks(n, stream.device());
   if (dst.dtype == compute) {
     launch(dst.data, dst.strides[0], grid);
-    TESSEL_CUDA_CHECK_LAUNCH(raw(stream), op);
+    TESSEL_CUDA_CHECK_LAUNCH(detail::cuda_stream(stream), op);
     return;
   }
   std::shared_ptr<Buffer> values = Buffer::allocate(stream.device(), n * itemsize(compute), stream);
   launch(values->data(), std::int64_t{1}, grid);
-  TESSEL_CUDA_CHECK_LAUNCH(raw(stream), op);
+  TESSEL_CUDA_CHECK_LAUNCH(detail::cuda_stream(stream), op);
   cast(dst, StridedRef{values->data(), compute, dst.shape, contiguous_strides(dst.shape)}, stream);
 }  // `values` goes back to the stream-ordered cache after the cast kernel is queued
 
@@ -144,20 +136,20 @@ void arange(const StridedRef& dst, const Scalar& start, const Scalar& step, cons
       delta = cast_value<std::int64_t>(second) - first;
     }
     generate_on_device(dst, DType::int64, stream, "arange", [&](void* out, std::int64_t stride, unsigned grid) {
-      arange_int64_kernel<<<grid, threads_per_block, 0, raw(stream)>>>(static_cast<long long*>(out), stride, first, delta,
+      arange_int64_kernel<<<grid, threads_per_block, 0, detail::cuda_stream(stream)>>>(static_cast<long long*>(out), stride, first, delta,
                                                                        dst.shape[0]);
     });
   } else if (is_complex(dst.dtype)) {
     const std::complex<double> f = start.to_complex(), d = step.to_complex();
     generate_on_device(dst, DType::complex128, stream, "arange", [&](void* out, std::int64_t stride, unsigned grid) {
-      affine_complex_kernel<<<grid, threads_per_block, 0, raw(stream)>>>(
+      affine_complex_kernel<<<grid, threads_per_block, 0, detail::cuda_stream(stream)>>>(
           static_cast<double2*>(out), stride, make_double2(f.real(), f.imag()), make_double2(d.real(), d.imag()),
           make_double2(0, 0), false, dst.shape[0]);
     });
   } else {
     const AffineDouble p{start.to_double(), step.to_double(), 0.0, 0.0, 0, false, false, false};
     generate_on_device(dst, DType::float64, stream, "arange", [&](void* out, std::int64_t stride, unsigned grid) {
-      affine_double_kernel<<<grid, threads_per_block, 0, raw(stream)>>>(static_cast<double*>(out), stride, p, dst.shape[0]);
+      affine_double_kernel<<<grid, threads_per_block, 0, detail::cuda_stream(stream)>>>(static_cast<double*>(out), stride, p, dst.shape[0]);
     });
   }
 }
@@ -172,7 +164,7 @@ void linspace(const StridedRef& dst, const Scalar& start, const Scalar& stop, bo
     const std::complex<double> first = start.to_complex(), last = stop.to_complex();
     const std::complex<double> step = divisions > 0 ? (last - first) / static_cast<double>(divisions) : 0.0;
     generate_on_device(dst, DType::complex128, stream, "linspace", [&](void* out, std::int64_t stride, unsigned grid) {
-      affine_complex_kernel<<<grid, threads_per_block, 0, raw(stream)>>>(
+      affine_complex_kernel<<<grid, threads_per_block, 0, detail::cuda_stream(stream)>>>(
           static_cast<double2*>(out), stride, make_double2(first.real(), first.imag()), make_double2(step.real(), step.imag()),
           make_double2(last.real(), last.imag()), endpoint, num);
     });
@@ -188,7 +180,7 @@ void linspace(const StridedRef& dst, const Scalar& start, const Scalar& stop, bo
   p.use_span = !(p.step != 0.0 || divisions == 0);
   p.floor_values = is_integer(dst.dtype);
   generate_on_device(dst, DType::float64, stream, "linspace", [&](void* out, std::int64_t stride, unsigned grid) {
-    affine_double_kernel<<<grid, threads_per_block, 0, raw(stream)>>>(static_cast<double*>(out), stride, p, num);
+    affine_double_kernel<<<grid, threads_per_block, 0, detail::cuda_stream(stream)>>>(static_cast<double*>(out), stride, p, num);
   });
 }
 

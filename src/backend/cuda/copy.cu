@@ -12,6 +12,7 @@
 #include <string>
 
 #include "array/backend.hpp"
+#include "backend/cuda/grid_stride.hpp"
 #include "core/cuda_check.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
@@ -23,8 +24,6 @@ namespace tessel::backend::cuda {
 namespace {
 
 constexpr int max_kernel_dims = 16;
-constexpr int threads_per_block = 256;
-
 template <int Bytes> struct Item;
 template <> struct Item<1> { using type = unsigned char; };
 template <> struct Item<2> { using type = unsigned short; };
@@ -107,26 +106,19 @@ bool fits_32bit_indexing(const CollapsedDims& dims, std::int64_t count, std::int
   return true;
 }
 
-unsigned grid_size(std::int64_t count, Device device) {
-  const std::int64_t blocks_needed = (count + threads_per_block - 1) / threads_per_block;
-  // A few waves of resident blocks; the grid-stride loop covers the rest.
-  const std::int64_t resident = static_cast<std::int64_t>(device_properties(device.index).multiprocessors) * 16;
-  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(blocks_needed, resident)));
-}
 
-cudaStream_t raw(const Stream& stream) { return static_cast<cudaStream_t>(stream.handle()); }
 
 template <int Bytes>
 void launch_copy(void* dst, const void* src, const CollapsedDims& dims, std::int64_t count, const Stream& stream) {
   const KernelLayout layout = make_layout(dims, "copy");
-  const unsigned grid = grid_size(count, stream.device());
+  const unsigned grid = grid_stride_blocks(count, stream.device());
   if (fits_32bit_indexing(dims, count, static_cast<std::int64_t>(grid) * threads_per_block)) {
     strided_copy_kernel<Bytes, std::int32_t>
-        <<<grid, threads_per_block, 0, raw(stream)>>>(dst, src, layout, static_cast<std::int32_t>(count));
+        <<<grid, threads_per_block, 0, detail::cuda_stream(stream)>>>(dst, src, layout, static_cast<std::int32_t>(count));
   } else {
-    strided_copy_kernel<Bytes, std::int64_t><<<grid, threads_per_block, 0, raw(stream)>>>(dst, src, layout, count);
+    strided_copy_kernel<Bytes, std::int64_t><<<grid, threads_per_block, 0, detail::cuda_stream(stream)>>>(dst, src, layout, count);
   }
-  TESSEL_CUDA_CHECK_LAUNCH(raw(stream), "copy");
+  TESSEL_CUDA_CHECK_LAUNCH(detail::cuda_stream(stream), "copy");
 }
 
 template <int Bytes>
@@ -134,14 +126,14 @@ void launch_fill(void* dst, const void* value, const CollapsedDims& dims, std::i
   typename Item<Bytes>::type pattern;
   std::memcpy(&pattern, value, Bytes);
   const KernelLayout layout = make_layout(dims, "fill");
-  const unsigned grid = grid_size(count, stream.device());
+  const unsigned grid = grid_stride_blocks(count, stream.device());
   if (fits_32bit_indexing(dims, count, static_cast<std::int64_t>(grid) * threads_per_block)) {
     fill_kernel<Bytes, std::int32_t>
-        <<<grid, threads_per_block, 0, raw(stream)>>>(dst, pattern, layout, static_cast<std::int32_t>(count));
+        <<<grid, threads_per_block, 0, detail::cuda_stream(stream)>>>(dst, pattern, layout, static_cast<std::int32_t>(count));
   } else {
-    fill_kernel<Bytes, std::int64_t><<<grid, threads_per_block, 0, raw(stream)>>>(dst, pattern, layout, count);
+    fill_kernel<Bytes, std::int64_t><<<grid, threads_per_block, 0, detail::cuda_stream(stream)>>>(dst, pattern, layout, count);
   }
-  TESSEL_CUDA_CHECK_LAUNCH(raw(stream), "fill");
+  TESSEL_CUDA_CHECK_LAUNCH(detail::cuda_stream(stream), "fill");
 }
 
 void same_dtype_copy(const StridedRef& dst, const StridedRef& src, const Stream& stream) {
@@ -150,7 +142,7 @@ void same_dtype_copy(const StridedRef& dst, const StridedRef& src, const Stream&
   const std::int64_t bytes = count * itemsize(dst.dtype);
   if (is_contiguous(dst.shape, dst.strides) && is_contiguous(src.shape, src.strides)) {
     TESSEL_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice,
-                                      raw(stream)),
+                                      detail::cuda_stream(stream)),
                       "copy");
     return;
   }
@@ -180,11 +172,11 @@ void memcpy_async(void* dst, Device dst_device, const void* src, Device src_devi
   const auto size = static_cast<std::size_t>(bytes);
   if (dst_device.is_cuda() && src_device.is_cuda() && dst_device != src_device) {
     peer_access(dst_device, src_device);  // enabled on the pair's first copy; else the driver stages it
-    TESSEL_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, size, raw(stream)), "copy between devices");
+    TESSEL_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, size, detail::cuda_stream(stream)), "copy between devices");
     return;
   }
   // Unified addressing: the runtime infers the direction from the pointers.
-  TESSEL_CUDA_CHECK(cudaMemcpyAsync(dst, src, size, cudaMemcpyDefault, raw(stream)), "copy");
+  TESSEL_CUDA_CHECK(cudaMemcpyAsync(dst, src, size, cudaMemcpyDefault, detail::cuda_stream(stream)), "copy");
 }
 
 void copy(const StridedRef& dst, const StridedRef& src, const Stream& stream) {

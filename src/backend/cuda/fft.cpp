@@ -158,7 +158,7 @@ std::shared_ptr<CachedPlan> create_plan(const FFTProblem& p, const Stream& strea
     plan->workspace_bytes = workspace_bytes;
     TESSEL_CUFFT_CHECK(cufftSetWorkArea(plan->handle, plan->workspace->data()), op);
   }
-  TESSEL_CUFFT_CHECK(cufftSetStream(plan->handle, static_cast<cudaStream_t>(stream.handle())), op);
+  TESSEL_CUFFT_CHECK(cufftSetStream(plan->handle, detail::cuda_stream(stream)), op);
   plan->bound_stream = stream;
   return plan;
 }
@@ -169,10 +169,10 @@ void bind_stream(CachedPlan& plan, const Stream& stream) {
   if (plan.bound_stream.id() == stream.id()) return;
   const char* op = "fft (cuda)";
   if (!plan.switch_event) TESSEL_CUDA_CHECK(cudaEventCreateWithFlags(&plan.switch_event, cudaEventDisableTiming), op);
-  TESSEL_CUDA_CHECK(cudaEventRecord(plan.switch_event, static_cast<cudaStream_t>(plan.bound_stream.handle())), op);
-  TESSEL_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream.handle()), plan.switch_event, 0), op);
+  TESSEL_CUDA_CHECK(cudaEventRecord(plan.switch_event, detail::cuda_stream(plan.bound_stream)), op);
+  TESSEL_CUDA_CHECK(cudaStreamWaitEvent(detail::cuda_stream(stream), plan.switch_event, 0), op);
   if (plan.workspace) plan.workspace->record_stream(stream);
-  TESSEL_CUFFT_CHECK(cufftSetStream(plan.handle, static_cast<cudaStream_t>(stream.handle())), op);
+  TESSEL_CUFFT_CHECK(cufftSetStream(plan.handle, detail::cuda_stream(stream)), op);
   plan.bound_stream = stream;
 }
 
@@ -205,7 +205,7 @@ void exec(CachedPlan& plan, const FFTProblem& p) {
     default:
       throw Error("fft (cuda): internal error: unexpected cuFFT plan type");
   }
-  TESSEL_CUDA_CHECK_LAUNCH(static_cast<cudaStream_t>(plan.bound_stream.handle()), op);
+  TESSEL_CUDA_CHECK_LAUNCH(detail::cuda_stream(plan.bound_stream), op);
 }
 
 class PlanCache {
@@ -328,7 +328,7 @@ namespace {
 // strided 2-D copies, so no cuFFT plan is needed for a size cuFFT may not accept.
 void length_one(const FFTProblem& p, const Stream& stream) {
   const char* op = "fft (cuda)";
-  auto s = static_cast<cudaStream_t>(stream.handle());
+  auto s = detail::cuda_stream(stream);
   const std::size_t complex_size = static_cast<std::size_t>(itemsize(p.dtype));
   const std::size_t real_size = complex_size / 2;
   const std::size_t in_size = p.kind == FFTKind::r2c ? real_size : complex_size;
@@ -348,7 +348,7 @@ void length_one(const FFTProblem& p, const Stream& stream) {
 // always tessel's own copy (cuFFT may overwrite it anyway): one strided memset per term.
 void discard_unrepresentable_imaginary_parts(const FFTProblem& p, const Stream& stream) {
   const char* op = "irfft (cuda)";
-  auto s = static_cast<cudaStream_t>(stream.handle());
+  auto s = detail::cuda_stream(stream);
   const std::size_t complex_size = static_cast<std::size_t>(itemsize(p.dtype));
   const std::size_t real_size = complex_size / 2;
   auto zero_imag = [&](std::int64_t k) {

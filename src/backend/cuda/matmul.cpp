@@ -225,7 +225,7 @@ class LtPlan {
     const auto& result = results_[static_cast<std::size_t>(algo)];
     std::shared_ptr<Buffer> workspace;
     if (result.workspaceSize > 0) workspace = Buffer::allocate(device_, static_cast<std::int64_t>(result.workspaceSize), stream);
-    auto cuda_stream = static_cast<cudaStream_t>(stream.handle());
+    auto cuda_stream = detail::cuda_stream(stream);
     TESSEL_LT_CHECK(cublasLtMatmul(handle_, desc_, s.alpha, p.b.data, a_layout_, p.a.data, b_layout_, s.beta, p.d,
                                    d_layout_, p.d, d_layout_, &result.algo, workspace ? workspace->data() : nullptr,
                                    result.workspaceSize, cuda_stream));

@@ -32,7 +32,6 @@ unsigned blocks_for(long long n) {
   return static_cast<unsigned>(std::max<long long>(1, std::min<long long>((n + block_threads - 1) / block_threads, 1LL << 30)));
 }
 
-cudaStream_t raw(const Stream& stream) { return static_cast<cudaStream_t>(stream.handle()); }
 
 __global__ void kick_drift_key(SimParams p, SimArrays a, int kick) {
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -129,7 +128,7 @@ std::size_t sort_temp_bytes(std::int64_t n, int cell_bits) {
 
 int bin(const SimParams& p, const SimArrays& a, bool kick, bool gather_acc, const Stream& stream) {
   DeviceGuard guard(stream.device());
-  const cudaStream_t s = raw(stream);
+  const cudaStream_t s = detail::cuda_stream(stream);
   kick_drift_key<<<blocks_for(a.n), block_threads, 0, s>>>(p, a, kick ? 1 : 0);
   TESSEL_CUDA_CHECK_LAUNCH(s, "sim::Particles (kick_drift_key)");
   cub::DoubleBuffer<std::uint32_t> keys(a.keys[0], a.keys[1]);
@@ -147,21 +146,21 @@ int bin(const SimParams& p, const SimArrays& a, bool kick, bool gather_acc, cons
 
 void forces(const SimParams& p, const SimArrays& a, bool finish_kick, const Stream& stream) {
   DeviceGuard guard(stream.device());
-  const cudaStream_t s = raw(stream);
+  const cudaStream_t s = detail::cuda_stream(stream);
   forces_kernel<<<blocks_for(a.n), block_threads, 0, s>>>(p, a, finish_kick ? 1 : 0);
   TESSEL_CUDA_CHECK_LAUNCH(s, "sim::Particles (forces)");
 }
 
 void write_back(const SimParams& /*p*/, const SimArrays& a, const Stream& stream) {
   DeviceGuard guard(stream.device());
-  const cudaStream_t s = raw(stream);
+  const cudaStream_t s = detail::cuda_stream(stream);
   write_back_kernel<<<blocks_for(a.n), block_threads, 0, s>>>(a);
   TESSEL_CUDA_CHECK_LAUNCH(s, "sim::Particles (write_back)");
 }
 
 DiagnosticSums diagnostics(const SimParams& p, const SimArrays& a, bool check_box, const Stream& stream) {
   DeviceGuard guard(stream.device());
-  const cudaStream_t s = raw(stream);
+  const cudaStream_t s = detail::cuda_stream(stream);
   DiagnosticSums init;
   init.first_bad = a.n;  // atomicMin target: n means "none"
   auto out = Buffer::allocate(stream.device(), sizeof(DiagnosticSums), stream);
@@ -179,7 +178,7 @@ DiagnosticSums diagnostics(const SimParams& p, const SimArrays& a, bool check_bo
 
 void neighbor_counts(const SimParams& p, const SimArrays& a, std::int64_t* counts, const Stream& stream) {
   DeviceGuard guard(stream.device());
-  const cudaStream_t s = raw(stream);
+  const cudaStream_t s = detail::cuda_stream(stream);
   neighbor_counts_kernel<<<blocks_for(a.n), block_threads, 0, s>>>(p, a, reinterpret_cast<long long*>(counts));
   TESSEL_CUDA_CHECK_LAUNCH(s, "sim::Particles (neighbor_counts)");
 }
@@ -187,7 +186,7 @@ void neighbor_counts(const SimParams& p, const SimArrays& a, std::int64_t* count
 void neighbor_fill(const SimParams& p, const SimArrays& a, const std::int64_t* offsets, std::int32_t* out,
                    const Stream& stream) {
   DeviceGuard guard(stream.device());
-  const cudaStream_t s = raw(stream);
+  const cudaStream_t s = detail::cuda_stream(stream);
   neighbor_fill_kernel<<<blocks_for(a.n), block_threads, 0, s>>>(p, a, reinterpret_cast<const long long*>(offsets), out);
   TESSEL_CUDA_CHECK_LAUNCH(s, "sim::Particles (neighbor_fill)");
 }

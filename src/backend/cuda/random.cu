@@ -51,7 +51,7 @@ void launch(const RandomFill& f, const Stream& stream) {
   // A grid-stride loop over at most 8 blocks of 256 threads per SM.
   const long long waves = 8LL * device_properties(stream.device().index).multiprocessors;
   const long long grid = std::min<long long>((blocks + threads - 1) / threads, waves);
-  auto s = static_cast<cudaStream_t>(stream.handle());
+  auto s = detail::cuda_stream(stream);
   random_kernel<T, K, PerBlock><<<static_cast<unsigned>(std::max<long long>(grid, 1)), threads, 0, s>>>(
       static_cast<T*>(f.out), f.numel, static_cast<float>(f.a), static_cast<float>(f.b), f.a, f.b, f.low, f.range, f.seed,
       f.offset);

@@ -366,7 +366,7 @@ int sm_count(const Stream& stream) {
 template <class T, class Op>
 void run(const Op& op, const ReduceProblem& p, const Stream& stream) {
   using Acc = typename Op::Acc;
-  const auto s = static_cast<cudaStream_t>(stream.handle());
+  const auto s = detail::cuda_stream(stream);
   const T* in = static_cast<const T*>(p.in);
   const long long outputs = p.outer * p.inner;
   // Enough resident blocks to cover memory latency: a few waves of 256-thread blocks.
@@ -473,7 +473,7 @@ struct Multiply {
 
 template <class T>
 void scan_typed(const ScanProblem& p, const Stream& stream) {
-  const auto s = static_cast<cudaStream_t>(stream.handle());
+  const auto s = detail::cuda_stream(stream);
   const T* in = static_cast<const T*>(p.in);
   T* out = static_cast<T*>(p.out);
   const long long n = p.rows * p.len;

@@ -83,7 +83,7 @@ struct RowStart {
 
 template <class T>
 void sort_typed(const SortProblem& p, const Stream& stream) {
-  const auto s = static_cast<cudaStream_t>(stream.handle());
+  const auto s = detail::cuda_stream(stream);
   const long long n = p.rows * p.len;
   const long long bytes = n * static_cast<long long>(sizeof(T));
   const T* keys_in = static_cast<const T*>(p.keys_in);
@@ -193,7 +193,7 @@ void sort(const SortProblem& problem, const Stream& stream) {
 
 void searchsorted(const SearchProblem& p, const Stream& stream) {
   DeviceGuard guard(stream.device());  // kernels and CUB launch on the current device
-  const auto s = static_cast<cudaStream_t>(stream.handle());
+  const auto s = detail::cuda_stream(stream);
   dispatch_key(p.dtype, [&](auto tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     searchsorted_kernel<T><<<blocks_for(p.count), block_threads, 0, s>>>(
@@ -210,7 +210,7 @@ void cub_sort_pairs_int32(void* temp, std::size_t& temp_bytes, const std::int32_
   TESSEL_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out,
                                                     reinterpret_cast<const long long*>(values_in),
                                                     reinterpret_cast<long long*>(values_out), static_cast<long long>(n), 0,
-                                                    32, static_cast<cudaStream_t>(stream.handle())),
+                                                    32, detail::cuda_stream(stream)),
                     "cub_sort_pairs_int32");
 }
 
