@@ -115,7 +115,10 @@ PyObject* binary_slot(const BinaryOp& op, PyObject* a, PyObject* b) noexcept {
   }
 }
 
-// x op= y writes into x (out=x) and returns x itself.
+// x op= y writes into x (out=x) and returns x itself. As NumPy, the result is cast to x's dtype
+// when the cast is same-kind (float32 += float64), and an error otherwise (int32 += 1.5). It never changes x's dtype (Array API): an
+// array operand whose promotion with x is another dtype is an error, even where NumPy's same_kind
+// cast would store it (float32 += float64). Weak Python scalars keep x's dtype by promotion.
 PyObject* inplace_slot(const BinaryOp& op, PyObject* self, PyObject* other) noexcept {
   try {
     nb::object r = apply_binary(op, self, other, true, &as_array(self));

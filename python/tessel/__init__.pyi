@@ -451,12 +451,12 @@ def true_divide(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None)
     """Alias of :func:`divide`."""
 def mod(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
     """Alias of :func:`remainder`."""
-def copysign(x1: Array, x2: ArrayLike, /) -> Array:
-    """x1 with the sign of x2."""
-def hypot(x1: Array, x2: Array, /) -> Array:
-    """sqrt(x1**2 + x2**2) without intermediate overflow."""
-def logaddexp(x1: Array, x2: Array, /) -> Array:
-    """log(exp(x1) + exp(x2)), computed stably."""
+def copysign(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """The magnitude of x1 with the sign bit of x2 (a NaN's sign bit too)."""
+def hypot(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """sqrt(x1**2 + x2**2) without intermediate overflow; +inf where either is infinite, even with NaN."""
+def logaddexp(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """log(exp(x1) + exp(x2)) without overflow."""
 def where(condition: ArrayLike, x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """x1 where condition is true, else x2, all three broadcast; Python scalars take the other operand's dtype."""
 def clip(x: Array, /, min: Optional[ArrayLike] = None, max: Optional[ArrayLike] = None) -> Array:

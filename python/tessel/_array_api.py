@@ -14,7 +14,7 @@ __all__ = [
     "result_type", "finfo", "iinfo", "isdtype", "astype",
     "sort", "argsort", "nonzero",
     "flip", "roll", "moveaxis", "broadcast_arrays", "unstack", "take",
-    "copysign", "hypot", "logaddexp", "signbit", "to_numpy",
+    "to_numpy",
 ]
 
 _dtype_names = [
@@ -359,25 +359,6 @@ def unstack(x, /, *, axis=0):
 
 def take(x, indices, /, *, axis=None):
     raise NotImplementedError("tessel.take: integer array indexing is not implemented yet")
-
-
-# ---- elementwise functions composed from the C++ ops ----
-def signbit(x, /):
-    return _tessel.logical_or(x < 0, _tessel.logical_and(x == 0, _tessel.reciprocal(x) < 0))
-
-
-def copysign(x1, x2, /):
-    magnitude = _tessel.abs(x1)
-    return _tessel.where(signbit(x2 if isinstance(x2, Array) else asarray(x2, device=x1.device)), -magnitude, magnitude)
-
-
-def hypot(x1, x2, /):
-    return _tessel.sqrt(x1 * x1 + x2 * x2)
-
-
-def logaddexp(x1, x2, /):
-    m = _tessel.maximum(x1, x2)
-    return m + _tessel.log1p(_tessel.exp(-_tessel.abs(x1 - x2)))
 
 
 # ---- inspection ----

@@ -88,6 +88,42 @@ detail::ElementwiseTypes resolve_types(const OpInfo& op, DType promoted, const D
   return {compute, result_dtype(op, compute)};
 }
 
+bool is_comparison(ElementwiseOp op) {
+  return op == ElementwiseOp::equal || op == ElementwiseOp::not_equal || op == ElementwiseOp::less ||
+         op == ElementwiseOp::less_equal || op == ElementwiseOp::greater || op == ElementwiseOp::greater_equal;
+}
+
+// A weak Python integer outside the range of the integer compute dtype (NumPy 2, NEP 50):
+// comparisons are computed exactly in a wider dtype (uint8 array < 300 is true everywhere),
+// arithmetic raises rather than wrapping the scalar. Returns the dtype to compute in.
+DType check_integer_scalar(ElementwiseOp op, const char* name, const Scalar& s, DType compute) {
+  if (s.kind() != Scalar::Kind::int_ && s.kind() != Scalar::Kind::uint_) return compute;
+  const int bits = static_cast<int>(itemsize(compute)) * 8;
+  bool fits;
+  if (s.kind() == Scalar::Kind::uint_) {
+    const std::uint64_t v = s.to_uint64();
+    fits = is_unsigned_integer(compute) ? (bits == 64 || v < (std::uint64_t{1} << bits))
+                                        : v < (std::uint64_t{1} << (bits - 1));
+  } else {
+    const std::int64_t v = s.to_int64();
+    if (is_unsigned_integer(compute)) {
+      fits = v >= 0 && (bits == 64 || v < (std::int64_t{1} << bits));
+    } else {
+      fits = bits == 64 || (v >= -(std::int64_t{1} << (bits - 1)) && v < (std::int64_t{1} << (bits - 1)));
+    }
+  }
+  if (fits) return compute;
+  if (is_comparison(op)) {
+    // int64 holds every value of the narrower dtypes and the scalar (an int64 Python int); a
+    // uint64 array or a scalar beyond int64 compares in float64, where the order is exact for the
+    // sign and magnitude cases that are out of range here.
+    const bool int64_ok = compute != DType::uint64 && s.kind() == Scalar::Kind::int_;
+    return int64_ok ? DType::int64 : DType::float64;
+  }
+  throw ValueError(std::string(name) + ": Python integer " + s.str() + " is out of bounds for " + dtype_name(compute) +
+                   " (the array's dtype; NumPy 2 raises OverflowError here)");
+}
+
 // True when views a and b share bytes but are not the identical layout (identical views are
 // safe for elementwise work: each element is read before it is written, by the same thread).
 bool partially_overlaps(const Array& a, const Array& b) {
@@ -205,8 +241,13 @@ Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const Opti
     return std::string(dtype_name(*promoted));
   };
   const detail::ElementwiseTypes types = resolve_types(op, *promoted, describe);
-  const DType compute = types.compute;
+  DType compute = types.compute;
   const DType result = types.result;
+  if (is_integer(compute)) {
+    for (int i = first_value; i < count; ++i) {
+      if (operands[i].scalar) compute = check_integer_scalar(op_id, name, *operands[i].scalar, compute);
+    }
+  }
   // The caller's stream by reference; only a defaulted one is looked up (and held here).
   std::optional<Stream> resolved;
   if (stream) {

@@ -40,13 +40,16 @@
   X(bitwise_and, "bitwise_and", same, same, kB|kI) \
   X(bitwise_or, "bitwise_or", same, same, kB|kI) \
   X(bitwise_xor, "bitwise_xor", same, same, kB|kI) \
-  X(left_shift, "bitwise_left_shift", same, same, kI) \
-  X(right_shift, "bitwise_right_shift", same, same, kI) \
+  X(left_shift, "bitwise_left_shift", bool_to_int8, same, kI) /* NumPy: bool << bool is int8 */ \
+  X(right_shift, "bitwise_right_shift", bool_to_int8, same, kI) \
   X(minimum, "minimum", same, same, kAll) /* NaN-propagating */ \
   X(maximum, "maximum", same, same, kAll) \
   X(fmin, "fmin", same, same, kAll) /* NaN-ignoring */ \
   X(nextafter, "nextafter", to_float, same, kF) /* the next value of x1's dtype toward x2 */ \
   X(fmax, "fmax", same, same, kAll) \
+  X(hypot, "hypot", to_float, same, kF) /* no undue overflow; inf if either is inf, even with NaN */ \
+  X(copysign, "copysign", to_float, same, kF) /* |x1| with x2's sign bit, a NaN's too */ \
+  X(logaddexp, "logaddexp", to_float, same, kF) /* log(exp(x1) + exp(x2)) without overflow */ \
   X(arctan2, "atan2", to_float, same, kF)
 
 // Unary functions, in enum order.
@@ -89,11 +92,12 @@
   X(floor, "floor", same, same, kI|kF) /* NumPy 2: ints stay ints */ \
   X(ceil, "ceil", same, same, kI|kF) \
   X(trunc, "trunc", same, same, kI|kF) \
-  X(round, "round", same, same, kI|kF) /* half to even */ \
+  X(round, "round", same, same, kI|kF|kC) /* half to even; complex: each part */ \
   X(isnan, "isnan", same, bool_, kAll) \
   X(isinf, "isinf", same, bool_, kAll) \
   X(isfinite, "isfinite", same, bool_, kAll) \
   X(real, "real", same, real, kAll) \
   X(imag, "imag", same, real, kAll) \
   X(conj, "conj", same, same, kAll) \
-  X(angle, "angle", to_float, real, kF|kC)
+  X(angle, "angle", to_float, real, kF|kC) \
+  X(signbit, "signbit", to_float, bool_, kF) /* the sign bit, of -0 and NaN too */

@@ -9,6 +9,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "backend/cuda/device/tessel_math.cuh"
 #include "backend/elementwise.hpp"
 #include "ops/elementwise_table.hpp"
 #include "tessel/array/dtype_dispatch.hpp"
@@ -282,46 +283,35 @@ template <class S, class C> inline C nextafter_value(C x, C y) {
   }
 }
 
-// Complex functions std::complex lacks, in NumPy's forms (the CUDA side, tessel::cx in
-// tessel_device.cuh, uses the same ones).
-template <class C> inline C exp2_value(C x) {
-  if constexpr (is_complex_v<C>) return std::exp(x * typename C::value_type(0.69314718055994530942));
-  else return std::exp2(x);
-}
-template <class C> inline C log2_value(C x) {
-  if constexpr (is_complex_v<C>) return std::log(x) * typename C::value_type(1.44269504088896340736);
-  else return std::log2(x);
-}
-template <class C> inline C log1p_value(C x) {
-  if constexpr (is_complex_v<C>) return C(std::log(std::hypot(x.real() + 1, x.imag())), std::atan2(x.imag(), x.real() + 1));
-  else return std::log1p(x);
-}
-template <class C> inline C expm1_value(C x) {
-  if constexpr (is_complex_v<C>) {
-    using T = typename C::value_type;
-    const T h = std::sin(x.imag() / 2);
-    return C(std::expm1(x.real()) * std::cos(x.imag()) - 2 * h * h, std::exp(x.real()) * std::sin(x.imag()));
-  } else {
-    return std::expm1(x);
+// Elementary functions: the C library's for real values; for complex values the definitions the
+// CUDA kernels use (tessel::cmath, tessel_math.cuh), so both backends give the same special
+// values (C99 Annex G, as the Array API standard's tables).
+#define TESSEL_MATH_FUNCTION(NAME, REAL)                            \
+  template <class C> inline C NAME##_value(C x) {                   \
+    if constexpr (is_complex_v<C>) return tessel::cmath::c_##NAME(x); \
+    else return std::REAL(x);                                       \
   }
-}
-template <class C> inline C complex_power(C z, C w) {
-  using T = typename C::value_type;
-  if (w == C(0)) return C(1);
-  if (z == C(0)) return (w.real() > 0 && w.imag() == 0) ? C(0) : C(std::nan(""), std::nan(""));
-  if (w.imag() == 0 && w.real() == std::trunc(w.real()) && std::fabs(w.real()) < 100) {
-    auto n = static_cast<long long>(std::fabs(w.real()));
-    C result(1), base = z;
-    auto mul = [](C a, C b) { return C(a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real()); };
-    while (n) {
-      if (n & 1) result = mul(result, base);
-      base = mul(base, base);
-      n >>= 1;
-    }
-    return w.real() < 0 ? C(T(1)) / result : result;
-  }
-  return std::exp(std::log(z) * w);
-}
+TESSEL_MATH_FUNCTION(exp, exp)
+TESSEL_MATH_FUNCTION(exp2, exp2)
+TESSEL_MATH_FUNCTION(expm1, expm1)
+TESSEL_MATH_FUNCTION(log, log)
+TESSEL_MATH_FUNCTION(log2, log2)
+TESSEL_MATH_FUNCTION(log10, log10)
+TESSEL_MATH_FUNCTION(log1p, log1p)
+TESSEL_MATH_FUNCTION(sqrt, sqrt)
+TESSEL_MATH_FUNCTION(sin, sin)
+TESSEL_MATH_FUNCTION(cos, cos)
+TESSEL_MATH_FUNCTION(tan, tan)
+TESSEL_MATH_FUNCTION(asin, asin)
+TESSEL_MATH_FUNCTION(acos, acos)
+TESSEL_MATH_FUNCTION(atan, atan)
+TESSEL_MATH_FUNCTION(sinh, sinh)
+TESSEL_MATH_FUNCTION(cosh, cosh)
+TESSEL_MATH_FUNCTION(tanh, tanh)
+TESSEL_MATH_FUNCTION(asinh, asinh)
+TESSEL_MATH_FUNCTION(acosh, acosh)
+TESSEL_MATH_FUNCTION(atanh, atanh)
+#undef TESSEL_MATH_FUNCTION
 
 template <class C> inline C add_value(C a, C b) {
   if constexpr (is_bool_v<C>) return a || b;
@@ -357,9 +347,8 @@ template <class C> inline C bitwise_not_value(C a) {
   if constexpr (is_bool_v<C>) return !a;
   else return static_cast<C>(~a);
 }
-template <class C> inline C complex_power(C z, C w);
 template <class C> inline C power_any(C x, C y) {
-  if constexpr (is_complex_v<C>) return complex_power(x, y);
+  if constexpr (is_complex_v<C>) return tessel::cmath::c_pow(x, y);
   else return power_value(x, y);
 }
 template <class C> inline C sign_value(C a) {
@@ -387,6 +376,8 @@ template <class C> inline C round_value(C a, int mode) {
       case 2: return std::trunc(a);
       default: return std::nearbyint(a);  // half to even in the default rounding mode, as NumPy
     }
+  } else if constexpr (is_complex_v<C>) {
+    return C(std::nearbyint(a.real()), std::nearbyint(a.imag()));  // each part, half to even
   } else {
     return a;  // NumPy 2: integers stay integers
   }
@@ -470,6 +461,9 @@ void run(ElementwiseOp op, const std::vector<Array>& in, const Array& out) {
     TESSEL_BINARY(fmin, S, fmin_value(x, y))
     TESSEL_BINARY(nextafter, S, (nextafter_value<S, C>(x, y)))
     TESSEL_BINARY(fmax, S, fmax_value(x, y))
+    TESSEL_BINARY(hypot, S, std::hypot(x, y))
+    TESSEL_BINARY(copysign, S, std::copysign(x, y))
+    TESSEL_BINARY(logaddexp, S, tessel::cmath::logaddexp(x, y))
     TESSEL_BINARY(arctan2, S, std::atan2(x, y))
 
     TESSEL_UNARY(negative, S, negative_value(x))
@@ -480,28 +474,28 @@ void run(ElementwiseOp op, const std::vector<Array>& in, const Array& out) {
     TESSEL_UNARY(square, S, multiply_value(x, x))
     TESSEL_UNARY(reciprocal, S, C(1) / x)
     TESSEL_UNARY(sign, S, sign_value(x))
-    TESSEL_UNARY(exp, S, std::exp(x))
+    TESSEL_UNARY(exp, S, exp_value(x))
     TESSEL_UNARY(exp2, S, exp2_value(x))
     TESSEL_UNARY(expm1, S, expm1_value(x))
-    TESSEL_UNARY(log, S, std::log(x))
+    TESSEL_UNARY(log, S, log_value(x))
     TESSEL_UNARY(log2, S, log2_value(x))
-    TESSEL_UNARY(log10, S, std::log10(x))
+    TESSEL_UNARY(log10, S, log10_value(x))
     TESSEL_UNARY(log1p, S, log1p_value(x))
-    TESSEL_UNARY(sqrt, S, std::sqrt(x))
+    TESSEL_UNARY(sqrt, S, sqrt_value(x))
     TESSEL_UNARY(rsqrt, S, C(1) / std::sqrt(x))
     TESSEL_UNARY(cbrt, S, std::cbrt(x))
-    TESSEL_UNARY(sin, S, std::sin(x))
-    TESSEL_UNARY(cos, S, std::cos(x))
-    TESSEL_UNARY(tan, S, std::tan(x))
-    TESSEL_UNARY(arcsin, S, std::asin(x))
-    TESSEL_UNARY(arccos, S, std::acos(x))
-    TESSEL_UNARY(arctan, S, std::atan(x))
-    TESSEL_UNARY(sinh, S, std::sinh(x))
-    TESSEL_UNARY(cosh, S, std::cosh(x))
-    TESSEL_UNARY(tanh, S, std::tanh(x))
-    TESSEL_UNARY(arcsinh, S, std::asinh(x))
-    TESSEL_UNARY(arccosh, S, std::acosh(x))
-    TESSEL_UNARY(arctanh, S, std::atanh(x))
+    TESSEL_UNARY(sin, S, sin_value(x))
+    TESSEL_UNARY(cos, S, cos_value(x))
+    TESSEL_UNARY(tan, S, tan_value(x))
+    TESSEL_UNARY(arcsin, S, asin_value(x))
+    TESSEL_UNARY(arccos, S, acos_value(x))
+    TESSEL_UNARY(arctan, S, atan_value(x))
+    TESSEL_UNARY(sinh, S, sinh_value(x))
+    TESSEL_UNARY(cosh, S, cosh_value(x))
+    TESSEL_UNARY(tanh, S, tanh_value(x))
+    TESSEL_UNARY(arcsinh, S, asinh_value(x))
+    TESSEL_UNARY(arccosh, S, acosh_value(x))
+    TESSEL_UNARY(arctanh, S, atanh_value(x))
     TESSEL_UNARY(sigmoid, S, C(1) / (C(1) + std::exp(-x)))
     TESSEL_UNARY(relu, S, (isnan_value(x) ? x : (x > C(0) ? x : C(0))))
     // erf form; 0.7071... = 1/sqrt(2)
@@ -520,6 +514,8 @@ void run(ElementwiseOp op, const std::vector<Array>& in, const Array& out) {
     TESSEL_UNARY(imag, R, imag_value(x))
     TESSEL_UNARY(conj, S, conj_value(x))
     TESSEL_UNARY(angle, R, angle_value(x))
+    // copysign, not std::signbit: GCC 12 fails (an internal error) vectorizing signbit over float.
+    TESSEL_UNARY(signbit, bool, std::copysign(C(1), x) < C(0))
     case ElementwiseOp::where:
       loop<3, S, bool, S, S>(out, in, [](bool c, C x, C y) { return c ? x : y; });
       return;

@@ -143,6 +143,11 @@ Expr op_expression(ElementwiseOp op, const std::vector<Expr>& x, DType rt) {
                                          : "nextafter({0}, {1})");
     case ElementwiseOp::fmax: return bin("tessel::fmax({0}, {1})");
     case ElementwiseOp::arctan2: return bin("atan2({0}, {1})");
+    // CUDA's hypot and copysign give C99's special values (hypot(inf, NaN) = inf, NaN sign bits).
+    case ElementwiseOp::hypot: return bin("hypot({0}, {1})");
+    case ElementwiseOp::copysign: return bin("copysign({0}, {1})");
+    case ElementwiseOp::logaddexp: return bin("tessel::cmath::logaddexp({0}, {1})");
+    case ElementwiseOp::signbit: return un("(copysign((" + T + ")1, {0}) < (" + T + ")0)");
     case ElementwiseOp::negative: return un(i ? "tessel_ops::wrap_neg({0})" : "(-{0})");
     case ElementwiseOp::positive: return un("({0})");
     case ElementwiseOp::abs:
@@ -182,7 +187,7 @@ Expr op_expression(ElementwiseOp op, const std::vector<Expr>& x, DType rt) {
     case ElementwiseOp::floor: return un(f ? "floor({0})" : "({0})");
     case ElementwiseOp::ceil: return un(f ? "ceil({0})" : "({0})");
     case ElementwiseOp::trunc: return un(f ? "trunc({0})" : "({0})");
-    case ElementwiseOp::round: return un(f ? "rint({0})" : "({0})");  // rint: half to even
+    case ElementwiseOp::round: return un(f ? "rint({0})" : c ? "tessel::cx::rint({0})" : "({0})");  // half to even
     case ElementwiseOp::isnan: return un("tessel::isnan({0})");
     case ElementwiseOp::isinf: return un("tessel::isinf({0})");
     case ElementwiseOp::isfinite: return un("tessel::isfinite({0})");

@@ -105,6 +105,7 @@ cd reference(Op op, cd x, cd y, DType ct) {
       case Op::log2: return std::log(x) / ln2;
       case Op::log10: return std::log10(x);
       case Op::log1p: return std::log(1.0 + x);
+      case Op::round: return cd(std::nearbyint(x.real()), std::nearbyint(x.imag()));
       case Op::sqrt: return std::sqrt(x);
       case Op::sin: return std::sin(x);
       case Op::cos: return std::cos(x);
@@ -152,6 +153,12 @@ cd reference(Op op, cd x, cd y, DType ct) {
     case Op::nextafter: return nextafter_in(ct, a, b);
     case Op::fmax: return std::fmax(a, b);
     case Op::arctan2: return std::atan2(a, b);
+    case Op::hypot: return std::hypot(a, b);
+    case Op::copysign: return std::copysign(a, b);
+    case Op::logaddexp:  // equal infinities: inf - inf would be NaN
+      return std::isnan(a) || std::isnan(b) ? NAN
+             : a == b                       ? a + std::log(2.0)
+                                            : std::max(a, b) + std::log1p(std::exp(-std::fabs(a - b)));
     case Op::negative: return -x;
     case Op::positive: return x;
     case Op::abs: return std::abs(x);
@@ -198,6 +205,7 @@ cd reference(Op op, cd x, cd y, DType ct) {
     case Op::imag: return x.imag();
     case Op::conj: return std::conj(x);
     case Op::angle: return std::arg(x);
+    case Op::signbit: return cd(std::signbit(a));
     default: break;
   }
   return cd(NAN);
@@ -215,15 +223,17 @@ bool expected_supported(Op op, DType d) {
     case Op::divide: case Op::reciprocal: return f || c || ((i || b) && op == Op::divide);
     case Op::square: case Op::angle: return true;
     case Op::bitwise_and: case Op::bitwise_or: case Op::bitwise_xor: case Op::bitwise_not: return b || i;
-    case Op::left_shift: case Op::right_shift: return i;
+    case Op::left_shift: case Op::right_shift: return i || b;  // bool: computed in int8, as NumPy
     // NumPy: complex ordering is lexicographic, sign(z) = z/|z|.
     case Op::power: case Op::less: case Op::less_equal: case Op::greater: case Op::greater_equal:
     case Op::minimum: case Op::maximum: case Op::fmin: case Op::fmax:
       return true;
     case Op::sign: return !b;
+    case Op::round: return !b;  // complex: each part
     case Op::floor_divide: case Op::remainder:
-    case Op::floor: case Op::ceil: case Op::trunc: case Op::round: case Op::relu:
-      return !c && !(b && (op == Op::relu || op == Op::floor || op == Op::ceil || op == Op::trunc || op == Op::round));
+    case Op::floor: case Op::ceil: case Op::trunc: case Op::relu:
+      return !c && !(b && (op == Op::relu || op == Op::floor || op == Op::ceil || op == Op::trunc));
+    case Op::hypot: case Op::copysign: case Op::logaddexp: case Op::signbit:
     case Op::rsqrt: case Op::cbrt: case Op::arctan2: case Op::nextafter: case Op::sigmoid: case Op::gelu: case Op::erf: case Op::softplus:
       return !c;
     default:  // transcendental functions: real and complex

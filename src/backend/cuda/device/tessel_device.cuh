@@ -6,6 +6,8 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
+#include "tessel_math.cuh"
+
 #define TESSEL_DEV __device__ __forceinline__
 #define TESSEL_HDEV __host__ __device__ __forceinline__
 
@@ -15,6 +17,7 @@ namespace tessel {
 // Layout-compatible with std::complex<T> (and NumPy's complex64/complex128).
 template <class T>
 struct alignas(2 * sizeof(T)) complex {
+  using value_type = T;
   T re, im;
   TESSEL_HDEV complex() : re(0), im(0) {}
   TESSEL_HDEV complex(T r) : re(r), im(0) {}  // NOLINT: implicit, like std::complex
@@ -153,97 +156,37 @@ template <class T> TESSEL_DEV complex<T> sign(complex<T> z) {
   return {z.re / m, z.im / m};
 }
 
-// Elementary functions of complex arguments with C99/NumPy branch cuts, for finite arguments
-// (special values at infinities follow from the formulas, not from C99 Annex G). Real math is
-// called as ::f so that these names never hide the CUDA overloads. A namespace of their own:
-// generated code calls tessel::cx::f, and no real-valued code in namespace tessel sees them.
+// Elementary functions of complex arguments: generated code calls tessel::cx::f; the one
+// definition of each, special values included, is tessel::cmath::c_f (tessel_math.cuh),
+// which the CPU backend runs too. A namespace of their own, so that no real-valued code in
+// namespace tessel sees these names.
 namespace cx {
-template <class T> TESSEL_DEV complex<T> exp(complex<T> z) {
-  const T e = ::exp(z.re);
-  if (z.im == T(0)) return {e, z.im};  // exact real axis (keeps the sign of a zero imaginary part)
-  return {e * ::cos(z.im), e * ::sin(z.im)};
-}
-template <class T> TESSEL_DEV complex<T> log(complex<T> z) { return {::log(::hypot(z.re, z.im)), ::atan2(z.im, z.re)}; }
-template <class T> TESSEL_DEV complex<T> sqrt(complex<T> z) {
-  if (z.re == T(0) && z.im == T(0)) return {T(0), z.im};
-  const T t = ::sqrt((::fabs(z.re) + ::hypot(z.re, z.im)) * T(0.5));
-  if (z.re >= T(0)) return {t, z.im / (T(2) * t)};
-  return {::fabs(z.im) / (T(2) * t), ::copysign(t, z.im)};
-}
-template <class T> TESSEL_DEV complex<T> sinh(complex<T> z) { return {::sinh(z.re) * ::cos(z.im), ::cosh(z.re) * ::sin(z.im)}; }
-template <class T> TESSEL_DEV complex<T> cosh(complex<T> z) { return {::cosh(z.re) * ::cos(z.im), ::sinh(z.re) * ::sin(z.im)}; }
-template <class T> TESSEL_DEV complex<T> tanh(complex<T> z) {
-  if (::fabs(z.re) > T(20)) {  // tanh(x) rounds to +-1; the imaginary part decays as exp(-2|x|)
-    return {::copysign(T(1), z.re), T(4) * ::sin(z.im) * ::cos(z.im) * ::exp(T(-2) * ::fabs(z.re))};
-  }
-  const T d = ::cosh(T(2) * z.re) + ::cos(T(2) * z.im);
-  return {::sinh(T(2) * z.re) / d, ::sin(T(2) * z.im) / d};
-}
-// i*z and -i*z, exact.
-template <class T> TESSEL_DEV complex<T> times_i(complex<T> z) { return {-z.im, z.re}; }
-template <class T> TESSEL_DEV complex<T> times_minus_i(complex<T> z) { return {z.im, -z.re}; }
-template <class T> TESSEL_DEV complex<T> sin(complex<T> z) { return times_minus_i(sinh(times_i(z))); }
-template <class T> TESSEL_DEV complex<T> cos(complex<T> z) { return cosh(times_i(z)); }
-template <class T> TESSEL_DEV complex<T> tan(complex<T> z) { return times_minus_i(tanh(times_i(z))); }
-template <class T> TESSEL_DEV complex<T> asinh(complex<T> z) {
-  // Odd: evaluate for a non-negative real part (no cancellation in z + sqrt(z^2 + 1)); the sign
-  // bit of a zero real part picks the side of the cut on the imaginary axis.
-  if (::copysign(T(1), z.re) < T(0)) return -asinh(complex<T>(-z.re, -z.im));
-  // z^2 + 1 formed part by part: adding complex(1, 0) would turn a -0 imaginary part into +0.
-  const complex<T> zz = z * z;
-  const complex<T> w = sqrt(complex<T>(zz.re + T(1), zz.im));
-  return log(z + w);
-}
-template <class T> TESSEL_DEV complex<T> acosh(complex<T> z) {
-  // log(z + sqrt(z + 1) * sqrt(z - 1)): the cut on the real axis below 1, as C99.
-  const complex<T> a = sqrt(complex<T>(z.re + T(1), z.im)), b = sqrt(complex<T>(z.re - T(1), z.im));
-  return log(z + a * b);
-}
-template <class T> TESSEL_DEV complex<T> atanh(complex<T> z) {
-  // (log(1 + z) - log(1 - z)) / 2 with 1 - z formed as (1 - x, -y) so a zero imaginary part keeps
-  // its side of the cut on the real axis beyond +-1.
-  const complex<T> a = log(complex<T>(T(1) + z.re, z.im)), b = log(complex<T>(T(1) - z.re, -z.im));
-  return {(a.re - b.re) * T(0.5), (a.im - b.im) * T(0.5)};
-}
-template <class T> TESSEL_DEV complex<T> asin(complex<T> z) { return times_minus_i(asinh(times_i(z))); }
-template <class T> TESSEL_DEV complex<T> acos(complex<T> z) {
-  const complex<T> s = asin(z);
-  return {T(1.57079632679489661923) - s.re, -s.im};
-}
-template <class T> TESSEL_DEV complex<T> atan(complex<T> z) { return times_minus_i(atanh(times_i(z))); }
-template <class T> TESSEL_DEV complex<T> scale(complex<T> z, T s) { return {z.re * s, z.im * s}; }
-template <class T> TESSEL_DEV complex<T> exp2(complex<T> z) { return exp(scale(z, T(0.69314718055994530942))); }
-template <class T> TESSEL_DEV complex<T> log2(complex<T> z) { return scale(log(z), T(1.44269504088896340736)); }
-template <class T> TESSEL_DEV complex<T> log10(complex<T> z) { return scale(log(z), T(0.43429448190325182765)); }
-// NumPy's forms: log1p from (1 + x, y); expm1 keeps the real part accurate near 0.
-template <class T> TESSEL_DEV complex<T> log1p(complex<T> z) {
-  return {::log(::hypot(z.re + T(1), z.im)), ::atan2(z.im, z.re + T(1))};
-}
-template <class T> TESSEL_DEV complex<T> expm1(complex<T> z) {
-  const T h = ::sin(z.im * T(0.5));
-  return {::expm1(z.re) * ::cos(z.im) - T(2) * h * h, ::exp(z.re) * ::sin(z.im)};
-}
-// NumPy's power: z**0 = 1, 0**w = 0 for real w > 0 (else NaN), small integer exponents by
-// repeated squaring, otherwise exp(w log z).
-template <class T> TESSEL_DEV complex<T> pow(complex<T> z, complex<T> w) {
-  if (w.re == T(0) && w.im == T(0)) return {T(1), T(0)};
-  if (z.re == T(0) && z.im == T(0)) {
-    if (w.re > T(0) && w.im == T(0)) return {T(0), T(0)};
-    const T nan = ::nan("");
-    return {nan, nan};
-  }
-  if (w.im == T(0) && w.re == ::trunc(w.re) && ::fabs(w.re) < T(100)) {
-    long long n = static_cast<long long>(::fabs(w.re));
-    complex<T> result(T(1), T(0)), base = z;
-    while (n) {
-      if (n & 1) result = result * base;
-      base = base * base;
-      n >>= 1;
-    }
-    return w.re < T(0) ? complex<T>(T(1), T(0)) / result : result;
-  }
-  return exp(log(z) * w);
-}
+#define TESSEL_CX_UNARY(f) \
+  template <class T> TESSEL_DEV complex<T> f(complex<T> z) { return tessel::cmath::c_##f(z); }
+TESSEL_CX_UNARY(exp)
+TESSEL_CX_UNARY(expm1)
+TESSEL_CX_UNARY(exp2)
+TESSEL_CX_UNARY(log)
+TESSEL_CX_UNARY(log1p)
+TESSEL_CX_UNARY(log2)
+TESSEL_CX_UNARY(log10)
+TESSEL_CX_UNARY(sqrt)
+TESSEL_CX_UNARY(sin)
+TESSEL_CX_UNARY(cos)
+TESSEL_CX_UNARY(tan)
+TESSEL_CX_UNARY(sinh)
+TESSEL_CX_UNARY(cosh)
+TESSEL_CX_UNARY(tanh)
+TESSEL_CX_UNARY(asin)
+TESSEL_CX_UNARY(acos)
+TESSEL_CX_UNARY(atan)
+TESSEL_CX_UNARY(asinh)
+TESSEL_CX_UNARY(acosh)
+TESSEL_CX_UNARY(atanh)
+#undef TESSEL_CX_UNARY
+template <class T> TESSEL_DEV complex<T> pow(complex<T> z, complex<T> w) { return tessel::cmath::c_pow(z, w); }
+// Rounds each part to the nearest integer, ties to even (the standard's round of complex).
+template <class T> TESSEL_DEV complex<T> rint(complex<T> z) { return {::rint(z.re), ::rint(z.im)}; }
 }  // namespace cx
 
 // Python floor division and modulo (result takes the divisor's sign). Integer division by zero
