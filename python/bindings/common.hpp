@@ -31,6 +31,7 @@ void register_matmul(nb::module_& m);  // matmul, @, vecdot, Matmul plans
 void register_fft(nb::module_& m);     // the _fft submodule (tessel.fft)
 void register_pipeline(nb::module_& m);  // Pipeline, PipelineReport, Graph (ts.cuda.graph)
 void register_sim(nb::module_& m);       // ts.sim: Particles (submodule _sim)
+void register_indexing(nb::module_& m);  // take, take_along_axis, put_along_axis, nonzero
 
 // The Array class object, created by register_array; later layers add methods to it.
 nb::class_<Array>& array_class();

@@ -16,4 +16,5 @@ NB_MODULE(_tessel, m) {
   register_fft(m);
   register_pipeline(m);
   register_sim(m);
+  register_indexing(m);
 }

@@ -12,8 +12,8 @@ from ._tessel import Array, Device
 __all__ = [
     "asarray", "from_dlpack", "arange", "linspace", "meshgrid", "tril", "triu",
     "result_type", "can_cast", "finfo", "iinfo", "isdtype", "astype",
-    "sort", "argsort", "unique_values", "unique_counts", "unique_inverse", "unique_all", "nonzero",
-    "cumulative_sum", "flip", "roll", "moveaxis", "broadcast_arrays", "unstack", "take",
+    "sort", "argsort", "unique_values", "unique_counts", "unique_inverse", "unique_all",
+    "cumulative_sum", "flip", "roll", "moveaxis", "broadcast_arrays", "unstack",
     "copysign", "hypot", "logaddexp", "signbit", "to_numpy",
 ]
 
@@ -316,16 +316,6 @@ unique_inverse = _host_fallback("unique_inverse")
 unique_all = _host_fallback("unique_all")
 
 
-def nonzero(x, /):
-    """Indices of the nonzero elements, one int64 array per axis. Data-dependent output size:
-    computed on the host (one device -> host copy)."""
-    if x.ndim == 0:
-        raise ValueError("nonzero: 0-d arrays are not supported (Array API)")
-    np = _numpy()
-    host = x.__array__()
-    return tuple(asarray(np.ascontiguousarray(i.astype("int64")), device=x.device) for i in np.nonzero(host))
-
-
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     if axis is None:
         if x.ndim > 1:
@@ -409,10 +399,6 @@ def unstack(x, /, *, axis=0):
     return tuple(x[(slice(None),) * axis + (i,)] for i in range(x.shape[axis]))
 
 
-def take(x, indices, /, *, axis=None):
-    raise NotImplementedError("tessel.take: integer array indexing is not implemented yet")
-
-
 # ---- elementwise functions composed from the C++ ops ----
 def signbit(x, /):
     return _tessel.logical_or(x < 0, _tessel.logical_and(x == 0, _tessel.reciprocal(x) < 0))
@@ -437,7 +423,7 @@ class _Info:
     """What __array_namespace_info__() returns (Array API inspection utilities)."""
 
     def capabilities(self):
-        return {"boolean indexing": False, "data-dependent shapes": True, "max dimensions": 64}
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
 
     def extensions(self):
         """The Array API extensions tessel provides (not a standard inspection function: the
