@@ -61,18 +61,14 @@ def load_peers(on_gpu):
     return peers
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1e7 elements (1e6 indices), fewer rounds")
-    parser.add_argument("--rounds", type=int, default=None)
-    parser.add_argument("--no-record", action="store_true", help="print only, write no results file")
-    args = parser.parse_args()
-
+def measure(quick=False, rounds=None):
+    """Runs every case in alternating rounds; returns the results dict (also what bench/compare.py
+    turns into its rows)."""
     on_gpu = ts.cuda_available()
     device = "cuda" if on_gpu else "cpu"
-    n = 10**8 if on_gpu and not args.quick else 10**7 if on_gpu else 10**6
+    n = 10**8 if on_gpu and not quick else 10**7 if on_gpu else 10**6
     k = n // 10
-    rounds = args.rounds or (5 if args.quick or not on_gpu else 11)
+    rounds = rounds or (5 if quick or not on_gpu else 11)
     calls = 20 if on_gpu else 3
     peers = load_peers(on_gpu)
     device_name = ts.device_name(0) if on_gpu else "cpu"
@@ -173,13 +169,23 @@ def main():
         "scatter_unchecked_ms": ms[("scatter_scalar_unchecked", "tessel")],
         "scatter_check_cost_fraction": ms[("scatter_scalar", "tessel")] / ms[("scatter_scalar_unchecked", "tessel")] - 1,
     }
-    for (case, lib), t in sorted(ms.items()):
-        print(f"{case:26s} {lib:7s} {t:9.4f} ms")
-    print(f"copy {copy_gbps:.0f} GB/s; x[m] at {results['mask_select']['fraction_of_copy']:.1%} of copy; "
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1e7 elements (1e6 indices), fewer rounds")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--no-record", action="store_true", help="print only, write no results file")
+    args = parser.parse_args()
+    results = measure(args.quick, args.rounds)
+    for name, t in sorted(results["ms"].items()):
+        print(f"{name:34s} {t:9.4f} ms")
+    print(f"copy {results['copy_GBps']:.0f} GB/s; x[m] at {results['mask_select']['fraction_of_copy']:.1%} of copy; "
           f"gather check costs {results['bounds_check']['gather_check_cost_fraction']:+.1%}, "
           f"scatter check {results['bounds_check']['scatter_check_cost_fraction']:+.1%}")
     if not args.no_record:
-        merge_results("python_indexing", results, device_name)
+        merge_results("python_indexing", results, results["device"])
     return results
 
 

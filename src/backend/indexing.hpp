@@ -10,6 +10,7 @@
 
 #include "tessel/array/dtype.hpp"
 #include "tessel/core/stream.hpp"
+#include "tessel/jit/elementwise.hpp"
 
 namespace tessel::backend {
 
@@ -65,6 +66,9 @@ std::int64_t flat_nonzero(const bool* flags, std::int64_t n, std::int64_t* out);
 }  // namespace cpu
 
 namespace cuda {
+enum class IndexKernel { gather, scatter, check };
+// The generated kernel's spec for a problem (what the launcher compiles; tests compile it too).
+jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& problem);
 void gather(const GatherProblem& problem, const Stream& stream);
 void scatter(const GatherProblem& problem, const Stream& stream);
 void check_indices(const GatherProblem& problem, const Stream& stream);

@@ -47,12 +47,15 @@ __device__ __noinline__ void tessel_index_fail(unsigned long long status, int sl
 #endif
 )";
 
-enum class Kind { gather, scatter, check };
+using Kind = IndexKernel;
 
 std::string dtype_tag(DType d) { return dtype_name(d); }
 
+}  // namespace
+
 // The spec of one generated gather / scatter / check kernel.
-jit::ElementwiseSpec make_spec(Kind kind, const GatherProblem& p, bool value_is_scalar) {
+jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p) {
+  const bool value_is_scalar = p.value_is_scalar;
   jit::ElementwiseSpec spec;
   spec.widen_half = false;  // elements move unchanged
   spec.preamble = kIndexPreamble;
@@ -65,6 +68,10 @@ jit::ElementwiseSpec make_spec(Kind kind, const GatherProblem& p, bool value_is_
     spec.operands.push_back({"dst", p.dtype, true, false, true});
     spec.operands.push_back({"val", p.dtype, false, value_is_scalar, false});
     if (value_is_scalar) name += "_scalar";
+  } else {
+    // A check writes no array: the first index array, as a pointer operand that is never read,
+    // gives the launch its shape and layout.
+    spec.operands.push_back({"anchor", p.indices.at(0).dtype, false, false, true});
   }
   const bool checked = kind == Kind::check || (kind == Kind::gather && p.check_bounds);
   std::string body = "long long off = 0;\n";
@@ -106,12 +113,14 @@ jit::ElementwiseSpec make_spec(Kind kind, const GatherProblem& p, bool value_is_
   }
   if (kind == Kind::gather) body += "out = src[off];\n";
   if (kind == Kind::scatter) body += "dst[off] = val;\n";
-  if (kind == Kind::check) body += "(void)off;\n";
+  if (kind == Kind::check) body += "(void)off; (void)anchor;\n";
   // The body reads the status scalar as v_status (a by-value parameter), not the body variable.
   spec.name = name;
   spec.body = body;
   return spec;
 }
+
+namespace {
 
 const jit::ElementwiseLauncher& launcher_for(const jit::ElementwiseSpec& spec) {
   static std::mutex mutex;
@@ -140,7 +149,7 @@ struct LaunchArgs {
 };
 
 void launch(Kind kind, const GatherProblem& p, const Stream& stream) {
-  const jit::ElementwiseSpec spec = make_spec(kind, p, p.value_is_scalar);
+  const jit::ElementwiseSpec spec = index_kernel_spec(kind, p);
   const jit::ElementwiseLauncher& launcher = launcher_for(spec);
   LaunchArgs args;
   std::size_t scalars = 1;
@@ -162,6 +171,8 @@ void launch(Kind kind, const GatherProblem& p, const Stream& stream) {
     } else {
       args.array(p.values, p.value_strides);
     }
+  } else {
+    args.array(p.indices.at(0).data, p.indices.at(0).strides);
   }
   for (const IndexOperand& op : p.indices) {
     args.array(op.data, op.strides);

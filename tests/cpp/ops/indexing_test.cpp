@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "array/array_testing.hpp"
+#include "backend/indexing.hpp"
+#include "jit/jit_test_util.hpp"
+#include "tessel/jit/compiler.hpp"
 #include "tessel/ops/indexing.hpp"
 #include "testing.hpp"
 
@@ -80,7 +83,9 @@ TEST_P(IndexingTest, MasksSelectAndAssign) {
   const std::vector<Value> got = read_values(selected);
   std::size_t n = 0;
   for (std::size_t i = 0; i < m.size(); ++i) {
-    if (m[i]) EXPECT_TRUE(same_value(got[n++], in.values[i])) << "element " << i;
+    if (m[i]) {
+      EXPECT_TRUE(same_value(got[n++], in.values[i])) << "element " << i;
+    }
   }
   // A 2-d mask over the leading axes, then a slice: x[m2, 1:] -> (count2, 4) of the last axis.
   std::vector<bool> m2(12);
@@ -213,7 +218,53 @@ TEST_P(IndexingTest, Errors) {
   EXPECT_EQ(getitem(x, {int64_array({2, -1}, {2}, device())}).shape(), (Shape{2, 4}));
 }
 
-INSTANTIATE_TEST_SUITE_P(All, IndexingTest, backend_dtype_cases(all_dtypes()), case_name);
+#if defined(TESSEL_HAVE_CUDA)
+// Every kind of generated gather / scatter / check kernel compiles under NVRTC (no GPU needed),
+// for every dtype, in both layouts (and index widths for float32), with plain and mask index operands.
+TEST(IndexingKernels, GeneratedSourcesCompile) {
+  TESSEL_REQUIRE_NVRTC();
+  for (DType dt : all_dtypes()) {
+    for (DType index_dtype : {DType::int64, DType::uint8, DType::int32}) {
+      if (index_dtype != DType::int64 && dt != DType::float32) continue;  // index dtypes: one element dtype
+      backend::GatherProblem p;
+      p.dtype = dt;
+      backend::IndexOperand plain;
+      plain.dtype = index_dtype;
+      plain.axes = {{5, 3}};
+      backend::IndexOperand mask;
+      mask.dtype = DType::int64;
+      mask.from_mask = true;
+      mask.axes = {{2, 7}, {3, 1}};
+      p.indices = {plain, mask};
+      for (backend::cuda::IndexKernel kind :
+           {backend::cuda::IndexKernel::gather, backend::cuda::IndexKernel::scatter, backend::cuda::IndexKernel::check}) {
+        for (bool scalar : {false, true}) {
+          if (scalar && kind != backend::cuda::IndexKernel::scatter) continue;
+          p.value_is_scalar = scalar;
+          jit::ElementwiseSpec spec = backend::cuda::index_kernel_spec(kind, p);
+          for (int layout = 0; layout < 3; ++layout) {
+            if (layout == 1 && dt != DType::float32) continue;  // 32-bit index math: one element dtype
+            spec.layout = layout == 0 ? jit::ElementwiseLayout::contiguous : jit::ElementwiseLayout::strided;
+            spec.rank = layout == 2 ? 3 : 1;
+            spec.index32 = layout == 1;
+            jit::CompileRequest r;
+            r.source = jit::generate_elementwise_source(spec);
+            r.name = jit::elementwise_kernel_name(spec);
+            r.arch = jit::test::kTestArch;
+            try {
+              EXPECT_FALSE(jit::compile_to_cubin(r).cubin.empty());
+            } catch (const CompileError& e) {
+              ADD_FAILURE() << e.what() << "\n----\n" << r.source;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+#endif
+
+INSTANTIATE_TEST_SUITE_P(All, IndexingTest, ::testing::ValuesIn(backend_dtype_cases(all_dtypes())), case_name);
 
 }  // namespace
 }  // namespace tessel::testing
