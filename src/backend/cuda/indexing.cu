@@ -49,6 +49,13 @@ __device__ __noinline__ void tessel_index_fail(unsigned long long status, int sl
 
 using Kind = IndexKernel;
 
+bool gathers_by_address(const GatherProblem& p) {
+  for (std::int64_t s : p.base_strides) {
+    if (s != 0) return false;
+  }
+  return true;
+}
+
 std::string dtype_tag(DType d) { return dtype_name(d); }
 
 }  // namespace
@@ -61,9 +68,18 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
   spec.preamble = kIndexPreamble;
   std::string name = kind == Kind::gather ? "tessel_gather" : kind == Kind::scatter ? "tessel_scatter" : "tessel_index_check";
   if (kind != Kind::check) name += "_" + dtype_tag(p.dtype);
+  // A gather whose every result axis comes from the index arrays reads the source through its
+  // address alone (a by-value parameter): the launch stays contiguous, with vector loads of the
+  // indices and stores of the result, when the index arrays are contiguous.
+  const bool src_by_value = kind == Kind::gather && gathers_by_address(p);
   if (kind == Kind::gather) {
     spec.operands.push_back({"out", p.dtype, true, false, false});
-    spec.operands.push_back({"src", p.dtype, false, false, true});
+    if (src_by_value) {
+      spec.operands.push_back({"srcp", DType::uint64, false, true, false});
+      name += "_a";
+    } else {
+      spec.operands.push_back({"src", p.dtype, false, false, true});
+    }
   } else if (kind == Kind::scatter) {
     spec.operands.push_back({"dst", p.dtype, true, false, true});
     spec.operands.push_back({"val", p.dtype, false, value_is_scalar, false});
@@ -111,7 +127,11 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
     spec.operands.push_back({"status", DType::uint64, false, true, false});
     name += "_chk";
   }
-  if (kind == Kind::gather) body += "out = src[off];\n";
+  if (kind == Kind::gather && src_by_value) {
+    body += std::string("out = reinterpret_cast<const ") + cuda_type_name(p.dtype) + "*>(v_srcp)[off];\n";
+  } else if (kind == Kind::gather) {
+    body += "out = src[off];\n";
+  }
   if (kind == Kind::scatter) body += "dst[off] = val;\n";
   if (kind == Kind::check) body += "(void)off; (void)anchor;\n";
   // The body reads the status scalar as v_status (a by-value parameter), not the body variable.
@@ -152,7 +172,7 @@ void launch(Kind kind, const GatherProblem& p, const Stream& stream) {
   const jit::ElementwiseSpec spec = index_kernel_spec(kind, p);
   const jit::ElementwiseLauncher& launcher = launcher_for(spec);
   LaunchArgs args;
-  std::size_t scalars = 1;
+  std::size_t scalars = 2;
   for (const IndexOperand& op : p.indices) scalars += 2 * op.axes.size();
   args.words.reserve(scalars);
   std::int64_t stride = 1;
@@ -163,7 +183,11 @@ void launch(Kind kind, const GatherProblem& p, const Stream& stream) {
   }
   if (kind == Kind::gather) {
     args.array(p.out, args.contiguous);
-    args.array(p.base, p.base_strides);
+    if (gathers_by_address(p)) {
+      args.scalar(static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(p.base)));
+    } else {
+      args.array(p.base, p.base_strides);
+    }
   } else if (kind == Kind::scatter) {
     args.array(p.base, p.base_strides);
     if (p.value_is_scalar) {

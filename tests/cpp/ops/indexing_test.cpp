@@ -239,8 +239,11 @@ TEST(IndexingKernels, GeneratedSourcesCompile) {
       for (backend::cuda::IndexKernel kind :
            {backend::cuda::IndexKernel::gather, backend::cuda::IndexKernel::scatter, backend::cuda::IndexKernel::check}) {
         for (bool scalar : {false, true}) {
-          if (scalar && kind != backend::cuda::IndexKernel::scatter) continue;
+          if (scalar && kind == backend::cuda::IndexKernel::check) continue;
           p.value_is_scalar = scalar;
+          // Gathers read the source through a strided pointer operand, or by address when every
+          // result axis comes from the indices.
+          p.base_strides = {0, scalar ? 0 : 4, 0};
           jit::ElementwiseSpec spec = backend::cuda::index_kernel_spec(kind, p);
           for (int layout = 0; layout < 3; ++layout) {
             if (layout == 1 && dt != DType::float32) continue;  // 32-bit index math: one element dtype
