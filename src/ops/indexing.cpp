@@ -37,6 +37,21 @@ class Status {
 #endif
     (void)device;
   }
+  Status(const Status&) = delete;
+  Status& operator=(const Status&) = delete;
+  // Work that was handed the words and never read (an error left the op early) could report a
+  // failure into the next op's read: wait for it and clear them.
+  ~Status() {
+#if defined(TESSEL_HAVE_CUDA)
+    if (cuda_ && pending_) {
+      try {
+        backend::cuda::read_status(lease_, stream_);
+        if (lease_.host[1] != 0) backend::cuda::clear_status(lease_, stream_);
+      } catch (...) {  // a failing device reports itself on the next call
+      }
+    }
+#endif
+  }
   // What the backends write (work that writes them is launched after this call).
   std::int64_t* words() {
     pending_ = true;
