@@ -53,6 +53,19 @@ struct GatherProblem {
   std::int64_t* status = nullptr;
 };
 
+// x[m] = value in place over x's (basic-indexed) view: the mask and the value broadcast over it.
+struct MaskedAssignProblem {
+  DType dtype = DType::float32;
+  std::vector<std::int64_t> shape;
+  void* x = nullptr;
+  std::vector<std::int64_t> x_strides;
+  const bool* mask = nullptr;
+  std::vector<std::int64_t> mask_strides;
+  const void* values = nullptr;  // null: the scalar below
+  std::vector<std::int64_t> value_strides;
+  alignas(16) unsigned char scalar[16] = {};
+};
+
 namespace cpu {
 void gather(const GatherProblem& problem);
 void scatter(const GatherProblem& problem);  // indices already checked
@@ -72,6 +85,9 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& pr
 void gather(const GatherProblem& problem, const Stream& stream);
 void scatter(const GatherProblem& problem, const Stream& stream);
 void check_indices(const GatherProblem& problem, const Stream& stream);
+jit::ElementwiseSpec masked_assign_spec(DType dtype, bool scalar_value);
+// One generated pass: x = m ? value : x (vector loads and stores when everything is contiguous).
+void masked_assign(const MaskedAssignProblem& problem, const Stream& stream);
 // One pass (CUB DeviceSelect::Flagged, a decoupled look-back scan); the count lands in status[0].
 void select_flagged(const void* in, std::int64_t itemsize, const bool* flags, std::int64_t n, void* out,
                     std::int64_t* status, const Stream& stream);

@@ -512,7 +512,10 @@ bool set_by_where(const Layout& layout, const Array* value, const Scalar* scalar
     }
     v = value->broadcast_to(with_one);
   } else {
-    v = full({}, *scalar, view.dtype(), view.device(), stream).broadcast_to(with_one);
+    // The CPU's where() takes the scalar as a 0-d array; CUDA passes it by value below.
+    v = (view.device().is_cpu() ? full({}, *scalar, view.dtype(), view.device(), stream)
+                                : empty({}, view.dtype(), view.device(), stream))
+            .broadcast_to(with_one);
   }
   // Back into the view's axes: drop the count axis, put the mask's axes (size 1) in its place.
   Shape v_shape = v.shape();
@@ -526,7 +529,33 @@ bool set_by_where(const Layout& layout, const Array* value, const Scalar* scalar
   m_shape.insert(m_shape.end(), a.mask_shape.begin(), a.mask_shape.end());
   m_shape.resize(static_cast<std::size_t>(view.ndim()), 1);
   const Array m = a.index.reshape(m_shape, stream).broadcast_to(view.shape());
-  where(m, v_view, view, view, stream);
+  if (view.device().is_cpu()) {
+    where(m, v_view, view, view, stream);
+    return true;
+  }
+#if defined(TESSEL_HAVE_CUDA)
+  // One generated pass, the scalar by value (no broadcast operand, so contiguous x and m get
+  // vector loads and stores).
+  backend::MaskedAssignProblem p;
+  p.dtype = view.dtype();
+  p.shape = view.shape();
+  p.x = view.data();
+  p.x_strides = view.strides();
+  p.mask = m.data_as<bool>();
+  p.mask_strides = m.strides();
+  if (value) {
+    p.values = v_view.data();
+    p.value_strides = v_view.strides();
+  } else {
+    scalar->store(view.dtype(), p.scalar);
+  }
+  if (view.size() == 0) return true;
+  use(view, stream);
+  use(m, stream);
+  if (value) use(v_view, stream);
+  backend::cuda::masked_assign(p, stream);
+  wrote(view, stream);
+#endif
   return true;
 }
 

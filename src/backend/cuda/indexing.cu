@@ -312,6 +312,31 @@ void clear_status(StatusLease& lease, const Stream& stream) {
 }
 
 void gather(const GatherProblem& problem, const Stream& stream) { launch(Kind::gather, problem, stream); }
+
+jit::ElementwiseSpec masked_assign_spec(DType dtype, bool scalar) {
+  jit::ElementwiseSpec spec;
+  spec.widen_half = false;  // elements move unchanged
+  spec.name = "tessel_masked_assign_" + dtype_tag(dtype) + (scalar ? "_scalar" : "");
+  spec.operands.push_back({"x", dtype, true, false, false});
+  spec.operands.push_back({"m", DType::bool_, false, false, false});
+  spec.operands.push_back({"val", dtype, false, scalar, false});
+  spec.body = "if (m) x = val;";
+  return spec;
+}
+
+void masked_assign(const MaskedAssignProblem& p, const Stream& stream) {
+  const bool scalar = p.values == nullptr;
+  const jit::ElementwiseLauncher& launcher = launcher_for(masked_assign_spec(p.dtype, scalar));
+  LaunchArgs args;
+  args.array(p.x, p.x_strides);
+  args.array(p.mask, p.mask_strides);
+  if (scalar) {
+    args.views.push_back({nullptr, nullptr, 0, p.scalar});
+  } else {
+    args.array(p.values, p.value_strides);
+  }
+  launcher.launch(p.shape, args.views.data(), args.views.size(), stream.device(), stream);
+}
 void scatter(const GatherProblem& problem, const Stream& stream) { launch(Kind::scatter, problem, stream); }
 void check_indices(const GatherProblem& problem, const Stream& stream) { launch(Kind::check, problem, stream); }
 

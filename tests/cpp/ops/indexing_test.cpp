@@ -244,7 +244,11 @@ TEST(IndexingKernels, GeneratedSourcesCompile) {
           // Gathers read the source through a strided pointer operand, or by address when every
           // result axis comes from the indices.
           p.base_strides = {0, scalar ? 0 : 4, 0};
-          jit::ElementwiseSpec spec = backend::cuda::index_kernel_spec(kind, p);
+          std::vector<jit::ElementwiseSpec> specs = {backend::cuda::index_kernel_spec(kind, p)};
+          if (kind == backend::cuda::IndexKernel::scatter && index_dtype == DType::int64) {
+            specs.push_back(backend::cuda::masked_assign_spec(dt, scalar));
+          }
+          for (jit::ElementwiseSpec& spec : specs)
           for (int layout = 0; layout < 3; ++layout) {
             if (layout == 1 && dt != DType::float32) continue;  // 32-bit index math: one element dtype
             spec.layout = layout == 0 ? jit::ElementwiseLayout::contiguous : jit::ElementwiseLayout::strided;
