@@ -3,6 +3,8 @@
 // arrays or nested lists) and the functions take, take_along_axis, put_along_axis, nonzero.
 #include "indexing.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <string>
 
 #include "tessel/ops/backend_entry_points.hpp"
@@ -54,9 +56,10 @@ IndexItem host_array_item(nb::handle h, const Array& x) {
   return array_item(to_array(arr, x.device()), x);
 }
 
+// A slice bound: None, or an integer clipped to the int64 range (as Python's slice.indices).
 std::optional<std::int64_t> optional_index(nb::handle h) {
   if (h.is_none()) return std::nullopt;
-  const Py_ssize_t v = PyNumber_AsSsize_t(h.ptr(), PyExc_IndexError);
+  const Py_ssize_t v = PyNumber_AsSsize_t(h.ptr(), nullptr);
   if (v == -1 && PyErr_Occurred()) throw nb::python_error();
   return static_cast<std::int64_t>(v);
 }
@@ -69,7 +72,9 @@ IndexItem index_item(nb::handle h, const Array& x) {
   if (PyLong_Check(o)) return IndexItem(nb::cast<std::int64_t>(h));
   if (PySlice_Check(o)) {
     const auto step = optional_index(h.attr("step"));
-    return IndexItem(Slice(optional_index(h.attr("start")), optional_index(h.attr("stop")), step ? *step : 1));
+    // -2^63 has no negation; Python's slice.indices clamps the step the same way.
+    const std::int64_t s = step ? std::max<std::int64_t>(*step, -std::numeric_limits<std::int64_t>::max()) : 1;
+    return IndexItem(Slice(optional_index(h.attr("start")), optional_index(h.attr("stop")), s));
   }
   if (h.is_none()) return IndexItem(newaxis);
   if (o == Py_Ellipsis) return IndexItem(ellipsis);
