@@ -576,7 +576,16 @@ void set_layout(Layout& layout, const Array* value_arg, const Scalar* scalar, co
   const Device device = x.device();
   Status status(device, stream);
   const bool ints = has_int_array(layout);
-  resolve_masks(layout, status, stream, op);
+  bool checked = false;
+  if (ints && check_bounds && has_mask(layout)) {
+    // The integer arrays' check is read with the first mask's count: one read.
+    const std::vector<std::size_t> slots = launch_int_checks(layout, status, stream, op);
+    resolve_masks(layout, status, stream, op);
+    raise_if_failed(status.read(), status, [&](std::size_t slot) { return layout_axis(layout, slots.at(slot)); }, op);
+    checked = true;
+  } else {
+    resolve_masks(layout, status, stream, op);
+  }
   Planned planned = plan(layout, op);
   backend::GatherProblem& p = planned.problem;
   if (value_arg) {
@@ -593,7 +602,7 @@ void set_layout(Layout& layout, const Array* value_arg, const Scalar* scalar, co
   }
   if (numel(planned.shape) == 0) return;
   for (const Advanced& a : layout.advanced) use(a.index, stream);
-  if (ints && check_bounds) {
+  if (ints && check_bounds && !checked) {
     // Check first (nothing is written when an index is out of range): one read.
     p.status = status.words();
     run_check(p, device, stream);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "backend/indexing.hpp"
@@ -155,9 +156,57 @@ void report(const GatherProblem& p, std::size_t slot, std::int64_t bad) {
   }
 }
 
+template <class I, class E>
+bool gather_1d_typed(const GatherProblem& p) {
+  const IndexOperand& op = p.indices[0];
+  const auto* idx = static_cast<const I*>(op.data);
+  const auto* base = static_cast<const E*>(p.base);
+  auto* out = static_cast<E*>(p.out);
+  const std::int64_t n = p.shape[0], istride = op.strides[0], size = op.axes[0].size, stride = op.axes[0].stride;
+  std::atomic<bool> failed{false};
+#pragma omp parallel for schedule(static) if (n >= parallel_threshold)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const I raw = idx[i * istride];
+    std::int64_t j = static_cast<std::int64_t>(raw);
+    if constexpr (std::is_signed_v<I>) {
+      if (j < 0) j += size;
+    }
+    if (j < 0 || j >= size) {  // a uint64 above 2^63 is negative here
+      if (!failed.exchange(true)) report(p, 0, static_cast<std::int64_t>(raw));
+      continue;
+    }
+    out[i] = base[j * stride];
+  }
+  return true;
+}
+
+// x[idx] along one axis into a 1-d result (take of a 1-d array, x[idx] with one index array and
+// no other axes): one typed loop instead of the general walk.
+bool gather_1d(const GatherProblem& p) {
+  if (p.indices.size() != 1 || p.indices[0].from_mask || p.shape.size() != 1 || p.base_strides[0] != 0) return false;
+  const std::int64_t width = itemsize(p.dtype);
+  auto by_width = [&](auto index_tag) {
+    using I = decltype(index_tag);
+    switch (width) {
+      case 1: return gather_1d_typed<I, std::uint8_t>(p);
+      case 2: return gather_1d_typed<I, std::uint16_t>(p);
+      case 4: return gather_1d_typed<I, std::uint32_t>(p);
+      case 8: return gather_1d_typed<I, std::uint64_t>(p);
+      default: return false;
+    }
+  };
+  switch (p.indices[0].dtype) {
+    case DType::int32: return by_width(std::int32_t{});
+    case DType::int64: return by_width(std::int64_t{});
+    case DType::uint64: return by_width(std::uint64_t{});
+    default: return false;
+  }
+}
+
 }  // namespace
 
 void gather(const GatherProblem& p) {
+  if (gather_1d(p)) return;
   const std::int64_t width = itemsize(p.dtype);
   const auto* base = static_cast<const unsigned char*>(p.base);
   auto* out = static_cast<unsigned char*>(p.out);
