@@ -19,10 +19,10 @@
 // index was in range before it returns; both come back to the host in one read (one stream
 // synchronize): the count of the one-pass mask compaction and the device-side bounds flag of the
 // gather land in the same page-locked status words. Expressions with several boolean arrays read
-// once per boolean array. setitem with integer arrays checks the indices first (one read), then
-// scatters; setitem with a single boolean array and a value that does not depend on the count
-// (a scalar, or an array broadcast along the other axes) needs no read at all (one fused pass).
-// Basic indexing and take_along_axis with a checked=false internal call never synchronize.
+// once per boolean array. setitem with integer arrays checks the indices first (read with the
+// mask's count when there is one), then scatters; setitem with a single boolean array and a value
+// that does not depend on the count (a scalar, or an array broadcast along the other axes) needs
+// no read at all (one fused pass). Basic indexing never synchronizes.
 #include <cstdint>
 #include <optional>
 #include <vector>
