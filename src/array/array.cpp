@@ -200,7 +200,7 @@ Array Array::as_strided(const Shape& shape, const Strides& strides, std::int64_t
   return Array(storage_, shape, strides, offset, dtype_);
 }
 
-IndexItem::IndexItem(const Array& array) : value_(std::make_shared<const Array>(array)) {}
+IndexItem::IndexItem(const Array& array) : value_(Ellipsis{}), array_(std::make_shared<const Array>(array)) {}
 
 Array Array::index(const std::vector<IndexItem>& items) const {
   // Count the axes consumed by integers and slices, and find the ellipsis.

@@ -60,22 +60,22 @@ class Array;
 // tessel/ops/indexing.hpp; Array::index takes the basic entries only).
 class IndexItem {
  public:
-  using Value = std::variant<std::int64_t, Slice, NewAxis, Ellipsis, std::shared_ptr<const Array>>;
+  using Value = std::variant<std::int64_t, Slice, NewAxis, Ellipsis>;
   template <class T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
   IndexItem(T index) : value_(static_cast<std::int64_t>(index)) {}  // NOLINT: implicit
   IndexItem(Slice slice) : value_(slice) {}                        // NOLINT
   IndexItem(NewAxis) : value_(NewAxis{}) {}                        // NOLINT
   IndexItem(Ellipsis) : value_(Ellipsis{}) {}                      // NOLINT
   IndexItem(const Array& array);                                   // NOLINT
+  // The basic entry; meaningless when array() is set (check that first).
   const Value& value() const { return value_; }
   // The index array, or nullptr for a basic entry.
-  const Array* array() const {
-    const auto* a = std::get_if<std::shared_ptr<const Array>>(&value_);
-    return a ? a->get() : nullptr;
-  }
+  const Array* array() const { return array_.get(); }
 
  private:
   Value value_;
+  // Kept beside the variant rather than in it: the variant of trivial types stays trivial.
+  std::shared_ptr<const Array> array_;
 };
 
 namespace detail {
