@@ -616,6 +616,30 @@ def w_linalg(libs, timer, quick):
     return out
 
 
+def w_indexing(libs, timer, quick):
+    """x[m], x[idx] and x[m] = scalar from bench/peers/python_indexing.py (its own alternating
+    rounds of tessel, PyTorch and CuPy; that script also records the bounds-check cost)."""
+    out = []
+    if not libs.has("tessel"):
+        return [skipped("indexing", "x[m], x[idx], x[m] = s", "tessel", "tessel is not importable")]
+    sys.path.insert(0, os.path.join(HERE, "peers"))
+    try:
+        import python_indexing
+        r = python_indexing.measure(quick)
+    except Exception as e:
+        return [Result("indexing", "x[m], x[idx], x[m] = s", "tessel", "crashed", note=f"{type(e).__name__}: {e}"[:160])]
+    n, k = r["n"], r["indices"]
+    variants = {"mask_select": (f"x[m] {n:.0e} float32, half true", r["mask_select"]["bytes"]),
+                "gather": (f"x[idx] {n:.0e} float32, {k:.0e} int64", k * (8 + 4 + 4)),
+                "mask_set_scalar": (f"x[m] = s {n:.0e} float32", n * (1 + 4 + 4))}
+    for name, t in r["ms"].items():
+        case, lib = name.split("/")
+        if case in variants:
+            variant, bytes_ = variants[case]
+            out.append(Result(case, variant, lib, "ok", t, bytes_ / t / 1e6, "GB/s", bytes_=bytes_))
+    return out
+
+
 WORKLOADS = {
     "tiny_add": w_tiny_add,
     "vector_add": w_vector_add,
@@ -627,6 +651,7 @@ WORKLOADS = {
     "particles": w_particles,
     "set_ops": w_set_ops,
     "linalg": w_linalg,
+    "indexing": w_indexing,
 }
 
 

@@ -31,6 +31,7 @@
 #include "tessel/ops/elementwise.hpp"
 #include "tessel/ops/fft.hpp"
 #include "tessel/ops/fuse.hpp"
+#include "tessel/ops/indexing.hpp"
 #include "tessel/ops/random.hpp"
 #include "tessel/ops/reduce.hpp"
 #include "tessel/ops/set_ops.hpp"

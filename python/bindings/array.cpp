@@ -1,9 +1,12 @@
-// Array layer: the Array class (a thin nb::class_ over tessel::Array), basic indexing, host
+// Array layer: the Array class (a thin nb::class_ over tessel::Array), indexing (keys in indexing.cpp), host
 // conversion, creation, manipulation, reductions and sorting.
+#include <algorithm>
 #include <string>
 
 #include "common.hpp"
+#include "indexing.hpp"
 #include "tessel/ops/cast.hpp"
+#include "tessel/ops/indexing.hpp"
 
 namespace tessel::python {
 namespace {
@@ -12,50 +15,6 @@ nb::tuple to_tuple(const std::vector<std::int64_t>& v) {
   nb::list l;
   for (auto x : v) l.append(x);
   return nb::tuple(l);
-}
-
-std::optional<std::int64_t> optional_index(nb::handle h) {
-  if (h.is_none()) return std::nullopt;
-  const Py_ssize_t v = PyNumber_AsSsize_t(h.ptr(), PyExc_IndexError);
-  if (v == -1 && PyErr_Occurred()) throw nb::python_error();
-  return static_cast<std::int64_t>(v);
-}
-
-[[noreturn]] void unsupported_index(nb::handle key) {
-  throw tessel::IndexError("Array.__getitem__: only basic indexing (integers, slices, None, Ellipsis) is supported; "
-                           "boolean and integer array indices are not, got " +
-                           nb::cast<std::string>(nb::repr(key)));
-}
-
-IndexItem index_item(nb::handle h, nb::handle key) {
-  PyObject* o = h.ptr();
-  if (PyBool_Check(o)) unsupported_index(key);
-  if (PyLong_Check(o)) return IndexItem(static_cast<std::int64_t>(nb::cast<std::int64_t>(h)));
-  if (PySlice_Check(o)) {
-    const auto step = optional_index(h.attr("step"));
-    return IndexItem(Slice(optional_index(h.attr("start")), optional_index(h.attr("stop")), step ? *step : 1));
-  }
-  if (h.is_none()) return IndexItem(newaxis);
-  if (o == Py_Ellipsis) return IndexItem(ellipsis);
-  if (is_array(h)) {
-    const Array& a = as_array(h);
-    if (a.ndim() == 0 && is_integer(a.dtype())) return IndexItem(a.item<std::int64_t>());
-    unsupported_index(key);
-  }
-  if (PyIndex_Check(o) && !nb::hasattr(h, "shape")) {  // NumPy integer scalars
-    return IndexItem(static_cast<std::int64_t>(PyNumber_AsSsize_t(o, PyExc_IndexError)));
-  }
-  unsupported_index(key);
-}
-
-std::vector<IndexItem> index_items(nb::handle key) {
-  std::vector<IndexItem> items;
-  if (PyTuple_Check(key.ptr())) {
-    for (nb::handle h : key) items.push_back(index_item(h, key));
-  } else {
-    items.push_back(index_item(key, key));
-  }
-  return items;
 }
 
 // A Python scalar of the array's single element.
@@ -158,15 +117,24 @@ void register_array(nb::module_& m) {
         if (a.ndim() == 0) throw nb::type_error("len() of a 0-d array");
         return a.shape()[0];
       })
-      .def("__getitem__", [](const Array& a, nb::handle key) { return a.index(index_items(key)); }, "key"_a.none())
+      .def("__getitem__", [](const Array& a, nb::handle key) {
+        const std::vector<IndexItem> items = index_items(key, a);
+        const bool basic = std::none_of(items.begin(), items.end(), [](const IndexItem& i) { return i.array() != nullptr; });
+        if (basic) return a.index(items);
+        nb::gil_scoped_release release;  // advanced indexing may wait for the device (one read)
+        return getitem(a, items);
+      }, "key"_a.none())
       .def("__setitem__", [](const Array& a, nb::handle key, nb::handle value) {
         check_writable(a, "Array.__setitem__");
-        Array view = a.index(index_items(key));
+        const std::vector<IndexItem> items = index_items(key, a);
         Scalar s;
         if (to_scalar(value, s)) {
-          fill(view, s);
+          nb::gil_scoped_release release;
+          setitem(a, items, s);
         } else {
-          copyto(view, to_array(value, a.device()));
+          const Array v = to_array(value, a.device());
+          nb::gil_scoped_release release;
+          setitem(a, items, v);
         }
       }, "key"_a.none(), "value"_a)
       .def("item", &item_object)

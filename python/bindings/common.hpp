@@ -34,6 +34,7 @@ void register_pipeline(nb::module_& m);  // Pipeline, PipelineReport, Graph (ts.
 void register_sim(nb::module_& m);       // ts.sim: Particles (submodule _sim)
 void register_set_ops(nb::module_& m);   // unique_all, isin, repeat (primitives of the namespace functions)
 void register_profile(nb::module_& m);   // op ranges, profile sessions, checked mode (ts.profile)
+void register_indexing(nb::module_& m);  // take, take_along_axis, put_along_axis, nonzero
 
 // The Array class object, created by register_array; later layers add methods to it.
 nb::class_<Array>& array_class();

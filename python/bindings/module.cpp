@@ -19,4 +19,5 @@ NB_MODULE(_tessel, m) {
   register_sim(m);
   register_set_ops(m);
   register_profile(m);
+  register_indexing(m);
 }

@@ -344,7 +344,17 @@ void register_ops(nb::module_& m) {
   "Per-call microseconds of launching an empty kernel from C++ (host time): the floor of a tiny op.");
 
   // ---- where and clip ----
+  // The default of x1 and x2: a private object, so that where(condition) can be told apart.
+  static nb::object* where_missing = new nb::object(nb::steal(PyObject_CallNoArgs(reinterpret_cast<PyObject*>(&PyBaseObject_Type))));
   m.def("where", [](nb::handle cond, nb::handle x1, nb::handle x2) -> nb::object {
+    if (x1.is(*where_missing) || x2.is(*where_missing)) {
+      // NumPy's one-argument where(condition) is nonzero(condition).
+      if (!x1.is(*where_missing) || !x2.is(*where_missing)) {
+        throw nb::type_error("where: give both x1 and x2, or neither (where(condition) is nonzero(condition))");
+      }
+      static nb::object* nonzero_fn = new nb::object(nb::module_::import_("tessel._tessel").attr("nonzero"));
+      return (*nonzero_fn)(cond);
+    }
     if (is_sym(cond) || is_sym(x1) || is_sym(x2)) {
       return nb::cast(Sym::apply(ElementwiseOp::where, {to_sym(cond), to_sym(x1), to_sym(x2)}));
     }
@@ -362,7 +372,7 @@ void register_ops(nb::module_& m) {
       return to_array(h, c.device());
     };
     return nb::cast(where(c, operand(x1, x2), operand(x2, x1)));
-  }, "condition"_a, "x1"_a, "x2"_a);
+  }, "condition"_a, "x1"_a = *where_missing, "x2"_a = *where_missing);
   m.def("clip", [](const Array& x, nb::handle min, nb::handle max) {
     Scalar lo, hi;
     const bool lo_scalar = min.is_none() || to_scalar(min, lo);

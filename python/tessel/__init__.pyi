@@ -146,9 +146,9 @@ class Array:
         tessel's and return tessel arrays; one tessel lacks raises TypeError naming it (never a
         silent copy to the host)."""
     def __getitem__(self, key: Any) -> Array:
-        """Basic indexing (integers, slices, None, ...): a view."""
+        """NumPy's indexing: integers, slices, None and ... give a view; integer arrays, boolean masks and lists of them give a copy (one device read on CUDA: the mask's count and the bounds flag)."""
     def __setitem__(self, key: Any, value: ArrayLike) -> None:
-        """Writes value (broadcast and cast) into the selected view."""
+        """Writes value (broadcast and cast) into the selected elements; integer-array keys are checked before anything is written."""
     def __len__(self) -> int:
         """The size of the first axis."""
     def __bool__(self) -> bool: ...
@@ -457,8 +457,12 @@ def hypot(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Ar
     """sqrt(x1**2 + x2**2) without intermediate overflow; +inf where either is infinite, even with NaN."""
 def logaddexp(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
     """log(exp(x1) + exp(x2)) without overflow."""
+@overload
 def where(condition: ArrayLike, x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """x1 where condition is true, else x2, all three broadcast; Python scalars take the other operand's dtype."""
+@overload
+def where(condition: ArrayLike, /) -> Tuple[Array, ...]:
+    """NumPy's one-argument form: nonzero(condition)."""
 def clip(x: Array, /, min: Optional[ArrayLike] = None, max: Optional[ArrayLike] = None) -> Array:
     """x limited to [min, max]; NaN propagates, as NumPy. Either bound may be None."""
 # creation
@@ -596,7 +600,7 @@ def searchsorted(x1: Array, x2: Union[Array, Scalar], /, *, side: Literal['left'
     ('left' or 'right'). With sorter, the indices that sort x1, x1 is sorted on the device
     instead (a stable sort gives the values of x1[sorter])."""
 def nonzero(x: Array, /) -> Tuple[Array, ...]:
-    """Indices of the nonzero elements, one int64 array per axis (one device-to-host copy: the size depends on the data)."""
+    """Indices of the nonzero elements, one int64 array per axis, in C order (one compaction pass; on CUDA one read of its count)."""
 def unique_values(x: Array, /) -> Array:
     """The sorted unique values of the flattened array. NaNs are distinct; -0.0 and +0.0 are one
     value. Radix sort and a scan on the device; the number of values is read back (one
@@ -652,7 +656,11 @@ def moveaxis(x: Array, source: Union[int, Tuple[int, ...]], destination: Union[i
 def unstack(x: Array, /, *, axis: int = 0) -> Tuple[Array, ...]:
     """Views of x's slices along axis, as a tuple."""
 def take(x: Array, indices: Array, /, *, axis: Optional[int] = None) -> Array:
-    """Not implemented yet."""
+    """Elements of x at integer ``indices`` along ``axis`` (x flattened when None); IndexError names the axis and its size for an index out of range."""
+def take_along_axis(x: Array, indices: Array, /, *, axis: Optional[int] = -1) -> Array:
+    """out[..., j, ...] = x[..., indices[..., j, ...], ...] along axis; indices has x's rank and broadcasts against it on the other axes."""
+def put_along_axis(arr: Array, indices: Array, values: ArrayLike, axis: Optional[int]) -> None:
+    """NumPy's put_along_axis, in place: arr[..., indices[..., j, ...], ...] = values[..., j, ...] along axis (indices checked first)."""
 # devices, streams, kernels
 def cuda_available() -> bool:
     """Whether CUDA can be used (a GPU, a driver and a CUDA build)."""

@@ -12,8 +12,8 @@ from ._tessel import Array, Device
 __all__ = [
     "asarray", "from_dlpack", "arange", "linspace", "meshgrid", "tril", "triu",
     "result_type", "finfo", "iinfo", "isdtype", "astype",
-    "sort", "argsort", "nonzero",
-    "flip", "roll", "moveaxis", "broadcast_arrays", "unstack", "take",
+    "sort", "argsort",
+    "flip", "roll", "moveaxis", "broadcast_arrays", "unstack",
     "to_numpy",
 ]
 
@@ -280,14 +280,6 @@ def argsort(x, /, *, axis=-1, descending=False, stable=True):
     return _tessel._argsort(x, axis)
 
 
-def nonzero(x, /):
-    """Indices of the nonzero elements, one int64 array per axis. Data-dependent output size:
-    computed on the host (one device -> host copy)."""
-    if x.ndim == 0:
-        raise ValueError("nonzero: 0-d arrays are not supported (Array API)")
-    np = _numpy()
-    host = x.__array__()
-    return tuple(asarray(np.ascontiguousarray(i.astype("int64")), device=x.device) for i in np.nonzero(host))
 
 
 # ---- manipulation ----
@@ -357,8 +349,6 @@ def unstack(x, /, *, axis=0):
     return tuple(x[(slice(None),) * axis + (i,)] for i in range(x.shape[axis]))
 
 
-def take(x, indices, /, *, axis=None):
-    raise NotImplementedError("tessel.take: integer array indexing is not implemented yet")
 
 
 # ---- inspection ----
@@ -380,7 +370,7 @@ class _Info:
     """What __array_namespace_info__() returns (Array API inspection utilities)."""
 
     def capabilities(self):
-        return {"boolean indexing": _boolean_indexing(), "data-dependent shapes": True, "max dimensions": 64}
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 64}
 
     def extensions(self):
         """The Array API extensions tessel provides (not a standard inspection function: the
@@ -409,21 +399,6 @@ class _Info:
         if _tessel.cuda_available():
             devices += [Device(f"cuda:{i}") for i in range(_tessel.device_count())]
         return tuple(devices)
-
-
-_boolean_indexing_supported = None
-
-
-def _boolean_indexing():
-    """Whether x[mask] works (probed once, on the CPU)."""
-    global _boolean_indexing_supported
-    if _boolean_indexing_supported is None:
-        try:
-            x = asarray([1, 2], device="cpu")
-            _boolean_indexing_supported = x[asarray([True, False], device="cpu")].shape == (1,)
-        except Exception:
-            _boolean_indexing_supported = False
-    return _boolean_indexing_supported
 
 
 def __array_namespace_info__():

@@ -200,11 +200,17 @@ Array Array::as_strided(const Shape& shape, const Strides& strides, std::int64_t
   return Array(storage_, shape, strides, offset, dtype_);
 }
 
+IndexItem::IndexItem(const Array& array) : value_(Ellipsis{}), array_(std::make_shared<const Array>(array)) {}
+
 Array Array::index(const std::vector<IndexItem>& items) const {
   // Count the axes consumed by integers and slices, and find the ellipsis.
   std::int64_t consumed = 0;
   std::int64_t ellipses = 0;
   for (const IndexItem& item : items) {
+    if (item.array() != nullptr) {
+      throw IndexError("index: integer and boolean array indices copy the selected elements; use tessel::getitem "
+                       "(tessel/ops/indexing.hpp) for them");
+    }
     if (std::holds_alternative<std::int64_t>(item.value()) || std::holds_alternative<Slice>(item.value())) ++consumed;
     if (std::holds_alternative<Ellipsis>(item.value())) ++ellipses;
   }

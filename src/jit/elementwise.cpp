@@ -44,9 +44,10 @@ void validate(const ElementwiseSpec& spec) {
       throw ValueError(where + ": operand name '" + op.name + "' is reserved by the generated kernel");
     }
     if (op.is_output && op.is_scalar) throw ValueError(where + ": output '" + op.name + "' cannot be a scalar");
-    outputs += op.is_output ? 1 : 0;
+    if (op.is_pointer && op.is_scalar) throw ValueError(where + ": pointer operand '" + op.name + "' cannot be a scalar");
+    outputs += op.is_output || op.is_pointer ? 1 : 0;
   }
-  if (outputs == 0) throw ValueError(where + ": needs at least one output");
+  if (outputs == 0) throw ValueError(where + ": needs at least one output or pointer operand");
   if (spec.layout == ElementwiseLayout::strided && (spec.rank < 1 || spec.rank > kMaxElementwiseRank)) {
     throw ValueError(where + ": rank " + std::to_string(spec.rank) + " outside [1, " +
                      std::to_string(kMaxElementwiseRank) + "]");
@@ -106,13 +107,17 @@ std::atomic<std::uint64_t>& current_tuning() {
 
 // The statements for one element: declare variables, run the body, store outputs. `load(op)` and
 // `place(op)` give the expressions that read / name the operand's memory.
-template <class Load, class Place>
+// `address(op)` gives the address of a pointer operand's element.
+template <class Load, class Place, class Address>
 void emit_element(std::ostringstream& s, const ElementwiseSpec& spec, const std::string& indent, Load load,
-                  Place place) {
+                  Place place, Address address) {
   const auto read = [&](const std::string& raw) { return spec.widen_half ? "tessel::widen(" + raw + ")" : raw; };
   for (const auto& op : spec.operands) {
     const std::string type = var_type(op.dtype, spec.widen_half);
-    if (!op.is_output) {
+    if (op.is_pointer) {
+      s << indent << (op.is_output ? "" : "const ") << cuda_type_name(op.dtype) << "* const " << op.name << " = "
+        << address(op) << ";\n";
+    } else if (!op.is_output) {
       s << indent << type << " " << op.name << " = " << read(op.is_scalar ? "v_" + op.name : load(op)) << ";\n";
     } else if (body_reads(spec.body, op.name)) {
       s << indent << type << " " << op.name << " = " << read(load(op)) << ";\n";
@@ -122,7 +127,9 @@ void emit_element(std::ostringstream& s, const ElementwiseSpec& spec, const std:
   }
   s << indent << "{\n" << indent << "  " << spec.body << "\n" << indent << "}\n";
   for (const auto& op : spec.operands) {
-    if (op.is_output) s << indent << place(op) << " = tessel::cast<" << cuda_type_name(op.dtype) << ">(" << op.name << ");\n";
+    if (op.is_output && !op.is_pointer) {
+      s << indent << place(op) << " = tessel::cast<" << cuda_type_name(op.dtype) << ">(" << op.name << ");\n";
+    }
   }
 }
 
@@ -162,7 +169,7 @@ bool body_reads(const std::string& body, const std::string& name) {
 int vector_width(const ElementwiseSpec& spec) {
   std::int64_t widest = 1;
   for (const auto& op : spec.operands) {
-    if (!op.is_scalar) widest = std::max(widest, itemsize(op.dtype));
+    if (!op.is_scalar && !op.is_pointer) widest = std::max(widest, itemsize(op.dtype));
   }
   return static_cast<int>(std::max<std::int64_t>(1, 16 / widest));
 }
@@ -227,7 +234,7 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
         // contiguous for each u) before computing: several independent 16-byte loads in flight.
         s << "    for (; v + " << (u_count - 1) << " * step < nvec; v += " << u_count << " * step) {\n";
         for (const auto& op : spec.operands) {
-          if (op.is_scalar) continue;
+          if (op.is_scalar || op.is_pointer) continue;
           const bool load = !op.is_output || body_reads(spec.body, op.name);
           s << "      tessel::vec<" << cuda_type_name(op.dtype) << ", " << vec << "> x_" << op.name << "[" << u_count << "];\n";
           if (load) {
@@ -242,11 +249,14 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
         s << "        for (int k = 0; k < " << vec << "; ++k) {\n";
         emit_element(
             s, spec, "          ", [](const ElementwiseOperand& op) { return "x_" + op.name + "[u].v[k]"; },
-            [](const ElementwiseOperand& op) { return "x_" + op.name + "[u].v[k]"; });
+            [](const ElementwiseOperand& op) { return "x_" + op.name + "[u].v[k]"; },
+            [&](const ElementwiseOperand& op) {
+              return "p_" + op.name + " + (v + u * step) * " + std::to_string(vec) + " + k";
+            });
         s << "        }\n";
         s << "      }\n";
         for (const auto& op : spec.operands) {
-          if (!op.is_output) continue;
+          if (!op.is_output || op.is_pointer) continue;
           s << "#pragma unroll\n";
           s << "      for (int u = 0; u < " << u_count << "; ++u) tessel::store_vec<" << vec << ">(p_" << op.name
             << " + (v + u * step) * " << vec << ", x_" << op.name << "[u]);\n";
@@ -255,7 +265,7 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
       }
       s << "    for (; v < nvec; v += step) {\n";
       for (const auto& op : spec.operands) {
-        if (op.is_scalar) continue;
+        if (op.is_scalar || op.is_pointer) continue;
         const bool load = !op.is_output || body_reads(spec.body, op.name);
         s << "      tessel::vec<" << cuda_type_name(op.dtype) << ", " << vec << "> x_" << op.name;
         if (load) s << " = tessel::load_vec<" << vec << ">(p_" << op.name << " + v * " << vec << ")";
@@ -265,10 +275,11 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
       s << "      for (int k = 0; k < " << vec << "; ++k) {\n";
       emit_element(
           s, spec, "        ", [](const ElementwiseOperand& op) { return "x_" + op.name + ".v[k]"; },
-          [](const ElementwiseOperand& op) { return "x_" + op.name + ".v[k]"; });
+          [](const ElementwiseOperand& op) { return "x_" + op.name + ".v[k]"; },
+          [&](const ElementwiseOperand& op) { return "p_" + op.name + " + v * " + std::to_string(vec) + " + k"; });
       s << "      }\n";
       for (const auto& op : spec.operands) {
-        if (op.is_output) s << "      tessel::store_vec<" << vec << ">(p_" << op.name << " + v * " << vec << ", x_" << op.name << ");\n";
+        if (op.is_output && !op.is_pointer) s << "      tessel::store_vec<" << vec << ">(p_" << op.name << " + v * " << vec << ", x_" << op.name << ");\n";
       }
       s << "    }\n";
       s << "    done = nvec * " << vec << ";\n";
@@ -279,7 +290,8 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
     s << "  for (index_t i = done + start; i < count; i += step) {\n";
     emit_element(
         s, spec, "    ", [](const ElementwiseOperand& op) { return "p_" + op.name + "[i]"; },
-        [](const ElementwiseOperand& op) { return "p_" + op.name + "[i]"; });
+        [](const ElementwiseOperand& op) { return "p_" + op.name + "[i]"; },
+        [](const ElementwiseOperand& op) { return "p_" + op.name + " + i"; });
     s << "  }\n";
   } else {
     const int r = spec.rank;
@@ -305,7 +317,8 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
     }
     emit_element(
         s, spec, "    ", [](const ElementwiseOperand& op) { return "p_" + op.name + "[o_" + op.name + "]"; },
-        [](const ElementwiseOperand& op) { return "p_" + op.name + "[o_" + op.name + "]"; });
+        [](const ElementwiseOperand& op) { return "p_" + op.name + "[o_" + op.name + "]"; },
+        [](const ElementwiseOperand& op) { return "p_" + op.name + " + o_" + op.name; });
     s << "  }\n";
   }
   s << "}\n";

@@ -190,7 +190,7 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
   const ElementwiseTuning tuning = elementwise_tuning();
   if (contiguous) {
     for (std::size_t i = 0; i < count; ++i) {
-      if (spec.operands[i].is_scalar) continue;
+      if (spec.operands[i].is_scalar || spec.operands[i].is_pointer) continue;
       const auto bytes = static_cast<std::uintptr_t>(vec_ * itemsize(spec.operands[i].dtype));
       if (reinterpret_cast<std::uintptr_t>(args[i].data) % bytes != 0) aligned = 0;
     }

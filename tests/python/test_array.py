@@ -93,10 +93,8 @@ def test_basic_indexing_views(device, rng):
         x[4]
     with pytest.raises(IndexError):
         x[0, 0, 0, 0]
-    with pytest.raises(IndexError, match="boolean and integer array"):
-        x[ts.asarray([True, False, True, True], device=device)]
-    with pytest.raises(IndexError):
-        x[[0, 1]]
+    with pytest.raises(IndexError, match=r"boolean index of shape \(3,\)"):
+        x[ts.asarray([True, False, True], device=device)]  # x has 4 rows (more in tests/python/test_indexing.py)
 
 
 def test_setitem(device):

@@ -54,18 +54,28 @@ struct Ellipsis {};
 inline constexpr NewAxis newaxis{};
 inline constexpr Ellipsis ellipsis{};
 
-// One entry of an index expression: an integer, a Slice, newaxis or ellipsis.
+class Array;
+// One entry of an index expression: an integer, a Slice, newaxis, ellipsis, or an array of
+// integers or bools (advanced indexing, which copies: tessel::getitem / setitem in
+// tessel/ops/indexing.hpp; Array::index takes the basic entries only).
 class IndexItem {
  public:
+  using Value = std::variant<std::int64_t, Slice, NewAxis, Ellipsis>;
   template <class T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
   IndexItem(T index) : value_(static_cast<std::int64_t>(index)) {}  // NOLINT: implicit
   IndexItem(Slice slice) : value_(slice) {}                        // NOLINT
   IndexItem(NewAxis) : value_(NewAxis{}) {}                        // NOLINT
   IndexItem(Ellipsis) : value_(Ellipsis{}) {}                      // NOLINT
-  const std::variant<std::int64_t, Slice, NewAxis, Ellipsis>& value() const { return value_; }
+  IndexItem(const Array& array);                                   // NOLINT
+  // The basic entry; meaningless when array() is set (check that first).
+  const Value& value() const { return value_; }
+  // The index array, or nullptr for a basic entry.
+  const Array* array() const { return array_.get(); }
 
  private:
-  std::variant<std::int64_t, Slice, NewAxis, Ellipsis> value_;
+  Value value_;
+  // Kept beside the variant rather than in it: the variant of trivial types stays trivial.
+  std::shared_ptr<const Array> array_;
 };
 
 namespace detail {
@@ -144,7 +154,8 @@ class Array {
 
   // ---- views (no copy) ----
   // NumPy basic indexing: integers, slices, newaxis and one ellipsis; missing trailing axes
-  // are taken whole. IndexError names the axis, the index and the size.
+  // are taken whole. IndexError names the axis, the index and the size. Index arrays
+  // (advanced indexing) are tessel::getitem's (IndexError here).
   Array index(const std::vector<IndexItem>& items) const;
   Array index(std::initializer_list<IndexItem> items) const { return index(std::vector<IndexItem>(items)); }
   Array operator[](std::int64_t i) const { return index({i}); }

@@ -26,6 +26,11 @@ struct ElementwiseOperand {
   DType dtype = DType::float32;
   bool is_output = false;
   bool is_scalar = false;  // a by-value kernel parameter (inputs only)
+  // An array operand the body sees as a pointer to this element's place (`T* name`, `const T*`
+  // for inputs) instead of a value: nothing is loaded or stored for it, the body indexes from it.
+  // Gathers and scatters reach their data this way (the element offset of the sliced axes comes
+  // from the operand's strides, the offset along indexed axes from the body).
+  bool is_pointer = false;
 };
 
 enum class ElementwiseLayout : std::uint8_t { contiguous, strided };

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "tessel/array/array.hpp"
 #include "tessel/core/stream.hpp"
@@ -44,5 +46,15 @@ class CufftC2C {
 void cub_sort_pairs_int32(void* temp, std::size_t& temp_bytes, const std::int32_t* keys_in, std::int32_t* keys_out,
                           const std::int64_t* values_in, std::int64_t* values_out, std::int64_t n,
                           const Stream& stream);
+
+// ---- indexing: take without the bounds check ----
+// take(x, indices, axis) with no bounds check and no read-back (an out-of-range index is
+// undefined behaviour), for the benchmark that measures what the check costs.
+Array take_unchecked(const Array& x, const Array& indices, std::optional<std::int64_t> axis,
+                     const OptionalStream& stream = std::nullopt);
+// x[items] = value with integer index arrays, without the check that runs before the scatter
+// (and its read-back): the benchmark's other side of that check's cost.
+void setitem_unchecked(const Array& x, const std::vector<IndexItem>& items, Scalar value,
+                       const OptionalStream& stream = std::nullopt);
 
 }  // namespace tessel::internal
