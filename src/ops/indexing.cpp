@@ -14,7 +14,7 @@
 #include "backend/indexing.hpp"
 #include "ops/op_stream.hpp"
 #include "tessel/core/error.hpp"
-#include "tessel/core/profile_range.hpp"
+#include "tessel/profile/range.hpp"
 #include "tessel/memory/capture.hpp"
 #include "tessel/ops/backend_entry_points.hpp"
 #include "tessel/ops/cast.hpp"
@@ -731,7 +731,7 @@ Array getitem(const Array& x, const std::vector<IndexItem>& items, const Optiona
   const char* op = "getitem";
   Layout layout = lay_out(x, items, op);
   if (layout.basic_only) return layout.view;
-  TESSEL_OP_RANGE("getitem");
+  TESSEL_RANGE("getitem");
   const Stream stream = detail::op_stream(x, stream_arg, op);
   if (layout.advanced.size() == 1 && layout.advanced[0].mask && layout.advanced[0].first_dim == 0 &&
       layout.advanced[0].ndim == layout.view.ndim()) {
@@ -744,7 +744,7 @@ void setitem(const Array& x, const std::vector<IndexItem>& items, const Array& v
   const char* op = "setitem";
   check_writable(x, op);
   Layout layout = lay_out(x, items, op);
-  TESSEL_OP_RANGE("setitem");
+  TESSEL_RANGE("setitem");
   const Stream stream = detail::op_stream(x, stream_arg, op);
   set_layout(layout, &value, nullptr, stream, op);
 }
@@ -753,7 +753,7 @@ void setitem(const Array& x, const std::vector<IndexItem>& items, Scalar value, 
   const char* op = "setitem";
   check_writable(x, op);
   Layout layout = lay_out(x, items, op);
-  TESSEL_OP_RANGE("setitem");
+  TESSEL_RANGE("setitem");
   const Stream stream = detail::op_stream(x, stream_arg, op);
   set_layout(layout, nullptr, &value, stream, op);
 }
@@ -775,13 +775,13 @@ Array take_impl(const Array& x_arg, const Array& indices, std::optional<std::int
 }  // namespace
 
 Array take(const Array& x, const Array& indices, std::optional<std::int64_t> axis, const OptionalStream& stream) {
-  TESSEL_OP_RANGE("take");
+  TESSEL_RANGE("take");
   return take_impl(x, indices, axis, stream, true);
 }
 
 Array take_along_axis(const Array& x, const Array& indices, std::optional<std::int64_t> axis,
                       const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("take_along_axis");
+  TESSEL_RANGE("take_along_axis");
   const char* op = "take_along_axis";
   const Stream stream = detail::op_stream(x, stream_arg, op);
   AlongAxis r = plan_along_axis(x, indices, axis, op);
@@ -801,18 +801,18 @@ Array take_along_axis(const Array& x, const Array& indices, std::optional<std::i
 
 void put_along_axis(const Array& x, const Array& indices, const Array& values, std::optional<std::int64_t> axis,
                     const OptionalStream& stream) {
-  TESSEL_OP_RANGE("put_along_axis");
+  TESSEL_RANGE("put_along_axis");
   put_along(x, indices, &values, nullptr, axis, stream);
 }
 
 void put_along_axis(const Array& x, const Array& indices, Scalar value, std::optional<std::int64_t> axis,
                     const OptionalStream& stream) {
-  TESSEL_OP_RANGE("put_along_axis");
+  TESSEL_RANGE("put_along_axis");
   put_along(x, indices, nullptr, &value, axis, stream);
 }
 
 std::vector<Array> nonzero(const Array& x, const OptionalStream& stream_arg) {
-  TESSEL_OP_RANGE("nonzero");
+  TESSEL_RANGE("nonzero");
   if (x.ndim() == 0) {
     throw ValueError("nonzero: 0-d arrays are not supported (Array API); use nonzero(atleast_1d(x)) or x.reshape(1)");
   }
