@@ -1,4 +1,4 @@
-"""Type stubs of tessel (Array API 2023.12 namespace plus NumPy-style extras)."""
+"""Type stubs of tessel (Array API 2025.12 namespace plus NumPy-style extras)."""
 from typing import Any, Iterator, Literal, Optional, Sequence, Tuple, Union, overload
 import builtins
 from . import cuda as cuda, random as random, fft as fft, linalg as linalg, sim as sim
