@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include "core/cuda_check.hpp"
 #include "profile/recorder.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
@@ -89,7 +90,7 @@ bool capturing(const Stream& stream) {
 #if defined(TESSEL_HAVE_CUDA)
   if (!stream.device().is_cuda()) return false;
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream.handle()), &status) != cudaSuccess) {
+  if (cudaStreamIsCapturing(::tessel::detail::cuda_stream(stream), &status) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }

@@ -218,7 +218,7 @@ struct alignas(8) Bytes16 {
 template <class T>
 void select_typed(const void* in, const bool* flags, std::int64_t n, void* out, std::int64_t* count,
                   const Stream& stream) {
-  const auto s = static_cast<cudaStream_t>(stream.handle());
+  const auto s = detail::cuda_stream(stream);
   const T* items = static_cast<const T*>(in);
   T* selected = static_cast<T*>(out);
   std::size_t temp_bytes = 0;
@@ -276,7 +276,7 @@ StatusLease lease_status(const Stream& stream) {
         (void)cudaGetLastError();
         made->device = Buffer::allocate(stream.device(), kStatusWords * 8, stream);
         TESSEL_CUDA_CHECK(cudaMemsetAsync(made->device->data(), 0, kStatusWords * 8,
-                                          static_cast<cudaStream_t>(stream.handle())),
+                                          detail::cuda_stream(stream)),
                           "indexing");
         made->device_words = static_cast<std::int64_t*>(made->device->data());
       }
@@ -296,7 +296,7 @@ void read_status(StatusLease& lease, const Stream& stream) {
   DeviceGuard guard(stream.device());
   if (lease.copy_back) {
     TESSEL_CUDA_CHECK(cudaMemcpyAsync(lease.host, lease.words, kStatusWords * 8, cudaMemcpyDeviceToHost,
-                                      static_cast<cudaStream_t>(stream.handle())),
+                                      detail::cuda_stream(stream)),
                       "indexing");
   }
   stream.synchronize();
@@ -306,7 +306,7 @@ void clear_status(StatusLease& lease, const Stream& stream) {
   lease.host[1] = lease.host[2] = 0;
   if (lease.copy_back) {
     DeviceGuard guard(stream.device());
-    TESSEL_CUDA_CHECK(cudaMemsetAsync(lease.words + 1, 0, 2 * 8, static_cast<cudaStream_t>(stream.handle())),
+    TESSEL_CUDA_CHECK(cudaMemsetAsync(lease.words + 1, 0, 2 * 8, detail::cuda_stream(stream)),
                       "indexing");
   }
 }
@@ -355,7 +355,7 @@ void select_flagged(const void* in, std::int64_t width, const bool* flags, std::
 
 void flat_nonzero(const bool* flags, std::int64_t n, std::int64_t* out, std::int64_t* status, const Stream& stream) {
   DeviceGuard guard(stream.device());
-  const auto s = static_cast<cudaStream_t>(stream.handle());
+  const auto s = detail::cuda_stream(stream);
   const thrust::counting_iterator<long long> positions(0);
   long long* selected = reinterpret_cast<long long*>(out);
   long long* count = reinterpret_cast<long long*>(status);
@@ -373,7 +373,7 @@ void unravel(const std::int64_t* flat, std::int64_t n, const std::vector<std::in
     throw ValueError("nonzero: at most " + std::to_string(kMaxUnravelDims) + " dimensions are supported");
   }
   DeviceGuard guard(stream.device());
-  const auto s = static_cast<cudaStream_t>(stream.handle());
+  const auto s = detail::cuda_stream(stream);
   UnravelArgs args{};
   for (std::size_t d = 0; d < shape.size(); ++d) {
     args.dims[d] = shape[d];

@@ -93,7 +93,7 @@ Handles& handles_for(const Stream& stream, const char* op) {
   if (!slot) {
     DeviceGuard guard(device);
     auto h = std::make_unique<Handles>();
-    auto s = static_cast<cudaStream_t>(stream.handle());
+    auto s = detail::cuda_stream(stream);
     TESSEL_CUSOLVER_CHECK(cusolverDnCreate(&h->solver), op);
     TESSEL_CUSOLVER_CHECK(cusolverDnSetStream(h->solver, s), op);
     TESSEL_CUSOLVER_CHECK(cusolverDnCreateParams(&h->params), op);
@@ -112,7 +112,7 @@ struct Call {
   Stream stream;
   cudaStream_t s;
   Call(const Stream& st, const char* op)
-      : guard(st.device()), h(handles_for(st, op)), lock(h.mutex), stream(st), s(static_cast<cudaStream_t>(st.handle())) {}
+      : guard(st.device()), h(handles_for(st, op)), lock(h.mutex), stream(st), s(detail::cuda_stream(st)) {}
   std::shared_ptr<Buffer> device_buffer(std::size_t bytes) const {
     return Buffer::allocate(stream.device(), static_cast<std::int64_t>(std::max<std::size_t>(bytes, 1)), stream);
   }

@@ -32,7 +32,6 @@ unsigned blocks_for(long long n) {
   return static_cast<unsigned>(std::max<long long>(1, std::min<long long>((n + block_threads - 1) / block_threads, 1LL << 20)));
 }
 
-cudaStream_t raw(const Stream& stream) { return static_cast<cudaStream_t>(stream.handle()); }
 
 template <class F>
 void dispatch_key(DType dtype, F&& f) {
@@ -160,7 +159,7 @@ __global__ void repeat_kernel(const W* __restrict__ in, W* __restrict__ out, con
 
 std::int64_t unique_rank(const UniqueProblem& p, const Stream& stream) {
   DeviceGuard guard(stream.device());
-  const cudaStream_t s = raw(stream);
+  const cudaStream_t s = detail::cuda_stream(stream);
   auto* rank = reinterpret_cast<long long*>(p.rank);
   dispatch_key(p.dtype, [&](auto tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
@@ -179,7 +178,7 @@ std::int64_t unique_rank(const UniqueProblem& p, const Stream& stream) {
 
 void unique_write(const UniqueProblem& p, const UniqueOutputs& out, std::int64_t count, const Stream& stream) {
   DeviceGuard guard(stream.device());
-  const cudaStream_t s = raw(stream);
+  const cudaStream_t s = detail::cuda_stream(stream);
   dispatch_key(p.dtype, [&](auto tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     unique_write_kernel<T><<<blocks_for(p.n), block_threads, 0, s>>>(
@@ -198,7 +197,7 @@ void unique_write(const UniqueProblem& p, const UniqueOutputs& out, std::int64_t
 
 void isin(const IsinProblem& p, const Stream& stream) {
   DeviceGuard guard(stream.device());
-  const cudaStream_t s = raw(stream);
+  const cudaStream_t s = detail::cuda_stream(stream);
   dispatch_key(p.dtype, [&](auto tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     const T* sorted = static_cast<const T*>(p.sorted);
@@ -219,7 +218,7 @@ void isin(const IsinProblem& p, const Stream& stream) {
 
 void repeat(const RepeatProblem& p, const Stream& stream) {
   DeviceGuard guard(stream.device());
-  const cudaStream_t s = raw(stream);
+  const cudaStream_t s = detail::cuda_stream(stream);
   const long long n = p.outer * p.total * p.inner;
   auto launch = [&](auto word) {
     using W = decltype(word);
