@@ -7,34 +7,12 @@
 #include <type_traits>
 
 #include "backend/set_ops.hpp"
+#include "backend/cpu/sort_keys.hpp"
 #include "tessel/array/dtype_dispatch.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel::backend::cpu {
 namespace {
-
-// a < b with every NaN greater than every number (the order of the sorted keys).
-template <class T>
-bool nan_last_less(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(a)) return false;
-    if (std::isnan(b)) return true;
-  }
-  return a < b;
-}
-
-template <class F>
-void dispatch_key(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::int32: return f(TypeTag<std::int32_t>{});
-    case DType::int64: return f(TypeTag<std::int64_t>{});
-    case DType::uint32: return f(TypeTag<std::uint32_t>{});
-    case DType::uint64: return f(TypeTag<std::uint64_t>{});
-    case DType::float32: return f(TypeTag<float>{});
-    case DType::float64: return f(TypeTag<double>{});
-    default: throw DTypeError(std::string("unique/isin: internal error, key dtype ") + dtype_name(dtype));
-  }
-}
 
 // Whether sorted position i starts a new value: value equality, so each NaN starts its own.
 template <class T>
@@ -46,7 +24,7 @@ bool starts_run(const T* s, std::int64_t i) {
 
 std::int64_t unique_rank(const UniqueProblem& p, const Stream& /*stream*/) {
   std::int64_t count = 0;
-  dispatch_key(p.dtype, [&](auto tag) {
+  dispatch_sort_key(p.dtype, "unique/isin", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* s = static_cast<const T*>(p.sorted);
     for (std::int64_t i = 0; i < p.n; ++i) {
@@ -58,7 +36,7 @@ std::int64_t unique_rank(const UniqueProblem& p, const Stream& /*stream*/) {
 }
 
 void unique_write(const UniqueProblem& p, const UniqueOutputs& out, std::int64_t count, const Stream& /*stream*/) {
-  dispatch_key(p.dtype, [&](auto tag) {
+  dispatch_sort_key(p.dtype, "unique/isin", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* s = static_cast<const T*>(p.sorted);
     for (std::int64_t i = 0; i < p.n; ++i) {
@@ -78,7 +56,7 @@ void unique_write(const UniqueProblem& p, const UniqueOutputs& out, std::int64_t
 }
 
 void isin(const IsinProblem& p, const Stream& /*stream*/) {
-  dispatch_key(p.dtype, [&](auto tag) {
+  dispatch_sort_key(p.dtype, "unique/isin", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* sorted = static_cast<const T*>(p.sorted);
     const T* end = sorted + p.n2;

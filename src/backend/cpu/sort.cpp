@@ -8,21 +8,12 @@
 #include <vector>
 
 #include "backend/sort.hpp"
+#include "backend/cpu/sort_keys.hpp"
 #include "tessel/array/dtype_dispatch.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel::backend::cpu {
 namespace {
-
-// a < b with every NaN greater than every number (and NaNs equal to each other).
-template <class T>
-bool nan_last_less(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(a)) return false;
-    if (std::isnan(b)) return true;
-  }
-  return a < b;
-}
 
 template <class T>
 void sort_typed(const SortProblem& p) {
@@ -56,27 +47,14 @@ void search_typed(const SearchProblem& p) {
   }
 }
 
-template <class F>
-void dispatch_key(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::int32: return f(TypeTag<std::int32_t>{});
-    case DType::int64: return f(TypeTag<std::int64_t>{});
-    case DType::uint32: return f(TypeTag<std::uint32_t>{});
-    case DType::uint64: return f(TypeTag<std::uint64_t>{});
-    case DType::float32: return f(TypeTag<float>{});
-    case DType::float64: return f(TypeTag<double>{});
-    default: throw DTypeError(std::string("sort: internal error, key dtype ") + dtype_name(dtype));
-  }
-}
-
 }  // namespace
 
 void sort(const SortProblem& problem, const Stream& /*stream*/) {
-  dispatch_key(problem.dtype, [&](auto tag) { sort_typed<typename decltype(tag)::type>(problem); });
+  dispatch_sort_key(problem.dtype, "sort", [&](auto tag) { sort_typed<typename decltype(tag)::type>(problem); });
 }
 
 void searchsorted(const SearchProblem& problem, const Stream& /*stream*/) {
-  dispatch_key(problem.dtype, [&](auto tag) { search_typed<typename decltype(tag)::type>(problem); });
+  dispatch_sort_key(problem.dtype, "sort", [&](auto tag) { search_typed<typename decltype(tag)::type>(problem); });
 }
 
 }  // namespace tessel::backend::cpu
