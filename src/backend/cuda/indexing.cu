@@ -326,7 +326,8 @@ jit::ElementwiseSpec masked_assign_spec(DType dtype, bool scalar) {
 
 void masked_assign(const MaskedAssignProblem& p, const Stream& stream) {
   const bool scalar = p.values == nullptr;
-  const jit::ElementwiseLauncher& launcher = launcher_for(masked_assign_spec(p.dtype, scalar));
+  const jit::ElementwiseSpec spec = masked_assign_spec(p.dtype, scalar);
+  const jit::ElementwiseLauncher& launcher = launcher_for(spec);
   LaunchArgs args;
   args.array(p.x, p.x_strides);
   args.array(p.mask, p.mask_strides);
