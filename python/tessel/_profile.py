@@ -254,15 +254,17 @@ def benchmark(fn, args=(), kwargs=None, *, n_warmup=10, n_repeat=100, name=None,
     """Times ``fn(*args, **kwargs)`` as cupyx.profiler.benchmark does: ``n_warmup`` untimed calls,
     then ``n_repeat`` calls, each with its host time (perf_counter around the call) and its device
     time (events recorded before and after it on the current stream, waited for after each call).
-    On the CPU backend the device time is that of host timestamps around the call. Returns a
-    BenchmarkResult; print it for one line with medians and spread (half the interquartile range)."""
+    The device is ``device``, else that of the first tessel array among the arguments, else the
+    default device. On the CPU backend the device time is that of host timestamps around the call.
+    Returns a BenchmarkResult; print it for one line with medians and spread (half the interquartile range)."""
     if not callable(fn):
         raise TypeError(f"ts.benchmark: fn must be callable, got {type(fn).__name__}")
     if int(n_repeat) < 1 or int(n_warmup) < 0:
         raise ValueError(f"ts.benchmark: n_repeat must be >= 1 and n_warmup >= 0, got {n_repeat} and {n_warmup}")
     kwargs = {} if kwargs is None else kwargs
     if device is None:
-        dev = _tessel.default_device()
+        arrays = [a for a in (*args, *kwargs.values()) if isinstance(a, _tessel.Array)]
+        dev = arrays[0].device if arrays else _tessel.default_device()
     else:
         dev = device if isinstance(device, _tessel.Device) else _tessel.Device(str(device))
     stream = _tessel.current_stream(dev)

@@ -148,7 +148,22 @@ void emit_params(std::ostringstream& s, const ElementwiseSpec& spec, bool stride
 
 }  // namespace
 
+namespace {
+// Whether the mention of a name at `at` begins a statement of the body's top level: no enclosing
+// braces, and nothing but blanks since the previous statement (`if (m) x = v;` and `else x = v;`
+// are conditional, so they do not count).
+bool starts_top_level_statement(const std::string& body, std::size_t at) {
+  int depth = 0;
+  for (std::size_t k = 0; k < at; ++k) depth += body[k] == '{' ? 1 : body[k] == '}' ? -1 : 0;
+  if (depth != 0) return false;
+  std::size_t k = at;
+  while (k > 0 && std::isspace(static_cast<unsigned char>(body[k - 1]))) --k;
+  return k == 0 || body[k - 1] == ';' || body[k - 1] == '{' || body[k - 1] == '}';
+}
+}  // namespace
+
 bool body_reads(const std::string& body, const std::string& name) {
+  bool assigned = false;
   std::size_t at = 0;
   while ((at = body.find(name, at)) != std::string::npos) {
     const std::size_t end = at + name.size();
@@ -160,10 +175,12 @@ bool body_reads(const std::string& body, const std::string& name) {
       while (next < body.size() && std::isspace(static_cast<unsigned char>(body[next]))) ++next;
       const bool plain_assign = next < body.size() && body[next] == '=' && (next + 1 >= body.size() || body[next + 1] != '=');
       if (!plain_assign) return true;
+      assigned = assigned || starts_top_level_statement(body, at);
     }
     at = end;
   }
-  return false;
+  // Never assigned unconditionally: the elements the body skips keep their value.
+  return !assigned;
 }
 
 int vector_width(const ElementwiseSpec& spec) {

@@ -438,6 +438,13 @@ EigResult eig_impl(const Array& x, bool vectors, const OptionalStream& stream_ar
   Array v = vectors ? empty(with_tail(mat.batch_shape, {mat.n, mat.n}), mat.dtype, x.device(), stream) : Array();
   Array info = zeros(mat.batch_shape, DType::int32, x.device(), stream);
   if (mat.batch > 0 && mat.n > 0) {
+    // NaN or inf: cuSOLVER's geev fails with an internal error, and NumPy rejects such input for
+    // eig; tessel names the first matrix that has one, on both backends.
+    const Array bad = astype(logical_not(all(isfinite(x, std::nullopt, stream), std::vector<std::int64_t>{-2, -1},
+                                             false, stream),
+                                         std::nullopt, stream),
+                             DType::int32, stream);
+    check_info(bad, op, [](std::int32_t) { return std::string("has non-finite entries (NaN or inf)"); });
     before(stream, {&work, &w, &v, &info});
     TESSEL_LINALG_BACKEND(x.device(), eig, batch_desc(mat), work.data(), w.data(), vectors ? v.data() : nullptr, vectors,
                           info_data(info), stream);

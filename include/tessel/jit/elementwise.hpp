@@ -90,8 +90,10 @@ int vector_width(const ElementwiseSpec& spec);
 std::string elementwise_kernel_name(const ElementwiseSpec& spec);
 // The CUDA source. Validates names and the spec (ValueError).
 std::string generate_elementwise_source(const ElementwiseSpec& spec);
-// True when `body` reads the variable `name` (anything but a plain "name = ..." assignment);
-// such outputs are loaded before the body runs.
+// True when `body` needs the old value of the output `name`: it reads it (anything but a plain
+// "name = ..." assignment), or may leave it unassigned (no unconditional top-level assignment, as
+// in `if (m) name = v;`). Such outputs are loaded before the body runs, so skipped elements keep
+// their value.
 bool body_reads(const std::string& body, const std::string& name);
 
 // ---- launching over memory ------------------------------------------------------------------

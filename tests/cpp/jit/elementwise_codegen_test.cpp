@@ -156,7 +156,13 @@ TEST(JitElementwiseCodegen, OutputsReadByTheBodyAreLoaded) {
   EXPECT_TRUE(body_reads("z += x;", "z"));
   EXPECT_TRUE(body_reads("z = z * 2;", "z"));
   EXPECT_TRUE(body_reads("if (z == 1) z = 2;", "z"));
-  EXPECT_FALSE(body_reads("zz = 1; q.z = 2;", "z"));
+  // Outputs the body may skip keep their value, so they are loaded too.
+  EXPECT_TRUE(body_reads("if (m) z = 2;", "z"));
+  EXPECT_TRUE(body_reads("if (m) { z = 2; }", "z"));
+  EXPECT_TRUE(body_reads("if (m) y = 1; else z = 2;", "z"));
+  EXPECT_TRUE(body_reads("zz = 1; q.z = 2;", "z"));
+  EXPECT_FALSE(body_reads("z = 1; if (m) z = 2;", "z"));
+  EXPECT_FALSE(body_reads("long long o = 0;\n{ o += 1; }\nz = src[o];\n", "z"));
   ElementwiseSpec s = axpb(DType::float32, DType::float32);
   s.body = "z += a * x + y;";
   const std::string src = generate_elementwise_source(s);

@@ -227,6 +227,28 @@ TEST(JitUserKernelsGpu, ElementwiseHalfInPlace) {
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(z[i], z0[i] + x[i]);
 }
 
+// A conditional write leaves the skipped elements as they were (the output is loaded first), on
+// the vectorized contiguous path and an odd length.
+TEST(JitUserKernelsGpu, ElementwiseConditionalWriteKeepsSkippedElements) {
+  REQUIRE_GPU();
+  ElementwiseKernel k("float32 x", "float32 z", "if (x > 0.5f) z = x;", "conditional_test");
+  const std::size_t n = 4099;
+  const auto x = random_floats(n, 7), z0 = random_floats(n, 8);
+  DeviceVector<float> dx(n), dz(n);
+  dx.upload(x);
+  dz.upload(z0);
+  k.launch({static_cast<std::int64_t>(n)}, {ElementwiseArg::array(dx.ptr, {1}), ElementwiseArg::array(dz.ptr, {1})},
+           testing::test_gpu());
+  const auto z = dz.download();
+  std::size_t written = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(z[i], x[i] > 0.5f ? x[i] : z0[i]) << i;
+    written += x[i] > 0.5f ? 1 : 0;
+  }
+  ASSERT_GT(written, 0u);
+  ASSERT_LT(written, n);
+}
+
 TEST(JitUserKernelsGpu, LaunchConfigFromOccupancy) {
   REQUIRE_GPU();
   RawKernel k("extern \"C\" __global__ void noop(int* p) { if (p) p[threadIdx.x] = 0; }", "noop");
