@@ -89,8 +89,12 @@ std::string result_text(CUptiResult r) {
   return fmt::format("CUPTI error {}", static_cast<int>(r));
 }
 
+// CUPTI writes an external-correlation record (op id -> CUDA correlation id) only in front of an
+// API record, so the driver and runtime API kinds are on too; their records are skipped. Without
+// them the kernels came back with no op (H100, CUDA 13.0's CUPTI).
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                         CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+                                         CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_DRIVER,
+                                         CUPTI_ACTIVITY_KIND_RUNTIME,           CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 constexpr std::size_t kBufferBytes = 8u << 20;
 
 std::atomic<bool> g_running{false};
