@@ -109,6 +109,9 @@ StatusLease lease_status(const Stream& stream);
 void read_status(StatusLease& lease, const Stream& stream);
 // Zeroes the failure words after a reported failure.
 void clear_status(StatusLease& lease, const Stream& stream);
+// Frees every stream's status words (kept for the process), e.g. before a leak check at the end
+// of a program. Call it only while no indexing op runs; the next one allocates them again.
+void release_status_words();
 }  // namespace cuda
 
 }  // namespace tessel::backend

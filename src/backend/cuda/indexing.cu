@@ -254,15 +254,16 @@ struct StatusSlot {
   std::mutex mutex;
 };
 
+std::mutex g_slots_mutex;
+auto* const g_slots = new std::unordered_map<std::uint64_t, std::unique_ptr<StatusSlot>>();  // process lifetime
+
 }  // namespace
 
 StatusLease lease_status(const Stream& stream) {
-  static std::mutex mutex;
-  static auto* slots = new std::unordered_map<std::uint64_t, std::unique_ptr<StatusSlot>>();
   StatusSlot* slot = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto& entry = (*slots)[stream.id()];
+    std::lock_guard<std::mutex> lock(g_slots_mutex);
+    auto& entry = (*g_slots)[stream.id()];
     if (!entry) {
       auto made = std::make_unique<StatusSlot>();
       made->host = Buffer::allocate_pinned(kStatusWords * 8, stream);
@@ -309,6 +310,11 @@ void clear_status(StatusLease& lease, const Stream& stream) {
     TESSEL_CUDA_CHECK(cudaMemsetAsync(lease.words + 1, 0, 2 * 8, detail::cuda_stream(stream)),
                       "indexing");
   }
+}
+
+void release_status_words() {
+  std::lock_guard<std::mutex> lock(g_slots_mutex);
+  g_slots->clear();  // the buffers go back to the allocator, which frees them in its direct mode
 }
 
 void gather(const GatherProblem& problem, const Stream& stream) { launch(Kind::gather, problem, stream); }

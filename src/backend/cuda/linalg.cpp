@@ -84,12 +84,16 @@ struct Handles {
   std::mutex mutex;  // one call sequence at a time per handle set
 };
 
+std::mutex g_handles_mutex;
+std::map<std::pair<int, void*>, std::unique_ptr<Handles>>& handle_cache() {
+  static auto* cache = new std::map<std::pair<int, void*>, std::unique_ptr<Handles>>();  // process lifetime
+  return *cache;
+}
+
 Handles& handles_for(const Stream& stream, const char* op) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, void*>, std::unique_ptr<Handles>> cache;
   const Device device = stream.device();
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& slot = cache[{device.index, stream.handle()}];
+  std::lock_guard<std::mutex> lock(g_handles_mutex);
+  auto& slot = handle_cache()[{device.index, stream.handle()}];
   if (!slot) {
     DeviceGuard guard(device);
     auto h = std::make_unique<Handles>();
@@ -574,6 +578,18 @@ void eig(const LinalgBatch& p, void* a, void* w, void* v, bool vectors, std::int
                                           host_bytes, info + b),
                           op);
   }
+}
+
+void release_linalg_handles() {
+  std::lock_guard<std::mutex> lock(g_handles_mutex);
+  for (auto& [key, h] : handle_cache()) {
+    DeviceGuard guard(Device::cuda(key.first));
+    // Teardown: a failure here leaves nothing to recover, so the statuses are not checked.
+    if (h->params) (void)cusolverDnDestroyParams(h->params);
+    if (h->solver) (void)cusolverDnDestroy(h->solver);
+    if (h->blas) (void)cublasDestroy(h->blas);
+  }
+  handle_cache().clear();
 }
 
 }  // namespace tessel::backend::cuda
