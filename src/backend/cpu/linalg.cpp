@@ -376,7 +376,13 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool 
           T* m = base + b * p.n * p.n;
           getrf<T>(n, m, ipiv.data(), &i);
           info[b] = i;
-          // A singular matrix gives inf/NaN solutions, as NumPy's would before its error.
+          if (i > 0) {
+            // A singular matrix gives NaN solutions. getrs is not called: with a zero pivot,
+            // OpenBLAS 0.3.21 (Debian 12) leaves state behind that makes later ssyevd calls fail
+            // to converge (tests/python/test_linalg.py ran eigh after a singular inv).
+            fill_nan(rhs + b * p.n * nrhs, p.n * nrhs);
+            return;
+          }
           lapack_int j = 0;
           getrs<T>(transposed, n, k, m, ipiv.data(), rhs + b * p.n * nrhs, &j);
         });
