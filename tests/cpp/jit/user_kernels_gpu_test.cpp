@@ -213,40 +213,41 @@ TEST(JitUserKernelsGpu, ElementwiseStridedBroadcastNegativeAndScalar) {
     }
 }
 
-TEST(JitUserKernelsGpu, ElementwiseHalfInPlace) {
-  REQUIRE_GPU();
-  ElementwiseKernel k("float32 x", "float32 z", "z += x", "inplace_test");
+// Runs `body` over float32 x and z (z updated in place) on 4099 random elements (an odd length:
+// the vectorized contiguous path and its tail); returns x, z before and z after.
+struct InPlaceRun {
+  std::vector<float> x, z0, z;
+};
+InPlaceRun run_in_place(const char* body, const char* name, unsigned seed) {
+  ElementwiseKernel k("float32 x", "float32 z", body, name);
   const std::size_t n = 4099;
-  const auto x = random_floats(n, 5), z0 = random_floats(n, 6);
+  InPlaceRun r{random_floats(n, seed), random_floats(n, seed + 1), {}};
   DeviceVector<float> dx(n), dz(n);
-  dx.upload(x);
-  dz.upload(z0);
+  dx.upload(r.x);
+  dz.upload(r.z0);
   k.launch({static_cast<std::int64_t>(n)}, {ElementwiseArg::array(dx.ptr, {1}), ElementwiseArg::array(dz.ptr, {1})},
            testing::test_gpu());
-  const auto z = dz.download();
-  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(z[i], z0[i] + x[i]);
+  r.z = dz.download();
+  return r;
 }
 
-// A conditional write leaves the skipped elements as they were (the output is loaded first), on
-// the vectorized contiguous path and an odd length.
+TEST(JitUserKernelsGpu, ElementwiseHalfInPlace) {
+  REQUIRE_GPU();
+  const InPlaceRun r = run_in_place("z += x", "inplace_test", 5);
+  for (std::size_t i = 0; i < r.x.size(); ++i) ASSERT_EQ(r.z[i], r.z0[i] + r.x[i]);
+}
+
+// A conditional write leaves the skipped elements as they were (the output is loaded first).
 TEST(JitUserKernelsGpu, ElementwiseConditionalWriteKeepsSkippedElements) {
   REQUIRE_GPU();
-  ElementwiseKernel k("float32 x", "float32 z", "if (x > 0.5f) z = x;", "conditional_test");
-  const std::size_t n = 4099;
-  const auto x = random_floats(n, 7), z0 = random_floats(n, 8);
-  DeviceVector<float> dx(n), dz(n);
-  dx.upload(x);
-  dz.upload(z0);
-  k.launch({static_cast<std::int64_t>(n)}, {ElementwiseArg::array(dx.ptr, {1}), ElementwiseArg::array(dz.ptr, {1})},
-           testing::test_gpu());
-  const auto z = dz.download();
+  const InPlaceRun r = run_in_place("if (x > 0.5f) z = x;", "conditional_test", 7);
   std::size_t written = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    ASSERT_EQ(z[i], x[i] > 0.5f ? x[i] : z0[i]) << i;
-    written += x[i] > 0.5f ? 1 : 0;
+  for (std::size_t i = 0; i < r.x.size(); ++i) {
+    ASSERT_EQ(r.z[i], r.x[i] > 0.5f ? r.x[i] : r.z0[i]) << i;
+    written += r.x[i] > 0.5f ? 1 : 0;
   }
   ASSERT_GT(written, 0u);
-  ASSERT_LT(written, n);
+  ASSERT_LT(written, r.x.size());
 }
 
 TEST(JitUserKernelsGpu, LaunchConfigFromOccupancy) {
