@@ -1,0 +1,210 @@
+"""tessel.torch.fuse: an elementwise function of torch tensors as one fused forward kernel and
+one fused kernel per input gradient, registered as a torch custom op with autograd.
+
+What the backward saves: the inputs its gradient expressions read, and nothing else. The
+intermediates (sigmoid(x) in x * sigmoid(x) * y) are recomputed inside the backward kernel from
+those inputs: an elementwise kernel is bound by memory traffic, and storing an intermediate would
+cost a write in the forward and a read in the backward of a full-size tensor, while recomputing
+costs a few arithmetic instructions per element on data the kernel loads anyway. The inputs
+themselves are usually alive in the caller's graph, so saving them costs no memory.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from typing import List, Optional
+
+import torch
+from torch import Tensor
+
+import tessel as ts
+from tessel import _tessel
+
+from . import _graph
+from ._interop import check_same_device, to_tessel, to_torch, use_torch_stream
+
+_counter = itertools.count()
+_TS_DTYPES = {torch.bool: "bool", torch.int8: "int8", torch.uint8: "uint8", torch.int16: "int16",
+              torch.int32: "int32", torch.int64: "int64", torch.float16: "float16",
+              torch.bfloat16: "bfloat16", torch.float32: "float32", torch.float64: "float64",
+              torch.complex64: "complex64", torch.complex128: "complex128"}
+
+
+class _Kernel:
+    """One expression compiled as a tessel FusedKernel over the inputs it reads."""
+
+    def __init__(self, root):
+        self.root = root
+        self.reads = _graph.inputs_of(root)
+        self.trivial = root.op in ("input", "const")
+        if not self.trivial:
+            positions = {index: position for position, index in enumerate(self.reads)}
+            self.kernel = _tessel.FusedKernel(_graph.to_sym(root, positions), len(self.reads))
+        self._dtypes = {}  # input dtypes -> torch's result dtype
+
+    def result_dtype(self, tensors):
+        """torch's dtype of the expression on these inputs (evaluated once per dtype tuple on meta tensors)."""
+        key = tuple(tensors[i].dtype for i in self.reads)
+        dtype = self._dtypes.get(key)
+        if dtype is None:
+            meta = [None] * (max(self.reads) + 1 if self.reads else 0)
+            for i in self.reads:
+                meta[i] = torch.empty((), dtype=tensors[i].dtype, device="meta")
+            dtype = self._dtypes[key] = _graph.evaluate(self.root, meta).dtype
+        return dtype
+
+    def __call__(self, tensors) -> Tensor:
+        """The expression on real tensors, as a new tensor of torch's shape and dtype."""
+        if self.trivial:
+            shape = torch.broadcast_shapes(*[tensors[i].shape for i in self.reads]) if self.reads else ()
+            value = _graph.evaluate(self.root, tensors)
+            if isinstance(value, Tensor):
+                return value.expand(shape).clone()  # a new tensor: custom op outputs may not alias inputs
+            return torch.full(shape, value, device=tensors[0].device)
+        arrays = [to_tessel(tensors[i]) for i in self.reads]
+        result = self.kernel(arrays)
+        dtype = self.result_dtype(tensors)
+        if str(result.dtype) != _TS_DTYPES.get(dtype):
+            # torch's promotion differs from NumPy's for integer inputs of float functions
+            # (int32 / int32 is float32 in torch, float64 in NumPy): the result takes torch's dtype.
+            result = result.astype(_TS_DTYPES[dtype])
+        return to_torch(result)
+
+
+def _name(fn) -> str:
+    base = re.sub(r"\W", "_", getattr(fn, "__name__", "fn"))
+    return f"{base}_{next(_counter)}"
+
+
+class FusedFunction:
+    """The result of :func:`fuse`: call it with torch tensors."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = getattr(fn, "__name__", "fused")
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__wrapped__ = fn
+        self._graphs = {}     # argument count -> root Node
+        self._kernels = {}    # argument count -> forward _Kernel
+        self._backward = {}   # (argument count, needs) -> per input: None, or its gradient _Kernel
+        name = _name(fn)
+        self.op_name = f"tessel_fuse::{name}"
+        self._op = torch.library.custom_op(self.op_name, self._forward_impl, mutates_args=(),
+                                           schema="(Tensor[] inputs) -> Tensor")
+        self._op.register_fake(self._forward_fake)
+        self._backward_op = torch.library.custom_op(f"tessel_fuse::{name}_backward", self._backward_impl,
+                                                    mutates_args=(), schema="(Tensor grad, Tensor?[] inputs, bool[] needs) -> Tensor[]")
+        self._backward_op.register_fake(self._backward_fake)
+        self._op.register_autograd(self._autograd_backward, setup_context=self._setup_context)
+
+    # ---- tracing ----
+    def graph(self, count: int):
+        root = self._graphs.get(count)
+        if root is None:
+            tracers = [_graph.Tracer(_graph.inp(i), self.__name__) for i in range(count)]
+            result = self.fn(*tracers)
+            if not isinstance(result, _graph.Tracer):
+                raise _graph.TraceError(f"tessel.torch.fuse({self.__name__}): the function must return one tensor "
+                                        f"computed from its arguments, got {type(result).__name__}")
+            root = self._graphs[count] = result.node
+        return root
+
+    def _forward_kernel(self, count):
+        kernel = self._kernels.get(count)
+        if kernel is None:
+            kernel = self._kernels[count] = _Kernel(self.graph(count))
+        return kernel
+
+    def _backward_kernels(self, count, needs):
+        key = (count, tuple(needs))
+        kernels = self._backward.get(key)
+        if kernels is None:
+            grads = _graph.gradients(self.graph(count), count, needs, self.__name__)
+            kernels = self._backward[key] = [None if g is None else _Kernel(g) for g in grads]
+        return kernels
+
+    # ---- the ops ----
+    def _check(self, inputs):
+        check_same_device(f"tessel.torch.fuse({self.__name__})", inputs, [f"input {i}" for i in range(len(inputs))])
+
+    def _forward_impl(self, inputs: List[Tensor]) -> Tensor:
+        self._check(inputs)
+        use_torch_stream(inputs[0].device)
+        return self._forward_kernel(len(inputs))(inputs)
+
+    def _forward_fake(self, inputs):
+        self._check(inputs)
+        self._forward_kernel(len(inputs))  # traces, so that a function that cannot be fused fails here too
+        return torch.empty_like(_graph.evaluate(self.graph(len(inputs)), inputs), memory_format=torch.contiguous_format)
+
+    def _backward_impl(self, grad: Tensor, inputs: List[Optional[Tensor]], needs: List[bool]) -> List[Tensor]:
+        use_torch_stream(grad.device)
+        tensors = list(inputs) + [grad]
+        return [k(tensors) for k in self._backward_kernels(len(inputs), needs) if k is not None]
+
+    def _backward_fake(self, grad, inputs, needs):
+        tensors = list(inputs) + [grad]
+        return [torch.empty_like(_graph.evaluate(k.root, tensors), memory_format=torch.contiguous_format)
+                for k in self._backward_kernels(len(inputs), needs) if k is not None]
+
+    # ---- autograd ----
+    def _setup_context(self, ctx, inputs, output):
+        (tensors,) = inputs
+        needs = [bool(t.requires_grad) and t.is_floating_point() for t in tensors]
+        kernels = self._backward_kernels(len(tensors), needs)  # NotDifferentiableError here, at the forward
+        read = sorted({i for k in kernels if k is not None for i in k.reads if i < len(tensors)})
+        ctx.read = read
+        ctx.count = len(tensors)
+        ctx.shapes = [t.shape for t in tensors]
+        ctx.dtypes = [t.dtype for t in tensors]
+        ctx.save_for_backward(*[tensors[i] for i in read])
+
+    def _autograd_backward(self, ctx, grad):
+        (needs_list,) = ctx.needs_input_grad
+        count = ctx.count
+        needs = [bool(n) and ctx.dtypes[i].is_floating_point for i, n in enumerate(needs_list)]
+        inputs = [None] * count
+        for i, t in zip(ctx.read, ctx.saved_tensors):
+            inputs[i] = t
+        if not any(needs):
+            return ([None] * count,)
+        grads = iter(self._backward_op(grad, inputs, needs))
+        result = []
+        for i in range(count):
+            if not needs[i]:
+                result.append(None)
+                continue
+            g = next(grads)
+            if g.shape != ctx.shapes[i]:
+                g = g.sum_to_size(ctx.shapes[i])  # broadcast inputs: the gradient sums over their copies
+            if g.dtype != ctx.dtypes[i]:
+                g = g.to(ctx.dtypes[i])
+            result.append(g)
+        return (result,)
+
+    def __call__(self, *args):
+        for i, a in enumerate(args):
+            if not isinstance(a, Tensor):
+                raise TypeError(f"tessel.torch.fuse({self.__name__}): argument {i} must be a torch.Tensor, got "
+                                f"{type(a).__name__} (Python constants go inside the function)")
+        if not args:
+            raise TypeError(f"tessel.torch.fuse({self.__name__}): needs at least one tensor argument")
+        return self._op(list(args))
+
+    def source(self, *args):
+        """The generated CUDA source of the forward kernel for these tensors' dtypes."""
+        kernel = self._forward_kernel(len(args))
+        return kernel.kernel.source([_TS_DTYPES[args[i].dtype] for i in kernel.reads])
+
+
+def fuse(fn):
+    """Decorator: an elementwise function of torch tensors becomes one fused tessel kernel forward
+    and one fused kernel per needed input gradient backward (derived symbolically), registered as
+    a torch custom op (``torch.compile`` sees one op).
+
+    The function may use the operators, torch's elementwise functions and Tensor methods
+    (``torch.exp``, ``torch.sigmoid``, ``torch.where``, ``torch.clamp``, ``F.gelu``, ``x.tanh()``,
+    ...) and Python numbers; anything else (reductions, indexing, shape changes, casts) is a
+    TypeError naming it when the function is first called. Inputs broadcast as torch's do.
+    """
+    return FusedFunction(fn)
