@@ -46,7 +46,7 @@ def add(a, b):
         return a
     if a.op == "const" and b.op == "const":
         return const(a.value + b.value)
-    return Node("add", (a, b))
+    return make("add", (a, b))
 
 
 def neg(a):
@@ -54,7 +54,7 @@ def neg(a):
         return const(-a.value)
     if a.op == "negative":
         return a.args[0]
-    return Node("negative", (a,))
+    return make("negative", (a,))
 
 
 def sub(a, b):
@@ -62,7 +62,7 @@ def sub(a, b):
         return a
     if a.is_const(0):
         return neg(b)
-    return Node("subtract", (a, b))
+    return make("subtract", (a, b))
 
 
 def mul(a, b):
@@ -78,7 +78,7 @@ def mul(a, b):
         return neg(a)
     if a.op == "const" and b.op == "const":
         return const(a.value * b.value)
-    return Node("multiply", (a, b))
+    return make("multiply", (a, b))
 
 
 def div(a, b):
@@ -86,17 +86,28 @@ def div(a, b):
         return const(0)
     if b.is_const(1):
         return a
-    return Node("divide", (a, b))
+    return make("divide", (a, b))
+
+
+def make(name, args, value=None):
+    """An op node, or the constant it computes when every argument is a constant (so that no op
+    on constants alone reaches the kernel; folded in float64 / int64 / bool, as Python numbers)."""
+    node = Node(name, args, value=value)
+    if args and all(a.op == "const" for a in args):
+        return const(evaluate(node, []).item())
+    return node
 
 
 def op(name, *args):
-    return Node(name, args)
+    return make(name, args)
 
 
 def where(c, a, b):
     if a.is_const(0) and b.is_const(0):
         return const(0)
-    return Node("where", (c, a, b))
+    if c.op == "const":
+        return a if c.value else b
+    return make("where", (c, a, b))
 
 
 # ---- what torch functions mean: (tessel op, arity) ----
@@ -252,7 +263,7 @@ def _lift(value, fname, where_):
 
 def _binary(name, a, b):
     builders = {"add": add, "subtract": sub, "multiply": mul, "divide": div}
-    return builders[name](a, b) if name in builders else Node(name, (a, b))
+    return builders[name](a, b) if name in builders else make(name, (a, b))
 
 
 def _gelu(x, approximate):
@@ -316,10 +327,10 @@ def _apply_torch(func, args, kwargs, fname):
         lo = kwargs.get("min", args[1] if len(args) > 1 else None)
         hi = kwargs.get("max", args[2] if len(args) > 2 else None)
         bounds = [lift(b) for b in (lo, hi) if b is not None]
-        return Tracer(Node("clip", (lift(args[0]), *bounds), value=(lo is not None, hi is not None)), fname)
+        return Tracer(make("clip", (lift(args[0]), *bounds), value=(lo is not None, hi is not None)), fname)
     if name in ("clamp_min", "clamp_max"):
         lo_hi = (True, False) if name == "clamp_min" else (False, True)
-        return Tracer(Node("clip", (lift(args[0]), lift(args[1])), value=lo_hi), fname)
+        return Tracer(make("clip", (lift(args[0]), lift(args[1])), value=lo_hi), fname)
     if name in ("add", "sub", "subtract") and ("alpha" in kwargs or len(args) > 2):
         only("alpha")
         alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
@@ -336,7 +347,7 @@ def _apply_torch(func, args, kwargs, fname):
         only("rounding_mode") if name in ("div", "divide") else only()
         return Tracer(_binary(_BINARY[name], lift(args[0]), lift(args[1])), fname)
     if name in ("max", "min") and len(args) == 2 and not kwargs and not isinstance(args[1], int):
-        return Tracer(Node("maximum" if name == "max" else "minimum", (lift(args[0]), lift(args[1]))), fname)
+        return Tracer(make("maximum" if name == "max" else "minimum", (lift(args[0]), lift(args[1]))), fname)
     raise TraceError(f"tessel.torch.fuse({fname}): {qual} is not an elementwise operation that can be fused "
                      "(reductions, indexing, shape changes, casts and random numbers cannot be)")
 
@@ -591,8 +602,8 @@ def evaluate(root: Node, tensors):
         else:
             args = [memo[id(a)] for a in node.args]
             tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
-            if tensor is None:  # an op of constants only: evaluate on 0-d CPU tensors
-                args = [torch.tensor(a) for a in args]
+            if tensor is None:  # an op of constants only (folding): 0-d CPU tensors, float64 for floats
+                args = [torch.tensor(a, dtype=torch.float64 if isinstance(a, float) else None) for a in args]
                 tensor = args[0]
             if node.op == "clip":
                 has_lo, has_hi = node.value
