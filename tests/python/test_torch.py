@@ -537,3 +537,41 @@ def test_mlp_example_follows_the_pytorch_loss_curve():
     ours, ref = example.run(steps=300)
     assert ours[-1] < 0.2 * ours[0]  # it trains
     assert max(abs(a - b) / abs(b) for a, b in zip(ours, ref)) < 1e-3
+
+
+def test_fuse_keeps_torch_semantics_of_identities(gen):
+    @tt.fuse
+    def times_one(m, x):
+        return m * 1 + x * 0  # bool * 1 is int64 in torch; x * 0 is NaN where x is inf
+
+    m = torch.tensor([True, False, True])
+    x = torch.tensor([1.0, float("inf"), 2.0], dtype=torch.float64)
+    out = times_one(m, x)
+    ref = m * 1 + x * 0
+    assert out.dtype == ref.dtype == torch.float64
+    assert torch.equal(out.isnan(), ref.isnan()) and torch.equal(out[~out.isnan()], ref[~ref.isnan()])
+
+    @tt.fuse
+    def ignores_y(x, y):
+        return x + 0 * y  # the gradient of y folds to the constant 0: zeros of y's shape
+
+    x = randn(gen, 3, 4, requires_grad=True)
+    y = randn(gen, 4, requires_grad=True)
+    gx, gy = torch.autograd.grad(ignores_y(x, y).sum(), (x, y))
+    assert gx.tolist() == [[1.0] * 4] * 3 and gy.tolist() == [0.0] * 4 and gy.shape == (4,)
+    _opcheck(ignores_y._backward_op._opoverload, (torch.ones(3, 4, dtype=torch.float64), [x.detach(), y.detach()], [True, True]))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_fuse_low_precision_matches_torch_eager(tdevice, gen, dtype):
+    # Each intermediate rounds to the tensor dtype, as in torch's eager ops; compared with float64.
+    x = randn(gen, 300, dtype=dtype, device=tdevice, requires_grad=True)
+    y = randn(gen, 300, dtype=dtype, device=tdevice, requires_grad=True)
+    out = swish_gate(x, y)
+    assert out.dtype == dtype
+    xr, yr = x.detach().double().requires_grad_(), y.detach().double().requires_grad_()
+    ref = xr * torch.sigmoid(xr) * yr
+    assert rel_err(out, ref) < 1e-2
+    gx, gy = torch.autograd.grad(out.float().square().sum(), (x, y))
+    gxr, gyr = torch.autograd.grad(ref.square().sum(), (xr, yr))
+    assert gx.dtype == dtype and rel_err(gx, gxr) < 2e-2 and rel_err(gy, gyr) < 2e-2

@@ -53,14 +53,18 @@ class _Kernel:
             dtype = self._dtypes[key] = _graph.evaluate(self.root, meta).dtype
         return dtype
 
-    def __call__(self, tensors) -> Tensor:
-        """The expression on real tensors, as a new tensor of torch's shape and dtype."""
+    def constant(self, like: Tensor) -> Tensor:
+        """A constant expression (a folded derivative such as that of x * 0) shaped like `like`."""
+        return torch.full_like(like, self.root.value, memory_format=torch.contiguous_format)
+
+    def __call__(self, tensors, like: Tensor) -> Tensor:
+        """The expression on real tensors, as a new tensor of torch's shape and dtype; a constant
+        expression takes `like`'s shape and dtype."""
         if self.trivial:
-            shape = torch.broadcast_shapes(*[tensors[i].shape for i in self.reads]) if self.reads else ()
-            value = _graph.evaluate(self.root, tensors)
-            if isinstance(value, Tensor):
-                return value.expand(shape).clone()  # a new tensor: custom op outputs may not alias inputs
-            return torch.full(shape, value, device=tensors[0].device)
+            if self.root.op == "const":
+                return self.constant(like)
+            # a new tensor: custom op outputs may not alias their inputs
+            return tensors[self.root.index].clone(memory_format=torch.contiguous_format)
         arrays = [to_tessel(tensors[i]) for i in self.reads]
         result = self.kernel(arrays)
         dtype = self.result_dtype(tensors)
@@ -106,6 +110,8 @@ class FusedFunction:
             if not isinstance(result, _graph.Tracer):
                 raise _graph.TraceError(f"tessel.torch.fuse({self.__name__}): the function must return one tensor "
                                         f"computed from its arguments, got {type(result).__name__}")
+            if result.node.op == "const":
+                raise _graph.TraceError(f"tessel.torch.fuse({self.__name__}): the result does not depend on the arguments")
             root = self._graphs[count] = result.node
         return root
 
@@ -130,21 +136,22 @@ class FusedFunction:
     def _forward_impl(self, inputs: List[Tensor]) -> Tensor:
         self._check(inputs)
         use_torch_stream(inputs[0].device)
-        return self._forward_kernel(len(inputs))(inputs)
+        return self._forward_kernel(len(inputs))(inputs, like=inputs[0])
 
     def _forward_fake(self, inputs):
         self._check(inputs)
-        self._forward_kernel(len(inputs))  # traces, so that a function that cannot be fused fails here too
-        return torch.empty_like(_graph.evaluate(self.graph(len(inputs)), inputs), memory_format=torch.contiguous_format)
+        kernel = self._forward_kernel(len(inputs))  # traces, so that a function that cannot be fused fails here too
+        return torch.empty_like(_graph.evaluate(kernel.root, inputs), memory_format=torch.contiguous_format)
 
     def _backward_impl(self, grad: Tensor, inputs: List[Optional[Tensor]], needs: List[bool]) -> List[Tensor]:
         use_torch_stream(grad.device)
         tensors = list(inputs) + [grad]
-        return [k(tensors) for k in self._backward_kernels(len(inputs), needs) if k is not None]
+        return [k(tensors, like=grad) for k in self._backward_kernels(len(inputs), needs) if k is not None]
 
     def _backward_fake(self, grad, inputs, needs):
         tensors = list(inputs) + [grad]
-        return [torch.empty_like(_graph.evaluate(k.root, tensors), memory_format=torch.contiguous_format)
+        return [k.constant(grad) if k.root.op == "const" else
+                torch.empty_like(_graph.evaluate(k.root, tensors), memory_format=torch.contiguous_format)
                 for k in self._backward_kernels(len(inputs), needs) if k is not None]
 
     # ---- autograd ----
@@ -168,13 +175,17 @@ class FusedFunction:
             inputs[i] = t
         if not any(needs):
             return ([None] * count,)
-        grads = iter(self._backward_op(grad, inputs, needs))
+        kernels = self._backward_kernels(count, needs)
+        # A gradient that is the incoming gradient itself (x in x + y) needs no kernel.
+        passthrough = [k is not None and k.root.op == "input" and k.root.index == count for k in kernels]
+        op_needs = [n and not p for n, p in zip(needs, passthrough)]
+        grads = iter(self._backward_op(grad, inputs, op_needs) if any(op_needs) else [])
         result = []
         for i in range(count):
             if not needs[i]:
                 result.append(None)
                 continue
-            g = next(grads)
+            g = grad if passthrough[i] else next(grads)
             if g.shape != ctx.shapes[i]:
                 g = g.sum_to_size(ctx.shapes[i])  # broadcast inputs: the gradient sums over their copies
             if g.dtype != ctx.dtypes[i]:

@@ -39,10 +39,16 @@ def inp(i) -> Node:
 
 
 # ---- node builders with the constant folding that keeps derivative graphs small ----
+# Identities (x + 0, x * 1, x * 0) are folded only while differentiating: in a traced function
+# they could change the result's dtype or shape (a bool tensor * 1 is int64; x * 0 is NaN where x is
+# inf), while a derivative's result is cast to its input's dtype and summed to its shape anyway.
+_identities = False
+
+
 def add(a, b):
-    if a.is_const(0):
+    if _identities and a.is_const(0):
         return b
-    if b.is_const(0):
+    if _identities and b.is_const(0):
         return a
     if a.op == "const" and b.op == "const":
         return const(a.value + b.value)
@@ -58,33 +64,34 @@ def neg(a):
 
 
 def sub(a, b):
-    if b.is_const(0):
+    if _identities and b.is_const(0):
         return a
-    if a.is_const(0):
+    if _identities and a.is_const(0):
         return neg(b)
     return make("subtract", (a, b))
 
 
 def mul(a, b):
-    if a.is_const(0) or b.is_const(0):
-        return const(0)
-    if a.is_const(1):
-        return b
-    if b.is_const(1):
-        return a
-    if a.is_const(-1):
-        return neg(b)
-    if b.is_const(-1):
-        return neg(a)
+    if _identities:
+        if a.is_const(0) or b.is_const(0):
+            return const(0)
+        if a.is_const(1):
+            return b
+        if b.is_const(1):
+            return a
+        if a.is_const(-1):
+            return neg(b)
+        if b.is_const(-1):
+            return neg(a)
     if a.op == "const" and b.op == "const":
         return const(a.value * b.value)
     return make("multiply", (a, b))
 
 
 def div(a, b):
-    if a.is_const(0):
+    if _identities and a.is_const(0):
         return const(0)
-    if b.is_const(1):
+    if _identities and b.is_const(1):
         return a
     return make("divide", (a, b))
 
@@ -103,7 +110,7 @@ def op(name, *args):
 
 
 def where(c, a, b):
-    if a.is_const(0) and b.is_const(0):
+    if _identities and a.is_const(0) and b.is_const(0):
         return const(0)
     if c.op == "const":
         return a if c.value else b
@@ -503,6 +510,15 @@ def gradients(root: Node, num_inputs: int, needs, fname: str):
     """Expressions of d(root)/d(input i) times the incoming gradient (input `num_inputs`) for each i
     with needs[i]; None for the others. NotDifferentiableError names the op a needed gradient
     would cross."""
+    global _identities
+    _identities = True
+    try:
+        return _gradients(root, num_inputs, needs, fname)
+    finally:
+        _identities = False
+
+
+def _gradients(root, num_inputs, needs, fname):
     order = _topo(root)
     live = set()  # nodes that depend on an input whose gradient is needed
     for node in order:
