@@ -575,3 +575,36 @@ def test_fuse_low_precision_matches_torch_eager(tdevice, gen, dtype):
     gx, gy = torch.autograd.grad(out.float().square().sum(), (x, y))
     gxr, gyr = torch.autograd.grad(ref.square().sum(), (xr, yr))
     assert gx.dtype == dtype and rel_err(gx, gxr) < 2e-2 and rel_err(gy, gyr) < 2e-2
+
+
+def test_torch_compile_under_autocast(tdevice, gen):
+    torch._dynamo.reset()
+    layer = tt.nn.Linear(16, 8, activation="gelu", device=tdevice)
+
+    def step(x):
+        with torch.autocast(tdevice, dtype=torch.bfloat16):
+            return layer(x)
+
+    x = randn(gen, 4, 16, dtype=torch.float32, device=tdevice)
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+    y, y_eager = compiled(x), step(x)
+    assert y.dtype == y_eager.dtype == torch.bfloat16
+    assert torch.equal(y, y_eager)
+
+
+def test_ops_run_on_torchs_current_stream(gen):
+    if not (torch.cuda.is_available() and ts.cuda_available()):
+        pytest.skip("needs CUDA in torch and tessel")
+    x = randn(gen, 256, 64, dtype=torch.float32, device="cuda", requires_grad=True)
+    w = randn(gen, 32, 64, dtype=torch.float32, device="cuda", requires_grad=True)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        y = tt.linear(x, w, activation="relu")
+        assert ts.current_stream("cuda:0").handle == stream.cuda_stream  # tessel queued on torch's stream
+        z = swish_gate(y, y)
+        z.sum().backward()
+    stream.synchronize()
+    ref = F.relu(F.linear(x.detach(), w.detach()))
+    assert rel_err(z, ref * torch.sigmoid(ref) * ref) < 1e-5
+    assert x.grad is not None and torch.isfinite(x.grad).all()
