@@ -597,14 +597,23 @@ def test_ops_run_on_torchs_current_stream(gen):
         pytest.skip("needs CUDA in torch and tessel")
     x = randn(gen, 256, 64, dtype=torch.float32, device="cuda", requires_grad=True)
     w = randn(gen, 32, 64, dtype=torch.float32, device="cuda", requires_grad=True)
+    seen = []
+
+    def record_stream(a):
+        seen.append(ts.current_stream(a.device).handle)
+        return a * 1
+
+    probe = tt.custom_op("tessel_test::stream_probe", record_stream)
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
+    before = ts.current_stream("cuda:0").handle
     with torch.cuda.stream(stream):
         y = tt.linear(x, w, activation="relu")
-        assert ts.current_stream("cuda:0").handle == stream.cuda_stream  # tessel queued on torch's stream
-        z = swish_gate(y, y)
+        z = swish_gate(y, probe(y))
         z.sum().backward()
     stream.synchronize()
+    assert seen == [stream.cuda_stream]  # inside the op tessel queues on torch's current stream
+    assert ts.current_stream("cuda:0").handle == before  # and afterwards its own current stream is back
     ref = F.relu(F.linear(x.detach(), w.detach()))
     assert rel_err(z, ref * torch.sigmoid(ref) * ref) < 1e-5
     assert x.grad is not None and torch.isfinite(x.grad).all()

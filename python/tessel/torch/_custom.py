@@ -9,7 +9,7 @@ from torch import Tensor
 
 import tessel as ts
 
-from ._interop import check_same_device, to_tessel, to_torch, use_torch_stream
+from ._interop import check_same_device, on_torch_stream, to_tessel, to_torch
 
 
 class CustomOp:
@@ -27,11 +27,11 @@ class CustomOp:
 
     def _impl(self, inputs: List[Tensor]) -> Tensor:
         check_same_device(self.name, inputs, [f"input {i}" for i in range(len(inputs))])
-        use_torch_stream(inputs[0].device)
-        result = self._run(*[to_tessel(t) for t in inputs])
-        if not isinstance(result, ts.Array):
-            raise TypeError(f"{self.name}: the kernel must return one tessel array, got {type(result).__name__}")
-        out = to_torch(result)
+        with on_torch_stream(inputs[0].device):
+            result = self._run(*[to_tessel(t) for t in inputs])
+            if not isinstance(result, ts.Array):
+                raise TypeError(f"{self.name}: the kernel must return one tessel array, got {type(result).__name__}")
+            out = to_torch(result)
         # a kernel may hand back one of its inputs (an in-place update): the op's output must be new
         if any(out.data_ptr() == t.data_ptr() and out.numel() and t.numel() for t in inputs):
             out = out.clone()

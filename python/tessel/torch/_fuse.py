@@ -21,7 +21,7 @@ import tessel as ts
 from tessel import _tessel
 
 from . import _graph
-from ._interop import check_same_device, to_tessel, to_torch, use_torch_stream
+from ._interop import check_same_device, on_torch_stream, to_tessel, to_torch
 
 _counter = itertools.count()
 _TS_DTYPES = {torch.bool: "bool", torch.int8: "int8", torch.uint8: "uint8", torch.int16: "int16",
@@ -135,8 +135,8 @@ class FusedFunction:
 
     def _forward_impl(self, inputs: List[Tensor]) -> Tensor:
         self._check(inputs)
-        use_torch_stream(inputs[0].device)
-        return self._forward_kernel(len(inputs))(inputs, like=inputs[0])
+        with on_torch_stream(inputs[0].device):
+            return self._forward_kernel(len(inputs))(inputs, like=inputs[0])
 
     def _forward_fake(self, inputs):
         self._check(inputs)
@@ -144,9 +144,9 @@ class FusedFunction:
         return torch.empty_like(_graph.evaluate(kernel.root, inputs), memory_format=torch.contiguous_format)
 
     def _backward_impl(self, grad: Tensor, inputs: List[Optional[Tensor]], needs: List[bool]) -> List[Tensor]:
-        use_torch_stream(grad.device)
         tensors = list(inputs) + [grad]
-        return [k(tensors, like=grad) for k in self._backward_kernels(len(inputs), needs) if k is not None]
+        with on_torch_stream(grad.device):
+            return [k(tensors, like=grad) for k in self._backward_kernels(len(inputs), needs) if k is not None]
 
     def _backward_fake(self, grad, inputs, needs):
         tensors = list(inputs) + [grad]

@@ -1,9 +1,9 @@
 """Tensors across the torch/tessel boundary: zero-copy DLPack both ways, on torch's current stream.
 
 Every op of tessel.torch converts its torch inputs with `to_tessel` and its tessel results with
-`to_torch`. On a CUDA device tessel's current stream is first set to torch's current stream
-(`use_torch_stream`), so tessel's kernels queue behind torch's work and torch's later kernels
-behind tessel's, with no synchronization and no copies.
+`to_torch`. On a CUDA device it runs inside `on_torch_stream`, which makes torch's current stream
+tessel's current stream for the op, so tessel's kernels queue behind torch's work and torch's
+later kernels behind tessel's, with no synchronization and no copies.
 """
 from __future__ import annotations
 
@@ -23,10 +23,39 @@ def ts_device(device: torch.device):
     raise ValueError(f"tessel.torch: tensors on {device} are not supported (cpu and cuda only)")
 
 
-def use_torch_stream(device: torch.device) -> None:
-    """Makes torch's current stream of `device` tessel's current stream of that device."""
+class _OnTorchStream:
+    """Makes torch's current stream of a CUDA device tessel's current stream of that device for
+    the body of a with statement, and restores tessel's previous one after it."""
+    __slots__ = ("stream", "previous")
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __enter__(self):
+        self.previous = ts.current_stream(self.stream.device)
+        ts.set_current_stream(self.stream)
+
+    def __exit__(self, *exc):
+        ts.set_current_stream(self.previous)
+
+
+class _Nothing:
+    __slots__ = ()
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        pass
+
+
+_NOTHING = _Nothing()
+
+
+def on_torch_stream(device: torch.device):
+    """A context manager: tessel's work inside runs on torch's current stream of `device` (CPU: no-op)."""
     if device.type != "cuda":
-        return
+        return _NOTHING
     index = device.index if device.index is not None else torch.cuda.current_device()
     handle = torch.cuda.current_stream(index).cuda_stream
     stream = _ts_streams.get((index, handle))
@@ -34,7 +63,7 @@ def use_torch_stream(device: torch.device) -> None:
         # torch keeps its streams alive for the process (its pool), so adopting is safe.
         stream = ts.Stream.from_handle(handle, f"cuda:{index}")
         _ts_streams[(index, handle)] = stream
-    ts.set_current_stream(stream)
+    return _OnTorchStream(stream)
 
 
 def to_tessel(t: torch.Tensor):

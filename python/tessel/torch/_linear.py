@@ -17,7 +17,7 @@ from torch import Tensor
 import tessel as ts
 
 from ._autocast import register_autocast_to_region_dtype
-from ._interop import check_same_device, to_tessel, to_torch, use_torch_stream
+from ._interop import check_same_device, on_torch_stream, to_tessel, to_torch
 
 ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh")
 _FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -117,7 +117,11 @@ def _rows(x: Tensor) -> int:
 def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor], activation: str) -> Tuple[Tensor, Tensor]:
     check_linear(x, weight, bias, same_dtype=True)
     activation = activation_name(None if activation == "none" else activation)
-    use_torch_stream(x.device)
+    with on_torch_stream(x.device):
+        return _linear_forward(x, weight, bias, activation)
+
+
+def _linear_forward(x, weight, bias, activation):
     rows, out_features = _rows(x), weight.shape[0]
     x2 = to_tessel(x).reshape((rows, x.shape[-1]))
     w = to_tessel(weight)
@@ -145,7 +149,11 @@ def _(x, weight, bias, activation):
 @torch.library.custom_op("tessel::linear_backward", mutates_args=())
 def _linear_backward(grad: Tensor, x: Tensor, weight: Tensor, aux: Tensor, activation: str,
                      needs: List[bool]) -> Tuple[Tensor, Tensor, Tensor]:
-    use_torch_stream(x.device)
+    with on_torch_stream(x.device):
+        return _linear_backward_gemms(grad, x, weight, aux, activation, needs)
+
+
+def _linear_backward_gemms(grad, x, weight, aux, activation, needs):
     rows, in_features, out_features = _rows(x), x.shape[-1], weight.shape[0]
     dz = to_tessel(grad).reshape((rows, out_features))
     if activation != "none":
