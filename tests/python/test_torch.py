@@ -603,7 +603,7 @@ def test_ops_run_on_torchs_current_stream(gen):
         seen.append(ts.current_stream(a.device).handle)
         return a * 1
 
-    probe = tt.custom_op("tessel_test::stream_probe", record_stream)
+    probe = tt.custom_op("tessel_test::stream_probe", record_stream, backward=lambda i, o, g: (g,))
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     before = ts.current_stream("cuda:0").handle
