@@ -80,6 +80,19 @@ def test_linear_matches_torch(tdevice, gen, activation, dtype, shape, bias):
         assert rel_err(b.grad, br.grad) < TOL[dtype]
 
 
+def test_linear_no_in_features(tdevice, gen):
+    # K = 0: the product is zeros, the result is activation(bias), and x's and weight's gradients are empty
+    x = randn(gen, 3, 0, device=tdevice, requires_grad=True)
+    w = randn(gen, 4, 0, device=tdevice, requires_grad=True)
+    b = randn(gen, 4, device=tdevice, requires_grad=True)
+    y = tt.linear(x, w, b, "gelu")
+    assert rel_err(y, F.gelu(b.detach()).expand(3, 4)) < 1e-15
+    y.sum().backward()
+    assert x.grad.shape == (3, 0) and w.grad.shape == (4, 0)
+    z = b.detach()
+    assert rel_err(b.grad, 3 * (0.5 * (1 + torch.erf(z / math.sqrt(2))) + z * torch.exp(-z * z / 2) / math.sqrt(2 * math.pi))) < 1e-12
+
+
 def test_linear_relu_gradient_is_masked_by_the_epilogue_input(tdevice):
     # The ReLU derivative comes from aux (the pre-activation), so a negative pre-activation blocks it.
     x = torch.tensor([[1.0, -2.0]], dtype=torch.float64, device=tdevice, requires_grad=True)
@@ -185,6 +198,8 @@ def test_linear_bad_inputs(tdevice):
         tt.linear(x, torch.ones(4, device=tdevice))
     with pytest.raises(ValueError, match=r"linear: bias must have shape \(2,\) .* got \(3,\)"):
         tt.linear(x, w, torch.ones(3, device=tdevice))
+    with pytest.raises(ValueError, match=r"linear: x must have at least 1 dimension, got a 0-d tensor"):
+        tt.linear(torch.ones((), device=tdevice), w)
     with pytest.raises(ValueError, match=r"linear: unknown activation 'tanh'"):
         tt.linear(x, w, activation="tanh")
     with pytest.raises(TypeError, match=r"linear: x, weight and bias must have one dtype, got x torch.float32, weight torch.float64"):
@@ -617,3 +632,16 @@ def test_ops_run_on_torchs_current_stream(gen):
     ref = F.relu(F.linear(x.detach(), w.detach()))
     assert rel_err(z, ref * torch.sigmoid(ref) * ref) < 1e-5
     assert x.grad is not None and torch.isfinite(x.grad).all()
+
+
+def test_fuse_mixed_dtypes_give_each_input_its_dtype(tdevice, gen):
+    x = randn(gen, 6, dtype=torch.float32, device=tdevice, requires_grad=True)
+    y = randn(gen, 6, dtype=torch.float64, device=tdevice, requires_grad=True)
+    out = many_ops(x, y)
+    ref = many_ops.fn(x, y)  # torch's own ops: float32 subexpressions of x, promoted where y joins
+    assert out.dtype == ref.dtype == torch.float64
+    assert rel_err(out, ref) < 1e-6
+    gx, gy = torch.autograd.grad(out.sum(), (x, y))
+    gxr, gyr = torch.autograd.grad(ref.sum(), (x, y))
+    assert gx.dtype == torch.float32 and gy.dtype == torch.float64
+    assert rel_err(gx, gxr) < 1e-5 and rel_err(gy, gyr) < 1e-6
