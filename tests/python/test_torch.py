@@ -229,6 +229,26 @@ def many_ops(x, y):
     return a + b + c + d + e
 
 
+@tt.fuse
+def variadic(*xs):
+    """Any number of tensors: the op takes a Tensor[]."""
+    total = xs[0]
+    for x in xs[1:]:
+        total = total * torch.tanh(x)
+    return total
+
+
+def test_fuse_variadic_function(tdevice, gen):
+    assert variadic.arity is None and swish_gate.arity == 2
+    a, b, c = (randn(gen, 3, 1, device=tdevice, requires_grad=True), randn(gen, 4, device=tdevice, requires_grad=True),
+               randn(gen, 1, 4, device=tdevice, requires_grad=True))
+    assert rel_err(variadic(a, b, c), a * torch.tanh(b) * torch.tanh(c)) < 1e-12
+    assert rel_err(variadic(a, b), a * torch.tanh(b)) < 1e-12  # another argument count: another trace
+    assert torch.autograd.gradcheck(variadic, (a, b, c))
+    with pytest.raises(TypeError, match=r"fuse\(swish_gate\): takes 2 tensors, got 3"):
+        swish_gate(a, b, c)
+
+
 def _fuse_reference(fn, *tensors):
     """fn run by torch itself (the traced Python function on real tensors) in float64."""
     return fn.fn(*tensors)
@@ -486,9 +506,11 @@ def test_opcheck_every_op(tdevice, gen):
         _opcheck(torch.ops.tessel.linear_backward.default, (g, x.detach(), w.detach(), aux, act, [True, True, True]))
     y = randn(gen, 1, 5, device=tdevice, requires_grad=True)
     for fn in (swish_gate, many_ops):
-        _opcheck(fn._op._opoverload, ([x, y],))
+        _opcheck(fn._call, (x, y))
         g = randn(gen, 4, 5, device=tdevice)
-        _opcheck(fn._backward_op._opoverload, (g, [x.detach(), y.detach()], [True, True]))
+        _opcheck(fn._call_backward, (g, x.detach(), y.detach(), [True, True]))
+    _opcheck(variadic._call, ([x, y, x],))
+    _opcheck(variadic._call_backward, (randn(gen, 4, 5, device=tdevice), [x.detach(), y.detach(), x.detach()], [True, True, True]))
     _opcheck(square_op._op._opoverload, ([x],))
     _opcheck(mul_op._op._opoverload, ([x, y],))
 
@@ -574,7 +596,7 @@ def test_fuse_keeps_torch_semantics_of_identities(gen):
     y = randn(gen, 4, requires_grad=True)
     gx, gy = torch.autograd.grad(ignores_y(x, y).sum(), (x, y))
     assert gx.tolist() == [[1.0] * 4] * 3 and gy.tolist() == [0.0] * 4 and gy.shape == (4,)
-    _opcheck(ignores_y._backward_op._opoverload, (torch.ones(3, 4, dtype=torch.float64), [x.detach(), y.detach()], [True, True]))
+    _opcheck(ignores_y._call_backward, (torch.ones(3, 4, dtype=torch.float64), x.detach(), y.detach(), [True, True]))
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

@@ -66,11 +66,23 @@ def on_torch_stream(device: torch.device):
     return _OnTorchStream(stream)
 
 
+def _from_dlpack_detached(t):
+    # torch's __dlpack__ refuses tensors that require grad; the data is what crosses
+    return ts.from_dlpack(t.detach() if t.requires_grad else t)
+
+
+# Through torch's DLPack C exchange table tessel imports tensors that require grad as they are
+# (no detach per call); through __dlpack__ they must be detached first.
+try:
+    ts.from_dlpack(torch.zeros(1, requires_grad=True))
+    _import = ts.from_dlpack
+except (RuntimeError, TypeError, BufferError):
+    _import = _from_dlpack_detached
+
+
 def to_tessel(t: torch.Tensor):
     """A tessel array viewing `t`'s memory (no copy)."""
-    if t.requires_grad:  # DLPack refuses tensors that require grad; the data is what crosses
-        t = t.detach()
-    return ts.from_dlpack(t)
+    return _import(t)
 
 
 def _export_to(a):
