@@ -18,7 +18,6 @@ from typing import List, Optional
 import torch
 from torch import Tensor
 
-import tessel as ts
 from tessel import _tessel
 
 from . import _graph
