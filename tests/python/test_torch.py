@@ -473,6 +473,33 @@ def test_custom_op_elementwise_kernel(tdevice, gen):
     assert torch.autograd.gradcheck(op, (x,))
 
 
+_RAW_SCALE = r"""
+extern "C" __global__ void scale2(const double* x, double* y, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 2.0 * x[i];
+}
+"""
+
+
+def _launch_scale2(kernel, x):
+    y = ts.empty(x.shape, dtype=x.dtype, device=x.device)
+    n = x.size
+    kernel(((n + 255) // 256,), (256,), (x, y, n))
+    return y
+
+
+def test_custom_op_raw_kernel(tdevice, gen):
+    op = tt.custom_op("tessel_test::scale2", ts.RawKernel(_RAW_SCALE, "scale2"), launch=_launch_scale2,
+                      fake=lambda x: torch.empty_like(x), backward=lambda i, o, g: (2 * g,))
+    x = randn(gen, 1000, device=tdevice, requires_grad=True)
+    if tdevice == "cpu":
+        with pytest.raises(ts.DeviceError, match=r"needs a CUDA device"):
+            op(x)
+        return
+    assert torch.equal(op(x), 2 * x)
+    assert torch.autograd.gradcheck(op, (x[:5].detach().requires_grad_(),))
+
+
 def test_custom_op_bad_arguments():
     with pytest.raises(TypeError, match=r"a RawKernel needs launch="):
         tt.custom_op("tessel_test::raw", ts.RawKernel('extern "C" __global__ void k() {}', "k"))
