@@ -43,3 +43,11 @@ if [ ${#missing_py[@]} -gt 0 ]; then
   echo "install-deps: installing PyPI packages: ${missing_py[*]}"
   $PY -m pip install -q "${missing_py[@]}"
 fi
+
+# torch: tests/python/test_torch.py and the tessel.torch guide (docs/guide/torch.rst). The CPU wheel
+# is enough there and a tenth of the CUDA wheel's size; where its index cannot be reached, PyPI's.
+if ! $PY -c "import torch" >/dev/null 2>&1; then
+  echo "install-deps: installing torch (CPU wheel)"
+  $PY -m pip install -q torch --index-url https://download.pytorch.org/whl/cpu \
+    || $PY -m pip install -q torch
+fi

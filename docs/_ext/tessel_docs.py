@@ -34,7 +34,13 @@ STUB_MODULES = {
     "tessel.linalg": ("linalg.pyi", ("linalg.py",)),
     "tessel.random": ("random.pyi", ("random.py",)),
     "tessel.sim": ("sim.pyi", ("sim.py",)),
+    # tessel.torch's stubs import torch (its nn.Linear derives from torch.nn.Linear).
+    "tessel.torch": ("torch/__init__.pyi", ("torch/__init__.py", "torch/_linear.py", "torch/_fuse.py",
+                                            "torch/_custom.py", "torch/_interop.py")),
+    "tessel.torch.nn": ("torch/nn.pyi", ("torch/nn.py",)),
 }
+# Stub modules that are packages (their submodules are stubs too).
+STUB_PACKAGES = {"tessel": PACKAGE_DIR, "tessel.torch": os.path.join(PACKAGE_DIR, "torch")}
 
 REQUIREMENTS = {
     "cuda": "a CUDA GPU",
@@ -158,15 +164,16 @@ def load_stub_package():
     for name, (stub, _) in STUB_MODULES.items():
         module = types.ModuleType(name)
         module.__file__ = os.path.join(PACKAGE_DIR, stub)
-        module.__package__ = "tessel"
+        module.__package__ = name if name in STUB_PACKAGES else name.rsplit(".", 1)[0]
         module.__tessel_stub__ = True
-        if name == "tessel":
-            module.__path__ = [PACKAGE_DIR]
+        if name in STUB_PACKAGES:
+            module.__path__ = [STUB_PACKAGES[name]]
         modules[name] = module
     for name, module in modules.items():
         sys.modules[name] = module
         if name != "tessel":
-            setattr(modules["tessel"], name.split(".", 1)[1], module)
+            parent, child = name.rsplit(".", 1)
+            setattr(modules[parent], child, module)
     # The package first, so that the submodules' `from . import Array` find it complete.
     for name in STUB_MODULES:
         _execute_stub(modules[name], modules[name].__file__)

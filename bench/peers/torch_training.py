@@ -1,0 +1,249 @@
+"""tessel.torch against PyTorch eager and torch.compile, in the same run (issue 22's targets):
+
+1. mlp_step: a training step (forward and backward) of 4 x [Linear(4096, 4096) + GELU(tanh)] in
+   bfloat16, batch 16384, loss y.float().square().mean(): tt.nn.Linear(activation="gelu_tanh")
+   against torch.nn.Linear + F.gelu, eager and compiled.
+2. swish_gate: x * sigmoid(x) * y forward and backward over 2.5e7 float32 elements, followed by
+   .sum().backward(): tt.fuse against eager and compiled.
+3. overhead: host microseconds per call of a tt.fuse op (x * sigmoid(x) * y) on 1-element tensors
+   against the same chain of torch eager ops, without grad and with grad (forward and backward);
+   this is the measurement that decides whether registering through C++ (TORCH_LIBRARY) is worth it.
+
+GPU times are CUDA events around each variant, medians over repeats, with the variants run in
+alternating rounds; each ratio is the median of the per-round ratios. Every variant is checked
+against the eager result first (a wrong one is reported FAILED, not timed). Results go into
+bench/results/<device>-<date>.json under "torch_training".
+
+Without CUDA it runs a small smoke version on the CPU (host clocks, tiny sizes) and writes nothing.
+
+    python3 bench/peers/torch_training.py [--rounds 5] [--quick]
+"""
+import argparse
+import statistics
+import sys
+import time
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    print("torch_training: skipped: PyTorch is not installed")
+    sys.exit(0)
+
+import tessel.torch as tt
+from peer_results import merge_results
+
+
+@tt.fuse
+def swish_gate(x, y):
+    return x * torch.sigmoid(x) * y
+
+
+def swish_gate_torch(x, y):
+    return x * torch.sigmoid(x) * y
+
+
+class TorchMLP(torch.nn.Module):
+    def __init__(self, width, layers, dtype, device):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(width, width, dtype=dtype, device=device) for _ in range(layers))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = F.gelu(layer(x), approximate="tanh")
+        return x
+
+
+class TesselMLP(torch.nn.Module):
+    def __init__(self, width, layers, dtype, device):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(
+            tt.nn.Linear(width, width, dtype=dtype, device=device, activation="gelu_tanh") for _ in range(layers))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class Timer:
+    """CUDA events on the current stream, or host clocks on the CPU."""
+
+    def __init__(self, cuda):
+        self.cuda = cuda
+
+    def ms(self, fn, repeats, warmup=2):
+        for _ in range(warmup):
+            fn()
+        times = []
+        for _ in range(repeats):
+            if self.cuda:
+                start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                stop.record()
+                stop.synchronize()
+                times.append(start.elapsed_time(stop))
+            else:
+                t0 = time.perf_counter()
+                fn()
+                times.append((time.perf_counter() - t0) * 1e3)
+        return sorted(times)[len(times) // 2]
+
+
+def rel_err(a, b):
+    a, b = a.detach().double(), b.detach().double()
+    if torch.isnan(a).any():
+        return float("inf")
+    return float((a - b).norm() / b.norm())
+
+
+def alternate(variants, timer, rounds, repeats):
+    """{name: median ms} and {name: median of per-round (eager ms / name's ms)}, in alternating rounds."""
+    per_round = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, fn in variants.items():
+            per_round[name].append(timer.ms(fn, repeats))
+    medians = {name: statistics.median(v) for name, v in per_round.items()}
+    speedup = {name: statistics.median(e / t for e, t in zip(per_round["torch_eager"], v)) for name, v in per_round.items()}
+    return medians, speedup
+
+
+def step_fn(model, x):
+    def step():
+        for p in model.parameters():
+            p.grad = None
+        model(x).float().square().mean().backward()
+    return step
+
+
+def bench_mlp(device, timer, rounds, width, batch, layers, dtype):
+    torch.manual_seed(0)
+    ref = TorchMLP(width, layers, dtype, device)
+    ours = TesselMLP(width, layers, dtype, device)
+    ours.load_state_dict(ref.state_dict())
+    x = torch.randn(batch, width, dtype=dtype, device=device)
+    models = {"torch_eager": ref, "torch_compile": torch.compile(ref), "tessel": ours,
+              "tessel_compile": torch.compile(ours, fullgraph=True)}
+    # check: loss and the first layer's weight gradient against eager, bf16 tolerance (METHOD.md)
+    status = {}
+    ref_loss = ref(x).float().square().mean()
+    ref_loss.backward()
+    ref_grad = ref.layers[0].weight.grad.clone()
+    for name, model in models.items():
+        for p in model.parameters():
+            p.grad = None
+        loss = model(x).float().square().mean()
+        loss.backward()
+        params = list(model.parameters())
+        err = max(rel_err(loss.reshape(1), ref_loss.reshape(1)), rel_err(params[0].grad, ref_grad))
+        status[name] = "ok" if err < 2e-2 else f"FAILED (relative error {err:.2e})"
+    variants = {name: step_fn(m, x) for name, m in models.items() if status[name] == "ok"}
+    medians, speedup = alternate(variants, timer, rounds, repeats=5)
+    flops = 3 * 2 * batch * width * width * layers  # forward + two backward GEMMs per layer
+    result = {"width": width, "batch": batch, "layers": layers, "dtype": str(dtype), "status": status}
+    for name in variants:
+        result[name] = {"ms": medians[name], "TFLOPs": flops / medians[name] / 1e9, "speedup_vs_eager": speedup[name]}
+    if "tessel" in variants and "torch_compile" in variants:
+        result["tessel_vs_compile"] = medians["torch_compile"] / medians["tessel"]
+    return result
+
+
+def bench_swish(device, timer, rounds, n):
+    x0 = torch.randn(n, device=device)
+    y0 = torch.randn(n, device=device)
+    compiled = torch.compile(swish_gate_torch)
+
+    def run(fn):
+        x = x0.detach().requires_grad_()
+        y = y0.detach().requires_grad_()
+
+        def step():
+            x.grad = y.grad = None
+            fn(x, y).sum().backward()
+        return step, x, y
+
+    status, variants = {}, {}
+    ref_step, rx, ry = run(swish_gate_torch)
+    ref_step()
+    for name, fn in (("torch_eager", swish_gate_torch), ("torch_compile", compiled), ("tessel", swish_gate)):
+        step, x, y = run(fn)
+        step()
+        err = max(rel_err(x.grad, rx.grad), rel_err(y.grad, ry.grad))
+        status[name] = "ok" if err < 1e-5 else f"FAILED (relative error {err:.2e})"
+        if status[name] == "ok":
+            variants[name] = step
+    medians, speedup = alternate(variants, timer, rounds, repeats=10)
+    result = {"n": n, "status": status}
+    for name in variants:
+        result[name] = {"ms": medians[name], "speedup_vs_eager": speedup[name]}
+    return result
+
+
+def bench_overhead(device, calls):
+    x = torch.randn(1, device=device)
+    y = torch.randn(1, device=device)
+    xg = x.clone().requires_grad_()
+
+    def per_call_us(fn):
+        fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        best = float("inf")
+        for _ in range(5):  # the best of 5 batches: host noise only adds time
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            if device == "cuda":
+                torch.cuda.synchronize()
+            best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+        return best
+
+    result = {}
+    with torch.no_grad():
+        result["forward_torch_eager_us"] = per_call_us(lambda: swish_gate_torch(x, y))
+        result["forward_tessel_us"] = per_call_us(lambda: swish_gate(x, y))
+    result["fwd_bwd_torch_eager_us"] = per_call_us(lambda: swish_gate_torch(xg, y).backward())
+    result["fwd_bwd_tessel_us"] = per_call_us(lambda: swish_gate(xg, y).backward())
+    result["forward_ratio"] = result["forward_tessel_us"] / result["forward_torch_eager_us"]
+    result["fwd_bwd_ratio"] = result["fwd_bwd_tessel_us"] / result["fwd_bwd_torch_eager_us"]
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (a check of the script, not a result)")
+    args = parser.parse_args()
+    cuda = torch.cuda.is_available()
+    device = "cuda" if cuda else "cpu"
+    timer = Timer(cuda)
+    small = args.quick or not cuda
+    out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
+    if small:
+        out["mlp_step"] = bench_mlp(device, timer, 2, width=64, batch=128, layers=4,
+                                    dtype=torch.bfloat16 if cuda else torch.float32)
+        out["swish_gate"] = bench_swish(device, timer, 2, n=10_000)
+        out["overhead"] = bench_overhead(device, calls=200)
+    else:
+        out["mlp_step"] = bench_mlp(device, timer, args.rounds, width=4096, batch=16384, layers=4, dtype=torch.bfloat16)
+        out["swish_gate"] = bench_swish(device, timer, args.rounds, n=25_000_000)
+        out["overhead"] = bench_overhead(device, calls=2000)
+    for key in ("mlp_step", "swish_gate"):
+        r = out[key]
+        for name in ("torch_eager", "torch_compile", "tessel", "tessel_compile"):
+            if name in r:
+                print(f"{key} {name}: {r[name]['ms']:.3f} ms, {r[name]['speedup_vs_eager']:.2f}x eager")
+            elif name in r["status"]:
+                print(f"{key} {name}: {r['status'][name]}")
+    o = out["overhead"]
+    print(f"overhead: tt.fuse forward {o['forward_tessel_us']:.1f} us vs eager {o['forward_torch_eager_us']:.1f} us; "
+          f"forward+backward {o['fwd_bwd_tessel_us']:.1f} us vs {o['fwd_bwd_torch_eager_us']:.1f} us")
+    if small:
+        print("torch_training: smoke run (small sizes): nothing written")
+        return
+    merge_results("torch_training", out, torch.cuda.get_device_name(0))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""Tensors across the torch/tessel boundary: zero-copy DLPack both ways, on torch's current stream.
+
+Every op of tessel.torch converts its torch inputs with `to_tessel` and its tessel results with
+`to_torch`. On a CUDA device it runs inside `on_torch_stream`, which makes torch's current stream
+tessel's current stream for the op, so tessel's kernels queue behind torch's work and torch's
+later kernels behind tessel's, with no synchronization and no copies.
+"""
+from __future__ import annotations
+
+import torch
+
+import tessel as ts
+
+_ts_streams = {}  # (device index, CUDA stream handle) -> the adopted tessel Stream
+
+
+def ts_device(device: torch.device):
+    """The tessel device of a torch device (cpu or cuda:N); others are a ValueError."""
+    if device.type == "cpu":
+        return ts.Device("cpu")
+    if device.type == "cuda":
+        return ts.Device(f"cuda:{device.index if device.index is not None else torch.cuda.current_device()}")
+    raise ValueError(f"tessel.torch: tensors on {device} are not supported (cpu and cuda only)")
+
+
+class _OnTorchStream:
+    """Makes torch's current stream of a CUDA device tessel's current stream of that device for
+    the body of a with statement, and restores tessel's previous one after it."""
+    __slots__ = ("stream", "previous")
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __enter__(self):
+        self.previous = ts.current_stream(self.stream.device)
+        ts.set_current_stream(self.stream)
+
+    def __exit__(self, *exc):
+        ts.set_current_stream(self.previous)
+
+
+class _Nothing:
+    __slots__ = ()
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        pass
+
+
+_NOTHING = _Nothing()
+
+
+def on_torch_stream(device: torch.device):
+    """A context manager: tessel's work inside runs on torch's current stream of `device` (CPU: no-op)."""
+    if device.type != "cuda":
+        return _NOTHING
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    handle = torch.cuda.current_stream(index).cuda_stream
+    stream = _ts_streams.get((index, handle))
+    if stream is None:
+        # torch keeps its streams alive for the process (its pool), so adopting is safe.
+        stream = ts.Stream.from_handle(handle, f"cuda:{index}")
+        _ts_streams[(index, handle)] = stream
+    return _OnTorchStream(stream)
+
+
+def _from_dlpack_detached(t):
+    # torch's __dlpack__ refuses tensors that require grad; the data is what crosses
+    return ts.from_dlpack(t.detach() if t.requires_grad else t)
+
+
+# Through torch's DLPack C exchange table tessel imports tensors that require grad as they are
+# (no detach per call); through __dlpack__ they must be detached first.
+try:
+    ts.from_dlpack(torch.zeros(1, requires_grad=True))
+    _import = ts.from_dlpack
+except (RuntimeError, TypeError, BufferError):
+    _import = _from_dlpack_detached
+
+
+def to_tessel(t: torch.Tensor):
+    """A tessel array viewing `t`'s memory (no copy)."""
+    return _import(t)
+
+
+def _export_to(a):
+    return ts.export_to(a, torch.Tensor)
+
+
+def _from_dlpack(a):
+    return torch.from_dlpack(a)
+
+
+# torch's DLPack C exchange table avoids a Python __dlpack__ call per result; older torch lacks it.
+try:
+    _export = _export_to
+    _export(ts.zeros((1,), device="cpu"))
+except TypeError:
+    _export = _from_dlpack
+
+
+def to_torch(a) -> torch.Tensor:
+    """A torch tensor viewing tessel array `a`'s memory (no copy)."""
+    return _export(a)
+
+
+def check_same_device(op: str, tensors, names) -> torch.device:
+    """The common device of `tensors` (None entries skipped); a ValueError naming the op and every
+    device otherwise."""
+    device = None
+    for t in tensors:
+        if t is None:
+            continue
+        if device is None:
+            device = t.device
+        elif t.device != device:
+            listed = ", ".join(f"{n} on {t.device}" for n, t in zip(names, tensors) if t is not None)
+            raise ValueError(f"{op}: all tensors must be on one device, got {listed}")
+    return device

@@ -1,0 +1,696 @@
+"""tessel.torch: linear, fuse and custom_op as torch ops, checked against PyTorch's own layers and
+autograd (float64 references), with gradcheck, opcheck, torch.compile(fullgraph=True) and autocast.
+
+Tensors are on the CPU and, where there is one, on CUDA (the `tdevice` fixture); tessel runs them on
+the same device through DLPack."""
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+
+import tessel as ts  # noqa: E402
+import tessel.torch as tt  # noqa: E402
+
+
+def _torch_devices():
+    return ["cpu", "cuda"]
+
+
+@pytest.fixture(params=_torch_devices())
+def tdevice(request):
+    if request.param == "cuda":
+        if not torch.cuda.is_available():
+            pytest.skip("torch has no CUDA device here")
+        if not ts.cuda_available():
+            pytest.skip(f"CUDA unavailable to tessel: {ts.cuda_unavailable_reason()}")
+    return request.param
+
+
+@pytest.fixture
+def gen(request):
+    seed = int(np.random.SeedSequence().generate_state(1)[0])
+    g = torch.Generator().manual_seed(seed)
+    request.node.user_properties.append(("seed", seed))
+    print(f"seed={seed}")
+    return g
+
+
+def randn(gen, *shape, dtype=torch.float64, device="cpu", requires_grad=False, scale=1.0):
+    t = (torch.randn(shape, generator=gen, dtype=torch.float64) * scale).to(dtype=dtype, device=device)
+    return t.requires_grad_(requires_grad)
+
+
+def rel_err(out, ref):
+    out, ref = out.detach().double().cpu(), ref.detach().double().cpu()
+    assert not torch.isnan(out).any(), "NaN in the result"
+    denom = ref.norm()
+    return float((out - ref).norm() / denom) if denom > 0 else float((out - ref).norm())
+
+
+ACT = {None: lambda z: z, "relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda z: F.gelu(z, approximate="tanh")}
+# ‖out - ref‖/‖ref‖ against a float64 computation: float32 arithmetic lands far under 1e-3
+# (METHOD.md); float64 GEMMs of these sizes agree to ~1e-15.
+TOL = {torch.float64: 1e-12, torch.float32: 1e-5}
+
+
+# ---------------------------------------------------------------- linear
+@pytest.mark.parametrize("activation", [None, "relu", "gelu", "gelu_tanh"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape,bias", [((7, 5), True), ((2, 3, 5), False), ((5,), True), ((0, 5), True)])
+def test_linear_matches_torch(tdevice, gen, activation, dtype, shape, bias):
+    x = randn(gen, *shape, dtype=dtype, device=tdevice, requires_grad=True)
+    w = randn(gen, 4, 5, dtype=dtype, device=tdevice, requires_grad=True)
+    b = randn(gen, 4, dtype=dtype, device=tdevice, requires_grad=True) if bias else None
+    y = tt.linear(x, w, b, activation=activation)
+    assert y.shape == shape[:-1] + (4,) and y.dtype == dtype and y.device.type == tdevice
+    # reference: torch in float64 on the same values
+    xr, wr = x.detach().double().requires_grad_(), w.detach().double().requires_grad_()
+    br = b.detach().double().requires_grad_() if bias else None
+    yr = ACT[activation](F.linear(xr, wr, br))
+    assert rel_err(y, yr) < TOL[dtype]
+    g = randn(gen, *y.shape, dtype=dtype, device=tdevice)
+    y.backward(g)
+    yr.backward(g.double())
+    assert rel_err(x.grad, xr.grad) < TOL[dtype]
+    assert rel_err(w.grad, wr.grad) < TOL[dtype]
+    if bias:
+        assert rel_err(b.grad, br.grad) < TOL[dtype]
+
+
+def test_linear_no_in_features(tdevice, gen):
+    # K = 0: the product is zeros, the result is activation(bias), and x's and weight's gradients are empty
+    x = randn(gen, 3, 0, device=tdevice, requires_grad=True)
+    w = randn(gen, 4, 0, device=tdevice, requires_grad=True)
+    b = randn(gen, 4, device=tdevice, requires_grad=True)
+    y = tt.linear(x, w, b, "gelu")
+    assert rel_err(y, F.gelu(b.detach()).expand(3, 4)) < 1e-15
+    y.sum().backward()
+    assert x.grad.shape == (3, 0) and w.grad.shape == (4, 0)
+    z = b.detach()
+    assert rel_err(b.grad, 3 * (0.5 * (1 + torch.erf(z / math.sqrt(2))) + z * torch.exp(-z * z / 2) / math.sqrt(2 * math.pi))) < 1e-12
+
+
+def test_linear_relu_gradient_is_masked_by_the_epilogue_input(tdevice):
+    # The ReLU derivative comes from aux (the pre-activation), so a negative pre-activation blocks it.
+    x = torch.tensor([[1.0, -2.0]], dtype=torch.float64, device=tdevice, requires_grad=True)
+    w = torch.eye(2, dtype=torch.float64, device=tdevice, requires_grad=True)
+    tt.linear(x, w, activation="relu").sum().backward()
+    assert x.grad.tolist() == [[1.0, 0.0]]
+
+
+def test_linear_non_contiguous_inputs(tdevice, gen):
+    x = randn(gen, 5, 6, dtype=torch.float64, device=tdevice)[:, ::2].requires_grad_()  # strided view
+    w = randn(gen, 3, 4, dtype=torch.float64, device=tdevice).t().requires_grad_()    # (4, 3), transposed strides
+    y = tt.linear(x, w, None, activation="gelu")
+    yr = F.gelu(F.linear(x, w))
+    assert rel_err(y, yr) < 1e-12
+    gx, gw = torch.autograd.grad(y.sum(), (x, w))
+    gxr, gwr = torch.autograd.grad(yr.sum(), (x, w))
+    assert rel_err(gx, gxr) < 1e-12 and rel_err(gw, gwr) < 1e-12
+
+
+@pytest.mark.parametrize("activation", [None, "relu", "gelu", "gelu_tanh"])
+def test_linear_gradcheck(tdevice, gen, activation):
+    # Inputs away from ReLU's kink: gradcheck's finite differences must not straddle it.
+    x = randn(gen, 3, 4, device=tdevice, requires_grad=True)
+    w = randn(gen, 2, 4, device=tdevice, requires_grad=True)
+    b = randn(gen, 2, device=tdevice, requires_grad=True)
+    if activation == "relu":
+        with torch.no_grad():
+            z = F.linear(x, w, b)
+            b += torch.where(z.abs() < 0.1, 0.3, 0.0).max(0).values
+    assert torch.autograd.gradcheck(lambda x, w, b: tt.linear(x, w, b, activation), (x, w, b))
+
+
+def test_linear_module_is_a_drop_in(tdevice, gen):
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(6, 3, dtype=torch.float64, device=tdevice)
+    layer = tt.nn.Linear(6, 3, dtype=torch.float64, device=tdevice, activation="relu")
+    layer.load_state_dict(ref.state_dict())
+    assert "activation='relu'" in repr(layer)
+    x = randn(gen, 4, 6, device=tdevice)
+    assert rel_err(layer(x), F.relu(ref(x))) < 1e-12
+    no_bias = tt.nn.Linear(6, 3, bias=False, dtype=torch.float64, device=tdevice)
+    assert no_bias.bias is None and no_bias(x).shape == (4, 3)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_linear_low_precision_training_step_matches_torch_layers(tdevice, gen, dtype):
+    # One training step of Linear + GELU(tanh) in bf16/fp16: tessel and torch.nn against a float64
+    # computation on the same (rounded) values; bf16 operands land between 1e-3 and 1e-2 (METHOD.md).
+    x = randn(gen, 64, 96, dtype=dtype, device=tdevice, requires_grad=True)
+    layer = tt.nn.Linear(96, 80, dtype=dtype, device=tdevice, activation="gelu_tanh")
+    ref = torch.nn.Linear(96, 80, dtype=dtype, device=tdevice)
+    ref.load_state_dict(layer.state_dict())
+    y = layer(x)
+    assert y.dtype == dtype
+    y.float().square().mean().backward()
+    x64 = x.detach().double().requires_grad_()
+    w64 = layer.weight.detach().double().requires_grad_()
+    b64 = layer.bias.detach().double().requires_grad_()
+    y64 = F.gelu(F.linear(x64, w64, b64), approximate="tanh")
+    y64.square().mean().backward()
+    limit = 1e-2
+    assert rel_err(y, y64) < limit
+    for got, want in ((x.grad, x64.grad), (layer.weight.grad, w64.grad), (layer.bias.grad, b64.grad)):
+        assert rel_err(got, want) < limit
+    # torch's own layer on the same inputs is no closer to float64 than 2x tessel's error + 1e-3
+    xt = x.detach().requires_grad_()
+    F.gelu(ref(xt), approximate="tanh").float().square().mean().backward()
+    assert rel_err(x.grad, x64.grad) < 2 * rel_err(xt.grad, x64.grad) + 1e-3
+
+
+def test_linear_autocast(tdevice, gen):
+    dtype = torch.bfloat16
+    x = randn(gen, 8, 16, dtype=torch.float32, device=tdevice, requires_grad=True)
+    w = randn(gen, 4, 16, dtype=torch.float32, device=tdevice, requires_grad=True)
+    b = randn(gen, 4, dtype=torch.float32, device=tdevice, requires_grad=True)
+    with torch.autocast(tdevice, dtype=dtype):
+        y = tt.linear(x, w, b, activation="relu")
+        yr = F.relu(F.linear(x, w, b))
+    assert y.dtype == yr.dtype == dtype
+    assert rel_err(y, yr) < 1e-2
+    y.float().sum().backward()
+    assert x.grad.dtype == torch.float32 and w.grad.dtype == torch.float32  # autocast's casts are differentiated
+    xr, wr = x.detach().requires_grad_(), w.detach().requires_grad_()
+    with torch.autocast(tdevice, dtype=dtype):
+        F.relu(F.linear(xr, wr, b.detach())).float().sum().backward()
+    assert rel_err(x.grad, xr.grad) < 1e-2
+    # float16 regions give float16, float64 inputs are not cast (torch's rule)
+    with torch.autocast(tdevice, dtype=torch.float16):
+        assert tt.linear(x, w).dtype == torch.float16
+        assert tt.linear(x.double(), w.double()).dtype == torch.float64
+
+
+def test_linear_bad_inputs(tdevice):
+    x = torch.ones(3, 4, device=tdevice)
+    w = torch.ones(2, 4, device=tdevice)
+    with pytest.raises(TypeError, match=r"linear: x has dtype torch.int64"):
+        tt.linear(torch.ones(3, 4, dtype=torch.int64, device=tdevice), w)
+    with pytest.raises(TypeError, match=r"linear: weight has dtype torch.int32"):
+        tt.linear(x, torch.ones(2, 4, dtype=torch.int32, device=tdevice))
+    with pytest.raises(ValueError, match=r"linear: x's last dimension must equal weight's in_features: x \(3, 4\), weight \(2, 5\)"):
+        tt.linear(x, torch.ones(2, 5, device=tdevice))
+    with pytest.raises(ValueError, match=r"linear: weight must be 2-D .* got shape \(4,\)"):
+        tt.linear(x, torch.ones(4, device=tdevice))
+    with pytest.raises(ValueError, match=r"linear: bias must have shape \(2,\) .* got \(3,\)"):
+        tt.linear(x, w, torch.ones(3, device=tdevice))
+    with pytest.raises(ValueError, match=r"linear: x must have at least 1 dimension, got a 0-d tensor"):
+        tt.linear(torch.ones((), device=tdevice), w)
+    with pytest.raises(ValueError, match=r"linear: unknown activation 'tanh'"):
+        tt.linear(x, w, activation="tanh")
+    with pytest.raises(TypeError, match=r"linear: x, weight and bias must have one dtype, got x torch.float32, weight torch.float64"):
+        tt.linear(x, w.double())
+    # tensors on different devices (meta stands in for a second device on a machine without a GPU)
+    with pytest.raises(ValueError, match=rf"linear: all tensors must be on one device, got x on {tdevice}, weight on meta"):
+        tt.linear(x, torch.ones(2, 4, device="meta"))
+    if torch.cuda.is_available() and ts.cuda_available():
+        other = "cpu" if tdevice == "cuda" else "cuda"
+        with pytest.raises(ValueError, match=r"linear: all tensors must be on one device"):
+            tt.linear(x, w.to(other))
+
+
+# ---------------------------------------------------------------- fuse
+@tt.fuse
+def swish_gate(x, y):
+    return x * torch.sigmoid(x) * y
+
+
+@tt.fuse
+def many_ops(x, y):
+    a = torch.exp(-x * x) + torch.log1p(y * y) - torch.tanh(x) / (2 + torch.cos(y))
+    b = torch.sqrt(y * y + 1) * torch.sin(x) + torch.abs(x - y) ** 3 + x.pow(2) * 0.5
+    c = torch.where(x > y, torch.maximum(x, 0.25 * y), torch.minimum(y, x)) + torch.clamp(x, -0.5, 0.7)
+    d = F.gelu(x) + F.gelu(y, approximate="tanh") + F.relu(x - 0.1) + F.silu(y) + F.softplus(x) + x.erf()
+    e = torch.atan2(y, x + 3) + torch.hypot(x, y) + torch.logaddexp(x, y) + 1 / (1.5 + x.sigmoid())
+    return a + b + c + d + e
+
+
+@tt.fuse
+def variadic(*xs):
+    """Any number of tensors: the op takes a Tensor[]."""
+    total = xs[0]
+    for x in xs[1:]:
+        total = total * torch.tanh(x)
+    return total
+
+
+def test_fuse_variadic_function(tdevice, gen):
+    assert variadic.arity is None and swish_gate.arity == 2
+    a, b, c = (randn(gen, 3, 1, device=tdevice, requires_grad=True), randn(gen, 4, device=tdevice, requires_grad=True),
+               randn(gen, 1, 4, device=tdevice, requires_grad=True))
+    assert rel_err(variadic(a, b, c), a * torch.tanh(b) * torch.tanh(c)) < 1e-12
+    assert rel_err(variadic(a, b), a * torch.tanh(b)) < 1e-12  # another argument count: another trace
+    assert torch.autograd.gradcheck(variadic, (a, b, c))
+    with pytest.raises(TypeError, match=r"fuse\(swish_gate\): takes 2 tensors, got 3"):
+        swish_gate(a, b, c)
+
+
+def _fuse_reference(fn, *tensors):
+    """fn run by torch itself (the traced Python function on real tensors) in float64."""
+    return fn.fn(*tensors)
+
+
+@pytest.mark.parametrize("fn", [swish_gate, many_ops], ids=["swish_gate", "many_ops"])
+@pytest.mark.parametrize("shapes", [((6, 5), (6, 5)), ((3, 1), (1, 4)), ((), (2, 3)), ((0, 3), (1, 3))],
+                         ids=["same", "broadcast", "0-d", "zero-size"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fuse_matches_torch_autograd(tdevice, gen, fn, shapes, dtype):
+    x = randn(gen, *shapes[0], dtype=dtype, device=tdevice, requires_grad=True)
+    y = randn(gen, *shapes[1], dtype=dtype, device=tdevice, requires_grad=True)
+    out = fn(x, y)
+    xr, yr = x.detach().double().requires_grad_(), y.detach().double().requires_grad_()
+    ref = _fuse_reference(fn, xr, yr)
+    assert out.shape == ref.shape and out.dtype == dtype
+    assert rel_err(out, ref) < TOL[dtype] * 10
+    g = randn(gen, *out.shape, dtype=dtype, device=tdevice)
+    gx, gy = torch.autograd.grad(out, (x, y), g)
+    gxr, gyr = torch.autograd.grad(ref, (xr, yr), g.double())
+    assert gx.shape == x.shape and gy.shape == y.shape  # broadcast gradients summed to the input shapes
+    assert gx.dtype == dtype and gy.dtype == dtype
+    assert rel_err(gx, gxr) < TOL[dtype] * 10
+    assert rel_err(gy, gyr) < TOL[dtype] * 10
+
+
+UNARY_CASES = {
+    "exp": torch.exp, "expm1": torch.expm1, "exp2": torch.exp2, "log": lambda x: torch.log(x * x + 0.5),
+    "log2": lambda x: torch.log2(x * x + 0.5), "log10": lambda x: torch.log10(x * x + 0.5),
+    "sqrt": lambda x: torch.sqrt(x * x + 0.5), "rsqrt": lambda x: torch.rsqrt(x * x + 0.5),
+    "tan": lambda x: torch.tan(0.5 * x), "asin": lambda x: torch.asin(0.3 * torch.tanh(x)),
+    "acos": lambda x: torch.acos(0.3 * torch.tanh(x)), "atan": torch.atan, "sinh": torch.sinh,
+    "cosh": torch.cosh, "asinh": torch.asinh, "acosh": lambda x: torch.acosh(x * x + 1.5),
+    "atanh": lambda x: torch.atanh(0.5 * torch.tanh(x)), "square": torch.square,
+    "reciprocal": lambda x: torch.reciprocal(x * x + 0.5), "neg": lambda x: -x, "div_scalar": lambda x: 2.0 / (x * x + 1),
+    "pow_tensor": lambda x: (x * x + 0.5) ** torch.sin(x), "rpow": lambda x: 2.0 ** x, "sub_alpha": lambda x: torch.sub(x, x.exp(), alpha=0.5),
+    "remainder": lambda x: torch.remainder(x, 0.7), "clamp_min": lambda x: x.clamp(min=-0.2),
+    "softplus_beta": lambda x: F.softplus(x, beta=2.0), "method_chain": lambda x: x.exp().tanh().mul(3).add(1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY_CASES))
+def test_fuse_derivative_rules_gradcheck(gen, name):
+    fn = tt.fuse(UNARY_CASES[name])
+    x = randn(gen, 4, 3, requires_grad=True)
+    with torch.no_grad():  # away from kinks (remainder, clamp) so finite differences hold
+        x += torch.where((x - 0.7 * torch.round(x / 0.7)).abs() < 0.05, 0.1, 0.0)
+        x += torch.where((x + 0.2).abs() < 0.05, 0.1, 0.0)
+    assert rel_err(fn(x), UNARY_CASES[name](x)) < 1e-12
+    assert torch.autograd.gradcheck(fn, (x,))
+
+
+def test_fuse_gradcheck_two_inputs(tdevice, gen):
+    x = randn(gen, 3, 1, device=tdevice, requires_grad=True)
+    y = randn(gen, 1, 4, device=tdevice, requires_grad=True)
+    assert torch.autograd.gradcheck(many_ops, (x, y))
+    assert torch.autograd.gradcheck(swish_gate, (x, y))
+
+
+def test_fuse_only_needed_gradients(tdevice, gen):
+    x = randn(gen, 5, device=tdevice, requires_grad=True)
+    y = randn(gen, 5, device=tdevice)  # no grad
+    out = swish_gate(x, y)
+    (gx,) = torch.autograd.grad(out.sum(), (x,))
+    s = torch.sigmoid(x.detach())
+    assert rel_err(gx, (s + x.detach() * s * (1 - s)) * y) < 1e-12
+    assert not swish_gate(x.detach(), y).requires_grad
+
+
+def test_fuse_saves_only_what_the_backward_reads(gen):
+    @tt.fuse
+    def affine(x, y):
+        return 3 * x + y  # gradients 3*g and g: no input is read
+
+    x = randn(gen, 4, requires_grad=True)
+    y = randn(gen, 4, requires_grad=True)
+    out = affine(x, y)
+    assert out.grad_fn.saved_tensors == ()
+    assert len(swish_gate(x, y.detach()).grad_fn.saved_tensors) == 2  # x and y: d/dx reads both
+    gx, gy = torch.autograd.grad(out, (x, y), torch.ones(4, dtype=torch.float64))
+    assert gx.tolist() == [3.0] * 4 and gy.tolist() == [1.0] * 4
+    kernels = affine._backward_kernels(2, [True, True])
+    assert all(k.reads == [2] for k in kernels)  # only the incoming gradient (input 2)
+    swish_kernels = swish_gate._backward_kernels(2, [True, False])
+    assert swish_kernels[0].reads == [0, 1, 2] and swish_kernels[1] is None
+
+
+def test_fuse_integer_and_bool_inputs_follow_torch_dtypes(tdevice):
+    @tt.fuse
+    def scaled(x, m):
+        return torch.where(m, x / 2, x * 0)
+
+    x = torch.arange(6, dtype=torch.int32, device=tdevice)
+    m = x > 2
+    out = scaled(x, m)
+    ref = torch.where(m, x / 2, x * 0)
+    assert out.dtype == ref.dtype == torch.float32
+    assert torch.equal(out, ref)
+
+
+def test_fuse_bad_functions():
+    @tt.fuse
+    def reduces(x):
+        return x - x.sum()
+
+    with pytest.raises(TypeError, match=r"fuse\(reduces\): torch.Tensor.sum is not an elementwise operation"):
+        reduces(torch.ones(3))
+
+    @tt.fuse
+    def reduces_fn(x):
+        return torch.mean(x) * x
+
+    with pytest.raises(TypeError, match=r"fuse\(reduces_fn\): torch.mean is not an elementwise operation"):
+        reduces_fn(torch.ones(3))
+
+    @tt.fuse
+    def indexes(x):
+        return x[0] * x
+
+    with pytest.raises(TypeError, match=r"fuse\(indexes\): indexing \(x\[...\]\) is not elementwise"):
+        indexes(torch.ones(3))
+
+    @tt.fuse
+    def reshapes(x):
+        return x.reshape(-1) + 1
+
+    with pytest.raises(TypeError, match=r"fuse\(reshapes\): torch.Tensor.reshape is not an elementwise"):
+        reshapes(torch.ones(3))
+
+    captured = torch.ones(3)
+
+    @tt.fuse
+    def captures(x):
+        return x * captured
+
+    with pytest.raises(TypeError, match=r"fuse\(captures\): a tensor that is not an argument"):
+        captures(torch.ones(3))
+
+    @tt.fuse
+    def branches(x):
+        return x if x > 0 else -x
+
+    with pytest.raises(TypeError, match=r"fuse\(branches\): .*use torch.where"):
+        branches(torch.ones(3))
+
+    with pytest.raises(TypeError, match=r"fuse\(swish_gate\): argument 1 must be a torch.Tensor, got float"):
+        swish_gate(torch.ones(3), 2.0)
+
+
+def test_fuse_non_differentiable_op_needing_grad():
+    @tt.fuse
+    def floors(x, y):
+        return torch.floor(x) * y
+
+    x = torch.ones(3, requires_grad=True)
+    y = torch.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"fuse\(floors\): floor is not differentiable, and the gradient of input 0"):
+        floors(x, y)
+    # without grad on x the same function runs, and y's gradient is floor(x) * g
+    x2 = torch.tensor([1.5, -0.5, 2.0])
+    (gy,) = torch.autograd.grad(floors(x2, y).sum(), (y,))
+    assert gy.tolist() == [1.0, -1.0, 2.0]
+
+    @tt.fuse
+    def masks(x):
+        return (x > 0) * x
+
+    with pytest.raises(RuntimeError, match=r"fuse\(masks\): greater is not differentiable.*torch.where"):
+        masks(x)
+
+    @tt.fuse
+    def where_mask(x):  # a comparison as a where condition carries no gradient: fine
+        return torch.where(x > 0, x, 0.0)
+
+    t = torch.tensor([1.0, -1.0], requires_grad=True)
+    (g,) = torch.autograd.grad(where_mask(t).sum(), (t,))
+    assert g.tolist() == [1.0, 0.0]
+
+
+def test_fuse_mixed_devices_error(tdevice):
+    with pytest.raises(ValueError, match=rf"fuse\(swish_gate\): all tensors must be on one device, got input 0 on {tdevice}, input 1 on meta"):
+        swish_gate(torch.ones(3, device=tdevice), torch.ones(3, device="meta"))
+
+
+def test_fuse_non_contiguous_and_expanded(tdevice, gen):
+    x = randn(gen, 6, 8, device=tdevice)[:, ::2].requires_grad_()
+    y = randn(gen, 4, device=tdevice).expand(6, 4)
+    out = swish_gate(x, y)
+    assert rel_err(out, x * torch.sigmoid(x) * y) < 1e-12
+    # an expanded (stride-0) incoming gradient, as .sum().backward() gives
+    (gx,) = torch.autograd.grad(out.sum(), (x,))
+    (gxr,) = torch.autograd.grad((x * torch.sigmoid(x) * y).sum(), (x,))
+    assert rel_err(gx, gxr) < 1e-12
+
+
+# ---------------------------------------------------------------- custom_op
+_square_kernel = ts.fuse(lambda x: x * x)
+square_op = tt.custom_op("tessel_test::square", _square_kernel, backward=lambda inputs, out, g: (2 * inputs[0] * g,))
+_mul_kernel = ts.fuse(lambda x, y: x * y)
+mul_op = tt.custom_op("mul_test", _mul_kernel, backward=lambda inputs, out, g: (inputs[1] * g, inputs[0] * g))
+
+
+def test_custom_op_with_a_tessel_kernel(tdevice, gen):
+    x = randn(gen, 5, device=tdevice, requires_grad=True)
+    y = randn(gen, 3, 1, device=tdevice, requires_grad=True)
+    assert rel_err(square_op(x), x * x) < 1e-15
+    assert torch.autograd.gradcheck(square_op, (x,))
+    assert torch.autograd.gradcheck(mul_op, (y, x))
+    assert mul_op.name == "tessel_user::mul_test"
+
+
+def test_custom_op_elementwise_kernel(tdevice, gen):
+    kernel = ts.ElementwiseKernel("float64 x", "float64 z", "z = x * x", "square_ek")
+    op = tt.custom_op("tessel_test::square_ek", kernel, backward=lambda i, o, g: (2 * i[0] * g,))
+    x = randn(gen, 7, device=tdevice, requires_grad=True)
+    if tdevice == "cpu":
+        # user CUDA kernels need a GPU: the CPU backend says so
+        with pytest.raises(ts.DeviceError, match=r"ElementwiseKernel 'square_ek': needs a CUDA device"):
+            op(x)
+        return
+    assert rel_err(op(x), x * x) < 1e-15
+    assert torch.autograd.gradcheck(op, (x,))
+
+
+_RAW_SCALE = r"""
+extern "C" __global__ void scale2(const double* x, double* y, long long n) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 2.0 * x[i];
+}
+"""
+
+
+def _launch_scale2(kernel, x):
+    y = ts.empty(x.shape, dtype=x.dtype, device=x.device)
+    n = x.size
+    kernel(((n + 255) // 256,), (256,), (x, y, n))
+    return y
+
+
+def test_custom_op_raw_kernel(tdevice, gen):
+    op = tt.custom_op("tessel_test::scale2", ts.RawKernel(_RAW_SCALE, "scale2"), launch=_launch_scale2,
+                      fake=lambda x: torch.empty_like(x), backward=lambda i, o, g: (2 * g,))
+    x = randn(gen, 1000, device=tdevice, requires_grad=True)
+    if tdevice == "cpu":
+        with pytest.raises(ts.DeviceError, match=r"needs a CUDA device"):
+            op(x)
+        return
+    assert torch.equal(op(x), 2 * x)
+    assert torch.autograd.gradcheck(op, (x[:5].detach().requires_grad_(),))
+
+
+def test_custom_op_bad_arguments():
+    with pytest.raises(TypeError, match=r"a RawKernel needs launch="):
+        tt.custom_op("tessel_test::raw", ts.RawKernel('extern "C" __global__ void k() {}', "k"))
+    with pytest.raises(TypeError, match=r"a RawKernel needs fake="):
+        tt.custom_op("tessel_test::raw2", ts.RawKernel('extern "C" __global__ void k() {}', "k"),
+                     launch=lambda k, *a: a[0])
+    with pytest.raises(TypeError, match=r"kernel must be a tessel ElementwiseKernel, RawKernel or a function"):
+        tt.custom_op("tessel_test::nothing", 3)
+    with pytest.raises(ValueError, match=r"must be 'namespace::op'"):
+        tt.custom_op("a::b::c", _square_kernel)
+    with pytest.raises(TypeError, match=r"tessel_test::square: argument 0 must be a torch.Tensor"):
+        square_op(np.ones(3))
+
+
+# ---------------------------------------------------------------- registration
+def _opcheck(op, args):
+    result = torch.library.opcheck(op, args)
+    failed = {k: v for k, v in result.items() if v != "SUCCESS"}
+    assert not failed, failed
+
+
+def test_opcheck_every_op(tdevice, gen):
+    x = randn(gen, 4, 5, device=tdevice, requires_grad=True)
+    w = randn(gen, 3, 5, device=tdevice, requires_grad=True)
+    b = randn(gen, 3, device=tdevice, requires_grad=True)
+    for act in ("none", "relu", "gelu", "gelu_tanh"):
+        _opcheck(torch.ops.tessel.linear.default, (x, w, b, act))
+        _opcheck(torch.ops.tessel.linear.default, (x, w, None, act))
+        y, aux = torch.ops.tessel.linear(x.detach(), w.detach(), b.detach(), act)
+        g = randn(gen, 4, 3, device=tdevice)
+        _opcheck(torch.ops.tessel.linear_backward.default, (g, x.detach(), w.detach(), aux, act, [True, True, True]))
+    y = randn(gen, 1, 5, device=tdevice, requires_grad=True)
+    for fn in (swish_gate, many_ops):
+        _opcheck(fn._call, (x, y))
+        g = randn(gen, 4, 5, device=tdevice)
+        _opcheck(fn._call_backward, (g, x.detach(), y.detach(), [True, True]))
+    _opcheck(variadic._call, ([x, y, x],))
+    _opcheck(variadic._call_backward, (randn(gen, 4, 5, device=tdevice), [x.detach(), y.detach(), x.detach()], [True, True, True]))
+    _opcheck(square_op._op._opoverload, ([x],))
+    _opcheck(mul_op._op._opoverload, ([x, y],))
+
+
+class SmallMLP(torch.nn.Module):
+    def __init__(self, tessel_ops: bool):
+        super().__init__()
+        Linear = tt.nn.Linear if tessel_ops else torch.nn.Linear
+        kwargs = {"activation": "gelu_tanh"} if tessel_ops else {}
+        self.tessel_ops = tessel_ops
+        self.l1 = Linear(8, 16, dtype=torch.float64, **kwargs)
+        self.l2 = Linear(16, 8, dtype=torch.float64)
+
+    def forward(self, x, y):
+        h = self.l1(x)
+        if not self.tessel_ops:
+            h = F.gelu(h, approximate="tanh")
+        z = self.l2(h)
+        gate = swish_gate(z, y) if self.tessel_ops else z * torch.sigmoid(z) * y
+        return square_op(gate).mean() if self.tessel_ops else (gate * gate).mean()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_torch_compile_fullgraph(tdevice, gen, backend):
+    torch._dynamo.reset()
+    model = SmallMLP(True).to(tdevice)
+    ref = SmallMLP(False).to(tdevice)
+    ref.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, fullgraph=True, backend=backend)  # fullgraph: a graph break is an error
+    x = randn(gen, 5, 8, device=tdevice)
+    y = randn(gen, 5, 8, device=tdevice)
+    for _ in range(2):  # the second call runs the cached graph
+        loss = compiled(x, y)
+        loss_ref = ref(x, y)
+        assert rel_err(loss, loss_ref) < 1e-12
+        grads = torch.autograd.grad(loss, list(model.parameters()))
+        grads_ref = torch.autograd.grad(loss_ref, list(ref.parameters()))
+        for g, gr in zip(grads, grads_ref):
+            assert rel_err(g, gr) < 1e-12
+    explanation = torch._dynamo.explain(model)(x, y)
+    assert explanation.graph_break_count == 0 and explanation.graph_count == 1
+
+
+def test_import_tessel_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, tessel; assert 'torch' not in sys.modules, 'tessel imported torch'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_mlp_example_follows_the_pytorch_loss_curve():
+    """bench/peers/torch_mlp.py (the guide's example): same start, same batches, same loss curve."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "bench" / "peers" / "torch_mlp.py"
+    spec = importlib.util.spec_from_file_location("torch_mlp", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    ours, ref = example.run(steps=300)
+    assert ours[-1] < 0.2 * ours[0]  # it trains
+    assert max(abs(a - b) / abs(b) for a, b in zip(ours, ref)) < 1e-3
+
+
+def test_fuse_keeps_torch_semantics_of_identities(gen):
+    @tt.fuse
+    def times_one(m, x):
+        return m * 1 + x * 0  # bool * 1 is int64 in torch; x * 0 is NaN where x is inf
+
+    m = torch.tensor([True, False, True])
+    x = torch.tensor([1.0, float("inf"), 2.0], dtype=torch.float64)
+    out = times_one(m, x)
+    ref = m * 1 + x * 0
+    assert out.dtype == ref.dtype == torch.float64
+    assert torch.equal(out.isnan(), ref.isnan()) and torch.equal(out[~out.isnan()], ref[~ref.isnan()])
+
+    @tt.fuse
+    def ignores_y(x, y):
+        return x + 0 * y  # the gradient of y folds to the constant 0: zeros of y's shape
+
+    x = randn(gen, 3, 4, requires_grad=True)
+    y = randn(gen, 4, requires_grad=True)
+    gx, gy = torch.autograd.grad(ignores_y(x, y).sum(), (x, y))
+    assert gx.tolist() == [[1.0] * 4] * 3 and gy.tolist() == [0.0] * 4 and gy.shape == (4,)
+    _opcheck(ignores_y._call_backward, (torch.ones(3, 4, dtype=torch.float64), x.detach(), y.detach(), [True, True]))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_fuse_low_precision_matches_torch_eager(tdevice, gen, dtype):
+    # Each intermediate rounds to the tensor dtype, as in torch's eager ops; compared with float64.
+    x = randn(gen, 300, dtype=dtype, device=tdevice, requires_grad=True)
+    y = randn(gen, 300, dtype=dtype, device=tdevice, requires_grad=True)
+    out = swish_gate(x, y)
+    assert out.dtype == dtype
+    xr, yr = x.detach().double().requires_grad_(), y.detach().double().requires_grad_()
+    ref = xr * torch.sigmoid(xr) * yr
+    assert rel_err(out, ref) < 1e-2
+    gx, gy = torch.autograd.grad(out.float().square().sum(), (x, y))
+    gxr, gyr = torch.autograd.grad(ref.square().sum(), (xr, yr))
+    assert gx.dtype == dtype and rel_err(gx, gxr) < 2e-2 and rel_err(gy, gyr) < 2e-2
+
+
+def test_torch_compile_under_autocast(tdevice, gen):
+    torch._dynamo.reset()
+    layer = tt.nn.Linear(16, 8, activation="gelu", device=tdevice)
+
+    def step(x):
+        with torch.autocast(tdevice, dtype=torch.bfloat16):
+            return layer(x)
+
+    x = randn(gen, 4, 16, dtype=torch.float32, device=tdevice)
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+    y, y_eager = compiled(x), step(x)
+    assert y.dtype == y_eager.dtype == torch.bfloat16
+    assert torch.equal(y, y_eager)
+
+
+def test_ops_run_on_torchs_current_stream(gen):
+    if not (torch.cuda.is_available() and ts.cuda_available()):
+        pytest.skip("needs CUDA in torch and tessel")
+    x = randn(gen, 256, 64, dtype=torch.float32, device="cuda", requires_grad=True)
+    w = randn(gen, 32, 64, dtype=torch.float32, device="cuda", requires_grad=True)
+    seen = []
+
+    def record_stream(a):
+        seen.append(ts.current_stream(a.device).handle)
+        return a * 1
+
+    probe = tt.custom_op("tessel_test::stream_probe", record_stream, backward=lambda i, o, g: (g,))
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    before = ts.current_stream("cuda:0").handle
+    with torch.cuda.stream(stream):
+        y = tt.linear(x, w, activation="relu")
+        z = swish_gate(y, probe(y))
+        z.sum().backward()
+    stream.synchronize()
+    assert seen == [stream.cuda_stream]  # inside the op tessel queues on torch's current stream
+    assert ts.current_stream("cuda:0").handle == before  # and afterwards its own current stream is back
+    ref = F.relu(F.linear(x.detach(), w.detach()))
+    assert rel_err(z, ref * torch.sigmoid(ref) * ref) < 1e-5
+    assert x.grad is not None and torch.isfinite(x.grad).all()
+
+
+def test_fuse_mixed_dtypes_give_each_input_its_dtype(tdevice, gen):
+    x = randn(gen, 6, dtype=torch.float32, device=tdevice, requires_grad=True)
+    y = randn(gen, 6, dtype=torch.float64, device=tdevice, requires_grad=True)
+    out = many_ops(x, y)
+    ref = many_ops.fn(x, y)  # torch's own ops: float32 subexpressions of x, promoted where y joins
+    assert out.dtype == ref.dtype == torch.float64
+    assert rel_err(out, ref) < 1e-6
+    gx, gy = torch.autograd.grad(out.sum(), (x, y))
+    gxr, gyr = torch.autograd.grad(ref.sum(), (x, y))
+    assert gx.dtype == torch.float32 and gy.dtype == torch.float64
+    assert rel_err(gx, gxr) < 1e-5 and rel_err(gy, gyr) < 1e-6
