@@ -27,6 +27,9 @@ struct Work::State {
 
   // Runs progress and, on completion, the `then` steps. Rethrows a stored failure.
   bool complete(bool block);
+  // A call still in flight when its last Work goes (after a timeout, say) may still write its
+  // buffers: they are kept for the life of the process rather than freed under the transport.
+  ~State();
 };
 
 }  // namespace tessel::dist

@@ -241,6 +241,14 @@ bool Work::State::complete(bool block) {
   return true;
 }
 
+Work::State::~State() {
+  if (done || keep_alive.empty()) return;
+  static std::mutex mutex;
+  static auto* orphans = new std::vector<Array>;  // never freed, on purpose
+  std::lock_guard<std::mutex> lock(mutex);
+  orphans->insert(orphans->end(), keep_alive.begin(), keep_alive.end());
+}
+
 void Work::wait() {
   if (state_) state_->complete(true);
 }

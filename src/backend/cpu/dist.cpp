@@ -171,6 +171,7 @@ class MpiComm final : public CommBackend {
 
   void issue(const Collective& call, dist::Work::State& work) override {
     const std::string op = collective_name(call.kind);
+    const double timeout = dist::detail::timeout_seconds();  // a malformed setting raises before anything is posted
     auto requests = std::make_shared<std::vector<MPI_Request>>();
     MPI_Request request = MPI_REQUEST_NULL;
     // Keeps the request the call just wrote (read after the call, not as a second argument).
@@ -237,11 +238,10 @@ class MpiComm final : public CommBackend {
     const Array recv_array = call.kind == CollectiveKind::recv ? call.out : Array();
     const MPI_Datatype recv_type = type;
     work.progress = [requests, descriptor, op, rank, size, peer, expected_recv, recv_array,
-                     recv_type](bool block) {
+                     recv_type, timeout](bool block) {
       std::vector<MPI_Status> statuses(requests->size());
       int flag = 0;
       const auto start = std::chrono::steady_clock::now();
-      const double timeout = dist::detail::timeout_seconds();
       for (;;) {
         const int code = MPI_Testall(static_cast<int>(requests->size()), requests->data(), &flag, statuses.data());
         if (code == MPI_ERR_IN_STATUS) {

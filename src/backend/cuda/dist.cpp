@@ -191,6 +191,7 @@ class NcclComm final : public CommBackend {
                               "failure", collective_name(call.kind), rank_));
     }
     DeviceGuard guard(device_);
+    const double timeout = dist::detail::timeout_seconds();  // a malformed setting raises before anything is queued
     const std::string what = fmt::format("tessel.distributed.{} on rank {} of {}", collective_name(call.kind), rank_, size_);
     cudaStream_t stream = detail::cuda_stream(call.stream);
     const void* in = call.in.defined() ? call.in.data() : nullptr;
@@ -266,12 +267,12 @@ class NcclComm final : public CommBackend {
       cudaEventDestroy(e);
     });
     // The Work refers to this communicator: wait on it before the communicator goes.
-    work.progress = [this, holder, recorded, what](bool block) {
+    work.progress = [this, holder, recorded, what, timeout](bool block) {
       if (!*recorded) {
         if (block) throw Error(what + ": wait() inside the group that issued the call; it is issued when the group ends");
         return false;
       }
-      return poll(holder.get(), what, block);
+      return poll(holder.get(), what, block, timeout);
     };
   }
 
@@ -298,10 +299,9 @@ class NcclComm final : public CommBackend {
  private:
   // True when the event has passed; raises (after aborting the communicator) on an asynchronous
   // NCCL error or when the timeout passes.
-  bool poll(cudaEvent_t event, const std::string& what, bool block) {
+  bool poll(cudaEvent_t event, const std::string& what, bool block, double timeout) {
     DeviceGuard guard(device_);
     const auto start = std::chrono::steady_clock::now();
-    const double timeout = dist::detail::timeout_seconds();
     for (;;) {
       const cudaError_t status = cudaEventQuery(event);
       if (status == cudaSuccess) return true;
