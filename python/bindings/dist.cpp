@@ -52,6 +52,7 @@ void register_dist(nb::module_& parent) {
       .def("is_completed", &Work::is_completed, nb::call_guard<nb::gil_scoped_release>());
 
   nb::class_<Communicator>(m, "Communicator")
+      .def(nb::init<>())  // undefined: its calls raise naming the op (before init(): "called before init()")
       .def_prop_ro("rank", &Communicator::rank)
       .def_prop_ro("size", &Communicator::size)
       .def_prop_ro("device", &Communicator::device)

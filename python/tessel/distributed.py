@@ -81,7 +81,10 @@ def init(device=None):
 
 
 def _comm(group):
-    return world() if group is None else group
+    if group is not None:
+        return group
+    # Before init() an undefined communicator: its calls raise an error naming the op.
+    return world() if is_initialized() else Communicator()
 
 
 def all_reduce(x, op="sum", group=None, async_op=False, stream=None):
