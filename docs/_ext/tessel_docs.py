@@ -34,6 +34,7 @@ STUB_MODULES = {
     "tessel.linalg": ("linalg.pyi", ("linalg.py",)),
     "tessel.random": ("random.pyi", ("random.py",)),
     "tessel.sim": ("sim.pyi", ("sim.py",)),
+    "tessel.distributed": ("distributed.pyi", ("distributed.py",)),
 }
 
 REQUIREMENTS = {

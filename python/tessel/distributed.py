@@ -104,12 +104,12 @@ def reduce(x, dst=0, op="sum", group=None, async_op=False, stream=None):
 
 
 def all_gather(out, x, group=None, async_op=False, stream=None):
-    """out[r] <- rank r's x; ``out`` has shape (world size, *x.shape)."""
+    """out[r] <- rank r's x; ``out`` has shape ``(world size, *x.shape)``."""
     return _comm(group).all_gather(out, x, async_op, stream)
 
 
 def reduce_scatter(out, x, op="sum", group=None, async_op=False, stream=None):
-    """out <- op over the ranks of x[rank]; ``x`` has shape (world size, *out.shape)."""
+    """out <- op over the ranks of x[rank]; ``x`` has shape ``(world size, *out.shape)``."""
     return _comm(group).reduce_scatter(out, x, op, async_op, stream)
 
 

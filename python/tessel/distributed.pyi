@@ -43,9 +43,9 @@ class Communicator:
     def reduce(self, x: Array, dst: int = 0, op: ReduceOpLike = "sum", async_op: bool = False, stream: Optional[Stream] = None) -> Optional[Work]:
         """Rank dst's x <- op over the ranks of x."""
     def all_gather(self, out: Array, x: Array, async_op: bool = False, stream: Optional[Stream] = None) -> Optional[Work]:
-        """out[r] <- rank r's x; out has shape (size, *x.shape)."""
+        """out[r] <- rank r's x; out has shape ``(size, *x.shape)``."""
     def reduce_scatter(self, out: Array, x: Array, op: ReduceOpLike = "sum", async_op: bool = False, stream: Optional[Stream] = None) -> Optional[Work]:
-        """out <- op over the ranks of x[rank]; x has shape (size, *out.shape)."""
+        """out <- op over the ranks of x[rank]; x has shape ``(size, *out.shape)``."""
     def all_to_all(self, out: Array, x: Array, async_op: bool = False, stream: Optional[Stream] = None) -> Optional[Work]:
         """out[r] <- rank r's x[rank]; x and out have shape (size, ...)."""
     def send(self, x: Array, dst: int, async_op: bool = False, stream: Optional[Stream] = None) -> Optional[Work]:
@@ -84,9 +84,9 @@ def broadcast(x: Array, src: int = 0, group: Optional[Communicator] = None, asyn
 def reduce(x: Array, dst: int = 0, op: ReduceOpLike = "sum", group: Optional[Communicator] = None, async_op: bool = False, stream: Optional[Stream] = None) -> Optional[Work]:
     """Rank dst's x <- op over the ranks of x; the others' x are left as they were."""
 def all_gather(out: Array, x: Array, group: Optional[Communicator] = None, async_op: bool = False, stream: Optional[Stream] = None) -> Optional[Work]:
-    """out[r] <- rank r's x; out has shape (world size, *x.shape)."""
+    """out[r] <- rank r's x; out has shape ``(world size, *x.shape)``."""
 def reduce_scatter(out: Array, x: Array, op: ReduceOpLike = "sum", group: Optional[Communicator] = None, async_op: bool = False, stream: Optional[Stream] = None) -> Optional[Work]:
-    """out <- op over the ranks of x[rank]; x has shape (world size, *out.shape)."""
+    """out <- op over the ranks of x[rank]; x has shape ``(world size, *out.shape)``."""
 def all_to_all(out: Array, x: Array, group: Optional[Communicator] = None, async_op: bool = False, stream: Optional[Stream] = None) -> Optional[Work]:
     """out[r] <- rank r's x[rank]; x and out have shape (world size, ...)."""
 def send(x: Array, dst: int, group: Optional[Communicator] = None, async_op: bool = False, stream: Optional[Stream] = None) -> Optional[Work]:

@@ -2,6 +2,7 @@
 ranks) in a subprocess, since MPI starts once per process. Every rank's input is a function of
 (seed, rank), so each rank checks every collective against NumPy on all ranks' inputs."""
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -189,3 +190,14 @@ def test_launcher_missing_variables(tmp_path):
         print("ok")
     """, {"RANK": "0"})
     assert "ok" in out
+
+
+@needs_mpi
+@pytest.mark.parametrize("np_", [2, 4])
+def test_guide_example_runs(tmp_path, np_):
+    """docs/examples/python/distributed_allreduce.py, which docs/guide/distributed.rst includes."""
+    example = pathlib.Path(__file__).resolve().parents[2] / "docs" / "examples" / "python" / "distributed_allreduce.py"
+    out = run_ranks(tmp_path, np_, example.read_text())
+    evens = (np_ + 1) // 2
+    for r in range(np_):
+        assert f"rank {r} of {np_}: {evens if r % 2 == 0 else np_ - evens} ranks share my parity" in out
