@@ -411,6 +411,8 @@ Work submit(const Communicator& comm, CallArgs a) {
   call.kind = a.kind;
   call.op = a.rop;
   call.peer = a.peer;
+  const char* timeout_setting = std::getenv("TESSEL_DIST_TIMEOUT_S");
+  call.blocking = !a.async_op && g_group.depth == 0 && (timeout_setting == nullptr || timeout_setting[0] == '\0');
   call.stream = a.in.defined() || a.out.defined() ? tessel::detail::op_stream(device, a.stream, op) : Stream::cpu();
   if (device.is_cuda() && a.kind == CollectiveKind::barrier) call.stream = tessel::detail::op_stream(device, a.stream, op);
   // Ordering: the call reads and writes after the arrays' pending writes.

@@ -183,6 +183,11 @@ class MpiComm final : public CommBackend {
     const MPI_Datatype type = mpi_type(dtype);
     void* in = call.in.defined() ? call.in.data() : nullptr;
     void* out = call.out.defined() ? call.out.data() : nullptr;
+    if (call.blocking) {
+      run_blocking(call, dtype, type, in, out);
+      work.progress = [](bool) { return true; };
+      return;
+    }
     // Expected element count of a recv, for the mismatch check (MPI reports what arrived).
     std::int64_t expected_recv = -1;
     auto descriptor = std::make_shared<std::vector<std::int64_t>>();
@@ -303,6 +308,70 @@ class MpiComm final : public CommBackend {
   }
 
  private:
+  // The blocking form of a call (MPI's tuned collectives), finished on return.
+  void run_blocking(const Collective& call, DType dtype, MPI_Datatype type, void* in, void* out) {
+    const std::string what = fmt::format("{} on rank {} of {}", collective_name(call.kind), rank_, size_);
+    switch (call.kind) {
+      case CollectiveKind::all_reduce:
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, out, count_of(call.out, "all_reduce"), type, mpi_op(call.op, dtype), comm_),
+                  what);
+        break;
+      case CollectiveKind::broadcast:
+        check_mpi(MPI_Bcast(out, count_of(call.out, "broadcast"), type, call.peer, comm_), what);
+        break;
+      case CollectiveKind::reduce:
+        check_mpi(MPI_Reduce(rank_ == call.peer ? MPI_IN_PLACE : in, rank_ == call.peer ? out : nullptr,
+                             count_of(call.in, "reduce"), type, mpi_op(call.op, dtype), call.peer, comm_),
+                  what);
+        break;
+      case CollectiveKind::all_gather:
+        check_mpi(MPI_Allgather(in, count_of(call.in, "all_gather"), type, out, count_of(call.in, "all_gather"), type,
+                                comm_),
+                  what);
+        break;
+      case CollectiveKind::reduce_scatter:
+        check_mpi(MPI_Reduce_scatter_block(in, out, count_of(call.out, "reduce_scatter"), type, mpi_op(call.op, dtype),
+                                           comm_),
+                  what);
+        break;
+      case CollectiveKind::all_to_all: {
+        const int chunk = count_of(call.in, "all_to_all") / size_;
+        check_mpi(MPI_Alltoall(in, chunk, type, out, chunk, type, comm_), what);
+        break;
+      }
+      case CollectiveKind::send:
+        if (dist::detail::debug_checks()) {
+          std::vector<std::int64_t> descriptor = describe(call.in);
+          check_mpi(MPI_Send(descriptor.data(), static_cast<int>(descriptor.size()), MPI_INT64_T, call.peer,
+                             kDescriptorTag, comm_),
+                    what);
+        }
+        check_mpi(MPI_Send(in, count_of(call.in, "send"), type, call.peer, kDataTag, comm_), what);
+        break;
+      case CollectiveKind::recv: {
+        if (dist::detail::debug_checks()) {
+          std::vector<std::int64_t> descriptor(2 + 16, 0);
+          check_mpi(MPI_Recv(descriptor.data(), static_cast<int>(descriptor.size()), MPI_INT64_T, call.peer,
+                             kDescriptorTag, comm_, MPI_STATUS_IGNORE),
+                    what);
+          check_descriptor(descriptor, call.out, rank_, call.peer);
+        }
+        MPI_Status status;
+        check_mpi(MPI_Recv(out, count_of(call.out, "recv"), type, call.peer, kDataTag, comm_, &status), what);
+        int received = 0;
+        MPI_Get_count(&status, type, &received);
+        if (received != call.out.size()) {
+          throw ShapeError(fmt::format("recv on rank {}: rank {} sent {} elements, the receiving array {} holds {}",
+                                       rank_, call.peer, received, shape_str(call.out.shape()), call.out.size()));
+        }
+        break;
+      }
+      case CollectiveKind::barrier:
+        check_mpi(MPI_Barrier(comm_), what);
+        break;
+    }
+  }
+
   // A send's dtype and shape, for the receiver's debug check: [dtype, ndim, dims (at most 16)].
   static std::vector<std::int64_t> describe(const Array& a) {
     std::vector<std::int64_t> words(2 + 16, 0);
