@@ -16,8 +16,10 @@
 // TESSEL_DIST_DEBUG=1 checks before every collective that all ranks call the same collective
 // with the same dtype, shapes and root (one small extra all-gather per call), and that a recv
 // matches its send; a mismatch is a ShapeError or DTypeError naming the ranks and their shapes.
-// TESSEL_DIST_TIMEOUT_S (default 600) bounds how long a NCCL wait polls before the
-// communicator is aborted and the wait raises.
+// TESSEL_DIST_TIMEOUT_S (default 600) bounds how long a wait polls before it raises (NCCL: and
+// aborts the communicator). On the CPU, synchronous calls outside a group run MPI's blocking
+// collectives (no timeout) unless TESSEL_DIST_TIMEOUT_S is set; then every call is nonblocking
+// and polled.
 #include <cstdint>
 #include <functional>
 #include <memory>
