@@ -242,11 +242,16 @@ bool Work::State::complete(bool block) {
 }
 
 Work::State::~State() {
-  if (done || keep_alive.empty()) return;
+  if (done || !progress) return;
+  // The arrays, and what `progress` holds (requests, a recv's descriptor buffer), stay alive.
+  struct Orphan {
+    std::vector<Array> arrays;
+    std::function<bool(bool)> progress;
+  };
   static std::mutex mutex;
-  static auto* orphans = new std::vector<Array>;  // never freed, on purpose
+  static auto* orphans = new std::vector<Orphan>;  // never freed, on purpose
   std::lock_guard<std::mutex> lock(mutex);
-  orphans->insert(orphans->end(), keep_alive.begin(), keep_alive.end());
+  orphans->push_back({std::move(keep_alive), std::move(progress)});
 }
 
 void Work::wait() {
