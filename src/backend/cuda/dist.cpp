@@ -364,13 +364,14 @@ std::unique_ptr<CommBackend> nccl_from_bootstrap(std::unique_ptr<CommBackend> bo
 }
 
 std::vector<std::unique_ptr<CommBackend>> nccl_single_process(const std::vector<Device>& devices) {
-  const Nccl& n = nccl_checked("init_devices");
+  if (devices.empty()) throw ValueError("tessel.distributed.init_devices: no devices given");
   std::vector<int> indices;
   for (Device d : devices) {
     if (!d.is_cuda()) throw DeviceError(fmt::format("tessel.distributed.init_devices: {} is not a CUDA device", d.str()));
     check_device_index(d.index, "tessel.distributed.init_devices");
     indices.push_back(d.index);
   }
+  const Nccl& n = nccl_checked("init_devices");
   std::vector<ncclComm_t> comms(devices.size(), nullptr);
   check_nccl(n.comm_init_all(comms.data(), static_cast<int>(comms.size()), indices.data()),
              "tessel.distributed.init_devices (ncclCommInitAll)");

@@ -141,6 +141,11 @@ TEST(DistChecks, ArrayOnAnotherDeviceThanTheCommunicator) {
                                     {"tessel.distributed.all_reduce", "array is on cpu", "communicator's device is cuda:1"});
 }
 
+TEST(DistChecks, SingleProcessCommunicatorsNeedCudaDevices) {
+  expect_error<tessel::DeviceError>([] { dist::init_devices({Device::cpu()}); },
+                                    {"tessel.distributed.init_devices", "cpu"});
+}
+
 TEST(DistChecks, ReduceOpNamesAndTimeoutSetting) {
   EXPECT_EQ(dist::parse_reduce_op("avg"), dist::ReduceOp::avg);
   EXPECT_STREQ(dist::reduce_op_name(dist::ReduceOp::prod), "prod");
