@@ -1,7 +1,9 @@
 // The MPI side of the dist layer: the process bootstrap (rank, size, local rank) and the
-// collectives on CPU arrays. Every call is MPI's nonblocking form (MPI_Iallreduce, MPI_Isend...),
-// so async_op and groups need no thread: a Work holds the requests, and waiting is MPI_Testall
-// polled until done or the timeout. Without MPI (TESSEL_HAVE_MPI unset) every entry point raises.
+// collectives on CPU arrays. Async and grouped calls (and every call when TESSEL_DIST_TIMEOUT_S
+// is set) use MPI's nonblocking forms (MPI_Iallreduce, MPI_Isend...), so they need no thread: a
+// Work holds the requests, and waiting is MPI_Testall polled until done or the timeout. Other
+// calls run the blocking collective (Collective::blocking says why). Without MPI
+// (TESSEL_HAVE_MPI unset) every entry point raises.
 #include "backend/dist.hpp"
 
 #include <algorithm>
