@@ -5,7 +5,7 @@ The layers, bottom to top: core, profile, memory, array, jit, ops, then pipeline
 (which may use ops but not each other), then the programs: python/bindings, cli and bench. A file
 belongs to the layer of its folder (include/tessel/<layer>/, src/<layer>/); a backend file
 (src/backend/...) to the layer of what it implements: copy, its strided loop and the grid-stride
-launch shape -> array, particles -> sim, anything else -> ops. A layer may include its own headers
+launch shape -> array, particles -> sim, dist -> dist, anything else -> ops. A layer may include its own headers
 and those of the layers below it. cli/ and bench/
 include only the public headers (include/tessel/...). Tests are not checked.
 
@@ -19,7 +19,7 @@ RANK = {"core": 0, "profile": 1, "memory": 2, "array": 3, "jit": 4, "ops": 5,
         "pipeline": 6, "sim": 6, "dist": 6, "bindings": 7, "cli": 7, "bench": 7}
 # Layers of one rank that must not include each other.
 SIBLINGS = {"pipeline", "sim", "dist"}
-BACKEND_LAYER = {"copy": "array", "strided_loop": "array", "grid_stride": "array", "particles": "sim", "particles_physics": "sim"}
+BACKEND_LAYER = {"copy": "array", "strided_loop": "array", "grid_stride": "array", "particles": "sim", "particles_physics": "sim", "dist": "dist"}
 PROGRAMS = {"cli", "bench"}
 SOURCE_SUFFIXES = {".hpp", ".cpp", ".cu", ".cuh", ".h", ".in"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

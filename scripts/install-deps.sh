@@ -21,6 +21,10 @@ need_deb nlohmann-json3-dev have_header nlohmann/json.hpp
 need_deb libopenblas-dev  have_header x86_64-linux-gnu/openblas-pthread/cblas.h
 need_deb libpng-dev       have_header png.h
 need_deb zlib1g-dev       have_header zlib.h
+# Open MPI: mpirun/srun launch and the CPU collectives of tessel::dist (optional to build; the dist
+# tests run under mpirun).
+need_deb libopenmpi-dev   test -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h
+need_deb openmpi-bin      command -v mpirun
 
 if [ ${#missing_debs[@]} -gt 0 ]; then
   echo "install-deps: installing Debian packages: ${missing_debs[*]}"

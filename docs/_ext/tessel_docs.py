@@ -38,6 +38,7 @@ STUB_MODULES = {
     "tessel.torch": ("torch/__init__.pyi", ("torch/__init__.py", "torch/_linear.py", "torch/_fuse.py",
                                             "torch/_custom.py", "torch/_interop.py")),
     "tessel.torch.nn": ("torch/nn.pyi", ("torch/nn.py",)),
+    "tessel.distributed": ("distributed.pyi", ("distributed.py",)),
 }
 # Stub modules that are packages (their submodules are stubs too).
 STUB_PACKAGES = {"tessel": PACKAGE_DIR, "tessel.torch": os.path.join(PACKAGE_DIR, "torch")}

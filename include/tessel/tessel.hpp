@@ -41,3 +41,4 @@
 #include "tessel/sim/particles.hpp"
 #include "tessel/pipeline/graph.hpp"
 #include "tessel/pipeline/pipeline.hpp"
+#include "tessel/dist/dist.hpp"

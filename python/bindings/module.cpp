@@ -1,6 +1,10 @@
 // The extension module tessel._tessel. The Python package (python/tessel) re-exports it.
 #include "common.hpp"
 
+namespace tessel::python {
+void register_dist(nb::module_& m);  // ts.distributed (dist.cpp; submodule _dist)
+}
+
 NB_MODULE(_tessel, m) {
   m.doc() = "tessel: GPU arrays, fused kernels and zero-copy interop (native extension)";
   using namespace tessel::python;
@@ -20,4 +24,5 @@ NB_MODULE(_tessel, m) {
   register_set_ops(m);
   register_profile(m);
   register_indexing(m);
+  register_dist(m);
 }

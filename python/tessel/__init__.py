@@ -28,6 +28,7 @@ from . import fft  # noqa: F401  (the Array API fft extension)
 from . import linalg  # noqa: F401  (the Array API linalg extension)
 from .linalg import matrix_transpose, tensordot  # noqa: F401  (also in the main namespace)
 from . import sim  # noqa: F401
+from . import distributed  # noqa: F401  (docs/guide/distributed.rst)
 from ._profile import profile, Profile, ProfileRange, benchmark, BenchmarkResult, set_checks, checks  # noqa: F401  (docs/guide/profiling.rst)
 
 __version__ = _tessel.version()

@@ -1,7 +1,7 @@
 """Type stubs of tessel (Array API 2025.12 namespace plus NumPy-style extras)."""
 from typing import Any, Iterator, Literal, Optional, Sequence, Tuple, Union, overload
 import builtins
-from . import cuda as cuda, random as random, fft as fft, linalg as linalg, sim as sim
+from . import cuda as cuda, random as random, fft as fft, linalg as linalg, sim as sim, distributed as distributed
 
 ShapeLike = Union[int, Sequence[int]]
 Scalar = Union[bool, int, float, complex]
