@@ -138,7 +138,7 @@ Array flags_of(const Array& a, const Stream& stream) {
 
 // Positions of the true flags (flat, C order) as an int64 array of `count` elements; the count
 // is read through `status` (one read on CUDA).
-Array flat_positions(const Array& mask, Status& status, const Stream& stream, const char* op) {
+Array flat_positions(const Array& mask, [[maybe_unused]] Status& status, const Stream& stream, const char* op) {
   const Array flags = flags_of(mask, stream);
   const std::int64_t n = flags.size();
   Array positions = empty({n}, DType::int64, mask.device(), stream);
