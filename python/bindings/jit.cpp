@@ -274,6 +274,16 @@ nb::object call_fused(const FusedKernel& k, nb::handle inputs) {
     throw nb::type_error(("fused kernel: expected " + std::to_string(k.num_inputs()) + " arrays, got " +
                           std::to_string(count)).c_str());
   }
+  if (k.multi_output()) {
+    std::vector<Array> results;
+    {
+      nb::gil_scoped_release release;
+      results = k.call_outputs(arrays.data(), arrays.size());
+    }
+    nb::list l;
+    for (Array& r : results) l.append(wrap_array(std::move(r)));
+    return nb::tuple(l);
+  }
   Array result;
   {
     nb::gil_scoped_release release;  // may compile; `held` keeps the arrays alive
@@ -287,7 +297,24 @@ nb::object call_fused(const FusedKernel& k, nb::handle inputs) {
 void register_jit(nb::module_& m) {
   m.def("_sym_input", [](int index) { return Sym::input(index); });
   nb::class_<FusedKernel>(m, "FusedKernel", "An elementwise kernel fused from a Python trace (see tessel.fuse).")
+      // `root`: one Sym, or a tuple or list of them (a kernel of several outputs, called to a tuple).
       .def("__init__", [](FusedKernel* self, nb::handle root, int num_inputs) {
+        if (PyTuple_Check(root.ptr()) || PyList_Check(root.ptr())) {
+          std::vector<Sym> roots;
+          std::size_t i = 0;
+          for (nb::handle h : root) {
+            if (!nb::isinstance<Sym>(h)) {
+              throw nb::type_error(("fuse: output " + std::to_string(i) +
+                                    " of the function must be an expression of its array arguments, got " +
+                                    std::string(nb::type_name(h.type()).c_str())).c_str());
+            }
+            roots.push_back(nb::cast<Sym>(h));
+            ++i;
+          }
+          if (roots.empty()) throw nb::value_error("fuse: the function returned an empty tuple");
+          new (self) FusedKernel(std::move(roots), num_inputs);
+          return;
+        }
         if (!nb::isinstance<Sym>(root)) {
           throw nb::type_error("fuse: the function must return an expression of its array arguments");
         }
@@ -311,7 +338,8 @@ void register_jit(nb::module_& m) {
         for (nb::handle h : dtypes) d.push_back(to_dtype(h));
         return k.source(d);
       })
-      .def_prop_ro("num_inputs", &FusedKernel::num_inputs);
+      .def_prop_ro("num_inputs", &FusedKernel::num_inputs)
+      .def_prop_ro("num_outputs", &FusedKernel::num_outputs);
   m.def("set_fusion_enabled", &set_fusion_enabled, "enabled"_a);
   m.def("fusion_enabled", &fusion_enabled);
 

@@ -32,8 +32,17 @@ class _Fused:
             for position, index in enumerate(arrays):
                 symbols[index] = _tessel._sym_input(position)
             root = self._func(*symbols)
-            if not isinstance(root, _tessel.Sym):
-                raise TypeError("fuse: the function must return an elementwise expression of its array arguments")
+            if isinstance(root, tuple):
+                # Several outputs: one kernel, a tuple of arrays of the inputs' broadcast shape.
+                for j, r in enumerate(root):
+                    if not isinstance(r, _tessel.Sym):
+                        raise TypeError(f"fuse: output {j} of the function must be an elementwise expression of "
+                                        f"its array arguments, got {type(r).__name__}")
+                if not root:
+                    raise ValueError("fuse: the function returned an empty tuple")
+            elif not isinstance(root, _tessel.Sym):
+                raise TypeError("fuse: the function must return an elementwise expression of its array arguments "
+                                "(or a tuple of them)")
             kernel = _tessel.FusedKernel(root, len(arrays))
             self._kernels[key] = kernel
             if not constants:
@@ -59,7 +68,10 @@ class _Fused:
 
 
 def fuse(func=None, *, kernel_name=None):
-    """Decorator: @ts.fuse def f(x, y): return ts.exp(x) * y + 1 -> one kernel per call."""
+    """Decorator: @ts.fuse def f(x, y): return ts.exp(x) * y + 1 -> one kernel per call.
+
+    A function returning a tuple of expressions gives a tuple of arrays, computed by one kernel:
+    each output has the broadcast shape of all the array arguments and its own dtype."""
     if func is None:
         return lambda f: _Fused(f)
     return _Fused(func)

@@ -3,6 +3,7 @@
 #include "tessel/ops/cast.hpp"
 #include "tessel/ops/fuse.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
@@ -175,6 +176,36 @@ struct Partition {
   }
 };
 
+// The kernels of a graph of several outputs: one partition over all of them (a node cut for one
+// output is materialized once for all), then one kernel computing every output that is not itself
+// cut, when their regions together fit one kernel's budgets (each output takes an array operand);
+// otherwise one kernel per such output.
+struct MultiLayout {
+  Partition part;
+  std::vector<const Node*> kernel_roots;  // outputs a final kernel computes (not cut), deduplicated
+  bool merged = false;                     // kernel_roots in one kernel
+  std::set<const Node*> leaves;            // merged: the kernel's array inputs
+
+  explicit MultiLayout(const std::vector<Sym>& roots) {
+    for (const Sym& r : roots) part.visit(r.node().get());
+    std::set<const Node*> ops;
+    for (const Sym& r : roots) {
+      const Node* n = r.node().get();
+      if (n->kind == Node::Kind::scalar || part.cut.count(n)) continue;
+      if (std::find(kernel_roots.begin(), kernel_roots.end(), n) != kernel_roots.end()) continue;
+      kernel_roots.push_back(n);
+      const Partition::Region& region = part.region.at(n);
+      ops.insert(region.ops.begin(), region.ops.end());
+      leaves.insert(region.leaves.begin(), region.leaves.end());
+    }
+    merged = !kernel_roots.empty() && static_cast<int>(ops.size()) <= kFusedMaxOps &&
+             static_cast<int>(leaves.size() + kernel_roots.size()) <= kFusedMaxArrays;
+  }
+  int num_kernels() const {
+    return static_cast<int>(part.cut.size()) + (merged ? 1 : static_cast<int>(kernel_roots.size()));
+  }
+};
+
 // The CUDA launch plan of a graph for one input-dtype vector: everything a call needs that does
 // not depend on shapes. Immutable once built.
 struct FusedPlan {
@@ -184,6 +215,15 @@ struct FusedPlan {
     std::unique_ptr<jit::ElementwiseLauncher> launcher;
   };
   std::map<const Node*, Region> regions;  // the root's and every cut node's kernel
+  // Several outputs: the kernel computing MultiLayout::kernel_roots together, when merged (the
+  // roots then have no Region of their own unless cut).
+  struct Merged {
+    std::vector<const Node*> leaves;
+    std::vector<const Node*> outputs;
+    std::vector<DType> results;
+    std::unique_ptr<jit::ElementwiseLauncher> launcher;
+  };
+  std::unique_ptr<Merged> merged;
 };
 
 // The broadcast shape of `count` arrays, without copying their shapes into a vector.
@@ -296,6 +336,62 @@ std::shared_ptr<const FusedPlan> make_plan(const Node* root, const std::vector<D
   return plan;
 }
 
+// The plan of a graph of several outputs (see MultiLayout).
+std::shared_ptr<const FusedPlan> make_multi_plan(const std::vector<Sym>& roots, const std::vector<DType>& input_dtypes) {
+  Typing typing{input_dtypes, {}, {}};
+  for (const Sym& r : roots) {
+    if (r.node()->kind == Node::Kind::scalar) throw ValueError("fuse: an output of the traced function is a constant");
+    typing.type(r.node().get());
+  }
+  const MultiLayout layout(roots);
+  auto plan = std::make_shared<FusedPlan>();
+  // Kernels of one output each: every cut node, and the outputs when they are not merged.
+  auto add_region = [&](const Node* n) {
+    const Partition::Region& region = layout.part.region.at(n);
+    FusedPlan::Region r;
+    r.leaves.assign(region.leaves.begin(), region.leaves.end());
+    std::map<const Node*, int> leaf_index;
+    std::vector<DType> leaf_dtypes;
+    for (const Node* leaf : r.leaves) {
+      leaf_index[leaf] = static_cast<int>(leaf_dtypes.size());
+      leaf_dtypes.push_back(*typing.type(leaf));
+    }
+    std::map<const Node*, jit::Expr> memo;
+    const jit::Expr e = lower(n, typing, memo, &leaf_index);
+    r.result = *typing.type(n);
+    jit::ElementwiseSpec spec = jit::lower_expressions("tessel_fused", leaf_dtypes, {}, {e}, {r.result});
+    spec.preamble = backend::cuda::elementwise_preamble();
+    r.launcher = std::make_unique<jit::ElementwiseLauncher>(std::move(spec));
+    plan->regions.emplace(n, std::move(r));
+  };
+  for (const Node* n : layout.part.cut) add_region(n);
+  if (!layout.merged) {
+    for (const Node* n : layout.kernel_roots) add_region(n);
+    return plan;
+  }
+  auto m = std::make_unique<FusedPlan::Merged>();
+  m->leaves.assign(layout.leaves.begin(), layout.leaves.end());
+  m->outputs = layout.kernel_roots;
+  std::map<const Node*, int> leaf_index;
+  std::vector<DType> leaf_dtypes;
+  for (const Node* leaf : m->leaves) {
+    leaf_index[leaf] = static_cast<int>(leaf_dtypes.size());
+    leaf_dtypes.push_back(*typing.type(leaf));
+  }
+  // One memo for all outputs: a subexpression they share is one node, emitted once.
+  std::map<const Node*, jit::Expr> memo;
+  std::vector<jit::Expr> exprs;
+  for (const Node* n : m->outputs) {
+    exprs.push_back(lower(n, typing, memo, &leaf_index));
+    m->results.push_back(*typing.type(n));
+  }
+  jit::ElementwiseSpec spec = jit::lower_expressions("tessel_fused", leaf_dtypes, {}, exprs, m->results);
+  spec.preamble = backend::cuda::elementwise_preamble();
+  m->launcher = std::make_unique<jit::ElementwiseLauncher>(std::move(spec));
+  plan->merged = std::move(m);
+  return plan;
+}
+
 // The results of a split graph's cut nodes, computed once per call (std::map: stable references).
 using Materialized = std::map<const Node*, Array>;
 
@@ -336,6 +432,71 @@ Array run_region(const Node* n, const FusedPlan& plan, const Array* const* input
   result.storage()->record_pending_write(s);
   return result;
 }
+
+// Every output of a multi-output plan at `shape` (the inputs' broadcast shape): the merged kernel
+// launches at that shape directly, so its outputs need no broadcast afterwards.
+std::vector<Array> run_outputs(const std::vector<Sym>& roots, const FusedPlan& plan, const Array* const* inputs,
+                               const Shape& shape, const Stream& s) {
+  Materialized done;
+  std::map<const Node*, Array> computed;  // per distinct output node
+  if (plan.merged) {
+    const FusedPlan::Merged& m = *plan.merged;
+    const std::size_t n_out = m.outputs.size();
+    const std::size_t count = m.leaves.size();
+    std::vector<const Array*> leaves(count);
+    for (std::size_t k = 0; k < count; ++k) {
+      const Node* leaf = m.leaves[k];
+      if (leaf->kind == Node::Kind::input) {
+        leaves[k] = inputs[static_cast<std::size_t>(leaf->index)];
+        continue;
+      }
+      auto it = done.find(leaf);
+      if (it == done.end()) it = done.emplace(leaf, run_region(leaf, plan, inputs, s, done)).first;
+      leaves[k] = &it->second;
+    }
+    std::vector<Array> outs;
+    outs.reserve(n_out);
+    for (std::size_t j = 0; j < n_out; ++j) outs.push_back(detail::allocate_array(shape, m.results[j], s.device(), s));
+    std::vector<Array> broadcast;
+    broadcast.reserve(count);  // no reallocation: pointers into it stay valid
+    std::vector<jit::ElementwiseArgView> args(n_out + count);
+    for (std::size_t j = 0; j < n_out; ++j) {
+      args[j] = {outs[j].data(), outs[j].strides().data(), outs[j].strides().size(), nullptr};
+    }
+    for (std::size_t k = 0; k < count; ++k) {
+      const Array* a = leaves[k];
+      a->storage()->wait_on_stream(s);
+      if (a->shape() != shape) {
+        broadcast.push_back(a->broadcast_to(shape));
+        a = &broadcast.back();
+      }
+      args[n_out + k] = {a->data(), a->strides().data(), a->strides().size(), nullptr};
+    }
+    if (numel(shape) > 0) m.launcher->launch(shape, args.data(), args.size(), s.device(), s);
+    for (std::size_t j = 0; j < n_out; ++j) {
+      outs[j].storage()->record_pending_write(s);
+      computed.emplace(m.outputs[j], std::move(outs[j]));
+    }
+  }
+  std::vector<Array> results;
+  results.reserve(roots.size());
+  std::set<const Node*> used;
+  for (const Sym& r : roots) {
+    const Node* n = r.node().get();
+    auto it = computed.find(n);
+    if (it == computed.end()) {
+      // A cut output (materialized already, or now), or one kernel per output when not merged.
+      auto d = done.find(n);
+      Array v = d != done.end() ? d->second : run_region(n, plan, inputs, s, done);
+      done.emplace(n, v);
+      if (v.shape() != shape) v = v.broadcast_to(shape).contiguous(s);
+      it = computed.emplace(n, std::move(v)).first;
+    }
+    // The same node returned twice gives two arrays, as two expressions would.
+    results.push_back(used.insert(n).second ? it->second : it->second.copy(s));
+  }
+  return results;
+}
 #endif
 
 using Value = std::variant<Array, Scalar>;
@@ -372,13 +533,20 @@ Value evaluate(const Node* n, const std::vector<Array>& inputs, const OptionalSt
 // inner size fits a block) under fixed indices of the axes before it.
 constexpr std::int64_t kCpuFusedBlock = 32768;  // 128 KiB per float32 operand: a block's values stay in L2
 
-Array evaluate_blocked(const Node* root, const std::vector<Array>& inputs, const Shape& shape, DType rt,
-                       const OptionalStream& stream) {
+// Several outputs share one memo per block, so a subexpression they share is computed once per
+// block. Below one block the results keep the shapes the ops give (the caller broadcasts them).
+std::vector<Array> evaluate_blocked(const Node* const* roots, std::size_t num_roots, const std::vector<Array>& inputs,
+                                    const Shape& shape, const std::vector<DType>& rts, const OptionalStream& stream) {
   auto whole = [&](const std::vector<Array>& in) {
     std::map<const Node*, Value> memo;
-    const Value v = evaluate(root, in, stream, memo);
-    if (!std::holds_alternative<Array>(v)) throw ValueError("fuse: the traced function returned a constant");
-    return std::get<Array>(v);
+    std::vector<Array> values;
+    values.reserve(num_roots);
+    for (std::size_t j = 0; j < num_roots; ++j) {
+      const Value v = evaluate(roots[j], in, stream, memo);
+      if (!std::holds_alternative<Array>(v)) throw ValueError("fuse: the traced function returned a constant");
+      values.push_back(std::get<Array>(v));
+    }
+    return values;
   };
   const std::int64_t total = numel(shape);
   if (total <= kCpuFusedBlock) return whole(inputs);
@@ -392,7 +560,9 @@ Array evaluate_blocked(const Node* root, const std::vector<Array>& inputs, const
   const std::int64_t chunk = std::max<std::int64_t>(1, kCpuFusedBlock / inner);
   std::vector<Array> full;
   for (const Array& a : inputs) full.push_back(a.broadcast_to(shape));
-  Array result = empty(shape, rt, Device::cpu());
+  std::vector<Array> results;
+  results.reserve(num_roots);
+  for (std::size_t j = 0; j < num_roots; ++j) results.push_back(empty(shape, rts[j], Device::cpu()));
   // Work items: (flat index over the axes before `axis`, start along `axis`).
   const std::int64_t extent = shape[static_cast<std::size_t>(axis)];
   const std::int64_t per_row = (extent + chunk - 1) / chunk;
@@ -420,16 +590,19 @@ Array evaluate_blocked(const Node* root, const std::vector<Array>& inputs, const
       };
       std::vector<Array> block(full.size());
       for (std::size_t k = 0; k < full.size(); ++k) block[k] = cut(full[k]);
-      const Array target = cut(result);
-      const Array value = whole(block);
-      copyto(target, value.shape() == target.shape() ? value : value.broadcast_to(target.shape()), stream);
+      const std::vector<Array> values = whole(block);
+      for (std::size_t j = 0; j < num_roots; ++j) {
+        const Array target = cut(results[j]);
+        const Array& value = values[j];
+        copyto(target, value.shape() == target.shape() ? value : value.broadcast_to(target.shape()), stream);
+      }
     } catch (...) {
       std::lock_guard<std::mutex> lock(failure_mutex);
       if (!failure) failure = std::current_exception();
     }
   }
   if (failure) std::rethrow_exception(failure);
-  return result;
+  return results;
 }
 
 // A fused kernel's inputs as its range's payload.
@@ -450,7 +623,15 @@ struct FusedKernel::Plans {
 };
 
 FusedKernel::FusedKernel(Sym root, int num_inputs)
-    : root_(std::move(root)), num_inputs_(num_inputs), plans_(std::make_shared<Plans>()) {}
+    : roots_{std::move(root)}, num_inputs_(num_inputs), plans_(std::make_shared<Plans>()) {}
+
+FusedKernel::FusedKernel(std::vector<Sym> roots, int num_inputs)
+    : roots_(std::move(roots)), multi_(true), num_inputs_(num_inputs), plans_(std::make_shared<Plans>()) {
+  if (roots_.empty()) throw ValueError("fuse: the traced function returned no outputs");
+  for (const Sym& r : roots_) {
+    if (!r.node()) throw ValueError("fuse: an output is an empty Sym");
+  }
+}
 
 void set_fusion_enabled(bool enabled) { fusion_flag().store(enabled ? 1 : 0); }
 
@@ -472,24 +653,83 @@ FusedKernel fuse(const std::function<Sym(const std::vector<Sym>&)>& f, int num_i
   return FusedKernel(std::move(root), num_inputs);
 }
 
+FusedKernel fuse(const std::function<std::vector<Sym>(const std::vector<Sym>&)>& f, int num_inputs) {
+  std::vector<Sym> inputs;
+  for (int i = 0; i < num_inputs; ++i) inputs.push_back(Sym::input(i));
+  std::vector<Sym> roots = f(inputs);
+  for (const Sym& r : roots) check_arity(r.node().get());
+  return FusedKernel(std::move(roots), num_inputs);
+}
+
+std::vector<DType> FusedKernel::result_dtypes(const std::vector<DType>& input_dtypes) const {
+  Typing typing{input_dtypes, {}, {}};
+  std::vector<DType> out;
+  for (const Sym& r : roots_) {
+    const auto t = typing.type(r.node().get());
+    if (!t) throw ValueError("fuse: an output of the traced function is a constant");
+    out.push_back(*t);
+  }
+  return out;
+}
+
 int FusedKernel::num_kernels() const {
+  if (roots_.size() > 1) {
+    for (const Sym& r : roots_) {
+      if (r.node()->kind == Node::Kind::scalar) return 0;
+    }
+    return MultiLayout(roots_).num_kernels();
+  }
   Partition part;
-  part.visit(root_.node().get());
-  return root_.node()->kind == Node::Kind::op ? static_cast<int>(part.cut.size()) + 1 : 0;
+  part.visit(roots_[0].node().get());
+  return roots_[0].node()->kind == Node::Kind::op ? static_cast<int>(part.cut.size()) + 1 : 0;
 }
 
 DType FusedKernel::result_dtype(const std::vector<DType>& input_dtypes) const {
   Typing typing{input_dtypes, {}, {}};
-  const auto t = typing.type(root_.node().get());
+  const auto t = typing.type(roots_[0].node().get());
   if (!t) throw ValueError("fuse: the traced function returned a constant");
   return *t;
 }
 
 std::string FusedKernel::source(const std::vector<DType>& input_dtypes) const {
 #ifdef TESSEL_HAVE_CUDA
+  if (roots_.size() > 1) {
+    if (static_cast<int>(input_dtypes.size()) != num_inputs_) {
+      throw ValueError("fuse: the kernel takes " + std::to_string(num_inputs_) + " inputs, got " +
+                       std::to_string(input_dtypes.size()) + " dtypes");
+    }
+    const std::shared_ptr<const FusedPlan> plan = make_multi_plan(roots_, input_dtypes);
+    // Launch order: cut nodes after the cut nodes they read, then the outputs' kernels.
+    std::vector<std::pair<const jit::ElementwiseSpec*, std::string>> order;
+    std::set<const Node*> seen;
+    std::function<void(const Node*)> visit = [&](const Node* n) {
+      auto it = plan->regions.find(n);
+      if (it == plan->regions.end() || !seen.insert(n).second) return;
+      for (const Node* leaf : it->second.leaves) visit(leaf);
+      order.emplace_back(&it->second.launcher->spec(), std::to_string(it->second.leaves.size()) + " array inputs -> " +
+                                                           dtype_name(it->second.result));
+    };
+    if (plan->merged) {
+      for (const Node* leaf : plan->merged->leaves) visit(leaf);
+      std::string results;
+      for (DType d : plan->merged->results) results += (results.empty() ? "" : ", ") + std::string(dtype_name(d));
+      order.emplace_back(&plan->merged->launcher->spec(), std::to_string(plan->merged->leaves.size()) +
+                                                              " array inputs -> " + results + " (the outputs)");
+    }
+    for (const Sym& r : roots_) visit(r.node().get());
+    if (order.size() == 1) return jit::generate_elementwise_source(*order[0].first);
+    std::string out;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      out += "// ---- kernel " + std::to_string(i + 1) + " of " + std::to_string(order.size()) + ": " +
+             order[i].second + "\n";
+      out += jit::generate_elementwise_source(*order[i].first);
+      out += "\n";
+    }
+    return out;
+  }
   if (num_kernels() <= 1) {
     DType result{};
-    return jit::generate_elementwise_source(fused_spec(root_, input_dtypes, result));
+    return jit::generate_elementwise_source(fused_spec(roots_[0], input_dtypes, result));
   }
   // A split graph: every kernel a call launches, in launch order (a kernel after the ones whose
   // results it reads), as run_region walks them.
@@ -497,7 +737,7 @@ std::string FusedKernel::source(const std::vector<DType>& input_dtypes) const {
     throw ValueError("fuse: the kernel takes " + std::to_string(num_inputs_) + " inputs, got " +
                      std::to_string(input_dtypes.size()) + " dtypes");
   }
-  const std::shared_ptr<const FusedPlan> plan = make_plan(root_.node().get(), input_dtypes);
+  const std::shared_ptr<const FusedPlan> plan = make_plan(roots_[0].node().get(), input_dtypes);
   std::vector<const FusedPlan::Region*> order;
   std::set<const Node*> seen;
   std::function<void(const Node*)> visit = [&](const Node* n) {
@@ -508,7 +748,7 @@ std::string FusedKernel::source(const std::vector<DType>& input_dtypes) const {
     }
     order.push_back(&region);
   };
-  visit(root_.node().get());
+  visit(roots_[0].node().get());
   std::string out;
   for (std::size_t i = 0; i < order.size(); ++i) {
     out += "// ---- kernel " + std::to_string(i + 1) + " of " + std::to_string(order.size()) + ": " +
@@ -534,6 +774,9 @@ Array FusedKernel::operator()(const std::vector<Array>& inputs, const OptionalAr
 Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, const OptionalArray& out,
                               const OptionalStream& stream) const {
   TESSEL_RANGE("fused", FusedInputs{inputs, count}, out, stream);
+  if (roots_.size() != 1) {
+    throw ValueError("fuse: the kernel has " + std::to_string(roots_.size()) + " outputs; call_outputs() returns them");
+  }
   if (static_cast<int>(count) != num_inputs_) {
     throw ValueError("fuse: the kernel takes " + std::to_string(num_inputs_) + " inputs, got " +
                      std::to_string(count));
@@ -556,7 +799,7 @@ Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, con
   if (count > 0 && inputs[0]->device().is_cuda() && fusing) {
     const Device device = inputs[0]->device();
     const Shape shape = common_shape(inputs, count);
-    if (root_.node()->kind == Node::Kind::scalar) throw ValueError("fuse: the traced function returned a constant");
+    if (roots_[0].node()->kind == Node::Kind::scalar) throw ValueError("fuse: the traced function returned a constant");
     std::shared_ptr<const FusedPlan> plan;
     {
       std::lock_guard<std::mutex> lock(plans_->mutex);
@@ -564,13 +807,13 @@ Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, con
       if (it != plans_->by_dtypes.end()) plan = it->second;
     }
     if (!plan) {
-      plan = make_plan(root_.node().get(), dtypes);  // outside the lock; DTypeError is not cached
+      plan = make_plan(roots_[0].node().get(), dtypes);  // outside the lock; DTypeError is not cached
       std::lock_guard<std::mutex> lock(plans_->mutex);
       plan = plans_->by_dtypes.emplace(dtypes, plan).first->second;  // another thread's wins a race
     }
     const Stream s = detail::op_stream(device, stream, "fuse");
     Materialized done;
-    result = run_region(root_.node().get(), *plan, inputs, s, done);
+    result = run_region(roots_[0].node().get(), *plan, inputs, s, done);
     // A graph that reads only some inputs still has the shape of all of them broadcast.
     if (result.shape() != shape) result = result.broadcast_to(shape).contiguous(s);
   }
@@ -582,11 +825,12 @@ Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, con
     for (std::size_t i = 0; i < count; ++i) copies.push_back(*inputs[i]);
     if (count > 0 && copies[0].device().is_cpu() && fusing) {
       const Shape shape = common_shape(inputs, count);
-      result = evaluate_blocked(root_.node().get(), copies, shape, result_dtype(dtypes), stream);
+      const Node* root = roots_[0].node().get();
+      result = std::move(evaluate_blocked(&root, 1, copies, shape, {result_dtype(dtypes)}, stream)[0]);
       if (result.shape() != shape) result = result.broadcast_to(shape).contiguous(stream);
     } else {
       std::map<const Node*, Value> memo;
-      const Value v = evaluate(root_.node().get(), copies, stream, memo);
+      const Value v = evaluate(roots_[0].node().get(), copies, stream, memo);
       if (!std::holds_alternative<Array>(v)) throw ValueError("fuse: the traced function returned a constant");
       result = std::get<Array>(v);
     }
@@ -605,6 +849,83 @@ Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, con
   }
   TESSEL_CHECK_RESULT(result);
   return result;
+}
+
+std::vector<Array> FusedKernel::call_outputs(const std::vector<Array>& inputs, const OptionalStream& stream) const {
+  std::vector<const Array*> refs(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) refs[i] = &inputs[i];
+  return call_outputs(refs.data(), refs.size(), stream);
+}
+
+std::vector<Array> FusedKernel::call_outputs(const Array* const* inputs, std::size_t count,
+                                             const OptionalStream& stream) const {
+  TESSEL_RANGE("fused", FusedInputs{inputs, count}, OptionalArray{}, stream);
+  if (static_cast<int>(count) != num_inputs_) {
+    throw ValueError("fuse: the kernel takes " + std::to_string(num_inputs_) + " inputs, got " +
+                     std::to_string(count));
+  }
+  if (count == 0) throw ValueError("fuse: a kernel of several outputs needs at least one input array");
+  std::vector<DType> dtypes;
+  dtypes.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const Array& a = *inputs[i];
+    if (!a.defined()) throw ValueError("fuse: an input is an undefined Array");
+    if (!(a.device() == inputs[0]->device())) {
+      throw DeviceError("fuse: expected all arrays on one device, got " + inputs[0]->device().str() + " and " +
+                        a.device().str());
+    }
+    dtypes.push_back(a.dtype());
+  }
+  const std::vector<DType> rts = result_dtypes(dtypes);  // DTypeError / constant outputs, before any work
+  // Every output has the broadcast shape of all the inputs (ShapeError names them when they do not broadcast).
+  const Shape shape = common_shape(inputs, count);
+  const bool fusing = fusion_enabled();
+  std::vector<Array> results;
+#ifdef TESSEL_HAVE_CUDA
+  if (inputs[0]->device().is_cuda() && fusing) {
+    std::shared_ptr<const FusedPlan> plan;
+    {
+      std::lock_guard<std::mutex> lock(plans_->mutex);
+      auto it = plans_->by_dtypes.find(dtypes);
+      if (it != plans_->by_dtypes.end()) plan = it->second;
+    }
+    if (!plan) {
+      plan = make_multi_plan(roots_, dtypes);
+      std::lock_guard<std::mutex> lock(plans_->mutex);
+      plan = plans_->by_dtypes.emplace(dtypes, plan).first->second;
+    }
+    const Stream s = detail::op_stream(inputs[0]->device(), stream, "fuse");
+    results = run_outputs(roots_, *plan, inputs, shape, s);
+  }
+#endif
+  if (results.empty()) {
+    std::vector<Array> copies;
+    copies.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) copies.push_back(*inputs[i]);
+    std::vector<const Node*> roots;
+    for (const Sym& r : roots_) roots.push_back(r.node().get());
+    if (copies[0].device().is_cpu() && fusing) {
+      results = evaluate_blocked(roots.data(), roots.size(), copies, shape, rts, stream);
+    } else {
+      std::map<const Node*, Value> memo;
+      for (const Node* n : roots) results.push_back(std::get<Array>(evaluate(n, copies, stream, memo)));
+    }
+    // Below one block, or op by op, an output keeps the shape its ops give; an output that is an
+    // input (or the same node as an earlier output) would alias it: every output is a new array
+    // of the common shape.
+    std::set<const void*> seen;
+    for (std::size_t i = 0; i < count; ++i) seen.insert(copies[i].storage().get());
+    for (Array& r : results) {
+      if (r.shape() != shape) {
+        r = r.broadcast_to(shape).contiguous(stream);
+      } else if (seen.count(r.storage().get())) {
+        r = r.copy(stream);
+      }
+      seen.insert(r.storage().get());
+    }
+  }
+  for (const Array& r : results) TESSEL_CHECK_RESULT(r);
+  return results;
 }
 
 }  // namespace tessel

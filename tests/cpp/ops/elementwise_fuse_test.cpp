@@ -209,6 +209,150 @@ TEST_P(Fuse, BadInput) {
                                     {"(2,)", "(3,)"});
 }
 
+// ---- several outputs ----
+// One graph, five outputs of different dtypes sharing t = v0 * v1: one of them reads only v2 and
+// one is an input itself (both come back as new arrays of the common shape). Every backend and
+// dtype against a float64 reference over zero-size, 0-d, broadcast, blocked (CPU: several blocks),
+// transposed and negatively strided inputs.
+FusedKernel five_outputs() {
+  return fuse([](const std::vector<Sym>& v) {
+    const Sym t = v[0] * v[1];
+    return std::vector<Sym>{t + v[2], t > v[2], maximum(t, v[2]) * 2, v[2] * 3, v[1]};
+  }, 3);
+}
+
+TEST_P(Fuse, SeveralOutputsMatchFloat64Reference) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  std::uniform_int_distribution<int> small(-4, 4);  // exact in every dtype, products included
+  const FusedKernel k = five_outputs();
+  ASSERT_EQ(k.num_outputs(), 5);
+  auto input = [&](const Shape& shape, DType d) {
+    std::vector<double> v(static_cast<std::size_t>(numel(shape)));
+    for (double& x : v) x = small(rng) * 0.5;
+    if (!is_floating(d)) {
+      for (double& x : v) x = std::round(x);
+    }
+    return astype(from_vector(v, shape, device()), d);
+  };
+  const std::vector<std::vector<Shape>> cases = {
+      {{}, {}, {}},                       // 0-d
+      {{0}, {0}, {1}},                    // zero-size
+      {{3, 0}, {1, 0}, {3, 1}},
+      {{3, 1}, {1, 4}, {4}},              // broadcast
+      {{2, 3}, {2, 3}, {}},               // v2 0-d: outputs 3 and 4 broadcast to (2, 3)
+      {{5, 40000}, {1, 40000}, {5, 1}},   // CPU: blocks under an outer index
+      {{100003}, {1}, {100003}},          // CPU: several blocks, a short last one
+  };
+  for (DType d : {DType::float32, DType::float64, DType::float16, DType::int32}) {
+    const std::vector<DType> rts = k.result_dtypes({d, d, d});
+    ASSERT_EQ(rts, (std::vector<DType>{d, DType::bool_, d, d, d}));
+    for (int layout = 0; layout < 3; ++layout) {
+      for (const auto& shapes : cases) {
+        std::vector<Array> in;
+        for (const Shape& sh : shapes) in.push_back(input(sh, d));
+        if (layout == 1 && shapes[0].size() == 2) {  // transposed v0
+          in[0] = input({shapes[0][1], shapes[0][0]}, d).permute({1, 0});
+        } else if (layout == 2 && shapes[2].size() >= 1 && shapes[2].back() > 1) {  // v2 reversed
+          in[2] = in[2].slice(static_cast<std::int64_t>(shapes[2].size()) - 1, Slice(std::nullopt, std::nullopt, -1));
+        }
+        const std::vector<Array> outs = k.call_outputs(in);
+        ASSERT_EQ(outs.size(), 5u);
+        const Shape shape = broadcast_shapes(broadcast_shapes(in[0].shape(), in[1].shape()), in[2].shape());
+        std::vector<std::vector<double>> x;
+        for (Array& a : in) x.push_back(astype(a.broadcast_to(shape), DType::float64).to(Device::cpu()).to_vector<double>());
+        const std::string what = std::string(dtype_name(d)) + " " + shape_str(shape) + " layout " + std::to_string(layout);
+        for (std::size_t j = 0; j < 5; ++j) {
+          ASSERT_EQ(outs[j].shape(), shape) << what << " output " << j;
+          ASSERT_EQ(outs[j].dtype(), rts[j]) << what << " output " << j;
+          EXPECT_TRUE(outs[j].is_contiguous()) << what << " output " << j;
+          const auto got = astype(outs[j], DType::float64).to(Device::cpu()).to_vector<double>();
+          for (std::size_t i = 0; i < got.size(); ++i) {
+            const double t = x[0][i] * x[1][i];
+            const double want[5] = {t + x[2][i], t > x[2][i] ? 1.0 : 0.0, std::max(t, x[2][i]) * 2, x[2][i] * 3, x[1][i]};
+            ASSERT_EQ(got[i], want[j]) << what << " output " << j << " at " << i;  // exact: small halves
+          }
+        }
+        // An output that is an input is a new array, not the input.
+        if (outs[4].size() > 0) {
+          EXPECT_NE(outs[4].data(), in[1].data()) << what;
+        }
+      }
+    }
+  }
+}
+
+// The outputs of one call agree with each output fused alone, and with fusion off.
+TEST_P(Fuse, SeveralOutputsMatchSingleOutputKernels) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  FusionSwitch restore;
+  TESSEL_SEEDED_RNG(rng);
+  std::uniform_real_distribution<double> uni(-2, 2);
+  auto random_array = [&](const Shape& shape) {
+    std::vector<double> v(static_cast<std::size_t>(numel(shape)));
+    for (double& x : v) x = uni(rng);
+    return astype(from_vector(v, shape, device()), DType::float32);
+  };
+  auto body = [](const std::vector<Sym>& v) {
+    const Sym s = sigmoid(v[0]);
+    return std::vector<Sym>{s * v[1], s * (1.0 - s) * v[1] * v[2], exp(-v[2])};
+  };
+  const FusedKernel k = fuse(body, 3);
+  for (const Shape& shape : {Shape{7}, Shape{40, 2000}}) {
+    const std::vector<Array> in = {random_array(shape), random_array(shape), random_array({1})};
+    set_fusion_enabled(true);
+    const std::vector<Array> fused = k.call_outputs(in);
+    set_fusion_enabled(false);
+    const std::vector<Array> unfused = k.call_outputs(in);
+    set_fusion_enabled(true);
+    for (std::size_t j = 0; j < 3; ++j) {
+      const FusedKernel alone = fuse([&](const std::vector<Sym>& v) { return body(v)[j]; }, 3);
+      const auto f = fused[j].to(Device::cpu()).to_vector<float>();
+      const auto u = unfused[j].to(Device::cpu()).to_vector<float>();
+      const auto a = alone(in).to(Device::cpu()).to_vector<float>();
+      ASSERT_EQ(f.size(), u.size());
+      for (std::size_t i = 0; i < f.size(); ++i) {
+        ASSERT_NEAR(f[i], u[i], 1e-6f * (1 + std::fabs(u[i]))) << "output " << j << " at " << i;
+        ASSERT_NEAR(f[i], a[i], 1e-6f * (1 + std::fabs(a[i]))) << "output " << j << " at " << i;
+      }
+    }
+  }
+}
+
+// A graph too large for one kernel still gives every output (split kernels, shared cut nodes).
+TEST_P(Fuse, SeveralOutputsOfASplitGraph) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  const int n = 40;  // more inputs than one kernel takes
+  const FusedKernel k = fuse([&](const std::vector<Sym>& v) {
+    Sym sum = v[0];
+    for (int i = 1; i < n; ++i) sum = sum + v[static_cast<std::size_t>(i)];
+    return std::vector<Sym>{sum, sum * 2, v[0] - v[1]};
+  }, n);
+  EXPECT_GE(k.num_kernels(), 2);
+  std::vector<Array> in;
+  for (int i = 0; i < n; ++i) in.push_back(full({3}, static_cast<double>(i), DType::float64, device()));
+  const std::vector<Array> outs = k.call_outputs(in);
+  const double total = n * (n - 1) / 2.0;
+  EXPECT_EQ(outs[0].to(Device::cpu()).to_vector<double>(), std::vector<double>(3, total));
+  EXPECT_EQ(outs[1].to(Device::cpu()).to_vector<double>(), std::vector<double>(3, 2 * total));
+  EXPECT_EQ(outs[2].to(Device::cpu()).to_vector<double>(), std::vector<double>(3, -1.0));
+}
+
+TEST_P(Fuse, SeveralOutputsBadInput) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  const FusedKernel k = five_outputs();
+  Array f = ones({2}, DType::float32, device());
+  testing::expect_error<ValueError>([&] { k({f, f, f}); }, {"fuse", "5 outputs", "call_outputs"});
+  testing::expect_error<ValueError>([&] { k.call_outputs({f}); }, {"fuse", "3 inputs", "got 1"});
+  testing::expect_error<ShapeError>([&] { k.call_outputs({f, f, ones({3}, DType::float32, device())}); },
+                                    {"(2,)", "(3,)"});
+  const FusedKernel bits = fuse([](const std::vector<Sym>& v) { return std::vector<Sym>{v[0] + 1, bitwise_and(v[0], v[0])}; }, 1);
+  testing::expect_error<DTypeError>([&] { bits.call_outputs({f}); }, {"bitwise_and", "float32"});
+  const FusedKernel constant = fuse([](const std::vector<Sym>& v) { return std::vector<Sym>{v[0] + 1, Sym(2.0)}; }, 1);
+  testing::expect_error<ValueError>([&] { constant.call_outputs({f}); }, {"fuse", "constant"});
+  testing::expect_error<ValueError>([] { FusedKernel(std::vector<Sym>{}, 1); }, {"fuse", "no outputs"});
+}
+
 // ---- the cached launch plans ----
 struct TuningGuard {
   jit::ElementwiseTuning saved = jit::elementwise_tuning();
@@ -432,6 +576,18 @@ TEST(FuseSource, SplitGraphPrintsEveryKernel) {
   }
   testing::expect_error<ValueError>([&] { (void)wide.source({DType::float32}); }, {"fuse", "40 inputs", "1 dtypes"});
   EXPECT_EQ(relu_axpb_c().source({DType::float32, DType::float32, DType::float32}).find("// ---- kernel"), std::string::npos);
+}
+
+// Several outputs: one kernel writing every output, which NVRTC compiles, for each dtype.
+TEST(FuseSource, SeveralOutputsPrintOneKernelAndCompile) {
+  const FusedKernel k = five_outputs();
+  EXPECT_EQ(k.num_kernels(), 1);
+  for (DType d : {DType::float16, DType::bfloat16, DType::float32, DType::float64, DType::int32}) {
+    const std::string src = k.source({d, d, d});
+    EXPECT_EQ(src.find("// ---- kernel"), std::string::npos) << src;
+    for (int j = 0; j < 5; ++j) EXPECT_NE(src.find("out" + std::to_string(j)), std::string::npos) << src;
+    expect_fused_source_compiles(src, std::string("five outputs ") + dtype_name(d));
+  }
 }
 
 // source() does not go through (or fill) the plans: the same text before and after calls.
