@@ -698,11 +698,21 @@ def fuse(func: Any = None, *, kernel_name: Optional[str] = None) -> Any:
     The function is traced once per argument pattern with symbolic arrays (:class:`Sym`);
     arguments are tessel arrays or Python scalars (a scalar is compiled in as a constant).
     ``f.source(*args)`` returns the generated CUDA source.
+
+    A function returning a tuple of expressions returns a tuple of arrays (a 1-tuple gives a
+    1-tuple), all computed by one kernel with the subexpressions they share computed once. Each
+    output has its own NumPy dtype and the broadcast shape of all the array arguments (an output
+    that reads only some of them is broadcast to it); arguments that do not broadcast raise
+    :class:`ShapeError`.
     """
 class FusedKernel:
-    """A traced expression graph (what :func:`fuse` builds), called with a list of arrays."""
+    """A traced expression graph (what :func:`fuse` builds), called with a list of arrays.
+
+    Built from one :class:`Sym` it returns one array; from a tuple or list of them, a tuple of
+    arrays of the inputs' broadcast shape, computed by one kernel."""
     num_inputs: int
-    def __call__(self, inputs: Union[builtins.list[Array], Tuple[Array, ...]]) -> Array: ...
+    num_outputs: int
+    def __call__(self, inputs: Union[builtins.list[Array], Tuple[Array, ...]]) -> Union[Array, Tuple[Array, ...]]: ...
     def source(self, dtypes: list) -> str:
         """The generated CUDA source for these input dtypes."""
 class ElementwiseKernel:

@@ -330,10 +330,53 @@ def test_fuse_saves_only_what_the_backward_reads(gen):
     assert len(swish_gate(x, y.detach()).grad_fn.saved_tensors) == 2  # x and y: d/dx reads both
     gx, gy = torch.autograd.grad(out, (x, y), torch.ones(4, dtype=torch.float64))
     assert gx.tolist() == [3.0] * 4 and gy.tolist() == [1.0] * 4
-    kernels = affine._backward_kernels(2, [True, True])
-    assert all(k.reads == [2] for k in kernels)  # only the incoming gradient (input 2)
-    swish_kernels = swish_gate._backward_kernels(2, [True, False])
-    assert swish_kernels[0].reads == [0, 1, 2] and swish_kernels[1] is None
+    plan = affine._backward_plan(2, [True, True])
+    assert plan.reads == [2]  # only the incoming gradient (input 2)
+    swish_plan = swish_gate._backward_plan(2, [True, False])
+    assert swish_plan.reads == [0, 1, 2] and swish_plan.grads[1] is None
+
+
+class _CountingKernel:
+    """Wraps a backward plan's tessel kernel to count its calls."""
+
+    def __init__(self, kernel):
+        self.kernel, self.calls = kernel, 0
+
+    def __call__(self, arrays):
+        self.calls += 1
+        return self.kernel(arrays)
+
+
+def test_fuse_backward_is_one_kernel_for_every_gradient(tdevice, gen):
+    @tt.fuse
+    def gate3(x, y, z):
+        return x * torch.sigmoid(x) * y + torch.tanh(z) * y
+
+    # z broadcast along the rows, y along the columns: their gradients come out of the same kernel
+    # at the full shape and are summed to their shapes afterwards.
+    x = randn(gen, 5, 7, device=tdevice, requires_grad=True)
+    y = randn(gen, 5, 1, device=tdevice, requires_grad=True)
+    z = randn(gen, 7, device=tdevice, requires_grad=True)
+    plan = gate3._backward_plan(3, [True, True, True])
+    assert plan.outputs == [0, 1, 2] and plan.kernel.num_outputs == 3
+    counter = plan.kernel = _CountingKernel(plan.kernel)
+    out = gate3(x, y, z)
+    g = randn(gen, 5, 7, device=tdevice)
+    gx, gy, gz = torch.autograd.grad(out, (x, y, z), g)
+    assert counter.calls == 1  # one kernel computed all three gradients
+    xr, yr, zr = (t.detach().requires_grad_() for t in (x, y, z))
+    want = torch.autograd.grad(gate3.fn(xr, yr, zr), (xr, yr, zr), g)
+    for got, ref, t in zip((gx, gy, gz), want, (x, y, z)):
+        assert got.shape == t.shape
+        assert rel_err(got, ref) < 1e-12
+    # Only some gradients needed: the kernel has only their outputs.
+    partial = gate3._backward_plan(3, [False, True, True])
+    assert partial.outputs == [1, 2] and partial.kernel.num_outputs == 2
+    # Mixed dtypes: each output of the one kernel takes its input's dtype.
+    x32 = x.detach().float().requires_grad_()
+    gx32, gy64 = torch.autograd.grad(gate3(x32, y, z.detach()), (x32, y), g)
+    assert gx32.dtype == torch.float32 and gy64.dtype == torch.float64
+    assert torch.autograd.gradcheck(gate3, (x[:2, :3], y[:2], z[:3]))
 
 
 def test_fuse_integer_and_bool_inputs_follow_torch_dtypes(tdevice):

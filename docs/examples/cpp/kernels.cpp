@@ -25,6 +25,18 @@ int main() {
   Array reference = relu(a * x + b) * 3;
   check(all(equal(y, reference)).item<bool>(), "fused == unfused");
 
+  // doc:begin fuse_outputs
+  // Several outputs in one kernel: sigmoid(x) is computed once per element for both.
+  FusedKernel swish_and_slope = fuse([](const std::vector<Sym>& v) {
+    const Sym s = sigmoid(v[0]);
+    return std::vector<Sym>{v[0] * s, s * (1.0 + v[0] * (1.0 - s))};
+  }, 1);
+  std::vector<Array> outs = swish_and_slope.call_outputs({x});  // outs[0]: swish, outs[1]: its derivative
+  // doc:end fuse_outputs
+  const Array sx = sigmoid(x);
+  check(max(abs(outs[0] - x * sx)).item<float>() < 1e-6f, "fused swish");
+  check(max(abs(outs[1] - sx * (1.0 + x * (1.0 - sx)))).item<float>() < 1e-6f, "fused swish derivative");
+
   if (device.is_cuda()) {
     // doc:begin elementwise_kernel
     jit::ElementwiseKernel axpy("float32 a, float32 x, float32 y", "float32 z", "z = a * x + y", "axpy");

@@ -1,5 +1,6 @@
 """tessel.torch.fuse: an elementwise function of torch tensors as one fused forward kernel and
-one fused kernel per input gradient, registered as a torch custom op with autograd.
+one fused backward kernel computing every needed input gradient (a tessel fused kernel of several
+outputs), registered as a torch custom op with autograd.
 
 What the backward saves: the inputs its gradient expressions read, and nothing else. The
 intermediates (sigmoid(x) in x * sigmoid(x) * y) are recomputed inside the backward kernel from
@@ -75,6 +76,78 @@ class _Kernel:
         return to_torch(result)
 
 
+class _Backward:
+    """The gradients of one (argument count, needs): per input its gradient expression (None when
+    not needed), and one tessel kernel computing every gradient that is not trivial (a constant,
+    or an input itself) as its outputs. The kernel's outputs all have the full broadcast shape of
+    what it reads, the incoming gradient included: the output's shape. Gradients of broadcast
+    inputs are reduced to their shapes afterwards (FusedFunction._autograd_backward)."""
+
+    def __init__(self, grads):
+        self.grads = grads
+        self.outputs = [i for i, g in enumerate(grads) if g is not None and g.op not in ("input", "const")]
+        roots = [grads[i] for i in self.outputs]
+        self.reads = sorted({j for g in grads if g is not None for j in _graph.inputs_of(g)})
+        self.kernel_reads = sorted({j for g in roots for j in _graph.inputs_of(g)})
+        self.kernel = None
+        if roots:
+            positions = {index: position for position, index in enumerate(self.kernel_reads)}
+            # One tuple of outputs: the subexpressions the gradients share (the forward's
+            # intermediates) are computed once per element.
+            syms = _graph.to_syms(roots, positions)
+            self.kernel = _tessel.FusedKernel(tuple(syms), len(self.kernel_reads))
+        self._dtypes = {}  # input dtypes -> torch's dtype of each kernel output
+
+    def result_dtypes(self, tensors):
+        key = tuple(tensors[i].dtype for i in self.kernel_reads)
+        dtypes = self._dtypes.get(key)
+        if dtypes is None:
+            meta = [None] * (max(self.kernel_reads) + 1)
+            for i in self.kernel_reads:
+                meta[i] = torch.empty((), dtype=tensors[i].dtype, device="meta")
+            dtypes = self._dtypes[key] = [_graph.evaluate(self.grads[i], meta).dtype for i in self.outputs]
+        return dtypes
+
+    def full_shape(self, tensors):
+        return torch.broadcast_shapes(*[tensors[i].shape for i in self.kernel_reads])
+
+    def __call__(self, tensors, like: Tensor):
+        """The needed gradients, in input order, as new tensors (constants shaped like `like`)."""
+        results = {}
+        if self.kernel is not None:
+            outs = self.kernel([to_tessel(tensors[i]) for i in self.kernel_reads])
+            for i, out, dtype in zip(self.outputs, outs, self.result_dtypes(tensors)):
+                if str(out.dtype) != _TS_DTYPES.get(dtype):
+                    out = out.astype(_TS_DTYPES[dtype])  # torch's promotion where it differs from NumPy's
+                results[i] = to_torch(out)
+        grads = []
+        for i, g in enumerate(self.grads):
+            if g is None:
+                continue
+            if i in results:
+                grads.append(results[i])
+            elif g.op == "const":
+                grads.append(torch.full_like(like, g.value, memory_format=torch.contiguous_format))
+            else:  # a new tensor: custom op outputs may not alias their inputs
+                grads.append(tensors[g.index].clone(memory_format=torch.contiguous_format))
+        return grads
+
+    def fake(self, tensors, like: Tensor):
+        """What __call__ returns, as empty tensors of the same shapes and dtypes."""
+        dtypes = dict(zip(self.outputs, self.result_dtypes(tensors))) if self.kernel is not None else {}
+        grads = []
+        for i, g in enumerate(self.grads):
+            if g is None:
+                continue
+            if i in dtypes:
+                grads.append(torch.empty(self.full_shape(tensors), dtype=dtypes[i], device=like.device))
+            elif g.op == "const":
+                grads.append(torch.full_like(like, g.value, memory_format=torch.contiguous_format))
+            else:
+                grads.append(torch.empty_like(tensors[g.index], memory_format=torch.contiguous_format))
+        return grads
+
+
 def _fixed_arity(fn):
     """The number of positional parameters of fn when that is all it takes (else None)."""
     try:
@@ -102,7 +175,7 @@ class FusedFunction:
         self.__wrapped__ = fn
         self._graphs = {}     # argument count -> root Node
         self._kernels = {}    # argument count -> forward _Kernel
-        self._backward = {}   # (argument count, needs) -> per input: None, or its gradient _Kernel
+        self._backward = {}   # (argument count, needs) -> _Backward
         name = _name(fn)
         self.op_name = f"tessel_fuse::{name}"
         # A function of a fixed number of tensors gets an op with that many Tensor arguments: torch's
@@ -152,13 +225,13 @@ class FusedFunction:
             kernel = self._kernels[count] = _Kernel(self.graph(count))
         return kernel
 
-    def _backward_kernels(self, count, needs):
+    def _backward_plan(self, count, needs) -> _Backward:
         key = (count, tuple(needs))
-        kernels = self._backward.get(key)
-        if kernels is None:
+        plan = self._backward.get(key)
+        if plan is None:
             grads = _graph.gradients(self.graph(count), count, needs, self.__name__)
-            kernels = self._backward[key] = [None if g is None else _Kernel(g) for g in grads]
-        return kernels
+            plan = self._backward[key] = _Backward(grads)
+        return plan
 
     # ---- the ops ----
     def _check(self, inputs):
@@ -177,20 +250,17 @@ class FusedFunction:
     def _backward_impl(self, grad: Tensor, inputs: List[Optional[Tensor]], needs: List[bool]) -> List[Tensor]:
         tensors = list(inputs) + [grad]
         with on_torch_stream(grad.device):
-            return [k(tensors, like=grad) for k in self._backward_kernels(len(inputs), needs) if k is not None]
+            return self._backward_plan(len(inputs), needs)(tensors, like=grad)
 
     def _backward_fake(self, grad, inputs, needs):
-        tensors = list(inputs) + [grad]
-        return [k.constant(grad) if k.root.op == "const" else
-                torch.empty_like(_graph.evaluate(k.root, tensors), memory_format=torch.contiguous_format)
-                for k in self._backward_kernels(len(inputs), needs) if k is not None]
+        return self._backward_plan(len(inputs), needs).fake(list(inputs) + [grad], like=grad)
 
     # ---- autograd ----
     def _setup_context(self, ctx, inputs, output):
         tensors = inputs if self.arity is not None else inputs[0]
         needs = [bool(t.requires_grad) and t.is_floating_point() for t in tensors]
-        kernels = self._backward_kernels(len(tensors), needs)  # NotDifferentiableError here, at the forward
-        read = sorted({i for k in kernels if k is not None for i in k.reads if i < len(tensors)})
+        plan = self._backward_plan(len(tensors), needs)  # NotDifferentiableError here, at the forward
+        read = [i for i in plan.reads if i < len(tensors)]
         ctx.read = read
         ctx.count = len(tensors)
         ctx.shapes = [t.shape for t in tensors]
@@ -206,9 +276,9 @@ class FusedFunction:
             inputs[i] = t
         if not any(needs):
             return self._grads([None] * count)
-        kernels = self._backward_kernels(count, needs)
+        grads_of = self._backward_plan(count, needs).grads
         # A gradient that is the incoming gradient itself (x in x + y) needs no kernel.
-        passthrough = [k is not None and k.root.op == "input" and k.root.index == count for k in kernels]
+        passthrough = [g is not None and g.op == "input" and g.index == count for g in grads_of]
         op_needs = [n and not p for n, p in zip(needs, passthrough)]
         if not any(op_needs):
             grads = iter(())
@@ -254,8 +324,8 @@ class FusedFunction:
 
 def fuse(fn):
     """Decorator: an elementwise function of torch tensors becomes one fused tessel kernel forward
-    and one fused kernel per needed input gradient backward (derived symbolically), registered as
-    a torch custom op (``torch.compile`` sees one op).
+    and one fused kernel backward computing every needed input gradient (derived symbolically),
+    registered as a torch custom op (``torch.compile`` sees one op).
 
     The function may use the operators, torch's elementwise functions and Tensor methods
     (``torch.exp``, ``torch.sigmoid``, ``torch.where``, ``torch.clamp``, ``F.gelu``, ``x.tanh()``,

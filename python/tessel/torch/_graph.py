@@ -555,8 +555,16 @@ def inputs_of(root: Node):
 # ---- lowering ----
 def to_sym(root: Node, positions):
     """tessel.Sym of the expression; `positions` maps input index -> FusedKernel input position."""
+    return to_syms([root], positions)[0]
+
+
+def to_syms(roots, positions):
+    """tessel.Sym of each expression, one Sym per shared node (a kernel of several outputs then
+    computes what they share once)."""
     memo = {}
-    for node in _topo(root):
+    for node in (n for root in roots for n in _topo(root)):
+        if id(node) in memo:
+            continue
         if node.op == "input":
             value = _tessel._sym_input(positions[node.index])
         elif node.op == "const":
@@ -572,7 +580,7 @@ def to_sym(root: Node, positions):
         else:
             value = getattr(_tessel, node.op)(*[memo[id(a)] for a in node.args])
         memo[id(node)] = value
-    return memo[id(root)]
+    return [memo[id(root)] for root in roots]
 
 
 _OPERATOR_EVAL = {
