@@ -1,7 +1,8 @@
 // fuse(): fused against unfused results (random expression graphs, every backend), dtypes,
 // the on/off switch, source printing and NVRTC compilation of the fused kernel, bad input; the
 // cached launch plans: one kernel called again and again across shapes, layouts, dtypes, tunings
-// and from several threads.
+// and from several threads; kernels of several outputs (every backend and dtype against a float64
+// reference, split graphs, NVRTC compilation of their source, bad input).
 #include "tessel/ops/cast.hpp"
 #include "tessel/ops/fuse.hpp"
 
