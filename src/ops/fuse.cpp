@@ -859,6 +859,15 @@ std::vector<Array> FusedKernel::call_outputs(const std::vector<Array>& inputs, c
 
 std::vector<Array> FusedKernel::call_outputs(const Array* const* inputs, std::size_t count,
                                              const OptionalStream& stream) const {
+  if (roots_.size() == 1) {
+    // One output: the single-output path and its plans (a kernel keeps one kind of plan per
+    // dtype vector), as a new array even where the graph is an input itself.
+    Array r = (*this)(inputs, count, std::nullopt, stream);
+    for (std::size_t i = 0; i < count; ++i) {
+      if (r.storage() == inputs[i]->storage()) return {r.copy(stream)};
+    }
+    return {std::move(r)};
+  }
   TESSEL_RANGE("fused", FusedInputs{inputs, count}, OptionalArray{}, stream);
   if (static_cast<int>(count) != num_inputs_) {
     throw ValueError("fuse: the kernel takes " + std::to_string(num_inputs_) + " inputs, got " +
@@ -876,13 +885,13 @@ std::vector<Array> FusedKernel::call_outputs(const Array* const* inputs, std::si
     }
     dtypes.push_back(a.dtype());
   }
-  const std::vector<DType> rts = result_dtypes(dtypes);  // DTypeError / constant outputs, before any work
   // Every output has the broadcast shape of all the inputs (ShapeError names them when they do not broadcast).
   const Shape shape = common_shape(inputs, count);
   const bool fusing = fusion_enabled();
   std::vector<Array> results;
 #ifdef TESSEL_HAVE_CUDA
   if (inputs[0]->device().is_cuda() && fusing) {
+    // The plan, built once per dtype vector, types the graph (DTypeError, constant outputs).
     std::shared_ptr<const FusedPlan> plan;
     {
       std::lock_guard<std::mutex> lock(plans_->mutex);
@@ -899,6 +908,7 @@ std::vector<Array> FusedKernel::call_outputs(const Array* const* inputs, std::si
   }
 #endif
   if (results.empty()) {
+    const std::vector<DType> rts = result_dtypes(dtypes);  // DTypeError / constant outputs, before any work
     std::vector<Array> copies;
     copies.reserve(count);
     for (std::size_t i = 0; i < count; ++i) copies.push_back(*inputs[i]);

@@ -339,6 +339,27 @@ TEST_P(Fuse, SeveralOutputsOfASplitGraph) {
   EXPECT_EQ(outs[2].to(Device::cpu()).to_vector<double>(), std::vector<double>(3, -1.0));
 }
 
+// A kernel made from a vector of one output: call_outputs and operator() in either order share
+// its plans, and call_outputs returns a new array even for an output that is an input.
+TEST_P(Fuse, OneOutputFromAVector) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  Array x = from_vector(std::vector<float>{1, -2, 3}, {3}, device());
+  for (int order = 0; order < 2; ++order) {
+    const FusedKernel k(std::vector<Sym>{Sym::input(0) * 2}, 1);
+    EXPECT_TRUE(k.multi_output());
+    EXPECT_EQ(k.num_kernels(), 1);
+    for (int call = 0; call < 2; ++call) {
+      const bool outputs = (call == 0) == (order == 0);
+      const Array y = outputs ? k.call_outputs({x}).at(0) : k({x});
+      EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{2, -4, 6})) << order << call;
+    }
+  }
+  const FusedKernel same(std::vector<Sym>{Sym::input(0)}, 1);
+  const std::vector<Array> copy = same.call_outputs({x});
+  EXPECT_NE(copy.at(0).data(), x.data());
+  EXPECT_EQ(copy.at(0).to_vector<float>(), x.to_vector<float>());
+}
+
 TEST_P(Fuse, SeveralOutputsBadInput) {
   TESSEL_SKIP_UNAVAILABLE(device());
   const FusedKernel k = five_outputs();
