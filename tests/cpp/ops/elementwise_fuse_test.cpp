@@ -610,6 +610,44 @@ TEST(FuseSource, SeveralOutputsPrintOneKernelAndCompile) {
     for (int j = 0; j < 5; ++j) EXPECT_NE(src.find("out" + std::to_string(j)), std::string::npos) << src;
     expect_fused_source_compiles(src, std::string("five outputs ") + dtype_name(d));
   }
+  // A subexpression the outputs share is emitted once: as many sigmoid calls as in one output's kernel.
+  auto count = [](const std::string& text, const std::string& what) {
+    int c = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++c;
+    return c;
+  };
+  const FusedKernel both = fuse([](const std::vector<Sym>& v) {
+    const Sym s = sigmoid(v[0]);
+    return std::vector<Sym>{s * v[1], s * (1.0 - s)};
+  }, 2);
+  const FusedKernel one = fuse([](const std::vector<Sym>& v) { return sigmoid(v[0]) * v[1]; }, 2);
+  const std::string both_src = both.source({DType::float32, DType::float32});
+  const std::string one_src = one.source({DType::float32, DType::float32});
+  ASSERT_GT(count(one_src, "tessel_ops::sigmoid("), 0);
+  EXPECT_EQ(count(both_src, "tessel_ops::sigmoid("), count(one_src, "tessel_ops::sigmoid(")) << both_src;
+}
+
+// Several outputs of a graph too large for one kernel: every kernel printed in launch order, each
+// compiling; one of them writes the outputs.
+TEST(FuseSource, SeveralOutputsOfASplitGraphPrintEveryKernel) {
+  const int n = 40;
+  const FusedKernel k = fuse([&](const std::vector<Sym>& v) {
+    Sym sum = v[0];
+    for (int i = 1; i < n; ++i) sum = sum + v[static_cast<std::size_t>(i)];
+    return std::vector<Sym>{sum, sum * 2, v[0] - v[1]};
+  }, n);
+  const int kernels = k.num_kernels();
+  ASSERT_GE(kernels, 2);
+  const std::string src = k.source(std::vector<DType>(n, DType::float32));
+  std::vector<std::size_t> headers;
+  for (std::size_t at = src.find("// ---- kernel "); at != std::string::npos; at = src.find("// ---- kernel ", at + 1)) {
+    headers.push_back(at);
+  }
+  ASSERT_EQ(static_cast<int>(headers.size()), kernels) << src;
+  headers.push_back(src.size());
+  for (std::size_t i = 0; i + 1 < headers.size(); ++i) {
+    expect_fused_source_compiles(src.substr(headers[i], headers[i + 1] - headers[i]), "kernel " + std::to_string(i + 1));
+  }
 }
 
 // source() does not go through (or fill) the plans: the same text before and after calls.
