@@ -112,3 +112,20 @@ def test_bad_input(device):
         ts.fuse(lambda x: (x + 1, 2.0))(a)  # a constant output: C++ FusedKernel rejects a scalar Sym too
     with pytest.raises(ts.DTypeError, match="bitwise_and"):
         ts.fuse(lambda x: (x + 1, x & x))(a)
+
+
+def test_fusion_off_gives_the_same_outputs(device, rng):
+    x, y, z = (rng.standard_normal(s).astype("float32") for s in ((40, 2000), (2000,), (40, 1)))
+    args = [ts.asarray(v, device=device) for v in (x, y, z)]
+    fused = _three(*args)
+    saved = ts.fusion_enabled()
+    ts.set_fusion_enabled(False)
+    try:
+        unfused = _three(*args)
+    finally:
+        ts.set_fusion_enabled(saved)
+    for f, u, w in zip(fused, unfused, _three_numpy(x, y, z)):
+        if device.type == "cpu":  # the same loops, bit for bit (CUDA may contract x * y + z)
+            np.testing.assert_array_equal(f.numpy(), u.numpy())
+        assert_close(f, u.numpy(), rtol=1e-6)
+        assert_close(f, w, rtol=1e-6)
