@@ -174,6 +174,15 @@ DistributedParticles::DistributedParticles(const ParticleState& state, const Par
   compute_forces(false);
 }
 
+void DistributedParticles::pack(std::vector<std::int32_t>& out, std::size_t k) const {
+  out.push_back(id_[k]);
+  for (int a = 0; a < 3; ++a) out.push_back(float_bits(x_[a][k]));
+  for (int a = 0; a < 3; ++a) out.push_back(float_bits(v_[a][k]));
+  for (int a = 0; a < 3; ++a) out.push_back(float_bits(a_[a][k]));
+  out.push_back(float_bits(radius_[k]));
+  out.push_back(float_bits(mass_[k]));
+}
+
 int DistributedParticles::owner_of(float coordinate) const {
   // Soft walls let particles sit slightly outside the box: the end slabs own what is beyond them.
   const auto it = std::upper_bound(bounds_.begin() + 1, bounds_.end() - 1, static_cast<double>(coordinate));
@@ -193,14 +202,6 @@ void DistributedParticles::compute_forces(bool finish_kick) {
     const int right = me < size - 1 ? me + 1 : (periodic ? 0 : -1);
     const double low = bounds_[static_cast<std::size_t>(me)], high = bounds_[static_cast<std::size_t>(me) + 1];
     std::vector<std::int32_t> to_left, to_right;
-    auto pack = [&](std::vector<std::int32_t>& out, std::size_t k) {
-      out.push_back(id_[k]);
-      for (int a = 0; a < 3; ++a) out.push_back(float_bits(x_[a][k]));
-      for (int a = 0; a < 3; ++a) out.push_back(float_bits(v_[a][k]));
-      for (int a = 0; a < 3; ++a) out.push_back(float_bits(a_[a][k]));
-      out.push_back(float_bits(radius_[k]));
-      out.push_back(float_bits(mass_[k]));
-    };
     for (std::size_t k = 0; k < n_owned; ++k) {
       const double c = x_[axis][k];
       if (left >= 0 && c < low + cutoff_) pack(to_left, k);
@@ -309,13 +310,7 @@ void DistributedParticles::migrate() {
       ++kept;
       continue;
     }
-    auto& o = out[static_cast<std::size_t>(owner)];
-    o.push_back(id_[k]);
-    for (int a = 0; a < 3; ++a) o.push_back(float_bits(x_[a][k]));
-    for (int a = 0; a < 3; ++a) o.push_back(float_bits(v_[a][k]));
-    for (int a = 0; a < 3; ++a) o.push_back(float_bits(a_[a][k]));
-    o.push_back(float_bits(radius_[k]));
-    o.push_back(float_bits(mass_[k]));
+    pack(out[static_cast<std::size_t>(owner)], k);
   }
   id_.resize(kept);
   for (int a = 0; a < 3; ++a) {
@@ -488,12 +483,7 @@ ParticleState DistributedParticles::gather(int root) {
   std::vector<std::int32_t> mine;
   mine.reserve(id_.size() * kWords);
   for (std::size_t k = 0; k < id_.size(); ++k) {
-    mine.push_back(id_[k]);
-    for (int a = 0; a < 3; ++a) mine.push_back(float_bits(x_[a][k]));
-    for (int a = 0; a < 3; ++a) mine.push_back(float_bits(v_[a][k]));
-    for (int a = 0; a < 3; ++a) mine.push_back(float_bits(a_[a][k]));
-    mine.push_back(float_bits(radius_[k]));
-    mine.push_back(float_bits(mass_[k]));
+    pack(mine, k);
   }
   std::vector<std::int32_t> all;
   if (me == root) {

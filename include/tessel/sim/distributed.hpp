@@ -89,6 +89,8 @@ class DistributedParticles {
   void migrate();
   void rebalance();
   int owner_of(float coordinate) const;
+  // Appends owned particle k as a wire record (id, then its floats' bits).
+  void pack(std::vector<std::int32_t>& out, std::size_t k) const;
 
   dist::Communicator comm_;
   ParticlesConfig config_;  // cell_size fixed to the global one, so every rank uses the same grid
