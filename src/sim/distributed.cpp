@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <numeric>
 #include <utility>
 
@@ -125,6 +127,18 @@ DistributedParticles::DistributedParticles(const ParticleState& state, const Par
     // sim::Particles names the problem exactly.
     Particles check(state, config, Device::cpu());
   }
+  // Every rank must pass the same state: compare the sizes (one small all_reduce of n and -n).
+  {
+    const std::int64_t mine[2] = {n_global_, -n_global_};
+    Array sizes = from_host(mine, {2}, DType::int64, comm_.device());
+    comm_.all_reduce(sizes, dist::ReduceOp::max);
+    const std::vector<std::int64_t> extremes = sizes.to(Device::cpu()).to_vector<std::int64_t>();
+    if (extremes[0] != -extremes[1]) {
+      throw ValueError(fmt::format("{}: every rank must pass the same initial state, but the ranks passed {} to {} "
+                                   "particles (this rank {})",
+                                   op, -extremes[1], extremes[0], n_global_));
+    }
+  }
   const float r_max = *std::max_element(state.radius.begin(), state.radius.end());
   cutoff_ = 2.0 * static_cast<double>(r_max);
   // Every rank searches the same global grid as the single-process run would.
@@ -235,8 +249,6 @@ void DistributedParticles::compute_forces(bool finish_kick) {
   pair_contacts_.assign(n_owned, 0);
   wall_contacts_.assign(n_owned, 0);
   spring_energy_.assign(n_owned, 0.0f);
-  if (n_owned == 0) return;
-
   // Owned rows first, then the ghosts: a row's local index tells which it is.
   ParticleState local;
   const std::size_t n = n_owned + n_ghost;
@@ -265,15 +277,57 @@ void DistributedParticles::compute_forces(bool finish_kick) {
   }
   // The constructor runs the force pass at these positions (velocities are the half-step ones,
   // as in Particles::step's force pass).
-  // Rank 0 logs the time-step warning once, for the first step.
-  Particles part(local, config_, comm_.device(), std::nullopt, warnings_.empty() && steps_ == 0 && comm_.rank() == 0);
-  if (warnings_.empty() && steps_ == 0) warnings_ = part.warnings();
-  const Stream& stream = part.stream();
-  const std::vector<float> acc = part.accelerations_.to(Device::cpu(), stream).to_vector<float>();
-  const std::vector<std::int32_t> row_id = part.ids_.to(Device::cpu(), stream).to_vector<std::int32_t>();
-  const std::vector<std::int32_t> pairs = part.pair_contacts_.to(Device::cpu(), stream).to_vector<std::int32_t>();
-  const std::vector<std::uint8_t> walls = part.wall_contacts_.to(Device::cpu(), stream).to_vector<std::uint8_t>();
-  const std::vector<float> energy = part.spring_energy_.to(Device::cpu(), stream).to_vector<float>();
+  // The ranks agree on failure before going on, so that an error on one rank raises on all of
+  // them rather than leaving the others waiting in the next exchange: a bad owned particle (not
+  // finite, or out of a box without walls or periodic wrap) is named by its id on every rank; any
+  // other error raises on its rank and names that rank on the others.
+  const bool check_box = !config_.walls && !config_.periodic;
+  std::int64_t bad = n_global_;
+  for (std::size_t k = 0; k < n_owned && bad == n_global_; ++k) {
+    for (int a = 0; a < 3; ++a) {
+      const float c = x_[a][k];
+      if (!std::isfinite(c) || !std::isfinite(v_[a][k]) ||
+          (check_box && (c < config_.box_lo[a] || c > config_.box_hi[a]))) {
+        bad = id_[k];
+      }
+    }
+  }
+  std::unique_ptr<Particles> part;  // not std::optional: the constructor used is private (friend)
+  std::exception_ptr failure;
+  if (bad == n_global_ && n_owned > 0) {  // a rank with no particles has no forces to compute
+    try {
+      // Rank 0 logs the time-step warning once, for the first step.
+      part.reset(new Particles(local, config_, comm_.device(), std::nullopt,
+                               warnings_.empty() && steps_ == 0 && comm_.rank() == 0));
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  {
+    const std::int64_t mine[2] = {bad, failure ? comm_.rank() : size};
+    Array agreed = from_host(mine, {2}, DType::int64, comm_.device());
+    comm_.all_reduce(agreed, dist::ReduceOp::min);
+    const std::vector<std::int64_t> first = agreed.to(Device::cpu()).to_vector<std::int64_t>();
+    if (first[0] < n_global_) {
+      throw ValueError(fmt::format("{}: particle {} has a non-finite state or left the box at step {} (walls {}, "
+                                   "periodic {}); the time step {:g} may be too large",
+                                   op, first[0], steps_, config_.walls ? "on" : "off",
+                                   config_.periodic ? "yes" : "no", config_.dt));
+    }
+    if (failure) std::rethrow_exception(failure);
+    if (first[1] < size) {
+      throw Error(fmt::format("{}: rank {} failed in the force pass at step {} (its error is on that rank)", op,
+                              first[1], steps_));
+    }
+  }
+  if (!part) return;
+  if (warnings_.empty() && steps_ == 0) warnings_ = part->warnings();
+  const Stream& stream = part->stream();
+  const std::vector<float> acc = part->accelerations_.to(Device::cpu(), stream).to_vector<float>();
+  const std::vector<std::int32_t> row_id = part->ids_.to(Device::cpu(), stream).to_vector<std::int32_t>();
+  const std::vector<std::int32_t> pairs = part->pair_contacts_.to(Device::cpu(), stream).to_vector<std::int32_t>();
+  const std::vector<std::uint8_t> walls = part->wall_contacts_.to(Device::cpu(), stream).to_vector<std::uint8_t>();
+  const std::vector<float> energy = part->spring_energy_.to(Device::cpu(), stream).to_vector<float>();
   const float half_dt = 0.5f * static_cast<float>(config_.dt);
   for (std::size_t row = 0; row < n; ++row) {
     const auto k = static_cast<std::size_t>(row_id[row]);

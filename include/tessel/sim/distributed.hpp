@@ -54,12 +54,16 @@ class DistributedParticles {
   // Every rank passes the same full initial state and configuration (for example
   // benchmark_setup(n) with the same seed); each keeps the particles in its slab. Collective.
   // ValueError when the slabs would be thinner than the interaction cutoff (naming the box
-  // length, the rank count, the slab width and the cutoff), or for a bad axis; the state and
+  // length, the rank count, the slab width and the cutoff), when the ranks pass states of
+  // different sizes, or for a bad axis; the state and
   // configuration are checked as sim::Particles checks them.
   DistributedParticles(const ParticleState& state, const ParticlesConfig& config, dist::Communicator comm,
                        const DistributedOptions& options = {});
 
-  // Advances `count` steps. Collective.
+  // Advances `count` steps. Collective. Errors raise on every rank: ValueError naming the particle
+  // when one has a non-finite state or left a box without walls or periodic wrap (checked before
+  // each force pass); an error of one rank's force pass raises there and names that rank on the
+  // others.
   void step(std::int64_t count = 1);
   // Totals over all ranks, on every rank. Collective. ValueError for a non-finite state, or for a
   // particle outside the box when walls are off and the box is not periodic (naming its id).

@@ -139,6 +139,9 @@ void compare_totals(const sim::ParticleState& state, const sim::ParticlesConfig&
 TEST(DistributedParticles, BenchmarkTotalsMatchSingleProcess) {
   const sim::BenchmarkSetup setup = sim::benchmark_setup(4000);
   compare_totals(setup.state, setup.config, 50, {}, "benchmark n=4000, 50 steps");
+  sim::DistributedOptions rebalanced;
+  rebalanced.rebalance_every = 7;
+  compare_totals(setup.state, setup.config, 50, rebalanced, "benchmark n=4000, 50 steps, rebalanced every 7");
 }
 
 TEST(DistributedParticles, PeriodicTotalsMatchSingleProcess) {
@@ -302,4 +305,38 @@ TEST(DistributedParticles, BadOptionsAreErrors) {
   sim::DistributedParticles d(setup.state, setup.config, dist::world());
   expect_error<tessel::ValueError>([&] { d.gather(dist::world().size()); }, {"gather root"});
   expect_error<tessel::ValueError>([&] { d.step(-1); }, {"step count must be >= 0, got -1"});
+}
+
+TEST(DistributedParticles, ParticleLeavingAnOpenBoxIsAnErrorOnEveryRank) {
+  ensure_init();
+  sim::ParticlesConfig config;
+  config.box_hi = {0.2, 0.1, 0.1};
+  config.walls = false;
+  config.gravity = {0, 0, 0};
+  sim::InitOptions init;
+  init.n = 100;
+  init.speed = 0.01;
+  sim::ParticleState state = sim::init_gas(init, config);
+  state.x[7] = 0.195f;  // 0.01 per step outwards: out of the box after one step
+  state.vx[7] = 100.0f;
+  sim::DistributedParticles d(state, config, dist::world());
+  // The step finds it (before the force pass that would reject it on its rank alone), on every
+  // rank, so none is left waiting for the others.
+  expect_error<tessel::ValueError>([&] { d.step(1); },
+                                   {"sim::DistributedParticles", "particle 7", "left the box", "step 1"});
+}
+
+TEST(DistributedParticles, DifferentStatesOnTheRanksAreAnError) {
+  ensure_init();
+  const int rank = dist::world().rank(), size = dist::world().size();
+  const sim::BenchmarkSetup setup = sim::benchmark_setup(2000 + rank);
+  if (size == 1) {
+    sim::DistributedParticles d(setup.state, setup.config, dist::world());
+    EXPECT_EQ(d.global_size(), 2000);
+    return;
+  }
+  expect_error<tessel::ValueError>(
+      [&] { sim::DistributedParticles d(setup.state, setup.config, dist::world()); },
+      {"every rank must pass the same initial state", "2000 to " + std::to_string(2000 + size - 1) + " particles",
+       "this rank " + std::to_string(2000 + rank)});
 }
