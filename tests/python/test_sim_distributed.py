@@ -1,28 +1,9 @@
 """ts.sim.DistributedParticles on the CPU backend: worker scripts under mpirun (1, 2 and 4 ranks)
 compare the distributed run with the single-process ts.sim.Particles from the same state."""
-import os
-import shutil
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
-import tessel as ts
-
-MPIRUN = shutil.which("mpirun")
-needs_mpi = pytest.mark.skipif(MPIRUN is None or not ts.distributed.built_with_mpi(),
-                               reason="needs mpirun and a tessel built with MPI")
-
-
-def run_ranks(tmp_path, np_, body, timeout=240):
-    script = tmp_path / "worker.py"
-    script.write_text(textwrap.dedent(body))
-    env = dict(os.environ, TESSEL_FORCE_CPU="1", OMPI_MCA_rmaps_base_oversubscribe="1", OMP_NUM_THREADS="1")
-    command = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", str(np_), sys.executable, str(script)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
-    assert done.returncode == 0, f"mpirun -np {np_} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
-    return done.stdout
+# The mpirun runner of the ts.distributed tests (a worker script per test, TESSEL_FORCE_CPU=1).
+from test_distributed import needs_mpi, run_ranks
 
 
 @needs_mpi
