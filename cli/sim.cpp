@@ -1,10 +1,13 @@
 // `tessel sim particles`: runs sim::Particles and writes PNG renders, a CSV of diagnostics and a
-// summary. Rendering is a software splat renderer on the host (positions copied back per frame):
+// summary. Under mpirun/srun with more than one rank it runs sim::DistributedParticles instead
+// (every rank builds the same initial state; rank 0 renders, writes and prints). Rendering is a software splat renderer on the host (positions copied back per frame):
 // an orthographic side view (x right, z up, looking along +y), spheres shaded by their normal and
 // by depth, colored by speed.
 #include <png.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -20,6 +23,8 @@
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/event.hpp"
+#include "tessel/dist/dist.hpp"
+#include "tessel/sim/distributed.hpp"
 #include "tessel/sim/particles.hpp"
 
 namespace tessel::cli {
@@ -48,6 +53,7 @@ struct SimOptions {
   std::uint64_t seed = 1;
   int image_width = 800;
   bool gravity_given = false;
+  std::int64_t rebalance_every = 0;
 };
 
 // ---- rendering ----
@@ -91,12 +97,18 @@ void write_png(const std::string& path, int width, int height, const std::vector
 }
 
 // Splats every particle as a shaded sphere into a depth-buffered image.
-void render(const sim::Particles& p, int width, const std::string& path) {
-  const sim::ParticlesConfig& c = p.config();
-  const std::vector<float> pos = p.positions().to(Device::cpu()).to_vector<float>();
-  const std::vector<float> vel = p.velocities().to(Device::cpu()).to_vector<float>();
-  const std::vector<float> radius = p.radii().to(Device::cpu()).to_vector<float>();
+void render(const sim::ParticlesConfig& c, const sim::ParticleState& s, int width, const std::string& path) {
+  const std::vector<float>& radius = s.radius;
   const std::size_t n = radius.size();
+  std::vector<float> pos(3 * n), vel(3 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    pos[3 * i] = s.x[i];
+    pos[3 * i + 1] = s.y[i];
+    pos[3 * i + 2] = s.z[i];
+    vel[3 * i] = s.vx[i];
+    vel[3 * i + 1] = s.vy[i];
+    vel[3 * i + 2] = s.vz[i];
+  }
   const double lx = c.box_hi[0] - c.box_lo[0], ly = c.box_hi[1] - c.box_lo[1], lz = c.box_hi[2] - c.box_lo[2];
   const int height = std::max(1, static_cast<int>(std::lround(width * lz / lx)));
   const double scale = width / lx;  // pixels per unit length
@@ -209,23 +221,75 @@ void run(SimOptions o) {
     throw ValueError(fmt::format("sim particles: --init must be gas, block or collision, got '{}'", o.init));
   }
 
-  std::printf("tessel sim particles: %lld particles (%s), %lld steps of dt = %g on %s, %s contacts%s%s\n",
-              static_cast<long long>(o.n), o.init.c_str(), static_cast<long long>(o.steps), o.dt, device.str().c_str(),
-              o.model.c_str(), o.friction > 0 ? fmt::format(", friction {}", o.friction).c_str() : "",
-              config.periodic ? ", periodic" : (config.walls ? ", walls" : ", no walls"));
-  sim::Particles p(state, config, device);
-  std::printf("grid %lld x %lld x %lld cells of %.4g; stable time step %.3g\n", static_cast<long long>(p.grid_dims()[0]),
-              static_cast<long long>(p.grid_dims()[1]), static_cast<long long>(p.grid_dims()[2]), p.cell_size(),
-              p.stable_dt());
+  // Under mpirun/srun with more than one rank: the distributed simulation, rank 0 writing.
+  std::unique_ptr<sim::Particles> single;
+  std::unique_ptr<sim::DistributedParticles> distributed;
+  if (dist::detail::detect_launcher([](const char* name) { return std::getenv(name); }).launcher ==
+      dist::detail::Launcher::mpi) {
+    dist::init(device);
+    if (dist::world_size() > 1) {
+      sim::DistributedOptions options;
+      options.rebalance_every = o.rebalance_every;
+      distributed = std::make_unique<sim::DistributedParticles>(state, config, dist::world(), options);
+    }
+  }
+  const bool root = !distributed || dist::world().rank() == 0;
+  // Only rank 0 prints and writes.
+  auto print = [root](const std::string& line) {
+    if (root) std::fputs(line.c_str(), stdout);
+  };
+  print(fmt::format("tessel sim particles: {} particles ({}), {} steps of dt = {:g} on {}, {} contacts{}{}\n", o.n,
+                    o.init, o.steps, o.dt, device.str(), o.model,
+                    o.friction > 0 ? fmt::format(", friction {}", o.friction) : "",
+                    config.periodic ? ", periodic" : (config.walls ? ", walls" : ", no walls")));
+  if (distributed) {
+    const std::vector<double>& b = distributed->slab_bounds();
+    print(fmt::format("distributed over {} ranks: slabs along x of width {:.4g} (interaction cutoff {:.4g}){}\n",
+                      dist::world_size(), (b.back() - b.front()) / static_cast<double>(b.size() - 1),
+                      distributed->cutoff(),
+                      o.rebalance_every > 0 ? fmt::format(", rebalanced every {} steps", o.rebalance_every) : ""));
+  } else {
+    single = std::make_unique<sim::Particles>(state, config, device);
+    std::printf("grid %lld x %lld x %lld cells of %.4g; stable time step %.3g\n",
+                static_cast<long long>(single->grid_dims()[0]), static_cast<long long>(single->grid_dims()[1]),
+                static_cast<long long>(single->grid_dims()[2]), single->cell_size(), single->stable_dt());
+  }
+  state = {};
+  // The two simulations behind one loop: steps timed in ms, diagnostics (collective when
+  // distributed), and the state for a frame (gathered on rank 0).
+  Event start(device), stop(device);
+  auto step = [&](std::int64_t count) {
+    if (distributed) {
+      dist::world().barrier();
+      const auto t0 = std::chrono::steady_clock::now();
+      distributed->step(count);
+      dist::world().barrier();
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+    start.record(single->stream());
+    single->step(count);
+    stop.record(single->stream());
+    stop.synchronize();
+    return static_cast<double>(start.elapsed_ms(stop));
+  };
+  auto diagnostics = [&]() -> sim::Diagnostics {
+    return distributed ? static_cast<sim::Diagnostics>(distributed->diagnostics()) : single->diagnostics();
+  };
+  auto frame_state = [&]() { return distributed ? distributed->gather(0) : single->state(); };
 
-  const std::string csv_path = (std::filesystem::path(o.out) / "diagnostics.csv").string();
-  std::FILE* csv = std::fopen(csv_path.c_str(), "w");
-  if (csv == nullptr) throw ValueError(fmt::format("sim particles: cannot write {}", csv_path));
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> csv_guard(csv, &std::fclose);
-  std::fprintf(csv, "step,time,step_ms,kinetic,potential_gravity,potential_spring,total_energy,momentum_x,momentum_y,"
-                    "momentum_z,contacts,wall_contacts\n");
+  std::FILE* csv = nullptr;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> csv_guard(nullptr, &std::fclose);
+  if (root) {
+    const std::string csv_path = (std::filesystem::path(o.out) / "diagnostics.csv").string();
+    csv = std::fopen(csv_path.c_str(), "w");
+    if (csv == nullptr) throw ValueError(fmt::format("sim particles: cannot write {}", csv_path));
+    csv_guard.reset(csv);
+    std::fprintf(csv, "step,time,step_ms,kinetic,potential_gravity,potential_spring,total_energy,momentum_x,momentum_y,"
+                      "momentum_z,contacts,wall_contacts\n");
+  }
   auto write_row = [&](double step_ms) {
-    const sim::Diagnostics d = p.diagnostics();  // also the check point (NaN, escaped particles)
+    const sim::Diagnostics d = diagnostics();  // also the check point (NaN, escaped particles)
+    if (!root) return;
     std::fprintf(csv, "%lld,%.9g,%.6g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%lld,%lld\n", static_cast<long long>(d.step),
                  d.time, step_ms, d.kinetic, d.potential_gravity, d.potential_spring, d.total_energy(), d.momentum[0],
                  d.momentum[1], d.momentum[2], static_cast<long long>(d.contacts), static_cast<long long>(d.wall_contacts));
@@ -242,7 +306,9 @@ void run(SimOptions o) {
   auto render_due = [&](std::int64_t step) {
     while (next_frame < frame_steps.size() && frame_steps[next_frame] <= step) {
       if (frame_steps[next_frame] == step) {
-        render(p, o.image_width, (std::filesystem::path(o.out) / fmt::format("frame_{:04d}.png", frame_index++)).string());
+        const sim::ParticleState frame = frame_state();
+        const std::string path = (std::filesystem::path(o.out) / fmt::format("frame_{:04d}.png", frame_index++)).string();
+        if (root) render(config, frame, o.image_width, path);
       }
       ++next_frame;
     }
@@ -253,19 +319,14 @@ void run(SimOptions o) {
   std::vector<double> chunk_ms;  // ms per step of each timed chunk
   std::vector<std::int64_t> chunk_steps;
   double total_ms = 0;
-  Event start(device), stop(device);
   // Shown on a terminal, and as one line per tenth of the run in a log (the user asked for a run).
-  ProgressBar bar("sim", o.steps, ProgressMode::on);
+  ProgressBar bar("sim", o.steps, root ? ProgressMode::on : ProgressMode::off);
   std::int64_t done = 0;
   while (done < o.steps) {
     std::int64_t target = std::min(o.steps, (done / o.csv_every + 1) * o.csv_every);
     if (next_frame < frame_steps.size()) target = std::min(target, std::max(done + 1, frame_steps[next_frame]));
     const std::int64_t count = target - done;
-    start.record(p.stream());
-    p.step(count);
-    stop.record(p.stream());
-    stop.synchronize();
-    const double ms = start.elapsed_ms(stop);
+    const double ms = step(count);
     total_ms += ms;
     chunk_ms.push_back(ms / static_cast<double>(count));
     chunk_steps.push_back(count);
@@ -291,6 +352,13 @@ void run(SimOptions o) {
     }
   }
   const double mean_ms = o.steps > 0 ? total_ms / static_cast<double>(o.steps) : 0.0;
+  if (distributed) {
+    const sim::DistributedDiagnostics d = distributed->diagnostics();
+    const auto [lo, hi] = std::minmax_element(d.rank_counts.begin(), d.rank_counts.end());
+    print(fmt::format("ranks: {}, particles per rank {} .. {} (imbalance {:.3f}: the largest over the mean)\n",
+                      d.rank_counts.size(), *lo, *hi, d.imbalance()));
+  }
+  if (!root) return;
   std::printf("summary: %lld particles x %lld steps in %.3f s of simulation time: %.4g particle-steps/s, %.4f ms/step "
               "(mean), %.4f ms/step (median)\n",
               static_cast<long long>(o.n), static_cast<long long>(o.steps), total_ms / 1e3,
@@ -327,6 +395,10 @@ void add_sim_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
   cmd->add_option("--csv-every", o->csv_every, "steps between CSV rows (each row reads diagnostics back)")->capture_default_str();
   cmd->add_option("--image-width", o->image_width, "PNG width in pixels")->capture_default_str();
+  cmd->add_option("--rebalance-every", o->rebalance_every,
+                  "under mpirun with several ranks: move the slab bounds to balance the particle counts every this "
+                  "many steps (0: fixed slabs)")
+      ->capture_default_str();
   cmd->callback([o, gravity] {
     SimOptions options = *o;
     options.gravity_given = gravity->count() > 0;

@@ -39,6 +39,7 @@
 #include "tessel/ops/matmul.hpp"
 #include "tessel/ops/linalg.hpp"
 #include "tessel/sim/particles.hpp"
+#include "tessel/sim/distributed.hpp"
 #include "tessel/pipeline/graph.hpp"
 #include "tessel/pipeline/pipeline.hpp"
 #include "tessel/dist/dist.hpp"

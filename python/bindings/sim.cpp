@@ -4,12 +4,16 @@
 // its diagnostics as a dict.
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <cmath>
 #include <string>
 #include <utility>
 
 #include "common.hpp"
+#include "tessel/dist/dist.hpp"
+#include "tessel/sim/distributed.hpp"
 #include "tessel/sim/particles.hpp"
 
 namespace tessel::python {
@@ -114,7 +118,8 @@ std::optional<Stream> to_optional_stream(nb::handle h) {
 }
 
 // Particles' warnings (a time step close to the stability limit) as Python RuntimeWarnings.
-void emit_warnings(const Particles& p) {
+template <class Sim>
+void emit_warnings(const Sim& p) {
   for (const std::string& w : p.warnings()) {
     if (PyErr_WarnEx(PyExc_RuntimeWarning, w.c_str(), 2) < 0) throw nb::python_error();  // -W error
   }
@@ -384,6 +389,95 @@ void register_particles(nb::module_& s) {
       });
 }
 
+// The world communicator unless one is given (ts.distributed.init() first).
+dist::Communicator to_comm(nb::handle h) {
+  if (h.is_none()) return dist::world();
+  return nb::cast<dist::Communicator>(h);
+}
+
+void register_distributed(nb::module_& s) {
+  nb::class_<DistributedParticles>(s, "DistributedParticles")
+      .def(
+          "__init__",
+          [](DistributedParticles* self, const ParticleState& state, const ParticlesConfig& config, nb::handle comm,
+             int axis, std::int64_t rebalance_every) {
+            DistributedOptions options;
+            options.axis = axis;
+            options.rebalance_every = rebalance_every;
+            const dist::Communicator c = to_comm(comm);
+            {
+              nb::gil_scoped_release release;
+              new (self) DistributedParticles(state, config, c, options);
+            }
+            if (c.rank() == 0) emit_warnings(*self);
+          },
+          "state"_a, "config"_a, "comm"_a = nb::none(), nb::kw_only(), "axis"_a = 0, "rebalance_every"_a = 0,
+          "Every rank passes the same full initial state and configuration; each keeps the particles in its slab "
+          "of the box along `axis`. Collective over `comm` (default: ts.distributed.world()).")
+      .def_static(
+          "benchmark_setup",
+          [](std::int64_t n, nb::handle comm, std::uint64_t seed, std::int64_t rebalance_every) {
+            const dist::Communicator c = to_comm(comm);
+            DistributedOptions options;
+            options.rebalance_every = rebalance_every;
+            std::optional<DistributedParticles> p;
+            {
+              nb::gil_scoped_release release;
+              auto setup = tessel::sim::benchmark_setup(n, seed);
+              p.emplace(setup.state, setup.config, c, options);
+            }
+            return std::move(*p);
+          },
+          "n"_a = 1'000'000, "comm"_a = nb::none(), nb::kw_only(), "seed"_a = 2026, "rebalance_every"_a = 0,
+          "Particles.benchmark_setup's configuration, split across the ranks of comm.")
+      .def(
+          "step",
+          [](DistributedParticles& p, std::int64_t count) {
+            nb::gil_scoped_release release;
+            p.step(count);
+          },
+          "count"_a = 1, "Advances count steps (collective).")
+      .def(
+          "diagnostics",
+          [](DistributedParticles& p) {
+            DistributedDiagnostics d;
+            {
+              nb::gil_scoped_release release;
+              d = p.diagnostics();
+            }
+            nb::dict out = diagnostics_dict(d);
+            out["rank_counts"] = d.rank_counts;
+            out["slab_bounds"] = d.slab_bounds;
+            out["imbalance"] = d.imbalance();
+            return out;
+          },
+          "Particles.diagnostics' dict summed over the ranks, plus rank_counts (particles per rank), slab_bounds "
+          "and imbalance (the largest count over the mean). Collective.")
+      .def(
+          "gather",
+          [](DistributedParticles& p, int root) {
+            nb::gil_scoped_release release;
+            return p.gather(root);
+          },
+          "root"_a = 0,
+          "The whole state in the original particle order on `root` (an empty state elsewhere). Collective.")
+      .def("__len__", &DistributedParticles::local_size)
+      .def_prop_ro("local_size", &DistributedParticles::local_size)
+      .def_prop_ro("global_size", &DistributedParticles::global_size)
+      .def_prop_ro("ghost_count", &DistributedParticles::ghost_count)
+      .def_prop_ro("steps_done", &DistributedParticles::steps_done)
+      .def_prop_ro("time", &DistributedParticles::time)
+      .def_prop_ro("slab_bounds", &DistributedParticles::slab_bounds)
+      .def_prop_ro("cutoff", &DistributedParticles::cutoff)
+      .def_prop_ro("config", [](const DistributedParticles& p) { return p.config(); }, "a copy of the configuration")
+      .def_prop_ro("warnings", &DistributedParticles::warnings)
+      .def("__repr__", [](const DistributedParticles& p) {
+        return "<sim.DistributedParticles rank " + std::to_string(p.communicator().rank()) + " of " +
+               std::to_string(p.communicator().size()) + ": " + std::to_string(p.local_size()) + " of " +
+               std::to_string(p.global_size()) + " particles, step " + std::to_string(p.steps_done()) + ">";
+      });
+}
+
 }  // namespace
 
 void register_sim(nb::module_& m) {
@@ -391,6 +485,7 @@ void register_sim(nb::module_& m) {
   register_config(s);
   register_state(s);
   register_particles(s);
+  register_distributed(s);
 }
 
 }  // namespace tessel::python

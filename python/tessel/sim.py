@@ -10,6 +10,14 @@
     who = p.ids                                              # row k is particle who[k]
     host = p.state()                                         # ParticleState in particle order
 
+Across ranks (under mpirun; every rank passes the same initial state, each keeps its slab):
+
+    ts.distributed.init()
+    d = ts.sim.DistributedParticles(state, config)           # slabs along x of the box
+    d.step(1000)
+    d.diagnostics()                                          # totals over the ranks, rank_counts
+    everything = d.gather(0)                                 # ParticleState on rank 0
+
 See docs/guide/simulation.rst for the physics and the Python API.
 """
 from __future__ import annotations
@@ -21,12 +29,13 @@ ParticlesConfig = _native.ParticlesConfig
 InitOptions = _native.InitOptions
 ParticleState = _native.ParticleState
 Particles = _native.Particles
+DistributedParticles = _native.DistributedParticles
 init_gas = _native.init_gas
 init_block = _native.init_block
 init_collision = _native.init_collision
 prepare_output_directory = _native.prepare_output_directory
 
 __all__ = [
-    "ContactModel", "ParticlesConfig", "InitOptions", "ParticleState", "Particles",
+    "ContactModel", "ParticlesConfig", "InitOptions", "ParticleState", "Particles", "DistributedParticles",
     "init_gas", "init_block", "init_collision", "prepare_output_directory",
 ]

@@ -1,6 +1,7 @@
 import enum
 from typing import Any, List, Optional, Sequence, Tuple, Union
 from . import Array, Device, Stream
+from .distributed import Communicator
 
 DeviceLike = Union[Device, str, None]
 Vec3 = Sequence[float]
@@ -110,3 +111,38 @@ class Particles:
     def grid_dims(self) -> Tuple[int, int, int]: ...
     @property
     def cell_size(self) -> float: ...
+
+class DistributedParticles:
+    """The simulation split across the ranks of a communicator: slabs of the box along one axis, ghost
+    particles within the interaction cutoff exchanged with the two neighbour ranks each step,
+    particles that leave a slab migrated, diagnostics summed over the ranks (docs/guide/simulation.rst)."""
+    def __init__(self, state: ParticleState, config: ParticlesConfig, comm: Optional[Communicator] = None, *, axis: int = 0, rebalance_every: int = 0) -> None:
+        """Every rank passes the same full initial state and configuration; each keeps the particles in its slab. Collective over ``comm`` (default: ``ts.distributed.world()``). ValueError when the slabs would be thinner than the cutoff (twice the largest radius)."""
+    @staticmethod
+    def benchmark_setup(n: int = 1000000, comm: Optional[Communicator] = None, *, seed: int = 2026, rebalance_every: int = 0) -> DistributedParticles:
+        """Particles.benchmark_setup's configuration, split across the ranks of comm."""
+    def step(self, count: int = 1) -> None:
+        """Advances ``count`` steps (collective)."""
+    def diagnostics(self) -> dict:
+        """Particles.diagnostics' dict summed over the ranks, plus ``rank_counts``, ``slab_bounds`` and ``imbalance`` (the largest count over the mean). Collective."""
+    def gather(self, root: int = 0) -> ParticleState:
+        """The whole state in the original particle order on ``root`` (an empty state elsewhere). Collective."""
+    def __len__(self) -> int: ...
+    @property
+    def local_size(self) -> int: ...
+    @property
+    def global_size(self) -> int: ...
+    @property
+    def ghost_count(self) -> int: ...
+    @property
+    def steps_done(self) -> int: ...
+    @property
+    def time(self) -> float: ...
+    @property
+    def slab_bounds(self) -> List[float]: ...
+    @property
+    def cutoff(self) -> float: ...
+    @property
+    def config(self) -> ParticlesConfig: ...
+    @property
+    def warnings(self) -> List[str]: ...

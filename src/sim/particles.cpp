@@ -163,6 +163,10 @@ void Particles::check_memory(std::int64_t n, std::int64_t cells, Device device) 
 
 Particles::Particles(const ParticleState& state, const ParticlesConfig& config, Device device,
                      const OptionalStream& stream)
+    : Particles(state, config, device, stream, true) {}
+
+Particles::Particles(const ParticleState& state, const ParticlesConfig& config, Device device,
+                     const OptionalStream& stream, bool log_warnings)
     : n_(state.size()), device_(device), config_(config) {
   TESSEL_RANGE("sim::Particles");
   if (device.is_cuda()) check_device_index(device.index, op);
@@ -209,7 +213,7 @@ Particles::Particles(const ParticleState& state, const ParticlesConfig& config, 
         op, config.dt, stable_dt_, config.stiffness, config.damping_ratio, 0.2 * stable_dt_);
     if (config.dt > stable_dt_) message += "; this run is unstable";
     warnings_.push_back(message);
-    TESSEL_LOG_WARN(message);
+    if (log_warnings) TESSEL_LOG_WARN(message);
   }
 
   // Memory: checked before allocating anything.

@@ -130,6 +130,13 @@ class Particles {
   static void check_memory(std::int64_t n, std::int64_t cells, Device device);
 
  private:
+  // Runs this class's force pass on each rank's owned + ghost particles and reads the per-row
+  // results (accelerations, contact counts, spring energies) back.
+  friend class DistributedParticles;
+  // log_warnings = false: warnings() is filled but nothing is logged (DistributedParticles builds
+  // one of these per step and logs once).
+  Particles(const ParticleState& state, const ParticlesConfig& config, Device device, const OptionalStream& stream,
+            bool log_warnings);
   void bin(bool kick, bool gather_acc);
   void forces(bool finish_kick);
   void write_back();
