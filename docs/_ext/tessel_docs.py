@@ -33,12 +33,13 @@ STUB_MODULES = {
     "tessel.fft": ("fft.pyi", ("fft.py",)),
     "tessel.linalg": ("linalg.pyi", ("linalg.py",)),
     "tessel.random": ("random.pyi", ("random.py",)),
+    # In load order: a stub that imports another stub module comes after it (sim uses distributed).
+    "tessel.distributed": ("distributed.pyi", ("distributed.py",)),
     "tessel.sim": ("sim.pyi", ("sim.py",)),
     # tessel.torch's stubs import torch (its nn.Linear derives from torch.nn.Linear).
     "tessel.torch": ("torch/__init__.pyi", ("torch/__init__.py", "torch/_linear.py", "torch/_fuse.py",
                                             "torch/_custom.py", "torch/_interop.py")),
     "tessel.torch.nn": ("torch/nn.pyi", ("torch/nn.py",)),
-    "tessel.distributed": ("distributed.pyi", ("distributed.py",)),
 }
 # Stub modules that are packages (their submodules are stubs too).
 STUB_PACKAGES = {"tessel": PACKAGE_DIR, "tessel.torch": os.path.join(PACKAGE_DIR, "torch")}
