@@ -771,15 +771,11 @@ Array FusedKernel::operator()(const std::vector<Array>& inputs, const OptionalAr
   return (*this)(refs.data(), inputs.size(), out, stream);
 }
 
-Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, const OptionalArray& out,
-                              const OptionalStream& stream) const {
-  TESSEL_RANGE("fused", FusedInputs{inputs, count}, out, stream);
-  if (roots_.size() != 1) {
-    throw ValueError("fuse: the kernel has " + std::to_string(roots_.size()) + " outputs; call_outputs() returns them");
-  }
-  if (static_cast<int>(count) != num_inputs_) {
-    throw ValueError("fuse: the kernel takes " + std::to_string(num_inputs_) + " inputs, got " +
-                     std::to_string(count));
+namespace {
+// The inputs' dtypes, after checking their count, that each is defined, and that all share one device.
+std::vector<DType> checked_input_dtypes(const Array* const* inputs, std::size_t count, int expected) {
+  if (static_cast<int>(count) != expected) {
+    throw ValueError("fuse: the kernel takes " + std::to_string(expected) + " inputs, got " + std::to_string(count));
   }
   std::vector<DType> dtypes;
   dtypes.reserve(count);
@@ -792,6 +788,17 @@ Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, con
     }
     dtypes.push_back(a.dtype());
   }
+  return dtypes;
+}
+}  // namespace
+
+Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, const OptionalArray& out,
+                              const OptionalStream& stream) const {
+  TESSEL_RANGE("fused", FusedInputs{inputs, count}, out, stream);
+  if (roots_.size() != 1) {
+    throw ValueError("fuse: the kernel has " + std::to_string(roots_.size()) + " outputs; call_outputs() returns them");
+  }
+  const std::vector<DType> dtypes = checked_input_dtypes(inputs, count, num_inputs_);
   if (out) check_writable(*out, "fused");  // before any work
   const bool fusing = fusion_enabled();
   Array result;
@@ -869,22 +876,8 @@ std::vector<Array> FusedKernel::call_outputs(const Array* const* inputs, std::si
     return {std::move(r)};
   }
   TESSEL_RANGE("fused", FusedInputs{inputs, count}, OptionalArray{}, stream);
-  if (static_cast<int>(count) != num_inputs_) {
-    throw ValueError("fuse: the kernel takes " + std::to_string(num_inputs_) + " inputs, got " +
-                     std::to_string(count));
-  }
+  const std::vector<DType> dtypes = checked_input_dtypes(inputs, count, num_inputs_);
   if (count == 0) throw ValueError("fuse: a kernel of several outputs needs at least one input array");
-  std::vector<DType> dtypes;
-  dtypes.reserve(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    const Array& a = *inputs[i];
-    if (!a.defined()) throw ValueError("fuse: an input is an undefined Array");
-    if (!(a.device() == inputs[0]->device())) {
-      throw DeviceError("fuse: expected all arrays on one device, got " + inputs[0]->device().str() + " and " +
-                        a.device().str());
-    }
-    dtypes.push_back(a.dtype());
-  }
   // Every output has the broadcast shape of all the inputs (ShapeError names them when they do not broadcast).
   const Shape shape = common_shape(inputs, count);
   const bool fusing = fusion_enabled();
