@@ -6,6 +6,7 @@
 // or when TESSEL_DIST_TIMEOUT_S passes, so a dead or hung peer is an Error, not a hang.
 #include "backend/dist.hpp"
 
+#include <atomic>
 #include <dlfcn.h>
 
 #include <chrono>
@@ -167,6 +168,11 @@ struct PendingEvent {
 };
 thread_local int g_group_depth = 0;
 thread_local std::vector<PendingEvent> g_group_events;
+// Groups touch NCCL only once an NCCL communicator exists: a CPU-only program must not load the
+// system's libnccl.so.2, which then shadows the newer one PyTorch loads (import torch failed with
+// "undefined symbol: ncclCommResume" after a grouped CPU gather).
+std::atomic<bool> g_nccl_in_use{false};
+thread_local bool g_group_started_nccl = false;
 
 class NcclComm final : public CommBackend {
  public:
@@ -350,6 +356,7 @@ bool nccl_available(std::string* why) {
 
 std::unique_ptr<CommBackend> nccl_from_bootstrap(std::unique_ptr<CommBackend> bootstrap, Device device) {
   const Nccl& n = nccl_checked("init");
+  g_nccl_in_use = true;
   ncclUniqueId id{};
   if (bootstrap->rank() == 0) check_nccl(n.get_unique_id(&id), "tessel.distributed.init (ncclGetUniqueId)");
   bootstrap->broadcast_bytes(&id, sizeof(id), 0);
@@ -372,6 +379,7 @@ std::vector<std::unique_ptr<CommBackend>> nccl_single_process(const std::vector<
     indices.push_back(d.index);
   }
   const Nccl& n = nccl_checked("init_devices");
+  g_nccl_in_use = true;
   std::vector<ncclComm_t> comms(devices.size(), nullptr);
   check_nccl(n.comm_init_all(comms.data(), static_cast<int>(comms.size()), indices.data()),
              "tessel.distributed.init_devices (ncclCommInitAll)");
@@ -384,12 +392,16 @@ std::vector<std::unique_ptr<CommBackend>> nccl_single_process(const std::vector<
 }
 
 void nccl_group_start() {
-  if (g_group_depth++ == 0 && nccl().handle != nullptr) check_nccl(nccl().group_start(), "tessel.distributed.group");
+  if (g_group_depth++ > 0) return;
+  g_group_started_nccl = g_nccl_in_use.load() && nccl().handle != nullptr;
+  if (g_group_started_nccl) check_nccl(nccl().group_start(), "tessel.distributed.group");
 }
 
 void nccl_group_end() {
-  if (--g_group_depth > 0 || nccl().handle == nullptr) return;
-  check_nccl(nccl().group_end(), "tessel.distributed.group");
+  if (--g_group_depth > 0) return;
+  const bool started = g_group_started_nccl;
+  g_group_started_nccl = false;
+  if (started) check_nccl(nccl().group_end(), "tessel.distributed.group");
   std::vector<PendingEvent> events = std::move(g_group_events);
   g_group_events.clear();
   for (const PendingEvent& e : events) {
