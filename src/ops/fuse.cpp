@@ -395,6 +395,19 @@ std::shared_ptr<const FusedPlan> make_multi_plan(const std::vector<Sym>& roots, 
 // The results of a split graph's cut nodes, computed once per call (std::map: stable references).
 using Materialized = std::map<const Node*, Array>;
 
+Array run_region(const Node* n, const FusedPlan& plan, const Array* const* inputs, const Stream& s,
+                 Materialized& done);
+
+// The array a kernel reads for `leaf`: an input, or a cut node's result, run once (kept in `done`,
+// whose nodes do not move, so the pointer stays valid).
+const Array* leaf_array(const Node* leaf, const FusedPlan& plan, const Array* const* inputs, const Stream& s,
+                        Materialized& done) {
+  if (leaf->kind == Node::Kind::input) return inputs[static_cast<std::size_t>(leaf->index)];
+  auto it = done.find(leaf);
+  if (it == done.end()) it = done.emplace(leaf, run_region(leaf, plan, inputs, s, done)).first;
+  return &it->second;
+}
+
 // Runs the kernel of the region rooted at `n` (materializing the cut nodes it reads first) and
 // returns its result, broadcast over its leaves' shapes. Inputs and leaves are borrowed, and the
 // kernel gets views of their strides: a one-kernel call copies no Array and no strides.
@@ -403,16 +416,7 @@ Array run_region(const Node* n, const FusedPlan& plan, const Array* const* input
   const FusedPlan::Region& region = plan.regions.at(n);
   const std::size_t count = region.leaves.size();
   detail::InlineBuffer<const Array*, 16> leaves(count);
-  for (std::size_t k = 0; k < count; ++k) {
-    const Node* leaf = region.leaves[k];
-    if (leaf->kind == Node::Kind::input) {
-      leaves[k] = inputs[static_cast<std::size_t>(leaf->index)];
-      continue;
-    }
-    auto it = done.find(leaf);
-    if (it == done.end()) it = done.emplace(leaf, run_region(leaf, plan, inputs, s, done)).first;
-    leaves[k] = &it->second;
-  }
+  for (std::size_t k = 0; k < count; ++k) leaves[k] = leaf_array(region.leaves[k], plan, inputs, s, done);
   const Shape shape = common_shape(leaves.data(), count);
   Array result = detail::allocate_array(shape, region.result, s.device(), s);
   std::vector<Array> broadcast;  // views of leaves of another shape, alive for the launch
@@ -444,16 +448,7 @@ std::vector<Array> run_outputs(const std::vector<Sym>& roots, const FusedPlan& p
     const std::size_t n_out = m.outputs.size();
     const std::size_t count = m.leaves.size();
     std::vector<const Array*> leaves(count);
-    for (std::size_t k = 0; k < count; ++k) {
-      const Node* leaf = m.leaves[k];
-      if (leaf->kind == Node::Kind::input) {
-        leaves[k] = inputs[static_cast<std::size_t>(leaf->index)];
-        continue;
-      }
-      auto it = done.find(leaf);
-      if (it == done.end()) it = done.emplace(leaf, run_region(leaf, plan, inputs, s, done)).first;
-      leaves[k] = &it->second;
-    }
+    for (std::size_t k = 0; k < count; ++k) leaves[k] = leaf_array(m.leaves[k], plan, inputs, s, done);
     std::vector<Array> outs;
     outs.reserve(n_out);
     for (std::size_t j = 0; j < n_out; ++j) outs.push_back(detail::allocate_array(shape, m.results[j], s.device(), s));
