@@ -126,5 +126,5 @@ void range_end(int token);
 #else
 #define TESSEL_RANGE(...) ((void)0)
 #define TESSEL_RESULT(value) (value)
-#define TESSEL_CHECK_RESULT(value) ((void)0)
+#define TESSEL_CHECK_RESULT(value) ((void)(value))
 #endif

@@ -100,7 +100,11 @@ def custom_op(name: str, kernel, *, backward: Optional[Callable] = None, fake: O
         if launch is None:
             raise TypeError(f"{name}: a RawKernel needs launch=lambda kernel, *arrays: ... (grid, block and "
                             "arguments are the caller's), returning the output array")
-        run = lambda *arrays: launch(kernel, *arrays)  # noqa: E731
+        def run(*arrays):
+            for i, a in enumerate(arrays):
+                if a.device.type != "cuda":
+                    raise ts.DeviceError(f"{name}: a RawKernel needs a CUDA device; input {i} is on {a.device}")
+            return launch(kernel, *arrays)
     elif launch is not None:
         run = lambda *arrays: launch(kernel, *arrays)  # noqa: E731
     elif callable(kernel):

@@ -1,11 +1,12 @@
 // At the end of the ops test program, the CUDA backend's process-lifetime caches that hold device
-// or page-locked memory are released, so compute-sanitizer's leak check (scripts/gpu-check.sh)
+// or page-locked memory are released (and the allocators' pending frees completed), so compute-sanitizer's leak check (scripts/gpu-check.sh)
 // reports only real leaks.
 #include <gtest/gtest.h>
 
 #include "backend/indexing.hpp"
 #include "backend/linalg.hpp"
 #include "tessel/core/device.hpp"
+#include "tessel/memory/caching_allocator.hpp"
 
 namespace tessel::testing {
 namespace {
@@ -17,6 +18,9 @@ class ReleaseCudaCaches : public ::testing::Environment {
     if (!cuda_available()) return;
     backend::cuda::release_linalg_handles();
     backend::cuda::release_status_words();
+    // Blocks freed while their copies were in flight wait for the copy's event: complete and release them.
+    pinned_allocator().empty_cache();
+    for (int i = 0; i < device_count(); ++i) device_allocator(i).empty_cache();
 #endif
   }
 };
