@@ -8,7 +8,8 @@
 #   scripts/ab-bench.sh build-python  starts both trees' Python builds in the background
 #   scripts/ab-bench.sh cpp      C++ rounds: overhead_bench, `tessel bench` vector_add and fused_chain,
 #                                and (first round) elementwise_bench
-#   scripts/ab-bench.sh python   Python rounds: bench/peers/python_overhead.py
+#   scripts/ab-bench.sh python   Python rounds: bench/peers/python_overhead.py, summarized by
+#                                scripts/ab_summary.py into \$LOGS/ab-python.json
 #   scripts/ab-bench.sh profile-ab  this tree's Python built twice, with the op ranges compiled out
 #                                (-DTESSEL_NVTX=OFF, /tmp/site-noranges) and as usual (/tmp/site-ranges),
 #                                then bench/peers/profile_overhead.py alternating the two (issue 21)
@@ -74,6 +75,7 @@ case ${1:-} in
         echo "round $r $name: python_overhead $?"
       done
     done
+    python3 scripts/ab_summary.py "$LOGS" "$LOGS/ab-python.json"
     ;;
   profile-ab)
     for variant in noranges ranges; do
