@@ -9,7 +9,7 @@
 #   scripts/ab-bench.sh cpp      C++ rounds: overhead_bench, `tessel bench` vector_add and fused_chain,
 #                                and (first round) elementwise_bench
 #   scripts/ab-bench.sh python   Python rounds: bench/peers/python_overhead.py, summarized by
-#                                scripts/ab_summary.py into \$LOGS/ab-python.json
+#                                scripts/ab_summary.py into $LOGS/ab-python.json
 #   scripts/ab-bench.sh profile-ab  this tree's Python built twice, with the op ranges compiled out
 #                                (-DTESSEL_NVTX=OFF, /tmp/site-noranges) and as usual (/tmp/site-ranges),
 #                                then bench/peers/profile_overhead.py alternating the two (issue 21)
