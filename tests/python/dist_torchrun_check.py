@@ -61,10 +61,9 @@ def bootstrap_only():
     expect_error(ts.TesselError, ["tessel.distributed.init", f"rank {r} of {n}", "CPU", "no CUDA device is available",
                                   "MPI", f"mpirun -np {n}", "CUDA devices"], dist.init)
     expect_error(ts.TesselError, ["CPU", "mpirun", "CUDA devices"], lambda: dist.init("cpu"))
-    # A CUDA device with more ranks on this node than GPUs.
+    # A CUDA device with more ranks on this node than GPUs (or a build without CUDA).
     if ts.device_count() < local_size:
-        expect_error(ts.DeviceError, [f"{local_size} ranks on node", f"{ts.device_count()} GPU"],
-                     lambda: dist.init("cuda:0"))
+        expect_error(ts.DeviceError, ["tessel.distributed.init"], lambda: dist.init("cuda:0"))
     assert not dist.is_initialized()
     print(f"rank {r} of {n}: torchrun bootstrap ok", flush=True)
 

@@ -266,8 +266,8 @@ def test_launch_checks_name_the_values():
         check(0, 2, 0, 3)
     with pytest.raises(ts.TesselError, match=r"rank 0 of 2 would run on the CPU,.*mpirun -np 2.*CUDA devices"):
         check(0, 2, 0, 2, "cpu")
-    if ts.device_count() < 2:
-        with pytest.raises(ts.DeviceError, match=rf"2 ranks on node .* {ts.device_count()} GPU"):
+    if ts.device_count() < 2:  # more ranks on this node than GPUs (or a build without CUDA)
+        with pytest.raises(ts.DeviceError, match=r"tessel.distributed.init"):
             check(1, 2, 1, 2, "cuda:1")
 
 
