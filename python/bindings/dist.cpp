@@ -190,6 +190,25 @@ void register_dist(nb::module_& parent) {
         nb::gil_scoped_release release;
         init(d);
       }, "device"_a = nb::none());
+  m.def("init_from_launch", [](int rank, int size, int local_rank, int local_size, nb::handle device,
+                               nb::bytes nccl_unique_id) {
+        const Device d = to_device_or_default(device);
+        std::string id(nccl_unique_id.c_str(), nccl_unique_id.size());
+        nb::gil_scoped_release release;
+        init_from_launch(rank, size, local_rank, local_size, d, id);
+      }, "rank"_a, "size"_a, "local_rank"_a, "local_size"_a, "device"_a, "nccl_unique_id"_a);
+  m.def("_nccl_unique_id", []() {
+        std::string id;
+        {
+          nb::gil_scoped_release release;
+          id = new_nccl_unique_id();
+        }
+        return nb::bytes(id.data(), id.size());
+      });
+  m.def("_check_launch", [](int rank, int size, int local_rank, int local_size, nb::handle device) {
+        return tessel::dist::detail::check_launch(rank, size, local_rank, local_size, to_optional_device(device));
+      }, "rank"_a, "size"_a, "local_rank"_a, "local_size"_a, "device"_a = nb::none());
+  m.def("_timeout_seconds", &tessel::dist::detail::timeout_seconds);
   m.def("is_initialized", &is_initialized);
   m.def("finalize", &finalize, nb::call_guard<nb::gil_scoped_release>());
   m.def("rank", &rank);

@@ -1,7 +1,8 @@
 """tessel.distributed: processes, communicators and collectives on tessel arrays (C++ tessel::dist).
 
 Start one process per device with mpirun or srun; rank, size and local rank come from MPI. CUDA
-arrays go over NCCL, CPU arrays over MPI's collectives, with the same calls::
+arrays go over NCCL, CPU arrays over MPI's collectives, with the same calls. torchrun also starts
+programs on CUDA devices: the NCCL unique id then goes through torch.distributed's store::
 
     import tessel as ts
     import tessel.distributed as dist
@@ -20,8 +21,10 @@ See docs/guide/distributed.rst.
 from __future__ import annotations
 
 import ctypes
+import datetime
 import os
 
+from . import _tessel
 from ._tessel import _dist as _native
 
 ReduceOp = _native.ReduceOp
@@ -39,7 +42,9 @@ local_device = _native.local_device
 world = _native.world
 init_devices = _native.init_devices
 
-_TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+# The torchrun bootstrap's store: rank 0 may host its server, which must outlive the exchange.
+_torchrun_store_ref = None
+_torchrun_attempts = 0
 
 
 def _promote_libmpi_to_global():
@@ -60,24 +65,92 @@ def init(device=None):
     Under mpirun/srun (or alone, as a one-rank world) rank, size and local rank come from MPI.
     ``device`` picks the communicator's device; the default is ``cuda:<local rank>`` when CUDA is
     available, else the CPU. Under torchrun-style variables (RANK, WORLD_SIZE, LOCAL_RANK,
-    MASTER_ADDR, MASTER_PORT, with no MPI launcher) bootstrapping goes through torch.distributed's
-    store, which needs torch.
+    LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, with no MPI launcher) the ranks come from those
+    variables and the NCCL unique id goes from rank 0 to the others through torch.distributed's
+    store, which needs torch; only CUDA devices work there (the CPU collectives need MPI).
     """
     env = dict(os.environ)
     if _native._detect_launcher(env) == "torchrun":
-        try:
-            import torch.distributed  # noqa: F401
-        except ImportError as error:
-            raise RuntimeError(
-                "tessel.distributed.init: launched by torchrun (RANK, WORLD_SIZE, LOCAL_RANK are set), which "
-                "bootstraps through torch.distributed's store, but torch is not importable "
-                f"({error}); install torch, or launch with mpirun/srun") from None
-        raise RuntimeError(
-            "tessel.distributed.init: the torchrun bootstrap (NCCL unique id through torch.distributed's "
-            "TCPStore) is not available in this build; launch with mpirun or srun")
+        _init_torchrun(env, device)
+        return
     if built_with_mpi():
         _promote_libmpi_to_global()
     _native.init(device)
+
+
+def _torchrun_ranks(env):
+    """(rank, world size, local rank, local size) from torchrun's variables."""
+    values = []
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        text = env.get(name, "")
+        if text == "":
+            raise _tessel.TesselError(
+                f"tessel.distributed.init: a torchrun-style launch lacks {name}; torchrun sets RANK, WORLD_SIZE, "
+                "LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT")
+        try:
+            values.append(int(text))
+        except ValueError:
+            raise _tessel.ValueError(f"tessel.distributed.init: {name}={text!r} is not an integer") from None
+    return tuple(values)
+
+
+def _torchrun_store(timeout_s):
+    """torch.distributed's store of this job: the default process group's when torch.distributed is
+    initialized, else the one its env:// rendezvous makes (MASTER_ADDR:MASTER_PORT; the torchrun
+    agent's when it hosts one), which torch.distributed.init_process_group can still use later."""
+    import torch.distributed as tdist
+    if not tdist.is_available():
+        raise RuntimeError("tessel.distributed.init: launched by torchrun, but this torch has no torch.distributed "
+                           "(its store carries the NCCL unique id); launch with mpirun/srun instead")
+    if tdist.is_initialized():
+        return tdist.distributed_c10d._get_default_store()
+    store, _, _ = next(tdist.rendezvous("env://", timeout=datetime.timedelta(seconds=timeout_s)))
+    return store
+
+
+def _share_from_rank0(store, rank, make, key):
+    """Rank 0's ``make()`` (bytes) on every rank, through ``store`` under ``key``. A failure of
+    ``make`` on rank 0 goes to the others too, so they raise at once rather than after the store's
+    timeout."""
+    if rank == 0:
+        try:
+            value = bytes(make())
+        except Exception as error:
+            store.set(key, b"error:" + f"{type(error).__name__}: {error}".encode())
+            raise
+        store.set(key, b"value:" + value)
+        return value
+    try:
+        got = bytes(store.get(key))  # waits for rank 0, up to the store's timeout
+    except Exception as error:
+        raise RuntimeError(
+            f"tessel.distributed.init: rank {rank} got no NCCL unique id from rank 0 through torch.distributed's "
+            f"store (key {key!r}): {error}; did rank 0 start and call tessel.distributed.init()?") from error
+    if got.startswith(b"error:"):
+        raise RuntimeError(f"tessel.distributed.init: rank 0 could not make the NCCL unique id "
+                           f"({got[len(b'error:'):].decode(errors='replace')}), so rank {rank} cannot start either")
+    return got[len(b"value:"):]
+
+
+def _init_torchrun(env, device):
+    global _torchrun_store_ref, _torchrun_attempts
+    try:
+        import torch.distributed  # noqa: F401
+    except ImportError as error:
+        raise RuntimeError(
+            "tessel.distributed.init: launched by torchrun (RANK, WORLD_SIZE, LOCAL_RANK are set), which "
+            "bootstraps through torch.distributed's store, but torch is not importable "
+            f"({error}); install torch, or launch with mpirun/srun") from None
+    rank, size, local_rank, local_size = _torchrun_ranks(env)
+    # Every check that needs no peer comes first, so that no rank waits on a rank that has failed
+    # them: not initialized yet, the ranks, a CUDA device, a GPU per rank on this node.
+    device = _native._check_launch(rank, size, local_rank, local_size, device)
+    store = _torchrun_store(_native._timeout_seconds())
+    _torchrun_store_ref = store
+    # A retried init() (after a failed one) must not read the id of the earlier attempt.
+    _torchrun_attempts += 1
+    unique_id = _share_from_rank0(store, rank, _native._nccl_unique_id, f"tessel/nccl_unique_id/{_torchrun_attempts}")
+    _native.init_from_launch(rank, size, local_rank, local_size, device, unique_id)
 
 
 def _comm(group):

@@ -58,7 +58,7 @@ class Communicator:
 def built_with_mpi() -> bool:
     """Whether tessel was built with MPI (launching with mpirun/srun and the CPU collectives need it)."""
 def init(device: DeviceLike = None) -> None:
-    """Starts the distributed runtime of this process, once: rank, size and local rank from MPI (mpirun, srun, or alone as one rank); the device defaults to cuda:<local rank>, or the CPU without CUDA."""
+    """Starts the distributed runtime of this process, once: rank, size and local rank from MPI (mpirun, srun, or alone as one rank); the device defaults to cuda:<local rank>, or the CPU without CUDA. Under torchrun (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT set, no MPI launcher) the ranks come from those variables and rank 0's NCCL unique id goes to the others through torch.distributed's store (needs torch); only CUDA devices work there (the CPU collectives need MPI: an error says to launch with mpirun)."""
 def is_initialized() -> bool:
     """Whether init() has run (and finalize() has not)."""
 def finalize() -> None:

@@ -107,6 +107,12 @@ bool nccl_available(std::string* why);
 // A NCCL communicator of the ranks of `bootstrap` (its unique id broadcast through it), on
 // `device`; split and the debug check go through the bootstrap communicator.
 std::unique_ptr<CommBackend> nccl_from_bootstrap(std::unique_ptr<CommBackend> bootstrap, Device device);
+// ncclGetUniqueId's bytes (NCCL_UNIQUE_ID_BYTES).
+std::string nccl_unique_id();
+// A NCCL communicator of rank `rank` of `size` on `device` from rank 0's unique id, for ranks
+// that have no MPI (torchrun): split goes through ncclCommSplit and the debug check through NCCL
+// itself. The same creation path as nccl_from_bootstrap.
+std::unique_ptr<CommBackend> nccl_from_unique_id(const std::string& unique_id, int rank, int size, Device device);
 // One communicator per device of this process (ncclCommInitAll).
 std::vector<std::unique_ptr<CommBackend>> nccl_single_process(const std::vector<Device>& devices);
 void nccl_group_start();

@@ -3,6 +3,8 @@
 // contiguous layout of the arrays, groups, and completion.
 #include "tessel/dist/dist.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -18,7 +20,8 @@ namespace tessel::dist {
 
 struct Communicator::Impl {
   std::unique_ptr<backend::CommBackend> backend;
-  bool uses_mpi = true;  // false for init_devices' communicators, which outlive no MPI runtime
+  // False for init_devices' communicators, which need no init(); the others are unusable after finalize().
+  bool of_runtime = true;
 };
 
 namespace {
@@ -54,6 +57,37 @@ struct GroupState {
   std::vector<std::function<void()>> post;            // stream-ordered steps after the grouped calls
 };
 thread_local GroupState g_group;
+
+// Error when init() or init_from_launch() has run in this process (the caller holds r.mutex or
+// checks again under it).
+void check_not_started(const Runtime& r) {
+  if (r.initialized) {
+    throw Error(fmt::format("tessel.distributed.init: already initialized (rank {} of {}); call it once per process",
+                            r.info.rank, r.info.size));
+  }
+  if (r.finalized) {
+    throw Error("tessel.distributed.init: called after finalize(); the runtime cannot be started twice in one process");
+  }
+}
+
+// Makes `comm` the world of this process (r.mutex held).
+void start_runtime(Runtime& r, const backend::cpu::ProcessInfo& info, Device device,
+                   std::unique_ptr<backend::CommBackend> comm) {
+  auto impl = std::make_shared<Communicator::Impl>();
+  impl->backend = std::move(comm);
+  r.info = info;
+  r.device = device;
+  r.world = Communicator(std::move(impl));
+  r.initialized = true;
+  static std::once_flag at_exit;
+  std::call_once(at_exit, [] { std::atexit([] { finalize(); }); });
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "?";
+  return name;
+}
 
 std::string words_shape(const std::vector<std::int64_t>& words, std::size_t first) {
   Shape shape(words.begin() + static_cast<std::ptrdiff_t>(first), words.end());
@@ -145,6 +179,38 @@ void check_array_device(const char* op, const Array& x, Device comm_device, cons
   }
 }
 
+Device default_rank_device(int local_rank) {
+  return cuda_available() ? Device::cuda(local_rank) : Device::cpu();
+}
+
+Device check_launch(int rank, int size, int local_rank, int local_size, std::optional<Device> device) {
+  check_not_started(runtime());
+  if (size < 1 || rank < 0 || rank >= size) {
+    throw ValueError(fmt::format("tessel.distributed.init: rank {} of world size {}; expected 0 <= rank < size "
+                                 "(RANK and WORLD_SIZE under torchrun)", rank, size));
+  }
+  if (local_size < 1 || local_size > size || local_rank < 0 || local_rank >= local_size) {
+    throw ValueError(fmt::format("tessel.distributed.init: local rank {} of local size {} in a world of {}; expected "
+                                 "0 <= local rank < local size <= world size (LOCAL_RANK and LOCAL_WORLD_SIZE under "
+                                 "torchrun)", local_rank, local_size, size));
+  }
+  const Device chosen = device ? *device : default_rank_device(local_rank);
+  if (chosen.is_cpu()) {
+    throw Error(fmt::format(
+        "tessel.distributed.init: rank {} of {} would run on the CPU{}, whose collectives run over MPI, and this "
+        "process was not started by an MPI launcher (torchrun starts none); launch with mpirun or srun (mpirun -np {} "
+        "python script.py), or use CUDA devices (NCCL)",
+        rank, size, device ? "" : " (no CUDA device is available)", size));
+  }
+#if TESSEL_HAVE_CUDA
+  check_ranks_fit_devices(local_rank, local_size, device_count(), host_name());
+  check_device_index(chosen.index, "tessel.distributed.init");
+  return chosen;
+#else
+  throw DeviceError(fmt::format("tessel.distributed.init: {} needs CUDA, and tessel was built without it", chosen.str()));
+#endif
+}
+
 double timeout_seconds() {
   const char* text = std::getenv("TESSEL_DIST_TIMEOUT_S");
   if (text == nullptr || text[0] == '\0') return 600.0;
@@ -168,13 +234,7 @@ bool debug_checks() {
 void init(std::optional<Device> device) {
   Runtime& r = runtime();
   std::lock_guard<std::mutex> lock(r.mutex);
-  if (r.initialized) {
-    throw Error(fmt::format("tessel.distributed.init: already initialized (rank {} of {}); call it once per process",
-                            r.info.rank, r.info.size));
-  }
-  if (r.finalized) {
-    throw Error("tessel.distributed.init: called after finalize(); MPI cannot be started twice in one process");
-  }
+  check_not_started(r);
   const detail::LaunchInfo launch = detail::detect_launcher([](const char* name) { return std::getenv(name); });
   if (launch.launcher == detail::Launcher::torchrun) {
     throw Error(
@@ -182,7 +242,7 @@ void init(std::optional<Device> device) {
         "through torch.distributed's store, which the C++ library cannot reach: launch with mpirun or srun instead");
   }
   backend::cpu::ProcessInfo info = backend::cpu::mpi_start();  // raises when built without MPI
-  Device chosen = device ? *device : (cuda_available() ? Device::cuda(info.local_rank) : Device::cpu());
+  const Device chosen = device ? *device : detail::default_rank_device(info.local_rank);
   if (chosen.is_cuda()) {
     detail::check_ranks_fit_devices(info.local_rank, info.local_size, device_count(), info.host);
   }
@@ -192,14 +252,36 @@ void init(std::optional<Device> device) {
 #else
   if (chosen.is_cuda()) throw DeviceError("tessel.distributed.init: tessel was built without CUDA");
 #endif
-  auto impl = std::make_shared<Communicator::Impl>();
-  impl->backend = std::move(comm);
-  r.info = info;
-  r.device = chosen;
-  r.world = Communicator(std::move(impl));
-  r.initialized = true;
-  static std::once_flag at_exit;
-  std::call_once(at_exit, [] { std::atexit([] { finalize(); }); });
+  start_runtime(r, info, chosen, std::move(comm));
+}
+
+void init_from_launch(int rank, int size, int local_rank, int local_size, Device device,
+                      const std::string& nccl_unique_id) {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  // Checked again here (the caller may have checked before its exchange): r.mutex is held now.
+  detail::check_launch(rank, size, local_rank, local_size, device);
+#if TESSEL_HAVE_CUDA
+  std::unique_ptr<backend::CommBackend> comm = backend::cuda::nccl_from_unique_id(nccl_unique_id, rank, size, device);
+#else
+  (void)nccl_unique_id;
+  std::unique_ptr<backend::CommBackend> comm;  // check_launch raised: a CUDA device needs a CUDA build
+#endif
+  backend::cpu::ProcessInfo info;
+  info.rank = rank;
+  info.size = size;
+  info.local_rank = local_rank;
+  info.local_size = local_size;
+  info.host = host_name();
+  start_runtime(r, info, device, std::move(comm));
+}
+
+std::string new_nccl_unique_id() {
+#if TESSEL_HAVE_CUDA
+  return backend::cuda::nccl_unique_id();
+#else
+  throw DeviceError("tessel.distributed.new_nccl_unique_id: tessel was built without CUDA (NCCL needs it)");
+#endif
 }
 
 bool is_initialized() { return runtime().initialized; }
@@ -322,7 +404,7 @@ const backend::CommBackend& backend_of(const Communicator& comm, const char* op)
     throw Error(fmt::format("tessel.distributed.{}: the communicator is undefined (this rank passed a negative "
                             "color to split, or it was default-constructed)", op));
   }
-  if (comm.impl()->uses_mpi && !is_initialized()) {
+  if (comm.impl()->of_runtime && !is_initialized()) {
     throw Error(fmt::format("tessel.distributed.{}: the communicator was used after tessel.distributed.finalize()", op));
   }
   return *comm.impl()->backend;
@@ -499,7 +581,7 @@ std::vector<Communicator> init_devices(const std::vector<Device>& devices) {
   for (auto& backend : backend::cuda::nccl_single_process(devices)) {
     auto impl = std::make_shared<Communicator::Impl>();
     impl->backend = std::move(backend);
-    impl->uses_mpi = false;
+    impl->of_runtime = false;
     result.emplace_back(std::move(impl));
   }
   return result;

@@ -1,6 +1,8 @@
 """ts.distributed on the CPU backend: each test runs a worker script under mpirun (1, 2 and 4
 ranks) in a subprocess, since MPI starts once per process. Every rank's input is a function of
 (seed, rank), so each rank checks every collective against NumPy on all ranks' inputs."""
+import datetime
+import importlib.util
 import os
 import pathlib
 import re
@@ -16,6 +18,9 @@ import tessel as ts
 MPIRUN = shutil.which("mpirun")
 needs_mpi = pytest.mark.skipif(MPIRUN is None or not ts.distributed.built_with_mpi(),
                                reason="needs mpirun and a tessel built with MPI")
+
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+TORCHRUN_CHECK = pathlib.Path(__file__).resolve().parent / "dist_torchrun_check.py"
 
 PRELUDE = textwrap.dedent("""
     import sys
@@ -201,3 +206,86 @@ def test_guide_example_runs(tmp_path, np_):
     evens = (np_ + 1) // 2
     for r in range(np_):
         assert f"rank {r} of {np_}: {evens if r % 2 == 0 else np_ - evens} ranks share my parity" in out
+
+
+def without_launcher_env():
+    """os.environ without the variables of an MPI or torchrun launch (pytest may run under one)."""
+    launch = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_")
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("OMPI_", "PMIX_", "PMI_", "SLURM_") + launch)}
+
+
+def run_torchrun(nproc, args, env):
+    # --standalone: a rendezvous on a free local port, so parallel runs do not collide.
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc),
+               str(TORCHRUN_CHECK), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=dict(without_launcher_env(), **env))
+    assert done.returncode == 0, f"torchrun failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+@needs_torch
+def test_torchrun_bootstrap_on_cpu():
+    """Ranks from torchrun's variables, rank 0's bytes through torch.distributed's store (made-up
+    bytes: NCCL needs a GPU), and the errors of a CPU device or too few GPUs under torchrun."""
+    out = run_torchrun(2, ["--bootstrap-only"], {"TESSEL_FORCE_CPU": "1"})
+    assert sorted(re.findall(r"rank \d of \d: torchrun bootstrap ok", out)) == [
+        "rank 0 of 2: torchrun bootstrap ok", "rank 1 of 2: torchrun bootstrap ok"]
+
+
+@needs_torch
+@pytest.mark.skipif(not ts.cuda_available(), reason="needs a GPU")
+def test_torchrun_on_gpu():
+    nproc = min(ts.device_count(), 2)
+    out = run_torchrun(nproc, [], {})
+    assert out.count("ok") == nproc, out
+
+
+def test_torchrun_variables_missing_or_malformed(tmp_path):
+    out = run_alone(tmp_path, """
+        import os
+        expect_error(ts.TesselError, ["torchrun-style launch lacks LOCAL_WORLD_SIZE"], lambda: dist._torchrun_ranks(os.environ))
+        os.environ["LOCAL_WORLD_SIZE"] = "2"
+        assert dist._torchrun_ranks(os.environ) == (1, 4, 1, 2)
+        os.environ["RANK"] = "one"
+        expect_error(ts.ValueError, ["RANK='one' is not an integer"], lambda: dist._torchrun_ranks(os.environ))
+        print("ok")
+    """, {"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"})
+    assert "ok" in out
+
+
+def test_launch_checks_name_the_values():
+    check = ts.distributed._native._check_launch
+    with pytest.raises(ts.ValueError, match=r"rank 2 of world size 2; expected 0 <= rank < size"):
+        check(2, 2, 0, 1)
+    with pytest.raises(ts.ValueError, match=r"rank -1 of world size 2"):
+        check(-1, 2, 0, 1)
+    with pytest.raises(ts.ValueError, match=r"local rank 1 of local size 1 in a world of 2"):
+        check(1, 2, 1, 1)
+    with pytest.raises(ts.ValueError, match=r"local rank 0 of local size 3 in a world of 2"):
+        check(0, 2, 0, 3)
+    with pytest.raises(ts.TesselError, match=r"rank 0 of 2 would run on the CPU,.*mpirun -np 2.*CUDA devices"):
+        check(0, 2, 0, 2, "cpu")
+    if ts.device_count() < 2:  # more ranks on this node than GPUs (or a build without CUDA)
+        with pytest.raises(ts.DeviceError, match=r"tessel.distributed.init"):
+            check(1, 2, 1, 2, "cuda:1")
+
+
+def test_init_from_launch_refuses_a_bad_id():
+    if not ts.cuda_available():
+        with pytest.raises(ts.TesselError, match="would run on the CPU"):
+            ts.distributed._native.init_from_launch(0, 1, 0, 1, "cpu", b"")
+        return
+    with pytest.raises(ts.ValueError, match="the NCCL unique id has 3 bytes, expected 128"):
+        ts.distributed._native.init_from_launch(0, 1, 0, 1, "cuda:0", b"abc")
+
+
+@needs_torch
+def test_store_exchange_gives_up_after_the_store_timeout():
+    from torch.distributed import TCPStore
+    store = TCPStore("127.0.0.1", 0, 1, True, timeout=datetime.timedelta(seconds=1), wait_for_workers=False)
+    with pytest.raises(RuntimeError, match=r"rank 1 got no NCCL unique id from rank 0 through torch.distributed's store"):
+        ts.distributed._share_from_rank0(store, 1, None, "tessel/test")
+    # rank 0's value reaches a later reader, without the prefix that marks it as a value
+    assert ts.distributed._share_from_rank0(store, 0, lambda: b"\x00id", "tessel/test2") == b"\x00id"
+    assert ts.distributed._share_from_rank0(store, 1, None, "tessel/test2") == b"\x00id"

@@ -48,6 +48,18 @@ bool built_with_mpi();
 // more ranks than GPUs), else the CPU. Error when called twice, when tessel was built without
 // MPI, or when the launcher environment lacks variables.
 void init(std::optional<Device> device = std::nullopt);
+// Starts the distributed runtime from ranks that a launcher other than MPI gave this process
+// (torchrun's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE): tessel.distributed.init's path under
+// torchrun. The communicator is NCCL's, made the way init() makes it, from `nccl_unique_id`: the
+// bytes of new_nccl_unique_id() made on rank 0 and passed to every rank by the caller's own
+// bootstrap (tessel.distributed passes them through torch.distributed's store). Makes the checks of
+// detail::check_launch first: a CPU device is an Error (the CPU collectives run over MPI, which
+// this launch did not start); ValueError when the id is not NCCL_UNIQUE_ID_BYTES long.
+void init_from_launch(int rank, int size, int local_rank, int local_size, Device device,
+                      const std::string& nccl_unique_id);
+// A new NCCL unique id (ncclGetUniqueId) as bytes, for init_from_launch on every rank. Error when
+// tessel was built without CUDA or NCCL cannot be loaded.
+std::string new_nccl_unique_id();
 bool is_initialized();
 // Destroys the communicators and finalizes MPI if init() started it. Called at exit otherwise.
 void finalize();
@@ -163,6 +175,16 @@ LaunchInfo detect_launcher(const Getenv& getenv);
 // DeviceError when a node has more ranks than GPUs: names the local rank, the local size, the
 // host and the GPU count.
 void check_ranks_fit_devices(int local_rank, int local_size, int device_count, const std::string& host);
+
+// The device of a rank when none is given: cuda:<local rank> when CUDA is available, else the CPU.
+Device default_rank_device(int local_rank);
+
+// What init_from_launch checks before its ranks talk to each other, so that a caller can check it
+// before its own exchange of the NCCL unique id: not initialized yet; 0 <= rank < size and
+// 0 <= local_rank < local_size <= size (ValueError naming the values); the device (default:
+// default_rank_device) is CUDA (a CPU device is an Error naming mpirun, which the CPU collectives
+// need); this node has a GPU per rank (check_ranks_fit_devices). Returns the device.
+Device check_launch(int rank, int size, int local_rank, int local_size, std::optional<Device> device);
 
 // DeviceError "<op>: ... on <array device>, the communicator's device is <device>".
 void check_array_device(const char* op, const Array& x, Device comm_device, const char* what = "array");

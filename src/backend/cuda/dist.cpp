@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -33,6 +34,9 @@ struct Nccl {
   decltype(&ncclCommDestroy) comm_destroy = nullptr;
   decltype(&ncclCommAbort) comm_abort = nullptr;
   decltype(&ncclCommGetAsyncError) comm_get_async_error = nullptr;
+  decltype(&ncclCommCount) comm_count = nullptr;
+  decltype(&ncclCommUserRank) comm_user_rank = nullptr;
+  decltype(&ncclCommSplit) comm_split = nullptr;  // NCCL >= 2.18; nullptr before (split then raises)
   decltype(&ncclAllReduce) all_reduce = nullptr;
   decltype(&ncclBroadcast) broadcast = nullptr;
   decltype(&ncclReduce) reduce = nullptr;
@@ -79,6 +83,8 @@ const Nccl& nccl() {
     load(n.comm_destroy, "ncclCommDestroy");
     load(n.comm_abort, "ncclCommAbort");
     load(n.comm_get_async_error, "ncclCommGetAsyncError");
+    load(n.comm_count, "ncclCommCount");
+    load(n.comm_user_rank, "ncclCommUserRank");
     load(n.all_reduce, "ncclAllReduce");
     load(n.broadcast, "ncclBroadcast");
     load(n.reduce, "ncclReduce");
@@ -91,7 +97,9 @@ const Nccl& nccl() {
     if (!ok) {
       dlclose(n.handle);
       n.handle = nullptr;
+      return n;
     }
+    n.comm_split = reinterpret_cast<decltype(&ncclCommSplit)>(dlsym(n.handle, "ncclCommSplit"));
     return n;
   }();
   return loaded;
@@ -174,10 +182,17 @@ thread_local std::vector<PendingEvent> g_group_events;
 std::atomic<bool> g_nccl_in_use{false};
 thread_local bool g_group_started_nccl = false;
 
+// How the ranks of a communicator reach each other outside NCCL's collectives.
+enum class Peers : std::uint8_t {
+  mpi,             // one process per rank, with an MPI communicator of the same ranks (bootstrap_)
+  launched,        // one process per rank and no MPI (torchrun): only NCCL itself
+  single_process,  // every rank in this process (ncclCommInitAll)
+};
+
 class NcclComm final : public CommBackend {
  public:
-  NcclComm(ncclComm_t comm, int rank, int size, Device device, std::unique_ptr<CommBackend> bootstrap)
-      : comm_(comm), rank_(rank), size_(size), device_(device), bootstrap_(std::move(bootstrap)) {}
+  NcclComm(ncclComm_t comm, int rank, int size, Device device, Peers peers, std::unique_ptr<CommBackend> bootstrap)
+      : comm_(comm), rank_(rank), size_(size), device_(device), peers_(peers), bootstrap_(std::move(bootstrap)) {}
   ~NcclComm() override {
     if (comm_ != nullptr && !aborted_) {
       DeviceGuard guard(device_);
@@ -283,20 +298,48 @@ class NcclComm final : public CommBackend {
   }
 
   std::unique_ptr<CommBackend> split(int color, int key) override {
-    if (!bootstrap_) {
-      throw Error("tessel.distributed.split: a single-process communicator (ncclCommInitAll) cannot be split");
+    switch (peers_) {
+      case Peers::single_process:
+        throw Error("tessel.distributed.split: a single-process communicator (ncclCommInitAll) cannot be split");
+      case Peers::mpi: {
+        std::unique_ptr<CommBackend> child = bootstrap_->split(color, key);
+        if (!child) return nullptr;
+        return nccl_from_bootstrap(std::move(child), device_);
+      }
+      case Peers::launched:
+        break;
     }
-    std::unique_ptr<CommBackend> child = bootstrap_->split(color, key);
-    if (!child) return nullptr;
-    return nccl_from_bootstrap(std::move(child), device_);
+    // No MPI to exchange a new unique id: NCCL splits its own communicator (same ordering rule:
+    // by key, then by rank here).
+    const Nccl& n = nccl_checked("split");
+    if (n.comm_split == nullptr) {
+      throw Error("tessel.distributed.split: the loaded NCCL lacks ncclCommSplit (NCCL 2.18 or newer), which "
+                  "splitting a communicator started by torchrun needs; install a newer NCCL or launch with mpirun");
+    }
+    DeviceGuard guard(device_);
+    const std::string what = fmt::format("tessel.distributed.split (ncclCommSplit, rank {} of {}, color {}, key {})",
+                                         rank_, size_, color, key);
+    ncclComm_t child = nullptr;
+    check_nccl(n.comm_split(comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &child, nullptr), what);
+    if (child == nullptr) return nullptr;
+    int rank = 0;
+    int size = 0;
+    check_nccl(n.comm_user_rank(child, &rank), what);
+    check_nccl(n.comm_count(child, &size), what);
+    return std::make_unique<NcclComm>(child, rank, size, device_, Peers::launched, nullptr);
   }
 
   std::vector<std::vector<std::int64_t>> all_gather_words(const std::vector<std::int64_t>& words) override {
-    if (!bootstrap_) return {words};  // single process: the check covers one caller
-    return bootstrap_->all_gather_words(words);
+    switch (peers_) {
+      case Peers::single_process: return {words};  // one caller drives every rank: nothing to compare
+      case Peers::mpi: return bootstrap_->all_gather_words(words);
+      case Peers::launched: return all_gather_words_over_nccl(words);
+    }
+    return {words};
   }
   void broadcast_bytes(void* data, std::size_t bytes, int root) override {
-    if (!bootstrap_) throw Error("tessel.distributed: a single-process communicator has no host bootstrap");
+    // Only a bootstrap communicator is asked for this (nccl_from_bootstrap), and NCCL ones are not.
+    if (peers_ != Peers::mpi) throw Error("tessel.distributed: this NCCL communicator has no host bootstrap");
     bootstrap_->broadcast_bytes(data, bytes, root);
   }
   void group_start() override { nccl_group_start(); }
@@ -337,11 +380,44 @@ class NcclComm final : public CommBackend {
     }
   }
 
+  // The debug check's exchange when there is no MPI: an NCCL all-gather of the words on this
+  // device, waited for like any call (so a dead peer raises within the timeout).
+  std::vector<std::vector<std::int64_t>> all_gather_words_over_nccl(const std::vector<std::int64_t>& words) {
+    const std::string what = fmt::format("tessel.distributed (TESSEL_DIST_DEBUG check) on rank {} of {}", rank_, size_);
+    if (g_group_depth > 0) {
+      // The grouped gather would be issued only when the group ends, after the call it checks.
+      throw Error(what + ": the cross-rank check cannot run inside a group on a communicator started by torchrun "
+                  "(it has no MPI); make the call outside the group, unset TESSEL_DIST_DEBUG, or launch with mpirun");
+    }
+    const Nccl& n = nccl_checked("all_gather");
+    const double timeout = dist::detail::timeout_seconds();
+    DeviceGuard guard(device_);
+    const Stream stream = current_stream(device_);
+    const auto count = static_cast<std::int64_t>(words.size());
+    const Array mine = from_vector(words, {count}, device_, stream);
+    const Array all = empty({size_ * count}, DType::int64, device_, stream);
+    check_nccl(n.all_gather(mine.data(), all.data(), words.size(), ncclInt64, comm_, detail::cuda_stream(stream)), what);
+    cudaEvent_t event = nullptr;
+    TESSEL_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), what.c_str());
+    auto holder = std::shared_ptr<CUevent_st>(event, [](cudaEvent_t e) { cudaEventDestroy(e); });
+    TESSEL_CUDA_CHECK(cudaEventRecord(event, detail::cuda_stream(stream)), what.c_str());
+    poll(event, what, true, timeout);
+    all.storage()->record_pending_write(stream);
+    const std::vector<std::int64_t> flat = all.to_vector<std::int64_t>();
+    std::vector<std::vector<std::int64_t>> result;
+    for (int r = 0; r < size_; ++r) {
+      result.emplace_back(flat.begin() + static_cast<std::ptrdiff_t>(count) * r,
+                          flat.begin() + static_cast<std::ptrdiff_t>(count) * (r + 1));
+    }
+    return result;
+  }
+
   ncclComm_t comm_;
   int rank_;
   int size_;
   Device device_;
-  std::unique_ptr<CommBackend> bootstrap_;
+  Peers peers_;
+  std::unique_ptr<CommBackend> bootstrap_;  // Peers::mpi only
   Array barrier_word_;
   bool aborted_ = false;
 };
@@ -354,20 +430,51 @@ bool nccl_available(std::string* why) {
   return n.handle != nullptr;
 }
 
-std::unique_ptr<CommBackend> nccl_from_bootstrap(std::unique_ptr<CommBackend> bootstrap, Device device) {
+namespace {
+
+// The one path that makes a communicator of one rank per process, from rank 0's unique id (which
+// the caller has passed to every rank: over MPI, or through torch.distributed's store).
+std::unique_ptr<CommBackend> nccl_init_rank(const ncclUniqueId& id, int rank, int size, Device device, Peers peers,
+                                            std::unique_ptr<CommBackend> bootstrap) {
   const Nccl& n = nccl_checked("init");
   g_nccl_in_use = true;
-  ncclUniqueId id{};
-  if (bootstrap->rank() == 0) check_nccl(n.get_unique_id(&id), "tessel.distributed.init (ncclGetUniqueId)");
-  bootstrap->broadcast_bytes(&id, sizeof(id), 0);
   DeviceGuard guard(device);
   ncclComm_t comm = nullptr;
-  check_nccl(n.comm_init_rank(&comm, bootstrap->size(), id, bootstrap->rank()),
-             fmt::format("tessel.distributed.init (ncclCommInitRank, rank {} of {} on {})", bootstrap->rank(),
-                         bootstrap->size(), device.str()));
+  check_nccl(n.comm_init_rank(&comm, size, id, rank),
+             fmt::format("tessel.distributed.init (ncclCommInitRank, rank {} of {} on {})", rank, size, device.str()));
+  return std::make_unique<NcclComm>(comm, rank, size, device, peers, std::move(bootstrap));
+}
+
+}  // namespace
+
+std::string nccl_unique_id() {
+  const Nccl& n = nccl_checked("init");
+  ncclUniqueId id{};
+  check_nccl(n.get_unique_id(&id), "tessel.distributed.init (ncclGetUniqueId)");
+  return std::string(id.internal, sizeof(id.internal));
+}
+
+std::unique_ptr<CommBackend> nccl_from_bootstrap(std::unique_ptr<CommBackend> bootstrap, Device device) {
+  nccl_checked("init");  // before any rank waits in the broadcast for an id rank 0 cannot make
+  ncclUniqueId id{};
+  if (bootstrap->rank() == 0) {
+    const std::string bytes = nccl_unique_id();
+    std::memcpy(id.internal, bytes.data(), sizeof(id.internal));
+  }
+  bootstrap->broadcast_bytes(&id, sizeof(id), 0);
   const int rank = bootstrap->rank();
   const int size = bootstrap->size();
-  return std::make_unique<NcclComm>(comm, rank, size, device, std::move(bootstrap));
+  return nccl_init_rank(id, rank, size, device, Peers::mpi, std::move(bootstrap));
+}
+
+std::unique_ptr<CommBackend> nccl_from_unique_id(const std::string& unique_id, int rank, int size, Device device) {
+  ncclUniqueId id{};
+  if (unique_id.size() != sizeof(id.internal)) {
+    throw ValueError(fmt::format("tessel.distributed.init: the NCCL unique id has {} bytes, expected {} (the bytes "
+                                 "of new_nccl_unique_id() on rank 0)", unique_id.size(), sizeof(id.internal)));
+  }
+  std::memcpy(id.internal, unique_id.data(), sizeof(id.internal));
+  return nccl_init_rank(id, rank, size, device, Peers::launched, nullptr);
 }
 
 std::vector<std::unique_ptr<CommBackend>> nccl_single_process(const std::vector<Device>& devices) {
@@ -386,7 +493,7 @@ std::vector<std::unique_ptr<CommBackend>> nccl_single_process(const std::vector<
   std::vector<std::unique_ptr<CommBackend>> result;
   for (std::size_t i = 0; i < comms.size(); ++i) {
     result.push_back(std::make_unique<NcclComm>(comms[i], static_cast<int>(i), static_cast<int>(comms.size()),
-                                                devices[i], nullptr));
+                                                devices[i], Peers::single_process, nullptr));
   }
   return result;
 }

@@ -99,6 +99,36 @@ TEST(DistBeforeInit, TorchrunLaunchFromCppSaysWhatItNeeds) {
   EXPECT_FALSE(dist::is_initialized());
 }
 
+TEST(DistBeforeInit, LaunchedRanksAreCheckedBeforeAnyExchange) {
+  if (dist::is_initialized()) GTEST_SKIP() << "an earlier test of this process initialized tessel.distributed";
+  using dist::detail::check_launch;
+  expect_error<tessel::ValueError>([] { check_launch(2, 2, 0, 1, std::nullopt); },
+                                   {"tessel.distributed.init", "rank 2 of world size 2", "RANK and WORLD_SIZE"});
+  expect_error<tessel::ValueError>([] { check_launch(0, 0, 0, 1, std::nullopt); }, {"rank 0 of world size 0"});
+  expect_error<tessel::ValueError>([] { check_launch(1, 2, 1, 1, std::nullopt); },
+                                   {"local rank 1 of local size 1 in a world of 2", "LOCAL_WORLD_SIZE"});
+  expect_error<tessel::ValueError>([] { check_launch(0, 2, 0, 3, std::nullopt); }, {"local size 3 in a world of 2"});
+  // The CPU collectives need MPI, which such a launch did not start.
+  expect_error<tessel::Error>([] { check_launch(1, 2, 1, 2, Device::cpu()); },
+                              {"rank 1 of 2 would run on the CPU", "MPI", "mpirun -np 2", "CUDA devices"});
+  expect_error<tessel::Error>([] { dist::init_from_launch(0, 1, 0, 1, Device::cpu(), ""); }, {"on the CPU", "mpirun"});
+#if TESSEL_HAVE_CUDA
+  // More ranks on this node than it has GPUs.
+  if (tessel::device_count() < 2) {
+    expect_error<tessel::DeviceError>([] { check_launch(1, 2, 1, 2, Device::cuda(1)); },
+                                      {"2 ranks on node", tessel::device_count() == 1 ? "1 GPU" : "0 GPUs"});
+  }
+#else
+  expect_error<tessel::DeviceError>([] { check_launch(0, 1, 0, 1, Device::cuda(0)); }, {"cuda:0 needs CUDA"});
+#endif
+  if (tessel::cuda_available()) {
+    EXPECT_EQ(check_launch(0, 1, 0, 1, std::nullopt), Device::cuda(0));
+    expect_error<tessel::ValueError>([] { dist::init_from_launch(0, 1, 0, 1, Device::cuda(0), "abc"); },
+                                     {"NCCL unique id has 3 bytes, expected 128"});
+  }
+  EXPECT_FALSE(dist::is_initialized());
+}
+
 TEST(DistLauncher, DetectsEachLauncherAndNamesMissingVariables) {
   using dist::detail::Launcher;
   using dist::detail::detect_launcher;
@@ -349,6 +379,8 @@ TEST_F(DistTest, RuntimeQueries) {
 
 TEST_F(DistTest, InitTwiceIsAnError) {
   expect_error<tessel::Error>([] { dist::init(); }, {"init", "already initialized", "once per process"});
+  expect_error<tessel::Error>([] { dist::init_from_launch(0, 1, 0, 1, Device::cpu(), ""); }, {"already initialized"});
+  expect_error<tessel::Error>([] { dist::detail::check_launch(0, 1, 0, 1, std::nullopt); }, {"already initialized"});
 }
 
 TEST_F(DistTest, AllReduceEveryOpDtypeAndLayout) {
