@@ -261,15 +261,16 @@ __device__ __forceinline__ unsigned flag_nibble(unsigned word) {
   return (ones * 0x10204080u) >> 28;  // bit 8i lands at 28 + i, without carries
 }
 
-__device__ __forceinline__ unsigned flags16(const unsigned char* flags, long long e, long long n, bool vector) {
-  if (vector && e + kThreadStepElems <= n) {
+// The 16 flags at e of a tile whose first `valid` flags exist (offsets within the tile).
+__device__ __forceinline__ unsigned flags16(const unsigned char* flags, int e, int valid, bool vector) {
+  if (vector && e + kThreadStepElems <= valid) {
     const uint4 v = __ldg(reinterpret_cast<const uint4*>(flags + e));
     return flag_nibble(v.x) | (flag_nibble(v.y) << 4) | (flag_nibble(v.z) << 8) | (flag_nibble(v.w) << 12);
   }
   unsigned bits = 0;
 #pragma unroll
   for (int k = 0; k < kThreadStepElems; ++k) {
-    if (e + k < n && flags[e + k] != 0) bits |= 1u << k;
+    if (e + k < valid && flags[e + k] != 0) bits |= 1u << k;
   }
   return bits;
 }
@@ -319,7 +320,9 @@ struct Items {
 };
 
 template <int W, Load L>
-__device__ __forceinline__ void load_step(Items<W, L>& it, const unsigned char* items, long long seg, long long n,
+// Offsets within the tile: `items` is the tile's first item, `seg` the warp's first element of
+// the step, `valid` the number of elements of the tile that exist.
+__device__ __forceinline__ void load_step(Items<W, L>& it, const unsigned char* items, int seg, int valid,
                                           unsigned state, int lane) {
   using Word = typename WordOf<W>::type;
   constexpr int P = Config<W>::kPerVector;
@@ -333,14 +336,14 @@ __device__ __forceinline__ void load_step(Items<W, L>& it, const unsigned char* 
     it.meta[j] = bits | (((owner >> 16) + __popc(mask16 & ((1u << b) - 1u))) << 16);
     if constexpr (L != Load::positions) {
       if (bits != 0) {
-        const long long e = seg + q;
-        if (L == Load::vector && e + P <= n) {
-          it.v[j].v = __ldg(reinterpret_cast<const uint4*>(items + e * W));
+        const int e = seg + q;
+        if (L == Load::vector && e + P <= valid) {
+          it.v[j].v = __ldg(reinterpret_cast<const uint4*>(items + static_cast<unsigned>(e) * W));
         } else {
 #pragma unroll
           for (int k = 0; k < P; ++k) {
             if ((bits >> k) & 1u) {  // set flags are all below n
-              const unsigned char* src = items + (e + k) * W;
+              const unsigned char* src = items + static_cast<unsigned>(e + k) * W;
               if constexpr (L == Load::bytes) {
 #pragma unroll
                 for (int c = 0; c < W; ++c) it.v[j].b[k * W + c] = src[c];
@@ -379,11 +382,15 @@ __global__ void __launch_bounds__(Config<W>::kThreads, 4)
   __syncthreads();
   const long long tile = s_tile;
   const long long base = tile * kTileElems;
+  // Within the tile, offsets are 32-bit.
+  const int valid = static_cast<int>(n - base < kTileElems ? n - base : kTileElems);
+  const unsigned char* tile_flags = flags + base;
+  const unsigned char* tile_items = items + (L == Load::positions ? 0 : base * W);
 
   // 1-2. Flags and the scan of the counts in (step, thread) order.
   unsigned mask[S];
 #pragma unroll
-  for (int s = 0; s < S; ++s) mask[s] = flags16(flags, base + (s * T + t) * kThreadStepElems, n, vector_flags);
+  for (int s = 0; s < S; ++s) mask[s] = flags16(tile_flags, (s * T + t) * kThreadStepElems, valid, vector_flags);
   unsigned state[S];  // mask | (exclusive count in the warp) << 16
 #pragma unroll
   for (int s = 0; s < S; ++s) {
@@ -399,7 +406,7 @@ __global__ void __launch_bounds__(Config<W>::kThreads, 4)
   }
   // The first step's items are in flight during the scan and the look-back.
   Items<W, L> it;
-  load_step(it, items, base + warp * kWarpStepElems, n, state[0], lane);
+  load_step(it, tile_items, warp * kWarpStepElems, valid, state[0], lane);
   __syncthreads();
 
   // 3. The tile's offset.
@@ -434,7 +441,7 @@ __global__ void __launch_bounds__(Config<W>::kThreads, 4)
     // Staged so that the output's 16-byte boundaries fall on the stage's.
     const unsigned shift = aligned_out ? static_cast<unsigned>((reinterpret_cast<unsigned long long>(out) + first_out * W) % 16) / W : 0;
     const unsigned warp_first = shift + totals[s * C::kWarps + warp] - step_first;
-    const long long seg = base + static_cast<long long>(s * T + warp * 32) * kThreadStepElems;
+    const int seg = (s * T + warp * 32) * kThreadStepElems;  // the warp's first element, in the tile
     Word* staged = reinterpret_cast<Word*>(stage);
 #pragma unroll
     for (int j = 0; j < W; ++j) {
@@ -443,7 +450,7 @@ __global__ void __launch_bounds__(Config<W>::kThreads, 4)
       for (int k = 0; k < P; ++k) {
         if ((it.meta[j] >> k) & 1u) {
           if constexpr (L == Load::positions) {
-            staged[slot++] = static_cast<Word>(seg + (j * 32 + lane) * P + k);
+            staged[slot++] = static_cast<Word>(base + seg + (j * 32 + lane) * P + k);
           } else {
             Word w;
             memcpy(&w, &it.v[j].b[k * W], W);
@@ -453,7 +460,7 @@ __global__ void __launch_bounds__(Config<W>::kThreads, 4)
       }
     }
     if (s + 1 < S) {
-      load_step(it, items, seg + T * kThreadStepElems, n, state[s + 1], lane);  // in flight during the writes
+      load_step(it, tile_items, seg + T * kThreadStepElems, valid, state[s + 1], lane);  // in flight during the writes
     }
     __syncthreads();
     if (aligned_out) {
