@@ -88,7 +88,9 @@ void check_indices(const GatherProblem& problem, const Stream& stream);
 jit::ElementwiseSpec masked_assign_spec(DType dtype, bool scalar_value);
 // One generated pass: x = m ? value : x (vector loads and stores when everything is contiguous).
 void masked_assign(const MaskedAssignProblem& problem, const Stream& stream);
-// One pass (CUB DeviceSelect::Flagged, a decoupled look-back scan); the count lands in status[0].
+// One pass (a decoupled look-back scan over 16K-element tiles, in indexing.cu): the selected
+// items in order, and their count written by the device to status[0]. Any item width of 1, 2,
+// 4, 8 or 16 bytes, any alignment of in and flags (16-byte aligned: vector loads), any n >= 0.
 void select_flagged(const void* in, std::int64_t itemsize, const bool* flags, std::int64_t n, void* out,
                     std::int64_t* status, const Stream& stream);
 void flat_nonzero(const bool* flags, std::int64_t n, std::int64_t* out, std::int64_t* status, const Stream& stream);

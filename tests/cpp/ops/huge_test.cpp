@@ -9,6 +9,7 @@
 #include "testing.hpp"
 #include "tessel/memory/caching_allocator.hpp"
 #include "tessel/ops/elementwise.hpp"
+#include "tessel/ops/indexing.hpp"
 #include "tessel/ops/reduce.hpp"
 #include "tessel/tessel.hpp"
 
@@ -89,6 +90,48 @@ TEST(OpsHuge, Float16AddPast2To31) {
   EXPECT_EQ(at(c, std::int64_t{1} << 31), -3.5);
   EXPECT_EQ(at(c, n - 2), 0.75);
   EXPECT_EQ(at(c, n - 1), 8.25);
+}
+
+TEST(OpsHuge, Uint8MaskSelectAndNonzeroPast2To31) {
+  // x[m] over uint8 x and a mostly-true m (2.1 GB each, and 2.1 GB of result): 64-bit tile
+  // offsets and count. Then nonzero of a sparse mask (2.1 GB of flags, 17.2 GB of int64
+  // positions, as nonzero sizes them before it knows the count): about 24 GB at the peak.
+  TESSEL_SKIP_UNLESS_FREE(kHugeN * (1 + 1 + 1 + 8));
+  const Device gpu = testing::test_gpu();
+  const std::int64_t n = kHugeN;
+  const std::int64_t two31 = std::int64_t{1} << 31;
+  Array x = full({n}, 1, DType::uint8, gpu);
+  const std::vector<std::pair<std::int64_t, int>> marks = {
+      {0, 5}, {16383, 6}, {two31 - 1, 7}, {two31, 9}, {two31 + 3, 3}, {two31 + 16384, 4}, {n - 1, 11}};
+  for (const auto& [pos, value] : marks) fill(x.slice(0, Slice(pos, pos + 1)), value);
+  // Unselected: on both sides of 2^31 and of a tile boundary there.
+  const std::vector<std::int64_t> dropped = {1, two31 - 2, two31 + 1, two31 + 16383, n - 2};
+  std::int64_t count = 0;
+  {
+    Array m = full({n}, 1, DType::bool_, gpu);
+    for (std::int64_t pos : dropped) fill(m.slice(0, Slice(pos, pos + 1)), 0);
+    const Array r = getitem(x, {m});
+    ASSERT_EQ(r.shape(), (Shape{n - static_cast<std::int64_t>(dropped.size())}));
+    const auto out_index = [&](std::int64_t pos) {
+      std::int64_t before = 0;
+      for (std::int64_t d : dropped) before += d < pos;
+      return pos - before;
+    };
+    for (const auto& [pos, value] : marks) EXPECT_EQ(at(r, out_index(pos)), value) << "x[" << pos << "]";
+    for (std::int64_t pos : {std::int64_t{2}, two31 - 3, two31 + 2, two31 + 16385, n - 3}) {
+      EXPECT_EQ(at(r, out_index(pos)), 1) << "x[" << pos << "]";
+    }
+    count = r.shape()[0];
+  }
+  EXPECT_EQ(count, n - 5);
+  {
+    const Array sparse = not_equal(x, Scalar(1));
+    const std::vector<Array> nz = nonzero(sparse);
+    ASSERT_EQ(nz.size(), 1u);
+    const std::vector<std::int64_t> got = nz[0].to_vector<std::int64_t>();
+    ASSERT_EQ(got.size(), marks.size());
+    for (std::size_t k = 0; k < marks.size(); ++k) EXPECT_EQ(got[k], marks[k].first) << k;
+  }
 }
 #endif
 

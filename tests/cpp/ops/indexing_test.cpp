@@ -3,6 +3,7 @@
 // including strided and reversed inputs, broadcast index arrays, zero-size and the errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "jit/jit_test_util.hpp"
 #include "tessel/jit/compiler.hpp"
 #include "tessel/ops/indexing.hpp"
+#include "sanitizer.hpp"
 #include "testing.hpp"
 
 namespace tessel::testing {
@@ -217,6 +219,173 @@ TEST_P(IndexingTest, Errors) {
   // Still usable after the failures.
   EXPECT_EQ(getitem(x, {int64_array({2, -1}, {2}, device())}).shape(), (Shape{2, 4}));
 }
+
+// x[m] and nonzero over 1-d arrays of several tiles (16K elements) with a tail, on views offset
+// by one element (unaligned for vector loads), and with all-true and all-false masks.
+TEST_P(IndexingTest, MaskSelectTilesTailsAndOffsetViews) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const std::int64_t n = 3 * 16384 + 77;
+  const std::vector<Value> values = random_values(rng, dtype(), n + 1);
+  const Array base = make_array(values, {n + 1}, dtype(), device());
+  for (int pattern = 0; pattern < 3; ++pattern) {
+    std::vector<bool> m(static_cast<std::size_t>(n + 1));
+    for (std::size_t i = 0; i < m.size(); ++i) m[i] = pattern == 0 ? rng() % 2 == 0 : pattern == 1;
+    const Array mask = bool_array(m, {n + 1}, device());
+    for (std::int64_t offset : {0, 1}) {
+      const Array x = base.index({Slice(offset, offset + n)});
+      const Array mx = mask.index({Slice(offset, offset + n)});
+      const Array selected = getitem(x, {mx});
+      std::vector<std::size_t> want;
+      for (std::int64_t i = 0; i < n; ++i) {
+        if (m[static_cast<std::size_t>(i + offset)]) want.push_back(static_cast<std::size_t>(i + offset));
+      }
+      ASSERT_EQ(selected.shape(), (Shape{static_cast<std::int64_t>(want.size())})) << "pattern " << pattern << " offset " << offset;
+      const std::vector<Value> got = read_values(selected);
+      for (std::size_t k = 0; k < want.size(); ++k) {
+        ASSERT_TRUE(same_value(got[k], values[want[k]])) << "pattern " << pattern << " offset " << offset << " item " << k;
+      }
+      if (dtype() != DType::float32) continue;  // nonzero: one dtype
+      const std::vector<std::int64_t> nz = nonzero(mx)[0].to_vector<std::int64_t>();
+      ASSERT_EQ(nz.size(), want.size());
+      for (std::size_t k = 0; k < want.size(); ++k) ASSERT_EQ(nz[k], static_cast<std::int64_t>(want[k]) - offset) << k;
+    }
+  }
+}
+
+#if defined(TESSEL_HAVE_CUDA)
+// The CUDA compaction kernel through the backend call, against a host reference: every item
+// width; items at offsets that select each load path (16-byte vectors, one word per item, bytes);
+// flags aligned and not; outputs aligned to 16, to the width only, and not at all; sizes around
+// the tile (16384) and the vector (16); random, all-true, all-false, sparse, long runs and
+// flags stored as nonzero bytes other than 1. nonzero's positions kernel the same way.
+TEST(IndexingCuda, CompactionKernelWidthsAlignmentsAndTails) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  const Device gpu = test_gpu();
+  TESSEL_SKIP_UNAVAILABLE(gpu);
+  TESSEL_SEEDED_RNG(rng);
+  const Stream stream = current_stream(gpu);
+  const std::vector<std::int64_t> sizes = {0, 1, 15, 16, 17, 511, 4097, 16383, 16384, 16385, 3 * 16384 + 77, 200003};
+  const auto device_bytes = [&](const std::vector<std::uint8_t>& bytes) {
+    return from_host(bytes.data(), {static_cast<std::int64_t>(bytes.size())}, DType::uint8, gpu);
+  };
+  int combination = 0;  // under compute-sanitizer: a rotating sixth of the combinations, sizes to 20000
+  for (std::int64_t n : sizes) {
+    if (under_sanitizer() && n > 20000) continue;
+    for (int pattern = 0; pattern < 6; ++pattern) {
+      if (n < 16384 && pattern >= 3) continue;  // the structured patterns need tiles
+      // Flags with 32 bytes of slack on both sides, so that offset pointers stay inside.
+      std::vector<std::uint8_t> flags(static_cast<std::size_t>(n) + 64, 0);
+      std::vector<std::size_t> selected;  // positions, in order
+      std::size_t run = 0;
+      bool on = false;
+      for (std::int64_t i = 0; i < n; ++i) {
+        bool f = false;
+        switch (pattern) {
+          case 0: f = rng() % 2 == 0; break;
+          case 1: f = true; break;
+          case 2: f = false; break;
+          case 3: f = rng() % 97 == 0; break;
+          case 4:
+            if (run == 0) {
+              run = 1 + rng() % 40000;
+              on = !on;
+            }
+            --run;
+            f = on;
+            break;
+          default: f = rng() % 3 == 0; break;
+        }
+        if (f) selected.push_back(static_cast<std::size_t>(i));
+        flags[static_cast<std::size_t>(i) + 32] = f ? (pattern == 5 ? static_cast<std::uint8_t>(1 + rng() % 255) : 1) : 0;
+      }
+      // Flags start at byte 32 (aligned) or 33 (not aligned).
+      const Array flags_dev = device_bytes(flags);
+      const Array flags_dev_shifted = device_bytes([&] {
+        std::vector<std::uint8_t> f(flags.size(), 0);
+        std::copy(flags.begin() + 32, flags.begin() + 32 + n, f.begin() + 33);
+        return f;
+      }());
+      for (int width : {1, 2, 4, 8, 16}) {
+        const auto w = static_cast<std::size_t>(width);
+        std::vector<std::uint8_t> items(static_cast<std::size_t>(n) * w + 64);
+        for (auto& b : items) b = static_cast<std::uint8_t>(rng());
+        const Array items_dev = device_bytes(items);
+        std::vector<std::size_t> item_offsets = {32, 32 + w};  // vector; word (or vector for 16)
+        if (width == 16) item_offsets.push_back(40);           // 8-byte aligned: word
+        if (width > 1) item_offsets.push_back(33);             // bytes
+        for (std::size_t item_offset : item_offsets) {
+          for (int flag_shift : {0, 1}) {
+            for (std::size_t out_offset : {std::size_t{32}, 32 + w, std::size_t{33}}) {
+              if (out_offset == 33 && width == 1) continue;
+              // One combination per size beyond the first few, to bound the run time.
+              const bool full = item_offset == 32 && flag_shift == 0 && out_offset == 32;
+              if (!full && n > 20000 && pattern != 0) continue;
+              if (!sanitizer_sample(combination++, static_cast<int>(n % 6))) continue;
+              Array out_dev = zeros({static_cast<std::int64_t>(static_cast<std::size_t>(n) * w + 64)}, DType::uint8, gpu);
+              const auto* in = static_cast<const std::uint8_t*>(items_dev.data()) + item_offset;
+              const bool* f = reinterpret_cast<const bool*>(
+                  static_cast<const std::uint8_t*>((flag_shift ? flags_dev_shifted : flags_dev).data()) + 32 + flag_shift);
+              std::int64_t count = -1;
+              {
+                backend::cuda::StatusLease lease = backend::cuda::lease_status(stream);
+                lease.host[0] = -1;
+                backend::cuda::select_flagged(in, width, f, n, static_cast<std::uint8_t*>(out_dev.data()) + out_offset,
+                                              lease.words, stream);
+                backend::cuda::read_status(lease, stream);
+                count = lease.host[0];
+              }
+              const std::string where = "n " + std::to_string(n) + " pattern " + std::to_string(pattern) + " width " +
+                                        std::to_string(width) + " items +" + std::to_string(item_offset) + " flags +" +
+                                        std::to_string(flag_shift) + " out +" + std::to_string(out_offset);
+              ASSERT_EQ(count, static_cast<std::int64_t>(selected.size())) << where;
+              const std::vector<std::uint8_t> got = out_dev.to_vector<std::uint8_t>();
+              for (std::size_t b = 0; b < out_offset; ++b) ASSERT_EQ(got[b], 0) << where << ": wrote before the output";
+              for (std::size_t k = 0; k < selected.size(); ++k) {
+                for (std::size_t c = 0; c < w; ++c) {
+                  ASSERT_EQ(got[out_offset + k * w + c], items[item_offset + selected[k] * w + c]) << where << " item " << k;
+                }
+              }
+              for (std::size_t b = out_offset + selected.size() * w; b < got.size(); ++b) {
+                ASSERT_EQ(got[b], 0) << where << ": wrote past the count";
+              }
+            }
+          }
+        }
+      }
+      // nonzero's positions: flags aligned and not; output aligned to 16 and to 8 only.
+      for (int flag_shift : {0, 1}) {
+        for (std::int64_t out_offset : {0, 1}) {
+          Array out_dev = full({n + 2}, Scalar(-7), DType::int64, gpu);
+          const bool* f = reinterpret_cast<const bool*>(
+              static_cast<const std::uint8_t*>((flag_shift ? flags_dev_shifted : flags_dev).data()) + 32 + flag_shift);
+          std::int64_t count = -1;
+          {
+            backend::cuda::StatusLease lease = backend::cuda::lease_status(stream);
+            lease.host[0] = -1;
+            backend::cuda::flat_nonzero(f, n, out_dev.data_as<std::int64_t>() + out_offset, lease.words, stream);
+            backend::cuda::read_status(lease, stream);
+            count = lease.host[0];
+          }
+          const std::string where = "nonzero n " + std::to_string(n) + " pattern " + std::to_string(pattern) +
+                                    " flags +" + std::to_string(flag_shift) + " out +" + std::to_string(out_offset);
+          ASSERT_EQ(count, static_cast<std::int64_t>(selected.size())) << where;
+          const std::vector<std::int64_t> got = out_dev.to_vector<std::int64_t>();
+          if (out_offset) {
+            ASSERT_EQ(got[0], -7) << where;
+          }
+          for (std::size_t k = 0; k < selected.size(); ++k) {
+            ASSERT_EQ(got[static_cast<std::size_t>(out_offset) + k], static_cast<std::int64_t>(selected[k])) << where << " " << k;
+          }
+          for (std::size_t k = static_cast<std::size_t>(out_offset) + selected.size(); k < got.size(); ++k) {
+            ASSERT_EQ(got[k], -7) << where << ": wrote past the count";
+          }
+        }
+      }
+    }
+  }
+}
+#endif
 
 #if defined(TESSEL_HAVE_CUDA)
 // Every kind of generated gather / scatter / check kernel compiles under NVRTC (no GPU needed),
