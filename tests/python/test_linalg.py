@@ -336,7 +336,10 @@ def test_svd_reconstructs(device, rng, dtype, shape, full, rank_deficient):
     if rank_deficient:
         if min(shape[-2:]) < 2:
             pytest.skip("needs two columns and two rows")
-        a[..., -1] = a[..., 0]  # U and Vh must still be orthonormal
+        if shape[-2] >= shape[-1]:  # a repeated column (tall) or row (wide): U and Vh must stay orthonormal
+            a[..., -1] = a[..., 0]
+        else:
+            a[..., -1, :] = a[..., 0, :]
     m, n = shape[-2], shape[-1]
     k = min(m, n)
     u, s, vh = ts.linalg.svd(on(device, a), full_matrices=full)

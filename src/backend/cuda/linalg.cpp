@@ -309,6 +309,48 @@ cusolverStatus_t gesvdj(cusolverDnHandle_t h, cusolverEigMode_t jobz, int econ, 
   else return cusolverDnZgesvdj(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params);
 }
 
+// The legacy 32-bit getrf/getrs (int pivots), the ones PyTorch and CuPy call.
+template <class T>
+cusolverStatus_t getrf_size(cusolverDnHandle_t h, int n, T* a, int* lwork) {
+  if constexpr (std::is_same_v<T, float>) return cusolverDnSgetrf_bufferSize(h, n, n, a, n, lwork);
+  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgetrf_bufferSize(h, n, n, a, n, lwork);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgetrf_bufferSize(h, n, n, a, n, lwork);
+  else return cusolverDnZgetrf_bufferSize(h, n, n, a, n, lwork);
+}
+template <class T>
+cusolverStatus_t getrf(cusolverDnHandle_t h, int n, T* a, T* work, int* piv, int* info) {
+  if constexpr (std::is_same_v<T, float>) return cusolverDnSgetrf(h, n, n, a, n, work, piv, info);
+  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgetrf(h, n, n, a, n, work, piv, info);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgetrf(h, n, n, a, n, work, piv, info);
+  else return cusolverDnZgetrf(h, n, n, a, n, work, piv, info);
+}
+template <class T>
+cusolverStatus_t getrs(cusolverDnHandle_t h, cublasOperation_t op, int n, int nrhs, const T* a, const int* piv, T* b,
+                       int* info) {
+  if constexpr (std::is_same_v<T, float>) return cusolverDnSgetrs(h, op, n, nrhs, a, n, piv, b, n, info);
+  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgetrs(h, op, n, nrhs, a, n, piv, b, n, info);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgetrs(h, op, n, nrhs, a, n, piv, b, n, info);
+  else return cusolverDnZgetrs(h, op, n, nrhs, a, n, piv, b, n, info);
+}
+
+// ---- solve of one matrix at a time: which cuSOLVER API ----
+// The 64-bit X API (Xgetrf/Xgetrs, int64 pivots) or the legacy one (<t>getrf/<t>getrs, int
+// pivots), which PyTorch and CuPy call. H100, solve 4096 with 64 right-hand sides float32
+// (bench/peers/python_linalg.py --only solve_4096_rhs64_f32): PyTorch 15.1 ms, CuPy 15.6 ms,
+// tessel on the X API ~15.65 ms; the legacy API is to be measured (TESSEL_LINALG_GETRF=legacy or
+// x forces one; unset: this constant).
+constexpr bool kSolveLegacyApi = false;
+bool solve_legacy_api() {
+  static const std::string forced = [] {
+    const char* v = std::getenv("TESSEL_LINALG_GETRF");
+    return std::string(v ? v : "");
+  }();
+  if (forced.empty() || forced == "auto") return kSolveLegacyApi;
+  if (forced == "legacy") return true;
+  if (forced == "x") return false;
+  throw ValueError(fmt::format("solve: TESSEL_LINALG_GETRF must be auto, legacy or x, got \"{}\"", forced));
+}
+
 // Jacobi sweeps are capped, so NaN/Inf input ends with info > 0 or NaN results, never a hang.
 constexpr int kJacobiMaxSweeps = 100;
 
@@ -499,12 +541,34 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool 
     return;
   }
   Call c(stream, op);
+  const cublasOperation_t trans = transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (solve_legacy_api()) {
+    const int n = to_int(p.n, op), k = to_int(nrhs, op);
+    by_dtype(p.dtype, op, [&](auto tag) {
+      using T = decltype(tag);
+      int lwork = 0;
+      TESSEL_CUSOLVER_CHECK(getrf_size<T>(c.h.solver, n, static_cast<T*>(a), &lwork), op);
+      auto work = c.device_buffer(static_cast<std::size_t>(lwork) * sizeof(T));
+      auto piv = c.device_buffer(static_cast<std::size_t>(p.n) * sizeof(int));
+      auto solve_info = c.device_buffer(sizeof(int));  // getrs's: argument checks only
+      for (std::int64_t b = 0; b < p.batch; ++b) {
+        T* ab = reinterpret_cast<T*>(at(a, b, bytes));
+        TESSEL_CUSOLVER_CHECK(getrf<T>(c.h.solver, n, ab, static_cast<T*>(work->data()), static_cast<int*>(piv->data()),
+                                       info + b),
+                              op);
+        TESSEL_CUSOLVER_CHECK(getrs<T>(c.h.solver, trans, n, k, ab, static_cast<const int*>(piv->data()),
+                                       reinterpret_cast<T*>(at(b_data, b, b_bytes)), static_cast<int*>(solve_info->data())),
+                              op);
+      }
+    });
+    return;
+  }
   const cudaDataType t = data_type(p.dtype);
   std::size_t dev_bytes = 0, host_bytes = 0;
   TESSEL_CUSOLVER_CHECK(cusolverDnXgetrf_bufferSize(c.h.solver, c.h.params, p.n, p.n, t, a, p.n, t, &dev_bytes, &host_bytes), op);
   auto work = c.device_buffer(dev_bytes);
   auto piv = c.device_buffer(static_cast<std::size_t>(p.n) * sizeof(std::int64_t));
-  auto solve_info = c.device_buffer(sizeof(int));
+  auto solve_info = c.device_buffer(sizeof(int));  // getrs's: argument checks only
   HostWork host;
   void* hw = host.get(host_bytes);
   for (std::int64_t b = 0; b < p.batch; ++b) {
@@ -512,7 +576,7 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool 
                                            static_cast<std::int64_t*>(piv->data()), t, work->data(), dev_bytes, hw,
                                            host_bytes, info + b),
                           op);
-    TESSEL_CUSOLVER_CHECK(cusolverDnXgetrs(c.h.solver, c.h.params, transposed ? CUBLAS_OP_T : CUBLAS_OP_N, p.n, nrhs, t, at(a, b, bytes), p.n,
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgetrs(c.h.solver, c.h.params, trans, p.n, nrhs, t, at(a, b, bytes), p.n,
                                            static_cast<const std::int64_t*>(piv->data()), t, at(b_data, b, b_bytes), p.n,
                                            static_cast<int*>(solve_info->data())),
                           op);

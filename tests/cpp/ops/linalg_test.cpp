@@ -260,8 +260,8 @@ TEST_P(LinalgTest, QrAndSvdReconstruct) {
 
 // Tall and wide matrices above the batched and small-kernel ranges: on CUDA the per-matrix route
 // of the SVD table (QR first, then gesvdj, for 300 x 40 and, transposed, 40 x 300; the full U of
-// a tall matrix direct). The last matrix of each batch is rank deficient (a repeated column):
-// U and Vh must still be orthonormal.
+// a tall matrix direct). The last matrix of each batch is rank deficient (a repeated column or
+// row): U and Vh must still be orthonormal.
 TEST_P(LinalgTest, SvdOfTallAndWideMatrices) {
   TESSEL_SKIP_UNAVAILABLE(device());
   TESSEL_SEEDED_RNG(rng);
@@ -270,7 +270,11 @@ TEST_P(LinalgTest, SvdOfTallAndWideMatrices) {
       const std::int64_t k = std::min(m, n);
       auto a = host(random_matrices(rng, {batch, m, n}, dtype(), Device::cpu()));
       const std::int64_t last = (batch - 1) * m * n;
-      for (std::int64_t i = 0; i < m; ++i) a[static_cast<std::size_t>(last + i * n + n - 1)] = a[static_cast<std::size_t>(last + i * n)];
+      if (m >= n) {  // a repeated column (tall) or row (wide): rank k - 1
+        for (std::int64_t i = 0; i < m; ++i) a[static_cast<std::size_t>(last + i * n + n - 1)] = a[static_cast<std::size_t>(last + i * n)];
+      } else {
+        for (std::int64_t j = 0; j < n; ++j) a[static_cast<std::size_t>(last + (m - 1) * n + j)] = a[static_cast<std::size_t>(last + j)];
+      }
       const Array x = upload(a, {batch, m, n}, dtype(), device());
       const auto values = host(linalg::svdvals(x));
       ASSERT_EQ(values.size(), static_cast<std::size_t>(batch * k));
@@ -300,7 +304,9 @@ TEST_P(LinalgTest, SvdOfTallAndWideMatrices) {
           const auto vvt = matmul_host(vb, vb, vr, n, vr, false, true);
           EXPECT_LE(max_abs_diff(vvt.data(), eye_v.data(), vr * vr), t) << "Vh Vh^H";
           for (std::int64_t j = 0; j < k; ++j) {
-            if (j > 0) EXPECT_GE(sh[b * k + j - 1].real(), sh[b * k + j].real());
+            if (j > 0) {
+              EXPECT_GE(sh[b * k + j - 1].real(), sh[b * k + j].real());
+            }
             EXPECT_LE(std::abs(sh[b * k + j] - values[b * k + j]), t) << "svdvals";
           }
           EXPECT_LE(std::abs(sh[b * k + k - 1]), b == batch - 1 ? t * 10 : 1e30) << "rank deficient";
