@@ -364,9 +364,11 @@ constexpr int kJacobiMaxSweeps = 100;
 // Measured (H100, bench/peers/python_linalg.py --only svd_4096x1024_f32, 4096x1024 float32,
 // reduced): Xgesvd direct 142 ms (tessel before this table), PyTorch (gesvdj direct, econ)
 // 58.4 ms, CuPy (gesvd) 167 ms. The QR-first crossover and the driver below are to be measured:
-// TESSEL_LINALG_SVD=gesvd | gesvdj | qr+gesvd | qr+gesvdj forces one route (auto: this table),
+//    cusolverDnXgesvdp (polar decomposition (QDWH) then syevd: GEMM-rich; it perturbs singular
+//    values near zero by the amount it reports, so rank-deficient inputs lose a little accuracy there).
+// TESSEL_LINALG_SVD=gesvd | gesvdj | gesvdp | qr+gesvd | qr+gesvdj | qr+gesvdp forces one route (auto: this table),
 // as TESSEL_LINALG_SMALL=0 does for tessel's kernels.
-enum class SvdDriver { gesvd, gesvdj };
+enum class SvdDriver { gesvd, gesvdj, gesvdp };
 struct SvdRoute {
   bool qr_first;
   SvdDriver driver;
@@ -388,7 +390,10 @@ SvdRoute svd_route(const LinalgBatch& p, bool vectors, bool full) {
   if (forced == "gesvdj") return {false, SvdDriver::gesvdj};
   if (forced == "qr+gesvd") return {qr_possible, SvdDriver::gesvd};
   if (forced == "qr+gesvdj") return {qr_possible, SvdDriver::gesvdj};
-  throw ValueError(fmt::format("svd: TESSEL_LINALG_SVD must be auto, gesvd, gesvdj, qr+gesvd or qr+gesvdj, got \"{}\"",
+  if (forced == "gesvdp") return {false, SvdDriver::gesvdp};
+  if (forced == "qr+gesvdp") return {qr_possible, SvdDriver::gesvdp};
+  throw ValueError(fmt::format("svd: TESSEL_LINALG_SVD must be auto, gesvd, gesvdj, gesvdp, qr+gesvd, qr+gesvdj or "
+                               "qr+gesvdp, got \"{}\"",
                                forced));
 }
 
@@ -703,6 +708,13 @@ void svd_one_by_one(Call& c, const LinalgBatch& p, void* a, void* s, void* u, vo
                                          jparams->params),
                           op);
     work = c.device_buffer(static_cast<std::size_t>(lwork) * es);
+  } else if (route.driver == SvdDriver::gesvdp) {
+    if (vectors) v = c.device_buffer(es * static_cast<std::size_t>(n * n));
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgesvdp_bufferSize(c.h.solver, c.h.params, jobz, econ, dm, n, t, first_a, dm, rt, s, t,
+                                                       first_u, dm, t, vectors ? v->data() : nullptr, n, t, &dev_bytes,
+                                                       &host_bytes),
+                          op);
+    work = c.device_buffer(dev_bytes);
   } else {
     TESSEL_CUSOLVER_CHECK(cusolverDnXgesvd_bufferSize(c.h.solver, c.h.params, job, job, dm, n, t, first_a, dm, rt, s, t,
                                                       first_u, dm, t, vh, ldvt, t, &dev_bytes, &host_bytes),
@@ -731,6 +743,13 @@ void svd_one_by_one(Call& c, const LinalgBatch& p, void* a, void* s, void* u, vo
       TESSEL_CUSOLVER_CHECK(gesvdj<T>(c.h.solver, jobz, econ, idm, in, da, idm, sb, dub, idm,
                                       vectors ? static_cast<T*>(v->data()) : nullptr, in, static_cast<T*>(work->data()),
                                       lwork, info + b, jparams->params),
+                            op);
+      if (vectors) adjoint_batch(p.dtype, v->data(), n, vhb, n, n, 1, c.s);
+    } else if (route.driver == SvdDriver::gesvdp) {
+      double perturbation = 0;  // a host output: gesvdp synchronizes the stream
+      TESSEL_CUSOLVER_CHECK(cusolverDnXgesvdp(c.h.solver, c.h.params, jobz, econ, dm, n, t, da, dm, rt, sb, t, dub, dm, t,
+                                              vectors ? v->data() : nullptr, n, t, work->data(), dev_bytes, hw,
+                                              host_bytes, info + b, &perturbation),
                             op);
       if (vectors) adjoint_batch(p.dtype, v->data(), n, vhb, n, n, 1, c.s);
     } else {
