@@ -63,6 +63,9 @@ void fill_pointers(void** pointers, void* base, std::int64_t stride_bytes, std::
 // conjugate-transposed (transposed for real dtypes); both column-major batches.
 void adjoint_batch(DType dtype, const void* src, std::int64_t src_cols, void* dst, std::int64_t rows,
                    std::int64_t cols, std::int64_t batch, void* stream);
+// dst (n x n, leading dimension n) = the upper triangle of src's leading n x n block (leading
+// dimension lda), zeros below the diagonal: R of a geqrf, for the QR-first SVD.
+void copy_upper_triangle(DType dtype, const void* src, std::int64_t lda, void* dst, std::int64_t n, void* stream);
 // Destroys the cached cuSOLVER/cuBLAS handles (kept per device and stream for the process, and
 // holding device memory), e.g. before a leak check at the end of a program. Call it only while no
 // linalg call runs; the next call creates them again.

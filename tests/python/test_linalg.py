@@ -96,6 +96,27 @@ def test_cholesky_reads_one_triangle(device, rng, dtype):
     close(ts.linalg.cholesky(on(device, upper_only), upper=True), H(want), dtype, 6, 10)
 
 
+# Order 70 is above tessel's kernels and potrfBatched: on CUDA each matrix goes through Xpotrf,
+# which factors LOWER (an upper request runs through two conjugate transposes).
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("shape", [(70, 70), (2, 70, 70)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cholesky_one_matrix_at_a_time(device, rng, dtype, shape, upper):
+    a = spd(rng, shape, dtype)
+    garbage = random_array(rng, shape, dtype) * 1e3
+    x = np.triu(a) + np.tril(garbage, -1) if upper else np.tril(a) + np.triu(garbage, 1)
+    got = np.asarray(ts.linalg.cholesky(on(device, x), upper=upper))
+    n = shape[-1]
+    assert np.all((np.tril(got, -1) if upper else np.triu(got, 1)) == 0), "the other triangle must be zero"
+    close(H(got) @ got if upper else got @ H(got), a, dtype, n)
+    ref = np.linalg.cholesky(a.astype(np.complex128 if "complex" in dtype else np.float64))
+    close(got, H(ref) if upper else ref, dtype, n, cond=10)
+    bad = a.copy()
+    bad[..., :, :] = -np.eye(n)
+    _, info = ts.linalg.cholesky_ex(on(device, bad), upper=upper)
+    assert np.all(np.asarray(info) == 1)
+
+
 def test_cholesky_not_positive_definite_names_the_batch_index(device, rng):
     a = spd(rng, (2, 3, 4, 4), "float64")
     a[1, 2] = -np.eye(4)
@@ -301,11 +322,24 @@ def test_qr_reconstructs(device, rng, dtype, shape, mode):
     close(H(q) @ q, np.broadcast_to(np.eye(qc), shape[:-2] + (qc, qc)), dtype, max(m, n))
 
 
+# On CUDA, 300 x 40 (and 40 x 300, transposed) take the per-matrix route of the SVD table: QR
+# first, then gesvdj; the full U of a tall matrix goes direct.
+SVD_SHAPES = QR_SHAPES + [(300, 40), (40, 300), (2, 300, 40)]
+
+
+@pytest.mark.parametrize("rank_deficient", [False, True])
 @pytest.mark.parametrize("full", [True, False])
-@pytest.mark.parametrize("shape", QR_SHAPES)
+@pytest.mark.parametrize("shape", SVD_SHAPES)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_svd_reconstructs(device, rng, dtype, shape, full):
+def test_svd_reconstructs(device, rng, dtype, shape, full, rank_deficient):
     a = random_array(rng, shape, dtype)
+    if rank_deficient:
+        if min(shape[-2:]) < 2:
+            pytest.skip("needs two columns and two rows")
+        if shape[-2] >= shape[-1]:  # a repeated column (tall) or row (wide): U and Vh must stay orthonormal
+            a[..., -1] = a[..., 0]
+        else:
+            a[..., -1, :] = a[..., 0, :]
     m, n = shape[-2], shape[-1]
     k = min(m, n)
     u, s, vh = ts.linalg.svd(on(device, a), full_matrices=full)

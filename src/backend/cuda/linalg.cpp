@@ -2,7 +2,8 @@
 // tuning table picks them, else cuSOLVER's 64-bit cusolverDnX* API, one matrix per call, and the
 // batched library routines for many small matrices (cusolverDn<t>potrfBatched, cuBLAS <t>getrfBatched /
 // <t>getrsBatched, cusolverDn<t>syevjBatched, cusolverDn<t>gesvdjBatched), chosen by the
-// crossover table below. Device workspaces come from the caching allocator (stream-ordered
+// crossover table below. One large matrix: Cholesky always runs potrf LOWER (the fast one) and
+// SVD picks its driver from the SVD table below (QR first for tall matrices, then Jacobi). Device workspaces come from the caching allocator (stream-ordered
 // frees); handles come from a per-(device, stream) cache, so a call never rebinds a handle
 // another stream is using. Nothing here synchronizes: info values stay on the device.
 #include <cublas_v2.h>
@@ -10,7 +11,10 @@
 #include <cusolverDn.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <climits>
+#include <cstdlib>
+#include <string>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -253,8 +257,165 @@ cusolverStatus_t orgqr(cusolverDnHandle_t h, int m, int n, int k, T* a, const T*
   else return cusolverDnZungqr(h, m, n, k, a, m, tau, work, lwork, info);
 }
 
+template <class T>
+T scalar_one() {
+  if constexpr (std::is_same_v<T, cuFloatComplex>) return make_cuFloatComplex(1.0f, 0.0f);
+  else if constexpr (std::is_same_v<T, cuDoubleComplex>) return make_cuDoubleComplex(1.0, 0.0);
+  else return T(1);
+}
+template <class T>
+T scalar_zero() {
+  if constexpr (std::is_same_v<T, cuFloatComplex>) return make_cuFloatComplex(0.0f, 0.0f);
+  else if constexpr (std::is_same_v<T, cuDoubleComplex>) return make_cuDoubleComplex(0.0, 0.0);
+  else return T(0);
+}
+// c (m x n, column-major) = a^H (a: n x m), out of place: cuBLAS geam with beta = 0. B is a again
+// (op(B) = a^H has the right shape), so every pointer is valid whatever cuBLAS reads.
+template <class T>
+cublasStatus_t adjoint_geam(cublasHandle_t h, int m, int n, const T* a, int lda, T* c, int ldc) {
+  const T one = scalar_one<T>(), zero = scalar_zero<T>();
+  const cublasOperation_t op = CUBLAS_OP_C;  // CUBLAS_OP_T for real types
+  if constexpr (std::is_same_v<T, float>) return cublasSgeam(h, op, op, m, n, &one, a, lda, &zero, a, lda, c, ldc);
+  else if constexpr (std::is_same_v<T, double>) return cublasDgeam(h, op, op, m, n, &one, a, lda, &zero, a, lda, c, ldc);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cublasCgeam(h, op, op, m, n, &one, a, lda, &zero, a, lda, c, ldc);
+  else return cublasZgeam(h, op, op, m, n, &one, a, lda, &zero, a, lda, c, ldc);
+}
+// c (m x n) = a (m x k) b (k x n), all column-major.
+template <class T>
+cublasStatus_t gemm_nn(cublasHandle_t h, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
+  const T one = scalar_one<T>(), zero = scalar_zero<T>();
+  const cublasOperation_t nn = CUBLAS_OP_N;
+  if constexpr (std::is_same_v<T, float>) return cublasSgemm(h, nn, nn, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc);
+  else if constexpr (std::is_same_v<T, double>) return cublasDgemm(h, nn, nn, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cublasCgemm(h, nn, nn, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc);
+  else return cublasZgemm(h, nn, nn, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc);
+}
+// gesvdj of one matrix (legacy 32-bit API; the X API has no gesvdj): econ = 1 writes U (m x k)
+// and V (n x k), k = min(m, n); econ = 0 the square ones.
+template <class T>
+cusolverStatus_t gesvdj_size(cusolverDnHandle_t h, cusolverEigMode_t jobz, int econ, int m, int n, const T* a, int lda,
+                             const Real<T>* s, const T* u, int ldu, const T* v, int ldv, int* lwork, gesvdjInfo_t params) {
+  if constexpr (std::is_same_v<T, float>) return cusolverDnSgesvdj_bufferSize(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, lwork, params);
+  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgesvdj_bufferSize(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, lwork, params);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgesvdj_bufferSize(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, lwork, params);
+  else return cusolverDnZgesvdj_bufferSize(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, lwork, params);
+}
+template <class T>
+cusolverStatus_t gesvdj(cusolverDnHandle_t h, cusolverEigMode_t jobz, int econ, int m, int n, T* a, int lda, Real<T>* s,
+                        T* u, int ldu, T* v, int ldv, T* work, int lwork, int* info, gesvdjInfo_t params) {
+  if constexpr (std::is_same_v<T, float>) return cusolverDnSgesvdj(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params);
+  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgesvdj(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgesvdj(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params);
+  else return cusolverDnZgesvdj(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params);
+}
+
+// The legacy 32-bit getrf/getrs (int pivots), the ones PyTorch and CuPy call.
+template <class T>
+cusolverStatus_t getrf_size(cusolverDnHandle_t h, int n, T* a, int* lwork) {
+  if constexpr (std::is_same_v<T, float>) return cusolverDnSgetrf_bufferSize(h, n, n, a, n, lwork);
+  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgetrf_bufferSize(h, n, n, a, n, lwork);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgetrf_bufferSize(h, n, n, a, n, lwork);
+  else return cusolverDnZgetrf_bufferSize(h, n, n, a, n, lwork);
+}
+template <class T>
+cusolverStatus_t getrf(cusolverDnHandle_t h, int n, T* a, T* work, int* piv, int* info) {
+  if constexpr (std::is_same_v<T, float>) return cusolverDnSgetrf(h, n, n, a, n, work, piv, info);
+  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgetrf(h, n, n, a, n, work, piv, info);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgetrf(h, n, n, a, n, work, piv, info);
+  else return cusolverDnZgetrf(h, n, n, a, n, work, piv, info);
+}
+template <class T>
+cusolverStatus_t getrs(cusolverDnHandle_t h, cublasOperation_t op, int n, int nrhs, const T* a, const int* piv, T* b,
+                       int* info) {
+  if constexpr (std::is_same_v<T, float>) return cusolverDnSgetrs(h, op, n, nrhs, a, n, piv, b, n, info);
+  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgetrs(h, op, n, nrhs, a, n, piv, b, n, info);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgetrs(h, op, n, nrhs, a, n, piv, b, n, info);
+  else return cusolverDnZgetrs(h, op, n, nrhs, a, n, piv, b, n, info);
+}
+
+// ---- solve of one matrix at a time: which cuSOLVER API ----
+// The 64-bit X API (Xgetrf/Xgetrs, int64 pivots) or the legacy one (<t>getrf/<t>getrs, int
+// pivots), which PyTorch and CuPy call. H100, solve 4096 with 64 right-hand sides float32
+// (bench/peers/python_linalg.py --only solve_4096_rhs64_f32): PyTorch 15.1 ms, CuPy 15.6 ms,
+// tessel on the X API ~15.65 ms; the legacy API is to be measured (TESSEL_LINALG_GETRF=legacy or
+// x forces one; unset: this constant).
+constexpr bool kSolveLegacyApi = false;
+bool solve_legacy_api() {
+  static const std::string forced = [] {
+    const char* v = std::getenv("TESSEL_LINALG_GETRF");
+    return std::string(v ? v : "");
+  }();
+  if (forced.empty() || forced == "auto") return kSolveLegacyApi;
+  if (forced == "legacy") return true;
+  if (forced == "x") return false;
+  throw ValueError(fmt::format("solve: TESSEL_LINALG_GETRF must be auto, legacy or x, got \"{}\"", forced));
+}
+
 // Jacobi sweeps are capped, so NaN/Inf input ends with info > 0 or NaN results, never a hang.
 constexpr int kJacobiMaxSweeps = 100;
+
+// ---- SVD table: the route of one large m x n matrix (m >= n; wide ones come transposed) ----
+// Taken where neither tessel's kernels nor gesvdjBatched apply.
+//  - driver: the SVD of the square (or tall) matrix: cusolverDn<t>gesvdj (Jacobi, accurate, the
+//    fast one on Hopper at n ~ 1024) or cusolverDnXgesvd (bidiagonalization, QR iteration).
+//  - QR first: geqrf, then the SVD of the n x n R, U = Q U_r (orgqr/ungqr, one gemm); singular
+//    values only: no Q. It pays when m is a few times n, since every Jacobi sweep then works on
+//    n x n instead of m x n. Not for the full U of a tall matrix (that one goes direct).
+// Measured (H100, bench/peers/python_linalg.py --only svd_4096x1024_f32, 4096x1024 float32,
+// reduced): Xgesvd direct 142 ms (tessel before this table), PyTorch (gesvdj direct, econ)
+// 58.4 ms, CuPy (gesvd) 167 ms. The QR-first crossover and the driver below are to be measured:
+//    cusolverDnXgesvdp (polar decomposition (QDWH) then syevd: GEMM-rich; it perturbs singular
+//    values near zero by the amount it reports, so rank-deficient inputs lose a little accuracy there).
+// TESSEL_LINALG_SVD=gesvd | gesvdj | gesvdp | qr+gesvd | qr+gesvdj | qr+gesvdp forces one route (auto: this table),
+// as TESSEL_LINALG_SMALL=0 does for tessel's kernels.
+enum class SvdDriver { gesvd, gesvdj, gesvdp };
+struct SvdRoute {
+  bool qr_first;
+  SvdDriver driver;
+};
+constexpr SvdDriver kSvdDriver = SvdDriver::gesvdj;  // PyTorch's default; 2.4x Xgesvd at 4096x1024
+constexpr std::int64_t kSvdQrMinAspect = 2;           // QR first when m >= 2 n (to be measured)
+constexpr std::int64_t kSvdQrMinN = 16;               // and n >= 16: below, the extra calls dominate
+
+SvdRoute svd_route(const LinalgBatch& p, bool vectors, bool full) {
+  const bool qr_possible = !(vectors && full && p.m > p.n);
+  static const std::string forced = [] {
+    const char* v = std::getenv("TESSEL_LINALG_SVD");
+    return std::string(v ? v : "");
+  }();
+  if (forced.empty() || forced == "auto") {
+    return {qr_possible && p.m >= kSvdQrMinAspect * p.n && p.n >= kSvdQrMinN, kSvdDriver};
+  }
+  if (forced == "gesvd") return {false, SvdDriver::gesvd};
+  if (forced == "gesvdj") return {false, SvdDriver::gesvdj};
+  if (forced == "qr+gesvd") return {qr_possible, SvdDriver::gesvd};
+  if (forced == "qr+gesvdj") return {qr_possible, SvdDriver::gesvdj};
+  if (forced == "gesvdp") return {false, SvdDriver::gesvdp};
+  if (forced == "qr+gesvdp") return {qr_possible, SvdDriver::gesvdp};
+  throw ValueError(fmt::format("svd: TESSEL_LINALG_SVD must be auto, gesvd, gesvdj, gesvdp, qr+gesvd, qr+gesvdj or "
+                               "qr+gesvdp, got \"{}\"",
+                               forced));
+}
+
+// A gesvdjInfo_t with tessel's sweep cap and a tolerance of the dtype's epsilon (cuSOLVER's
+// default, stated here): converged sweeps stop early, NaN/Inf input stops at the cap with info > 0.
+struct GesvdjParams {
+  gesvdjInfo_t params = nullptr;
+  GesvdjParams(DType dtype, const char* op) {
+    TESSEL_CUSOLVER_CHECK(cusolverDnCreateGesvdjInfo(&params), op);
+    const double tol = to_real(dtype) == DType::float32 ? static_cast<double>(FLT_EPSILON) : DBL_EPSILON;
+    try {
+      TESSEL_CUSOLVER_CHECK(cusolverDnXgesvdjSetMaxSweeps(params, kJacobiMaxSweeps), op);
+      TESSEL_CUSOLVER_CHECK(cusolverDnXgesvdjSetTolerance(params, tol), op);
+    } catch (...) {
+      cusolverDnDestroyGesvdjInfo(params);
+      throw;
+    }
+  }
+  ~GesvdjParams() { (void)cusolverDnDestroyGesvdjInfo(params); }
+  GesvdjParams(const GesvdjParams&) = delete;
+  GesvdjParams& operator=(const GesvdjParams&) = delete;
+};
 
 }  // namespace
 
@@ -278,16 +439,41 @@ void cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, con
     });
     return;
   }
+  // One matrix at a time: cuSOLVER's potrf is much faster with CUBLAS_FILL_MODE_LOWER (H100,
+  // 8192 float32: 9.34 ms through PyTorch, which factors LOWER, against 13.7 ms for UPPER, tessel's
+  // and CuPy's call before), so an UPPER request factors the conjugate transpose instead:
+  //   C = A^H (geam). C's lower triangle is the conjugate transpose of A's upper one, so it
+  //   defines the same Hermitian H that UPPER would read; potrf LOWER gives H = Lc Lc^H, and
+  //   U = Lc^H is the upper factor (H = U^H U). A = C^H (geam) puts U in A's upper triangle and
+  //   gives back A's strict lower triangle exactly as it was (it is C's untouched upper one).
+  // The two transposes cost ~0.2 ms each at 8192 float32 (one read and one write of the matrix).
   const cudaDataType t = data_type(p.dtype);
+  const cublasFillMode_t lower = CUBLAS_FILL_MODE_LOWER;
   std::size_t dev_bytes = 0, host_bytes = 0;
-  TESSEL_CUSOLVER_CHECK(cusolverDnXpotrf_bufferSize(c.h.solver, c.h.params, uplo, p.n, t, a, p.n, t, &dev_bytes, &host_bytes), op);
+  TESSEL_CUSOLVER_CHECK(cusolverDnXpotrf_bufferSize(c.h.solver, c.h.params, lower, p.n, t, a, p.n, t, &dev_bytes, &host_bytes), op);
   auto work = c.device_buffer(dev_bytes);
+  auto adjoint = upper ? c.device_buffer(bytes) : nullptr;
   HostWork host;
   void* hw = host.get(host_bytes);
+  const int n = upper ? to_int(p.n, op) : 0;
   for (std::int64_t b = 0; b < p.batch; ++b) {
-    TESSEL_CUSOLVER_CHECK(cusolverDnXpotrf(c.h.solver, c.h.params, uplo, p.n, t, at(a, b, bytes), p.n, t, work->data(),
+    void* ab = at(a, b, bytes);
+    void* factored = upper ? adjoint->data() : ab;
+    if (upper) {
+      by_dtype(p.dtype, op, [&](auto tag) {
+        using T = decltype(tag);
+        TESSEL_CUBLAS_CHECK(adjoint_geam<T>(c.h.blas, n, n, static_cast<const T*>(ab), n, static_cast<T*>(factored), n), op);
+      });
+    }
+    TESSEL_CUSOLVER_CHECK(cusolverDnXpotrf(c.h.solver, c.h.params, lower, p.n, t, factored, p.n, t, work->data(),
                                            dev_bytes, hw, host_bytes, info + b),
                           op);
+    if (upper) {
+      by_dtype(p.dtype, op, [&](auto tag) {
+        using T = decltype(tag);
+        TESSEL_CUBLAS_CHECK(adjoint_geam<T>(c.h.blas, n, n, static_cast<const T*>(factored), n, static_cast<T*>(ab), n), op);
+      });
+    }
   }
 }
 
@@ -360,12 +546,34 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool 
     return;
   }
   Call c(stream, op);
+  const cublasOperation_t trans = transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (solve_legacy_api()) {
+    const int n = to_int(p.n, op), k = to_int(nrhs, op);
+    by_dtype(p.dtype, op, [&](auto tag) {
+      using T = decltype(tag);
+      int lwork = 0;
+      TESSEL_CUSOLVER_CHECK(getrf_size<T>(c.h.solver, n, static_cast<T*>(a), &lwork), op);
+      auto work = c.device_buffer(static_cast<std::size_t>(lwork) * sizeof(T));
+      auto piv = c.device_buffer(static_cast<std::size_t>(p.n) * sizeof(int));
+      auto solve_info = c.device_buffer(sizeof(int));  // getrs's: argument checks only
+      for (std::int64_t b = 0; b < p.batch; ++b) {
+        T* ab = reinterpret_cast<T*>(at(a, b, bytes));
+        TESSEL_CUSOLVER_CHECK(getrf<T>(c.h.solver, n, ab, static_cast<T*>(work->data()), static_cast<int*>(piv->data()),
+                                       info + b),
+                              op);
+        TESSEL_CUSOLVER_CHECK(getrs<T>(c.h.solver, trans, n, k, ab, static_cast<const int*>(piv->data()),
+                                       reinterpret_cast<T*>(at(b_data, b, b_bytes)), static_cast<int*>(solve_info->data())),
+                              op);
+      }
+    });
+    return;
+  }
   const cudaDataType t = data_type(p.dtype);
   std::size_t dev_bytes = 0, host_bytes = 0;
   TESSEL_CUSOLVER_CHECK(cusolverDnXgetrf_bufferSize(c.h.solver, c.h.params, p.n, p.n, t, a, p.n, t, &dev_bytes, &host_bytes), op);
   auto work = c.device_buffer(dev_bytes);
   auto piv = c.device_buffer(static_cast<std::size_t>(p.n) * sizeof(std::int64_t));
-  auto solve_info = c.device_buffer(sizeof(int));
+  auto solve_info = c.device_buffer(sizeof(int));  // getrs's: argument checks only
   HostWork host;
   void* hw = host.get(host_bytes);
   for (std::int64_t b = 0; b < p.batch; ++b) {
@@ -373,7 +581,7 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool 
                                            static_cast<std::int64_t*>(piv->data()), t, work->data(), dev_bytes, hw,
                                            host_bytes, info + b),
                           op);
-    TESSEL_CUSOLVER_CHECK(cusolverDnXgetrs(c.h.solver, c.h.params, transposed ? CUBLAS_OP_T : CUBLAS_OP_N, p.n, nrhs, t, at(a, b, bytes), p.n,
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgetrs(c.h.solver, c.h.params, trans, p.n, nrhs, t, at(a, b, bytes), p.n,
                                            static_cast<const std::int64_t*>(piv->data()), t, at(b_data, b, b_bytes), p.n,
                                            static_cast<int*>(solve_info->data())),
                           op);
@@ -438,6 +646,128 @@ void eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* in
 }
 
 // ---- SVD (ops/linalg.cpp passes m >= n on CUDA) ----
+namespace {
+// The per-matrix path, on the route of the SVD table: a (m x n, m >= n) destroyed; s; when
+// `vectors`: u (m x ucols, ucols = m when `full`, else n) and vh (n x n).
+template <class T>
+void svd_one_by_one(Call& c, const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors, bool full,
+                    const SvdRoute& route, std::int32_t* info, const char* op) {
+  const std::int64_t m = p.m, n = p.n;
+  const bool qr = route.qr_first;  // svd_route leaves the full U of a tall matrix to the direct route
+  if (qr && vectors && full && m > n) throw Error("svd: internal error: QR first for the full U of a tall matrix");
+  const std::int64_t ucols = full ? m : n;
+  const std::size_t es = sizeof(T);
+  const std::size_t a_bytes = es * static_cast<std::size_t>(m * n), s_bytes = sizeof(Real<T>) * static_cast<std::size_t>(n);
+  const std::size_t u_bytes = es * static_cast<std::size_t>(m * ucols), vh_bytes = es * static_cast<std::size_t>(n * n);
+  const cudaDataType t = data_type(p.dtype), rt = real_type(p.dtype);
+  // The driver factors R (n x n) after geqrf, or a itself: dm rows, leading dimension dm.
+  const std::int64_t dm = qr ? n : m;
+  const bool full_u = full && !qr && m > n;  // the driver writes the square U of a tall matrix
+  const int im = to_int(m, op), in = to_int(n, op), idm = to_int(dm, op);
+
+  std::shared_ptr<Buffer> tau, r, ur, qr_info, geqrf_work, orgqr_work;
+  std::size_t geqrf_bytes = 0, geqrf_host_bytes = 0;
+  HostWork geqrf_host;
+  int orgqr_lwork = 0;
+  if (qr) {
+    tau = c.device_buffer(es * static_cast<std::size_t>(n));
+    r = c.device_buffer(es * static_cast<std::size_t>(n * n));
+    qr_info = c.device_buffer(sizeof(int));  // geqrf's and orgqr's: argument checks only
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgeqrf_bufferSize(c.h.solver, c.h.params, m, n, t, a, m, t, tau->data(), t,
+                                                      &geqrf_bytes, &geqrf_host_bytes),
+                          op);
+    geqrf_work = c.device_buffer(geqrf_bytes);
+    if (vectors) {
+      ur = c.device_buffer(es * static_cast<std::size_t>(n * n));
+      TESSEL_CUSOLVER_CHECK(orgqr_size<T>(c.h.solver, im, in, in, static_cast<T*>(a), static_cast<T*>(tau->data()),
+                                          &orgqr_lwork),
+                            op);
+      orgqr_work = c.device_buffer(static_cast<std::size_t>(orgqr_lwork) * es);
+    }
+  }
+  void* first_u = vectors ? (qr ? ur->data() : u) : nullptr;  // the driver's U, leading dimension dm
+  void* hgw = geqrf_host.get(geqrf_host_bytes);
+
+  // The driver's workspace.
+  const cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  const int econ = full_u ? 0 : 1;
+  std::unique_ptr<GesvdjParams> jparams;
+  std::shared_ptr<Buffer> v, work;  // gesvdj's V (n x n), then conjugate-transposed into vh
+  int lwork = 0;
+  const signed char job = !vectors ? 'N' : (full_u ? 'A' : 'S');
+  const std::int64_t ldvt = vectors ? n : 1;
+  std::size_t dev_bytes = 0, host_bytes = 0;
+  HostWork host;
+  void* first_a = qr ? r->data() : a;
+  if (route.driver == SvdDriver::gesvdj) {
+    jparams = std::make_unique<GesvdjParams>(p.dtype, op);
+    if (vectors) v = c.device_buffer(es * static_cast<std::size_t>(n * n));
+    TESSEL_CUSOLVER_CHECK(gesvdj_size<T>(c.h.solver, jobz, econ, idm, in, static_cast<const T*>(first_a), idm,
+                                         static_cast<const Real<T>*>(s), static_cast<const T*>(first_u), idm,
+                                         vectors ? static_cast<const T*>(v->data()) : nullptr, in, &lwork,
+                                         jparams->params),
+                          op);
+    work = c.device_buffer(static_cast<std::size_t>(lwork) * es);
+  } else if (route.driver == SvdDriver::gesvdp) {
+    if (vectors) v = c.device_buffer(es * static_cast<std::size_t>(n * n));
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgesvdp_bufferSize(c.h.solver, c.h.params, jobz, econ, dm, n, t, first_a, dm, rt, s, t,
+                                                       first_u, dm, t, vectors ? v->data() : nullptr, n, t, &dev_bytes,
+                                                       &host_bytes),
+                          op);
+    work = c.device_buffer(dev_bytes);
+  } else {
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgesvd_bufferSize(c.h.solver, c.h.params, job, job, dm, n, t, first_a, dm, rt, s, t,
+                                                      first_u, dm, t, vh, ldvt, t, &dev_bytes, &host_bytes),
+                          op);
+    work = c.device_buffer(dev_bytes);
+  }
+  void* hw = host.get(host_bytes);
+
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    T* ab = reinterpret_cast<T*>(at(a, b, a_bytes));
+    auto* sb = reinterpret_cast<Real<T>*>(at(s, b, s_bytes));
+    T* ub = vectors ? reinterpret_cast<T*>(at(u, b, u_bytes)) : nullptr;
+    T* vhb = vectors ? reinterpret_cast<T*>(at(vh, b, vh_bytes)) : nullptr;
+    T* da = ab;  // what the driver factors
+    T* dub = ub;
+    if (qr) {
+      TESSEL_CUSOLVER_CHECK(cusolverDnXgeqrf(c.h.solver, c.h.params, m, n, t, ab, m, t, tau->data(), t,
+                                             geqrf_work->data(), geqrf_bytes, hgw, geqrf_host_bytes,
+                                             static_cast<int*>(qr_info->data())),
+                            op);
+      copy_upper_triangle(p.dtype, ab, m, r->data(), n, c.s);
+      da = static_cast<T*>(r->data());
+      dub = vectors ? static_cast<T*>(ur->data()) : nullptr;
+    }
+    if (route.driver == SvdDriver::gesvdj) {
+      TESSEL_CUSOLVER_CHECK(gesvdj<T>(c.h.solver, jobz, econ, idm, in, da, idm, sb, dub, idm,
+                                      vectors ? static_cast<T*>(v->data()) : nullptr, in, static_cast<T*>(work->data()),
+                                      lwork, info + b, jparams->params),
+                            op);
+      if (vectors) adjoint_batch(p.dtype, v->data(), n, vhb, n, n, 1, c.s);
+    } else if (route.driver == SvdDriver::gesvdp) {
+      double perturbation = 0;  // a host output: gesvdp synchronizes the stream
+      TESSEL_CUSOLVER_CHECK(cusolverDnXgesvdp(c.h.solver, c.h.params, jobz, econ, dm, n, t, da, dm, rt, sb, t, dub, dm, t,
+                                              vectors ? v->data() : nullptr, n, t, work->data(), dev_bytes, hw,
+                                              host_bytes, info + b, &perturbation),
+                            op);
+      if (vectors) adjoint_batch(p.dtype, v->data(), n, vhb, n, n, 1, c.s);
+    } else {
+      TESSEL_CUSOLVER_CHECK(cusolverDnXgesvd(c.h.solver, c.h.params, job, job, dm, n, t, da, dm, rt, sb, t, dub, dm, t,
+                                             vhb, ldvt, t, work->data(), dev_bytes, hw, host_bytes, info + b),
+                            op);
+    }
+    if (qr && vectors) {  // U = Q U_r: Q (m x n) formed in place of the Householder vectors
+      TESSEL_CUSOLVER_CHECK(orgqr<T>(c.h.solver, im, in, in, ab, static_cast<const T*>(tau->data()),
+                                     static_cast<T*>(orgqr_work->data()), orgqr_lwork,
+                                     static_cast<int*>(qr_info->data())),
+                            op);
+      TESSEL_CUBLAS_CHECK(gemm_nn<T>(c.h.blas, im, in, in, ab, im, static_cast<const T*>(ur->data()), in, ub, im), op);
+    }
+  }
+}
+}  // namespace
+
 void svd(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors, bool full, std::int32_t* info,
          const Stream& stream) {
   const char* op = "svd";
@@ -494,25 +824,9 @@ void svd(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors
     });
     return;
   }
-  const cudaDataType t = data_type(p.dtype), rt = real_type(p.dtype);
-  const signed char job = !vectors ? 'N' : (full ? 'A' : 'S');
-  const std::int64_t ldu = p.m, ldvt = vectors ? vrows : 1;
-  std::size_t dev_bytes = 0, host_bytes = 0;
-  TESSEL_CUSOLVER_CHECK(cusolverDnXgesvd_bufferSize(c.h.solver, c.h.params, job, job, p.m, p.n, t, a, p.m, rt, s, t, u,
-                                                    ldu, t, vh, ldvt, t, &dev_bytes, &host_bytes),
-                        op);
-  auto work = c.device_buffer(dev_bytes);
-  HostWork host;
-  void* hw = host.get(host_bytes);
-  const std::size_t u_bytes = es * static_cast<std::size_t>(p.m * ucols);
-  const std::size_t v_bytes = es * static_cast<std::size_t>(vrows * p.n);
-  for (std::int64_t b = 0; b < p.batch; ++b) {
-    TESSEL_CUSOLVER_CHECK(cusolverDnXgesvd(c.h.solver, c.h.params, job, job, p.m, p.n, t, at(a, b, bytes), p.m, rt,
-                                           at(s, b, s_bytes), t, vectors ? at(u, b, u_bytes) : nullptr, ldu, t,
-                                           vectors ? at(vh, b, v_bytes) : nullptr, ldvt, t, work->data(), dev_bytes, hw,
-                                           host_bytes, info + b),
-                          op);
-  }
+  by_dtype(p.dtype, op, [&](auto tag) {
+    svd_one_by_one<decltype(tag)>(c, p, a, s, u, vh, vectors, full, svd_route(p, vectors, full), info, op);
+  });
 }
 
 // ---- QR: geqrf, then orgqr/ungqr on a copy of the Householder vectors ----

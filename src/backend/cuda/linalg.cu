@@ -1,5 +1,6 @@
 // Helper kernels of the CUDA linear algebra (linalg.cpp): pointer arrays for the batched
-// cuSOLVER/cuBLAS routines and the batched conjugate transpose that turns gesvdj's V into Vh.
+// cuSOLVER/cuBLAS routines, the batched conjugate transpose that turns gesvdj's V into Vh, and
+// the triangle copy that takes R out of a geqrf result.
 #include <cuComplex.h>
 
 #include <algorithm>
@@ -45,7 +46,43 @@ __global__ void adjoint_kernel(const T* src, long long src_cols, T* dst, long lo
   }
 }
 
+// One thread per element of dst (n x n, column-major): the upper triangle of src, zero below.
+// Type-erased by element size (zero is all-zero bits in every dtype).
+template <class T>
+__global__ void copy_upper_kernel(const T* src, long long lda, T* dst, long long n) {
+  const long long total = n * n;
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long i = e % n, j = e / n;
+    dst[e] = i <= j ? src[i + j * lda] : T{};
+  }
+}
+struct alignas(8) Bytes16 {
+  unsigned long long low, high;
+};
+
 }  // namespace
+
+void copy_upper_triangle(DType dtype, const void* src, std::int64_t lda, void* dst, std::int64_t n, void* stream) {
+  if (n == 0) return;
+  auto s = static_cast<cudaStream_t>(stream);
+  const unsigned grid = grid_for(n * n);
+  switch (itemsize(dtype)) {
+    case 4:
+      copy_upper_kernel<<<grid, kThreads, 0, s>>>(static_cast<const unsigned*>(src), lda, static_cast<unsigned*>(dst), n);
+      break;
+    case 8:
+      copy_upper_kernel<<<grid, kThreads, 0, s>>>(static_cast<const unsigned long long*>(src), lda,
+                                                  static_cast<unsigned long long*>(dst), n);
+      break;
+    case 16:
+      copy_upper_kernel<<<grid, kThreads, 0, s>>>(static_cast<const Bytes16*>(src), lda, static_cast<Bytes16*>(dst), n);
+      break;
+    default:
+      throw DTypeError(fmt::format("linalg: no triangle copy for {}", dtype_name(dtype)));
+  }
+  TESSEL_CUDA_CHECK_LAUNCH(s, "linalg");
+}
 
 void fill_pointers(void** pointers, void* base, std::int64_t stride_bytes, std::int64_t count, void* stream) {
   if (count == 0) return;

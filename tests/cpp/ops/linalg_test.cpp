@@ -11,6 +11,8 @@
 #include <random>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "testing.hpp"
 #if defined(TESSEL_HAVE_CUDA)
 #include "backend/linalg_small.hpp"
@@ -122,6 +124,53 @@ TEST_P(LinalgTest, CholeskyReconstructs) {
   }
 }
 
+// Order 70 is above tessel's kernels and potrfBatched (n <= 64): on CUDA each matrix goes through
+// Xpotrf, which factors LOWER (an upper request runs through two conjugate transposes). Each
+// factor reads one triangle of the input (the other holds garbage here), zeroes the other one,
+// and reports a matrix that is not positive definite in info.
+TEST_P(LinalgTest, CholeskyOneMatrixAtATime) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const std::int64_t n = 70;
+  for (std::int64_t batch : {std::int64_t{1}, std::int64_t{2}}) {
+    const auto a = make_hermitian(host(random_matrices(rng, {batch, n, n}, dtype(), Device::cpu())), batch, n, true);
+    for (bool upper : {false, true}) {
+      SCOPED_TRACE(fmt::format("batch {}, upper {}", batch, upper));
+      auto input = a;
+      for (std::int64_t b = 0; b < batch; ++b)
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t j = 0; j < n; ++j)
+            if (upper ? i > j : j > i) input[static_cast<std::size_t>(b * n * n + i * n + j)] = cd(1e3 + i, 7.0 * j);
+      const Array f = linalg::cholesky(upload(input, {batch, n, n}, dtype(), device()), upper);
+      ASSERT_EQ(f.shape(), (Shape{batch, n, n}));
+      const auto h = host(f);
+      for (std::int64_t b = 0; b < batch; ++b) {
+        const cd* l = h.data() + b * n * n;
+        int nonzero = 0;
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t j = 0; j < n; ++j)
+            if ((upper ? i > j : j > i) && l[i * n + j] != cd(0)) ++nonzero;
+        EXPECT_EQ(nonzero, 0) << "entries of the other triangle";
+        const auto r = upper ? matmul_host(l, l, n, n, n, true, false) : matmul_host(l, l, n, n, n, false, true);
+        EXPECT_LE(max_abs_diff(r.data(), a.data() + b * n * n, n * n), tol(n) * n);
+      }
+    }
+    if (batch == 2) {  // the second matrix is not positive definite: -I
+      auto bad = a;
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < n; ++j) bad[static_cast<std::size_t>(n * n + i * n + j)] = i == j ? -1.0 : 0.0;
+      const Array x = upload(bad, {batch, n, n}, dtype(), device());
+      for (bool upper : {false, true}) {
+        const auto info = linalg::cholesky_ex(x, upper).info.to(Device::cpu()).to_vector<std::int32_t>();
+        EXPECT_EQ(info[0], 0);
+        EXPECT_EQ(info[1], 1);
+      }
+      expect_error<linalg::LinAlgError>([&] { linalg::cholesky(x, true); },
+                                        {"cholesky: the matrix at batch index (1,)", "not positive definite"});
+    }
+  }
+}
+
 TEST_P(LinalgTest, SolveInvAndDet) {
   TESSEL_SKIP_UNAVAILABLE(device());
   TESSEL_SEEDED_RNG(rng);
@@ -205,6 +254,64 @@ TEST_P(LinalgTest, QrAndSvdReconstruct) {
       const auto usv = matmul_host(us.data(), vh.data() + b * k * n, m, k, n, false, false);
       EXPECT_LE(max_abs_diff(usv.data(), a.data() + b * m * n, m * n), tol(std::max(m, n)) * 5);
       for (std::int64_t j = 1; j < k; ++j) EXPECT_GE(sh[b * k + j - 1].real(), sh[b * k + j].real());
+    }
+  }
+}
+
+// Tall and wide matrices above the batched and small-kernel ranges: on CUDA the per-matrix route
+// of the SVD table (QR first, then gesvdj, for 300 x 40 and, transposed, 40 x 300; the full U of
+// a tall matrix direct). The last matrix of each batch is rank deficient (a repeated column or
+// row): U and Vh must still be orthonormal.
+TEST_P(LinalgTest, SvdOfTallAndWideMatrices) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  for (auto [m, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{{300, 40}, {40, 300}}) {
+    for (std::int64_t batch : {std::int64_t{1}, std::int64_t{2}}) {
+      const std::int64_t k = std::min(m, n);
+      auto a = host(random_matrices(rng, {batch, m, n}, dtype(), Device::cpu()));
+      const std::int64_t last = (batch - 1) * m * n;
+      if (m >= n) {  // a repeated column (tall) or row (wide): rank k - 1
+        for (std::int64_t i = 0; i < m; ++i) a[static_cast<std::size_t>(last + i * n + n - 1)] = a[static_cast<std::size_t>(last + i * n)];
+      } else {
+        for (std::int64_t j = 0; j < n; ++j) a[static_cast<std::size_t>(last + (m - 1) * n + j)] = a[static_cast<std::size_t>(last + j)];
+      }
+      const Array x = upload(a, {batch, m, n}, dtype(), device());
+      const auto values = host(linalg::svdvals(x));
+      ASSERT_EQ(values.size(), static_cast<std::size_t>(batch * k));
+      for (bool full : {false, true}) {
+        SCOPED_TRACE(fmt::format("{} x {}, batch {}, full {}", m, n, batch, full));
+        const std::int64_t uc = full ? m : k, vr = full ? n : k;
+        const auto r = linalg::svd(x, full);
+        ASSERT_EQ(r.U.shape(), (Shape{batch, m, uc}));
+        ASSERT_EQ(r.S.shape(), (Shape{batch, k}));
+        ASSERT_EQ(r.Vh.shape(), (Shape{batch, vr, n}));
+        const auto uh = host(r.U), sh = host(r.S), vh = host(r.Vh);
+        const double t = tol(std::max(m, n)) * 5;
+        for (std::int64_t b = 0; b < batch; ++b) {
+          const cd* ub = uh.data() + b * m * uc;
+          const cd* vb = vh.data() + b * vr * n;
+          std::vector<cd> us(static_cast<std::size_t>(m * k)), vk(vb, vb + k * n);
+          for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < k; ++j)
+              us[static_cast<std::size_t>(i * k + j)] = ub[i * uc + j] * sh[static_cast<std::size_t>(b * k + j)];
+          const auto usv = matmul_host(us.data(), vk.data(), m, k, n, false, false);
+          EXPECT_LE(max_abs_diff(usv.data(), a.data() + b * m * n, m * n), t);
+          std::vector<cd> eye_u(static_cast<std::size_t>(uc * uc)), eye_v(static_cast<std::size_t>(vr * vr));
+          for (std::int64_t i = 0; i < uc; ++i) eye_u[static_cast<std::size_t>(i * uc + i)] = 1.0;
+          for (std::int64_t i = 0; i < vr; ++i) eye_v[static_cast<std::size_t>(i * vr + i)] = 1.0;
+          const auto utu = matmul_host(ub, ub, uc, m, uc, true, false);
+          EXPECT_LE(max_abs_diff(utu.data(), eye_u.data(), uc * uc), t) << "U^H U";
+          const auto vvt = matmul_host(vb, vb, vr, n, vr, false, true);
+          EXPECT_LE(max_abs_diff(vvt.data(), eye_v.data(), vr * vr), t) << "Vh Vh^H";
+          for (std::int64_t j = 0; j < k; ++j) {
+            if (j > 0) {
+              EXPECT_GE(sh[b * k + j - 1].real(), sh[b * k + j].real());
+            }
+            EXPECT_LE(std::abs(sh[b * k + j] - values[b * k + j]), t) << "svdvals";
+          }
+          EXPECT_LE(std::abs(sh[b * k + k - 1]), b == batch - 1 ? t * 10 : 1e30) << "rank deficient";
+        }
+      }
     }
   }
 }
