@@ -488,6 +488,44 @@ def test_fuse_non_contiguous_and_expanded(tdevice, gen):
     assert rel_err(gx, gxr) < 1e-12
 
 
+def test_fuse_sum_backward_reads_the_expanded_gradient_without_copies(tdevice, gen, monkeypatch):
+    """swish_gate(x, y).sum().backward() moves the minimum: one forward kernel, one backward kernel
+    reading the stride-0 gradient of .sum() as a broadcast input (never materialized), and no torch
+    copy, clone, contiguous or cast of any tensor on the way."""
+    import tessel.torch._fuse as fuse_module
+
+    n = 4096
+    x = randn(gen, n, dtype=torch.float32, device=tdevice, requires_grad=True)
+    y = randn(gen, n, dtype=torch.float32, device=tdevice, requires_grad=True)
+    forward = swish_gate._forward_kernel(2)
+    backward = swish_gate._backward_plan(2, [True, True])
+    forward_counter = _CountingKernel(forward.kernel)
+    backward_counter = _CountingKernel(backward.kernel)
+    monkeypatch.setattr(forward, "kernel", forward_counter)
+    monkeypatch.setattr(backward, "kernel", backward_counter)
+    imported = []  # every tensor that crosses to tessel: (shape, strides)
+    to_tessel = fuse_module.to_tessel
+
+    def spy(t):
+        imported.append((tuple(t.shape), t.stride()))
+        return to_tessel(t)
+
+    monkeypatch.setattr(fuse_module, "to_tessel", spy)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        swish_gate(x, y).sum().backward()
+    assert forward_counter.calls == 1 and backward_counter.calls == 1
+    # forward: x and y; backward: x, y and the incoming gradient, as .sum()'s backward made it
+    assert imported[:2] == [((n,), (1,)), ((n,), (1,))]
+    assert imported[2:] == [((n,), (1,)), ((n,), (1,)), ((n,), (0,))], imported
+    copies = [e.name for e in prof.events()
+              if e.name in ("aten::copy_", "aten::clone", "aten::contiguous", "aten::_to_copy", "aten::to",
+                            "aten::sum_to_size")]
+    assert copies == [], copies
+    s = torch.sigmoid(x.detach())
+    assert rel_err(x.grad, (s + x.detach() * s * (1 - s)) * y.detach()) < 1e-5
+    assert rel_err(y.grad, x.detach() * s) < 1e-5
+
+
 # ---------------------------------------------------------------- custom_op
 _square_kernel = ts.fuse(lambda x: x * x)
 square_op = tt.custom_op("tessel_test::square", _square_kernel, backward=lambda inputs, out, g: (2 * inputs[0] * g,))

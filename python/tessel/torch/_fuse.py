@@ -257,7 +257,10 @@ class FusedFunction:
 
     # ---- autograd ----
     def _setup_context(self, ctx, inputs, output):
-        tensors = inputs if self.arity is not None else inputs[0]
+        self._save(ctx, inputs if self.arity is not None else inputs[0])
+
+    def _save(self, ctx, tensors):
+        """What the backward needs: the inputs its gradients read, and the inputs' shapes and dtypes."""
         needs = [bool(t.requires_grad) and t.is_floating_point() for t in tensors]
         plan = self._backward_plan(len(tensors), needs)  # NotDifferentiableError here, at the forward
         read = [i for i in plan.reads if i < len(tensors)]
@@ -269,23 +272,32 @@ class FusedFunction:
 
     def _autograd_backward(self, ctx, grad):
         needs_list = ctx.needs_input_grad if self.arity is not None else ctx.needs_input_grad[0]
+        return self._grads(self._input_grads(ctx, needs_list, grad, self._call_backward_op))
+
+    def _call_backward_op(self, grad, inputs, op_needs):
+        """The backward kernels through the registered backward op (torch.compile's path)."""
+        if self.arity is not None:
+            return self._call_backward(grad, *inputs, op_needs)
+        return self._call_backward(grad, inputs, op_needs)
+
+    def _call_backward_direct(self, grad, inputs, op_needs):
+        """The same kernels called directly (eager: the op's implementation, without the dispatcher)."""
+        return self._backward_impl(grad, inputs, op_needs)
+
+    def _input_grads(self, ctx, needs_list, grad, call):
+        """One gradient (or None) per input, summed to the input's shape and cast to its dtype."""
         count = ctx.count
         needs = [bool(n) and ctx.dtypes[i].is_floating_point for i, n in enumerate(needs_list)]
+        if not any(needs):
+            return [None] * count
         inputs = [None] * count
         for i, t in zip(ctx.read, ctx.saved_tensors):
             inputs[i] = t
-        if not any(needs):
-            return self._grads([None] * count)
         grads_of = self._backward_plan(count, needs).grads
         # A gradient that is the incoming gradient itself (x in x + y) needs no kernel.
         passthrough = [g is not None and g.op == "input" and g.index == count for g in grads_of]
         op_needs = [n and not p for n, p in zip(needs, passthrough)]
-        if not any(op_needs):
-            grads = iter(())
-        elif self.arity is not None:
-            grads = iter(self._call_backward(grad, *inputs, op_needs))
-        else:
-            grads = iter(self._call_backward(grad, inputs, op_needs))
+        grads = iter(call(grad, inputs, op_needs) if any(op_needs) else ())
         result = []
         for i in range(count):
             if not needs[i]:
@@ -297,7 +309,7 @@ class FusedFunction:
             if g.dtype != ctx.dtypes[i]:
                 g = g.to(ctx.dtypes[i])
             result.append(g)
-        return self._grads(result)
+        return result
 
     def _grads(self, grads):
         """The backward's return value: one per argument, or one list for a Tensor[] op."""
@@ -311,15 +323,69 @@ class FusedFunction:
         if self.arity is not None:
             if len(args) != self.arity:
                 raise TypeError(f"tessel.torch.fuse({self.__name__}): takes {self.arity} tensors, got {len(args)}")
-            return self._call(*args)
-        if not args:
+        elif not args:
             raise TypeError(f"tessel.torch.fuse({self.__name__}): needs at least one tensor argument")
-        return self._call(list(args))
+        if not _is_compiling():
+            device = _eager_device(args)
+            if device is not None:
+                # Eager: the op's implementation called directly (no tensor needs grad) or through a
+                # torch.autograd.Function, without the dispatcher's Python custom-op layers. The
+                # kernels and everything around them are the op's own (_forward_impl, _backward_impl).
+                if _grad_enabled() and any(a.requires_grad for a in args):
+                    return _EagerFunction.apply(self, *args)
+                with on_torch_stream(device):
+                    return self._forward_kernel(len(args))(args, like=args[0])
+        # torch.compile (and modes, subclasses, transforms, other devices): the registered op.
+        return self._call(*args) if self.arity is not None else self._call(list(args))
 
     def source(self, *args):
         """The generated CUDA source of the forward kernel for these tensors' dtypes."""
         kernel = self._forward_kernel(len(args))
         return kernel.kernel.source([_TS_DTYPES[args[i].dtype] for i in kernel.reads])
+
+
+_is_compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_mode = torch._C._is_torch_function_mode_enabled
+_functorch = torch._C._are_functorch_transforms_active
+_tracing_state = torch._C._get_tracing_state
+_PLAIN = (Tensor, torch.nn.Parameter)
+_EAGER_DEVICES = ("cpu", "cuda")
+
+
+def _eager_device(args):
+    """The one device of `args` when an eager call may skip the dispatcher: plain tensors (no
+    subclass) on one CPU or CUDA device, and no torch dispatch or function mode, functorch
+    transform or TorchScript trace active (those see the registered op). None otherwise."""
+    if _dispatch_modes() or _function_mode() or _functorch() or _tracing_state() is not None:
+        return None
+    device = args[0].device
+    if device.type not in _EAGER_DEVICES:
+        return None
+    for a in args:
+        if type(a) not in _PLAIN or a.device != device:
+            return None
+    return device
+
+
+class _EagerFunction(torch.autograd.Function):
+    """tt.fuse's eager autograd: the forward and backward implementations of the registered op
+    (the same kernels, the same saved tensors) without the dispatcher's layers in between; the
+    registered op with register_autograd is what torch.compile traces."""
+
+    @staticmethod
+    def forward(ctx, fused, *xs):
+        fused._save(ctx, xs)  # NotDifferentiableError before any work
+        ctx.fused = fused
+        with on_torch_stream(xs[0].device):
+            return fused._forward_kernel(len(xs))(xs, like=xs[0])
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        fused = ctx.fused
+        return (None, *fused._input_grads(ctx, ctx.needs_input_grad[1:], grad, fused._call_backward_direct))
 
 
 def fuse(fn):
