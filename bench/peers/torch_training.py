@@ -180,6 +180,19 @@ def bench_swish(device, timer, rounds, n):
     result = {"n": n, "status": status}
     for name in variants:
         result[name] = {"ms": medians[name], "speedup_vs_eager": speedup[name]}
+    # The backward kernel alone, on the stride-0 gradient .sum() gives (read as a broadcast input,
+    # never materialized: the strided kernel layout) and on a contiguous gradient of the same values
+    # (the vectorized layout): what reading the expanded gradient in place costs in kernel time.
+    from tessel.torch._interop import to_tessel
+    kernel = swish_gate._backward_plan(2, [True, True]).kernel
+    ax, ay = to_tessel(x0), to_tessel(y0)
+    expanded = torch.ones((), device=device).expand(n)
+    g_expanded, g_contiguous = to_tessel(expanded), to_tessel(expanded.contiguous())
+    result["backward_kernel_ms"] = {
+        "expanded_grad": timer.ms(lambda: kernel([ax, ay, g_expanded]), 10),
+        "contiguous_grad": timer.ms(lambda: kernel([ax, ay, g_contiguous]), 10),
+        "bytes_min": 4 * n * 4,  # x and y read, two gradients written
+    }
     return result
 
 
@@ -269,6 +282,9 @@ def main():
                 print(f"{key} {name}: {r[name]['ms']:.3f} ms, {r[name]['speedup_vs_eager']:.2f}x eager")
             elif name in r["status"]:
                 print(f"{key} {name}: {r['status'][name]}")
+    b = out["swish_gate"]["backward_kernel_ms"]
+    print(f"swish_gate backward kernel alone: {b['expanded_grad']:.3f} ms on the expanded gradient, "
+          f"{b['contiguous_grad']:.3f} ms on a contiguous one ({b['bytes_min'] / b['expanded_grad'] / 1e6:.0f} GB/s)")
     o = out["overhead"]
     print(f"overhead: tt.fuse forward {o['forward_tessel_us']:.1f} us vs eager {o['forward_torch_eager_us']:.1f} us "
           f"(registered op {o['forward_tessel_registered_op_us']:.1f} us); forward+backward {o['fwd_bwd_tessel_us']:.1f} us "
