@@ -6,8 +6,11 @@
 2. swish_gate: x * sigmoid(x) * y forward and backward over 2.5e7 float32 elements, followed by
    .sum().backward(): tt.fuse against eager and compiled.
 3. overhead: host microseconds per call of a tt.fuse op (x * sigmoid(x) * y) on 1-element tensors
-   against the same chain of torch eager ops, without grad and with grad (forward and backward);
-   this is the measurement that decides whether registering through C++ (TORCH_LIBRARY) is worth it.
+   against the same chain of torch eager ops, without grad and with grad (forward and backward),
+   timed around the calls with the device synchronized once per batch; also the registered
+   torch.library op itself (what torch.compile graphs call). The difference is the Python
+   registration's per-call cost, the measurement that decides whether registering through C++
+   (TORCH_LIBRARY) is worth it; the decision is written beside it.
 
 GPU times are CUDA events around each variant, medians over repeats, with the variants run in
 alternating rounds; each ratio is the median of the per-round ratios. Every variant is checked
@@ -177,10 +180,29 @@ def bench_swish(device, timer, rounds, n):
     result = {"n": n, "status": status}
     for name in variants:
         result[name] = {"ms": medians[name], "speedup_vs_eager": speedup[name]}
+    # The backward kernel alone, on the stride-0 gradient .sum() gives (read as a broadcast input,
+    # never materialized: the strided kernel layout) and on a contiguous gradient of the same values
+    # (the vectorized layout): what reading the expanded gradient in place costs in kernel time.
+    from tessel.torch._interop import to_tessel
+    kernel = swish_gate._backward_plan(2, [True, True]).kernel
+    ax, ay = to_tessel(x0), to_tessel(y0)
+    expanded = torch.ones((), device=device).expand(n)
+    g_expanded, g_contiguous = to_tessel(expanded), to_tessel(expanded.contiguous())
+    result["backward_kernel_ms"] = {
+        "expanded_grad": timer.ms(lambda: kernel([ax, ay, g_expanded]), 10),
+        "contiguous_grad": timer.ms(lambda: kernel([ax, ay, g_contiguous]), 10),
+        "bytes_min": 4 * n * 4,  # x and y read, two gradients written
+    }
     return result
 
 
 def bench_overhead(device, calls):
+    """Host microseconds per call, 1-element tensors: the eager chain, tt.fuse as users call it
+    (eager: the op's implementation, through a torch.autograd.Function when grad is needed), and the
+    registered torch.library op that torch.compile traces (fn._call: the dispatcher, the custom op's
+    Python autograd and fake layers). registered - direct is the Python registration's per-call
+    cost: what a C++ TORCH_LIBRARY registration could at most save, and only for compiled graphs,
+    since eager calls no longer go through the dispatcher."""
     x = torch.randn(1, device=device)
     y = torch.randn(1, device=device)
     xg = x.clone().requires_grad_()
@@ -199,14 +221,38 @@ def bench_overhead(device, calls):
             best = min(best, (time.perf_counter() - t0) / calls * 1e6)
         return best
 
+    op = swish_gate._call  # the registered custom op (OpOverload)
     result = {}
     with torch.no_grad():
         result["forward_torch_eager_us"] = per_call_us(lambda: swish_gate_torch(x, y))
         result["forward_tessel_us"] = per_call_us(lambda: swish_gate(x, y))
+        result["forward_tessel_registered_op_us"] = per_call_us(lambda: op(x, y))
     result["fwd_bwd_torch_eager_us"] = per_call_us(lambda: swish_gate_torch(xg, y).backward())
     result["fwd_bwd_tessel_us"] = per_call_us(lambda: swish_gate(xg, y).backward())
+    result["fwd_bwd_tessel_registered_op_us"] = per_call_us(lambda: op(xg, y).backward())
+    # The tessel kernels alone (forward; the backward's one kernel), called on tessel arrays: the
+    # launch on a GPU, the whole computation on the CPU backend. tessel_us minus these is what the
+    # torch integration costs around them.
+    from tessel.torch._interop import to_tessel
+    forward_kernel = swish_gate._forward_kernel(2).kernel
+    backward_kernel = swish_gate._backward_plan(2, [True, False]).kernel
+    ax, ay, ag = to_tessel(x), to_tessel(y), to_tessel(torch.ones_like(x))
+    result["forward_tessel_kernel_us"] = per_call_us(lambda: forward_kernel([ax, ay]))
+    result["backward_tessel_kernel_us"] = per_call_us(lambda: backward_kernel([ax, ay, ag]))
     result["forward_ratio"] = result["forward_tessel_us"] / result["forward_torch_eager_us"]
     result["fwd_bwd_ratio"] = result["fwd_bwd_tessel_us"] / result["fwd_bwd_torch_eager_us"]
+    reg_fwd = result["forward_tessel_registered_op_us"] - result["forward_tessel_us"]
+    reg_bwd = result["fwd_bwd_tessel_registered_op_us"] - result["fwd_bwd_tessel_us"]
+    result["python_registration_us"] = {"forward": reg_fwd, "fwd_bwd": reg_bwd}
+    # The decision the issue asks to record. Eager calls do not go through the registration, so a C++
+    # TORCH_LIBRARY registration cannot change the eager rows; it could at most remove the Python
+    # registration's cost (registered op - direct) from each call inside a torch.compile graph.
+    met = result["forward_ratio"] <= 1 and result["fwd_bwd_ratio"] <= 1
+    result["cpp_torch_library_decision"] = (
+        "not needed for eager calls (they skip the registration; the eager target is "
+        + ("met" if met else "not met, and a C++ registration would not change that")
+        + f"); inside torch.compile graphs the Python registration costs {reg_fwd:.1f} us forward and "
+        f"{reg_bwd:.1f} us forward+backward per call, the most a C++ registration could save there")
     return result
 
 
@@ -236,9 +282,16 @@ def main():
                 print(f"{key} {name}: {r[name]['ms']:.3f} ms, {r[name]['speedup_vs_eager']:.2f}x eager")
             elif name in r["status"]:
                 print(f"{key} {name}: {r['status'][name]}")
+    b = out["swish_gate"]["backward_kernel_ms"]
+    print(f"swish_gate backward kernel alone: {b['expanded_grad']:.3f} ms on the expanded gradient, "
+          f"{b['contiguous_grad']:.3f} ms on a contiguous one ({b['bytes_min'] / b['expanded_grad'] / 1e6:.0f} GB/s)")
     o = out["overhead"]
-    print(f"overhead: tt.fuse forward {o['forward_tessel_us']:.1f} us vs eager {o['forward_torch_eager_us']:.1f} us; "
-          f"forward+backward {o['fwd_bwd_tessel_us']:.1f} us vs {o['fwd_bwd_torch_eager_us']:.1f} us")
+    print(f"overhead: tt.fuse forward {o['forward_tessel_us']:.1f} us vs eager {o['forward_torch_eager_us']:.1f} us "
+          f"(registered op {o['forward_tessel_registered_op_us']:.1f} us); forward+backward {o['fwd_bwd_tessel_us']:.1f} us "
+          f"vs {o['fwd_bwd_torch_eager_us']:.1f} us (registered op {o['fwd_bwd_tessel_registered_op_us']:.1f} us)")
+    print(f"overhead: the tessel kernels alone: forward {o['forward_tessel_kernel_us']:.1f} us, backward "
+          f"{o['backward_tessel_kernel_us']:.1f} us")
+    print(f"overhead: C++ TORCH_LIBRARY registration: {o['cpp_torch_library_decision']}")
     if small:
         print("torch_training: smoke run (small sizes): nothing written")
         return

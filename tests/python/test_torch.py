@@ -473,7 +473,9 @@ def test_fuse_non_differentiable_op_needing_grad():
 
 
 def test_fuse_mixed_devices_error(tdevice):
-    with pytest.raises(ValueError, match=rf"fuse\(swish_gate\): all tensors must be on one device, got input 0 on {re.escape(str(torch.device(tdevice) if tdevice == "cpu" else torch.ones(1, device=tdevice).device))}, input 1 on meta"):
+    device = torch.device(tdevice) if tdevice == "cpu" else torch.ones(1, device=tdevice).device  # cuda:0
+    with pytest.raises(ValueError, match=rf"fuse\(swish_gate\): all tensors must be on one device, got input 0 on "
+                                         rf"{re.escape(str(device))}, input 1 on meta"):
         swish_gate(torch.ones(3, device=tdevice), torch.ones(3, device="meta"))
 
 
@@ -486,6 +488,94 @@ def test_fuse_non_contiguous_and_expanded(tdevice, gen):
     (gx,) = torch.autograd.grad(out.sum(), (x,))
     (gxr,) = torch.autograd.grad((x * torch.sigmoid(x) * y).sum(), (x,))
     assert rel_err(gx, gxr) < 1e-12
+
+
+def test_fuse_eager_calls_skip_the_registered_op_and_compile_uses_it(tdevice, gen, monkeypatch):
+    """Eager calls run the op's implementation without the dispatcher (no grad) or through a
+    torch.autograd.Function (grad); torch.compile traces the registered op; a second derivative
+    is refused as the registered op refuses it."""
+    @tt.fuse
+    def gate(x, y):
+        return x * torch.sigmoid(x) * y
+
+    x = randn(gen, 3, 4, device=tdevice, requires_grad=True)
+    y = randn(gen, 4, device=tdevice)
+    registered = gate._call
+
+    def refuse(*args):
+        raise AssertionError("the registered op was called eagerly")
+
+    monkeypatch.setattr(gate, "_call", refuse)
+    monkeypatch.setattr(gate, "_call_backward", refuse)
+    with torch.no_grad():
+        assert rel_err(gate(x, y), gate.fn(x, y)) < 1e-12
+    out = gate(x, y)
+    assert type(out.grad_fn).__name__ == "_EagerFunctionBackward"
+    (gx,) = torch.autograd.grad(out.sum(), (x,))
+    (gxr,) = torch.autograd.grad(gate.fn(x, y).sum(), (x,))
+    assert rel_err(gx, gxr) < 1e-12
+    monkeypatch.setattr(gate, "_call", registered)
+    monkeypatch.undo()
+    # create_graph: the backward goes through the registered backward op, which has no autograd
+    (gx,) = torch.autograd.grad(gate(x, y).sum(), (x,), create_graph=True)
+    with pytest.raises(RuntimeError, match="no autograd formula was registered"):
+        gx.sum().backward()
+    # torch.compile sees the registered op (one node of the tessel_fuse namespace), forward and backward
+    torch._dynamo.reset()
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(str(gm.graph))
+        return gm.forward
+
+    compiled = torch.compile(lambda a, b: gate(a, b).sum(), fullgraph=True, backend=backend)
+    compiled(x, y).backward()
+    assert len(graphs) == 1 and "tessel_fuse" in graphs[0] and "_EagerFunction" not in graphs[0]
+    # a dispatch mode (here FakeTensorMode) also sees the registered op
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    mode = FakeTensorMode()
+    fx, fy = mode.from_tensor(x.detach()), mode.from_tensor(y)
+    with mode:
+        assert gate(fx, fy).shape == (3, 4)
+
+
+def test_fuse_sum_backward_reads_the_expanded_gradient_without_copies(tdevice, gen, monkeypatch):
+    """swish_gate(x, y).sum().backward() moves the minimum: one forward kernel, one backward kernel
+    reading the stride-0 gradient of .sum() as a broadcast input (never materialized), and no torch
+    copy, clone, contiguous or cast of any tensor on the way."""
+    import tessel.torch._fuse as fuse_module
+
+    n = 4096
+    x = randn(gen, n, dtype=torch.float32, device=tdevice, requires_grad=True)
+    y = randn(gen, n, dtype=torch.float32, device=tdevice, requires_grad=True)
+    forward = swish_gate._forward_kernel(2)
+    backward = swish_gate._backward_plan(2, [True, True])
+    forward_counter = _CountingKernel(forward.kernel)
+    backward_counter = _CountingKernel(backward.kernel)
+    monkeypatch.setattr(forward, "kernel", forward_counter)
+    monkeypatch.setattr(backward, "kernel", backward_counter)
+    imported = []  # every tensor that crosses to tessel: (shape, byte strides)
+    to_tessel = fuse_module.to_tessel
+
+    def spy(t):
+        a = to_tessel(t)
+        imported.append((tuple(a.shape), tuple(a.strides)))  # as tessel sees it: a view, no copy
+        return a
+
+    monkeypatch.setattr(fuse_module, "to_tessel", spy)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        swish_gate(x, y).sum().backward()
+    assert forward_counter.calls == 1 and backward_counter.calls == 1
+    # forward: x and y; backward: x, y and the incoming gradient, as .sum()'s backward made it
+    assert imported[:2] == [((n,), (4,)), ((n,), (4,))]
+    assert imported[2:] == [((n,), (4,)), ((n,), (4,)), ((n,), (0,))], imported
+    copies = [e.name for e in prof.events()
+              if e.name in ("aten::copy_", "aten::clone", "aten::contiguous", "aten::_to_copy", "aten::to",
+                            "aten::sum_to_size")]
+    assert copies == [], copies
+    s = torch.sigmoid(x.detach())
+    assert rel_err(x.grad, (s + x.detach() * s * (1 - s)) * y.detach()) < 1e-5
+    assert rel_err(y.grad, x.detach() * s) < 1e-5
 
 
 # ---------------------------------------------------------------- custom_op

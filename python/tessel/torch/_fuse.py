@@ -42,6 +42,7 @@ class _Kernel:
             positions = {index: position for position, index in enumerate(self.reads)}
             self.kernel = _tessel.FusedKernel(_graph.to_sym(root, positions), len(self.reads))
         self._dtypes = {}  # input dtypes -> torch's result dtype
+        self._casts = {}   # input dtypes -> the tessel dtype to cast the result to ("": none)
 
     def result_dtype(self, tensors):
         """torch's dtype of the expression on these inputs (evaluated once per dtype tuple on meta tensors)."""
@@ -66,13 +67,17 @@ class _Kernel:
                 return self.constant(like)
             # a new tensor: custom op outputs may not alias their inputs
             return tensors[self.root.index].clone(memory_format=torch.contiguous_format)
-        arrays = [to_tessel(tensors[i]) for i in self.reads]
-        result = self.kernel(arrays)
-        dtype = self.result_dtype(tensors)
-        if str(result.dtype) != _TS_DTYPES.get(dtype):
+        result = self.kernel([to_tessel(tensors[i]) for i in self.reads])
+        key = tuple([tensors[i].dtype for i in self.reads])
+        cast = self._casts.get(key)
+        if cast is None:
             # torch's promotion differs from NumPy's for integer inputs of float functions
             # (int32 / int32 is float32 in torch, float64 in NumPy): the result takes torch's dtype.
-            result = result.astype(_TS_DTYPES[dtype])
+            # Decided once per input dtypes ("" when tessel's dtype is torch's).
+            name = _TS_DTYPES.get(self.result_dtype(tensors))
+            cast = self._casts[key] = "" if str(result.dtype) == name else name
+        if cast:
+            result = result.astype(cast)
         return to_torch(result)
 
 
@@ -97,6 +102,8 @@ class _Backward:
             syms = _graph.to_syms(roots, positions)
             self.kernel = _tessel.FusedKernel(tuple(syms), len(self.kernel_reads))
         self._dtypes = {}  # input dtypes -> torch's dtype of each kernel output
+        self._casts = {}   # input dtypes -> per output the tessel dtype to cast to (None: none), or ()
+        self.only_kernel = self.outputs == [i for i, g in enumerate(grads) if g is not None]
 
     def result_dtypes(self, tensors):
         key = tuple(tensors[i].dtype for i in self.kernel_reads)
@@ -116,9 +123,17 @@ class _Backward:
         results = {}
         if self.kernel is not None:
             outs = self.kernel([to_tessel(tensors[i]) for i in self.kernel_reads])
-            for i, out, dtype in zip(self.outputs, outs, self.result_dtypes(tensors)):
-                if str(out.dtype) != _TS_DTYPES.get(dtype):
-                    out = out.astype(_TS_DTYPES[dtype])  # torch's promotion where it differs from NumPy's
+            key = tuple([tensors[i].dtype for i in self.kernel_reads])
+            casts = self._casts.get(key)
+            if casts is None:  # torch's promotion where it differs from NumPy's, decided once per dtypes
+                casts = [None if str(out.dtype) == _TS_DTYPES.get(dtype) else _TS_DTYPES[dtype]
+                         for out, dtype in zip(outs, self.result_dtypes(tensors))]
+                casts = self._casts[key] = casts if any(casts) else ()
+            if not casts and self.only_kernel:
+                return [to_torch(out) for out in outs]  # every gradient is an output of the kernel
+            for j, (i, out) in enumerate(zip(self.outputs, outs)):
+                if casts and casts[j] is not None:
+                    out = out.astype(casts[j])
                 results[i] = to_torch(out)
         grads = []
         for i, g in enumerate(self.grads):
@@ -146,6 +161,22 @@ class _Backward:
             else:
                 grads.append(torch.empty_like(tensors[g.index], memory_format=torch.contiguous_format))
         return grads
+
+
+class _GradInfo:
+    """What the autograd of one (argument count, needs) decides once: which inputs to save, which
+    gradients are the incoming gradient itself (x in x + y: no kernel), and the plan computing the
+    others."""
+    __slots__ = ("count", "needs", "read", "needed", "passthrough", "op_needs", "op_plan")
+
+    def __init__(self, fused, count, needs):
+        self.count, self.needs = count, needs
+        plan = fused._backward_plan(count, needs)  # NotDifferentiableError here, at the forward
+        self.read = [i for i in plan.reads if i < count]
+        self.needed = [i for i in range(count) if needs[i]]
+        self.passthrough = [g is not None and g.op == "input" and g.index == count for g in plan.grads]
+        self.op_needs = tuple([n and not p for n, p in zip(needs, self.passthrough)])
+        self.op_plan = fused._backward_plan(count, self.op_needs) if any(self.op_needs) else None
 
 
 def _fixed_arity(fn):
@@ -176,6 +207,7 @@ class FusedFunction:
         self._graphs = {}     # argument count -> root Node
         self._kernels = {}    # argument count -> forward _Kernel
         self._backward = {}   # (argument count, needs) -> _Backward
+        self._infos = {}      # (argument count, needs) -> _GradInfo
         name = _name(fn)
         self.op_name = f"tessel_fuse::{name}"
         # A function of a fixed number of tensors gets an op with that many Tensor arguments: torch's
@@ -257,47 +289,60 @@ class FusedFunction:
 
     # ---- autograd ----
     def _setup_context(self, ctx, inputs, output):
-        tensors = inputs if self.arity is not None else inputs[0]
-        needs = [bool(t.requires_grad) and t.is_floating_point() for t in tensors]
-        plan = self._backward_plan(len(tensors), needs)  # NotDifferentiableError here, at the forward
-        read = [i for i in plan.reads if i < len(tensors)]
-        ctx.read = read
-        ctx.count = len(tensors)
-        ctx.shapes = [t.shape for t in tensors]
-        ctx.dtypes = [t.dtype for t in tensors]
-        ctx.save_for_backward(*[tensors[i] for i in read])
+        self._save(ctx, inputs if self.arity is not None else inputs[0])
+
+    def _save(self, ctx, tensors):
+        """What the backward needs: the inputs its gradients read, and the shapes and dtypes of those
+        that need a gradient (to sum a broadcast gradient and cast it back)."""
+        needs = tuple([t.requires_grad and t.is_floating_point() for t in tensors])
+        info = self._infos.get(needs)
+        if info is None:
+            info = self._infos[needs] = _GradInfo(self, len(tensors), needs)
+        ctx.info = info
+        ctx.meta = [(tensors[i].shape, tensors[i].dtype) for i in info.needed]
+        ctx.save_for_backward(*[tensors[i] for i in info.read])
+
+    def _grad_info(self, count, needs) -> "_GradInfo":
+        needs = tuple(needs)
+        info = self._infos.get(needs)
+        if info is None:
+            info = self._infos[needs] = _GradInfo(self, count, needs)
+        return info
 
     def _autograd_backward(self, ctx, grad):
-        needs_list = ctx.needs_input_grad if self.arity is not None else ctx.needs_input_grad[0]
-        count = ctx.count
-        needs = [bool(n) and ctx.dtypes[i].is_floating_point for i, n in enumerate(needs_list)]
-        inputs = [None] * count
-        for i, t in zip(ctx.read, ctx.saved_tensors):
+        # ctx.needs_input_grad is what the forward saw (requires_grad), as ctx.info.needs is
+        return self._grads(self._input_grads(ctx, ctx.info, grad, self._call_backward_op))
+
+    def _call_backward_op(self, grad, inputs, info):
+        """The backward kernels through the registered backward op (torch.compile's path)."""
+        if self.arity is not None:
+            return self._call_backward(grad, *inputs, list(info.op_needs))
+        return self._call_backward(grad, inputs, list(info.op_needs))
+
+    @staticmethod
+    def _call_backward_direct(grad, inputs, info):
+        """The same kernels called directly (eager: the op's implementation, without the dispatcher)."""
+        inputs.append(grad)
+        with on_torch_stream(grad.device):
+            return info.op_plan(inputs, like=grad)
+
+    def _input_grads(self, ctx, info, grad, call):
+        """One gradient (or None) per input, summed to the input's shape and cast to its dtype."""
+        result = [None] * info.count
+        if not info.needed:
+            return result
+        inputs = [None] * info.count
+        for i, t in zip(info.read, ctx.saved_tensors):
             inputs[i] = t
-        if not any(needs):
-            return self._grads([None] * count)
-        grads_of = self._backward_plan(count, needs).grads
-        # A gradient that is the incoming gradient itself (x in x + y) needs no kernel.
-        passthrough = [g is not None and g.op == "input" and g.index == count for g in grads_of]
-        op_needs = [n and not p for n, p in zip(needs, passthrough)]
-        if not any(op_needs):
-            grads = iter(())
-        elif self.arity is not None:
-            grads = iter(self._call_backward(grad, *inputs, op_needs))
-        else:
-            grads = iter(self._call_backward(grad, inputs, op_needs))
-        result = []
-        for i in range(count):
-            if not needs[i]:
-                result.append(None)
-                continue
-            g = grad if passthrough[i] else next(grads)
-            if g.shape != ctx.shapes[i]:
-                g = g.sum_to_size(ctx.shapes[i])  # broadcast inputs: the gradient sums over their copies
-            if g.dtype != ctx.dtypes[i]:
-                g = g.to(ctx.dtypes[i])
-            result.append(g)
-        return self._grads(result)
+        grads = iter(call(grad, inputs, info) if info.op_plan is not None else ())
+        for i, (shape, dtype) in zip(info.needed, ctx.meta):
+            g = grad if info.passthrough[i] else next(grads)
+            if g.shape != shape:
+                g = g.sum_to_size(shape)  # broadcast inputs: the gradient sums over their copies
+            if g.dtype != dtype:
+                g = g.to(dtype)
+            result[i] = g
+        return result
 
     def _grads(self, grads):
         """The backward's return value: one per argument, or one list for a Tensor[] op."""
@@ -311,15 +356,73 @@ class FusedFunction:
         if self.arity is not None:
             if len(args) != self.arity:
                 raise TypeError(f"tessel.torch.fuse({self.__name__}): takes {self.arity} tensors, got {len(args)}")
-            return self._call(*args)
-        if not args:
+        elif not args:
             raise TypeError(f"tessel.torch.fuse({self.__name__}): needs at least one tensor argument")
-        return self._call(list(args))
+        if not _is_compiling():
+            device = _eager_device(args)
+            if device is not None:
+                # Eager: the op's implementation called directly (no tensor needs grad) or through a
+                # torch.autograd.Function, without the dispatcher's Python custom-op layers. The
+                # kernels and everything around them are the op's own (_forward_impl, _backward_impl).
+                if _grad_enabled():
+                    for a in args:
+                        if a.requires_grad:
+                            return _EagerFunction.apply(self, *args)
+                with on_torch_stream(device):
+                    return self._forward_kernel(len(args))(args, like=args[0])
+        # torch.compile (and modes, subclasses, transforms, other devices): the registered op.
+        return self._call(*args) if self.arity is not None else self._call(list(args))
 
     def source(self, *args):
         """The generated CUDA source of the forward kernel for these tensors' dtypes."""
         kernel = self._forward_kernel(len(args))
         return kernel.kernel.source([_TS_DTYPES[args[i].dtype] for i in kernel.reads])
+
+
+_is_compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_mode = torch._C._is_torch_function_mode_enabled
+_functorch = torch._C._are_functorch_transforms_active
+_tracing_state = torch._C._get_tracing_state
+_PLAIN = (Tensor, torch.nn.Parameter)
+_EAGER_DEVICES = ("cpu", "cuda")
+
+
+def _eager_device(args):
+    """The one device of `args` when an eager call may skip the dispatcher: plain tensors (no
+    subclass) on one CPU or CUDA device, and no torch dispatch or function mode, functorch
+    transform or TorchScript trace active (those see the registered op). None otherwise."""
+    if _dispatch_modes() or _function_mode() or _functorch() or _tracing_state() is not None:
+        return None
+    device = args[0].device
+    if device.type not in _EAGER_DEVICES:
+        return None
+    for a in args:
+        if type(a) not in _PLAIN or a.device != device:
+            return None
+    return device
+
+
+class _EagerFunction(torch.autograd.Function):
+    """tt.fuse's eager autograd: the forward and backward implementations of the registered op
+    (the same kernels, the same saved tensors) without the dispatcher's layers in between; the
+    registered op with register_autograd is what torch.compile traces."""
+
+    @staticmethod
+    def forward(ctx, fused, *xs):
+        fused._save(ctx, xs)  # NotDifferentiableError before any work
+        ctx.fused = fused
+        with on_torch_stream(xs[0].device):
+            return fused._forward_kernel(len(xs))(xs, like=xs[0])
+
+    @staticmethod
+    def backward(ctx, grad):
+        fused = ctx.fused
+        # create_graph=True: the registered backward op, as the registered op's autograd does (it
+        # has no autograd of its own, so a second derivative is refused the same way).
+        call = fused._call_backward_op if _grad_enabled() else fused._call_backward_direct
+        return (None, *fused._input_grads(ctx, ctx.info, grad, call))
 
 
 def fuse(fn):

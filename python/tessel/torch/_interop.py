@@ -52,12 +52,20 @@ class _Nothing:
 _NOTHING = _Nothing()
 
 
+def _current_stream_handle(index):
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+# The handle as an int without building a torch.cuda.Stream object per call (a few us each).
+_current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _current_stream_handle)
+
+
 def on_torch_stream(device: torch.device):
     """A context manager: tessel's work inside runs on torch's current stream of `device` (CPU: no-op)."""
     if device.type != "cuda":
         return _NOTHING
     index = device.index if device.index is not None else torch.cuda.current_device()
-    handle = torch.cuda.current_stream(index).cuda_stream
+    handle = _current_raw_stream(index)
     stream = _ts_streams.get((index, handle))
     if stream is None:
         # torch keeps its streams alive for the process (its pool), so adopting is safe.
