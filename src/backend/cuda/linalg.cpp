@@ -356,45 +356,41 @@ constexpr int kJacobiMaxSweeps = 100;
 
 // ---- SVD table: the route of one large m x n matrix (m >= n; wide ones come transposed) ----
 // Taken where neither tessel's kernels nor gesvdjBatched apply.
-//  - driver: the SVD of the square (or tall) matrix: cusolverDn<t>gesvdj (Jacobi, accurate, the
-//    fast one on Hopper at n ~ 1024) or cusolverDnXgesvd (bidiagonalization, QR iteration).
+//  - driver: cusolverDn<t>gesvdj (Jacobi) of a square matrix, or cusolverDnXgesvd
+//    (bidiagonalization, QR iteration). gesvdj is given square matrices only: on the H100 (CUDA
+//    13) it failed on tall ones (CUSOLVER_STATUS_INTERNAL_ERROR at 4096x1024 reduced, an illegal
+//    address at 5x3 with the full U).
 //  - QR first: geqrf, then the SVD of the n x n R, U = Q U_r (orgqr/ungqr, one gemm); singular
-//    values only: no Q. It pays when m is a few times n, since every Jacobi sweep then works on
-//    n x n instead of m x n. Not for the full U of a tall matrix (that one goes direct).
-// Measured (H100, bench/peers/python_linalg.py --only svd_4096x1024_f32, 4096x1024 float32,
-// reduced): Xgesvd direct 142 ms (tessel before this table), PyTorch (gesvdj direct, econ)
-// 58.4 ms, CuPy (gesvd) 167 ms. The QR-first crossover and the driver below are to be measured:
-//    cusolverDnXgesvdp (polar decomposition (QDWH) then syevd: GEMM-rich; it perturbs singular
-//    values near zero by the amount it reports, so rank-deficient inputs lose a little accuracy there).
-// TESSEL_LINALG_SVD=gesvd | gesvdj | gesvdp | qr+gesvd | qr+gesvdj | qr+gesvdp forces one route (auto: this table),
-// as TESSEL_LINALG_SMALL=0 does for tessel's kernels.
-enum class SvdDriver { gesvd, gesvdj, gesvdp };
+//    values only: no Q. This is how a tall matrix reaches gesvdj. The full U of a tall matrix
+//    (an m x m U that R's SVD cannot give) goes to Xgesvd directly.
+// Measured (H100, float32, reduced; bench/peers/linalg_svd_routes.py, median of 5, svd/svdvals):
+//   4096x1024: QR + gesvdj 57.6/56.5 ms, Xgesvd 162/93 ms, QR + Xgesvd 155/81 ms; PyTorch
+//   (gesvdj of the tall matrix) 59.1 ms; PyTorch's own QR then gesvdj of R also took 58.3 ms.
+//   8192x512: QR + gesvdj 22.5/21.6 ms, Xgesvd 72/38 ms. 1024x1024: gesvdj 55/55 ms, Xgesvd 112/74 ms.
+//   2048x2048: gesvdj 232/196 ms, Xgesvd 317/188 ms.
+// cusolverDnXgesvdp (polar decomposition) failed with CUSOLVER_STATUS_INTERNAL_ERROR on the
+// same inputs, so it is not a route. TESSEL_LINALG_SVD=gesvd | qr+gesvd forces Xgesvd (direct, or
+// of R), to compare; auto is this table.
+enum class SvdDriver { gesvd, gesvdj };
 struct SvdRoute {
   bool qr_first;
   SvdDriver driver;
 };
-constexpr SvdDriver kSvdDriver = SvdDriver::gesvdj;  // PyTorch's default; 2.4x Xgesvd at 4096x1024
-constexpr std::int64_t kSvdQrMinAspect = 2;           // QR first when m >= 2 n (to be measured)
-constexpr std::int64_t kSvdQrMinN = 16;               // and n >= 16: below, the extra calls dominate
 
 SvdRoute svd_route(const LinalgBatch& p, bool vectors, bool full) {
-  const bool qr_possible = !(vectors && full && p.m > p.n);
+  const bool full_u_of_tall = vectors && full && p.m > p.n;
+  const bool tall = p.m > p.n && !full_u_of_tall;
   static const std::string forced = [] {
     const char* v = std::getenv("TESSEL_LINALG_SVD");
     return std::string(v ? v : "");
   }();
   if (forced.empty() || forced == "auto") {
-    return {qr_possible && p.m >= kSvdQrMinAspect * p.n && p.n >= kSvdQrMinN, kSvdDriver};
+    if (full_u_of_tall) return {false, SvdDriver::gesvd};
+    return {tall, SvdDriver::gesvdj};
   }
   if (forced == "gesvd") return {false, SvdDriver::gesvd};
-  if (forced == "gesvdj") return {false, SvdDriver::gesvdj};
-  if (forced == "qr+gesvd") return {qr_possible, SvdDriver::gesvd};
-  if (forced == "qr+gesvdj") return {qr_possible, SvdDriver::gesvdj};
-  if (forced == "gesvdp") return {false, SvdDriver::gesvdp};
-  if (forced == "qr+gesvdp") return {qr_possible, SvdDriver::gesvdp};
-  throw ValueError(fmt::format("svd: TESSEL_LINALG_SVD must be auto, gesvd, gesvdj, gesvdp, qr+gesvd, qr+gesvdj or "
-                               "qr+gesvdp, got \"{}\"",
-                               forced));
+  if (forced == "qr+gesvd") return {tall, SvdDriver::gesvd};
+  throw ValueError(fmt::format("svd: TESSEL_LINALG_SVD must be auto, gesvd or qr+gesvd, got \"{}\"", forced));
 }
 
 // A gesvdjInfo_t with tessel's sweep cap and a tolerance of the dtype's epsilon (cuSOLVER's
@@ -708,13 +704,6 @@ void svd_one_by_one(Call& c, const LinalgBatch& p, void* a, void* s, void* u, vo
                                          jparams->params),
                           op);
     work = c.device_buffer(static_cast<std::size_t>(lwork) * es);
-  } else if (route.driver == SvdDriver::gesvdp) {
-    if (vectors) v = c.device_buffer(es * static_cast<std::size_t>(n * n));
-    TESSEL_CUSOLVER_CHECK(cusolverDnXgesvdp_bufferSize(c.h.solver, c.h.params, jobz, econ, dm, n, t, first_a, dm, rt, s, t,
-                                                       first_u, dm, t, vectors ? v->data() : nullptr, n, t, &dev_bytes,
-                                                       &host_bytes),
-                          op);
-    work = c.device_buffer(dev_bytes);
   } else {
     TESSEL_CUSOLVER_CHECK(cusolverDnXgesvd_bufferSize(c.h.solver, c.h.params, job, job, dm, n, t, first_a, dm, rt, s, t,
                                                       first_u, dm, t, vh, ldvt, t, &dev_bytes, &host_bytes),
@@ -743,13 +732,6 @@ void svd_one_by_one(Call& c, const LinalgBatch& p, void* a, void* s, void* u, vo
       TESSEL_CUSOLVER_CHECK(gesvdj<T>(c.h.solver, jobz, econ, idm, in, da, idm, sb, dub, idm,
                                       vectors ? static_cast<T*>(v->data()) : nullptr, in, static_cast<T*>(work->data()),
                                       lwork, info + b, jparams->params),
-                            op);
-      if (vectors) adjoint_batch(p.dtype, v->data(), n, vhb, n, n, 1, c.s);
-    } else if (route.driver == SvdDriver::gesvdp) {
-      double perturbation = 0;  // a host output: gesvdp synchronizes the stream
-      TESSEL_CUSOLVER_CHECK(cusolverDnXgesvdp(c.h.solver, c.h.params, jobz, econ, dm, n, t, da, dm, rt, sb, t, dub, dm, t,
-                                              vectors ? v->data() : nullptr, n, t, work->data(), dev_bytes, hw,
-                                              host_bytes, info + b, &perturbation),
                             op);
       if (vectors) adjoint_batch(p.dtype, v->data(), n, vhb, n, n, 1, c.s);
     } else {
