@@ -264,9 +264,9 @@ Layout lay_out(const Array& x, const std::vector<IndexItem>& items, const char* 
       in_run = false;
       basic.push_back(item);
       ++view_dims;
-    } else {  // the ellipsis: whole axes; one that stands for no axis separates nothing
+    } else {  // the ellipsis: whole axes; as in NumPy it separates advanced indices even when it stands for none
       const std::int64_t count = x.ndim() - consumed;
-      if (count > 0) in_run = false;
+      in_run = false;
       for (std::int64_t i = 0; i < count; ++i) basic.emplace_back(Slice());
       axis += count;
       view_dims += count;

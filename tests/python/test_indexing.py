@@ -209,9 +209,13 @@ def test_transposition_rule(device):
     i, j = np.array([0, 1, -1]), np.array([[1], [-2]])
     # Adjacent index arrays replace their axes in place; separated ones go first.
     for key in [(slice(None), i, j), (slice(None), i, j, 0), (i, slice(None), j), (0, slice(None), i),
-                (Ellipsis, i, slice(None), j[:, :, None][0]), (i, None, j), (slice(None), i, Ellipsis, 1)]:
+                (Ellipsis, i, slice(None), j[:, :, None][0]), (i, None, j), (slice(None), i, Ellipsis, 1),
+                # an ellipsis that stands for no axis still separates (NumPy's rule)
+                (slice(None), slice(None), i, Ellipsis, j), (slice(None), slice(None), 0, Ellipsis, i)]:
         got = x[tuple(ts.asarray(k, device=device) if isinstance(k, np.ndarray) else k for k in key)]
         assert_same(got, a[key])
+    b = np.ones((1, 1), bool)
+    assert_same(ts.asarray(b, device=device)[0:0, 0, ..., True, None], b[0:0, 0, ..., True, None])
 
 
 def test_masks(device):
