@@ -4,7 +4,11 @@
 // sanitizer runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "testing.hpp"
 #include "tessel/memory/caching_allocator.hpp"
@@ -96,34 +100,84 @@ TEST(OpsHuge, Uint8MaskSelectAndNonzeroPast2To31) {
   // x[m] over uint8 x and a mostly-true m (2.1 GB each, and 2.1 GB of result): 64-bit tile
   // offsets and count. Then nonzero of a sparse mask (2.1 GB of flags, 17.2 GB of int64
   // positions, as nonzero sizes them before it knows the count): about 24 GB at the peak.
-  TESSEL_SKIP_UNLESS_FREE(kHugeN * (1 + 1 + 1 + 8));
-  const Device gpu = testing::test_gpu();
-  const std::int64_t n = kHugeN;
+  // n reaches past the whole tile that follows the one starting at 2^31 (tiles of 16384
+  // elements), with a tail tile of 7: the positions below sit on both sides of 2^31 and of that
+  // tile boundary. (With n = 2^31 + 7 the positions past n were silently not set: a slice past
+  // the end is empty, as in Python.)
+  constexpr std::int64_t tile = 16384;  // compact::kTileElems
   const std::int64_t two31 = std::int64_t{1} << 31;
+  const std::int64_t n = two31 + 2 * tile + 7;
+  TESSEL_SKIP_UNLESS_FREE(n * (1 + 1 + 1 + 8));
+  const Device gpu = testing::test_gpu();
   Array x = full({n}, 1, DType::uint8, gpu);
   const std::vector<std::pair<std::int64_t, int>> marks = {
-      {0, 5}, {16383, 6}, {two31 - 1, 7}, {two31, 9}, {two31 + 3, 3}, {two31 + 16384, 4}, {n - 1, 11}};
-  for (const auto& [pos, value] : marks) fill(x.slice(0, Slice(pos, pos + 1)), value);
+      {0, 5}, {tile - 1, 6}, {two31 - 1, 7}, {two31, 9}, {two31 + 3, 3}, {two31 + tile, 4}, {n - 1, 11}};
   // Unselected: on both sides of 2^31 and of a tile boundary there.
-  const std::vector<std::int64_t> dropped = {1, two31 - 2, two31 + 1, two31 + 16383, n - 2};
+  const std::vector<std::int64_t> dropped = {1, two31 - 2, two31 + 1, two31 + tile - 1, n - 2};
+  for (const auto& [pos, value] : marks) ASSERT_LT(pos, n) << "mark past the end";
+  for (std::int64_t pos : dropped) ASSERT_LT(pos, n) << "dropped position past the end";
+  for (const auto& [pos, value] : marks) fill(x.slice(0, Slice(pos, pos + 1)), value);
+  const auto out_index = [&](std::int64_t pos) {
+    std::int64_t before = 0;
+    for (std::int64_t d : dropped) before += d < pos;
+    return pos - before;
+  };
+  const std::int64_t expected_count = n - static_cast<std::int64_t>(dropped.size());
   std::int64_t count = 0;
   {
     Array m = full({n}, 1, DType::bool_, gpu);
     for (std::int64_t pos : dropped) fill(m.slice(0, Slice(pos, pos + 1)), 0);
     const Array r = getitem(x, {m});
-    ASSERT_EQ(r.shape(), (Shape{n - static_cast<std::int64_t>(dropped.size())}));
-    const auto out_index = [&](std::int64_t pos) {
-      std::int64_t before = 0;
-      for (std::int64_t d : dropped) before += d < pos;
-      return pos - before;
+    // On a wrong count, what went wrong where (evaluated only then; small reads and windows):
+    // per dropped position, its flag, the flags set in a window of a tile on each side, and what
+    // x[m] of that window alone selects; per mark, where its value landed in r relative to where
+    // it belongs (a change of that shift between two marks brackets the wrong tile).
+    const auto diagnose = [&]() {
+      std::ostringstream os;
+      os << "\nx[m] selected " << r.shape()[0] << ", expected " << expected_count << " (" << r.shape()[0] - expected_count
+         << " more)";
+      for (std::int64_t d : dropped) {
+        if (d >= n) {
+          os << "\n  dropped " << d << ": past the end (n = " << n << "), so never unset";
+          continue;
+        }
+        const std::int64_t lo = std::max<std::int64_t>(0, d - tile), hi = std::min(n, d + tile + 1);
+        std::int64_t expect = hi - lo;
+        for (std::int64_t e : dropped) expect -= (e >= lo && e < hi) ? 1 : 0;
+        const Array mw = m.slice(0, Slice(lo, hi));
+        os << "\n  dropped " << d << " (tile " << d / tile << ", offset " << d % tile << "): m[d] = " << at(m, d)
+           << "; window [" << lo << ", " << hi << "): " << sum(mw).item<std::int64_t>() << " flags set, x[m] of the window alone selects "
+           << getitem(x.slice(0, Slice(lo, hi)), {mw}).shape()[0] << ", expected " << expect;
+      }
+      for (const auto& [pos, value] : marks) {
+        const std::int64_t want = out_index(pos);
+        const std::int64_t lo = std::max<std::int64_t>(0, want - 4), hi = std::min(r.shape()[0], want + 5);
+        os << "\n  mark x[" << pos << "] = " << value << " (tile " << pos / tile << "): ";
+        if (pos >= n) {
+          os << "past the end (n = " << n << "), so never set";
+          continue;
+        }
+        if (lo >= hi) {
+          os << "r ends before " << want;
+          continue;
+        }
+        const std::vector<std::uint8_t> got = r.slice(0, Slice(lo, hi)).to_vector<std::uint8_t>();
+        std::string found;
+        for (std::size_t k = 0; k < got.size(); ++k) {
+          if (got[k] == value) found += " " + std::to_string(lo + static_cast<std::int64_t>(k) - want);
+        }
+        os << "in r at offset" << (found.empty() ? " (not within 4)" : found) << " from " << want;
+      }
+      return os.str();
     };
+    ASSERT_EQ(r.shape(), (Shape{expected_count})) << diagnose();
     for (const auto& [pos, value] : marks) EXPECT_EQ(at(r, out_index(pos)), value) << "x[" << pos << "]";
-    for (std::int64_t pos : {std::int64_t{2}, two31 - 3, two31 + 2, two31 + 16385, n - 3}) {
+    for (std::int64_t pos : {std::int64_t{2}, two31 - 3, two31 + 2, two31 + tile + 1, n - 3}) {
       EXPECT_EQ(at(r, out_index(pos)), 1) << "x[" << pos << "]";
     }
     count = r.shape()[0];
   }
-  EXPECT_EQ(count, n - 5);
+  EXPECT_EQ(count, expected_count);
   {
     const Array sparse = not_equal(x, Scalar(1));
     const std::vector<Array> nz = nonzero(sparse);
