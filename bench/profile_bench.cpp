@@ -44,6 +44,8 @@ nlohmann::json added_host_time(Device device, int rounds) {
   const Array out = empty({1}, DType::float32, device);
   for (int i = 0; i < 5; ++i) host_us_per_op(x, y, out, stream);
   std::vector<double> off, on, diff;
+  std::size_t kernels = 0, unlinked = 0;  // of the sessions: the speed must not come from unlinked kernels
+  bool gpu_linked = true;
   for (int r = 0; r < rounds; ++r) {
     const double a = host_us_per_op(x, y, out, stream);
     double b = 0;
@@ -51,16 +53,24 @@ nlohmann::json added_host_time(Device device, int rounds) {
       profile::Session session;
       b = host_us_per_op(x, y, out, stream);
       session.stop();
+      gpu_linked = gpu_linked && session.gpu_linked();
+      for (const auto& g : session.gpu()) {
+        if (g.kind != profile::GpuEventKind::kernel) continue;
+        ++kernels;
+        if (g.op_id == 0) ++unlinked;
+      }
     }
     off.push_back(a);
     on.push_back(b);
     diff.push_back(b - a);
   }
   const double added = bench::median(diff);
-  std::printf("profile on: %.3f us/op, off: %.3f us/op, added %.3f us/op (target <= 1.5)\n", bench::median(on),
-              bench::median(off), added);
+  std::printf("profile on: %.3f us/op, off: %.3f us/op, added %.3f us/op (target <= 1.5); kernels recorded %zu, "
+              "not linked to an op %zu\n",
+              bench::median(on), bench::median(off), added, kernels, unlinked);
   return {{"off_us", bench::median(off)}, {"on_us", bench::median(on)}, {"added_us", added},
-          {"target_us", 1.5}, {"ok", added <= 1.5}, {"rounds", rounds}, {"batch", kBatch}};
+          {"target_us", 1.5}, {"ok", added <= 1.5}, {"rounds", rounds}, {"batch", kBatch},
+          {"kernels", kernels}, {"unlinked_kernels", unlinked}, {"gpu_linked", gpu_linked}};
 }
 
 // Holds a stream until released, so the calls queued behind it run back to back on the GPU and
@@ -143,7 +153,7 @@ nlohmann::json trace_vs_events(const std::string& label, const std::function<Arr
               diff_us, ok ? "ok" : "OUT OF TOLERANCE");
   return {{"case", label},          {"event_ms", event_ms}, {"trace_ms", trace_ms},
           {"diff_us", diff_us},     {"ok", ok},                     {"traced_calls", traced.size()},
-          {"gpu_recorded", session.gpu_recorded()}};
+          {"gpu_recorded", session.gpu_recorded()}, {"gpu_linked", session.gpu_linked()}};
 }
 
 nlohmann::json sim_profile(double seconds, const std::string& trace_path) {
@@ -162,10 +172,12 @@ nlohmann::json sim_profile(double seconds, const std::string& trace_path) {
   session.stop();
   session.export_chrome_trace(trace_path);
   const auto bytes = std::filesystem::file_size(trace_path);
-  std::printf("sim 1e6 particles, %.0f s: %lld steps, trace %s: %.1f MiB, %zu ops, %zu GPU activities, %zu memory, "
-              "%llu dropped\n",
+  std::size_t unlinked = 0;
+  for (const auto& g : session.gpu()) unlinked += g.op_id == 0 ? 1 : 0;
+  std::printf("sim 1e6 particles, %.0f s: %lld steps, trace %s: %.1f MiB, %zu ops, %zu GPU activities (%zu not "
+              "linked to an op), %zu memory, %llu dropped\n",
               seconds, static_cast<long long>(steps), trace_path.c_str(), double(bytes) / (1 << 20),
-              session.ops().size(), session.gpu().size(), session.memory().size(),
+              session.ops().size(), session.gpu().size(), unlinked, session.memory().size(),
               static_cast<unsigned long long>(session.dropped()));
   return {{"seconds", seconds},
           {"steps", steps},
@@ -175,7 +187,9 @@ nlohmann::json sim_profile(double seconds, const std::string& trace_path) {
           {"memory_events", session.memory().size()},
           {"dropped", session.dropped()},
           {"max_events_per_kind", profile::SessionOptions{}.max_events},
-          {"gpu_recorded", session.gpu_recorded()}};
+          {"gpu_recorded", session.gpu_recorded()},
+          {"gpu_linked", session.gpu_linked()},
+          {"unlinked_gpu_activities", unlinked}};
 }
 
 }  // namespace

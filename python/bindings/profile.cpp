@@ -109,6 +109,7 @@ void register_profile(nb::module_& m) {
       .def_prop_ro("recording", &profile::Session::recording)
       .def_prop_ro("dropped", &profile::Session::dropped)
       .def_prop_ro("gpu_recorded", &profile::Session::gpu_recorded)
+      .def_prop_ro("gpu_linked", &profile::Session::gpu_linked)
       .def_prop_ro("cupti_status", &profile::Session::cupti_status)
       .def("ops", &op_dicts)
       .def("gpu", &gpu_dicts)

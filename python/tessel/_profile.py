@@ -20,6 +20,7 @@ __all__ = ["profile", "Profile", "ProfileRange", "benchmark", "BenchmarkResult",
 DEFAULT_MAX_EVENTS = 1 << 18
 
 _warned_host_only = False
+_warned_unlinked = False
 
 class ProfileRange:
     """``ts.profile.range(name)``: a named range, as a context manager or a decorator::
@@ -76,7 +77,9 @@ class Profile:
     do not nest: starting one while another records raises tessel.TesselError. Each kind of event
     keeps at most ``max_events`` records (later ones are counted in ``dropped``). Without CUPTI
     (no GPU, libcupti missing, or Nsight holding it) only host ops, compiles and memory are
-    recorded; a warning says so once.
+    recorded; a warning says so once. When another CUPTI subscriber holds CUPTI's Callback API,
+    GPU activities are recorded but not linked to their ops (``op_id`` 0, ``gpu_linked`` False);
+    a warning says that once too.
     """
 
     def __init__(self, *, max_events=DEFAULT_MAX_EVENTS, gpu=True):
@@ -87,7 +90,7 @@ class Profile:
         self._session = None
 
     def start(self):
-        global _warned_host_only
+        global _warned_host_only, _warned_unlinked
         if self._session is not None:
             raise _tessel.TesselError("ts.profile: this Profile was already started; make a new one")
         self._session = _tessel._ProfileSession(self._max_events, self._gpu)
@@ -95,6 +98,9 @@ class Profile:
             _warned_host_only = True
             warnings.warn(f"ts.profile: recording host ops only (no GPU kernels): {self._session.cupti_status}",
                           RuntimeWarning, stacklevel=3)
+        elif self._session.gpu_recorded and not self._session.gpu_linked and not _warned_unlinked:
+            _warned_unlinked = True
+            warnings.warn(f"ts.profile: {self._session.cupti_status}", RuntimeWarning, stacklevel=3)
         return self
 
     def stop(self):
@@ -147,6 +153,11 @@ class Profile:
     @property
     def gpu_recorded(self):
         return self._require().gpu_recorded
+
+    @property
+    def gpu_linked(self):
+        """True when the GPU activities were linked to the ops that launched them."""
+        return self._require().gpu_linked
 
     @property
     def cupti_status(self):

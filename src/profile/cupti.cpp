@@ -1,10 +1,14 @@
-// GPU activity through CUPTI's Activity API. libcupti is loaded with dlopen when a session
-// starts, so the library loads (and profiles host ops) where CUPTI is absent.
+// GPU activity through CUPTI's Activity API, linked to ops through CUPTI's Callback API.
+// libcupti is loaded with dlopen when a session starts, so the library loads (and profiles host
+// ops) where CUPTI is absent.
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
-#include <unordered_map>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -15,6 +19,9 @@
 
 #if defined(TESSEL_HAVE_CUDA)
 #include <cupti_activity.h>
+#include <cupti_callbacks.h>
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
 #include <cxxabi.h>
 #include <dlfcn.h>
 #endif
@@ -30,10 +37,16 @@ struct CuptiApi {
   decltype(&cuptiActivityDisable) disable = nullptr;
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
-  decltype(&cuptiActivityPushExternalCorrelationId) push_external = nullptr;
-  decltype(&cuptiActivityPopExternalCorrelationId) pop_external = nullptr;
   decltype(&cuptiGetTimestamp) timestamp = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
+  // The Callback API, which links activities to ops; all null when libcupti lacks one of them.
+  decltype(&cuptiSubscribe) subscribe = nullptr;
+  decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
+  decltype(&cuptiEnableCallback) enable_callback = nullptr;
+  decltype(&cuptiGetCallbackName) callback_name = nullptr;
+#if defined(CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN)
+  decltype(&cuptiSubscribe_v2) subscribe_v2 = nullptr;  // optional: names the subscriber in the way
+#endif
   std::string error;  // why it could not be loaded
 };
 
@@ -73,11 +86,17 @@ const CuptiApi& cupti_api() {
                     load_symbol(lib, "cuptiActivityDisable", a.disable) &&
                     load_symbol(lib, "cuptiActivityFlushAll", a.flush_all) &&
                     load_symbol(lib, "cuptiActivityGetNextRecord", a.next_record) &&
-                    load_symbol(lib, "cuptiActivityPushExternalCorrelationId", a.push_external) &&
-                    load_symbol(lib, "cuptiActivityPopExternalCorrelationId", a.pop_external) &&
                     load_symbol(lib, "cuptiGetTimestamp", a.timestamp) &&
                     load_symbol(lib, "cuptiGetResultString", a.result_string);
     if (!ok) a.error = "libcupti lacks an Activity API function tessel needs";
+    const bool callbacks = load_symbol(lib, "cuptiSubscribe", a.subscribe) &&
+                           load_symbol(lib, "cuptiUnsubscribe", a.unsubscribe) &&
+                           load_symbol(lib, "cuptiEnableCallback", a.enable_callback) &&
+                           load_symbol(lib, "cuptiGetCallbackName", a.callback_name);
+    if (!callbacks) a.subscribe = nullptr;
+#if defined(CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN)
+    load_symbol(lib, "cuptiSubscribe_v2", a.subscribe_v2);
+#endif
     return a;
   }();
   return api;
@@ -89,20 +108,150 @@ std::string result_text(CUptiResult r) {
   return fmt::format("CUPTI error {}", static_cast<int>(r));
 }
 
-// CUPTI writes an external-correlation record (op id -> CUDA correlation id) only in front of an
-// API record, so the driver and runtime API kinds are on too; their records are skipped. Without
-// them the kernels came back with no op (H100, CUDA 13.0's CUPTI).
+// How activities are linked to ops. Every kernel, memcpy and memset record carries the correlation
+// id of the runtime or driver call that launched it. A Callback API subscriber, enabled only for
+// the launch, copy and set calls (link_callbacks: chosen by name from libcupti's own table),
+// notes at each such call's entry: correlation id -> the calling thread's innermost open op
+// (t_op, set by the op's range through cupti_enter_op). buffer_completed looks each record's
+// correlation id up. Both the runtime call and the driver call it makes get an entry, so a record
+// matches whichever id it carries.
+//
+// Until this change ops were linked by external correlation (cuptiActivityPush/
+// PopExternalCorrelationId per op). CUPTI writes external-correlation records only in front of API
+// records, so that needed the DRIVER and RUNTIME activity kinds too: a record for every CUDA call.
+// That cost 5.97 us of host time per op on the H100 (bench/profile_bench "profile on ... added",
+// CUDA 13.0's CUPTI; the CPU backend, without CUPTI, adds 0.73 us). Only the three kinds below are
+// recorded now, and the callback stores one word per launch. With the callbacks: not yet measured
+// (TODO(issue-21): the H100 profile_bench run after this change; the target is <= 1.5 us per op).
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                         CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_DRIVER,
-                                         CUPTI_ACTIVITY_KIND_RUNTIME,           CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+                                         CUPTI_ACTIVITY_KIND_MEMSET};
 constexpr std::size_t kBufferBytes = 8u << 20;
 
 std::atomic<bool> g_running{false};
 std::mutex g_state_mutex;            // guards the fields below
 Session::Data* g_target = nullptr;   // the session receiving records
 std::int64_t g_offset_ns = 0;        // steady_clock - CUPTI timestamp
-std::unordered_map<std::uint32_t, std::uint64_t> g_external;  // CUPTI correlation -> op id
 bool g_callbacks_registered = false;
+CUpti_SubscriberHandle g_subscriber = nullptr;  // while a session links activities to ops
+
+// Correlation id -> op, direct-mapped: slot (id mod kLinkSlots) holds id << 32 | (op - g_op_base),
+// 0 when empty. The callback's write is one atomic store: no lock, no allocation. An entry is lost
+// only when a call kLinkSlots correlation ids later takes its slot, so a record that comes back
+// more than about a million CUDA calls after its launch is not linked (op_id 0). 8 MiB, allocated
+// by the first session that links, and kept; cleared at each session start.
+constexpr std::uint32_t kLinkSlots = 1u << 20;
+std::uint64_t* g_links = nullptr;       // kLinkSlots words, read and written with __atomic builtins
+std::atomic<std::uint64_t> g_op_base{0};  // op ids of this session are above it
+thread_local std::uint64_t t_op = 0;    // this thread's innermost op while a session records GPU
+
+void CUPTIAPI on_api_call(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* cbdata) {
+  const auto* info = static_cast<const CUpti_CallbackData*>(cbdata);
+  if (info->callbackSite != CUPTI_API_ENTER) return;
+  const std::uint64_t op = t_op;
+  const std::uint32_t correlation = info->correlationId;
+  const std::uint64_t base = g_op_base.load(std::memory_order_relaxed);
+  if (op <= base || correlation == 0 || op - base > 0xffffffffu) return;
+  __atomic_store_n(&g_links[correlation & (kLinkSlots - 1)], (std::uint64_t(correlation) << 32) | (op - base),
+                   __ATOMIC_RELEASE);
+}
+
+std::uint64_t linked_op(std::uint32_t correlation) {
+  if (!g_links || correlation == 0) return 0;
+  const std::uint64_t v = __atomic_load_n(&g_links[correlation & (kLinkSlots - 1)], __ATOMIC_ACQUIRE);
+  if ((v >> 32) != correlation || (v & 0xffffffffu) == 0) return 0;
+  return g_op_base.load(std::memory_order_relaxed) + (v & 0xffffffffu);
+}
+
+// The runtime and driver calls that launch a kernel or graph or start a copy or set, by name from
+// libcupti's own callback table (so the library's newer variants count too): cudaLaunch*,
+// cudaGraphLaunch*, cudaMemcpy*, cudaMemset*, cuLaunch*, cuGraphLaunch*, cuMemcpy*, cuMemset*
+// (and cu64Memcpy*/cu64Memset*), with their _ptsz/_ptds forms; not cudaLaunchHostFunc/
+// cuLaunchHostFunc, which start no GPU activity.
+bool links_by_name(std::string_view name) {
+  if (name.find("HostFunc") != std::string_view::npos) return false;
+  for (std::string_view prefix : {"cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset", "cuLaunch",
+                                  "cuGraphLaunch", "cuMemcpy", "cuMemset", "cu64Memcpy", "cu64Memset"}) {
+    if (name.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
+struct LinkCallback {
+  CUpti_CallbackDomain domain;
+  CUpti_CallbackId cbid;
+  const char* name;
+};
+
+const std::vector<LinkCallback>& link_callbacks() {
+  static const std::vector<LinkCallback> ids = [] {
+    std::vector<LinkCallback> out;
+    const CuptiApi& api = cupti_api();
+    if (!api.callback_name) return out;
+    // Past the headers' sizes too, for a libcupti newer than the headers; unknown ids fail.
+    const std::pair<CUpti_CallbackDomain, std::uint32_t> domains[] = {
+        {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE + 512},
+        {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE + 512}};
+    for (const auto& [domain, limit] : domains) {
+      for (std::uint32_t cbid = 1; cbid < limit; ++cbid) {
+        const char* name = nullptr;
+        if (api.callback_name(domain, cbid, &name) == CUPTI_SUCCESS && name && links_by_name(name)) {
+          out.push_back({domain, cbid, name});
+        }
+      }
+    }
+    return out;
+  }();
+  return ids;
+}
+
+// Subscribes on_api_call to the launch/copy/set calls (g_state_mutex held). Empty on success,
+// else why activities cannot be linked to ops.
+std::string subscribe_links() {
+  const CuptiApi& api = cupti_api();
+  if (!api.subscribe) return "libcupti lacks a Callback API function tessel needs";
+  const std::vector<LinkCallback>& ids = link_callbacks();
+  if (ids.empty()) return "libcupti names no launch, copy or set calls";
+  if (!g_links) {
+    g_links = static_cast<std::uint64_t*>(std::calloc(kLinkSlots, sizeof(std::uint64_t)));
+    if (!g_links) return "no memory for the correlation table";
+  } else {
+    std::memset(g_links, 0, kLinkSlots * sizeof(std::uint64_t));  // no callback runs: none subscribed
+  }
+  g_op_base.store(next_op_id() - 1, std::memory_order_relaxed);
+  std::string holder;
+  CUptiResult r = CUPTI_SUCCESS;
+#if defined(CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN)
+  if (api.subscribe_v2) {
+    char old_name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64] = {};
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "tessel";
+    params.oldSubscriberName = old_name;
+    params.oldSubscriberSize = sizeof(old_name);
+    r = api.subscribe_v2(&g_subscriber, on_api_call, nullptr, &params);
+    holder = old_name;
+  } else {
+    r = api.subscribe(&g_subscriber, on_api_call, nullptr);
+  }
+#else
+  r = api.subscribe(&g_subscriber, on_api_call, nullptr);
+#endif
+  if (r != CUPTI_SUCCESS) {
+    g_subscriber = nullptr;
+    return fmt::format("cuptiSubscribe: {}; {}", result_text(r),
+                       holder.empty() ? "another CUPTI subscriber (such as Nsight Systems) may hold the Callback API"
+                                      : "it is held by " + holder);
+  }
+  for (const LinkCallback& id : ids) {
+    r = api.enable_callback(1, g_subscriber, id.domain, id.cbid);
+    if (r != CUPTI_SUCCESS) {
+      api.unsubscribe(g_subscriber);
+      g_subscriber = nullptr;
+      return fmt::format("cuptiEnableCallback({}): {}", id.name, result_text(r));
+    }
+  }
+  return {};
+}
 
 std::string demangle(const char* name) {
   if (!name) return "?";
@@ -146,6 +295,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         e.start_ns = static_cast<std::int64_t>(k->start) + g_offset_ns;
         e.end_ns = static_cast<std::int64_t>(k->end) + g_offset_ns;
         e.correlation = k->correlationId;
+        e.op_id = linked_op(k->correlationId);
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -157,6 +307,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         e.start_ns = static_cast<std::int64_t>(m->start) + g_offset_ns;
         e.end_ns = static_cast<std::int64_t>(m->end) + g_offset_ns;
         e.correlation = m->correlationId;
+        e.op_id = linked_op(m->correlationId);
         e.bytes = m->bytes;
         break;
       }
@@ -169,13 +320,9 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         e.start_ns = static_cast<std::int64_t>(m->start) + g_offset_ns;
         e.end_ns = static_cast<std::int64_t>(m->end) + g_offset_ns;
         e.correlation = m->correlationId;
+        e.op_id = linked_op(m->correlationId);
         e.bytes = m->bytes;
         break;
-      }
-      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-        const auto* x = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
-        if (x->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) g_external[x->correlationId] = x->externalId;
-        continue;
       }
       default:
         continue;
@@ -198,27 +345,34 @@ void synchronize_devices() {
 
 }  // namespace
 
-std::string cupti_start(Session::Data* data) {
-  if (!cuda_available()) return "no CUDA device (" + cuda_unavailable_reason() + ")";
+CuptiStart cupti_start(Session::Data* data) {
+  if (!cuda_available()) return {"no CUDA device (" + cuda_unavailable_reason() + ")", {}};
   const CuptiApi& api = cupti_api();
-  if (!api.error.empty()) return api.error;
+  if (!api.error.empty()) return {api.error, {}};
   std::lock_guard<std::mutex> lock(g_state_mutex);
   if (!g_callbacks_registered) {
     const CUptiResult r = api.register_callbacks(buffer_requested, buffer_completed);
     if (r != CUPTI_SUCCESS) {
-      return fmt::format("CUPTI is unavailable (cuptiActivityRegisterCallbacks: {}); another profiler such as "
-                         "Nsight Systems may be using it",
-                         result_text(r));
+      return {fmt::format("CUPTI is unavailable (cuptiActivityRegisterCallbacks: {}); another profiler such as "
+                          "Nsight Systems may be using it",
+                          result_text(r)),
+              {}};
     }
     g_callbacks_registered = true;
   }
+  // Subscribed before the activity kinds are enabled, as CUPTI asks of its clients.
+  CuptiStart started;
+  started.link_error = subscribe_links();
   for (std::size_t i = 0; i < std::size(kKinds); ++i) {
     const CUptiResult r = api.enable(kKinds[i]);
     if (r != CUPTI_SUCCESS) {
       for (std::size_t j = 0; j < i; ++j) api.disable(kKinds[j]);
-      return fmt::format("CUPTI is unavailable (cuptiActivityEnable: {}); another profiler such as Nsight Systems "
-                         "may be using it",
-                         result_text(r));
+      if (g_subscriber) api.unsubscribe(g_subscriber);
+      g_subscriber = nullptr;
+      return {fmt::format("CUPTI is unavailable (cuptiActivityEnable: {}); another profiler such as Nsight "
+                          "Systems may be using it",
+                          result_text(r)),
+              {}};
     }
   }
   // The clock offset, from a CUPTI timestamp bracketed by two steady_clock readings.
@@ -228,47 +382,61 @@ std::string cupti_start(Session::Data* data) {
   const std::int64_t after = now_ns();
   g_offset_ns = (before + after) / 2 - static_cast<std::int64_t>(cupti_now);
   g_target = data;
-  g_external.clear();
   g_running.store(true);
-  return {};
+  return started;
 }
 
 void cupti_stop() {
   if (!g_running.exchange(false)) return;
   const CuptiApi& api = cupti_api();
+  {
+    std::lock_guard<std::mutex> lock(g_state_mutex);
+    if (g_subscriber) api.unsubscribe(g_subscriber);  // launches from here on are not noted
+    g_subscriber = nullptr;
+  }
   synchronize_devices();
   api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   for (CUpti_ActivityKind kind : kKinds) api.disable(kind);
   api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::lock_guard<std::mutex> lock(g_state_mutex);
-  if (g_target) {
-    std::lock_guard<std::mutex> data_lock(g_target->mutex);
-    for (GpuEvent& e : g_target->gpu) {
-      if (auto it = g_external.find(e.correlation); it != g_external.end()) e.op_id = it->second;
-    }
-  }
   g_target = nullptr;
-  g_external.clear();
 }
 
 bool cupti_running() { return g_running.load(std::memory_order_relaxed); }
 
-void cupti_push_correlation(std::uint64_t op_id) {
-  cupti_api().push_external(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, op_id);
+std::uint64_t cupti_enter_op(std::uint64_t op_id) {
+  const std::uint64_t outer = t_op;
+  t_op = op_id;
+  return outer;
 }
 
-void cupti_pop_correlation() {
-  std::uint64_t last = 0;
-  cupti_api().pop_external(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+void cupti_leave_op(std::uint64_t outer) { t_op = outer; }
+
+std::vector<std::string> cupti_link_callback_names(std::string* error) {
+  std::vector<std::string> names;
+  if (!cupti_api().error.empty()) {
+    if (error) *error = cupti_api().error;
+    return names;
+  }
+  if (!cupti_api().subscribe) {
+    if (error) *error = "libcupti lacks a Callback API function tessel needs";
+    return names;
+  }
+  for (const LinkCallback& id : link_callbacks()) names.emplace_back(id.name);
+  return names;
 }
 
 #else
 
-std::string cupti_start(Session::Data*) { return "tessel was built without CUDA"; }
+CuptiStart cupti_start(Session::Data*) { return {"tessel was built without CUDA", {}}; }
 void cupti_stop() {}
 bool cupti_running() { return false; }
-void cupti_push_correlation(std::uint64_t) {}
-void cupti_pop_correlation() {}
+std::uint64_t cupti_enter_op(std::uint64_t) { return 0; }
+void cupti_leave_op(std::uint64_t) {}
+std::vector<std::string> cupti_link_callback_names(std::string* error) {
+  if (error) *error = "tessel was built without CUDA";
+  return {};
+}
 
 #endif
 

@@ -42,6 +42,7 @@ struct Frame {
   std::uint64_t generation = 0;  // of the session it records into; 0: none
   std::int64_t start_ns = 0;
   int uncaught = 0;
+  std::uint64_t outer_op = 0;  // the thread's innermost op before this one (CUPTI linking)
   bool nvtx = false;
   bool correlated = false;
 };
@@ -84,6 +85,8 @@ struct LoadTimeSettings {
 const LoadTimeSettings g_load_time_settings;
 
 }  // namespace
+
+std::uint64_t detail::next_op_id() { return g_next_op_id.load(std::memory_order_relaxed); }
 
 void ArgSink::separate() {
   if (!text_.empty()) text_ += ", ";
@@ -145,7 +148,7 @@ void Range::begin(const char* name, Fill fill, const void* context) {
     if (frame.generation != 0) {
       frame.id = g_next_op_id.fetch_add(1, std::memory_order_relaxed);
       if (detail::cupti_running()) {
-        detail::cupti_push_correlation(frame.id);
+        frame.outer_op = detail::cupti_enter_op(frame.id);
         frame.correlated = true;
       }
       frame.start_ns = now_ns();
@@ -157,14 +160,14 @@ void Range::begin(const char* name, Fill fill, const void* context) {
 
 namespace {
 
-// Closes frames [index, top): records them and pops NVTX/CUPTI state. Returns the frame at index.
+// Closes frames [index, top): records them and restores NVTX/CUPTI state. Returns the frame at index.
 Frame close_frames(int index) {
   Frame closed;
   while (static_cast<int>(t_frames.size()) > index) {
     Frame frame = std::move(t_frames.back());
     t_frames.pop_back();
     const std::int64_t end = frame.generation != 0 ? now_ns() : 0;
-    if (frame.correlated) detail::cupti_pop_correlation();
+    if (frame.correlated) detail::cupti_leave_op(frame.outer_op);
 #if defined(TESSEL_HAVE_NVTX)
     if (frame.nvtx) nvtxDomainRangePop(nvtx_domain());
 #endif

@@ -25,6 +25,7 @@ struct Session::Data {
   std::atomic<std::uint64_t> dropped{0};
   bool recording = false;
   bool gpu_recorded = false;
+  bool gpu_linked = false;  // GPU activities carry their op's id
   std::string cupti_status;
   std::uint64_t generation = 0;
   std::int64_t start_ns = 0, stop_ns = 0;
@@ -50,12 +51,24 @@ std::uint64_t active_generation();  // 0 when none records
 void set_listener(unsigned bit, bool on);
 void start_env_session_if_pending();  // TESSEL_PROFILE's session, at the first op or allocation
 
-// CUPTI (src/profile/cupti.cpp). start: empty string on success, else why not.
-std::string cupti_start(Session::Data* data);
+// The id the next recorded op gets (src/profile/range.cpp).
+std::uint64_t next_op_id();
+
+// CUPTI (src/profile/cupti.cpp).
+struct CuptiStart {
+  std::string error;       // empty when GPU activity is recorded, else why not
+  std::string link_error;  // empty when it is linked to ops too, else why not
+};
+CuptiStart cupti_start(Session::Data* data);
 void cupti_stop();  // flushes every buffer into the data given to cupti_start
 bool cupti_running();
-void cupti_push_correlation(std::uint64_t op_id);
-void cupti_pop_correlation();
+// While a session records GPU activity, an op's range makes its id the thread's innermost op
+// (launches in it are linked to it) and restores the outer one (returned by enter) when it closes.
+std::uint64_t cupti_enter_op(std::uint64_t op_id);
+void cupti_leave_op(std::uint64_t outer);
+// The runtime/driver calls whose correlation ids are noted (for tests); empty, with *error set,
+// when libcupti or its Callback API cannot be loaded.
+std::vector<std::string> cupti_link_callback_names(std::string* error = nullptr);
 
 // Checked mode's sync step for an op that ran on `device`/`stream`.
 void check_sync_after(const std::optional<Device>& device, const std::optional<Stream>& stream);

@@ -102,8 +102,17 @@ Session::Session(SessionOptions options) : data_(std::make_shared<Data>()) {
   data_->start_ns = now_ns();
   data_->recording = true;
   if (options.gpu) {
-    data_->cupti_status = detail::cupti_start(data_.get());
-    data_->gpu_recorded = data_->cupti_status.empty();
+    const detail::CuptiStart started = detail::cupti_start(data_.get());
+    data_->gpu_recorded = started.error.empty();
+    data_->gpu_linked = data_->gpu_recorded && started.link_error.empty();
+    if (!data_->gpu_recorded) {
+      data_->cupti_status = started.error;
+    } else if (!data_->gpu_linked) {
+      data_->cupti_status =
+          "GPU activity is recorded, but kernels and copies cannot be linked to the ops that launched them "
+          "(op_id 0): " +
+          started.link_error;
+    }
   } else {
     data_->cupti_status = "GPU activity recording was turned off (SessionOptions::gpu = false)";
   }
@@ -146,6 +155,7 @@ const std::vector<CompileEvent>& Session::compiles() const { return data_->compi
 const std::vector<MemoryEvent>& Session::memory() const { return data_->memory; }
 std::uint64_t Session::dropped() const { return data_->dropped.load(); }
 bool Session::gpu_recorded() const { return data_->gpu_recorded; }
+bool Session::gpu_linked() const { return data_->gpu_linked; }
 const std::string& Session::cupti_status() const { return data_->cupti_status; }
 
 namespace {
@@ -297,8 +307,9 @@ void Session::export_chrome_trace(const std::string& path) {
       out.clear();
     }
   }
-  out += fmt::format("\n],\"otherData\":{{\"dropped_events\":{},\"gpu_recorded\":{},\"cupti_status\":", dropped(),
-                     d.gpu_recorded ? "true" : "false");
+  out += fmt::format("\n],\"otherData\":{{\"dropped_events\":{},\"gpu_recorded\":{},\"gpu_linked\":{},"
+                     "\"cupti_status\":",
+                     dropped(), d.gpu_recorded ? "true" : "false", d.gpu_linked ? "true" : "false");
   json_string(out, d.cupti_status);
   out += "}}\n";
   file.write(out);
@@ -367,7 +378,11 @@ std::string Session::table(const std::string& sort_by, const std::string& group_
   out += fmt::format("{} ops, {} GPU activities ({} us), {} compiles, {} memory events", d.ops.size(), d.gpu.size(),
                      us(gpu_total), d.compiles.size(), d.memory.size());
   if (dropped()) out += fmt::format(", {} events dropped at the cap of {} per kind", dropped(), d.options.max_events);
-  if (!d.gpu_recorded) out += fmt::format("; no GPU activity: {}", d.cupti_status);
+  if (!d.gpu_recorded) {
+    out += fmt::format("; no GPU activity: {}", d.cupti_status);
+  } else if (!d.gpu_linked) {
+    out += fmt::format("; {}", d.cupti_status);
+  }
   out += '\n';
   return out;
 }
@@ -406,6 +421,8 @@ void start_env_session_if_pending() {
     g_env_session = std::make_unique<Session>();
     if (!g_env_session->gpu_recorded() && cuda_available()) {
       TESSEL_LOG_WARN(fmt::format("TESSEL_PROFILE: recording host ops only: {}", g_env_session->cupti_status()));
+    } else if (g_env_session->gpu_recorded() && !g_env_session->gpu_linked()) {
+      TESSEL_LOG_WARN(fmt::format("TESSEL_PROFILE: {}", g_env_session->cupti_status()));
     }
     // Registered after the first CUDA use is under way, so it runs before the runtime tears down.
     std::atexit(finish_at_exit);

@@ -3,7 +3,7 @@
 // opens one with TESSEL_RANGE("name", args...). A range feeds whatever is listening:
 //   - an NVTX tool (Nsight Systems): a range in the `tessel` domain named "op(f32[1024], ...)";
 //   - a profile::Session: a host op record (name, shapes, dtypes, device, stream, start/end), and
-//     the CUPTI external correlation id that links the op's kernels to it;
+//     the op id that CUPTI's launch callbacks note, which links the op's kernels to it;
 //   - checked mode (TESSEL_CHECK): synchronize / NaN-check after the op.
 // With none listening a range costs one relaxed atomic load and a branch; the shape/dtype payload
 // is formatted only when something listens. Building with -DTESSEL_NVTX=OFF removes the ranges.

@@ -2,7 +2,8 @@
 // profile::Session: a built-in profiler. While a session records it keeps
 //   - host ops (every TESSEL_RANGE): name, shapes/dtypes, device, stream, thread, host start/end;
 //   - GPU kernels, memcpys and memsets with device timestamps, through CUPTI's Activity API,
-//     each linked to the innermost op that launched it by a CUPTI external correlation id;
+//     each linked to the innermost op that launched it: a CUPTI callback on the launch, copy and
+//     set calls notes which op each call's correlation id belongs to;
 //   - JIT compiles: wall time and where the kernel came from (memory cache, disk cache, NVRTC);
 //   - allocator events: alloc, free, cache hit/miss, OOM ladder steps, with allocated/reserved.
 // Sessions do not nest: starting one while another records raises tessel::Error.
@@ -10,6 +11,8 @@
 // ones are counted in dropped() and not kept.
 // Without CUPTI (no GPU, libcupti not found, or another profiler such as Nsight holds it) the
 // session records host ops, compiles and memory only, warns once and says why in cupti_status().
+// When CUPTI's Callback API is held by another subscriber, GPU activity is still recorded but not
+// linked to ops (op_id 0): gpu_linked() is false and cupti_status() says why.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -85,7 +88,9 @@ class Session {
   const std::vector<MemoryEvent>& memory() const;
   std::uint64_t dropped() const;       // events not kept because of max_events
   bool gpu_recorded() const;           // CUPTI recorded this session
-  const std::string& cupti_status() const;  // why not, when it did not
+  bool gpu_linked() const;             // and linked its GPU activities to their ops
+  // Empty when GPU activity was recorded and linked; otherwise why not.
+  const std::string& cupti_status() const;
 
   // Chrome trace / Perfetto JSON: host ops on one track per thread, GPU work on one per stream,
   // compiles on a `jit` track, allocated/reserved memory as counter tracks. Stops first.

@@ -4,8 +4,17 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
+#if defined(TESSEL_HAVE_CUDA)
+#include <cupti_callbacks.h>
+#include <dlfcn.h>
+#include <link.h>
+#endif
+
+#include "profile/recorder.hpp"
 #include "tessel/tessel.hpp"
 #include "temp_dir.hpp"
 #include "testing.hpp"
@@ -30,6 +39,7 @@ TEST_P(ProfileSession, RecordsOpsWithShapesMemoryAndExports) {
   random::Generator gen(7);
   const Array a = gen.uniform({3, 5}, -1, 1, DType::float32, device());
   const Array b = gen.uniform({5}, -1, 1, DType::float32, device());
+  if (device().is_cuda()) synchronize(device());  // no kernel from before the session is in flight
   profile::Session session;
   EXPECT_TRUE(profile::ranges_active());
   Array c;
@@ -70,15 +80,42 @@ TEST_P(ProfileSession, RecordsOpsWithShapesMemoryAndExports) {
   EXPECT_TRUE(saw_alloc);
 
   if (device().is_cuda() && session.gpu_recorded()) {
-    // The add kernel is on a stream track, linked to the add op by its correlation id.
-    bool linked = false;
+    // Every kernel of the session was launched inside an op, so each is linked to a recorded op
+    // (CUPTI's launch callbacks noted its correlation id); the add kernel to the add op, not to
+    // the user's range around it. The result's copy to the host is linked to its op too.
+    EXPECT_TRUE(session.gpu_linked()) << session.cupti_status();
+    EXPECT_TRUE(session.cupti_status().empty()) << session.cupti_status();
+    std::map<std::uint64_t, const profile::OpEvent*> by_id;
+    for (const auto& o : session.ops()) by_id[o.id] = &o;
+    std::set<std::string> ops_with_kernels;
+    int add_kernels = 0, dtoh = 0, dtoh_linked = 0;
     for (const auto& g : session.gpu()) {
-      if (g.op_id == op->id && g.kind == profile::GpuEventKind::kernel) {
-        linked = true;
-        EXPECT_LT(g.start_ns, g.end_ns);
+      if (g.kind == profile::GpuEventKind::memcpy && g.name == "memcpy DtoH") {
+        ++dtoh;
+        if (g.op_id != 0) ++dtoh_linked;
+      }
+      if (g.kind == profile::GpuEventKind::kernel) {
+        EXPECT_NE(g.op_id, 0u) << g.name << " (correlation " << g.correlation << ") is not linked to an op";
+      }
+      const auto it = by_id.find(g.op_id);
+      if (g.op_id != 0) {
+        EXPECT_NE(it, by_id.end()) << g.name << " is linked to op " << g.op_id << ", which was not recorded";
+      }
+      if (it != by_id.end() && g.kind == profile::GpuEventKind::kernel) ops_with_kernels.insert(it->second->name);
+      if (g.kind != profile::GpuEventKind::kernel) continue;
+      EXPECT_LT(g.start_ns, g.end_ns);
+      if (g.op_id == op->id) ++add_kernels;
+      if (g.name.rfind("tessel_add", 0) == 0) {
+        EXPECT_EQ(g.op_id, op->id) << g.name;  // the JIT add kernel
       }
     }
-    EXPECT_TRUE(linked);
+    EXPECT_GE(add_kernels, 1);
+    if (dtoh > 0) {
+      EXPECT_GE(dtoh_linked, 1);
+    }
+    EXPECT_EQ(ops_with_kernels.count("user.step"), 0u) << "a kernel was linked to the outer range";
+    EXPECT_EQ(ops_with_kernels.count("multiply"), 1u);
+    EXPECT_EQ(ops_with_kernels.count("sum"), 1u);
   } else if (device().is_cuda()) {
     ADD_FAILURE() << "no GPU activity recorded: " << session.cupti_status();
   }
@@ -173,6 +210,125 @@ TEST(ProfileSessionErrors, WithoutCuptiHostOpsStillRecord) {
   EXPECT_FALSE(session.cupti_status().empty());
   EXPECT_NE(find_op(session, "add"), nullptr);
 }
+
+// The calls whose correlation ids are noted, by name from libcupti's callback table: every
+// kernel launch, graph launch, copy and set of the runtime and the driver (also without a GPU).
+TEST(ProfileCupti, LinkCallbacksCoverLaunchesCopiesAndSets) {
+  std::string error;
+  const std::vector<std::string> names = profile::detail::cupti_link_callback_names(&error);
+  if (names.empty()) GTEST_SKIP() << "no libcupti: " << error;
+  const std::set<std::string> have(names.begin(), names.end());
+  for (const char* name :
+       {"cudaLaunchKernel_v7000", "cudaLaunchKernel_ptsz_v7000", "cudaLaunchKernelExC_v11060",
+        "cudaLaunchCooperativeKernel_v9000", "cudaGraphLaunch_v10000", "cudaGraphLaunch_ptsz_v10000",
+        "cudaMemcpy_v3020", "cudaMemcpyAsync_v3020", "cudaMemcpyAsync_ptsz_v7000", "cudaMemcpy2DAsync_v3020",
+        "cudaMemcpyPeerAsync_v4000", "cudaMemset_v3020", "cudaMemsetAsync_v3020", "cuLaunchKernel",
+        "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cuGraphLaunch", "cuMemcpyAsync",
+        "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemsetD8Async",
+        "cuMemsetD32Async"}) {
+    EXPECT_EQ(have.count(name), 1u) << name << " is not among the linked calls";
+  }
+  for (const char* name : {"cudaLaunchHostFunc_v10000", "cuLaunchHostFunc", "cudaGraphAddMemcpyNode_v10000",
+                           "cudaMalloc_v3020", "cuMemAlloc_v2", "cudaStreamSynchronize_v3020"}) {
+    EXPECT_EQ(have.count(name), 0u) << name << " starts no GPU activity but is linked";
+  }
+}
+
+// A graph's kernels carry the correlation id of its launch: they are linked to Graph.replay.
+TEST(ProfileCupti, GraphReplayKernelsLinkToTheReplay) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  if (!device_allocator(0).options().caching) GTEST_SKIP() << "TESSEL_ALLOCATOR=direct: graph capture is refused";
+  const Stream s = Stream::create(Device::cuda(0));
+  const Array x = full({1000}, 1.5, DType::float32, Device::cuda(0));
+  Array y = add(multiply(x, Scalar(2.0f), std::nullopt, s), Scalar(1.0f), std::nullopt, s);  // warm-up
+  Graph g =
+      Graph::capture(s, [&] { y = add(multiply(x, Scalar(2.0f), std::nullopt, s), Scalar(1.0f), std::nullopt, s); });
+  s.synchronize();
+  profile::Session session;
+  g.replay(s);
+  g.replay(s);
+  s.synchronize();
+  session.stop();
+  if (!session.gpu_recorded()) GTEST_SKIP() << "no GPU activity: " << session.cupti_status();
+  std::set<std::uint64_t> replays;
+  for (const auto& o : session.ops()) {
+    if (o.name == "Graph.replay") replays.insert(o.id);
+  }
+  ASSERT_EQ(replays.size(), 2u);
+  int kernels = 0;
+  for (const auto& e : session.gpu()) {
+    if (e.kind != profile::GpuEventKind::kernel) continue;
+    ++kernels;
+    EXPECT_EQ(replays.count(e.op_id), 1u) << e.name << " (correlation " << e.correlation << ") has op " << e.op_id;
+  }
+  EXPECT_GE(kernels, 4);  // two kernels a replay
+}
+
+#if defined(TESSEL_HAVE_CUDA)
+// Another CUPTI subscriber holds the Callback API (as Nsight does): the session still records
+// the GPU activity, says that it cannot link it to ops, and the next session links again.
+int find_cupti(struct dl_phdr_info* info, size_t, void* out) {
+  if (info->dlpi_name && std::string(info->dlpi_name).find("libcupti") != std::string::npos) {
+    *static_cast<std::string*>(out) = info->dlpi_name;
+    return 1;
+  }
+  return 0;
+}
+
+void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+TEST(ProfileCupti, AnotherSubscriberLeavesActivitiesUnlinkedAndSaysSo) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  const Array a = full({64}, 1.0, DType::float32, Device::cuda(0));
+  (void)add(a, a);  // warm-up
+  {
+    profile::Session first;  // loads libcupti
+    if (!first.gpu_recorded()) GTEST_SKIP() << "no GPU activity: " << first.cupti_status();
+  }
+  std::string path;
+  dl_iterate_phdr(find_cupti, &path);
+  ASSERT_FALSE(path.empty()) << "libcupti is not loaded after a session recorded GPU activity";
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);  // tessel's own copy of CUPTI
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto subscribe = reinterpret_cast<decltype(&cuptiSubscribe)>(dlsym(lib, "cuptiSubscribe"));
+  auto unsubscribe = reinterpret_cast<decltype(&cuptiUnsubscribe)>(dlsym(lib, "cuptiUnsubscribe"));
+  ASSERT_TRUE(subscribe && unsubscribe);
+  CUpti_SubscriberHandle other = nullptr;
+  if (const CUptiResult r = subscribe(&other, ignore_callback, nullptr); r != CUPTI_SUCCESS) {
+    dlclose(lib);
+    GTEST_SKIP() << "this test cannot hold CUPTI's Callback API itself (cuptiSubscribe: " << int(r) << ")";
+  }
+
+  profile::Session held;
+  (void)add(a, a);
+  held.stop();
+  ASSERT_EQ(unsubscribe(other), CUPTI_SUCCESS);
+  dlclose(lib);
+  EXPECT_TRUE(held.gpu_recorded()) << held.cupti_status();
+  EXPECT_FALSE(held.gpu_linked());
+  EXPECT_NE(held.cupti_status().find("cannot be linked to the ops"), std::string::npos) << held.cupti_status();
+  EXPECT_NE(held.cupti_status().find("cuptiSubscribe"), std::string::npos) << held.cupti_status();
+  EXPECT_NE(held.table().find("cannot be linked"), std::string::npos) << held.table();
+  int kernels = 0;
+  for (const auto& e : held.gpu()) {
+    if (e.kind != profile::GpuEventKind::kernel) continue;
+    ++kernels;
+    EXPECT_EQ(e.op_id, 0u) << e.name;
+  }
+  EXPECT_GE(kernels, 1);
+  ASSERT_NE(find_op(held, "add"), nullptr);
+
+  profile::Session again;  // the other subscriber is gone: linked again
+  (void)add(a, a);
+  again.stop();
+  EXPECT_TRUE(again.gpu_linked()) << again.cupti_status();
+  const profile::OpEvent* op = find_op(again, "add");
+  ASSERT_NE(op, nullptr);
+  bool linked = false;
+  for (const auto& e : again.gpu()) linked = linked || (e.kind == profile::GpuEventKind::kernel && e.op_id == op->id);
+  EXPECT_TRUE(linked);
+}
+#endif
 
 TEST(ProfileChecks, ParsesItemsAndRejectsUnknownOnes) {
   EXPECT_EQ(profile::parse_checks("sync, nan"), profile::check_sync | profile::check_nan);
