@@ -111,9 +111,12 @@ StatusLease lease_status(const Stream& stream);
 void read_status(StatusLease& lease, const Stream& stream);
 // Zeroes the failure words after a reported failure.
 void clear_status(StatusLease& lease, const Stream& stream);
-// Frees every stream's status words (kept for the process), e.g. before a leak check at the end
+// Frees every stream's status words and compaction scratch (kept for the process), e.g. before a leak check at the end
 // of a program. Call it only while no indexing op runs; the next one allocates them again.
 void release_status_words();
+// Tests only: the epoch of the stream's last compaction (0: none since its scratch was zeroed);
+// with set != 0, moves it forward to `set` (at most 2^22 - 1), e.g. to reach the wrap-around.
+unsigned compaction_epoch_for_testing(const Stream& stream, unsigned set = 0);
 }  // namespace cuda
 
 }  // namespace tessel::backend

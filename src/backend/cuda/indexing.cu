@@ -218,12 +218,31 @@ void launch(Kind kind, const GatherProblem& p, const Stream& stream) {
 //  2. scans the selected counts in (step, thread) order: a warp scan per step, then one warp
 //     scans the 32 (step, warp) totals (kSteps * warps == 32 for every configuration);
 //  3. publishes the tile's count and looks back over its predecessors' published counts for
-//     the tile's output offset (one 64-bit word per tile: a 2-bit state and a 62-bit value);
+//     the tile's output offset (one 64-bit word per tile: a 2-bit state, a 22-bit epoch and a
+//     40-bit value);
 //  4. per step, reads the items coalesced (lane l of a warp reads 16 bytes at l * 16, then
 //     512 + l * 16, ...; only where one of the 16 bytes' flags is set), places the selected
 //     ones in shared memory in order, and writes them out with aligned 16-byte stores.
 // Bytes moved: n of flags + width * n of items (less where whole 16-byte groups are unselected)
 // + width * count written. The count lands in status[0] from the last tile's block.
+//
+// Scratch without a per-call memset: the tile counter and the state words live in one buffer
+// per stream (Scratch, below), zeroed once when it is allocated or grown, and reused by every
+// compaction on that stream (the stream orders them: one launch uses it at a time).
+//  - The counter: the block that takes the last ticket (tiles - 1) zeroes it. Every other block
+//    has taken its ticket by then (the tickets are handed out by one atomic counter), so nothing
+//    in this launch touches it again, and the next launch on the stream finds 0. A ticket past
+//    the launch's tiles (a counter that did not start at 0) traps instead of writing anywhere.
+//  - The states: each call has an epoch (1 .. 2^22 - 1) in every word it writes, and a word
+//    counts only when its epoch is the call's own; words left by earlier calls (larger ones leave
+//    words past a later call's own, and any call leaves them below) are waited past like unset
+//    ones. Epochs are handed out in order after the buffer was zeroed; before one would repeat
+//    (after 2^22 - 1 calls) the host zeroes the buffer again, so a word carrying this call's
+//    epoch was written by this call.
+// The value field holds counts up to 2^40 - 1, so n must stay below 2^40 (1.1e12 elements, a
+// 1.1 TB mask): checked on the host. The host-side epoch assumes each launch it counts runs once,
+// in the order issued on the stream; a launch into a stream capture (a graph may replay it) takes
+// zeroed scratch of its own instead (the ops never capture one: they read the count back).
 namespace compact {
 
 constexpr int kTileElems = 16384;     // elements per tile
@@ -232,7 +251,10 @@ constexpr int kWarpStepElems = 32 * kThreadStepElems;
 constexpr unsigned kFull = 0xffffffffu;
 constexpr unsigned long long kAggregate = 1ull << 62;  // the tile's own count is published
 constexpr unsigned long long kInclusive = 2ull << 62;  // the count through this tile is published
-constexpr unsigned long long kValueMask = (1ull << 62) - 1;
+constexpr int kValueBits = 40;                         // bits 0-39: the count
+constexpr unsigned long long kValueMask = (1ull << kValueBits) - 1;
+constexpr unsigned kEpochMask = (1u << 22) - 1;        // bits 40-61: the call's epoch (never 0)
+constexpr long long kMaxElems = 1ll << kValueBits;     // n < kMaxElems
 
 // How items are read: 16-byte vectors (items and flags 16-byte aligned), one naturally aligned
 // word per item, bytes (items not aligned to their width), or no items (nonzero's positions).
@@ -281,15 +303,22 @@ __device__ __forceinline__ long long warp_sum(long long v) {
   return v;
 }
 
-// Called by one whole warp: publishes the tile's count and returns the count of the tiles
-// before it (in every lane).
-__device__ long long look_back(unsigned long long* tile_state, long long tile, unsigned count, int lane) {
+// A word is this call's when its state is set and its epoch is the call's.
+__device__ __forceinline__ bool is_current(unsigned long long word, unsigned epoch) {
+  return (word >> 62) != 0 && static_cast<unsigned>((word >> kValueBits) & kEpochMask) == epoch;
+}
+
+// Called by one whole warp: publishes the tile's count (tagged with the call's epoch) and
+// returns the count of the tiles before it (in every lane).
+__device__ long long look_back(unsigned long long* tile_state, long long tile, unsigned count, int lane,
+                               unsigned epoch) {
   volatile unsigned long long* state = tile_state;
+  const unsigned long long tag = static_cast<unsigned long long>(epoch) << kValueBits;
   if (tile == 0) {
-    if (lane == 0) state[0] = kInclusive | count;
+    if (lane == 0) state[0] = kInclusive | tag | count;
     return 0;
   }
-  if (lane == 0) state[tile] = kAggregate | count;
+  if (lane == 0) state[tile] = kAggregate | tag | count;
   long long before = 0;
   for (long long top = tile - 1;; top -= 32) {
     const long long idx = top - 31 + lane;  // lane 31 reads the nearest predecessor
@@ -297,14 +326,14 @@ __device__ long long look_back(unsigned long long* tile_state, long long tile, u
     if (idx >= 0) {
       do {
         word = state[idx];
-      } while ((word >> 62) == 0);
+      } while (!is_current(word, epoch));  // unset, or left by an earlier call
     }
     const unsigned inclusive = __ballot_sync(kFull, (word >> 62) == 2);
     const int first = inclusive ? 31 - __clz(inclusive) : 0;  // the nearest inclusive word
     before += warp_sum(lane >= first ? static_cast<long long>(word & kValueMask) : 0);
     if (inclusive) break;
   }
-  if (lane == 0) state[tile] = kInclusive | static_cast<unsigned long long>(before + count);
+  if (lane == 0) state[tile] = kInclusive | tag | static_cast<unsigned long long>(before + count);
   return before;
 }
 
@@ -368,7 +397,7 @@ template <int W, Load L>
 __global__ void __launch_bounds__(Config<W>::kThreads, 4)
     select_kernel(const unsigned char* items, const unsigned char* flags, long long n, unsigned char* out,
                   long long* count, unsigned long long* tile_state, unsigned long long* next_tile,
-                  long long tiles, bool vector_flags) {
+                  long long tiles, unsigned epoch, bool vector_flags) {
   using C = Config<W>;
   using Word = typename WordOf<W>::type;
   constexpr int T = C::kThreads, S = C::kSteps, P = C::kPerVector;
@@ -378,7 +407,14 @@ __global__ void __launch_bounds__(Config<W>::kThreads, 4)
   __shared__ unsigned s_count;
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
 
-  if (t == 0) s_tile = static_cast<long long>(atomicAdd(next_tile, 1ull));
+  if (t == 0) {
+    const unsigned long long ticket = atomicAdd(next_tile, 1ull);
+    if (ticket >= static_cast<unsigned long long>(tiles)) __trap();  // the counter did not start at 0
+    // The last ticket: every block of this launch has taken its own; zero the counter for the
+    // next launch on the stream (see the comment above namespace compact).
+    if (ticket == static_cast<unsigned long long>(tiles - 1)) atomicExch(next_tile, 0ull);
+    s_tile = static_cast<long long>(ticket);
+  }
   __syncthreads();
   const long long tile = s_tile;
   const long long base = tile * kTileElems;
@@ -420,7 +456,7 @@ __global__ void __launch_bounds__(Config<W>::kThreads, 4)
     }
     totals[lane] = inclusive - c;
     const unsigned tile_count = __shfl_sync(kFull, inclusive, 31);
-    const long long before = look_back(tile_state, tile, tile_count, lane);
+    const long long before = look_back(tile_state, tile, tile_count, lane, epoch);
     if (lane == 0) {
       s_before = before;
       s_count = tile_count;
@@ -484,20 +520,67 @@ __global__ void __launch_bounds__(Config<W>::kThreads, 4)
   }
 }
 
+// The stream's compaction scratch: word 0 is the tile counter, then one state word per tile
+// (`tiles` of them). Zeroed when allocated; `epoch` is the last call's (0: none since zeroing).
+// The lock is held from choosing the epoch through the launch.
+struct Scratch {
+  std::mutex mutex;
+  std::shared_ptr<Buffer> buffer;
+  long long tiles = 0;
+  unsigned epoch = 0;
+};
+
+std::mutex g_scratch_mutex;
+auto* const g_scratch = new std::unordered_map<std::uint64_t, std::unique_ptr<Scratch>>();  // process lifetime
+
+Scratch& scratch_for(const Stream& stream) {
+  std::lock_guard<std::mutex> lock(g_scratch_mutex);
+  auto& entry = (*g_scratch)[stream.id()];
+  if (!entry) entry = std::make_unique<Scratch>();
+  return *entry;
+}
+
 template <int W, Load L>
 void launch_select(const void* in, const bool* flags, std::int64_t n, void* out, std::int64_t* status,
                    const Stream& stream, const char* op) {
+  if (n >= kMaxElems) {
+    throw ValueError(std::string(op) + ": at most 2^40 - 1 elements are supported, got " + std::to_string(n));
+  }
   const auto s = detail::cuda_stream(stream);
   const long long tiles = std::max<long long>(1, (n + kTileElems - 1) / kTileElems);  // n == 0: one block writes 0
-  // Per tile one state word, then the tile counter; zeroed on the stream.
-  auto temp = Buffer::allocate(stream.device(), (tiles + 1) * 8, stream);
-  auto* words = static_cast<unsigned long long*>(temp->data());
-  TESSEL_CUDA_CHECK(cudaMemsetAsync(words, 0, static_cast<std::size_t>(tiles + 1) * 8, s), op);
   const bool vector_flags = reinterpret_cast<std::uintptr_t>(flags) % 16 == 0;
-  select_kernel<W, L><<<static_cast<unsigned>(tiles), Config<W>::kThreads, 0, s>>>(
-      static_cast<const unsigned char*>(in), reinterpret_cast<const unsigned char*>(flags), n,
-      static_cast<unsigned char*>(out), reinterpret_cast<long long*>(status), words, words + tiles, tiles, vector_flags);
-  TESSEL_CUDA_CHECK_LAUNCH(s, op);
+  const auto launch = [&](unsigned long long* words, unsigned epoch) {
+    select_kernel<W, L><<<static_cast<unsigned>(tiles), Config<W>::kThreads, 0, s>>>(
+        static_cast<const unsigned char*>(in), reinterpret_cast<const unsigned char*>(flags), n,
+        static_cast<unsigned char*>(out), reinterpret_cast<long long*>(status), words + 1, words, tiles, epoch,
+        vector_flags);
+    TESSEL_CUDA_CHECK_LAUNCH(s, op);
+  };
+  // A captured launch may run any number of times (graph replays) under the one epoch chosen
+  // here: it gets scratch of its own, zeroed before it in the graph, as every launch once did.
+  // (The ops never get here while capturing: they read the count back.)
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  TESSEL_CUDA_CHECK(cudaStreamIsCapturing(s, &capturing), op);
+  if (capturing != cudaStreamCaptureStatusNone) {
+    auto temp = Buffer::allocate(stream.device(), (tiles + 1) * 8, stream);
+    TESSEL_CUDA_CHECK(cudaMemsetAsync(temp->data(), 0, static_cast<std::size_t>(tiles + 1) * 8, s), op);
+    launch(static_cast<unsigned long long*>(temp->data()), 1);
+    return;
+  }
+  Scratch& scratch = scratch_for(stream);
+  std::lock_guard<std::mutex> lock(scratch.mutex);
+  if (scratch.tiles < tiles) {  // allocated or grown: zeroed, the epochs start again
+    const long long capacity = std::max(tiles, 2 * scratch.tiles);
+    auto buffer = Buffer::allocate(stream.device(), (capacity + 1) * 8, stream);
+    TESSEL_CUDA_CHECK(cudaMemsetAsync(buffer->data(), 0, static_cast<std::size_t>(capacity + 1) * 8, s), op);
+    scratch.buffer = std::move(buffer);  // the old one's free is ordered on this stream, after its last use
+    scratch.tiles = capacity;
+    scratch.epoch = 0;
+  } else if (scratch.epoch >= kEpochMask) {  // every epoch used since the zeroing: zero again
+    TESSEL_CUDA_CHECK(cudaMemsetAsync(scratch.buffer->data(), 0, static_cast<std::size_t>(scratch.tiles + 1) * 8, s), op);
+    scratch.epoch = 0;
+  }
+  launch(static_cast<unsigned long long*>(scratch.buffer->data()), ++scratch.epoch);
 }
 
 template <int W>
@@ -599,8 +682,26 @@ void clear_status(StatusLease& lease, const Stream& stream) {
 }
 
 void release_status_words() {
-  std::lock_guard<std::mutex> lock(g_slots_mutex);
-  g_slots->clear();  // the buffers go back to the allocator, which frees them in its direct mode
+  {
+    std::lock_guard<std::mutex> lock(g_slots_mutex);
+    g_slots->clear();  // the buffers go back to the allocator, which frees them in its direct mode
+  }
+  std::lock_guard<std::mutex> lock(compact::g_scratch_mutex);
+  compact::g_scratch->clear();
+}
+
+unsigned compaction_epoch_for_testing(const Stream& stream, unsigned set) {
+  compact::Scratch& scratch = compact::scratch_for(stream);
+  std::lock_guard<std::mutex> lock(scratch.mutex);
+  const unsigned was = scratch.epoch;
+  if (set != 0) {
+    // Only forward: every epoch since the last zeroing stays used at most once.
+    if (scratch.tiles == 0 || set < was || set > compact::kEpochMask) {
+      throw ValueError("compaction_epoch_for_testing: no scratch yet, or an epoch behind the last one");
+    }
+    scratch.epoch = set;
+  }
+  return was;
 }
 
 void gather(const GatherProblem& problem, const Stream& stream) { launch(Kind::gather, problem, stream); }

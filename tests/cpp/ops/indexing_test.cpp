@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "array/array_testing.hpp"
@@ -13,6 +14,7 @@
 #include "jit/jit_test_util.hpp"
 #include "tessel/jit/compiler.hpp"
 #include "tessel/ops/indexing.hpp"
+#include "tessel/pipeline/graph.hpp"
 #include "sanitizer.hpp"
 #include "testing.hpp"
 
@@ -383,6 +385,177 @@ TEST(IndexingCuda, CompactionKernelWidthsAlignmentsAndTails) {
         }
       }
     }
+  }
+}
+#endif
+
+#if defined(TESSEL_HAVE_CUDA)
+// The compaction keeps its tile counter and look-back states per stream and reuses them without
+// zeroing (an epoch per call): many calls back to back on one stream with no host wait between
+// them, sizes going up and down (a small call after a large one leaves stale states past its own
+// tiles, a large one after a small one reads states a larger earlier call left), the items and
+// the positions kernels mixed; then alternating between two streams that run at once, the second
+// stream's scratch growing mid-sequence; then across the epoch wrap-around (the host zeroes the
+// states again). Counts go to a device array, one slot per call, read once at the end.
+TEST(IndexingCuda, CompactionScratchReusedAcrossCallsAndStreams) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  const Device gpu = test_gpu();
+  TESSEL_SKIP_UNAVAILABLE(gpu);
+  TESSEL_SEEDED_RNG(rng);
+  const Stream s1 = Stream::create(gpu);
+  const Stream s2 = Stream::create(gpu);
+  // 37 tiles (look-back windows of 32 tiles), 13 tiles, one tile, one element, none, and in between.
+  std::vector<std::int64_t> sizes = {600001, 1, 200003, 16385, 0, 3 * 16384 + 77, 16384, 100000};
+  if (under_sanitizer()) sizes = {40000, 1, 16385, 0, 33000};
+  struct Input {
+    std::int64_t n;
+    Array items, flags;                  // items[i] == i (int32), so the selection is the positions
+    std::vector<std::int64_t> selected;  // positions, in order
+  };
+  std::vector<Input> inputs;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    Input in;
+    in.n = sizes[k];
+    std::vector<std::int32_t> items(static_cast<std::size_t>(in.n) + 1);
+    std::vector<std::uint8_t> flags(static_cast<std::size_t>(in.n) + 1, 0);
+    const unsigned every = k % 3 == 0 ? 2 : k % 3 == 1 ? 1 : 50;  // half, all, sparse
+    for (std::int64_t i = 0; i < in.n; ++i) {
+      items[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
+      if (rng() % every == 0) {
+        flags[static_cast<std::size_t>(i)] = 1;
+        in.selected.push_back(i);
+      }
+    }
+    in.items = from_vector(items, {in.n + 1}, gpu);
+    in.flags = from_host(flags.data(), {in.n + 1}, DType::bool_, gpu);
+    inputs.push_back(std::move(in));
+  }
+  current_stream(gpu).synchronize();
+
+  struct Call {
+    std::size_t input;
+    bool positions;  // flat_nonzero, else select_flagged of the int32 items
+    Array out;
+  };
+  // Enqueues every call (stream s of call k: streams[k % streams.size()]), then waits and checks.
+  const auto run = [&](const std::vector<Stream>& streams, const std::vector<std::size_t>& order, const std::string& what) {
+    std::vector<Call> calls;
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      const Input& in = inputs[order[k]];
+      const bool positions = k % 3 == 2;
+      calls.push_back({order[k], positions, full({in.n + 1}, Scalar(-7), positions ? DType::int64 : DType::int32, gpu)});
+    }
+    Array counts = full({static_cast<std::int64_t>(order.size())}, Scalar(-1), DType::int64, gpu);
+    current_stream(gpu).synchronize();
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+      const Stream& stream = streams[k % streams.size()];
+      const Input& in = inputs[calls[k].input];
+      std::int64_t* count = counts.data_as<std::int64_t>() + k;
+      if (calls[k].positions) {
+        backend::cuda::flat_nonzero(in.flags.data_as<bool>(), in.n, calls[k].out.data_as<std::int64_t>(), count, stream);
+      } else {
+        backend::cuda::select_flagged(in.items.data(), 4, in.flags.data_as<bool>(), in.n, calls[k].out.data(), count,
+                                      stream);
+      }
+    }
+    for (const Stream& stream : streams) stream.synchronize();
+    const std::vector<std::int64_t> got_counts = counts.to_vector<std::int64_t>();
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+      const Input& in = inputs[calls[k].input];
+      const std::string where = what + " call " + std::to_string(k) + " n " + std::to_string(in.n) +
+                                (calls[k].positions ? " positions" : " items");
+      ASSERT_EQ(got_counts[k], static_cast<std::int64_t>(in.selected.size())) << where;
+      std::vector<std::int64_t> got;
+      if (calls[k].positions) {
+        got = calls[k].out.to_vector<std::int64_t>();
+      } else {
+        for (std::int32_t v : calls[k].out.to_vector<std::int32_t>()) got.push_back(v);
+      }
+      for (std::size_t i = 0; i < in.selected.size(); ++i) ASSERT_EQ(got[i], in.selected[i]) << where << " item " << i;
+      for (std::size_t i = in.selected.size(); i < got.size(); ++i) ASSERT_EQ(got[i], -7) << where << ": past the count";
+    }
+  };
+  // Sizes up and down: every input after every other, several times (shuffled).
+  const int rounds = under_sanitizer() ? 2 : 6;
+  std::vector<std::size_t> order;
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<std::size_t> round(inputs.size());
+    for (std::size_t k = 0; k < round.size(); ++k) round[k] = k;
+    std::shuffle(round.begin(), round.end(), rng);
+    order.insert(order.end(), round.begin(), round.end());
+  }
+  run({s1}, order, "one stream");
+  // Two streams at once; s2 starts on the one-element input, so its scratch grows later.
+  std::vector<std::size_t> alternating = {1, 1};
+  alternating.insert(alternating.end(), order.begin(), order.end());
+  run({s1, s2}, alternating, "two streams");
+  run({s2, s1}, order, "two streams, swapped");
+  // The epoch wrap-around on s1 (its scratch already holds the largest input): 5 calls take the
+  // last epochs, then the states are zeroed again and 7 calls take epochs 1 to 7.
+  const unsigned last_epoch = (1u << 22) - 1;
+  backend::cuda::compaction_epoch_for_testing(s1, last_epoch - 5);
+  std::vector<std::size_t> wrap;
+  for (std::size_t k = 0; k < 12; ++k) wrap.push_back(order[k % order.size()]);
+  run({s1}, wrap, "epoch wrap-around");
+  EXPECT_EQ(backend::cuda::compaction_epoch_for_testing(s1), 7u);
+}
+#endif
+
+#if defined(TESSEL_HAVE_CUDA)
+// A compaction captured in a CUDA graph takes scratch of its own (zeroed in the graph): every
+// replay is right, with uncaptured compactions of other sizes on the same stream in between
+// (they use the stream's reused scratch and epochs).
+TEST(IndexingCuda, CompactionCapturedInAGraphReplays) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  const Device gpu = test_gpu();
+  TESSEL_SKIP_UNAVAILABLE(gpu);
+  TESSEL_SEEDED_RNG(rng);
+  const Stream s = Stream::create(gpu);
+  const auto make = [&](std::int64_t n, std::vector<std::int64_t>& selected) {
+    std::vector<std::int32_t> items(static_cast<std::size_t>(n) + 1);
+    std::vector<std::uint8_t> flags(static_cast<std::size_t>(n) + 1, 0);
+    for (std::int64_t i = 0; i < n; ++i) {
+      items[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
+      if (rng() % 2 == 0) {
+        flags[static_cast<std::size_t>(i)] = 1;
+        selected.push_back(i);
+      }
+    }
+    return std::make_pair(from_vector(items, {n + 1}, gpu), from_host(flags.data(), {n + 1}, DType::bool_, gpu));
+  };
+  const std::int64_t n = under_sanitizer() ? 40000 : 300001, m = under_sanitizer() ? 20000 : 700001;
+  std::vector<std::int64_t> selected, other_selected;
+  // (Pairs, not structured bindings: C++17 lambdas cannot capture those.)
+  const std::pair<Array, Array> input = make(n, selected), other = make(m, other_selected);
+  const Array &items = input.first, &flags = input.second;
+  const Array &other_items = other.first, &other_flags = other.second;
+  Array out = full({n + 1}, Scalar(-7), DType::int32, gpu);
+  Array other_out = full({m + 1}, Scalar(-7), DType::int32, gpu);
+  Array counts = full({2}, Scalar(-1), DType::int64, gpu);
+  current_stream(gpu).synchronize();
+  const auto select = [&](const Array& in, const Array& f, std::int64_t size, const Array& o, std::int64_t slot) {
+    backend::cuda::select_flagged(in.data(), 4, f.data_as<bool>(), size, o.data(), counts.data_as<std::int64_t>() + slot, s);
+  };
+  const auto check = [&](const Array& o, std::int64_t slot, const std::vector<std::int64_t>& want, const std::string& where) {
+    ASSERT_EQ(counts.to_vector<std::int64_t>()[static_cast<std::size_t>(slot)], static_cast<std::int64_t>(want.size())) << where;
+    const std::vector<std::int32_t> got = o.to_vector<std::int32_t>();
+    for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << where << " item " << i;
+    for (std::size_t i = want.size(); i < got.size(); ++i) ASSERT_EQ(got[i], -7) << where << ": past the count";
+  };
+  select(other_items, other_flags, m, other_out, 1);  // the stream's scratch exists before the capture
+  Graph g = Graph::capture(s, [&] { select(items, flags, n, out, 0); });
+  s.synchronize();
+  for (int r = 0; r < 4; ++r) {
+    fill(out, Scalar(-7), s);
+    fill(other_out, Scalar(-7), s);
+    fill(counts, Scalar(-1), s);
+    if (r % 2 == 1) select(other_items, other_flags, m, other_out, 1);
+    g.replay(s);
+    if (r % 2 == 0) select(other_items, other_flags, m, other_out, 1);
+    s.synchronize();
+    const std::string where = "replay " + std::to_string(r);
+    check(out, 0, selected, where);
+    check(other_out, 1, other_selected, where + ", uncaptured");
   }
 }
 #endif
