@@ -37,9 +37,11 @@ jit::CompileRequest small_kernel_request(SmallKernel kind, DType dtype, std::int
 void small_cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, const Stream& stream);
 void small_lu(const LinalgBatch& p, void* a, std::int32_t* pivots, std::int32_t* info, const Stream& stream);
 // small_solve reads a (column-major, or row-major when row_major: then it solves with the matrix
-// of that C-order buffer, which is backend solve's `transposed`) and leaves it as it is.
-void small_solve(const LinalgBatch& p, const void* a, void* b, std::int64_t nrhs, bool row_major, std::int32_t* info,
-                 const Stream& stream);
+// of that C-order buffer, which is backend solve's `transposed`) and leaves it as it is; it reads
+// the right-hand sides b (n x nrhs, column-major) and writes the solution to out (the same
+// layout; out may be b). Every info entry is written.
+void small_solve(const LinalgBatch& p, const void* a, const void* b, void* out, std::int64_t nrhs, bool row_major,
+                 std::int32_t* info, const Stream& stream);
 // out (n x n per matrix) = the inverse of a (n x n, read only; out must not alias it), by
 // Gauss-Jordan with partial pivoting, one group of lanes of a warp per matrix (n <= 32); info as
 // getrf's (the inverse of a singular matrix is inf/NaN). Every info entry is written.

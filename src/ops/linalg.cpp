@@ -385,27 +385,38 @@ SolveExResult solve_ex(const Array& x1, const Array& x2, const OptionalStream& s
   }
   const std::int64_t nrhs = vector ? 1 : x2.dim(-1);
   const bool work = mat.batch > 0 && mat.n > 0 && nrhs > 0;
-  bool transposed = mat.n > backend::kTransposedSolveMinN;  // large: no strided transpose of x1
-  bool small = false;  // tessel's CUDA kernel: reads a row-major a and leaves it as it is
 #if defined(TESSEL_HAVE_CUDA)
-  small = work && x1.device().is_cuda() &&
-          backend::cuda::small_kernel_applies(backend::cuda::SmallKernel::lu_solve, batch_desc(mat));
-  if (small) transposed = true;
+  if (work && x1.device().is_cuda() &&
+      backend::cuda::small_kernel_applies(backend::cuda::SmallKernel::lu_solve, batch_desc(mat))) {
+    // tessel's kernel reads the matrices and right-hand sides and writes the solution elsewhere:
+    // x1 itself when it is a contiguous batch of the compute dtype, not broadcast (read row-major;
+    // else one plain copy, no strided transpose), and x2 itself when it is such a batch of single
+    // columns (..., n, 1), whose C order is the column-major n x 1 the kernel reads.
+    const bool read_x1 = x1.dtype() == mat.dtype && x1.is_contiguous() && batch_of(x1) == mat.batch_shape;
+    const bool read_x2 = !vector && nrhs == 1 && x2.dtype() == mat.dtype && x2.is_contiguous() &&
+                         batch_of(x2) == mat.batch_shape;
+    const Array a = read_x1 ? x1 : row_major_copy(x1, mat.batch_shape, mat.dtype, stream);
+    Array b = read_x2 ? empty(with_tail(mat.batch_shape, {nrhs, mat.n}), mat.dtype, x1.device(), stream)
+                      : column_major_copy(vector ? x2.reshape({mat.n, 1}) : x2, mat.batch_shape, mat.dtype, stream);
+    const Array& rhs = read_x2 ? x2 : b;
+    Array info = empty(mat.batch_shape, DType::int32, x1.device(), stream);  // the kernel writes every entry
+    before(stream, {&a, &rhs, &b, &info});
+    backend::cuda::small_solve(batch_desc(mat), a.data(), rhs.data(), b.data(), nrhs, true, info_data(info), stream);
+    after(stream, {&b, &info});
+    Array result = vector ? b.reshape(with_tail(mat.batch_shape, {mat.n})) : matrices_of(b);
+    return {result, info};
+  }
 #endif
-  // x1 itself where the kernel can read it: a contiguous batch of the compute dtype, not broadcast.
-  const bool read_x1 = small && x1.dtype() == mat.dtype && x1.is_contiguous() && batch_of(x1) == mat.batch_shape;
-  Array a = read_x1      ? x1
-            : transposed ? row_major_copy(x1, mat.batch_shape, mat.dtype, stream)
-                         : column_major_copy(x1, mat.batch_shape, mat.dtype, stream);
+  const bool transposed = mat.n > backend::kTransposedSolveMinN;  // large: no strided transpose of x1
+  Array a = transposed ? row_major_copy(x1, mat.batch_shape, mat.dtype, stream)
+                       : column_major_copy(x1, mat.batch_shape, mat.dtype, stream);
   Array b = column_major_copy(vector ? x2.reshape({mat.n, 1}) : x2, mat.batch_shape, mat.dtype, stream);
-  // The kernel writes every info entry; the library paths may not.
-  Array info = small ? empty(mat.batch_shape, DType::int32, x1.device(), stream)
-                     : zeros(mat.batch_shape, DType::int32, x1.device(), stream);
+  Array info = zeros(mat.batch_shape, DType::int32, x1.device(), stream);
   if (work) {
     before(stream, {&a, &b, &info});
     TESSEL_LINALG_BACKEND(x1.device(), solve, batch_desc(mat), a.data(), b.data(), nrhs, transposed, info_data(info),
                           stream);
-    after(stream, {read_x1 ? nullptr : &a, &b, &info});
+    after(stream, {&a, &b, &info});
   }
   Array result = vector ? b.reshape(with_tail(mat.batch_shape, {mat.n})) : matrices_of(b);
   return {result, info};

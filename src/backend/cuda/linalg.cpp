@@ -518,7 +518,7 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool 
   const char* op = "solve";
   // tessel's kernel takes either layout and leaves a as it is (ops/linalg.cpp passes it x1's own
   // C-order buffer, `transposed`, when the kernel applies).
-  if (small_kernel_applies(SmallKernel::lu_solve, p)) return small_solve(p, a, b_data, nrhs, transposed, info, stream);
+  if (small_kernel_applies(SmallKernel::lu_solve, p)) return small_solve(p, a, b_data, b_data, nrhs, transposed, info, stream);
   if (transposed && p.n <= kTransposedSolveMinN) throw Error("solve: internal error: a transposed solve of small matrices");
   const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
   const std::size_t b_bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * nrhs);

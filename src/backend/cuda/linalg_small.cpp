@@ -151,12 +151,12 @@ void small_lu(const LinalgBatch& p, void* a, std::int32_t* pivots, std::int32_t*
   launch(SmallKernel::lu, p, false, {&a, &pivots, &info, &batch}, stream);
 }
 
-void small_solve(const LinalgBatch& p, const void* a, void* b, std::int64_t nrhs, bool row_major, std::int32_t* info,
-                 const Stream& stream) {
+void small_solve(const LinalgBatch& p, const void* a, const void* b, void* out, std::int64_t nrhs, bool row_major,
+                 std::int32_t* info, const Stream& stream) {
   long long batch = p.batch;
   int k = static_cast<int>(nrhs);
   if (nrhs > INT32_MAX) throw ValueError(fmt::format("solve: {} right-hand sides exceed the kernel's int count", nrhs));
-  launch(SmallKernel::lu_solve, p, row_major, {&a, &b, &k, &info, &batch}, stream);
+  launch(SmallKernel::lu_solve, p, row_major, {&a, &b, &out, &k, &info, &batch}, stream);
 }
 
 void small_inv(const LinalgBatch& p, const void* a, void* out, std::int32_t* info, const Stream& stream) {

@@ -162,9 +162,10 @@ __global__ void lu(T* __restrict__ a, int* __restrict__ pivots, int* __restrict_
 
 // a: N x N, read only (the factors stay in registers: solve returns only the solution), column-
 // major, or row-major when RowMajor (the caller's own C-order batch, no transposing copy); rhs:
-// N x nrhs per matrix, column-major, overwritten by the solution.
+// N x nrhs per matrix, column-major; out (the same layout, may be rhs itself) receives the
+// solution.
 template <class T, int N, bool RowMajor>
-__global__ void lu_solve_batch(const T* __restrict__ a, T* __restrict__ rhs, int nrhs, int* __restrict__ info,
+__global__ void lu_solve_batch(const T* __restrict__ a, const T* rhs, T* out, int nrhs, int* __restrict__ info,
                                long long batch) {
   TESSEL_FOR_EACH_MATRIX(b, batch) {
     const T* m = a + b * N * N;
@@ -175,11 +176,12 @@ __global__ void lu_solve_batch(const T* __restrict__ a, T* __restrict__ rhs, int
       TESSEL_UNROLL
       for (int j = 0; j < N; ++j) f[i + j * N] = RowMajor ? m[j + i * N] : m[i + j * N];
     info[b] = lu_factor<T, N>(f, piv);
-    T* x = rhs + b * N * static_cast<long long>(nrhs);
+    const T* in = rhs + b * N * static_cast<long long>(nrhs);
+    T* x = out + b * N * static_cast<long long>(nrhs);
     for (int c = 0; c < nrhs; ++c) {
       T v[N];
       TESSEL_UNROLL
-      for (int i = 0; i < N; ++i) v[i] = x[i + c * N];
+      for (int i = 0; i < N; ++i) v[i] = in[i + c * N];
       lu_solve<T, N>(f, piv, v);
       TESSEL_UNROLL
       for (int i = 0; i < N; ++i) x[i + c * N] = v[i];
