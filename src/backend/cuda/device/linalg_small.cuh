@@ -160,6 +160,40 @@ __global__ void lu(T* __restrict__ a, int* __restrict__ pivots, int* __restrict_
   }
 }
 
+// One matrix of lu_solve_batch: m is its N x N (column-major, or row-major when RowMajor), b its
+// batch index.
+template <class T, int N, bool RowMajor>
+TESSEL_SMALL void lu_solve_one(const T* m, const T* rhs, T* out, int nrhs, int* info, long long b) {
+  T f[N * N];
+  int piv[N];
+  TESSEL_UNROLL
+  for (int i = 0; i < N; ++i)
+    TESSEL_UNROLL
+    for (int j = 0; j < N; ++j) f[i + j * N] = RowMajor ? m[j + i * N] : m[i + j * N];
+  info[b] = lu_factor<T, N>(f, piv);
+  const T* in = rhs + b * N * static_cast<long long>(nrhs);
+  T* x = out + b * N * static_cast<long long>(nrhs);
+  for (int c = 0; c < nrhs; ++c) {
+    T v[N];
+    TESSEL_UNROLL
+    for (int i = 0; i < N; ++i) v[i] = in[i + c * N];
+    lu_solve<T, N>(f, piv, v);
+    TESSEL_UNROLL
+    for (int i = 0; i < N; ++i) x[i + c * N] = v[i];
+  }
+}
+
+// The launch block of the one-matrix-per-thread kernels (linalg_small.cpp kBlock).
+constexpr int kStagedBlock = 64;
+// Whether lu_solve_batch stages its matrices through shared memory (at most 24 KB a block). A
+// thread's matrix is N * N consecutive values, so loads straight into registers touch 32 lines
+// per warp instruction; staged, the block copies its 64 matrices with coalesced loads, and each
+// thread reads its own with one value of padding per matrix (no bank conflicts for even N).
+template <class T, int N>
+struct StagedSolve {
+  static constexpr bool value = kStagedBlock * (N * N + 1) * sizeof(T) <= 24 * 1024;
+};
+
 // a: N x N, read only (the factors stay in registers: solve returns only the solution), column-
 // major, or row-major when RowMajor (the caller's own C-order batch, no transposing copy); rhs:
 // N x nrhs per matrix, column-major; out (the same layout, may be rhs itself) receives the
@@ -167,26 +201,25 @@ __global__ void lu(T* __restrict__ a, int* __restrict__ pivots, int* __restrict_
 template <class T, int N, bool RowMajor>
 __global__ void lu_solve_batch(const T* __restrict__ a, const T* rhs, T* out, int nrhs, int* __restrict__ info,
                                long long batch) {
-  TESSEL_FOR_EACH_MATRIX(b, batch) {
-    const T* m = a + b * N * N;
-    T f[N * N];
-    int piv[N];
-    TESSEL_UNROLL
-    for (int i = 0; i < N; ++i)
-      TESSEL_UNROLL
-      for (int j = 0; j < N; ++j) f[i + j * N] = RowMajor ? m[j + i * N] : m[i + j * N];
-    info[b] = lu_factor<T, N>(f, piv);
-    const T* in = rhs + b * N * static_cast<long long>(nrhs);
-    T* x = out + b * N * static_cast<long long>(nrhs);
-    for (int c = 0; c < nrhs; ++c) {
-      T v[N];
-      TESSEL_UNROLL
-      for (int i = 0; i < N; ++i) v[i] = in[i + c * N];
-      lu_solve<T, N>(f, piv, v);
-      TESSEL_UNROLL
-      for (int i = 0; i < N; ++i) x[i + c * N] = v[i];
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+  if (StagedSolve<T, N>::value && blockDim.x == kStagedBlock) {  // uniform: the loop below is block-wide
+    constexpr int kStride = N * N + 1;
+    __shared__ T stage[StagedSolve<T, N>::value ? kStagedBlock * kStride : 1];
+    for (long long base = blockIdx.x * static_cast<long long>(kStagedBlock); base < batch;
+         base += static_cast<long long>(gridDim.x) * kStagedBlock) {
+      const int count = batch - base < kStagedBlock ? static_cast<int>(batch - base) : kStagedBlock;
+      const T* src = a + base * N * N;
+      for (int e = threadIdx.x; e < count * N * N; e += kStagedBlock) stage[(e / (N * N)) * kStride + e % (N * N)] = src[e];
+      __syncthreads();
+      if (static_cast<int>(threadIdx.x) < count) {
+        lu_solve_one<T, N, RowMajor>(stage + threadIdx.x * kStride, rhs, out, nrhs, info, base + threadIdx.x);
+      }
+      __syncthreads();
     }
+    return;
   }
+#endif
+  TESSEL_FOR_EACH_MATRIX(b, batch) { lu_solve_one<T, N, RowMajor>(a + b * N * N, rhs, out, nrhs, info, b); }
 }
 
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
