@@ -3,7 +3,8 @@
 // ops (triangles, determinants from LU factors, info checks).
 //
 // Every input is copied once into a fresh batch (LAPACK and cuSOLVER overwrite their input); the
-// copy also casts and broadcasts. It is column-major (a strided transpose of the input) except
+// copy also casts and broadcasts. tessel's CUDA kernels for small solve and inv read their input
+// and write elsewhere, so there a contiguous input of the compute dtype is read as it is. It is column-major (a strided transpose of the input) except
 // where the transpose is free to use instead: Cholesky (x Hermitian), determinants
 // (det x^T = det x) and solves of order > 64 (LAPACK's transposed solve). Matrix results are the
 // backends' column-major buffers seen through a swap of the last two axes: no second copy.

@@ -23,7 +23,7 @@ namespace {
 // ---- tuning table (CUB-style policy data, one row per op and dtype) ----
 // A batch takes tessel's kernel when n <= max_n and batch >= min_batch; else the cuSOLVER path of
 // linalg.cpp. The kernels keep a whole matrix per thread in registers, so max_n is bounded by
-// register spills. The crossovers are to be measured on the GPU with
+// register spills (the inverse keeps a row per lane of a warp: n <= 32). The crossovers are to be measured on the GPU with
 // bench/peers/python_linalg.py (the "batched" rows, which also time the cuSOLVER path through
 // TESSEL_LINALG_SMALL=0); each row's `measurement` records the run that chose it.
 const SmallKernelTuning kTuning[] = {
