@@ -442,6 +442,33 @@ TEST_P(LinalgTest, SmallBatchesEveryOrderWithSingularEntries) {
   }
 }
 
+// The plain functions' error check on a batch large enough for many blocks of the device-side
+// first-failure reduction: failures far from the start and in the last entry, the first named.
+TEST_P(LinalgTest, ErrorCheckFindsTheFirstFailureOfALargeBatch) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  const std::int64_t batch = 100000;
+  std::vector<cd> values(static_cast<std::size_t>(batch), cd(2.0));
+  Array ok = upload(values, {batch, 1, 1}, dtype(), device());
+  EXPECT_EQ(linalg::cholesky(ok).shape(), (Shape{batch, 1, 1}));  // no failure: no error
+  EXPECT_EQ(linalg::inv(ok).shape(), (Shape{batch, 1, 1}));
+  for (std::int64_t b : {std::int64_t{77777}, batch - 1}) values[static_cast<std::size_t>(b)] = 0.0;
+  values[static_cast<std::size_t>(99998)] = -1.0;
+  const Array x = upload(values, {batch, 1, 1}, dtype(), device());
+  expect_error<linalg::LinAlgError>([&] { linalg::inv(x); }, {"inv: the matrix at batch index (77777,) is singular"});
+  expect_error<linalg::LinAlgError>([&] { linalg::cholesky(x); },
+                                    {"cholesky: the matrix at batch index (77777,) is not positive definite"});
+  try {
+    linalg::solve(x, upload(values, {batch, 1, 1}, dtype(), device()));
+    ADD_FAILURE() << "solve of singular matrices did not raise";
+  } catch (const linalg::LinAlgError& e) {
+    EXPECT_EQ(e.batch_index(), 77777);
+  }
+  // The same stream's indexing status words are left clean: a later in-range gather succeeds.
+  EXPECT_EQ(host(take(x.reshape({batch}), from_vector(std::vector<std::int64_t>{batch - 1}, {1}, device())))[0], cd(0.0));
+  // One matrix: no batch index.
+  expect_error<linalg::LinAlgError>([&] { linalg::inv(zeros({2, 2}, dtype(), device())); }, {"inv: the matrix is singular"});
+}
+
 TEST_P(LinalgTest, EmptyBatchesAndMatrices) {
   TESSEL_SKIP_UNAVAILABLE(device());
   const Array none = zeros({0, 3, 3}, dtype(), device());
