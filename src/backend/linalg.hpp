@@ -70,10 +70,13 @@ void copy_upper_triangle(DType dtype, const void* src, std::int64_t lda, void* d
 // The plain functions' error check without reading the info array back: one reduction on
 // `stream` writes status[1] = (the first i with info[i] != 0) + 1, and leaves status[1] as it is
 // (0) when every info is 0. status: the stream's status words (backend/indexing.hpp).
+// Its scratch (two device words per stream, kept for the process) goes with
+// release_linalg_handles.
 void first_failure(const std::int32_t* info, std::int64_t n, std::int64_t* status, const Stream& stream);
+void release_failure_scratch();
 // Destroys the cached cuSOLVER/cuBLAS handles (kept per device and stream for the process, and
-// holding device memory), e.g. before a leak check at the end of a program. Call it only while no
-// linalg call runs; the next call creates them again.
+// holding device memory) and frees the error check's scratch, e.g. before a leak check at the
+// end of a program. Call it only while no linalg call runs; the next call creates them again.
 void release_linalg_handles();
 }  // namespace cuda
 

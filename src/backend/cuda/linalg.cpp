@@ -888,6 +888,7 @@ void release_linalg_handles() {
     if (h->blas) (void)cublasDestroy(h->blas);
   }
   handle_cache().clear();
+  release_failure_scratch();
 }
 
 }  // namespace tessel::backend::cuda
