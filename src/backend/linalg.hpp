@@ -33,7 +33,8 @@ struct LinalgBatch {
   /* the backend's int type (int32 or int64). */                                                               \
   void lu(const LinalgBatch& p, void* a, Array& pivots, std::int32_t* info, const Stream& stream);            \
   /* a (n x n) -> LU; b (n x nrhs, batch matrices) -> the solution of a x = b, or of a^T x = b when */      \
-  /* `transposed` (a then holds the row-major matrix; only for n > kTransposedSolveMinN). */                   \
+  /* `transposed` (a then holds the row-major matrix; only for n > kTransposedSolveMinN, or on CUDA */        \
+  /* where tessel's small kernel applies, which reads a and leaves it as it is). */                           \
   void solve(const LinalgBatch& p, void* a, void* b, std::int64_t nrhs, bool transposed, std::int32_t* info,  \
              const Stream& stream);                                                                            \
   /* a (n x n) destroyed, or the eigenvectors (columns) when `vectors`; w (batch, n) real. */                 \
@@ -66,9 +67,16 @@ void adjoint_batch(DType dtype, const void* src, std::int64_t src_cols, void* ds
 // dst (n x n, leading dimension n) = the upper triangle of src's leading n x n block (leading
 // dimension lda), zeros below the diagonal: R of a geqrf, for the QR-first SVD.
 void copy_upper_triangle(DType dtype, const void* src, std::int64_t lda, void* dst, std::int64_t n, void* stream);
+// The plain functions' error check without reading the info array back: one reduction on
+// `stream` writes status[1] = (the first i with info[i] != 0) + 1, and leaves status[1] as it is
+// (0) when every info is 0. status: the stream's status words (backend/indexing.hpp).
+// Its scratch (two device words per stream, kept for the process) goes with
+// release_linalg_handles.
+void first_failure(const std::int32_t* info, std::int64_t n, std::int64_t* status, const Stream& stream);
+void release_failure_scratch();
 // Destroys the cached cuSOLVER/cuBLAS handles (kept per device and stream for the process, and
-// holding device memory), e.g. before a leak check at the end of a program. Call it only while no
-// linalg call runs; the next call creates them again.
+// holding device memory) and frees the error check's scratch, e.g. before a leak check at the
+// end of a program. Call it only while no linalg call runs; the next call creates them again.
 void release_linalg_handles();
 }  // namespace cuda
 

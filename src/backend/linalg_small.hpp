@@ -11,7 +11,7 @@
 
 namespace tessel::backend::cuda {
 
-enum class SmallKernel : std::uint8_t { cholesky, lu, lu_solve, eigh, svd };
+enum class SmallKernel : std::uint8_t { cholesky, lu, lu_solve, eigh, svd, inv };
 
 // One row of the dispatcher's tuning table: tessel's kernel runs when max(m, n) <= max_n and
 // batch >= min_batch; `measurement` names the run that chose the crossover.
@@ -28,14 +28,24 @@ const SmallKernelTuning* small_kernel_tuning(SmallKernel kind, DType dtype);
 // Whether the dispatcher takes tessel's kernel for p (TESSEL_LINALG_SMALL=0 turns them off, for
 // timing the cuSOLVER path against them).
 bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p);
-// The NVRTC request of one specialization (svd: m x n with m >= n; others: n x n).
-jit::CompileRequest small_kernel_request(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool upper);
+// The NVRTC request of one specialization (svd: m x n with m >= n; others: n x n). variant:
+// cholesky's `upper`; lu_solve's row-major input; unused by the others.
+jit::CompileRequest small_kernel_request(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool variant);
 
 // The launches (asynchronous on `stream`), with the contracts of backend/linalg.hpp; pivots are
 // int32 (1-based). svd writes the thin factors: u (m x n), vh (n x n); it needs m >= n.
 void small_cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, const Stream& stream);
 void small_lu(const LinalgBatch& p, void* a, std::int32_t* pivots, std::int32_t* info, const Stream& stream);
-void small_solve(const LinalgBatch& p, void* a, void* b, std::int64_t nrhs, std::int32_t* info, const Stream& stream);
+// small_solve reads a (column-major, or row-major when row_major: then it solves with the matrix
+// of that C-order buffer, which is backend solve's `transposed`) and leaves it as it is; it reads
+// the right-hand sides b (n x nrhs, column-major) and writes the solution to out (the same
+// layout; out may be b). Every info entry is written.
+void small_solve(const LinalgBatch& p, const void* a, const void* b, void* out, std::int64_t nrhs, bool row_major,
+                 std::int32_t* info, const Stream& stream);
+// out (n x n per matrix) = the inverse of a (n x n, read only; out must not alias it), by
+// Gauss-Jordan with partial pivoting, one group of lanes of a warp per matrix (n <= 32); info as
+// getrf's (the inverse of a singular matrix is inf/NaN). Every info entry is written.
+void small_inv(const LinalgBatch& p, const void* a, void* out, std::int32_t* info, const Stream& stream);
 void small_eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream);
 void small_svd(const LinalgBatch& p, const void* a, void* s, void* u, void* vh, bool vectors, std::int32_t* info,
                const Stream& stream);

@@ -3,7 +3,8 @@
 // ops (triangles, determinants from LU factors, info checks).
 //
 // Every input is copied once into a fresh batch (LAPACK and cuSOLVER overwrite their input); the
-// copy also casts and broadcasts. It is column-major (a strided transpose of the input) except
+// copy also casts and broadcasts. tessel's CUDA kernels for small solve and inv read their input
+// and write elsewhere, so there a contiguous input of the compute dtype is read as it is. It is column-major (a strided transpose of the input) except
 // where the transpose is free to use instead: Cholesky (x Hermitian), determinants
 // (det x^T = det x) and solves of order > 64 (LAPACK's transposed solve). Matrix results are the
 // backends' column-major buffers seen through a swap of the last two axes: no second copy.
@@ -23,6 +24,11 @@
 
 #include "backend/linalg.hpp"
 #include "ops/op_stream.hpp"
+#include "tessel/memory/capture.hpp"
+#if defined(TESSEL_HAVE_CUDA)
+#include "backend/indexing.hpp"
+#include "backend/linalg_small.hpp"
+#endif
 #include "tessel/profile/range.hpp"
 #include "tessel/ops/cast.hpp"
 #include "tessel/ops/elementwise.hpp"
@@ -147,23 +153,52 @@ std::string batch_index_str(std::int64_t flat, const Shape& batch_shape) {
   return fmt::format("({})", fmt::join(index, ", "));
 }
 
-// Reads `info` (a synchronization on CUDA) and raises LinAlgError for the first matrix whose
-// info is positive; describe(info) says what went wrong. A negative info is a bug in tessel.
+// Raises LinAlgError for the first matrix whose info is positive; describe(info) says what went
+// wrong. A negative info is a bug in tessel. On CUDA one small reduction on the op's stream
+// (backend::cuda::first_failure) writes the first failing index into the stream's page-locked
+// status words (the ones indexing reads sizes and bounds through), read after one stream
+// synchronize; only a failure reads back more (its one info value). On the CPU a host loop.
 template <class Describe>
-void check_info(const Array& info, const char* op, Describe&& describe) {
-  if (info.size() == 0) return;
-  const std::vector<std::int32_t> values = info.contiguous().to_vector<std::int32_t>();
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const std::int32_t v = values[i];
-    if (v == 0) continue;
-    const auto flat = static_cast<std::int64_t>(i);
-    const std::string where = info.ndim() == 0 ? "the matrix" : fmt::format("the matrix at batch index {}",
-                                                                               batch_index_str(flat, info.shape()));
-    if (v < 0) {
-      throw Error(fmt::format("{}: internal error: LAPACK argument {} was rejected for {}", op, -v, where));
+void check_info(const Array& info_arg, const char* op, Describe&& describe, const OptionalStream& stream_arg) {
+  if (info_arg.size() == 0) return;
+  const Stream stream = detail::op_stream(info_arg, stream_arg, op);
+  const Array info = info_arg.contiguous(stream);  // the backends' info arrays already are
+  std::int64_t first = -1;
+  std::int32_t v = 0;
+#if defined(TESSEL_HAVE_CUDA)
+  if (info.device().is_cuda()) {
+    detail::check_not_capturing("linalg (reads the info array's first failure back)");
+    {
+      backend::cuda::StatusLease lease = backend::cuda::lease_status(stream);
+      before(stream, {&info});
+      backend::cuda::first_failure(info_data(info), info.size(), lease.words, stream);
+      backend::cuda::read_status(lease, stream);
+      if (lease.host[1] != 0) {
+        first = lease.host[1] - 1;
+        backend::cuda::clear_status(lease, stream);
+      }
     }
-    throw LinAlgError(fmt::format("{}: {} {}", op, where, describe(v)), flat, v);
+    if (first < 0) return;
+    v = info.reshape({info.size()}).slice(0, Slice(first, first + 1)).to_vector<std::int32_t>()[0];
   }
+#endif
+  if (info.device().is_cpu()) {
+    const std::vector<std::int32_t> values = info.to_vector<std::int32_t>();
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (values[i] != 0) {
+        first = static_cast<std::int64_t>(i);
+        v = values[i];
+        break;
+      }
+    }
+    if (first < 0) return;
+  }
+  const std::string where = info.ndim() == 0 ? "the matrix" : fmt::format("the matrix at batch index {}",
+                                                                             batch_index_str(first, info.shape()));
+  if (v < 0) {
+    throw Error(fmt::format("{}: internal error: LAPACK argument {} was rejected for {}", op, -v, where));
+  }
+  throw LinAlgError(fmt::format("{}: {} {}", op, where, describe(v)), first, v);
 }
 
 auto not_positive_definite = [](std::int32_t v) {
@@ -277,7 +312,7 @@ CholeskyExResult cholesky_ex(const Array& x, bool upper, const OptionalStream& s
 
 Array cholesky(const Array& x, bool upper, const OptionalStream& stream) {
   CholeskyExResult r = cholesky_ex(x, upper, stream);
-  check_info(r.info, "cholesky", not_positive_definite);
+  check_info(r.info, "cholesky", not_positive_definite, stream);
   return r.factor;
 }
 
@@ -287,6 +322,22 @@ InvExResult inv_ex(const Array& x, const OptionalStream& stream_arg) {
   const char* op = "inv";
   const Matrices mat = inspect(x, op, true);
   const Stream stream = detail::op_stream(x, stream_arg, op);
+#if defined(TESSEL_HAVE_CUDA)
+  if (x.device().is_cuda() && mat.batch > 0 && mat.n > 0 &&
+      backend::cuda::small_kernel_applies(backend::cuda::SmallKernel::inv, batch_desc(mat))) {
+    // tessel's Gauss-Jordan kernel reads its input and writes the inverse elsewhere: x itself
+    // when it already is a contiguous batch of the compute dtype (else one plain copy), and no
+    // identity to solve against. inv(x^T) = inv(x)^T: x's row-major buffer, read column-major,
+    // is x^T, whose column-major inverse is inv(x) row-major, the result's layout.
+    const Array in = x.dtype() == mat.dtype && x.is_contiguous() ? x : row_major_copy(x, mat.batch_shape, mat.dtype, stream);
+    Array inverse = empty(x.shape(), mat.dtype, x.device(), stream);
+    Array info = empty(mat.batch_shape, DType::int32, x.device(), stream);  // the kernel writes every entry
+    before(stream, {&in, &inverse, &info});
+    backend::cuda::small_inv(batch_desc(mat), in.data(), inverse.data(), info_data(info), stream);
+    after(stream, {&inverse, &info});
+    return {inverse, info};
+  }
+#endif
   const bool transposed = mat.n > backend::kTransposedSolveMinN;  // large: no strided transpose of x
   Array work = transposed ? row_major_copy(x, mat.batch_shape, mat.dtype, stream)
                           : column_major_copy(x, mat.batch_shape, mat.dtype, stream);
@@ -303,7 +354,7 @@ InvExResult inv_ex(const Array& x, const OptionalStream& stream_arg) {
 
 Array inv(const Array& x, const OptionalStream& stream) {
   InvExResult r = inv_ex(x, stream);
-  check_info(r.info, "inv", singular);
+  check_info(r.info, "inv", singular, stream);
   return r.inverse;
 }
 
@@ -334,12 +385,35 @@ SolveExResult solve_ex(const Array& x1, const Array& x2, const OptionalStream& s
     mat.batch = product(mat.batch_shape);
   }
   const std::int64_t nrhs = vector ? 1 : x2.dim(-1);
+  const bool work = mat.batch > 0 && mat.n > 0 && nrhs > 0;
+#if defined(TESSEL_HAVE_CUDA)
+  if (work && x1.device().is_cuda() &&
+      backend::cuda::small_kernel_applies(backend::cuda::SmallKernel::lu_solve, batch_desc(mat))) {
+    // tessel's kernel reads the matrices and right-hand sides and writes the solution elsewhere:
+    // x1 itself when it is a contiguous batch of the compute dtype, not broadcast (read row-major;
+    // else one plain copy, no strided transpose), and x2 itself when it is such a batch of single
+    // columns (..., n, 1), whose C order is the column-major n x 1 the kernel reads.
+    const bool read_x1 = x1.dtype() == mat.dtype && x1.is_contiguous() && batch_of(x1) == mat.batch_shape;
+    const bool read_x2 = !vector && nrhs == 1 && x2.dtype() == mat.dtype && x2.is_contiguous() &&
+                         batch_of(x2) == mat.batch_shape;
+    const Array a = read_x1 ? x1 : row_major_copy(x1, mat.batch_shape, mat.dtype, stream);
+    Array b = read_x2 ? empty(with_tail(mat.batch_shape, {nrhs, mat.n}), mat.dtype, x1.device(), stream)
+                      : column_major_copy(vector ? x2.reshape({mat.n, 1}) : x2, mat.batch_shape, mat.dtype, stream);
+    const Array& rhs = read_x2 ? x2 : b;
+    Array info = empty(mat.batch_shape, DType::int32, x1.device(), stream);  // the kernel writes every entry
+    before(stream, {&a, &rhs, &b, &info});
+    backend::cuda::small_solve(batch_desc(mat), a.data(), rhs.data(), b.data(), nrhs, true, info_data(info), stream);
+    after(stream, {&b, &info});
+    Array result = vector ? b.reshape(with_tail(mat.batch_shape, {mat.n})) : matrices_of(b);
+    return {result, info};
+  }
+#endif
   const bool transposed = mat.n > backend::kTransposedSolveMinN;  // large: no strided transpose of x1
   Array a = transposed ? row_major_copy(x1, mat.batch_shape, mat.dtype, stream)
                        : column_major_copy(x1, mat.batch_shape, mat.dtype, stream);
   Array b = column_major_copy(vector ? x2.reshape({mat.n, 1}) : x2, mat.batch_shape, mat.dtype, stream);
   Array info = zeros(mat.batch_shape, DType::int32, x1.device(), stream);
-  if (mat.batch > 0 && mat.n > 0 && nrhs > 0) {
+  if (work) {
     before(stream, {&a, &b, &info});
     TESSEL_LINALG_BACKEND(x1.device(), solve, batch_desc(mat), a.data(), b.data(), nrhs, transposed, info_data(info),
                           stream);
@@ -351,7 +425,7 @@ SolveExResult solve_ex(const Array& x1, const Array& x2, const OptionalStream& s
 
 Array solve(const Array& x1, const Array& x2, const OptionalStream& stream) {
   SolveExResult r = solve_ex(x1, x2, stream);
-  check_info(r.info, "solve", singular);
+  check_info(r.info, "solve", singular, stream);
   return r.result;
 }
 
@@ -416,14 +490,14 @@ EighExResult eigh_ex(const Array& x, const OptionalStream& stream) {
 EighResult eigh(const Array& x, const OptionalStream& stream) {
   TESSEL_RANGE("linalg.eigh");
   EighExResult r = eigh_impl(x, true, stream, "eigh");
-  check_info(r.info, "eigh", no_convergence);
+  check_info(r.info, "eigh", no_convergence, stream);
   return {r.eigenvalues, r.eigenvectors};
 }
 
 Array eigvalsh(const Array& x, const OptionalStream& stream) {
   TESSEL_RANGE("linalg.eigvalsh");
   EighExResult r = eigh_impl(x, false, stream, "eigvalsh");
-  check_info(r.info, "eigvalsh", no_convergence);
+  check_info(r.info, "eigvalsh", no_convergence, stream);
   return r.eigenvalues;
 }
 
@@ -444,13 +518,13 @@ EigResult eig_impl(const Array& x, bool vectors, const OptionalStream& stream_ar
                                              false, stream),
                                          std::nullopt, stream),
                              DType::int32, stream);
-    check_info(bad, op, [](std::int32_t) { return std::string("has non-finite entries (NaN or inf)"); });
+    check_info(bad, op, [](std::int32_t) { return std::string("has non-finite entries (NaN or inf)"); }, stream);
     before(stream, {&work, &w, &v, &info});
     TESSEL_LINALG_BACKEND(x.device(), eig, batch_desc(mat), work.data(), w.data(), vectors ? v.data() : nullptr, vectors,
                           info_data(info), stream);
     after(stream, {&work, &w, &v, &info});
   }
-  check_info(info, op, no_convergence);
+  check_info(info, op, no_convergence, stream);
   return {w, vectors ? matrices_of(v) : Array()};
 }
 }  // namespace
@@ -536,14 +610,14 @@ SvdOut svd_impl(const Array& x, bool vectors, bool full, const OptionalStream& s
 SVDResult svd(const Array& x, bool full_matrices, const OptionalStream& stream) {
   TESSEL_RANGE("linalg.svd");
   SvdOut r = svd_impl(x, true, full_matrices, stream, "svd");
-  check_info(r.info, "svd", no_convergence);
+  check_info(r.info, "svd", no_convergence, stream);
   return {r.U, r.S, r.Vh};
 }
 
 Array svdvals(const Array& x, const OptionalStream& stream) {
   TESSEL_RANGE("linalg.svdvals");
   SvdOut r = svd_impl(x, false, false, stream, "svdvals");
-  check_info(r.info, "svdvals", no_convergence);
+  check_info(r.info, "svdvals", no_convergence, stream);
   return r.S;
 }
 

@@ -207,6 +207,48 @@ def test_singular_inv_and_solve_name_the_batch_index(device, rng):
     close(ts.linalg.eigvalsh(on(device, h)), np.linalg.eigvalsh(h.astype(np.float64)), "float32", 8, 10)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_small_inv_and_solve_every_order_with_singular_entries(device, rng, dtype):
+    """n = 1..32. On CUDA: tessel's Gauss-Jordan inverse (a warp or part of one per matrix), and for
+    n <= 16 its LU solve, which reads x1's own C-order buffer. Entries 5 and 40 are singular (a
+    zero column: an exact zero pivot): info names them, the plain functions raise for entry 5, and
+    their inverses are not finite. A strided batch and a transposed view take the copying paths."""
+    batch = 70
+    good = [b for b in range(batch) if b not in (5, 40)]
+    for n in range(1, 33):
+        a = general(rng, (batch, n, n), dtype, 10.0).astype(dtype)
+        a[5, :, -1] = 0
+        a[40, :, 0] = 0
+        x = on(device, a)
+        inverse, info = ts.linalg.inv_ex(x)
+        assert list(np.flatnonzero(np.asarray(info))) == [5, 40], n
+        got = np.asarray(inverse)
+        eye = np.broadcast_to(np.eye(n), (len(good), n, n))
+        close(a[good].astype(np.float64) @ got[good], eye, dtype, n, 10)
+        assert not np.all(np.isfinite(got[5])) and not np.all(np.isfinite(got[40]))
+        with pytest.raises(ts.linalg.LinAlgError, match=r"inv: the matrix at batch index \(5,\) is singular") as e:
+            ts.linalg.inv(x)
+        assert e.value.batch_index == 5
+        strided = on(device, np.repeat(a, 2, axis=0))[::2]  # not contiguous
+        close(a[good].astype(np.float64) @ np.asarray(ts.linalg.inv_ex(strided)[0])[good], eye, dtype, n, 10)
+        t = np.asarray(ts.linalg.inv_ex(x.mT)[0])
+        close(np.swapaxes(a[good], -1, -2).astype(np.float64) @ t[good], eye, dtype, n, 10)
+        if n > 16 and n != 32:
+            continue  # the solve kernel's orders (each compiles for seconds), and one above them
+        b = random_array(rng, (batch, n, 2), dtype)
+        result, sinfo = ts.linalg.solve_ex(x, on(device, b))
+        assert list(np.flatnonzero(np.asarray(sinfo))) == [5, 40], n
+        close(a[good].astype(np.float64) @ np.asarray(result)[good], b[good], dtype, n, 10)
+        np.testing.assert_array_equal(np.asarray(x), a)  # x1 is read, never overwritten
+        with pytest.raises(ts.linalg.LinAlgError, match=r"solve: the matrix at batch index \(5,\) is singular"):
+            ts.linalg.solve(x, on(device, b))
+        v = random_array(rng, (n,), dtype)
+        got = np.asarray(ts.linalg.solve(on(device, a[good]), on(device, v)))
+        close(np.einsum("bij,bj->bi", a[good].astype(np.float64), got), np.broadcast_to(v, (len(good), n)), dtype, n, 10)
+        got = np.asarray(ts.linalg.solve(strided[:1], on(device, b)))  # x1 broadcast over the batch
+        close(a[:1].astype(np.float64) @ got, b, dtype, n, 10)
+
+
 def test_solve_bad_shapes(device, rng):
     a = on(device, general(rng, (2, 4, 4), "float64"))
     with pytest.raises(ts.ShapeError, match=r"solve: the batch shapes of x1 \(2, 4, 4\) and x2 \(3, 4, 1\) do not broadcast"):

@@ -516,8 +516,10 @@ void lu(const LinalgBatch& p, void* a, Array& pivots, std::int32_t* info, const 
 void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool transposed, std::int32_t* info,
            const Stream& stream) {
   const char* op = "solve";
+  // tessel's kernel takes either layout and leaves a as it is (ops/linalg.cpp passes it x1's own
+  // C-order buffer, `transposed`, when the kernel applies).
+  if (small_kernel_applies(SmallKernel::lu_solve, p)) return small_solve(p, a, b_data, b_data, nrhs, transposed, info, stream);
   if (transposed && p.n <= kTransposedSolveMinN) throw Error("solve: internal error: a transposed solve of small matrices");
-  if (!transposed && small_kernel_applies(SmallKernel::lu_solve, p)) return small_solve(p, a, b_data, nrhs, info, stream);
   const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
   const std::size_t b_bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * nrhs);
   if (!transposed && use_batched(p, kGetrfBatched)) {
@@ -886,6 +888,7 @@ void release_linalg_handles() {
     if (h->blas) (void)cublasDestroy(h->blas);
   }
   handle_cache().clear();
+  release_failure_scratch();
 }
 
 }  // namespace tessel::backend::cuda

@@ -1,16 +1,24 @@
 // Helper kernels of the CUDA linear algebra (linalg.cpp): pointer arrays for the batched
-// cuSOLVER/cuBLAS routines, the batched conjugate transpose that turns gesvdj's V into Vh, and
-// the triangle copy that takes R out of a geqrf result.
+// cuSOLVER/cuBLAS routines, the batched conjugate transpose that turns gesvdj's V into Vh, the
+// triangle copy that takes R out of a geqrf result, and the reduction of an info array to its
+// first failing index that the plain functions' error check reads (ops/linalg.cpp check_info).
 #include <cuComplex.h>
+#include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "backend/linalg.hpp"
 #include "core/cuda_check.hpp"
+#include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
+#include "tessel/memory/buffer.hpp"
 
 namespace tessel::backend::cuda {
 namespace {
@@ -57,6 +65,43 @@ __global__ void copy_upper_kernel(const T* src, long long lda, T* dst, long long
     dst[e] = i <= j ? src[i + j * lda] : T{};
   }
 }
+// The first i < n with info[i] != 0, as status[1] = i + 1 (status[1] is left alone, 0, when
+// there is none). scratch (device memory, kept per stream, zeroed once when allocated): [0] the
+// maximum of ~i over the failures seen (~i for i < 2^63 is never 0: 0 means none, and the
+// largest ~i is the smallest i), [1] the blocks done. The block that finishes last reads [0],
+// writes the result with one plain store (status may be page-locked host memory, where device
+// atomics are not guaranteed; the atomics here touch device memory only) and zeroes both words
+// for the next launch on the stream, which the stream orders after this one.
+constexpr int kFailureThreads = 256;
+__global__ void first_failure_kernel(const int* __restrict__ info, long long n, unsigned long long* scratch,
+                                     long long* status) {
+  unsigned long long first = ULLONG_MAX;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    if (info[i] != 0) {  // a thread's indices increase: its first hit is its minimum
+      first = static_cast<unsigned long long>(i);
+      break;
+    }
+  }
+  for (int offset = 16; offset > 0; offset /= 2) first = min(first, __shfl_down_sync(0xffffffffu, first, offset));
+  __shared__ unsigned long long warp_first[kFailureThreads / 32];
+  if (threadIdx.x % 32 == 0) warp_first[threadIdx.x / 32] = first;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (int w = 1; w < kFailureThreads / 32; ++w) first = min(first, warp_first[w]);
+  if (first != ULLONG_MAX) atomicMax(&scratch[0], ~first);
+  __threadfence();
+  if (atomicAdd(&scratch[1], 1ULL) != gridDim.x - 1ULL) return;
+  __threadfence();
+  const unsigned long long found = atomicExch(&scratch[0], 0ULL);
+  atomicExch(&scratch[1], 0ULL);
+  if (found != 0) *reinterpret_cast<volatile long long*>(&status[1]) = static_cast<long long>(~found) + 1;
+}
+
+// The reduction's two words per stream (see first_failure_kernel), for the process.
+std::mutex g_failure_mutex;
+auto* const g_failure_scratch = new std::unordered_map<std::uint64_t, std::shared_ptr<Buffer>>();
+
 struct alignas(8) Bytes16 {
   unsigned long long low, high;
 };
@@ -82,6 +127,30 @@ void copy_upper_triangle(DType dtype, const void* src, std::int64_t lda, void* d
       throw DTypeError(fmt::format("linalg: no triangle copy for {}", dtype_name(dtype)));
   }
   TESSEL_CUDA_CHECK_LAUNCH(s, "linalg");
+}
+
+void first_failure(const std::int32_t* info, std::int64_t n, std::int64_t* status, const Stream& stream) {
+  if (n == 0) return;
+  DeviceGuard guard(stream.device());
+  auto s = detail::cuda_stream(stream);
+  // The stream's scratch (zeroed once; each launch leaves it zeroed). The lock covers the launch,
+  // so launches from several host threads reach the stream one after another.
+  std::lock_guard<std::mutex> lock(g_failure_mutex);
+  auto& scratch = (*g_failure_scratch)[stream.id()];
+  if (!scratch) {
+    scratch = Buffer::allocate(stream.device(), 2 * sizeof(unsigned long long), stream);
+    TESSEL_CUDA_CHECK(cudaMemsetAsync(scratch->data(), 0, 2 * sizeof(unsigned long long), s), "linalg");
+  }
+  const auto grid = static_cast<unsigned>(
+      std::min<std::int64_t>((n + kFailureThreads - 1) / kFailureThreads, 4 * 132));
+  first_failure_kernel<<<grid, kFailureThreads, 0, s>>>(info, n, static_cast<unsigned long long*>(scratch->data()),
+                                                        reinterpret_cast<long long*>(status));
+  TESSEL_CUDA_CHECK_LAUNCH(s, "linalg");
+}
+
+void release_failure_scratch() {
+  std::lock_guard<std::mutex> lock(g_failure_mutex);
+  g_failure_scratch->clear();  // stream-ordered frees
 }
 
 void fill_pointers(void** pointers, void* base, std::int64_t stride_bytes, std::int64_t count, void* stream) {

@@ -23,7 +23,7 @@ namespace {
 // ---- tuning table (CUB-style policy data, one row per op and dtype) ----
 // A batch takes tessel's kernel when n <= max_n and batch >= min_batch; else the cuSOLVER path of
 // linalg.cpp. The kernels keep a whole matrix per thread in registers, so max_n is bounded by
-// register spills. The crossovers are to be measured on the GPU with
+// register spills (the inverse keeps a row per lane of a warp: n <= 32). The crossovers are to be measured on the GPU with
 // bench/peers/python_linalg.py (the "batched" rows, which also time the cuSOLVER path through
 // TESSEL_LINALG_SMALL=0); each row's `measurement` records the run that chose it.
 const SmallKernelTuning kTuning[] = {
@@ -37,6 +37,13 @@ const SmallKernelTuning kTuning[] = {
     {SmallKernel::eigh, DType::float64, 16, 64, "to be measured on the GPU (H100)"},
     {SmallKernel::svd, DType::float32, 16, 64, "to be measured on the GPU (H100)"},
     {SmallKernel::svd, DType::float64, 16, 64, "to be measured on the GPU (H100)"},
+    // inv: Gauss-Jordan, a warp (or a part of one) per matrix, every n <= 32 and every batch. It
+    // replaced (H100, 20,000 32x32 float32) getrfBatched + getrsBatched against an identity,
+    // 2.853 ms for inv_ex; its own time, the min_batch crossover against that path and the
+    // float64 row are to be measured on the GPU (H100) (bench/peers/python_linalg.py
+    // batched_inv_20000x32_f32, and TESSEL_LINALG_SMALL=0 for the library path).
+    {SmallKernel::inv, DType::float32, 32, 1, "to be measured on the GPU (H100)"},
+    {SmallKernel::inv, DType::float64, 32, 1, "to be measured on the GPU (H100)"},
 };
 
 constexpr int kMaxSweeps = 60;  // Jacobi sweeps; a converging matrix needs fewer than 15
@@ -50,6 +57,7 @@ const char* kind_name(SmallKernel kind) {
     case SmallKernel::lu_solve: return "lu_solve_batch";
     case SmallKernel::eigh: return "jacobi_eigh";
     case SmallKernel::svd: return "jacobi_svd";
+    case SmallKernel::inv: return "gauss_jordan_inv";
   }
   return "?";
 }
@@ -75,9 +83,18 @@ jit::Kernel kernel_for(const jit::CompileRequest& request, Device device) {
   return loaded.emplace(key, k).first->second;
 }
 
-void launch(SmallKernel kind, const LinalgBatch& p, bool upper, std::vector<void*> args, const Stream& stream) {
+// threads: the launch's thread count (0: one per matrix).
+void launch(SmallKernel kind, const LinalgBatch& p, bool upper, std::vector<void*> args, const Stream& stream,
+            std::int64_t threads = 0, int block = kBlock) {
   const jit::Kernel k = kernel_for(small_kernel_request(kind, p.dtype, p.m, p.n, upper), stream.device());
-  k.launch(k.launch_config_fixed(p.batch, kBlock, kWaves), args, stream);
+  k.launch(k.launch_config_fixed(threads > 0 ? threads : p.batch, block, kWaves), args, stream);
+}
+
+// The lanes per matrix of gauss_jordan_inv: n rounded up to a power of two (GroupWidth there).
+std::int64_t group_width(std::int64_t n) {
+  std::int64_t w = 1;
+  while (w < n) w *= 2;
+  return w;
 }
 
 bool enabled() {
@@ -103,13 +120,16 @@ bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p) {
   return row != nullptr && std::max(p.m, p.n) <= row->max_n && p.batch >= row->min_batch;
 }
 
-jit::CompileRequest small_kernel_request(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool upper) {
+jit::CompileRequest small_kernel_request(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool variant) {
   jit::CompileRequest r;
   r.source = "#include \"linalg_small.cuh\"\n";
   const char* t = scalar_name(dtype);
   switch (kind) {
     case SmallKernel::cholesky:
-      r.name = fmt::format("tessel_linalg_small::cholesky<{}, {}, {}>", t, n, upper ? "true" : "false");
+      r.name = fmt::format("tessel_linalg_small::cholesky<{}, {}, {}>", t, n, variant ? "true" : "false");
+      break;
+    case SmallKernel::lu_solve:
+      r.name = fmt::format("tessel_linalg_small::lu_solve_batch<{}, {}, {}>", t, n, variant ? "true" : "false");
       break;
     case SmallKernel::svd:
       r.name = fmt::format("tessel_linalg_small::jacobi_svd<{}, {}, {}>", t, m, n);
@@ -131,11 +151,20 @@ void small_lu(const LinalgBatch& p, void* a, std::int32_t* pivots, std::int32_t*
   launch(SmallKernel::lu, p, false, {&a, &pivots, &info, &batch}, stream);
 }
 
-void small_solve(const LinalgBatch& p, void* a, void* b, std::int64_t nrhs, std::int32_t* info, const Stream& stream) {
+void small_solve(const LinalgBatch& p, const void* a, const void* b, void* out, std::int64_t nrhs, bool row_major,
+                 std::int32_t* info, const Stream& stream) {
   long long batch = p.batch;
   int k = static_cast<int>(nrhs);
   if (nrhs > INT32_MAX) throw ValueError(fmt::format("solve: {} right-hand sides exceed the kernel's int count", nrhs));
-  launch(SmallKernel::lu_solve, p, false, {&a, &b, &k, &info, &batch}, stream);
+  launch(SmallKernel::lu_solve, p, row_major, {&a, &b, &out, &k, &info, &batch}, stream);
+}
+
+void small_inv(const LinalgBatch& p, const void* a, void* out, std::int32_t* info, const Stream& stream) {
+  if (p.n > 32) throw Error(fmt::format("inv: internal error: the warp inverse takes n <= 32, got {}", p.n));
+  long long batch = p.batch;
+  const std::int64_t per_warp = 32 / group_width(p.n);
+  const std::int64_t warps = (p.batch + per_warp - 1) / per_warp;
+  launch(SmallKernel::inv, p, false, {&a, &out, &info, &batch}, stream, warps * 32, 128);
 }
 
 void small_eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream) {

@@ -80,13 +80,24 @@ void check_lu_solve(std::mt19937_64& rng) {
   const auto b0 = normal(rng, N * 2);
   auto a = a0, b = b0;
   int info = -1;
-  lu_solve_batch<double, N>(a.data(), b.data(), 2, &info, 1);
+  lu_solve_batch<double, N, false>(a.data(), b.data(), b.data(), 2, &info, 1);
   EXPECT_EQ(info, 0);
+  EXPECT_EQ(a, a0);  // the matrix is read only
   for (int c = 0; c < 2; ++c)
     for (int i = 0; i < N; ++i) {
       double r = 0;
       for (int k = 0; k < N; ++k) r += a0[i + k * N] * b[k + c * N];
       EXPECT_NEAR(r, b0[i + c * N], 1e-10) << "N " << N;
+    }
+  // Row-major: a0's buffer read in C order is the matrix a0^T.
+  std::vector<double> bt(b0.size(), 0.0);  // out of place
+  lu_solve_batch<double, N, true>(a0.data(), b0.data(), bt.data(), 2, &info, 1);
+  EXPECT_EQ(info, 0);
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < N; ++i) {
+      double r = 0;
+      for (int k = 0; k < N; ++k) r += a0[k + i * N] * bt[k + c * N];
+      EXPECT_NEAR(r, b0[i + c * N], 1e-10) << "N " << N << " row-major";
     }
   std::vector<double> singular(N * N, 1.0);
   std::vector<int> piv(N);

@@ -359,6 +359,116 @@ TEST_P(LinalgTest, ErrorsNameTheOpAndTheBatchIndex) {
   expect_error<DTypeError>([&] { linalg::inv(astype(x, DType::bool_)); }, {"inv", "floating-point", "bool"});
 }
 
+// Batches of small matrices, every order 1..32: on CUDA, tessel's Gauss-Jordan inverse (every
+// n <= 32) and its LU solve that reads x1's own C-order buffer (n <= 16, batch >= 64); on the CPU,
+// LAPACK; complex dtypes take cuSOLVER. Entries 5 and 40 are singular (a zero last / first
+// column: exact zero pivots in every algorithm): info names them, the plain functions raise
+// for entry 5 (the first-failure reduction), and their inverses are not finite. Transposed
+// views (not contiguous) and a broadcast x1 take the copying paths.
+TEST_P(LinalgTest, SmallBatchesEveryOrderWithSingularEntries) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const std::int64_t batch = 70, k = 2;
+  const auto singular = [](std::int64_t b) { return b == 5 || b == 40; };
+  // max |M X - B| over the non-singular entries, M = A (or A^T), all C-order (n x n, n x k).
+  const auto residual = [&](const std::vector<cd>& a, bool transpose_a, const std::vector<cd>& x,
+                            const std::vector<cd>* rhs, std::int64_t n, std::int64_t cols, bool broadcast_a) {
+    double worst = 0;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const std::int64_t ab = broadcast_a ? 0 : b;
+      if (singular(ab)) continue;
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < cols; ++j) {
+          cd s = 0;
+          for (std::int64_t l = 0; l < n; ++l) {
+            const cd m = transpose_a ? a[static_cast<std::size_t>(ab * n * n + l * n + i)]
+                                     : a[static_cast<std::size_t>(ab * n * n + i * n + l)];
+            s += m * x[static_cast<std::size_t>(b * n * cols + l * cols + j)];
+          }
+          const cd want = rhs ? (*rhs)[static_cast<std::size_t>(b * n * cols + i * cols + j)] : cd(i == j ? 1.0 : 0.0);
+          worst = std::max(worst, std::abs(s - want));
+        }
+    }
+    return worst;
+  };
+  for (std::int64_t n = 1; n <= 32; ++n) {
+    SCOPED_TRACE(fmt::format("n {}", n));
+    auto a = host(random_matrices(rng, {batch, n, n}, dtype(), Device::cpu()));
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t i = 0; i < n; ++i) a[static_cast<std::size_t>(b * n * n + i * n + i)] += 3.0 * n;
+    for (std::int64_t i = 0; i < n; ++i) {
+      a[static_cast<std::size_t>(5 * n * n + i * n + n - 1)] = 0.0;
+      a[static_cast<std::size_t>(40 * n * n + i * n)] = 0.0;
+    }
+    a = host(upload(a, {batch, n, n}, dtype(), Device::cpu()));  // rounded to the dtype
+    const Array x = upload(a, {batch, n, n}, dtype(), device());
+    const double bound = tol(n) * 3 * n;
+    const auto ex = linalg::inv_ex(x);
+    ASSERT_EQ(ex.inverse.shape(), (Shape{batch, n, n}));
+    ASSERT_EQ(ex.info.shape(), (Shape{batch}));
+    const auto info = ex.info.to(Device::cpu()).to_vector<std::int32_t>();
+    const auto inv = host(ex.inverse);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      EXPECT_EQ(info[static_cast<std::size_t>(b)] > 0, singular(b)) << "batch entry " << b;
+      EXPECT_GE(info[static_cast<std::size_t>(b)], 0);
+      if (!singular(b)) continue;
+      bool finite = true;
+      for (std::int64_t e = 0; e < n * n; ++e) {
+        const cd v = inv[static_cast<std::size_t>(b * n * n + e)];
+        finite = finite && std::isfinite(v.real()) && std::isfinite(v.imag());
+      }
+      EXPECT_FALSE(finite) << "the inverse of singular entry " << b;
+    }
+    EXPECT_LE(residual(a, false, inv, nullptr, n, n, false), bound);
+    expect_error<linalg::LinAlgError>([&] { linalg::inv(x); }, {"inv: the matrix at batch index (5,) is singular"});
+    // A transposed view: inv(x^T) through a copy.
+    const auto ext = linalg::inv_ex(x.swapaxes(-1, -2));
+    EXPECT_EQ(ext.info.to(Device::cpu()).to_vector<std::int32_t>()[5] > 0, true);
+    EXPECT_LE(residual(a, true, host(ext.inverse), nullptr, n, n, false), bound);
+    if (n > 16 && n != 32) continue;  // the solve kernel's orders (compiling each costs seconds) and one above
+    const Array rhs = random_matrices(rng, {batch, n, k}, dtype(), device());
+    const auto bh = host(rhs);
+    const auto sx = linalg::solve_ex(x, rhs);
+    const auto sinfo = sx.info.to(Device::cpu()).to_vector<std::int32_t>();
+    for (std::int64_t b = 0; b < batch; ++b) EXPECT_EQ(sinfo[static_cast<std::size_t>(b)] > 0, singular(b)) << b;
+    EXPECT_LE(residual(a, false, host(sx.result), &bh, n, k, false), bound);
+    EXPECT_EQ(host(x), a);  // solve leaves x1 as it was (the kernel reads x1's buffer itself)
+    expect_error<linalg::LinAlgError>([&] { linalg::solve(x, rhs); },
+                                      {"solve: the matrix at batch index (5,) is singular"});
+    const auto st = linalg::solve_ex(x.swapaxes(-1, -2), rhs);  // not contiguous: a copy
+    EXPECT_LE(residual(a, true, host(st.result), &bh, n, k, false), bound);
+    const Array first = x.slice(0, Slice(0, 1));  // (1, n, n), broadcast against 70 right-hand sides
+    EXPECT_LE(residual(a, false, host(linalg::solve(first, rhs)), &bh, n, k, true), bound);
+  }
+}
+
+// The plain functions' error check on a batch large enough for many blocks of the device-side
+// first-failure reduction: failures far from the start and in the last entry, the first named.
+TEST_P(LinalgTest, ErrorCheckFindsTheFirstFailureOfALargeBatch) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  const std::int64_t batch = 100000;
+  std::vector<cd> values(static_cast<std::size_t>(batch), cd(2.0));
+  Array ok = upload(values, {batch, 1, 1}, dtype(), device());
+  EXPECT_EQ(linalg::cholesky(ok).shape(), (Shape{batch, 1, 1}));  // no failure: no error
+  EXPECT_EQ(linalg::inv(ok).shape(), (Shape{batch, 1, 1}));
+  for (std::int64_t b : {std::int64_t{77777}, batch - 1}) values[static_cast<std::size_t>(b)] = 0.0;
+  values[static_cast<std::size_t>(99998)] = -1.0;
+  const Array x = upload(values, {batch, 1, 1}, dtype(), device());
+  expect_error<linalg::LinAlgError>([&] { linalg::inv(x); }, {"inv: the matrix at batch index (77777,) is singular"});
+  expect_error<linalg::LinAlgError>([&] { linalg::cholesky(x); },
+                                    {"cholesky: the matrix at batch index (77777,) is not positive definite"});
+  try {
+    linalg::solve(x, upload(values, {batch, 1, 1}, dtype(), device()));
+    ADD_FAILURE() << "solve of singular matrices did not raise";
+  } catch (const linalg::LinAlgError& e) {
+    EXPECT_EQ(e.batch_index(), 77777);
+  }
+  // The same stream's indexing status words are left clean: a later in-range gather succeeds.
+  EXPECT_EQ(host(take(x.reshape({batch}), from_vector(std::vector<std::int64_t>{batch - 1}, {1}, device())))[0], cd(0.0));
+  // One matrix: no batch index.
+  expect_error<linalg::LinAlgError>([&] { linalg::inv(zeros({2, 2}, dtype(), device())); }, {"inv: the matrix is singular"});
+}
+
 TEST_P(LinalgTest, EmptyBatchesAndMatrices) {
   TESSEL_SKIP_UNAVAILABLE(device());
   const Array none = zeros({0, 3, 3}, dtype(), device());
@@ -378,11 +488,13 @@ TEST(LinalgSmallKernels, CompileForSm90) {
   using backend::cuda::SmallKernel;
   for (DType dtype : {DType::float32, DType::float64}) {
     for (SmallKernel kind : {SmallKernel::cholesky, SmallKernel::lu, SmallKernel::lu_solve, SmallKernel::eigh,
-                             SmallKernel::svd}) {
+                             SmallKernel::svd, SmallKernel::inv}) {
       const auto* row = backend::cuda::small_kernel_tuning(kind, dtype);
       ASSERT_NE(row, nullptr);
       EXPECT_NE(std::string(row->measurement), "");
-      for (std::int64_t n : {std::int64_t{1}, std::int64_t{3}, std::min<std::int64_t>(8, row->max_n)}) {
+      std::vector<std::int64_t> orders{1, 3, std::min<std::int64_t>(8, row->max_n)};
+      if (kind == SmallKernel::inv) orders.insert(orders.end(), {17, 32});  // one warp per matrix: cheap to compile
+      for (std::int64_t n : orders) {
         const std::int64_t m = kind == SmallKernel::svd ? std::min<std::int64_t>(n + 2, row->max_n) : n;
         jit::CompileRequest r = backend::cuda::small_kernel_request(kind, dtype, std::max(m, n), n, n == 3);
         r.arch = "sm_90";

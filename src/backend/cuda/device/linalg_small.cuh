@@ -2,7 +2,7 @@
 // tessel's batched small-matrix kernels, compiled at run time by NVRTC and specialized on the
 // matrix order (src/backend/cuda/linalg_small.cpp builds the requests; the dispatcher in
 // linalg.cpp chooses them over cuSOLVER by its tuning table). One matrix per thread, held in
-// registers: every loop over matrix indices has compile-time bounds and is unrolled, so indices
+// registers (except gauss_jordan_inv: a group of lanes per matrix, a row per lane): every loop over matrix indices has compile-time bounds and is unrolled, so indices
 // are constants and the arrays stay in registers (row swaps and sorts use selects, not dynamic
 // indexing). Matrices are column-major, one after another (the layout of backend/linalg.hpp).
 // Real float and double only; complex batches go to cuSOLVER.
@@ -160,29 +160,149 @@ __global__ void lu(T* __restrict__ a, int* __restrict__ pivots, int* __restrict_
   }
 }
 
-// a: N x N (overwritten by its LU factors); rhs: N x nrhs per matrix, overwritten by the solution.
+// One matrix of lu_solve_batch: m is its N x N (column-major, or row-major when RowMajor), b its
+// batch index.
+template <class T, int N, bool RowMajor>
+TESSEL_SMALL void lu_solve_one(const T* m, const T* rhs, T* out, int nrhs, int* info, long long b) {
+  T f[N * N];
+  int piv[N];
+  TESSEL_UNROLL
+  for (int i = 0; i < N; ++i)
+    TESSEL_UNROLL
+    for (int j = 0; j < N; ++j) f[i + j * N] = RowMajor ? m[j + i * N] : m[i + j * N];
+  info[b] = lu_factor<T, N>(f, piv);
+  const T* in = rhs + b * N * static_cast<long long>(nrhs);
+  T* x = out + b * N * static_cast<long long>(nrhs);
+  for (int c = 0; c < nrhs; ++c) {
+    T v[N];
+    TESSEL_UNROLL
+    for (int i = 0; i < N; ++i) v[i] = in[i + c * N];
+    lu_solve<T, N>(f, piv, v);
+    TESSEL_UNROLL
+    for (int i = 0; i < N; ++i) x[i + c * N] = v[i];
+  }
+}
+
+// The launch block of the one-matrix-per-thread kernels (linalg_small.cpp kBlock).
+constexpr int kStagedBlock = 64;
+// Whether lu_solve_batch stages its matrices through shared memory (at most 24 KB a block). A
+// thread's matrix is N * N consecutive values, so loads straight into registers touch 32 lines
+// per warp instruction; staged, the block copies its 64 matrices with coalesced loads, and each
+// thread reads its own with one value of padding per matrix (no bank conflicts for even N).
 template <class T, int N>
-__global__ void lu_solve_batch(T* __restrict__ a, T* __restrict__ rhs, int nrhs, int* __restrict__ info, long long batch) {
-  TESSEL_FOR_EACH_MATRIX(b, batch) {
-    T* m = a + b * N * N;
-    T f[N * N];
+struct StagedSolve {
+  static constexpr bool value = kStagedBlock * (N * N + 1) * sizeof(T) <= 24 * 1024;
+};
+
+// a: N x N, read only (the factors stay in registers: solve returns only the solution), column-
+// major, or row-major when RowMajor (the caller's own C-order batch, no transposing copy); rhs:
+// N x nrhs per matrix, column-major; out (the same layout, may be rhs itself) receives the
+// solution.
+template <class T, int N, bool RowMajor>
+__global__ void lu_solve_batch(const T* __restrict__ a, const T* rhs, T* out, int nrhs, int* __restrict__ info,
+                               long long batch) {
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+  if (StagedSolve<T, N>::value && blockDim.x == kStagedBlock) {  // uniform: the loop below is block-wide
+    constexpr int kStride = N * N + 1;
+    __shared__ T stage[StagedSolve<T, N>::value ? kStagedBlock * kStride : 1];
+    for (long long base = blockIdx.x * static_cast<long long>(kStagedBlock); base < batch;
+         base += static_cast<long long>(gridDim.x) * kStagedBlock) {
+      const int count = batch - base < kStagedBlock ? static_cast<int>(batch - base) : kStagedBlock;
+      const T* src = a + base * N * N;
+      for (int e = threadIdx.x; e < count * N * N; e += kStagedBlock) stage[(e / (N * N)) * kStride + e % (N * N)] = src[e];
+      __syncthreads();
+      if (static_cast<int>(threadIdx.x) < count) {
+        lu_solve_one<T, N, RowMajor>(stage + threadIdx.x * kStride, rhs, out, nrhs, info, base + threadIdx.x);
+      }
+      __syncthreads();
+    }
+    return;
+  }
+#endif
+  TESSEL_FOR_EACH_MATRIX(b, batch) { lu_solve_one<T, N, RowMajor>(a + b * N * N, rhs, out, nrhs, info, b); }
+}
+
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+// ---- inverse: Gauss-Jordan with partial pivoting, one group of lanes per matrix ----
+// The warp splits into 32 / W groups of W lanes (W: N rounded up to a power of two); lane r of a
+// group holds row r of its column-major N x N matrix in registers (lanes r >= N hold nothing).
+// Step k picks the pivot row p (the largest |entry| of column k among the rows not yet pivots,
+// the row LAPACK's getrf picks; NaN counts as the largest, so every lane agrees) by a butterfly
+// over the group, then every lane updates its row with p's row, read by shuffles:
+//   row p <- row p / pivot, its column k <- 1 / pivot;
+//   row r <- row r - (a_rk / pivot) row p, its column k <- -a_rk / pivot.
+// This is the in-place Gauss-Jordan inverse of B = P a (row k of B is row p_k of a), done
+// without moving rows: at the end, the lane that was step s's pivot holds row s of B^-1, and
+// a^-1 = B^-1 P puts its column k at column p_k. Loads and stores are one matrix column per
+// group per instruction. info: the first step whose pivot is exactly zero (1-based; LAPACK's
+// getrf info, as the pivots are getrf's); the inverse of such a matrix is inf/NaN.
+// out may not alias a. Launch: 32-thread multiples; the batch loop is uniform per warp.
+template <int N>
+struct GroupWidth {
+  static constexpr int value = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : N <= 8 ? 8 : N <= 16 ? 16 : 32;
+};
+
+template <class T, int N>
+__global__ void gauss_jordan_inv(const T* __restrict__ a, T* __restrict__ out, int* __restrict__ info,
+                                 long long batch) {
+  static_assert(N >= 1 && N <= 32, "gauss_jordan_inv: one warp holds at most 32 rows");
+  constexpr int W = GroupWidth<N>::value;
+  constexpr int G = 32 / W;  // matrices per warp
+  const int lane = threadIdx.x % 32;
+  const int r = lane % W;
+  const long long warp = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32;
+  const long long warps = static_cast<long long>(gridDim.x) * blockDim.x / 32;
+  for (long long first = warp * G; first < batch; first += warps * G) {  // uniform across the warp
+    const long long b = first + lane / W;
+    const bool valid = r < N && b < batch;
+    const T* m = a + b * N * N;
+    T row[N];
+    TESSEL_UNROLL
+    for (int j = 0; j < N; ++j) row[j] = valid ? m[r + j * N] : T(0);
     int piv[N];
+    bool used = !valid;
+    int rank = 0;
+    int failed = 0;
     TESSEL_UNROLL
-    for (int e = 0; e < N * N; ++e) f[e] = m[e];
-    info[b] = lu_factor<T, N>(f, piv);
-    TESSEL_UNROLL
-    for (int e = 0; e < N * N; ++e) m[e] = f[e];
-    T* x = rhs + b * N * static_cast<long long>(nrhs);
-    for (int c = 0; c < nrhs; ++c) {
-      T v[N];
+    for (int k = 0; k < N; ++k) {
+      T key = used ? T(-1) : abs_of(row[k]);
+      if (key != key) key = T(1) / T(0);  // NaN: +inf, ties broken by row
+      int p = r;
       TESSEL_UNROLL
-      for (int i = 0; i < N; ++i) v[i] = x[i + c * N];
-      lu_solve<T, N>(f, piv, v);
+      for (int offset = W / 2; offset > 0; offset /= 2) {
+        const T other = __shfl_xor_sync(0xffffffffu, key, offset, W);
+        const int other_p = __shfl_xor_sync(0xffffffffu, p, offset, W);
+        if (other > key || (other == key && other_p < p)) {
+          key = other;
+          p = other_p;
+        }
+      }
+      piv[k] = p;
+      const T pivot = __shfl_sync(0xffffffffu, row[k], p, W);
+      if (pivot == T(0) && failed == 0) failed = k + 1;
+      const T inv = T(1) / pivot;
+      const bool is_pivot = r == p;
+      if (is_pivot) {
+        used = true;
+        rank = k;
+      }
+      const T f = is_pivot ? T(0) : row[k] * inv;
       TESSEL_UNROLL
-      for (int i = 0; i < N; ++i) x[i + c * N] = v[i];
+      for (int j = 0; j < N; ++j) {
+        const T pj = __shfl_sync(0xffffffffu, row[j], p, W);
+        if (j == k) row[j] = is_pivot ? inv : -f;
+        else row[j] = is_pivot ? row[j] * inv : row[j] - f * pj;
+      }
+    }
+    if (valid) {
+      T* o = out + b * N * N;
+      TESSEL_UNROLL
+      for (int k = 0; k < N; ++k) o[rank + piv[k] * N] = row[k];
+      if (r == 0) info[b] = failed;
     }
   }
 }
+#endif
 
 // The rotation (c, s) with t = s / c that zeroes the off-diagonal entry of the 2 x 2 symmetric
 // problem [[alpha, gamma], [gamma, beta]] (Rutishauser's formulas).
