@@ -22,6 +22,7 @@ runs the quick batched rows as its "linalg" workload. Skips (exit 0) without a G
 import argparse
 import statistics
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -282,13 +283,15 @@ def main(argv=None):
         print(f"{name}: {ROWS[name][0]}")
         try:
             results["rows"][name] = measure_row(name, args.rounds)
+            # Rows of different runs share the file (merge_rows), so each says when and how it was run.
+            results["rows"][name].update(rounds=args.rounds, measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         except Exception:
             traceback.print_exc()
             results["rows"][name] = {"status": "crashed", "error": traceback.format_exc().splitlines()[-1][:300]}
         row = results["rows"][name]
         if "GBps" in row.get("libraries", {}).get("tessel", {}):
             row["libraries"]["tessel"]["fraction_of_copy_bandwidth"] = row["libraries"]["tessel"]["GBps"] / results["copy_GBps"]
-    merge_results("python_linalg", results, ts.device_name(0))
+    merge_results("python_linalg", results, ts.device_name(0), merge_rows="rows")
     return 0
 
 
