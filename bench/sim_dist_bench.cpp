@@ -7,9 +7,11 @@
 // - Strong scaling: --strong particles in all (default 1e8), whatever N.
 // Both use benchmark_setup(n) (the issue 8 configuration at the same density). Each run is
 // sanity-checked (finite energies, every particle owned once) after the warm-up, then the steps
-// are timed with barriers on either side (wall clock: the exchange goes through the host, so the
-// host is in every step). Reported: steps/s, particle-steps/s, the per-rank counts' imbalance and
-// the ghosts per rank. When today's file holds the one-rank result of the same size, the weak
+// are timed with barriers on either side (wall clock). Reported: steps/s, particle-steps/s, the
+// per-rank counts' imbalance, the ghosts per rank, and rank 0's ms per step in each phase
+// (integrate, migrate, halo, force: DistributedOptions::time_phases, which waits for the device at
+// each phase boundary; the exchanges already wait there for their counts, so the cost is about
+// two more stream synchronizations per step). When today's file holds the one-rank result of the same size, the weak
 // efficiency (t_1 / t_N) and the strong speedup (t_1 / t_N) are added.
 #include <chrono>
 #include <cmath>
@@ -34,7 +36,9 @@ namespace {
 nlohmann::json run(const char* mode, std::int64_t n, int warmup, int steps) {
   const dist::Communicator& world = dist::world();
   const sim::BenchmarkSetup setup = sim::benchmark_setup(n);
-  sim::DistributedParticles p(setup.state, setup.config, world);
+  sim::DistributedOptions options;
+  options.time_phases = true;
+  sim::DistributedParticles p(setup.state, setup.config, world, options);
   p.step(warmup);
   const sim::DistributedDiagnostics check = p.diagnostics();
   std::int64_t owned = 0;
@@ -44,10 +48,19 @@ nlohmann::json run(const char* mode, std::int64_t n, int warmup, int steps) {
          std::to_string(owned) + " particles owned");
   }
   world.barrier();
+  const sim::DistributedParticles::PhaseTimes before = p.phase_times();
   const auto start = std::chrono::steady_clock::now();
   p.step(steps);
   world.barrier();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const sim::DistributedParticles::PhaseTimes after = p.phase_times();
+  auto phase_ms = [&](double sim::DistributedParticles::PhaseTimes::*slot) {
+    return 1e3 * (after.*slot - before.*slot) / steps;
+  };
+  const nlohmann::json phases = {{"integrate", phase_ms(&sim::DistributedParticles::PhaseTimes::integrate)},
+                                 {"migrate", phase_ms(&sim::DistributedParticles::PhaseTimes::migrate)},
+                                 {"halo", phase_ms(&sim::DistributedParticles::PhaseTimes::halo)},
+                                 {"force", phase_ms(&sim::DistributedParticles::PhaseTimes::force)}};
   const sim::DistributedDiagnostics d = p.diagnostics();
   // Ghosts: the largest count over the ranks (the slowest rank sets the pace).
   Array ghosts = full({1}, static_cast<double>(p.ghost_count()), DType::float64, world.device());
@@ -59,6 +72,9 @@ nlohmann::json run(const char* mode, std::int64_t n, int warmup, int steps) {
                 "up to %.0f ghosts per rank\n",
                 mode, static_cast<long long>(n), world.size(), steps_per_s, 1e3 * seconds / steps,
                 steps_per_s * static_cast<double>(n), d.imbalance(), max_ghosts);
+    std::printf("  rank 0 ms/step: integrate %.4f, migrate %.4f, halo %.4f, force %.4f (exchange = migrate + halo)\n",
+                phases["integrate"].get<double>(), phases["migrate"].get<double>(), phases["halo"].get<double>(),
+                phases["force"].get<double>());
   }
   return {{"n", n},
           {"ranks", world.size()},
@@ -68,7 +84,8 @@ nlohmann::json run(const char* mode, std::int64_t n, int warmup, int steps) {
           {"particle_steps_per_s", steps_per_s * static_cast<double>(n)},
           {"rank_counts", d.rank_counts},
           {"imbalance", d.imbalance()},
-          {"max_ghosts_per_rank", max_ghosts}};
+          {"max_ghosts_per_rank", max_ghosts},
+          {"rank0_phase_ms_per_step", phases}};
 }
 
 // The one-rank ms/step of a run of `n` particles in today's results, or 0.

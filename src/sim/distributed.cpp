@@ -3,6 +3,7 @@
 #include "tessel/sim/distributed.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -15,6 +16,13 @@
 #include "backend/particles.hpp"
 #include "backend/particles_physics.hpp"
 #include "tessel/core/error.hpp"
+#include "tessel/core/stream.hpp"
+#include "tessel/ops/backend_entry_points.hpp"
+#include "tessel/ops/cast.hpp"
+#include "tessel/ops/elementwise.hpp"
+#include "tessel/ops/indexing.hpp"
+#include "tessel/ops/reduce.hpp"
+#include "tessel/ops/sort.hpp"
 #include "tessel/profile/range.hpp"
 
 namespace tessel::sim {
@@ -22,34 +30,57 @@ namespace {
 
 constexpr const char* op = "sim::DistributedParticles";
 
-// A particle on the wire: its id, then x y z vx vy vz ax ay az radius mass as float bits (one
-// int32 message carries everything, so ids stay exact).
-constexpr std::size_t kWords = 12;
+// The owned particles are the columns of a (12, n) int32 array: the id, then the float32 bits of
+// x y z vx vy vz ax ay az radius mass. One int32 message then carries a selection of particles
+// as it is (ids stay exact), and the float rows are the same storage read as float32.
+constexpr std::int64_t kRows = 12;
+constexpr std::int64_t kX = 1, kV = 4, kA = 7, kRadius = 10, kMass = 11;
 
-std::int32_t float_bits(float v) {
-  std::int32_t w;
-  std::memcpy(&w, &v, sizeof w);
-  return w;
+// Rows [first, first + count) of C-contiguous records as float32 (a view of the same storage).
+Array float_rows(const Array& records, std::int64_t first, std::int64_t count) {
+  const std::int64_t n = records.dim(1);
+  return Array(records.storage(), {count, n}, {n, 1}, records.offset() + first * n, DType::float32);
 }
+Array float_row(const Array& records, std::int64_t row) {
+  const std::int64_t n = records.dim(1);
+  return Array(records.storage(), {n}, {1}, records.offset() + row * n, DType::float32);
+}
+
 float bits_float(std::int32_t w) {
   float v;
   std::memcpy(&v, &w, sizeof v);
   return v;
 }
 
-// Grouped point-to-point exchange of int32 records: sends[k] goes to its peer, and one message is
-// received from each of recv_peers, in that order (MPI and NCCL match messages between a pair of
-// ranks in the order they were posted, so a peer that appears twice is fine). Counts go first,
-// then the payloads that are not empty. Returns the received records, concatenated.
-std::vector<std::int32_t> exchange(const dist::Communicator& comm,
-                                   const std::vector<std::pair<int, std::vector<std::int32_t>>>& sends,
-                                   const std::vector<int>& recv_peers) {
+// concatenate along `axis`, leaving out empty parts (a new array even for one part: the force
+// pass reorders its inputs in place). `empty_shape` when every part is empty.
+Array join(const std::vector<Array>& parts, std::int64_t axis, const Shape& empty_shape, DType dtype, Device device) {
+  std::vector<Array> full;
+  for (const Array& a : parts) {
+    if (a.size() > 0) full.push_back(a);
+  }
+  if (full.empty()) return empty(empty_shape, dtype, device);
+  if (full.size() == 1) return full[0].copy();
+  return concatenate(full, axis);
+}
+
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Grouped point-to-point exchange of (12, m) records: sends[k] goes to its peer, and one message
+// is received from each of recv_peers, in that order (MPI and NCCL match messages between a pair
+// of ranks in the order they were posted, so a peer that appears twice is fine). The record
+// counts go first (one int64 per peer, read back together: the receive buffers need them), then
+// the payloads that are not empty, device to device. Returns the received records, concatenated.
+Array exchange(const dist::Communicator& comm, const std::vector<std::pair<int, Array>>& sends,
+               const std::vector<int>& recv_peers) {
   const Device device = comm.device();
   std::vector<Array> count_out, count_in;
   {
     dist::Group group;
     for (const auto& [peer, data] : sends) {
-      const std::int64_t count = static_cast<std::int64_t>(data.size());
+      const std::int64_t count = data.dim(1);
       count_out.push_back(from_host(&count, {1}, DType::int64, device));
       comm.send(count_out.back(), peer);
     }
@@ -59,37 +90,20 @@ std::vector<std::int32_t> exchange(const dist::Communicator& comm,
     }
   }
   std::vector<std::int64_t> counts;
-  std::int64_t total = 0;
-  for (const Array& c : count_in) {
-    counts.push_back(c.to(Device::cpu()).item<std::int64_t>());
-    total += counts.back();
-  }
-  std::vector<Array> payload_out, payload_in;
+  if (!count_in.empty()) counts = concatenate(count_in).to(Device::cpu()).to_vector<std::int64_t>();
+  std::vector<Array> payload_in;
   {
     dist::Group group;
     for (const auto& [peer, data] : sends) {
-      if (data.empty()) continue;
-      payload_out.push_back(
-          from_host(data.data(), {static_cast<std::int64_t>(data.size())}, DType::int32, device));
-      comm.send(payload_out.back(), peer);
+      if (data.dim(1) > 0) comm.send(data, peer);
     }
     for (std::size_t k = 0; k < recv_peers.size(); ++k) {
-      if (counts[k] == 0) {
-        payload_in.emplace_back();
-        continue;
-      }
-      payload_in.push_back(empty({counts[k]}, DType::int32, device));
+      if (counts[k] == 0) continue;
+      payload_in.push_back(empty({kRows, counts[k]}, DType::int32, device));
       comm.recv(payload_in.back(), recv_peers[k]);
     }
   }
-  std::vector<std::int32_t> received;
-  received.reserve(static_cast<std::size_t>(total));
-  for (std::size_t k = 0; k < recv_peers.size(); ++k) {
-    if (counts[k] == 0) continue;
-    const std::vector<std::int32_t> part = payload_in[k].to(Device::cpu()).to_vector<std::int32_t>();
-    received.insert(received.end(), part.begin(), part.end());
-  }
-  return received;
+  return join(payload_in, 1, {kRows, 0}, DType::int32, device);
 }
 
 }  // namespace
@@ -118,15 +132,9 @@ DistributedParticles::DistributedParticles(const ParticleState& state, const Par
   if (options.rebalance_every < 0) {
     throw ValueError(fmt::format("{}: rebalance_every must be >= 0, got {}", op, options.rebalance_every));
   }
-  const std::size_t size0 = state.x.size();
-  bool consistent = size0 > 0;
-  for (const auto* f : {&state.y, &state.z, &state.vx, &state.vy, &state.vz, &state.radius, &state.mass}) {
-    consistent = consistent && f->size() == size0;
-  }
-  if (!consistent) {
-    // sim::Particles names the problem exactly.
-    Particles check(state, config, Device::cpu());
-  }
+  // The state and configuration as sim::Particles checks them (the same on every rank, so every
+  // rank raises); the force passes then take the radii and masses as checked here.
+  Particles::validate_state(state, config);
   // Every rank must pass the same state: compare the sizes (one small all_reduce of n and -n).
   {
     const std::int64_t mine[2] = {n_global_, -n_global_};
@@ -160,8 +168,11 @@ DistributedParticles::DistributedParticles(const ParticleState& state, const Par
   for (int r = 0; r <= size; ++r) bounds_[static_cast<std::size_t>(r)] = lo + length * r / size;
   bounds_.back() = config.box_hi[axis];
 
-  // Keep the owned particles (positions wrapped into a periodic box as sim::Particles does).
+  // Keep the owned particles (positions wrapped into a periodic box as sim::Particles does), as
+  // records, uploaded once.
   const int me = comm_.rank();
+  std::vector<std::int64_t> owned;
+  std::vector<float> wrapped[3];
   for (std::int64_t i = 0; i < state.size(); ++i) {
     const auto k = static_cast<std::size_t>(i);
     float p[3] = {state.x[k], state.y[k], state.z[k]};
@@ -174,27 +185,29 @@ DistributedParticles::DistributedParticles(const ParticleState& state, const Par
       }
     }
     if (owner_of(p[axis]) != me) continue;
-    id_.push_back(static_cast<std::int32_t>(i));
-    for (int a = 0; a < 3; ++a) {
-      x_[a].push_back(p[a]);
-      a_[a].push_back(0.0f);
-    }
-    v_[0].push_back(state.vx[k]);
-    v_[1].push_back(state.vy[k]);
-    v_[2].push_back(state.vz[k]);
-    radius_.push_back(state.radius[k]);
-    mass_.push_back(state.mass[k]);
+    owned.push_back(i);
+    for (int a = 0; a < 3; ++a) wrapped[a].push_back(p[a]);
   }
+  const std::size_t n = owned.size();
+  std::vector<std::int32_t> host(static_cast<std::size_t>(kRows) * n, 0);  // accelerations 0 (0.0f's bits)
+  auto put = [&](std::int64_t row, std::size_t j, float v) { std::memcpy(&host[row * n + j], &v, sizeof v); };
+  for (std::size_t j = 0; j < n; ++j) {
+    const auto k = static_cast<std::size_t>(owned[j]);
+    host[j] = static_cast<std::int32_t>(owned[j]);
+    for (int a = 0; a < 3; ++a) put(kX + a, j, wrapped[a][j]);
+    put(kV + 0, j, state.vx[k]);
+    put(kV + 1, j, state.vy[k]);
+    put(kV + 2, j, state.vz[k]);
+    put(kRadius, j, state.radius[k]);
+    put(kMass, j, state.mass[k]);
+  }
+  records_ = from_host(host.data(), {kRows, static_cast<std::int64_t>(n)}, DType::int32, comm_.device());
+  r_max_ = r_max;
+  r_min_ = *std::min_element(state.radius.begin(), state.radius.end());
+  m_min_ = *std::min_element(state.mass.begin(), state.mass.end());
+  lap_start_ = seconds_now();
   compute_forces(false);
-}
-
-void DistributedParticles::pack(std::vector<std::int32_t>& out, std::size_t k) const {
-  out.push_back(id_[k]);
-  for (int a = 0; a < 3; ++a) out.push_back(float_bits(x_[a][k]));
-  for (int a = 0; a < 3; ++a) out.push_back(float_bits(v_[a][k]));
-  for (int a = 0; a < 3; ++a) out.push_back(float_bits(a_[a][k]));
-  out.push_back(float_bits(radius_[k]));
-  out.push_back(float_bits(mass_[k]));
+  phase_times_ = {};
 }
 
 int DistributedParticles::owner_of(float coordinate) const {
@@ -203,109 +216,97 @@ int DistributedParticles::owner_of(float coordinate) const {
   return static_cast<int>(it - (bounds_.begin() + 1));
 }
 
+void DistributedParticles::lap(double& slot) {
+  if (!options_.time_phases) return;
+  current_stream(comm_.device()).synchronize();
+  const double now = seconds_now();
+  slot += now - lap_start_;
+  lap_start_ = now;
+}
+
 // The halo exchange and sim::Particles' force pass on owned + ghost particles; the owned
 // particles keep the new accelerations, contact counts and spring energies, and with finish_kick
-// the second half kick.
+// the second half kick. All on the device but the counts.
 void DistributedParticles::compute_forces(bool finish_kick) {
   const int size = comm_.size(), me = comm_.rank(), axis = options_.axis;
-  const std::size_t n_owned = id_.size();
-  std::vector<std::int32_t> ghosts;
+  const Device device = comm_.device();
+  const std::int64_t n_owned = local_size();
+  Array ghosts = empty({kRows, 0}, DType::int32, device);
   if (size > 1) {
     const bool periodic = config_.periodic;
     const int left = me > 0 ? me - 1 : (periodic ? size - 1 : -1);
     const int right = me < size - 1 ? me + 1 : (periodic ? 0 : -1);
     const double low = bounds_[static_cast<std::size_t>(me)], high = bounds_[static_cast<std::size_t>(me) + 1];
-    std::vector<std::int32_t> to_left, to_right;
-    for (std::size_t k = 0; k < n_owned; ++k) {
-      const double c = x_[axis][k];
-      if (left >= 0 && c < low + cutoff_) pack(to_left, k);
-      if (right >= 0 && c >= high - cutoff_) pack(to_right, k);
-    }
-    std::vector<std::pair<int, std::vector<std::int32_t>>> sends;
+    // Compared in float64, as the slab bounds are (a float32 bound could move a particle across).
+    const Array c = astype(float_row(records_, kX + axis), DType::float64);
+    const Array near_low = c < low + cutoff_, near_high = c >= high - cutoff_;
+    std::vector<std::pair<int, Array>> sends;
     std::vector<int> recvs;
-    if (left >= 0) sends.emplace_back(left, std::move(to_left));
-    if (right >= 0) sends.emplace_back(right, std::move(to_right));
+    if (left >= 0 && left == right) {
+      // Two ranks in a periodic box: both neighbours are the same rank, and a particle near both
+      // of its faces is a ghost there once. Send the union across the left face, nothing across
+      // the right one; the receiver orders the ghosts by id (as the host dedup of the union did).
+      sends.emplace_back(left, getitem(records_, {Slice(), near_low | near_high}));
+      sends.emplace_back(right, empty({kRows, 0}, DType::int32, device));
+    } else {
+      if (left >= 0) sends.emplace_back(left, getitem(records_, {Slice(), near_low}));
+      if (right >= 0) sends.emplace_back(right, getitem(records_, {Slice(), near_high}));
+    }
     // What the right neighbour sent to its left comes first, then what the left one sent right.
     if (right >= 0) recvs.push_back(right);
     if (left >= 0) recvs.push_back(left);
     ghosts = exchange(comm_, sends, recvs);
-    // With two ranks in a periodic box both neighbours are the same rank, and a particle near
-    // both of its faces arrives twice: keep one copy.
-    if (left == right && left >= 0) {
-      std::vector<std::pair<std::int32_t, std::size_t>> order;
-      for (std::size_t g = 0; g < ghosts.size() / kWords; ++g) order.emplace_back(ghosts[g * kWords], g);
-      std::sort(order.begin(), order.end());
-      std::vector<std::int32_t> unique;
-      for (std::size_t k = 0; k < order.size(); ++k) {
-        if (k > 0 && order[k].first == order[k - 1].first) continue;
-        const auto* rec = ghosts.data() + order[k].second * kWords;
-        unique.insert(unique.end(), rec, rec + kWords);
-      }
-      ghosts = std::move(unique);
-    }
+    if (left >= 0 && left == right && ghosts.dim(1) > 1) ghosts = take(ghosts, argsort(ghosts[0]), 1);
   }
-  const std::size_t n_ghost = ghosts.size() / kWords;
-  ghosts_ = static_cast<std::int64_t>(n_ghost);
-  pair_contacts_.assign(n_owned, 0);
-  wall_contacts_.assign(n_owned, 0);
-  spring_energy_.assign(n_owned, 0.0f);
-  // Owned rows first, then the ghosts: a row's local index tells which it is.
-  ParticleState local;
-  const std::size_t n = n_owned + n_ghost;
-  for (auto* f : {&local.x, &local.y, &local.z, &local.vx, &local.vy, &local.vz, &local.radius, &local.mass}) {
-    f->resize(n);
-  }
-  std::vector<float*> pos = {local.x.data(), local.y.data(), local.z.data()};
-  std::vector<float*> vel = {local.vx.data(), local.vy.data(), local.vz.data()};
-  for (std::size_t k = 0; k < n_owned; ++k) {
-    for (int a = 0; a < 3; ++a) {
-      pos[a][k] = x_[a][k];
-      vel[a][k] = v_[a][k];
-    }
-    local.radius[k] = radius_[k];
-    local.mass[k] = mass_[k];
-  }
-  for (std::size_t g = 0; g < n_ghost; ++g) {
-    const std::int32_t* rec = ghosts.data() + g * kWords;
-    const std::size_t k = n_owned + g;
-    for (int a = 0; a < 3; ++a) {
-      pos[a][k] = bits_float(rec[1 + a]);
-      vel[a][k] = bits_float(rec[4 + a]);
-    }
-    local.radius[k] = bits_float(rec[10]);
-    local.mass[k] = bits_float(rec[11]);
-  }
-  // The constructor runs the force pass at these positions (velocities are the half-step ones,
-  // as in Particles::step's force pass).
+  lap(phase_times_.halo);
+  const std::int64_t n_ghost = ghosts.dim(1);
+  ghosts_ = n_ghost;
+  pair_contacts_ = zeros({n_owned}, DType::int32, device);
+  wall_contacts_ = zeros({n_owned}, DType::uint8, device);
+  spring_energy_ = zeros({n_owned}, DType::float32, device);
   // The ranks agree on failure before going on, so that an error on one rank raises on all of
   // them rather than leaving the others waiting in the next exchange: a bad owned particle (not
-  // finite, or out of a box without walls or periodic wrap) is named by its id on every rank; any
-  // other error raises on its rank and names that rank on the others.
+  // finite, or out of a box without walls or periodic wrap) is named by its id on every rank (the
+  // smallest such id); any other error raises on its rank and names that rank on the others.
+  // The check is a device reduction; its one int64 comes back (the force pass must not start on
+  // a bad state).
   const bool check_box = !config_.walls && !config_.periodic;
   std::int64_t bad = n_global_;
-  for (std::size_t k = 0; k < n_owned && bad == n_global_; ++k) {
-    for (int a = 0; a < 3; ++a) {
-      const float c = x_[a][k];
-      if (!std::isfinite(c) || !std::isfinite(v_[a][k]) ||
-          (check_box && (c < config_.box_lo[a] || c > config_.box_hi[a]))) {
-        bad = id_[k];
+  if (n_owned > 0) {
+    Array ok = isfinite(float_rows(records_, kX, 3)) & isfinite(float_rows(records_, kV, 3));
+    if (check_box) {
+      for (int a = 0; a < 3; ++a) {
+        const Array c = astype(float_row(records_, kX + a), DType::float64);
+        Array row = ok[a];
+        bitwise_and(row, (c >= config_.box_lo[a]) & (c <= config_.box_hi[a]), row);
       }
     }
+    const Array ids = astype(records_[0], DType::int64);
+    bad = min(where(all(ok, std::vector<std::int64_t>{0}), full_like(ids, n_global_), ids))
+              .to(Device::cpu())
+              .item<std::int64_t>();
   }
   std::unique_ptr<Particles> part;  // not std::optional: the constructor used is private (friend)
   std::exception_ptr failure;
   if (bad == n_global_ && n_owned > 0) {  // a rank with no particles has no forces to compute
     try {
-      // Rank 0 logs the time-step warning once, for the first step.
-      part.reset(new Particles(local, config_, comm_.device(), std::nullopt,
-                               warnings_.empty() && steps_ == 0 && comm_.rank() == 0));
+      // Owned columns first, then the ghosts: a row's local index tells which it is. Rank 0 logs
+      // the time-step warning once, for the first step. The force pass runs at these positions
+      // (velocities are the half-step ones, as in Particles::step's force pass).
+      const Shape e3 = {3, 0}, e1 = {0};
+      part.reset(new Particles(
+          join({float_rows(records_, kX, 3), float_rows(ghosts, kX, 3)}, 1, e3, DType::float32, device),
+          join({float_rows(records_, kV, 3), float_rows(ghosts, kV, 3)}, 1, e3, DType::float32, device),
+          join({float_row(records_, kRadius), float_row(ghosts, kRadius)}, 0, e1, DType::float32, device),
+          join({float_row(records_, kMass), float_row(ghosts, kMass)}, 0, e1, DType::float32, device), config_,
+          r_min_, r_max_, m_min_, warnings_.empty() && steps_ == 0 && comm_.rank() == 0));
     } catch (...) {
       failure = std::current_exception();
     }
   }
   {
     const std::int64_t mine[2] = {bad, failure ? comm_.rank() : size};
-    Array agreed = from_host(mine, {2}, DType::int64, comm_.device());
+    Array agreed = from_host(mine, {2}, DType::int64, device);
     comm_.all_reduce(agreed, dist::ReduceOp::min);
     const std::vector<std::int64_t> first = agreed.to(Device::cpu()).to_vector<std::int64_t>();
     if (first[0] < n_global_) {
@@ -320,81 +321,48 @@ void DistributedParticles::compute_forces(bool finish_kick) {
                               first[1], steps_));
     }
   }
-  if (!part) return;
-  if (warnings_.empty() && steps_ == 0) warnings_ = part->warnings();
-  const Stream& stream = part->stream();
-  const std::vector<float> acc = part->accelerations_.to(Device::cpu(), stream).to_vector<float>();
-  const std::vector<std::int32_t> row_id = part->ids_.to(Device::cpu(), stream).to_vector<std::int32_t>();
-  const std::vector<std::int32_t> pairs = part->pair_contacts_.to(Device::cpu(), stream).to_vector<std::int32_t>();
-  const std::vector<std::uint8_t> walls = part->wall_contacts_.to(Device::cpu(), stream).to_vector<std::uint8_t>();
-  const std::vector<float> energy = part->spring_energy_.to(Device::cpu(), stream).to_vector<float>();
-  const float half_dt = 0.5f * static_cast<float>(config_.dt);
-  for (std::size_t row = 0; row < n; ++row) {
-    const auto k = static_cast<std::size_t>(row_id[row]);
-    if (k >= n_owned) continue;
-    for (int a = 0; a < 3; ++a) {
-      a_[a][k] = acc[a * n + row];
+  if (part) {
+    if (warnings_.empty() && steps_ == 0) warnings_ = part->warnings();
+    // The force pass leaves its rows sorted by grid cell; row r holds local particle ids_[r], so
+    // the first n_owned entries of argsort(ids_) are the owned particles' rows, in owned order.
+    // The rows are in range by construction (a permutation's prefix): the gathers skip take's
+    // bounds check and its read-back (a stream synchronization each).
+    const Array rows = argsort(part->ids_).slice(0, Slice(0, n_owned));
+    Array acc = float_rows(records_, kA, 3);
+    copyto(acc, internal::take_unchecked(part->accelerations_, rows, 1));
+    if (finish_kick) {
       // The second half kick, as backend::force_slot does it.
-      if (finish_kick) v_[a][k] += half_dt * a_[a][k];
+      Array v = float_rows(records_, kV, 3);
+      v += (0.5f * static_cast<float>(config_.dt)) * acc;
     }
-    pair_contacts_[k] = pairs[row];
-    wall_contacts_[k] = walls[row];
-    spring_energy_[k] = energy[row];
+    pair_contacts_ = internal::take_unchecked(part->pair_contacts_, rows, 0);
+    wall_contacts_ = internal::take_unchecked(part->wall_contacts_, rows, 0);
+    spring_energy_ = internal::take_unchecked(part->spring_energy_, rows, 0);
   }
+  lap(phase_times_.force);
 }
 
-// Sends each owned particle outside this rank's slab to the rank that owns its position.
+// Sends each owned particle outside this rank's slab to the rank that owns its position: one
+// boolean-mask selection of the records per rank, on the device.
 void DistributedParticles::migrate() {
   const int size = comm_.size(), me = comm_.rank(), axis = options_.axis;
   if (size == 1) return;
-  std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(size));
-  std::size_t kept = 0;
-  for (std::size_t k = 0; k < id_.size(); ++k) {
-    const int owner = owner_of(x_[axis][k]);
-    if (owner == me) {
-      // Compact in place.
-      id_[kept] = id_[k];
-      for (int a = 0; a < 3; ++a) {
-        x_[a][kept] = x_[a][k];
-        v_[a][kept] = v_[a][k];
-        a_[a][kept] = a_[a][k];
-      }
-      radius_[kept] = radius_[k];
-      mass_[kept] = mass_[k];
-      ++kept;
-      continue;
-    }
-    pack(out[static_cast<std::size_t>(owner)], k);
-  }
-  id_.resize(kept);
-  for (int a = 0; a < 3; ++a) {
-    x_[a].resize(kept);
-    v_[a].resize(kept);
-    a_[a].resize(kept);
-  }
-  radius_.resize(kept);
-  mass_.resize(kept);
+  const Device device = comm_.device();
+  // owner_of on the device: upper_bound of the coordinate in the inner bounds, in float64.
+  const Array inner = from_host(bounds_.data() + 1, {size - 1}, DType::float64, device);
+  const Array owner = searchsorted(inner, astype(float_row(records_, kX + axis), DType::float64), true);
   // Every pair of ranks exchanges (a count, usually 0): after a rebalance a particle may move
   // more than one slab.
-  std::vector<std::pair<int, std::vector<std::int32_t>>> sends;
+  std::vector<std::pair<int, Array>> sends;
   std::vector<int> recvs;
   for (int q = 0; q < size; ++q) {
     if (q == me) continue;
-    sends.emplace_back(q, std::move(out[static_cast<std::size_t>(q)]));
+    sends.emplace_back(q, getitem(records_, {Slice(), owner == q}));
     recvs.push_back(q);
   }
-  const std::vector<std::int32_t> in = exchange(comm_, sends, recvs);
-  for (std::size_t g = 0; g < in.size() / kWords; ++g) {
-    const std::int32_t* rec = in.data() + g * kWords;
-    id_.push_back(rec[0]);
-    for (int a = 0; a < 3; ++a) {
-      x_[a].push_back(bits_float(rec[1 + a]));
-      v_[a].push_back(bits_float(rec[4 + a]));
-      a_[a].push_back(bits_float(rec[7 + a]));
-    }
-    radius_.push_back(bits_float(rec[10]));
-    mass_.push_back(bits_float(rec[11]));
-  }
+  const Array kept = getitem(records_, {Slice(), owner == me});
+  const Array in = exchange(comm_, sends, recvs);
+  records_ = in.dim(1) > 0 ? concatenate({kept, in}, 1) : kept;
 }
 
 // Moves the slab bounds to the quantiles of a global histogram of the particles' coordinates.
@@ -402,16 +370,22 @@ void DistributedParticles::rebalance() {
   const int size = comm_.size(), axis = options_.axis;
   if (size == 1) return;
   constexpr std::int64_t bins = 4096;
+  const Device device = comm_.device();
   const double lo = config_.box_lo[axis], hi = config_.box_hi[axis], length = hi - lo;
-  std::vector<double> hist(static_cast<std::size_t>(bins), 0.0);
-  for (float c : x_[axis]) {
-    const double t = (static_cast<double>(c) - lo) / length * bins;
-    const auto b = static_cast<std::int64_t>(std::clamp(std::floor(t), 0.0, static_cast<double>(bins - 1)));
-    hist[static_cast<std::size_t>(b)] += 1.0;
+  // The histogram on the device: bin indices sorted, each bin's count from the sorted positions
+  // of the bin edges.
+  Array h = zeros({bins}, DType::float64, device);
+  if (local_size() > 0) {
+    const Array c = astype(float_row(records_, kX + axis), DType::float64);
+    const Array t = minimum(maximum(floor((c - lo) / length * static_cast<double>(bins)), 0.0),
+                            static_cast<double>(bins - 1));
+    const Array edges = searchsorted(sort(astype(t, DType::int64)), arange(0, bins + 1, 1, DType::int64, device));
+    h = astype(edges.slice(0, Slice(1, bins + 1)) - edges.slice(0, Slice(0, bins)), DType::float64);
   }
-  Array h = from_host(hist.data(), {bins}, DType::float64, comm_.device());
+  // The global histogram (bins doubles) comes to the host for the quantiles: every
+  // rebalance_every steps, not every step.
   comm_.all_reduce(h, dist::ReduceOp::sum);
-  hist = h.to(Device::cpu()).to_vector<double>();
+  const std::vector<double> hist = h.to(Device::cpu()).to_vector<double>();
   const double total = std::accumulate(hist.begin(), hist.end(), 0.0);
   if (total <= 0) return;
   std::vector<double> next(bounds_.size());
@@ -443,53 +417,79 @@ void DistributedParticles::step(std::int64_t count) {
   if (count < 0) throw ValueError(fmt::format("{}: step count must be >= 0, got {}", op, count));
   const float dt = static_cast<float>(config_.dt), half_dt = 0.5f * dt;
   for (std::int64_t s = 0; s < count; ++s) {
-    // First half of velocity Verlet, as backend::kick_drift_cell_key does it.
-    for (std::size_t k = 0; k < id_.size(); ++k) {
-      for (int a = 0; a < 3; ++a) {
-        v_[a][k] += half_dt * a_[a][k];
-        x_[a][k] += dt * v_[a][k];
-        if (config_.periodic) {
+    lap_start_ = seconds_now();
+    // First half of velocity Verlet, as backend::kick_drift_cell_key does it (in float32, one
+    // rounding per operation), on the device.
+    if (local_size() > 0) {
+      Array v = float_rows(records_, kV, 3), x = float_rows(records_, kX, 3);
+      v += half_dt * float_rows(records_, kA, 3);
+      x += dt * v;
+      if (config_.periodic) {
+        for (int a = 0; a < 3; ++a) {
+          // backend::physics::wrap.
           const auto lo = static_cast<float>(config_.box_lo[a]);
           const auto length = static_cast<float>(config_.box_hi[a] - config_.box_lo[a]);
-          x_[a][k] = backend::physics::wrap(x_[a][k], lo, length);
+          const float top = lo + length;
+          const Array c = float_row(records_, kX + a);
+          Array w = c - length * floor((c - lo) / length);
+          w = where(w >= top, w - length, w);
+          copyto(c, maximum(w, lo));
         }
       }
     }
+    lap(phase_times_.integrate);
     ++steps_;
     if (options_.rebalance_every > 0 && steps_ % options_.rebalance_every == 0) rebalance();
     migrate();
+    lap(phase_times_.migrate);
     compute_forces(true);
   }
 }
 
 DistributedDiagnostics DistributedParticles::diagnostics() {
   TESSEL_RANGE("sim::DistributedParticles::diagnostics");
-  // The single-process per-particle terms (backend::physics::add_diagnostic_terms), over the owned rows.
+  // The single-process per-particle terms (backend::physics::add_diagnostic_terms), over the owned
+  // rows, on the host: not a per-step cost (the state is read back once per call).
+  const std::int64_t n = local_size();
+  const auto un = static_cast<std::size_t>(n);
+  std::vector<float> f;
+  std::vector<std::int32_t> id, pairs;
+  std::vector<std::uint8_t> walls;
+  std::vector<float> energy;
+  if (n > 0) {
+    f = float_rows(records_, kX, 11).to(Device::cpu()).to_vector<float>();
+    id = records_[0].to(Device::cpu()).to_vector<std::int32_t>();
+    pairs = pair_contacts_.to(Device::cpu()).to_vector<std::int32_t>();
+    walls = wall_contacts_.to(Device::cpu()).to_vector<std::uint8_t>();
+    energy = spring_energy_.to(Device::cpu()).to_vector<float>();
+  }
+  auto row = [&](std::int64_t r) { return f.data() + (r - kX) * n; };
   backend::SimParams p{};
   for (int a = 0; a < 3; ++a) {
     p.lo[a] = static_cast<float>(config_.box_lo[a]);
     p.gravity[a] = static_cast<float>(config_.gravity[a]);
   }
   backend::SimArrays arr;
-  arr.x = x_[0].data();
-  arr.y = x_[1].data();
-  arr.z = x_[2].data();
-  arr.vx = v_[0].data();
-  arr.vy = v_[1].data();
-  arr.vz = v_[2].data();
-  arr.mass = mass_.data();
-  arr.spring_energy = spring_energy_.data();
-  arr.pair_contacts = pair_contacts_.data();
-  arr.wall_contacts = wall_contacts_.data();
+  arr.x = row(kX);
+  arr.y = row(kX + 1);
+  arr.z = row(kX + 2);
+  arr.vx = row(kV);
+  arr.vy = row(kV + 1);
+  arr.vz = row(kV + 2);
+  arr.mass = row(kMass);
+  arr.spring_energy = energy.data();
+  arr.pair_contacts = pairs.data();
+  arr.wall_contacts = walls.data();
   backend::physics::DiagnosticTerms t;
   const bool check_box = !config_.walls && !config_.periodic;
   std::int64_t bad = -1;
-  for (std::size_t k = 0; k < id_.size(); ++k) {
+  for (std::size_t k = 0; k < un; ++k) {
     backend::physics::add_diagnostic_terms(p, arr, static_cast<long long>(k), t);
     bool ok = true;
     for (int a = 0; a < 3; ++a) {
-      ok = ok && std::isfinite(x_[a][k]) && std::isfinite(v_[a][k]);
-      if (check_box) ok = ok && x_[a][k] >= config_.box_lo[a] && x_[a][k] <= config_.box_hi[a];
+      const float x = row(kX + a)[k], v = row(kV + a)[k];
+      ok = ok && std::isfinite(x) && std::isfinite(v);
+      if (check_box) ok = ok && x >= config_.box_lo[a] && x <= config_.box_hi[a];
     }
     if (!ok && bad < 0) bad = static_cast<std::int64_t>(k);
   }
@@ -501,7 +501,7 @@ DistributedDiagnostics DistributedParticles::diagnostics() {
   Array s = from_host(sums.data(), {static_cast<std::int64_t>(sums.size())}, DType::float64, comm_.device());
   comm_.all_reduce(s, dist::ReduceOp::sum);
   sums = s.to(Device::cpu()).to_vector<double>();
-  const std::int64_t my_bad = bad >= 0 ? id_[static_cast<std::size_t>(bad)] : n_global_;
+  const std::int64_t my_bad = bad >= 0 ? id[static_cast<std::size_t>(bad)] : n_global_;
   Array bad_id = from_host(&my_bad, {1}, DType::int64, comm_.device());
   comm_.all_reduce(bad_id, dist::ReduceOp::min);
   const std::int64_t first_bad = bad_id.to(Device::cpu()).item<std::int64_t>();
@@ -534,37 +534,34 @@ ParticleState DistributedParticles::gather(int root) {
   if (root < 0 || root >= size) {
     throw ValueError(fmt::format("{}: gather root {} is not a rank of a communicator of size {}", op, root, size));
   }
-  std::vector<std::int32_t> mine;
-  mine.reserve(id_.size() * kWords);
-  for (std::size_t k = 0; k < id_.size(); ++k) {
-    pack(mine, k);
-  }
-  std::vector<std::int32_t> all;
+  // The records go as they are; the root reads them back once.
+  Array all;
   if (me == root) {
     std::vector<int> recvs;
     for (int q = 0; q < size; ++q) {
       if (q != root) recvs.push_back(q);
     }
-    all = exchange(comm_, {}, recvs);
-    all.insert(all.end(), mine.begin(), mine.end());
+    all = join({exchange(comm_, {}, recvs), records_}, 1, {kRows, 0}, DType::int32, comm_.device());
   } else {
-    exchange(comm_, {{root, std::move(mine)}}, {});
+    exchange(comm_, {{root, records_}}, {});
     return {};
   }
+  const std::int64_t total = all.dim(1);
+  const std::vector<std::int32_t> host = total > 0 ? all.to(Device::cpu()).to_vector<std::int32_t>()
+                                                   : std::vector<std::int32_t>{};
   ParticleState s;
   const auto n = static_cast<std::size_t>(n_global_);
   for (auto* f : {&s.x, &s.y, &s.z, &s.vx, &s.vy, &s.vz, &s.radius, &s.mass}) f->assign(n, 0.0f);
   std::vector<float*> fields = {s.x.data(), s.y.data(), s.z.data(), s.vx.data(), s.vy.data(), s.vz.data()};
-  std::size_t seen = 0;
-  for (std::size_t g = 0; g < all.size() / kWords; ++g, ++seen) {
-    const std::int32_t* rec = all.data() + g * kWords;
-    const auto i = static_cast<std::size_t>(rec[0]);
-    for (int f = 0; f < 6; ++f) fields[static_cast<std::size_t>(f)][i] = bits_float(rec[1 + f]);
-    s.radius[i] = bits_float(rec[10]);
-    s.mass[i] = bits_float(rec[11]);
+  auto word = [&](std::int64_t row, std::int64_t g) { return host[static_cast<std::size_t>(row * total + g)]; };
+  for (std::int64_t g = 0; g < total; ++g) {
+    const auto i = static_cast<std::size_t>(word(0, g));
+    for (int f = 0; f < 6; ++f) fields[static_cast<std::size_t>(f)][i] = bits_float(word(kX + f, g));
+    s.radius[i] = bits_float(word(kRadius, g));
+    s.mass[i] = bits_float(word(kMass, g));
   }
-  if (seen != n) {
-    throw Error(fmt::format("{}: gather found {} particles on the ranks, expected {}", op, seen, n));
+  if (total != n_global_) {
+    throw Error(fmt::format("{}: gather found {} particles on the ranks, expected {}", op, total, n_global_));
   }
   return s;
 }

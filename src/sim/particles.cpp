@@ -179,6 +179,57 @@ Particles::Particles(const ParticleState& state, const ParticlesConfig& config, 
   const float r_max = *std::max_element(state.radius.begin(), state.radius.end());
   const float r_min = *std::min_element(state.radius.begin(), state.radius.end());
   const float m_min = *std::min_element(state.mass.begin(), state.mass.end());
+  const std::int64_t cells = configure(r_min, r_max, m_min, log_warnings);
+  // Upload: positions, velocities and accelerations as (3, n) SoA.
+  const auto un = static_cast<std::size_t>(n_);
+  std::vector<float> host(3 * un);
+  auto pack = [&](const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& c) {
+    std::copy(a.begin(), a.end(), host.begin());
+    std::copy(b.begin(), b.end(), host.begin() + static_cast<std::ptrdiff_t>(un));
+    std::copy(c.begin(), c.end(), host.begin() + static_cast<std::ptrdiff_t>(2 * un));
+  };
+  pack(state.x, state.y, state.z);
+  if (config.periodic) {
+    for (int a = 0; a < 3; ++a) {
+      const double lo = config.box_lo[a], length = config.box_hi[a] - lo;
+      for (std::size_t i = 0; i < un; ++i) {
+        float& v = host[a * un + i];
+        double w = v - length * std::floor((v - lo) / length);
+        if (w >= lo + length) w -= length;
+        v = static_cast<float>(std::max(w, lo));
+      }
+    }
+  }
+  positions_ = from_host(host.data(), {3, n_}, DType::float32, device, stream_);
+  pack(state.vx, state.vy, state.vz);
+  velocities_ = from_host(host.data(), {3, n_}, DType::float32, device, stream_);
+  radii_ = from_host(state.radius.data(), {n_}, DType::float32, device, stream_);
+  masses_ = from_host(state.mass.data(), {n_}, DType::float32, device, stream_);
+  start(cells);
+}
+
+Particles::Particles(Array positions, Array velocities, Array radii, Array masses, const ParticlesConfig& config,
+                     float r_min, float r_max, float m_min, bool log_warnings)
+    : n_(radii.size()), device_(radii.device()), config_(config) {
+  TESSEL_RANGE("sim::Particles");
+  stream_ = detail::resolve_stream(device_, std::nullopt);
+  // The caller (DistributedParticles) checked the state: the radii and masses once, the positions
+  // and velocities before each force pass.
+  const std::int64_t cells = configure(r_min, r_max, m_min, log_warnings);
+  positions_ = std::move(positions);
+  velocities_ = std::move(velocities);
+  radii_ = std::move(radii);
+  masses_ = std::move(masses);
+  start(cells);
+}
+
+void Particles::validate_state(const ParticleState& state, const ParticlesConfig& config) { validate(state, config); }
+
+// The grid, the time-step warning and the memory check, from the radii and masses' extremes.
+// Returns the number of grid cells.
+std::int64_t Particles::configure(float r_min, float r_max, float m_min, bool log_warnings) {
+  const ParticlesConfig& config = config_;
+  const Device device = device_;
   const double cutoff = 2.0 * static_cast<double>(r_max);
   double cell = config.cell_size > 0 ? config.cell_size : cutoff;
   require(finite(config.cell_size) && config.cell_size >= 0, "cell_size must be >= 0 (0 picks twice the largest radius)");
@@ -220,32 +271,13 @@ Particles::Particles(const ParticleState& state, const ParticlesConfig& config, 
   check_memory(n_, cells, device);
   sort_temp_bytes_ = backend_sort_temp_bytes(device, n_, cell_bits_);
 
-  // Upload: positions, velocities and accelerations as (3, n) SoA.
-  const auto un = static_cast<std::size_t>(n_);
-  std::vector<float> host(3 * un);
-  auto pack = [&](const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& c) {
-    std::copy(a.begin(), a.end(), host.begin());
-    std::copy(b.begin(), b.end(), host.begin() + static_cast<std::ptrdiff_t>(un));
-    std::copy(c.begin(), c.end(), host.begin() + static_cast<std::ptrdiff_t>(2 * un));
-  };
-  pack(state.x, state.y, state.z);
-  if (config.periodic) {
-    for (int a = 0; a < 3; ++a) {
-      const double lo = config.box_lo[a], length = config.box_hi[a] - lo;
-      for (std::size_t i = 0; i < un; ++i) {
-        float& v = host[a * un + i];
-        double w = v - length * std::floor((v - lo) / length);
-        if (w >= lo + length) w -= length;
-        v = static_cast<float>(std::max(w, lo));
-      }
-    }
-  }
-  positions_ = from_host(host.data(), {3, n_}, DType::float32, device, stream_);
-  pack(state.vx, state.vy, state.vz);
-  velocities_ = from_host(host.data(), {3, n_}, DType::float32, device, stream_);
+  return cells;
+}
+
+// Allocates the per-step buffers around the uploaded state and computes the initial forces.
+void Particles::start(std::int64_t cells) {
+  const Device device = device_;
   accelerations_ = zeros({3, n_}, DType::float32, device, stream_);
-  radii_ = from_host(state.radius.data(), {n_}, DType::float32, device, stream_);
-  masses_ = from_host(state.mass.data(), {n_}, DType::float32, device, stream_);
   ids_ = arange(0, n_, 1, DType::int32, device, stream_);
   pair_contacts_ = zeros({n_}, DType::int32, device, stream_);
   wall_contacts_ = zeros({n_}, DType::uint8, device, stream_);

@@ -49,7 +49,8 @@ void cub_sort_pairs_int32(void* temp, std::size_t& temp_bytes, const std::int32_
 
 // ---- indexing: take without the bounds check ----
 // take(x, indices, axis) with no bounds check and no read-back (an out-of-range index is
-// undefined behaviour), for the benchmark that measures what the check costs.
+// undefined behaviour), for the benchmark that measures what the check costs, and for callers
+// whose indices are in range by construction (sim::DistributedParticles' argsort rows).
 Array take_unchecked(const Array& x, const Array& indices, std::optional<std::int64_t> axis,
                      const OptionalStream& stream = std::nullopt);
 // x[items] = value with integer index arrays, without the check that runs before the scatter

@@ -24,9 +24,12 @@
 // the slab bounds move to the quantiles of the particles' coordinates (a global histogram), so
 // each rank owns about n / size particles; slabs never get thinner than the cutoff.
 //
-// The exchange goes through host memory (the state is read back each step), so on the GPU this
-// is correct but not fast: a device-resident exchange (pack kernels, NCCL send/recv of device
-// buffers) is the next step.
+// The owned state lives on the communicator's device as one (12, n) int32 record array (row 0 the
+// ids, rows 1-11 the bits of x y z vx vy vz ax ay az radius mass), so a particle's wire record is
+// its column: migration and the halo select columns with boolean masks (tessel array ops), send
+// the selections as they are and concatenate what arrives, and the force pass takes its inputs
+// from device arrays. Per step only counts come back to the host: the sizes of the mask
+// selections, one int64 per peer from the count exchange, and the first bad particle's id.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,6 +50,7 @@ struct DistributedDiagnostics : Diagnostics {
 struct DistributedOptions {
   int axis = 0;                      // the axis the slabs cut (0, 1 or 2)
   std::int64_t rebalance_every = 0;  // 0: fixed, equal-width slabs
+  bool time_phases = false;          // fill phase_times() (synchronizes the device per phase)
 };
 
 class DistributedParticles {
@@ -72,7 +76,7 @@ class DistributedParticles {
   // Collective.
   ParticleState gather(int root = 0);
 
-  std::int64_t local_size() const { return static_cast<std::int64_t>(id_.size()); }
+  std::int64_t local_size() const { return records_.defined() ? records_.dim(1) : 0; }
   std::int64_t global_size() const { return n_global_; }
   std::int64_t ghost_count() const { return ghosts_; }  // ghosts received in the last step
   std::int64_t steps_done() const { return steps_; }
@@ -85,6 +89,16 @@ class DistributedParticles {
   // from this rank's first force pass (logged once, by rank 0).
   const std::vector<std::string>& warnings() const { return warnings_; }
 
+  // Seconds spent in each part of step() since construction, summed over steps; measured only
+  // with DistributedOptions::time_phases (which waits for the device at each phase boundary).
+  struct PhaseTimes {
+    double integrate = 0;  // the first half kick and drift
+    double migrate = 0;    // owner masks, count and payload exchange, compaction
+    double halo = 0;       // ghost masks, count and payload exchange (and the periodic dedup)
+    double force = 0;      // sim::Particles' force pass on owned + ghosts, results taken back
+  };
+  const PhaseTimes& phase_times() const { return phase_times_; }
+
   // The width every slab needs (the cutoff) and the most ranks a box axis allows.
   static std::int64_t max_ranks(const ParticlesConfig& config, double cutoff, int axis);
 
@@ -93,8 +107,8 @@ class DistributedParticles {
   void migrate();
   void rebalance();
   int owner_of(float coordinate) const;
-  // Appends owned particle k as a wire record (id, then its floats' bits).
-  void pack(std::vector<std::int32_t>& out, std::size_t k) const;
+  // With time_phases: waits for the device and adds the seconds since the last lap to `slot`.
+  void lap(double& slot);
 
   dist::Communicator comm_;
   ParticlesConfig config_;  // cell_size fixed to the global one, so every rank uses the same grid
@@ -105,13 +119,15 @@ class DistributedParticles {
   std::int64_t steps_ = 0;
   std::int64_t ghosts_ = 0;
   std::vector<std::string> warnings_;
-  // Owned particles: id, then 9 floats of state (x y z vx vy vz ax ay az), radius, mass; and from
-  // the last force pass, contacts and spring energy per particle.
-  std::vector<std::int32_t> id_;
-  std::vector<float> x_[3], v_[3], a_[3], radius_, mass_;
-  std::vector<std::int32_t> pair_contacts_;
-  std::vector<std::uint8_t> wall_contacts_;
-  std::vector<float> spring_energy_;
+  PhaseTimes phase_times_;
+  double lap_start_ = 0;  // seconds on the steady clock
+  // The smallest and largest radius and the smallest mass of the whole state (the force pass's
+  // stability warning and grid checks see the global values, as the single-process run does).
+  float r_min_ = 0, r_max_ = 0, m_min_ = 0;
+  // Owned particles, on the device: the (12, n) int32 records (see the top of this file); and from
+  // the last force pass, contacts (int32, uint8) and spring energy (float32) per owned particle.
+  Array records_;
+  Array pair_contacts_, wall_contacts_, spring_energy_;
 };
 
 }  // namespace tessel::sim

@@ -130,13 +130,23 @@ class Particles {
   static void check_memory(std::int64_t n, std::int64_t cells, Device device);
 
  private:
-  // Runs this class's force pass on each rank's owned + ghost particles and reads the per-row
-  // results (accelerations, contact counts, spring energies) back.
+  // Runs this class's force pass on each rank's owned + ghost particles and takes the per-row
+  // results (accelerations, contact counts, spring energies) back, on the device.
   friend class DistributedParticles;
   // log_warnings = false: warnings() is filled but nothing is logged (DistributedParticles builds
   // one of these per step and logs once).
   Particles(const ParticleState& state, const ParticlesConfig& config, Device device, const OptionalStream& stream,
             bool log_warnings);
+  // DistributedParticles' force pass, from its device arrays as they are (positions and velocities
+  // (3, n) C-contiguous float32, radii and masses (n,), on one device, its current stream; the
+  // arrays become this object's state), with the radius and mass extremes of the whole state.
+  Particles(Array positions, Array velocities, Array radii, Array masses, const ParticlesConfig& config, float r_min,
+            float r_max, float m_min, bool log_warnings);
+  // The constructor's checks of a state and configuration (ValueError / ShapeError naming the
+  // first bad particle or setting), without building anything.
+  static void validate_state(const ParticleState& state, const ParticlesConfig& config);
+  std::int64_t configure(float r_min, float r_max, float m_min, bool log_warnings);
+  void start(std::int64_t cells);
   void bin(bool kick, bool gather_acc);
   void forces(bool finish_kick);
   void write_back();
