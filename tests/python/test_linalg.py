@@ -3,6 +3,9 @@ body runs on cpu and each test GPU (skipped without one). Factorizations are che
 reconstruction (L @ L^H, Q @ R, U @ diag(S) @ Vh, A @ v = lambda v); tolerances are the dtype's
 epsilon times the matrix order times the condition number of the input."""
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -562,3 +565,19 @@ def test_small_matrix_batches(device, rng, dtype, n):
             close(H(u) @ u, np.broadcast_to(np.eye(u.shape[-1]), (batch,) + (u.shape[-1],) * 2), dtype, m)
             close(vh @ H(vh), np.broadcast_to(np.eye(vh.shape[-2]), (batch,) + (vh.shape[-2],) * 2), dtype, m)
             close(sv, np.linalg.svd(x.astype(np.float64), compute_uv=False), dtype, m)
+
+
+@pytest.mark.parametrize("variable,value,call", [
+    ("TESSEL_LINALG_SVD", "gesvdp", "ts.linalg.svd(x)"),
+    ("TESSEL_LINALG_GETRF", "lu", "ts.linalg.solve(x, x)"),
+])
+def test_linalg_route_variables_reject_unknown_values(gpu, variable, value, call):
+    # The routes are read once per process, so each bad value gets a fresh interpreter. A 64x64
+    # matrix is past tessel's small kernels and cuSOLVER's batched routines: it takes the route.
+    code = (f"import numpy as np, tessel as ts\n"
+            f"x = ts.asarray(np.eye(64, dtype='float32') * 2, device='{gpu}')\n"
+            f"try:\n    {call}\nexcept ValueError as e:\n    print('ValueError:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, variable: value},
+                         capture_output=True, text=True, timeout=300)
+    assert f'ValueError: {"svd" if "SVD" in variable else "solve"}: {variable} must be' in out.stdout, out.stdout + out.stderr
+    assert f'got "{value}"' in out.stdout

@@ -38,10 +38,10 @@ const SmallKernelTuning kTuning[] = {
     {SmallKernel::eigh, DType::float64, 16, 64, "to be measured on the GPU (H100)"},
     {SmallKernel::svd, DType::float32, 16, 64, "to be measured on the GPU (H100)"},
     {SmallKernel::svd, DType::float64, 16, 64, "to be measured on the GPU (H100)"},
-    // inv: Gauss-Jordan, a warp (or a part of one) per matrix, every n <= 32 and every batch. It
-    // replaced (H100, 20,000 32x32 float32) getrfBatched + getrsBatched against an identity,
-    // 2.853 ms for inv_ex; the min_batch crossover against that path and the float64 row are
-    // not measured yet (bench/peers/python_linalg.py, TESSEL_LINALG_SMALL=0 for the library path).
+    // inv: Gauss-Jordan, a warp (or a part of one) per matrix, every n <= 32 and every batch. The
+    // library path (getrfBatched + getrsBatched against an identity) took 2.853 ms for inv_ex on
+    // the same H100 problem; the min_batch crossover against it and the float64 row are not
+    // measured yet (bench/peers/python_linalg.py, TESSEL_LINALG_SMALL=0 for the library path).
     {SmallKernel::inv, DType::float32, 32, 1,
      "H100: 20,000 32x32 float32 inv 0.241 ms (getrfBatched path 2.853, CuPy 1.123, PyTorch 1.891)"},
     {SmallKernel::inv, DType::float64, 32, 1, "to be measured on the GPU (H100)"},
