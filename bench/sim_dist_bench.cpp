@@ -12,7 +12,8 @@
 // (integrate, migrate, halo, force: DistributedOptions::time_phases, which waits for the device at
 // each phase boundary; the exchanges already wait there for their counts, so the cost is about
 // two more stream synchronizations per step). When today's file holds the one-rank result of the same size, the weak
-// efficiency (t_1 / t_N) and the strong speedup (t_1 / t_N) are added.
+// efficiency (t_1 / t_N) and the strong speedup (t_1 / t_N) are added. On one rank, the weak run
+// is also timed as a single-process sim::Particles::step (single_process_ms_per_step).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -88,6 +89,19 @@ nlohmann::json run(const char* mode, std::int64_t n, int warmup, int steps) {
           {"rank0_phase_ms_per_step", phases}};
 }
 
+// sim::Particles::step alone on this rank's device, same setup: the single-process time the
+// one-rank distributed step is compared with (what the distribution costs before any scaling).
+double single_process_ms(std::int64_t n, int warmup, int steps) {
+  const sim::BenchmarkSetup setup = sim::benchmark_setup(n);
+  sim::Particles p(setup.state, setup.config, dist::local_device());
+  p.step(warmup);
+  synchronize(dist::local_device());
+  const auto start = std::chrono::steady_clock::now();
+  p.step(steps);
+  synchronize(dist::local_device());
+  return 1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps;
+}
+
 // The one-rank ms/step of a run of `n` particles in today's results, or 0.
 double one_rank_ms(const nlohmann::json& all, const char* mode, std::int64_t n) {
   const auto it = all.find("sim_dist_np1");
@@ -124,6 +138,13 @@ int main(int argc, char** argv) {
                             {"config", "benchmark_setup(n): radius 0.004 at 1e6 per unit volume, walls, gravity, "
                                        "dt 1e-4; slabs along x, fixed; wall clock between barriers"}};
   if (weak > 0) results["weak"] = run("weak", weak * size, warmup, steps);
+  if (weak > 0 && size == 1) {
+    const double single = single_process_ms(weak, warmup, steps);
+    results["weak"]["single_process_ms_per_step"] = single;
+    results["weak"]["np1_over_single_process"] = results["weak"]["ms_per_step"].get<double>() / single;
+    std::printf("sim::Particles::step alone at n=%lld: %.4f ms/step; the one-rank distributed step takes %.3fx that\n",
+                static_cast<long long>(weak), single, results["weak"]["np1_over_single_process"].get<double>());
+  }
   if (strong > 0) results["strong"] = run("strong", strong, warmup, steps);
   if (dist::rank() == 0) {
     const nlohmann::json all = bench::read_results();
