@@ -151,7 +151,7 @@ nlohmann::json added_host_time(Device device, int rounds) {
     row("link_launch", "full, link=launch")->cupti = "link=launch";
     row("activity_serial", "full, activity=serial")->cupti = "activity=serial";
     row("hw_trace", "full, hw_trace=1")->cupti = "hw_trace=1";
-    row("raw_launch", "raw cuLaunchKernel, full session")->raw = true;
+    row("raw_launch", "raw cuLaunchKernel (off: the floor)")->raw = true;
 #if defined(TESSEL_HAVE_CUDA)
     auto raw = std::make_shared<RawLaunch>(device);
     raw_batch = [raw, stream] { return raw->us_per_launch(stream); };

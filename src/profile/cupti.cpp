@@ -212,7 +212,9 @@ bool g_callbacks_registered = false;
 CUpti_SubscriberHandle g_subscriber = nullptr;  // while a session links activities to ops
 std::vector<CUpti_ActivityKind> g_kinds;        // enabled by the running session
 bool g_hw_trace = false;                        // enabled by the running session
-bool g_map_buffers = true;                      // buffers=mapped for the running session
+std::atomic<bool> g_map_buffers{true};          // buffers=mapped for the running session
+// Its own lock: CUPTI may ask for a buffer inside any CUDA or CUPTI call, g_state_mutex held or not.
+std::mutex g_buffers_mutex;
 std::unordered_set<std::uint8_t*> g_mapped;     // buffers from mmap (the rest from aligned_alloc)
 bool g_linking = false;                         // the running session's table is current
 
@@ -370,12 +372,12 @@ const char* memcpy_name(std::uint8_t kind) {
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = nullptr;
   *max_records = 0;
-  std::lock_guard<std::mutex> lock(g_state_mutex);
-  if (g_map_buffers) {
+  if (g_map_buffers.load()) {
     // Page-aligned (CUPTI needs 8 bytes) and zero: no page is touched before a record lands in it.
     void* p = mmap(nullptr, kBufferBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p != MAP_FAILED) {
       *buffer = static_cast<uint8_t*>(p);
+      std::lock_guard<std::mutex> lock(g_buffers_mutex);
       g_mapped.insert(*buffer);
     }
   } else {
@@ -384,9 +386,13 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *size = *buffer ? kBufferBytes : 0;
 }
 
-// With g_state_mutex held.
 void release_buffer(uint8_t* buffer) {
-  if (g_mapped.erase(buffer)) {
+  bool mapped = false;
+  {
+    std::lock_guard<std::mutex> lock(g_buffers_mutex);
+    mapped = g_mapped.erase(buffer) != 0;
+  }
+  if (mapped) {
     munmap(buffer, kBufferBytes);
   } else {
     std::free(buffer);
@@ -497,9 +503,10 @@ CuptiStart cupti_start(Session::Data* data) {
                                settings.per_thread_buffers);
   }
   // Zeroed buffers from us, or CUPTI zeroes them (also when the attribute cannot be set).
-  g_map_buffers = !settings.cupti_zeroes_buffers &&
-                  set_flag(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1) == CUPTI_SUCCESS;
-  if (!g_map_buffers) set_flag(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 0);
+  const bool map_buffers = !settings.cupti_zeroes_buffers &&
+                           set_flag(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1) == CUPTI_SUCCESS;
+  if (!map_buffers) set_flag(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 0);
+  g_map_buffers.store(map_buffers);
   // Subscribed before the activity kinds are enabled, as CUPTI asks of its clients.
   started.link_error = settings.link == CuptiSettings::Link::off
                            ? "linking was turned off (TESSEL_PROFILE_CUPTI=link=off)"
