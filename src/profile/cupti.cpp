@@ -3,7 +3,6 @@
 // ops) where CUPTI is absent.
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -196,12 +195,13 @@ std::vector<CUpti_ActivityKind> activity_kinds(const CuptiSettings& settings) {
   return {};
 }
 
-// Activity buffers. CUPTI asks for one on the thread that launches (per-thread buffers, its
-// default) when it first needs room, so the first launches of every session pay for it. Unless
-// told that buffers come zeroed (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER), CUPTI zeroes
-// all of it there, in the launch: 8 MiB per session start. buffers=mapped (the default) hands
-// out fresh anonymous mappings, which the kernel zeroes a page at a time as records land, and
-// says so; buffers=malloc is the former aligned_alloc buffer that CUPTI zeroes.
+// Activity buffers. Every session starts without one (the flush at stop hands them all back),
+// and unless told that buffers come zeroed (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER),
+// CUPTI zeroes each one "in the main thread", which cupti_activity.h warns may stall the critical
+// path: 8 MiB, likely in the first launch of the session. buffers=mapped (the default) hands out
+// fresh anonymous mappings, which the kernel zeroes a page at a time as records land, and says
+// so; buffers=malloc is the aligned_alloc buffer that CUPTI zeroes (profile_bench's
+// buffers_malloc row against the full row).
 constexpr std::size_t kBufferBytes = 8u << 20;
 
 std::atomic<bool> g_running{false};
@@ -222,7 +222,9 @@ bool g_linking = false;                         // the running session's table i
 // 0 when empty. The callback's write is one atomic store: no lock, no allocation. An entry is lost
 // only when a call kLinkSlots correlation ids later takes its slot, so a record that comes back
 // more than about a million CUDA calls after its launch is not linked (op_id 0). 8 MiB, allocated
-// by the first session that links, and kept; cleared at each session start.
+// by the first session that links, and kept. Never cleared: every noted call writes its slot (op
+// 0 outside an op), and CUPTI's correlation ids do not repeat, so an entry left by an earlier
+// session matches no record of a later one.
 constexpr std::uint32_t kLinkSlots = 1u << 20;
 std::uint64_t* g_links = nullptr;       // kLinkSlots words, read and written with __atomic builtins
 std::atomic<std::uint64_t> g_op_base{0};  // op ids of this session are above it
@@ -234,8 +236,9 @@ void CUPTIAPI on_api_call(void*, CUpti_CallbackDomain, CUpti_CallbackId, const v
   const std::uint64_t op = t_op;
   const std::uint32_t correlation = info->correlationId;
   const std::uint64_t base = g_op_base.load(std::memory_order_relaxed);
-  if (op <= base || correlation == 0 || op - base > 0xffffffffu) return;
-  __atomic_store_n(&g_links[correlation & (kLinkSlots - 1)], (std::uint64_t(correlation) << 32) | (op - base),
+  if (correlation == 0) return;
+  const std::uint64_t relative = op > base && op - base <= 0xffffffffu ? op - base : 0;
+  __atomic_store_n(&g_links[correlation & (kLinkSlots - 1)], (std::uint64_t(correlation) << 32) | relative,
                    __ATOMIC_RELEASE);
 }
 
@@ -311,8 +314,6 @@ std::string subscribe_links(CuptiSettings::Link link) {
   if (!g_links) {
     g_links = static_cast<std::uint64_t*>(std::calloc(kLinkSlots, sizeof(std::uint64_t)));
     if (!g_links) return "no memory for the correlation table";
-  } else {
-    std::memset(g_links, 0, kLinkSlots * sizeof(std::uint64_t));  // no callback runs: none subscribed
   }
   g_op_base.store(next_op_id() - 1, std::memory_order_relaxed);
   std::string holder;
