@@ -79,7 +79,8 @@ class Profile:
     (no GPU, libcupti missing, or Nsight holding it) only host ops, compiles and memory are
     recorded; a warning says so once. When another CUPTI subscriber holds CUPTI's Callback API,
     GPU activities are recorded but not linked to their ops (``op_id`` 0, ``gpu_linked`` False);
-    a warning says that once too.
+    a warning says that once too. ``gpu=False`` records host ops, compiles and memory only, which
+    adds less host time per op; ``TESSEL_PROFILE_CUPTI`` chooses how CUPTI is driven.
     """
 
     def __init__(self, *, max_events=DEFAULT_MAX_EVENTS, gpu=True):

@@ -3,7 +3,6 @@
 // ops) where CUPTI is absent.
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -14,6 +13,7 @@
 
 #include "profile/recorder.hpp"
 #include "tessel/core/device.hpp"
+#include "tessel/core/error.hpp"
 #include "tessel/core/log.hpp"
 #include "tessel/profile/hooks.hpp"
 
@@ -24,9 +24,62 @@
 #include <cupti_runtime_cbid.h>
 #include <cxxabi.h>
 #include <dlfcn.h>
+#include <sys/mman.h>
+
+#include <unordered_set>
 #endif
 
 namespace tessel::profile::detail {
+
+CuptiSettings parse_cupti_settings(const std::string& text, const char* what) {
+  CuptiSettings s;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(pos, comma - pos);
+    pos = comma + 1;
+    const auto first = item.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    item = item.substr(first, item.find_last_not_of(" \t") - first + 1);
+    const std::size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const std::string value = eq == std::string::npos ? std::string() : item.substr(eq + 1);
+    auto bad = [&](const char* valid) {
+      return ValueError(fmt::format("{}: '{}' in '{}' is not valid; {}", what, item, text, valid));
+    };
+    if (key == "link") {
+      if (value == "all") s.link = CuptiSettings::Link::all;
+      else if (value == "launch") s.link = CuptiSettings::Link::launch;
+      else if (value == "off") s.link = CuptiSettings::Link::off;
+      else throw bad("link is all, launch or off");
+    } else if (key == "activity") {
+      if (value == "concurrent") s.activity = CuptiSettings::Activity::concurrent;
+      else if (value == "serial") s.activity = CuptiSettings::Activity::serial;
+      else if (value == "off") s.activity = CuptiSettings::Activity::off;
+      else throw bad("activity is concurrent, serial or off");
+    } else if (key == "buffers") {
+      if (value == "mapped") s.cupti_zeroes_buffers = false;
+      else if (value == "malloc") s.cupti_zeroes_buffers = true;
+      else throw bad("buffers is mapped or malloc");
+    } else if (key == "hw_trace" || key == "per_thread_buffers") {
+      if (value != "0" && value != "1") throw bad(key == "hw_trace" ? "hw_trace is 0 or 1" : "per_thread_buffers is 0 or 1");
+      if (key == "hw_trace") s.hw_trace = value == "1";
+      else s.per_thread_buffers = value == "1" ? 1 : 0;
+    } else {
+      throw bad("the items are link=all|launch|off, activity=concurrent|serial|off, buffers=mapped|malloc, "
+                "hw_trace=0|1, per_thread_buffers=0|1 (comma separated)");
+    }
+  }
+  return s;
+}
+
+namespace {
+CuptiSettings settings_from_env() {
+  const char* text = std::getenv("TESSEL_PROFILE_CUPTI");
+  return text ? parse_cupti_settings(text) : CuptiSettings{};
+}
+}  // namespace
 
 #if defined(TESSEL_HAVE_CUDA)
 namespace {
@@ -39,6 +92,8 @@ struct CuptiApi {
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
   decltype(&cuptiGetTimestamp) timestamp = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
+  decltype(&cuptiActivitySetAttribute) set_attribute = nullptr;
+  decltype(&cuptiActivityEnableHWTrace) enable_hw_trace = nullptr;  // optional (CUDA 12.8+)
   // The Callback API, which links activities to ops; all null when libcupti lacks one of them.
   decltype(&cuptiSubscribe) subscribe = nullptr;
   decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
@@ -89,6 +144,8 @@ const CuptiApi& cupti_api() {
                     load_symbol(lib, "cuptiGetTimestamp", a.timestamp) &&
                     load_symbol(lib, "cuptiGetResultString", a.result_string);
     if (!ok) a.error = "libcupti lacks an Activity API function tessel needs";
+    load_symbol(lib, "cuptiActivitySetAttribute", a.set_attribute);
+    load_symbol(lib, "cuptiActivityEnableHWTrace", a.enable_hw_trace);
     const bool callbacks = load_symbol(lib, "cuptiSubscribe", a.subscribe) &&
                            load_symbol(lib, "cuptiUnsubscribe", a.unsubscribe) &&
                            load_symbol(lib, "cuptiEnableCallback", a.enable_callback) &&
@@ -120,10 +177,31 @@ std::string result_text(CUptiResult r) {
 // and RUNTIME activity kinds as well, since CUPTI writes external-correlation records only in
 // front of API records: a record for every CUDA call. Measured on the H100 (bench/profile_bench,
 // "profile on ... added", CUDA 13.0's CUPTI): 5.97 us of host time per op that way, 5.61 us with
-// these callbacks (every kernel linked); the CPU backend, without CUPTI, adds 0.73 us. So most of
-// the cost is CUPTI's kernel activity tracing itself, not the linking.
-constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                         CUPTI_ACTIVITY_KIND_MEMSET};
+// these callbacks (every kernel linked); the CPU backend, without CUPTI, adds 0.73 us.
+// profile_bench's breakdown rows split the rest: host records only (SessionOptions::gpu = false),
+// activity without links (TESSEL_PROFILE_CUPTI=link=off), links without activity (activity=off).
+//
+// The kinds a session enables (CuptiSettings::activity). CONCURRENT_KERNEL keeps kernels
+// concurrent; KERNEL (activity=serial) serializes them on the GPU and is there to be measured.
+std::vector<CUpti_ActivityKind> activity_kinds(const CuptiSettings& settings) {
+  switch (settings.activity) {
+    case CuptiSettings::Activity::concurrent:
+      return {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
+    case CuptiSettings::Activity::serial:
+      return {CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
+    case CuptiSettings::Activity::off:
+      break;
+  }
+  return {};
+}
+
+// Activity buffers. Every session starts without one (the flush at stop hands them all back),
+// and unless told that buffers come zeroed (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER),
+// CUPTI zeroes each one "in the main thread", which cupti_activity.h warns may stall the critical
+// path: 8 MiB, likely in the first launch of the session. buffers=mapped (the default) hands out
+// fresh anonymous mappings, which the kernel zeroes a page at a time as records land, and says
+// so; buffers=malloc is the aligned_alloc buffer that CUPTI zeroes (profile_bench's
+// buffers_malloc row against the full row).
 constexpr std::size_t kBufferBytes = 8u << 20;
 
 std::atomic<bool> g_running{false};
@@ -132,12 +210,21 @@ Session::Data* g_target = nullptr;   // the session receiving records
 std::int64_t g_offset_ns = 0;        // steady_clock - CUPTI timestamp
 bool g_callbacks_registered = false;
 CUpti_SubscriberHandle g_subscriber = nullptr;  // while a session links activities to ops
+std::vector<CUpti_ActivityKind> g_kinds;        // enabled by the running session
+bool g_hw_trace = false;                        // enabled by the running session
+std::atomic<bool> g_map_buffers{true};          // buffers=mapped for the running session
+// Its own lock: CUPTI may ask for a buffer inside any CUDA or CUPTI call, g_state_mutex held or not.
+std::mutex g_buffers_mutex;
+std::unordered_set<std::uint8_t*> g_mapped;     // buffers from mmap (the rest from aligned_alloc)
+bool g_linking = false;                         // the running session's table is current
 
 // Correlation id -> op, direct-mapped: slot (id mod kLinkSlots) holds id << 32 | (op - g_op_base),
 // 0 when empty. The callback's write is one atomic store: no lock, no allocation. An entry is lost
 // only when a call kLinkSlots correlation ids later takes its slot, so a record that comes back
 // more than about a million CUDA calls after its launch is not linked (op_id 0). 8 MiB, allocated
-// by the first session that links, and kept; cleared at each session start.
+// by the first session that links, and kept. Never cleared: every noted call writes its slot (op
+// 0 outside an op), and CUPTI's correlation ids do not repeat, so an entry left by an earlier
+// session matches no record of a later one.
 constexpr std::uint32_t kLinkSlots = 1u << 20;
 std::uint64_t* g_links = nullptr;       // kLinkSlots words, read and written with __atomic builtins
 std::atomic<std::uint64_t> g_op_base{0};  // op ids of this session are above it
@@ -149,13 +236,14 @@ void CUPTIAPI on_api_call(void*, CUpti_CallbackDomain, CUpti_CallbackId, const v
   const std::uint64_t op = t_op;
   const std::uint32_t correlation = info->correlationId;
   const std::uint64_t base = g_op_base.load(std::memory_order_relaxed);
-  if (op <= base || correlation == 0 || op - base > 0xffffffffu) return;
-  __atomic_store_n(&g_links[correlation & (kLinkSlots - 1)], (std::uint64_t(correlation) << 32) | (op - base),
+  if (correlation == 0) return;
+  const std::uint64_t relative = op > base && op - base <= 0xffffffffu ? op - base : 0;
+  __atomic_store_n(&g_links[correlation & (kLinkSlots - 1)], (std::uint64_t(correlation) << 32) | relative,
                    __ATOMIC_RELEASE);
 }
 
 std::uint64_t linked_op(std::uint32_t correlation) {
-  if (!g_links || correlation == 0) return 0;
+  if (!g_links || !g_linking || correlation == 0) return 0;
   const std::uint64_t v = __atomic_load_n(&g_links[correlation & (kLinkSlots - 1)], __ATOMIC_ACQUIRE);
   if ((v >> 32) != correlation || (v & 0xffffffffu) == 0) return 0;
   return g_op_base.load(std::memory_order_relaxed) + (v & 0xffffffffu);
@@ -203,18 +291,29 @@ const std::vector<LinkCallback>& link_callbacks() {
   return ids;
 }
 
+// link=launch: only the driver's cuLaunchKernel* (jit::Kernel's launch path), to measure what
+// the other callbacks cost; copies, sets, graph launches and runtime launches stay unlinked.
+bool launch_only(const LinkCallback& id) {
+  return id.domain == CUPTI_CB_DOMAIN_DRIVER_API && std::string_view(id.name).rfind("cuLaunchKernel", 0) == 0;
+}
+
 // Subscribes on_api_call to the launch/copy/set calls (g_state_mutex held). Empty on success,
 // else why activities cannot be linked to ops.
-std::string subscribe_links() {
+std::string subscribe_links(CuptiSettings::Link link) {
   const CuptiApi& api = cupti_api();
   if (!api.subscribe) return "libcupti lacks a Callback API function tessel needs";
-  const std::vector<LinkCallback>& ids = link_callbacks();
+  std::vector<LinkCallback> ids = link_callbacks();
+  if (link == CuptiSettings::Link::launch) {
+    std::vector<LinkCallback> launches;
+    for (const LinkCallback& id : ids) {
+      if (launch_only(id)) launches.push_back(id);
+    }
+    ids = std::move(launches);
+  }
   if (ids.empty()) return "libcupti names no launch, copy or set calls";
   if (!g_links) {
     g_links = static_cast<std::uint64_t*>(std::calloc(kLinkSlots, sizeof(std::uint64_t)));
     if (!g_links) return "no memory for the correlation table";
-  } else {
-    std::memset(g_links, 0, kLinkSlots * sizeof(std::uint64_t));  // no callback runs: none subscribed
   }
   g_op_base.store(next_op_id() - 1, std::memory_order_relaxed);
   std::string holder;
@@ -272,10 +371,33 @@ const char* memcpy_name(std::uint8_t kind) {
 }
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  // CUPTI requires 8-byte alignment.
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
-  *size = *buffer ? kBufferBytes : 0;
+  *buffer = nullptr;
   *max_records = 0;
+  if (g_map_buffers.load()) {
+    // Page-aligned (CUPTI needs 8 bytes) and zero: no page is touched before a record lands in it.
+    void* p = mmap(nullptr, kBufferBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      *buffer = static_cast<uint8_t*>(p);
+      std::lock_guard<std::mutex> lock(g_buffers_mutex);
+      g_mapped.insert(*buffer);
+    }
+  } else {
+    *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  }
+  *size = *buffer ? kBufferBytes : 0;
+}
+
+void release_buffer(uint8_t* buffer) {
+  bool mapped = false;
+  {
+    std::lock_guard<std::mutex> lock(g_buffers_mutex);
+    mapped = g_mapped.erase(buffer) != 0;
+  }
+  if (mapped) {
+    munmap(buffer, kBufferBytes);
+  } else {
+    std::free(buffer);
+  }
 }
 
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
@@ -328,7 +450,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     }
     g_target->push(g_target->gpu, std::move(e));
   }
-  std::free(buffer);
+  release_buffer(buffer);
 }
 
 void synchronize_devices() {
@@ -345,34 +467,81 @@ void synchronize_devices() {
 }  // namespace
 
 CuptiStart cupti_start(Session::Data* data) {
-  if (!cuda_available()) return {"no CUDA device (" + cuda_unavailable_reason() + ")", {}};
+  const CuptiSettings settings = settings_from_env();  // a malformed value raises before anything starts
+  if (!cuda_available()) return {"no CUDA device (" + cuda_unavailable_reason() + ")", {}, {}};
   const CuptiApi& api = cupti_api();
-  if (!api.error.empty()) return {api.error, {}};
+  if (!api.error.empty()) return {api.error, {}, {}};
   std::lock_guard<std::mutex> lock(g_state_mutex);
+  CuptiStart started;
+  auto set_flag = [&](CUpti_ActivityAttribute attribute, std::uint8_t value) {
+    std::size_t size = sizeof(value);
+    return api.set_attribute ? api.set_attribute(attribute, &size, &value) : CUPTI_ERROR_NOT_SUPPORTED;
+  };
+  static int per_thread_applied = -1;  // per_thread_buffers as the first session set it
   if (!g_callbacks_registered) {
+    // Process-wide: CUPTI reads it when the buffer callbacks are registered.
+    if (settings.per_thread_buffers >= 0) {
+      const CUptiResult r = set_flag(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER,
+                                     static_cast<std::uint8_t>(settings.per_thread_buffers));
+      if (r == CUPTI_SUCCESS) {
+        per_thread_applied = settings.per_thread_buffers;
+      } else {
+        started.note = fmt::format("per_thread_buffers={} was not applied ({})", settings.per_thread_buffers,
+                                   result_text(r));
+      }
+    }
     const CUptiResult r = api.register_callbacks(buffer_requested, buffer_completed);
     if (r != CUPTI_SUCCESS) {
       return {fmt::format("CUPTI is unavailable (cuptiActivityRegisterCallbacks: {}); another profiler such as "
                           "Nsight Systems may be using it",
                           result_text(r)),
+              {},
               {}};
     }
     g_callbacks_registered = true;
+  } else if (settings.per_thread_buffers >= 0 && settings.per_thread_buffers != per_thread_applied) {
+    started.note = fmt::format("per_thread_buffers={} was not applied (only the process's first session sets it)",
+                               settings.per_thread_buffers);
   }
+  // Zeroed buffers from us, or CUPTI zeroes them (also when the attribute cannot be set).
+  const bool map_buffers = !settings.cupti_zeroes_buffers &&
+                           set_flag(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1) == CUPTI_SUCCESS;
+  if (!map_buffers) set_flag(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 0);
+  g_map_buffers.store(map_buffers);
   // Subscribed before the activity kinds are enabled, as CUPTI asks of its clients.
-  CuptiStart started;
-  started.link_error = subscribe_links();
-  for (std::size_t i = 0; i < std::size(kKinds); ++i) {
-    const CUptiResult r = api.enable(kKinds[i]);
+  started.link_error = settings.link == CuptiSettings::Link::off
+                           ? "linking was turned off (TESSEL_PROFILE_CUPTI=link=off)"
+                           : subscribe_links(settings.link);
+  g_linking = started.link_error.empty();
+  if (settings.hw_trace) {
+    const CUptiResult r = api.enable_hw_trace ? api.enable_hw_trace(1) : CUPTI_ERROR_NOT_SUPPORTED;
+    g_hw_trace = r == CUPTI_SUCCESS;
+    if (!g_hw_trace) {
+      const std::string why = fmt::format("hw_trace=1 was not applied (cuptiActivityEnableHWTrace: {})", result_text(r));
+      started.note = started.note.empty() ? why : started.note + "; " + why;
+    }
+  }
+  g_kinds = activity_kinds(settings);
+  for (std::size_t i = 0; i < g_kinds.size(); ++i) {
+    const CUptiResult r = api.enable(g_kinds[i]);
     if (r != CUPTI_SUCCESS) {
-      for (std::size_t j = 0; j < i; ++j) api.disable(kKinds[j]);
+      for (std::size_t j = 0; j < i; ++j) api.disable(g_kinds[j]);
+      g_kinds.clear();
+      if (g_hw_trace) api.enable_hw_trace(0);
+      g_hw_trace = false;
       if (g_subscriber) api.unsubscribe(g_subscriber);
       g_subscriber = nullptr;
+      g_linking = false;
       return {fmt::format("CUPTI is unavailable (cuptiActivityEnable: {}); another profiler such as Nsight "
                           "Systems may be using it",
                           result_text(r)),
+              {},
               {}};
     }
+  }
+  // activity=off still runs (links are noted, cupti_stop undoes the subscription) but records nothing.
+  if (settings.activity == CuptiSettings::Activity::off) {
+    started.error = "GPU activity recording was turned off (TESSEL_PROFILE_CUPTI=activity=off)";
   }
   // The clock offset, from a CUPTI timestamp bracketed by two steady_clock readings.
   const std::int64_t before = now_ns();
@@ -395,9 +564,13 @@ void cupti_stop() {
   }
   synchronize_devices();
   api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  for (CUpti_ActivityKind kind : kKinds) api.disable(kind);
+  for (CUpti_ActivityKind kind : g_kinds) api.disable(kind);
   api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::lock_guard<std::mutex> lock(g_state_mutex);
+  if (g_hw_trace) api.enable_hw_trace(0);
+  g_hw_trace = false;
+  g_kinds.clear();
+  g_linking = false;
   g_target = nullptr;
 }
 
@@ -427,7 +600,10 @@ std::vector<std::string> cupti_link_callback_names(std::string* error) {
 
 #else
 
-CuptiStart cupti_start(Session::Data*) { return {"tessel was built without CUDA", {}}; }
+CuptiStart cupti_start(Session::Data*) {
+  (void)settings_from_env();  // malformed settings raise on every build
+  return {"tessel was built without CUDA", {}, {}};
+}
 void cupti_stop() {}
 bool cupti_running() { return false; }
 std::uint64_t cupti_enter_op(std::uint64_t) { return 0; }

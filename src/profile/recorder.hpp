@@ -55,12 +55,29 @@ void start_env_session_if_pending();  // TESSEL_PROFILE's session, at the first 
 std::uint64_t next_op_id();
 
 // CUPTI (src/profile/cupti.cpp).
+// How a session drives CUPTI: TESSEL_PROFILE_CUPTI, read at each session start (comma separated
+// key=value items; docs/guide/configuration.rst). The defaults are the cheapest settings that
+// link every kernel, copy and set to its op; the others exist to measure (bench/profile_bench).
+struct CuptiSettings {
+  enum class Link { all, launch, off };
+  enum class Activity { concurrent, serial, off };
+  Link link = Link::all;                     // link=all|launch|off: which calls note their op
+  Activity activity = Activity::concurrent;  // activity=concurrent|serial|off: the kernel record kind
+  bool cupti_zeroes_buffers = false;         // buffers=mapped|malloc: who provides zeroed buffers
+  bool hw_trace = false;                     // hw_trace=0|1: cuptiActivityEnableHWTrace (Blackwell)
+  int per_thread_buffers = -1;               // per_thread_buffers=0|1: process-wide, first session; -1: CUPTI's
+};
+// Raises ValueError naming `what` and the offending item.
+CuptiSettings parse_cupti_settings(const std::string& text, const char* what = "TESSEL_PROFILE_CUPTI");
+
 struct CuptiStart {
   std::string error;       // empty when GPU activity is recorded, else why not
   std::string link_error;  // empty when it is linked to ops too, else why not
+  std::string note;        // a setting of TESSEL_PROFILE_CUPTI that could not be applied
 };
+// Reads TESSEL_PROFILE_CUPTI (ValueError when malformed, before anything starts).
 CuptiStart cupti_start(Session::Data* data);
-void cupti_stop();  // flushes every buffer into the data given to cupti_start
+void cupti_stop();  // flushes every buffer into the data given to cupti_start; no-op when not running
 bool cupti_running();
 // While a session records GPU activity, an op's range makes its id the thread's innermost op
 // (launches in it are linked to it) and restores the outer one (returned by enter) when it closes.

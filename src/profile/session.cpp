@@ -113,6 +113,10 @@ Session::Session(SessionOptions options) : data_(std::make_shared<Data>()) {
           "(op_id 0): " +
           started.link_error;
     }
+    if (!started.note.empty()) {
+      data_->cupti_status += (data_->cupti_status.empty() ? "TESSEL_PROFILE_CUPTI: " : "; TESSEL_PROFILE_CUPTI: ") +
+                             started.note;
+    }
   } else {
     data_->cupti_status = "GPU activity recording was turned off (SessionOptions::gpu = false)";
   }
@@ -139,8 +143,9 @@ void Session::stop() {
     detail::g_generation.store(0, std::memory_order_release);
     detail::g_active.reset();
   }
-  // Outside the recorder lock: synchronizing and flushing run CUPTI's buffer callbacks.
-  if (data_->gpu_recorded) detail::cupti_stop();
+  // Outside the recorder lock: synchronizing and flushing run CUPTI's buffer callbacks. Also when
+  // nothing was recorded: TESSEL_PROFILE_CUPTI=activity=off still subscribed the link callbacks.
+  if (data_->options.gpu) detail::cupti_stop();
   data_->stop_ns = now_ns();
   std::lock_guard<std::mutex> lock(data_->mutex);
   auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };

@@ -132,6 +132,19 @@ def test_profile_without_cupti_records_host_ops():
     assert _ops(prof, "add")
 
 
+def test_profile_malformed_cupti_settings_fail_the_start(monkeypatch):
+    monkeypatch.setenv("TESSEL_PROFILE_CUPTI", "link=sometimes")
+    with pytest.raises(ts.ValueError, match="TESSEL_PROFILE_CUPTI: 'link=sometimes'"):
+        ts.profile().start()
+    with ts.profile(gpu=False) as prof:  # no CUPTI, so its settings are not read
+        ts.ones(2) + 1
+    assert _ops(prof, "add")
+    monkeypatch.delenv("TESSEL_PROFILE_CUPTI")
+    with ts.profile() as again:  # the failed start left no session behind
+        ts.ones(2) + 1
+    assert _ops(again, "add")
+
+
 def test_profile_cupti_missing_warns_once_and_records_host_ops(tmp_path):
     # A fresh process where libcupti cannot be found: host ops only, one warning (on a GPU).
     code = (

@@ -23,7 +23,10 @@ namespace tessel::profile {
 struct SessionOptions {
   // Per kind (ops, GPU activities, compiles, memory); an event takes about 150-250 bytes.
   std::size_t max_events = std::size_t(1) << 18;
-  bool gpu = true;                                // CUPTI activity records, when available
+  // CUPTI activity records, when available. false: host ops, compiles and memory only, which
+  // costs less host time per op (bench/profile_bench's host_only row). TESSEL_PROFILE_CUPTI
+  // chooses how CUPTI is driven (docs/guide/configuration.rst).
+  bool gpu = true;
 };
 
 // Host times are nanoseconds of std::chrono::steady_clock; GPU timestamps are converted to it.

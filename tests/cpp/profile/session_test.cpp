@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <string>
 
 #if defined(TESSEL_HAVE_CUDA)
 #include <cupti_callbacks.h>
@@ -232,6 +235,157 @@ TEST(ProfileCupti, LinkCallbacksCoverLaunchesCopiesAndSets) {
                            "cudaMalloc_v3020", "cuMemAlloc_v2", "cudaStreamSynchronize_v3020"}) {
     EXPECT_EQ(have.count(name), 0u) << name << " starts no GPU activity but is linked";
   }
+}
+
+// TESSEL_PROFILE_CUPTI for one scope (sessions read it when they start).
+class CuptiSettingsEnv {
+ public:
+  explicit CuptiSettingsEnv(const char* value) {
+    if (const char* old = std::getenv("TESSEL_PROFILE_CUPTI")) old_ = old;
+    setenv("TESSEL_PROFILE_CUPTI", value, 1);
+  }
+  ~CuptiSettingsEnv() {
+    if (old_) {
+      setenv("TESSEL_PROFILE_CUPTI", old_->c_str(), 1);
+    } else {
+      unsetenv("TESSEL_PROFILE_CUPTI");
+    }
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+TEST(ProfileCupti, SettingsParseAndRejectUnknownItems) {
+  using S = profile::detail::CuptiSettings;
+  const S defaults = profile::detail::parse_cupti_settings("");
+  EXPECT_EQ(defaults.link, S::Link::all);
+  EXPECT_EQ(defaults.activity, S::Activity::concurrent);
+  EXPECT_FALSE(defaults.cupti_zeroes_buffers);
+  EXPECT_FALSE(defaults.hw_trace);
+  EXPECT_EQ(defaults.per_thread_buffers, -1);
+  const S s = profile::detail::parse_cupti_settings(
+      " link=launch, activity=serial,buffers=malloc , hw_trace=1,per_thread_buffers=0,link=off");
+  EXPECT_EQ(s.link, S::Link::off);  // a later item wins
+  EXPECT_EQ(s.activity, S::Activity::serial);
+  EXPECT_TRUE(s.cupti_zeroes_buffers);
+  EXPECT_TRUE(s.hw_trace);
+  EXPECT_EQ(s.per_thread_buffers, 0);
+  EXPECT_EQ(profile::detail::parse_cupti_settings("activity=off").activity, S::Activity::off);
+  for (const char* bad : {"link", "link=some", "activity=on", "buffers=pinned", "hw_trace=yes", "per_thread_buffers=2",
+                          "flush=10"}) {
+    try {
+      profile::detail::parse_cupti_settings(std::string("link=all,") + bad);
+      ADD_FAILURE() << bad << " parsed";
+    } catch (const ValueError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("TESSEL_PROFILE_CUPTI: '" + std::string(bad) + "'"), std::string::npos) << what;
+    }
+  }
+}
+
+// A malformed TESSEL_PROFILE_CUPTI fails the session's start (on every backend) and leaves no
+// session behind.
+TEST(ProfileSessionErrors, MalformedCuptiSettingsFailTheStart) {
+  {
+    CuptiSettingsEnv env("link=sometimes");
+    try {
+      profile::Session session;
+      FAIL() << "a session started with TESSEL_PROFILE_CUPTI=link=sometimes";
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("TESSEL_PROFILE_CUPTI: 'link=sometimes'"), std::string::npos) << e.what();
+    }
+    profile::SessionOptions host_only;
+    host_only.gpu = false;  // CUPTI is not started, so its settings are not read
+    profile::Session session(host_only);
+    EXPECT_TRUE(session.recording());
+  }
+  profile::Session after;
+  EXPECT_TRUE(after.recording());
+}
+
+// Every setting of TESSEL_PROFILE_CUPTI either links the add kernel to the add op or says in
+// cupti_status why not; afterwards a default session links again (nothing is left enabled).
+TEST(ProfileCupti, SettingsLinkKernelsOrSayWhyNot) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  const Array a = full({256}, 1.0, DType::float32, Device::cuda(0));
+  (void)add(a, a);  // warm-up: compiled and loaded before any session
+  synchronize(Device::cuda(0));
+  struct Case {
+    const char* settings;
+    bool recorded, linked;
+    const char* status;  // a part of cupti_status; "" when it must be empty
+  };
+  const Case cases[] = {{"buffers=mapped", true, true, ""},
+                        {"buffers=malloc", true, true, ""},
+                        {"link=launch", true, true, ""},
+                        {"activity=serial", true, true, ""},
+                        {"hw_trace=1", true, true, nullptr},  // applied on Blackwell; elsewhere cupti_status says so
+                        {"link=off", true, false, "link=off"},
+                        {"activity=off", false, false, "activity=off"},
+                        {"", true, true, ""}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.settings);
+    CuptiSettingsEnv env(c.settings);
+    profile::Session session;
+    const Array b = add(a, a);
+    synchronize(Device::cuda(0));
+    session.stop();
+    if (!session.gpu_recorded() && c.recorded) GTEST_SKIP() << "no GPU activity: " << session.cupti_status();
+    EXPECT_EQ(session.gpu_recorded(), c.recorded) << session.cupti_status();
+    EXPECT_EQ(session.gpu_linked(), c.linked) << session.cupti_status();
+    if (c.status && *c.status) {
+      EXPECT_NE(session.cupti_status().find(c.status), std::string::npos) << session.cupti_status();
+    } else if (c.status) {
+      EXPECT_TRUE(session.cupti_status().empty()) << session.cupti_status();
+    } else if (!session.cupti_status().empty()) {
+      EXPECT_NE(session.cupti_status().find("hw_trace=1 was not applied"), std::string::npos)
+          << session.cupti_status();
+    }
+    const profile::OpEvent* op = find_op(session, "add");
+    ASSERT_NE(op, nullptr);
+    int kernels = 0, linked = 0;
+    for (const auto& g : session.gpu()) {
+      if (g.kind != profile::GpuEventKind::kernel) continue;
+      ++kernels;
+      EXPECT_LT(g.start_ns, g.end_ns) << g.name;
+      if (g.op_id == op->id) ++linked;
+    }
+    EXPECT_EQ(kernels, c.recorded ? 1 : 0);
+    EXPECT_EQ(linked, c.linked ? 1 : 0);
+  }
+}
+
+// More kernels than one 8 MiB activity buffer holds (about 38,800 kernel records): every one is
+// handed over, once, and linked to its op.
+TEST(ProfileCupti, RecordsBeyondOneBufferAreAllKept) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  const Array a = full({1}, 1.0, DType::float32, Device::cuda(0));
+  const Array out = empty({1}, DType::float32, Device::cuda(0));
+  (void)add(a, a, out);
+  synchronize(Device::cuda(0));
+  constexpr int kAdds = 45000;
+  profile::Session session;
+  for (int i = 0; i < kAdds; ++i) (void)add(a, a, out);
+  synchronize(Device::cuda(0));
+  session.stop();
+  if (!session.gpu_recorded()) GTEST_SKIP() << "no GPU activity: " << session.cupti_status();
+  std::set<std::uint64_t> add_ops;
+  for (const auto& o : session.ops()) {
+    if (o.name == "add") add_ops.insert(o.id);
+  }
+  ASSERT_EQ(add_ops.size(), std::size_t(kAdds));
+  std::set<std::uint64_t> linked;
+  int kernels = 0;
+  for (const auto& g : session.gpu()) {
+    if (g.kind != profile::GpuEventKind::kernel) continue;
+    ++kernels;
+    EXPECT_EQ(add_ops.count(g.op_id), 1u) << g.name << " (correlation " << g.correlation << ")";
+    linked.insert(g.op_id);
+  }
+  EXPECT_EQ(kernels, kAdds);
+  EXPECT_EQ(linked.size(), std::size_t(kAdds));
+  EXPECT_EQ(session.dropped(), 0u);
 }
 
 // A graph's kernels carry the correlation id of its launch: they are linked to Graph.replay.
