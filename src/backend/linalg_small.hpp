@@ -37,7 +37,7 @@ bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p);
 bool small_jacobi_applies(SmallKernel kind, const LinalgBatch& p, bool vectors, Device device);
 // The threads per matrix of a block kernel (eigh_block, svd_block) of order n: 32 (a warp; several
 // matrices per block) or the whole block.
-int block_kernel_team(SmallKernel kind, std::int64_t n);
+int block_kernel_team(SmallKernel kind, DType dtype, std::int64_t n);
 // A block kernel's shared memory per matrix (the layouts in device/linalg_small.cuh), a multiple
 // of 16 bytes.
 std::int64_t block_kernel_bytes(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool vectors);

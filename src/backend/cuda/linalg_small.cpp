@@ -50,7 +50,7 @@ const SmallKernelTuning kTuning[] = {
     // 128 in float32; 112 in float64, where the matrix and its vectors (about 2 n^2 doubles) still
     // fit the H100's 227 KB of shared memory per block. The crossovers against cuSOLVER
     // (syevjBatched to n = 32, XsyevBatched above; gesvdjBatched to 32, gesvdj per matrix above)
-    // are measured by .carry/linalg_crossover.py.
+    // are measured by bench/peers/linalg_crossover.py.
     {SmallKernel::eigh_block, DType::float32, 128, 1, "to be measured on the GPU (H100)"},
     {SmallKernel::eigh_block, DType::float64, 112, 1, "to be measured on the GPU (H100)"},
     {SmallKernel::svd_block, DType::float32, 128, 1, "to be measured on the GPU (H100)"},
@@ -110,7 +110,7 @@ void launch(SmallKernel kind, const LinalgBatch& p, bool upper, std::vector<void
 // kWaves waves of resident blocks (the teams grid-stride beyond).
 void launch_block(SmallKernel kind, const LinalgBatch& p, std::vector<void*> args, const Stream& stream,
                   std::int64_t team_bytes, const char* op) {
-  const int team = block_kernel_team(kind, p.n);
+  const int team = block_kernel_team(kind, p.dtype, p.n);
   const jit::Kernel k = kernel_for(small_kernel_request(kind, p.dtype, p.m, p.n, false), stream.device(), true);
   const std::int64_t limit = static_cast<std::int64_t>(device_properties(stream.device().index).shared_memory_per_block_optin);
   const std::int64_t teams = team == 32 ? std::max<std::int64_t>(1, std::min<std::int64_t>(4, limit / team_bytes)) : 1;
@@ -160,10 +160,18 @@ bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p) {
   return row != nullptr && std::max(p.m, p.n) <= row->max_n && p.batch >= row->min_batch;
 }
 
-int block_kernel_team(SmallKernel kind, std::int64_t n) {
+// Whether jacobi_eigh_block keeps V's rows in registers (its RegV): rows of at most 512 bytes
+// (128 floats, 64 doubles; 255 registers a thread at 128 floats, 256 threads a block, no
+// measurable spills in ptxas's report). Else V is in shared memory.
+bool eigh_register_vectors(DType dtype, std::int64_t n) { return (n + (n & 1)) * itemsize(dtype) <= 512; }
+
+int block_kernel_team(SmallKernel kind, DType dtype, std::int64_t n) {
   if (n <= 32) return 32;
   if (n <= 64) return 128;
-  return kind == SmallKernel::eigh_block ? 512 : 256;  // eigh: more warps to hide the shared-memory latency
+  if (kind == SmallKernel::svd_block) return 256;
+  // eigh: a thread per row of V in registers (up to 128 floats: 256 threads fit the register
+  // file), else more warps to hide the latency of V in shared memory.
+  return eigh_register_vectors(dtype, n) ? 256 : 512;
 }
 
 std::int64_t block_kernel_bytes(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool vectors) {
@@ -171,7 +179,8 @@ std::int64_t block_kernel_bytes(SmallKernel kind, DType dtype, std::int64_t m, s
   std::int64_t bytes = 0;
   if (kind == SmallKernel::eigh_block) {  // jacobi_eigh_block's layout
     const std::int64_t ne = n + (n & 1), h = ne / 2;
-    bytes = t * (ne * (ne + 1) * (vectors ? 2 : 1) + 3 * h + 32) + 4 * (3 * h + ne);
+    const bool shared_v = vectors && !eigh_register_vectors(dtype, n);
+    bytes = t * (ne * (ne + 1) * (shared_v ? 2 : 1) + 3 * h + 32) + 4 * (3 * h + ne);
   } else {  // jacobi_svd_block's
     bytes = t * (m * n + (vectors ? n * (n | 1) : 0) + n + 32) + 4 * (2 * n);
   }
@@ -201,10 +210,12 @@ jit::CompileRequest small_kernel_request(SmallKernel kind, DType dtype, std::int
       r.name = fmt::format("tessel_linalg_small::jacobi_svd<{}, {}, {}>", t, m, n);
       break;
     case SmallKernel::eigh_block:
-      r.name = fmt::format("tessel_linalg_small::jacobi_eigh_block<{}, {}, {}>", t, n, block_kernel_team(kind, n));
+      r.name = fmt::format("tessel_linalg_small::jacobi_eigh_block<{}, {}, {}, {}>", t, n, block_kernel_team(kind, dtype, n),
+                           eigh_register_vectors(dtype, n) ? "true" : "false");
       break;
     case SmallKernel::svd_block:
-      r.name = fmt::format("tessel_linalg_small::jacobi_svd_block<{}, {}, {}, {}>", t, m, n, block_kernel_team(kind, n));
+      r.name = fmt::format("tessel_linalg_small::jacobi_svd_block<{}, {}, {}, {}>", t, m, n,
+                           block_kernel_team(kind, dtype, n));
       break;
     default:
       r.name = fmt::format("tessel_linalg_small::{}<{}, {}>", kind_name(kind), t, n);

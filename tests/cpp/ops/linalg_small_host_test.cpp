@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #if defined(TESSEL_HAVE_CUDA)
@@ -27,6 +28,12 @@ struct Index3 {
 // The running fiber's indices (the scheduler sets threadIdx before it resumes one); the one-thread
 // kernels see a block of one.
 inline Index3 blockIdx{0}, threadIdx{0}, blockDim{1}, gridDim{1};
+struct float2 {
+  float x, y;
+};
+struct alignas(16) double2 {
+  double x, y;
+};
 inline float sqrtf(float x) { return std::sqrt(x); }
 inline float fabsf(float x) { return std::fabs(x); }
 using std::fabs;
@@ -328,6 +335,7 @@ TEST(LinalgSmallKernelsOnHost, NonFiniteInputStopsAtTheSweepCap) {
 #if defined(TESSEL_HAVE_CUDA)
 // ---- the block kernels on an emulated block ----
 using tessel::backend::cuda::block_kernel_bytes;
+using tessel::backend::cuda::small_kernel_request;
 using tessel::backend::cuda::SmallKernel;
 
 // Runs `teams` teams of Team threads (one block), with the shared memory of block_kernel_bytes
@@ -394,7 +402,7 @@ std::vector<double> symmetric(std::mt19937_64& rng, int n, Kind kind, double eps
   return a;
 }
 
-template <class T, int N, int Team>
+template <class T, int N, int Team, bool RegV>
 void check_eigh_block(std::mt19937_64& rng, Kind kind, int teams, int batch) {
   SCOPED_TRACE(::testing::Message() << "eigh_block N " << N << " Team " << Team << " kind " << static_cast<int>(kind)
                                     << (sizeof(T) == 4 ? " float" : " double"));
@@ -410,11 +418,12 @@ void check_eigh_block(std::mt19937_64& rng, Kind kind, int teams, int batch) {
       }
     }
     std::vector<int> info(static_cast<std::size_t>(batch), -1);
-    const long long bytes = block_kernel_bytes(SmallKernel::eigh_block, sizeof(T) == 4 ? tessel::DType::float32
-                                                                                        : tessel::DType::float64,
-                                               N, N, vectors);
+    const tessel::DType dtype = sizeof(T) == 4 ? tessel::DType::float32 : tessel::DType::float64;
+    const long long bytes = block_kernel_bytes(SmallKernel::eigh_block, dtype, N, N, vectors);
+    const std::string request = small_kernel_request(SmallKernel::eigh_block, dtype, N, N, false).name;
+    EXPECT_NE(request.find(RegV ? "true>" : "false>"), std::string::npos) << request;  // the layout's variant
     run_teams<Team>(teams, bytes, [&] {
-      jacobi_eigh_block<T, N, Team>(a.data(), w.data(), vectors ? 1 : 0, 60, info.data(), batch, bytes);
+      jacobi_eigh_block<T, N, Team, RegV>(a.data(), w.data(), vectors ? 1 : 0, 60, info.data(), batch, bytes);
     });
     for (int b = 0; b < batch; ++b) {
       const T* wb = w.data() + b * N;
@@ -544,13 +553,14 @@ void check_svd_block(std::mt19937_64& rng, Kind kind, int teams, int batch) {
 TEST(LinalgSmallKernelsOnHost, JacobiEighBlock) {
   std::mt19937_64 rng(5);
   for (Kind kind : {Kind::random, Kind::repeated, Kind::ill_conditioned, Kind::zero, Kind::nan, Kind::inf}) {
-    check_eigh_block<double, 17, 32>(rng, kind, 2, 3);  // a warp per matrix, two per block, uneven
-    check_eigh_block<float, 32, 32>(rng, kind, 1, 2);
-    check_eigh_block<double, 33, 64>(rng, kind, 1, 2);  // the block per matrix
-    check_eigh_block<float, 64, 64>(rng, kind, 1, 1);
+    check_eigh_block<double, 17, 32, true>(rng, kind, 2, 3);  // a warp per matrix, two per block, uneven
+    check_eigh_block<float, 32, 32, true>(rng, kind, 1, 2);
+    check_eigh_block<double, 33, 64, true>(rng, kind, 1, 2);  // the block per matrix
+    check_eigh_block<float, 64, 64, true>(rng, kind, 1, 1);
   }
-  check_eigh_block<double, 128, 64>(rng, Kind::random, 1, 1);
-  check_eigh_block<float, 128, 64>(rng, Kind::ill_conditioned, 1, 1);
+  check_eigh_block<double, 112, 64, false>(rng, Kind::random, 1, 1);     // V in shared memory
+  check_eigh_block<double, 112, 64, false>(rng, Kind::repeated, 1, 1);
+  check_eigh_block<float, 128, 128, true>(rng, Kind::ill_conditioned, 1, 1);  // V's rows in registers
 }
 
 TEST(LinalgSmallKernelsOnHost, JacobiSvdBlock) {

@@ -585,23 +585,43 @@ TESSEL_SMALL T team_reduce(T v, T* scratch) {
 // The contract of jacobi_eigh. Shared memory per team: the matrix's lower triangle, each entry
 // (i, j), i >= j, stored once at i + j * (Ne + 1) (a pair of rows and a pair of columns meet in
 // a 2 x 2 block whose four entries one thread rotates on both sides, reading each entry from
-// where its (max, min) is stored); when `vectors`, V (Ne x Ne, leading dimension Ne + 1); each
-// round's pairs and rotations (c, s, t * a_pq, rotated); the order's ranks; reduction scratch:
-//   T[Ne (Ne + 1) (vectors ? 2 : 1) + 3 H + 32], then int[3 H + Ne], H = Ne / 2.
+// where its (max, min) is stored); when `vectors` and not RegV, V (Ne x Ne, leading
+// dimension Ne + 1); each round's rotations ((c, s) pairs, t * a_pq), pairs and whether they
+// rotate; the order's ranks; reduction scratch:
+//   T[Ne (Ne + 1) (vectors && !RegV ? 2 : 1) + 3 H + 32], then int[3 H + Ne], H = Ne / 2.
+// With RegV (linalg_small.cpp sets it where a row of V fits the registers), thread i < Ne keeps
+// row i of V in registers,
+// its entries in the order of the round's slots (slot k and Ne - 1 - k are round r's pair k):
+// every rotation of a round is then a static register update (one broadcast load of (c, s) per
+// pair, instead of two loads and two stores of V per entry), and the round ends by moving
+// slots 1..Ne-1 down by one (the circle method's rotation), which after a whole sweep is the
+// identity again.
 // A pair is rotated when |a_pq| > eps * max(sqrt|a_pp| sqrt|a_qq|, max|a| / Ne): the relative
 // test of Demmel and Veselic, with a floor of the matrix's scale so that a zero diagonal
 // still converges (the rotations below the floor change no eigenvalue by more than
 // eps * max|a|).
-template <class T, int N, int Team>
+template <class T>
+struct Pair2;  // (c, s) loaded at once
+template <>
+struct Pair2<float> {
+  using type = float2;
+};
+template <>
+struct Pair2<double> {
+  using type = double2;
+};
+
+template <class T, int N, int Team, bool RegV>
 __global__ void jacobi_eigh_block(T* __restrict__ a, T* __restrict__ w, int vectors, int max_sweeps,
                                   int* __restrict__ info, long long batch, long long team_bytes) {
   constexpr int Ne = N + (N & 1), H = Ne / 2, ld = Ne + 1;
+  static_assert(!RegV || Team >= Ne, "jacobi_eigh_block: a thread per row of V");
+  using T2 = typename Pair2<T>::type;
   TESSEL_TEAM_SHARED(team_bytes);
   T* A = reinterpret_cast<T*>(team_shared);
   T* V = A + Ne * ld;
-  T* C = V + (vectors ? Ne * ld : 0);
-  T* S = C + H;
-  T* D = S + H;
+  T* CS = V + (vectors && !RegV ? Ne * ld : 0);  // (c, s) of pair k at 2 k: an even offset, aligned
+  T* D = CS + 2 * H;
   T* scratch = D + H;
   int* P = reinterpret_cast<int*>(scratch + 32);
   int* Q = P + H;
@@ -611,10 +631,13 @@ __global__ void jacobi_eigh_block(T* __restrict__ a, T* __restrict__ w, int vect
   for (long long b = blockIdx.x * static_cast<long long>(teams) + threadIdx.x / Team; b < batch;
        b += static_cast<long long>(gridDim.x) * teams) {
     T* m = a + b * N * N;
+    T vrow[RegV ? Ne : 1];  // RegV: row `lane` of V, by slot
+    TESSEL_UNROLL
+    for (int j = 0; j < (RegV ? Ne : 1); ++j) vrow[j] = j == lane ? T(1) : T(0);
     T amax = T(0);
     for (int e = lane; e < Ne * Ne; e += Team) {
       const int i = e % Ne, j = e / Ne;
-      if (vectors) V[i + j * ld] = i == j ? T(1) : T(0);
+      if (vectors && !RegV) V[i + j * ld] = i == j ? T(1) : T(0);
       if (i < j) continue;
       const T x = i < N ? m[i + j * N] : T(0);  // i < N implies j < N
       A[i + j * ld] = x;
@@ -646,13 +669,29 @@ __global__ void jacobi_eigh_block(T* __restrict__ a, T* __restrict__ w, int vect
           }
           P[k] = p;
           Q[k] = q;
-          C[k] = c;
-          S[k] = s;
+          CS[2 * k] = c;
+          CS[2 * k + 1] = s;
           D[k] = d;
           F[k] = f;
           mine = mine || f != 0;
         }
-        if (!team_any<Team>(mine)) continue;  // the barrier after the rotations
+        const bool any = team_any<Team>(mine);  // the barrier after the rotations
+        if (RegV && vectors && lane < Ne) {
+          if (any) {
+            TESSEL_UNROLL
+            for (int k = 0; k < H; ++k) {  // (1, 0) where a pair does not rotate: exact
+              const T2 cs = reinterpret_cast<const T2*>(CS)[k];
+              const T x = vrow[k], y = vrow[Ne - 1 - k];
+              vrow[k] = cs.x * x - cs.y * y;
+              vrow[Ne - 1 - k] = cs.y * x + cs.x * y;
+            }
+          }
+          const T first = vrow[1];  // the next round's slot s holds this round's s + 1
+          TESSEL_UNROLL
+          for (int j = 1; j < Ne - 1; ++j) vrow[j] = vrow[j + 1];
+          vrow[Ne - 1] = first;
+        }
+        if (!any) continue;
         swept = true;
         // A <- J^T A J, the 2 x 2 blocks (row pair ai, column pair bi), ai >= bi, in a triangle.
         for (int e = lane; e < H * (H + 1) / 2; e += Team) {
@@ -677,7 +716,7 @@ __global__ void jacobi_eigh_block(T* __restrict__ a, T* __restrict__ w, int vect
           T* eqq = A + (qa > qb ? qa + qb * ld : qb + qa * ld);
           T xpp = *epp, xpq = *epq, xqp = *eqp, xqq = *eqq;
           if (fb) {  // columns pb, qb
-            const T c = C[bi], s = S[bi];
+            const T c = CS[2 * bi], s = CS[2 * bi + 1];
             T t1 = c * xpp - s * xpq, t2 = s * xpp + c * xpq;
             xpp = t1;
             xpq = t2;
@@ -687,7 +726,7 @@ __global__ void jacobi_eigh_block(T* __restrict__ a, T* __restrict__ w, int vect
             xqq = t2;
           }
           if (fa) {  // rows pa, qa
-            const T c = C[ai], s = S[ai];
+            const T c = CS[2 * ai], s = CS[2 * ai + 1];
             T t1 = c * xpp - s * xqp, t2 = s * xpp + c * xqp;
             xpp = t1;
             xqp = t2;
@@ -701,11 +740,11 @@ __global__ void jacobi_eigh_block(T* __restrict__ a, T* __restrict__ w, int vect
           *eqp = xqp;
           *eqq = xqq;
         }
-        if (vectors) {  // V <- V J: columns p_k, q_k, consecutive rows across the threads
+        if (vectors && !RegV) {  // V <- V J: columns p_k, q_k, consecutive rows across the threads
           for (int e = lane; e < Ne * H; e += Team) {
             const int i = e % Ne, k = e / Ne;
             if (!F[k]) continue;
-            const T c = C[k], s = S[k];
+            const T c = CS[2 * k], s = CS[2 * k + 1];
             T* vp = V + i + P[k] * ld;
             T* vq = V + i + Q[k] * ld;
             const T x = *vp, y = *vq;
@@ -735,9 +774,16 @@ __global__ void jacobi_eigh_block(T* __restrict__ a, T* __restrict__ w, int vect
     }
     if (vectors) {
       team_sync<Team>();
-      for (int e = lane; e < N * N; e += Team) {
-        const int k = e % N, i = e / N;
-        m[k + rank[i] * N] = finite ? V[k + i * ld] : nan;
+      if (RegV) {
+        if (lane < N) {
+          TESSEL_UNROLL
+          for (int i = 0; i < N; ++i) m[lane + rank[i] * N] = finite ? vrow[i] : nan;
+        }
+      } else {
+        for (int e = lane; e < N * N; e += Team) {
+          const int k = e % N, i = e / N;
+          m[k + rank[i] * N] = finite ? V[k + i * ld] : nan;
+        }
       }
     }
     if (lane == 0) info[b] = converged ? 0 : 1;
