@@ -2,7 +2,10 @@
 // tessel's batched small-matrix kernels, compiled at run time by NVRTC and specialized on the
 // matrix order (src/backend/cuda/linalg_small.cpp builds the requests; the dispatcher in
 // linalg.cpp chooses them over cuSOLVER by its tuning table). One matrix per thread, held in
-// registers (except gauss_jordan_inv: a group of lanes per matrix, a row per lane): every loop over matrix indices has compile-time bounds and is unrolled, so indices
+// registers (except gauss_jordan_inv: a group of lanes per matrix, a row per lane; and the block
+// Jacobi kernels at the end: a warp or a block per matrix, in shared memory, whose host build in
+// tests/cpp/ops/linalg_small_host_test.cpp defines TESSEL_SMALL_HOST_TEAMS and emulates the
+// barriers, shuffles and votes): every loop over matrix indices has compile-time bounds and is unrolled, so indices
 // are constants and the arrays stay in registers (row swaps and sorts use selects, not dynamic
 // indexing). Matrices are column-major, one after another (the layout of backend/linalg.hpp).
 // Real float and double only; complex batches go to cuSOLVER.
