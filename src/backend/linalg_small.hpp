@@ -6,12 +6,15 @@
 
 #include "backend/linalg.hpp"
 #include "tessel/array/dtype.hpp"
+#include "tessel/core/device.hpp"
 #include "tessel/core/stream.hpp"
 #include "tessel/jit/compiler.hpp"
 
 namespace tessel::backend::cuda {
 
-enum class SmallKernel : std::uint8_t { cholesky, lu, lu_solve, eigh, svd, inv };
+// eigh and svd: one matrix per thread, in registers; eigh_block and svd_block: a team of threads
+// (a warp or a block) per matrix, in shared memory, for the orders above those.
+enum class SmallKernel : std::uint8_t { cholesky, lu, lu_solve, eigh, svd, inv, eigh_block, svd_block };
 
 // One row of the dispatcher's tuning table: tessel's kernel runs when max(m, n) <= max_n and
 // batch >= min_batch; `measurement` names the run that chose the crossover.
@@ -28,8 +31,18 @@ const SmallKernelTuning* small_kernel_tuning(SmallKernel kind, DType dtype);
 // Whether the dispatcher takes tessel's kernel for p (TESSEL_LINALG_SMALL=0 turns them off, for
 // timing the cuSOLVER path against them).
 bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p);
-// The NVRTC request of one specialization (svd: m x n with m >= n; others: n x n). variant:
-// cholesky's `upper`; lu_solve's row-major input; unused by the others.
+// Whether eigh (kind eigh) or svd (kind svd) of p takes one of tessel's Jacobi kernels: the
+// one-matrix-per-thread kernel where its row applies, else the block kernel where its row applies
+// and its shared memory (block_kernel_bytes) fits `device`.
+bool small_jacobi_applies(SmallKernel kind, const LinalgBatch& p, bool vectors, Device device);
+// The threads per matrix of a block kernel (eigh_block, svd_block) of order n: 32 (a warp; several
+// matrices per block) or the whole block.
+int block_kernel_team(SmallKernel kind, DType dtype, std::int64_t n);
+// A block kernel's shared memory per matrix (the layouts in device/linalg_small.cuh), a multiple
+// of 16 bytes.
+std::int64_t block_kernel_bytes(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool vectors);
+// The NVRTC request of one specialization (svd, svd_block: m x n with m >= n; others: n x n).
+// variant: cholesky's `upper`; lu_solve's row-major input; unused by the others.
 jit::CompileRequest small_kernel_request(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool variant);
 
 // The launches (asynchronous on `stream`), with the contracts of backend/linalg.hpp; pivots are
@@ -46,6 +59,8 @@ void small_solve(const LinalgBatch& p, const void* a, const void* b, void* out, 
 // Gauss-Jordan with partial pivoting, one group of lanes of a warp per matrix (n <= 32); info as
 // getrf's (the inverse of a singular matrix is inf/NaN). Every info entry is written.
 void small_inv(const LinalgBatch& p, const void* a, void* out, std::int32_t* info, const Stream& stream);
+// small_eigh and small_svd run the kernel small_jacobi_applies chose (the per-thread one where it
+// applies, else the block one).
 void small_eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream);
 void small_svd(const LinalgBatch& p, const void* a, void* s, void* u, void* vh, bool vectors, std::int32_t* info,
                const Stream& stream);

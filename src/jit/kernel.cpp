@@ -193,6 +193,18 @@ KernelAttributes Kernel::attributes() const {
   return out;
 }
 
+void Kernel::set_max_dynamic_shared_memory(std::size_t bytes) const {
+  const std::size_t limit = device_properties(device_.index).shared_memory_per_block_optin;
+  if (bytes > limit) {
+    throw ValueError("jit: kernel '" + name_ + "' asks for " + std::to_string(bytes) +
+                     " bytes of dynamic shared memory; " + device_.str() + " allows " + std::to_string(limit) +
+                     " per block");
+  }
+  DeviceGuard guard(device_);
+  TESSEL_CUDA_CHECK(cudaFuncSetAttribute(func(handle_), cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+                    "jit: cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+}
+
 int Kernel::occupancy_block_size(std::size_t shared_mem, int max_block, int* blocks_per_sm) const {
   DeviceGuard guard(device_);
   const KernelAttributes attr = attributes();
@@ -308,6 +320,7 @@ Kernel load_kernel(const CachedBinary&, const std::string& name, Device) { no_cu
 void Kernel::launch(const LaunchConfig&, void**, const Stream&) const { no_cuda(name_); }
 void Kernel::launch(const LaunchConfig&, const std::vector<void*>&, const Stream&) const { no_cuda(name_); }
 KernelAttributes Kernel::attributes() const { no_cuda(name_); }
+void Kernel::set_max_dynamic_shared_memory(std::size_t) const { no_cuda(name_); }
 int Kernel::occupancy_block_size(std::size_t, int, int*) const { no_cuda(name_); }
 LaunchConfig Kernel::launch_config_1d(std::int64_t, std::size_t, int, int) const { no_cuda(name_); }
 int Kernel::max_active_blocks(int, std::size_t) const { no_cuda(name_); }

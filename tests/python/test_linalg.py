@@ -567,15 +567,91 @@ def test_small_matrix_batches(device, rng, dtype, n):
             close(sv, np.linalg.svd(x.astype(np.float64), compute_uv=False), dtype, m)
 
 
+# ---- orders above the per-thread kernels: on CUDA, tessel's block Jacobi kernels (a warp or a
+# block per matrix: 17 <= n <= 128 in float32, <= 112 in float64; above, cuSOLVER) ----
+def with_spectrum(rng, batch, n, w):
+    q, _ = np.linalg.qr(rng.standard_normal((batch, n, n)))
+    return (q * np.asarray(w)[..., None, :]) @ np.swapaxes(q, -1, -2)
+
+
+@pytest.mark.parametrize("n", [17, 32, 33, 64, 128])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_block_jacobi_eigh(device, rng, dtype, n):
+    cond = 1e3 if dtype == "float32" else 1e8
+    repeated = np.where(np.arange(n) < n // 2, 2.0, np.where(np.arange(n) % 2, -1.0, 3.0))
+    graded = np.logspace(0, -math.log10(cond), n) * np.where(np.arange(n) % 2, -1.0, 1.0)
+    a = np.concatenate([hermitian(rng, (2, n, n), "float64"), with_spectrum(rng, 1, n, repeated),
+                        with_spectrum(rng, 1, n, graded), np.zeros((1, n, n))]).astype(dtype)
+    ref = a.astype(np.float64)
+    w, v = (np.asarray(t) for t in ts.linalg.eigh(on(device, a)))
+    close(ref @ v, v * w[..., None, :], dtype, n, 10)
+    close(H(v) @ v, np.broadcast_to(np.eye(n), a.shape), dtype, n)
+    close(w, np.linalg.eigvalsh(ref), dtype, n, 10)
+    assert np.all(np.diff(w, axis=-1) >= 0)
+    close(w[2], np.sort(repeated), dtype, n, 10)
+    assert np.all(w[4] == 0)
+    close(ts.linalg.eigvalsh(on(device, a)), w, dtype, n, 10)
+    assert not np.any(np.asarray(ts.linalg.eigh_ex(on(device, a))[2]))
+
+
+@pytest.mark.parametrize("n", [17, 32, 33, 64, 128])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_block_jacobi_svd(device, rng, dtype, n):
+    cond = 1e3 if dtype == "float32" else 1e8
+    for m in sorted({n, min(n + 7, 128)}):
+        a = np.concatenate([random_array(rng, (2, m, n), dtype), general(rng, (1, m, n), dtype, cond),
+                            random_array(rng, (1, m, n), dtype), np.zeros((1, m, n))]).astype(dtype)
+        a[3, :, -1] = a[3, :, 0]  # rank deficient, and a zero column
+        a[3, :, n // 2] = 0
+        for x in (a, np.swapaxes(a, -1, -2).copy()):  # tall (or square) and wide
+            rows, cols = x.shape[-2:]
+            k = min(rows, cols)
+            for full in (False, True):
+                u, s, vh = (np.asarray(t) for t in ts.linalg.svd(on(device, x), full_matrices=full))
+                close((u[..., :, :k] * s[..., None, :]) @ vh[..., :k, :], x, dtype, max(rows, cols))
+                close(H(u) @ u, np.broadcast_to(np.eye(u.shape[-1]), (5,) + (u.shape[-1],) * 2), dtype, max(rows, cols))
+                close(vh @ H(vh), np.broadcast_to(np.eye(vh.shape[-2]), (5,) + (vh.shape[-2],) * 2), dtype,
+                      max(rows, cols))
+                close(s, np.linalg.svd(x.astype(np.float64), compute_uv=False), dtype, max(rows, cols))
+                assert np.all(np.diff(s, axis=-1) <= 0) and np.all(s[4] == 0)
+            close(ts.linalg.svdvals(on(device, x)), s, dtype, max(rows, cols))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("n", [17, 33, 128])
+def test_block_jacobi_nan_and_inf(device, rng, n, bad):
+    a = hermitian(rng, (3, n, n), "float32")
+    a[1, n - 1, 2] = bad
+    x = on(device, a)
+    for f in [ts.linalg.eigvalsh, ts.linalg.svdvals, lambda v: ts.linalg.svd(v)[1], lambda v: ts.linalg.eigh(v)[0]]:
+        try:
+            out = np.asarray(f(x))
+        except ts.linalg.LinAlgError as e:
+            assert "batch index (1,)" in str(e)
+            continue
+        assert not np.all(np.isfinite(out[1])), "a non-finite input must not give finite results"
+        assert np.all(np.isfinite(out[0])) and np.all(np.isfinite(out[2]))
+    info = np.asarray(ts.linalg.eigh_ex(x)[2])
+    assert info[0] == 0 and info[2] == 0
+
+
+@pytest.mark.parametrize("n", [17, 64])
+def test_block_jacobi_empty_batches(device, n):
+    none = on(device, np.zeros((0, n, n), dtype="float32"))
+    assert ts.linalg.eigh(none)[0].shape == (0, n)
+    assert ts.linalg.svd(none)[1].shape == (0, n)
+    assert ts.linalg.svdvals(on(device, np.zeros((0, n + 5, n), dtype="float64"))).shape == (0, n)
+
+
 @pytest.mark.parametrize("variable,value,call", [
     ("TESSEL_LINALG_SVD", "gesvdp", "ts.linalg.svd(x)"),
     ("TESSEL_LINALG_GETRF", "lu", "ts.linalg.solve(x, x)"),
 ])
 def test_linalg_route_variables_reject_unknown_values(gpu, variable, value, call):
-    # The routes are read once per process, so each bad value gets a fresh interpreter. A 64x64
+    # The routes are read once per process, so each bad value gets a fresh interpreter. A 160x160
     # matrix is past tessel's small kernels and cuSOLVER's batched routines: it takes the route.
     code = (f"import numpy as np, tessel as ts\n"
-            f"x = ts.asarray(np.eye(64, dtype='float32') * 2, device='{gpu}')\n"
+            f"x = ts.asarray(np.eye(160, dtype='float32') * 2, device='{gpu}')\n"
             f"try:\n    {call}\nexcept ValueError as e:\n    print('ValueError:', e)\n")
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, variable: value},
                          capture_output=True, text=True, timeout=300)

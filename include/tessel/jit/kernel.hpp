@@ -65,6 +65,10 @@ class Kernel {
   void launch(const LaunchConfig& config, const std::vector<void*>& args, const Stream& stream) const;
 
   KernelAttributes attributes() const;
+  // Allows launches with up to `bytes` of dynamic shared memory (cudaFuncAttributeMaxDynamicSharedMemorySize,
+  // needed above 48 KB), for every launch of this kernel on its device. Raises ValueError above
+  // the device's opt-in limit per block.
+  void set_max_dynamic_shared_memory(std::size_t bytes) const;
   // The block size with the highest occupancy (multiple of 32, <= max_block) and the number of
   // blocks resident per SM at that size.
   int occupancy_block_size(std::size_t shared_mem = 0, int max_block = 1024, int* blocks_per_sm = nullptr) const;

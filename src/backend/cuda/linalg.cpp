@@ -590,7 +590,7 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool 
 // ---- eigh ----
 void eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream) {
   const char* op = "eigh";
-  if (small_kernel_applies(SmallKernel::eigh, p)) return small_eigh(p, a, w, vectors, info, stream);
+  if (small_jacobi_applies(SmallKernel::eigh, p, vectors, stream.device())) return small_eigh(p, a, w, vectors, info, stream);
   Call c(stream, op);
   const cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
   const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
@@ -758,7 +758,7 @@ void svd(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors
   const char* op = "svd";
   if (p.m < p.n) throw Error("svd: internal error: the CUDA backend takes m >= n");
   // tessel's kernel writes the thin U: it serves everything but the full U of a tall matrix.
-  if (small_kernel_applies(SmallKernel::svd, p) && (p.m == p.n || !full || !vectors)) {
+  if (small_jacobi_applies(SmallKernel::svd, p, vectors, stream.device()) && (p.m == p.n || !full || !vectors)) {
     return small_svd(p, a, s, u, vh, vectors, info, stream);
   }
   Call c(stream, op);

@@ -45,6 +45,16 @@ const SmallKernelTuning kTuning[] = {
     {SmallKernel::inv, DType::float32, 32, 1,
      "H100: 20,000 32x32 float32 inv 0.241 ms (getrfBatched path 2.853, CuPy 1.123, PyTorch 1.891)"},
     {SmallKernel::inv, DType::float64, 32, 1, "to be measured on the GPU (H100)"},
+    // The block Jacobi kernels take what the per-thread rows leave (n > 16, or a smaller batch)
+    // up to max_n:
+    // 128 in float32; 112 in float64, where the matrix and its vectors (about 2 n^2 doubles) still
+    // fit the H100's 227 KB of shared memory per block. The crossovers against cuSOLVER
+    // (syevjBatched to n = 32, XsyevBatched above; gesvdjBatched to 32, gesvdj per matrix above)
+    // are measured by bench/peers/linalg_crossover.py.
+    {SmallKernel::eigh_block, DType::float32, 128, 1, "to be measured on the GPU (H100)"},
+    {SmallKernel::eigh_block, DType::float64, 112, 1, "to be measured on the GPU (H100)"},
+    {SmallKernel::svd_block, DType::float32, 128, 1, "to be measured on the GPU (H100)"},
+    {SmallKernel::svd_block, DType::float64, 112, 1, "to be measured on the GPU (H100)"},
 };
 
 constexpr int kMaxSweeps = 60;  // Jacobi sweeps; a converging matrix needs fewer than 15
@@ -59,6 +69,8 @@ const char* kind_name(SmallKernel kind) {
     case SmallKernel::eigh: return "jacobi_eigh";
     case SmallKernel::svd: return "jacobi_svd";
     case SmallKernel::inv: return "gauss_jordan_inv";
+    case SmallKernel::eigh_block: return "jacobi_eigh_block";
+    case SmallKernel::svd_block: return "jacobi_svd_block";
   }
   return "?";
 }
@@ -69,8 +81,9 @@ const char* scalar_name(DType dtype) {
   throw DTypeError(fmt::format("linalg: tessel's small-matrix kernels take float32 or float64, got {}", dtype_name(dtype)));
 }
 
-// Loaded kernels by (request name, device): a launch does one map lookup.
-jit::Kernel kernel_for(const jit::CompileRequest& request, Device device) {
+// Loaded kernels by (request name, device): a launch does one map lookup. A block kernel may use
+// all of the device's shared memory per block (set once, at load).
+jit::Kernel kernel_for(const jit::CompileRequest& request, Device device, bool block = false) {
   static std::mutex mutex;
   static std::map<std::pair<std::string, int>, jit::Kernel> loaded;
   const auto key = std::make_pair(request.name, device.index);
@@ -80,6 +93,7 @@ jit::Kernel kernel_for(const jit::CompileRequest& request, Device device) {
     if (it != loaded.end()) return it->second;
   }
   jit::Kernel k = jit::get_kernel(request, device);  // compiles (or reads the disk cache) outside the lock
+  if (block) k.set_max_dynamic_shared_memory(device_properties(device.index).shared_memory_per_block_optin);
   std::lock_guard<std::mutex> lock(mutex);
   return loaded.emplace(key, k).first->second;
 }
@@ -89,6 +103,31 @@ void launch(SmallKernel kind, const LinalgBatch& p, bool upper, std::vector<void
             std::int64_t threads = 0, int block = kBlock) {
   const jit::Kernel k = kernel_for(small_kernel_request(kind, p.dtype, p.m, p.n, upper), stream.device());
   k.launch(k.launch_config_fixed(threads > 0 ? threads : p.batch, block, kWaves), args, stream);
+}
+
+// A block kernel's launch: `team` threads per matrix (block_kernel_team), team_bytes of shared
+// memory each; a block of 4 warp teams, or of one block team. The grid covers the batch up to
+// kWaves waves of resident blocks (the teams grid-stride beyond).
+void launch_block(SmallKernel kind, const LinalgBatch& p, std::vector<void*> args, const Stream& stream,
+                  std::int64_t team_bytes, const char* op) {
+  const int team = block_kernel_team(kind, p.dtype, p.n);
+  const jit::Kernel k = kernel_for(small_kernel_request(kind, p.dtype, p.m, p.n, false), stream.device(), true);
+  const std::int64_t limit = static_cast<std::int64_t>(device_properties(stream.device().index).shared_memory_per_block_optin);
+  const std::int64_t teams = team == 32 ? std::max<std::int64_t>(1, std::min<std::int64_t>(4, limit / team_bytes)) : 1;
+  const int block = static_cast<int>(team * teams);
+  if (k.attributes().max_threads_per_block < block) {
+    throw Error(fmt::format("{}: internal error: {} runs at most {} threads per block, the team needs {}", op, k.name(),
+                            k.attributes().max_threads_per_block, block));
+  }
+  jit::LaunchConfig config;
+  config.block = jit::Dim3(static_cast<unsigned>(block));
+  config.shared_mem = static_cast<std::size_t>(team_bytes * teams);
+  const std::int64_t resident = device_properties(stream.device().index).multiprocessors *
+                                static_cast<std::int64_t>(k.max_active_blocks(block, config.shared_mem));
+  const std::int64_t blocks = (p.batch + teams - 1) / teams;
+  config.grid = jit::Dim3(static_cast<unsigned>(std::min<std::int64_t>(blocks, resident * kWaves)));
+  args.push_back(&team_bytes);
+  k.launch(config, args, stream);
 }
 
 // The lanes per matrix of gauss_jordan_inv: n rounded up to a power of two (GroupWidth there).
@@ -121,6 +160,41 @@ bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p) {
   return row != nullptr && std::max(p.m, p.n) <= row->max_n && p.batch >= row->min_batch;
 }
 
+// Whether jacobi_eigh_block keeps V's rows in registers (its RegV): rows of at most 512 bytes
+// (128 floats, 64 doubles; 255 registers a thread at 128 floats, 256 threads a block, no
+// measurable spills in ptxas's report). Else V is in shared memory.
+bool eigh_register_vectors(DType dtype, std::int64_t n) { return (n + (n & 1)) * itemsize(dtype) <= 512; }
+
+int block_kernel_team(SmallKernel kind, DType dtype, std::int64_t n) {
+  if (n <= 32) return 32;
+  if (n <= 64) return 128;
+  if (kind == SmallKernel::svd_block) return 256;
+  // eigh: a thread per row of V in registers (up to 128 floats: 256 threads fit the register
+  // file), else more warps to hide the latency of V in shared memory.
+  return eigh_register_vectors(dtype, n) ? 256 : 512;
+}
+
+std::int64_t block_kernel_bytes(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool vectors) {
+  const std::int64_t t = itemsize(dtype);
+  std::int64_t bytes = 0;
+  if (kind == SmallKernel::eigh_block) {  // jacobi_eigh_block's layout
+    const std::int64_t ne = n + (n & 1), h = ne / 2;
+    const bool shared_v = vectors && !eigh_register_vectors(dtype, n);
+    bytes = t * (ne * (ne + 1) * (shared_v ? 2 : 1) + 3 * h + 32) + 4 * (3 * h + ne);
+  } else {  // jacobi_svd_block's
+    bytes = t * (m * n + (vectors ? n * (n | 1) : 0) + n + 32) + 4 * (2 * n);
+  }
+  return (bytes + 15) / 16 * 16;
+}
+
+bool small_jacobi_applies(SmallKernel kind, const LinalgBatch& p, bool vectors, Device device) {
+  if (small_kernel_applies(kind, p)) return true;
+  const SmallKernel block = kind == SmallKernel::eigh ? SmallKernel::eigh_block : SmallKernel::svd_block;
+  if (!small_kernel_applies(block, p)) return false;
+  const std::int64_t bytes = block_kernel_bytes(block, p.dtype, p.m, p.n, vectors);
+  return bytes <= static_cast<std::int64_t>(device_properties(device.index).shared_memory_per_block_optin);
+}
+
 jit::CompileRequest small_kernel_request(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool variant) {
   jit::CompileRequest r;
   r.source = "#include \"linalg_small.cuh\"\n";
@@ -134,6 +208,14 @@ jit::CompileRequest small_kernel_request(SmallKernel kind, DType dtype, std::int
       break;
     case SmallKernel::svd:
       r.name = fmt::format("tessel_linalg_small::jacobi_svd<{}, {}, {}>", t, m, n);
+      break;
+    case SmallKernel::eigh_block:
+      r.name = fmt::format("tessel_linalg_small::jacobi_eigh_block<{}, {}, {}, {}>", t, n, block_kernel_team(kind, dtype, n),
+                           eigh_register_vectors(dtype, n) ? "true" : "false");
+      break;
+    case SmallKernel::svd_block:
+      r.name = fmt::format("tessel_linalg_small::jacobi_svd_block<{}, {}, {}, {}>", t, m, n,
+                           block_kernel_team(kind, dtype, n));
       break;
     default:
       r.name = fmt::format("tessel_linalg_small::{}<{}, {}>", kind_name(kind), t, n);
@@ -171,14 +253,22 @@ void small_inv(const LinalgBatch& p, const void* a, void* out, std::int32_t* inf
 void small_eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream) {
   long long batch = p.batch;
   int v = vectors ? 1 : 0, sweeps = kMaxSweeps;
-  launch(SmallKernel::eigh, p, false, {&a, &w, &v, &sweeps, &info, &batch}, stream);
+  if (small_kernel_applies(SmallKernel::eigh, p)) {
+    return launch(SmallKernel::eigh, p, false, {&a, &w, &v, &sweeps, &info, &batch}, stream);
+  }
+  launch_block(SmallKernel::eigh_block, p, {&a, &w, &v, &sweeps, &info, &batch}, stream,
+               block_kernel_bytes(SmallKernel::eigh_block, p.dtype, p.n, p.n, vectors), "eigh");
 }
 
 void small_svd(const LinalgBatch& p, const void* a, void* s, void* u, void* vh, bool vectors, std::int32_t* info,
                const Stream& stream) {
   long long batch = p.batch;
   int v = vectors ? 1 : 0, sweeps = kMaxSweeps;
-  launch(SmallKernel::svd, p, false, {&a, &s, &u, &vh, &v, &sweeps, &info, &batch}, stream);
+  if (small_kernel_applies(SmallKernel::svd, p)) {
+    return launch(SmallKernel::svd, p, false, {&a, &s, &u, &vh, &v, &sweeps, &info, &batch}, stream);
+  }
+  launch_block(SmallKernel::svd_block, p, {&a, &s, &u, &vh, &v, &sweeps, &info, &batch}, stream,
+               block_kernel_bytes(SmallKernel::svd_block, p.dtype, p.m, p.n, vectors), "svd");
 }
 
 }  // namespace tessel::backend::cuda

@@ -1,34 +1,172 @@
 // The math of tessel's small-matrix CUDA kernels (src/backend/cuda/device/linalg_small.cuh), run
 // on the host: the header is plain C++ once the CUDA qualifiers and thread indices are defined
-// away, one "thread" handling every matrix of the batch. The GPU runs the same source through
+// away, one "thread" handling every matrix of the batch. The block kernels (a team of threads per
+// matrix) run on an emulated block: one fiber (ucontext) per CUDA thread on the test's thread,
+// switched at the warp and block barriers (shuffles and votes exchange through arrays between
+// two barriers), the dynamic shared memory one host array. The GPU runs the same source through
 // NVRTC (linalg_test.cpp compiles it; the Python tests run it on CUDA).
 #include <gtest/gtest.h>
+#include <ucontext.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <functional>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
+
+#if defined(TESSEL_HAVE_CUDA)
+#include "backend/linalg_small.hpp"
+#endif
 
 namespace tessel_small_host {
 struct Index3 {
   unsigned x = 0;
 };
-const Index3 blockIdx{0}, threadIdx{0}, blockDim{1}, gridDim{1};
+// The running fiber's indices (the scheduler sets threadIdx before it resumes one); the one-thread
+// kernels see a block of one.
+inline Index3 blockIdx{0}, threadIdx{0}, blockDim{1}, gridDim{1};
+struct float2 {
+  float x, y;
+};
+struct alignas(16) double2 {
+  double x, y;
+};
 inline float sqrtf(float x) { return std::sqrt(x); }
 inline float fabsf(float x) { return std::fabs(x); }
 using std::fabs;
+using std::frexp;
+using std::ldexp;
 using std::sqrt;
+
+// The emulated block: a fiber per thread, resumed round-robin; a thread at a barrier yields until
+// the barrier's generation moves on.
+struct EmulatedBlock {
+  struct Barrier {
+    int count = 0, arrived = 0;
+    long long generation = 0;
+  };
+  ucontext_t scheduler{};
+  std::vector<ucontext_t> fibers;
+  std::vector<std::vector<char>> stacks;
+  Barrier block;
+  std::vector<Barrier> warps;
+  std::vector<double> slots;  // two per thread (float and double shuffle exactly through double)
+  std::vector<std::size_t> parity;  // each thread's slot array
+  std::vector<int> votes;
+  std::vector<char> done;
+  const std::function<void()>* kernel = nullptr;
+};
+inline EmulatedBlock* g_block = nullptr;
+
+inline void wait_at(EmulatedBlock::Barrier& b) {
+  const long long generation = b.generation;
+  if (++b.arrived == b.count) {
+    b.arrived = 0;
+    ++b.generation;
+    return;
+  }
+  while (b.generation == generation) {
+    const unsigned me = threadIdx.x;
+    swapcontext(&g_block->fibers[me], &g_block->scheduler);
+  }
+}
+
+inline void __syncthreads() { wait_at(g_block->block); }
+inline int __syncthreads_or(int pred) {
+  g_block->votes[threadIdx.x] = pred;
+  __syncthreads();
+  int any = 0;
+  for (int v : g_block->votes) any |= v != 0;
+  __syncthreads();
+  return any;
+}
+inline void __syncwarp() { wait_at(g_block->warps[threadIdx.x / 32]); }
+// Two slot arrays used in turn: a lane writes one array again only after every lane of its warp
+// has passed the barrier of the shuffle in between, so one barrier per shuffle suffices.
+template <class T>
+T __shfl_xor_sync(unsigned, T v, int offset) {
+  const unsigned me = threadIdx.x;
+  double* slots = g_block->slots.data() + (g_block->parity[me] ^= 1) * g_block->parity.size();
+  slots[me] = static_cast<double>(v);
+  __syncwarp();
+  return static_cast<T>(slots[me ^ static_cast<unsigned>(offset)]);
+}
+inline int __any_sync(unsigned, int pred) {
+  g_block->votes[threadIdx.x] = pred;
+  __syncwarp();
+  int any = 0;
+  const unsigned first = threadIdx.x / 32 * 32;
+  for (unsigned l = first; l < first + 32; ++l) any |= g_block->votes[l] != 0;
+  __syncwarp();
+  return any;
+}
+
+// A fiber runs the kernel, marks itself done and switches back for good.
+inline void fiber_main() {
+  (*g_block->kernel)();
+  const unsigned me = threadIdx.x;
+  g_block->done[me] = true;
+  swapcontext(&g_block->fibers[me], &g_block->scheduler);
+}
+
+// Runs kernel() on one block of `threads` threads (a multiple of 32), gridDim 1.
+inline void run_block(int threads, const std::function<void()>& kernel) {
+  EmulatedBlock b;
+  b.kernel = &kernel;
+  b.block.count = threads;
+  b.warps.assign(static_cast<std::size_t>(threads / 32), EmulatedBlock::Barrier{32, 0, 0});
+  b.slots.assign(static_cast<std::size_t>(2 * threads), 0.0);
+  b.parity.assign(static_cast<std::size_t>(threads), 0);
+  b.votes.assign(static_cast<std::size_t>(threads), 0);
+  b.done.assign(static_cast<std::size_t>(threads), false);
+  b.fibers.resize(static_cast<std::size_t>(threads));
+  b.stacks.assign(static_cast<std::size_t>(threads), std::vector<char>(256 * 1024));
+  g_block = &b;
+  blockDim.x = static_cast<unsigned>(threads);
+  for (int t = 0; t < threads; ++t) {
+    getcontext(&b.fibers[t]);
+    b.fibers[t].uc_stack.ss_sp = b.stacks[t].data();
+    b.fibers[t].uc_stack.ss_size = b.stacks[t].size();
+    b.fibers[t].uc_link = nullptr;
+    makecontext(&b.fibers[t], fiber_main, 0);
+  }
+  for (bool running = true; running;) {
+    running = false;
+    for (int t = 0; t < threads; ++t) {
+      if (b.done[t]) continue;
+      threadIdx.x = static_cast<unsigned>(t);
+      swapcontext(&b.scheduler, &b.fibers[t]);  // back when the fiber yields or is done
+      running = true;
+    }
+  }
+  g_block = nullptr;
+  threadIdx.x = 0;
+  blockDim.x = 1;
+}
+
 #define __device__
 #define __global__
 #define __forceinline__ inline
 #define __restrict__
+#define __align__(n)
 #define TESSEL_UNROLL
+#define TESSEL_SMALL_HOST_TEAMS
+#define __shared__  // the kernels' `extern __shared__` array: the one defined below
 #include "backend/cuda/device/linalg_small.cuh"
+#undef __shared__
 #undef __device__
 #undef __global__
 #undef __forceinline__
 #undef __restrict__
+#undef __align__
 }  // namespace tessel_small_host
+
+namespace tessel_small_host::tessel_linalg_small {
+alignas(16) unsigned char tessel_small_shared[512 * 1024];  // the emulated block's dynamic shared memory
+}
 
 namespace {
 
@@ -193,5 +331,248 @@ TEST(LinalgSmallKernelsOnHost, NonFiniteInputStopsAtTheSweepCap) {
   jacobi_svd<double, 4, 4>(b.data(), s.data(), u.data(), vh.data(), 1, 60, &info, 1);
   EXPECT_EQ(info, 1);
 }
+
+#if defined(TESSEL_HAVE_CUDA)
+// ---- the block kernels on an emulated block ----
+using tessel::backend::cuda::block_kernel_bytes;
+using tessel::backend::cuda::small_kernel_request;
+using tessel::backend::cuda::SmallKernel;
+
+// Runs `teams` teams of Team threads (one block), with the shared memory of block_kernel_bytes
+// per team, and checks that nothing past the teams' parts was written.
+template <int Team, class Kernel>
+void run_teams(int teams, long long team_bytes, Kernel&& kernel) {
+  unsigned char* shared = tessel_small_host::tessel_linalg_small::tessel_small_shared;
+  const long long used = team_bytes * teams, guard = 4096;
+  ASSERT_LE(used + guard, 512 * 1024);
+  std::fill(shared, shared + used + guard, static_cast<unsigned char>(0xA5));
+  tessel_small_host::run_block(Team * teams, kernel);
+  for (long long i = used; i < used + guard; ++i) ASSERT_EQ(shared[i], 0xA5) << "shared memory written past the layout";
+}
+
+std::vector<double> random_orthogonal(std::mt19937_64& rng, int n) {  // Gram-Schmidt, twice
+  auto q = normal(rng, static_cast<std::size_t>(n * n));
+  for (int j = 0; j < n; ++j)
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int i = 0; i < j; ++i) {
+        double d = 0;
+        for (int k = 0; k < n; ++k) d += q[k + i * n] * q[k + j * n];
+        for (int k = 0; k < n; ++k) q[k + j * n] -= d * q[k + i * n];
+      }
+      double nn = 0;
+      for (int k = 0; k < n; ++k) nn += q[k + j * n] * q[k + j * n];
+      for (int k = 0; k < n; ++k) q[k + j * n] /= std::sqrt(nn);
+    }
+  return q;
+}
+
+// Column-major n x n Q diag(lambda) Q^T.
+std::vector<double> with_spectrum(const std::vector<double>& q, const std::vector<double>& lambda, int n) {
+  std::vector<double> a(static_cast<std::size_t>(n * n), 0.0);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i)
+      for (int k = 0; k < n; ++k) a[i + j * n] += q[i + k * n] * lambda[k] * q[j + k * n];
+  return a;
+}
+
+enum class Kind { random, repeated, ill_conditioned, zero, nan, inf };
+
+// The eigenvalues of the repeated and ill-conditioned kinds.
+std::vector<double> spectrum(int n, Kind kind, double eps) {
+  std::vector<double> lambda(static_cast<std::size_t>(n));
+  for (int k = 0; k < n; ++k) {
+    lambda[k] = kind == Kind::repeated ? (k < n / 2 ? 2.0 : (k % 2 ? -1.0 : 3.0))
+                                       : std::pow(eps, static_cast<double>(k) / (n - 1)) * (k % 2 ? -1 : 1);
+  }
+  return lambda;
+}
+
+// One symmetric test matrix of each kind (column-major, double).
+std::vector<double> symmetric(std::mt19937_64& rng, int n, Kind kind, double eps) {
+  std::vector<double> a(static_cast<std::size_t>(n * n), 0.0);
+  if (kind == Kind::random || kind == Kind::nan || kind == Kind::inf) {
+    const auto x = normal(rng, a.size());
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) a[i + j * n] = x[std::max(i, j) + std::min(i, j) * n];
+    if (kind == Kind::nan) a[(n - 1) + 2 * n] = NAN;  // in the lower triangle
+    if (kind == Kind::inf) a[5 + 3 * n] = INFINITY;
+  } else if (kind == Kind::repeated || kind == Kind::ill_conditioned) {
+    a = with_spectrum(random_orthogonal(rng, n), spectrum(n, kind, eps), n);
+  }
+  return a;
+}
+
+template <class T, int N, int Team, bool RegV>
+void check_eigh_block(std::mt19937_64& rng, Kind kind, int teams, int batch) {
+  SCOPED_TRACE(::testing::Message() << "eigh_block N " << N << " Team " << Team << " kind " << static_cast<int>(kind)
+                                    << (sizeof(T) == 4 ? " float" : " double"));
+  const double eps = sizeof(T) == 4 ? 1.2e-7 : 2.3e-16;
+  for (bool vectors : {true, false}) {
+    std::vector<std::vector<double>> ref;
+    std::vector<T> a(static_cast<std::size_t>(batch * N * N)), w(static_cast<std::size_t>(batch * N), T(-7));
+    for (int b = 0; b < batch; ++b) {
+      ref.push_back(symmetric(rng, N, kind, eps));
+      for (int e = 0; e < N * N; ++e) {
+        const int i = e % N, j = e / N;
+        a[b * N * N + e] = i >= j ? static_cast<T>(ref[b][e]) : T(1e30);  // the upper triangle is never read
+      }
+    }
+    std::vector<int> info(static_cast<std::size_t>(batch), -1);
+    const tessel::DType dtype = sizeof(T) == 4 ? tessel::DType::float32 : tessel::DType::float64;
+    const long long bytes = block_kernel_bytes(SmallKernel::eigh_block, dtype, N, N, vectors);
+    const std::string request = small_kernel_request(SmallKernel::eigh_block, dtype, N, N, false).name;
+    EXPECT_NE(request.find(RegV ? "true>" : "false>"), std::string::npos) << request;  // the layout's variant
+    run_teams<Team>(teams, bytes, [&] {
+      jacobi_eigh_block<T, N, Team, RegV>(a.data(), w.data(), vectors ? 1 : 0, 60, info.data(), batch, bytes);
+    });
+    for (int b = 0; b < batch; ++b) {
+      const T* wb = w.data() + b * N;
+      const T* v = a.data() + b * N * N;
+      if (kind == Kind::nan || kind == Kind::inf) {
+        EXPECT_EQ(info[b], 1);
+        for (int j = 0; j < N; ++j) EXPECT_TRUE(std::isnan(wb[j]));
+        if (vectors) {
+          EXPECT_TRUE(std::isnan(v[N + 1]));
+        }
+        continue;
+      }
+      EXPECT_EQ(info[b], 0);
+      EXPECT_TRUE(std::is_sorted(wb, wb + N));
+      double scale = 0;
+      for (double x : ref[b]) scale = std::max(scale, std::fabs(x));
+      const double tol = 20 * eps * N * std::max(scale, 1e-300);
+      if (kind == Kind::zero) {
+        for (int j = 0; j < N; ++j) EXPECT_EQ(wb[j], T(0));
+      }
+      if (kind == Kind::repeated || kind == Kind::ill_conditioned) {
+        auto want = spectrum(N, kind, eps);
+        std::sort(want.begin(), want.end());
+        for (int j = 0; j < N; ++j) EXPECT_NEAR(wb[j], want[j], tol) << j;
+      }
+      if (!vectors) continue;
+      for (int j = 0; j < N; ++j)
+        for (int i = 0; i < N; ++i) {
+          double av = 0, vv = 0;
+          for (int k = 0; k < N; ++k) {
+            av += ref[b][i + k * N] * v[k + j * N];
+            vv += static_cast<double>(v[k + i * N]) * v[k + j * N];
+          }
+          ASSERT_NEAR(av, static_cast<double>(v[i + j * N]) * wb[j], tol) << "A v = v w at " << i << ", " << j;
+          ASSERT_NEAR(vv, i == j ? 1.0 : 0.0, 20 * eps * N) << "V^T V = I at " << i << ", " << j;
+        }
+    }
+  }
+}
+
+// Column-major m x n test matrices: random, rank deficient (a repeated and a zero column),
+// ill-conditioned (columns scaled down to eps), zero, NaN, Inf.
+std::vector<double> general(std::mt19937_64& rng, int m, int n, Kind kind, double eps) {
+  std::vector<double> a(static_cast<std::size_t>(m * n), 0.0);
+  if (kind == Kind::zero) return a;
+  a = normal(rng, a.size());
+  if (kind == Kind::repeated) {
+    for (int k = 0; k < m; ++k) {
+      a[k + (n - 1) * m] = a[k];
+      a[k + (n / 2) * m] = 0.0;
+    }
+  }
+  if (kind == Kind::ill_conditioned) {
+    for (int j = 0; j < n; ++j)
+      for (int k = 0; k < m; ++k) a[k + j * m] *= std::pow(eps, static_cast<double>(j) / (n - 1));
+  }
+  if (kind == Kind::nan) a[3] = NAN;
+  if (kind == Kind::inf) a[m + 1] = -INFINITY;
+  return a;
+}
+
+template <class T, int M, int N, int Team>
+void check_svd_block(std::mt19937_64& rng, Kind kind, int teams, int batch) {
+  SCOPED_TRACE(::testing::Message() << "svd_block " << M << "x" << N << " Team " << Team << " kind "
+                                    << static_cast<int>(kind) << (sizeof(T) == 4 ? " float" : " double"));
+  const double eps = sizeof(T) == 4 ? 1.2e-7 : 2.3e-16;
+  for (bool vectors : {true, false}) {
+    std::vector<std::vector<double>> ref;
+    std::vector<T> a(static_cast<std::size_t>(batch * M * N)), s(static_cast<std::size_t>(batch * N), T(-7));
+    std::vector<T> u(static_cast<std::size_t>(batch * M * N), T(-7)), vh(static_cast<std::size_t>(batch * N * N), T(-7));
+    for (int b = 0; b < batch; ++b) {
+      ref.push_back(general(rng, M, N, kind, eps));
+      for (int e = 0; e < M * N; ++e) a[b * M * N + e] = static_cast<T>(ref[b][e]);
+    }
+    const auto a0 = a;
+    std::vector<int> info(static_cast<std::size_t>(batch), -1);
+    const long long bytes = block_kernel_bytes(SmallKernel::svd_block, sizeof(T) == 4 ? tessel::DType::float32
+                                                                                      : tessel::DType::float64,
+                                               M, N, vectors);
+    run_teams<Team>(teams, bytes, [&] {
+      jacobi_svd_block<T, M, N, Team>(a.data(), s.data(), u.data(), vh.data(), vectors ? 1 : 0, 60, info.data(), batch,
+                                      bytes);
+    });
+    EXPECT_EQ(std::memcmp(a.data(), a0.data(), a.size() * sizeof(T)), 0);  // read only
+    for (int b = 0; b < batch; ++b) {
+      const T* sb = s.data() + b * N;
+      const T* ub = u.data() + b * M * N;
+      const T* vb = vh.data() + b * N * N;
+      if (kind == Kind::nan || kind == Kind::inf) {
+        EXPECT_EQ(info[b], 1);
+        for (int j = 0; j < N; ++j) EXPECT_TRUE(std::isnan(sb[j]));
+        if (vectors) {
+          EXPECT_TRUE(std::isnan(ub[0]) && std::isnan(vb[0]));
+        }
+        continue;
+      }
+      EXPECT_EQ(info[b], 0);
+      EXPECT_TRUE(std::is_sorted(sb, sb + N, [](T x, T y) { return x > y; }));
+      double scale = 0;
+      for (double x : ref[b]) scale = std::max(scale, std::fabs(x));
+      const double tol = 20 * eps * M * std::max(scale, 1e-300);
+      if (kind == Kind::zero) {
+        for (int j = 0; j < N; ++j) EXPECT_EQ(sb[j], T(0));
+      }
+      if (kind == Kind::repeated) {
+        EXPECT_LE(sb[N - 1], tol);  // rank <= N - 2
+      }
+      if (!vectors) continue;
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+          double r = 0;
+          for (int k = 0; k < N; ++k) r += static_cast<double>(ub[i + k * M]) * sb[k] * vb[k + j * N];
+          ASSERT_NEAR(r, ref[b][i + j * M], tol) << "U S Vh = A at " << i << ", " << j;
+        }
+      for (int p = 0; p < N; ++p)
+        for (int q = 0; q < N; ++q) {
+          double du = 0, dv = 0;
+          for (int k = 0; k < M; ++k) du += static_cast<double>(ub[k + p * M]) * ub[k + q * M];
+          for (int k = 0; k < N; ++k) dv += static_cast<double>(vb[p + k * N]) * vb[q + k * N];
+          ASSERT_NEAR(du, p == q ? 1.0 : 0.0, 20 * eps * M) << "U^T U = I at " << p << ", " << q;
+          ASSERT_NEAR(dv, p == q ? 1.0 : 0.0, 20 * eps * N) << "Vh Vh^T = I at " << p << ", " << q;
+        }
+    }
+  }
+}
+
+TEST(LinalgSmallKernelsOnHost, JacobiEighBlock) {
+  std::mt19937_64 rng(5);
+  for (Kind kind : {Kind::random, Kind::repeated, Kind::ill_conditioned, Kind::zero, Kind::nan, Kind::inf}) {
+    check_eigh_block<double, 17, 32, true>(rng, kind, 2, 3);  // a warp per matrix, two per block, uneven
+    check_eigh_block<float, 32, 32, true>(rng, kind, 1, 2);
+    check_eigh_block<double, 33, 64, true>(rng, kind, 1, 2);  // the block per matrix
+    check_eigh_block<float, 64, 64, true>(rng, kind, 1, 1);
+  }
+  check_eigh_block<double, 112, 64, false>(rng, Kind::random, 1, 1);     // V in shared memory
+  check_eigh_block<double, 112, 64, false>(rng, Kind::repeated, 1, 1);
+  check_eigh_block<float, 128, 128, true>(rng, Kind::ill_conditioned, 1, 1);  // V's rows in registers
+}
+
+TEST(LinalgSmallKernelsOnHost, JacobiSvdBlock) {
+  std::mt19937_64 rng(6);
+  // The emulated shuffles switch fibers twice each: few and small matrices.
+  for (Kind kind : {Kind::random, Kind::repeated, Kind::ill_conditioned, Kind::zero, Kind::nan, Kind::inf}) {
+    check_svd_block<double, 17, 17, 32>(rng, kind, 2, 3);  // a warp per matrix, two per block, uneven
+    check_svd_block<float, 40, 33, 64>(rng, kind, 1, 1);   // the block per matrix
+  }
+  check_svd_block<float, 70, 17, 32>(rng, Kind::repeated, 1, 1);  // three rows per lane
+  check_svd_block<double, 33, 33, 64>(rng, Kind::repeated, 1, 1);
+}
+#endif
 
 }  // namespace

@@ -258,6 +258,66 @@ TEST_P(LinalgTest, QrAndSvdReconstruct) {
   }
 }
 
+// Orders above the per-thread kernels: on CUDA, tessel's block Jacobi kernels (a warp or a block
+// per matrix; n <= 128 in float32, <= 112 in float64, cuSOLVER above and for complex dtypes).
+// eigh of random Hermitian matrices and of the zero matrix; svd of random, rank-deficient (a
+// repeated column) and zero matrices, tall and wide.
+TEST_P(LinalgTest, JacobiBlockOrders) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  for (std::int64_t n : {17, 32, 33, 64, 128}) {
+    SCOPED_TRACE(fmt::format("n {}", n));
+    const std::int64_t batch = 3;
+    auto a = make_hermitian(host(random_matrices(rng, {batch, n, n}, dtype(), Device::cpu())), batch, n, false);
+    std::fill(a.begin() + 2 * n * n, a.end(), cd(0.0));  // the last matrix is zero
+    const auto r = linalg::eigh(upload(a, {batch, n, n}, dtype(), device()));
+    const auto w = host(r.eigenvalues), v = host(r.eigenvectors);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const cd* vb = v.data() + b * n * n;
+      const auto av = matmul_host(a.data() + b * n * n, vb, n, n, n, false, false);
+      const auto vv = matmul_host(vb, vb, n, n, n, true, false);
+      double scale = 1, worst = 0, orth = 0;
+      for (std::int64_t j = 0; j < n; ++j) scale = std::max(scale, std::abs(w[static_cast<std::size_t>(b * n + j)]));
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          const auto e = static_cast<std::size_t>(i * n + j);
+          worst = std::max(worst, std::abs(av[e] - vb[e] * w[static_cast<std::size_t>(b * n + j)]));
+          orth = std::max(orth, std::abs(vv[e] - (i == j ? 1.0 : 0.0)));
+        }
+      EXPECT_LE(worst, tol(n) * scale) << "A v = v w, matrix " << b;
+      EXPECT_LE(orth, tol(n)) << "V^H V = I, matrix " << b;
+      for (std::int64_t j = 1; j < n; ++j) EXPECT_LE(w[b * n + j - 1].real(), w[b * n + j].real());
+    }
+    for (std::int64_t j = 0; j < n; ++j) EXPECT_EQ(w[static_cast<std::size_t>(2 * n + j)], cd(0.0));
+    for (auto [m, k] : std::vector<std::pair<std::int64_t, std::int64_t>>{{n, n}, {std::min<std::int64_t>(n + 7, 128), n},
+                                                                         {n, std::min<std::int64_t>(n + 7, 128)}}) {
+      auto x = host(random_matrices(rng, {batch, m, k}, dtype(), Device::cpu()));
+      for (std::int64_t i = 0; i < m; ++i) x[static_cast<std::size_t>(m * k + i * k + k - 1)] = x[static_cast<std::size_t>(m * k + i * k)];
+      std::fill(x.begin() + 2 * m * k, x.end(), cd(0.0));
+      const auto s = linalg::svd(upload(x, {batch, m, k}, dtype(), device()), false);
+      const std::int64_t kk = std::min(m, k);
+      const auto uh = host(s.U), sh = host(s.S), vh = host(s.Vh);
+      for (std::int64_t b = 0; b < batch; ++b) {
+        std::vector<cd> us(uh.begin() + b * m * kk, uh.begin() + (b + 1) * m * kk);
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t j = 0; j < kk; ++j) us[static_cast<std::size_t>(i * kk + j)] *= sh[static_cast<std::size_t>(b * kk + j)];
+        const auto usv = matmul_host(us.data(), vh.data() + b * kk * k, m, kk, k, false, false);
+        EXPECT_LE(max_abs_diff(usv.data(), x.data() + b * m * k, m * k), tol(std::max(m, k)) * 5) << m << "x" << k;
+        const auto uu = matmul_host(uh.data() + b * m * kk, uh.data() + b * m * kk, kk, m, kk, true, false);
+        const auto vv = matmul_host(vh.data() + b * kk * k, vh.data() + b * kk * k, kk, k, kk, false, true);
+        for (std::int64_t i = 0; i < kk; ++i)
+          for (std::int64_t j = 0; j < kk; ++j) {
+            const auto e = static_cast<std::size_t>(i * kk + j);
+            EXPECT_LE(std::abs(uu[e] - (i == j ? 1.0 : 0.0)), tol(std::max(m, k))) << "U^H U, " << m << "x" << k;
+            EXPECT_LE(std::abs(vv[e] - (i == j ? 1.0 : 0.0)), tol(std::max(m, k))) << "Vh Vh^H, " << m << "x" << k;
+          }
+        for (std::int64_t j = 1; j < kk; ++j) EXPECT_GE(sh[b * kk + j - 1].real(), sh[b * kk + j].real());
+      }
+      for (std::int64_t j = 0; j < kk; ++j) EXPECT_EQ(sh[static_cast<std::size_t>(2 * kk + j)], cd(0.0));
+    }
+  }
+}
+
 // Tall and wide matrices above the batched and small-kernel ranges: on CUDA the per-matrix route
 // of the SVD table (QR first, then gesvdj, for 300 x 40 and, transposed, 40 x 300; the full U of
 // a tall matrix direct). The last matrix of each batch is rank deficient (a repeated column or
@@ -488,14 +548,18 @@ TEST(LinalgSmallKernels, CompileForSm90) {
   using backend::cuda::SmallKernel;
   for (DType dtype : {DType::float32, DType::float64}) {
     for (SmallKernel kind : {SmallKernel::cholesky, SmallKernel::lu, SmallKernel::lu_solve, SmallKernel::eigh,
-                             SmallKernel::svd, SmallKernel::inv}) {
+                             SmallKernel::svd, SmallKernel::inv, SmallKernel::eigh_block, SmallKernel::svd_block}) {
       const auto* row = backend::cuda::small_kernel_tuning(kind, dtype);
       ASSERT_NE(row, nullptr);
       EXPECT_NE(std::string(row->measurement), "");
       std::vector<std::int64_t> orders{1, 3, std::min<std::int64_t>(8, row->max_n)};
       if (kind == SmallKernel::inv) orders.insert(orders.end(), {17, 32});  // one warp per matrix: cheap to compile
+      if (kind == SmallKernel::eigh_block || kind == SmallKernel::svd_block) {  // loops, not unrolled: cheap
+        orders = {17, 32, 33, 64, row->max_n};
+      }
       for (std::int64_t n : orders) {
-        const std::int64_t m = kind == SmallKernel::svd ? std::min<std::int64_t>(n + 2, row->max_n) : n;
+        const bool svd = kind == SmallKernel::svd || kind == SmallKernel::svd_block;
+        const std::int64_t m = svd ? std::min<std::int64_t>(n + 2, row->max_n) : n;
         jit::CompileRequest r = backend::cuda::small_kernel_request(kind, dtype, std::max(m, n), n, n == 3);
         r.arch = "sm_90";
         SCOPED_TRACE(r.name);

@@ -2,7 +2,10 @@
 // tessel's batched small-matrix kernels, compiled at run time by NVRTC and specialized on the
 // matrix order (src/backend/cuda/linalg_small.cpp builds the requests; the dispatcher in
 // linalg.cpp chooses them over cuSOLVER by its tuning table). One matrix per thread, held in
-// registers (except gauss_jordan_inv: a group of lanes per matrix, a row per lane): every loop over matrix indices has compile-time bounds and is unrolled, so indices
+// registers (except gauss_jordan_inv: a group of lanes per matrix, a row per lane; and the block
+// Jacobi kernels at the end: a warp or a block per matrix, in shared memory, whose host build in
+// tests/cpp/ops/linalg_small_host_test.cpp defines TESSEL_SMALL_HOST_TEAMS and emulates the
+// barriers, shuffles and votes): every loop over matrix indices has compile-time bounds and is unrolled, so indices
 // are constants and the arrays stay in registers (row swaps and sorts use selects, not dynamic
 // indexing). Matrices are column-major, one after another (the layout of backend/linalg.hpp).
 // Real float and double only; complex batches go to cuSOLVER.
@@ -306,11 +309,13 @@ __global__ void gauss_jordan_inv(const T* __restrict__ a, T* __restrict__ out, i
 
 // The rotation (c, s) with t = s / c that zeroes the off-diagonal entry of the 2 x 2 symmetric
 // problem [[alpha, gamma], [gamma, beta]] (Rutishauser's formulas).
+// Above |zeta| = 1 / eps, 1 + zeta^2 rounds to zeta^2 (or overflows): t = 1 / (2 zeta), which
+// still shrinks gamma (t = 0 would leave it, and the sweep would repeat until the cap).
 template <class T>
 TESSEL_SMALL void jacobi_rotation(T alpha, T beta, T gamma, T& c, T& s, T& t) {
   const T zeta = (beta - alpha) / (T(2) * gamma);
-  const T root = sqrt_of(T(1) + zeta * zeta);  // inf for huge zeta: t = 0, no rotation
-  t = (zeta >= T(0) ? T(1) : T(-1)) / (abs_of(zeta) + root);
+  const T az = abs_of(zeta);
+  t = az > T(1) / epsilon<T>() ? T(0.5) / zeta : (zeta >= T(0) ? T(1) : T(-1)) / (az + sqrt_of(T(1) + zeta * zeta));
   c = T(1) / sqrt_of(T(1) + t * t);
   s = c * t;
 }
@@ -500,6 +505,488 @@ __global__ void jacobi_svd(const T* __restrict__ a, T* __restrict__ s, T* __rest
     }
   }
 }
+
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__) || defined(TESSEL_SMALL_HOST_TEAMS)
+// ---- block kernels: a team of threads per matrix, the matrix in dynamic shared memory ----
+// For orders above the one-matrix-per-thread kernels (n > 16; linalg_small.cpp chooses Team by
+// the order). Team == 32: a warp per matrix, blockDim / 32 matrices per block, synchronized by
+// __syncwarp; otherwise Team == blockDim: one matrix per block. Each team's shared memory is
+// `team_bytes` (linalg_small.cpp's block_kernel_bytes, the layouts below). The batch loop is
+// uniform per team.
+//
+// Parallel cyclic Jacobi in the round-robin (circle method) order: the order is padded to even
+// Ne (an odd order's extra index pairs with nothing: its rotation is the identity); in round r of
+// the Ne - 1 rounds of a sweep, pair k is (rr_p, rr_q) below, every pair of indices once per
+// sweep and Ne / 2 disjoint pairs per round, which are rotated at the same time.
+// Non-finite input (NaN or Inf anywhere in the read part) is found before any sweep: every output
+// is NaN and info is 1. A sweep that rotates nothing ends the iteration (info 0); the sweep cap
+// ends it otherwise (info 1).
+TESSEL_SMALL int rr_p(int k, int r, int ne) { return k == 0 ? 0 : 1 + (k - 1 + r) % (ne - 1); }
+TESSEL_SMALL int rr_q(int k, int r, int ne) { return 1 + (ne - 2 - k + r) % (ne - 1); }
+
+template <class T>
+TESSEL_SMALL T nan_max(T a, T b) {  // NaN wins
+  return (a > b || a != a) ? a : b;
+}
+template <class T>
+TESSEL_SMALL T quiet_nan_of() {
+  return T(0) * (T(1) / T(0));
+}
+template <class T>
+TESSEL_SMALL bool finite_of(T x) {
+  return x - x == T(0);  // NaN - NaN and Inf - Inf are NaN
+}
+// Whether (a, i) sorts before (b, j): by value, ties by index.
+template <class T>
+TESSEL_SMALL bool ranks_before(T a, int i, T b, int j, bool descending) {
+  return (descending ? a > b : a < b) || (a == b && i < j);
+}
+
+template <int Team>
+TESSEL_SMALL void team_sync() {
+  if (Team == 32) __syncwarp();
+  else __syncthreads();
+}
+// Whether pred holds on any thread of the team; a barrier for the team.
+template <int Team>
+TESSEL_SMALL bool team_any(bool pred) {
+  if (Team == 32) {
+    __syncwarp();
+    return __any_sync(0xffffffffu, pred) != 0;
+  }
+  return __syncthreads_or(pred) != 0;
+}
+template <class T>
+TESSEL_SMALL T warp_sum(T v) {
+  TESSEL_UNROLL
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// The team's sum (Max: NaN-propagating maximum) of v, on every thread; scratch: Team / 32 values.
+template <class T, int Team, bool Max>
+TESSEL_SMALL T team_reduce(T v, T* scratch) {
+  TESSEL_UNROLL
+  for (int o = 16; o > 0; o /= 2) {
+    const T other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = Max ? nan_max(v, other) : v + other;
+  }
+  if (Team == 32) return v;
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  T r = scratch[0];
+  for (int w = 1; w < Team / 32; ++w) r = Max ? nan_max(r, scratch[w]) : r + scratch[w];
+  __syncthreads();
+  return r;
+}
+
+// Dynamic shared memory, 16-byte aligned (the teams' parts are multiples of 16 bytes).
+#define TESSEL_TEAM_SHARED(bytes_per_team) \
+  extern __shared__ __align__(16) unsigned char tessel_small_shared[];  \
+  unsigned char* team_shared = tessel_small_shared + (threadIdx.x / Team) * (bytes_per_team)
+
+// ---- Jacobi eigh, a team per matrix (real symmetric, lower triangle read) ----
+// The contract of jacobi_eigh. Shared memory per team: the matrix's lower triangle, each entry
+// (i, j), i >= j, stored once at i + j * (Ne + 1) (a pair of rows and a pair of columns meet in
+// a 2 x 2 block whose four entries one thread rotates on both sides, reading each entry from
+// where its (max, min) is stored); when `vectors` and not RegV, V (Ne x Ne, leading
+// dimension Ne + 1); each round's rotations ((c, s) pairs, t * a_pq), pairs and whether they
+// rotate; the order's ranks; reduction scratch:
+//   T[Ne (Ne + 1) (vectors && !RegV ? 2 : 1) + 3 H + 32], then int[3 H + Ne], H = Ne / 2.
+// With RegV (linalg_small.cpp sets it where a row of V fits the registers), thread i < Ne keeps
+// row i of V in registers,
+// its entries in the order of the round's slots (slot k and Ne - 1 - k are round r's pair k):
+// every rotation of a round is then a static register update (one broadcast load of (c, s) per
+// pair, instead of two loads and two stores of V per entry), and the round ends by moving
+// slots 1..Ne-1 down by one (the circle method's rotation), which after a whole sweep is the
+// identity again.
+// A pair is rotated when |a_pq| > eps * max(sqrt|a_pp| sqrt|a_qq|, max|a| / Ne): the relative
+// test of Demmel and Veselic, with a floor of the matrix's scale so that a zero diagonal
+// still converges (the rotations below the floor change no eigenvalue by more than
+// eps * max|a|).
+template <class T>
+struct Pair2;  // (c, s) loaded at once
+template <>
+struct Pair2<float> {
+  using type = float2;
+};
+template <>
+struct Pair2<double> {
+  using type = double2;
+};
+
+template <class T, int N, int Team, bool RegV>
+__global__ void jacobi_eigh_block(T* __restrict__ a, T* __restrict__ w, int vectors, int max_sweeps,
+                                  int* __restrict__ info, long long batch, long long team_bytes) {
+  constexpr int Ne = N + (N & 1), H = Ne / 2, ld = Ne + 1;
+  static_assert(!RegV || Team >= Ne, "jacobi_eigh_block: a thread per row of V");
+  using T2 = typename Pair2<T>::type;
+  TESSEL_TEAM_SHARED(team_bytes);
+  T* A = reinterpret_cast<T*>(team_shared);
+  T* V = A + Ne * ld;
+  T* CS = V + (vectors && !RegV ? Ne * ld : 0);  // (c, s) of pair k at 2 k: an even offset, aligned
+  T* D = CS + 2 * H;
+  T* scratch = D + H;
+  int* P = reinterpret_cast<int*>(scratch + 32);
+  int* Q = P + H;
+  int* F = Q + H;
+  int* rank = F + H;
+  const int teams = blockDim.x / Team, lane = threadIdx.x % Team;
+  for (long long b = blockIdx.x * static_cast<long long>(teams) + threadIdx.x / Team; b < batch;
+       b += static_cast<long long>(gridDim.x) * teams) {
+    T* m = a + b * N * N;
+    T vrow[RegV ? Ne : 1];  // RegV: row `lane` of V, by slot
+    TESSEL_UNROLL
+    for (int j = 0; j < (RegV ? Ne : 1); ++j) vrow[j] = j == lane ? T(1) : T(0);
+    T amax = T(0);
+    for (int e = lane; e < Ne * Ne; e += Team) {
+      const int i = e % Ne, j = e / Ne;
+      if (vectors && !RegV) V[i + j * ld] = i == j ? T(1) : T(0);
+      if (i < j) continue;
+      const T x = i < N ? m[i + j * N] : T(0);  // i < N implies j < N
+      A[i + j * ld] = x;
+      amax = nan_max(amax, abs_of(x));
+    }
+    amax = team_reduce<T, Team, true>(amax, scratch);
+    team_sync<Team>();
+    const bool finite = finite_of(amax);
+    const T floor = amax / T(Ne);
+    int converged = 0;
+    for (int sweep = 0; finite && sweep < max_sweeps; ++sweep) {
+      bool swept = false;
+      for (int r = 0; r < Ne - 1; ++r) {
+        bool mine = false;
+        for (int k = lane; k < H; k += Team) {
+          const int p = rr_p(k, r, Ne), q = rr_q(k, r, Ne);
+          T c = T(1), s = T(0), d = T(0);
+          int f = 0;
+          if (p < N && q < N) {
+            const T app = A[p + p * ld], aqq = A[q + q * ld];
+            const T apq = p > q ? A[p + q * ld] : A[q + p * ld];
+            const T bound = epsilon<T>() * nan_max(sqrt_of(abs_of(app)) * sqrt_of(abs_of(aqq)), floor);
+            if (abs_of(apq) > bound) {
+              T t;
+              jacobi_rotation(app, aqq, apq, c, s, t);
+              d = t * apq;
+              f = 1;
+            }
+          }
+          P[k] = p;
+          Q[k] = q;
+          CS[2 * k] = c;
+          CS[2 * k + 1] = s;
+          D[k] = d;
+          F[k] = f;
+          mine = mine || f != 0;
+        }
+        const bool any = team_any<Team>(mine);  // the barrier after the rotations
+        if (RegV && vectors && lane < Ne) {
+          if (any) {
+            TESSEL_UNROLL
+            for (int k = 0; k < H; ++k) {  // (1, 0) where a pair does not rotate: exact
+              const T2 cs = reinterpret_cast<const T2*>(CS)[k];
+              const T x = vrow[k], y = vrow[Ne - 1 - k];
+              vrow[k] = cs.x * x - cs.y * y;
+              vrow[Ne - 1 - k] = cs.y * x + cs.x * y;
+            }
+          }
+          const T first = vrow[1];  // the next round's slot s holds this round's s + 1
+          TESSEL_UNROLL
+          for (int j = 1; j < Ne - 1; ++j) vrow[j] = vrow[j + 1];
+          vrow[Ne - 1] = first;
+        }
+        if (!any) continue;
+        swept = true;
+        // A <- J^T A J, the 2 x 2 blocks (row pair ai, column pair bi), ai >= bi, in a triangle.
+        for (int e = lane; e < H * (H + 1) / 2; e += Team) {
+          int ai = static_cast<int>((sqrtf(8.0f * static_cast<float>(e) + 1.0f) - 1.0f) * 0.5f);
+          while (ai * (ai + 1) / 2 > e) --ai;
+          while ((ai + 1) * (ai + 2) / 2 <= e) ++ai;
+          const int bi = e - ai * (ai + 1) / 2;
+          const int fa = F[ai], fb = F[bi];
+          if (!fa && !fb) continue;
+          const int pa = P[ai], qa = Q[ai];
+          if (ai == bi) {  // Rutishauser's update of the pair's own entries: a_pq becomes zero
+            const T d = D[ai];
+            A[pa + pa * ld] -= d;
+            A[qa + qa * ld] += d;
+            A[(pa > qa ? pa + qa * ld : qa + pa * ld)] = T(0);
+            continue;
+          }
+          const int pb = P[bi], qb = Q[bi];
+          T* epp = A + (pa > pb ? pa + pb * ld : pb + pa * ld);
+          T* epq = A + (pa > qb ? pa + qb * ld : qb + pa * ld);
+          T* eqp = A + (qa > pb ? qa + pb * ld : pb + qa * ld);
+          T* eqq = A + (qa > qb ? qa + qb * ld : qb + qa * ld);
+          T xpp = *epp, xpq = *epq, xqp = *eqp, xqq = *eqq;
+          if (fb) {  // columns pb, qb
+            const T c = CS[2 * bi], s = CS[2 * bi + 1];
+            T t1 = c * xpp - s * xpq, t2 = s * xpp + c * xpq;
+            xpp = t1;
+            xpq = t2;
+            t1 = c * xqp - s * xqq;
+            t2 = s * xqp + c * xqq;
+            xqp = t1;
+            xqq = t2;
+          }
+          if (fa) {  // rows pa, qa
+            const T c = CS[2 * ai], s = CS[2 * ai + 1];
+            T t1 = c * xpp - s * xqp, t2 = s * xpp + c * xqp;
+            xpp = t1;
+            xqp = t2;
+            t1 = c * xpq - s * xqq;
+            t2 = s * xpq + c * xqq;
+            xpq = t1;
+            xqq = t2;
+          }
+          *epp = xpp;
+          *epq = xpq;
+          *eqp = xqp;
+          *eqq = xqq;
+        }
+        if (vectors && !RegV) {  // V <- V J: columns p_k, q_k, consecutive rows across the threads
+          for (int e = lane; e < Ne * H; e += Team) {
+            const int i = e % Ne, k = e / Ne;
+            if (!F[k]) continue;
+            const T c = CS[2 * k], s = CS[2 * k + 1];
+            T* vp = V + i + P[k] * ld;
+            T* vq = V + i + Q[k] * ld;
+            const T x = *vp, y = *vq;
+            *vp = c * x - s * y;
+            *vq = s * x + c * y;
+          }
+        }
+        team_sync<Team>();
+      }
+      if (!swept) {
+        converged = 1;
+        break;
+      }
+    }
+    // Ascending order: each eigenvalue's rank (ties by index) is where it and its vector go.
+    const T nan = quiet_nan_of<T>();
+    for (int i = lane; i < N; i += Team) {
+      const T di = A[i + i * ld];
+      int rk = 0;
+      if (finite) {
+        for (int j = 0; j < N; ++j) rk += ranks_before(A[j + j * ld], j, di, i, false) ? 1 : 0;
+      } else {
+        rk = i;
+      }
+      rank[i] = rk;
+      w[b * N + rk] = finite ? di : nan;
+    }
+    if (vectors) {
+      team_sync<Team>();
+      if (RegV) {
+        if (lane < N) {
+          TESSEL_UNROLL
+          for (int i = 0; i < N; ++i) m[lane + rank[i] * N] = finite ? vrow[i] : nan;
+        }
+      } else {
+        for (int e = lane; e < N * N; e += Team) {
+          const int k = e % N, i = e / N;
+          m[k + rank[i] * N] = finite ? V[k + i * ld] : nan;
+        }
+      }
+    }
+    if (lane == 0) info[b] = converged ? 0 : 1;
+    team_sync<Team>();  // before the next matrix reuses the shared memory
+  }
+}
+
+// ---- one-sided Jacobi SVD (Hestenes), a team per matrix, M >= N, real ----
+// The contract of jacobi_svd. Each warp of the team takes whole pairs of a round: its lanes hold
+// the pair's two columns (M / 32 rows each, in registers), form the three dot products by
+// butterflies (every lane gets the same sums) and write the rotated columns back. A pair is
+// rotated when |x_p . x_q| > sqrt(M) eps |x_p| |x_q| (LAPACK's gesvj tolerance: a dot product of
+// M terms carries about sqrt(M) eps of rounding, so a tighter test could rotate rounding noise
+// forever). The matrix is scaled by a power of two (exact) so that max|a| is in [0.5, 1): the
+// sums of squares cannot overflow. Shared memory per team: X (M x N), V (N x N, leading
+// dimension N | 1) when `vectors`, the singular values and reduction scratch, the ranks and
+// completion flags:
+//   T[M N + (vectors ? N (N | 1) : 0) + N + 32], then int[2 N].
+// U's columns are X's normalized; the columns of a zero singular value are completed with unit
+// vectors orthogonalized against the others.
+template <class T, int M, int N, int Team>
+__global__ void jacobi_svd_block(const T* __restrict__ a, T* __restrict__ s, T* __restrict__ u, T* __restrict__ vh,
+                                 int vectors, int max_sweeps, int* __restrict__ info, long long batch,
+                                 long long team_bytes) {
+  static_assert(M >= N, "jacobi_svd_block: tall or square matrices (wide ones come transposed)");
+  constexpr int Ne = N + (N & 1), H = Ne / 2, ldv = N | 1, R = (M + 31) / 32;
+  TESSEL_TEAM_SHARED(team_bytes);
+  T* X = reinterpret_cast<T*>(team_shared);
+  T* V = X + M * N;
+  T* sigma = V + (vectors ? N * ldv : 0);
+  T* scratch = sigma + N;
+  int* rank = reinterpret_cast<int*>(scratch + 32);
+  int* good = rank + N;
+  const int teams = blockDim.x / Team, lane = threadIdx.x % Team;
+  const int warp = lane / 32, wl = lane % 32;
+  constexpr int warps = Team / 32;
+  for (long long b = blockIdx.x * static_cast<long long>(teams) + threadIdx.x / Team; b < batch;
+       b += static_cast<long long>(gridDim.x) * teams) {
+    const T* m = a + b * M * N;
+    T amax = T(0);
+    for (int e = lane; e < M * N; e += Team) {
+      const T x = m[e];
+      X[e] = x;
+      amax = nan_max(amax, abs_of(x));
+    }
+    if (vectors) {
+      for (int e = lane; e < N * ldv; e += Team) V[e] = e % ldv == e / ldv ? T(1) : T(0);
+    }
+    amax = team_reduce<T, Team, true>(amax, scratch);
+    const bool finite = finite_of(amax);
+    int exponent = 0;
+    if (finite && amax > T(0)) {
+      frexp(amax, &exponent);
+      const T scale = ldexp(T(1), -exponent);
+      for (int e = lane; e < M * N; e += Team) X[e] *= scale;
+    }
+    team_sync<Team>();
+    const T tol = sqrt_of(T(M)) * epsilon<T>();
+    int converged = 0;
+    for (int sweep = 0; finite && sweep < max_sweeps; ++sweep) {
+      bool rotated = false;
+      for (int r = 0; r < Ne - 1; ++r) {
+        for (int k = warp; k < H; k += warps) {  // uniform per warp
+          const int p = rr_p(k, r, Ne), q = rr_q(k, r, Ne);
+          if (p >= N || q >= N) continue;
+          T xp[R], xq[R];
+          T alpha = T(0), beta = T(0), gamma = T(0);
+          TESSEL_UNROLL
+          for (int j = 0; j < R; ++j) {
+            const int i = wl + 32 * j;
+            xp[j] = i < M ? X[i + p * M] : T(0);
+            xq[j] = i < M ? X[i + q * M] : T(0);
+            alpha += xp[j] * xp[j];
+            beta += xq[j] * xq[j];
+            gamma += xp[j] * xq[j];
+          }
+          alpha = warp_sum(alpha);
+          beta = warp_sum(beta);
+          gamma = warp_sum(gamma);
+          if (!(abs_of(gamma) > tol * sqrt_of(alpha) * sqrt_of(beta))) continue;
+          rotated = true;
+          T c, sn, t;
+          jacobi_rotation(alpha, beta, gamma, c, sn, t);
+          TESSEL_UNROLL
+          for (int j = 0; j < R; ++j) {
+            const int i = wl + 32 * j;
+            if (i < M) {
+              X[i + p * M] = c * xp[j] - sn * xq[j];
+              X[i + q * M] = sn * xp[j] + c * xq[j];
+            }
+          }
+          if (vectors) {
+            for (int i = wl; i < N; i += 32) {
+              const T x = V[i + p * ldv], y = V[i + q * ldv];
+              V[i + p * ldv] = c * x - sn * y;
+              V[i + q * ldv] = sn * x + c * y;
+            }
+          }
+        }
+        team_sync<Team>();
+      }
+      if (!team_any<Team>(rotated)) {
+        converged = 1;
+        break;
+      }
+    }
+    // The singular values: the columns' norms, a warp per column.
+    for (int j = warp; j < N; j += warps) {
+      T n2 = T(0);
+      for (int i = wl; i < M; i += 32) n2 += X[i + j * M] * X[i + j * M];
+      n2 = warp_sum(n2);
+      if (wl == 0) sigma[j] = sqrt_of(n2);
+    }
+    team_sync<Team>();
+    const T nan = quiet_nan_of<T>();
+    for (int j = lane; j < N; j += Team) {
+      const T sj = sigma[j];
+      int rk = 0;
+      if (finite) {
+        for (int i = 0; i < N; ++i) rk += ranks_before(sigma[i], i, sj, j, true) ? 1 : 0;
+      } else {
+        rk = j;
+      }
+      rank[j] = rk;
+      good[j] = sj > T(0) ? 1 : 0;
+      s[b * N + rk] = finite ? ldexp(sj, exponent) : nan;
+    }
+    if (vectors) {
+      team_sync<Team>();
+      for (int e = lane; e < M * N; e += Team) {
+        const T sj = sigma[e / M];
+        if (sj > T(0)) X[e] /= sj;
+      }
+      team_sync<Team>();
+      // Complete the columns of zero singular values (uniform loops): the unit vector e_c with
+      // the largest part orthogonal to the finished columns (the first above 1/2; at least 1/M
+      // of it is), orthogonalized twice (classical Gram-Schmidt; the dot products in sigma,
+      // whose values are written out already).
+      for (int j = 0; finite && j < N; ++j) {
+        if (good[j]) continue;
+        T best = T(-1);
+        int best_cand = 0;
+        for (int tries = 0; tries < M && !(best > T(0.5)); ++tries) {
+          const int cand = (j + tries) % M;  // e_j first: for a zero matrix, U = I
+          T n2 = T(0);
+          for (int i = lane; i < M; i += Team) {
+            T v = i == cand ? T(1) : T(0);
+            for (int g = 0; g < N; ++g) {
+              if (good[g]) v -= X[cand + g * M] * X[i + g * M];
+            }
+            n2 += v * v;
+          }
+          n2 = team_reduce<T, Team, false>(n2, scratch);
+          if (n2 > best) {
+            best = n2;
+            best_cand = cand;
+          }
+        }
+        for (int i = lane; i < M; i += Team) X[i + j * M] = i == best_cand ? T(1) : T(0);
+        for (int pass = 0; pass < 2; ++pass) {
+          team_sync<Team>();
+          for (int g = lane; g < N; g += Team) {
+            T d = T(0);
+            if (good[g]) {
+              for (int i = 0; i < M; ++i) d += X[i + g * M] * X[i + j * M];
+            }
+            sigma[g] = d;
+          }
+          team_sync<Team>();
+          for (int i = lane; i < M; i += Team) {
+            T v = X[i + j * M];
+            for (int g = 0; g < N; ++g) v -= sigma[g] * X[i + g * M];
+            X[i + j * M] = v;
+          }
+        }
+        T n2 = T(0);
+        for (int i = lane; i < M; i += Team) n2 += X[i + j * M] * X[i + j * M];
+        n2 = team_reduce<T, Team, false>(n2, scratch);
+        const T inv = T(1) / sqrt_of(n2);
+        for (int i = lane; i < M; i += Team) X[i + j * M] *= inv;
+        team_sync<Team>();
+        if (lane == 0) good[j] = 1;
+        team_sync<Team>();
+      }
+      for (int e = lane; e < M * N; e += Team) {
+        const int j = e / M, i = e % M;
+        u[b * M * N + i + rank[j] * M] = finite ? X[e] : nan;
+      }
+      for (int e = lane; e < N * N; e += Team) {  // Vh(rank_j, k) = V(k, j)
+        const int j = e % N, k = e / N;
+        vh[b * N * N + rank[j] + k * N] = finite ? V[k + j * ldv] : nan;
+      }
+    }
+    if (lane == 0) info[b] = converged ? 0 : 1;
+    team_sync<Team>();
+  }
+}
+
+#undef TESSEL_TEAM_SHARED
+#endif
 
 #undef TESSEL_FOR_EACH_MATRIX
 
