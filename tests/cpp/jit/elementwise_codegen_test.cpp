@@ -88,14 +88,16 @@ TEST(JitElementwiseCodegen, UniformInputIsLoadedOncePerThread) {
   EXPECT_EQ(elementwise_kernel_name(s), "axpb_c_b2_u2");
   const std::string src = generate_elementwise_source(s);
   EXPECT_TRUE(contains(src, "const float b_y = *p_y;"));
-  EXPECT_TRUE(contains(src, "float y = b_y;"));
+  EXPECT_TRUE(contains(src, "float y = tessel::widen(b_y);"));
   EXPECT_FALSE(contains(src, "p_y +"));  // never indexed: no vector or element loads of y
   EXPECT_FALSE(contains(src, "p_y["));
   EXPECT_TRUE(contains(src, "x_x[u] = tessel::load_vec<4>(p_x + (v + u * step) * 4)"));  // x stays vectorized
   expect_compiles(s);
   ElementwiseSpec half = axpb(DType::bfloat16, DType::float32);
   half.operands[2].is_uniform = true;
-  EXPECT_TRUE(contains(generate_elementwise_source(half), "float y = tessel::widen(b_y);"));
+  const std::string half_src = generate_elementwise_source(half);
+  EXPECT_TRUE(contains(half_src, "const __nv_bfloat16 b_y = *p_y;"));
+  EXPECT_TRUE(contains(half_src, "float y = tessel::widen(b_y);"));
   expect_compiles(half);
   // Only array inputs of the contiguous layout can be uniform.
   for (int k : {0, 3}) {
