@@ -147,17 +147,6 @@ class _Backward:
                 grads.append(tensors[g.index].clone(memory_format=torch.contiguous_format))
         return grads
 
-    def direct(self, saved, grad):
-        """Eager autograd's common case (_GradInfo.direct): the kernel reads the saved tensors and
-        then the incoming gradient, and its outputs are the gradients. None when an output's dtype
-        is not the gradient's (the general path then casts)."""
-        outs = self.kernel([*map(to_tessel, saved), to_tessel(grad)])
-        name = _TS_DTYPES.get(grad.dtype)
-        for out in outs:
-            if out.dtype != name:
-                return None
-        return [to_torch(out) for out in outs]
-
     def fake(self, tensors, like: Tensor):
         """What __call__ returns, as empty tensors of the same shapes and dtypes."""
         dtypes = dict(zip(self.outputs, self.result_dtypes(tensors))) if self.kernel is not None else {}
@@ -178,7 +167,7 @@ class _GradInfo:
     """What the autograd of one (argument count, needs) decides once: which inputs to save, which
     gradients are the incoming gradient itself (x in x + y: no kernel), and the plan computing the
     others."""
-    __slots__ = ("count", "needs", "read", "needed", "passthrough", "op_needs", "op_plan", "direct", "all_needed")
+    __slots__ = ("count", "needs", "read", "needed", "passthrough", "op_needs", "op_plan")
 
     def __init__(self, fused, count, needs):
         self.count, self.needs = count, needs
@@ -188,12 +177,6 @@ class _GradInfo:
         self.passthrough = [g is not None and g.op == "input" and g.index == count for g in plan.grads]
         self.op_needs = tuple([n and not p for n, p in zip(needs, self.passthrough)])
         self.op_plan = fused._backward_plan(count, self.op_needs) if any(self.op_needs) else None
-        # The eager backward's short path: every needed gradient is an output of the one kernel,
-        # which reads exactly the saved tensors and then the incoming gradient.
-        plan = self.op_plan
-        self.direct = (plan is not None and plan.kernel is not None and plan.only_kernel
-                       and plan.outputs == self.needed and plan.kernel_reads == self.read + [count])
-        self.all_needed = len(self.needed) == count
 
 
 def _fixed_arity(fn):
@@ -318,7 +301,6 @@ class FusedFunction:
         ctx.info = info
         ctx.meta = [(tensors[i].shape, tensors[i].dtype) for i in info.needed]
         ctx.save_for_backward(*[tensors[i] for i in info.read])
-        return info
 
     def _grad_info(self, count, needs) -> "_GradInfo":
         needs = tuple(needs)
@@ -431,33 +413,18 @@ class _EagerFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, fused, device, *xs):
-        info = fused._save(ctx, xs)  # NotDifferentiableError before any work
+        fused._save(ctx, xs)  # NotDifferentiableError before any work
         ctx.fused = fused
         with on_torch_stream(device):
-            out = fused._forward_kernel(len(xs))(xs, like=xs[0])
-        # The short backward needs every input at the output's shape and dtype: the gradients then
-        # come out of the kernel as they are returned (no sum over broadcast copies, no cast).
-        ctx.direct = info.direct and all([t.shape == out.shape and t.dtype == out.dtype for t in xs])
-        return out
+            return fused._forward_kernel(len(xs))(xs, like=xs[0])
 
     @staticmethod
     def backward(ctx, grad):
+        fused = ctx.fused
         # create_graph=True: the registered backward op, as the registered op's autograd does (it
         # has no autograd of its own, so a second derivative is refused the same way).
-        if _grad_enabled():
-            return (None, None, *ctx.fused._input_grads(ctx, ctx.info, grad, ctx.fused._call_backward_op))
-        info = ctx.info
-        if ctx.direct:
-            with on_torch_stream(grad.device):
-                grads = info.op_plan.direct(ctx.saved_tensors, grad)
-            if grads is not None:
-                if info.all_needed:
-                    return (None, None, *grads)
-                result = [None] * info.count
-                for i, g in zip(info.needed, grads):
-                    result[i] = g
-                return (None, None, *result)
-        return (None, None, *ctx.fused._input_grads(ctx, info, grad, FusedFunction._call_backward_direct))
+        call = fused._call_backward_op if _grad_enabled() else fused._call_backward_direct
+        return (None, None, *fused._input_grads(ctx, ctx.info, grad, call))
 
 
 def fuse(fn):
