@@ -2,7 +2,9 @@
 
 1. mlp_step: a training step (forward and backward) of 4 x [Linear(4096, 4096) + GELU(tanh)] in
    bfloat16, batch 16384, loss y.float().square().mean(): tt.nn.Linear(activation="gelu_tanh")
-   against torch.nn.Linear + F.gelu, eager and compiled.
+   against torch.nn.Linear + F.gelu, eager and compiled. Beside them, in the same rounds, the
+   ceiling: the step's GEMMs alone plus the loss alone, and the speedup over eager and compile a
+   step of nothing else would have.
 2. swish_gate: x * sigmoid(x) * y forward and backward over 2.5e7 float32 elements, followed by
    .sum().backward(): tt.fuse against eager and compiled.
 3. overhead: host microseconds per call of a tt.fuse op (x * sigmoid(x) * y) on 1-element tensors
@@ -120,6 +122,29 @@ def step_fn(model, x):
     return step
 
 
+def ceiling_fns(device, width, batch, layers, dtype):
+    """The step's floor for any implementation calling cuBLAS GEMMs: the step's GEMMs alone (per
+    layer the forward x @ W.T and the weight gradient dz.T @ x; the data gradient dz @ W for every
+    layer but the first, whose input needs no gradient), and the loss's forward and backward alone
+    (torch's kernels, the same in every variant). Bare torch.mm on the step's shapes and layouts."""
+    x = torch.randn(batch, width, dtype=dtype, device=device)
+    w = torch.randn(width, width, dtype=dtype, device=device) / width ** 0.5
+    dz = torch.randn(batch, width, dtype=dtype, device=device)
+    y = torch.randn(batch, width, dtype=dtype, device=device, requires_grad=True)
+
+    def gemms():
+        for layer in range(layers):
+            torch.mm(x, w.t())
+            torch.mm(dz.t(), x)
+            if layer > 0:
+                torch.mm(dz, w)
+
+    def loss():
+        y.grad = None
+        y.float().square().mean().backward()
+    return {"gemms_only": gemms, "loss_only": loss}
+
+
 def bench_mlp(device, timer, rounds, width, batch, layers, dtype):
     torch.manual_seed(0)
     ref = TorchMLP(width, layers, dtype, device)
@@ -142,13 +167,21 @@ def bench_mlp(device, timer, rounds, width, batch, layers, dtype):
         err = max(rel_err(loss.reshape(1), ref_loss.reshape(1)), rel_err(params[0].grad, ref_grad))
         status[name] = "ok" if err < 2e-2 else f"FAILED (relative error {err:.2e})"
     variants = {name: step_fn(m, x) for name, m in models.items() if status[name] == "ok"}
-    medians, speedup = alternate(variants, timer, rounds, repeats=5)
+    ceiling = ceiling_fns(device, width, batch, layers, dtype)
+    medians, speedup = alternate({**variants, **ceiling}, timer, rounds, repeats=5)
     flops = 3 * 2 * batch * width * width * layers  # forward + two backward GEMMs per layer
     result = {"width": width, "batch": batch, "layers": layers, "dtype": str(dtype), "status": status}
     for name in variants:
         result[name] = {"ms": medians[name], "TFLOPs": flops / medians[name] / 1e9, "speedup_vs_eager": speedup[name]}
     if "tessel" in variants and "torch_compile" in variants:
         result["tessel_vs_compile"] = medians["torch_compile"] / medians["tessel"]
+    # The most any variant could gain over eager and compile with these GEMMs: the speedup a step
+    # made of nothing but its GEMMs and the loss would have.
+    floor = medians["gemms_only"] + medians["loss_only"]
+    result["ceiling"] = {"gemms_ms": medians["gemms_only"], "loss_ms": medians["loss_only"], "gemms": 3 * layers - 1}
+    for name, key in (("torch_eager", "ceiling_speedup_vs_eager"), ("torch_compile", "ceiling_speedup_vs_compile")):
+        if name in variants:
+            result["ceiling"][key] = medians[name] / floor
     return result
 
 
@@ -282,6 +315,10 @@ def main():
                 print(f"{key} {name}: {r[name]['ms']:.3f} ms, {r[name]['speedup_vs_eager']:.2f}x eager")
             elif name in r["status"]:
                 print(f"{key} {name}: {r['status'][name]}")
+    c = out["mlp_step"]["ceiling"]
+    print(f"mlp_step ceiling: the {c['gemms']} GEMMs alone {c['gemms_ms']:.3f} ms + the loss alone {c['loss_ms']:.3f} ms: "
+          f"at most {c.get('ceiling_speedup_vs_eager', float('nan')):.2f}x eager, "
+          f"{c.get('ceiling_speedup_vs_compile', float('nan')):.2f}x compile")
     b = out["swish_gate"]["backward_kernel_ms"]
     print(f"swish_gate backward kernel alone: {b['expanded_grad']:.3f} ms on the expanded gradient, "
           f"{b['contiguous_grad']:.3f} ms on a contiguous one ({b['bytes_min'] / b['expanded_grad'] / 1e6:.0f} GB/s)")

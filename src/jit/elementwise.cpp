@@ -45,6 +45,12 @@ void validate(const ElementwiseSpec& spec) {
     }
     if (op.is_output && op.is_scalar) throw ValueError(where + ": output '" + op.name + "' cannot be a scalar");
     if (op.is_pointer && op.is_scalar) throw ValueError(where + ": pointer operand '" + op.name + "' cannot be a scalar");
+    if (op.is_uniform && (op.is_output || op.is_scalar || op.is_pointer)) {
+      throw ValueError(where + ": uniform operand '" + op.name + "' must be an array input");
+    }
+    if (op.is_uniform && spec.layout != ElementwiseLayout::contiguous) {
+      throw ValueError(where + ": uniform operand '" + op.name + "' needs the contiguous layout");
+    }
     outputs += op.is_output || op.is_pointer ? 1 : 0;
   }
   if (outputs == 0) throw ValueError(where + ": needs at least one output or pointer operand");
@@ -118,7 +124,8 @@ void emit_element(std::ostringstream& s, const ElementwiseSpec& spec, const std:
       s << indent << (op.is_output ? "" : "const ") << cuda_type_name(op.dtype) << "* const " << op.name << " = "
         << address(op) << ";\n";
     } else if (!op.is_output) {
-      s << indent << type << " " << op.name << " = " << read(op.is_scalar ? "v_" + op.name : load(op)) << ";\n";
+      const std::string raw = op.is_scalar ? "v_" + op.name : op.is_uniform ? "b_" + op.name : load(op);
+      s << indent << type << " " << op.name << " = " << read(raw) << ";\n";
     } else if (body_reads(spec.body, op.name)) {
       s << indent << type << " " << op.name << " = " << read(load(op)) << ";\n";
     } else {
@@ -207,6 +214,11 @@ std::int64_t elementwise_threads(std::int64_t n, bool contiguous_aligned, int ve
 std::string elementwise_kernel_name(const ElementwiseSpec& spec) {
   std::string n = spec.name;
   n += spec.layout == ElementwiseLayout::contiguous ? "_c" : "_s" + std::to_string(spec.rank);
+  if (spec.layout == ElementwiseLayout::contiguous) {
+    for (std::size_t k = 0; k < spec.operands.size(); ++k) {
+      if (spec.operands[k].is_uniform) n += "_b" + std::to_string(k);
+    }
+  }
   if (spec.index32) n += "_i32";
   if (spec.layout == ElementwiseLayout::contiguous && spec.unroll > 1 && vector_width(spec) > 1) {
     n += "_u" + std::to_string(spec.unroll);
@@ -240,6 +252,9 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
   if (!strided) {
     const int vec = vector_width(spec);
     s << "  index_t done = 0;\n";
+    for (const auto& op : spec.operands) {
+      if (op.is_uniform) s << "  const " << cuda_type_name(op.dtype) << " b_" << op.name << " = *p_" << op.name << ";\n";
+    }
     if (vec > 1) {
       const int u_count = spec.unroll;
       s << "  if (aligned) {\n";
@@ -251,7 +266,7 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
         // contiguous for each u) before computing: several independent 16-byte loads in flight.
         s << "    for (; v + " << (u_count - 1) << " * step < nvec; v += " << u_count << " * step) {\n";
         for (const auto& op : spec.operands) {
-          if (op.is_scalar || op.is_pointer) continue;
+          if (op.is_scalar || op.is_pointer || op.is_uniform) continue;
           const bool load = !op.is_output || body_reads(spec.body, op.name);
           s << "      tessel::vec<" << cuda_type_name(op.dtype) << ", " << vec << "> x_" << op.name << "[" << u_count << "];\n";
           if (load) {
@@ -282,7 +297,7 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
       }
       s << "    for (; v < nvec; v += step) {\n";
       for (const auto& op : spec.operands) {
-        if (op.is_scalar || op.is_pointer) continue;
+        if (op.is_scalar || op.is_pointer || op.is_uniform) continue;
         const bool load = !op.is_output || body_reads(spec.body, op.name);
         s << "      tessel::vec<" << cuda_type_name(op.dtype) << ", " << vec << "> x_" << op.name;
         if (load) s << " = tessel::load_vec<" << vec << ">(p_" << op.name << " + v * " << vec << ")";

@@ -23,8 +23,10 @@ struct LaunchKey {
   bool index32;
   int unroll;
   int device;
+  std::uint64_t uniform;  // contiguous: bit k set when operand k is uniform
   bool operator==(const LaunchKey& o) const {
-    return layout == o.layout && rank == o.rank && index32 == o.index32 && unroll == o.unroll && device == o.device;
+    return layout == o.layout && rank == o.rank && index32 == o.index32 && unroll == o.unroll && device == o.device &&
+           uniform == o.uniform;
   }
 };
 struct LaunchKeyHash {
@@ -33,7 +35,8 @@ struct LaunchKeyHash {
     h = h * 31 + static_cast<std::size_t>(k.rank);
     h = h * 31 + static_cast<std::size_t>(k.index32);
     h = h * 31 + static_cast<std::size_t>(k.unroll);
-    return h * 31 + static_cast<std::size_t>(k.device);
+    h = h * 31 + static_cast<std::size_t>(k.device);
+    return h * 31 + static_cast<std::size_t>(k.uniform);
   }
 };
 
@@ -135,6 +138,9 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
     n *= s;
   }
   bool contiguous = true;
+  // Inputs with every stride 0 (a 0-d array broadcast, such as the gradient of a sum) keep the
+  // contiguous layout for the others: read once per thread instead of forcing the strided loop.
+  std::uint64_t uniform = 0;
   for (std::size_t i = 0; i < count; ++i) {
     const bool is_scalar = args[i].scalar != nullptr;
     if (spec.operands[i].is_scalar != is_scalar) {
@@ -149,8 +155,18 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
                        " launch");
     }
     if (args[i].data == nullptr && n > 0) throw ValueError(where() + ": operand '" + spec.operands[i].name + "' has no data");
+    const ElementwiseOperand& op = spec.operands[i];
+    if (n > 1 && i < 64 && !op.is_output && !op.is_pointer) {
+      bool same = true;
+      for (std::size_t d = 0; d < shape.size(); ++d) same = same && (shape[d] == 1 || args[i].strides[d] == 0);
+      if (same) {
+        uniform |= std::uint64_t{1} << i;
+        continue;
+      }
+    }
     contiguous = contiguous && is_contiguous_at(shape, args[i].strides);
   }
+  if (!contiguous) uniform = 0;  // the strided layout reads them through their 0 strides
   if (!device.is_cuda()) {
     throw DeviceError(where() + ": needs a CUDA device; got arrays on " + device.str());
   }
@@ -190,7 +206,7 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
   const ElementwiseTuning tuning = elementwise_tuning();
   if (contiguous) {
     for (std::size_t i = 0; i < count; ++i) {
-      if (spec.operands[i].is_scalar || spec.operands[i].is_pointer) continue;
+      if (spec.operands[i].is_scalar || spec.operands[i].is_pointer || (uniform >> i & 1)) continue;
       const auto bytes = static_cast<std::uintptr_t>(vec_ * itemsize(spec.operands[i].dtype));
       if (reinterpret_cast<std::uintptr_t>(args[i].data) % bytes != 0) aligned = 0;
     }
@@ -216,7 +232,8 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
   }
 
   // The unroll only shapes the contiguous kernel; the strided one keeps the spec's.
-  const LaunchKey key{plan.layout, plan.rank, plan.index32, contiguous ? tuning.unroll : spec.unroll, device.index};
+  const LaunchKey key{plan.layout, plan.rank, plan.index32, contiguous ? tuning.unroll : spec.unroll, device.index,
+                      uniform};
   const Cache::Entry* entry = nullptr;
   LastLaunch& last = last_launch;
   if (last.launcher_id == cache_->id && last.key == key) {
@@ -232,6 +249,7 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
     variant.rank = plan.rank;
     variant.index32 = plan.index32;
     variant.unroll = key.unroll;
+    for (std::size_t i = 0; i < count && i < 64; ++i) variant.operands[i].is_uniform = (uniform >> i & 1) != 0;
     CompileRequest request;
     request.source = generate_elementwise_source(variant);
     request.name = elementwise_kernel_name(variant);

@@ -164,6 +164,28 @@ def test_linear_low_precision_training_step_matches_torch_layers(tdevice, gen, d
     assert rel_err(x.grad, x64.grad) < 2 * rel_err(xt.grad, x64.grad) + 1e-3
 
 
+@pytest.mark.parametrize("activation", ["gelu", "gelu_tanh"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_linear_activation_gradient_rounds_once(tdevice, gen, activation, dtype):
+    # The backward's grad * activation'(z) on half operands is computed in float32 and rounded once
+    # to the half dtype: within one unit in the last place of the float64 value, plus float32's
+    # cancellation error where the derivative is tiny (1 + erf(z) for negative z). Rounding after
+    # each operation lands over 100x this bound away on thousands of these elements.
+    from tessel.torch._interop import to_tessel, to_torch
+    from tessel.torch._linear import activation_grad
+    g = randn(gen, 64, 257, dtype=dtype, device=tdevice)
+    z = randn(gen, 64, 257, dtype=dtype, device=tdevice, scale=3.0)
+    out = to_torch(activation_grad(activation, to_tessel(g), to_tessel(z)))
+    assert out.dtype == dtype and out.shape == g.shape
+    z64 = z.double().requires_grad_()
+    ACT[activation](z64).backward(g.double())
+    want = z64.grad
+    finfo = torch.finfo(dtype)
+    ulp = finfo.eps * torch.exp2(torch.floor(torch.log2(want.abs().clamp_min(finfo.smallest_normal))))
+    bound = ulp + 2.0 ** -20 * g.double().abs() * (1 + z.double().abs())
+    assert ((out.double() - want).abs() <= bound).all()
+
+
 def test_linear_autocast(tdevice, gen):
     dtype = torch.bfloat16
     x = randn(gen, 8, 16, dtype=torch.float32, device=tdevice, requires_grad=True)
@@ -317,6 +339,28 @@ def test_fuse_only_needed_gradients(tdevice, gen):
     s = torch.sigmoid(x.detach())
     assert rel_err(gx, (s + x.detach() * s * (1 - s)) * y) < 1e-12
     assert not swish_gate(x.detach(), y).requires_grad
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fuse_gradient_of_a_sum_read_in_place(tdevice, gen, dtype):
+    # .sum() and a 0-d gradient expanded hand the backward a gradient whose strides are all 0: its
+    # kernel reads the one value for every element (on CUDA with the contiguous, vectorized
+    # layout) and must give what a materialized gradient gives. Odd sizes leave a scalar tail.
+    x = randn(gen, 1000, 37, dtype=dtype, device=tdevice, requires_grad=True)
+    y = randn(gen, 1000, 37, dtype=dtype, device=tdevice, requires_grad=True)
+    x64, y64 = x.detach().double(), y.detach().double()
+    s = torch.sigmoid(x64)
+    tol = TOL[dtype] * 10
+    for scale in (1.0, -2.5):
+        x.grad = y.grad = None
+        grad = torch.full((), scale, dtype=dtype, device=tdevice).expand(x.shape)
+        assert grad.stride() == (0, 0)
+        if scale == 1.0:
+            swish_gate(x, y).sum().backward()
+        else:
+            swish_gate(x, y).backward(grad)
+        assert rel_err(x.grad, scale * (s + x64 * s * (1 - s)) * y64) < tol
+        assert rel_err(y.grad, scale * x64 * s) < tol
 
 
 def test_fuse_saves_only_what_the_backward_reads(gen):

@@ -1,8 +1,9 @@
 #pragma once
 // Elementwise kernel generation. A spec names the operands (arrays or by-value scalars, inputs
 // and outputs, with dtypes), a body of C++ statements over one element of each, and a layout:
-//  - contiguous: every array operand is contiguous with the full shape; a grid-stride loop with
-//    16-byte vector loads/stores (runtime-checked alignment, scalar loop otherwise and for the tail);
+//  - contiguous: every array operand is contiguous with the full shape (or a uniform input: one
+//    element broadcast to every place); a grid-stride loop with 16-byte vector loads/stores
+//    (runtime-checked alignment, scalar loop otherwise and for the tail);
 //  - strided: N-d over collapsed dimensions (rank R), per-operand strides in elements (0 for
 //    broadcast axes, negative allowed), 64-bit index math unless the caller proves 32-bit safe.
 // Expr builds a body from an expression tree (the basis for ops and fusion); Array-level launching
@@ -31,6 +32,10 @@ struct ElementwiseOperand {
   // Gathers and scatters reach their data this way (the element offset of the sliced axes comes
   // from the operand's strides, the offset along indexed axes from the body).
   bool is_pointer = false;
+  // Contiguous layout: an array input whose strides are all 0 (a 0-d array broadcast): each
+  // thread loads its one element once, and the other operands keep the vectorized loop. The
+  // launcher sets it per launch; the strided layout reads such an input through its 0 strides.
+  bool is_uniform = false;
 };
 
 enum class ElementwiseLayout : std::uint8_t { contiguous, strided };

@@ -349,6 +349,18 @@ class FusedFunction:
         return tuple(grads) if self.arity is not None else (grads,)
 
     def __call__(self, *args):
+        if (len(args) == self.arity or self.arity is None and args) and not _is_compiling():
+            device = _eager_device(args)
+            if device is not None:
+                # Eager: the op's implementation called directly (no tensor needs grad) or through a
+                # torch.autograd.Function, without the dispatcher's Python custom-op layers. The
+                # kernels and everything around them are the op's own (_forward_impl, _backward_impl).
+                if _grad_enabled():
+                    for a in args:
+                        if a.requires_grad:
+                            return _EagerFunction.apply(self, device, *args)
+                with on_torch_stream(device):
+                    return self._forward_kernel(len(args))(args, like=args[0])
         for i, a in enumerate(args):
             if not isinstance(a, Tensor):
                 raise TypeError(f"tessel.torch.fuse({self.__name__}): argument {i} must be a torch.Tensor, got "
@@ -358,18 +370,6 @@ class FusedFunction:
                 raise TypeError(f"tessel.torch.fuse({self.__name__}): takes {self.arity} tensors, got {len(args)}")
         elif not args:
             raise TypeError(f"tessel.torch.fuse({self.__name__}): needs at least one tensor argument")
-        if not _is_compiling():
-            device = _eager_device(args)
-            if device is not None:
-                # Eager: the op's implementation called directly (no tensor needs grad) or through a
-                # torch.autograd.Function, without the dispatcher's Python custom-op layers. The
-                # kernels and everything around them are the op's own (_forward_impl, _backward_impl).
-                if _grad_enabled():
-                    for a in args:
-                        if a.requires_grad:
-                            return _EagerFunction.apply(self, *args)
-                with on_torch_stream(device):
-                    return self._forward_kernel(len(args))(args, like=args[0])
         # torch.compile (and modes, subclasses, transforms, other devices): the registered op.
         return self._call(*args) if self.arity is not None else self._call(list(args))
 
@@ -395,6 +395,8 @@ def _eager_device(args):
     transform or TorchScript trace active (those see the registered op). None otherwise."""
     if _dispatch_modes() or _function_mode() or _functorch() or _tracing_state() is not None:
         return None
+    if type(args[0]) not in _PLAIN:
+        return None
     device = args[0].device
     if device.type not in _EAGER_DEVICES:
         return None
@@ -410,10 +412,10 @@ class _EagerFunction(torch.autograd.Function):
     registered op with register_autograd is what torch.compile traces."""
 
     @staticmethod
-    def forward(ctx, fused, *xs):
+    def forward(ctx, fused, device, *xs):
         fused._save(ctx, xs)  # NotDifferentiableError before any work
         ctx.fused = fused
-        with on_torch_stream(xs[0].device):
+        with on_torch_stream(device):
             return fused._forward_kernel(len(xs))(xs, like=xs[0])
 
     @staticmethod
@@ -422,7 +424,7 @@ class _EagerFunction(torch.autograd.Function):
         # create_graph=True: the registered backward op, as the registered op's autograd does (it
         # has no autograd of its own, so a second derivative is refused the same way).
         call = fused._call_backward_op if _grad_enabled() else fused._call_backward_direct
-        return (None, *fused._input_grads(ctx, ctx.info, grad, call))
+        return (None, None, *fused._input_grads(ctx, ctx.info, grad, call))
 
 
 def fuse(fn):

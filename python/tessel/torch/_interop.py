@@ -11,7 +11,7 @@ import torch
 
 import tessel as ts
 
-_ts_streams = {}  # (device index, CUDA stream handle) -> the adopted tessel Stream
+_ts_streams = {}  # (device index, CUDA stream handle) -> (the adopted tessel Stream, its tessel Device)
 
 
 def ts_device(device: torch.device):
@@ -26,13 +26,13 @@ def ts_device(device: torch.device):
 class _OnTorchStream:
     """Makes torch's current stream of a CUDA device tessel's current stream of that device for
     the body of a with statement, and restores tessel's previous one after it."""
-    __slots__ = ("stream", "previous")
+    __slots__ = ("stream", "device", "previous")
 
-    def __init__(self, stream):
-        self.stream = stream
+    def __init__(self, stream, device):
+        self.stream, self.device = stream, device
 
     def __enter__(self):
-        self.previous = ts.current_stream(self.stream.device)
+        self.previous = ts.current_stream(self.device)
         ts.set_current_stream(self.stream)
 
     def __exit__(self, *exc):
@@ -66,12 +66,12 @@ def on_torch_stream(device: torch.device):
         return _NOTHING
     index = device.index if device.index is not None else torch.cuda.current_device()
     handle = _current_raw_stream(index)
-    stream = _ts_streams.get((index, handle))
-    if stream is None:
+    adopted = _ts_streams.get((index, handle))
+    if adopted is None:
         # torch keeps its streams alive for the process (its pool), so adopting is safe.
         stream = ts.Stream.from_handle(handle, f"cuda:{index}")
-        _ts_streams[(index, handle)] = stream
-    return _OnTorchStream(stream)
+        adopted = _ts_streams[(index, handle)] = (stream, stream.device)
+    return _OnTorchStream(*adopted)
 
 
 def _from_dlpack_detached(t):

@@ -2,9 +2,9 @@
 
 Forward: ts.matmul with the bias and the activation in its epilogue; with an activation it also
 writes the epilogue's input (aux), the one tensor the backward needs besides x and weight.
-Backward: dz = grad * activation'(aux) as one fused elementwise kernel, then the data gradient
-dz @ weight and the weight gradient dz.T @ x as two tessel GEMMs, and the bias gradient as a
-column sum of dz.
+Backward: dz = grad * activation'(aux) as one fused elementwise kernel (in x's dtype), then the
+data gradient dz @ weight and the weight gradient dz.T @ x as two tessel GEMMs, and the bias
+gradient as a column sum of dz (half dtypes: ones @ dz, a GEMM accumulating in float32).
 """
 from __future__ import annotations
 
@@ -65,9 +65,11 @@ def check_linear(x, weight, bias, *, same_dtype: bool) -> None:
 
 
 # ---- the activation derivatives: grad * activation'(z), one fused kernel each ----
-# `one` is a 0-d array of the compute dtype: multiplying by it promotes bfloat16/float16 operands
-# to float32 inside the kernel, so the derivative is evaluated in float32 (as torch does) and
-# rounded once.
+# On CUDA a fused kernel computes float16/bfloat16 operands in float (the literals too) and rounds
+# once, at the store: the derivative of half inputs is evaluated in float32, as torch does, and
+# written in the half dtype the GEMMs read, by one contiguous kernel (no float32 copy, no cast).
+# The CPU backend evaluates a fused function op by op in the operands' dtype, so there half
+# operands are widened to float32 first and the result is rounded once afterwards.
 _SQRT1_2 = 0.7071067811865476
 _INV_SQRT_2PI = 0.3989422804014327
 _SQRT_2_OVER_PI = 0.7978845608028654
@@ -75,38 +77,42 @@ _GELU_C = 0.044715
 
 
 @ts.fuse
-def _relu_grad(g, z, one):
-    return ts.where(z > 0, g * one, 0)
+def _relu_grad(g, z):
+    return ts.where(z > 0, g, 0)
 
 
 @ts.fuse
-def _gelu_grad(g, z, one):
-    z = z * one
-    return g * one * (0.5 * (1 + ts.erf(z * _SQRT1_2)) + z * ts.exp(-0.5 * z * z) * _INV_SQRT_2PI)
+def _gelu_grad(g, z):
+    return g * (0.5 * (1 + ts.erf(z * _SQRT1_2)) + z * ts.exp(-0.5 * z * z) * _INV_SQRT_2PI)
 
 
 @ts.fuse
-def _gelu_tanh_grad(g, z, one):
-    z = z * one
+def _gelu_tanh_grad(g, z):
     t = ts.tanh(_SQRT_2_OVER_PI * (z + _GELU_C * z * z * z))
-    return g * one * (0.5 * (1 + t) + 0.5 * z * (1 - t * t) * _SQRT_2_OVER_PI * (1 + 3 * _GELU_C * z * z))
+    return g * (0.5 * (1 + t) + 0.5 * z * (1 - t * t) * _SQRT_2_OVER_PI * (1 + 3 * _GELU_C * z * z))
 
 
 _ACTIVATION_GRAD = {"relu": _relu_grad, "gelu": _gelu_grad, "gelu_tanh": _gelu_tanh_grad}
-_ones = {}  # (tessel device name, dtype name) -> 0-d array of 1
 
 
-def _one(device, dtype):
-    key = (str(device), str(dtype))
-    one = _ones.get(key)
-    if one is None:
-        one = _ones[key] = ts.ones((), dtype=dtype, device=device)
-    return one
+def activation_grad(activation, g, z):
+    """grad * activation'(z) for tessel arrays g and z of one dtype, in that dtype (half dtypes
+    computed in float32 and rounded once)."""
+    dtype = g.dtype
+    if dtype in (ts.float16, ts.bfloat16) and g.device.type != "cuda":
+        return _ACTIVATION_GRAD[activation](g.astype(ts.float32), z.astype(ts.float32)).astype(dtype)
+    return _ACTIVATION_GRAD[activation](g, z)
 
 
-def _ts_dtype(dtype: torch.dtype):
-    return {torch.float16: ts.float16, torch.bfloat16: ts.bfloat16, torch.float32: ts.float32,
-            torch.float64: ts.float64}[dtype]
+_ones = {}  # (tessel device, dtype, length) -> a vector of ones
+
+
+def _ones_vector(device, dtype, n):
+    key = (str(device), str(dtype), n)
+    ones = _ones.get(key)
+    if ones is None:
+        ones = _ones[key] = ts.ones((n,), dtype=dtype, device=device)
+    return ones
 
 
 def _rows(x: Tensor) -> int:
@@ -157,11 +163,7 @@ def _linear_backward_gemms(grad, x, weight, aux, activation, needs):
     rows, in_features, out_features = _rows(x), x.shape[-1], weight.shape[0]
     dz = to_tessel(grad).reshape((rows, out_features))
     if activation != "none":
-        dtype = _ts_dtype(grad.dtype)
-        compute = ts.float32 if grad.dtype in _HALF else dtype
-        dz = _ACTIVATION_GRAD[activation](dz, to_tessel(aux).reshape((rows, out_features)), _one(dz.device, compute))
-        if compute != dtype:
-            dz = dz.astype(dtype)
+        dz = activation_grad(activation, dz, to_tessel(aux).reshape((rows, out_features)))
     empty = x.new_empty((0,))
     gx = gw = gb = empty
     if needs[0]:
@@ -169,8 +171,10 @@ def _linear_backward_gemms(grad, x, weight, aux, activation, needs):
     if needs[1]:
         gw = to_torch(ts.matmul(dz.T, to_tessel(x).reshape((rows, in_features))))
     if needs[2]:
-        if grad.dtype in _HALF:  # accumulate in float32, round once
-            gb = to_torch(ts.sum(dz, axis=0, dtype=ts.float32).astype(_ts_dtype(grad.dtype)))
+        if grad.dtype in _HALF:
+            # ones @ dz: a GEMM reads dz once in its dtype, accumulates in float32 and rounds once
+            # (a sum of half dz would first widen all of it to float32: one more pass over dz).
+            gb = to_torch(ts.matmul(_ones_vector(dz.device, dz.dtype, rows), dz))
         else:
             gb = to_torch(ts.sum(dz, axis=0))
     return gx, gw, gb

@@ -81,6 +81,34 @@ TEST(JitElementwiseCodegen, UnrolledContiguousPathLoadsAllVectorsFirst) {
   }
 }
 
+TEST(JitElementwiseCodegen, UniformInputIsLoadedOncePerThread) {
+  ElementwiseSpec s = axpb(DType::float32, DType::float32);
+  s.operands[2].is_uniform = true;  // y: one element for every place
+  s.unroll = 2;
+  EXPECT_EQ(elementwise_kernel_name(s), "axpb_c_b2_u2");
+  const std::string src = generate_elementwise_source(s);
+  EXPECT_TRUE(contains(src, "const float b_y = *p_y;"));
+  EXPECT_TRUE(contains(src, "float y = tessel::widen(b_y);"));
+  EXPECT_FALSE(contains(src, "p_y +"));  // never indexed: no vector or element loads of y
+  EXPECT_FALSE(contains(src, "p_y["));
+  EXPECT_TRUE(contains(src, "x_x[u] = tessel::load_vec<4>(p_x + (v + u * step) * 4)"));  // x stays vectorized
+  expect_compiles(s);
+  ElementwiseSpec half = axpb(DType::bfloat16, DType::float32);
+  half.operands[2].is_uniform = true;
+  const std::string half_src = generate_elementwise_source(half);
+  EXPECT_TRUE(contains(half_src, "const __nv_bfloat16 b_y = *p_y;"));
+  EXPECT_TRUE(contains(half_src, "float y = tessel::widen(b_y);"));
+  expect_compiles(half);
+  // Only array inputs of the contiguous layout can be uniform.
+  for (int k : {0, 3}) {
+    ElementwiseSpec bad = axpb(DType::float32, DType::float32);
+    bad.operands[static_cast<std::size_t>(k)].is_uniform = true;
+    EXPECT_THROW(generate_elementwise_source(bad), ValueError) << k;
+  }
+  s.layout = ElementwiseLayout::strided;
+  EXPECT_THROW(generate_elementwise_source(s), ValueError);
+}
+
 TEST(JitElementwiseCodegen, TuningIsValidatedAndCountsThreads) {
   const ElementwiseTuning saved = elementwise_tuning();
   EXPECT_THROW(set_elementwise_tuning({100, 4, 8}), ValueError);

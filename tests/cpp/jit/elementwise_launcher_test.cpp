@@ -174,6 +174,44 @@ TEST(JitElementwiseLauncherGpu, RepeatedLaunchesCompileEachLayoutOnce) {
   EXPECT_EQ(launcher.num_cached_kernels(), 4u);
 }
 
+// A 0-d input broadcast to every place (all strides 0; the gradient of a sum in autograd) keeps the
+// contiguous layout: one more kernel, the uniform variant, whose values match the host; with a
+// non-contiguous operand beside it the strided layout reads it through its 0 strides.
+TEST(JitElementwiseLauncherGpu, ZeroStrideInputKeepsContiguousLayout) {
+  REQUIRE_GPU();
+  TESSEL_SEEDED_RNG(rng);
+  const Device gpu = testing::test_gpu();
+  const Stream stream = current_stream(gpu);
+  ElementwiseSpec spec;
+  spec.name = "launcher_uniform";
+  spec.operands = {{"x", DType::float32, false, false}, {"y", DType::float32, false, false}, {"z", DType::float32, true, false}};
+  spec.body = "z = x * y + 1.0f;";
+  const ElementwiseLauncher k(spec);
+  auto run = [&](const Array& x, const Array& y, const Shape& shape, const std::string& what) {
+    Array z = full(shape, NAN, DType::float32, gpu);
+    const Array xb = x.broadcast_to(shape), yb = y.broadcast_to(shape);
+    k.launch(shape,
+             {ElementwiseArg::array(xb.data(), xb.strides()), ElementwiseArg::array(yb.data(), yb.strides()),
+              ElementwiseArg::array(z.data(), z.strides())},
+             gpu, stream);
+    const auto xv = xb.contiguous().to(Device::cpu()).to_vector<float>();
+    const auto yv = yb.contiguous().to(Device::cpu()).to_vector<float>();
+    const auto zv = z.to(Device::cpu()).to_vector<float>();
+    for (std::size_t i = 0; i < zv.size(); ++i) {
+      const double want = double(xv[i]) * yv[i] + 1.0;
+      ASSERT_NEAR(zv[i], want, 1e-6 * (1 + std::fabs(want))) << what << " at " << i;
+    }
+  };
+  const Array y0 = random_f32({}, rng, gpu);
+  run(random_f32({4099}, rng, gpu), random_f32({4099}, rng, gpu), {4099}, "contiguous");
+  run(random_f32({4099}, rng, gpu), y0, {4099}, "0-d y");
+  run(random_f32({3, 5, 7}, rng, gpu), random_f32({1, 1, 1}, rng, gpu), {3, 5, 7}, "size-one y, rank 3");
+  run(random_f32({8}, rng, gpu).slice(0, Slice(1, none)), y0, {7}, "unaligned x, 0-d y");
+  run(random_f32({20, 12}, rng, gpu).permute({1, 0}), y0, {12, 20}, "transposed x, 0-d y: strided");
+  // The element-wise contiguous kernel, the uniform one (aligned or not: one kernel), the strided one.
+  EXPECT_EQ(k.num_cached_kernels(), 3u);
+}
+
 // x * 3 + y over int8: x read through a view of a 2 GiB buffer with a 2^20 stride (few elements,
 // offsets past 2^31: the 64-bit strided kernel), then with stride 3 (the 32-bit one), then the
 // wide one again, all through one ElementwiseKernel.
