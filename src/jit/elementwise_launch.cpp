@@ -187,7 +187,7 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
 
   words[num_words] = n;
   params[num_params++] = &words[num_words++];
-  const ElementwiseTuning tuning = elementwise_tuning();
+  const ElementwiseTuning tuning = tuning_for(spec, elementwise_tuning());
   if (contiguous) {
     for (std::size_t i = 0; i < count; ++i) {
       if (spec.operands[i].is_scalar || spec.operands[i].is_pointer) continue;

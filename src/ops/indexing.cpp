@@ -438,7 +438,7 @@ Array gather_layout(Layout& layout, const Stream& stream, const char* op, bool c
   if (out.size() == 0) return out;
   p.out = out.data();
   p.check_bounds = check_bounds && ints && !masks;
-  p.status = status.words();
+  if (p.check_bounds) p.status = status.words();  // an unchecked gather is not read back
   use(layout.view, stream);
   for (const Advanced& a : layout.advanced) use(a.index, stream);
   run_gather(p, device, stream);
@@ -860,6 +860,17 @@ void setitem_unchecked(const Array& x, const std::vector<IndexItem>& items, Scal
 Array take_unchecked(const Array& x, const Array& indices, std::optional<std::int64_t> axis,
                      const OptionalStream& stream) {
   return take_impl(x, indices, axis, stream, false);
+}
+
+std::string set_gather_variant(const std::string& variant) {
+#if defined(TESSEL_HAVE_CUDA)
+  const backend::cuda::GatherVariant v = backend::cuda::parse_gather_variant(variant);
+  backend::cuda::set_gather_variant(v);
+  return backend::cuda::gather_variant_name(v);
+#else
+  (void)variant;
+  throw DeviceError("set_gather_variant: tessel was built without CUDA");
+#endif
 }
 }  // namespace internal
 
