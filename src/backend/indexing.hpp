@@ -51,6 +51,9 @@ struct GatherProblem {
   // Gathers and check_indices report an out-of-range index in status[1..2] (device-visible
   // memory on CUDA); without check_bounds an out-of-range index is undefined behaviour.
   bool check_bounds = true;
+  // CUDA gathers without check_bounds: an out-of-range index reads element 0 instead, unreported
+  // (the indices are checked by a kernel beside the gather).
+  bool clamp_indices = false;
   std::int64_t* status = nullptr;
 };
 
@@ -94,13 +97,20 @@ struct GatherVariant {
   GatherSource source = GatherSource::plain;
   bool streaming = false;  // the indices and the result: evict-first loads and stores
   bool offsets32 = false;  // 32-bit offsets where the indexed axes reach < 2^31 elements
+  // A checked gather with integer index arrays only: the gather runs unchecked (clamped) on the
+  // caller's stream and the check beside it on check_stream(); the host waits for the check
+  // alone, so the gather goes on while the host returns.
+  bool check_aside = false;
 };
 // "base", or comma-separated tokens: u<N> (unroll), b<N> (block), nc / keep (source), cs
-// (streaming), i32 (offsets32). ValueError names a bad token.
+// (streaming), i32 (offsets32), aside (check_aside). ValueError names a bad token.
 GatherVariant parse_gather_variant(const std::string& text);
 std::string gather_variant_name(const GatherVariant& variant);  // the tokens, "base" for the default
 void set_gather_variant(const GatherVariant& variant);
 GatherVariant gather_variant();
+// The device's stream for index checks beside a gather: created on first use with the device's
+// greatest priority (its blocks go ahead of the gather's waiting ones), kept for the process.
+Stream check_stream(Device device);
 // The generated kernel's spec for a problem (what the launcher compiles; tests compile it too).
 jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& problem);
 void gather(const GatherProblem& problem, const Stream& stream);

@@ -14,6 +14,7 @@
 #include "backend/indexing.hpp"
 #include "ops/op_stream.hpp"
 #include "tessel/core/error.hpp"
+#include "tessel/core/event.hpp"
 #include "tessel/profile/range.hpp"
 #include "tessel/memory/capture.hpp"
 #include "tessel/ops/backend_entry_points.hpp"
@@ -438,9 +439,27 @@ Array gather_layout(Layout& layout, const Stream& stream, const char* op, bool c
   if (out.size() == 0) return out;
   p.out = out.data();
   p.check_bounds = check_bounds && ints && !masks;
-  if (p.check_bounds) p.status = status.words();  // an unchecked gather is not read back
   use(layout.view, stream);
   for (const Advanced& a : layout.advanced) use(a.index, stream);
+#if defined(TESSEL_HAVE_CUDA)
+  if (p.check_bounds && device.is_cuda() && backend::cuda::gather_variant().check_aside) {
+    // The check beside the gather (backend/indexing.hpp, GatherVariant::check_aside): it starts
+    // with the gather, after the same work on `stream`, and only it is waited for.
+    const Stream side = backend::cuda::check_stream(device);
+    Event ready(device, false);
+    ready.record(stream);
+    side.wait(ready);
+    p.check_bounds = false;
+    p.clamp_indices = true;
+    run_gather(p, device, stream);
+    wrote(out, stream);
+    Status side_status(device, side);
+    const std::vector<std::size_t> slots = launch_int_checks(layout, side_status, side, op);
+    raise_if_failed(side_status.read(), side_status, [&](std::size_t slot) { return layout_axis(layout, slots.at(slot)); }, op);
+    return out;
+  }
+#endif
+  if (p.check_bounds) p.status = status.words();  // an unchecked gather is not read back
   run_gather(p, device, stream);
   wrote(out, stream);
   if (p.check_bounds) raise_if_failed(status.read(), status, [&](std::size_t slot) { return layout_axis(layout, slot); }, op);

@@ -65,7 +65,7 @@ std::atomic<std::uint64_t> g_gather_variant{0};
 std::uint64_t pack(const GatherVariant& v) {
   return static_cast<std::uint64_t>(v.unroll) | static_cast<std::uint64_t>(v.block) << 8 |
          static_cast<std::uint64_t>(v.source) << 24 | static_cast<std::uint64_t>(v.streaming) << 26 |
-         static_cast<std::uint64_t>(v.offsets32) << 27;
+         static_cast<std::uint64_t>(v.offsets32) << 27 | static_cast<std::uint64_t>(v.check_aside) << 28;
 }
 GatherVariant unpack(std::uint64_t w) {
   GatherVariant v;
@@ -74,6 +74,7 @@ GatherVariant unpack(std::uint64_t w) {
   v.source = static_cast<GatherSource>((w >> 24) & 3u);
   v.streaming = ((w >> 26) & 1u) != 0;
   v.offsets32 = ((w >> 27) & 1u) != 0;
+  v.check_aside = ((w >> 28) & 1u) != 0;
   return v;
 }
 
@@ -116,9 +117,10 @@ GatherVariant parse_gather_variant(const std::string& text) {
     else if (token == "keep") v.source = GatherSource::readonly_keep;
     else if (token == "cs") v.streaming = true;
     else if (token == "i32") v.offsets32 = true;
+    else if (token == "aside") v.check_aside = true;
     else if (token[0] == 'u') v.unroll = number(1, 1, jit::kMaxElementwiseUnroll);
     else if (token[0] == 'b') v.block = number(1, 32, 1024);
-    else throw ValueError("gather variant '" + text + "': unknown token '" + token + "' (base, u<N>, b<N>, nc, keep, cs, i32)");
+    else throw ValueError("gather variant '" + text + "': unknown token '" + token + "' (base, u<N>, b<N>, nc, keep, cs, i32, aside)");
     if (v.block % 32 != 0) throw ValueError("gather variant '" + text + "': the block must be a multiple of 32");
   }
   return v;
@@ -133,11 +135,23 @@ std::string gather_variant_name(const GatherVariant& v) {
   if (v.source == GatherSource::readonly_keep) add("keep");
   if (v.streaming) add("cs");
   if (v.offsets32) add("i32");
+  if (v.check_aside) add("aside");
   return n.empty() ? "base" : n;
 }
 
 void set_gather_variant(const GatherVariant& v) { g_gather_variant.store(pack(v), std::memory_order_relaxed); }
 GatherVariant gather_variant() { return unpack(g_gather_variant.load(std::memory_order_relaxed)); }
+
+Stream check_stream(Device device) {
+  static std::mutex mutex;
+  static auto* streams = new std::unordered_map<int, Stream>();  // process lifetime
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = streams->find(device.index);
+  if (it == streams->end()) {
+    it = streams->emplace(device.index, Stream::create(device, Stream::priority_range(device).first)).first;
+  }
+  return it->second;
+}
 
 // The spec of one generated gather / scatter / check kernel.
 jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p) {
@@ -181,6 +195,8 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
     spec.operands.push_back({"anchor", p.indices.at(0).dtype, false, false, true});
   }
   const bool checked = kind == Kind::check || (kind == Kind::gather && p.check_bounds);
+  const bool clamped = kind == Kind::gather && !p.check_bounds && p.clamp_indices;
+  if (clamped) name += "_clamp";
   // off: elements from the source's place along the indexed axes. The bounds check and the
   // negative-index wrap run on the 64-bit index value either way.
   const std::string off_t = offsets32 ? "int" : "long long";
@@ -211,10 +227,12 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
     if (is_unsigned_integer(op.dtype)) {
       body += "{ unsigned long long uj = (unsigned long long)" + i + ";\n";
       if (checked) body += "  if (uj >= (unsigned long long)" + n + ") { " + fail + "; uj = 0; }\n";
+      if (clamped) body += "  if (uj >= (unsigned long long)" + n + ") uj = 0;\n";
       body += "  off += (" + off_t + ")uj * (" + off_t + ")" + s + "; }\n";
     } else {
       body += "{ long long j = (long long)" + i + "; if (j < 0) j += " + n + ";\n";
       if (checked) body += "  if ((unsigned long long)j >= (unsigned long long)" + n + ") { " + fail + "; j = 0; }\n";
+      if (clamped) body += "  if ((unsigned long long)j >= (unsigned long long)" + n + ") j = 0;\n";
       body += "  off += (" + off_t + ")j * (" + off_t + ")" + s + "; }\n";
     }
   }

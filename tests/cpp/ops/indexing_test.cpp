@@ -227,7 +227,7 @@ TEST_P(IndexingTest, Errors) {
 // default after; on the CPU only the default.
 std::vector<std::string> gather_variants(Device device) {
   if (!device.is_cuda()) return {"base"};
-  return {"base", "u1", "u4,b256", "nc", "keep,cs", "u8,nc,cs,i32", "b512,i32"};
+  return {"base", "u1", "u4,b256", "nc", "keep,cs", "u8,nc,cs,i32", "b512,i32", "aside", "u4,keep,cs,aside"};
 }
 struct GatherVariantScope {
   GatherVariantScope(Device device, const std::string& variant) : cuda(device.is_cuda()) {
@@ -295,6 +295,20 @@ TEST_P(IndexingTest, GatherByAddress) {
       expect_error<IndexError>([&] { getitem(src.view, {int64_array({-size - 1}, {1}, device())}); },
                                {"index -1001 is out of bounds for axis 0 with size 1000"});
     }
+    // Index arrays broadcast over a reversed, strided 3-d view (the source through its strides),
+    // and an out-of-range index on the second indexed axis.
+    const Input in = make_input(rng, dtype(), device());
+    const Array rows = int64_array({0, -1, 2}, {3, 1}, device());
+    const Array cols = int64_array({1, -2}, {2}, device());
+    const Array r = getitem(in.x, {Slice(), rows, cols});  // (3, 3, 2): x[i, rows[a], cols[b]]
+    ASSERT_EQ(r.shape(), (Shape{3, 3, 2}));
+    const std::vector<Value> got = read_values(r);
+    const std::int64_t ri[3] = {0, 3, 2}, ci[2] = {1, 3};
+    for (int i = 0; i < 3; ++i)
+      for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 2; ++b) EXPECT_TRUE(same_value(got[static_cast<std::size_t>((i * 3 + a) * 2 + b)], in.at(i, ri[a], ci[b])));
+    expect_error<IndexError>([&] { getitem(in.x, {Slice(), rows, int64_array({0, 5}, {2}, device())}); },
+                             {"index 5 is out of bounds for axis 2 with size 5"});
   }
 }
 
