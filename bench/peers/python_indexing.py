@@ -14,8 +14,9 @@
 --gather-variants [V ...] times only the gathers: x[idx] and take_unchecked under each variant
 of the generated gather (backend/indexing.hpp: u<N> index vectors per thread, b<N> threads per
 block, nc / keep read-only source loads without / with an L2 evict_last policy, cs evict-first
-index loads and result stores, i32 32-bit offsets), against PyTorch's and CuPy's x[idx], in
-alternating rounds; each variant's result is checked against NumPy first (negative indices
+index loads and result stores, i32 32-bit offsets, aside the bounds check on a stream beside
+the gather, waited for alone), against PyTorch's and CuPy's x[idx], in alternating rounds, and
+x[idx] with 1e3 indices under each; each variant's result is checked against NumPy first (negative indices
 included, and an out-of-range index must raise IndexError). Results go under
 "python_indexing_gather_variants".
 
@@ -76,7 +77,8 @@ SMALL_GATHER = 1000
 # The gather variants --gather-variants compares when it names none: each knob alone, then
 # combinations of the ones expected to help a random gather from a source larger than the L2.
 GATHER_VARIANTS = ["base", "u1", "u4", "u8", "b256", "b512", "nc", "keep", "cs", "i32", "nc,cs", "keep,cs",
-                   "u4,nc,cs", "u4,keep,cs", "u4,nc,cs,i32", "u8,keep,cs,i32", "u1,b256,keep,cs"]
+                   "u4,nc,cs", "u4,keep,cs", "u4,nc,cs,i32", "u8,keep,cs,i32", "u1,b256,keep,cs",
+                   "aside", "nc,cs,aside", "keep,cs,aside", "u4,nc,cs,aside", "u4,keep,cs,i32,aside"]
 
 
 def alternating_rounds(cases, rounds, calls):
@@ -107,6 +109,7 @@ def measure_gather_variants(variants, quick=False, rounds=None):
     want = x_host[idx_host]
     x = ts.asarray(x_host, device="cuda")
     idx = ts.asarray(idx_host, device="cuda")
+    small = ts.asarray(rng.integers(0, n, size=SMALL_GATHER, dtype=np.int64), device="cuda")
     bad = ts.asarray(np.array([0, n, 1], dtype=np.int64), device="cuda")
     sync = lambda: ts.synchronize("cuda")  # noqa: E731
     set_variant = ts._tessel._set_gather_variant
@@ -126,6 +129,7 @@ def measure_gather_variants(variants, quick=False, rounds=None):
             cases[(f"gather[{v}]", "tessel")] = (lambda v=v: (set_variant(v), x[idx]), sync)
             cases[(f"gather_unchecked[{v}]", "tessel")] = (
                 lambda v=v: (set_variant(v), ts._tessel._take_unchecked(x, idx, 0)), sync)
+            cases[(f"gather_small[{v}]", "tessel")] = (lambda v=v: (set_variant(v), x[small]), sync)
         if "torch" in peers:
             torch = peers["torch"]
             tx, ti = torch.from_numpy(x_host).cuda(), torch.from_numpy(idx_host).cuda()
@@ -144,7 +148,8 @@ def measure_gather_variants(variants, quick=False, rounds=None):
     rows = {}
     for v in names:
         checked, unchecked = ms[(f"gather[{v}]", "tessel")], ms[(f"gather_unchecked[{v}]", "tessel")]
-        rows[v] = {"ms": checked, "unchecked_ms": unchecked, "check_cost_fraction": checked / unchecked - 1}
+        rows[v] = {"ms": checked, "unchecked_ms": unchecked, "check_cost_fraction": checked / unchecked - 1,
+                   "small_ms": ms[(f"gather_small[{v}]", "tessel")]}
         if best_peer:
             rows[v]["speedup_vs_best_peer"] = best_peer / checked
             rows[v]["unchecked_speedup_vs_best_peer"] = best_peer / unchecked
@@ -286,7 +291,7 @@ def main():
         for v, row in sorted(results["variants"].items(), key=lambda item: item[1]["ms"]):
             vs = f"{row['speedup_vs_best_peer']:.3f}x best peer" if "speedup_vs_best_peer" in row else ""
             print(f"{'x[idx] tessel ' + v:34s} {row['ms']:9.4f} ms  unchecked {row['unchecked_ms']:9.4f} ms  "
-                  f"check {row['check_cost_fraction']:+.1%}  {vs}")
+                  f"check {row['check_cost_fraction']:+.1%}  {vs}  (1e3 indices: {row['small_ms'] * 1e3:.1f} us)")
         print(f"fastest: {results['fastest']}")
         if not args.no_record:
             merge_results("python_indexing_gather_variants", results, results["device"])
