@@ -223,10 +223,14 @@ TEST_P(IndexingTest, Errors) {
   EXPECT_EQ(getitem(x, {int64_array({2, -1}, {2}, device())}).shape(), (Shape{2, 4}));
 }
 
-// The gather variants a test runs (backend/indexing.hpp): on CUDA each one, restored to the
-// default after; on the CPU only the default.
-std::vector<std::string> gather_variants(Device device) {
+// The gather variants a test runs (backend/indexing.hpp): on CUDA each one for an element dtype
+// of each size (1, 2, 4 and 16 bytes; every variant is a kernel to compile per dtype), the default
+// and the check beside the gather for the others; on the CPU only the default.
+std::vector<std::string> gather_variants(Device device, DType dtype) {
   if (!device.is_cuda()) return {"base"};
+  if (dtype != DType::int8 && dtype != DType::float16 && dtype != DType::float32 && dtype != DType::complex128) {
+    return {"base", "aside"};
+  }
   return {"base", "u1", "u4,b256", "nc", "keep,cs", "u8,nc,cs,i32", "b512,i32", "aside", "u4,keep,cs,aside"};
 }
 struct GatherVariantScope {
@@ -269,7 +273,7 @@ TEST_P(IndexingTest, GatherByAddress) {
   const std::vector<IndexView> index_views = {{indices.index({Slice(0, k)}), 0, 1, k},
                                               {indices.index({Slice(1, none)}), 1, 1, k},
                                               {indices.index({Slice(0, none, 2)}), 0, 2, (k + 2) / 2}};
-  for (const std::string& variant : gather_variants(device())) {
+  for (const std::string& variant : gather_variants(device(), dtype())) {
     SCOPED_TRACE("gather variant " + variant);
     const GatherVariantScope scope(device(), variant);
     for (std::size_t si = 0; si < sources.size(); ++si) {
