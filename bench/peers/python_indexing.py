@@ -14,8 +14,8 @@
 --gather-variants [V ...] times only the gathers: x[idx] and take_unchecked under each variant
 of the generated gather (backend/indexing.hpp: u<N> index vectors per thread, b<N> threads per
 block, nc / keep read-only source loads without / with an L2 evict_last policy, cs evict-first
-index loads and result stores, i32 32-bit offsets, aside the bounds check on a stream beside
-the gather, waited for alone), against PyTorch's and CuPy's x[idx], in alternating rounds, and
+index loads and result stores, i32 32-bit offsets, aside / aside<N> the bounds check on a stream
+beside the gather, waited for alone, with the usual grid / at most N blocks per multiprocessor), against PyTorch's and CuPy's x[idx], in alternating rounds, and
 x[idx] with 1e3 indices under each; each variant's result is checked against NumPy first (negative indices
 included, and an out-of-range index must raise IndexError). Results go under
 "python_indexing_gather_variants".
@@ -78,7 +78,8 @@ SMALL_GATHER = 1000
 # combinations of the ones expected to help a random gather from a source larger than the L2.
 GATHER_VARIANTS = ["base", "u1", "u4", "u8", "b256", "b512", "nc", "keep", "cs", "i32", "nc,cs", "keep,cs",
                    "u4,nc,cs", "u4,keep,cs", "u4,nc,cs,i32", "u8,keep,cs,i32", "u1,b256,keep,cs",
-                   "aside", "nc,cs,aside", "keep,cs,aside", "u4,nc,cs,aside", "u4,keep,cs,i32,aside"]
+                   "aside", "aside1", "aside2", "aside4", "nc,cs,aside1", "keep,cs,aside1", "u4,nc,cs,aside1",
+                   "u4,keep,cs,i32,aside2"]
 
 
 def alternating_rounds(cases, rounds, calls):

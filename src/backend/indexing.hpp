@@ -54,6 +54,9 @@ struct GatherProblem {
   // CUDA gathers without check_bounds: an out-of-range index reads element 0 instead, unreported
   // (the indices are checked by a kernel beside the gather).
   bool clamp_indices = false;
+  // check_indices beside a gather: at most this many blocks per multiprocessor (0: the usual
+  // launch shape), so that the gather keeps most of the device.
+  int check_sm_blocks = 0;
   std::int64_t* status = nullptr;
 };
 
@@ -101,9 +104,11 @@ struct GatherVariant {
   // caller's stream and the check beside it on check_stream(); the host waits for the check
   // alone, so the gather goes on while the host returns.
   bool check_aside = false;
+  int check_sm_blocks = 0;  // check_aside: the check's blocks per multiprocessor (0: the usual shape)
 };
 // "base", or comma-separated tokens: u<N> (unroll), b<N> (block), nc / keep (source), cs
-// (streaming), i32 (offsets32), aside (check_aside). ValueError names a bad token.
+// (streaming), i32 (offsets32), aside or aside<N> (check_aside, N check_sm_blocks). ValueError
+// names a bad token.
 GatherVariant parse_gather_variant(const std::string& text);
 std::string gather_variant_name(const GatherVariant& variant);  // the tokens, "base" for the default
 void set_gather_variant(const GatherVariant& variant);

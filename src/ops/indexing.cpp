@@ -391,7 +391,8 @@ bool has_int_array(const Layout& layout) {
 
 // Launches one bounds check of the integer index arrays (broadcast among themselves); its
 // status is read with the masks' counts. Returns the layout slot of each checked operand.
-std::vector<std::size_t> launch_int_checks(const Layout& layout, Status& status, const Stream& stream, const char* op) {
+std::vector<std::size_t> launch_int_checks(const Layout& layout, Status& status, const Stream& stream, const char* op,
+                                           int sm_blocks = 0) {
   std::vector<Advanced> ints;
   std::vector<std::size_t> slots;
   for (std::size_t k = 0; k < layout.advanced.size(); ++k) {
@@ -415,6 +416,7 @@ std::vector<std::size_t> launch_int_checks(const Layout& layout, Status& status,
     use(a.index, stream);
   }
   p.status = status.words();
+  p.check_sm_blocks = sm_blocks;
   run_check(p, layout.view.device(), stream);
   return slots;
 }
@@ -442,7 +444,8 @@ Array gather_layout(Layout& layout, const Stream& stream, const char* op, bool c
   use(layout.view, stream);
   for (const Advanced& a : layout.advanced) use(a.index, stream);
 #if defined(TESSEL_HAVE_CUDA)
-  if (p.check_bounds && device.is_cuda() && backend::cuda::gather_variant().check_aside) {
+  const backend::cuda::GatherVariant variant = device.is_cuda() ? backend::cuda::gather_variant() : backend::cuda::GatherVariant{};
+  if (p.check_bounds && variant.check_aside) {
     // The check beside the gather (backend/indexing.hpp, GatherVariant::check_aside): it starts
     // with the gather, after the same work on `stream`, and only it is waited for.
     const Stream side = backend::cuda::check_stream(device);
@@ -454,7 +457,7 @@ Array gather_layout(Layout& layout, const Stream& stream, const char* op, bool c
     run_gather(p, device, stream);
     wrote(out, stream);
     Status side_status(device, side);
-    const std::vector<std::size_t> slots = launch_int_checks(layout, side_status, side, op);
+    const std::vector<std::size_t> slots = launch_int_checks(layout, side_status, side, op, variant.check_sm_blocks);
     raise_if_failed(side_status.read(), side_status, [&](std::size_t slot) { return layout_axis(layout, slots.at(slot)); }, op);
     return out;
   }

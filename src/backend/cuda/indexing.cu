@@ -65,7 +65,8 @@ std::atomic<std::uint64_t> g_gather_variant{0};
 std::uint64_t pack(const GatherVariant& v) {
   return static_cast<std::uint64_t>(v.unroll) | static_cast<std::uint64_t>(v.block) << 8 |
          static_cast<std::uint64_t>(v.source) << 24 | static_cast<std::uint64_t>(v.streaming) << 26 |
-         static_cast<std::uint64_t>(v.offsets32) << 27 | static_cast<std::uint64_t>(v.check_aside) << 28;
+         static_cast<std::uint64_t>(v.offsets32) << 27 | static_cast<std::uint64_t>(v.check_aside) << 28 |
+         static_cast<std::uint64_t>(v.check_sm_blocks) << 29;
 }
 GatherVariant unpack(std::uint64_t w) {
   GatherVariant v;
@@ -75,6 +76,7 @@ GatherVariant unpack(std::uint64_t w) {
   v.streaming = ((w >> 26) & 1u) != 0;
   v.offsets32 = ((w >> 27) & 1u) != 0;
   v.check_aside = ((w >> 28) & 1u) != 0;
+  v.check_sm_blocks = static_cast<int>((w >> 29) & 0xffu);
   return v;
 }
 
@@ -118,9 +120,13 @@ GatherVariant parse_gather_variant(const std::string& text) {
     else if (token == "cs") v.streaming = true;
     else if (token == "i32") v.offsets32 = true;
     else if (token == "aside") v.check_aside = true;
+    else if (token.rfind("aside", 0) == 0) {
+      v.check_aside = true;
+      v.check_sm_blocks = number(5, 1, 32);
+    }
     else if (token[0] == 'u') v.unroll = number(1, 1, jit::kMaxElementwiseUnroll);
     else if (token[0] == 'b') v.block = number(1, 32, 1024);
-    else throw ValueError("gather variant '" + text + "': unknown token '" + token + "' (base, u<N>, b<N>, nc, keep, cs, i32, aside)");
+    else throw ValueError("gather variant '" + text + "': unknown token '" + token + "' (base, u<N>, b<N>, nc, keep, cs, i32, aside, aside<N>)");
     if (v.block % 32 != 0) throw ValueError("gather variant '" + text + "': the block must be a multiple of 32");
   }
   return v;
@@ -135,7 +141,7 @@ std::string gather_variant_name(const GatherVariant& v) {
   if (v.source == GatherSource::readonly_keep) add("keep");
   if (v.streaming) add("cs");
   if (v.offsets32) add("i32");
-  if (v.check_aside) add("aside");
+  if (v.check_aside) add("aside" + (v.check_sm_blocks ? std::to_string(v.check_sm_blocks) : std::string()));
   return n.empty() ? "base" : n;
 }
 
@@ -176,6 +182,13 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
       name += "_v";
       for (char c : tag) name += c == ',' ? '_' : c;
     }
+  }
+  if (kind == Kind::check && p.check_sm_blocks > 0) {
+    // Beside a gather: a few long-lived blocks, each with several index vectors in flight.
+    spec.own_tuning.block = 512;
+    spec.own_tuning.unroll = 4;
+    spec.own_tuning.sm_blocks = p.check_sm_blocks;
+    name += "_sm" + std::to_string(p.check_sm_blocks);
   }
   if (kind == Kind::gather) {
     spec.operands.push_back({"out", p.dtype, true, false, false});

@@ -229,9 +229,9 @@ TEST_P(IndexingTest, Errors) {
 std::vector<std::string> gather_variants(Device device, DType dtype) {
   if (!device.is_cuda()) return {"base"};
   if (dtype != DType::int8 && dtype != DType::float16 && dtype != DType::float32 && dtype != DType::complex128) {
-    return {"base", "aside"};
+    return {"base", "aside", "aside1"};
   }
-  return {"base", "u1", "u4,b256", "nc", "keep,cs", "u8,nc,cs,i32", "b512,i32", "aside", "u4,keep,cs,aside"};
+  return {"base", "u1", "u4,b256", "nc", "keep,cs", "u8,nc,cs,i32", "b512,i32", "aside", "u4,keep,cs,aside2"};
 }
 struct GatherVariantScope {
   GatherVariantScope(Device device, const std::string& variant) : cuda(device.is_cuda()) {
@@ -769,6 +769,14 @@ TEST(IndexingKernels, GatherVariantsCompile) {
   expect_error<ValueError>([] { backend::cuda::parse_gather_variant("nc,b100"); }, {"multiple of 32"});
   expect_error<ValueError>([] { backend::cuda::parse_gather_variant("fast"); }, {"unknown token 'fast'"});
   EXPECT_EQ(backend::cuda::gather_variant_name(backend::cuda::parse_gather_variant("i32,cs,u4")), "u4,cs,i32");
+  EXPECT_EQ(backend::cuda::gather_variant_name(backend::cuda::parse_gather_variant("aside3,nc")), "nc,aside3");
+  expect_error<ValueError>([] { backend::cuda::parse_gather_variant("aside0"); }, {"'aside0'", "[1, 32]"});
+  // The check beside a gather: a grid capped per multiprocessor, its own block and unroll.
+  p.indices[0].from_mask = false;
+  p.check_sm_blocks = 2;
+  const jit::ElementwiseSpec check = backend::cuda::index_kernel_spec(IndexKernel::check, p);
+  EXPECT_EQ(check.own_tuning.sm_blocks, 2);
+  EXPECT_EQ(check.own_tuning.unroll, 4);
 }
 #endif
 
