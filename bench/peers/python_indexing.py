@@ -14,9 +14,10 @@
 --gather-variants [V ...] times only the gathers: x[idx] and take_unchecked under each variant
 of the generated gather (backend/indexing.hpp: u<N> index vectors per thread, b<N> threads per
 block, nc / keep read-only source loads without / with an L2 evict_last policy, cs evict-first
-index loads and result stores, i32 32-bit offsets, aside / aside<N> the bounds check on a stream
-beside the gather, waited for alone, with the usual grid / at most N blocks per multiprocessor), against PyTorch's and CuPy's x[idx], in alternating rounds, and
-x[idx] with 1e3 indices under each; each variant's result is checked against NumPy first (negative indices
+index loads and result stores, i32 32-bit offsets, aside / aside<N> the bounds check on a
+stream beside the gather, waited for alone, with the usual grid / at most N blocks per
+multiprocessor), and x[idx] with 1e3 indices under each, against PyTorch's and CuPy's x[idx],
+in alternating rounds. Each variant's result is checked against NumPy first (negative indices
 included, and an out-of-range index must raise IndexError). Results go under
 "python_indexing_gather_variants".
 

@@ -313,7 +313,9 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
           [&](const ElementwiseOperand& op) { return "p_" + op.name + " + v * " + std::to_string(vec) + " + k"; });
       s << "      }\n";
       for (const auto& op : spec.operands) {
-        if (op.is_output && !op.is_pointer) s << "      " << store_vec << vec << ">(p_" << op.name << " + v * " << vec << ", x_" << op.name << ");\n";
+        if (op.is_output && !op.is_pointer) {
+          s << "      " << store_vec << vec << ">(p_" << op.name << " + v * " << vec << ", x_" << op.name << ");\n";
+        }
       }
       s << "    }\n";
       s << "    done = nvec * " << vec << ";\n";

@@ -444,7 +444,8 @@ Array gather_layout(Layout& layout, const Stream& stream, const char* op, bool c
   use(layout.view, stream);
   for (const Advanced& a : layout.advanced) use(a.index, stream);
 #if defined(TESSEL_HAVE_CUDA)
-  const backend::cuda::GatherVariant variant = device.is_cuda() ? backend::cuda::gather_variant() : backend::cuda::GatherVariant{};
+  const backend::cuda::GatherVariant variant =
+      device.is_cuda() ? backend::cuda::gather_variant() : backend::cuda::GatherVariant{};
   if (p.check_bounds && variant.check_aside) {
     // The check beside the gather (backend/indexing.hpp, GatherVariant::check_aside): it starts
     // with the gather, after the same work on `stream`, and only it is waited for.
@@ -458,7 +459,8 @@ Array gather_layout(Layout& layout, const Stream& stream, const char* op, bool c
     wrote(out, stream);
     Status side_status(device, side);
     const std::vector<std::size_t> slots = launch_int_checks(layout, side_status, side, op, variant.check_sm_blocks);
-    raise_if_failed(side_status.read(), side_status, [&](std::size_t slot) { return layout_axis(layout, slots.at(slot)); }, op);
+    raise_if_failed(side_status.read(), side_status,
+                    [&](std::size_t slot) { return layout_axis(layout, slots.at(slot)); }, op);
     return out;
   }
 #endif

@@ -4,7 +4,8 @@
 //   (one launch path for generated kernels): the indexed array is a pointer operand whose strides
 //   cover the sliced axes, the index arrays are ordinary inputs broadcast over the launch shape,
 //   and the body adds each index times its axis' stride. One launcher per (kind, dtype, index
-//   dtypes, mask ranks, checked), kept for the process; the launcher keys layout and rank.
+//   dtypes, mask ranks, checked or clamped, gather variant), kept for the process; the launcher
+//   keys layout and rank.
 // - Mask compaction and nonzero are one pass each (compact::select_kernel, a decoupled look-back
 //   over 16K-element tiles) that writes the selected items and their count. It is instantiated
 //   per item width (1, 2, 4, 8, 16 bytes), not per dtype, plus once for positions.
@@ -88,8 +89,9 @@ bool offsets_fit_32(const GatherProblem& p) {
     if (op.from_mask) return false;
     for (const IndexAxis& axis : op.axes) {
       const std::int64_t stride = axis.stride < 0 ? -axis.stride : axis.stride;
-      if (axis.size > 0 && stride > (std::int64_t{INT32_MAX} - reach) / std::max<std::int64_t>(1, axis.size - 1)) return false;
-      reach += stride * std::max<std::int64_t>(0, axis.size - 1);
+      const std::int64_t steps = std::max<std::int64_t>(0, axis.size - 1);
+      if (steps > 0 && stride > (std::int64_t{INT32_MAX} - reach) / steps) return false;
+      reach += stride * steps;
     }
   }
   return reach <= INT32_MAX;
@@ -126,7 +128,10 @@ GatherVariant parse_gather_variant(const std::string& text) {
     }
     else if (token[0] == 'u') v.unroll = number(1, 1, jit::kMaxElementwiseUnroll);
     else if (token[0] == 'b') v.block = number(1, 32, 1024);
-    else throw ValueError("gather variant '" + text + "': unknown token '" + token + "' (base, u<N>, b<N>, nc, keep, cs, i32, aside, aside<N>)");
+    else {
+      throw ValueError("gather variant '" + text + "': unknown token '" + token +
+                       "' (base, u<N>, b<N>, nc, keep, cs, i32, aside, aside<N>)");
+    }
     if (v.block % 32 != 0) throw ValueError("gather variant '" + text + "': the block must be a multiple of 32");
   }
   return v;
@@ -177,7 +182,10 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
     spec.streaming = variant.streaming;
     spec.own_tuning.unroll = variant.unroll;
     spec.own_tuning.block = variant.block;
-    const std::string tag = gather_variant_name(variant);
+    GatherVariant kernel_variant = variant;  // where the check runs does not change the kernel
+    kernel_variant.check_aside = false;
+    kernel_variant.check_sm_blocks = 0;
+    const std::string tag = gather_variant_name(kernel_variant);
     if (tag != "base") {
       name += "_v";
       for (char c : tag) name += c == ',' ? '_' : c;

@@ -106,9 +106,8 @@ TEST(OpsHuge, GatherPast2To31) {
   TESSEL_SKIP_UNLESS_FREE(n);
   const Device gpu = testing::test_gpu();
   Array x = full({n}, 1, DType::uint8, gpu);
-  for (const auto& [pos, value] : std::vector<std::pair<std::int64_t, int>>{{3, 5}, {two31 - 1, 7}, {two31, 9}, {n - 1, 11}}) {
-    fill(x.slice(0, Slice(pos, pos + 1)), value);
-  }
+  const std::vector<std::pair<std::int64_t, int>> marks = {{3, 5}, {two31 - 1, 7}, {two31, 9}, {n - 1, 11}};
+  for (const auto& [pos, value] : marks) fill(x.slice(0, Slice(pos, pos + 1)), value);
   const Array idx = from_vector(std::vector<std::int64_t>{two31, -1, two31 - 1, 3, -n, two31 + 1}, {6}, gpu);
   const Array odd = x.index({Slice(1, none, 2)});  // element j is x[1 + 2j]
   ASSERT_EQ(odd.shape(), (Shape{n / 2}));

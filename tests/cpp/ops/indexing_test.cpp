@@ -310,7 +310,9 @@ TEST_P(IndexingTest, GatherByAddress) {
     const std::int64_t ri[3] = {0, 3, 2}, ci[2] = {1, 3};
     for (int i = 0; i < 3; ++i)
       for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 2; ++b) EXPECT_TRUE(same_value(got[static_cast<std::size_t>((i * 3 + a) * 2 + b)], in.at(i, ri[a], ci[b])));
+        for (int b = 0; b < 2; ++b) {
+          EXPECT_TRUE(same_value(got[static_cast<std::size_t>((i * 3 + a) * 2 + b)], in.at(i, ri[a], ci[b])));
+        }
     expect_error<IndexError>([&] { getitem(in.x, {Slice(), rows, int64_array({0, 5}, {2}, device())}); },
                              {"index 5 is out of bounds for axis 2 with size 5"});
   }
