@@ -29,6 +29,8 @@ std::string var_type(DType d, bool widen_half) {
   return cuda_type_name(d);
 }
 
+void check_tuning(const ElementwiseTuning& t);
+
 void validate(const ElementwiseSpec& spec) {
   const std::string where = "elementwise kernel '" + spec.name + "'";
   if (!is_identifier(spec.name)) throw ValueError(where + ": the name must be a C identifier");
@@ -62,6 +64,11 @@ void validate(const ElementwiseSpec& spec) {
     throw ValueError(where + ": unroll " + std::to_string(spec.unroll) + " outside [1, " +
                      std::to_string(kMaxElementwiseUnroll) + "]");
   }
+  const ElementwiseSpec::OwnTuning& own = spec.own_tuning;
+  if (own.block < 0 || own.unroll < 0 || own.waves < 0 || own.sm_blocks < 0) {
+    throw ValueError(where + ": negative own_tuning field");
+  }
+  check_tuning(tuning_for(spec, ElementwiseTuning{}));  // the fields it sets, checked in their ranges
 }
 
 ElementwiseTuning tuning_from_env() {
@@ -200,6 +207,13 @@ int vector_width(const ElementwiseSpec& spec) {
 
 ElementwiseTuning elementwise_tuning() { return unpack_tuning(current_tuning().load(std::memory_order_acquire)); }
 
+ElementwiseTuning tuning_for(const ElementwiseSpec& spec, ElementwiseTuning tuning) {
+  if (spec.own_tuning.block != 0) tuning.block = spec.own_tuning.block;
+  if (spec.own_tuning.unroll != 0) tuning.unroll = spec.own_tuning.unroll;
+  if (spec.own_tuning.waves != 0) tuning.waves = spec.own_tuning.waves;
+  return tuning;
+}
+
 void set_elementwise_tuning(const ElementwiseTuning& tuning) {
   check_tuning(tuning);
   current_tuning().store(pack_tuning(tuning), std::memory_order_release);
@@ -223,6 +237,7 @@ std::string elementwise_kernel_name(const ElementwiseSpec& spec) {
   if (spec.layout == ElementwiseLayout::contiguous && spec.unroll > 1 && vector_width(spec) > 1) {
     n += "_u" + std::to_string(spec.unroll);
   }
+  if (spec.layout == ElementwiseLayout::contiguous && spec.streaming && vector_width(spec) > 1) n += "_cs";
   return n;
 }
 
@@ -251,6 +266,8 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
 
   if (!strided) {
     const int vec = vector_width(spec);
+    const std::string load_vec = spec.streaming ? "tessel::load_vec_stream<" : "tessel::load_vec<";
+    const std::string store_vec = spec.streaming ? "tessel::store_vec_stream<" : "tessel::store_vec<";
     s << "  index_t done = 0;\n";
     for (const auto& op : spec.operands) {
       if (op.is_uniform) s << "  const " << cuda_type_name(op.dtype) << " b_" << op.name << " = *p_" << op.name << ";\n";
@@ -271,7 +288,7 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
           s << "      tessel::vec<" << cuda_type_name(op.dtype) << ", " << vec << "> x_" << op.name << "[" << u_count << "];\n";
           if (load) {
             s << "#pragma unroll\n";
-            s << "      for (int u = 0; u < " << u_count << "; ++u) x_" << op.name << "[u] = tessel::load_vec<" << vec
+            s << "      for (int u = 0; u < " << u_count << "; ++u) x_" << op.name << "[u] = " << load_vec << vec
               << ">(p_" << op.name << " + (v + u * step) * " << vec << ");\n";
           }
         }
@@ -290,7 +307,7 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
         for (const auto& op : spec.operands) {
           if (!op.is_output || op.is_pointer) continue;
           s << "#pragma unroll\n";
-          s << "      for (int u = 0; u < " << u_count << "; ++u) tessel::store_vec<" << vec << ">(p_" << op.name
+          s << "      for (int u = 0; u < " << u_count << "; ++u) " << store_vec << vec << ">(p_" << op.name
             << " + (v + u * step) * " << vec << ", x_" << op.name << "[u]);\n";
         }
         s << "    }\n";
@@ -300,7 +317,7 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
         if (op.is_scalar || op.is_pointer || op.is_uniform) continue;
         const bool load = !op.is_output || body_reads(spec.body, op.name);
         s << "      tessel::vec<" << cuda_type_name(op.dtype) << ", " << vec << "> x_" << op.name;
-        if (load) s << " = tessel::load_vec<" << vec << ">(p_" << op.name << " + v * " << vec << ")";
+        if (load) s << " = " << load_vec << vec << ">(p_" << op.name << " + v * " << vec << ")";
         s << ";\n";
       }
       s << "#pragma unroll\n";
@@ -311,7 +328,9 @@ std::string generate_elementwise_source(const ElementwiseSpec& spec) {
           [&](const ElementwiseOperand& op) { return "p_" + op.name + " + v * " + std::to_string(vec) + " + k"; });
       s << "      }\n";
       for (const auto& op : spec.operands) {
-        if (op.is_output && !op.is_pointer) s << "      tessel::store_vec<" << vec << ">(p_" << op.name << " + v * " << vec << ", x_" << op.name << ");\n";
+        if (op.is_output && !op.is_pointer) {
+          s << "      " << store_vec << vec << ">(p_" << op.name << " + v * " << vec << ", x_" << op.name << ");\n";
+        }
       }
       s << "    }\n";
       s << "    done = nvec * " << vec << ";\n";

@@ -81,6 +81,7 @@ struct ElementwiseLauncher::Cache {
   struct Entry {
     Kernel kernel;
     ElementwiseLaunchShape launch_shape;
+    std::int64_t max_grid = 0;  // spec.own_tuning.sm_blocks times the multiprocessors (0: no cap)
   };
   std::uint64_t id = 0;  // process-unique: the thread-local fast path below never matches a dead launcher
   std::mutex mutex;
@@ -203,7 +204,7 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
 
   words[num_words] = n;
   params[num_params++] = &words[num_words++];
-  const ElementwiseTuning tuning = elementwise_tuning();
+  const ElementwiseTuning tuning = tuning_for(spec, elementwise_tuning());
   if (contiguous) {
     for (std::size_t i = 0; i < count; ++i) {
       if (spec.operands[i].is_scalar || spec.operands[i].is_pointer || (uniform >> i & 1)) continue;
@@ -256,13 +257,18 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
     Cache::Entry loaded;
     loaded.kernel = get_kernel(request, device);  // compiles or loads outside the lock
     loaded.launch_shape = ElementwiseLaunchShape::of(loaded.kernel, tuning);
+    if (spec.own_tuning.sm_blocks > 0) {
+      loaded.max_grid = std::int64_t{spec.own_tuning.sm_blocks} * device_properties(device.index).multiprocessors;
+    }
     std::lock_guard<std::mutex> lock(cache_->mutex);
     entry = &cache_->kernels.emplace(key, std::move(loaded)).first->second;  // another thread's wins a race
   }
   last = LastLaunch{cache_->id, key, entry};
   // Kernel::launch makes the kernel's device current for the launch (the one device guard of
   // every generated kernel).
-  entry->kernel.launch(entry->launch_shape.config(entry->kernel, work, tuning), params.data(), stream);
+  LaunchConfig config = entry->launch_shape.config(entry->kernel, work, tuning);
+  if (entry->max_grid > 0 && config.grid.x > entry->max_grid) config.grid.x = static_cast<unsigned int>(entry->max_grid);
+  entry->kernel.launch(config, params.data(), stream);
 }
 
 }  // namespace tessel::jit

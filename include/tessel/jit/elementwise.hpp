@@ -54,6 +54,20 @@ struct ElementwiseSpec {
   // contiguous: 16-byte vectors each thread loads (all of them, for every array input) before it
   // computes on any, per trip of the grid-stride loop. 1..kMaxElementwiseUnroll.
   int unroll = 1;
+  // contiguous: the vector loads of array inputs and the vector stores of outputs are streaming
+  // (ld.global.cs / st.global.cs, evicted first), so that what pointer operands read keeps more
+  // of the L2 (gathers: the indices and the result stream, the source is read at random).
+  bool streaming = false;
+  // The spec's own launch shape: each nonzero field replaces the process tuning's
+  // (elementwise_tuning()) in this spec's launches; unroll, as there, shapes the contiguous layout.
+  // sm_blocks caps the grid at that many blocks per multiprocessor (a kernel that runs beside
+  // another and should leave it most of the device).
+  struct OwnTuning {
+    int block = 0;
+    int unroll = 0;
+    int waves = 0;
+    int sm_blocks = 0;
+  } own_tuning;
 };
 
 constexpr int kMaxElementwiseUnroll = 8;
@@ -85,6 +99,9 @@ struct ElementwiseLaunchShape {
 };
 // Validates (ValueError naming the bad field) and applies to every later launch.
 void set_elementwise_tuning(const ElementwiseTuning& tuning);
+// `tuning` with the nonzero fields of spec.own_tuning in place of its own: what a launch of the
+// spec uses.
+ElementwiseTuning tuning_for(const ElementwiseSpec& spec, ElementwiseTuning tuning);
 // Threads a launch of `n` elements needs: contiguous+aligned covers `unroll` vectors of `vec`
 // elements per thread, otherwise one element per thread.
 std::int64_t elementwise_threads(std::int64_t n, bool contiguous_aligned, int vec, int unroll);

@@ -147,6 +147,7 @@ void walk(const GatherProblem& p, const std::vector<const std::vector<std::int64
 }
 
 void report(const GatherProblem& p, std::size_t slot, std::int64_t bad) {
+  if (p.status == nullptr) return;  // unchecked: the element is skipped (undefined, as on CUDA)
 #pragma omp critical(tessel_index_report)
   {
     if (p.status[1] == 0) {

@@ -4,7 +4,8 @@
 //   (one launch path for generated kernels): the indexed array is a pointer operand whose strides
 //   cover the sliced axes, the index arrays are ordinary inputs broadcast over the launch shape,
 //   and the body adds each index times its axis' stride. One launcher per (kind, dtype, index
-//   dtypes, mask ranks, checked), kept for the process; the launcher keys layout and rank.
+//   dtypes, mask ranks, checked or clamped, gather variant), kept for the process; the launcher
+//   keys layout and rank.
 // - Mask compaction and nonzero are one pass each (compact::select_kernel, a decoupled look-back
 //   over 16K-element tiles) that writes the selected items and their count. It is instantiated
 //   per item width (1, 2, 4, 8, 16 bytes), not per dtype, plus once for positions.
@@ -14,6 +15,8 @@
 
 
 #include <algorithm>
+#include <atomic>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -57,7 +60,109 @@ bool gathers_by_address(const GatherProblem& p) {
 
 std::string dtype_tag(DType d) { return dtype_name(d); }
 
+// The gather variant in force, packed (see pack below): one atomic word read per gather.
+std::atomic<std::uint64_t> g_gather_variant{0};
+
+std::uint64_t pack(const GatherVariant& v) {
+  return static_cast<std::uint64_t>(v.unroll) | static_cast<std::uint64_t>(v.block) << 8 |
+         static_cast<std::uint64_t>(v.source) << 24 | static_cast<std::uint64_t>(v.streaming) << 26 |
+         static_cast<std::uint64_t>(v.offsets32) << 27 | static_cast<std::uint64_t>(v.check_aside) << 28 |
+         static_cast<std::uint64_t>(v.check_sm_blocks) << 29;
+}
+GatherVariant unpack(std::uint64_t w) {
+  GatherVariant v;
+  v.unroll = static_cast<int>(w & 0xffu);
+  v.block = static_cast<int>((w >> 8) & 0xffffu);
+  v.source = static_cast<GatherSource>((w >> 24) & 3u);
+  v.streaming = ((w >> 26) & 1u) != 0;
+  v.offsets32 = ((w >> 27) & 1u) != 0;
+  v.check_aside = ((w >> 28) & 1u) != 0;
+  v.check_sm_blocks = static_cast<int>((w >> 29) & 0xffu);
+  return v;
+}
+
+// Whether every offset the index operands add fits 32 bits: plain (not mask) operands whose
+// axes reach at most 2^31 - 1 elements together.
+bool offsets_fit_32(const GatherProblem& p) {
+  std::int64_t reach = 0;
+  for (const IndexOperand& op : p.indices) {
+    if (op.from_mask) return false;
+    for (const IndexAxis& axis : op.axes) {
+      const std::int64_t stride = axis.stride < 0 ? -axis.stride : axis.stride;
+      const std::int64_t steps = std::max<std::int64_t>(0, axis.size - 1);
+      if (steps > 0 && stride > (std::int64_t{INT32_MAX} - reach) / steps) return false;
+      reach += stride * steps;
+    }
+  }
+  return reach <= INT32_MAX;
+}
+
 }  // namespace
+
+GatherVariant parse_gather_variant(const std::string& text) {
+  GatherVariant v;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string token = text.substr(at, end - at);
+    at = end + 1;
+    const auto number = [&](std::size_t from, int lo, int hi) {
+      const std::string digits = token.substr(from);
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 5 ||
+          std::stoi(digits) < lo || std::stoi(digits) > hi) {
+        throw ValueError("gather variant '" + text + "': '" + token + "' needs a number in [" + std::to_string(lo) +
+                         ", " + std::to_string(hi) + "]");
+      }
+      return std::stoi(digits);
+    };
+    if (token.empty() || token == "base") continue;
+    if (token == "nc") v.source = GatherSource::readonly;
+    else if (token == "keep") v.source = GatherSource::readonly_keep;
+    else if (token == "cs") v.streaming = true;
+    else if (token == "i32") v.offsets32 = true;
+    else if (token == "aside") v.check_aside = true;
+    else if (token.rfind("aside", 0) == 0) {
+      v.check_aside = true;
+      v.check_sm_blocks = number(5, 1, 32);
+    }
+    else if (token[0] == 'u') v.unroll = number(1, 1, jit::kMaxElementwiseUnroll);
+    else if (token[0] == 'b') v.block = number(1, 32, 1024);
+    else {
+      throw ValueError("gather variant '" + text + "': unknown token '" + token +
+                       "' (base, u<N>, b<N>, nc, keep, cs, i32, aside, aside<N>)");
+    }
+    if (v.block % 32 != 0) throw ValueError("gather variant '" + text + "': the block must be a multiple of 32");
+  }
+  return v;
+}
+
+std::string gather_variant_name(const GatherVariant& v) {
+  std::string n;
+  const auto add = [&](const std::string& t) { n += (n.empty() ? "" : ",") + t; };
+  if (v.unroll) add("u" + std::to_string(v.unroll));
+  if (v.block) add("b" + std::to_string(v.block));
+  if (v.source == GatherSource::readonly) add("nc");
+  if (v.source == GatherSource::readonly_keep) add("keep");
+  if (v.streaming) add("cs");
+  if (v.offsets32) add("i32");
+  if (v.check_aside) add("aside" + (v.check_sm_blocks ? std::to_string(v.check_sm_blocks) : std::string()));
+  return n.empty() ? "base" : n;
+}
+
+void set_gather_variant(const GatherVariant& v) { g_gather_variant.store(pack(v), std::memory_order_relaxed); }
+GatherVariant gather_variant() { return unpack(g_gather_variant.load(std::memory_order_relaxed)); }
+
+Stream check_stream(Device device) {
+  static std::mutex mutex;
+  static auto* streams = new std::unordered_map<int, Stream>();  // process lifetime
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = streams->find(device.index);
+  if (it == streams->end()) {
+    it = streams->emplace(device.index, Stream::create(device, Stream::priority_range(device).first)).first;
+  }
+  return it->second;
+}
 
 // The spec of one generated gather / scatter / check kernel.
 jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p) {
@@ -71,6 +176,28 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
   // address alone (a by-value parameter): the launch stays contiguous, with vector loads of the
   // indices and stores of the result, when the index arrays are contiguous.
   const bool src_by_value = kind == Kind::gather && gathers_by_address(p);
+  const GatherVariant variant = kind == Kind::gather ? gather_variant() : GatherVariant{};
+  const bool offsets32 = variant.offsets32 && offsets_fit_32(p);
+  if (kind == Kind::gather) {
+    spec.streaming = variant.streaming;
+    spec.own_tuning.unroll = variant.unroll;
+    spec.own_tuning.block = variant.block;
+    GatherVariant kernel_variant = variant;  // where the check runs does not change the kernel
+    kernel_variant.check_aside = false;
+    kernel_variant.check_sm_blocks = 0;
+    const std::string tag = gather_variant_name(kernel_variant);
+    if (tag != "base") {
+      name += "_v";
+      for (char c : tag) name += c == ',' ? '_' : c;
+    }
+  }
+  if (kind == Kind::check && p.check_sm_blocks > 0) {
+    // Beside a gather: a few long-lived blocks, each with several index vectors in flight.
+    spec.own_tuning.block = 512;
+    spec.own_tuning.unroll = 4;
+    spec.own_tuning.sm_blocks = p.check_sm_blocks;
+    name += "_sm" + std::to_string(p.check_sm_blocks);
+  }
   if (kind == Kind::gather) {
     spec.operands.push_back({"out", p.dtype, true, false, false});
     if (src_by_value) {
@@ -89,7 +216,13 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
     spec.operands.push_back({"anchor", p.indices.at(0).dtype, false, false, true});
   }
   const bool checked = kind == Kind::check || (kind == Kind::gather && p.check_bounds);
-  std::string body = "long long off = 0;\n";
+  const bool clamped = kind == Kind::gather && !p.check_bounds && p.clamp_indices;
+  if (clamped) name += "_clamp";
+  // off: elements from the source's place along the indexed axes. The bounds check and the
+  // negative-index wrap run on the 64-bit index value either way.
+  const std::string off_t = offsets32 ? "int" : "long long";
+  if (offsets32) name += "_o32";
+  std::string body = off_t + " off = 0;\n";
   for (std::size_t k = 0; k < p.indices.size(); ++k) {
     const IndexOperand& op = p.indices[k];
     const std::string i = "i" + std::to_string(k);
@@ -115,21 +248,28 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
     if (is_unsigned_integer(op.dtype)) {
       body += "{ unsigned long long uj = (unsigned long long)" + i + ";\n";
       if (checked) body += "  if (uj >= (unsigned long long)" + n + ") { " + fail + "; uj = 0; }\n";
-      body += "  off += (long long)uj * " + s + "; }\n";
+      if (clamped) body += "  if (uj >= (unsigned long long)" + n + ") uj = 0;\n";
+      body += "  off += (" + off_t + ")uj * (" + off_t + ")" + s + "; }\n";
     } else {
       body += "{ long long j = (long long)" + i + "; if (j < 0) j += " + n + ";\n";
       if (checked) body += "  if ((unsigned long long)j >= (unsigned long long)" + n + ") { " + fail + "; j = 0; }\n";
-      body += "  off += j * " + s + "; }\n";
+      if (clamped) body += "  if ((unsigned long long)j >= (unsigned long long)" + n + ") j = 0;\n";
+      body += "  off += (" + off_t + ")j * (" + off_t + ")" + s + "; }\n";
     }
   }
   if (checked) {
     spec.operands.push_back({"status", DType::uint64, false, true, false});
     name += "_chk";
   }
-  if (kind == Kind::gather && src_by_value) {
-    body += std::string("out = reinterpret_cast<const ") + cuda_type_name(p.dtype) + "*>(v_srcp)[off];\n";
-  } else if (kind == Kind::gather) {
-    body += "out = src[off];\n";
+  if (kind == Kind::gather) {
+    const std::string place = src_by_value
+                                  ? std::string("reinterpret_cast<const ") + cuda_type_name(p.dtype) + "*>(v_srcp) + off"
+                                  : std::string("src + off");
+    switch (variant.source) {
+      case GatherSource::plain: body += "out = *(" + place + ");\n"; break;
+      case GatherSource::readonly: body += "out = tessel::load_readonly(" + place + ");\n"; break;
+      case GatherSource::readonly_keep: body += "out = tessel::load_readonly_keep(" + place + ");\n"; break;
+    }
   }
   if (kind == Kind::scatter) body += "dst[off] = val;\n";
   if (kind == Kind::check) body += "(void)off; (void)anchor;\n";

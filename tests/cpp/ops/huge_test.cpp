@@ -12,6 +12,7 @@
 
 #include "testing.hpp"
 #include "tessel/memory/caching_allocator.hpp"
+#include "tessel/ops/backend_entry_points.hpp"
 #include "tessel/ops/elementwise.hpp"
 #include "tessel/ops/indexing.hpp"
 #include "tessel/ops/reduce.hpp"
@@ -94,6 +95,38 @@ TEST(OpsHuge, Float16AddPast2To31) {
   EXPECT_EQ(at(c, std::int64_t{1} << 31), -3.5);
   EXPECT_EQ(at(c, n - 2), 0.75);
   EXPECT_EQ(at(c, n - 1), 8.25);
+}
+
+TEST(OpsHuge, GatherPast2To31) {
+  // x[idx] from a uint8 source past 2^31 elements (2.1 GB), and from its every-other-element view
+  // (2^30 + 32 elements whose stride reaches past 2^31): the 64-bit offsets, under every gather
+  // variant (32-bit offsets must not apply to either source).
+  const std::int64_t two31 = std::int64_t{1} << 31;
+  const std::int64_t n = two31 + 64;
+  TESSEL_SKIP_UNLESS_FREE(n);
+  const Device gpu = testing::test_gpu();
+  Array x = full({n}, 1, DType::uint8, gpu);
+  const std::vector<std::pair<std::int64_t, int>> marks = {{3, 5}, {two31 - 1, 7}, {two31, 9}, {n - 1, 11}};
+  for (const auto& [pos, value] : marks) fill(x.slice(0, Slice(pos, pos + 1)), value);
+  const Array idx = from_vector(std::vector<std::int64_t>{two31, -1, two31 - 1, 3, -n, two31 + 1}, {6}, gpu);
+  const Array odd = x.index({Slice(1, none, 2)});  // element j is x[1 + 2j]
+  ASSERT_EQ(odd.shape(), (Shape{n / 2}));
+  const Array odd_idx = from_vector(std::vector<std::int64_t>{n / 2 - 1, two31 / 2 - 1, 1, -1, 0}, {5}, gpu);
+  for (const char* variant : {"base", "u4,nc,cs,i32", "keep,i32,b256"}) {
+    SCOPED_TRACE(variant);
+    internal::set_gather_variant(variant);
+    EXPECT_EQ(getitem(x, {idx}).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{9, 11, 7, 5, 1, 1}));
+    EXPECT_EQ(getitem(odd, {odd_idx}).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{11, 7, 5, 11, 1}));
+    try {
+      getitem(x, {from_vector(std::vector<std::int64_t>{0, n}, {2}, gpu)});
+      ADD_FAILURE() << "no IndexError for index n";
+    } catch (const IndexError& e) {
+      EXPECT_NE(std::string(e.what()).find("index 2147483712 is out of bounds for axis 0 with size 2147483712"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  internal::set_gather_variant("base");
 }
 
 TEST(OpsHuge, Uint8MaskSelectAndNonzeroPast2To31) {

@@ -13,6 +13,7 @@
 #include "backend/indexing.hpp"
 #include "jit/jit_test_util.hpp"
 #include "tessel/jit/compiler.hpp"
+#include "tessel/ops/backend_entry_points.hpp"
 #include "tessel/ops/indexing.hpp"
 #include "tessel/pipeline/graph.hpp"
 #include "sanitizer.hpp"
@@ -220,6 +221,101 @@ TEST_P(IndexingTest, Errors) {
   expect_error<ValueError>([&] { nonzero(zeros({}, dtype(), device())); }, {"nonzero", "0-d"});
   // Still usable after the failures.
   EXPECT_EQ(getitem(x, {int64_array({2, -1}, {2}, device())}).shape(), (Shape{2, 4}));
+}
+
+// The gather variants a test runs (backend/indexing.hpp): on CUDA each one for an element dtype
+// of each size (1, 2, 4 and 16 bytes; every variant is a kernel to compile per dtype), the default
+// and the check beside the gather for the others; on the CPU only the default.
+std::vector<std::string> gather_variants(Device device, DType dtype) {
+  if (!device.is_cuda()) return {"base"};
+  if (dtype != DType::int8 && dtype != DType::float16 && dtype != DType::float32 && dtype != DType::complex128) {
+    return {"base", "aside", "aside1"};
+  }
+  return {"base", "u1", "u4,b256", "nc", "keep,cs", "u8,nc,cs,i32", "b512,i32", "aside", "u4,keep,cs,aside2"};
+}
+struct GatherVariantScope {
+  GatherVariantScope(Device device, const std::string& variant) : cuda(device.is_cuda()) {
+    if (cuda) internal::set_gather_variant(variant);
+  }
+  ~GatherVariantScope() {
+    if (cuda) internal::set_gather_variant("base");
+  }
+  bool cuda;
+};
+
+// x[idx] over 1-d views, the form that reads the source by its address: an index array long
+// enough for the vector loop and its tail, negative indices, index views offset by one element
+// (not 16-byte aligned: the element loop) and strided (the strided layout), sources strided and
+// reversed, and an out-of-range index on either side. On CUDA under every gather variant.
+TEST_P(IndexingTest, GatherByAddress) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const std::int64_t m = 3000, size = 1000;  // every source view below has `size` elements
+  const std::vector<Value> base_values = random_values(rng, dtype(), m);
+  const Array base = make_array(base_values, {m}, dtype(), device());
+  const std::int64_t k = 2 * 4096 + 37;
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(k + 1));
+  std::uniform_int_distribution<std::int64_t> pick(-size, size - 1);
+  for (auto& i : idx) i = pick(rng);
+  const Array indices = int64_array(idx, {k + 1}, device());
+  struct SourceView {
+    Array view;
+    std::int64_t first, step;  // element j of the view is base[first + j * step]
+  };
+  const std::vector<SourceView> sources = {{base.index({Slice(0, size)}), 0, 1},
+                                           {base.index({Slice(0, none, 3)}), 0, 3},
+                                           {base.index({Slice(m - 1, none, -3)}), m - 1, -3}};
+  struct IndexView {
+    Array view;
+    std::int64_t first, step;  // element t of the view is idx[first + t * step]
+    std::int64_t count;
+  };
+  const std::vector<IndexView> index_views = {{indices.index({Slice(0, k)}), 0, 1, k},
+                                              {indices.index({Slice(1, none)}), 1, 1, k},
+                                              {indices.index({Slice(0, none, 2)}), 0, 2, (k + 2) / 2}};
+  for (const std::string& variant : gather_variants(device(), dtype())) {
+    SCOPED_TRACE("gather variant " + variant);
+    const GatherVariantScope scope(device(), variant);
+    for (std::size_t si = 0; si < sources.size(); ++si) {
+      const SourceView& src = sources[si];
+      ASSERT_EQ(src.view.shape(), (Shape{size}));
+      for (std::size_t ii = 0; ii < index_views.size(); ++ii) {
+        SCOPED_TRACE("source " + std::to_string(si) + ", index view " + std::to_string(ii));
+        const IndexView& iv = index_views[ii];
+        const Array r = getitem(src.view, {iv.view});
+        ASSERT_EQ(r.shape(), (Shape{iv.count}));
+        const std::vector<Value> got = read_values(r);
+        std::int64_t wrong = 0;
+        for (std::int64_t t = 0; t < iv.count; ++t) {
+          std::int64_t j = idx[static_cast<std::size_t>(iv.first + t * iv.step)];
+          if (j < 0) j += size;
+          const Value& want = base_values[static_cast<std::size_t>(src.first + j * src.step)];
+          if (!same_value(got[static_cast<std::size_t>(t)], want) && wrong++ < 3) ADD_FAILURE() << "element " << t;
+        }
+        EXPECT_EQ(wrong, 0);
+      }
+      expect_error<IndexError>([&] { getitem(src.view, {int64_array({0, size, 1}, {3}, device())}); },
+                               {"index 1000 is out of bounds for axis 0 with size 1000"});
+      expect_error<IndexError>([&] { getitem(src.view, {int64_array({-size - 1}, {1}, device())}); },
+                               {"index -1001 is out of bounds for axis 0 with size 1000"});
+    }
+    // Index arrays broadcast over a reversed, strided 3-d view (the source through its strides),
+    // and an out-of-range index on the second indexed axis.
+    const Input in = make_input(rng, dtype(), device());
+    const Array rows = int64_array({0, -1, 2}, {3, 1}, device());
+    const Array cols = int64_array({1, -2}, {2}, device());
+    const Array r = getitem(in.x, {Slice(), rows, cols});  // (3, 3, 2): x[i, rows[a], cols[b]]
+    ASSERT_EQ(r.shape(), (Shape{3, 3, 2}));
+    const std::vector<Value> got = read_values(r);
+    const std::int64_t ri[3] = {0, 3, 2}, ci[2] = {1, 3};
+    for (int i = 0; i < 3; ++i)
+      for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 2; ++b) {
+          EXPECT_TRUE(same_value(got[static_cast<std::size_t>((i * 3 + a) * 2 + b)], in.at(i, ri[a], ci[b])));
+        }
+    expect_error<IndexError>([&] { getitem(in.x, {Slice(), rows, int64_array({0, 5}, {2}, device())}); },
+                             {"index 5 is out of bounds for axis 2 with size 5"});
+  }
 }
 
 // x[m] and nonzero over 1-d arrays of several tiles (16K elements) with a tail, on views offset
@@ -610,6 +706,79 @@ TEST(IndexingKernels, GeneratedSourcesCompile) {
       }
     }
   }
+}
+
+// Every gather variant's kernels compile under NVRTC for every element size (1 to 16 bytes, so
+// every vector and word width of the loads), reading the source by address and through a strided
+// operand; 32-bit offsets only where the indexed axes' reach fits.
+TEST(IndexingKernels, GatherVariantsCompile) {
+  TESSEL_REQUIRE_NVRTC();
+  using backend::cuda::IndexKernel;
+  const struct Restore {
+    ~Restore() { backend::cuda::set_gather_variant({}); }
+  } restore;
+  for (const char* text : {"base", "u1,b64", "u4,nc,cs", "keep", "keep,cs,i32,u8,b1024"}) {
+    backend::cuda::set_gather_variant(backend::cuda::parse_gather_variant(text));
+    for (DType dt : {DType::bool_, DType::float16, DType::float32, DType::float64, DType::complex128}) {
+      backend::GatherProblem p;
+      p.dtype = dt;
+      backend::IndexOperand plain;
+      plain.dtype = DType::int64;
+      plain.axes = {{5, -3}};
+      p.indices = {plain};
+      for (bool by_address : {true, false}) {
+        p.shape = by_address ? std::vector<std::int64_t>{7} : std::vector<std::int64_t>{7, 2};
+        p.base_strides = by_address ? std::vector<std::int64_t>{0} : std::vector<std::int64_t>{0, 4};
+        p.indices[0].strides = by_address ? std::vector<std::int64_t>{1} : std::vector<std::int64_t>{1, 0};
+        jit::ElementwiseSpec spec = backend::cuda::index_kernel_spec(IndexKernel::gather, p);
+        for (int layout = 0; layout < 2; ++layout) {
+          if (layout == 1 && dt != DType::float32) continue;  // the strided layout: one element dtype
+          spec.layout = layout == 0 ? jit::ElementwiseLayout::contiguous : jit::ElementwiseLayout::strided;
+          spec.rank = layout == 0 ? 1 : 2;
+          spec.unroll = std::max(1, spec.own_tuning.unroll);
+          jit::CompileRequest r;
+          r.source = jit::generate_elementwise_source(spec);
+          r.name = jit::elementwise_kernel_name(spec);
+          r.arch = jit::test::kTestArch;
+          try {
+            EXPECT_FALSE(jit::compile_to_cubin(r).cubin.empty());
+          } catch (const CompileError& e) {
+            ADD_FAILURE() << text << ": " << e.what() << "\n----\n" << r.source;
+          }
+        }
+      }
+    }
+  }
+  // 32-bit offsets: not past 2^31 - 1 elements of reach, nor for mask positions.
+  backend::cuda::set_gather_variant(backend::cuda::parse_gather_variant("i32"));
+  backend::GatherProblem p;
+  p.shape = {3};
+  p.base_strides = {0};
+  backend::IndexOperand plain;
+  plain.strides = {1};
+  plain.axes = {{(std::int64_t{1} << 30) + 1, 2}};  // reach 2^31: 64-bit
+  p.indices = {plain};
+  EXPECT_NE(backend::cuda::index_kernel_spec(IndexKernel::gather, p).body.find("long long off"), std::string::npos);
+  p.indices[0].axes = {{(std::int64_t{1} << 30), -2}};  // reach 2^31 - 2: 32-bit
+  EXPECT_NE(backend::cuda::index_kernel_spec(IndexKernel::gather, p).body.find("int off"), std::string::npos);
+  EXPECT_EQ(backend::cuda::index_kernel_spec(IndexKernel::gather, p).body.find("long long off"), std::string::npos);
+  p.indices[0].from_mask = true;
+  EXPECT_NE(backend::cuda::index_kernel_spec(IndexKernel::gather, p).body.find("long long off"), std::string::npos);
+  // Scatters and checks keep the default whatever the variant.
+  EXPECT_EQ(backend::cuda::index_kernel_spec(IndexKernel::scatter, p).body.find("int off"), std::string::npos);
+  // Bad variants name the token.
+  expect_error<ValueError>([] { backend::cuda::parse_gather_variant("u9"); }, {"'u9'", "[1, 8]"});
+  expect_error<ValueError>([] { backend::cuda::parse_gather_variant("nc,b100"); }, {"multiple of 32"});
+  expect_error<ValueError>([] { backend::cuda::parse_gather_variant("fast"); }, {"unknown token 'fast'"});
+  EXPECT_EQ(backend::cuda::gather_variant_name(backend::cuda::parse_gather_variant("i32,cs,u4")), "u4,cs,i32");
+  EXPECT_EQ(backend::cuda::gather_variant_name(backend::cuda::parse_gather_variant("aside3,nc")), "nc,aside3");
+  expect_error<ValueError>([] { backend::cuda::parse_gather_variant("aside0"); }, {"'aside0'", "[1, 32]"});
+  // The check beside a gather: a grid capped per multiprocessor, its own block and unroll.
+  p.indices[0].from_mask = false;
+  p.check_sm_blocks = 2;
+  const jit::ElementwiseSpec check = backend::cuda::index_kernel_spec(IndexKernel::check, p);
+  EXPECT_EQ(check.own_tuning.sm_blocks, 2);
+  EXPECT_EQ(check.own_tuning.unroll, 4);
 }
 #endif
 
