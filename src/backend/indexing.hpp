@@ -87,7 +87,7 @@ std::int64_t flat_nonzero(const bool* flags, std::int64_t n, std::int64_t* out);
 
 namespace cuda {
 enum class IndexKernel { gather, scatter, check };
-// How the generated gather reads its source and launches. Process-wide, read by every gather;
+// How the generated gather reads its source and launches. Process-wide (indexing.cu sets the default, "cs"), read by every gather;
 // bench/peers/python_indexing.py --gather-variants compares them on the GPU.
 enum class GatherSource : std::uint8_t {
   plain,          // a plain load

@@ -16,11 +16,12 @@ namespace tessel::backend::cuda {
 // (a warp or a block) per matrix, in shared memory, for the orders above those.
 enum class SmallKernel : std::uint8_t { cholesky, lu, lu_solve, eigh, svd, inv, eigh_block, svd_block };
 
-// One row of the dispatcher's tuning table: tessel's kernel runs when max(m, n) <= max_n and
-// batch >= min_batch; `measurement` names the run that chose the crossover.
+// One row of the dispatcher's tuning table: tessel's kernel runs when min_n <= max(m, n) <= max_n
+// and batch >= min_batch; `measurement` names the run that chose the crossover.
 struct SmallKernelTuning {
   SmallKernel kind;
   DType dtype;
+  std::int64_t min_n;
   std::int64_t max_n;
   std::int64_t min_batch;
   const char* measurement;

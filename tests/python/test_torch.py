@@ -11,6 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
+import torch.utils._python_dispatch  # noqa: E402
 
 import tessel as ts  # noqa: E402
 import tessel.torch as tt  # noqa: E402
@@ -583,6 +584,18 @@ def test_fuse_eager_calls_skip_the_registered_op_and_compile_uses_it(tdevice, ge
         assert gate(fx, fy).shape == (3, 4)
 
 
+class _AtenOpLog(torch.utils._python_dispatch.TorchDispatchMode):
+    """The names of the aten ops dispatched inside the block."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(func._schema.name)
+        return func(*args, **(kwargs or {}))
+
+
 def test_fuse_sum_backward_reads_the_expanded_gradient_without_copies(tdevice, gen, monkeypatch):
     """swish_gate(x, y).sum().backward() moves the minimum: one forward kernel, one backward kernel
     reading the stride-0 gradient of .sum() as a broadcast input (never materialized), and no torch
@@ -607,15 +620,17 @@ def test_fuse_sum_backward_reads_the_expanded_gradient_without_copies(tdevice, g
         return a
 
     monkeypatch.setattr(fuse_module, "to_tessel", spy)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    # The aten ops dispatched, through a dispatch mode rather than torch.profiler: the profiler's
+    # Kineto keeps CUPTI subscribed on CUDA builds, and ts.profile's tests later in the process
+    # would then find CUPTI taken.
+    with _AtenOpLog() as log:
         swish_gate(x, y).sum().backward()
     assert forward_counter.calls == 1 and backward_counter.calls == 1
     # forward: x and y; backward: x, y and the incoming gradient, as .sum()'s backward made it
     assert imported[:2] == [((n,), (4,)), ((n,), (4,))]
     assert imported[2:] == [((n,), (4,)), ((n,), (4,)), ((n,), (0,))], imported
-    copies = [e.name for e in prof.events()
-              if e.name in ("aten::copy_", "aten::clone", "aten::contiguous", "aten::_to_copy", "aten::to",
-                            "aten::sum_to_size")]
+    assert "aten::sum" in log.names, log.names  # the log sees the ops of the step
+    copies = [name for name in log.names if name in ("aten::copy_", "aten::clone", "aten::_to_copy")]
     assert copies == [], copies
     s = torch.sigmoid(x.detach())
     assert rel_err(x.grad, (s + x.detach() * s * (1 - s)) * y.detach()) < 1e-5

@@ -21,40 +21,46 @@ namespace tessel::backend::cuda {
 namespace {
 
 // ---- tuning table (CUB-style policy data, one row per op and dtype) ----
-// A batch takes tessel's kernel when n <= max_n and batch >= min_batch; else the cuSOLVER path of
+// A batch takes tessel's kernel when min_n <= n <= max_n and batch >= min_batch; else the cuSOLVER path of
 // linalg.cpp. The kernels keep a whole matrix per thread in registers, so max_n is bounded by
 // register spills (the inverse keeps a row per lane of a warp: n <= 32). The crossovers are to be measured on the GPU with
 // bench/peers/python_linalg.py (the "batched" rows, which also time the cuSOLVER path through
 // TESSEL_LINALG_SMALL=0); each row's `measurement` records the run that chose it.
 const SmallKernelTuning kTuning[] = {
-    {SmallKernel::cholesky, DType::float32, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::cholesky, DType::float64, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::lu_solve, DType::float32, 16, 64,
+    {SmallKernel::cholesky, DType::float32, 1, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::cholesky, DType::float64, 1, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::lu_solve, DType::float32, 1, 16, 64,
      "H100: 100,000 8x8 float32 solve 0.049 ms (PyTorch 0.280, CuPy 0.324); crossovers not measured"},
-    {SmallKernel::lu_solve, DType::float64, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::lu, DType::float32, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::lu, DType::float64, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::eigh, DType::float32, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::eigh, DType::float64, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::svd, DType::float32, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::svd, DType::float64, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::lu_solve, DType::float64, 1, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::lu, DType::float32, 1, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::lu, DType::float64, 1, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::eigh, DType::float32, 1, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::eigh, DType::float64, 1, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::svd, DType::float32, 1, 16, 64, "to be measured on the GPU (H100)"},
+    {SmallKernel::svd, DType::float64, 1, 16, 64, "to be measured on the GPU (H100)"},
     // inv: Gauss-Jordan, a warp (or a part of one) per matrix, every n <= 32 and every batch. The
     // library path (getrfBatched + getrsBatched against an identity) took 2.853 ms for inv_ex on
     // the same H100 problem; the min_batch crossover against it and the float64 row are not
     // measured yet (bench/peers/python_linalg.py, TESSEL_LINALG_SMALL=0 for the library path).
-    {SmallKernel::inv, DType::float32, 32, 1,
+    {SmallKernel::inv, DType::float32, 1, 32, 1,
      "H100: 20,000 32x32 float32 inv 0.241 ms (getrfBatched path 2.853, CuPy 1.123, PyTorch 1.891)"},
-    {SmallKernel::inv, DType::float64, 32, 1, "to be measured on the GPU (H100)"},
-    // The block Jacobi kernels take what the per-thread rows leave (n > 16, or a smaller batch)
-    // up to max_n:
-    // 128 in float32; 112 in float64, where the matrix and its vectors (about 2 n^2 doubles) still
-    // fit the H100's 227 KB of shared memory per block. The crossovers against cuSOLVER
-    // (syevjBatched to n = 32, XsyevBatched above; gesvdjBatched to 32, gesvdj per matrix above)
-    // are measured by bench/peers/linalg_crossover.py.
-    {SmallKernel::eigh_block, DType::float32, 128, 1, "to be measured on the GPU (H100)"},
-    {SmallKernel::eigh_block, DType::float64, 112, 1, "to be measured on the GPU (H100)"},
-    {SmallKernel::svd_block, DType::float32, 128, 1, "to be measured on the GPU (H100)"},
-    {SmallKernel::svd_block, DType::float64, 112, 1, "to be measured on the GPU (H100)"},
+    {SmallKernel::inv, DType::float64, 1, 32, 1, "to be measured on the GPU (H100)"},
+    // The block Jacobi kernels take what the per-thread rows leave (n > 16, or a smaller batch),
+    // where they beat cuSOLVER (syevjBatched to n = 32, XsyevBatched above; gesvdjBatched to 32,
+    // gesvdj per matrix above). Measured on the H100 by bench/peers/linalg_crossover.py, library
+    // time over tessel's at batches 1, 32 and 1024 (linalg_crossover in
+    // bench/results/nvidia-h100-80gb-hbm3-2026-11-27.json):
+    // - eigh wins only at n = 24 and batch 1024 (1.19x float32, 1.33x float64); at n = 32 and 1024
+    //   it is 0.88-0.90x, and at n >= 64 0.2-0.6x: syevj's kernels are faster there.
+    // - svd wins from n = 48 at batch 32 (14-28x) and 1024 (63-434x float32, 71-294x float64),
+    //   and loses at batch 1 (0.5-1.0x) and at n <= 32, where gesvdjBatched runs (0.15-0.83x).
+    // max_n: 128 in float32; 112 in float64, where the matrix and its vectors (about 2 n^2
+    // doubles) still fit the H100's 227 KB of shared memory per block.
+    {SmallKernel::eigh_block, DType::float32, 17, 24, 1024, "H100: n 24, batch 1024: 0.312 ms (syevjBatched 0.373)"},
+    {SmallKernel::eigh_block, DType::float64, 17, 24, 1024, "H100: n 24, batch 1024: 0.421 ms (syevjBatched 0.562)"},
+    {SmallKernel::svd_block, DType::float32, 33, 128, 32,
+     "H100: n 48, batch 32: 1.22 ms (gesvdj 34.6); n 128, batch 2000: 83.7 ms (PyTorch 5185, CuPy 18989)"},
+    {SmallKernel::svd_block, DType::float64, 33, 112, 32, "H100: n 48, batch 32: 1.82 ms (gesvdj 47.3)"},
 };
 
 constexpr int kMaxSweeps = 60;  // Jacobi sweeps; a converging matrix needs fewer than 15
@@ -157,7 +163,8 @@ const SmallKernelTuning* small_kernel_tuning(SmallKernel kind, DType dtype) {
 bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p) {
   if (!enabled()) return false;
   const SmallKernelTuning* row = small_kernel_tuning(kind, p.dtype);
-  return row != nullptr && std::max(p.m, p.n) <= row->max_n && p.batch >= row->min_batch;
+  const std::int64_t n = std::max(p.m, p.n);
+  return row != nullptr && n >= row->min_n && n <= row->max_n && p.batch >= row->min_batch;
 }
 
 // Whether jacobi_eigh_block keeps V's rows in registers (its RegV): rows of at most 512 bytes
