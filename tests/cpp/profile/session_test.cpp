@@ -119,7 +119,8 @@ TEST_P(ProfileSession, RecordsOpsWithShapesMemoryAndExports) {
     EXPECT_EQ(ops_with_kernels.count("user.step"), 0u) << "a kernel was linked to the outer range";
     EXPECT_EQ(ops_with_kernels.count("multiply"), 1u);
     EXPECT_EQ(ops_with_kernels.count("sum"), 1u);
-  } else if (device().is_cuda()) {
+  } else if (device().is_cuda() && std::getenv("TESSEL_UNDER_SANITIZER") == nullptr) {
+    // compute-sanitizer holds CUPTI itself: the session then records host ops only and says so.
     ADD_FAILURE() << "no GPU activity recorded: " << session.cupti_status();
   }
 
