@@ -148,14 +148,14 @@ int main(int argc, char** argv) {
   if (strong > 0) results["strong"] = run("strong", strong, warmup, steps);
   if (dist::rank() == 0) {
     const nlohmann::json all = bench::read_results();
-    if (weak > 0) {
+    if (weak > 0 && size > 1) {
       if (const double t1 = one_rank_ms(all, "weak", weak); t1 > 0) {
         results["weak"]["efficiency_vs_np1"] = t1 / results["weak"]["ms_per_step"].get<double>();
         std::printf("weak scaling efficiency on %d ranks: %.3f (target >= 0.9 on 2 and 4 GPUs)\n", size,
                     results["weak"]["efficiency_vs_np1"].get<double>());
       }
     }
-    if (strong > 0) {
+    if (strong > 0 && size > 1) {
       if (const double t1 = one_rank_ms(all, "strong", strong); t1 > 0) {
         results["strong"]["speedup_vs_np1"] = t1 / results["strong"]["ms_per_step"].get<double>();
         std::printf("strong scaling speedup on %d ranks: %.3f (target >= 1.8 on 2 GPUs)\n", size,
