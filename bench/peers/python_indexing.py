@@ -14,9 +14,7 @@
 --gather-variants [V ...] times only the gathers: x[idx] and take_unchecked under each variant
 of the generated gather (backend/indexing.hpp: u<N> index vectors per thread, b<N> threads per
 block, nc / keep read-only source loads without / with an L2 evict_last policy, cs evict-first
-index loads and result stores, i32 32-bit offsets, aside / aside<N> the bounds check on a
-stream beside the gather, waited for alone, with the usual grid / at most N blocks per
-multiprocessor), and x[idx] with 1e3 indices under each, against PyTorch's and CuPy's x[idx],
+index loads and result stores, i32 32-bit offsets; "default" is the process's, "cs"), and x[idx] with 1e3 indices under each, against PyTorch's and CuPy's x[idx],
 in alternating rounds. Each variant's result is checked against NumPy first (negative indices
 included, and an out-of-range index must raise IndexError). Results go under
 "python_indexing_gather_variants".
@@ -78,9 +76,7 @@ SMALL_GATHER = 1000
 # The gather variants --gather-variants compares when it names none: each knob alone, then
 # combinations of the ones expected to help a random gather from a source larger than the L2.
 GATHER_VARIANTS = ["base", "u1", "u4", "u8", "b256", "b512", "nc", "keep", "cs", "i32", "nc,cs", "keep,cs",
-                   "u4,nc,cs", "u4,keep,cs", "u4,nc,cs,i32", "u8,keep,cs,i32", "u1,b256,keep,cs",
-                   "aside", "aside1", "aside2", "aside4", "nc,cs,aside1", "keep,cs,aside1", "u4,nc,cs,aside1",
-                   "u4,keep,cs,i32,aside2"]
+                   "u4,nc,cs", "u4,keep,cs", "u4,nc,cs,i32", "u8,keep,cs,i32", "u1,b256,keep,cs"]
 
 
 def alternating_rounds(cases, rounds, calls):
@@ -144,7 +140,7 @@ def measure_gather_variants(variants, quick=False, rounds=None):
             cases[("gather", "cupy")] = (lambda: cx[ci], cp.cuda.Device().synchronize)
         ms = alternating_rounds(cases, rounds, calls)
     finally:
-        set_variant("base")
+        set_variant("default")
     peer_ms = {lib: ms[("gather", lib)] for lib in peers if ("gather", lib) in ms}
     best_peer = min(peer_ms.values()) if peer_ms else None
     rows = {}

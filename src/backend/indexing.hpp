@@ -51,12 +51,6 @@ struct GatherProblem {
   // Gathers and check_indices report an out-of-range index in status[1..2] (device-visible
   // memory on CUDA); without check_bounds an out-of-range index is undefined behaviour.
   bool check_bounds = true;
-  // CUDA gathers without check_bounds: an out-of-range index reads element 0 instead, unreported
-  // (the indices are checked by a kernel beside the gather).
-  bool clamp_indices = false;
-  // check_indices beside a gather: at most this many blocks per multiprocessor (0: the usual
-  // launch shape), so that the gather keeps most of the device.
-  int check_sm_blocks = 0;
   std::int64_t* status = nullptr;
 };
 
@@ -87,8 +81,9 @@ std::int64_t flat_nonzero(const bool* flags, std::int64_t n, std::int64_t* out);
 
 namespace cuda {
 enum class IndexKernel { gather, scatter, check };
-// How the generated gather reads its source and launches. Process-wide (indexing.cu sets the default, "cs"), read by every gather;
-// bench/peers/python_indexing.py --gather-variants compares them on the GPU.
+// How the generated gather reads its source and launches. Process-wide (indexing.cu sets the
+// default, "cs"), read by every gather; bench/peers/python_indexing.py --gather-variants compares
+// them on the GPU.
 enum class GatherSource : std::uint8_t {
   plain,          // a plain load
   readonly,       // ld.global.nc (the read-only path)
@@ -100,22 +95,14 @@ struct GatherVariant {
   GatherSource source = GatherSource::plain;
   bool streaming = false;  // the indices and the result: evict-first loads and stores
   bool offsets32 = false;  // 32-bit offsets where the indexed axes reach < 2^31 elements
-  // A checked gather with integer index arrays only: the gather runs unchecked (clamped) on the
-  // caller's stream and the check beside it on check_stream(); the host waits for the check
-  // alone, so the gather goes on while the host returns.
-  bool check_aside = false;
-  int check_sm_blocks = 0;  // check_aside: the check's blocks per multiprocessor (0: the usual shape)
 };
-// "base", or comma-separated tokens: u<N> (unroll), b<N> (block), nc / keep (source), cs
-// (streaming), i32 (offsets32), aside or aside<N> (check_aside, N check_sm_blocks). ValueError
-// names a bad token.
+// "base" (every knob off), "default" (the process's default), or comma-separated tokens: u<N>
+// (unroll), b<N> (block), nc / keep (source), cs (streaming), i32 (offsets32). ValueError names a
+// bad token.
 GatherVariant parse_gather_variant(const std::string& text);
 std::string gather_variant_name(const GatherVariant& variant);  // the tokens, "base" for the default
 void set_gather_variant(const GatherVariant& variant);
 GatherVariant gather_variant();
-// The device's stream for index checks beside a gather: created on first use with the device's
-// greatest priority (its blocks go ahead of the gather's waiting ones), kept for the process.
-Stream check_stream(Device device);
 // The generated kernel's spec for a problem (what the launcher compiles; tests compile it too).
 jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& problem);
 void gather(const GatherProblem& problem, const Stream& stream);

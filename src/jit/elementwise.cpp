@@ -65,7 +65,7 @@ void validate(const ElementwiseSpec& spec) {
                      std::to_string(kMaxElementwiseUnroll) + "]");
   }
   const ElementwiseSpec::OwnTuning& own = spec.own_tuning;
-  if (own.block < 0 || own.unroll < 0 || own.waves < 0 || own.sm_blocks < 0) {
+  if (own.block < 0 || own.unroll < 0 || own.waves < 0) {
     throw ValueError(where + ": negative own_tuning field");
   }
   check_tuning(tuning_for(spec, ElementwiseTuning{}));  // the fields it sets, checked in their ranges

@@ -81,7 +81,6 @@ struct ElementwiseLauncher::Cache {
   struct Entry {
     Kernel kernel;
     ElementwiseLaunchShape launch_shape;
-    std::int64_t max_grid = 0;  // spec.own_tuning.sm_blocks times the multiprocessors (0: no cap)
   };
   std::uint64_t id = 0;  // process-unique: the thread-local fast path below never matches a dead launcher
   std::mutex mutex;
@@ -257,9 +256,6 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
     Cache::Entry loaded;
     loaded.kernel = get_kernel(request, device);  // compiles or loads outside the lock
     loaded.launch_shape = ElementwiseLaunchShape::of(loaded.kernel, tuning);
-    if (spec.own_tuning.sm_blocks > 0) {
-      loaded.max_grid = std::int64_t{spec.own_tuning.sm_blocks} * device_properties(device.index).multiprocessors;
-    }
     std::lock_guard<std::mutex> lock(cache_->mutex);
     entry = &cache_->kernels.emplace(key, std::move(loaded)).first->second;  // another thread's wins a race
   }
@@ -267,7 +263,6 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
   // Kernel::launch makes the kernel's device current for the launch (the one device guard of
   // every generated kernel).
   LaunchConfig config = entry->launch_shape.config(entry->kernel, work, tuning);
-  if (entry->max_grid > 0 && config.grid.x > entry->max_grid) config.grid.x = static_cast<unsigned int>(entry->max_grid);
   entry->kernel.launch(config, params.data(), stream);
 }
 

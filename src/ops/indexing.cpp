@@ -14,7 +14,6 @@
 #include "backend/indexing.hpp"
 #include "ops/op_stream.hpp"
 #include "tessel/core/error.hpp"
-#include "tessel/core/event.hpp"
 #include "tessel/profile/range.hpp"
 #include "tessel/memory/capture.hpp"
 #include "tessel/ops/backend_entry_points.hpp"
@@ -391,8 +390,7 @@ bool has_int_array(const Layout& layout) {
 
 // Launches one bounds check of the integer index arrays (broadcast among themselves); its
 // status is read with the masks' counts. Returns the layout slot of each checked operand.
-std::vector<std::size_t> launch_int_checks(const Layout& layout, Status& status, const Stream& stream, const char* op,
-                                           int sm_blocks = 0) {
+std::vector<std::size_t> launch_int_checks(const Layout& layout, Status& status, const Stream& stream, const char* op) {
   std::vector<Advanced> ints;
   std::vector<std::size_t> slots;
   for (std::size_t k = 0; k < layout.advanced.size(); ++k) {
@@ -416,7 +414,6 @@ std::vector<std::size_t> launch_int_checks(const Layout& layout, Status& status,
     use(a.index, stream);
   }
   p.status = status.words();
-  p.check_sm_blocks = sm_blocks;
   run_check(p, layout.view.device(), stream);
   return slots;
 }
@@ -443,27 +440,6 @@ Array gather_layout(Layout& layout, const Stream& stream, const char* op, bool c
   p.check_bounds = check_bounds && ints && !masks;
   use(layout.view, stream);
   for (const Advanced& a : layout.advanced) use(a.index, stream);
-#if defined(TESSEL_HAVE_CUDA)
-  const backend::cuda::GatherVariant variant =
-      device.is_cuda() ? backend::cuda::gather_variant() : backend::cuda::GatherVariant{};
-  if (p.check_bounds && variant.check_aside) {
-    // The check beside the gather (backend/indexing.hpp, GatherVariant::check_aside): it starts
-    // with the gather, after the same work on `stream`, and only it is waited for.
-    const Stream side = backend::cuda::check_stream(device);
-    Event ready(device, false);
-    ready.record(stream);
-    side.wait(ready);
-    p.check_bounds = false;
-    p.clamp_indices = true;
-    run_gather(p, device, stream);
-    wrote(out, stream);
-    Status side_status(device, side);
-    const std::vector<std::size_t> slots = launch_int_checks(layout, side_status, side, op, variant.check_sm_blocks);
-    raise_if_failed(side_status.read(), side_status,
-                    [&](std::size_t slot) { return layout_axis(layout, slots.at(slot)); }, op);
-    return out;
-  }
-#endif
   if (p.check_bounds) p.status = status.words();  // an unchecked gather is not read back
   run_gather(p, device, stream);
   wrote(out, stream);

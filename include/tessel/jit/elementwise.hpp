@@ -60,13 +60,10 @@ struct ElementwiseSpec {
   bool streaming = false;
   // The spec's own launch shape: each nonzero field replaces the process tuning's
   // (elementwise_tuning()) in this spec's launches; unroll, as there, shapes the contiguous layout.
-  // sm_blocks caps the grid at that many blocks per multiprocessor (a kernel that runs beside
-  // another and should leave it most of the device).
   struct OwnTuning {
     int block = 0;
     int unroll = 0;
     int waves = 0;
-    int sm_blocks = 0;
   } own_tuning;
 };
 

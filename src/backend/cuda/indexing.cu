@@ -4,7 +4,7 @@
 //   (one launch path for generated kernels): the indexed array is a pointer operand whose strides
 //   cover the sliced axes, the index arrays are ordinary inputs broadcast over the launch shape,
 //   and the body adds each index times its axis' stride. One launcher per (kind, dtype, index
-//   dtypes, mask ranks, checked or clamped, gather variant), kept for the process; the launcher
+//   dtypes, mask ranks, checked or not, gather variant), kept for the process; the launcher
 //   keys layout and rank.
 // - Mask compaction and nonzero are one pass each (compact::select_kernel, a decoupled look-back
 //   over 16K-element tiles) that writes the selected items and their count. It is instantiated
@@ -63,8 +63,7 @@ std::string dtype_tag(DType d) { return dtype_name(d); }
 std::uint64_t pack(const GatherVariant& v) {
   return static_cast<std::uint64_t>(v.unroll) | static_cast<std::uint64_t>(v.block) << 8 |
          static_cast<std::uint64_t>(v.source) << 24 | static_cast<std::uint64_t>(v.streaming) << 26 |
-         static_cast<std::uint64_t>(v.offsets32) << 27 | static_cast<std::uint64_t>(v.check_aside) << 28 |
-         static_cast<std::uint64_t>(v.check_sm_blocks) << 29;
+         static_cast<std::uint64_t>(v.offsets32) << 27;
 }
 GatherVariant unpack(std::uint64_t w) {
   GatherVariant v;
@@ -73,8 +72,6 @@ GatherVariant unpack(std::uint64_t w) {
   v.source = static_cast<GatherSource>((w >> 24) & 3u);
   v.streaming = ((w >> 26) & 1u) != 0;
   v.offsets32 = ((w >> 27) & 1u) != 0;
-  v.check_aside = ((w >> 28) & 1u) != 0;
-  v.check_sm_blocks = static_cast<int>((w >> 29) & 0xffu);
   return v;
 }
 
@@ -127,20 +124,19 @@ GatherVariant parse_gather_variant(const std::string& text) {
       return std::stoi(digits);
     };
     if (token.empty() || token == "base") continue;
+    if (token == "default") {
+      v = default_gather_variant();
+      continue;
+    }
     if (token == "nc") v.source = GatherSource::readonly;
     else if (token == "keep") v.source = GatherSource::readonly_keep;
     else if (token == "cs") v.streaming = true;
     else if (token == "i32") v.offsets32 = true;
-    else if (token == "aside") v.check_aside = true;
-    else if (token.rfind("aside", 0) == 0) {
-      v.check_aside = true;
-      v.check_sm_blocks = number(5, 1, 32);
-    }
     else if (token[0] == 'u') v.unroll = number(1, 1, jit::kMaxElementwiseUnroll);
     else if (token[0] == 'b') v.block = number(1, 32, 1024);
     else {
       throw ValueError("gather variant '" + text + "': unknown token '" + token +
-                       "' (base, u<N>, b<N>, nc, keep, cs, i32, aside, aside<N>)");
+                       "' (base, default, u<N>, b<N>, nc, keep, cs, i32)");
     }
     if (v.block % 32 != 0) throw ValueError("gather variant '" + text + "': the block must be a multiple of 32");
   }
@@ -156,23 +152,11 @@ std::string gather_variant_name(const GatherVariant& v) {
   if (v.source == GatherSource::readonly_keep) add("keep");
   if (v.streaming) add("cs");
   if (v.offsets32) add("i32");
-  if (v.check_aside) add("aside" + (v.check_sm_blocks ? std::to_string(v.check_sm_blocks) : std::string()));
   return n.empty() ? "base" : n;
 }
 
 void set_gather_variant(const GatherVariant& v) { g_gather_variant.store(pack(v), std::memory_order_relaxed); }
 GatherVariant gather_variant() { return unpack(g_gather_variant.load(std::memory_order_relaxed)); }
-
-Stream check_stream(Device device) {
-  static std::mutex mutex;
-  static auto* streams = new std::unordered_map<int, Stream>();  // process lifetime
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = streams->find(device.index);
-  if (it == streams->end()) {
-    it = streams->emplace(device.index, Stream::create(device, Stream::priority_range(device).first)).first;
-  }
-  return it->second;
-}
 
 // The spec of one generated gather / scatter / check kernel.
 jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p) {
@@ -192,21 +176,11 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
     spec.streaming = variant.streaming;
     spec.own_tuning.unroll = variant.unroll;
     spec.own_tuning.block = variant.block;
-    GatherVariant kernel_variant = variant;  // where the check runs does not change the kernel
-    kernel_variant.check_aside = false;
-    kernel_variant.check_sm_blocks = 0;
-    const std::string tag = gather_variant_name(kernel_variant);
+    const std::string tag = gather_variant_name(variant);
     if (tag != "base") {
       name += "_v";
       for (char c : tag) name += c == ',' ? '_' : c;
     }
-  }
-  if (kind == Kind::check && p.check_sm_blocks > 0) {
-    // Beside a gather: a few long-lived blocks, each with several index vectors in flight.
-    spec.own_tuning.block = 512;
-    spec.own_tuning.unroll = 4;
-    spec.own_tuning.sm_blocks = p.check_sm_blocks;
-    name += "_sm" + std::to_string(p.check_sm_blocks);
   }
   if (kind == Kind::gather) {
     spec.operands.push_back({"out", p.dtype, true, false, false});
@@ -226,8 +200,6 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
     spec.operands.push_back({"anchor", p.indices.at(0).dtype, false, false, true});
   }
   const bool checked = kind == Kind::check || (kind == Kind::gather && p.check_bounds);
-  const bool clamped = kind == Kind::gather && !p.check_bounds && p.clamp_indices;
-  if (clamped) name += "_clamp";
   // off: elements from the source's place along the indexed axes. The bounds check and the
   // negative-index wrap run on the 64-bit index value either way.
   const std::string off_t = offsets32 ? "int" : "long long";
@@ -258,12 +230,10 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
     if (is_unsigned_integer(op.dtype)) {
       body += "{ unsigned long long uj = (unsigned long long)" + i + ";\n";
       if (checked) body += "  if (uj >= (unsigned long long)" + n + ") { " + fail + "; uj = 0; }\n";
-      if (clamped) body += "  if (uj >= (unsigned long long)" + n + ") uj = 0;\n";
       body += "  off += (" + off_t + ")uj * (" + off_t + ")" + s + "; }\n";
     } else {
       body += "{ long long j = (long long)" + i + "; if (j < 0) j += " + n + ";\n";
       if (checked) body += "  if ((unsigned long long)j >= (unsigned long long)" + n + ") { " + fail + "; j = 0; }\n";
-      if (clamped) body += "  if ((unsigned long long)j >= (unsigned long long)" + n + ") j = 0;\n";
       body += "  off += (" + off_t + ")j * (" + off_t + ")" + s + "; }\n";
     }
   }

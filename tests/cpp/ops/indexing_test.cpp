@@ -225,20 +225,20 @@ TEST_P(IndexingTest, Errors) {
 
 // The gather variants a test runs (backend/indexing.hpp): on CUDA each one for an element dtype
 // of each size (1, 2, 4 and 16 bytes; every variant is a kernel to compile per dtype), the default
-// and the check beside the gather for the others; on the CPU only the default.
+// and the plain gather for the others; on the CPU only the default.
 std::vector<std::string> gather_variants(Device device, DType dtype) {
-  if (!device.is_cuda()) return {"base"};
+  if (!device.is_cuda()) return {"default"};
   if (dtype != DType::int8 && dtype != DType::float16 && dtype != DType::float32 && dtype != DType::complex128) {
-    return {"base", "aside", "aside1"};
+    return {"default", "base"};
   }
-  return {"base", "u1", "u4,b256", "nc", "keep,cs", "u8,nc,cs,i32", "b512,i32", "aside", "u4,keep,cs,aside2"};
+  return {"default", "base", "u1", "u4,b256", "nc", "keep,cs", "u8,nc,cs,i32", "b512,i32"};
 }
 struct GatherVariantScope {
   GatherVariantScope(Device device, const std::string& variant) : cuda(device.is_cuda()) {
     if (cuda) internal::set_gather_variant(variant);
   }
   ~GatherVariantScope() {
-    if (cuda) internal::set_gather_variant("base");
+    if (cuda) internal::set_gather_variant("default");
   }
   bool cuda;
 };
@@ -657,6 +657,19 @@ TEST(IndexingCuda, CompactionCapturedInAGraphReplays) {
 #endif
 
 #if defined(TESSEL_HAVE_CUDA)
+// A generated kernel's spec compiles for the test architecture; a failure shows the source.
+void expect_compiles(const jit::ElementwiseSpec& spec, const std::string& context) {
+  jit::CompileRequest r;
+  r.source = jit::generate_elementwise_source(spec);
+  r.name = jit::elementwise_kernel_name(spec);
+  r.arch = jit::test::kTestArch;
+  try {
+    EXPECT_FALSE(jit::compile_to_cubin(r).cubin.empty());
+  } catch (const CompileError& e) {
+    ADD_FAILURE() << context << e.what() << "\n----\n" << r.source;
+  }
+}
+
 // Every kind of generated gather / scatter / check kernel compiles under NVRTC (no GPU needed),
 // for every dtype, in both layouts (and index widths for float32), with plain and mask index operands.
 TEST(IndexingKernels, GeneratedSourcesCompile) {
@@ -692,15 +705,7 @@ TEST(IndexingKernels, GeneratedSourcesCompile) {
             spec.layout = layout == 0 ? jit::ElementwiseLayout::contiguous : jit::ElementwiseLayout::strided;
             spec.rank = layout == 2 ? 3 : 1;
             spec.index32 = layout == 1;
-            jit::CompileRequest r;
-            r.source = jit::generate_elementwise_source(spec);
-            r.name = jit::elementwise_kernel_name(spec);
-            r.arch = jit::test::kTestArch;
-            try {
-              EXPECT_FALSE(jit::compile_to_cubin(r).cubin.empty());
-            } catch (const CompileError& e) {
-              ADD_FAILURE() << e.what() << "\n----\n" << r.source;
-            }
+            expect_compiles(spec, "");
           }
         }
       }
@@ -715,7 +720,7 @@ TEST(IndexingKernels, GatherVariantsCompile) {
   TESSEL_REQUIRE_NVRTC();
   using backend::cuda::IndexKernel;
   const struct Restore {
-    ~Restore() { backend::cuda::set_gather_variant({}); }
+    ~Restore() { backend::cuda::set_gather_variant(backend::cuda::parse_gather_variant("default")); }
   } restore;
   for (const char* text : {"base", "u1,b64", "u4,nc,cs", "keep", "keep,cs,i32,u8,b1024"}) {
     backend::cuda::set_gather_variant(backend::cuda::parse_gather_variant(text));
@@ -736,15 +741,7 @@ TEST(IndexingKernels, GatherVariantsCompile) {
           spec.layout = layout == 0 ? jit::ElementwiseLayout::contiguous : jit::ElementwiseLayout::strided;
           spec.rank = layout == 0 ? 1 : 2;
           spec.unroll = std::max(1, spec.own_tuning.unroll);
-          jit::CompileRequest r;
-          r.source = jit::generate_elementwise_source(spec);
-          r.name = jit::elementwise_kernel_name(spec);
-          r.arch = jit::test::kTestArch;
-          try {
-            EXPECT_FALSE(jit::compile_to_cubin(r).cubin.empty());
-          } catch (const CompileError& e) {
-            ADD_FAILURE() << text << ": " << e.what() << "\n----\n" << r.source;
-          }
+          expect_compiles(spec, std::string(text) + ": ");
         }
       }
     }
@@ -771,14 +768,8 @@ TEST(IndexingKernels, GatherVariantsCompile) {
   expect_error<ValueError>([] { backend::cuda::parse_gather_variant("nc,b100"); }, {"multiple of 32"});
   expect_error<ValueError>([] { backend::cuda::parse_gather_variant("fast"); }, {"unknown token 'fast'"});
   EXPECT_EQ(backend::cuda::gather_variant_name(backend::cuda::parse_gather_variant("i32,cs,u4")), "u4,cs,i32");
-  EXPECT_EQ(backend::cuda::gather_variant_name(backend::cuda::parse_gather_variant("aside3,nc")), "nc,aside3");
-  expect_error<ValueError>([] { backend::cuda::parse_gather_variant("aside0"); }, {"'aside0'", "[1, 32]"});
-  // The check beside a gather: a grid capped per multiprocessor, its own block and unroll.
-  p.indices[0].from_mask = false;
-  p.check_sm_blocks = 2;
-  const jit::ElementwiseSpec check = backend::cuda::index_kernel_spec(IndexKernel::check, p);
-  EXPECT_EQ(check.own_tuning.sm_blocks, 2);
-  EXPECT_EQ(check.own_tuning.unroll, 4);
+  EXPECT_EQ(backend::cuda::gather_variant_name(backend::cuda::parse_gather_variant("default")), "cs");
+  expect_error<ValueError>([] { backend::cuda::parse_gather_variant("aside"); }, {"unknown token 'aside'"});
 }
 #endif
 
