@@ -510,13 +510,10 @@ def test_errors(device, rng):
         ts.linalg.vector_norm(on(device, np.ones(3)), ord="fro")
 
 
-@pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_nan_and_inf_give_nan_or_linalg_error(device, rng, bad):
-    a = hermitian(rng, (3, 5, 5), "float64")
-    a[1, 2, 2] = bad
-    x = on(device, a)
-    for f in [ts.linalg.eigvalsh, ts.linalg.svdvals, ts.linalg.inv, ts.linalg.det, ts.linalg.eigvals,
-              lambda v: ts.linalg.svd(v)[1], lambda v: ts.linalg.qr(v)[1], lambda v: ts.linalg.eigh(v)[0]]:
+def expect_nonfinite_in_matrix_1(x, functions):
+    """Each function of the batch x of 3, whose matrix 1 holds a NaN or Inf: a LinAlgError naming
+    batch index (1,), or results that are not all finite for matrix 1 and finite for 0 and 2."""
+    for f in functions:
         try:
             out = np.asarray(f(x))
         except ts.linalg.LinAlgError as e:
@@ -524,6 +521,16 @@ def test_nan_and_inf_give_nan_or_linalg_error(device, rng, bad):
             continue
         assert not np.all(np.isfinite(out[1])), "a non-finite input must not give finite results"
         assert np.all(np.isfinite(out[0])) and np.all(np.isfinite(out[2]))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_and_inf_give_nan_or_linalg_error(device, rng, bad):
+    a = hermitian(rng, (3, 5, 5), "float64")
+    a[1, 2, 2] = bad
+    x = on(device, a)
+    expect_nonfinite_in_matrix_1(x, [ts.linalg.eigvalsh, ts.linalg.svdvals, ts.linalg.inv, ts.linalg.det,
+                                     ts.linalg.eigvals, lambda v: ts.linalg.svd(v)[1], lambda v: ts.linalg.qr(v)[1],
+                                     lambda v: ts.linalg.eigh(v)[0]])
     with pytest.raises(ts.linalg.LinAlgError, match=r"batch index \(1,\)"):
         ts.linalg.cholesky(on(device, np.stack([spd(rng, (5, 5), "float64"), a[1]])))
 
@@ -567,8 +574,9 @@ def test_small_matrix_batches(device, rng, dtype, n):
             close(sv, np.linalg.svd(x.astype(np.float64), compute_uv=False), dtype, m)
 
 
-# ---- orders above the per-thread kernels: on CUDA, tessel's block Jacobi kernels (a warp or a
-# block per matrix: 17 <= n <= 128 in float32, <= 112 in float64; above, cuSOLVER) ----
+# ---- orders above the per-thread kernels, small batches: on CUDA the tuning table sends these to
+# cuSOLVER (tessel's block Jacobi kernels take eigh from 1024 matrices of order <= 24 and svd from
+# 32 of order >= 33; tests/cpp/ops/linalg_test.cpp's JacobiBlockOrders runs those batches) ----
 def with_spectrum(rng, batch, n, w):
     q, _ = np.linalg.qr(rng.standard_normal((batch, n, n)))
     return (q * np.asarray(w)[..., None, :]) @ np.swapaxes(q, -1, -2)
@@ -623,14 +631,8 @@ def test_block_jacobi_nan_and_inf(device, rng, n, bad):
     a = hermitian(rng, (3, n, n), "float32")
     a[1, n - 1, 2] = bad
     x = on(device, a)
-    for f in [ts.linalg.eigvalsh, ts.linalg.svdvals, lambda v: ts.linalg.svd(v)[1], lambda v: ts.linalg.eigh(v)[0]]:
-        try:
-            out = np.asarray(f(x))
-        except ts.linalg.LinAlgError as e:
-            assert "batch index (1,)" in str(e)
-            continue
-        assert not np.all(np.isfinite(out[1])), "a non-finite input must not give finite results"
-        assert np.all(np.isfinite(out[0])) and np.all(np.isfinite(out[2]))
+    expect_nonfinite_in_matrix_1(x, [ts.linalg.eigvalsh, ts.linalg.svdvals, lambda v: ts.linalg.svd(v)[1],
+                                     lambda v: ts.linalg.eigh(v)[0]])
     info = np.asarray(ts.linalg.eigh_ex(x)[2])
     assert info[0] == 0 and info[2] == 0
 

@@ -320,15 +320,19 @@ TESSEL_SMALL void jacobi_rotation(T alpha, T beta, T gamma, T& c, T& s, T& t) {
   s = c * t;
 }
 
+// The plane rotation of one pair: (x, y) becomes (c * x - s * y, s * x + c * y).
+template <class T>
+TESSEL_SMALL void rotate_pair(T& x, T& y, T c, T s) {
+  const T t = c * x - s * y;
+  y = s * x + c * y;
+  x = t;
+}
+
 // Columns p and q of the Rows x Cols column-major x become c * x_p - s * x_q and s * x_p + c * x_q.
 template <class T, int Rows, int Cols>
 TESSEL_SMALL void rotate_columns(T (&x)[Rows * Cols], int p, int q, T c, T s) {
   TESSEL_UNROLL
-  for (int k = 0; k < Rows; ++k) {
-    const T kp = x[k + p * Rows], kq = x[k + q * Rows];
-    x[k + p * Rows] = c * kp - s * kq;
-    x[k + q * Rows] = s * kp + c * kq;
-  }
+  for (int k = 0; k < Rows; ++k) rotate_pair(x[k + p * Rows], x[k + q * Rows], c, s);
 }
 
 // ---- Jacobi eigh (cyclic, real symmetric, lower triangle read) ----
@@ -374,11 +378,7 @@ __global__ void jacobi_eigh(T* __restrict__ a, T* __restrict__ w, int vectors, i
           jacobi_rotation(s[p + p * N], s[q + q * N], apq, c, sn, t);
           rotate_columns<T, N, N>(s, p, q, c, sn);  // columns p and q, then rows (symmetric)
           TESSEL_UNROLL
-          for (int k = 0; k < N; ++k) {
-            const T pk = s[p + k * N], qk = s[q + k * N];
-            s[p + k * N] = c * pk - sn * qk;
-            s[q + k * N] = sn * pk + c * qk;
-          }
+          for (int k = 0; k < N; ++k) rotate_pair(s[p + k * N], s[q + k * N], c, sn);
           rotate_columns<T, N, N>(v, p, q, c, sn);
         }
     }
@@ -684,9 +684,7 @@ __global__ void jacobi_eigh_block(T* __restrict__ a, T* __restrict__ w, int vect
             TESSEL_UNROLL
             for (int k = 0; k < H; ++k) {  // (1, 0) where a pair does not rotate: exact
               const T2 cs = reinterpret_cast<const T2*>(CS)[k];
-              const T x = vrow[k], y = vrow[Ne - 1 - k];
-              vrow[k] = cs.x * x - cs.y * y;
-              vrow[Ne - 1 - k] = cs.y * x + cs.x * y;
+              rotate_pair(vrow[k], vrow[Ne - 1 - k], cs.x, cs.y);
             }
           }
           const T first = vrow[1];  // the next round's slot s holds this round's s + 1
@@ -720,23 +718,13 @@ __global__ void jacobi_eigh_block(T* __restrict__ a, T* __restrict__ w, int vect
           T xpp = *epp, xpq = *epq, xqp = *eqp, xqq = *eqq;
           if (fb) {  // columns pb, qb
             const T c = CS[2 * bi], s = CS[2 * bi + 1];
-            T t1 = c * xpp - s * xpq, t2 = s * xpp + c * xpq;
-            xpp = t1;
-            xpq = t2;
-            t1 = c * xqp - s * xqq;
-            t2 = s * xqp + c * xqq;
-            xqp = t1;
-            xqq = t2;
+            rotate_pair(xpp, xpq, c, s);
+            rotate_pair(xqp, xqq, c, s);
           }
           if (fa) {  // rows pa, qa
             const T c = CS[2 * ai], s = CS[2 * ai + 1];
-            T t1 = c * xpp - s * xqp, t2 = s * xpp + c * xqp;
-            xpp = t1;
-            xqp = t2;
-            t1 = c * xpq - s * xqq;
-            t2 = s * xpq + c * xqq;
-            xpq = t1;
-            xqq = t2;
+            rotate_pair(xpp, xqp, c, s);
+            rotate_pair(xpq, xqq, c, s);
           }
           *epp = xpp;
           *epq = xpq;
@@ -747,12 +735,7 @@ __global__ void jacobi_eigh_block(T* __restrict__ a, T* __restrict__ w, int vect
           for (int e = lane; e < Ne * H; e += Team) {
             const int i = e % Ne, k = e / Ne;
             if (!F[k]) continue;
-            const T c = CS[2 * k], s = CS[2 * k + 1];
-            T* vp = V + i + P[k] * ld;
-            T* vq = V + i + Q[k] * ld;
-            const T x = *vp, y = *vq;
-            *vp = c * x - s * y;
-            *vq = s * x + c * y;
+            rotate_pair(V[i + P[k] * ld], V[i + Q[k] * ld], CS[2 * k], CS[2 * k + 1]);
           }
         }
         team_sync<Team>();
@@ -879,11 +862,7 @@ __global__ void jacobi_svd_block(const T* __restrict__ a, T* __restrict__ s, T* 
             }
           }
           if (vectors) {
-            for (int i = wl; i < N; i += 32) {
-              const T x = V[i + p * ldv], y = V[i + q * ldv];
-              V[i + p * ldv] = c * x - sn * y;
-              V[i + q * ldv] = sn * x + c * y;
-            }
+            for (int i = wl; i < N; i += 32) rotate_pair(V[i + p * ldv], V[i + q * ldv], c, sn);
           }
         }
         team_sync<Team>();
