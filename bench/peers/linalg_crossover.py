@@ -1,17 +1,21 @@
-"""Crossover of tessel's batched Jacobi kernels (eigh, svd) against the cuSOLVER path, for the
-tuning table in src/backend/cuda/linalg_small.cpp (rows eigh/svd: one matrix per thread,
-n <= 16; eigh_block/svd_block: a warp or a block per matrix, up to n = 128, 112 in float64).
+"""Crossover of tessel's batched small-matrix kernels against the cuSOLVER / cuBLAS path, for the
+tuning table in src/backend/cuda/linalg_small.cpp: eigh and svd (rows eigh/svd: one matrix per
+thread, n <= 16; eigh_block/svd_block: a warp or a block per matrix, up to n = 128, 112 in
+float64), cholesky, solve (one right-hand side), inv and det (the LU kernel).
 
-    python3 bench/peers/linalg_crossover.py [--orders 8 16 ...] [--batches 1 32 1024] [--ops eigh svd]
+    python3 bench/peers/linalg_crossover.py [--orders 8 16 ...] [--batches 1 32 1024]
+                                            [--ops eigh svd cholesky solve inv det]
                                             [--dtypes float32 float64] [--repeats 5]
 
 Each path runs in its own process: tessel's kernels (TESSEL_LINALG_SMALL unset) and the
 library path (TESSEL_LINALG_SMALL=0: syevjBatched / gesvdjBatched up to n = 32, XsyevBatched
-and per-matrix gesvdj above). Times are CUDA-synchronized wall clock of ts.linalg.eigh(a) /
-ts.linalg.svd(a, full_matrices=False) (both read the info array: one synchronization each),
+and per-matrix gesvdj above, potrfBatched, getrfBatched / getrsBatched). Times are
+CUDA-synchronized wall clock of the ts.linalg call (each reads the info array: one
+synchronization),
 the median of up to --repeats calls after one warm-up call (which also compiles tessel's kernel;
-its time is printed as "first"). Each result is checked by reconstruction (max |A V - V diag(w)|
-or |U diag(S) Vh - A| over max |A|) and the orthogonality of the vectors. The last column is
+its time is printed as "first"). Each result is checked by reconstruction (max |A V - V diag(w)|,
+|U diag(S) Vh - A|, |L L^T - A| or |A x - b| over max |A| or |b|; |A A^-1 - I|; det against
+slogdet) and the orthogonality of the vectors. The last column is
 the library time over tessel's: > 1 where tessel's kernel wins. The rows merge into
 bench/results/<device>-<date>.json under "linalg_crossover". Skips (exit 0) without a GPU.
 """
@@ -60,7 +64,29 @@ def child(args):
                     eye = ts.eye(n, dtype=dtype, device=args.device)
                     row = {"op": op, "dtype": dtype, "n": n, "batch": batch}
                     try:
-                        if op == "eigh":
+                        if op == "cholesky":
+                            a = ts.matmul(x, x.mT) / n + eye  # symmetric positive definite
+                            l, first, ms = timed(lambda: ts.linalg.cholesky(a))
+                            err = rel(ts.matmul(l, l.mT), a)
+                            orth = 0.0
+                        elif op == "solve":
+                            a = x + n * eye  # well conditioned
+                            rhs = ts.random.normal(0.0, 1.0, (batch, n, 1), device=args.device).astype(dtype)
+                            sol, first, ms = timed(lambda: ts.linalg.solve(a, rhs))
+                            err = rel(ts.matmul(a, sol), rhs)
+                            orth = 0.0
+                        elif op == "inv":
+                            a = x + n * eye
+                            ainv, first, ms = timed(lambda: ts.linalg.inv(a))
+                            err = float(ts.max(ts.abs(ts.matmul(a, ainv) - eye)))
+                            orth = 0.0
+                        elif op == "det":
+                            a = x + n * eye
+                            d, first, ms = timed(lambda: ts.linalg.det(a))
+                            sign, logdet = ts.linalg.slogdet(a)
+                            err = rel(d, sign * ts.exp(logdet))
+                            orth = 0.0
+                        elif op == "eigh":
                             a = (x + x.mT) * 0.5
                             (w, v), first, ms = timed(lambda: tuple(ts.linalg.eigh(a)))
                             err = rel(ts.matmul(a, v), v * ts.expand_dims(w, axis=-2))

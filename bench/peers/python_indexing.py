@@ -11,14 +11,6 @@
 - x[idx] with 1e3 indices, checked and unchecked, and the peers' x[idx]: per call, the host's
   part and the wait of a small gather (what the read-back of the check adds between two gathers).
 
---gather-variants [V ...] times only the gathers: x[idx] and take_unchecked under each variant
-of the generated gather (backend/indexing.hpp: u<N> index vectors per thread, b<N> threads per
-block, nc / keep read-only source loads without / with an L2 evict_last policy, cs evict-first
-index loads and result stores, i32 32-bit offsets; "default" is the process's, "cs"), and x[idx] with 1e3 indices under each, against PyTorch's and CuPy's x[idx],
-in alternating rounds. Each variant's result is checked against NumPy first (negative indices
-included, and an out-of-range index must raise IndexError). Results go under
-"python_indexing_gather_variants".
-
 Each library's call runs `calls` times back to back, then its device synchronizes; the per-call
 time is the mean of those, and each case's figure the median over the rounds. Every round runs
 every case once, so drifts of the machine hit all of them alike. Results are checked against
@@ -26,7 +18,7 @@ NumPy before timing. Results merge into bench/results/<device-slug>-<date>.json 
 "python_indexing" (the slug rule of bench/bench_results.hpp). Without a GPU the script measures
 tessel's CPU backend at 1e6 elements as a smoke run and names the file "cpu".
 
-    python3 bench/peers/python_indexing.py [--quick] [--rounds N] [--no-record] [--gather-variants [V ...]]
+    python3 bench/peers/python_indexing.py [--quick] [--rounds N] [--no-record]
 """
 import argparse
 import statistics
@@ -73,12 +65,6 @@ def load_peers(on_gpu):
 
 SMALL_GATHER = 1000
 
-# The gather variants --gather-variants compares when it names none: each knob alone, then
-# combinations of the ones expected to help a random gather from a source larger than the L2.
-GATHER_VARIANTS = ["base", "u1", "u4", "u8", "b256", "b512", "nc", "keep", "cs", "i32", "nc,cs", "keep,cs",
-                   "u4,nc,cs", "u4,keep,cs", "u4,nc,cs,i32", "u8,keep,cs,i32", "u1,b256,keep,cs"]
-
-
 def alternating_rounds(cases, rounds, calls):
     """Median per-call ms of every case over `rounds` rounds; each round runs every case once."""
     runs = {key: [] for key in cases}
@@ -89,71 +75,6 @@ def alternating_rounds(cases, rounds, calls):
         for key, (fn, sync) in cases.items():
             runs[key].append(per_call_ms(fn, sync, calls))
     return {key: statistics.median(v) for key, v in runs.items()}
-
-
-def measure_gather_variants(variants, quick=False, rounds=None):
-    """x[idx] and take_unchecked under each gather variant against the peers' x[idx]."""
-    on_gpu = ts.cuda_available()
-    if not on_gpu:
-        raise SystemExit("--gather-variants needs a CUDA device")
-    n = 10**7 if quick else 10**8
-    k = n // 10
-    rounds = rounds or (5 if quick else 15)
-    calls = 20
-    peers = load_peers(True)
-    rng = np.random.default_rng(0)
-    x_host = rng.standard_normal(n, dtype=np.float32)
-    idx_host = rng.integers(-n, n, size=k, dtype=np.int64)  # half of them negative
-    want = x_host[idx_host]
-    x = ts.asarray(x_host, device="cuda")
-    idx = ts.asarray(idx_host, device="cuda")
-    small = ts.asarray(rng.integers(0, n, size=SMALL_GATHER, dtype=np.int64), device="cuda")
-    bad = ts.asarray(np.array([0, n, 1], dtype=np.int64), device="cuda")
-    sync = lambda: ts.synchronize("cuda")  # noqa: E731
-    set_variant = ts._tessel._set_gather_variant
-    names = [set_variant(v) for v in variants]  # canonical names; a bad one raises here
-    cases = {}
-    try:
-        for v in names:
-            set_variant(v)
-            np.testing.assert_array_equal(np.asarray(x[idx]), want, err_msg=f"x[idx] under {v}")
-            np.testing.assert_array_equal(np.asarray(ts._tessel._take_unchecked(x, idx, 0)), want,
-                                          err_msg=f"take_unchecked under {v}")
-            try:
-                x[bad]
-                raise AssertionError(f"no IndexError for an index of {n} under {v}")
-            except IndexError as e:
-                assert f"index {n} is out of bounds for axis 0 with size {n}" in str(e), str(e)
-            cases[(f"gather[{v}]", "tessel")] = (lambda v=v: (set_variant(v), x[idx]), sync)
-            cases[(f"gather_unchecked[{v}]", "tessel")] = (
-                lambda v=v: (set_variant(v), ts._tessel._take_unchecked(x, idx, 0)), sync)
-            cases[(f"gather_small[{v}]", "tessel")] = (lambda v=v: (set_variant(v), x[small]), sync)
-        if "torch" in peers:
-            torch = peers["torch"]
-            tx, ti = torch.from_numpy(x_host).cuda(), torch.from_numpy(idx_host).cuda()
-            np.testing.assert_array_equal(tx[ti].cpu().numpy(), want)
-            cases[("gather", "torch")] = (lambda: tx[ti], torch.cuda.synchronize)
-        if "cupy" in peers:
-            cp = peers["cupy"]
-            cx, ci = cp.asarray(x_host), cp.asarray(idx_host)
-            np.testing.assert_array_equal(cp.asnumpy(cx[ci]), want)
-            cases[("gather", "cupy")] = (lambda: cx[ci], cp.cuda.Device().synchronize)
-        ms = alternating_rounds(cases, rounds, calls)
-    finally:
-        set_variant("default")
-    peer_ms = {lib: ms[("gather", lib)] for lib in peers if ("gather", lib) in ms}
-    best_peer = min(peer_ms.values()) if peer_ms else None
-    rows = {}
-    for v in names:
-        checked, unchecked = ms[(f"gather[{v}]", "tessel")], ms[(f"gather_unchecked[{v}]", "tessel")]
-        rows[v] = {"ms": checked, "unchecked_ms": unchecked, "check_cost_fraction": checked / unchecked - 1,
-                   "small_ms": ms[(f"gather_small[{v}]", "tessel")]}
-        if best_peer:
-            rows[v]["speedup_vs_best_peer"] = best_peer / checked
-            rows[v]["unchecked_speedup_vs_best_peer"] = best_peer / unchecked
-    fastest = min(rows, key=lambda v: rows[v]["ms"])
-    return {"device": ts.device_name(0), "n": n, "indices": k, "rounds": rounds, "calls_per_round": calls,
-            "peers_ms": peer_ms, "variants": rows, "fastest": fastest, "target_speedup": 1.0}
 
 
 def measure(quick=False, rounds=None):
@@ -279,21 +200,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="1e7 elements (1e6 indices), fewer rounds")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--no-record", action="store_true", help="print only, write no results file")
-    parser.add_argument("--gather-variants", nargs="*", default=None, metavar="V",
-                        help="only the gathers, under each variant (default list: " + " ".join(GATHER_VARIANTS) + ")")
     args = parser.parse_args()
-    if args.gather_variants is not None:
-        results = measure_gather_variants(args.gather_variants or GATHER_VARIANTS, args.quick, args.rounds)
-        for lib, t in sorted(results["peers_ms"].items()):
-            print(f"{'x[idx] ' + lib:34s} {t:9.4f} ms")
-        for v, row in sorted(results["variants"].items(), key=lambda item: item[1]["ms"]):
-            vs = f"{row['speedup_vs_best_peer']:.3f}x best peer" if "speedup_vs_best_peer" in row else ""
-            print(f"{'x[idx] tessel ' + v:34s} {row['ms']:9.4f} ms  unchecked {row['unchecked_ms']:9.4f} ms  "
-                  f"check {row['check_cost_fraction']:+.1%}  {vs}  (1e3 indices: {row['small_ms'] * 1e3:.1f} us)")
-        print(f"fastest: {results['fastest']}")
-        if not args.no_record:
-            merge_results("python_indexing_gather_variants", results, results["device"])
-        return results
     results = measure(args.quick, args.rounds)
     for name, t in sorted(results["ms"].items()):
         print(f"{name:34s} {t:9.4f} ms")

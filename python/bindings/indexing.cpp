@@ -116,8 +116,6 @@ void register_indexing(nb::module_& m) {
   m.def("_take_unchecked", [](const Array& x, const Array& indices, std::optional<std::int64_t> axis) {
     return internal::take_unchecked(x, indices, axis);
   }, "x"_a, "indices"_a, "axis"_a = nb::none());
-  m.def("_set_gather_variant", [](const std::string& variant) { return internal::set_gather_variant(variant); },
-        "variant"_a);
   m.def("_setitem_unchecked", [](const Array& x, nb::handle key, nb::handle value) {
     const std::vector<IndexItem> items = index_items(key, x);
     Scalar s;

@@ -81,28 +81,6 @@ std::int64_t flat_nonzero(const bool* flags, std::int64_t n, std::int64_t* out);
 
 namespace cuda {
 enum class IndexKernel { gather, scatter, check };
-// How the generated gather reads its source and launches. Process-wide (indexing.cu sets the
-// default, "cs"), read by every gather; bench/peers/python_indexing.py --gather-variants compares
-// them on the GPU.
-enum class GatherSource : std::uint8_t {
-  plain,          // a plain load
-  readonly,       // ld.global.nc (the read-only path)
-  readonly_keep,  // ld.global.nc with an L2 evict_last policy
-};
-struct GatherVariant {
-  int unroll = 0;  // 16-byte index vectors per thread and loop trip (0: the process tuning's)
-  int block = 0;   // threads per block (0: the process tuning's)
-  GatherSource source = GatherSource::plain;
-  bool streaming = false;  // the indices and the result: evict-first loads and stores
-  bool offsets32 = false;  // 32-bit offsets where the indexed axes reach < 2^31 elements
-};
-// "base" (every knob off), "default" (the process's default), or comma-separated tokens: u<N>
-// (unroll), b<N> (block), nc / keep (source), cs (streaming), i32 (offsets32). ValueError names a
-// bad token.
-GatherVariant parse_gather_variant(const std::string& text);
-std::string gather_variant_name(const GatherVariant& variant);  // the tokens, "base" for the default
-void set_gather_variant(const GatherVariant& variant);
-GatherVariant gather_variant();
 // The generated kernel's spec for a problem (what the launcher compiles; tests compile it too).
 jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& problem);
 void gather(const GatherProblem& problem, const Stream& stream);

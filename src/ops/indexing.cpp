@@ -862,16 +862,6 @@ Array take_unchecked(const Array& x, const Array& indices, std::optional<std::in
   return take_impl(x, indices, axis, stream, false);
 }
 
-std::string set_gather_variant(const std::string& variant) {
-#if defined(TESSEL_HAVE_CUDA)
-  const backend::cuda::GatherVariant v = backend::cuda::parse_gather_variant(variant);
-  backend::cuda::set_gather_variant(v);
-  return backend::cuda::gather_variant_name(v);
-#else
-  (void)variant;
-  throw DeviceError("set_gather_variant: tessel was built without CUDA");
-#endif
-}
 }  // namespace internal
 
 }  // namespace tessel

@@ -58,9 +58,5 @@ Array take_unchecked(const Array& x, const Array& indices, std::optional<std::in
 // (and its read-back): the benchmark's other side of that check's cost.
 void setitem_unchecked(const Array& x, const std::vector<IndexItem>& items, Scalar value,
                        const OptionalStream& stream = std::nullopt);
-// The generated gather's variant for every later gather of the process (backend/indexing.hpp:
-// "base", "default", or tokens u<N>, b<N>, nc, keep, cs, i32), for the benchmark that compares them; returns
-// its canonical name. ValueError names a bad token.
-std::string set_gather_variant(const std::string& variant);
 
 }  // namespace tessel::internal

@@ -4,8 +4,8 @@
 //   (one launch path for generated kernels): the indexed array is a pointer operand whose strides
 //   cover the sliced axes, the index arrays are ordinary inputs broadcast over the launch shape,
 //   and the body adds each index times its axis' stride. One launcher per (kind, dtype, index
-//   dtypes, mask ranks, checked or not, gather variant), kept for the process; the launcher
-//   keys layout and rank.
+//   dtypes, mask ranks, checked or not: launcher_key), kept for the process; the launcher keys
+//   layout and rank.
 // - Mask compaction and nonzero are one pass each (compact::select_kernel, a decoupled look-back
 //   over 16K-element tiles) that writes the selected items and their count. It is instantiated
 //   per item width (1, 2, 4, 8, 16 bytes), not per dtype, plus once for positions.
@@ -60,103 +60,7 @@ bool gathers_by_address(const GatherProblem& p) {
 
 std::string dtype_tag(DType d) { return dtype_name(d); }
 
-std::uint64_t pack(const GatherVariant& v) {
-  return static_cast<std::uint64_t>(v.unroll) | static_cast<std::uint64_t>(v.block) << 8 |
-         static_cast<std::uint64_t>(v.source) << 24 | static_cast<std::uint64_t>(v.streaming) << 26 |
-         static_cast<std::uint64_t>(v.offsets32) << 27;
-}
-GatherVariant unpack(std::uint64_t w) {
-  GatherVariant v;
-  v.unroll = static_cast<int>(w & 0xffu);
-  v.block = static_cast<int>((w >> 8) & 0xffffu);
-  v.source = static_cast<GatherSource>((w >> 24) & 3u);
-  v.streaming = ((w >> 26) & 1u) != 0;
-  v.offsets32 = ((w >> 27) & 1u) != 0;
-  return v;
-}
-
-// The process's gather variant: streaming ("cs"), the fastest of 25 variants on the H100 (1e8
-// float32 source, 1e7 int64 indices: 0.3573 ms checked against 0.3656 ms for the plain "base";
-// CuPy 0.3517, PyTorch 0.3539; python_indexing_gather_variants in
-// bench/results/nvidia-h100-80gb-hbm3-2026-11-27.json).
-GatherVariant default_gather_variant() {
-  GatherVariant v;
-  v.streaming = true;
-  return v;
-}
-
-// The gather variant in force, packed: one atomic word read per gather.
-std::atomic<std::uint64_t> g_gather_variant{pack(default_gather_variant())};
-
-// Whether every offset the index operands add fits 32 bits: plain (not mask) operands whose
-// axes reach at most 2^31 - 1 elements together.
-bool offsets_fit_32(const GatherProblem& p) {
-  std::int64_t reach = 0;
-  for (const IndexOperand& op : p.indices) {
-    if (op.from_mask) return false;
-    for (const IndexAxis& axis : op.axes) {
-      const std::int64_t stride = axis.stride < 0 ? -axis.stride : axis.stride;
-      const std::int64_t steps = std::max<std::int64_t>(0, axis.size - 1);
-      if (steps > 0 && stride > (std::int64_t{INT32_MAX} - reach) / steps) return false;
-      reach += stride * steps;
-    }
-  }
-  return reach <= INT32_MAX;
-}
-
 }  // namespace
-
-GatherVariant parse_gather_variant(const std::string& text) {
-  GatherVariant v;
-  std::size_t at = 0;
-  while (at < text.size()) {
-    std::size_t end = text.find(',', at);
-    if (end == std::string::npos) end = text.size();
-    const std::string token = text.substr(at, end - at);
-    at = end + 1;
-    const auto number = [&](std::size_t from, int lo, int hi) {
-      const std::string digits = token.substr(from);
-      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 5 ||
-          std::stoi(digits) < lo || std::stoi(digits) > hi) {
-        throw ValueError("gather variant '" + text + "': '" + token + "' needs a number in [" + std::to_string(lo) +
-                         ", " + std::to_string(hi) + "]");
-      }
-      return std::stoi(digits);
-    };
-    if (token.empty() || token == "base") continue;
-    if (token == "default") {
-      v = default_gather_variant();
-      continue;
-    }
-    if (token == "nc") v.source = GatherSource::readonly;
-    else if (token == "keep") v.source = GatherSource::readonly_keep;
-    else if (token == "cs") v.streaming = true;
-    else if (token == "i32") v.offsets32 = true;
-    else if (token[0] == 'u') v.unroll = number(1, 1, jit::kMaxElementwiseUnroll);
-    else if (token[0] == 'b') v.block = number(1, 32, 1024);
-    else {
-      throw ValueError("gather variant '" + text + "': unknown token '" + token +
-                       "' (base, default, u<N>, b<N>, nc, keep, cs, i32)");
-    }
-    if (v.block % 32 != 0) throw ValueError("gather variant '" + text + "': the block must be a multiple of 32");
-  }
-  return v;
-}
-
-std::string gather_variant_name(const GatherVariant& v) {
-  std::string n;
-  const auto add = [&](const std::string& t) { n += (n.empty() ? "" : ",") + t; };
-  if (v.unroll) add("u" + std::to_string(v.unroll));
-  if (v.block) add("b" + std::to_string(v.block));
-  if (v.source == GatherSource::readonly) add("nc");
-  if (v.source == GatherSource::readonly_keep) add("keep");
-  if (v.streaming) add("cs");
-  if (v.offsets32) add("i32");
-  return n.empty() ? "base" : n;
-}
-
-void set_gather_variant(const GatherVariant& v) { g_gather_variant.store(pack(v), std::memory_order_relaxed); }
-GatherVariant gather_variant() { return unpack(g_gather_variant.load(std::memory_order_relaxed)); }
 
 // The spec of one generated gather / scatter / check kernel.
 jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p) {
@@ -170,19 +74,13 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
   // address alone (a by-value parameter): the launch stays contiguous, with vector loads of the
   // indices and stores of the result, when the index arrays are contiguous.
   const bool src_by_value = kind == Kind::gather && gathers_by_address(p);
-  const GatherVariant variant = kind == Kind::gather ? gather_variant() : GatherVariant{};
-  const bool offsets32 = variant.offsets32 && offsets_fit_32(p);
   if (kind == Kind::gather) {
-    spec.streaming = variant.streaming;
-    spec.own_tuning.unroll = variant.unroll;
-    spec.own_tuning.block = variant.block;
-    const std::string tag = gather_variant_name(variant);
-    if (tag != "base") {
-      name += "_v";
-      for (char c : tag) name += c == ',' ? '_' : c;
-    }
-  }
-  if (kind == Kind::gather) {
+    // Evict-first loads of the indices and stores of the result: the fastest of 25 variants on
+    // the H100 (1e8 float32 source, 1e7 int64 indices: 0.357 ms checked against 0.366 ms with
+    // plain accesses; unrolling, block sizes, the read-only path, L2 keep hints and 32-bit
+    // offsets gained nothing; python_indexing_gather_variants in
+    // bench/results/nvidia-h100-80gb-hbm3-2026-11-27.json).
+    spec.streaming = true;
     spec.operands.push_back({"out", p.dtype, true, false, false});
     if (src_by_value) {
       spec.operands.push_back({"srcp", DType::uint64, false, true, false});
@@ -202,9 +100,8 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
   const bool checked = kind == Kind::check || (kind == Kind::gather && p.check_bounds);
   // off: elements from the source's place along the indexed axes. The bounds check and the
   // negative-index wrap run on the 64-bit index value either way.
-  const std::string off_t = offsets32 ? "int" : "long long";
-  if (offsets32) name += "_o32";
-  std::string body = off_t + " off = 0;\n";
+  const std::string off_t = "long long";
+  std::string body = "long long off = 0;\n";
   for (std::size_t k = 0; k < p.indices.size(); ++k) {
     const IndexOperand& op = p.indices[k];
     const std::string i = "i" + std::to_string(k);
@@ -245,11 +142,7 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
     const std::string place = src_by_value
                                   ? std::string("reinterpret_cast<const ") + cuda_type_name(p.dtype) + "*>(v_srcp) + off"
                                   : std::string("src + off");
-    switch (variant.source) {
-      case GatherSource::plain: body += "out = *(" + place + ");\n"; break;
-      case GatherSource::readonly: body += "out = tessel::load_readonly(" + place + ");\n"; break;
-      case GatherSource::readonly_keep: body += "out = tessel::load_readonly_keep(" + place + ");\n"; break;
-    }
+    body += "out = *(" + place + ");\n";
   }
   if (kind == Kind::scatter) body += "dst[off] = val;\n";
   if (kind == Kind::check) body += "(void)off; (void)anchor;\n";
@@ -261,13 +154,36 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
 
 namespace {
 
-const jit::ElementwiseLauncher& launcher_for(const jit::ElementwiseSpec& spec) {
+// What index_kernel_spec's kernel depends on, as bytes: the kind, the element dtype, whether the
+// source goes by address, a scalar value, the bounds check, and per index operand its dtype,
+// whether it came from a mask and its axis count (the first byte, the kind, is never 'm': the
+// masked assignment's keys). The launchers are found by this key, so a launch builds no spec (the
+// spec's name and body strings cost microseconds per call).
+std::string launcher_key(Kind kind, const GatherProblem& p) {
+  std::string key;
+  key.reserve(8 + 3 * p.indices.size());
+  key.push_back(static_cast<char>(kind));
+  key.push_back(static_cast<char>(p.dtype));
+  key.push_back(static_cast<char>(kind == Kind::gather && gathers_by_address(p)));
+  key.push_back(static_cast<char>(kind == Kind::scatter && p.value_is_scalar));
+  key.push_back(static_cast<char>(kind == Kind::check || (kind == Kind::gather && p.check_bounds)));
+  for (const IndexOperand& op : p.indices) {
+    key.push_back(static_cast<char>(op.dtype));
+    key.push_back(static_cast<char>(op.from_mask));
+    key.push_back(static_cast<char>(op.axes.size()));
+  }
+  return key;
+}
+
+// The process's launcher for `key`; `make_spec` builds its spec on the first call only.
+template <class MakeSpec>
+const jit::ElementwiseLauncher& launcher_for(std::string key, MakeSpec make_spec) {
   static std::mutex mutex;
   static auto* launchers = new std::unordered_map<std::string, std::unique_ptr<jit::ElementwiseLauncher>>();
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = launchers->find(spec.name);
+  auto it = launchers->find(key);
   if (it == launchers->end()) {
-    it = launchers->emplace(spec.name, std::make_unique<jit::ElementwiseLauncher>(spec)).first;
+    it = launchers->emplace(std::move(key), std::make_unique<jit::ElementwiseLauncher>(make_spec())).first;
   }
   return *it->second;
 }
@@ -288,8 +204,7 @@ struct LaunchArgs {
 };
 
 void launch(Kind kind, const GatherProblem& p, const Stream& stream) {
-  const jit::ElementwiseSpec spec = index_kernel_spec(kind, p);
-  const jit::ElementwiseLauncher& launcher = launcher_for(spec);
+  const jit::ElementwiseLauncher& launcher = launcher_for(launcher_key(kind, p), [&] { return index_kernel_spec(kind, p); });
   LaunchArgs args;
   std::size_t scalars = 2;
   for (const IndexOperand& op : p.indices) scalars += 2 * op.axes.size();
@@ -839,8 +754,8 @@ jit::ElementwiseSpec masked_assign_spec(DType dtype, bool scalar) {
 
 void masked_assign(const MaskedAssignProblem& p, const Stream& stream) {
   const bool scalar = p.values == nullptr;
-  const jit::ElementwiseSpec spec = masked_assign_spec(p.dtype, scalar);
-  const jit::ElementwiseLauncher& launcher = launcher_for(spec);
+  const std::string key = {'m', static_cast<char>(p.dtype), static_cast<char>(scalar)};
+  const jit::ElementwiseLauncher& launcher = launcher_for(key, [&] { return masked_assign_spec(p.dtype, scalar); });
   LaunchArgs args;
   args.array(p.x, p.x_strides);
   args.array(p.mask, p.mask_strides);

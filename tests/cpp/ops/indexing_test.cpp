@@ -223,30 +223,10 @@ TEST_P(IndexingTest, Errors) {
   EXPECT_EQ(getitem(x, {int64_array({2, -1}, {2}, device())}).shape(), (Shape{2, 4}));
 }
 
-// The gather variants a test runs (backend/indexing.hpp): on CUDA each one for an element dtype
-// of each size (1, 2, 4 and 16 bytes; every variant is a kernel to compile per dtype), the default
-// and the plain gather for the others; on the CPU only the default.
-std::vector<std::string> gather_variants(Device device, DType dtype) {
-  if (!device.is_cuda()) return {"default"};
-  if (dtype != DType::int8 && dtype != DType::float16 && dtype != DType::float32 && dtype != DType::complex128) {
-    return {"default", "base"};
-  }
-  return {"default", "base", "u1", "u4,b256", "nc", "keep,cs", "u8,nc,cs,i32", "b512,i32"};
-}
-struct GatherVariantScope {
-  GatherVariantScope(Device device, const std::string& variant) : cuda(device.is_cuda()) {
-    if (cuda) internal::set_gather_variant(variant);
-  }
-  ~GatherVariantScope() {
-    if (cuda) internal::set_gather_variant("default");
-  }
-  bool cuda;
-};
-
 // x[idx] over 1-d views, the form that reads the source by its address: an index array long
 // enough for the vector loop and its tail, negative indices, index views offset by one element
 // (not 16-byte aligned: the element loop) and strided (the strided layout), sources strided and
-// reversed, and an out-of-range index on either side. On CUDA under every gather variant.
+// reversed, and an out-of-range index on either side.
 TEST_P(IndexingTest, GatherByAddress) {
   TESSEL_SKIP_UNAVAILABLE(device());
   TESSEL_SEEDED_RNG(rng);
@@ -273,9 +253,7 @@ TEST_P(IndexingTest, GatherByAddress) {
   const std::vector<IndexView> index_views = {{indices.index({Slice(0, k)}), 0, 1, k},
                                               {indices.index({Slice(1, none)}), 1, 1, k},
                                               {indices.index({Slice(0, none, 2)}), 0, 2, (k + 2) / 2}};
-  for (const std::string& variant : gather_variants(device(), dtype())) {
-    SCOPED_TRACE("gather variant " + variant);
-    const GatherVariantScope scope(device(), variant);
+  {
     for (std::size_t si = 0; si < sources.size(); ++si) {
       const SourceView& src = sources[si];
       ASSERT_EQ(src.view.shape(), (Shape{size}));
@@ -713,63 +691,38 @@ TEST(IndexingKernels, GeneratedSourcesCompile) {
   }
 }
 
-// Every gather variant's kernels compile under NVRTC for every element size (1 to 16 bytes, so
-// every vector and word width of the loads), reading the source by address and through a strided
-// operand; 32-bit offsets only where the indexed axes' reach fits.
-TEST(IndexingKernels, GatherVariantsCompile) {
+// The gather's kernels compile under NVRTC for every element size (1 to 16 bytes, so every vector
+// and word width of the loads), reading the source by address and through a strided operand,
+// checked and not; and the kernels of one (kind, dtype, operands) are one launcher's.
+TEST(IndexingKernels, GatherKernelsCompile) {
   TESSEL_REQUIRE_NVRTC();
   using backend::cuda::IndexKernel;
-  const struct Restore {
-    ~Restore() { backend::cuda::set_gather_variant(backend::cuda::parse_gather_variant("default")); }
-  } restore;
-  for (const char* text : {"base", "u1,b64", "u4,nc,cs", "keep", "keep,cs,i32,u8,b1024"}) {
-    backend::cuda::set_gather_variant(backend::cuda::parse_gather_variant(text));
-    for (DType dt : {DType::bool_, DType::float16, DType::float32, DType::float64, DType::complex128}) {
-      backend::GatherProblem p;
-      p.dtype = dt;
-      backend::IndexOperand plain;
-      plain.dtype = DType::int64;
-      plain.axes = {{5, -3}};
-      p.indices = {plain};
+  for (DType dt : {DType::bool_, DType::float16, DType::float32, DType::float64, DType::complex128}) {
+    backend::GatherProblem p;
+    p.dtype = dt;
+    backend::IndexOperand plain;
+    plain.dtype = DType::int64;
+    plain.axes = {{5, -3}};
+    p.indices = {plain};
+    for (bool checked : {false, true}) {
+      p.check_bounds = checked;
       for (bool by_address : {true, false}) {
         p.shape = by_address ? std::vector<std::int64_t>{7} : std::vector<std::int64_t>{7, 2};
         p.base_strides = by_address ? std::vector<std::int64_t>{0} : std::vector<std::int64_t>{0, 4};
         p.indices[0].strides = by_address ? std::vector<std::int64_t>{1} : std::vector<std::int64_t>{1, 0};
         jit::ElementwiseSpec spec = backend::cuda::index_kernel_spec(IndexKernel::gather, p);
+        EXPECT_TRUE(spec.streaming);
+        EXPECT_EQ(spec.body.find("tessel_index_fail") != std::string::npos, checked);
         for (int layout = 0; layout < 2; ++layout) {
           if (layout == 1 && dt != DType::float32) continue;  // the strided layout: one element dtype
           spec.layout = layout == 0 ? jit::ElementwiseLayout::contiguous : jit::ElementwiseLayout::strided;
           spec.rank = layout == 0 ? 1 : 2;
           spec.unroll = std::max(1, spec.own_tuning.unroll);
-          expect_compiles(spec, std::string(text) + ": ");
+          expect_compiles(spec, std::string(dtype_name(dt)) + (checked ? " checked: " : ": "));
         }
       }
     }
   }
-  // 32-bit offsets: not past 2^31 - 1 elements of reach, nor for mask positions.
-  backend::cuda::set_gather_variant(backend::cuda::parse_gather_variant("i32"));
-  backend::GatherProblem p;
-  p.shape = {3};
-  p.base_strides = {0};
-  backend::IndexOperand plain;
-  plain.strides = {1};
-  plain.axes = {{(std::int64_t{1} << 30) + 1, 2}};  // reach 2^31: 64-bit
-  p.indices = {plain};
-  EXPECT_NE(backend::cuda::index_kernel_spec(IndexKernel::gather, p).body.find("long long off"), std::string::npos);
-  p.indices[0].axes = {{(std::int64_t{1} << 30), -2}};  // reach 2^31 - 2: 32-bit
-  EXPECT_NE(backend::cuda::index_kernel_spec(IndexKernel::gather, p).body.find("int off"), std::string::npos);
-  EXPECT_EQ(backend::cuda::index_kernel_spec(IndexKernel::gather, p).body.find("long long off"), std::string::npos);
-  p.indices[0].from_mask = true;
-  EXPECT_NE(backend::cuda::index_kernel_spec(IndexKernel::gather, p).body.find("long long off"), std::string::npos);
-  // Scatters and checks keep the default whatever the variant.
-  EXPECT_EQ(backend::cuda::index_kernel_spec(IndexKernel::scatter, p).body.find("int off"), std::string::npos);
-  // Bad variants name the token.
-  expect_error<ValueError>([] { backend::cuda::parse_gather_variant("u9"); }, {"'u9'", "[1, 8]"});
-  expect_error<ValueError>([] { backend::cuda::parse_gather_variant("nc,b100"); }, {"multiple of 32"});
-  expect_error<ValueError>([] { backend::cuda::parse_gather_variant("fast"); }, {"unknown token 'fast'"});
-  EXPECT_EQ(backend::cuda::gather_variant_name(backend::cuda::parse_gather_variant("i32,cs,u4")), "u4,cs,i32");
-  EXPECT_EQ(backend::cuda::gather_variant_name(backend::cuda::parse_gather_variant("default")), "cs");
-  expect_error<ValueError>([] { backend::cuda::parse_gather_variant("aside"); }, {"unknown token 'aside'"});
 }
 #endif
 

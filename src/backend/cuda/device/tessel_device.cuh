@@ -247,51 +247,6 @@ template <int N, class T> TESSEL_DEV void store_vec_stream(T* p, const vec<T, N>
     store_vec<N>(p, x);
   }
 }
-// One element read through the non-coherent (read-only) path, ld.global.nc: the kernel never
-// writes what it reads this way.
-template <class T> TESSEL_DEV T load_readonly(const T* p) {
-  static_assert(word_of<sizeof(T)>::exists, "no word of this size");
-  typedef typename word_of<sizeof(T)>::type W;
-  T r;
-  *reinterpret_cast<W*>(&r) = __ldg(reinterpret_cast<const W*>(p));
-  return r;
-}
-// The same, with the L2 told to keep the line over lines marked evict-first or normal
-// (createpolicy evict_last + ld.global.nc.L2::cache_hint; sm_80 and newer).
-template <class T> TESSEL_DEV T load_readonly_keep(const T* p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  unsigned long long policy;
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-  typedef typename word_of<sizeof(T)>::type W;
-  T r;
-  if constexpr (sizeof(T) == 1) {
-    unsigned short w;
-    asm("ld.global.nc.L2::cache_hint.u8 %0, [%1], %2;" : "=h"(w) : "l"(p), "l"(policy));
-    *reinterpret_cast<W*>(&r) = static_cast<W>(w);
-  } else if constexpr (sizeof(T) == 2) {
-    unsigned short w;
-    asm("ld.global.nc.L2::cache_hint.u16 %0, [%1], %2;" : "=h"(w) : "l"(p), "l"(policy));
-    *reinterpret_cast<W*>(&r) = w;
-  } else if constexpr (sizeof(T) == 4) {
-    unsigned int w;
-    asm("ld.global.nc.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(w) : "l"(p), "l"(policy));
-    *reinterpret_cast<W*>(&r) = w;
-  } else if constexpr (sizeof(T) == 8) {
-    unsigned long long w;
-    asm("ld.global.nc.L2::cache_hint.u64 %0, [%1], %2;" : "=l"(w) : "l"(p), "l"(policy));
-    *reinterpret_cast<unsigned long long*>(&r) = w;
-  } else {
-    uint4 w;
-    asm("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w) : "l"(p), "l"(policy));
-    *reinterpret_cast<W*>(&r) = w;
-  }
-  return r;
-#else
-  return load_readonly(p);
-#endif
-}
-
 // ---- N-d strided index math --------------------------------------------------------------------
 // Sizes and strides of collapsed dimensions, innermost last, passed by value as kernel params.
 template <int R>
