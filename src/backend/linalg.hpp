@@ -73,6 +73,13 @@ void copy_upper_triangle(DType dtype, const void* src, std::int64_t lda, void* d
 // Its scratch (two device words per stream, kept for the process) goes with
 // release_linalg_handles.
 void first_failure(const std::int32_t* info, std::int64_t n, std::int64_t* status, const Stream& stream);
+// flags[b] = 1 where matrix b of `a` (`per` consecutive elements of dtype, batch matrices) holds a
+// NaN or Inf, else 0.
+void flag_nonfinite(DType dtype, const void* a, std::int64_t per, std::int64_t batch, std::int32_t* flags, void* stream);
+// Every element of the flagged matrices of `out` (`per` elements of dtype each) becomes NaN, and
+// info (when not null) 1 where it was 0.
+void poison_flagged(DType dtype, const std::int32_t* flags, std::int64_t per, std::int64_t batch, void* out,
+                    std::int32_t* info, void* stream);
 void release_failure_scratch();
 // Destroys the cached cuSOLVER/cuBLAS handles (kept per device and stream for the process, and
 // holding device memory) and frees the error check's scratch, e.g. before a leak check at the

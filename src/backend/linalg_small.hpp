@@ -3,6 +3,7 @@
 // device code in backend/cuda/device/linalg_small.cuh, compiled at run time by NVRTC and
 // specialized on the order). The layout is that of backend/linalg.hpp; float32 and float64.
 #include <cstdint>
+#include <vector>
 
 #include "backend/linalg.hpp"
 #include "tessel/array/dtype.hpp"
@@ -14,7 +15,7 @@ namespace tessel::backend::cuda {
 
 // eigh and svd: one matrix per thread, in registers; eigh_block and svd_block: a team of threads
 // (a warp or a block) per matrix, in shared memory, for the orders above those.
-enum class SmallKernel : std::uint8_t { cholesky, lu, lu_solve, eigh, svd, inv, eigh_block, svd_block };
+enum class SmallKernel : std::uint8_t { cholesky, lu_solve, eigh, svd, inv, eigh_block, svd_block };
 
 // One row of the dispatcher's tuning table: tessel's kernel runs when min_n <= max(m, n) <= max_n
 // and batch >= min_batch; `measurement` names the run that chose the crossover.
@@ -27,8 +28,8 @@ struct SmallKernelTuning {
   const char* measurement;
 };
 
-// The table's row (nullptr: no kernel for this dtype).
-const SmallKernelTuning* small_kernel_tuning(SmallKernel kind, DType dtype);
+// The table's rows of one kind and dtype (empty: no kernel for this dtype), in order of orders.
+std::vector<SmallKernelTuning> small_kernel_rows(SmallKernel kind, DType dtype);
 // Whether the dispatcher takes tessel's kernel for p (TESSEL_LINALG_SMALL=0 turns them off, for
 // timing the cuSOLVER path against them).
 bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p);
@@ -49,7 +50,6 @@ jit::CompileRequest small_kernel_request(SmallKernel kind, DType dtype, std::int
 // The launches (asynchronous on `stream`), with the contracts of backend/linalg.hpp; pivots are
 // int32 (1-based). svd writes the thin factors: u (m x n), vh (n x n); it needs m >= n.
 void small_cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, const Stream& stream);
-void small_lu(const LinalgBatch& p, void* a, std::int32_t* pivots, std::int32_t* info, const Stream& stream);
 // small_solve reads a (column-major, or row-major when row_major: then it solves with the matrix
 // of that C-order buffer, which is backend solve's `transposed`) and leaves it as it is; it reads
 // the right-hand sides b (n x nrhs, column-major) and writes the solution to out (the same

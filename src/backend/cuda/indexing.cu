@@ -176,8 +176,10 @@ std::string launcher_key(Kind kind, const GatherProblem& p) {
 }
 
 // The process's launcher for `key`; `make_spec` builds its spec on the first call only.
+// (A pointer, not a reference: GCC 13's -Wdangling-reference flags a reference returned from a call
+// that takes a temporary key.)
 template <class MakeSpec>
-const jit::ElementwiseLauncher& launcher_for(std::string key, MakeSpec make_spec) {
+const jit::ElementwiseLauncher* launcher_for(std::string key, MakeSpec make_spec) {
   static std::mutex mutex;
   static auto* launchers = new std::unordered_map<std::string, std::unique_ptr<jit::ElementwiseLauncher>>();
   std::lock_guard<std::mutex> lock(mutex);
@@ -185,7 +187,7 @@ const jit::ElementwiseLauncher& launcher_for(std::string key, MakeSpec make_spec
   if (it == launchers->end()) {
     it = launchers->emplace(std::move(key), std::make_unique<jit::ElementwiseLauncher>(make_spec())).first;
   }
-  return *it->second;
+  return it->second.get();
 }
 
 // Argument views in spec order; every pointer stays valid until the launch returns.
@@ -204,7 +206,7 @@ struct LaunchArgs {
 };
 
 void launch(Kind kind, const GatherProblem& p, const Stream& stream) {
-  const jit::ElementwiseLauncher& launcher = launcher_for(launcher_key(kind, p), [&] { return index_kernel_spec(kind, p); });
+  const jit::ElementwiseLauncher& launcher = *launcher_for(launcher_key(kind, p), [&] { return index_kernel_spec(kind, p); });
   LaunchArgs args;
   std::size_t scalars = 2;
   for (const IndexOperand& op : p.indices) scalars += 2 * op.axes.size();
@@ -755,7 +757,7 @@ jit::ElementwiseSpec masked_assign_spec(DType dtype, bool scalar) {
 void masked_assign(const MaskedAssignProblem& p, const Stream& stream) {
   const bool scalar = p.values == nullptr;
   const std::string key = {'m', static_cast<char>(p.dtype), static_cast<char>(scalar)};
-  const jit::ElementwiseLauncher& launcher = launcher_for(key, [&] { return masked_assign_spec(p.dtype, scalar); });
+  const jit::ElementwiseLauncher& launcher = *launcher_for(key, [&] { return masked_assign_spec(p.dtype, scalar); });
   LaunchArgs args;
   args.array(p.x, p.x_strides);
   args.array(p.mask, p.mask_strides);

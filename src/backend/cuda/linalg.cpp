@@ -414,6 +414,30 @@ struct GesvdjParams {
   GesvdjParams& operator=(const GesvdjParams&) = delete;
 };
 
+// cuSOLVER's Jacobi iterations take a NaN or Inf for converged (every comparison with NaN is
+// false) and return finite results for such a matrix (syevjBatched at n = 17 on the H100). The
+// library paths of eigh and svd flag those matrices before the call overwrites the input, and
+// after it make their results NaN and their info 1 (the plain functions raise LinAlgError).
+class NonfiniteInput {
+ public:
+  NonfiniteInput(const LinalgBatch& p, const void* a, const Stream& stream) : batch_(p.batch), stream_(stream) {
+    DeviceGuard guard(stream.device());
+    flags_ = Buffer::allocate(stream.device(), std::max<std::int64_t>(p.batch, 1) * 4, stream);
+    flag_nonfinite(p.dtype, a, p.m * p.n, p.batch, flags(), detail::cuda_stream(stream));
+  }
+  // out: `per` elements of dtype per matrix; info (or null) set to 1 where it is 0.
+  void poison(DType dtype, void* out, std::int64_t per, std::int32_t* info) const {
+    DeviceGuard guard(stream_.device());
+    poison_flagged(dtype, flags(), per, batch_, out, info, detail::cuda_stream(stream_));
+  }
+
+ private:
+  std::int32_t* flags() const { return static_cast<std::int32_t*>(flags_->data()); }
+  std::int64_t batch_;
+  Stream stream_;
+  std::shared_ptr<Buffer> flags_;
+};
+
 }  // namespace
 
 // ---- Cholesky ----
@@ -477,10 +501,6 @@ void cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, con
 // ---- LU ----
 void lu(const LinalgBatch& p, void* a, Array& pivots, std::int32_t* info, const Stream& stream) {
   const char* op = "lu";
-  if (small_kernel_applies(SmallKernel::lu, p)) {
-    pivots = empty({p.batch, p.n}, DType::int32, stream.device(), stream);
-    return small_lu(p, a, static_cast<std::int32_t*>(pivots.data()), info, stream);
-  }
   Call c(stream, op);
   const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
   if (use_batched(p, kGetrfBatched)) {
@@ -588,9 +608,9 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool 
 }
 
 // ---- eigh ----
-void eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream) {
+namespace {
+void eigh_library(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream) {
   const char* op = "eigh";
-  if (small_jacobi_applies(SmallKernel::eigh, p, vectors, stream.device())) return small_eigh(p, a, w, vectors, info, stream);
   Call c(stream, op);
   const cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
   const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
@@ -642,6 +662,16 @@ void eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* in
                                            p.n, rt, at(w, b, w_bytes), t, work->data(), dev_bytes, hw, host_bytes, info + b),
                           op);
   }
+}
+
+}  // namespace
+
+void eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream) {
+  if (small_jacobi_applies(SmallKernel::eigh, p, vectors, stream.device())) return small_eigh(p, a, w, vectors, info, stream);
+  const NonfiniteInput nonfinite(p, a, stream);
+  eigh_library(p, a, w, vectors, info, stream);
+  nonfinite.poison(to_real(p.dtype), w, p.n, info);
+  if (vectors) nonfinite.poison(p.dtype, a, p.n * p.n, nullptr);
 }
 
 // ---- SVD (ops/linalg.cpp passes m >= n on CUDA) ----
@@ -751,16 +781,9 @@ void svd_one_by_one(Call& c, const LinalgBatch& p, void* a, void* s, void* u, vo
     }
   }
 }
-}  // namespace
-
-void svd(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors, bool full, std::int32_t* info,
-         const Stream& stream) {
+void svd_library(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors, bool full, std::int32_t* info,
+                 const Stream& stream) {
   const char* op = "svd";
-  if (p.m < p.n) throw Error("svd: internal error: the CUDA backend takes m >= n");
-  // tessel's kernel writes the thin U: it serves everything but the full U of a tall matrix.
-  if (small_jacobi_applies(SmallKernel::svd, p, vectors, stream.device()) && (p.m == p.n || !full || !vectors)) {
-    return small_svd(p, a, s, u, vh, vectors, info, stream);
-  }
   Call c(stream, op);
   const std::int64_t k = p.n;
   const std::int64_t ucols = full ? p.m : k, vrows = full ? p.n : k;
@@ -812,6 +835,23 @@ void svd(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors
   by_dtype(p.dtype, op, [&](auto tag) {
     svd_one_by_one<decltype(tag)>(c, p, a, s, u, vh, vectors, full, svd_route(p, vectors, full), info, op);
   });
+}
+}  // namespace
+
+void svd(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors, bool full, std::int32_t* info,
+         const Stream& stream) {
+  if (p.m < p.n) throw Error("svd: internal error: the CUDA backend takes m >= n");
+  // tessel's kernel writes the thin U: it serves everything but the full U of a tall matrix.
+  if (small_jacobi_applies(SmallKernel::svd, p, vectors, stream.device()) && (p.m == p.n || !full || !vectors)) {
+    return small_svd(p, a, s, u, vh, vectors, info, stream);
+  }
+  const NonfiniteInput nonfinite(p, a, stream);
+  svd_library(p, a, s, u, vh, vectors, full, info, stream);
+  nonfinite.poison(to_real(p.dtype), s, p.n, info);
+  if (vectors) {
+    nonfinite.poison(p.dtype, u, p.m * (full ? p.m : p.n), nullptr);
+    nonfinite.poison(p.dtype, vh, p.n * p.n, nullptr);
+  }
 }
 
 // ---- QR: geqrf, then orgqr/ungqr on a copy of the Householder vectors ----

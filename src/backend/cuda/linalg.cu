@@ -1,7 +1,8 @@
 // Helper kernels of the CUDA linear algebra (linalg.cpp): pointer arrays for the batched
 // cuSOLVER/cuBLAS routines, the batched conjugate transpose that turns gesvdj's V into Vh, the
-// triangle copy that takes R out of a geqrf result, and the reduction of an info array to its
-// first failing index that the plain functions' error check reads (ops/linalg.cpp check_info).
+// triangle copy that takes R out of a geqrf result, the reduction of an info array to its
+// first failing index that the plain functions' error check reads (ops/linalg.cpp check_info),
+// and the finiteness flags that turn the results of non-finite input into NaN.
 #include <cuComplex.h>
 #include <cuda_runtime_api.h>
 
@@ -98,6 +99,27 @@ __global__ void first_failure_kernel(const int* __restrict__ info, long long n, 
   if (found != 0) *reinterpret_cast<volatile long long*>(&status[1]) = static_cast<long long>(~found) + 1;
 }
 
+// flags[e / per] = 1 for every non-finite element e (plain stores: every writer writes 1). A
+// complex matrix is read as 2 * per reals.
+template <class R>
+__global__ void flag_nonfinite_kernel(const R* a, long long per, long long total, int* flags) {
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    if (!isfinite(a[e])) flags[e / per] = 1;
+  }
+}
+
+template <class R>
+__global__ void poison_flagged_kernel(const int* flags, long long per, long long total, R* out, int* info) {
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long b = e / per;
+    if (flags[b] == 0) continue;
+    out[e] = R(0) * (R(1) / R(0));  // NaN
+    if (info != nullptr && e % per == 0 && info[b] == 0) info[b] = 1;
+  }
+}
+
 // The reduction's two words per stream (see first_failure_kernel), for the process.
 std::mutex g_failure_mutex;
 auto* const g_failure_scratch = new std::unordered_map<std::uint64_t, std::shared_ptr<Buffer>>();
@@ -145,6 +167,39 @@ void first_failure(const std::int32_t* info, std::int64_t n, std::int64_t* statu
       std::min<std::int64_t>((n + kFailureThreads - 1) / kFailureThreads, 4 * 132));
   first_failure_kernel<<<grid, kFailureThreads, 0, s>>>(info, n, static_cast<unsigned long long*>(scratch->data()),
                                                         reinterpret_cast<long long*>(status));
+  TESSEL_CUDA_CHECK_LAUNCH(s, "linalg");
+}
+
+void flag_nonfinite(DType dtype, const void* a, std::int64_t per, std::int64_t batch, std::int32_t* flags, void* stream) {
+  if (batch == 0) return;
+  auto s = static_cast<cudaStream_t>(stream);
+  TESSEL_CUDA_CHECK(cudaMemsetAsync(flags, 0, static_cast<std::size_t>(batch) * sizeof(std::int32_t), s), "linalg");
+  const std::int64_t reals = is_complex(dtype) ? 2 : 1;
+  const std::int64_t total = per * reals * batch;
+  if (total == 0) return;
+  if (to_real(dtype) == DType::float32) {
+    flag_nonfinite_kernel<<<grid_for(total), kThreads, 0, s>>>(static_cast<const float*>(a), per * reals, total, flags);
+  } else if (to_real(dtype) == DType::float64) {
+    flag_nonfinite_kernel<<<grid_for(total), kThreads, 0, s>>>(static_cast<const double*>(a), per * reals, total, flags);
+  } else {
+    throw DTypeError(fmt::format("linalg: no finiteness check for {}", dtype_name(dtype)));
+  }
+  TESSEL_CUDA_CHECK_LAUNCH(s, "linalg");
+}
+
+void poison_flagged(DType dtype, const std::int32_t* flags, std::int64_t per, std::int64_t batch, void* out,
+                    std::int32_t* info, void* stream) {
+  const std::int64_t reals = is_complex(dtype) ? 2 : 1;
+  const std::int64_t total = per * reals * batch;
+  if (total == 0) return;
+  auto s = static_cast<cudaStream_t>(stream);
+  if (to_real(dtype) == DType::float32) {
+    poison_flagged_kernel<<<grid_for(total), kThreads, 0, s>>>(flags, per * reals, total, static_cast<float*>(out), info);
+  } else if (to_real(dtype) == DType::float64) {
+    poison_flagged_kernel<<<grid_for(total), kThreads, 0, s>>>(flags, per * reals, total, static_cast<double*>(out), info);
+  } else {
+    throw DTypeError(fmt::format("linalg: no NaN fill for {}", dtype_name(dtype)));
+  }
   TESSEL_CUDA_CHECK_LAUNCH(s, "linalg");
 }
 

@@ -20,31 +20,37 @@
 namespace tessel::backend::cuda {
 namespace {
 
-// ---- tuning table (CUB-style policy data, one row per op and dtype) ----
-// A batch takes tessel's kernel when min_n <= n <= max_n and batch >= min_batch; else the cuSOLVER path of
-// linalg.cpp. The kernels keep a whole matrix per thread in registers, so max_n is bounded by
-// register spills (the inverse keeps a row per lane of a warp: n <= 32). The crossovers are to be measured on the GPU with
-// bench/peers/python_linalg.py (the "batched" rows, which also time the cuSOLVER path through
-// TESSEL_LINALG_SMALL=0); each row's `measurement` records the run that chose it.
+// ---- tuning table (CUB-style policy data: rows per op, dtype and range of orders) ----
+// A batch takes tessel's kernel when a row of its op and dtype has min_n <= n <= max_n and
+// batch >= min_batch; else the cuSOLVER / cuBLAS path of linalg.cpp. The per-thread kernels keep
+// a whole matrix in registers, so max_n is bounded by register spills (the inverse keeps a row
+// per lane of a warp: n <= 32). Measured on the H100 by bench/peers/linalg_crossover.py at batches
+// 16, 64, 256, 4096 and 100,000 and orders 4, 8 and 16 (linalg_crossover in
+// bench/results/nvidia-h100-80gb-hbm3-2026-11-28.json); `measurement` gives the library time over
+// tessel's at the row's smallest batch and at 100,000. Below about 0.1 ms both paths are bound by
+// the launch and the info read (16 matrices: 0.8-1.1x). LU alone (det, slogdet) has no row: the
+// per-thread LU kernel was 0.4-1.1x getrfBatched at every measured point.
 const SmallKernelTuning kTuning[] = {
-    {SmallKernel::cholesky, DType::float32, 1, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::cholesky, DType::float64, 1, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::lu_solve, DType::float32, 1, 16, 64,
-     "H100: 100,000 8x8 float32 solve 0.049 ms (PyTorch 0.280, CuPy 0.324); crossovers not measured"},
-    {SmallKernel::lu_solve, DType::float64, 1, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::lu, DType::float32, 1, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::lu, DType::float64, 1, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::eigh, DType::float32, 1, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::eigh, DType::float64, 1, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::svd, DType::float32, 1, 16, 64, "to be measured on the GPU (H100)"},
-    {SmallKernel::svd, DType::float64, 1, 16, 64, "to be measured on the GPU (H100)"},
-    // inv: Gauss-Jordan, a warp (or a part of one) per matrix, every n <= 32 and every batch. The
-    // library path (getrfBatched + getrsBatched against an identity) took 2.853 ms for inv_ex on
-    // the same H100 problem; the min_batch crossover against it and the float64 row are not
-    // measured yet (bench/peers/python_linalg.py, TESSEL_LINALG_SMALL=0 for the library path).
+    {SmallKernel::cholesky, DType::float32, 1, 16, 64, "n 4-16: 1.11-1.27x at batch 64, 3.1-10x at 100,000"},
+    {SmallKernel::cholesky, DType::float64, 1, 16, 64, "n 4-16: 0.96-1.29x at 64, 1.36-1.38x at 256, 1.9-11.6x at 100,000"},
+    {SmallKernel::lu_solve, DType::float32, 1, 8, 64, "n 4, 8: 2.4-2.9x at 64, 5.8-6.1x at 100,000"},
+    {SmallKernel::lu_solve, DType::float32, 9, 16, 256, "n 16: 0.98x at 64, 1.46x at 256, 2.41x at 100,000"},
+    {SmallKernel::lu_solve, DType::float64, 1, 8, 64, "n 4, 8: 2.3-2.4x at 64, 4.4-5.3x at 100,000"},
+    {SmallKernel::lu_solve, DType::float64, 9, 16, 256, "n 16: 0.74x at 64, 1.09x at 256, 1.35x at 100,000"},
+    {SmallKernel::eigh, DType::float32, 1, 4, 64, "n 4: 1.22x at 64, 15.9x at 100,000"},
+    {SmallKernel::eigh, DType::float32, 5, 8, 4096, "n 8: 0.81x at 256, 1.53x at 4096, 6.9x at 100,000"},
+    {SmallKernel::eigh, DType::float64, 1, 4, 64, "n 4: 1.29x at 64, 17.4x at 100,000"},
+    {SmallKernel::eigh, DType::float64, 5, 8, 4096, "n 8: 0.44x at 256, 0.99x at 4096, 4.8x at 100,000"},
+    // eigh at n 9-16: syevjBatched wins at every measured batch (n 16: 0.07-0.66x).
+    {SmallKernel::svd, DType::float32, 1, 8, 64, "n 4, 8: 1.09-2.17x at 64, 63-220x at 100,000"},
+    {SmallKernel::svd, DType::float32, 9, 16, 4096, "n 16: 0.19x at 256, 2.0x at 4096, 4.9x at 100,000"},
+    {SmallKernel::svd, DType::float64, 1, 4, 64, "n 4: 2.16x at 64, 326x at 100,000"},
+    {SmallKernel::svd, DType::float64, 5, 8, 256, "n 8: 0.61x at 64, 1.18x at 256, 64x at 100,000"},
+    {SmallKernel::svd, DType::float64, 9, 16, 4096, "n 16: 0.29x at 256, 2.7x at 4096, 6.2x at 100,000"},
+    // inv: Gauss-Jordan, a warp (or a part of one) per matrix, every n <= 32 and every batch.
     {SmallKernel::inv, DType::float32, 1, 32, 1,
-     "H100: 20,000 32x32 float32 inv 0.241 ms (getrfBatched path 2.853, CuPy 1.123, PyTorch 1.891)"},
-    {SmallKernel::inv, DType::float64, 1, 32, 1, "to be measured on the GPU (H100)"},
+     "n 4-16: 3.1-3.5x at 16, 6.4-8.6x at 100,000; n 32, batch 20,000: 0.241 ms (getrfBatched path 2.853)"},
+    {SmallKernel::inv, DType::float64, 1, 32, 1, "n 4-16: 2.9-3.2x at 16, 6.2-8.8x at 100,000"},
     // The block Jacobi kernels take what the per-thread rows leave (n > 16, or a smaller batch),
     // where they beat cuSOLVER (syevjBatched to n = 32, XsyevBatched above; gesvdjBatched to 32,
     // gesvdj per matrix above). Measured on the H100 by bench/peers/linalg_crossover.py, library
@@ -70,7 +76,6 @@ constexpr int kWaves = 8;
 const char* kind_name(SmallKernel kind) {
   switch (kind) {
     case SmallKernel::cholesky: return "cholesky";
-    case SmallKernel::lu: return "lu";
     case SmallKernel::lu_solve: return "lu_solve_batch";
     case SmallKernel::eigh: return "jacobi_eigh";
     case SmallKernel::svd: return "jacobi_svd";
@@ -153,18 +158,21 @@ bool enabled() {
 
 }  // namespace
 
-const SmallKernelTuning* small_kernel_tuning(SmallKernel kind, DType dtype) {
+std::vector<SmallKernelTuning> small_kernel_rows(SmallKernel kind, DType dtype) {
+  std::vector<SmallKernelTuning> rows;
   for (const auto& row : kTuning) {
-    if (row.kind == kind && row.dtype == dtype) return &row;
+    if (row.kind == kind && row.dtype == dtype) rows.push_back(row);
   }
-  return nullptr;
+  return rows;
 }
 
 bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p) {
   if (!enabled()) return false;
-  const SmallKernelTuning* row = small_kernel_tuning(kind, p.dtype);
   const std::int64_t n = std::max(p.m, p.n);
-  return row != nullptr && n >= row->min_n && n <= row->max_n && p.batch >= row->min_batch;
+  for (const auto& row : kTuning) {
+    if (row.kind == kind && row.dtype == p.dtype && n >= row.min_n && n <= row.max_n) return p.batch >= row.min_batch;
+  }
+  return false;
 }
 
 // Whether jacobi_eigh_block keeps V's rows in registers (its RegV): rows of at most 512 bytes
@@ -234,11 +242,6 @@ jit::CompileRequest small_kernel_request(SmallKernel kind, DType dtype, std::int
 void small_cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, const Stream& stream) {
   long long batch = p.batch;
   launch(SmallKernel::cholesky, p, upper, {&a, &info, &batch}, stream);
-}
-
-void small_lu(const LinalgBatch& p, void* a, std::int32_t* pivots, std::int32_t* info, const Stream& stream) {
-  long long batch = p.batch;
-  launch(SmallKernel::lu, p, false, {&a, &pivots, &info, &batch}, stream);
 }
 
 void small_solve(const LinalgBatch& p, const void* a, const void* b, void* out, std::int64_t nrhs, bool row_major,

@@ -549,19 +549,24 @@ TEST_P(LinalgTest, EmptyBatchesAndMatrices) {
 TEST(LinalgSmallKernels, CompileForSm90) {
   using backend::cuda::SmallKernel;
   for (DType dtype : {DType::float32, DType::float64}) {
-    for (SmallKernel kind : {SmallKernel::cholesky, SmallKernel::lu, SmallKernel::lu_solve, SmallKernel::eigh,
-                             SmallKernel::svd, SmallKernel::inv, SmallKernel::eigh_block, SmallKernel::svd_block}) {
-      const auto* row = backend::cuda::small_kernel_tuning(kind, dtype);
-      ASSERT_NE(row, nullptr);
-      EXPECT_NE(std::string(row->measurement), "");
-      std::vector<std::int64_t> orders{1, 3, std::min<std::int64_t>(8, row->max_n)};
+    for (SmallKernel kind : {SmallKernel::cholesky, SmallKernel::lu_solve, SmallKernel::eigh, SmallKernel::svd,
+                             SmallKernel::inv, SmallKernel::eigh_block, SmallKernel::svd_block}) {
+      const auto rows = backend::cuda::small_kernel_rows(kind, dtype);
+      ASSERT_FALSE(rows.empty());
+      std::int64_t max_n = 0;
+      for (const auto& row : rows) {
+        EXPECT_NE(std::string(row.measurement), "");
+        EXPECT_LE(row.min_n, row.max_n);
+        max_n = std::max(max_n, row.max_n);
+      }
+      std::vector<std::int64_t> orders{1, 3, std::min<std::int64_t>(8, max_n)};
       if (kind == SmallKernel::inv) orders.insert(orders.end(), {17, 32});  // one warp per matrix: cheap to compile
       if (kind == SmallKernel::eigh_block || kind == SmallKernel::svd_block) {  // loops, not unrolled: cheap
-        orders = {17, 32, 33, 64, row->max_n};
+        orders = {17, 32, 33, 64, max_n};
       }
       for (std::int64_t n : orders) {
         const bool svd = kind == SmallKernel::svd || kind == SmallKernel::svd_block;
-        const std::int64_t m = svd ? std::min<std::int64_t>(n + 2, row->max_n) : n;
+        const std::int64_t m = svd ? std::min<std::int64_t>(n + 2, max_n) : n;
         jit::CompileRequest r = backend::cuda::small_kernel_request(kind, dtype, std::max(m, n), n, n == 3);
         r.arch = "sm_90";
         SCOPED_TRACE(r.name);

@@ -146,23 +146,6 @@ TESSEL_SMALL void lu_solve(const T (&lu)[N * N], const int (&piv)[N], T (&x)[N])
   }
 }
 
-// a: N x N, factored in place; piv: N int32 per matrix, 1-based (LAPACK's ipiv).
-template <class T, int N>
-__global__ void lu(T* __restrict__ a, int* __restrict__ pivots, int* __restrict__ info, long long batch) {
-  TESSEL_FOR_EACH_MATRIX(b, batch) {
-    T* m = a + b * N * N;
-    T f[N * N];
-    int piv[N];
-    TESSEL_UNROLL
-    for (int e = 0; e < N * N; ++e) f[e] = m[e];
-    info[b] = lu_factor<T, N>(f, piv);
-    TESSEL_UNROLL
-    for (int e = 0; e < N * N; ++e) m[e] = f[e];
-    TESSEL_UNROLL
-    for (int k = 0; k < N; ++k) pivots[b * N + k] = piv[k] + 1;
-  }
-}
-
 // One matrix of lu_solve_batch: m is its N x N (column-major, or row-major when RowMajor), b its
 // batch index.
 template <class T, int N, bool RowMajor>
