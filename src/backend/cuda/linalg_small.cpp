@@ -51,22 +51,30 @@ const SmallKernelTuning kTuning[] = {
     {SmallKernel::inv, DType::float32, 1, 32, 1,
      "n 4-16: 3.1-3.5x at 16, 6.4-8.6x at 100,000; n 32, batch 20,000: 0.241 ms (getrfBatched path 2.853)"},
     {SmallKernel::inv, DType::float64, 1, 32, 1, "n 4-16: 2.9-3.2x at 16, 6.2-8.8x at 100,000"},
-    // The block Jacobi kernels take what the per-thread rows leave (n > 16, or a smaller batch),
+    // The block Jacobi kernels take what the per-thread rows leave (n > 8 for eigh, n > 16 for svd),
     // where they beat cuSOLVER (syevjBatched to n = 32, XsyevBatched above; gesvdjBatched to 32,
     // gesvdj per matrix above). Measured on the H100 by bench/peers/linalg_crossover.py, library
-    // time over tessel's at batches 1, 32 and 1024 (linalg_crossover in
-    // bench/results/nvidia-h100-80gb-hbm3-2026-11-27.json):
-    // - eigh wins only at n = 24 and batch 1024 (1.19x float32, 1.33x float64); at n = 32 and 1024
-    //   it is 0.88-0.90x, and at n >= 64 0.2-0.6x: syevj's kernels are faster there.
+    // time over tessel's, at batches 1, 32 and 1024 (orders 24 to 128: linalg_crossover in
+    // bench/results/nvidia-h100-80gb-hbm3-2026-11-27.json) and 1024, 20,000 and 100,000 (orders
+    // 12 to 32: the same key in nvidia-h100-80gb-hbm3-2026-11-28.json):
+    // - eigh loses at n = 32 (0.89-0.97x at every batch), in float64 at n = 16 (0.51-0.67x) and at
+    //   n >= 64 (0.2-0.6x): syevj's kernels are faster there.
     // - svd wins from n = 48 at batch 32 (14-28x) and 1024 (63-434x float32, 71-294x float64),
-    //   and loses at batch 1 (0.5-1.0x) and at n <= 32, where gesvdjBatched runs (0.15-0.83x).
+    //   and loses at batch 1 (0.5-1.0x); at n 17-32 it loses at 1024 (0.62-0.86x, but 1.27x in
+    //   float64 at n = 24) and wins at 20,000.
     // max_n: 128 in float32; 112 in float64, where the matrix and its vectors (about 2 n^2
     // doubles) still fit the H100's 227 KB of shared memory per block.
-    {SmallKernel::eigh_block, DType::float32, 17, 24, 1024, "H100: n 24, batch 1024: 0.312 ms (syevjBatched 0.373)"},
-    {SmallKernel::eigh_block, DType::float64, 17, 24, 1024, "H100: n 24, batch 1024: 0.421 ms (syevjBatched 0.562)"},
+    {SmallKernel::eigh_block, DType::float32, 9, 12, 1024, "n 12: 1.42x at 1024, 1.77x at 100,000"},
+    {SmallKernel::eigh_block, DType::float32, 13, 16, 20000, "n 16: 0.92x at 1024, 1.10x at 20,000, 1.14x at 100,000"},
+    {SmallKernel::eigh_block, DType::float32, 17, 24, 1024, "n 24: 1.36x at 1024, 1.78x at 100,000"},
+    {SmallKernel::eigh_block, DType::float64, 9, 12, 1024, "n 12: 1.29x at 1024, 1.42x at 100,000"},
+    {SmallKernel::eigh_block, DType::float64, 17, 24, 1024, "n 24: 1.42x at 1024, 1.43x at 100,000"},
+    {SmallKernel::svd_block, DType::float32, 17, 32, 20000, "n 24, 32: 0.62-0.86x at 1024, 1.30-2.05x at 20,000"},
     {SmallKernel::svd_block, DType::float32, 33, 128, 32,
-     "H100: n 48, batch 32: 1.22 ms (gesvdj 34.6); n 128, batch 2000: 83.7 ms (PyTorch 5185, CuPy 18989)"},
-    {SmallKernel::svd_block, DType::float64, 33, 112, 32, "H100: n 48, batch 32: 1.82 ms (gesvdj 47.3)"},
+     "n 48, batch 32: 1.22 ms (gesvdj 34.6); n 128, batch 2000: 83.7 ms (PyTorch 5185, CuPy 18989)"},
+    {SmallKernel::svd_block, DType::float64, 17, 24, 1024, "n 24: 1.27x at 1024, 2.41x at 20,000"},
+    {SmallKernel::svd_block, DType::float64, 25, 32, 20000, "n 32: 0.86x at 1024, 1.19x at 20,000"},
+    {SmallKernel::svd_block, DType::float64, 33, 112, 32, "n 48, batch 32: 1.82 ms (gesvdj 47.3)"},
 };
 
 constexpr int kMaxSweeps = 60;  // Jacobi sweeps; a converging matrix needs fewer than 15

@@ -267,8 +267,9 @@ TEST_P(LinalgTest, JacobiBlockOrders) {
   TESSEL_SEEDED_RNG(rng);
   for (std::int64_t n : {17, 32, 33, 64, 128}) {
     SCOPED_TRACE(fmt::format("n {}", n));
-    // Batches that reach the block kernels where the tuning table sends them (eigh at n <= 24 from
-    // 1024 matrices, svd at n >= 33 from 32) and cuSOLVER elsewhere.
+    // Batches that reach the block kernels where the tuning table sends them (eigh at n 17-24 from
+    // 1024 matrices, svd at n >= 33 from 32; float64 svd at n 17-24 from 1024) and cuSOLVER
+    // elsewhere.
     const std::int64_t batch = n == 17 ? 1024 : 32;
     auto a = make_hermitian(host(random_matrices(rng, {batch, n, n}, dtype(), Device::cpu())), batch, n, false);
     std::fill(a.begin() + 2 * n * n, a.end(), cd(0.0));  // the last matrix is zero
