@@ -22,7 +22,7 @@ from torch import Tensor
 from tessel import _tessel
 
 from . import _graph
-from ._interop import check_same_device, on_torch_stream, to_tessel, to_torch
+from ._interop import check_same_device, on_cuda_stream, on_torch_stream, to_tessel, to_torch
 
 _counter = itertools.count()
 _TS_DTYPES = {torch.bool: "bool", torch.int8: "int8", torch.uint8: "uint8", torch.int16: "int16",
@@ -59,16 +59,18 @@ class _Kernel:
         """A constant expression (a folded derivative such as that of x * 0) shaped like `like`."""
         return torch.full_like(like, self.root.value, memory_format=torch.contiguous_format)
 
-    def __call__(self, tensors, like: Tensor) -> Tensor:
+    def __call__(self, tensors, like: Tensor, key=None) -> Tensor:
         """The expression on real tensors, as a new tensor of torch's shape and dtype; a constant
-        expression takes `like`'s shape and dtype."""
+        expression takes `like`'s shape and dtype. `key`: the dtypes of the tensors it reads, when
+        the caller knows them (_EagerPlan)."""
         if self.trivial:
             if self.root.op == "const":
                 return self.constant(like)
             # a new tensor: custom op outputs may not alias their inputs
             return tensors[self.root.index].clone(memory_format=torch.contiguous_format)
         result = self.kernel([to_tessel(tensors[i]) for i in self.reads])
-        key = tuple([tensors[i].dtype for i in self.reads])
+        if key is None:
+            key = tuple([tensors[i].dtype for i in self.reads])
         cast = self._casts.get(key)
         if cast is None:
             # torch's promotion differs from NumPy's for integer inputs of float functions
@@ -101,17 +103,20 @@ class _Backward:
             # intermediates) are computed once per element.
             syms = _graph.to_syms(roots, positions)
             self.kernel = _tessel.FusedKernel(tuple(syms), len(self.kernel_reads))
+        # Where run's tensors (those of self.reads, in order) hold what the kernel reads
+        self.kernel_positions = [self.reads.index(j) for j in self.kernel_reads]
         self._dtypes = {}  # input dtypes -> torch's dtype of each kernel output
         self._casts = {}   # input dtypes -> per output the tessel dtype to cast to (None: none), or ()
         self.only_kernel = self.outputs == [i for i, g in enumerate(grads) if g is not None]
 
-    def result_dtypes(self, tensors):
-        key = tuple(tensors[i].dtype for i in self.kernel_reads)
+    def result_dtypes(self, key):
+        """torch's dtype of each kernel output, for the dtypes `key` of what the kernel reads
+        (evaluated once per key on meta tensors)."""
         dtypes = self._dtypes.get(key)
         if dtypes is None:
             meta = [None] * (max(self.kernel_reads) + 1)
-            for i in self.kernel_reads:
-                meta[i] = torch.empty((), dtype=tensors[i].dtype, device="meta")
+            for i, dtype in zip(self.kernel_reads, key):
+                meta[i] = torch.empty((), dtype=dtype, device="meta")
             dtypes = self._dtypes[key] = [_graph.evaluate(self.grads[i], meta).dtype for i in self.outputs]
         return dtypes
 
@@ -119,15 +124,22 @@ class _Backward:
         return torch.broadcast_shapes(*[tensors[i].shape for i in self.kernel_reads])
 
     def __call__(self, tensors, like: Tensor):
-        """The needed gradients, in input order, as new tensors (constants shaped like `like`)."""
+        """run on the tensors of every input and then the incoming gradient (None where not read)."""
+        return self.run([tensors[i] for i in self.reads], like)
+
+    def run(self, tensors, like: Tensor, key=None):
+        """The needed gradients, in input order, as new tensors (constants shaped like `like`), from
+        `tensors`: those of self.reads, in order (the saved inputs, then the incoming gradient).
+        `key`: the dtypes of what the kernel reads, when the caller knows them (_EagerPlan)."""
         results = {}
         if self.kernel is not None:
-            outs = self.kernel([to_tessel(tensors[i]) for i in self.kernel_reads])
-            key = tuple([tensors[i].dtype for i in self.kernel_reads])
+            outs = self.kernel([to_tessel(tensors[p]) for p in self.kernel_positions])
+            if key is None:
+                key = tuple([tensors[p].dtype for p in self.kernel_positions])
             casts = self._casts.get(key)
             if casts is None:  # torch's promotion where it differs from NumPy's, decided once per dtypes
                 casts = [None if str(out.dtype) == _TS_DTYPES.get(dtype) else _TS_DTYPES[dtype]
-                         for out, dtype in zip(outs, self.result_dtypes(tensors))]
+                         for out, dtype in zip(outs, self.result_dtypes(key))]
                 casts = self._casts[key] = casts if any(casts) else ()
             if not casts and self.only_kernel:
                 return [to_torch(out) for out in outs]  # every gradient is an output of the kernel
@@ -144,12 +156,16 @@ class _Backward:
             elif g.op == "const":
                 grads.append(torch.full_like(like, g.value, memory_format=torch.contiguous_format))
             else:  # a new tensor: custom op outputs may not alias their inputs
-                grads.append(tensors[g.index].clone(memory_format=torch.contiguous_format))
+                grads.append(tensors[self.reads.index(g.index)].clone(memory_format=torch.contiguous_format))
         return grads
 
     def fake(self, tensors, like: Tensor):
         """What __call__ returns, as empty tensors of the same shapes and dtypes."""
-        dtypes = dict(zip(self.outputs, self.result_dtypes(tensors))) if self.kernel is not None else {}
+        if self.kernel is not None:
+            key = tuple([tensors[i].dtype for i in self.kernel_reads])
+            dtypes = dict(zip(self.outputs, self.result_dtypes(key)))
+        else:
+            dtypes = {}
         grads = []
         for i, g in enumerate(self.grads):
             if g is None:
@@ -177,6 +193,40 @@ class _GradInfo:
         self.passthrough = [g is not None and g.op == "input" and g.index == count for g in plan.grads]
         self.op_needs = tuple([n and not p for n, p in zip(needs, self.passthrough)])
         self.op_plan = fused._backward_plan(count, self.op_needs) if any(self.op_needs) else None
+        # The saved tensors then the incoming gradient are what op_plan.run takes: the gradients
+        # left out of op_plan (the incoming gradient itself) read no input.
+        assert self.op_plan is None or [i for i in self.op_plan.reads if i < count] == self.read
+
+
+class _EagerPlan:
+    """What an eager call with grad (_EagerFunction) decides once per (dtype, requires_grad) of
+    each argument: the _GradInfo, the dtype keys of the forward kernel's and the backward plan's
+    casts (the backward's for an incoming gradient of the output's dtype, the one the autograd
+    engine passes), the dtypes the gradients are cast back to, and whether every input is saved.
+    Per call that leaves one key built and looked up, where the eager path built three (needs,
+    the forward's and the backward's dtypes) and saved each needed input's dtype in ctx."""
+    __slots__ = ("info", "forward", "forward_key", "grad_dtype", "backward_key", "dtypes", "saves_all")
+
+    def __init__(self, fused, xs):
+        count = len(xs)
+        self.info = fused._grad_info(count, [t.requires_grad and t.is_floating_point() for t in xs])
+        self.forward = fused._forward_kernel(count)
+        self.forward_key = tuple([xs[i].dtype for i in self.forward.reads])
+        self.grad_dtype = self.forward.result_dtype(xs)  # the output's dtype
+        self.dtypes = [xs[i].dtype for i in self.info.needed]
+        self.saves_all = self.info.read == list(range(count))  # the backward reads every input
+        plan = self.info.op_plan
+        dtypes = [t.dtype for t in xs] + [self.grad_dtype]
+        self.backward_key = tuple([dtypes[i] for i in plan.kernel_reads]) if plan is not None else None
+
+    def call_backward(self, grad, saved):
+        """The backward kernels on the saved tensors, called directly (eager: the op's
+        implementation, without the dispatcher)."""
+        key = self.backward_key if grad.dtype == self.grad_dtype else None
+        if grad.is_cuda:
+            with on_cuda_stream(grad.get_device()):
+                return self.info.op_plan.run((*saved, grad), grad, key)
+        return self.info.op_plan.run((*saved, grad), grad, key)
 
 
 def _fixed_arity(fn):
@@ -208,6 +258,7 @@ class FusedFunction:
         self._kernels = {}    # argument count -> forward _Kernel
         self._backward = {}   # (argument count, needs) -> _Backward
         self._infos = {}      # (argument count, needs) -> _GradInfo
+        self._plans = {}      # (dtype, requires_grad) per argument -> _EagerPlan
         name = _name(fn)
         self.op_name = f"tessel_fuse::{name}"
         # A function of a fixed number of tensors gets an op with that many Tensor arguments: torch's
@@ -236,6 +287,7 @@ class FusedFunction:
         self._op.register_autograd(self._autograd_backward, setup_context=self._setup_context)
         self._call = getattr(torch.ops.tessel_fuse, name).default  # the OpOverload: one Python call less per use
         self._call_backward = getattr(torch.ops.tessel_fuse, f"{name}_backward").default
+        self._eager = _eager_function(self)
 
     # ---- tracing ----
     def graph(self, count: int):
@@ -292,14 +344,12 @@ class FusedFunction:
         self._save(ctx, inputs if self.arity is not None else inputs[0])
 
     def _save(self, ctx, tensors):
-        """What the backward needs: the inputs its gradients read, and the shapes and dtypes of those
-        that need a gradient (to sum a broadcast gradient and cast it back)."""
-        needs = tuple([t.requires_grad and t.is_floating_point() for t in tensors])
-        info = self._infos.get(needs)
-        if info is None:
-            info = self._infos[needs] = _GradInfo(self, len(tensors), needs)
+        """What the registered op's backward needs: the inputs its gradients read, and the shapes and
+        dtypes of those that need a gradient (to sum a broadcast gradient and cast it back)."""
+        info = self._grad_info(len(tensors), [t.requires_grad and t.is_floating_point() for t in tensors])
         ctx.info = info
-        ctx.meta = [(tensors[i].shape, tensors[i].dtype) for i in info.needed]
+        ctx.shapes = [tensors[i].shape for i in info.needed]
+        ctx.dtypes = [tensors[i].dtype for i in info.needed]
         ctx.save_for_backward(*[tensors[i] for i in info.read])
 
     def _grad_info(self, count, needs) -> "_GradInfo":
@@ -311,31 +361,28 @@ class FusedFunction:
 
     def _autograd_backward(self, ctx, grad):
         # ctx.needs_input_grad is what the forward saw (requires_grad), as ctx.info.needs is
-        return self._grads(self._input_grads(ctx, ctx.info, grad, self._call_backward_op))
+        info = ctx.info
+        grads = self._call_backward_op(grad, ctx.saved_tensors, info) if info.op_plan is not None else ()
+        return self._grads(self._input_grads(info, grads, ctx.shapes, ctx.dtypes, grad))
 
-    def _call_backward_op(self, grad, inputs, info):
-        """The backward kernels through the registered backward op (torch.compile's path)."""
+    def _call_backward_op(self, grad, saved, info):
+        """The backward kernels through the registered backward op (torch.compile's path), on the
+        saved tensors (those of info.read)."""
+        inputs = [None] * info.count
+        for i, t in zip(info.read, saved):
+            inputs[i] = t
         if self.arity is not None:
             return self._call_backward(grad, *inputs, list(info.op_needs))
         return self._call_backward(grad, inputs, list(info.op_needs))
 
     @staticmethod
-    def _call_backward_direct(grad, inputs, info):
-        """The same kernels called directly (eager: the op's implementation, without the dispatcher)."""
-        inputs.append(grad)
-        with on_torch_stream(grad.device):
-            return info.op_plan(inputs, like=grad)
-
-    def _input_grads(self, ctx, info, grad, call):
-        """One gradient (or None) per input, summed to the input's shape and cast to its dtype."""
+    def _input_grads(info, grads, shapes, dtypes, grad):
+        """One gradient (or None) per input: the incoming gradient where it is the gradient, else
+        the next of `grads` (info.op_plan's), summed to the input's shape and cast to its dtype.
+        `shapes` and `dtypes`: those of the inputs of info.needed."""
         result = [None] * info.count
-        if not info.needed:
-            return result
-        inputs = [None] * info.count
-        for i, t in zip(info.read, ctx.saved_tensors):
-            inputs[i] = t
-        grads = iter(call(grad, inputs, info) if info.op_plan is not None else ())
-        for i, (shape, dtype) in zip(info.needed, ctx.meta):
+        grads = iter(grads)
+        for i, shape, dtype in zip(info.needed, shapes, dtypes):
             g = grad if info.passthrough[i] else next(grads)
             if g.shape != shape:
                 g = g.sum_to_size(shape)  # broadcast inputs: the gradient sums over their copies
@@ -348,19 +395,56 @@ class FusedFunction:
         """The backward's return value: one per argument, or one list for a Tensor[] op."""
         return tuple(grads) if self.arity is not None else (grads,)
 
+    # ---- eager ----
+    def _eager_forward(self, ctx, *xs):
+        """_EagerFunction's forward: the registered op's implementation, saving what its backward reads."""
+        key = tuple([(t.dtype, t.requires_grad) for t in xs])
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = _EagerPlan(self, xs)  # NotDifferentiableError here, before any work
+        ctx.plan = plan
+        ctx.shapes = [xs[i].shape for i in plan.info.needed]
+        if plan.saves_all:
+            ctx.save_for_backward(*xs)
+        else:
+            ctx.save_for_backward(*[xs[i] for i in plan.info.read])
+        first = xs[0]
+        if first.is_cuda:
+            with on_cuda_stream(first.get_device()):
+                return plan.forward(xs, first, plan.forward_key)
+        return plan.forward(xs, first, plan.forward_key)
+
+    def _eager_backward(self, ctx, grad):
+        """_EagerFunction's backward: the backward op's implementation called directly."""
+        plan = ctx.plan
+        info = plan.info
+        saved = ctx.saved_tensors
+        if info.op_plan is None:
+            grads = ()
+        elif _grad_enabled():
+            # create_graph=True: the registered backward op, as the registered op's autograd does
+            # (it has no autograd of its own, so a second derivative is refused the same way).
+            grads = self._call_backward_op(grad, saved, info)
+        else:
+            grads = plan.call_backward(grad, saved)
+        return tuple(self._input_grads(info, grads, ctx.shapes, plan.dtypes, grad))
+
     def __call__(self, *args):
         if (len(args) == self.arity or self.arity is None and args) and not _is_compiling():
-            device = _eager_device(args)
-            if device is not None:
+            index = _eager_index(args)
+            if index is not None:
                 # Eager: the op's implementation called directly (no tensor needs grad) or through a
                 # torch.autograd.Function, without the dispatcher's Python custom-op layers. The
                 # kernels and everything around them are the op's own (_forward_impl, _backward_impl).
                 if _grad_enabled():
                     for a in args:
                         if a.requires_grad:
-                            return _EagerFunction.apply(self, device, *args)
-                with on_torch_stream(device):
-                    return self._forward_kernel(len(args))(args, like=args[0])
+                            return self._eager.apply(*args)
+                kernel = self._forward_kernel(len(args))
+                if index < 0:
+                    return kernel(args, args[0])
+                with on_cuda_stream(index):
+                    return kernel(args, args[0])
         for i, a in enumerate(args):
             if not isinstance(a, Tensor):
                 raise TypeError(f"tessel.torch.fuse({self.__name__}): argument {i} must be a torch.Tensor, got "
@@ -386,45 +470,51 @@ _function_mode = torch._C._is_torch_function_mode_enabled
 _functorch = torch._C._are_functorch_transforms_active
 _tracing_state = torch._C._get_tracing_state
 _PLAIN = (Tensor, torch.nn.Parameter)
-_EAGER_DEVICES = ("cpu", "cuda")
 
 
-def _eager_device(args):
-    """The one device of `args` when an eager call may skip the dispatcher: plain tensors (no
-    subclass) on one CPU or CUDA device, and no torch dispatch or function mode, functorch
-    transform or TorchScript trace active (those see the registered op). None otherwise."""
+def _eager_index(args):
+    """Where an eager call may skip the dispatcher: -1 when `args` are plain tensors (no subclass)
+    on the CPU, the device index when they are on one CUDA device, and None otherwise, or when a
+    torch dispatch or function mode, functorch transform or TorchScript trace is active (those see
+    the registered op). Tensor.is_cpu, is_cuda and get_device() rather than Tensor.device: about
+    0.04 us each where Tensor.device and torch.device.type cost 0.06 and 0.22 us (CPU measurement)."""
     if _dispatch_modes() or _function_mode() or _functorch() or _tracing_state() is not None:
         return None
-    if type(args[0]) not in _PLAIN:
+    first = args[0]
+    if type(first) not in _PLAIN:
         return None
-    device = args[0].device
-    if device.type not in _EAGER_DEVICES:
-        return None
-    for a in args:
-        if type(a) not in _PLAIN or a.device != device:
-            return None
-    return device
+    if first.is_cpu:
+        for a in args:
+            if type(a) not in _PLAIN or not a.is_cpu:
+                return None
+        return -1
+    if first.is_cuda:
+        index = first.get_device()
+        for a in args:
+            if type(a) not in _PLAIN or not a.is_cuda or a.get_device() != index:
+                return None
+        return index
+    return None
 
 
 class _EagerFunction(torch.autograd.Function):
     """tt.fuse's eager autograd: the forward and backward implementations of the registered op
     (the same kernels, the same saved tensors) without the dispatcher's layers in between; the
-    registered op with register_autograd is what torch.compile traces."""
+    registered op with register_autograd is what torch.compile traces. Each FusedFunction has its
+    own subclass (_eager_function) whose forward and backward are its bound methods, so that apply
+    takes the tensors alone.
 
-    @staticmethod
-    def forward(ctx, fused, device, *xs):
-        fused._save(ctx, xs)  # NotDifferentiableError before any work
-        ctx.fused = fused
-        with on_torch_stream(device):
-            return fused._forward_kernel(len(xs))(xs, like=xs[0])
+    Its host cost per call, measured on the CPU with the tessel kernels stubbed out (the Python
+    around them alone), x * sigmoid(x) * y on 1-element tensors, forward and backward, medians of
+    9 alternating rounds in one process: 41.6 us, against 50.3 us before _EagerPlan, _eager_index,
+    on_cuda_stream and this class's bound methods, and torch eager's 36.6 us for the same chain."""
 
-    @staticmethod
-    def backward(ctx, grad):
-        fused = ctx.fused
-        # create_graph=True: the registered backward op, as the registered op's autograd does (it
-        # has no autograd of its own, so a second derivative is refused the same way).
-        call = fused._call_backward_op if _grad_enabled() else fused._call_backward_direct
-        return (None, None, *fused._input_grads(ctx, ctx.info, grad, call))
+
+def _eager_function(fused):
+    # The FusedFunction bound into the class rather than passed to apply: apply(fused, device, x,
+    # y) measured 0.55 us more per call than apply(x, y) on the CPU.
+    return type("_EagerFunction", (_EagerFunction,), {"forward": staticmethod(fused._eager_forward),
+                                                      "backward": staticmethod(fused._eager_backward)})
 
 
 def fuse(fn):
