@@ -56,7 +56,8 @@ const SmallKernelTuning kTuning[] = {
     // gesvdj per matrix above). Measured on the H100 by bench/peers/linalg_crossover.py, library
     // time over tessel's, at batches 1, 32 and 1024 (orders 24 to 128: linalg_crossover in
     // bench/results/nvidia-h100-80gb-hbm3-2026-11-27.json) and 1024, 20,000 and 100,000 (orders
-    // 12 to 32: the same key in nvidia-h100-80gb-hbm3-2026-11-28.json):
+    // 12 to 32: linalg_crossover_block_rows in nvidia-h100-80gb-hbm3-2026-11-28.json, a run with these
+    // rows widened to orders 9-32 and 17-32):
     // - eigh loses at n = 32 (0.89-0.97x at every batch), in float64 at n = 16 (0.51-0.67x) and at
     //   n >= 64 (0.2-0.6x): syevj's kernels are faster there.
     // - svd wins from n = 48 at batch 32 (14-28x) and 1024 (63-434x float32, 71-294x float64),
