@@ -334,23 +334,12 @@ cusolverStatus_t getrs(cusolverDnHandle_t h, cublasOperation_t op, int n, int nr
 }
 
 // ---- solve of one matrix at a time: which cuSOLVER API ----
-// The 64-bit X API (Xgetrf/Xgetrs, int64 pivots) or the legacy one (<t>getrf/<t>getrs, int
-// pivots), which PyTorch and CuPy call. H100, solve 4096 with 64 right-hand sides float32
-// (bench/peers/python_linalg.py --only solve_4096_rhs64_f32): PyTorch 15.1 ms, CuPy 15.6 ms,
-// tessel on the X API 15.63 ms against PyTorch's 15.09 ms in one run (0.965x), on the legacy API
-// 15.29 ms against 14.87 ms in the next (0.973x): within the runs' spread, so the X API stays
-// (TESSEL_LINALG_GETRF=legacy or x forces one; unset: this constant).
-constexpr bool kSolveLegacyApi = false;
-bool solve_legacy_api() {
-  static const std::string forced = [] {
-    const char* v = std::getenv("TESSEL_LINALG_GETRF");
-    return std::string(v ? v : "");
-  }();
-  if (forced.empty() || forced == "auto") return kSolveLegacyApi;
-  if (forced == "legacy") return true;
-  if (forced == "x") return false;
-  throw ValueError(fmt::format("solve: TESSEL_LINALG_GETRF must be auto, legacy or x, got \"{}\"", forced));
-}
+// The legacy API (<t>getrf/<t>getrs, int pivots and int sizes), which PyTorch and CuPy call,
+// where a matrix's n * n elements fit an int; the 64-bit X API (Xgetrf/Xgetrs) above. H100,
+// n = 4096 float32 with 64 right-hand sides, 15 alternating rounds in one process
+// (bench/peers/getrf_apis.cu): legacy 15.15-15.20 ms, Xgetrf 15.31-15.35 ms
+// (CUSOLVER_ALG_1 of Xgetrf 41.8-44.2 ms).
+bool solve_legacy_api(std::int64_t n) { return n <= 46340; }  // 46340^2 < 2^31
 
 // Jacobi sweeps are capped, so NaN/Inf input ends with info > 0 or NaN results, never a hang.
 constexpr int kJacobiMaxSweeps = 100;
@@ -566,7 +555,7 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool 
   }
   Call c(stream, op);
   const cublasOperation_t trans = transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-  if (solve_legacy_api()) {
+  if (solve_legacy_api(p.n)) {
     const int n = to_int(p.n, op), k = to_int(nrhs, op);
     by_dtype(p.dtype, op, [&](auto tag) {
       using T = decltype(tag);
