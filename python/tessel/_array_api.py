@@ -133,7 +133,11 @@ _tessel._dtype_of = lambda d: d if isinstance(d, _tessel.dtype) else _dtype_of(d
 
 def astype(x, dtype, /, *, copy=True, device=None):
     if device is not None:
+        if not copy and Device(str(device)) == x.device and _tessel._dtype_of(dtype) == x.dtype:
+            return x
         x = x.to_device(device)
+    elif not copy and _tessel._dtype_of(dtype) == x.dtype:
+        return x  # the standard: copy=False with a matching dtype returns the input array itself
     return x.astype(dtype, copy=copy)
 
 
@@ -148,6 +152,8 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
+    if dtype is None and (isinstance(start, complex) or isinstance(stop, complex)):
+        dtype = _dt(_DEFAULT_COMPLEX)  # a complex bound: the default complex dtype (the standard)
     return _tessel._linspace(start, stop, num, endpoint, dtype, device)
 
 
@@ -314,11 +320,22 @@ def roll(x, /, shift, *, axis=None):
     return x
 
 
+def _axis_list(axes, ndim, op, name):
+    axes = [axes] if isinstance(axes, int) else list(axes)
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise IndexError(f"{op}: {name} axis {a} is out of bounds for an array of dimension {ndim}")
+    axes = [a % ndim for a in axes]
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{op}: repeated axis in {name} {tuple(axes)}")
+    return axes
+
+
 def moveaxis(x, source, destination, /):
-    src = [source] if isinstance(source, int) else list(source)
-    dst = [destination] if isinstance(destination, int) else list(destination)
-    src = [s % x.ndim for s in src]
-    dst = [d % x.ndim for d in dst]
+    src = _axis_list(source, x.ndim, "moveaxis", "source")
+    dst = _axis_list(destination, x.ndim, "moveaxis", "destination")
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis: source {source} and destination {destination} must have the same number of axes")
     order = [i for i in range(x.ndim) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)

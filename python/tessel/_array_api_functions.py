@@ -16,7 +16,7 @@ from ._tessel import Array
 __all__ = [
     "unique_all", "unique_counts", "unique_inverse", "unique_values", "isin",
     "repeat", "tile", "diff", "expand_dims", "broadcast_shapes",
-    "cumulative_sum", "cumulative_prod", "count_nonzero", "sum", "prod", "mean",
+    "cumulative_sum", "cumulative_prod", "count_nonzero", "sum", "prod", "mean", "all", "any",
     "can_cast", "searchsorted",
 ]
 
@@ -31,32 +31,52 @@ def _check_array(x, op, name="x"):
 
 
 # ---- set functions ----
+def _complex_codes(x):
+    """int64 codes of the complex x's elements (shape of x): two elements get the same code exactly
+    when they compare equal (-0.0 equals +0.0 in each component; an element with a NaN component
+    equals nothing, so its code is its own). Built from the unique inverse of the real and the
+    imaginary parts (the C++ set ops sort real values only)."""
+    _, _, re_code, _ = _tessel._unique_all(_tessel.real(x), False, True, False)
+    im_values, _, im_code, _ = _tessel._unique_all(_tessel.imag(x), False, True, False)
+    return re_code * _builtins.max(im_values.shape[0], 1) + im_code
+
+
+def _unique(x, want_index, want_inverse, want_counts):
+    """(values, indices, inverse_indices, counts) of the flattened x, the ones not asked for None.
+    Complex x: the unique values of its integer codes (ordered by real, then imaginary part)."""
+    if x.dtype.kind != "c":
+        return _tessel._unique_all(x, want_index, want_inverse, want_counts)
+    _, index, inverse, counts = _tessel._unique_all(_complex_codes(x), True, want_inverse, want_counts)
+    values = _tessel.take(_tessel.reshape(x, (-1,)), index)
+    return values, (index if want_index else None), inverse, counts
+
+
 def unique_all(x, /):
     """Unique values of the flattened x (ascending), the index of each one's first occurrence, the
     inverse indices (shape of x) and the counts. NaNs are distinct; -0.0 and +0.0 are one value.
     The number of unique values is read back to the host: one synchronization."""
     _check_array(x, "unique_all")
-    return UniqueAllResult(*_tessel._unique_all(x, True, True, True))
+    return UniqueAllResult(*_unique(x, True, True, True))
 
 
 def unique_counts(x, /):
     """Unique values of the flattened x and how often each occurs (one synchronization)."""
     _check_array(x, "unique_counts")
-    values, _, _, counts = _tessel._unique_all(x, False, False, True)
+    values, _, _, counts = _unique(x, False, False, True)
     return UniqueCountsResult(values, counts)
 
 
 def unique_inverse(x, /):
     """Unique values of the flattened x and the indices into them that rebuild x (shape of x)."""
     _check_array(x, "unique_inverse")
-    values, _, inverse, _ = _tessel._unique_all(x, False, True, False)
+    values, _, inverse, _ = _unique(x, False, True, False)
     return UniqueInverseResult(values, inverse)
 
 
 def unique_values(x, /):
     """Unique values of the flattened x, ascending; NaNs are distinct (one synchronization)."""
     _check_array(x, "unique_values")
-    return _tessel._unique_all(x, False, False, False)[0]
+    return _unique(x, False, False, False)[0]
 
 
 def _as_operand(value, other, op):
@@ -81,6 +101,14 @@ def isin(x1, x2, /, *, invert=False):
         x1 = _as_operand(x1, x2, "isin")
     elif not isinstance(x2, Array):
         x2 = _as_operand(x2, x1, "isin")
+    if x1.dtype.kind == "c" or x2.dtype.kind == "c":
+        # Equality after type promotion, through the integer codes of both arrays' elements together.
+        common = _tessel.result_type_dtypes(x1.dtype, x2.dtype)
+        flat1 = _tessel.reshape(x1.astype(common), (-1,))
+        both = _tessel.concat([flat1, _tessel.reshape(x2.astype(common), (-1,))])
+        codes = _complex_codes(both)
+        n1 = flat1.shape[0]
+        x1, x2 = _tessel.reshape(codes[:n1], x1.shape), codes[n1:]
     return _tessel._isin(x1, x2, _builtins.bool(invert))
 
 
@@ -106,7 +134,7 @@ def tile(x, repetitions, /):
     shape = (1,) * (ndim - x.ndim) + tuple(x.shape)
     reps = (1,) * (ndim - len(reps)) + reps
     out_shape = tuple(r * s for r, s in zip(reps, shape))
-    if all(r == 1 for r in reps):
+    if _builtins.all(r == 1 for r in reps):
         return _tessel.reshape(x, out_shape, copy=True)
     interleaved, broadcast = [], []
     for r, s in zip(reps, shape):
@@ -213,7 +241,41 @@ def _complex_parts(reduce, x, **kwargs):
     return re.astype(x.dtype) + im.astype(x.dtype) * 1j
 
 
-_sum, _prod, _mean = _tessel.sum, _tessel.prod, _tessel.mean
+_sum, _prod, _mean, _all, _any = _tessel.sum, _tessel.prod, _tessel.mean, _tessel.all, _tessel.any
+
+
+def _reduced_axes(x, axis, op):
+    if axis is None:
+        return list(range(x.ndim))
+    axes = [_normalize_axis(a, x.ndim, op) for a in (axis if isinstance(axis, tuple) else (axis,))]
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{op}: repeated axis in {axis}")
+    return axes
+
+
+def _complex_prod(x, axis, keepdims):
+    """The product of a complex x over axis by pairwise multiplication (log2(n) multiply launches
+    over the reduced elements, laid out as one trailing axis); the C++ product is real-only."""
+    axes = _reduced_axes(x, axis, "prod")
+    kept = [i for i in range(x.ndim) if i not in axes]
+    kept_shape = tuple(x.shape[i] for i in kept)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    y = _tessel.reshape(_tessel.permute_dims(x, tuple(kept + axes)), kept_shape + (n,))
+    if n == 0:
+        y = _tessel.ones(kept_shape + (1,), dtype=x.dtype, device=x.device)
+        n = 1
+    while n > 1:
+        if n % 2:
+            y = _tessel.concat([y, _tessel.ones(kept_shape + (1,), dtype=x.dtype, device=x.device)], axis=-1)
+            n += 1
+        y = y[..., 0::2] * y[..., 1::2]
+        n //= 2
+    y = _tessel.reshape(y, kept_shape)
+    if keepdims:
+        y = _tessel.reshape(y, tuple(1 if i in axes else x.shape[i] for i in range(x.ndim)))
+    return y
 
 
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):
@@ -228,14 +290,34 @@ def sum(x, /, *, axis=None, dtype=None, keepdims=False):
 def prod(x, /, *, axis=None, dtype=None, keepdims=False):
     """Product over axis, with the dtype rules of sum."""
     x = _with_dtype(x, dtype)
+    if x.dtype.kind == "c":
+        return _complex_prod(x, axis, keepdims)
     return _result_dtype(_prod(x, axis=axis, keepdims=keepdims), dtype)
 
 
 def mean(x, /, *, axis=None, keepdims=False):
-    """Arithmetic mean over axis (floating-point and complex inputs)."""
-    if isinstance(x, Array) and x.dtype.kind == "c":
-        return _complex_parts(_mean, x, axis=axis, keepdims=keepdims)
+    """Arithmetic mean over axis (floating-point and complex inputs; an integer x gives the
+    default real floating-point dtype, float32)."""
+    if isinstance(x, Array):
+        if x.dtype.kind == "c":
+            return _complex_parts(_mean, x, axis=axis, keepdims=keepdims)
+        if x.dtype.kind in "iub":
+            return _mean(x, axis=axis, keepdims=keepdims).astype(_tessel.float32)
     return _mean(x, axis=axis, keepdims=keepdims)
+
+
+def all(x, /, *, axis=None, keepdims=False):
+    """Whether every element over axis is true (nonzero; a complex NaN is true)."""
+    if isinstance(x, Array) and x.dtype.kind == "c":
+        x = _tessel.not_equal(x, 0)
+    return _all(x, axis=axis, keepdims=keepdims)
+
+
+def any(x, /, *, axis=None, keepdims=False):
+    """Whether any element over axis is true (nonzero; a complex NaN is true)."""
+    if isinstance(x, Array) and x.dtype.kind == "c":
+        x = _tessel.not_equal(x, 0)
+    return _any(x, axis=axis, keepdims=keepdims)
 
 
 def _cumulative(scan, name, identity, x, axis, dtype, include_initial):
@@ -248,6 +330,8 @@ def _cumulative(scan, name, identity, x, axis, dtype, include_initial):
     x = _with_dtype(x, dtype)
     if x.dtype.kind == "c" and scan is _tessel.cumsum:
         result = _complex_parts(scan, x, axis=axis)  # linear: the parts' running sums
+    elif x.dtype.kind == "c":
+        result = _complex_cumprod(x, axis)
     else:
         result = _result_dtype(scan(x, axis), dtype)
     if include_initial:
@@ -256,6 +340,27 @@ def _cumulative(scan, name, identity, x, axis, dtype, include_initial):
         first = _tessel.full(tuple(shape), identity, dtype=result.dtype, device=x.device)
         result = _tessel.concat([first, result], axis=axis)
     return result
+
+
+def _complex_cumprod(x, axis):
+    """Running products of a complex x along axis by doubling (Hillis-Steele: log2(n) multiply
+    launches); the C++ scan is real-only."""
+    y = _moveaxis_last(x, axis)
+    n, step = y.shape[-1], 1
+    while step < n:
+        y = _tessel.concat([y[..., :step], y[..., step:] * y[..., :n - step]], axis=-1)
+        step *= 2
+    return _moveaxis_back(y, axis)
+
+
+def _moveaxis_last(x, axis):
+    return _tessel.permute_dims(x, tuple(i for i in range(x.ndim) if i != axis) + (axis,))
+
+
+def _moveaxis_back(y, axis):
+    order = list(range(y.ndim - 1))
+    order.insert(axis, y.ndim - 1)
+    return _tessel.permute_dims(y, tuple(order))
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):

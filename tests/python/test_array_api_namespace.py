@@ -161,6 +161,8 @@ SIGNATURES = {
     "asarray": "(obj, /, *, dtype=None, device=None, copy=None)", "flip": "(x, /, *, axis=None)",
     "roll": "(x, /, shift, *, axis=None)", "moveaxis": "(x, source, destination, /)", "unstack": "(x, /, *, axis=0)",
     "sort": "(x, /, *, axis=-1, descending=False, stable=True)", "finfo": "(type, /)", "iinfo": "(type, /)",
+    "all": "(x, /, *, axis=None, keepdims=False)", "any": "(x, /, *, axis=None, keepdims=False)",
+    "linspace": "(start, stop, /, num, *, dtype=None, device=None, endpoint=True)",
 }
 
 
@@ -223,12 +225,58 @@ def test_unique_nan_and_signed_zero_rules(device):
     assert_same(inverse[1:4], [1, 0, 0])
 
 
-@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
-def test_unique_and_isin_reject_complex(device, dtype):
-    x = ts.asarray(np.ones(3, dtype), device=device)
-    for fn in (ts.unique_values, ts.unique_all, lambda v: ts.isin(v, v)):
-        with pytest.raises(ts.DTypeError, match=f"dtype {dtype} is not supported"):
-            fn(x)
+def complex_elements(dtype):
+    """Few distinct complex values (so duplicates occur), with signed zeros and NaN components."""
+    parts = [-1.0, -0.0, 0.0, 2.0, np.nan]
+    return st.builds(complex, st.sampled_from(parts), st.sampled_from(parts))
+
+
+@given(data=st.data(), dtype=st.sampled_from(["complex64", "complex128"]), layout=st.sampled_from(LAYOUTS))
+@PROPERTY
+def test_unique_complex(device, data, dtype, layout):
+    """The set functions take every dtype: complex values are equal when both components are; an
+    element with a NaN component is distinct from every other one (the standard leaves the order of
+    the unique values unspecified)."""
+    a = data.draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5),
+                             elements=complex_elements(dtype)))
+    a, x = as_layout(a, device, layout)
+    values, indices, inverse, counts = ts.unique_all(x)
+    assert values.dtype == getattr(ts, dtype) and values.device == device
+    assert indices.dtype == inverse.dtype == counts.dtype == ts.int64
+    got_values, got_indices, got_inverse, got_counts = host(values), host(indices), host(inverse), host(counts)
+    flat = a.reshape(-1)
+    nan = np.isnan(flat)
+    finite_values = got_values[~np.isnan(got_values)]
+    # each non-NaN value once, each NaN element its own value with count 1
+    assert len(set(finite_values.tolist())) == len(finite_values) == len(set(flat[~nan].tolist()))
+    assert np.isnan(got_values).sum() == nan.sum()
+    assert got_inverse.shape == a.shape and got_counts.sum() == a.size
+    for value, index, count in zip(got_values, got_indices, got_counts):
+        if np.isnan(value):
+            assert count == 1 and np.isnan(flat[index])
+        else:
+            assert index == np.flatnonzero(flat == value)[0]  # the first occurrence
+            assert count == (flat == value).sum()
+    rebuilt = got_values[got_inverse.reshape(-1)]
+    assert ((rebuilt == flat) | (np.isnan(rebuilt) & nan)).all()
+    assert_same(ts.unique_values(x), got_values)
+    assert_same(ts.unique_counts(x).counts, got_counts)
+    assert_same(ts.unique_inverse(x).inverse_indices, got_inverse)
+
+
+@given(data=st.data(), d1=st.sampled_from(["complex64", "complex128", "float32", "float64"]),
+       d2=st.sampled_from(["complex64", "complex128"]), invert=st.booleans())
+@PROPERTY
+def test_isin_complex(device, data, d1, d2, invert):
+    """isin compares complex elements after type promotion; NaN is in nothing."""
+    elements = complex_elements(d1) if d1.startswith("complex") else st.sampled_from([-1.0, -0.0, 2.0, np.nan])
+    a = data.draw(hnp.arrays(d1, hnp.array_shapes(min_dims=0, max_dims=2, min_side=0, max_side=5), elements=elements))
+    b = data.draw(hnp.arrays(d2, hnp.array_shapes(min_dims=1, max_dims=1, min_side=0, max_side=6),
+                             elements=complex_elements(d2)))
+    got = ts.isin(ts.asarray(a, device=device), ts.asarray(b, device=device), invert=invert)
+    assert got.dtype == ts.bool
+    assert_same(got, np.isin(a, b, invert=invert))
+    assert_same(ts.isin(ts.asarray(np.array([1 + 2j, 3j], d2), device=device), 3j), [False, True])
 
 
 @given(data=st.data(), d1=st.sampled_from(REAL_DTYPES), d2=st.sampled_from(REAL_DTYPES),
@@ -444,6 +492,51 @@ def test_complex_cumulative_sum(device):
     np.testing.assert_allclose(host(got), np.concatenate([np.zeros((2, 1), np.complex64), np.cumsum(a, axis=1)], axis=1))
 
 
+def test_complex_prod_and_cumulative_prod(device):
+    """prod and cumulative_prod take every numeric dtype, complex included (the standard)."""
+    rng = np.random.default_rng(3)
+    for dtype, rtol in (("complex64", 1e-5), ("complex128", 1e-12)):
+        a = (rng.normal(size=(2, 3, 5)) + 1j * rng.normal(size=(2, 3, 5))).astype(dtype)
+        x = ts.asarray(a, device=device)
+        for axis in (None, 0, -1, (0, 2), (1,), ()):
+            for keepdims in (False, True):
+                got = ts.prod(x, axis=axis, keepdims=keepdims)
+                assert got.dtype == getattr(ts, dtype)
+                np.testing.assert_allclose(host(got), np.prod(a, axis=axis, keepdims=keepdims), rtol=rtol)
+        np.testing.assert_allclose(host(ts.prod(x[:, :0], axis=1)), np.ones((2, 5)))  # the empty product
+        assert_same(ts.prod(ts.asarray(np.array(2 + 1j, dtype), device=device)), np.array(2 + 1j, dtype))
+        real = {"complex64": "float32", "complex128": "float64"}[dtype]
+        got = ts.prod(ts.asarray(a.real.astype(real), device=device), axis=-1, dtype=getattr(ts, dtype))
+        assert got.dtype == getattr(ts, dtype)
+        np.testing.assert_allclose(host(got), np.prod(a.real, axis=-1), rtol=rtol)
+        for axis in (0, 1, -1):
+            for include_initial in (False, True):
+                got = ts.cumulative_prod(x, axis=axis, include_initial=include_initial)
+                want = np.cumprod(a, axis=axis)
+                if include_initial:
+                    shape = list(a.shape)
+                    shape[axis] = 1
+                    want = np.concatenate([np.ones(shape, dtype), want], axis=axis)
+                assert got.dtype == getattr(ts, dtype)
+                np.testing.assert_allclose(host(got), want, rtol=rtol * 10)
+    assert_same(ts.cumulative_prod(ts.asarray(np.full(5, 1j, np.complex64), device=device)),
+                np.array([1j, -1, -1j, 1, 1j], np.complex64))
+
+
+def test_all_any_complex_and_mean_of_integers(device):
+    """all/any take every dtype (a complex element is true when nonzero, NaN included); the mean of
+    an integer array has the default real floating-point dtype (float32)."""
+    c = ts.asarray(np.array([[1j, 0j], [complex(np.nan, 0), -0.0 + 0j]], np.complex128), device=device)
+    assert_same(ts.all(c, axis=0), [True, False])
+    assert_same(ts.any(c, axis=1, keepdims=True), [[True], [True]])
+    assert_same(ts.any(c[1:, 1:]), np.array(False))
+    assert ts.all(ts.asarray(np.zeros((2, 0), np.complex64), device=device)).shape == ()
+    for dtype in ("int8", "uint16", "int64"):
+        got = ts.mean(ts.asarray(np.array([[1, 2], [4, 8]], dtype), device=device), axis=0)
+        assert got.dtype == ts.float32
+        assert_same(got, np.array([2.5, 5.0], np.float32))
+
+
 def test_cumulative_errors(device):
     x = ts.asarray(np.ones((2, 3), np.float32), device=device)
     for fn in (ts.cumulative_sum, ts.cumulative_prod):
@@ -651,3 +744,35 @@ class _Producer:
 
     def __dlpack_device__(self):
         return self.array.__dlpack_device__()
+
+
+def test_linspace_complex_bounds_default_to_complex64(device):
+    """dtype=None with a complex start or stop gives the default complex dtype."""
+    got = ts.linspace(0j, 2 + 4j, 3, device=device)
+    assert got.dtype == ts.complex64
+    assert_same(got, np.array([0, 1 + 2j, 2 + 4j], np.complex64))
+    assert ts.linspace(1, 2j, 2, endpoint=False, device=device).dtype == ts.complex64
+    assert ts.linspace(0, 1, 3, device=device).dtype == ts.float32
+
+
+def test_astype_copy_false_returns_the_input(device):
+    """copy=False with the array's own dtype returns the input array itself; otherwise a new array."""
+    x = ts.asarray(np.arange(3, dtype=np.int32), device=device)
+    assert ts.astype(x, ts.int32, copy=False) is x
+    assert ts.astype(x, "int32", copy=False, device=device) is x
+    assert ts.astype(x, ts.int32) is not x
+    y = ts.astype(x, ts.int64, copy=False)
+    assert y.dtype == ts.int64 and y is not x
+
+
+def test_moveaxis_validates_axes(device):
+    x = ts.asarray(np.zeros((2, 3, 4), np.float32), device=device)
+    assert ts.moveaxis(x, (0, -1), (-1, 0)).shape == (4, 3, 2)
+    with pytest.raises(IndexError, match="out of bounds"):
+        ts.moveaxis(x, 0, 3)
+    with pytest.raises(IndexError, match="out of bounds"):
+        ts.moveaxis(x, -4, 0)
+    with pytest.raises(ValueError, match="repeated axis"):
+        ts.moveaxis(x, (0, 0), (1, 2))
+    with pytest.raises(ValueError, match="same number of axes"):
+        ts.moveaxis(x, (0, 1), (2,))
