@@ -17,7 +17,7 @@ __all__ = [
     "unique_all", "unique_counts", "unique_inverse", "unique_values", "isin",
     "repeat", "tile", "diff", "expand_dims", "broadcast_shapes",
     "cumulative_sum", "cumulative_prod", "count_nonzero", "sum", "prod", "mean", "all", "any",
-    "can_cast", "searchsorted",
+    "can_cast", "searchsorted", "clip",
 ]
 
 UniqueAllResult = _namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
@@ -379,6 +379,20 @@ def count_nonzero(x, /, *, axis=None, keepdims=False):
     """The number of nonzero elements over axis (int64)."""
     _check_array(x, "count_nonzero")
     return _sum(_tessel.not_equal(x, 0), axis=axis, keepdims=keepdims)
+
+
+# ---- elementwise ----
+_clip = _tessel.clip
+
+
+def clip(x, /, min=None, max=None):
+    """x clamped to [min, max] (either may be None, a Python scalar or an array; all three
+    broadcast). min and max take no part in type promotion: the result has x's dtype when they
+    are of x's kind (the standard leaves mixed kinds unspecified; those keep the promoted dtype)."""
+    result = _clip(x, min, max)
+    if isinstance(x, Array) and result.dtype != x.dtype and result.dtype.kind == x.dtype.kind:
+        result = result.astype(x.dtype)
+    return result
 
 
 # ---- data types and searching ----

@@ -163,6 +163,7 @@ SIGNATURES = {
     "sort": "(x, /, *, axis=-1, descending=False, stable=True)", "finfo": "(type, /)", "iinfo": "(type, /)",
     "all": "(x, /, *, axis=None, keepdims=False)", "any": "(x, /, *, axis=None, keepdims=False)",
     "linspace": "(start, stop, /, num, *, dtype=None, device=None, endpoint=True)",
+    "clip": "(x, /, min=None, max=None)",
 }
 
 
@@ -776,3 +777,20 @@ def test_moveaxis_validates_axes(device):
         ts.moveaxis(x, (0, 0), (1, 2))
     with pytest.raises(ValueError, match="same number of axes"):
         ts.moveaxis(x, (0, 1), (2,))
+
+
+def test_clip_keeps_the_dtype_of_x(device):
+    """min and max (positional or keyword) do not take part in type promotion: the result has x's
+    dtype, and its shape is that of x, min and max broadcast together."""
+    x = ts.asarray(np.array([1, 5, 9], np.int8), device=device)
+    got = ts.clip(x, ts.asarray(np.array([2], np.int16), device=device), 7)
+    assert got.dtype == ts.int8
+    assert_same(got, np.array([2, 5, 7], np.int8))
+    assert_same(ts.clip(x, min=3), np.array([3, 5, 9], np.int8))
+    got = ts.clip(x, max=ts.asarray(np.array([[4], [6]], np.int8), device=device))
+    assert got.shape == (2, 3) and got.dtype == ts.int8
+    f = ts.asarray(np.array([1.0, 5.0, np.nan], np.float32), device=device)
+    got = ts.clip(f, ts.asarray(np.array(2.0), device=device), 4.0)
+    assert got.dtype == ts.float32
+    assert_same(got, np.array([2.0, 4.0, np.nan], np.float32))
+    assert_same(ts.clip(f), host(f))
