@@ -99,8 +99,9 @@ void flat_nonzero(const bool* flags, std::int64_t n, std::int64_t* out, std::int
 void unravel(const std::int64_t* flat, std::int64_t n, const std::vector<std::int64_t>& shape,
              const std::vector<std::int64_t*>& out, const Stream& stream);
 // The stream's status words: page-locked host memory the device writes directly (no copy back),
-// kept per stream and reused; [1] and [2] are 0 between uses. The lock is held from before the
-// launch until the host has read them (after a stream synchronize).
+// kept per stream (a StreamCache, backend/cuda/stream_cache.hpp) and reused; [1] and [2] are 0
+// between uses. The lock is held from before the launch until the host has read them (after a
+// stream synchronize).
 struct StatusLease {
   std::int64_t* words = nullptr;  // what kernels write (the device's address of `host`, or device memory)
   std::int64_t* host = nullptr;   // what the host reads after read_status
@@ -112,9 +113,6 @@ StatusLease lease_status(const Stream& stream);
 void read_status(StatusLease& lease, const Stream& stream);
 // Zeroes the failure words after a reported failure.
 void clear_status(StatusLease& lease, const Stream& stream);
-// Frees every stream's status words and compaction scratch (kept for the process), e.g. before a leak check at the end
-// of a program. Call it only while no indexing op runs; the next one allocates them again.
-void release_status_words();
 // Tests only: the epoch of the stream's last compaction (0: none since its scratch was zeroed);
 // with set != 0, moves it forward to `set` (at most 2^22 - 1), e.g. to reach the wrap-around.
 unsigned compaction_epoch_for_testing(const Stream& stream, unsigned set = 0);

@@ -70,8 +70,7 @@ void copy_upper_triangle(DType dtype, const void* src, std::int64_t lda, void* d
 // The plain functions' error check without reading the info array back: one reduction on
 // `stream` writes status[1] = (the first i with info[i] != 0) + 1, and leaves status[1] as it is
 // (0) when every info is 0. status: the stream's status words (backend/indexing.hpp).
-// Its scratch (two device words per stream, kept for the process) goes with
-// release_linalg_handles.
+// Its scratch: two device words per stream (a StreamCache, backend/cuda/stream_cache.hpp).
 void first_failure(const std::int32_t* info, std::int64_t n, std::int64_t* status, const Stream& stream);
 // flags[b] = 1 where matrix b of `a` (`per` consecutive elements of dtype, batch matrices) holds a
 // NaN or Inf, else 0.
@@ -80,11 +79,6 @@ void flag_nonfinite(DType dtype, const void* a, std::int64_t per, std::int64_t b
 // info (when not null) 1 where it was 0.
 void poison_flagged(DType dtype, const std::int32_t* flags, std::int64_t per, std::int64_t batch, void* out,
                     std::int32_t* info, void* stream);
-void release_failure_scratch();
-// Destroys the cached cuSOLVER/cuBLAS handles (kept per device and stream for the process, and
-// holding device memory) and frees the error check's scratch, e.g. before a leak check at the
-// end of a program. Call it only while no linalg call runs; the next call creates them again.
-void release_linalg_handles();
 }  // namespace cuda
 
 #undef TESSEL_LINALG_BACKEND_FUNCTIONS

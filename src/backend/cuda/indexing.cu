@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/cuda/stream_cache.hpp"
 #include "backend/indexing.hpp"
 #include "core/cuda_check.hpp"
 #include "tessel/core/device.hpp"
@@ -264,7 +265,7 @@ void launch(Kind kind, const GatherProblem& p, const Stream& stream) {
 // + width * count written. The count lands in status[0] from the last tile's block.
 //
 // Scratch without a per-call memset: the tile counter and the state words live in one buffer
-// per stream (Scratch, below), zeroed once when it is allocated or grown, and reused by every
+// per stream (Scratch, below, in a StreamCache), zeroed once when it is allocated or grown, and reused by every
 // compaction on that stream (the stream orders them: one launch uses it at a time).
 //  - The counter: the block that takes the last ticket (tiles - 1) zeroes it. Every other block
 //    has taken its ticket by then (the tickets are handed out by one atomic counter), so nothing
@@ -567,14 +568,10 @@ struct Scratch {
   unsigned epoch = 0;
 };
 
-std::mutex g_scratch_mutex;
-auto* const g_scratch = new std::unordered_map<std::uint64_t, std::unique_ptr<Scratch>>();  // process lifetime
+auto* const g_scratch = new StreamCache<Scratch>();
 
 Scratch& scratch_for(const Stream& stream) {
-  std::lock_guard<std::mutex> lock(g_scratch_mutex);
-  auto& entry = (*g_scratch)[stream.id()];
-  if (!entry) entry = std::make_unique<Scratch>();
-  return *entry;
+  return g_scratch->get(stream.id(), [] { return std::make_unique<Scratch>(); });
 }
 
 template <int W, Load L>
@@ -660,37 +657,29 @@ struct StatusSlot {
   std::mutex mutex;
 };
 
-std::mutex g_slots_mutex;
-auto* const g_slots = new std::unordered_map<std::uint64_t, std::unique_ptr<StatusSlot>>();  // process lifetime
+auto* const g_slots = new StreamCache<StatusSlot>();
 
 }  // namespace
 
 StatusLease lease_status(const Stream& stream) {
-  StatusSlot* slot = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(g_slots_mutex);
-    auto& entry = (*g_slots)[stream.id()];
-    if (!entry) {
-      auto made = std::make_unique<StatusSlot>();
-      made->host = Buffer::allocate_pinned(kStatusWords * 8, stream);
-      std::memset(made->host->data(), 0, kStatusWords * 8);
-      DeviceGuard guard(stream.device());
-      void* device_pointer = nullptr;
-      // Page-locked memory is mapped into every device's address space under unified addressing.
-      if (cudaHostGetDevicePointer(&device_pointer, made->host->data(), 0) == cudaSuccess && device_pointer) {
-        made->device_words = static_cast<std::int64_t*>(device_pointer);
-      } else {
-        (void)cudaGetLastError();
-        made->device = Buffer::allocate(stream.device(), kStatusWords * 8, stream);
-        TESSEL_CUDA_CHECK(cudaMemsetAsync(made->device->data(), 0, kStatusWords * 8,
-                                          detail::cuda_stream(stream)),
-                          "indexing");
-        made->device_words = static_cast<std::int64_t*>(made->device->data());
-      }
-      entry = std::move(made);
+  StatusSlot* slot = &g_slots->get(stream.id(), [&] {
+    auto made = std::make_unique<StatusSlot>();
+    made->host = Buffer::allocate_pinned(kStatusWords * 8, stream);
+    std::memset(made->host->data(), 0, kStatusWords * 8);
+    DeviceGuard guard(stream.device());
+    void* device_pointer = nullptr;
+    // Page-locked memory is mapped into every device's address space under unified addressing.
+    if (cudaHostGetDevicePointer(&device_pointer, made->host->data(), 0) == cudaSuccess && device_pointer) {
+      made->device_words = static_cast<std::int64_t*>(device_pointer);
+    } else {
+      (void)cudaGetLastError();
+      made->device = Buffer::allocate(stream.device(), kStatusWords * 8, stream);
+      TESSEL_CUDA_CHECK(cudaMemsetAsync(made->device->data(), 0, kStatusWords * 8, detail::cuda_stream(stream)),
+                        "indexing");
+      made->device_words = static_cast<std::int64_t*>(made->device->data());
     }
-    slot = entry.get();
-  }
+    return made;
+  });
   StatusLease lease;
   lease.lock = std::unique_lock<std::mutex>(slot->mutex);
   lease.words = slot->device_words;
@@ -716,15 +705,6 @@ void clear_status(StatusLease& lease, const Stream& stream) {
     TESSEL_CUDA_CHECK(cudaMemsetAsync(lease.words + 1, 0, 2 * 8, detail::cuda_stream(stream)),
                       "indexing");
   }
-}
-
-void release_status_words() {
-  {
-    std::lock_guard<std::mutex> lock(g_slots_mutex);
-    g_slots->clear();  // the buffers go back to the allocator, which frees them in its direct mode
-  }
-  std::lock_guard<std::mutex> lock(compact::g_scratch_mutex);
-  compact::g_scratch->clear();
 }
 
 unsigned compaction_epoch_for_testing(const Stream& stream, unsigned set) {

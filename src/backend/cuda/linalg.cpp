@@ -15,7 +15,6 @@
 #include <climits>
 #include <cstdlib>
 #include <string>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -23,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cuda/stream_cache.hpp"
 #include "backend/linalg.hpp"
 #include "backend/linalg_small.hpp"
 #include "core/cuda_check.hpp"
@@ -80,36 +80,50 @@ void check_cusolver(cusolverStatus_t status, const char* op, const char* expr, c
 }
 #define TESSEL_CUSOLVER_CHECK(expr, op) check_cusolver((expr), (op), #expr, __FILE__, __LINE__)
 
-// ---- handles: one set per (device, stream), created on first use and kept for the process ----
+// ---- handles: one set per (device, CUDA stream), created on first use and kept for the process ----
 struct Handles {
+  explicit Handles(int device) : device(device) {}
+  Handles(const Handles&) = delete;
+  Handles& operator=(const Handles&) = delete;
+  ~Handles() {
+    DeviceGuard guard(Device::cuda(device));
+    // Teardown (release_stream_caches): a failure here leaves nothing to recover, so the statuses
+    // are not checked.
+    if (params) (void)cusolverDnDestroyParams(params);
+    if (solver) (void)cusolverDnDestroy(solver);
+    if (blas) (void)cublasDestroy(blas);
+  }
+  int device;
   cusolverDnHandle_t solver = nullptr;
   cusolverDnParams_t params = nullptr;
   cublasHandle_t blas = nullptr;
   std::mutex mutex;  // one call sequence at a time per handle set
 };
 
-std::mutex g_handles_mutex;
-std::map<std::pair<int, void*>, std::unique_ptr<Handles>>& handle_cache() {
-  static auto* cache = new std::map<std::pair<int, void*>, std::unique_ptr<Handles>>();  // process lifetime
-  return *cache;
+auto* const g_handles = new StreamCache<Handles>();
+
+// Keyed by the CUDA stream itself, not the tessel Stream object: every Stream adopting one
+// handle (ts.Stream.from_handle per call, as tessel.torch's streams) shares one handle set. User
+// space addresses stay below 2^56 on x86-64 and aarch64, so the device index fits the top byte; the
+// legacy default stream (a null handle) is one per device.
+std::uint64_t handles_key(const Stream& stream) {
+  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(stream.handle())) ^
+         (static_cast<std::uint64_t>(stream.device().index) << 56);
 }
 
 Handles& handles_for(const Stream& stream, const char* op) {
   const Device device = stream.device();
-  std::lock_guard<std::mutex> lock(g_handles_mutex);
-  auto& slot = handle_cache()[{device.index, stream.handle()}];
-  if (!slot) {
+  return g_handles->get(handles_key(stream), [&] {
     DeviceGuard guard(device);
-    auto h = std::make_unique<Handles>();
+    auto h = std::make_unique<Handles>(device.index);
     auto s = detail::cuda_stream(stream);
     TESSEL_CUSOLVER_CHECK(cusolverDnCreate(&h->solver), op);
     TESSEL_CUSOLVER_CHECK(cusolverDnSetStream(h->solver, s), op);
     TESSEL_CUSOLVER_CHECK(cusolverDnCreateParams(&h->params), op);
     TESSEL_CUBLAS_CHECK(cublasCreate(&h->blas), op);
     TESSEL_CUBLAS_CHECK(cublasSetStream(h->blas, s), op);
-    slot = std::move(h);
-  }
-  return *slot;
+    return h;
+  });
 }
 
 // A call's context: the device made current, the handle set locked, the stream.
@@ -906,19 +920,6 @@ void eig(const LinalgBatch& p, void* a, void* w, void* v, bool vectors, std::int
                                           host_bytes, info + b),
                           op);
   }
-}
-
-void release_linalg_handles() {
-  std::lock_guard<std::mutex> lock(g_handles_mutex);
-  for (auto& [key, h] : handle_cache()) {
-    DeviceGuard guard(Device::cuda(key.first));
-    // Teardown: a failure here leaves nothing to recover, so the statuses are not checked.
-    if (h->params) (void)cusolverDnDestroyParams(h->params);
-    if (h->solver) (void)cusolverDnDestroy(h->solver);
-    if (h->blas) (void)cublasDestroy(h->blas);
-  }
-  handle_cache().clear();
-  release_failure_scratch();
 }
 
 }  // namespace tessel::backend::cuda

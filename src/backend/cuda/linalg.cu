@@ -11,10 +11,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "backend/cuda/stream_cache.hpp"
 #include "backend/linalg.hpp"
 #include "core/cuda_check.hpp"
 #include "tessel/core/device.hpp"
@@ -120,9 +120,14 @@ __global__ void poison_flagged_kernel(const int* flags, long long per, long long
   }
 }
 
-// The reduction's two words per stream (see first_failure_kernel), for the process.
-std::mutex g_failure_mutex;
-auto* const g_failure_scratch = new std::unordered_map<std::uint64_t, std::shared_ptr<Buffer>>();
+// The reduction's two words per stream (see first_failure_kernel), zeroed once; each launch
+// leaves them zeroed. The lock covers the launch, so launches from several host threads reach the
+// stream one after another.
+struct FailureScratch {
+  std::mutex mutex;
+  std::shared_ptr<Buffer> words;
+};
+auto* const g_failure_scratch = new StreamCache<FailureScratch>();
 
 struct alignas(8) Bytes16 {
   unsigned long long low, high;
@@ -155,17 +160,16 @@ void first_failure(const std::int32_t* info, std::int64_t n, std::int64_t* statu
   if (n == 0) return;
   DeviceGuard guard(stream.device());
   auto s = detail::cuda_stream(stream);
-  // The stream's scratch (zeroed once; each launch leaves it zeroed). The lock covers the launch,
-  // so launches from several host threads reach the stream one after another.
-  std::lock_guard<std::mutex> lock(g_failure_mutex);
-  auto& scratch = (*g_failure_scratch)[stream.id()];
-  if (!scratch) {
-    scratch = Buffer::allocate(stream.device(), 2 * sizeof(unsigned long long), stream);
-    TESSEL_CUDA_CHECK(cudaMemsetAsync(scratch->data(), 0, 2 * sizeof(unsigned long long), s), "linalg");
-  }
+  FailureScratch& scratch = g_failure_scratch->get(stream.id(), [&] {
+    auto made = std::make_unique<FailureScratch>();
+    made->words = Buffer::allocate(stream.device(), 2 * sizeof(unsigned long long), stream);
+    TESSEL_CUDA_CHECK(cudaMemsetAsync(made->words->data(), 0, 2 * sizeof(unsigned long long), s), "linalg");
+    return made;
+  });
+  std::lock_guard<std::mutex> lock(scratch.mutex);
   const auto grid = static_cast<unsigned>(
       std::min<std::int64_t>((n + kFailureThreads - 1) / kFailureThreads, 4 * 132));
-  first_failure_kernel<<<grid, kFailureThreads, 0, s>>>(info, n, static_cast<unsigned long long*>(scratch->data()),
+  first_failure_kernel<<<grid, kFailureThreads, 0, s>>>(info, n, static_cast<unsigned long long*>(scratch.words->data()),
                                                         reinterpret_cast<long long*>(status));
   TESSEL_CUDA_CHECK_LAUNCH(s, "linalg");
 }
@@ -201,11 +205,6 @@ void poison_flagged(DType dtype, const std::int32_t* flags, std::int64_t per, st
     throw DTypeError(fmt::format("linalg: no NaN fill for {}", dtype_name(dtype)));
   }
   TESSEL_CUDA_CHECK_LAUNCH(s, "linalg");
-}
-
-void release_failure_scratch() {
-  std::lock_guard<std::mutex> lock(g_failure_mutex);
-  g_failure_scratch->clear();  // stream-ordered frees
 }
 
 void fill_pointers(void** pointers, void* base, std::int64_t stride_bytes, std::int64_t count, void* stream) {

@@ -3,8 +3,9 @@
 // reports only real leaks.
 #include <gtest/gtest.h>
 
-#include "backend/indexing.hpp"
-#include "backend/linalg.hpp"
+#if defined(TESSEL_HAVE_CUDA)
+#include "backend/cuda/stream_cache.hpp"
+#endif
 #include "tessel/core/device.hpp"
 #include "tessel/memory/caching_allocator.hpp"
 
@@ -16,8 +17,7 @@ class ReleaseCudaCaches : public ::testing::Environment {
   void TearDown() override {
 #if defined(TESSEL_HAVE_CUDA)
     if (!cuda_available()) return;
-    backend::cuda::release_linalg_handles();
-    backend::cuda::release_status_words();
+    backend::cuda::release_stream_caches();
     // Blocks freed while their copies were in flight wait for the copy's event: complete and release them.
     pinned_allocator().empty_cache();
     for (int i = 0; i < device_count(); ++i) device_allocator(i).empty_cache();
