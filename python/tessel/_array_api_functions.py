@@ -308,15 +308,11 @@ def mean(x, /, *, axis=None, keepdims=False):
 
 def all(x, /, *, axis=None, keepdims=False):
     """Whether every element over axis is true (nonzero; a complex NaN is true)."""
-    if isinstance(x, Array) and x.dtype.kind == "c":
-        x = _tessel.not_equal(x, 0)
     return _all(x, axis=axis, keepdims=keepdims)
 
 
 def any(x, /, *, axis=None, keepdims=False):
     """Whether any element over axis is true (nonzero; a complex NaN is true)."""
-    if isinstance(x, Array) and x.dtype.kind == "c":
-        x = _tessel.not_equal(x, 0)
     return _any(x, axis=axis, keepdims=keepdims)
 
 

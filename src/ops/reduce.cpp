@@ -7,6 +7,7 @@
 // Narrow dtypes are widened to the compute dtype first, so the backends instantiate only
 // int64, uint64, float32 and float64.
 #include "tessel/ops/cast.hpp"
+#include "tessel/ops/elementwise.hpp"
 #include "tessel/ops/reduce.hpp"
 
 #include <algorithm>
@@ -69,7 +70,7 @@ const ReduceInfo& info_of(ReduceOp op) {
   throw Error("reduce: unknown op");
 }
 
-// Complex reductions are not implemented yet; everything else is.
+// Complex reductions other than all/any (reduce() reads those as x != 0) are not implemented.
 void check_dtype(const char* op, DType dtype) {
   if (is_complex(dtype)) {
     throw DTypeError(fmt::format("{}: dtype {} is not supported (complex reductions are not implemented)", op,
@@ -178,6 +179,11 @@ void run_reduce(const backend::ReduceProblem& problem, const Array& out, const S
 Array reduce(ReduceOp op, const Array& a, const Axes& axes, bool keepdims, double ddof,
              const OptionalStream& stream_arg) {
   const ReduceInfo& info = info_of(op);
+  if (info.family == Family::logical && is_complex(a.dtype())) {
+    // all/any of complex values: whether each is nonzero (NaN components count as nonzero).
+    const Stream stream = detail::op_stream(a, stream_arg, info.name);
+    return reduce(op, not_equal(a, Scalar(0), std::nullopt, stream), axes, keepdims, ddof, stream);
+  }
   check_dtype(info.name, a.dtype());
   const std::vector<bool> reduced = reduced_axes(axes, a.ndim(), info.name);
   const Stream stream = detail::op_stream(a, stream_arg, info.name);

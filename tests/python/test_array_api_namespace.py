@@ -532,6 +532,10 @@ def test_all_any_complex_and_mean_of_integers(device):
     assert_same(ts.any(c, axis=1, keepdims=True), [[True], [True]])
     assert_same(ts.any(c[1:, 1:]), np.array(False))
     assert ts.all(ts.asarray(np.zeros((2, 0), np.complex64), device=device)).shape == ()
+    # The array methods and NumPy's functions (through __array_function__) take complex too.
+    assert_same(c.all(axis=0), [True, False])
+    assert_same(c[1:, 1:].any(), np.array(False))
+    assert_same(np.any(c, axis=1), [True, True])
     for dtype in ("int8", "uint16", "int64"):
         got = ts.mean(ts.asarray(np.array([[1, 2], [4, 8]], dtype), device=device), axis=0)
         assert got.dtype == ts.float32
