@@ -542,7 +542,9 @@ def sum(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, ke
 def prod(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
     """Product over axis, with sum's result dtypes."""
 def mean(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
-    """Mean over axis; integer inputs give float64. An empty slice gives NaN."""
+    """Mean over axis; integer and bool inputs give the default real floating-point dtype, float32
+    (the standard's rule); complex inputs average the real and imaginary parts apart. An empty slice
+    gives NaN."""
 def nansum(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
     """Sum skipping NaNs."""
 def nanprod(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
@@ -563,9 +565,10 @@ def nanmax(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
     """Maximum skipping NaNs (NaN for an all-NaN slice)."""
 def var(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
     """Variance over axis (an int or a tuple), dividing by (count - correction) for any real
-    correction >= 0; NaN where that is <= 0. Computed in two passes for accuracy."""
+    correction >= 0; NaN where that is <= 0. Computed in two passes for accuracy. Integer and bool
+    input give the default real floating-point dtype, float32 (computed in float64)."""
 def std(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
-    """Standard deviation: sqrt(var)."""
+    """Standard deviation: sqrt(var), with var's dtypes."""
 def nanvar(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
     """Variance skipping NaNs."""
 def nanstd(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:

@@ -16,7 +16,7 @@ from ._tessel import Array
 __all__ = [
     "unique_all", "unique_counts", "unique_inverse", "unique_values", "isin",
     "repeat", "tile", "diff", "expand_dims", "broadcast_shapes",
-    "cumulative_sum", "cumulative_prod", "count_nonzero", "sum", "prod", "mean", "all", "any",
+    "cumulative_sum", "cumulative_prod", "count_nonzero", "sum", "prod", "mean", "var", "std", "all", "any",
     "can_cast", "searchsorted", "clip",
 ]
 
@@ -234,14 +234,8 @@ def _result_dtype(result, dtype):
     return result if dtype is None or result.dtype == dtype else result.astype(dtype)
 
 
-def _complex_parts(reduce, x, **kwargs):
-    """A linear reduction of a complex array as the reductions of its real and imaginary parts."""
-    re = reduce(_tessel.real(x), **kwargs)
-    im = reduce(_tessel.imag(x), **kwargs)
-    return re.astype(x.dtype) + im.astype(x.dtype) * 1j
-
-
 _sum, _prod, _mean, _all, _any = _tessel.sum, _tessel.prod, _tessel.mean, _tessel.all, _tessel.any
+_var, _std = _tessel.var, _tessel.std
 
 
 def _reduced_axes(x, axis, op):
@@ -282,8 +276,6 @@ def sum(x, /, *, axis=None, dtype=None, keepdims=False):
     """Sum over axis (None: all axes). dtype=None: unsigned integers sum in uint64, bool and signed
     integers in int64, floating-point and complex types in their own dtype; otherwise in dtype."""
     x = _with_dtype(x, dtype)
-    if x.dtype.kind == "c":
-        return _complex_parts(_sum, x, axis=axis, keepdims=keepdims)
     return _result_dtype(_sum(x, axis=axis, keepdims=keepdims), dtype)
 
 
@@ -299,11 +291,22 @@ def mean(x, /, *, axis=None, keepdims=False):
     """Arithmetic mean over axis (floating-point and complex inputs; an integer x gives the
     default real floating-point dtype, float32)."""
     if isinstance(x, Array):
-        if x.dtype.kind == "c":
-            return _complex_parts(_mean, x, axis=axis, keepdims=keepdims)
         if x.dtype.kind in "iub":
             return _mean(x, axis=axis, keepdims=keepdims).astype(_tessel.float32)
     return _mean(x, axis=axis, keepdims=keepdims)
+
+
+def var(x, /, *, axis=None, correction=0.0, keepdims=False):
+    """Variance over axis, divided by (count - correction). An integer or bool x gives the default
+    real floating-point dtype, float32 (computed in float64), as the standard says."""
+    result = _var(x, axis=axis, correction=correction, keepdims=keepdims)
+    return result.astype(_tessel.float32) if isinstance(x, Array) and x.dtype.kind in "iub" else result
+
+
+def std(x, /, *, axis=None, correction=0.0, keepdims=False):
+    """Standard deviation over axis, with var's correction and dtypes."""
+    result = _std(x, axis=axis, correction=correction, keepdims=keepdims)
+    return result.astype(_tessel.float32) if isinstance(x, Array) and x.dtype.kind in "iub" else result
 
 
 def all(x, /, *, axis=None, keepdims=False):
@@ -324,9 +327,7 @@ def _cumulative(scan, name, identity, x, axis, dtype, include_initial):
         axis = 0
     axis = _normalize_axis(axis, x.ndim, name)
     x = _with_dtype(x, dtype)
-    if x.dtype.kind == "c" and scan is _tessel.cumsum:
-        result = _complex_parts(scan, x, axis=axis)  # linear: the parts' running sums
-    elif x.dtype.kind == "c":
+    if x.dtype.kind == "c" and scan is _tessel.cumprod:
         result = _complex_cumprod(x, axis)
     else:
         result = _result_dtype(scan(x, axis), dtype)

@@ -101,6 +101,19 @@ DType result_dtype(DType dtype, Family family) {
 }
 
 
+// The complex array (dtype) with real part re and imaginary part im (one shape, the real dtype of
+// `dtype`), written through real views of its storage: re + im * 1j would turn an infinite
+// imaginary part into a NaN real part (inf * 0).
+Array complex_from_parts(const Array& re, const Array& im, DType dtype, const Stream& stream) {
+  Array out = empty(re.shape(), dtype, re.device(), stream);
+  Strides strides = out.strides();
+  for (auto& s : strides) s *= 2;
+  const DType part = to_real(dtype);
+  copyto(Array(out.storage(), out.shape(), strides, 2 * out.offset(), part), re, stream);
+  copyto(Array(out.storage(), out.shape(), strides, 2 * out.offset() + 1, part), im, stream);
+  return out;
+}
+
 // Which axes are reduced; IndexError for an axis out of range, ValueError for a duplicate.
 std::vector<bool> reduced_axes(const Axes& axes, std::int64_t ndim, const char* op) {
   std::vector<bool> reduced(static_cast<std::size_t>(ndim), !axes.has_value());
@@ -183,6 +196,11 @@ Array reduce(ReduceOp op, const Array& a, const Axes& axes, bool keepdims, doubl
     // all/any of complex values: whether each is nonzero (NaN components count as nonzero).
     const Stream stream = detail::op_stream(a, stream_arg, info.name);
     return reduce(op, not_equal(a, Scalar(0), std::nullopt, stream), axes, keepdims, ddof, stream);
+  }
+  if (is_complex(a.dtype()) && (op == ReduceOp::sum || op == ReduceOp::mean)) {
+    return complex_from_parts(reduce(op, real(a, std::nullopt, stream_arg), axes, keepdims, ddof, stream_arg),
+                              reduce(op, imag(a, std::nullopt, stream_arg), axes, keepdims, ddof, stream_arg),
+                              a.dtype(), detail::op_stream(a, stream_arg, info.name));
   }
   check_dtype(info.name, a.dtype());
   const std::vector<bool> reduced = reduced_axes(axes, a.ndim(), info.name);
@@ -269,6 +287,11 @@ DType scan_dtype(DType dtype) {
 
 Array scan(backend::ScanOp op, const char* name, const Array& a, std::optional<std::int64_t> axis_arg,
            const OptionalStream& stream_arg) {
+  if (is_complex(a.dtype()) && op == backend::ScanOp::cumsum) {  // linear: the parts' running sums
+    return complex_from_parts(scan(op, name, real(a, std::nullopt, stream_arg), axis_arg, stream_arg),
+                              scan(op, name, imag(a, std::nullopt, stream_arg), axis_arg, stream_arg), a.dtype(),
+                              detail::op_stream(a, stream_arg, name));
+  }
   check_dtype(name, a.dtype());
   const Stream stream = detail::op_stream(a, stream_arg, name);
   Array input = a;

@@ -540,6 +540,28 @@ def test_all_any_complex_and_mean_of_integers(device):
         got = ts.mean(ts.asarray(np.array([[1, 2], [4, 8]], dtype), device=device), axis=0)
         assert got.dtype == ts.float32
         assert_same(got, np.array([2.5, 5.0], np.float32))
+        # var and std of integers: the default real floating-point dtype too (the standard's notes).
+        ints = ts.asarray(np.array([[1, 2], [4, 8]], dtype), device=device)
+        assert_same(ts.var(ints, axis=0, correction=1), np.array([4.5, 18.0], np.float32))
+        assert_same(ts.std(ints, axis=1, keepdims=True), np.array([[0.5], [2.0]], np.float32))
+        assert ts.var(ints).dtype == ts.float32 and ts.std(ints).dtype == ts.float32
+
+
+def test_complex_sum_mean_and_cumulative_sum_keep_infinite_parts(device):
+    """sum, mean and cumulative_sum of complex values add the real and imaginary parts apart: an
+    infinite imaginary part leaves the real part finite, through the namespace, the array methods
+    and NumPy's functions."""
+    a = np.array([[1 + 2j, complex(-3, np.inf), 0.5 - 1j], [0j, 2 + 0j, complex(0, -0.0)]], np.complex64)
+    x = ts.asarray(a, device=device)
+    assert_same(ts.sum(x, axis=1), np.sum(a, axis=1))
+    assert_same(x.sum(axis=1), np.sum(a, axis=1))
+    assert_same(np.sum(x, axis=1), np.sum(a, axis=1))
+    # The mean divides each part by the count (NumPy's complex division by 2 + 0j gives NaN + inf j).
+    means = np.array([0.5 + 1j, complex(-0.5, np.inf), 0.25 - 0.5j], np.complex64)
+    assert_same(ts.mean(x, axis=0), means)
+    assert_same(x.mean(axis=0), means)
+    assert_same(ts.cumulative_sum(x, axis=1), np.cumsum(a, axis=1))
+    assert ts.sum(x, dtype=ts.complex128).dtype == ts.complex128
 
 
 def test_cumulative_errors(device):
