@@ -238,40 +238,6 @@ _sum, _prod, _mean, _all, _any = _tessel.sum, _tessel.prod, _tessel.mean, _tesse
 _var, _std = _tessel.var, _tessel.std
 
 
-def _reduced_axes(x, axis, op):
-    if axis is None:
-        return list(range(x.ndim))
-    axes = [_normalize_axis(a, x.ndim, op) for a in (axis if isinstance(axis, tuple) else (axis,))]
-    if len(set(axes)) != len(axes):
-        raise ValueError(f"{op}: repeated axis in {axis}")
-    return axes
-
-
-def _complex_prod(x, axis, keepdims):
-    """The product of a complex x over axis by pairwise multiplication (log2(n) multiply launches
-    over the reduced elements, laid out as one trailing axis); the C++ product is real-only."""
-    axes = _reduced_axes(x, axis, "prod")
-    kept = [i for i in range(x.ndim) if i not in axes]
-    kept_shape = tuple(x.shape[i] for i in kept)
-    n = 1
-    for a in axes:
-        n *= x.shape[a]
-    y = _tessel.reshape(_tessel.permute_dims(x, tuple(kept + axes)), kept_shape + (n,))
-    if n == 0:
-        y = _tessel.ones(kept_shape + (1,), dtype=x.dtype, device=x.device)
-        n = 1
-    while n > 1:
-        if n % 2:
-            y = _tessel.concat([y, _tessel.ones(kept_shape + (1,), dtype=x.dtype, device=x.device)], axis=-1)
-            n += 1
-        y = y[..., 0::2] * y[..., 1::2]
-        n //= 2
-    y = _tessel.reshape(y, kept_shape)
-    if keepdims:
-        y = _tessel.reshape(y, tuple(1 if i in axes else x.shape[i] for i in range(x.ndim)))
-    return y
-
-
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):
     """Sum over axis (None: all axes). dtype=None: unsigned integers sum in uint64, bool and signed
     integers in int64, floating-point and complex types in their own dtype; otherwise in dtype."""
@@ -282,8 +248,6 @@ def sum(x, /, *, axis=None, dtype=None, keepdims=False):
 def prod(x, /, *, axis=None, dtype=None, keepdims=False):
     """Product over axis, with the dtype rules of sum."""
     x = _with_dtype(x, dtype)
-    if x.dtype.kind == "c":
-        return _complex_prod(x, axis, keepdims)
     return _result_dtype(_prod(x, axis=axis, keepdims=keepdims), dtype)
 
 

@@ -114,6 +114,42 @@ Array complex_from_parts(const Array& re, const Array& im, DType dtype, const St
   return out;
 }
 
+// The product of complex values over the reduced axes by pairwise multiplication: ceil(log2 n)
+// multiply launches over the reduced elements laid out as one trailing axis (the reduction
+// backends accumulate real values only).
+Array complex_prod(const Array& a, const std::vector<bool>& reduced, bool keepdims, const Stream& stream) {
+  std::vector<std::int64_t> order;
+  Shape kept, kept_dims;
+  std::int64_t n = 1;
+  for (std::int64_t i = 0; i < a.ndim(); ++i) {
+    const bool r = reduced[static_cast<std::size_t>(i)];
+    if (!r) {
+      order.push_back(i);
+      kept.push_back(a.shape()[static_cast<std::size_t>(i)]);
+    }
+    kept_dims.push_back(r ? 1 : a.shape()[static_cast<std::size_t>(i)]);
+  }
+  for (std::int64_t i = 0; i < a.ndim(); ++i) {
+    if (reduced[static_cast<std::size_t>(i)]) {
+      order.push_back(i);
+      n *= a.shape()[static_cast<std::size_t>(i)];
+    }
+  }
+  Shape one = kept;
+  one.push_back(1);
+  Shape flat = kept;
+  flat.push_back(n);
+  const auto last = static_cast<std::int64_t>(kept.size());
+  Array y = n == 0 ? full(one, Scalar(1), a.dtype(), a.device(), stream) : a.permute(order).reshape(flat, stream);
+  while (y.shape()[static_cast<std::size_t>(last)] > 1) {
+    if (y.shape()[static_cast<std::size_t>(last)] % 2 != 0) {
+      y = concatenate({y, full(one, Scalar(1), a.dtype(), a.device(), stream)}, last, std::nullopt, stream);
+    }
+    y = multiply(y.slice(last, Slice(0, none, 2)), y.slice(last, Slice(1, none, 2)), std::nullopt, stream);
+  }
+  return y.reshape(keepdims ? kept_dims : kept, stream);
+}
+
 // Which axes are reduced; IndexError for an axis out of range, ValueError for a duplicate.
 std::vector<bool> reduced_axes(const Axes& axes, std::int64_t ndim, const char* op) {
   std::vector<bool> reduced(static_cast<std::size_t>(ndim), !axes.has_value());
@@ -196,6 +232,10 @@ Array reduce(ReduceOp op, const Array& a, const Axes& axes, bool keepdims, doubl
     // all/any of complex values: whether each is nonzero (NaN components count as nonzero).
     const Stream stream = detail::op_stream(a, stream_arg, info.name);
     return reduce(op, not_equal(a, Scalar(0), std::nullopt, stream), axes, keepdims, ddof, stream);
+  }
+  if (is_complex(a.dtype()) && op == ReduceOp::prod) {
+    const Stream stream = detail::op_stream(a, stream_arg, info.name);
+    return complex_prod(a, reduced_axes(axes, a.ndim(), info.name), keepdims, stream);
   }
   if (is_complex(a.dtype()) && (op == ReduceOp::sum || op == ReduceOp::mean)) {
     return complex_from_parts(reduce(op, real(a, std::nullopt, stream_arg), axes, keepdims, ddof, stream_arg),

@@ -146,7 +146,8 @@ TEST_P(ReduceTest, MatchesReference) {
   const DType dt = dtype();
   if (is_complex(dt)) {
     // sum and mean reduce the real and imaginary parts (an infinite part stays in its own part);
-    // all and any read x != 0; the other complex reductions are not implemented.
+    // all and any read x != 0; prod multiplies pairwise; the other complex reductions are not
+    // implemented.
     const double inf = std::numeric_limits<double>::infinity();
     const std::vector<Value> v = {Value(1, 2), Value(-3, inf), Value(0.5, -1), Value(0, 0), Value(2, 0), Value(0, -0.0)};
     const Array a = make_array(v, {2, 3}, dt, device());
@@ -164,7 +165,14 @@ TEST_P(ReduceTest, MatchesReference) {
     EXPECT_EQ(read_values(any(a, last)), (std::vector<Value>{1, 1}));
     EXPECT_EQ(read_values(all(a, last)), (std::vector<Value>{1, 0}));
     EXPECT_EQ(read_values(sum(zeros({0}, dt, device()))), (std::vector<Value>{0}));
-    expect_error<DTypeError>([&] { prod(a); }, {"prod", dtype_name(dt)});
+    // prod by pairwise multiplication: an odd count (3) and an empty axis (the empty product, 1).
+    const Array b = make_array({Value(1, 2), Value(3, -1), Value(0, 0.5), Value(2, 0), Value(0, -1), Value(1, 1)}, {2, 3},
+                               dt, device());
+    EXPECT_EQ(read_values(prod(b, last)), (std::vector<Value>{Value(-2.5, 2.5), Value(2, -2)}));
+    EXPECT_EQ(read_values(prod(b, std::vector<std::int64_t>{0}, true)),
+              (std::vector<Value>{Value(2, 4), Value(-1, -3), Value(-0.5, 0.5)}));
+    EXPECT_EQ(prod(b, std::vector<std::int64_t>{0}, true).shape(), (Shape{1, 3}));
+    EXPECT_EQ(read_values(prod(zeros({2, 0}, dt, device()), last)), (std::vector<Value>{1, 1}));
     expect_error<DTypeError>([&] { argmax(a); }, {"argmax", dtype_name(dt)});
     const std::vector<Value> running = read_values(cumsum(a, 1));
     EXPECT_EQ(running, (std::vector<Value>{Value(1, 2), Value(-2, inf), Value(-1.5, inf), Value(0, 0), Value(2, 0),
