@@ -3,6 +3,7 @@ every backend (the `device` fixture: the CPU and each test GPU) and for every fl
 standard names: one test body per row kind, parametrized over device x dtype x row."""
 import itertools
 import math
+import operator
 
 import numpy as np
 import pytest
@@ -94,6 +95,39 @@ def test_real_row(device, dtype, row):
     if not isinstance(row.want, bool):
         assert str(result.dtype) == dtype, f"{row.fn} of {dtype} gave {result.dtype}"
     bad = [(s, g, row.want) for s, g in zip(samples, got) if not matches(g, row.want, s, dtype)]
+    assert not bad, f"{row.fn} ({dtype}, {device}) breaks the spec row {row.ins} -> {row.want!r}:\n{describe(bad)}"
+
+
+OPERATORS = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "truediv", "floor_divide": "floordiv",
+             "remainder": "mod", "pow": "pow", "equal": "eq", "not_equal": "ne"}
+OPERATOR_ROWS = [p for p in ROW_PARAMS["real"] if len(p.values[0].ins) == 2]
+
+
+@pytest.mark.parametrize("dtype", REAL)
+@pytest.mark.parametrize("row", OPERATOR_ROWS)
+def test_real_binary_row_operator_and_scalar_forms(device, dtype, row):
+    """A binary row holds for 0-d arrays, a Python float on either side, and (for an operator)
+    x1 <op> x2 and the in-place x1 <op>= x2: the forms the conformance suite calls."""
+    fn = function(row.fn)
+    op_name = OPERATORS.get(row.fn)
+    op = getattr(operator, op_name) if op_name else None
+    iop = getattr(operator, "i" + op_name) if op_name and op_name not in ("eq", "ne") else None
+    bad = []
+    for s in real_samples(row):
+        x1, x2 = (ts.asarray(np.array(v, dtype=dtype), device=device) for v in s)
+        forms = {"f(0d, 0d)": lambda: fn(x1, x2), "f(0d, float)": lambda: fn(x1, s[1]),
+                 "f(float, 0d)": lambda: fn(s[0], x2)}
+        if op is not None:
+            forms.update({"0d op 0d": lambda: op(x1, x2), "0d op float": lambda: op(x1, s[1]),
+                          "float op 0d": lambda: op(s[0], x2)})
+        if iop is not None:
+            forms["0d op= 0d"] = lambda: iop(ts.asarray(np.array(s[0], dtype=dtype), device=device), x2)
+            forms["0d op= float"] = lambda: iop(ts.asarray(np.array(s[0], dtype=dtype), device=device), s[1])
+        for form, compute in forms.items():
+            result = compute()
+            got = np.asarray(result)[()]
+            if not matches(got, row.want, s, dtype):
+                bad.append(((form,) + tuple(s), got, row.want))
     assert not bad, f"{row.fn} ({dtype}, {device}) breaks the spec row {row.ins} -> {row.want!r}:\n{describe(bad)}"
 
 

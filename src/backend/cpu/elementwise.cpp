@@ -136,7 +136,10 @@ inline C floor_divide_value(C a, C b) {
       return static_cast<C>(a / b);
     }
   } else {
-    // NumPy's npy_divmod: floor of the exact quotient, computed from fmod to stay exact.
+    // An infinite operand: floor(a / b), as the Array API standard prefers (+-inf // finite is
+    // +-inf, finite // +-inf is a signed zero), where Python and NumPy give NaN and -1.
+    if (std::isinf(a) || std::isinf(b)) return std::floor(a / b);
+    // Otherwise NumPy's npy_divmod: floor of the exact quotient, computed from fmod to stay exact.
     if (b == C(0)) return a / b;
     const C mod = std::fmod(a, b);
     C div = (a - mod) / b;

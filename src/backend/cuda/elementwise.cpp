@@ -29,6 +29,7 @@ template <class T> __device__ __forceinline__ T wrap_mul(T a, T b) { return (T)(
 template <class T> __device__ __forceinline__ T wrap_neg(T a) { return (T)(0ULL - (unsigned long long)a); }
 template <class T> __device__ __forceinline__ T abs_int(T a) { return a < T(0) ? wrap_neg(a) : a; }
 template <class T> __device__ __forceinline__ T floor_divide_float(T a, T b) {
+  if (isinf(a) || isinf(b)) return floor(a / b);
   if (b == T(0)) return a / b;
   const T mod = fmod(a, b);
   T div = (a - mod) / b;

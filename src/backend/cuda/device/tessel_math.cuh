@@ -105,7 +105,8 @@ template <class Z> TESSEL_CMATH Z c_exp(Z z) {
 template <class Z> TESSEL_CMATH Z c_expm1(Z z) {
   using T = typename Z::value_type;
   const T x = z.real(), y = z.imag();
-  if (y == T(0)) return Z(expm1(x), y);
+  // On the real axis expm1(x) + 0j, but +0 + 0j at either zero (the standard's 0 + 0j).
+  if (y == T(0)) return Z(x == T(0) ? T(0) : expm1(x), y);
   if (inf_(x)) {
     if (x > T(0)) return finite_(y) ? Z(x * cos(y), x * sin(y)) : Z(x, y - y);
     return finite_(y) ? Z(T(0) * cos(y) - T(1), T(0) * sin(y)) : Z(T(-1), T(0));
