@@ -21,7 +21,7 @@ rm -rf "$LOGS"; mkdir -p "$LOGS"  # fresh per call: a warm machine keeps /tmp
 summary=()
 step() {
   local name=$1; shift
-  local log="$LOGS/$(echo "$name" | tr -c 'A-Za-z0-9._-' '_').log"
+  local log="$LOGS/$(echo "$name" | tr -c 'A-Za-z0-9._-' '_' | cut -c1-100).log"
   local start=$SECONDS
   echo "== $name"
   if timeout "$STEP_TIMEOUT" "$@" >"$log" 2>&1; then

@@ -13,9 +13,10 @@
 
 namespace tessel::backend::cuda {
 
-// eigh and svd: one matrix per thread, in registers; eigh_block and svd_block: a team of threads
-// (a warp or a block) per matrix, in shared memory, for the orders above those.
-enum class SmallKernel : std::uint8_t { cholesky, lu_solve, eigh, svd, inv, eigh_block, svd_block };
+// eigh and svd: one matrix per thread, in registers; eigh_warp: a group of lanes per matrix, a
+// column per lane in registers (n <= 32); eigh_block and svd_block: a team of threads (a warp or a
+// block) per matrix, in shared memory, for the orders above those.
+enum class SmallKernel : std::uint8_t { cholesky, lu_solve, eigh, svd, inv, eigh_block, svd_block, eigh_warp };
 
 // One row of the dispatcher's tuning table: tessel's kernel runs when min_n <= max(m, n) <= max_n
 // and batch >= min_batch; `measurement` names the run that chose the crossover.
@@ -37,11 +38,11 @@ bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p);
 // one-matrix-per-thread kernel where its row applies, else the block kernel where its row applies
 // and its shared memory (block_kernel_bytes) fits `device`.
 bool small_jacobi_applies(SmallKernel kind, const LinalgBatch& p, bool vectors, Device device);
-// The threads per matrix of a block kernel (eigh_block, svd_block) of order n: 32 (a warp; several
-// matrices per block) or the whole block.
+// The threads per matrix of a block kernel (eigh_block, svd_block, eigh_warp) of order n: 32 (a
+// warp; several matrices per block; eigh_warp: one or more per warp) or the whole block.
 int block_kernel_team(SmallKernel kind, DType dtype, std::int64_t n);
-// A block kernel's shared memory per matrix (the layouts in device/linalg_small.cuh), a multiple
-// of 16 bytes.
+// A block kernel's shared memory per team (the layouts in device/linalg_small.cuh: a matrix, or
+// eigh_warp's matrices of one warp), a multiple of 16 bytes.
 std::int64_t block_kernel_bytes(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool vectors);
 // The NVRTC request of one specialization (svd, svd_block: m x n with m >= n; others: n x n).
 // variant: cholesky's `upper`; lu_solve's row-major input; unused by the others.
@@ -61,7 +62,7 @@ void small_solve(const LinalgBatch& p, const void* a, const void* b, void* out, 
 // getrf's (the inverse of a singular matrix is inf/NaN). Every info entry is written.
 void small_inv(const LinalgBatch& p, const void* a, void* out, std::int32_t* info, const Stream& stream);
 // small_eigh and small_svd run the kernel small_jacobi_applies chose (the per-thread one where it
-// applies, else the block one).
+// applies, else eigh_warp where it applies, else the block one).
 void small_eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream);
 void small_svd(const LinalgBatch& p, const void* a, void* s, void* u, void* vh, bool vectors, std::int32_t* info,
                const Stream& stream);

@@ -76,6 +76,8 @@ const SmallKernelTuning kTuning[] = {
     {SmallKernel::svd_block, DType::float64, 17, 24, 1024, "n 24: 1.27x at 1024, 2.41x at 20,000"},
     {SmallKernel::svd_block, DType::float64, 25, 32, 20000, "n 32: 0.86x at 1024, 1.19x at 20,000"},
     {SmallKernel::svd_block, DType::float64, 33, 112, 32, "n 48, batch 32: 1.82 ms (gesvdj 47.3)"},
+    {SmallKernel::eigh_warp, DType::float32, 9, 32, 1, "to be measured"},
+    {SmallKernel::eigh_warp, DType::float64, 9, 32, 1, "to be measured"},
 };
 
 constexpr int kMaxSweeps = 60;  // Jacobi sweeps; a converging matrix needs fewer than 15
@@ -91,6 +93,7 @@ const char* kind_name(SmallKernel kind) {
     case SmallKernel::inv: return "gauss_jordan_inv";
     case SmallKernel::eigh_block: return "jacobi_eigh_block";
     case SmallKernel::svd_block: return "jacobi_svd_block";
+    case SmallKernel::eigh_warp: return "jacobi_eigh_warp";
   }
   return "?";
 }
@@ -118,6 +121,13 @@ jit::Kernel kernel_for(const jit::CompileRequest& request, Device device, bool b
   return loaded.emplace(key, k).first->second;
 }
 
+// The lanes per matrix of gauss_jordan_inv and jacobi_eigh_warp: n rounded up to a power of two (GroupWidth there).
+std::int64_t group_width(std::int64_t n) {
+  std::int64_t w = 1;
+  while (w < n) w *= 2;
+  return w;
+}
+
 // threads: the launch's thread count (0: one per matrix).
 void launch(SmallKernel kind, const LinalgBatch& p, bool upper, std::vector<void*> args, const Stream& stream,
             std::int64_t threads = 0, int block = kBlock) {
@@ -131,6 +141,7 @@ void launch(SmallKernel kind, const LinalgBatch& p, bool upper, std::vector<void
 void launch_block(SmallKernel kind, const LinalgBatch& p, std::vector<void*> args, const Stream& stream,
                   std::int64_t team_bytes, const char* op) {
   const int team = block_kernel_team(kind, p.dtype, p.n);
+  const std::int64_t per_team = kind == SmallKernel::eigh_warp ? 32 / group_width(p.n) : 1;  // matrices
   const jit::Kernel k = kernel_for(small_kernel_request(kind, p.dtype, p.m, p.n, false), stream.device(), true);
   const std::int64_t limit = static_cast<std::int64_t>(device_properties(stream.device().index).shared_memory_per_block_optin);
   const std::int64_t teams = team == 32 ? std::max<std::int64_t>(1, std::min<std::int64_t>(4, limit / team_bytes)) : 1;
@@ -144,17 +155,10 @@ void launch_block(SmallKernel kind, const LinalgBatch& p, std::vector<void*> arg
   config.shared_mem = static_cast<std::size_t>(team_bytes * teams);
   const std::int64_t resident = device_properties(stream.device().index).multiprocessors *
                                 static_cast<std::int64_t>(k.max_active_blocks(block, config.shared_mem));
-  const std::int64_t blocks = (p.batch + teams - 1) / teams;
+  const std::int64_t blocks = (p.batch + teams * per_team - 1) / (teams * per_team);
   config.grid = jit::Dim3(static_cast<unsigned>(std::min<std::int64_t>(blocks, resident * kWaves)));
   args.push_back(&team_bytes);
   k.launch(config, args, stream);
-}
-
-// The lanes per matrix of gauss_jordan_inv: n rounded up to a power of two (GroupWidth there).
-std::int64_t group_width(std::int64_t n) {
-  std::int64_t w = 1;
-  while (w < n) w *= 2;
-  return w;
 }
 
 bool enabled() {
@@ -190,7 +194,7 @@ bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p) {
 bool eigh_register_vectors(DType dtype, std::int64_t n) { return (n + (n & 1)) * itemsize(dtype) <= 512; }
 
 int block_kernel_team(SmallKernel kind, DType dtype, std::int64_t n) {
-  if (n <= 32) return 32;
+  if (n <= 32 || kind == SmallKernel::eigh_warp) return 32;
   if (n <= 64) return 128;
   if (kind == SmallKernel::svd_block) return 256;
   // eigh: a thread per row of V in registers (up to 128 floats: 256 threads fit the register
@@ -201,7 +205,9 @@ int block_kernel_team(SmallKernel kind, DType dtype, std::int64_t n) {
 std::int64_t block_kernel_bytes(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool vectors) {
   const std::int64_t t = itemsize(dtype);
   std::int64_t bytes = 0;
-  if (kind == SmallKernel::eigh_block) {  // jacobi_eigh_block's layout
+  if (kind == SmallKernel::eigh_warp) {  // jacobi_eigh_warp's: the warp's matrices, leading dimension n + 1
+    bytes = t * (32 / group_width(n)) * n * (n + 1);
+  } else if (kind == SmallKernel::eigh_block) {  // jacobi_eigh_block's layout
     const std::int64_t ne = n + (n & 1), h = ne / 2;
     const bool shared_v = vectors && !eigh_register_vectors(dtype, n);
     bytes = t * (ne * (ne + 1) * (shared_v ? 2 : 1) + 3 * h + 32) + 4 * (3 * h + ne);
@@ -213,6 +219,8 @@ std::int64_t block_kernel_bytes(SmallKernel kind, DType dtype, std::int64_t m, s
 
 bool small_jacobi_applies(SmallKernel kind, const LinalgBatch& p, bool vectors, Device device) {
   if (small_kernel_applies(kind, p)) return true;
+  // eigh_warp's shared memory (at most 32 x 33 doubles a warp) fits every device
+  if (kind == SmallKernel::eigh && small_kernel_applies(SmallKernel::eigh_warp, p)) return true;
   const SmallKernel block = kind == SmallKernel::eigh ? SmallKernel::eigh_block : SmallKernel::svd_block;
   if (!small_kernel_applies(block, p)) return false;
   const std::int64_t bytes = block_kernel_bytes(block, p.dtype, p.m, p.n, vectors);
@@ -274,6 +282,10 @@ void small_eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32
   int v = vectors ? 1 : 0, sweeps = kMaxSweeps;
   if (small_kernel_applies(SmallKernel::eigh, p)) {
     return launch(SmallKernel::eigh, p, false, {&a, &w, &v, &sweeps, &info, &batch}, stream);
+  }
+  if (small_kernel_applies(SmallKernel::eigh_warp, p)) {
+    return launch_block(SmallKernel::eigh_warp, p, {&a, &w, &v, &sweeps, &info, &batch}, stream,
+                        block_kernel_bytes(SmallKernel::eigh_warp, p.dtype, p.n, p.n, vectors), "eigh");
   }
   launch_block(SmallKernel::eigh_block, p, {&a, &w, &v, &sweeps, &info, &batch}, stream,
                block_kernel_bytes(SmallKernel::eigh_block, p.dtype, p.n, p.n, vectors), "eigh");

@@ -551,7 +551,8 @@ TEST(LinalgSmallKernels, CompileForSm90) {
   using backend::cuda::SmallKernel;
   for (DType dtype : {DType::float32, DType::float64}) {
     for (SmallKernel kind : {SmallKernel::cholesky, SmallKernel::lu_solve, SmallKernel::eigh, SmallKernel::svd,
-                             SmallKernel::inv, SmallKernel::eigh_block, SmallKernel::svd_block}) {
+                             SmallKernel::inv, SmallKernel::eigh_block, SmallKernel::svd_block,
+                             SmallKernel::eigh_warp}) {
       const auto rows = backend::cuda::small_kernel_rows(kind, dtype);
       ASSERT_FALSE(rows.empty());
       std::int64_t max_n = 0;
@@ -565,6 +566,7 @@ TEST(LinalgSmallKernels, CompileForSm90) {
       if (kind == SmallKernel::eigh_block || kind == SmallKernel::svd_block) {  // loops, not unrolled: cheap
         orders = {17, 32, 33, 64, max_n};
       }
+      if (kind == SmallKernel::eigh_warp) orders = {12, 32};  // both group widths below a warp and a warp
       for (std::int64_t n : orders) {
         const bool svd = kind == SmallKernel::svd || kind == SmallKernel::svd_block;
         const std::int64_t m = svd ? std::min<std::int64_t>(n + 2, max_n) : n;

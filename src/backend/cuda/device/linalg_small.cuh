@@ -208,6 +208,13 @@ __global__ void lu_solve_batch(const T* __restrict__ a, const T* rhs, T* out, in
   TESSEL_FOR_EACH_MATRIX(b, batch) { lu_solve_one<T, N, RowMajor>(a + b * N * N, rhs, out, nrhs, info, b); }
 }
 
+// Lanes per matrix of the group kernels (gauss_jordan_inv, jacobi_eigh_warp): N rounded up to a
+// power of two.
+template <int N>
+struct GroupWidth {
+  static constexpr int value = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : N <= 8 ? 8 : N <= 16 ? 16 : 32;
+};
+
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 // ---- inverse: Gauss-Jordan with partial pivoting, one group of lanes per matrix ----
 // The warp splits into 32 / W groups of W lanes (W: N rounded up to a power of two); lane r of a
@@ -223,11 +230,6 @@ __global__ void lu_solve_batch(const T* __restrict__ a, const T* rhs, T* out, in
 // group per instruction. info: the first step whose pivot is exactly zero (1-based; LAPACK's
 // getrf info, as the pivots are getrf's); the inverse of such a matrix is inf/NaN.
 // out may not alias a. Launch: 32-thread multiples; the batch loop is uniform per warp.
-template <int N>
-struct GroupWidth {
-  static constexpr int value = N <= 1 ? 1 : N <= 2 ? 2 : N <= 4 ? 4 : N <= 8 ? 8 : N <= 16 ? 16 : 32;
-};
-
 template <class T, int N>
 __global__ void gauss_jordan_inv(const T* __restrict__ a, T* __restrict__ out, int* __restrict__ info,
                                  long long batch) {
@@ -948,6 +950,170 @@ __global__ void jacobi_svd_block(const T* __restrict__ a, T* __restrict__ s, T* 
     }
     if (lane == 0) info[b] = converged ? 0 : 1;
     team_sync<Team>();
+  }
+}
+
+// ---- Jacobi eigh, a group of lanes per matrix: one-sided Jacobi on the shifted matrix ----
+// The contract of jacobi_eigh, for N <= 32. W lanes per matrix (N rounded up to a power of two),
+// 32 / W matrices per warp. Lane j < N of a group keeps column j of B = A 2^-e + sigma I in
+// registers: 2^e scales max|a| into [0.5, 1) (exact), and sigma = 1.5 max_j sum_i |a_ij| puts B's
+// eigenvalues in [sigma / 3, 5 sigma / 3], so B is positive definite and well conditioned. The
+// one-sided (Hestenes) Jacobi method makes B's columns orthogonal: B V has orthogonal columns
+// exactly when V's are eigenvectors of B^2, which for a positive definite B are B's, and A's;
+// then column j of B V is mu_j v_j with mu_j > 0. So no V is accumulated: each final column,
+// normalized, is an eigenvector, and its Rayleigh quotient with the staged A the eigenvalue
+// (exact to the eigenvector's error squared, in A's own scale). In round r = 1 .. W - 1 of a
+// sweep, lane j pairs with lane j ^ r (every pair once per sweep), gets the partner's column by
+// shuffles, and both lanes form the same dot product (the same products, added in the same
+// order) and so the same rotation. A pair rotates when |b_p . b_q| > sqrt(N) eps |b_p| |b_q|
+// (jacobi_svd's test). Against jacobi_eigh_block's two-sided rotations in shared memory this
+// keeps the matrix in registers and does no V update; B is the only state.
+// Shared memory per warp: the 32 / W matrices as read, N x N with leading dimension N + 1 (the
+// coalesced load and store go through it; the Rayleigh quotients read it):
+//   T[(32 / W) N (N + 1)].
+template <int W, class T>
+TESSEL_SMALL T group_max(T v) {  // NaN wins
+  TESSEL_UNROLL
+  for (int o = W / 2; o > 0; o /= 2) v = nan_max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+template <int W>
+TESSEL_SMALL int group_or(int v) {
+  TESSEL_UNROLL
+  for (int o = W / 2; o > 0; o /= 2) v |= __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+template <class T, int N>
+__global__ void jacobi_eigh_warp(T* __restrict__ a, T* __restrict__ w, int vectors, int max_sweeps,
+                                 int* __restrict__ info, long long batch, long long team_bytes) {
+  static_assert(N >= 1 && N <= 32, "jacobi_eigh_warp: a lane per column, N <= 32");
+  constexpr int Team = 32, W = GroupWidth<N>::value, G = 32 / W, ld = N + 1;
+  TESSEL_TEAM_SHARED(team_bytes);
+  const int lane = threadIdx.x % 32, j = lane % W;
+  T* S = reinterpret_cast<T*>(team_shared) + (lane / W) * N * ld;
+  const int warps = blockDim.x / 32;
+  const long long stride = static_cast<long long>(gridDim.x) * warps * G;
+  const T nan = quiet_nan_of<T>();
+  for (long long base = (blockIdx.x * static_cast<long long>(warps) + threadIdx.x / 32) * G; base < batch;
+       base += stride) {  // uniform per warp
+    const long long b = base + lane / W;
+    const bool active = b < batch, owner = active && j < N;
+    T* m = a + (active ? b : 0) * N * N;
+    if (active) {
+      for (int e = j; e < N * N; e += W) S[e % N + (e / N) * ld] = m[e];
+    }
+    __syncwarp();
+    T x[N];
+    T amax = T(0);
+    TESSEL_UNROLL
+    for (int i = 0; i < N; ++i) {
+      x[i] = T(0);
+      if (owner) x[i] = i >= j ? S[i + j * ld] : S[j + i * ld];  // the lower triangle
+      amax = nan_max(amax, abs_of(x[i]));
+    }
+    amax = group_max<W>(amax);
+    const bool finite = finite_of(amax);
+    T colsum = T(0);
+    if (finite && amax > T(0)) {
+      int exponent = 0;
+      frexp(amax, &exponent);
+      const T scale = ldexp(T(1), -exponent);
+      TESSEL_UNROLL
+      for (int i = 0; i < N; ++i) {
+        x[i] *= scale;
+        colsum += abs_of(x[i]);
+      }
+    }
+    if (!finite) {
+      TESSEL_UNROLL
+      for (int i = 0; i < N; ++i) x[i] = T(0);
+    }
+    colsum = group_max<W>(colsum);
+    const T sigma = colsum > T(0) ? T(1.5) * colsum : T(1);  // a zero matrix: B = I
+    TESSEL_UNROLL
+    for (int i = 0; i < N; ++i) {
+      if (owner && i == j) x[i] += sigma;
+    }
+    const T tol = sqrt_of(T(N)) * epsilon<T>();
+    int rotated = 0;
+    for (int sweep = 0; sweep < max_sweeps; ++sweep) {
+      T nrm = T(0);
+      TESSEL_UNROLL
+      for (int i = 0; i < N; ++i) nrm += x[i] * x[i];
+      rotated = 0;
+      for (int r = 1; r < W; ++r) {
+        T y[N];
+        T g0 = T(0), g1 = T(0), g2 = T(0), g3 = T(0);  // four chains: the products' latency
+        TESSEL_UNROLL
+        for (int i = 0; i < N; ++i) {
+          y[i] = __shfl_xor_sync(0xffffffffu, x[i], r);
+          if (i % 4 == 0) g0 += x[i] * y[i];
+          if (i % 4 == 1) g1 += x[i] * y[i];
+          if (i % 4 == 2) g2 += x[i] * y[i];
+          if (i % 4 == 3) g3 += x[i] * y[i];
+        }
+        const T gamma = (g0 + g1) + (g2 + g3);
+        const T other = __shfl_xor_sync(0xffffffffu, nrm, r);
+        const bool low = j < (j ^ r);  // the pair's p; its partner is q
+        const T alpha = low ? nrm : other, beta = low ? other : nrm;
+        if (abs_of(gamma) > tol * sqrt_of(alpha) * sqrt_of(beta)) {
+          T c, s, t;
+          jacobi_rotation(alpha, beta, gamma, c, s, t);
+          if (low) {  // b_p <- c b_p - s b_q
+            TESSEL_UNROLL
+            for (int i = 0; i < N; ++i) x[i] = c * x[i] - s * y[i];
+            nrm = alpha - t * gamma;
+          } else {  // b_q <- s b_p + c b_q
+            TESSEL_UNROLL
+            for (int i = 0; i < N; ++i) x[i] = s * y[i] + c * x[i];
+            nrm = beta + t * gamma;
+          }
+          rotated = 1;
+        }
+      }
+      if (!__any_sync(0xffffffffu, rotated)) break;
+    }
+    const int unconverged = group_or<W>(rotated);
+    // v_j = b_j / |b_j|, lambda_j = v_j^T A v_j over the staged lower triangle.
+    T nrm = T(0);
+    TESSEL_UNROLL
+    for (int i = 0; i < N; ++i) nrm += x[i] * x[i];
+    const T inv = owner ? T(1) / sqrt_of(nrm) : T(0);
+    TESSEL_UNROLL
+    for (int i = 0; i < N; ++i) x[i] *= inv;
+    T lambda = T(0);
+    if (owner && finite) {
+      TESSEL_UNROLL
+      for (int i = 0; i < N; ++i) {
+        T off = T(0);
+        TESSEL_UNROLL
+        for (int k = 0; k < i; ++k) off += S[i + k * ld] * x[k];
+        lambda += (S[i + i * ld] * x[i] + T(2) * off) * x[i];
+      }
+    }
+    // Ascending order: the rank among the group's N eigenvalues (ties by index).
+    int rank = 0;
+    for (int r = 1; r < W; ++r) {
+      const T o = __shfl_xor_sync(0xffffffffu, lambda, r);
+      const int k = j ^ r;
+      rank += (k < N && ranks_before(o, k, lambda, j, false)) ? 1 : 0;
+    }
+    if (!finite) rank = j;
+    if (owner) w[b * N + rank] = finite ? lambda : nan;
+    if (vectors) {
+      __syncwarp();  // the Rayleigh quotients have read S
+      if (owner) {
+        TESSEL_UNROLL
+        for (int i = 0; i < N; ++i) S[i + rank * ld] = finite ? x[i] : nan;
+      }
+      __syncwarp();
+      if (active) {
+        for (int e = j; e < N * N; e += W) m[e] = S[e % N + (e / N) * ld];
+      }
+    }
+    if (active && j == 0) info[b] = finite && !unconverged ? 0 : 1;
+    __syncwarp();  // before the next matrices' load reuses S
   }
 }
 
