@@ -13,6 +13,7 @@
 #include "backend/indexing.hpp"
 #include "jit/jit_test_util.hpp"
 #include "tessel/jit/compiler.hpp"
+#include "tessel/memory/caching_allocator.hpp"
 #include "tessel/ops/backend_entry_points.hpp"
 #include "tessel/ops/indexing.hpp"
 #include "tessel/pipeline/graph.hpp"
@@ -583,6 +584,9 @@ TEST(IndexingCuda, CompactionCapturedInAGraphReplays) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   const Device gpu = test_gpu();
   TESSEL_SKIP_UNAVAILABLE(gpu);
+  if (!device_allocator(gpu.index).options().caching) {
+    GTEST_SKIP() << "TESSEL_ALLOCATOR=direct: graph capture needs the caching allocator's reservation";
+  }
   TESSEL_SEEDED_RNG(rng);
   const Stream s = Stream::create(gpu);
   const auto make = [&](std::int64_t n, std::vector<std::int64_t>& selected) {
