@@ -1,7 +1,8 @@
 """Crossover of tessel's batched small-matrix kernels against the cuSOLVER / cuBLAS path, for the
 tuning table in src/backend/cuda/linalg_small.cpp: eigh and svd (rows eigh/svd: one matrix per
-thread, n <= 16; eigh_block/svd_block: a warp or a block per matrix, up to n = 128, 112 in
-float64), cholesky, solve (one right-hand side), inv and det (the LU kernel).
+thread, n <= 16; eigh_warp: a group of lanes per matrix, n <= 32; svd_block: a warp or a block
+per matrix, up to n = 128, 112 in float64), cholesky, solve (one right-hand side), inv and det
+(the LU kernel).
 
     python3 bench/peers/linalg_crossover.py [--orders 8 16 ...] [--batches 1 32 1024]
                                             [--ops eigh svd cholesky solve inv det]

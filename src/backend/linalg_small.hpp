@@ -14,9 +14,9 @@
 namespace tessel::backend::cuda {
 
 // eigh and svd: one matrix per thread, in registers; eigh_warp: a group of lanes per matrix, a
-// column per lane in registers (n <= 32); eigh_block and svd_block: a team of threads (a warp or a
-// block) per matrix, in shared memory, for the orders above those.
-enum class SmallKernel : std::uint8_t { cholesky, lu_solve, eigh, svd, inv, eigh_block, svd_block, eigh_warp };
+// column per lane in registers (n <= 32); svd_block: a team of threads (a warp or a block) per
+// matrix, in shared memory, for the orders above svd's.
+enum class SmallKernel : std::uint8_t { cholesky, lu_solve, eigh, svd, inv, svd_block, eigh_warp };
 
 // One row of the dispatcher's tuning table: tessel's kernel runs when min_n <= max(m, n) <= max_n
 // and batch >= min_batch; `measurement` names the run that chose the crossover.
@@ -35,12 +35,12 @@ std::vector<SmallKernelTuning> small_kernel_rows(SmallKernel kind, DType dtype);
 // timing the cuSOLVER path against them).
 bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p);
 // Whether eigh (kind eigh) or svd (kind svd) of p takes one of tessel's Jacobi kernels: the
-// one-matrix-per-thread kernel where its row applies, else the block kernel where its row applies
-// and its shared memory (block_kernel_bytes) fits `device`.
+// one-matrix-per-thread kernel where its row applies, else eigh_warp (eigh) or svd_block (svd)
+// where its row applies and, for svd_block, its shared memory (block_kernel_bytes) fits `device`.
 bool small_jacobi_applies(SmallKernel kind, const LinalgBatch& p, bool vectors, Device device);
-// The threads per matrix of a block kernel (eigh_block, svd_block, eigh_warp) of order n: 32 (a
-// warp; several matrices per block; eigh_warp: one or more per warp) or the whole block.
-int block_kernel_team(SmallKernel kind, DType dtype, std::int64_t n);
+// The threads per team of a block kernel (svd_block, eigh_warp) of order n: 32 (a warp; several
+// teams per block; eigh_warp's warp holds one or more matrices) or the whole block.
+int block_kernel_team(SmallKernel kind, std::int64_t n);
 // A block kernel's shared memory per team (the layouts in device/linalg_small.cuh: a matrix, or
 // eigh_warp's matrices of one warp), a multiple of 16 bytes.
 std::int64_t block_kernel_bytes(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool vectors);

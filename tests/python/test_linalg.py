@@ -576,8 +576,8 @@ def test_small_matrix_batches(device, rng, dtype, n):
 
 
 # ---- orders above the per-thread kernels, small batches: on CUDA the tuning table sends these to
-# cuSOLVER (tessel's block Jacobi kernels take eigh from 1024 matrices of orders 9-24 and svd from
-# 32 of order >= 33, as src/backend/cuda/linalg_small.cpp's table says; tests/cpp/ops/linalg_test.cpp's
+# cuSOLVER (tessel's team kernels take eigh from 1024 matrices of orders 9-32 and svd from 32 of
+# order >= 33, as src/backend/cuda/linalg_small.cpp's table says; tests/cpp/ops/linalg_test.cpp's
 # JacobiBlockOrders runs those batches) ----
 def with_spectrum(rng, batch, n, w):
     q, _ = np.linalg.qr(rng.standard_normal((batch, n, n)))

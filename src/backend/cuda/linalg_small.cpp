@@ -51,33 +51,31 @@ const SmallKernelTuning kTuning[] = {
     {SmallKernel::inv, DType::float32, 1, 32, 1,
      "n 4-16: 3.1-3.5x at 16, 6.4-8.6x at 100,000; n 32, batch 20,000: 0.241 ms (getrfBatched path 2.853)"},
     {SmallKernel::inv, DType::float64, 1, 32, 1, "n 4-16: 2.9-3.2x at 16, 6.2-8.8x at 100,000"},
-    // The block Jacobi kernels take what the per-thread rows leave (n > 8 for eigh, n > 16 for svd),
-    // where they beat cuSOLVER (syevjBatched to n = 32, XsyevBatched above; gesvdjBatched to 32,
-    // gesvdj per matrix above). Measured on the H100 by bench/peers/linalg_crossover.py, library
-    // time over tessel's, at batches 1, 32 and 1024 (orders 24 to 128: linalg_crossover in
-    // bench/results/nvidia-h100-80gb-hbm3-2026-11-27.json) and 1024, 20,000 and 100,000 (orders
-    // 12 to 32: linalg_crossover_block_rows in nvidia-h100-80gb-hbm3-2026-11-28.json, a run with these
-    // rows widened to orders 9-32 and 17-32):
-    // - eigh loses at n = 32 (0.89-0.97x at every batch), in float64 at n = 16 (0.51-0.67x) and at
-    //   n >= 64 (0.2-0.6x): syevj's kernels are faster there.
-    // - svd wins from n = 48 at batch 32 (14-28x) and 1024 (63-434x float32, 71-294x float64),
-    //   and loses at batch 1 (0.5-1.0x); at n 17-32 it loses at 1024 (0.62-0.86x, but 1.27x in
-    //   float64 at n = 24) and wins at 20,000.
-    // max_n: 128 in float32; 112 in float64, where the matrix and its vectors (about 2 n^2
-    // doubles) still fit the H100's 227 KB of shared memory per block.
-    {SmallKernel::eigh_block, DType::float32, 9, 12, 1024, "n 12: 1.42x at 1024, 1.77x at 100,000"},
-    {SmallKernel::eigh_block, DType::float32, 13, 16, 20000, "n 16: 0.92x at 1024, 1.10x at 20,000, 1.14x at 100,000"},
-    {SmallKernel::eigh_block, DType::float32, 17, 24, 1024, "n 24: 1.36x at 1024, 1.78x at 100,000"},
-    {SmallKernel::eigh_block, DType::float64, 9, 12, 1024, "n 12: 1.29x at 1024, 1.42x at 100,000"},
-    {SmallKernel::eigh_block, DType::float64, 17, 24, 1024, "n 24: 1.42x at 1024, 1.43x at 100,000"},
+    // eigh_warp takes eigh from n = 9 to 32 (one-sided Jacobi, a column per lane), where it beats
+    // syevjBatched at every measured point; below 1024 matrices it was not measured. Measured on
+    // the H100 by bench/peers/linalg_crossover.py at orders 16, 24 and 32 and batches 1024, 20,000
+    // and 100,000 (linalg_crossover in bench/results/nvidia-h100-80gb-hbm3-2026-11-28.json),
+    // library time over tessel's.
+    {SmallKernel::eigh_warp, DType::float32, 9, 32, 1024,
+     "n 16, 24, 32: 1.62, 2.35, 3.21x at 1024; 4.10, 3.60, 3.08x at 20,000; 4.61, 3.68, 3.16x at 100,000"},
+    {SmallKernel::eigh_warp, DType::float64, 9, 32, 1024,
+     "n 16, 24, 32: 1.77, 2.24, 2.40x at 1024; 2.31, 2.64, 2.90x at 20,000; 2.29, 2.61, 2.87x at 100,000"},
+    // svd_block takes what the per-thread rows leave (n > 16), where it beats cuSOLVER
+    // (gesvdjBatched to n = 32, gesvdj per matrix above). Measured on the H100 by
+    // bench/peers/linalg_crossover.py, library time over tessel's, at batches 1, 32 and 1024
+    // (orders 24 to 128: linalg_crossover in bench/results/nvidia-h100-80gb-hbm3-2026-11-27.json) and
+    // 1024, 20,000 and 100,000 (orders 17 to 32: linalg_crossover_block_rows in
+    // nvidia-h100-80gb-hbm3-2026-11-28.json): it wins from n = 48 at batch 32 (14-28x) and 1024
+    // (63-434x float32, 71-294x float64), and loses at batch 1 (0.5-1.0x); at n 17-32 it loses at
+    // 1024 (0.62-0.86x, but 1.27x in float64 at n = 24) and wins at 20,000.
+    // max_n: 128 in float32; 112 in float64, where the matrix and V still fit the H100's 227 KB of
+    // shared memory per block.
     {SmallKernel::svd_block, DType::float32, 17, 32, 20000, "n 24, 32: 0.62-0.86x at 1024, 1.30-2.05x at 20,000"},
     {SmallKernel::svd_block, DType::float32, 33, 128, 32,
      "n 48, batch 32: 1.22 ms (gesvdj 34.6); n 128, batch 2000: 83.7 ms (PyTorch 5185, CuPy 18989)"},
     {SmallKernel::svd_block, DType::float64, 17, 24, 1024, "n 24: 1.27x at 1024, 2.41x at 20,000"},
     {SmallKernel::svd_block, DType::float64, 25, 32, 20000, "n 32: 0.86x at 1024, 1.19x at 20,000"},
     {SmallKernel::svd_block, DType::float64, 33, 112, 32, "n 48, batch 32: 1.82 ms (gesvdj 47.3)"},
-    {SmallKernel::eigh_warp, DType::float32, 9, 32, 1, "to be measured"},
-    {SmallKernel::eigh_warp, DType::float64, 9, 32, 1, "to be measured"},
 };
 
 constexpr int kMaxSweeps = 60;  // Jacobi sweeps; a converging matrix needs fewer than 15
@@ -91,7 +89,6 @@ const char* kind_name(SmallKernel kind) {
     case SmallKernel::eigh: return "jacobi_eigh";
     case SmallKernel::svd: return "jacobi_svd";
     case SmallKernel::inv: return "gauss_jordan_inv";
-    case SmallKernel::eigh_block: return "jacobi_eigh_block";
     case SmallKernel::svd_block: return "jacobi_svd_block";
     case SmallKernel::eigh_warp: return "jacobi_eigh_warp";
   }
@@ -140,7 +137,7 @@ void launch(SmallKernel kind, const LinalgBatch& p, bool upper, std::vector<void
 // kWaves waves of resident blocks (the teams grid-stride beyond).
 void launch_block(SmallKernel kind, const LinalgBatch& p, std::vector<void*> args, const Stream& stream,
                   std::int64_t team_bytes, const char* op) {
-  const int team = block_kernel_team(kind, p.dtype, p.n);
+  const int team = block_kernel_team(kind, p.n);
   const std::int64_t per_team = kind == SmallKernel::eigh_warp ? 32 / group_width(p.n) : 1;  // matrices
   const jit::Kernel k = kernel_for(small_kernel_request(kind, p.dtype, p.m, p.n, false), stream.device(), true);
   const std::int64_t limit = static_cast<std::int64_t>(device_properties(stream.device().index).shared_memory_per_block_optin);
@@ -188,18 +185,9 @@ bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p) {
   return false;
 }
 
-// Whether jacobi_eigh_block keeps V's rows in registers (its RegV): rows of at most 512 bytes
-// (128 floats, 64 doubles; 255 registers a thread at 128 floats, 256 threads a block, no
-// measurable spills in ptxas's report). Else V is in shared memory.
-bool eigh_register_vectors(DType dtype, std::int64_t n) { return (n + (n & 1)) * itemsize(dtype) <= 512; }
-
-int block_kernel_team(SmallKernel kind, DType dtype, std::int64_t n) {
+int block_kernel_team(SmallKernel kind, std::int64_t n) {
   if (n <= 32 || kind == SmallKernel::eigh_warp) return 32;
-  if (n <= 64) return 128;
-  if (kind == SmallKernel::svd_block) return 256;
-  // eigh: a thread per row of V in registers (up to 128 floats: 256 threads fit the register
-  // file), else more warps to hide the latency of V in shared memory.
-  return eigh_register_vectors(dtype, n) ? 256 : 512;
+  return n <= 64 ? 128 : 256;
 }
 
 std::int64_t block_kernel_bytes(SmallKernel kind, DType dtype, std::int64_t m, std::int64_t n, bool vectors) {
@@ -207,10 +195,6 @@ std::int64_t block_kernel_bytes(SmallKernel kind, DType dtype, std::int64_t m, s
   std::int64_t bytes = 0;
   if (kind == SmallKernel::eigh_warp) {  // jacobi_eigh_warp's: the warp's matrices, leading dimension n + 1
     bytes = t * (32 / group_width(n)) * n * (n + 1);
-  } else if (kind == SmallKernel::eigh_block) {  // jacobi_eigh_block's layout
-    const std::int64_t ne = n + (n & 1), h = ne / 2;
-    const bool shared_v = vectors && !eigh_register_vectors(dtype, n);
-    bytes = t * (ne * (ne + 1) * (shared_v ? 2 : 1) + 3 * h + 32) + 4 * (3 * h + ne);
   } else {  // jacobi_svd_block's
     bytes = t * (m * n + (vectors ? n * (n | 1) : 0) + n + 32) + 4 * (2 * n);
   }
@@ -220,10 +204,9 @@ std::int64_t block_kernel_bytes(SmallKernel kind, DType dtype, std::int64_t m, s
 bool small_jacobi_applies(SmallKernel kind, const LinalgBatch& p, bool vectors, Device device) {
   if (small_kernel_applies(kind, p)) return true;
   // eigh_warp's shared memory (at most 32 x 33 doubles a warp) fits every device
-  if (kind == SmallKernel::eigh && small_kernel_applies(SmallKernel::eigh_warp, p)) return true;
-  const SmallKernel block = kind == SmallKernel::eigh ? SmallKernel::eigh_block : SmallKernel::svd_block;
-  if (!small_kernel_applies(block, p)) return false;
-  const std::int64_t bytes = block_kernel_bytes(block, p.dtype, p.m, p.n, vectors);
+  if (kind == SmallKernel::eigh) return small_kernel_applies(SmallKernel::eigh_warp, p);
+  if (!small_kernel_applies(SmallKernel::svd_block, p)) return false;
+  const std::int64_t bytes = block_kernel_bytes(SmallKernel::svd_block, p.dtype, p.m, p.n, vectors);
   return bytes <= static_cast<std::int64_t>(device_properties(device.index).shared_memory_per_block_optin);
 }
 
@@ -241,13 +224,9 @@ jit::CompileRequest small_kernel_request(SmallKernel kind, DType dtype, std::int
     case SmallKernel::svd:
       r.name = fmt::format("tessel_linalg_small::jacobi_svd<{}, {}, {}>", t, m, n);
       break;
-    case SmallKernel::eigh_block:
-      r.name = fmt::format("tessel_linalg_small::jacobi_eigh_block<{}, {}, {}, {}>", t, n, block_kernel_team(kind, dtype, n),
-                           eigh_register_vectors(dtype, n) ? "true" : "false");
-      break;
     case SmallKernel::svd_block:
       r.name = fmt::format("tessel_linalg_small::jacobi_svd_block<{}, {}, {}, {}>", t, m, n,
-                           block_kernel_team(kind, dtype, n));
+                           block_kernel_team(kind, n));
       break;
     default:
       r.name = fmt::format("tessel_linalg_small::{}<{}, {}>", kind_name(kind), t, n);
@@ -283,12 +262,9 @@ void small_eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32
   if (small_kernel_applies(SmallKernel::eigh, p)) {
     return launch(SmallKernel::eigh, p, false, {&a, &w, &v, &sweeps, &info, &batch}, stream);
   }
-  if (small_kernel_applies(SmallKernel::eigh_warp, p)) {
-    return launch_block(SmallKernel::eigh_warp, p, {&a, &w, &v, &sweeps, &info, &batch}, stream,
-                        block_kernel_bytes(SmallKernel::eigh_warp, p.dtype, p.n, p.n, vectors), "eigh");
-  }
-  launch_block(SmallKernel::eigh_block, p, {&a, &w, &v, &sweeps, &info, &batch}, stream,
-               block_kernel_bytes(SmallKernel::eigh_block, p.dtype, p.n, p.n, vectors), "eigh");
+  if (p.n > 32) throw Error(fmt::format("eigh: internal error: the warp kernel takes n <= 32, got {}", p.n));
+  launch_block(SmallKernel::eigh_warp, p, {&a, &w, &v, &sweeps, &info, &batch}, stream,
+               block_kernel_bytes(SmallKernel::eigh_warp, p.dtype, p.n, p.n, vectors), "eigh");
 }
 
 void small_svd(const LinalgBatch& p, const void* a, void* s, void* u, void* vh, bool vectors, std::int32_t* info,

@@ -422,12 +422,11 @@ std::vector<double> symmetric(std::mt19937_64& rng, int n, Kind kind, double eps
   return a;
 }
 
-// Warp: jacobi_eigh_warp (Team 32, 32 / GroupWidth<N> matrices a warp; RegV unused), else
-// jacobi_eigh_block.
-template <class T, int N, int Team, bool RegV, bool Warp = false>
-void check_eigh_block(std::mt19937_64& rng, Kind kind, int teams, int batch) {
-  SCOPED_TRACE(::testing::Message() << (Warp ? "eigh_warp N " : "eigh_block N ") << N << " Team " << Team << " kind "
-                                    << static_cast<int>(kind) << (sizeof(T) == 4 ? " float" : " double"));
+// jacobi_eigh_warp on `warps` warps (32 / GroupWidth<N> matrices a warp).
+template <class T, int N>
+void check_eigh_warp(std::mt19937_64& rng, Kind kind, int warps, int batch) {
+  SCOPED_TRACE(::testing::Message() << "eigh_warp N " << N << " warps " << warps << " kind " << static_cast<int>(kind)
+                                    << (sizeof(T) == 4 ? " float" : " double"));
   const double eps = sizeof(T) == 4 ? 1.2e-7 : 2.3e-16;
   for (bool vectors : {true, false}) {
     std::vector<std::vector<double>> ref;
@@ -441,18 +440,12 @@ void check_eigh_block(std::mt19937_64& rng, Kind kind, int teams, int batch) {
     }
     std::vector<int> info(static_cast<std::size_t>(batch), -1);
     const tessel::DType dtype = sizeof(T) == 4 ? tessel::DType::float32 : tessel::DType::float64;
-    const SmallKernel kernel = Warp ? SmallKernel::eigh_warp : SmallKernel::eigh_block;
-    const long long bytes = block_kernel_bytes(kernel, dtype, N, N, vectors);
-    const std::string request = small_kernel_request(kernel, dtype, N, N, false).name;
-    if (!Warp) {
-      EXPECT_NE(request.find(RegV ? "true>" : "false>"), std::string::npos) << request;  // the layout's variant
-    }
-    run_teams<Team>(teams, bytes, [&] {
-      if constexpr (Warp) {
-        jacobi_eigh_warp<T, N>(a.data(), w.data(), vectors ? 1 : 0, 60, info.data(), batch, bytes);
-      } else {
-        jacobi_eigh_block<T, N, Team, RegV>(a.data(), w.data(), vectors ? 1 : 0, 60, info.data(), batch, bytes);
-      }
+    const long long bytes = block_kernel_bytes(SmallKernel::eigh_warp, dtype, N, N, vectors);
+    EXPECT_EQ(small_kernel_request(SmallKernel::eigh_warp, dtype, N, N, false).name,
+              std::string("tessel_linalg_small::jacobi_eigh_warp<") + (sizeof(T) == 4 ? "float" : "double") + ", " +
+                  std::to_string(N) + ">");
+    run_teams<32>(warps, bytes, [&] {
+      jacobi_eigh_warp<T, N>(a.data(), w.data(), vectors ? 1 : 0, 60, info.data(), batch, bytes);
     });
     for (int b = 0; b < batch; ++b) {
       const T* wb = w.data() + b * N;
@@ -579,31 +572,18 @@ void check_svd_block(std::mt19937_64& rng, Kind kind, int teams, int batch) {
   }
 }
 
-TEST(LinalgSmallKernelsOnHost, JacobiEighBlock) {
-  std::mt19937_64 rng(5);
-  for (Kind kind : {Kind::random, Kind::repeated, Kind::ill_conditioned, Kind::zero, Kind::nan, Kind::inf}) {
-    check_eigh_block<double, 17, 32, true>(rng, kind, 2, 3);  // a warp per matrix, two per block, uneven
-    check_eigh_block<float, 32, 32, true>(rng, kind, 1, 2);
-    check_eigh_block<double, 33, 64, true>(rng, kind, 1, 2);  // the block per matrix
-    check_eigh_block<float, 64, 64, true>(rng, kind, 1, 1);
-  }
-  check_eigh_block<double, 112, 64, false>(rng, Kind::random, 1, 1);     // V in shared memory
-  check_eigh_block<double, 112, 64, false>(rng, Kind::repeated, 1, 1);
-  check_eigh_block<float, 128, 128, true>(rng, Kind::ill_conditioned, 1, 1);  // V's rows in registers
-}
-
 TEST(LinalgSmallKernelsOnHost, JacobiEighWarp) {
   std::mt19937_64 rng(7);
   for (Kind kind : {Kind::random, Kind::repeated, Kind::ill_conditioned, Kind::zero, Kind::nan, Kind::inf}) {
-    check_eigh_block<double, 32, 32, true, true>(rng, kind, 2, 3);  // a matrix per warp, the last warp idle
-    check_eigh_block<float, 32, 32, true, true>(rng, kind, 1, 1);
-    check_eigh_block<double, 21, 32, true, true>(rng, kind, 1, 2);  // lanes 21-31 hold no column
-    check_eigh_block<float, 12, 32, true, true>(rng, kind, 1, 3);   // two matrices per warp, one idle group
-    check_eigh_block<double, 9, 32, true, true>(rng, kind, 2, 5);   // two per warp, two warps
+    check_eigh_warp<double, 32>(rng, kind, 2, 3);  // a matrix per warp, the last warp idle
+    check_eigh_warp<float, 32>(rng, kind, 1, 1);
+    check_eigh_warp<double, 21>(rng, kind, 1, 2);  // lanes 21-31 hold no column
+    check_eigh_warp<float, 12>(rng, kind, 1, 3);   // two matrices per warp, one idle group
+    check_eigh_warp<double, 9>(rng, kind, 2, 5);   // two per warp, two warps
   }
   // Many random matrices: no sweep cap, every pair converged (a single unlucky matrix would set info).
-  check_eigh_block<double, 16, 32, true, true>(rng, Kind::random, 4, 64);
-  check_eigh_block<float, 24, 32, true, true>(rng, Kind::random, 4, 32);
+  check_eigh_warp<double, 16>(rng, Kind::random, 4, 64);
+  check_eigh_warp<float, 24>(rng, Kind::random, 4, 32);
 }
 
 TEST(LinalgSmallKernelsOnHost, JacobiSvdBlock) {

@@ -267,9 +267,9 @@ TEST_P(LinalgTest, JacobiBlockOrders) {
   TESSEL_SEEDED_RNG(rng);
   for (std::int64_t n : {17, 32, 33, 64, 128}) {
     SCOPED_TRACE(fmt::format("n {}", n));
-    // Batches that reach the block kernels where the tuning table sends them (eigh at n 17-24 from
-    // 1024 matrices, svd at n >= 33 from 32; float64 svd at n 17-24 from 1024) and cuSOLVER
-    // elsewhere.
+    // Batches that reach tessel's team kernels where the tuning table sends them (eigh_warp at
+    // n 9-32 from 1024 matrices, svd_block at n >= 33 from 32; float64 svd at n 17-24 from 1024)
+    // and cuSOLVER elsewhere.
     const std::int64_t batch = n == 17 ? 1024 : 32;
     auto a = make_hermitian(host(random_matrices(rng, {batch, n, n}, dtype(), Device::cpu())), batch, n, false);
     std::fill(a.begin() + 2 * n * n, a.end(), cd(0.0));  // the last matrix is zero
@@ -551,8 +551,7 @@ TEST(LinalgSmallKernels, CompileForSm90) {
   using backend::cuda::SmallKernel;
   for (DType dtype : {DType::float32, DType::float64}) {
     for (SmallKernel kind : {SmallKernel::cholesky, SmallKernel::lu_solve, SmallKernel::eigh, SmallKernel::svd,
-                             SmallKernel::inv, SmallKernel::eigh_block, SmallKernel::svd_block,
-                             SmallKernel::eigh_warp}) {
+                             SmallKernel::inv, SmallKernel::svd_block, SmallKernel::eigh_warp}) {
       const auto rows = backend::cuda::small_kernel_rows(kind, dtype);
       ASSERT_FALSE(rows.empty());
       std::int64_t max_n = 0;
@@ -563,7 +562,7 @@ TEST(LinalgSmallKernels, CompileForSm90) {
       }
       std::vector<std::int64_t> orders{1, 3, std::min<std::int64_t>(8, max_n)};
       if (kind == SmallKernel::inv) orders.insert(orders.end(), {17, 32});  // one warp per matrix: cheap to compile
-      if (kind == SmallKernel::eigh_block || kind == SmallKernel::svd_block) {  // loops, not unrolled: cheap
+      if (kind == SmallKernel::svd_block) {  // loops, not unrolled: cheap
         orders = {17, 32, 33, 64, max_n};
       }
       if (kind == SmallKernel::eigh_warp) orders = {12, 32};  // both group widths below a warp and a warp
