@@ -575,6 +575,29 @@ def test_small_matrix_batches(device, rng, dtype, n):
             close(sv, np.linalg.svd(x.astype(np.float64), compute_uv=False), dtype, m)
 
 
+# Entries whose squares overflow (huge) or vanish (tiny) in the dtype: the results scale with the
+# input. 4096 matrices of 8 x 8, which on CUDA take tessel's per-thread kernels (they scale each
+# matrix by a power of two first).
+@pytest.mark.parametrize("magnitude", ["huge", "tiny"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_eigh_and_svd_of_huge_and_tiny_entries(device, rng, dtype, magnitude):
+    big = {"float32": 1e30, "float64": 1e200}[dtype]
+    scale = big if magnitude == "huge" else 1 / big
+    a = (hermitian(rng, (4096, 8, 8), "float64") * scale).astype(dtype)
+    g = (random_array(rng, (4096, 8, 8), "float64") * scale).astype(dtype)
+    a64, g64 = a.astype(np.float64) / scale, g.astype(np.float64) / scale
+    w, v = (np.asarray(t).astype(np.float64) for t in ts.linalg.eigh(on(device, a)))
+    w /= scale
+    close(w, np.linalg.eigvalsh(a64), dtype, 8, 10)
+    close(a64 @ v, v * w[..., None, :], dtype, 8, 10)
+    close(H(v) @ v, np.broadcast_to(np.eye(8), a.shape), dtype, 8)
+    u, sv, vh = (np.asarray(t).astype(np.float64) for t in ts.linalg.svd(on(device, g), full_matrices=False))
+    sv /= scale
+    close(sv, np.linalg.svd(g64, compute_uv=False), dtype, 8)
+    close((u * sv[..., None, :]) @ vh, g64, dtype, 8)
+    close(H(u) @ u, np.broadcast_to(np.eye(8), g.shape), dtype, 8)
+
+
 # ---- orders above the per-thread kernels, small batches: on CUDA the tuning table sends these to
 # cuSOLVER (tessel's team kernels take eigh from 1024 matrices of orders 9-32 and svd from 32 of
 # order >= 33, as src/backend/cuda/linalg_small.cpp's table says; tests/cpp/ops/linalg_test.cpp's

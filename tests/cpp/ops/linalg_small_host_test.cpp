@@ -341,7 +341,7 @@ TEST(LinalgSmallKernelsOnHost, JacobiSvdConvergesOnManyRandomMatrices) {
   EXPECT_EQ(svd_sweep_cap_hits<double>(rng, 10000), 0);
 }
 
-TEST(LinalgSmallKernelsOnHost, NonFiniteInputStopsAtTheSweepCap) {
+TEST(LinalgSmallKernelsOnHost, NonFiniteInputGivesInfoOne) {
   std::vector<double> a(16, 1.0), w(4), s(4), u(16), vh(16);
   a[5] = NAN;
   int info = 0;
@@ -395,7 +395,7 @@ std::vector<double> with_spectrum(const std::vector<double>& q, const std::vecto
   return a;
 }
 
-enum class Kind { random, repeated, ill_conditioned, zero, nan, inf };
+enum class Kind { random, repeated, ill_conditioned, zero, nan, inf, huge, tiny };
 
 // The eigenvalues of the repeated and ill-conditioned kinds.
 std::vector<double> spectrum(int n, Kind kind, double eps) {
@@ -410,10 +410,12 @@ std::vector<double> spectrum(int n, Kind kind, double eps) {
 // One symmetric test matrix of each kind (column-major, double).
 std::vector<double> symmetric(std::mt19937_64& rng, int n, Kind kind, double eps) {
   std::vector<double> a(static_cast<std::size_t>(n * n), 0.0);
-  if (kind == Kind::random || kind == Kind::nan || kind == Kind::inf) {
+  if (kind == Kind::random || kind == Kind::nan || kind == Kind::inf || kind == Kind::huge || kind == Kind::tiny) {
     const auto x = normal(rng, a.size());
+    // huge and tiny: the squares of the entries overflow or vanish in float (eps 1.2e-7) and double
+    const double scale = kind == Kind::huge ? (eps > 1e-10 ? 1e30 : 1e200) : kind == Kind::tiny ? (eps > 1e-10 ? 1e-30 : 1e-200) : 1.0;
     for (int j = 0; j < n; ++j)
-      for (int i = 0; i < n; ++i) a[i + j * n] = x[std::max(i, j) + std::min(i, j) * n];
+      for (int i = 0; i < n; ++i) a[i + j * n] = scale * x[std::max(i, j) + std::min(i, j) * n];
     if (kind == Kind::nan) a[(n - 1) + 2 * n] = NAN;  // in the lower triangle
     if (kind == Kind::inf) a[5 + 3 * n] = INFINITY;
   } else if (kind == Kind::repeated || kind == Kind::ill_conditioned) {
@@ -422,11 +424,12 @@ std::vector<double> symmetric(std::mt19937_64& rng, int n, Kind kind, double eps
   return a;
 }
 
-// jacobi_eigh_warp on `warps` warps (32 / GroupWidth<N> matrices a warp).
+// jacobi_eigh_warp on `warps` warps (32 / GroupWidth<N> matrices a warp), or (warps == 0) the
+// one-matrix-per-thread jacobi_eigh.
 template <class T, int N>
 void check_eigh_warp(std::mt19937_64& rng, Kind kind, int warps, int batch) {
-  SCOPED_TRACE(::testing::Message() << "eigh_warp N " << N << " warps " << warps << " kind " << static_cast<int>(kind)
-                                    << (sizeof(T) == 4 ? " float" : " double"));
+  SCOPED_TRACE(::testing::Message() << (warps ? "eigh_warp N " : "eigh N ") << N << " warps " << warps << " kind "
+                                    << static_cast<int>(kind) << (sizeof(T) == 4 ? " float" : " double"));
   const double eps = sizeof(T) == 4 ? 1.2e-7 : 2.3e-16;
   for (bool vectors : {true, false}) {
     std::vector<std::vector<double>> ref;
@@ -444,9 +447,13 @@ void check_eigh_warp(std::mt19937_64& rng, Kind kind, int warps, int batch) {
     EXPECT_EQ(small_kernel_request(SmallKernel::eigh_warp, dtype, N, N, false).name,
               std::string("tessel_linalg_small::jacobi_eigh_warp<") + (sizeof(T) == 4 ? "float" : "double") + ", " +
                   std::to_string(N) + ">");
-    run_teams<32>(warps, bytes, [&] {
-      jacobi_eigh_warp<T, N>(a.data(), w.data(), vectors ? 1 : 0, 60, info.data(), batch, bytes);
-    });
+    if (warps == 0) {
+      jacobi_eigh<T, N>(a.data(), w.data(), vectors ? 1 : 0, 60, info.data(), batch);
+    } else {
+      run_teams<32>(warps, bytes, [&] {
+        jacobi_eigh_warp<T, N>(a.data(), w.data(), vectors ? 1 : 0, 60, info.data(), batch, bytes);
+      });
+    }
     for (int b = 0; b < batch; ++b) {
       const T* wb = w.data() + b * N;
       const T* v = a.data() + b * N * N;
@@ -504,12 +511,18 @@ std::vector<double> general(std::mt19937_64& rng, int m, int n, Kind kind, doubl
   }
   if (kind == Kind::nan) a[3] = NAN;
   if (kind == Kind::inf) a[m + 1] = -INFINITY;
+  if (kind == Kind::huge || kind == Kind::tiny) {
+    const double scale = kind == Kind::huge ? (eps > 1e-10 ? 1e30 : 1e200) : (eps > 1e-10 ? 1e-30 : 1e-200);
+    for (double& x : a) x *= scale;
+  }
   return a;
 }
 
+// jacobi_svd_block on `teams` teams of Team threads, or (teams == 0) the one-matrix-per-thread
+// jacobi_svd.
 template <class T, int M, int N, int Team>
 void check_svd_block(std::mt19937_64& rng, Kind kind, int teams, int batch) {
-  SCOPED_TRACE(::testing::Message() << "svd_block " << M << "x" << N << " Team " << Team << " kind "
+  SCOPED_TRACE(::testing::Message() << (teams ? "svd_block " : "svd ") << M << "x" << N << " Team " << Team << " kind "
                                     << static_cast<int>(kind) << (sizeof(T) == 4 ? " float" : " double"));
   const double eps = sizeof(T) == 4 ? 1.2e-7 : 2.3e-16;
   for (bool vectors : {true, false}) {
@@ -525,10 +538,14 @@ void check_svd_block(std::mt19937_64& rng, Kind kind, int teams, int batch) {
     const long long bytes = block_kernel_bytes(SmallKernel::svd_block, sizeof(T) == 4 ? tessel::DType::float32
                                                                                       : tessel::DType::float64,
                                                M, N, vectors);
-    run_teams<Team>(teams, bytes, [&] {
-      jacobi_svd_block<T, M, N, Team>(a.data(), s.data(), u.data(), vh.data(), vectors ? 1 : 0, 60, info.data(), batch,
-                                      bytes);
-    });
+    if (teams == 0) {
+      jacobi_svd<T, M, N>(a.data(), s.data(), u.data(), vh.data(), vectors ? 1 : 0, 60, info.data(), batch);
+    } else {
+      run_teams<Team>(teams, bytes, [&] {
+        jacobi_svd_block<T, M, N, Team>(a.data(), s.data(), u.data(), vh.data(), vectors ? 1 : 0, 60, info.data(),
+                                        batch, bytes);
+      });
+    }
     EXPECT_EQ(std::memcmp(a.data(), a0.data(), a.size() * sizeof(T)), 0);  // read only
     for (int b = 0; b < batch; ++b) {
       const T* sb = s.data() + b * N;
@@ -572,9 +589,21 @@ void check_svd_block(std::mt19937_64& rng, Kind kind, int teams, int batch) {
   }
 }
 
+TEST(LinalgSmallKernelsOnHost, JacobiEighEveryKind) {
+  std::mt19937_64 rng(8);
+  for (Kind kind : {Kind::random, Kind::repeated, Kind::ill_conditioned, Kind::zero, Kind::nan, Kind::inf, Kind::huge,
+                    Kind::tiny}) {
+    check_eigh_warp<float, 8>(rng, kind, 0, 200);
+    check_eigh_warp<double, 8>(rng, kind, 0, 200);
+    check_eigh_warp<float, 6>(rng, kind, 0, 50);
+    check_eigh_warp<double, 7>(rng, kind, 0, 50);
+  }
+}
+
 TEST(LinalgSmallKernelsOnHost, JacobiEighWarp) {
   std::mt19937_64 rng(7);
-  for (Kind kind : {Kind::random, Kind::repeated, Kind::ill_conditioned, Kind::zero, Kind::nan, Kind::inf}) {
+  for (Kind kind : {Kind::random, Kind::repeated, Kind::ill_conditioned, Kind::zero, Kind::nan, Kind::inf, Kind::huge,
+                    Kind::tiny}) {
     check_eigh_warp<double, 32>(rng, kind, 2, 3);  // a matrix per warp, the last warp idle
     check_eigh_warp<float, 32>(rng, kind, 1, 1);
     check_eigh_warp<double, 21>(rng, kind, 1, 2);  // lanes 21-31 hold no column
@@ -584,6 +613,16 @@ TEST(LinalgSmallKernelsOnHost, JacobiEighWarp) {
   // Many random matrices: no sweep cap, every pair converged (a single unlucky matrix would set info).
   check_eigh_warp<double, 16>(rng, Kind::random, 4, 64);
   check_eigh_warp<float, 24>(rng, Kind::random, 4, 32);
+}
+
+TEST(LinalgSmallKernelsOnHost, JacobiSvdEveryKind) {
+  std::mt19937_64 rng(9);
+  for (Kind kind : {Kind::random, Kind::repeated, Kind::ill_conditioned, Kind::zero, Kind::nan, Kind::inf, Kind::huge,
+                    Kind::tiny}) {
+    check_svd_block<float, 8, 8, 32>(rng, kind, 0, 50);
+    check_svd_block<double, 11, 8, 32>(rng, kind, 0, 50);
+    check_svd_block<double, 16, 16, 32>(rng, kind, 0, 10);
+  }
 }
 
 TEST(LinalgSmallKernelsOnHost, JacobiSvdBlock) {

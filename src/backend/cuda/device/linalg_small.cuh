@@ -34,6 +34,18 @@ TESSEL_SMALL float epsilon<float>() { return 1.1920929e-07f; }
 template <>
 TESSEL_SMALL double epsilon<double>() { return 2.220446049250313e-16; }
 
+template <class T>
+TESSEL_SMALL T nan_max(T a, T b) {  // NaN wins
+  return (a > b || a != a) ? a : b;
+}
+template <class T>
+TESSEL_SMALL T quiet_nan_of() {
+  return T(0) * (T(1) / T(0));
+}
+template <class T>
+TESSEL_SMALL bool finite_of(T x) {
+  return x - x == T(0);  // NaN - NaN and Inf - Inf are NaN
+}
 // A grid-stride loop over matrices.
 #define TESSEL_FOR_EACH_MATRIX(b, batch)                                                            \
   for (long long b = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; b < (batch); \
@@ -323,53 +335,91 @@ TESSEL_SMALL void rotate_columns(T (&x)[Rows * Cols], int p, int q, T c, T s) {
 
 // ---- Jacobi eigh (cyclic, real symmetric, lower triangle read) ----
 // w: N ascending eigenvalues; the eigenvectors (columns) replace a when `vectors`.
+// Only the upper triangle of the working copy is kept (s(i, j), i <= j, at i + j * N; the other
+// entries of the array are never touched, so they take no registers): a rotation of the pair
+// (p, q) moves the N - 2 pairs (a_kp, a_kq), k != p, q, and sets a_pp -= t a_pq, a_qq += t a_pq,
+// a_pq = 0 (Rutishauser), about half the work of rotating full columns and rows. The matrix is
+// first scaled by a power of two (exact) so that max|a| is in [0.5, 1): the sum of squares behind
+// the convergence test can neither overflow nor vanish. A pair is skipped while
+// |a_pq| <= eps sqrt(|a_pp| |a_qq|) (the relative test of Demmel and Veselic); the iteration ends
+// when the off-diagonal part is below eps times the whole (in squares: eps^2 ||A||_F^2) or a
+// sweep skips every pair. NaN or Inf input: every output NaN, info 1.
+template <class T, int N>
+TESSEL_SMALL T& upper_of(T (&s)[N * N], int i, int j) {  // i, j compile-time after unrolling
+  return i <= j ? s[i + j * N] : s[j + i * N];
+}
+
 template <class T, int N>
 __global__ void jacobi_eigh(T* __restrict__ a, T* __restrict__ w, int vectors, int max_sweeps, int* __restrict__ info,
                             long long batch) {
   TESSEL_FOR_EACH_MATRIX(b, batch) {
     T* m = a + b * N * N;
     T s[N * N], v[N * N];
+    T amax = T(0);
     TESSEL_UNROLL
     for (int j = 0; j < N; ++j)
       TESSEL_UNROLL
       for (int i = j; i < N; ++i) {
-        const T x = m[i + j * N];
-        s[i + j * N] = x;
+        const T x = m[i + j * N];  // (i, j) of the lower triangle is (j, i) of the upper
         s[j + i * N] = x;
+        amax = nan_max(amax, abs_of(x));
       }
+    const bool finite = finite_of(amax);
+    int exponent = 0;
+    if (finite && amax > T(0)) {
+      frexp(amax, &exponent);
+      const T scale = ldexp(T(1), -exponent);
+      TESSEL_UNROLL
+      for (int j = 0; j < N; ++j)
+        TESSEL_UNROLL
+        for (int i = 0; i <= j; ++i) s[i + j * N] *= scale;
+    }
     TESSEL_UNROLL
     for (int e = 0; e < N * N; ++e) v[e] = (e % (N + 1) == 0) ? T(1) : T(0);
     T total = T(0);
     TESSEL_UNROLL
-    for (int e = 0; e < N * N; ++e) total += s[e] * s[e];
+    for (int j = 0; j < N; ++j)
+      TESSEL_UNROLL
+      for (int i = 0; i <= j; ++i) total += (i == j ? T(1) : T(2)) * s[i + j * N] * s[i + j * N];
     const T tolerance = epsilon<T>() * epsilon<T>() * total;
     int converged = 0;
-    for (int sweep = 0; sweep < max_sweeps; ++sweep) {
+    for (int sweep = 0; finite && sweep < max_sweeps; ++sweep) {
       T off = T(0);
       TESSEL_UNROLL
       for (int q = 1; q < N; ++q)
         TESSEL_UNROLL
         for (int p = 0; p < q; ++p) off += s[p + q * N] * s[p + q * N];
-      if (off <= tolerance) {  // false for NaN: the sweep cap ends it
+      if (off <= tolerance) {
         converged = 1;
         break;
       }
+      bool rotated = false;
       TESSEL_UNROLL
       for (int q = 1; q < N; ++q)
         TESSEL_UNROLL
         for (int p = 0; p < q; ++p) {
-          const T apq = s[p + q * N];
-          if (apq == T(0)) continue;
+          const T apq = s[p + q * N], app = s[p + p * N], aqq = s[q + q * N];
+          if (apq * apq <= epsilon<T>() * epsilon<T>() * abs_of(app * aqq)) continue;  // squared: no sqrt
+          rotated = true;
           T c, sn, t;
-          jacobi_rotation(s[p + p * N], s[q + q * N], apq, c, sn, t);
-          rotate_columns<T, N, N>(s, p, q, c, sn);  // columns p and q, then rows (symmetric)
+          jacobi_rotation(app, aqq, apq, c, sn, t);
           TESSEL_UNROLL
-          for (int k = 0; k < N; ++k) rotate_pair(s[p + k * N], s[q + k * N], c, sn);
+          for (int k = 0; k < N; ++k) {
+            if (k != p && k != q) rotate_pair(upper_of<T, N>(s, k, p), upper_of<T, N>(s, k, q), c, sn);
+          }
+          s[p + p * N] = app - t * apq;
+          s[q + q * N] = aqq + t * apq;
+          s[p + q * N] = T(0);
           rotate_columns<T, N, N>(v, p, q, c, sn);
         }
+      if (!rotated) {  // every pair below the relative test: off may still exceed the tolerance
+        converged = 1;
+        break;
+      }
     }
     info[b] = converged ? 0 : 1;
     // Ascending order: each eigenvalue's rank (ties by index) is where it and its vector go.
+    const T nan = quiet_nan_of<T>();
     TESSEL_UNROLL
     for (int i = 0; i < N; ++i) {
       const T wi = s[i + i * N];
@@ -379,10 +429,11 @@ __global__ void jacobi_eigh(T* __restrict__ a, T* __restrict__ w, int vectors, i
         const T wj = s[j + j * N];
         rank += (wj < wi || (wj == wi && j < i)) ? 1 : 0;
       }
-      w[b * N + rank] = wi;
+      if (!finite) rank = i;
+      w[b * N + rank] = finite ? ldexp(wi, exponent) : nan;
       if (vectors) {
         TESSEL_UNROLL
-        for (int k = 0; k < N; ++k) m[k + rank * N] = v[k + i * N];
+        for (int k = 0; k < N; ++k) m[k + rank * N] = finite ? v[k + i * N] : nan;
       }
     }
   }
@@ -396,12 +447,27 @@ __global__ void jacobi_svd(const T* __restrict__ a, T* __restrict__ s, T* __rest
   TESSEL_FOR_EACH_MATRIX(b, batch) {
     const T* m = a + b * M * N;
     T x[M * N], v[N * N];
+    T amax = T(0);
     TESSEL_UNROLL
-    for (int e = 0; e < M * N; ++e) x[e] = m[e];
+    for (int e = 0; e < M * N; ++e) {
+      x[e] = m[e];
+      amax = nan_max(amax, abs_of(x[e]));
+    }
+    // Scaled by a power of two (exact) so that max|a| is in [0.5, 1): the sums of squares can
+    // neither overflow nor vanish (jacobi_svd_block does the same).
+    // NaN or Inf input: no sweeps, every output NaN, info 1.
+    const bool finite = finite_of(amax);
+    int exponent = 0;
+    if (finite && amax > T(0)) {
+      frexp(amax, &exponent);
+      const T scale = ldexp(T(1), -exponent);
+      TESSEL_UNROLL
+      for (int e = 0; e < M * N; ++e) x[e] *= scale;
+    }
     TESSEL_UNROLL
     for (int e = 0; e < N * N; ++e) v[e] = (e % (N + 1) == 0) ? T(1) : T(0);
     int converged = 0;
-    for (int sweep = 0; sweep < max_sweeps; ++sweep) {
+    for (int sweep = 0; finite && sweep < max_sweeps; ++sweep) {
       int rotated = 0;
       TESSEL_UNROLL
       for (int q = 1; q < N; ++q)
@@ -441,8 +507,10 @@ __global__ void jacobi_svd(const T* __restrict__ a, T* __restrict__ s, T* __rest
       sigma[j] = sqrt_of(n2);
     }
     if (vectors) {
-      // U's columns: x's columns normalized; a zero column is completed with the first unit
-      // vector that is independent of the other columns (Gram-Schmidt against them).
+      // U's columns: x's columns normalized; a zero column is completed with the unit vector e_c
+      // with the largest part orthogonal to the finished columns (the first above 1/2; with k
+      // columns missing, some e_c has at least k / M of it, so the last has at least 1 / M),
+      // orthogonalized twice (classical Gram-Schmidt), as in jacobi_svd_block.
       TESSEL_UNROLL
       for (int j = 0; j < N; ++j) {
         if (sigma[j] > T(0)) {
@@ -452,45 +520,64 @@ __global__ void jacobi_svd(const T* __restrict__ a, T* __restrict__ s, T* __rest
       }
       TESSEL_UNROLL
       for (int j = 0; j < N; ++j) {
-        if (sigma[j] > T(0)) continue;
-        for (int candidate = 0; candidate < M; ++candidate) {
-          T col[M];
-          TESSEL_UNROLL
-          for (int k = 0; k < M; ++k) col[k] = k == candidate ? T(1) : T(0);
+        if (sigma[j] > T(0) || !finite) continue;
+        // finished: normalized columns, and completed ones before j
+        auto finished = [&](int i) { return i != j && (sigma[i] > T(0) || i < j); };
+        T best = T(-1);
+        int best_candidate = 0;
+        for (int tries = 0; tries < M && !(best > T(0.5)); ++tries) {
+          const int candidate = (j + tries) % M;  // e_j first: for a zero matrix, U = I
+          T n2 = T(1);  // |e_c - sum_i (x_i . e_c) x_i|^2 = 1 - sum_i x_i[c]^2 for orthonormal x_i
           TESSEL_UNROLL
           for (int i = 0; i < N; ++i) {
-            if (i == j || !(sigma[i] > T(0) || i < j)) continue;  // normalized or completed columns
+            if (!finished(i)) continue;
+            T xc = T(0);
+            TESSEL_UNROLL
+            for (int k = 0; k < M; ++k) xc = k == candidate ? x[k + i * M] : xc;
+            n2 -= xc * xc;
+          }
+          if (n2 > best) {
+            best = n2;
+            best_candidate = candidate;
+          }
+        }
+        T col[M];
+        TESSEL_UNROLL
+        for (int k = 0; k < M; ++k) col[k] = k == best_candidate ? T(1) : T(0);
+        for (int pass = 0; pass < 2; ++pass) {
+          TESSEL_UNROLL
+          for (int i = 0; i < N; ++i) {
+            if (!finished(i)) continue;
             T dot = T(0);
             TESSEL_UNROLL
             for (int k = 0; k < M; ++k) dot += x[k + i * M] * col[k];
             TESSEL_UNROLL
             for (int k = 0; k < M; ++k) col[k] -= dot * x[k + i * M];
           }
-          T n2 = T(0);
-          TESSEL_UNROLL
-          for (int k = 0; k < M; ++k) n2 += col[k] * col[k];
-          if (n2 > T(0.25)) {
-            const T r = T(1) / sqrt_of(n2);
-            TESSEL_UNROLL
-            for (int k = 0; k < M; ++k) x[k + j * M] = col[k] * r;
-            break;
-          }
         }
+        T n2 = T(0);
+        TESSEL_UNROLL
+        for (int k = 0; k < M; ++k) n2 += col[k] * col[k];
+        const T r = T(1) / sqrt_of(n2);
+        TESSEL_UNROLL
+        for (int k = 0; k < M; ++k) x[k + j * M] = col[k] * r;
       }
     }
     // Descending order by rank (ties by index).
+    const T nan = quiet_nan_of<T>();
     TESSEL_UNROLL
     for (int i = 0; i < N; ++i) {
       int rank = 0;
       TESSEL_UNROLL
       for (int j = 0; j < N; ++j) rank += (sigma[j] > sigma[i] || (sigma[j] == sigma[i] && j < i)) ? 1 : 0;
-      s[b * N + rank] = sigma[i];
+      if (!finite) rank = i;
+      s[b * N + rank] = finite ? ldexp(sigma[i], exponent) : nan;
       if (vectors) {
         TESSEL_UNROLL
-        for (int k = 0; k < M; ++k) u[b * M * N + k + rank * M] = x[k + i * M];
+        for (int k = 0; k < M; ++k) u[b * M * N + k + rank * M] = finite ? x[k + i * M] : nan;
         // Vh(rank, k) = V(k, i); Vh is N x N column-major.
         TESSEL_UNROLL
-        for (int k = 0; k < N; ++k) vh[b * N * N + rank + k * N] = v[k + i * N];
+        for (int k = 0; k < N; ++k) vh[b * N * N + rank + k * N] = finite ? v[k + i * N] : nan;
       }
     }
   }
@@ -499,8 +586,9 @@ __global__ void jacobi_svd(const T* __restrict__ a, T* __restrict__ s, T* __rest
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__) || defined(TESSEL_SMALL_HOST_TEAMS)
 // ---- block kernels: a team of threads per matrix, the matrix in dynamic shared memory ----
 // jacobi_svd_block, for orders above the one-matrix-per-thread kernel (n > 16; linalg_small.cpp
-// chooses Team by the order), and jacobi_eigh_warp (a group of lanes per matrix, n <= 32). Team == 32: a warp per matrix, blockDim / 32 matrices per block, synchronized by
-// __syncwarp; otherwise Team == blockDim: one matrix per block. Each team's shared memory is
+// chooses Team by the order), and jacobi_eigh_warp (a group of lanes per matrix, n <= 32).
+// Team == 32: a warp per matrix, blockDim / 32 matrices per block, synchronized by __syncwarp;
+// otherwise Team == blockDim: one matrix per block. Each team's shared memory is
 // `team_bytes` (linalg_small.cpp's block_kernel_bytes, the layouts below). The batch loop is
 // uniform per team.
 //
@@ -514,18 +602,6 @@ __global__ void jacobi_svd(const T* __restrict__ a, T* __restrict__ s, T* __rest
 TESSEL_SMALL int rr_p(int k, int r, int ne) { return k == 0 ? 0 : 1 + (k - 1 + r) % (ne - 1); }
 TESSEL_SMALL int rr_q(int k, int r, int ne) { return 1 + (ne - 2 - k + r) % (ne - 1); }
 
-template <class T>
-TESSEL_SMALL T nan_max(T a, T b) {  // NaN wins
-  return (a > b || a != a) ? a : b;
-}
-template <class T>
-TESSEL_SMALL T quiet_nan_of() {
-  return T(0) * (T(1) / T(0));
-}
-template <class T>
-TESSEL_SMALL bool finite_of(T x) {
-  return x - x == T(0);  // NaN - NaN and Inf - Inf are NaN
-}
 // Whether (a, i) sorts before (b, j): by value, ties by index.
 template <class T>
 TESSEL_SMALL bool ranks_before(T a, int i, T b, int j, bool descending) {
