@@ -46,6 +46,15 @@ template <class T>
 TESSEL_SMALL bool finite_of(T x) {
   return x - x == T(0);  // NaN - NaN and Inf - Inf are NaN
 }
+// The exponent e with max|a| 2^-e in [0.5, 1), 0 for a zero or non-finite max|a|: the Jacobi
+// kernels scale a matrix by 2^-e (exact) so that sums of squares can neither overflow nor vanish.
+template <class T>
+TESSEL_SMALL int scale_exponent(T amax) {
+  int e = 0;
+  if (finite_of(amax) && amax > T(0)) frexp(amax, &e);
+  return e;
+}
+
 // A grid-stride loop over matrices.
 #define TESSEL_FOR_EACH_MATRIX(b, batch)                                                            \
   for (long long b = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; b < (batch); \
@@ -365,15 +374,12 @@ __global__ void jacobi_eigh(T* __restrict__ a, T* __restrict__ w, int vectors, i
         amax = nan_max(amax, abs_of(x));
       }
     const bool finite = finite_of(amax);
-    int exponent = 0;
-    if (finite && amax > T(0)) {
-      frexp(amax, &exponent);
-      const T scale = ldexp(T(1), -exponent);
+    const int exponent = scale_exponent(amax);
+    const T scale = ldexp(T(1), -exponent);
+    TESSEL_UNROLL
+    for (int j = 0; j < N; ++j)
       TESSEL_UNROLL
-      for (int j = 0; j < N; ++j)
-        TESSEL_UNROLL
-        for (int i = 0; i <= j; ++i) s[i + j * N] *= scale;
-    }
+      for (int i = 0; i <= j; ++i) s[i + j * N] *= scale;
     TESSEL_UNROLL
     for (int e = 0; e < N * N; ++e) v[e] = (e % (N + 1) == 0) ? T(1) : T(0);
     T total = T(0);
@@ -457,13 +463,10 @@ __global__ void jacobi_svd(const T* __restrict__ a, T* __restrict__ s, T* __rest
     // neither overflow nor vanish (jacobi_svd_block does the same).
     // NaN or Inf input: no sweeps, every output NaN, info 1.
     const bool finite = finite_of(amax);
-    int exponent = 0;
-    if (finite && amax > T(0)) {
-      frexp(amax, &exponent);
-      const T scale = ldexp(T(1), -exponent);
-      TESSEL_UNROLL
-      for (int e = 0; e < M * N; ++e) x[e] *= scale;
-    }
+    const int exponent = scale_exponent(amax);
+    const T scale = ldexp(T(1), -exponent);
+    TESSEL_UNROLL
+    for (int e = 0; e < M * N; ++e) x[e] *= scale;
     TESSEL_UNROLL
     for (int e = 0; e < N * N; ++e) v[e] = (e % (N + 1) == 0) ? T(1) : T(0);
     int converged = 0;
@@ -693,12 +696,9 @@ __global__ void jacobi_svd_block(const T* __restrict__ a, T* __restrict__ s, T* 
     }
     amax = team_reduce<T, Team, true>(amax, scratch);
     const bool finite = finite_of(amax);
-    int exponent = 0;
-    if (finite && amax > T(0)) {
-      frexp(amax, &exponent);
-      const T scale = ldexp(T(1), -exponent);
-      for (int e = lane; e < M * N; e += Team) X[e] *= scale;
-    }
+    const int exponent = scale_exponent(amax);
+    const T scale = ldexp(T(1), -exponent);
+    for (int e = lane; e < M * N; e += Team) X[e] *= scale;
     team_sync<Team>();
     const T tol = sqrt_of(T(M)) * epsilon<T>();
     int converged = 0;
@@ -900,15 +900,11 @@ __global__ void jacobi_eigh_warp(T* __restrict__ a, T* __restrict__ w, int vecto
     amax = group_max<W>(amax);
     const bool finite = finite_of(amax);
     T colsum = T(0);
-    if (finite && amax > T(0)) {
-      int exponent = 0;
-      frexp(amax, &exponent);
-      const T scale = ldexp(T(1), -exponent);
-      TESSEL_UNROLL
-      for (int i = 0; i < N; ++i) {
-        x[i] *= scale;
-        colsum += abs_of(x[i]);
-      }
+    const T scale = ldexp(T(1), -scale_exponent(amax));
+    TESSEL_UNROLL
+    for (int i = 0; i < N; ++i) {
+      x[i] *= scale;
+      colsum += abs_of(x[i]);
     }
     if (!finite) {
       TESSEL_UNROLL
