@@ -916,7 +916,7 @@ __global__ void jacobi_eigh_warp(T* __restrict__ a, T* __restrict__ w, int vecto
     for (int i = 0; i < N; ++i) {
       if (owner && i == j) x[i] += sigma;
     }
-    const T tol = sqrt_of(T(N)) * epsilon<T>();
+    const T tol2 = T(N) * epsilon<T>() * epsilon<T>();  // the test squared: no square roots in the rounds
     int rotated = 0;
     for (int sweep = 0; sweep < max_sweeps; ++sweep) {
       T nrm = T(0);
@@ -938,7 +938,7 @@ __global__ void jacobi_eigh_warp(T* __restrict__ a, T* __restrict__ w, int vecto
         const T other = __shfl_xor_sync(0xffffffffu, nrm, r);
         const bool low = j < (j ^ r);  // the pair's p; its partner is q
         const T alpha = low ? nrm : other, beta = low ? other : nrm;
-        if (abs_of(gamma) > tol * sqrt_of(alpha) * sqrt_of(beta)) {
+        if (gamma * gamma > tol2 * alpha * beta) {
           T c, s, t;
           jacobi_rotation(alpha, beta, gamma, c, s, t);
           if (low) {  // b_p <- c b_p - s b_q
