@@ -341,6 +341,24 @@ TEST(LinalgSmallKernelsOnHost, JacobiSvdConvergesOnManyRandomMatrices) {
   EXPECT_EQ(svd_sweep_cap_hits<double>(rng, 10000), 0);
 }
 
+// Symmetric random matrices (lower triangle read) of order 8: how many end at the sweep cap.
+template <class T>
+int eigh_sweep_cap_hits(std::mt19937_64& rng, int batch) {
+  constexpr int N = 8;
+  std::normal_distribution<double> g;
+  std::vector<T> a(static_cast<std::size_t>(batch) * N * N), w(static_cast<std::size_t>(batch) * N);
+  for (T& v : a) v = static_cast<T>(g(rng));
+  std::vector<int> info(static_cast<std::size_t>(batch), -1);
+  jacobi_eigh<T, N>(a.data(), w.data(), 0, 60, info.data(), batch);
+  return static_cast<int>(std::count_if(info.begin(), info.end(), [](int i) { return i != 0; }));
+}
+
+TEST(LinalgSmallKernelsOnHost, JacobiEighConvergesOnManyRandomMatrices) {
+  std::mt19937_64 rng(12);
+  EXPECT_EQ(eigh_sweep_cap_hits<float>(rng, 20000), 0);
+  EXPECT_EQ(eigh_sweep_cap_hits<double>(rng, 20000), 0);
+}
+
 TEST(LinalgSmallKernelsOnHost, NonFiniteInputGivesInfoOne) {
   std::vector<double> a(16, 1.0), w(4), s(4), u(16), vh(16);
   a[5] = NAN;
