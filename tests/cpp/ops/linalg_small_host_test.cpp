@@ -36,6 +36,10 @@ struct alignas(16) double2 {
 };
 inline float sqrtf(float x) { return std::sqrt(x); }
 inline float fabsf(float x) { return std::fabs(x); }
+// The device's estimates, exact here (the kernels' results must not depend on which).
+inline float __fdividef(float x, float y) { return x / y; }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 using std::fabs;
 using std::frexp;
 using std::ldexp;
