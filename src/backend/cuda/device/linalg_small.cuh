@@ -943,10 +943,15 @@ __global__ void jacobi_eigh_warp(T* __restrict__ a, T* __restrict__ w, int vecto
     }
     const T tol2 = T(N) * epsilon<T>() * epsilon<T>();  // the test squared: no square roots in the rounds
     int rotated = 0;
+    // Within a sweep the lane's column is b_j = d x_j: a rotation b_p <- c (b_p - t b_q),
+    // b_q <- c (b_q + t b_p) is one multiply-add per entry on x with the scale c folded into d
+    // (d_p <- c d_p), instead of two; d only shrinks by c >= 1 / sqrt(2) a rotation, and each
+    // sweep starts from d = 1. nrm is |b_j|^2 (Rutishauser's update in the rounds).
     for (int sweep = 0; sweep < max_sweeps; ++sweep) {
       T nrm = T(0);
       TESSEL_UNROLL
       for (int i = 0; i < N; ++i) nrm += x[i] * x[i];
+      T d = T(1);
       rotated = 0;
       for (int r = 1; r < W; ++r) {
         T y[N];
@@ -959,25 +964,24 @@ __global__ void jacobi_eigh_warp(T* __restrict__ a, T* __restrict__ w, int vecto
           if (i % 4 == 2) g2 += x[i] * y[i];
           if (i % 4 == 3) g3 += x[i] * y[i];
         }
-        const T gamma = (g0 + g1) + (g2 + g3);
+        const T dq = __shfl_xor_sync(0xffffffffu, d, r);  // the partner's scale
+        const T gamma = ((g0 + g1) + (g2 + g3)) * (d * dq);  // b_p . b_q, the same on both lanes
         const T other = __shfl_xor_sync(0xffffffffu, nrm, r);
         const bool low = j < (j ^ r);  // the pair's p; its partner is q
         const T alpha = low ? nrm : other, beta = low ? other : nrm;
         if (gamma * gamma > tol2 * alpha * beta) {
           T c, s, t;
-          jacobi_rotation(alpha, beta, gamma, c, s, t);
-          if (low) {  // b_p <- c b_p - s b_q
-            TESSEL_UNROLL
-            for (int i = 0; i < N; ++i) x[i] = c * x[i] - s * y[i];
-            nrm = alpha - t * gamma;
-          } else {  // b_q <- s b_p + c b_q
-            TESSEL_UNROLL
-            for (int i = 0; i < N; ++i) x[i] = s * y[i] + c * x[i];
-            nrm = beta + t * gamma;
-          }
+          jacobi_rotation_fast(alpha, beta, gamma, c, s, t);
+          const T f = (low ? -t : t) * dq / d;  // p: x_p - t (d_q / d_p) x_q; q: x_q + t (d_p / d_q) x_p
+          TESSEL_UNROLL
+          for (int i = 0; i < N; ++i) x[i] += f * y[i];
+          d *= c;
+          nrm = low ? alpha - t * gamma : beta + t * gamma;
           rotated = 1;
         }
       }
+      TESSEL_UNROLL
+      for (int i = 0; i < N; ++i) x[i] *= d;  // b = d x: the next sweep starts from d = 1
       if (!__any_sync(0xffffffffu, rotated)) break;
     }
     const int unconverged = group_or<W>(rotated);
