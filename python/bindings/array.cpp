@@ -265,6 +265,25 @@ void register_array(nb::module_& m) {
   }, "x"_a, "return_counts"_a = false);
 
   // ---- creation ----
+  // full's and full_like's fill_value: a Python scalar, or, as NumPy takes them, a 0-d array (a
+  // tessel or NumPy one, or a NumPy scalar), whose value fills and whose dtype is full's default.
+  const auto fill_scalar = [](nb::handle fill_value, const char* op, std::optional<DType>* array_dtype) {
+    Scalar s;
+    if (to_scalar(fill_value, s)) return s;
+    if (nb::hasattr(fill_value, "ndim") && nb::hasattr(fill_value, "item") && nb::hasattr(fill_value, "dtype")) {
+      const auto ndim = nb::cast<std::int64_t>(fill_value.attr("ndim"));
+      if (ndim != 0) {
+        throw nb::type_error((std::string(op) + ": fill_value must be a Python scalar or a 0-d array, got an array of " +
+                              std::to_string(ndim) + " dimensions").c_str());
+      }
+      if (to_scalar(fill_value.attr("item")(), s)) {
+        if (array_dtype != nullptr) *array_dtype = to_dtype(fill_value.attr("dtype"));
+        return s;
+      }
+    }
+    throw nb::type_error((std::string(op) + ": fill_value must be a Python bool, int, float or complex, or a 0-d "
+                          "array; got " + nb::cast<std::string>(nb::str(fill_value.type().attr("__name__")))).c_str());
+  };
   m.def("empty", [](nb::handle shape, nb::handle dtype, nb::handle device) {
     return empty(to_shape(shape), to_optional_dtype(dtype).value_or(DType::float32), to_device_or_default(device));
   }, "shape"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
@@ -274,10 +293,11 @@ void register_array(nb::module_& m) {
   m.def("ones", [](nb::handle shape, nb::handle dtype, nb::handle device) {
     return ones(to_shape(shape), to_optional_dtype(dtype).value_or(DType::float32), to_device_or_default(device));
   }, "shape"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
-  m.def("full", [](nb::handle shape, nb::handle fill_value, nb::handle dtype, nb::handle device) {
-    Scalar s;
-    if (!to_scalar(fill_value, s)) throw nb::type_error("full: fill_value must be a Python bool, int, float or complex");
-    const DType d = to_optional_dtype(dtype).value_or(s.kind() == Scalar::Kind::float_ ? DType::float32
+  m.def("full", [fill_scalar](nb::handle shape, nb::handle fill_value, nb::handle dtype, nb::handle device) {
+    std::optional<DType> array_dtype;
+    const Scalar s = fill_scalar(fill_value, "full", &array_dtype);
+    const DType d = to_optional_dtype(dtype).value_or(array_dtype ? *array_dtype
+                                                      : s.kind() == Scalar::Kind::float_ ? DType::float32
                                                       : s.kind() == Scalar::Kind::complex_ ? DType::complex64
                                                                                           : s.default_dtype());
     return full(to_shape(shape), s, d, to_device_or_default(device));
@@ -290,9 +310,8 @@ void register_array(nb::module_& m) {
   TESSEL_LIKE(zeros_like)
   TESSEL_LIKE(ones_like)
 #undef TESSEL_LIKE
-  m.def("full_like", [](const Array& x, nb::handle fill_value, nb::handle dtype, nb::handle device) {
-    Scalar s;
-    if (!to_scalar(fill_value, s)) throw nb::type_error("full_like: fill_value must be a Python bool, int, float or complex");
+  m.def("full_like", [fill_scalar](const Array& x, nb::handle fill_value, nb::handle dtype, nb::handle device) {
+    const Scalar s = fill_scalar(fill_value, "full_like", nullptr);  // x's dtype is the default
     return full_like(x, s, to_optional_dtype(dtype), to_optional_device(device));
   }, "x"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none());
   m.def("_arange", [](nb::handle start, nb::handle stop, nb::handle step, nb::handle dtype, nb::handle device) {

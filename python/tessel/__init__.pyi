@@ -495,16 +495,17 @@ def zeros(shape: ShapeLike, *, dtype: Optional[DTypeLike] = None, device: Device
     """An array of zeros."""
 def ones(shape: ShapeLike, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
     """An array of ones."""
-def full(shape: ShapeLike, fill_value: Scalar, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
-    """An array filled with ``fill_value``."""
+def full(shape: ShapeLike, fill_value: Union[Scalar, Array], *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
+    """An array filled with ``fill_value``: a Python scalar, or, as in NumPy, a 0-d array (tessel's
+    or NumPy's) or a NumPy scalar, whose dtype is then the default."""
 def empty_like(x: Array, /, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
     """An uninitialized array with x's shape (and dtype and device unless given)."""
 def zeros_like(x: Array, /, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
     """Zeros with x's shape (and dtype and device unless given)."""
 def ones_like(x: Array, /, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
     """Ones with x's shape (and dtype and device unless given)."""
-def full_like(x: Array, /, fill_value: Scalar, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
-    """``fill_value`` with x's shape (and dtype and device unless given)."""
+def full_like(x: Array, /, fill_value: Union[Scalar, Array], *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
+    """``fill_value`` (a Python scalar or a 0-d array) with x's shape (and dtype and device unless given)."""
 def arange(start: Union[int, float], /, stop: Optional[Union[int, float]] = None, step: Union[int, float] = 1, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
     """Evenly spaced values in [start, stop) with NumPy's length rule; computed on the device on CUDA."""
 def linspace(start: Scalar, stop: Scalar, /, num: int, *, dtype: Optional[DTypeLike] = None, device: DeviceLike = None, endpoint: bool = True) -> Array:

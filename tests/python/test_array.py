@@ -54,6 +54,28 @@ def test_creation_functions(device):
     assert_close(ys, want_y)
 
 
+def test_full_takes_a_zero_dimensional_array(device):
+    """fill_value may be a 0-d array (tessel's or NumPy's) or a NumPy scalar, as NumPy's full takes
+    them: its value fills, and its dtype is the default."""
+    x = ts.asarray([False, True], device=device)
+    got = ts.full((3,), x[1], dtype=x.dtype, device=device)
+    assert got.dtype == ts.bool and got.tolist() == [True, True, True]
+    got = ts.full((2,), ts.asarray(2.5, dtype=ts.float64, device=device), device=device)
+    assert got.dtype == ts.float64 and got.tolist() == [2.5, 2.5]
+    for value in (np.float32(1.25), np.asarray(-3, dtype=np.int16)):
+        got = ts.full((2, 2), value, device=device)
+        want = np.full((2, 2), value)
+        assert got.dtype == want.dtype
+        assert_close(got, want)
+    like = ts.zeros((2,), dtype=ts.int32, device=device)
+    got = ts.full_like(like, ts.asarray(7, device=device))
+    assert got.dtype == ts.int32 and got.tolist() == [7, 7]
+    with pytest.raises(TypeError, match=r"full: fill_value must be a Python scalar or a 0-d array.*1 dimensions"):
+        ts.full((2,), ts.asarray([1.0], device=device))
+    with pytest.raises(TypeError, match=r"full_like: fill_value must be .*got str"):
+        ts.full_like(like, "7")
+
+
 def test_asarray_python_values(device):
     assert ts.asarray(3, device=device).dtype == ts.int64
     assert ts.asarray(2.5, device=device).dtype == ts.float32  # tessel's default float
