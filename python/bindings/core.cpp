@@ -287,6 +287,13 @@ Device to_device_or_default(nb::handle h) {
 
 Shape to_shape(nb::handle h) {
   if (PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr())) return Shape{nb::cast<std::int64_t>(h)};
+  // One __index__ object that is not a sequence: a NumPy integer scalar (np.argmax's result, a
+  // shape's entry), as NumPy takes it for an axis or a shape.
+  if (PyIndex_Check(h.ptr()) && !PyBool_Check(h.ptr()) && !PySequence_Check(h.ptr())) {
+    const Py_ssize_t v = PyNumber_AsSsize_t(h.ptr(), PyExc_OverflowError);
+    if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+    return Shape{static_cast<std::int64_t>(v)};
+  }
   if (!PySequence_Check(h.ptr()) || nb::isinstance<nb::str>(h)) {
     throw nb::type_error(("tessel: a shape must be an int or a sequence of ints, got " +
                           nb::cast<std::string>(nb::repr(h))).c_str());

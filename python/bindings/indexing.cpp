@@ -81,7 +81,8 @@ IndexItem index_item(nb::handle h, const Array& x) {
   if (is_array(h)) return array_item(as_array(h), x);
   nb::handle np = numpy_module();
   if (nb::isinstance(h, np.attr("bool_"))) return IndexItem(full({}, Scalar(nb::cast<bool>(h)), DType::bool_, x.device()));
-  if (PyIndex_Check(o) && !nb::hasattr(h, "shape")) {  // NumPy integer scalars and other __index__ objects
+  // NumPy integer scalars (they have a shape, (), but are no arrays) and other __index__ objects
+  if (PyIndex_Check(o) && (!nb::hasattr(h, "shape") || nb::isinstance(h, np.attr("integer")))) {
     const Py_ssize_t v = PyNumber_AsSsize_t(o, PyExc_IndexError);
     if (v == -1 && PyErr_Occurred()) throw nb::python_error();
     return IndexItem(static_cast<std::int64_t>(v));

@@ -289,8 +289,14 @@ def argsort(x, /, *, axis=-1, descending=False, stable=True):
 
 
 # ---- manipulation ----
+def _is_int(v):
+    """Whether v is one integer (an axis, a shift, a count): a Python int or a NumPy integer scalar,
+    as NumPy takes them (anything with __index__ that is neither a bool nor a sequence)."""
+    return hasattr(type(v), "__index__") and not isinstance(v, _builtins.bool) and not hasattr(type(v), "__len__")
+
+
 def flip(x, /, *, axis=None):
-    axes = range(x.ndim) if axis is None else ([axis] if isinstance(axis, int) else axis)
+    axes = range(x.ndim) if axis is None else ([axis] if _is_int(axis) else axis)
     key = [slice(None)] * x.ndim
     for a in axes:
         key[a % x.ndim if x.ndim else 0] = slice(None, None, -1)
@@ -300,8 +306,8 @@ def flip(x, /, *, axis=None):
 def roll(x, /, shift, *, axis=None):
     if axis is None:
         return _tessel.reshape(roll(_tessel.reshape(x, (-1,)), shift, axis=0), x.shape)
-    shifts = [shift] if isinstance(shift, int) else list(shift)
-    axes = [axis] if isinstance(axis, int) else list(axis)
+    shifts = [shift] if _is_int(shift) else list(shift)
+    axes = [axis] if _is_int(axis) else list(axis)
     if len(shifts) == 1 and len(axes) > 1:
         shifts = shifts * len(axes)
     for s, a in zip(shifts, axes):
@@ -321,7 +327,7 @@ def roll(x, /, shift, *, axis=None):
 
 
 def _axis_list(axes, ndim, op, name):
-    axes = [axes] if isinstance(axes, int) else list(axes)
+    axes = [axes] if _is_int(axes) else list(axes)
     for a in axes:
         if not -ndim <= a < ndim:
             raise IndexError(f"{op}: {name} axis {a} is out of bounds for an array of dimension {ndim}")

@@ -10,6 +10,7 @@ import operator as _operator
 from collections import namedtuple as _namedtuple
 
 from . import _tessel
+from ._array_api import _is_int
 from ._array_api import asarray as _asarray
 from ._tessel import Array
 
@@ -164,7 +165,7 @@ def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
     """The n-th forward difference along axis (x[i+1] - x[i]; for bool, x[i+1] != x[i]), after
     prepending / appending values along that axis."""
     _check_array(x, "diff")
-    if isinstance(n, _builtins.bool) or not isinstance(n, int) or n < 0:
+    if not _is_int(n) or n < 0:
         raise ValueError(f"diff: n must be a non-negative integer, got {n!r}")
     if x.ndim == 0:
         raise ValueError("diff: x must have at least one dimension, got a 0-d array")
@@ -212,7 +213,7 @@ def broadcast_shapes(*shapes):
     """The shape that arrays of these shapes broadcast to (ValueError when they do not)."""
     result = ()
     for shape in shapes:
-        shape = tuple(_operator.index(s) for s in ((shape,) if isinstance(shape, int) else shape))
+        shape = tuple(_operator.index(s) for s in ((shape,) if _is_int(shape) else shape))
         n = _builtins.max(len(result), len(shape))
         a = (1,) * (n - len(result)) + result
         b = (1,) * (n - len(shape)) + shape

@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins as _builtins
 
 from . import _tessel
+from ._array_api import _is_int
 from ._tessel import Array
 
 # NumPy ufunc names whose tessel function has another name.
@@ -209,7 +210,7 @@ def _where(condition, x=None, y=None, /):
 def _reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
     if order != "C":
         raise _unsupported(f"numpy.reshape with order={order!r}")
-    return _ts().reshape(a, tuple(shape if shape is not None else newshape) if not isinstance(shape, int) else (shape,),
+    return _ts().reshape(a, tuple(shape if shape is not None else newshape) if not _is_int(shape) else (shape,),
                          copy=copy)
 
 
@@ -249,7 +250,7 @@ def _like(name):
     def impl(a, dtype=None, order="K", subok=True, shape=None, *, device=None, **rest):
         ts = _ts()
         if shape is not None:
-            shape = (shape,) if isinstance(shape, int) else tuple(shape)
+            shape = (shape,) if _is_int(shape) else tuple(shape)
             make = {"zeros_like": ts.zeros, "ones_like": ts.ones, "empty_like": ts.empty}[name]
             return make(shape, dtype=dtype if dtype is not None else a.dtype, device=a.device)
         return getattr(ts, name)(a, dtype=dtype)
@@ -260,7 +261,7 @@ def _like(name):
 def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
     ts = _ts()
     if shape is not None:
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        shape = (shape,) if _is_int(shape) else tuple(shape)
         return ts.full(shape, fill_value, dtype=dtype if dtype is not None else a.dtype, device=a.device)
     return ts.full_like(a, fill_value, dtype=dtype)
 
@@ -325,7 +326,7 @@ def _squeeze(a, axis=None):
 
 
 def _broadcast_to(array, shape, subok=False):
-    return _ts().broadcast_to(array, tuple(shape) if not isinstance(shape, int) else (shape,))
+    return _ts().broadcast_to(array, tuple(shape) if not _is_int(shape) else (shape,))
 
 
 def _flip(m, axis=None):
@@ -341,7 +342,7 @@ def _moveaxis(a, source, destination):
 
 
 def _tile(A, reps):
-    return _ts().tile(A, (reps,) if isinstance(reps, int) else tuple(reps))
+    return _ts().tile(A, (reps,) if _is_int(reps) else tuple(reps))
 
 
 def _shape(a):

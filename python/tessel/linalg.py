@@ -18,6 +18,7 @@ from . import _tessel
 from ._tessel import matmul, vecdot  # noqa: F401  (the C++ functions themselves)
 from ._tessel import _linalg
 from ._tessel._linalg import LinAlgError  # noqa: F401  (a tessel.ValueError, hence a ValueError)
+from ._array_api import _is_int
 
 __all__ = [
     "matmul", "vecdot", "matrix_transpose", "tensordot", "outer", "diagonal", "trace", "cross",
@@ -61,7 +62,8 @@ def tensordot(x1, x2, /, *, axes=2):
     """Sum of products over the last `axes` axes of x1 and the first `axes` of x2, or over the
     axis pairs (axes[0][i], axes[1][i]); one GEMM after permuting and reshaping."""
     x1, x2 = _check_array(x1, "tensordot"), _check_array(x2, "tensordot")
-    if isinstance(axes, int):
+    if _is_int(axes):
+        axes = int(axes)
         if axes < 0:
             raise _tessel.ValueError(f"tensordot: axes must be >= 0, got {axes}")
         if axes > x1.ndim or axes > x2.ndim:
@@ -141,8 +143,9 @@ def matrix_power(x, n, /):
     x = _check_array(x, "matrix_power")
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise _tessel.ShapeError(f"matrix_power: needs square matrices, got shape {x.shape}")
-    if isinstance(n, bool) or not isinstance(n, int):
+    if not _is_int(n):
         raise TypeError(f"matrix_power: n must be an int, got {type(n).__name__}")
+    n = int(n)
     if n < 0:
         x = inv(x)
         n = -n

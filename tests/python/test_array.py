@@ -334,6 +334,26 @@ def test_manipulation(device, rng):
     assert_close(x.astype("int32"), a.astype("int32"))
 
 
+def test_numpy_integer_scalars_as_axes_shifts_and_counts(device, rng):
+    """NumPy integer scalars (a shape's entries, np.argmax's result) work wherever a Python int does:
+    axes, shifts, shapes, counts."""
+    a = random_array(rng, (2, 3, 4), "float64")
+    x = ts.asarray(a, device=device)
+    i0, i1, i2 = np.int64(0), np.int32(1), np.uint8(2)
+    assert_close(ts.sum(x, axis=i1), a.sum(axis=1))
+    assert_close(ts.flip(x, axis=i0), np.flip(a, 0))
+    assert_close(ts.roll(x, i2, axis=i1), np.roll(a, 2, axis=1))
+    assert_close(ts.roll(x, np.int64(-3)), np.roll(a, -3))
+    assert_close(ts.expand_dims(x, axis=i2), np.expand_dims(a, 2))
+    assert_close(ts.reshape(x, np.int64(24)), a.reshape(24))
+    assert ts.zeros(np.int64(3), device=device).shape == (3,)
+    assert_close(ts.diff(x, n=i2, axis=i2), np.diff(a, n=2, axis=2))
+    assert ts.broadcast_shapes(np.int64(4), (3, 1)) == (3, 4)
+    assert_close(ts.linalg.matrix_power(x[:, :, :3], np.int64(2)), np.linalg.matrix_power(a[:, :, :3], 2))
+    with pytest.raises(ValueError, match="diff: n must be a non-negative integer"):
+        ts.diff(x, n=True)
+
+
 def test_dtype_functions():
     assert ts.result_type(ts.int8, ts.uint8) == ts.int16
     assert ts.result_type(ts.float32, 1.0) == ts.float32

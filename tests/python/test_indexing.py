@@ -261,6 +261,23 @@ def test_zero_d_and_zero_size(device):
     assert_same(x, np.arange(6.0, dtype="float32").reshape(2, 3))
 
 
+def test_numpy_integer_scalars_index_like_ints(device):
+    """np.argmax's result and a shape's entries are NumPy integer scalars: they index as ints do, in
+    getitem and setitem, alone and in tuples; a NumPy float scalar is refused as a float is."""
+    a = np.arange(24.0, dtype="float32").reshape(2, 3, 4)
+    x = ts.asarray(a, device=device)
+    for key in (np.int64(1), (np.int32(0), np.uint8(2)), (slice(None), np.int16(-1)), (Ellipsis, np.int64(3)),
+                (np.intp(1), [0, 2], np.int8(1))):
+        assert_same(x[key], a[key])
+    y = ts.asarray(a, device=device)
+    b = a.copy()
+    y[np.int64(1), np.uint16(2)] = -1.0
+    b[1, 2] = -1.0
+    assert_same(y, b)
+    with pytest.raises(IndexError, match="only integers"):
+        x[np.float64(1.0)]
+
+
 def test_broadcast_index_arrays(device):
     a = np.arange(60).reshape(3, 4, 5)
     x = ts.asarray(a, device=device)
