@@ -225,6 +225,12 @@ DType to_dtype(nb::handle h) {
   if (nb::hasattr(h, "name") && nb::hasattr(h, "itemsize") && nb::hasattr(h, "kind")) {
     return parse_dtype(nb::cast<std::string>(nb::str(h.attr("name"))));
   }
+  // NumPy scalar types (x.astype(np.float32)): the class's dtype attribute is a descriptor, so
+  // ask numpy.dtype for the name.
+  if (PyType_Check(h.ptr()) && PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(h.ptr()),
+                                                  reinterpret_cast<PyTypeObject*>(numpy_module().attr("generic").ptr()))) {
+    return parse_dtype(nb::cast<std::string>(nb::str(numpy_module().attr("dtype")(h).attr("name"))));
+  }
   throw tessel::DTypeError("tessel: not a dtype: " + nb::cast<std::string>(nb::repr(h)));
 }
 

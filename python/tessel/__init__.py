@@ -58,6 +58,7 @@ Array.__array_namespace__ = _namespace
 # NumPy's __array_ufunc__ / __array_function__: np.exp(x), np.sum(x), np.concatenate([x, y]) run on
 # x's device and return tessel arrays (np_array + ts_array too).
 _numpy_protocols.install()
+globals().update(_numpy_protocols.namespace_functions())  # ts.concatenate, ts.transpose, ... (NumPy's names)
 Array.__str__ = lambda self: _array_api._str(self)
 
 

@@ -188,6 +188,25 @@ class Array:
         """The host waits for pending writes to this array."""
     def conj(self) -> Array:
         """The complex conjugate."""
+    # NumPy's ndarray methods (python/tessel/_numpy_protocols.py), as np.<name>(x) computes them
+    def clip(self, min: Optional[Union[Scalar, Array]] = None, max: Optional[Union[Scalar, Array]] = None) -> Array:
+        """Values limited to [min, max] (see :func:`tessel.clip`)."""
+    def round(self, decimals: int = 0) -> Array:
+        """Rounded to the nearest integer, half to even (decimals other than 0: TypeError)."""
+    def dot(self, b: ArrayLike) -> Array:
+        """NumPy's dot: a product with a scalar, or matmul with a 1-D or 2-D ``b``."""
+    def nonzero(self) -> Tuple[Array, ...]:
+        """The indices of the nonzero elements, one array per axis (see :func:`tessel.nonzero`)."""
+    def argsort(self, axis: Optional[int] = -1) -> Array:
+        """Indices that sort along axis (None: the flattened array); stable."""
+    def take(self, indices: ArrayLike, axis: Optional[int] = None) -> Array:
+        """Elements at indices along axis (None: of the flattened array, as NumPy's take)."""
+    def repeat(self, repeats: Union[int, Array], axis: Optional[int] = None) -> Array:
+        """Each element repeated (see :func:`tessel.repeat`)."""
+    def fill(self, value: Scalar) -> None:
+        """Sets every element to value, in place."""
+    def sort(self, axis: Optional[int] = -1) -> None:
+        """Sorts along axis in place (NumPy's ndarray.sort; :func:`tessel.sort` returns a copy)."""
     def sum(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
         """Sum (see :func:`tessel.sum`)."""
     def prod(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
@@ -649,6 +668,28 @@ def broadcast_arrays(*arrays: Array) -> Tuple[Array, ...]:
     """Views of the arrays broadcast to their common shape."""
 def concat(arrays: Sequence[Array], /, *, axis: Optional[int] = 0) -> Array:
     """Joins arrays along an existing axis (None: flattened first); the dtype is their promotion."""
+# NumPy's names for code written against NumPy or CuPy (python/tessel/_numpy_protocols.py): what
+# np.<name> computes on tessel arrays, on their device.
+def concatenate(arrays: Sequence[Array], axis: Optional[int] = 0, out: Optional[Array] = None, *, dtype: Optional[DTypeLike] = None) -> Array:
+    """NumPy's name for :func:`concat` (``dtype``: each array cast first; ``out``: written into)."""
+def transpose(a: Array, axes: Optional[Sequence[int]] = None) -> Array:
+    """A view with the axes reversed, or permuted by ``axes`` (:func:`permute_dims`)."""
+def ravel(a: Array, order: str = "C") -> Array:
+    """The elements in C order as a 1-D array (a view when contiguous)."""
+def dot(a: Array, b: Array, out: Optional[Array] = None) -> Array:
+    """NumPy's dot: a product with a 0-d operand, else matmul with a 1-D or 2-D ``b``."""
+def isclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Array:
+    """Elementwise ``|a - b| <= atol + rtol |b|`` (equal infinities are close; NaNs when ``equal_nan``)."""
+def allclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether every element is close (:func:`isclose`); one synchronization."""
+def around(a: Array, decimals: int = 0, out: Optional[Array] = None) -> Array:
+    """NumPy's name for :func:`round`."""
+def amax(a: Array, axis: Axis = None, out: Optional[Array] = None, keepdims: bool = False) -> Array:
+    """NumPy's name for :func:`max`."""
+def amin(a: Array, axis: Axis = None, out: Optional[Array] = None, keepdims: bool = False) -> Array:
+    """NumPy's name for :func:`min`."""
+def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> bool:
+    """Whether the shapes match and every element is equal; one synchronization."""
 def stack(arrays: Sequence[Array], /, *, axis: int = 0) -> Array:
     """Joins arrays along a new axis."""
 def flip(x: Array, /, *, axis: Axis = None) -> Array:

@@ -448,6 +448,55 @@ def array_function(self, func, types, args, kwargs):
     return impl(*args, **kwargs)
 
 
+# NumPy's own spellings, for code written against NumPy or CuPy: namespace functions that the Array
+# API names differently or leaves out (ts.concatenate, ts.transpose, ...), and ndarray methods
+# (x.clip(), x.dot(), ...). Each runs the implementation that np.<name> runs on a tessel array.
+NAMESPACE_NAMES = ("concatenate", "transpose", "ravel", "dot", "isclose", "allclose", "around", "amax", "amin",
+                   "array_equal")
+
+
+def _as_array_on(value, device):
+    return value if isinstance(value, Array) else _ts().asarray(value, device=device)
+
+
+def _take_method(self, indices, axis=None):
+    ts = _ts()
+    if axis is None:  # NumPy: the flattened array
+        self, axis = ts.reshape(self, (-1,)), 0
+    return ts.take(self, _as_array_on(indices, self.device), axis=axis)
+
+
+def _fill(self, value):
+    """Sets every element to value, in place (NumPy's ndarray.fill)."""
+    self[...] = value
+
+
+def _sort_in_place(self, axis=-1, kind=None, order=None, *, stable=None):
+    """Sorts along axis in place (NumPy's ndarray.sort)."""
+    self[...] = _sort(self, axis=axis, kind=kind, order=order, stable=stable)
+
+
+_METHODS = {
+    "clip": lambda self, min=None, max=None: _clip(self, min, max),
+    "round": lambda self, decimals=0: _round(self, decimals),
+    "dot": lambda self, b: _dot(self, _as_array_on(b, self.device)),
+    "nonzero": lambda self: _ts().nonzero(self),
+    "argsort": lambda self, axis=-1, kind=None, order=None, *, stable=None: _argsort(self, axis, kind, order,
+                                                                                     stable=stable),
+    "take": _take_method,
+    "repeat": lambda self, repeats, axis=None: _repeat(self, repeats, axis),
+    "fill": _fill,
+    "sort": _sort_in_place,
+}
+
+
 def install():
     Array.__array_ufunc__ = array_ufunc
     Array.__array_function__ = array_function
+    for name, method in _METHODS.items():
+        setattr(Array, name, method)
+
+
+def namespace_functions():
+    """The NAMESPACE_NAMES functions, for the tessel namespace."""
+    return {name: _FUNCTIONS[name] for name in NAMESPACE_NAMES}

@@ -99,6 +99,40 @@ def test_functions_run_on_the_device(device):
     assert int(np.count_nonzero(ts.asarray([0, 1, 2], device=device))) == 2
 
 
+def test_numpy_spellings_in_the_namespace_and_as_methods(device):
+    """Code written against NumPy or CuPy: NumPy's names in the namespace, ndarray methods, and
+    NumPy scalar types as dtypes; each result on x's device, as NumPy computes it."""
+    a, x = sample(device)
+    for name, args in [("concatenate", ([x, x],)), ("transpose", (x,)), ("ravel", (x,)), ("dot", (x, x.T)),
+                       ("isclose", (x, x + 1e-9)), ("around", (x,)), ("amax", (x,)), ("amin", (x,))]:
+        got = getattr(ts, name)(*args)
+        want = getattr(np, name)(*[[host(v) for v in a_] if isinstance(a_, list) else host(a_) for a_ in args])
+        assert isinstance(got, ts.Array) and got.device == x.device, name
+        np.testing.assert_allclose(host(got), want, rtol=1e-6, err_msg=name)
+    assert ts.allclose(x, x) is True and ts.array_equal(x, x) is True and ts.array_equal(x, x + 1) is False
+    np.testing.assert_allclose(host(x.clip(-0.5, 0.5)), a.clip(-0.5, 0.5))
+    np.testing.assert_allclose(host(x.clip(max=0.0)), a.clip(max=0.0))
+    np.testing.assert_allclose(host(x.round()), a.round())
+    np.testing.assert_allclose(host(x.dot(x.T)), a.dot(a.T), rtol=1e-5)
+    np.testing.assert_allclose(host(x[0].dot([1.0, 2.0, 3.0, 4.0])), a[0].dot([1.0, 2.0, 3.0, 4.0]), rtol=1e-6)
+    assert [host(i).tolist() for i in (x > 0).nonzero()] == [i.tolist() for i in (a > 0).nonzero()]
+    assert host(x.argsort(axis=0)).tolist() == a.argsort(axis=0, kind="stable").tolist()
+    assert host(x.take([0, 5])).tolist() == a.take([0, 5]).tolist()
+    assert host(x.take([1], axis=1)).tolist() == a.take([1], axis=1).tolist()
+    assert host(x.repeat(2, axis=0)).tolist() == a.repeat(2, axis=0).tolist()
+    y = ts.asarray(a, device=device)
+    assert y.fill(7.0) is None and host(y).tolist() == np.full_like(a, 7.0).tolist()
+    assert y.sort() is None
+    z = ts.asarray(a, device=device)
+    z.sort(axis=0)
+    assert host(z).tolist() == np.sort(a, axis=0).tolist()
+    for t in (np.float64, np.int16, np.complex64, np.bool_):
+        assert x.astype(t).dtype == t
+        assert ts.zeros(2, dtype=t, device=device).dtype == np.dtype(t)
+    with pytest.raises(TypeError, match="numpy.round with decimals"):
+        x.round(2)
+
+
 def test_comparisons_of_whole_arrays(device):
     a, x = sample(device)
     y = ts.asarray(a + 1e-7, device=device)
