@@ -59,6 +59,18 @@ Array.__array_namespace__ = _namespace
 # x's device and return tessel arrays (np_array + ts_array too).
 _numpy_protocols.install()
 globals().update(_numpy_protocols.namespace_functions())  # ts.concatenate, ts.transpose, ... (NumPy's names)
+
+
+def asnumpy(a, /):
+    """A NumPy copy of a on the host (CuPy's name; ``np.asarray(a)`` does the same)."""
+    import numpy as _np
+
+    return _np.asarray(a)
+
+
+def array(obj, /, dtype=None, *, copy=True, device=None):
+    """NumPy's and CuPy's constructor: :func:`asarray` that copies unless ``copy`` is False or None."""
+    return asarray(obj, dtype=dtype, copy=copy, device=device)
 Array.__str__ = lambda self: _array_api._str(self)
 
 

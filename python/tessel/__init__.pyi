@@ -207,6 +207,8 @@ class Array:
         """Sets every element to value, in place."""
     def sort(self, axis: Optional[int] = -1) -> None:
         """Sorts along axis in place (NumPy's ndarray.sort; :func:`tessel.sort` returns a copy)."""
+    def get(self) -> Any:
+        """A NumPy copy on the host (CuPy's ndarray.get)."""
     def sum(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
         """Sum (see :func:`tessel.sum`)."""
     def prod(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
@@ -690,6 +692,26 @@ def amin(a: Array, axis: Axis = None, out: Optional[Array] = None, keepdims: boo
     """NumPy's name for :func:`min`."""
 def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> bool:
     """Whether the shapes match and every element is equal; one synchronization."""
+def vstack(tup: Sequence[Array], *, dtype: Optional[DTypeLike] = None) -> Array:
+    """Joins along the first axis, 1-D arrays as rows."""
+def hstack(tup: Sequence[Array], *, dtype: Optional[DTypeLike] = None) -> Array:
+    """Joins along the second axis (the first for 1-D arrays)."""
+def argwhere(a: Array) -> Array:
+    """The indices of the nonzero elements, one row per element (N x ndim); one synchronization."""
+def outer(a: Array, b: Array, out: Optional[Array] = None) -> Array:
+    """The outer product of the flattened arrays."""
+def trace(a: Array, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Optional[DTypeLike] = None, out: Optional[Array] = None) -> Array:
+    """Sum along a diagonal of the (axis1, axis2) planes (:func:`tessel.linalg.trace`)."""
+def cross(a: Array, b: Array, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: Optional[int] = None) -> Array:
+    """The cross product of 3-vectors along axis (:func:`tessel.linalg.cross`)."""
+def split(ary: Array, indices_or_sections: Union[int, Sequence[int]], axis: int = 0) -> list[Array]:
+    """Views of equal sections (ValueError when the axis does not divide), or split at indices."""
+def array_split(ary: Array, indices_or_sections: Union[int, Sequence[int]], axis: int = 0) -> list[Array]:
+    """Like :func:`split`; unequal sections allowed, the first ones one longer."""
+def asnumpy(a: Array, /) -> Any:
+    """A NumPy copy of a on the host (CuPy's name; ``np.asarray(a)`` does the same)."""
+def array(obj: Any, /, dtype: Optional[DTypeLike] = None, *, copy: Optional[bool] = True, device: DeviceLike = None) -> Array:
+    """NumPy's and CuPy's constructor: :func:`asarray` that copies unless ``copy`` is False or None."""
 def stack(arrays: Sequence[Array], /, *, axis: int = 0) -> Array:
     """Joins arrays along a new axis."""
 def flip(x: Array, /, *, axis: Axis = None) -> Array:

@@ -403,6 +403,84 @@ def _array_equal(a1, a2, equal_nan=False):
     return _builtins.bool(ts.all(same))
 
 
+def _atleast(a, ndim):
+    """NumPy's atleast_1d (ndim 1) and atleast_2d (ndim 2): a 1-D array becomes a row."""
+    if a.ndim >= ndim:
+        return a
+    return _ts().reshape(a, (1,) * (ndim - a.ndim) + tuple(a.shape))
+
+
+def _vstack(tup, *, dtype=None, casting="same_kind"):
+    return _concatenate([_atleast(a, 2) for a in tup], axis=0, dtype=dtype)
+
+
+def _hstack(tup, *, dtype=None, casting="same_kind"):
+    arrays = [_atleast(a, 1) for a in tup]
+    return _concatenate(arrays, axis=0 if arrays and arrays[0].ndim == 1 else 1, dtype=dtype)
+
+
+def _argwhere(a):
+    """The indices of the nonzero elements, one row per element (N x ndim); one synchronization."""
+    ts = _ts()
+    if a.ndim == 0:
+        return ts.zeros((1 if _builtins.bool(a) else 0, 0), dtype=ts.int64, device=a.device)
+    return ts.stack(ts.nonzero(a), axis=-1)
+
+
+def _outer(a, b, out=None):
+    ts = _ts()
+    a, b = ts.reshape(a, (-1, 1)), ts.reshape(b, (1, -1))
+    return _finish(a * b, out, "outer")
+
+
+def _trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    ts = _ts()
+    a = ts.moveaxis(a, (axis1, axis2), (-2, -1))
+    return _finish(ts.linalg.trace(a, offset=offset, dtype=dtype), out, "trace")
+
+
+def _cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    if axis is None and (axisa, axisb, axisc) != (-1, -1, -1):
+        raise _unsupported("numpy.cross with axisa, axisb or axisc")
+    return _ts().linalg.cross(a, b, axis=-1 if axis is None else axis)
+
+
+def _split_points(n, indices_or_sections, even, name):
+    if isinstance(indices_or_sections, (list, tuple)) or hasattr(indices_or_sections, "__len__"):
+        return [int(i) for i in indices_or_sections]
+    sections = int(indices_or_sections)
+    if sections <= 0:
+        raise ValueError(f"{name}: the number of sections must be larger than 0, got {sections}")
+    if even and n % sections:
+        raise ValueError(f"{name}: an axis of {n} does not split into {sections} equal sections")
+    size, extra = divmod(n, sections)  # NumPy's array_split: the first `extra` parts are one longer
+    points, at = [], 0
+    for k in range(sections - 1):
+        at += size + (1 if k < extra else 0)
+        points.append(at)
+    return points
+
+
+def _split_impl(ary, indices_or_sections, axis, even, name):
+    axis = int(axis)
+    n = ary.shape[axis]
+    edges = [0] + _split_points(n, indices_or_sections, even, name) + [n]
+    parts = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        key = [slice(None)] * ary.ndim
+        key[axis] = slice(lo, _builtins.max(lo, hi))
+        parts.append(ary[tuple(key)])
+    return parts
+
+
+def _split(ary, indices_or_sections, axis=0):
+    return _split_impl(ary, indices_or_sections, axis, True, "split")
+
+
+def _array_split(ary, indices_or_sections, axis=0):
+    return _split_impl(ary, indices_or_sections, axis, False, "array_split")
+
+
 _FUNCTIONS = {
     "sum": _reduction("sum", with_dtype=True), "prod": _reduction("prod", with_dtype=True),
     "mean": _reduction("mean"), "max": _reduction("max"), "amax": _reduction("amax", "max"),
@@ -427,7 +505,8 @@ _FUNCTIONS = {
     "nonzero": _simple("nonzero"), "real": _simple("real"), "imag": _simple("imag"), "conj": _simple("conj"),
     "meshgrid": _simple("meshgrid"), "take": _simple("take"), "take_along_axis": _simple("take_along_axis"),
     "result_type": _simple("result_type"), "isclose": _isclose, "allclose": _allclose,
-    "array_equal": _array_equal,
+    "array_equal": _array_equal, "vstack": _vstack, "hstack": _hstack, "argwhere": _argwhere, "outer": _outer,
+    "trace": _trace, "cross": _cross, "split": _split, "array_split": _array_split,
 }
 
 
@@ -452,7 +531,7 @@ def array_function(self, func, types, args, kwargs):
 # API names differently or leaves out (ts.concatenate, ts.transpose, ...), and ndarray methods
 # (x.clip(), x.dot(), ...). Each runs the implementation that np.<name> runs on a tessel array.
 NAMESPACE_NAMES = ("concatenate", "transpose", "ravel", "dot", "isclose", "allclose", "around", "amax", "amin",
-                   "array_equal")
+                   "array_equal", "vstack", "hstack", "argwhere", "outer", "trace", "cross", "split", "array_split")
 
 
 def _as_array_on(value, device):
@@ -487,7 +566,21 @@ _METHODS = {
     "repeat": lambda self, repeats, axis=None: _repeat(self, repeats, axis),
     "fill": _fill,
     "sort": _sort_in_place,
+    "get": lambda self: self.__array__(),  # CuPy's: a NumPy copy on the host
+    "__divmod__": lambda self, other: (self // other, self % other),
+    "__rdivmod__": lambda self, other: (other // self, other % self),
+    "__reduce__": lambda self: (_unpickle, (self.__array__(), str(self.device))),
 }
+
+
+def _unpickle(host, device):
+    """A pickled array: its host copy, back on the device it was on (the default device when that
+    one does not exist here)."""
+    ts = _ts()
+    try:
+        return ts.asarray(host, device=device)
+    except Exception:  # noqa: BLE001  (no such device on this machine)
+        return ts.asarray(host)
 
 
 def install():

@@ -133,6 +133,41 @@ def test_numpy_spellings_in_the_namespace_and_as_methods(device):
         x.round(2)
 
 
+def test_stacking_splitting_and_the_rest_of_numpys_basics(device):
+    """vstack, hstack, argwhere, outer, trace, cross, split and array_split as NumPy computes them,
+    from the tessel namespace and through NumPy's protocol; CuPy's asnumpy and get, NumPy's array
+    (a copy), divmod, and pickling (the host copy, back on the same device)."""
+    import pickle
+
+    a, x = sample(device)
+    v, r = x[0], a[0]
+    cases = [("vstack", ([v, v],), ([r, r],)), ("vstack", ([x, v],), ([a, r],)), ("hstack", ([v, v],), ([r, r],)),
+             ("hstack", ([x, x],), ([a, a],)), ("argwhere", (x > 0,), (a > 0,)), ("outer", (v, v), (r, r)),
+             ("trace", (x,), (a,)), ("trace", (x, 1), (a, 1)), ("cross", (x[:, :3], x[:, 1:]), (a[:, :3], a[:, 1:]))]
+    for name, args, host_args in cases:
+        want = getattr(np, name)(*host_args)
+        for got in (getattr(ts, name)(*args), getattr(np, name)(*args)):
+            assert isinstance(got, ts.Array) and got.device == x.device, name
+            np.testing.assert_allclose(host(got), want, rtol=1e-6, err_msg=name)
+    for name in ("split", "array_split"):
+        for sections in (2, [1, 3], [3, 1]):
+            got, want = getattr(ts, name)(x, sections, axis=1), getattr(np, name)(a, sections, axis=1)
+            assert [host(g).tolist() for g in got] == [w.tolist() for w in want], (name, sections)
+    assert [p.shape for p in ts.array_split(x, 3, axis=1)] == [p.shape for p in np.array_split(a, 3, axis=1)]
+    with pytest.raises(ValueError, match="split: an axis of 4 does not split into 3 equal sections"):
+        ts.split(x, 3, axis=1)
+    q, m = divmod(x, 0.5)
+    np.testing.assert_allclose(host(q), a // 0.5)
+    np.testing.assert_allclose(host(m), a % 0.5, atol=1e-6)
+    assert isinstance(ts.asnumpy(x), np.ndarray) and ts.asnumpy(x).tolist() == a.tolist()
+    assert isinstance(x.get(), np.ndarray) and x.get().tolist() == a.tolist()
+    y = ts.array(x)
+    y[0, 0] = 100.0
+    assert host(x)[0, 0] == a[0, 0]  # ts.array copies
+    z = pickle.loads(pickle.dumps(x))
+    assert isinstance(z, ts.Array) and z.device == x.device and host(z).tolist() == a.tolist()
+
+
 def test_comparisons_of_whole_arrays(device):
     a, x = sample(device)
     y = ts.asarray(a + 1e-7, device=device)
