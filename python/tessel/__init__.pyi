@@ -708,6 +708,28 @@ def split(ary: Array, indices_or_sections: Union[int, Sequence[int]], axis: int 
     """Views of equal sections (ValueError when the axis does not divide), or split at indices."""
 def array_split(ary: Array, indices_or_sections: Union[int, Sequence[int]], axis: int = 0) -> list[Array]:
     """Like :func:`split`; unequal sections allowed, the first ones one longer."""
+def median(a: Array, axis: Optional[int] = None, out: Optional[Array] = None, overwrite_input: bool = False, keepdims: bool = False) -> Array:
+    """The median along axis (None: of all elements); NaN where the reduced elements hold one;
+    integers give float64."""
+def quantile(a: Array, q: ArrayLike, axis: Optional[int] = None, out: Optional[Array] = None, overwrite_input: bool = False, method: str = "linear", keepdims: bool = False) -> Array:
+    """Quantiles q in [0, 1] along axis, by linear interpolation between order statistics (NumPy's
+    default method); the quantiles' axis comes first."""
+def percentile(a: Array, q: ArrayLike, axis: Optional[int] = None, out: Optional[Array] = None, overwrite_input: bool = False, method: str = "linear", keepdims: bool = False) -> Array:
+    """:func:`quantile` with q in percent."""
+def nan_to_num(x: Array, copy: bool = True, nan: float = 0.0, posinf: Optional[float] = None, neginf: Optional[float] = None) -> Array:
+    """NaN to ``nan``, +-inf to ``posinf``/``neginf`` (default: the dtype's extreme finite values)."""
+def diag(v: Array, k: int = 0) -> Array:
+    """A 2-D v's diagonal k, or the square matrix with a 1-D v on diagonal k."""
+def pad(array: Array, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Array:
+    """Padded with ``constant_values`` (default 0) by NumPy's pad_width rule; other modes: TypeError."""
+def bincount(x: Array, weights: None = None, minlength: int = 0) -> Array:
+    """Counts of each value 0 .. max(x) of a 1-D non-negative integer array (int64)."""
+def float_power(x1: ArrayLike, x2: ArrayLike) -> Array:
+    """x1 ** x2 in float64 (complex128 for complex operands)."""
+def triu_indices(n: int, k: int = 0, m: Optional[int] = None) -> Tuple[Array, Array]:
+    """The row and column indices of the upper triangle (from diagonal k) of an n x m matrix."""
+def tril_indices(n: int, k: int = 0, m: Optional[int] = None) -> Tuple[Array, Array]:
+    """The row and column indices of the lower triangle (to diagonal k) of an n x m matrix."""
 def asnumpy(a: Array, /) -> Any:
     """A NumPy copy of a on the host (CuPy's name; ``np.asarray(a)`` does the same)."""
 def array(obj: Any, /, dtype: Optional[DTypeLike] = None, *, copy: Optional[bool] = True, device: DeviceLike = None) -> Array:

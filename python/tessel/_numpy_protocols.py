@@ -481,6 +481,144 @@ def _array_split(ary, indices_or_sections, axis=0):
     return _split_impl(ary, indices_or_sections, axis, False, "array_split")
 
 
+def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """NaN to nan, +inf to posinf and -inf to neginf (default: the dtype's largest and smallest
+    finite values); other dtypes unchanged."""
+    ts = _ts()
+    if x.dtype.kind == "c":
+        return ts.real(_nan_to_num(ts.real(x), nan=nan, posinf=posinf, neginf=neginf)) + 1j * _nan_to_num(
+            ts.imag(x), nan=nan, posinf=posinf, neginf=neginf)
+    if x.dtype.kind != "f":
+        return ts.asarray(x, copy=True) if copy else x
+    info = ts.finfo(x.dtype)
+    hi = info.max if posinf is None else posinf
+    lo = -info.max if neginf is None else neginf
+    x = ts.where(ts.isnan(x), ts.asarray(nan, dtype=x.dtype, device=x.device), x)
+    return ts.where(ts.isinf(x), ts.where(x > 0, ts.asarray(hi, dtype=x.dtype, device=x.device),
+                                          ts.asarray(lo, dtype=x.dtype, device=x.device)), x)
+
+
+def _diag(v, k=0):
+    """A 1-D v: the square matrix with v on diagonal k; a 2-D v: its diagonal k."""
+    ts = _ts()
+    if v.ndim == 2:
+        return ts.linalg.diagonal(v, offset=k)
+    if v.ndim != 1:
+        raise ValueError(f"diag: needs a 1-D or 2-D array, got {v.ndim} dimensions")
+    n = v.shape[0] + _builtins.abs(k)
+    out = ts.zeros((n, n), dtype=v.dtype, device=v.device)
+    i = ts.arange(v.shape[0], device=v.device)
+    out[i + _builtins.max(-k, 0), i + _builtins.max(k, 0)] = v
+    return out
+
+
+def _quantile_impl(a, q, axis, keepdims, name):
+    """Linear interpolation between the order statistics (NumPy's default method); NaN where the
+    reduced elements hold a NaN."""
+    ts = _ts()
+    if a.dtype.kind not in "fiub":
+        raise TypeError(f"numpy.{name}: needs a real array, got {a.dtype}")
+    a = ts.astype(a, ts.float64 if a.dtype.kind in "iub" else a.dtype)
+    if axis is None:
+        a, axis = ts.reshape(a, (-1,)), 0
+    axis = int(axis) % a.ndim
+    n = a.shape[axis]
+    if n == 0:
+        raise ValueError(f"numpy.{name}: the reduced axis is empty")
+    srt = ts.sort(a, axis=axis)  # NaN sorts last
+    qs = ts.asarray(q, dtype=ts.float64, device=a.device)
+    if bool(ts.any((qs < 0) | (qs > 1))):
+        raise ValueError(f"numpy.{name}: quantiles must be in [0, 1] (percentiles in [0, 100])")
+    pos = qs * (n - 1)
+    lo = ts.astype(ts.floor(pos), ts.int64)
+    hi = ts.minimum(lo + 1, n - 1)
+    frac = ts.astype(pos - ts.floor(pos), a.dtype)
+    moved = ts.moveaxis(srt, axis, -1)
+    flat_lo, flat_hi = ts.reshape(lo, (-1,)), ts.reshape(hi, (-1,))
+    lower, upper = ts.take(moved, flat_lo, axis=-1), ts.take(moved, flat_hi, axis=-1)
+    result = lower + (upper - lower) * ts.reshape(frac, (-1,))
+    result = ts.where(ts.any(ts.isnan(moved), axis=-1, keepdims=True), ts.asarray(float("nan"), dtype=a.dtype,
+                                                                                   device=a.device), result)
+    result = ts.moveaxis(result, -1, 0)  # NumPy: the quantiles' axis first
+    result = ts.reshape(result, tuple(qs.shape) + tuple(result.shape[1:]))
+    if keepdims:
+        result = ts.expand_dims(result, axis=qs.ndim + axis)
+    return result
+
+
+def _quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    if method != "linear":
+        raise _unsupported(f"numpy.quantile with method={method!r}")
+    return _finish(_quantile_impl(a, q, axis, keepdims, "quantile"), out, "quantile")
+
+
+def _percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    if method != "linear":
+        raise _unsupported(f"numpy.percentile with method={method!r}")
+    q = q / 100.0 if isinstance(q, Array) else _ts().asarray(q, dtype=_ts().float64) / 100.0
+    return _finish(_quantile_impl(a, q, axis, keepdims, "percentile"), out, "percentile")
+
+
+def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    return _finish(_quantile_impl(a, 0.5, axis, keepdims, "median"), out, "median")
+
+
+def _bincount(x, weights=None, minlength=0):
+    """Counts of each value 0 .. max(x) of a 1-D non-negative integer array; one synchronization."""
+    ts = _ts()
+    if weights is not None:
+        raise _unsupported("numpy.bincount with weights")
+    if x.ndim != 1 or x.dtype.kind not in "iu":
+        raise TypeError(f"bincount: needs a 1-D integer array, got {x.ndim} dimensions of {x.dtype}")
+    if x.shape[0] and int(ts.min(x)) < 0:
+        raise ValueError("bincount: x must be non-negative")
+    values, counts = ts.unique_counts(x)
+    n = _builtins.max(int(ts.max(x)) + 1 if x.shape[0] else 0, int(minlength))
+    out = ts.zeros((n,), dtype=ts.int64, device=x.device)
+    if values.shape[0]:
+        out[ts.astype(values, ts.int64)] = counts
+    return out
+
+
+def _pad(array, pad_width, mode="constant", **kwargs):
+    """mode="constant" (constant_values: one scalar); other modes are not implemented."""
+    ts = _ts()
+    if mode != "constant":
+        raise _unsupported(f"numpy.pad with mode={mode!r}")
+    value = kwargs.pop("constant_values", 0)
+    if kwargs:
+        raise _unsupported(f"numpy.pad with {', '.join(kwargs)}")
+    import numpy as np
+
+    try:  # NumPy's rule: an int, (pad,), (before, after) or one pair per axis
+        widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (array.ndim, 2)).tolist()
+    except ValueError:
+        raise ValueError(f"pad: pad_width {pad_width!r} does not fit an array of {array.ndim} dimensions") from None
+    if _builtins.any(w < 0 for pair in widths for w in pair):
+        raise ValueError(f"pad: pad_width {pad_width!r} has negative widths")
+    shape = tuple(n + lo + hi for n, (lo, hi) in zip(array.shape, widths))
+    out = ts.full(shape, value, dtype=array.dtype, device=array.device)
+    out[tuple(slice(lo, lo + n) for n, (lo, hi) in zip(array.shape, widths))] = array
+    return out
+
+
+def _triu_indices(n, k=0, m=None):
+    ts = _ts()
+    return ts.nonzero(ts.triu(ts.ones((n, n if m is None else m), dtype=ts.bool), k=k))
+
+
+def _tril_indices(n, k=0, m=None):
+    ts = _ts()
+    return ts.nonzero(ts.tril(ts.ones((n, n if m is None else m), dtype=ts.bool), k=k))
+
+
+def _float_power(x1, x2):
+    ts = _ts()
+    as_float = lambda v: ts.astype(v, ts.complex128 if v.dtype.kind == "c" else ts.float64) if isinstance(
+        v, Array) else v
+    return ts.pow(as_float(x1), as_float(x2))
+
+
 _FUNCTIONS = {
     "sum": _reduction("sum", with_dtype=True), "prod": _reduction("prod", with_dtype=True),
     "mean": _reduction("mean"), "max": _reduction("max"), "amax": _reduction("amax", "max"),
@@ -506,7 +644,9 @@ _FUNCTIONS = {
     "meshgrid": _simple("meshgrid"), "take": _simple("take"), "take_along_axis": _simple("take_along_axis"),
     "result_type": _simple("result_type"), "isclose": _isclose, "allclose": _allclose,
     "array_equal": _array_equal, "vstack": _vstack, "hstack": _hstack, "argwhere": _argwhere, "outer": _outer,
-    "trace": _trace, "cross": _cross, "split": _split, "array_split": _array_split,
+    "trace": _trace, "cross": _cross, "split": _split, "array_split": _array_split, "nan_to_num": _nan_to_num,
+    "diag": _diag, "median": _median, "quantile": _quantile, "percentile": _percentile, "bincount": _bincount,
+    "pad": _pad, "float_power": _float_power, "triu_indices": _triu_indices, "tril_indices": _tril_indices,
 }
 
 
@@ -531,7 +671,9 @@ def array_function(self, func, types, args, kwargs):
 # API names differently or leaves out (ts.concatenate, ts.transpose, ...), and ndarray methods
 # (x.clip(), x.dot(), ...). Each runs the implementation that np.<name> runs on a tessel array.
 NAMESPACE_NAMES = ("concatenate", "transpose", "ravel", "dot", "isclose", "allclose", "around", "amax", "amin",
-                   "array_equal", "vstack", "hstack", "argwhere", "outer", "trace", "cross", "split", "array_split")
+                   "array_equal", "vstack", "hstack", "argwhere", "outer", "trace", "cross", "split", "array_split",
+                   "nan_to_num", "diag", "median", "quantile", "percentile", "bincount", "pad", "float_power",
+                   "triu_indices", "tril_indices")
 
 
 def _as_array_on(value, device):
