@@ -61,6 +61,9 @@ _numpy_protocols.install()
 globals().update(_numpy_protocols.namespace_functions())  # ts.concatenate, ts.transpose, ... (NumPy's names)
 
 
+ndarray = Array  # NumPy's and CuPy's name for the array type (isinstance(x, ts.ndarray))
+
+
 def asnumpy(a, /):
     """A NumPy copy of a on the host (CuPy's name; ``np.asarray(a)`` does the same)."""
     import numpy as _np

@@ -164,6 +164,7 @@ def test_stacking_splitting_and_the_rest_of_numpys_basics(device):
     y = ts.array(x)
     y[0, 0] = 100.0
     assert host(x)[0, 0] == a[0, 0]  # ts.array copies
+    assert isinstance(x, ts.ndarray) and ts.ndarray is ts.Array
     z = pickle.loads(pickle.dumps(x))
     assert isinstance(z, ts.Array) and z.device == x.device and host(z).tolist() == a.tolist()
 
