@@ -398,6 +398,22 @@ def test_random(device):
     assert abs(float(ts.mean(n))) < 0.05
 
 
+def test_random_numpy_legacy_names(device):
+    """rand, randn, random_sample, standard_normal and randint as NumPy's (and CuPy's) legacy API
+    spells them, on the same generator."""
+    ts.random.seed(3)
+    u = ts.random.rand(40, 50, device=device)
+    ts.random.seed(3)
+    assert u.shape == (40, 50) and np.array_equal(np.asarray(u), np.asarray(ts.random.random((40, 50), device=device)))
+    assert 0.0 <= float(ts.min(u)) and float(ts.max(u)) < 1.0
+    n = ts.random.randn(100, 200, dtype=ts.float64, device=device)
+    assert n.shape == (100, 200) and abs(float(ts.mean(n))) < 0.05 and abs(float(ts.std(n)) - 1.0) < 0.05
+    assert ts.random.random_sample(device=device).shape == () and ts.random.standard_normal(5, device=device).shape == (5,)
+    k = ts.random.randint(3, 9, size=(1000,), device=device)
+    assert k.dtype == ts.int64 and int(ts.min(k)) >= 3 and int(ts.max(k)) < 9
+    assert int(ts.max(ts.random.randint(4, size=100, device=device))) < 4
+
+
 def test_dtype_pickle_and_identity():
     import pickle
 
