@@ -650,6 +650,100 @@ _FUNCTIONS = {
 }
 
 
+# ---- numpy.linalg: tessel.linalg's functions, with NumPy's parameters where they differ ----
+def _linalg():
+    return _ts().linalg
+
+
+def _lower_of(a, uplo, name):
+    """The matrix whose lower triangle eigh reads: a itself (UPLO="L") or its conjugate transpose."""
+    if uplo in ("L", "l"):
+        return a
+    if uplo in ("U", "u"):
+        return _ts().conj(_linalg().matrix_transpose(a)) if a.dtype.kind == "c" else _linalg().matrix_transpose(a)
+    raise ValueError(f"numpy.linalg.{name}: UPLO must be 'L' or 'U', got {uplo!r}")
+
+
+def _np_eigh(a, UPLO="L"):
+    return _linalg().eigh(_lower_of(a, UPLO, "eigh"))
+
+
+def _np_eigvalsh(a, UPLO="L"):
+    return _linalg().eigvalsh(_lower_of(a, UPLO, "eigvalsh"))
+
+
+def _np_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    if not compute_uv:
+        return _linalg().svdvals(a)
+    return _linalg().svd(a, full_matrices=full_matrices)
+
+
+def _np_qr(a, mode="reduced"):
+    if mode == "r":
+        return _linalg().qr(a, mode="reduced").R
+    if mode not in ("reduced", "complete"):
+        raise _unsupported(f"numpy.linalg.qr with mode={mode!r}")
+    return _linalg().qr(a, mode=mode)
+
+
+def _np_pinv(a, rcond=None, hermitian=False, *, rtol=None):
+    return _linalg().pinv(a, rtol=rtol if rtol is not None else rcond)
+
+
+def _np_matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
+    if tol is not None:
+        raise _unsupported("numpy.linalg.matrix_rank with an absolute tol (rtol is supported)")
+    return _linalg().matrix_rank(A, rtol=rtol)
+
+
+def _np_norm(x, ord=None, axis=None, keepdims=False):
+    """NumPy's norm: of the flattened array (ord None), of vectors along one axis, or of matrices
+    over two axes."""
+    la = _linalg()
+    if axis is None:
+        if ord is None:
+            return la.vector_norm(x, axis=None, keepdims=keepdims)
+        if x.ndim == 1:
+            return la.vector_norm(x, ord=ord, keepdims=keepdims)
+        if x.ndim == 2:
+            return la.matrix_norm(x, ord=ord, keepdims=keepdims)
+        raise ValueError(f"numpy.linalg.norm: an ord needs a 1-D or 2-D array or an axis, got {x.ndim} dimensions")
+    axes = (axis,) if _is_int(axis) else tuple(axis)
+    if len(axes) == 1:
+        return la.vector_norm(x, axis=axes[0], ord=2 if ord is None else ord, keepdims=keepdims)
+    if len(axes) != 2:
+        raise ValueError(f"numpy.linalg.norm: axis must name one or two axes, got {axis!r}")
+    a0, a1 = (int(a) % x.ndim for a in axes)
+    result = la.matrix_norm(_ts().moveaxis(x, (a0, a1), (-2, -1)), ord="fro" if ord is None else ord)
+    if keepdims:
+        for a in sorted((a0, a1)):
+            result = _ts().expand_dims(result, axis=a)
+    return result
+
+
+def _np_multi_dot(arrays, *, out=None):
+    arrays = list(arrays)
+    result = arrays[0]
+    for a in arrays[1:]:
+        result = _ts().matmul(result, a)
+    return _finish(result, out, "linalg.multi_dot")
+
+
+_LINALG_SAME = ("solve", "inv", "det", "slogdet", "cholesky", "eig", "eigvals", "svdvals", "matrix_power", "lstsq",
+                "cond", "cross", "outer", "matrix_norm", "vector_norm", "vecdot", "diagonal", "trace", "tensordot",
+                "matmul", "matrix_transpose")
+_LINALG = {"eigh": _np_eigh, "eigvalsh": _np_eigvalsh, "svd": _np_svd, "qr": _np_qr, "pinv": _np_pinv,
+           "matrix_rank": _np_matrix_rank, "norm": _np_norm, "multi_dot": _np_multi_dot}
+
+
+def _linalg_impl(name):
+    if name in _LINALG:
+        return _LINALG[name]
+    if name in _LINALG_SAME:
+        return lambda *args, **kwargs: getattr(_linalg(), name)(*args, **kwargs)
+    return None
+
+
 def array_function(self, func, types, args, kwargs):
     import numpy as np
 
@@ -658,7 +752,10 @@ def array_function(self, func, types, args, kwargs):
     name = func.__name__
     module = getattr(func, "__module__", "") or "numpy"
     # numpy.linalg, numpy.fft, numpy.ma, ... functions are not the namespace functions of that name.
-    impl = _FUNCTIONS.get(name) if module == "numpy" or module.startswith(("numpy._core", "numpy.core", "numpy.lib")) else None
+    if module == "numpy.linalg":
+        impl = _linalg_impl(name)
+    else:
+        impl = _FUNCTIONS.get(name) if module == "numpy" or module.startswith(("numpy._core", "numpy.core", "numpy.lib")) else None
     if impl is None:
         raise _unsupported(f"{module or 'numpy'}.{name}")
     device = _device_of(args) or _device_of(list(kwargs.values())) or self.device
