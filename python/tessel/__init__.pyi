@@ -192,7 +192,7 @@ class Array:
     def clip(self, min: Optional[Union[Scalar, Array]] = None, max: Optional[Union[Scalar, Array]] = None) -> Array:
         """Values limited to [min, max] (see :func:`tessel.clip`)."""
     def round(self, decimals: int = 0) -> Array:
-        """Rounded to the nearest integer, half to even (decimals other than 0: TypeError)."""
+        """Rounded half to even, to ``decimals`` places (:func:`around`)."""
     def dot(self, b: ArrayLike) -> Array:
         """NumPy's dot: a product with a scalar, or matmul with a 1-D or 2-D ``b``."""
     def nonzero(self) -> Tuple[Array, ...]:
@@ -685,7 +685,17 @@ def isclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08
 def allclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """Whether every element is close (:func:`isclose`); one synchronization."""
 def around(a: Array, decimals: int = 0, out: Optional[Array] = None) -> Array:
-    """NumPy's name for :func:`round`."""
+    """NumPy's round: half to even, to ``decimals`` places (negative: tens, hundreds, ...)."""
+def atleast_1d(*arys: Array) -> Any:
+    """Each array with at least one dimension (one array, or a tuple of them)."""
+def atleast_2d(*arys: Array) -> Any:
+    """Each array with at least two dimensions (a 1-D array as a row)."""
+def atleast_3d(*arys: Array) -> Any:
+    """Each array with at least three dimensions ((n,) as (1, n, 1), (m, n) as (m, n, 1))."""
+def ptp(a: Array, axis: Axis = None, out: Optional[Array] = None, keepdims: bool = False) -> Array:
+    """Maximum minus minimum ("peak to peak") along axis."""
+def average(a: Array, axis: Axis = None, weights: Optional[ArrayLike] = None, returned: bool = False, *, keepdims: bool = False) -> Any:
+    """The (weighted) mean along axis; ``returned``: also the sum of the weights."""
 def amax(a: Array, axis: Axis = None, out: Optional[Array] = None, keepdims: bool = False) -> Array:
     """NumPy's name for :func:`max`."""
 def amin(a: Array, axis: Axis = None, out: Optional[Array] = None, keepdims: bool = False) -> Array:

@@ -242,8 +242,16 @@ def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
 
 
 def _round(a, decimals=0, out=None):
-    _no("round", decimals=decimals or None)
-    return _finish(_ts().round(a), out, "round")
+    """NumPy's round: half to even; with decimals, as NumPy does it, a * 10^d rounded, then / 10^d."""
+    ts = _ts()
+    decimals = int(decimals)
+    if decimals == 0 or a.dtype.kind in "iub" and decimals > 0:
+        return _finish(ts.round(a) if a.dtype.kind not in "iub" else ts.asarray(a, copy=True), out, "round")
+    scale = 10.0 ** _builtins.abs(decimals)
+    if a.dtype.kind in "iub":  # negative decimals of integers: to tens, hundreds, ... in the dtype
+        return _finish(ts.astype(ts.round(ts.astype(a, ts.float64) / scale) * scale, a.dtype), out, "round")
+    result = ts.round(a * scale) / scale if decimals > 0 else ts.round(a / scale) * scale
+    return _finish(result, out, "round")
 
 
 def _like(name):
@@ -619,6 +627,69 @@ def _float_power(x1, x2):
     return ts.pow(as_float(x1), as_float(x2))
 
 
+def _atleast_nd(ndim):
+    def impl(*arys):
+        results = [_atleast(a, ndim) if ndim < 3 else _atleast3(a) for a in arys]
+        return results[0] if len(results) == 1 else tuple(results)
+
+    return impl
+
+
+def _atleast3(a):
+    """NumPy's atleast_3d: (n,) -> (1, n, 1), (m, n) -> (m, n, 1)."""
+    ts = _ts()
+    if a.ndim >= 3:
+        return a
+    if a.ndim == 0:
+        return ts.reshape(a, (1, 1, 1))
+    if a.ndim == 1:
+        return ts.reshape(a, (1, a.shape[0], 1))
+    return ts.expand_dims(a, axis=2)
+
+
+def _ptp(a, axis=None, out=None, keepdims=False):
+    ts = _ts()
+    return _finish(ts.max(a, axis=axis, keepdims=keepdims) - ts.min(a, axis=axis, keepdims=keepdims), out, "ptp")
+
+
+def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    ts = _ts()
+    if weights is None:
+        avg = ts.mean(ts.astype(a, ts.float64) if a.dtype.kind in "iub" else a, axis=axis, keepdims=keepdims)
+        total = ts.asarray(a.size / _builtins.max(avg.size, 1), dtype=avg.dtype, device=a.device)
+    else:
+        w = weights if isinstance(weights, Array) else ts.asarray(weights, device=a.device)
+        if w.shape != a.shape:
+            if axis is None or w.ndim != 1 or not _is_int(axis) or w.shape[0] != a.shape[int(axis)]:
+                raise ValueError(f"numpy.average: weights of shape {w.shape} do not fit {a.shape} along axis {axis}")
+            w = ts.reshape(w, tuple(a.shape[int(axis)] if i == int(axis) % a.ndim else 1 for i in range(a.ndim)))
+        total = ts.sum(w * ts.ones_like(a, dtype=w.dtype), axis=axis, keepdims=keepdims)
+        avg = ts.sum(a * w, axis=axis, keepdims=keepdims) / total
+    if returned:
+        return avg, ts.broadcast_to(total, avg.shape) if total.shape != avg.shape else total
+    return avg
+
+
+_CREATION = ("zeros", "ones", "empty", "full")
+
+
+def _creation(name):
+    """np.zeros(shape, like=x), np.ones, np.empty and np.full (NumPy's like= protocol): on x's device
+    (array_function passes it), float64 by default as NumPy's."""
+    def impl(shape, *args, dtype=None, order="C", like=None, device=None, **kwargs):
+        ts = _ts()
+        shape = (shape,) if _is_int(shape) else tuple(shape)
+        target = like.device if isinstance(like, Array) else device
+        if name == "full":
+            fill_value = args[0] if args else kwargs.pop("fill_value")
+            dtype = args[1] if len(args) > 1 else dtype
+            return ts.full(shape, fill_value, dtype=dtype, device=target)
+        dtype = args[0] if args else dtype
+        return getattr(ts, name)(shape, dtype=ts.float64 if dtype is None else dtype, device=target)
+
+    return impl
+
+
 _FUNCTIONS = {
     "sum": _reduction("sum", with_dtype=True), "prod": _reduction("prod", with_dtype=True),
     "mean": _reduction("mean"), "max": _reduction("max"), "amax": _reduction("amax", "max"),
@@ -647,6 +718,9 @@ _FUNCTIONS = {
     "trace": _trace, "cross": _cross, "split": _split, "array_split": _array_split, "nan_to_num": _nan_to_num,
     "diag": _diag, "median": _median, "quantile": _quantile, "percentile": _percentile, "bincount": _bincount,
     "pad": _pad, "float_power": _float_power, "triu_indices": _triu_indices, "tril_indices": _tril_indices,
+    "atleast_1d": _atleast_nd(1), "atleast_2d": _atleast_nd(2), "atleast_3d": _atleast_nd(3), "ptp": _ptp,
+    "average": _average, "zeros": _creation("zeros"), "ones": _creation("ones"), "empty": _creation("empty"),
+    "full": _creation("full"),
 }
 
 
@@ -761,6 +835,8 @@ def array_function(self, func, types, args, kwargs):
     device = _device_of(args) or _device_of(list(kwargs.values())) or self.device
     args = [_to_tessel(a, device) for a in args]
     kwargs = {k: _to_tessel(v, device) for k, v in kwargs.items()}
+    if name in _CREATION and "device" not in kwargs:  # np.zeros(n, like=x): on x's device
+        kwargs["device"] = device
     return impl(*args, **kwargs)
 
 
@@ -770,7 +846,7 @@ def array_function(self, func, types, args, kwargs):
 NAMESPACE_NAMES = ("concatenate", "transpose", "ravel", "dot", "isclose", "allclose", "around", "amax", "amin",
                    "array_equal", "vstack", "hstack", "argwhere", "outer", "trace", "cross", "split", "array_split",
                    "nan_to_num", "diag", "median", "quantile", "percentile", "bincount", "pad", "float_power",
-                   "triu_indices", "tril_indices")
+                   "triu_indices", "tril_indices", "atleast_1d", "atleast_2d", "atleast_3d", "ptp", "average")
 
 
 def _as_array_on(value, device):

@@ -129,8 +129,7 @@ def test_numpy_spellings_in_the_namespace_and_as_methods(device):
     for t in (np.float64, np.int16, np.complex64, np.bool_):
         assert x.astype(t).dtype == t
         assert ts.zeros(2, dtype=t, device=device).dtype == np.dtype(t)
-    with pytest.raises(TypeError, match="numpy.round with decimals"):
-        x.round(2)
+    np.testing.assert_allclose(host(x.round(2)), a.round(2), rtol=1e-6)
 
 
 def test_stacking_splitting_and_the_rest_of_numpys_basics(device):
@@ -259,6 +258,38 @@ def test_numpy_linalg_runs_tessel_linalg(device):
         np.linalg.matrix_rank(A, tol=1e-3)
     with pytest.raises(ValueError, match="UPLO must be 'L' or 'U'"):
         np.linalg.eigvalsh(S, UPLO="X")
+
+
+def test_rounding_atleast_ptp_average_and_like_creation(device):
+    """round with decimals (integers too, to tens), atleast_1d/2d/3d, ptp, average (weights,
+    returned) and np.zeros/ones/empty/full(..., like=x) on x's device, as NumPy computes them."""
+    a, x = sample(device)
+    a = a * 10
+    x = ts.asarray(a, device=device)
+    for d in (1, 2, -1):
+        np.testing.assert_allclose(host(np.round(x, d)), np.round(a, d), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(host(ts.around(x, d)), np.around(a, d), rtol=1e-6, atol=1e-6)
+    ints = np.array([15, 25, 34, -45, 5])
+    assert host(np.round(ts.asarray(ints, device=device), -1)).tolist() == np.round(ints, -1).tolist()
+    for v in (x[0, 0], x[0], x):
+        for n in (1, 2, 3):
+            assert getattr(ts, f"atleast_{n}d")(v).shape == getattr(np, f"atleast_{n}d")(host(v)).shape
+    np.testing.assert_allclose(host(ts.ptp(x, axis=0)), np.ptp(a, axis=0))
+    np.testing.assert_allclose(host(np.ptp(x)), np.ptp(a))
+    np.testing.assert_allclose(host(ts.average(x)), np.average(a), rtol=1e-6)
+    w = [1.0, 2.0, 3.0, 4.0]
+    np.testing.assert_allclose(host(np.average(x, axis=1, weights=w)), np.average(a, axis=1, weights=w), rtol=1e-6)
+    avg, total = np.average(x, axis=0, weights=np.ones_like(a), returned=True)
+    want_avg, want_total = np.average(a, axis=0, weights=np.ones_like(a), returned=True)
+    np.testing.assert_allclose(host(avg), want_avg, rtol=1e-6)
+    np.testing.assert_allclose(host(total), want_total)
+    for made, want in [(np.zeros(3, like=x), np.zeros(3)), (np.ones((2, 2), dtype=np.int32, like=x),
+                                                             np.ones((2, 2), dtype=np.int32)),
+                       (np.full((2,), 7, like=x), np.full((2,), 7))]:
+        assert isinstance(made, ts.Array) and made.device == x.device and made.dtype == want.dtype
+        assert host(made).tolist() == want.tolist()
+    with pytest.raises(ValueError, match="numpy.average: weights of shape"):
+        np.average(x, axis=1, weights=[1.0, 2.0])
 
 
 def test_comparisons_of_whole_arrays(device):
