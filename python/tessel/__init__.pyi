@@ -686,6 +686,10 @@ def allclose(a: ArrayLike, b: ArrayLike, rtol: float = 1e-05, atol: float = 1e-0
     """Whether every element is close (:func:`isclose`); one synchronization."""
 def around(a: Array, decimals: int = 0, out: Optional[Array] = None) -> Array:
     """NumPy's round: half to even, to ``decimals`` places (negative: tens, hundreds, ...)."""
+def einsum(subscripts: str, *operands: ArrayLike, out: Optional[Array] = None, dtype: Optional[DTypeLike] = None, optimize: Any = False) -> Array:
+    """Einstein summation as NumPy's: labels, ``...`` (broadcast), repeated labels (diagonals),
+    implicit and explicit output. Operands are contracted left to right, each pair as one batched
+    matmul (``optimize`` is accepted and ignored)."""
 def atleast_1d(*arys: Array) -> Any:
     """Each array with at least one dimension (one array, or a tuple of them)."""
 def atleast_2d(*arys: Array) -> Any:

@@ -292,6 +292,42 @@ def test_rounding_atleast_ptp_average_and_like_creation(device):
         np.average(x, axis=1, weights=[1.0, 2.0])
 
 
+EINSUM_CASES = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]), ("ij,jk", [(3, 4), (4, 5)]), ("ij->ji", [(3, 4)]), ("ii->i", [(4, 4)]),
+    ("ii", [(4, 4)]), ("ij->", [(3, 4)]), ("ij->j", [(3, 4)]), ("ij,jk,k->i", [(3, 4), (4, 5), (5,)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("i,i->", [(5,), (5,)]), ("i,j->ij", [(5,), (3,)]),
+    ("ijk->kji", [(2, 3, 4)]), ("...ij,...jk->...ik", [(1, 3, 4), (5, 4, 2)]), ("...j,j", [(3, 4), (4,)]),
+    ("ij,ij->i", [(3, 4), (3, 4)]), ("...i->...", [(6, 2, 3)]), ("xbij,bjk->xbik", [(6, 2, 3, 4), (2, 4, 5)]),
+    ("iij->ij", [(3, 3, 2)]), ("ji,jk->ki", [(4, 3), (4, 5)]), ("ab,cd->abcd", [(2, 3), (4, 1)]),
+]
+
+
+@pytest.mark.parametrize("subscripts, shapes", EINSUM_CASES)
+def test_einsum_matches_numpy(device, subscripts, shapes):
+    """Labels, ellipses (broadcast), repeated labels (diagonals), implicit and explicit output,
+    several operands; the namespace's and np.einsum's dispatch."""
+    rng = np.random.default_rng(len(subscripts))
+    hosts = [rng.standard_normal(s) for s in shapes]
+    arrays = [ts.asarray(h, device=device) for h in hosts]
+    want = np.einsum(subscripts, *hosts)
+    for got in (ts.einsum(subscripts, *arrays), np.einsum(subscripts, *arrays)):
+        assert isinstance(got, ts.Array) and got.device == arrays[0].device
+        assert host(got).shape == want.shape
+        np.testing.assert_allclose(host(got), want, rtol=1e-10, atol=1e-12)
+
+
+def test_einsum_errors(device):
+    x = ts.ones((3, 4), device=device)
+    with pytest.raises(ValueError, match="einsum: label 'j' has sizes 4 and 3"):
+        ts.einsum("ij,jk->ik", x, x)
+    with pytest.raises(ValueError, match="output subscript 'k' does not occur"):
+        ts.einsum("ij->k", x)
+    with pytest.raises(ValueError, match="2 operand subscripts for 1 operands"):
+        ts.einsum("ij,jk", x)
+    with pytest.raises(ValueError, match="name 2 axes of an operand with 3"):
+        ts.einsum("ij", ts.ones((2, 2, 2), device=device))
+
+
 def test_comparisons_of_whole_arrays(device):
     a, x = sample(device)
     y = ts.asarray(a + 1e-7, device=device)
