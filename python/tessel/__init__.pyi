@@ -690,6 +690,12 @@ def einsum(subscripts: str, *operands: ArrayLike, out: Optional[Array] = None, d
     """Einstein summation as NumPy's: labels, ``...`` (broadcast), repeated labels (diagonals),
     implicit and explicit output. Operands are contracted left to right, each pair as one batched
     matmul (``optimize`` is accepted and ignored)."""
+def histogram(a: Array, bins: Union[int, ArrayLike] = 10, range: Optional[Tuple[float, float]] = None, density: Optional[bool] = None, weights: None = None) -> Tuple[Array, Array]:
+    """Counts (int64; densities when ``density``) and bin edges (float64), as NumPy's: equal bins over
+    ``range`` (default: the data's minimum to maximum) or given edges; the last bin holds its right edge."""
+def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: Optional[Scalar] = None, right: Optional[Scalar] = None, period: None = None) -> Array:
+    """Piecewise-linear interpolation of the points (xp, fp), xp increasing, at x; ``left`` and
+    ``right`` (default fp's ends) outside."""
 def atleast_1d(*arys: Array) -> Any:
     """Each array with at least one dimension (one array, or a tuple of them)."""
 def atleast_2d(*arys: Array) -> Any:

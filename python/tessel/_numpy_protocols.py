@@ -797,6 +797,82 @@ def _einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="saf
     return _finish(x, out, "einsum")
 
 
+def _histogram(a, bins=10, range=None, density=None, weights=None):
+    """Counts over equal bins from range (default: a's minimum to maximum) or over given edges;
+    every bin is half open but the last, which holds its right edge (NumPy's rule)."""
+    ts = _ts()
+    if weights is not None:
+        raise _unsupported("numpy.histogram with weights")
+    x = ts.reshape(a, (-1,))
+    x = ts.astype(x, ts.float64) if x.dtype.kind in "iub" else x
+    if _is_int(bins):
+        nbins = int(bins)
+        if nbins < 1:
+            raise ValueError(f"histogram: bins must be at least 1, got {nbins}")
+        import numpy as np
+
+        # NumPy's edges to the bit: linspace from the data's own minimum and maximum computes in
+        # the data's dtype, from a given range (Python floats) in float64; start + k * step, the
+        # last edge the maximum itself.
+        if range is not None:
+            lo, hi, compute = float(range[0]), float(range[1]), np.float64
+        elif x.shape[0]:
+            compute = np.float32 if x.dtype == ts.float32 else np.float64
+            lo, hi = compute(ts.min(x)), compute(ts.max(x))
+        else:
+            lo, hi, compute = 0.0, 1.0, np.float64
+        if not lo <= hi:
+            raise ValueError(f"histogram: range {range!r} has its maximum below its minimum")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        lo, hi = compute(lo), compute(hi)
+        step = (hi - lo) / compute(nbins)
+        k = ts.arange(nbins + 1, dtype=ts.float32 if compute is np.float32 else ts.float64, device=x.device)
+        edges = ts.astype(k * float(step) + float(lo), x.dtype)
+        edges[-1] = float(hi)
+    else:
+        edges = ts.astype(bins if isinstance(bins, Array) else ts.asarray(bins, device=x.device), ts.float64)
+        nbins = edges.shape[0] - 1
+        if nbins < 1 or bool(ts.any(edges[1:] < edges[:-1])):
+            raise ValueError("histogram: bin edges must be at least two, increasing")
+    xd = ts.astype(x, edges.dtype)
+    idx = ts.searchsorted(edges, xd, side="right") - 1
+    idx = ts.where(xd == edges[-1], nbins - 1, idx)  # the last bin holds its right edge
+    inside = (idx >= 0) & (idx < nbins)
+    counts = _bincount(idx[inside], minlength=nbins)
+    if density:
+        widths = edges[1:] - edges[:-1]
+        return counts / (ts.sum(counts) * widths), edges
+    return counts, edges
+
+
+def _interp(x, xp, fp, left=None, right=None, period=None):
+    """Piecewise-linear interpolation of (xp, fp) at x (xp increasing); left/right outside."""
+    ts = _ts()
+    if period is not None:
+        raise _unsupported("numpy.interp with period")
+    x = x if isinstance(x, Array) else ts.asarray(x)
+    xp = ts.astype(xp if isinstance(xp, Array) else ts.asarray(xp, device=x.device), ts.float64)
+    fp = fp if isinstance(fp, Array) else ts.asarray(fp, device=x.device)
+    fp = ts.astype(fp, ts.complex128 if fp.dtype.kind == "c" else ts.float64)
+    n = xp.shape[0]
+    if xp.ndim != 1 or fp.shape != xp.shape or n == 0:
+        raise ValueError(f"interp: xp and fp must be 1-D of one nonzero length, got {xp.shape} and {fp.shape}")
+    xd = ts.astype(x, ts.float64)
+    if n == 1:
+        result = ts.broadcast_to(fp[0], xd.shape) * ts.ones_like(xd, dtype=fp.dtype)
+    else:
+        i = ts.clip(ts.searchsorted(xp, xd, side="right") - 1, 0, n - 2)
+        x0, x1 = ts.take(xp, i), ts.take(xp, i + 1)
+        f0, f1 = ts.take(fp, i), ts.take(fp, i + 1)
+        t = (xd - x0) / (x1 - x0)
+        result = ts.where(xd == x1, f1, f0 + t * (f1 - f0))
+    lo = fp[0] if left is None else ts.asarray(left, dtype=fp.dtype, device=x.device)
+    hi = fp[-1] if right is None else ts.asarray(right, dtype=fp.dtype, device=x.device)
+    result = ts.where(xd < xp[0], lo, result)
+    return ts.where(xd > xp[-1], hi, result)
+
+
 _CREATION = ("zeros", "ones", "empty", "full")
 
 
@@ -847,7 +923,7 @@ _FUNCTIONS = {
     "pad": _pad, "float_power": _float_power, "triu_indices": _triu_indices, "tril_indices": _tril_indices,
     "atleast_1d": _atleast_nd(1), "atleast_2d": _atleast_nd(2), "atleast_3d": _atleast_nd(3), "ptp": _ptp,
     "average": _average, "zeros": _creation("zeros"), "ones": _creation("ones"), "empty": _creation("empty"),
-    "full": _creation("full"), "einsum": _einsum,
+    "full": _creation("full"), "einsum": _einsum, "histogram": _histogram, "interp": _interp,
 }
 
 
@@ -974,7 +1050,7 @@ NAMESPACE_NAMES = ("concatenate", "transpose", "ravel", "dot", "isclose", "allcl
                    "array_equal", "vstack", "hstack", "argwhere", "outer", "trace", "cross", "split", "array_split",
                    "nan_to_num", "diag", "median", "quantile", "percentile", "bincount", "pad", "float_power",
                    "triu_indices", "tril_indices", "atleast_1d", "atleast_2d", "atleast_3d", "ptp", "average",
-                   "einsum")
+                   "einsum", "histogram", "interp")
 
 
 def _as_array_on(value, device):
