@@ -55,6 +55,8 @@ class dtype:
         """Equal to itself, its name, its NumPy dtype or type; False for anything else."""
     def __ne__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
+    def __call__(self, value: Any = 0, /) -> Array:
+        """The value in this dtype, as NumPy's scalar types make one (``ts.float32(3)``: a 0-d array)."""
 bool: dtype
 int8: dtype
 int16: dtype
@@ -696,6 +698,9 @@ def histogram(a: Array, bins: Union[int, ArrayLike] = 10, range: Optional[Tuple[
 def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: Optional[Scalar] = None, right: Optional[Scalar] = None, period: None = None) -> Array:
     """Piecewise-linear interpolation of the points (xp, fp), xp increasing, at x; ``left`` and
     ``right`` (default fp's ends) outside."""
+def gradient(f: ArrayLike, *varargs: float, axis: Axis = None, edge_order: int = 1) -> Any:
+    """NumPy's gradient with uniform spacings: central differences inside, one-sided ones of order
+    ``edge_order`` (1 or 2) at the ends; one array per axis (a tuple for several)."""
 def atleast_1d(*arys: Array) -> Any:
     """Each array with at least one dimension (one array, or a tuple of them)."""
 def atleast_2d(*arys: Array) -> Any:

@@ -63,8 +63,17 @@ def _numpy_dtype(self):
     return np.dtype(self.name)
 
 
+def _call(self, value=0, /):
+    """``ts.float32(3)`` as NumPy's ``np.float32(3)``: the value in this dtype, a 0-d array (an
+    array for a sequence), on the default device."""
+    import tessel
+
+    return tessel.asarray(value, dtype=self)
+
+
 def install():
     _dtype.__eq__ = _eq
     _dtype.__ne__ = _ne
     _dtype.dtype = property(_numpy_dtype)
+    _dtype.__call__ = _call
 

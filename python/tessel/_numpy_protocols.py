@@ -873,6 +873,49 @@ def _interp(x, xp, fp, left=None, right=None, period=None):
     return ts.where(xd > xp[-1], hi, result)
 
 
+def _gradient(f, *varargs, axis=None, edge_order=1):
+    """NumPy's gradient with uniform spacing (one scalar, or one per axis): central differences
+    inside, one-sided differences of order edge_order (1 or 2) at the ends, with NumPy's formulas;
+    one array per axis (a tuple when there are several)."""
+    ts = _ts()
+    f = f if isinstance(f, Array) else ts.asarray(f)
+    if f.dtype.kind in "iub":
+        f = ts.astype(f, ts.float64)
+    axes = list(range(f.ndim)) if axis is None else ([axis] if _is_int(axis) else list(axis))
+    axes = [int(a) % f.ndim for a in axes]
+    if not varargs:
+        spacing = [1.0] * len(axes)
+    elif len(varargs) in (1, len(axes)):
+        for h in varargs:
+            if hasattr(h, "ndim") and h.ndim != 0 or isinstance(h, (list, tuple)):
+                raise _unsupported("numpy.gradient with coordinate arrays (uniform spacings are supported)")
+        spacing = [float(h) for h in varargs] * (len(axes) if len(varargs) == 1 else 1)
+    else:
+        raise TypeError(f"gradient: {len(varargs)} spacings for {len(axes)} axes")
+    if edge_order not in (1, 2):
+        raise ValueError(f"gradient: edge_order must be 1 or 2, got {edge_order}")
+    results = []
+    for a, dx in zip(axes, spacing):
+        n = f.shape[a]
+        if n < edge_order + 1:
+            raise ValueError(f"gradient: axis {a} has {n} elements, fewer than edge_order + 1 = {edge_order + 1}")
+
+        def part(start, stop):
+            key = [slice(None)] * f.ndim
+            key[a] = slice(start, stop)
+            return f[tuple(key)]
+
+        inside = (part(2, None) - part(None, -2)) / (2.0 * dx)
+        if edge_order == 1:
+            first = (part(1, 2) - part(0, 1)) / dx
+            last = (part(n - 1, n) - part(n - 2, n - 1)) / dx
+        else:
+            first = (-1.5 / dx) * part(0, 1) + (2.0 / dx) * part(1, 2) + (-0.5 / dx) * part(2, 3)
+            last = (0.5 / dx) * part(n - 3, n - 2) + (-2.0 / dx) * part(n - 2, n - 1) + (1.5 / dx) * part(n - 1, n)
+        results.append(ts.concat([first, inside, last], axis=a))
+    return results[0] if len(results) == 1 else tuple(results)
+
+
 _CREATION = ("zeros", "ones", "empty", "full")
 
 
@@ -924,6 +967,7 @@ _FUNCTIONS = {
     "atleast_1d": _atleast_nd(1), "atleast_2d": _atleast_nd(2), "atleast_3d": _atleast_nd(3), "ptp": _ptp,
     "average": _average, "zeros": _creation("zeros"), "ones": _creation("ones"), "empty": _creation("empty"),
     "full": _creation("full"), "einsum": _einsum, "histogram": _histogram, "interp": _interp,
+    "gradient": _gradient,
 }
 
 
@@ -1050,7 +1094,7 @@ NAMESPACE_NAMES = ("concatenate", "transpose", "ravel", "dot", "isclose", "allcl
                    "array_equal", "vstack", "hstack", "argwhere", "outer", "trace", "cross", "split", "array_split",
                    "nan_to_num", "diag", "median", "quantile", "percentile", "bincount", "pad", "float_power",
                    "triu_indices", "tril_indices", "atleast_1d", "atleast_2d", "atleast_3d", "ptp", "average",
-                   "einsum", "histogram", "interp")
+                   "einsum", "histogram", "interp", "gradient")
 
 
 def _as_array_on(value, device):

@@ -342,6 +342,32 @@ def test_histogram_and_interp_match_numpy(device):
         ts.interp(x, ts.asarray([0.0, 1.0], device=device), ts.asarray([0.0], device=device))
 
 
+def test_gradient_matches_numpy_to_the_bit(device):
+    rng = np.random.default_rng(6)
+    a, v = rng.standard_normal((5, 7)).astype(np.float32), rng.standard_normal(9)
+    cases = [((v,), {}), ((v, 0.5), {}), ((v,), {"edge_order": 2}), ((a,), {}), ((a, 2.0, 0.5), {}),
+             ((a,), {"axis": 1}), ((a,), {"axis": 0, "edge_order": 2}), ((np.arange(6),), {}), ((v[:2],), {})]
+    for args, kwargs in cases:
+        want = np.gradient(*args, **kwargs)
+        for got in (ts.gradient(ts.asarray(args[0], device=device), *args[1:], **kwargs),
+                    np.gradient(ts.asarray(args[0], device=device), *args[1:], **kwargs)):
+            wants = want if isinstance(want, tuple) else (want,)
+            gots = got if isinstance(got, tuple) else (got,)
+            assert len(gots) == len(wants), kwargs
+            for g, w in zip(gots, wants):
+                assert g.dtype == w.dtype and host(g).tolist() == w.tolist(), kwargs
+    with pytest.raises(ValueError, match="fewer than edge_order"):
+        ts.gradient(ts.asarray([1.0, 2.0], device=device), edge_order=2)
+    with pytest.raises(TypeError, match="numpy.gradient with coordinate arrays"):
+        ts.gradient(ts.asarray(v, device=device), [0.0, 1.0])
+
+
+def test_dtypes_are_callable_as_numpys_scalar_types():
+    x = ts.float32(3)
+    assert isinstance(x, ts.Array) and x.dtype == ts.float32 and x.shape == () and float(x) == 3.0
+    assert ts.int16([1, 2]).dtype == ts.int16 and ts.float64().tolist() == 0.0 and ts.bool(1).tolist() is True
+
+
 def test_einsum_errors(device):
     x = ts.ones((3, 4), device=device)
     with pytest.raises(ValueError, match="einsum: label 'j' has sizes 4 and 3"):
