@@ -701,6 +701,11 @@ def interp(x: ArrayLike, xp: ArrayLike, fp: ArrayLike, left: Optional[Scalar] = 
 def gradient(f: ArrayLike, *varargs: float, axis: Axis = None, edge_order: int = 1) -> Any:
     """NumPy's gradient with uniform spacings: central differences inside, one-sided ones of order
     ``edge_order`` (1 or 2) at the ends; one array per axis (a tuple for several)."""
+def convolve(a: ArrayLike, v: ArrayLike, mode: str = "full") -> Array:
+    """The discrete convolution of two 1-D arrays (modes ``full``, ``same``, ``valid``): one gather
+    of a's windows and one matmul."""
+def correlate(a: ArrayLike, v: ArrayLike, mode: str = "valid") -> Array:
+    """The cross-correlation ``sum_n a[n + k] conj(v[n])`` of two 1-D arrays (modes as :func:`convolve`)."""
 def atleast_1d(*arys: Array) -> Any:
     """Each array with at least one dimension (one array, or a tuple of them)."""
 def atleast_2d(*arys: Array) -> Any:

@@ -916,6 +916,57 @@ def _gradient(f, *varargs, axis=None, edge_order=1):
     return results[0] if len(results) == 1 else tuple(results)
 
 
+def _sliding_dot(a, v, mode, name):
+    """sum_j a_padded[k + j] v[j] for each output position k: the windows of a (padded with
+    len(v) - 1 zeros on each side) gathered as a matrix, times v, one matmul."""
+    ts = _ts()
+    a = a if isinstance(a, Array) else ts.asarray(a)
+    v = v if isinstance(v, Array) else ts.asarray(v, device=a.device)
+    if a.ndim != 1 or v.ndim != 1:
+        raise ValueError(f"{name}: needs 1-D arrays, got shapes {a.shape} and {v.shape}")
+    n, m = a.shape[0], v.shape[0]
+    if n == 0 or m == 0:
+        raise ValueError(f"{name}: the arrays must not be empty, got lengths {n} and {m}")
+    dtype = ts.result_type(a, v)
+    a, v = ts.astype(a, dtype), ts.astype(v, dtype)
+    full = n + m - 1
+    if mode == "full":
+        start, length = 0, full
+    elif mode == "same":
+        length = _builtins.max(n, m)
+        start = (full - length) // 2
+    elif mode == "valid":
+        length = _builtins.max(n, m) - _builtins.min(n, m) + 1
+        start = _builtins.min(n, m) - 1
+    else:
+        raise ValueError(f"{name}: mode must be 'full', 'same' or 'valid', got {mode!r}")
+    padded = _pad(a, (m - 1, m - 1))
+    k = ts.arange(start, start + length, device=a.device)
+    windows = ts.take(padded, ts.reshape(k, (-1, 1)) + ts.reshape(ts.arange(m, device=a.device), (1, -1)), axis=0)
+    return ts.matmul(windows, v)
+
+
+def _convolve(a, v, mode="full"):
+    """NumPy's convolve of two 1-D arrays (modes full, same, valid)."""
+    ts = _ts()
+    v = v if isinstance(v, Array) else ts.asarray(v, device=a.device if isinstance(a, Array) else None)
+    if v.ndim == 1 and a.ndim == 1 and v.shape[0] > a.shape[0]:
+        a, v = v, a  # NumPy: the longer array slides under the shorter
+    return _sliding_dot(a, ts.flip(v), mode, "convolve")
+
+
+def _correlate(a, v, mode="valid"):
+    """NumPy's correlate of two 1-D arrays: sum_n a[n + k] conj(v[n]) (modes valid, same, full)."""
+    ts = _ts()
+    a = a if isinstance(a, Array) else ts.asarray(a)
+    v = v if isinstance(v, Array) else ts.asarray(v, device=a.device)
+    complex_ = a.dtype.kind == "c" or v.dtype.kind == "c"
+    if a.ndim == 1 and v.ndim == 1 and v.shape[0] > a.shape[0]:
+        swapped = ts.flip(_correlate(v, a, mode))  # c_k = conj(d_-k), d the correlation of v with a
+        return ts.conj(swapped) if complex_ else swapped
+    return _sliding_dot(a, ts.conj(v) if v.dtype.kind == "c" else v, mode, "correlate")
+
+
 _CREATION = ("zeros", "ones", "empty", "full")
 
 
@@ -967,7 +1018,7 @@ _FUNCTIONS = {
     "atleast_1d": _atleast_nd(1), "atleast_2d": _atleast_nd(2), "atleast_3d": _atleast_nd(3), "ptp": _ptp,
     "average": _average, "zeros": _creation("zeros"), "ones": _creation("ones"), "empty": _creation("empty"),
     "full": _creation("full"), "einsum": _einsum, "histogram": _histogram, "interp": _interp,
-    "gradient": _gradient,
+    "gradient": _gradient, "convolve": _convolve, "correlate": _correlate,
 }
 
 
@@ -1094,7 +1145,7 @@ NAMESPACE_NAMES = ("concatenate", "transpose", "ravel", "dot", "isclose", "allcl
                    "array_equal", "vstack", "hstack", "argwhere", "outer", "trace", "cross", "split", "array_split",
                    "nan_to_num", "diag", "median", "quantile", "percentile", "bincount", "pad", "float_power",
                    "triu_indices", "tril_indices", "atleast_1d", "atleast_2d", "atleast_3d", "ptp", "average",
-                   "einsum", "histogram", "interp", "gradient")
+                   "einsum", "histogram", "interp", "gradient", "convolve", "correlate")
 
 
 def _as_array_on(value, device):
