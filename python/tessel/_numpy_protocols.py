@@ -1183,18 +1183,18 @@ _METHODS = {
     "get": lambda self: self.__array__(),  # CuPy's: a NumPy copy on the host
     "__divmod__": lambda self, other: (self // other, self % other),
     "__rdivmod__": lambda self, other: (other // self, other % self),
-    "__reduce__": lambda self: (_unpickle, (self.__array__(), str(self.device))),
+    "__reduce__": lambda self: (_unpickle, (self.__array__(), str(self.device), self.dtype.name)),
 }
 
 
-def _unpickle(host, device):
-    """A pickled array: its host copy, back on the device it was on (the default device when that
-    one does not exist here)."""
+def _unpickle(host, device, dtype):
+    """A pickled array: its host copy (bfloat16 travels as float32, exactly), back in its dtype on
+    the device it was on (the default device when that one does not exist here)."""
     ts = _ts()
     try:
-        return ts.asarray(host, device=device)
+        return ts.asarray(host, dtype=dtype, device=device)
     except Exception:  # noqa: BLE001  (no such device on this machine)
-        return ts.asarray(host)
+        return ts.asarray(host, dtype=dtype)
 
 
 def install():

@@ -166,6 +166,9 @@ def test_stacking_splitting_and_the_rest_of_numpys_basics(device):
     assert isinstance(x, ts.ndarray) and ts.ndarray is ts.Array
     z = pickle.loads(pickle.dumps(x))
     assert isinstance(z, ts.Array) and z.device == x.device and host(z).tolist() == a.tolist()
+    for dtype in (ts.bfloat16, ts.float16, ts.bool, ts.complex64, ts.uint64):
+        w = pickle.loads(pickle.dumps(ts.asarray([1, 0, 3], dtype=dtype, device=device)))
+        assert w.dtype == dtype and w.device == x.device and w.tolist() == ts.asarray([1, 0, 3], dtype=dtype).tolist()
 
 
 def test_statistics_padding_and_counting_as_numpy(device):
