@@ -64,6 +64,19 @@ globals().update(_numpy_protocols.namespace_functions())  # ts.concatenate, ts.t
 ndarray = Array  # NumPy's and CuPy's name for the array type (isinstance(x, ts.ndarray))
 
 
+def get_array_module(*args):
+    """CuPy's get_array_module: tessel when any argument is a tessel array, else NumPy, for code
+    that runs on either."""
+    for a in args:  # (the namespace's own `any` shadows the builtin here)
+        if isinstance(a, Array):
+            import tessel
+
+            return tessel
+    import numpy as _np
+
+    return _np
+
+
 def asnumpy(a, /):
     """A NumPy copy of a on the host (CuPy's name; ``np.asarray(a)`` does the same)."""
     import numpy as _np

@@ -761,6 +761,8 @@ def triu_indices(n: int, k: int = 0, m: Optional[int] = None) -> Tuple[Array, Ar
 def tril_indices(n: int, k: int = 0, m: Optional[int] = None) -> Tuple[Array, Array]:
     """The row and column indices of the lower triangle (to diagonal k) of an n x m matrix."""
 ndarray = Array  # NumPy's and CuPy's name for the array type
+def get_array_module(*args: Any) -> Any:
+    """CuPy's: the tessel module when any argument is a tessel array, else NumPy."""
 def asnumpy(a: Array, /) -> Any:
     """A NumPy copy of a on the host (CuPy's name; ``np.asarray(a)`` does the same)."""
 def array(obj: Any, /, dtype: Optional[DTypeLike] = None, *, copy: Optional[bool] = True, device: DeviceLike = None) -> Array:

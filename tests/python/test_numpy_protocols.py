@@ -164,6 +164,7 @@ def test_stacking_splitting_and_the_rest_of_numpys_basics(device):
     y[0, 0] = 100.0
     assert host(x)[0, 0] == a[0, 0]  # ts.array copies
     assert isinstance(x, ts.ndarray) and ts.ndarray is ts.Array
+    assert ts.get_array_module(a, x) is ts and ts.get_array_module(a, 1.0) is np and ts.get_array_module() is np
     z = pickle.loads(pickle.dumps(x))
     assert isinstance(z, ts.Array) and z.device == x.device and host(z).tolist() == a.tolist()
     for dtype in (ts.bfloat16, ts.float16, ts.bool, ts.complex64, ts.uint64):
