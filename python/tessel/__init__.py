@@ -87,6 +87,8 @@ def asnumpy(a, /):
 def array(obj, /, dtype=None, *, copy=True, device=None):
     """NumPy's and CuPy's constructor: :func:`asarray` that copies unless ``copy`` is False or None."""
     return asarray(obj, dtype=dtype, copy=copy, device=device)
+
+
 Array.__str__ = lambda self: _array_api._str(self)
 
 

@@ -10,6 +10,7 @@ copy explicitly). NumPy arrays and scalars mixed in are moved to the tessel arra
 from __future__ import annotations
 
 import builtins as _builtins
+import math as _math
 
 from . import _tessel
 from ._array_api import _is_int
@@ -412,10 +413,14 @@ def _array_equal(a1, a2, equal_nan=False):
 
 
 def _atleast(a, ndim):
-    """NumPy's atleast_1d (ndim 1) and atleast_2d (ndim 2): a 1-D array becomes a row."""
+    """NumPy's atleast_1d, atleast_2d and atleast_3d: a 1-D array becomes a row, (1, n) in 2-D and
+    (1, n, 1) in 3-D; a 2-D one (m, n, 1) in 3-D."""
     if a.ndim >= ndim:
         return a
-    return _ts().reshape(a, (1,) * (ndim - a.ndim) + tuple(a.shape))
+    shape = tuple(a.shape)
+    if ndim == 3 and a.ndim >= 1:
+        shape = ((1,) if a.ndim == 1 else ()) + shape + (1,)
+    return _ts().reshape(a, (1,) * (ndim - len(shape)) + shape)
 
 
 def _vstack(tup, *, dtype=None, casting="same_kind"):
@@ -622,29 +627,19 @@ def _tril_indices(n, k=0, m=None):
 
 def _float_power(x1, x2):
     ts = _ts()
-    as_float = lambda v: ts.astype(v, ts.complex128 if v.dtype.kind == "c" else ts.float64) if isinstance(
-        v, Array) else v
-    return ts.pow(as_float(x1), as_float(x2))
+
+    def widened(v):  # float64, or complex128 for complex operands; Python scalars stay weak
+        return ts.astype(v, ts.complex128 if v.dtype.kind == "c" else ts.float64) if isinstance(v, Array) else v
+
+    return ts.pow(widened(x1), widened(x2))
 
 
 def _atleast_nd(ndim):
     def impl(*arys):
-        results = [_atleast(a, ndim) if ndim < 3 else _atleast3(a) for a in arys]
+        results = [_atleast(a, ndim) for a in arys]
         return results[0] if len(results) == 1 else tuple(results)
 
     return impl
-
-
-def _atleast3(a):
-    """NumPy's atleast_3d: (n,) -> (1, n, 1), (m, n) -> (m, n, 1)."""
-    ts = _ts()
-    if a.ndim >= 3:
-        return a
-    if a.ndim == 0:
-        return ts.reshape(a, (1, 1, 1))
-    if a.ndim == 1:
-        return ts.reshape(a, (1, a.shape[0], 1))
-    return ts.expand_dims(a, axis=2)
 
 
 def _ptp(a, axis=None, out=None, keepdims=False):
@@ -739,19 +734,12 @@ def _einsum_pair(a, la, b, lb, keep):
     a = ts.permute_dims(a, tuple(la.index(c) for c in batch + own_a + summed))
     b = ts.permute_dims(b, tuple(lb.index(c) for c in batch + summed + own_b))
     nb = [sizes[c] for c in batch]
-    na, ns, nbo = (_math_prod(sizes[c] for c in g) for g in (own_a, summed, own_b))
+    na, ns, nbo = (_math.prod(sizes[c] for c in g) for g in (own_a, summed, own_b))
     a = ts.reshape(a, tuple(nb) + (na, ns))
     b = ts.reshape(b, tuple(nb) + (ns, nbo))
     c = ts.matmul(a, b)
     return ts.reshape(c, tuple(nb) + tuple(sizes[c] for c in own_a) + tuple(sizes[c] for c in own_b)), \
         batch + own_a + own_b
-
-
-def _math_prod(values):
-    result = 1
-    for v in values:
-        result *= v
-    return result
 
 
 def _einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe", optimize=False):

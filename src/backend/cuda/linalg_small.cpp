@@ -118,7 +118,8 @@ jit::Kernel kernel_for(const jit::CompileRequest& request, Device device, bool b
   return loaded.emplace(key, k).first->second;
 }
 
-// The lanes per matrix of gauss_jordan_inv and jacobi_eigh_warp: n rounded up to a power of two (GroupWidth there).
+// The lanes per matrix of gauss_jordan_inv and jacobi_eigh_warp: n rounded up to a power of two
+// (GroupWidth there).
 std::int64_t group_width(std::int64_t n) {
   std::int64_t w = 1;
   while (w < n) w *= 2;

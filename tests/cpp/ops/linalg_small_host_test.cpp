@@ -328,33 +328,36 @@ TEST(LinalgSmallKernelsOnHost, JacobiSvd) {
 // Every one of many random 16 x 16 matrices converges, in float32 and float64. (On the H100, with
 // eps alone as the pair bound, about one matrix in 20,000 rotated to the sweep cap; this host
 // arithmetic, without fused multiply-adds, converged under either bound.)
-template <class T>
-int svd_sweep_cap_hits(std::mt19937_64& rng, int batch) {
-  constexpr int N = 16;
+// How many of `batch` random N x N matrices (normal entries; eigh reads the lower triangle) end at
+// the sweep cap (info != 0) in `kernel`(a, info, batch).
+template <class T, int N, class Kernel>
+int sweep_cap_hits(std::mt19937_64& rng, int batch, Kernel&& kernel) {
   std::normal_distribution<double> g;
-  std::vector<T> a(static_cast<std::size_t>(batch) * N * N), s(static_cast<std::size_t>(batch) * N);
+  std::vector<T> a(static_cast<std::size_t>(batch) * N * N);
   for (T& v : a) v = static_cast<T>(g(rng));
   std::vector<int> info(static_cast<std::size_t>(batch), -1);
-  jacobi_svd<T, N, N>(a.data(), s.data(), nullptr, nullptr, 0, 60, info.data(), batch);
+  kernel(a.data(), info.data(), batch);
   return static_cast<int>(std::count_if(info.begin(), info.end(), [](int i) { return i != 0; }));
+}
+
+template <class T>
+int svd_sweep_cap_hits(std::mt19937_64& rng, int batch) {
+  std::vector<T> s(static_cast<std::size_t>(batch) * 16);
+  return sweep_cap_hits<T, 16>(rng, batch, [&](T* a, int* info, int b) {
+    jacobi_svd<T, 16, 16>(a, s.data(), nullptr, nullptr, 0, 60, info, b);
+  });
+}
+
+template <class T>
+int eigh_sweep_cap_hits(std::mt19937_64& rng, int batch) {
+  std::vector<T> w(static_cast<std::size_t>(batch) * 8);
+  return sweep_cap_hits<T, 8>(rng, batch, [&](T* a, int* info, int b) { jacobi_eigh<T, 8>(a, w.data(), 0, 60, info, b); });
 }
 
 TEST(LinalgSmallKernelsOnHost, JacobiSvdConvergesOnManyRandomMatrices) {
   std::mt19937_64 rng(11);
   EXPECT_EQ(svd_sweep_cap_hits<float>(rng, 10000), 0);
   EXPECT_EQ(svd_sweep_cap_hits<double>(rng, 10000), 0);
-}
-
-// Symmetric random matrices (lower triangle read) of order 8: how many end at the sweep cap.
-template <class T>
-int eigh_sweep_cap_hits(std::mt19937_64& rng, int batch) {
-  constexpr int N = 8;
-  std::normal_distribution<double> g;
-  std::vector<T> a(static_cast<std::size_t>(batch) * N * N), w(static_cast<std::size_t>(batch) * N);
-  for (T& v : a) v = static_cast<T>(g(rng));
-  std::vector<int> info(static_cast<std::size_t>(batch), -1);
-  jacobi_eigh<T, N>(a.data(), w.data(), 0, 60, info.data(), batch);
-  return static_cast<int>(std::count_if(info.begin(), info.end(), [](int i) { return i != 0; }));
 }
 
 TEST(LinalgSmallKernelsOnHost, JacobiEighConvergesOnManyRandomMatrices) {
