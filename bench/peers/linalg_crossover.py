@@ -7,6 +7,7 @@ per matrix, up to n = 128, 112 in float64), cholesky, solve (one right-hand side
     python3 bench/peers/linalg_crossover.py [--orders 8 16 ...] [--batches 1 32 1024]
                                             [--ops eigh svd cholesky solve inv det]
                                             [--dtypes float32 float64] [--repeats 5]
+                                            [--small-kernel eigh_warp]
 
 Each path runs in its own process: tessel's kernels (TESSEL_LINALG_SMALL unset) and the
 library path (TESSEL_LINALG_SMALL=0: syevjBatched / gesvdjBatched up to n = 32, XsyevBatched
@@ -17,7 +18,9 @@ the median of up to --repeats calls after one warm-up call (which also compiles 
 its time is printed as "first"). Each result is checked by reconstruction (max |A V - V diag(w)|,
 |U diag(S) Vh - A|, |L L^T - A| or |A x - b| over max |A| or |b|; |A A^-1 - I|; det against
 slogdet) and the orthogonality of the vectors. The last column is
-the library time over tessel's: > 1 where tessel's kernel wins. The rows merge into
+the library time over tessel's: > 1 where tessel's kernel wins. --small-kernel NAME runs tessel's
+path with TESSEL_LINALG_SMALL=NAME, that one kernel at every order it takes, whatever the table
+says (its rows are named tessel-NAME). The rows merge into
 bench/results/<device>-<date>.json under "linalg_crossover". Skips (exit 0) without a GPU.
 """
 import argparse
@@ -111,6 +114,8 @@ def main():
     p.add_argument("--ops", nargs="*", default=["eigh", "svd"])
     p.add_argument("--dtypes", nargs="*", default=["float32", "float64"])
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--small-kernel", default=None,
+                   help="force one of tessel's kernels (cholesky, lu_solve, eigh, svd, inv, svd_block, eigh_warp)")
     p.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # the child's; "cpu" tries the script
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -121,7 +126,8 @@ def main():
         print("linalg_crossover: no GPU, skipped")
         return
     results = {}
-    for path, small in (("tessel", None), ("cusolver", "0")):
+    tessel_path = f"tessel-{args.small_kernel}" if args.small_kernel else "tessel"
+    for path, small in ((tessel_path, args.small_kernel), ("cusolver", "0")):
         env = dict(os.environ)
         env.pop("TESSEL_LINALG_SMALL", None)
         if small is not None:
@@ -145,12 +151,13 @@ def main():
             return f"{'FAILED':>10} {r['error'][:26]:>26}"
         return f"{r['ms']:10.3f} {r['first_ms']:8.0f} {r['err']:8.1e} {r['orth']:8.1e}"
 
+    print(f"# tessel path: {tessel_path}")
     print("op    dtype      n  batch |  tessel ms  first    err      orth   |  cusolver ms first   err      orth   | cusolver/tessel")
     for op in args.ops:
         for dtype in args.dtypes:
             for n in args.orders:
                 for batch in args.batches:
-                    t = results.get(("tessel", op, dtype, n, batch))
+                    t = results.get((tessel_path, op, dtype, n, batch))
                     c = results.get(("cusolver", op, dtype, n, batch))
                     ratio = c["ms"] / t["ms"] if t and c and "ms" in t and "ms" in c else float("nan")
                     print(f"{op:5} {dtype:8} {n:4} {batch:6} | {cell(t)} | {cell(c)} | {ratio:7.2f}")

@@ -62,8 +62,12 @@ void small_solve(const LinalgBatch& p, const void* a, const void* b, void* out, 
 // getrf's (the inverse of a singular matrix is inf/NaN). Every info entry is written.
 void small_inv(const LinalgBatch& p, const void* a, void* out, std::int32_t* info, const Stream& stream);
 // small_eigh and small_svd run the kernel small_jacobi_applies chose (the per-thread one where it
-// applies, else eigh_warp where it applies, else the block one).
-void small_eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream);
+// applies, else eigh_warp where it applies, else the block one). small_eigh's matrices are
+// row-major (the caller's C order, no transposing copy): it reads the lower triangle of a and
+// writes the eigenvectors (v: the columns of each row-major n x n; unused without `vectors`; v
+// may be a) and the ascending eigenvalues w. Every info entry is written.
+void small_eigh(const LinalgBatch& p, const void* a, void* v, void* w, bool vectors, std::int32_t* info,
+                const Stream& stream);
 void small_svd(const LinalgBatch& p, const void* a, void* s, void* u, void* vh, bool vectors, std::int32_t* info,
                const Stream& stream);
 

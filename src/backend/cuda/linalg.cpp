@@ -669,8 +669,9 @@ void eigh_library(const LinalgBatch& p, void* a, void* w, bool vectors, std::int
 
 }  // namespace
 
+// ops/linalg.cpp sends the batches of tessel's small-matrix kernels to small_eigh itself (they
+// read the caller's row-major array); this is the cuSOLVER path.
 void eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream) {
-  if (small_jacobi_applies(SmallKernel::eigh, p, vectors, stream.device())) return small_eigh(p, a, w, vectors, info, stream);
   const NonfiniteInput nonfinite(p, a, stream);
   eigh_library(p, a, w, vectors, info, stream);
   nonfinite.poison(to_real(p.dtype), w, p.n, info);

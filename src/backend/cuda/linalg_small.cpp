@@ -159,12 +159,40 @@ void launch_block(SmallKernel kind, const LinalgBatch& p, std::vector<void*> arg
   k.launch(config, args, stream);
 }
 
-bool enabled() {
-  static const bool on = [] {
+// TESSEL_LINALG_SMALL: unset or "1", the tuning table; "0", none of tessel's kernels (the library path);
+// a kernel (cholesky, lu_solve, eigh, svd, inv, svd_block or eigh_warp), that kernel alone, at
+// every batch and every order up to its rows' largest (for bench/peers/linalg_crossover.py).
+struct Selection {
+  bool off = false;
+  bool forced = false;
+  SmallKernel kind = SmallKernel::eigh;
+};
+const Selection& selection() {
+  static const Selection chosen = [] {
+    Selection s;
     const char* v = std::getenv("TESSEL_LINALG_SMALL");
-    return v == nullptr || std::string(v) != "0";
+    if (v == nullptr || std::string(v).empty() || std::string(v) == "1") return s;
+    const std::string name(v);
+    if (name == "0") {
+      s.off = true;
+      return s;
+    }
+    const std::pair<const char*, SmallKernel> names[] = {
+        {"cholesky", SmallKernel::cholesky}, {"lu_solve", SmallKernel::lu_solve}, {"eigh", SmallKernel::eigh},
+        {"svd", SmallKernel::svd},           {"inv", SmallKernel::inv},           {"svd_block", SmallKernel::svd_block},
+        {"eigh_warp", SmallKernel::eigh_warp}};
+    for (const auto& [kind_label, kind] : names) {
+      if (name == kind_label) {
+        s.forced = true;
+        s.kind = kind;
+        return s;
+      }
+    }
+    throw ValueError(fmt::format(
+        "TESSEL_LINALG_SMALL={}: expected 0 or a kernel (cholesky, lu_solve, eigh, svd, inv, svd_block, eigh_warp)",
+        name));
   }();
-  return on;
+  return chosen;
 }
 
 }  // namespace
@@ -178,8 +206,16 @@ std::vector<SmallKernelTuning> small_kernel_rows(SmallKernel kind, DType dtype) 
 }
 
 bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p) {
-  if (!enabled()) return false;
+  const Selection& chosen = selection();
+  if (chosen.off) return false;
   const std::int64_t n = std::max(p.m, p.n);
+  if (chosen.forced) {
+    if (kind != chosen.kind) return false;
+    for (const auto& row : kTuning) {
+      if (row.kind == kind && row.dtype == p.dtype && n <= row.max_n) return true;
+    }
+    return false;
+  }
   for (const auto& row : kTuning) {
     if (row.kind == kind && row.dtype == p.dtype && n >= row.min_n && n <= row.max_n) return p.batch >= row.min_batch;
   }
@@ -257,14 +293,15 @@ void small_inv(const LinalgBatch& p, const void* a, void* out, std::int32_t* inf
   launch(SmallKernel::inv, p, false, {&a, &out, &info, &batch}, stream, warps * 32, 128);
 }
 
-void small_eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream) {
+void small_eigh(const LinalgBatch& p, const void* a, void* v, void* w, bool vectors, std::int32_t* info,
+                const Stream& stream) {
   long long batch = p.batch;
-  int v = vectors ? 1 : 0, sweeps = kMaxSweeps;
+  int flag = vectors ? 1 : 0, sweeps = kMaxSweeps;
   if (small_kernel_applies(SmallKernel::eigh, p)) {
-    return launch(SmallKernel::eigh, p, false, {&a, &w, &v, &sweeps, &info, &batch}, stream);
+    return launch(SmallKernel::eigh, p, false, {&a, &v, &w, &flag, &sweeps, &info, &batch}, stream);
   }
   if (p.n > 32) throw Error(fmt::format("eigh: internal error: the warp kernel takes n <= 32, got {}", p.n));
-  launch_block(SmallKernel::eigh_warp, p, {&a, &w, &v, &sweeps, &info, &batch}, stream,
+  launch_block(SmallKernel::eigh_warp, p, {&a, &v, &w, &flag, &sweeps, &info, &batch}, stream,
                block_kernel_bytes(SmallKernel::eigh_warp, p.dtype, p.n, p.n, vectors), "eigh");
 }
 

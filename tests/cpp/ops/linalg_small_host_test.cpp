@@ -247,24 +247,26 @@ void check_lu_solve(std::mt19937_64& rng) {
   EXPECT_EQ(info, N >= 2 ? 2 : 0);
 }
 
+// jacobi_eigh's matrices are row-major: it reads the lower triangle, (i, j) at i * N + j for
+// i >= j, and writes eigenvector k as column k (v may be the input itself: here it is).
 template <int N>
 void check_eigh(std::mt19937_64& rng) {
   auto a = normal(rng, N * N);
   std::vector<double> sym(N * N);
-  for (int j = 0; j < N; ++j)
-    for (int i = 0; i < N; ++i) sym[i + j * N] = i >= j ? a[i + j * N] : a[j + i * N];
-  for (int j = 0; j < N; ++j)
-    for (int i = 0; i < j; ++i) a[i + j * N] = 1e300;  // the upper triangle is never read
+  for (int i = 0; i < N; ++i)
+    for (int j = 0; j < N; ++j) sym[i * N + j] = i >= j ? a[i * N + j] : a[j * N + i];
+  for (int i = 0; i < N; ++i)
+    for (int j = i + 1; j < N; ++j) a[i * N + j] = 1e300;  // the upper triangle is never read
   std::vector<double> w(N);
   int info = -1;
-  jacobi_eigh<double, N>(a.data(), w.data(), 1, 60, &info, 1);
+  jacobi_eigh<double, N>(a.data(), a.data(), w.data(), 1, 60, &info, 1);
   EXPECT_EQ(info, 0);
   EXPECT_TRUE(std::is_sorted(w.begin(), w.end()));
   for (int j = 0; j < N; ++j)
     for (int i = 0; i < N; ++i) {
       double av = 0;
-      for (int k = 0; k < N; ++k) av += sym[i + k * N] * a[k + j * N];
-      EXPECT_NEAR(av, a[i + j * N] * w[j], kTol * N * 10) << "N " << N;
+      for (int k = 0; k < N; ++k) av += sym[i * N + k] * a[k * N + j];
+      EXPECT_NEAR(av, a[i * N + j] * w[j], kTol * N * 10) << "N " << N;
     }
 }
 
@@ -351,7 +353,9 @@ int svd_sweep_cap_hits(std::mt19937_64& rng, int batch) {
 template <class T>
 int eigh_sweep_cap_hits(std::mt19937_64& rng, int batch) {
   std::vector<T> w(static_cast<std::size_t>(batch) * 8);
-  return sweep_cap_hits<T, 8>(rng, batch, [&](T* a, int* info, int b) { jacobi_eigh<T, 8>(a, w.data(), 0, 60, info, b); });
+  return sweep_cap_hits<T, 8>(rng, batch, [&](T* a, int* info, int b) {
+    jacobi_eigh<T, 8>(a, nullptr, w.data(), 0, 60, info, b);
+  });
 }
 
 TEST(LinalgSmallKernelsOnHost, JacobiSvdConvergesOnManyRandomMatrices) {
@@ -371,7 +375,7 @@ TEST(LinalgSmallKernelsOnHost, NonFiniteInputGivesInfoOne) {
   a[5] = NAN;
   int info = 0;
   auto b = a;
-  jacobi_eigh<double, 4>(a.data(), w.data(), 1, 60, &info, 1);
+  jacobi_eigh<double, 4>(a.data(), a.data(), w.data(), 1, 60, &info, 1);
   EXPECT_EQ(info, 1);
   jacobi_svd<double, 4, 4>(b.data(), s.data(), u.data(), vh.data(), 1, 60, &info, 1);
   EXPECT_EQ(info, 1);
@@ -458,12 +462,14 @@ void check_eigh_warp(std::mt19937_64& rng, Kind kind, int warps, int batch) {
   const double eps = sizeof(T) == 4 ? 1.2e-7 : 2.3e-16;
   for (bool vectors : {true, false}) {
     std::vector<std::vector<double>> ref;
+    // row-major input, the eigenvectors into a poisoned buffer of their own
     std::vector<T> a(static_cast<std::size_t>(batch * N * N)), w(static_cast<std::size_t>(batch * N), T(-7));
+    std::vector<T> vout(a.size(), T(-7));
     for (int b = 0; b < batch; ++b) {
       ref.push_back(symmetric(rng, N, kind, eps));
       for (int e = 0; e < N * N; ++e) {
-        const int i = e % N, j = e / N;
-        a[b * N * N + e] = i >= j ? static_cast<T>(ref[b][e]) : T(1e30);  // the upper triangle is never read
+        const int i = e / N, j = e % N;  // ref is column-major
+        a[b * N * N + e] = i >= j ? static_cast<T>(ref[b][i + j * N]) : T(1e30);  // the upper triangle is never read
       }
     }
     std::vector<int> info(static_cast<std::size_t>(batch), -1);
@@ -473,15 +479,15 @@ void check_eigh_warp(std::mt19937_64& rng, Kind kind, int warps, int batch) {
               std::string("tessel_linalg_small::jacobi_eigh_warp<") + (sizeof(T) == 4 ? "float" : "double") + ", " +
                   std::to_string(N) + ">");
     if (warps == 0) {
-      jacobi_eigh<T, N>(a.data(), w.data(), vectors ? 1 : 0, 60, info.data(), batch);
+      jacobi_eigh<T, N>(a.data(), vout.data(), w.data(), vectors ? 1 : 0, 60, info.data(), batch);
     } else {
       run_teams<32>(warps, bytes, [&] {
-        jacobi_eigh_warp<T, N>(a.data(), w.data(), vectors ? 1 : 0, 60, info.data(), batch, bytes);
+        jacobi_eigh_warp<T, N>(a.data(), vout.data(), w.data(), vectors ? 1 : 0, 60, info.data(), batch, bytes);
       });
     }
     for (int b = 0; b < batch; ++b) {
       const T* wb = w.data() + b * N;
-      const T* v = a.data() + b * N * N;
+      const T* v = vout.data() + b * N * N;  // row-major: (i, j) at i * N + j
       if (kind == Kind::nan || kind == Kind::inf) {
         EXPECT_EQ(info[b], 1);
         for (int j = 0; j < N; ++j) EXPECT_TRUE(std::isnan(wb[j]));
@@ -508,10 +514,10 @@ void check_eigh_warp(std::mt19937_64& rng, Kind kind, int warps, int batch) {
         for (int i = 0; i < N; ++i) {
           double av = 0, vv = 0;
           for (int k = 0; k < N; ++k) {
-            av += ref[b][i + k * N] * v[k + j * N];
-            vv += static_cast<double>(v[k + i * N]) * v[k + j * N];
+            av += ref[b][i + k * N] * v[k * N + j];
+            vv += static_cast<double>(v[k * N + i]) * v[k * N + j];
           }
-          ASSERT_NEAR(av, static_cast<double>(v[i + j * N]) * wb[j], tol) << "A v = v w at " << i << ", " << j;
+          ASSERT_NEAR(av, static_cast<double>(v[i * N + j]) * wb[j], tol) << "A v = v w at " << i << ", " << j;
           ASSERT_NEAR(vv, i == j ? 1.0 : 0.0, 20 * eps * N) << "V^T V = I at " << i << ", " << j;
         }
     }

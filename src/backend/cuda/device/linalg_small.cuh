@@ -8,7 +8,8 @@
 // tests/cpp/ops/linalg_small_host_test.cpp defines TESSEL_SMALL_HOST_TEAMS and emulates the
 // barriers, shuffles and votes): every loop over matrix indices has compile-time bounds and is
 // unrolled, so indices are constants and the arrays stay in registers (row swaps and sorts use
-// selects, not dynamic indexing). Matrices are column-major, one after another (the layout of backend/linalg.hpp).
+// selects, not dynamic indexing). Matrices are column-major, one after another (the layout of
+// backend/linalg.hpp), except the eigh kernels': row-major, the caller's C order.
 // Real float and double only; complex batches go to cuSOLVER.
 //
 // Iterative kernels (Jacobi eigh and SVD) stop after max_sweeps sweeps: NaN or Inf input ends
@@ -193,12 +194,13 @@ TESSEL_SMALL void lu_solve_one(const T* m, const T* rhs, T* out, int nrhs, int* 
 
 // The launch block of the one-matrix-per-thread kernels (linalg_small.cpp kBlock).
 constexpr int kStagedBlock = 64;
-// Whether lu_solve_batch stages its matrices through shared memory (at most 24 KB a block). A
-// thread's matrix is N * N consecutive values, so loads straight into registers touch 32 lines
-// per warp instruction; staged, the block copies its 64 matrices with coalesced loads, and each
-// thread reads its own with one value of padding per matrix (no bank conflicts for even N).
+// Whether lu_solve_batch and jacobi_eigh stage their matrices through shared memory (at most
+// 24 KB a block). A thread's matrix is N * N consecutive values, so loads straight into registers
+// touch 32 lines per warp instruction; staged, the block copies its 64 matrices with coalesced
+// loads (and jacobi_eigh its vectors back with coalesced stores), and each thread reads its own
+// with one value of padding per matrix (no bank conflicts for even N).
 template <class T, int N>
-struct StagedSolve {
+struct StagedMatrices {
   static constexpr bool value = kStagedBlock * (N * N + 1) * sizeof(T) <= 24 * 1024;
 };
 
@@ -210,9 +212,9 @@ template <class T, int N, bool RowMajor>
 __global__ void lu_solve_batch(const T* __restrict__ a, const T* rhs, T* out, int nrhs, int* __restrict__ info,
                                long long batch) {
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
-  if (StagedSolve<T, N>::value && blockDim.x == kStagedBlock) {  // uniform: the loop below is block-wide
+  if (StagedMatrices<T, N>::value && blockDim.x == kStagedBlock) {  // uniform: the loop below is block-wide
     constexpr int kStride = N * N + 1;
-    __shared__ T stage[StagedSolve<T, N>::value ? kStagedBlock * kStride : 1];
+    __shared__ T stage[StagedMatrices<T, N>::value ? kStagedBlock * kStride : 1];
     for (long long base = blockIdx.x * static_cast<long long>(kStagedBlock); base < batch;
          base += static_cast<long long>(gridDim.x) * kStagedBlock) {
       const int count = batch - base < kStagedBlock ? static_cast<int>(batch - base) : kStagedBlock;
@@ -368,7 +370,10 @@ TESSEL_SMALL void rotate_columns(T (&x)[Rows * Cols], int p, int q, T c, T s) {
 }
 
 // ---- Jacobi eigh (cyclic, real symmetric, lower triangle read) ----
-// w: N ascending eigenvalues; the eigenvectors (columns) replace a when `vectors`.
+// The matrices are row-major, as the caller's C-order batch (linalg.cpp reads the user's array
+// itself): the lower triangle of a, entry (i, j), i >= j, at i * N + j, is read; w receives the N
+// ascending eigenvalues and, when `vectors`, v the eigenvectors as the columns of a row-major
+// N x N (entry (i, k) of eigenvector k at i * N + k). v may be a itself.
 // Only the upper triangle of the working copy is kept (s(i, j), i <= j, at i + j * N; the other
 // entries of the array are never touched, so they take no registers): a rotation of the pair
 // (p, q) moves the N - 2 pairs (a_kp, a_kq), k != p, q, and sets a_pp -= t a_pq, a_qq += t a_pq,
@@ -383,91 +388,122 @@ TESSEL_SMALL T& upper_of(T (&s)[N * N], int i, int j) {  // i, j compile-time af
   return i <= j ? s[i + j * N] : s[j + i * N];
 }
 
+// One matrix: m (read, the row-major input), wb its N eigenvalues, vb its vectors (may be m);
+// returns info.
 template <class T, int N>
-__global__ void jacobi_eigh(T* __restrict__ a, T* __restrict__ w, int vectors, int max_sweeps, int* __restrict__ info,
-                            long long batch) {
-  TESSEL_FOR_EACH_MATRIX(b, batch) {
-    T* m = a + b * N * N;
-    T s[N * N], v[N * N];
-    T amax = T(0);
+TESSEL_SMALL int jacobi_eigh_one(const T* m, T* wb, T* vb, int vectors, int max_sweeps) {
+  T s[N * N], v[N * N];
+  T amax = T(0);
+  TESSEL_UNROLL
+  for (int i = 0; i < N; ++i)
     TESSEL_UNROLL
-    for (int j = 0; j < N; ++j)
-      TESSEL_UNROLL
-      for (int i = j; i < N; ++i) {
-        const T x = m[i + j * N];  // (i, j) of the lower triangle is (j, i) of the upper
-        s[j + i * N] = x;
-        amax = nan_max(amax, abs_of(x));
-      }
-    const bool finite = finite_of(amax);
-    const int exponent = scale_exponent(amax);
-    const T scale = ldexp(T(1), -exponent);
-    TESSEL_UNROLL
-    for (int j = 0; j < N; ++j)
-      TESSEL_UNROLL
-      for (int i = 0; i <= j; ++i) s[i + j * N] *= scale;
-    TESSEL_UNROLL
-    for (int e = 0; e < N * N; ++e) v[e] = (e % (N + 1) == 0) ? T(1) : T(0);
-    T total = T(0);
-    TESSEL_UNROLL
-    for (int j = 0; j < N; ++j)
-      TESSEL_UNROLL
-      for (int i = 0; i <= j; ++i) total += (i == j ? T(1) : T(2)) * s[i + j * N] * s[i + j * N];
-    const T tolerance = epsilon<T>() * epsilon<T>() * total;
-    int converged = 0;
-    for (int sweep = 0; finite && sweep < max_sweeps; ++sweep) {
-      T off = T(0);
-      TESSEL_UNROLL
-      for (int q = 1; q < N; ++q)
-        TESSEL_UNROLL
-        for (int p = 0; p < q; ++p) off += s[p + q * N] * s[p + q * N];
-      if (off <= tolerance) {
-        converged = 1;
-        break;
-      }
-      bool rotated = false;
-      TESSEL_UNROLL
-      for (int q = 1; q < N; ++q)
-        TESSEL_UNROLL
-        for (int p = 0; p < q; ++p) {
-          const T apq = s[p + q * N], app = s[p + p * N], aqq = s[q + q * N];
-          if (apq * apq <= epsilon<T>() * epsilon<T>() * abs_of(app * aqq)) continue;  // squared: no sqrt
-          rotated = true;
-          T c, sn, t;
-          jacobi_rotation_fast(app, aqq, apq, c, sn, t);
-          TESSEL_UNROLL
-          for (int k = 0; k < N; ++k) {
-            if (k != p && k != q) rotate_pair(upper_of<T, N>(s, k, p), upper_of<T, N>(s, k, q), c, sn);
-          }
-          s[p + p * N] = app - t * apq;
-          s[q + q * N] = aqq + t * apq;
-          s[p + q * N] = T(0);
-          rotate_columns<T, N, N>(v, p, q, c, sn);
-        }
-      if (!rotated) {  // every pair below the relative test: off may still exceed the tolerance
-        converged = 1;
-        break;
-      }
+    for (int j = 0; j <= i; ++j) {
+      const T x = m[i * N + j];  // (i, j) of the lower triangle is (j, i) of the upper
+      s[j + i * N] = x;
+      amax = nan_max(amax, abs_of(x));
     }
-    info[b] = converged ? 0 : 1;
-    // Ascending order: each eigenvalue's rank (ties by index) is where it and its vector go.
-    const T nan = quiet_nan_of<T>();
+  const bool finite = finite_of(amax);
+  const int exponent = scale_exponent(amax);
+  const T scale = ldexp(T(1), -exponent);
+  TESSEL_UNROLL
+  for (int j = 0; j < N; ++j)
     TESSEL_UNROLL
-    for (int i = 0; i < N; ++i) {
-      const T wi = s[i + i * N];
-      int rank = 0;
+    for (int i = 0; i <= j; ++i) s[i + j * N] *= scale;
+  TESSEL_UNROLL
+  for (int e = 0; e < N * N; ++e) v[e] = (e % (N + 1) == 0) ? T(1) : T(0);
+  T total = T(0);
+  TESSEL_UNROLL
+  for (int j = 0; j < N; ++j)
+    TESSEL_UNROLL
+    for (int i = 0; i <= j; ++i) total += (i == j ? T(1) : T(2)) * s[i + j * N] * s[i + j * N];
+  const T tolerance = epsilon<T>() * epsilon<T>() * total;
+  int converged = 0;
+  for (int sweep = 0; finite && sweep < max_sweeps; ++sweep) {
+    T off = T(0);
+    TESSEL_UNROLL
+    for (int q = 1; q < N; ++q)
       TESSEL_UNROLL
-      for (int j = 0; j < N; ++j) {
-        const T wj = s[j + j * N];
-        rank += (wj < wi || (wj == wi && j < i)) ? 1 : 0;
-      }
-      if (!finite) rank = i;
-      w[b * N + rank] = finite ? ldexp(wi, exponent) : nan;
-      if (vectors) {
+      for (int p = 0; p < q; ++p) off += s[p + q * N] * s[p + q * N];
+    if (off <= tolerance) {
+      converged = 1;
+      break;
+    }
+    bool rotated = false;
+    TESSEL_UNROLL
+    for (int q = 1; q < N; ++q)
+      TESSEL_UNROLL
+      for (int p = 0; p < q; ++p) {
+        const T apq = s[p + q * N], app = s[p + p * N], aqq = s[q + q * N];
+        if (apq * apq <= epsilon<T>() * epsilon<T>() * abs_of(app * aqq)) continue;  // squared: no sqrt
+        rotated = true;
+        T c, sn, t;
+        jacobi_rotation_fast(app, aqq, apq, c, sn, t);
         TESSEL_UNROLL
-        for (int k = 0; k < N; ++k) m[k + rank * N] = finite ? v[k + i * N] : nan;
+        for (int k = 0; k < N; ++k) {
+          if (k != p && k != q) rotate_pair(upper_of<T, N>(s, k, p), upper_of<T, N>(s, k, q), c, sn);
+        }
+        s[p + p * N] = app - t * apq;
+        s[q + q * N] = aqq + t * apq;
+        s[p + q * N] = T(0);
+        rotate_columns<T, N, N>(v, p, q, c, sn);
       }
+    if (!rotated) {  // every pair below the relative test: off may still exceed the tolerance
+      converged = 1;
+      break;
     }
   }
+  // Ascending order: each eigenvalue's rank (ties by index) is where it and its vector go.
+  const T nan = quiet_nan_of<T>();
+  TESSEL_UNROLL
+  for (int i = 0; i < N; ++i) {
+    const T wi = s[i + i * N];
+    int rank = 0;
+    TESSEL_UNROLL
+    for (int j = 0; j < N; ++j) {
+      const T wj = s[j + j * N];
+      rank += (wj < wi || (wj == wi && j < i)) ? 1 : 0;
+    }
+    if (!finite) rank = i;
+    wb[rank] = finite ? ldexp(wi, exponent) : nan;
+    if (vectors) {
+      TESSEL_UNROLL
+      for (int k = 0; k < N; ++k) vb[k * N + rank] = finite ? v[k + i * N] : nan;
+    }
+  }
+  return converged ? 0 : 1;
+}
+
+// A block of kStagedBlock threads stages its matrices (StagedMatrices): the coalesced load, each
+// thread's matrix from its slot, its vectors back into the slot, the coalesced store.
+template <class T, int N>
+__global__ void jacobi_eigh(const T* a, T* v, T* __restrict__ w, int vectors, int max_sweeps, int* __restrict__ info,
+                            long long batch) {
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+  if (StagedMatrices<T, N>::value && blockDim.x == kStagedBlock) {  // uniform: the loop below is block-wide
+    constexpr int kStride = N * N + 1;
+    __shared__ T stage[StagedMatrices<T, N>::value ? kStagedBlock * kStride : 1];
+    for (long long base = blockIdx.x * static_cast<long long>(kStagedBlock); base < batch;
+         base += static_cast<long long>(gridDim.x) * kStagedBlock) {
+      const int count = batch - base < kStagedBlock ? static_cast<int>(batch - base) : kStagedBlock;
+      const T* src = a + base * N * N;
+      for (int e = threadIdx.x; e < count * N * N; e += kStagedBlock) stage[(e / (N * N)) * kStride + e % (N * N)] = src[e];
+      __syncthreads();
+      if (static_cast<int>(threadIdx.x) < count) {
+        T* slot = stage + threadIdx.x * kStride;
+        const long long b = base + threadIdx.x;
+        info[b] = jacobi_eigh_one<T, N>(slot, w + b * N, slot, vectors, max_sweeps);
+      }
+      __syncthreads();
+      if (vectors) {
+        T* dst = v + base * N * N;
+        for (int e = threadIdx.x; e < count * N * N; e += kStagedBlock) dst[e] = stage[(e / (N * N)) * kStride + e % (N * N)];
+      }
+      __syncthreads();
+    }
+    return;
+  }
+#endif
+  TESSEL_FOR_EACH_MATRIX(b, batch) { info[b] = jacobi_eigh_one<T, N>(a + b * N * N, w + b * N, v + b * N * N, vectors, max_sweeps); }
 }
 
 // ---- one-sided Jacobi SVD (Hestenes), M >= N, real ----
@@ -863,7 +899,8 @@ __global__ void jacobi_svd_block(const T* __restrict__ a, T* __restrict__ s, T* 
 }
 
 // ---- Jacobi eigh, a group of lanes per matrix: one-sided Jacobi on the shifted matrix ----
-// The contract of jacobi_eigh, for N <= 32. W lanes per matrix (N rounded up to a power of two),
+// The contract of jacobi_eigh (row-major matrices, the lower triangle read; v may be a), for
+// N <= 32. W lanes per matrix (N rounded up to a power of two),
 // 32 / W matrices per warp. Lane j < N of a group keeps column j of B = A 2^-e + sigma I in
 // registers: 2^e scales max|a| into [0.5, 1) (exact), and sigma = 1.5 max_j sum_i |a_ij| puts B's
 // eigenvalues in [sigma / 3, 5 sigma / 3], so B is positive definite and well conditioned. The
@@ -878,8 +915,8 @@ __global__ void jacobi_svd_block(const T* __restrict__ a, T* __restrict__ s, T* 
 // (jacobi_svd's test). B, in registers, is the only state: no V update and no shared-memory
 // traffic in the sweeps (20,000 matrices of order 32 in float64: 4.0 ms on the H100, where
 // syevjBatched takes 11.6 ms).
-// Shared memory per warp: the 32 / W matrices as read, N x N with leading dimension N + 1 (the
-// coalesced load and store go through it; the Rayleigh quotients read it):
+// Shared memory per warp: the 32 / W matrices as read, N x N row-major with leading dimension
+// N + 1 (the coalesced load and store go through it; the Rayleigh quotients read it):
 //   T[(32 / W) N (N + 1)].
 template <int W, class T>
 TESSEL_SMALL T group_max(T v) {  // NaN wins
@@ -895,7 +932,7 @@ TESSEL_SMALL int group_or(int v) {
 }
 
 template <class T, int N>
-__global__ void jacobi_eigh_warp(T* __restrict__ a, T* __restrict__ w, int vectors, int max_sweeps,
+__global__ void jacobi_eigh_warp(const T* a, T* v, T* __restrict__ w, int vectors, int max_sweeps,
                                  int* __restrict__ info, long long batch, long long team_bytes) {
   static_assert(N >= 1 && N <= 32, "jacobi_eigh_warp: a lane per column, N <= 32");
   constexpr int Team = 32, W = GroupWidth<N>::value, G = 32 / W, ld = N + 1;
@@ -909,9 +946,9 @@ __global__ void jacobi_eigh_warp(T* __restrict__ a, T* __restrict__ w, int vecto
        base += stride) {  // uniform per warp
     const long long b = base + lane / W;
     const bool active = b < batch, owner = active && j < N;
-    T* m = a + (active ? b : 0) * N * N;
+    const long long offset = (active ? b : 0) * N * N;
     if (active) {
-      for (int e = j; e < N * N; e += W) S[e % N + (e / N) * ld] = m[e];
+      for (int e = j; e < N * N; e += W) S[e % N + (e / N) * ld] = a[offset + e];  // (i, k) at k + i * ld
     }
     __syncwarp();
     T x[N];
@@ -919,7 +956,7 @@ __global__ void jacobi_eigh_warp(T* __restrict__ a, T* __restrict__ w, int vecto
     TESSEL_UNROLL
     for (int i = 0; i < N; ++i) {
       x[i] = T(0);
-      if (owner) x[i] = i >= j ? S[i + j * ld] : S[j + i * ld];  // the lower triangle
+      if (owner) x[i] = i >= j ? S[j + i * ld] : S[i + j * ld];  // the lower triangle: (max, min)
       amax = nan_max(amax, abs_of(x[i]));
     }
     amax = group_max<W>(amax);
@@ -998,7 +1035,7 @@ __global__ void jacobi_eigh_warp(T* __restrict__ a, T* __restrict__ w, int vecto
       for (int i = 0; i < N; ++i) {
         T off = T(0);
         TESSEL_UNROLL
-        for (int k = 0; k < i; ++k) off += S[i + k * ld] * x[k];
+        for (int k = 0; k < i; ++k) off += S[k + i * ld] * x[k];  // (i, k), i > k
         lambda += (S[i + i * ld] * x[i] + T(2) * off) * x[i];
       }
     }
@@ -1015,11 +1052,11 @@ __global__ void jacobi_eigh_warp(T* __restrict__ a, T* __restrict__ w, int vecto
       __syncwarp();  // the Rayleigh quotients have read S
       if (owner) {
         TESSEL_UNROLL
-        for (int i = 0; i < N; ++i) S[i + rank * ld] = finite ? x[i] : nan;
+        for (int i = 0; i < N; ++i) S[rank + i * ld] = finite ? x[i] : nan;  // (i, rank)
       }
       __syncwarp();
       if (active) {
-        for (int e = j; e < N * N; e += W) m[e] = S[e % N + (e / N) * ld];
+        for (int e = j; e < N * N; e += W) v[offset + e] = S[e % N + (e / N) * ld];
       }
     }
     if (active && j == 0) info[b] = finite && !unconverged ? 0 : 1;
