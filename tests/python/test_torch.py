@@ -707,6 +707,120 @@ def test_custom_op_bad_arguments():
         square_op(np.ones(3))
 
 
+# ---------------------------------------------------------------- fuse with a reduction
+@tt.fuse(reduction="sum")
+def swish_gate_sum(x, y):
+    return x * torch.sigmoid(x) * y
+
+
+@tt.fuse(reduction="mean", dtype=torch.float32)
+def mean_square_f32(y):
+    return y * y
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+@pytest.mark.parametrize("shapes", [((6, 5), (6, 5)), ((3, 1), (1, 4)), ((), ()), ((0, 3), (1, 3)), ((777, 3), (3,))],
+                         ids=["same", "broadcast", "0-d", "zero-size", "odd"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fuse_reduction_matches_torch_autograd(tdevice, gen, reduction, shapes, dtype):
+    fn = tt.fuse(swish_gate.fn, reduction=reduction)
+    x = randn(gen, *shapes[0], dtype=dtype, device=tdevice, requires_grad=True)
+    y = randn(gen, *shapes[1], dtype=dtype, device=tdevice, requires_grad=True)
+    out = fn(x, y)
+    xr, yr = x.detach().double().requires_grad_(), y.detach().double().requires_grad_()
+    full = swish_gate.fn(xr, yr)
+    ref = full.sum() if reduction == "sum" else full.mean()
+    assert out.shape == () and out.dtype == dtype
+    if full.numel() == 0 and reduction == "mean":
+        assert torch.isnan(out)  # torch's mean of nothing
+    else:
+        assert abs(float(out) - float(ref)) <= TOL[dtype] * 10 * max(1.0, float(full.abs().sum()))
+    gx, gy = torch.autograd.grad(out * 3.0, (x, y))
+    gxr, gyr = torch.autograd.grad(ref * 3.0, (xr, yr))
+    assert gx.shape == x.shape and gy.shape == y.shape and gx.dtype == dtype and gy.dtype == dtype
+    if x.numel():
+        assert rel_err(gx, gxr) < TOL[dtype] * 10
+        assert rel_err(gy, gyr) < TOL[dtype] * 10
+
+
+def test_fuse_reduction_gradcheck(tdevice, gen):
+    x = randn(gen, 4, 3, device=tdevice, requires_grad=True)
+    y = randn(gen, 1, 3, device=tdevice, requires_grad=True)
+    assert torch.autograd.gradcheck(swish_gate_sum, (x, y))
+    assert torch.autograd.gradcheck(tt.fuse(swish_gate.fn, reduction="mean"), (x, y))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_fuse_reduction_low_precision_loss(tdevice, gen, dtype):
+    # (y * y).mean(dtype=float32): the elementwise result in y's dtype, summed in float32, as torch;
+    # the gradient 2 y / N written in y's dtype by the kernel, from a float32 scalar that is not
+    # rounded to y's dtype first (hi + lo).
+    y = randn(gen, 300, 257, dtype=dtype, device=tdevice, requires_grad=True)
+    loss = mean_square_f32(y)
+    ref = (y.detach() * y.detach()).mean(dtype=torch.float32)
+    assert loss.dtype == torch.float32 and loss.shape == ()
+    assert abs(float(loss) - float(ref)) < 1e-5 * float(ref)
+    (g,) = torch.autograd.grad(loss * 7.0, (y,))
+    assert g.dtype == dtype
+    exact = 14.0 * y.detach().double() / y.numel()
+    # each element rounded once to y's dtype: at most half an ulp, relative (eps 2^-7 bfloat16, 2^-10 float16)
+    ulp = torch.finfo(dtype).eps
+    normal = exact.abs() >= torch.finfo(dtype).smallest_normal  # float16's subnormals have fewer bits
+    assert int(normal.sum()) > y.numel() // 2
+    assert float(((g.double() - exact).abs()[normal] / exact.abs()[normal]).max()) <= ulp / 2 * 1.01
+    # a bfloat16 mean without dtype is torch's bfloat16 mean
+    plain = tt.fuse(mean_square_f32.fn, reduction="mean")(y)
+    assert plain.dtype == dtype
+    assert abs(float(plain) - float(ref)) < 2.0 ** -7 * float(ref)
+
+
+def test_fuse_reduction_integer_and_bool_results_follow_torch(tdevice):
+    x = torch.arange(12, device=tdevice, dtype=torch.int32).reshape(3, 4)
+    total = tt.fuse(lambda x: x * x + 1, reduction="sum")(x)
+    assert total.dtype == torch.int64 and int(total) == int((x.long() * x + 1).sum())
+    count = tt.fuse(lambda x: x > 5, reduction="sum")(x)
+    assert count.dtype == torch.int64 and int(count) == 6
+    with pytest.raises(TypeError, match=r"fuse\(<lambda>, reduction='mean'\): mean\(\)"):
+        tt.fuse(lambda x: x * x, reduction="mean")(x)
+
+
+def test_fuse_reduction_bad_arguments(tdevice):
+    with pytest.raises(ValueError, match=r"reduction must be None, 'sum' or 'mean', got 'max'"):
+        tt.fuse(lambda x: x, reduction="max")
+    with pytest.raises(ValueError, match=r"dtype= is the reduction's dtype"):
+        tt.fuse(lambda x: x, dtype=torch.float32)
+    with pytest.raises(TypeError, match=r"dtype must be a torch.dtype, got str"):
+        tt.fuse(lambda x: x, reduction="sum", dtype="float32")
+    x = torch.ones(3, device=tdevice)
+    with pytest.raises(TypeError, match=r"fuse\(swish_gate_sum, reduction='sum'\): takes 2 tensors, got 1"):
+        swish_gate_sum(x)
+    with pytest.raises(TypeError, match=r"argument 1 must be a torch.Tensor, got float"):
+        swish_gate_sum(x, 2.0)
+    with pytest.raises(tt.TraceError, match=r"torch.Tensor.sum is not an elementwise operation"):
+        tt.fuse(lambda x: x.sum(), reduction="sum")(x)
+    if tdevice == "cuda":
+        with pytest.raises(ValueError, match=r"different devices|cpu.*cuda|cuda.*cpu"):
+            swish_gate_sum(x, torch.ones(3))
+
+
+def test_fuse_reduction_in_a_compiled_training_step(tdevice, gen):
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(tt.nn.Linear(6, 5, activation="gelu_tanh", dtype=torch.float64),
+                                tt.nn.Linear(5, 4, dtype=torch.float64)).to(tdevice)
+    x = randn(gen, 7, 6, device=tdevice)
+
+    def step(m, x):
+        return mean_square_f32(m(x))
+    loss = torch.compile(step, fullgraph=True, backend="aot_eager")(model, x)
+    grads = torch.autograd.grad(loss, list(model.parameters()))
+    ref_loss = model(x).square().mean()
+    ref_grads = torch.autograd.grad(ref_loss, list(model.parameters()))
+    assert loss.dtype == torch.float32  # float64 values, summed and returned in float32
+    assert abs(float(loss) - float(ref_loss)) < 1e-6 * float(ref_loss)
+    for g, gr in zip(grads, ref_grads):
+        assert rel_err(g, gr) < 1e-6
+
+
 # ---------------------------------------------------------------- registration
 def _opcheck(op, args):
     result = torch.library.opcheck(op, args)
@@ -729,6 +843,10 @@ def test_opcheck_every_op(tdevice, gen):
         _opcheck(fn._call, (x, y))
         g = randn(gen, 4, 5, device=tdevice)
         _opcheck(fn._call_backward, (g, x.detach(), y.detach(), [True, True]))
+    for fn in (swish_gate_sum, tt.fuse(swish_gate.fn, reduction="mean")):
+        _opcheck(fn._call, (x, y))
+        pair = randn(gen, 2, device=tdevice).reshape(2, 1, 1).expand(2, 4, 5)
+        _opcheck(fn._call_backward, (pair, x.detach(), y.detach(), [True, True]))
     _opcheck(variadic._call, ([x, y, x],))
     _opcheck(variadic._call_backward, (randn(gen, 4, 5, device=tdevice), [x.detach(), y.detach(), x.detach()], [True, True, True]))
     _opcheck(square_op._op._opoverload, ([x],))

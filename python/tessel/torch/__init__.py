@@ -6,6 +6,9 @@
     @tt.fuse
     def swish_gate(x, y):
         return x * torch.sigmoid(x) * y                        # one kernel forward, fused backward
+    @tt.fuse(reduction="mean", dtype=torch.float32)
+    def mean_square(y):
+        return y * y                                           # a loss: (y * y).mean(dtype=torch.float32)
 
 Every op is a ``torch.library.custom_op`` with a fake (meta) implementation and autograd, so
 ``torch.compile(fullgraph=True)`` sees one op per call. Tensors cross to tessel through DLPack
@@ -18,10 +21,10 @@ import torch  # noqa: F401  (the reason this is a separate module)
 
 from . import nn  # noqa: F401
 from ._custom import CustomOp, custom_op  # noqa: F401
-from ._fuse import FusedFunction, fuse  # noqa: F401
+from ._fuse import FusedFunction, FusedReduction, fuse  # noqa: F401
 from ._graph import NotDifferentiableError, TraceError  # noqa: F401
 from ._interop import to_tessel, to_torch  # noqa: F401
 from ._linear import linear  # noqa: F401
 
-__all__ = ["linear", "nn", "fuse", "custom_op", "to_tessel", "to_torch", "FusedFunction", "CustomOp",
+__all__ = ["linear", "nn", "fuse", "custom_op", "to_tessel", "to_torch", "FusedFunction", "FusedReduction", "CustomOp",
            "TraceError", "NotDifferentiableError"]

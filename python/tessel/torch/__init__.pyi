@@ -1,6 +1,6 @@
 # Type stubs of tessel.torch (also the source of its API reference; the docstrings of functions
 # without one here come from the .py files).
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union, overload
 
 import torch
 from torch import Tensor
@@ -10,7 +10,10 @@ import tessel
 from . import nn as nn
 
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, activation: Optional[str] = None) -> Tensor: ...
+@overload
 def fuse(fn: Callable[..., Any]) -> FusedFunction: ...
+@overload
+def fuse(*, reduction: Optional[str] = None, dtype: Optional[torch.dtype] = None) -> Callable[[Callable[..., Any]], FusedFunction]: ...
 def custom_op(name: str, kernel: Union[tessel.ElementwiseKernel, tessel.RawKernel, Callable[..., tessel.Array]], *,
               backward: Optional[Callable[[Sequence[Tensor], Tensor, Tensor], Sequence[Optional[Tensor]]]] = None,
               fake: Optional[Callable[..., Tensor]] = None, launch: Optional[Callable[..., tessel.Array]] = None,
@@ -26,6 +29,11 @@ class FusedFunction:
     def __call__(self, *tensors: Tensor) -> Tensor: ...
     def source(self, *tensors: Tensor) -> str:
         """The generated CUDA source of the forward kernel for these tensors' dtypes."""
+
+class FusedReduction(FusedFunction):
+    """The result of :func:`fuse` with ``reduction=``: call it with torch tensors; it returns a 0-d tensor."""
+    reduction: str
+    dtype: Optional[torch.dtype]
 
 class CustomOp:
     """The result of :func:`custom_op`: call it with torch tensors."""

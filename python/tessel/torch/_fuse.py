@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
 import re
 from typing import List, Optional
 
@@ -20,6 +21,7 @@ import torch
 from torch import Tensor
 
 from tessel import _tessel
+from tessel import sum as ts_sum
 
 from . import _graph
 from ._interop import check_same_device, on_cuda_stream, on_torch_stream, to_tessel, to_torch
@@ -517,7 +519,121 @@ def _eager_function(fused):
                                                       "backward": staticmethod(fused._eager_backward)})
 
 
-def fuse(fn):
+class FusedReduction(FusedFunction):
+    """The result of :func:`fuse` with a reduction: ``fn(*tensors).sum()`` or ``.mean()`` (with
+    ``dtype=``, as torch.sum's: the accumulation and result dtype) as one fused elementwise kernel
+    and one reduction forward, and one fused kernel backward.
+
+    The backward's incoming gradient is a scalar: it reaches the gradient kernel as a uniform
+    operand, never expanded in memory. It is passed as two numbers of the function's result dtype,
+    hi + lo * 2^-11 = grad (/ N for the mean), which the kernel adds in float: the gradient is then
+    written in the inputs' dtype by the kernel itself (a float32 scalar would promote a bfloat16
+    gradient to float32 and need a second pass to cast it back), without rounding the scalar to
+    bfloat16 (up to 2^-8 relative, the same bias in every element). lo is scaled up so that it
+    stays a normal number in float16 where hi is one."""
+
+    def __init__(self, fn, reduction, dtype):
+        self.reduction, self.dtype = reduction, dtype
+        self._reduced_dtypes = {}  # input dtypes -> (elementwise result dtype, reduced result dtype)
+        super().__init__(fn)
+        self._label = f"tessel.torch.fuse({self.__name__}, reduction={reduction!r})"
+
+    def _backward_plan(self, count, needs) -> _Backward:
+        key = (count, tuple(needs))
+        plan = self._backward.get(key)
+        if plan is None:
+            seed = _graph.add(_graph.inp(count), _graph.mul(_graph.inp(count + 1), _graph.const(_LO_SCALE)))
+            grads = _graph.gradients(self.graph(count), count, needs, self.__name__, seed=seed)
+            plan = self._backward[key] = _Backward(grads)
+        return plan
+
+    def _dtypes(self, inputs):
+        """torch's dtypes of fn(*inputs) and of its reduction (evaluated once per input dtypes on
+        meta tensors): the reduction's errors are torch's (mean of integers), naming the op."""
+        key = tuple([t.dtype for t in inputs])
+        dtypes = self._reduced_dtypes.get(key)
+        if dtypes is None:
+            meta = [torch.empty((), dtype=t.dtype, device="meta") for t in inputs]
+            value = _graph.evaluate(self._forward_kernel(len(inputs)).root, meta)
+            try:
+                reduced = value.sum(dtype=self.dtype) if self.reduction == "sum" else value.mean(dtype=self.dtype)
+            except RuntimeError as e:
+                raise TypeError(f"{self._label}: {e}") from None
+            dtypes = self._reduced_dtypes[key] = (value.dtype, reduced.dtype)
+        return dtypes
+
+    def _forward_impl(self, inputs: List[Tensor]) -> Tensor:
+        self._check(inputs)
+        _, result_dtype = self._dtypes(inputs)
+        with on_torch_stream(inputs[0].device):
+            values = self._forward_kernel(len(inputs))(inputs, like=inputs[0])
+            # Half results are summed in float32, as torch sums them.
+            accumulate = torch.float32 if result_dtype in (torch.float16, torch.bfloat16) else result_dtype
+            total = to_torch(ts_sum(to_tessel(values), dtype=_TS_DTYPES[accumulate]))
+            if self.reduction == "mean":
+                total = total / values.numel()
+            return total.to(result_dtype)
+
+    def _forward_fake(self, inputs):
+        self._check(inputs)
+        return torch.empty((), dtype=self._dtypes(inputs)[1], device=inputs[0].device)
+
+    def _backward_impl(self, grad: Tensor, inputs: List[Optional[Tensor]], needs: List[bool]) -> List[Tensor]:
+        # grad: (2, *shape), hi and lo broadcast over the function's shape (stride 0)
+        plan = self._backward_plan(len(inputs), needs)
+        if grad.is_cuda:
+            with on_torch_stream(grad.device):
+                return plan(list(inputs) + [grad[0], grad[1]], like=grad[0])
+        if grad.dtype in (torch.float16, torch.bfloat16):
+            # The CPU backend evaluates op by op in the operands' dtype: half operands are widened
+            # to float32 (hi + lo exactly), and the caller rounds each gradient once.
+            wide = [None if t is None else t.float() if t.dtype == grad.dtype else t for t in inputs]
+            total = grad[0].float() + grad[1].float() * _LO_SCALE
+            return plan(wide + [total, torch.zeros_like(total)], like=total)
+        return plan(list(inputs) + [grad[0], grad[1]], like=grad[0])
+
+    def _backward_fake(self, grad, inputs, needs):
+        return self._backward_plan(len(inputs), needs).fake(list(inputs) + [grad[0], grad[1]], like=grad[0])
+
+    def _setup_context(self, ctx, inputs, output):
+        tensors = inputs if self.arity is not None else inputs[0]
+        self._save(ctx, tensors)
+        ctx.shape = torch.broadcast_shapes(*[t.shape for t in tensors])
+        ctx.function_dtype = self._dtypes(tensors)[0]
+
+    def _autograd_backward(self, ctx, grad):
+        info = ctx.info
+        if info.op_plan is None:
+            return self._grads([None] * info.count)
+        shape = ctx.shape
+        if self.reduction == "mean":
+            grad = grad / math.prod(shape)
+        low = ctx.function_dtype if ctx.function_dtype.is_floating_point else grad.dtype
+        hi = grad.to(low)
+        lo = ((grad - hi.to(grad.dtype)) / _LO_SCALE).to(low)
+        pair = torch.stack([hi, lo]).reshape((2,) + (1,) * len(shape)).expand((2,) + tuple(shape))
+        grads = self._call_backward_op(pair, ctx.saved_tensors, info)
+        return self._grads(self._input_grads(info, grads, ctx.shapes, ctx.dtypes, None))
+
+    def __call__(self, *args):
+        for i, a in enumerate(args):
+            if not isinstance(a, Tensor):
+                raise TypeError(f"{self._label}: argument {i} must be a torch.Tensor, got {type(a).__name__} "
+                                "(Python constants go inside the function)")
+        if self.arity is not None:
+            if len(args) != self.arity:
+                raise TypeError(f"{self._label}: takes {self.arity} tensors, got {len(args)}")
+            return self._call(*args)
+        if not args:
+            raise TypeError(f"{self._label}: needs at least one tensor argument")
+        return self._call(list(args))
+
+
+_REDUCTIONS = (None, "sum", "mean")
+_LO_SCALE = 2.0 ** -11  # FusedReduction's hi + lo * _LO_SCALE: float16's 11 significant bits
+
+
+def fuse(fn=None, *, reduction: Optional[str] = None, dtype: Optional[torch.dtype] = None):
     """Decorator: an elementwise function of torch tensors becomes one fused tessel kernel forward
     and one fused kernel backward computing every needed input gradient (derived symbolically),
     registered as a torch custom op (``torch.compile`` sees one op).
@@ -526,5 +642,20 @@ def fuse(fn):
     (``torch.exp``, ``torch.sigmoid``, ``torch.where``, ``torch.clamp``, ``F.gelu``, ``x.tanh()``,
     ...) and Python numbers; anything else (reductions, indexing, shape changes, casts) is a
     TypeError naming it when the function is first called. Inputs broadcast as torch's do.
+
+    ``reduction="sum"`` or ``"mean"`` reduces the function's result to a 0-d tensor, as
+    ``fn(...).sum(dtype=dtype)`` or ``.mean(dtype=dtype)`` would (a loss); ``dtype`` is then the
+    dtype the reduction accumulates in and returns, as torch.sum's. The backward is one fused
+    kernel over the inputs, the scalar gradient read as a constant operand.
     """
-    return FusedFunction(fn)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"tessel.torch.fuse: reduction must be None, 'sum' or 'mean', got {reduction!r}")
+    if dtype is not None:
+        if reduction is None:
+            raise ValueError("tessel.torch.fuse: dtype= is the reduction's dtype; it needs reduction='sum' or 'mean'")
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError(f"tessel.torch.fuse: dtype must be a torch.dtype, got {type(dtype).__name__}")
+
+    def wrap(f):
+        return FusedFunction(f) if reduction is None else FusedReduction(f, reduction, dtype)
+    return wrap if fn is None else wrap(fn)

@@ -506,25 +506,25 @@ def _topo(root):
     return order  # arguments before their users
 
 
-def gradients(root: Node, num_inputs: int, needs, fname: str):
-    """Expressions of d(root)/d(input i) times the incoming gradient (input `num_inputs`) for each i
-    with needs[i]; None for the others. NotDifferentiableError names the op a needed gradient
-    would cross."""
+def gradients(root: Node, num_inputs: int, needs, fname: str, seed: Node = None):
+    """Expressions of d(root)/d(input i) times the incoming gradient `seed` (default: input
+    `num_inputs`) for each i with needs[i]; None for the others. NotDifferentiableError names the
+    op a needed gradient would cross."""
     global _identities
     _identities = True
     try:
-        return _gradients(root, num_inputs, needs, fname)
+        return _gradients(root, num_inputs, needs, fname, inp(num_inputs) if seed is None else seed)
     finally:
         _identities = False
 
 
-def _gradients(root, num_inputs, needs, fname):
+def _gradients(root, num_inputs, needs, fname, seed):
     order = _topo(root)
     live = set()  # nodes that depend on an input whose gradient is needed
     for node in order:
         if (node.op == "input" and needs[node.index]) or any(id(a) in live for a in node.args):
             live.add(id(node))
-    adjoint = {id(root): inp(num_inputs)}
+    adjoint = {id(root): seed}
     for node in reversed(order):
         g = adjoint.get(id(node))
         if g is None or node.op in ("input", "const") or id(node) not in live or g.is_const(0):

@@ -194,13 +194,16 @@ def _setup_context(ctx, inputs, output):
     ctx.activation = activation
     ctx.has_bias = bias is not None
     ctx.mark_non_differentiable(aux)
+    # aux has no gradient: without this autograd would fill a zero tensor of aux's size for it on
+    # every backward (0.04 ms a layer for 16384 x 4096 bfloat16 on the H100, in torch_training's MLP).
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, weight, aux)
 
 
 def _backward(ctx, grad, _grad_aux):
     x, weight, aux = ctx.saved_tensors
     needs = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.has_bias and ctx.needs_input_grad[2]]
-    if not any(needs):
+    if grad is None or not any(needs):
         return None, None, None, None
     gx, gw, gb = torch.ops.tessel.linear_backward(grad, x, weight, aux, ctx.activation, needs)
     return (gx if needs[0] else None), (gw if needs[1] else None), (gb if needs[2] else None), None
