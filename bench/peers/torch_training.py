@@ -43,8 +43,7 @@ from peer_results import merge_results
 
 @tt.fuse(reduction="mean", dtype=torch.float32)
 def mean_square(y):
-    """y.float().square().mean(), up to rounding y * y to y's dtype before the float32 sum (as
-    torch's (y * y).mean(dtype=torch.float32))."""
+    """y.float().square().mean(): y * y computed in float and summed in float32."""
     return y * y
 
 

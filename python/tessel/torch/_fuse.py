@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from tessel import _tessel
+from tessel import ones as ts_ones
 from tessel import sum as ts_sum
 
 from . import _graph
@@ -522,7 +523,8 @@ def _eager_function(fused):
 class FusedReduction(FusedFunction):
     """The result of :func:`fuse` with a reduction: ``fn(*tensors).sum()`` or ``.mean()`` (with
     ``dtype=``, as torch.sum's: the accumulation and result dtype) as one fused elementwise kernel
-    and one reduction forward, and one fused kernel backward.
+    and one reduction forward, and one fused kernel backward. The values are summed as the kernel
+    computes them (in float for half inputs on CUDA), not rounded to the function's dtype first.
 
     The backward's incoming gradient is a scalar: it reaches the gradient kernel as a uniform
     operand, never expanded in memory. It is passed as two numbers of the function's result dtype,
@@ -535,6 +537,8 @@ class FusedReduction(FusedFunction):
     def __init__(self, fn, reduction, dtype):
         self.reduction, self.dtype = reduction, dtype
         self._reduced_dtypes = {}  # input dtypes -> (elementwise result dtype, reduced result dtype)
+        self._summands = {}  # argument count -> (FusedKernel of fn * one, the inputs it reads)
+        self._ones = {}  # (tessel device, torch dtype) -> 0-d tessel array of 1
         super().__init__(fn)
         self._label = f"tessel.torch.fuse({self.__name__}, reduction={reduction!r})"
 
@@ -562,16 +566,39 @@ class FusedReduction(FusedFunction):
             dtypes = self._reduced_dtypes[key] = (value.dtype, reduced.dtype)
         return dtypes
 
+    def _summand(self, count):
+        """fn's graph times one more input, a 0-d array of the accumulation dtype: the fused kernel
+        then writes its values in that dtype (computed in float for half inputs, not rounded to
+        half first), and the sum reads them as they are, with no cast pass in between."""
+        kernel = self._summands.get(count)
+        if kernel is None:
+            root = self.graph(count)
+            reads = _graph.inputs_of(root)
+            positions = {index: position for position, index in enumerate(reads)}
+            positions[count] = len(reads)
+            summand = _graph.mul(root, _graph.inp(count))
+            kernel = self._summands[count] = (_tessel.FusedKernel(_graph.to_sym(summand, positions), len(reads) + 1), reads)
+        return kernel
+
+    def _one(self, device, dtype):
+        key = (str(device), dtype)
+        one = self._ones.get(key)
+        if one is None:
+            one = self._ones[key] = ts_ones((), dtype=_TS_DTYPES[dtype], device=device)
+        return one
+
     def _forward_impl(self, inputs: List[Tensor]) -> Tensor:
         self._check(inputs)
         _, result_dtype = self._dtypes(inputs)
+        # Half results are summed in float32, as torch sums them.
+        accumulate = torch.float32 if result_dtype in (torch.float16, torch.bfloat16) else result_dtype
+        kernel, reads = self._summand(len(inputs))
         with on_torch_stream(inputs[0].device):
-            values = self._forward_kernel(len(inputs))(inputs, like=inputs[0])
-            # Half results are summed in float32, as torch sums them.
-            accumulate = torch.float32 if result_dtype in (torch.float16, torch.bfloat16) else result_dtype
-            total = to_torch(ts_sum(to_tessel(values), dtype=_TS_DTYPES[accumulate]))
+            arrays = [to_tessel(inputs[i]) for i in reads]
+            values = kernel(arrays + [self._one(arrays[0].device, accumulate)])
+            total = to_torch(ts_sum(values, dtype=_TS_DTYPES[accumulate]))
             if self.reduction == "mean":
-                total = total / values.numel()
+                total = total / values.size
             return total.to(result_dtype)
 
     def _forward_fake(self, inputs):
