@@ -584,6 +584,48 @@ def test_fuse_eager_calls_skip_the_registered_op_and_compile_uses_it(tdevice, ge
         assert gate(fx, fy).shape == (3, 4)
 
 
+def test_linear_and_reduction_eager_calls_skip_the_registered_ops(tdevice, gen, monkeypatch):
+    """tt.linear and a tt.fuse reduction called eagerly run their implementations through a
+    torch.autograd.Function, not the registered ops; under autocast tt.linear takes the registered
+    op (its autocast rule casts); torch.compile traces the registered ops."""
+    x = randn(gen, 5, 6, device=tdevice, requires_grad=True)
+    w = randn(gen, 4, 6, device=tdevice, requires_grad=True)
+    b = randn(gen, 4, device=tdevice, requires_grad=True)
+    loss_fn = tt.fuse(lambda y: y * y, reduction="mean")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a registered op was called eagerly")
+
+    with monkeypatch.context() as m:
+        m.setattr(torch.ops.tessel, "linear", refuse)
+        m.setattr(torch.ops.tessel, "linear_backward", refuse)
+        m.setattr(loss_fn, "_call", refuse)
+        m.setattr(loss_fn, "_call_backward", refuse)
+        y = tt.linear(x, w, b, "gelu_tanh")
+        assert type(y.grad_fn).__name__ == "_EagerLinearBackward"
+        loss = loss_fn(y)
+        grads = torch.autograd.grad(loss, (x, w, b))
+        with torch.no_grad():
+            assert loss_fn(y).shape == ()
+    ref = F.gelu(F.linear(x, w, b), approximate="tanh").square().mean()
+    for g, gr in zip(grads, torch.autograd.grad(ref, (x, w, b))):
+        assert rel_err(g, gr) < 1e-12
+    assert abs(float(loss) - float(ref)) < 1e-12 * float(ref)
+    with torch.autocast(tdevice, dtype=torch.bfloat16):
+        assert type(tt.linear(x.float(), w.float(), b.float()).grad_fn).__name__ != "_EagerLinearBackward"
+    torch._dynamo.reset()
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(str(gm.graph))
+        return gm.forward
+
+    compiled = torch.compile(lambda a: loss_fn(tt.linear(a, w, b, "relu")), fullgraph=True, backend=backend)
+    compiled(x).backward()
+    assert len(graphs) == 1 and "tessel.linear" in graphs[0] and "tessel_fuse" in graphs[0]
+    assert "_Eager" not in graphs[0]
+
+
 class _AtenOpLog(torch.utils._python_dispatch.TorchDispatchMode):
     """The names of the aten ops dispatched inside the block."""
 
@@ -760,7 +802,7 @@ def test_fuse_reduction_low_precision_loss(tdevice, gen, dtype):
     loss = mean_square_f32(y)
     ref = y.detach().double().square().mean()
     assert loss.dtype == torch.float32 and loss.shape == ()
-    assert abs(float(loss) - float(ref)) < (1e-5 if tdevice == "cuda" else 1e-4) * float(ref)
+    assert abs(float(loss) - float(ref)) < (1e-5 if tdevice == "cuda" else 1e-3) * float(ref)  # METHOD.md: float32 sums
     (g,) = torch.autograd.grad(loss * 7.0, (y,))
     assert g.dtype == dtype
     exact = 14.0 * y.detach().double() / y.numel()

@@ -622,27 +622,57 @@ class FusedReduction(FusedFunction):
     def _backward_fake(self, grad, inputs, needs):
         return self._backward_plan(len(inputs), needs).fake(list(inputs) + [grad[0], grad[1]], like=grad[0])
 
-    def _setup_context(self, ctx, inputs, output):
-        tensors = inputs if self.arity is not None else inputs[0]
+    def _save_reduction(self, ctx, tensors):
         self._save(ctx, tensors)
         ctx.shape = torch.broadcast_shapes(*[t.shape for t in tensors])
         ctx.function_dtype = self._dtypes(tensors)[0]
 
-    def _autograd_backward(self, ctx, grad):
-        info = ctx.info
-        if info.op_plan is None:
-            return self._grads([None] * info.count)
+    def _setup_context(self, ctx, inputs, output):
+        self._save_reduction(ctx, inputs if self.arity is not None else inputs[0])
+
+    def _scalar_pair(self, ctx, grad):
+        """The incoming 0-d gradient (/ N for the mean) as hi and lo of the function's dtype,
+        broadcast over its shape: (2, *shape), every stride of the shape 0."""
         shape = ctx.shape
         if self.reduction == "mean":
             grad = grad / math.prod(shape)
         low = ctx.function_dtype if ctx.function_dtype.is_floating_point else grad.dtype
         hi = grad.to(low)
         lo = ((grad - hi.to(grad.dtype)) / _LO_SCALE).to(low)
-        pair = torch.stack([hi, lo]).reshape((2,) + (1,) * len(shape)).expand((2,) + tuple(shape))
-        grads = self._call_backward_op(pair, ctx.saved_tensors, info)
+        return torch.stack([hi, lo]).reshape((2,) + (1,) * len(shape)).expand((2,) + tuple(shape))
+
+    def _autograd_backward(self, ctx, grad):
+        info = ctx.info
+        if info.op_plan is None:
+            return self._grads([None] * info.count)
+        grads = self._call_backward_op(self._scalar_pair(ctx, grad), ctx.saved_tensors, info)
         return self._grads(self._input_grads(info, grads, ctx.shapes, ctx.dtypes, None))
 
+    # ---- eager: the implementations through a torch.autograd.Function, as FusedFunction's ----
+    def _eager_forward(self, ctx, *xs):
+        self._save_reduction(ctx, xs)
+        return self._forward_impl(list(xs))
+
+    def _eager_backward(self, ctx, grad):
+        info = ctx.info
+        if info.op_plan is None:
+            return (None,) * info.count
+        pair = self._scalar_pair(ctx, grad)
+        if _grad_enabled():  # create_graph=True: the registered backward op, which refuses a second derivative
+            grads = self._call_backward_op(pair, ctx.saved_tensors, info)
+        else:
+            inputs = [None] * info.count
+            for i, t in zip(info.read, ctx.saved_tensors):
+                inputs[i] = t
+            grads = self._backward_impl(pair, inputs, list(info.op_needs))
+        return tuple(self._input_grads(info, grads, ctx.shapes, ctx.dtypes, None))
+
     def __call__(self, *args):
+        if (len(args) == self.arity or self.arity is None and args) and not _is_compiling() \
+                and _eager_index(args) is not None:
+            if _grad_enabled() and any(a.requires_grad for a in args):
+                return self._eager.apply(*args)
+            return self._forward_impl(list(args))
         for i, a in enumerate(args):
             if not isinstance(a, Tensor):
                 raise TypeError(f"{self._label}: argument {i} must be a torch.Tensor, got {type(a).__name__} "

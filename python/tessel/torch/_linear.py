@@ -17,7 +17,8 @@ from torch import Tensor
 import tessel as ts
 
 from ._autocast import register_autocast_to_region_dtype
-from ._interop import check_same_device, on_torch_stream, to_tessel, to_torch
+from ._fuse import _eager_index, _is_compiling
+from ._interop import check_same_device, on_cuda_stream, on_torch_stream, to_tessel, to_torch
 
 ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh")
 _FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -213,6 +214,48 @@ _linear.register_autograd(_backward, setup_context=_setup_context)
 register_autocast_to_region_dtype(torch.ops.tessel.linear.default, "linear")
 
 
+class _EagerLinear(torch.autograd.Function):
+    """tt.linear's eager autograd: the registered op's forward and backward implementations
+    (_linear_forward, _linear_backward_gemms: the same kernels, the same saved tensors) without the
+    dispatcher's custom-op layers in between, as tt.fuse's eager calls; torch.compile, autocast,
+    modes and transforms see the registered op."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, activation, index):
+        if index >= 0:
+            with on_cuda_stream(index):
+                y, aux = _linear_forward(x, weight, bias, activation)
+        else:
+            y, aux = _linear_forward(x, weight, bias, activation)
+        ctx.activation, ctx.has_bias, ctx.index = activation, bias is not None, index
+        ctx.save_for_backward(x, weight, aux)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, aux = ctx.saved_tensors
+        needs = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.has_bias and ctx.needs_input_grad[2]]
+        if not any(needs):
+            return None, None, None, None, None
+        if torch.is_grad_enabled():  # create_graph=True: the registered backward op (no double backward)
+            gx, gw, gb = torch.ops.tessel.linear_backward(grad, x, weight, aux, ctx.activation, needs)
+        elif ctx.index >= 0:
+            with on_cuda_stream(ctx.index):
+                gx, gw, gb = _linear_backward_gemms(grad, x, weight, aux, ctx.activation, needs)
+        else:
+            gx, gw, gb = _linear_backward_gemms(grad, x, weight, aux, ctx.activation, needs)
+        return (gx if needs[0] else None), (gw if needs[1] else None), (gb if needs[2] else None), None, None
+
+
+def _eager_device(x, weight, bias):
+    """_eager_index of the operands (-1: CPU, else the CUDA device; None: the registered op), or
+    None under autocast, whose cast the registered op's autocast rule does."""
+    index = _eager_index((x, weight) if bias is None else (x, weight, bias))
+    if index is None or torch.is_autocast_enabled("cuda" if index >= 0 else "cpu"):
+        return None
+    return index
+
+
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, activation: Optional[str] = None) -> Tensor:
     """``activation(x @ weight.T + bias)`` as one fused tessel GEMM (``torch.nn.functional.linear``
     followed by the activation).
@@ -229,4 +272,9 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, activation:
     """
     act = activation_name(activation)
     check_linear(x, weight, bias, same_dtype=False)
+    if not _is_compiling():
+        index = _eager_device(x, weight, bias)
+        if index is not None:
+            check_linear(x, weight, bias, same_dtype=True)
+            return _EagerLinear.apply(x, weight, bias, act, index)
     return torch.ops.tessel.linear(x, weight, bias, act)[0]

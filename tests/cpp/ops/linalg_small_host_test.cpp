@@ -640,6 +640,9 @@ TEST(LinalgSmallKernelsOnHost, JacobiEighWarp) {
     check_eigh_warp<double, 21>(rng, kind, 1, 2);  // lanes 21-31 hold no column
     check_eigh_warp<float, 12>(rng, kind, 1, 3);   // two matrices per warp, one idle group
     check_eigh_warp<double, 9>(rng, kind, 2, 5);   // two per warp, two warps
+    check_eigh_warp<float, 8>(rng, kind, 1, 4);    // four per warp (the table's n 8 rows)
+    check_eigh_warp<double, 7>(rng, kind, 2, 6);   // four per warp, lane 7 of each group idle
+    check_eigh_warp<float, 5>(rng, kind, 1, 3);
   }
   // Many random matrices: no sweep cap, every pair converged (a single unlucky matrix would set info).
   check_eigh_warp<double, 16>(rng, Kind::random, 4, 64);
