@@ -38,9 +38,13 @@ const SmallKernelTuning kTuning[] = {
     {SmallKernel::lu_solve, DType::float64, 1, 8, 64, "n 4, 8: 2.3-2.4x at 64, 4.4-5.3x at 100,000"},
     {SmallKernel::lu_solve, DType::float64, 9, 16, 256, "n 16: 0.74x at 64, 1.09x at 256, 1.35x at 100,000"},
     {SmallKernel::eigh, DType::float32, 1, 4, 64, "n 4: 1.22x at 64, 15.9x at 100,000"},
-    {SmallKernel::eigh, DType::float32, 5, 8, 4096, "n 8: 0.81x at 256, 1.53x at 4096, 6.9x at 100,000"},
+    // n 5-8: the per-thread kernel against the warp kernel (eigh_warp rows below), each forced, at
+    // batches 256 to 100,000 (linalg_crossover rows tessel-eigh and tessel-eigh_warp of 2026-11-28):
+    // per-thread wins at 100,000 to n 7 in float32 (0.108 against 0.148 ms) and n 6 in float64
+    // (0.128 against 0.260); from n 8 (float64: 7) the warp kernel wins at every batch.
+    {SmallKernel::eigh, DType::float32, 5, 7, 256, "n 5-7: 2.2-3.5x at 256, 20-40x at 100,000"},
     {SmallKernel::eigh, DType::float64, 1, 4, 64, "n 4: 1.29x at 64, 17.4x at 100,000"},
-    {SmallKernel::eigh, DType::float64, 5, 8, 4096, "n 8: 0.44x at 256, 0.99x at 4096, 4.8x at 100,000"},
+    {SmallKernel::eigh, DType::float64, 5, 6, 256, "n 5, 6: 2.06, 1.52x at 256; 27.2, 20.6x at 100,000"},
     // eigh at n 9-16: syevjBatched wins at every measured batch (n 16: 0.07-0.66x).
     {SmallKernel::svd, DType::float32, 1, 8, 64, "n 4, 8: 1.09-2.17x at 64, 63-220x at 100,000"},
     {SmallKernel::svd, DType::float32, 9, 16, 4096, "n 16: 0.19x at 256, 2.0x at 4096, 4.9x at 100,000"},
@@ -51,11 +55,14 @@ const SmallKernelTuning kTuning[] = {
     {SmallKernel::inv, DType::float32, 1, 32, 1,
      "n 4-16: 3.1-3.5x at 16, 6.4-8.6x at 100,000; n 32, batch 20,000: 0.241 ms (getrfBatched path 2.853)"},
     {SmallKernel::inv, DType::float64, 1, 32, 1, "n 4-16: 2.9-3.2x at 16, 6.2-8.8x at 100,000"},
-    // eigh_warp takes eigh from n = 9 to 32 (one-sided Jacobi, a column per lane), where it beats
-    // syevjBatched at every measured point; below 1024 matrices it was not measured. Measured on
+    // eigh_warp takes eigh from n = 8 (float64: 7) to 32 (one-sided Jacobi, a column per lane),
+    // where it beats syevjBatched at every measured point; from n = 9 below 1024 matrices it was
+    // not measured. Measured on
     // the H100 by bench/peers/linalg_crossover.py at orders 16, 24 and 32 and batches 1024, 20,000
     // and 100,000 (linalg_crossover in bench/results/nvidia-h100-80gb-hbm3-2026-11-28.json),
     // library time over tessel's.
+    {SmallKernel::eigh_warp, DType::float32, 8, 8, 256, "n 8: 2.79x at 256, 17.1x at 100,000"},
+    {SmallKernel::eigh_warp, DType::float64, 7, 8, 256, "n 7, 8: 2.80, 2.94x at 256; 10.5, 13.3x at 100,000"},
     {SmallKernel::eigh_warp, DType::float32, 9, 32, 1024,
      "n 16, 24, 32: 1.62, 2.35, 3.21x at 1024; 4.10, 3.60, 3.08x at 20,000; 4.61, 3.68, 3.16x at 100,000"},
     {SmallKernel::eigh_warp, DType::float64, 9, 32, 1024,

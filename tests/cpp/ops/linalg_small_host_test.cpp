@@ -446,7 +446,7 @@ std::vector<double> symmetric(std::mt19937_64& rng, int n, Kind kind, double eps
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < n; ++i) a[i + j * n] = scale * x[std::max(i, j) + std::min(i, j) * n];
     if (kind == Kind::nan) a[(n - 1) + 2 * n] = NAN;  // in the lower triangle
-    if (kind == Kind::inf) a[5 + 3 * n] = INFINITY;
+    if (kind == Kind::inf) a[(n - 1) + std::min(3, n - 1) * n] = INFINITY;  // in the lower triangle at every n
   } else if (kind == Kind::repeated || kind == Kind::ill_conditioned) {
     a = with_spectrum(random_orthogonal(rng, n), spectrum(n, kind, eps), n);
   }
