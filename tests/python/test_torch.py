@@ -794,15 +794,14 @@ def test_fuse_reduction_gradcheck(tdevice, gen):
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_fuse_reduction_low_precision_loss(tdevice, gen, dtype):
-    # y.float().square().mean(): y * y summed in float32 (on CUDA computed in float and never
-    # rounded to y's dtype; the CPU backend rounds each product, a relative 2^-9 at most, of
-    # either sign); the gradient 2 y / N written in y's dtype by the kernel, from a float32
-    # scalar that is not rounded to y's dtype first (hi + lo).
+    # y.float().square().mean(): y * y computed in float, never rounded to y's dtype, summed in
+    # float32; the gradient 2 y / N written in y's dtype by the kernel, from a float32 scalar
+    # that is not rounded to y's dtype first (hi + lo).
     y = randn(gen, 300, 257, dtype=dtype, device=tdevice, requires_grad=True)
     loss = mean_square_f32(y)
     ref = y.detach().double().square().mean()
     assert loss.dtype == torch.float32 and loss.shape == ()
-    assert abs(float(loss) - float(ref)) < (1e-5 if tdevice == "cuda" else 1e-3) * float(ref)  # METHOD.md: float32 sums
+    assert abs(float(loss) - float(ref)) < 1e-5 * float(ref)
     (g,) = torch.autograd.grad(loss * 7.0, (y,))
     assert g.dtype == dtype
     exact = 14.0 * y.detach().double() / y.numel()

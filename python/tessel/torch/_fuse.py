@@ -524,7 +524,7 @@ class FusedReduction(FusedFunction):
     """The result of :func:`fuse` with a reduction: ``fn(*tensors).sum()`` or ``.mean()`` (with
     ``dtype=``, as torch.sum's: the accumulation and result dtype) as one fused elementwise kernel
     and one reduction forward, and one fused kernel backward. The values are summed as the kernel
-    computes them (in float for half inputs on CUDA), not rounded to the function's dtype first.
+    computes them (in float for half inputs), not rounded to the function's dtype first.
 
     The backward's incoming gradient is a scalar: it reaches the gradient kernel as a uniform
     operand, never expanded in memory. It is passed as two numbers of the function's result dtype,
@@ -593,6 +593,10 @@ class FusedReduction(FusedFunction):
         # Half results are summed in float32, as torch sums them.
         accumulate = torch.float32 if result_dtype in (torch.float16, torch.bfloat16) else result_dtype
         kernel, reads = self._summand(len(inputs))
+        if not inputs[0].is_cuda:
+            # The CPU backend evaluates op by op in the operands' dtype: half operands are widened
+            # first, so that the values are computed in float as on CUDA.
+            inputs = [t.float() if t.dtype in (torch.float16, torch.bfloat16) else t for t in inputs]
         with on_torch_stream(inputs[0].device):
             arrays = [to_tessel(inputs[i]) for i in reads]
             values = kernel(arrays + [self._one(arrays[0].device, accumulate)])
