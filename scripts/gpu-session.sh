@@ -17,14 +17,18 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 LOGS=${LOGS:-/tmp/gpu-session-logs}  # outside $OUT: only logs.tgz comes back
 STEP_TIMEOUT=${STEP_TIMEOUT:-300}
+# The build has its own limit: a short STEP_TIMEOUT for the tests must not cut it off (a cold
+# Release build of tessel_ops_tests beside the pip install took 177-198 s on the H100 machine).
+BUILD_TIMEOUT=${BUILD_TIMEOUT:-600}
 rm -rf "$LOGS"; mkdir -p "$LOGS"  # fresh per call: a warm machine keeps /tmp
 summary=()
 step() {
   local name=$1; shift
   local log="$LOGS/$(echo "$name" | tr -c 'A-Za-z0-9._-' '_' | cut -c1-100).log"
-  local start=$SECONDS
+  local start=$SECONDS limit=$STEP_TIMEOUT
+  [ "$name" = build ] && limit=$BUILD_TIMEOUT
   echo "== $name"
-  if timeout "$STEP_TIMEOUT" "$@" >"$log" 2>&1; then
+  if timeout "$limit" "$@" >"$log" 2>&1; then
     summary+=("$(printf '%-44s ok     %4ds' "$name" $((SECONDS - start)))")
   else
     summary+=("$(printf '%-44s FAILED %4ds' "$name" $((SECONDS - start)))")
