@@ -22,9 +22,11 @@ STEP_TIMEOUT=${STEP_TIMEOUT:-300}
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-600}
 rm -rf "$LOGS"; mkdir -p "$LOGS"  # fresh per call: a warm machine keeps /tmp
 summary=()
+step_index=0
 step() {
   local name=$1; shift
-  local log="$LOGS/$(echo "$name" | tr -c 'A-Za-z0-9._-' '_' | cut -c1-100).log"
+  step_index=$((step_index + 1))  # in the name: steps whose first 100 characters agree get their own logs
+  local log="$LOGS/$(printf '%02d' "$step_index")_$(echo "$name" | tr -c 'A-Za-z0-9._-' '_' | cut -c1-100).log"
   local start=$SECONDS limit=$STEP_TIMEOUT
   [ "$name" = build ] && limit=$BUILD_TIMEOUT
   echo "== $name"
