@@ -565,7 +565,7 @@ TEST(LinalgSmallKernels, CompileForSm90) {
       if (kind == SmallKernel::svd_block) {  // loops, not unrolled: cheap
         orders = {17, 32, 33, 64, max_n};
       }
-      if (kind == SmallKernel::eigh_warp) orders = {12, 32};  // both group widths below a warp and a warp
+      if (kind == SmallKernel::eigh_warp) orders = {8, 12, 32};  // group widths 8 (the table's n 7-8) and 16, and a warp
       for (std::int64_t n : orders) {
         const bool svd = kind == SmallKernel::svd || kind == SmallKernel::svd_block;
         const std::int64_t m = svd ? std::min<std::int64_t>(n + 2, max_n) : n;

@@ -204,6 +204,32 @@ struct StagedMatrices {
   static constexpr bool value = kStagedBlock * (N * N + 1) * sizeof(T) <= 24 * 1024;
 };
 
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+// The staged kernels' block-wide loop over the batch: each pass loads up to kStagedBlock
+// matrices of `a` into the block's slots (coalesced), runs body(slot, b) on the thread's own
+// matrix b, and, when `back` is not null, stores the slots into `back` (coalesced). Every thread
+// of the block must call it (it synchronizes).
+template <class T, int N, class Body>
+__device__ void for_each_staged_matrix(const T* a, T* back, long long batch, Body body) {
+  constexpr int kStride = N * N + 1;
+  __shared__ T stage[StagedMatrices<T, N>::value ? kStagedBlock * kStride : 1];
+  for (long long base = blockIdx.x * static_cast<long long>(kStagedBlock); base < batch;
+       base += static_cast<long long>(gridDim.x) * kStagedBlock) {
+    const int count = batch - base < kStagedBlock ? static_cast<int>(batch - base) : kStagedBlock;
+    const T* src = a + base * N * N;
+    for (int e = threadIdx.x; e < count * N * N; e += kStagedBlock) stage[(e / (N * N)) * kStride + e % (N * N)] = src[e];
+    __syncthreads();
+    if (static_cast<int>(threadIdx.x) < count) body(stage + threadIdx.x * kStride, base + threadIdx.x);
+    __syncthreads();
+    if (back != nullptr) {
+      T* dst = back + base * N * N;
+      for (int e = threadIdx.x; e < count * N * N; e += kStagedBlock) dst[e] = stage[(e / (N * N)) * kStride + e % (N * N)];
+      __syncthreads();  // the next pass overwrites the slots
+    }
+  }
+}
+#endif
+
 // a: N x N, read only (the factors stay in registers: solve returns only the solution), column-
 // major, or row-major when RowMajor (the caller's own C-order batch, no transposing copy); rhs:
 // N x nrhs per matrix, column-major; out (the same layout, may be rhs itself) receives the
@@ -212,20 +238,10 @@ template <class T, int N, bool RowMajor>
 __global__ void lu_solve_batch(const T* __restrict__ a, const T* rhs, T* out, int nrhs, int* __restrict__ info,
                                long long batch) {
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
-  if (StagedMatrices<T, N>::value && blockDim.x == kStagedBlock) {  // uniform: the loop below is block-wide
-    constexpr int kStride = N * N + 1;
-    __shared__ T stage[StagedMatrices<T, N>::value ? kStagedBlock * kStride : 1];
-    for (long long base = blockIdx.x * static_cast<long long>(kStagedBlock); base < batch;
-         base += static_cast<long long>(gridDim.x) * kStagedBlock) {
-      const int count = batch - base < kStagedBlock ? static_cast<int>(batch - base) : kStagedBlock;
-      const T* src = a + base * N * N;
-      for (int e = threadIdx.x; e < count * N * N; e += kStagedBlock) stage[(e / (N * N)) * kStride + e % (N * N)] = src[e];
-      __syncthreads();
-      if (static_cast<int>(threadIdx.x) < count) {
-        lu_solve_one<T, N, RowMajor>(stage + threadIdx.x * kStride, rhs, out, nrhs, info, base + threadIdx.x);
-      }
-      __syncthreads();
-    }
+  if (StagedMatrices<T, N>::value && blockDim.x == kStagedBlock) {  // uniform: the loop is block-wide
+    for_each_staged_matrix<T, N>(a, static_cast<T*>(nullptr), batch, [&](const T* slot, long long b) {
+      lu_solve_one<T, N, RowMajor>(slot, rhs, out, nrhs, info, b);
+    });
     return;
   }
 #endif
@@ -479,27 +495,11 @@ template <class T, int N>
 __global__ void jacobi_eigh(const T* a, T* v, T* __restrict__ w, int vectors, int max_sweeps, int* __restrict__ info,
                             long long batch) {
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
-  if (StagedMatrices<T, N>::value && blockDim.x == kStagedBlock) {  // uniform: the loop below is block-wide
-    constexpr int kStride = N * N + 1;
-    __shared__ T stage[StagedMatrices<T, N>::value ? kStagedBlock * kStride : 1];
-    for (long long base = blockIdx.x * static_cast<long long>(kStagedBlock); base < batch;
-         base += static_cast<long long>(gridDim.x) * kStagedBlock) {
-      const int count = batch - base < kStagedBlock ? static_cast<int>(batch - base) : kStagedBlock;
-      const T* src = a + base * N * N;
-      for (int e = threadIdx.x; e < count * N * N; e += kStagedBlock) stage[(e / (N * N)) * kStride + e % (N * N)] = src[e];
-      __syncthreads();
-      if (static_cast<int>(threadIdx.x) < count) {
-        T* slot = stage + threadIdx.x * kStride;
-        const long long b = base + threadIdx.x;
-        info[b] = jacobi_eigh_one<T, N>(slot, w + b * N, slot, vectors, max_sweeps);
-      }
-      __syncthreads();
-      if (vectors) {
-        T* dst = v + base * N * N;
-        for (int e = threadIdx.x; e < count * N * N; e += kStagedBlock) dst[e] = stage[(e / (N * N)) * kStride + e % (N * N)];
-      }
-      __syncthreads();
-    }
+  if (StagedMatrices<T, N>::value && blockDim.x == kStagedBlock) {  // uniform: the loop is block-wide
+    // The eigenvectors overwrite the matrix in its slot and are stored from there.
+    for_each_staged_matrix<T, N>(a, vectors ? v : static_cast<T*>(nullptr), batch, [&](T* slot, long long b) {
+      info[b] = jacobi_eigh_one<T, N>(slot, w + b * N, slot, vectors, max_sweeps);
+    });
     return;
   }
 #endif
