@@ -681,3 +681,25 @@ def test_svd_route_variable_rejects_unknown_values(gpu):
                          capture_output=True, text=True, timeout=300)
     assert f"ValueError: svd: {variable} must be" in out.stdout, out.stdout + out.stderr
     assert f'got "{value}"' in out.stdout
+
+
+def test_small_kernel_variable_rejects_unknown_values_and_forces_a_kernel(gpu):
+    # Read once per process: a fresh interpreter per value. "eigh_warp" forces the warp kernel at
+    # n 5, below the orders its table rows give it; the result must still be right.
+    code = (f"import numpy as np, tessel as ts\n"
+            f"a = np.random.default_rng(1).standard_normal((300, 5, 5)); a = a + a.transpose(0, 2, 1)\n"
+            f"try:\n"
+            f"    w, v = ts.linalg.eigh(ts.asarray(a, device='{gpu}'))\n"
+            f"    print('err', float(np.abs(np.asarray(w) - np.linalg.eigvalsh(a)).max()))\n"
+            f"except ValueError as e:\n    print('ValueError:', e)\n")
+
+    def run(value):
+        out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TESSEL_LINALG_SMALL": value},
+                             capture_output=True, text=True, timeout=300)
+        return out.stdout + out.stderr
+
+    bad = run("warp")
+    assert "ValueError: TESSEL_LINALG_SMALL=warp: expected 0 or a kernel (cholesky, lu_solve, eigh" in bad, bad
+    forced = run("eigh_warp")
+    assert "err " in forced, forced
+    assert float(forced.split("err ")[1].split()[0]) < 1e-12

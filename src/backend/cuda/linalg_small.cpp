@@ -57,10 +57,10 @@ const SmallKernelTuning kTuning[] = {
     {SmallKernel::inv, DType::float64, 1, 32, 1, "n 4-16: 2.9-3.2x at 16, 6.2-8.8x at 100,000"},
     // eigh_warp takes eigh from n = 8 (float64: 7) to 32 (one-sided Jacobi, a column per lane),
     // where it beats syevjBatched at every measured point; from n = 9 below 1024 matrices it was
-    // not measured. Measured on
-    // the H100 by bench/peers/linalg_crossover.py at orders 16, 24 and 32 and batches 1024, 20,000
-    // and 100,000 (linalg_crossover in bench/results/nvidia-h100-80gb-hbm3-2026-11-28.json),
-    // library time over tessel's.
+    // not measured. Measured on the H100 by bench/peers/linalg_crossover.py at orders 5-8 and
+    // batches 256 to 100,000, and at orders 16, 24 and 32 and batches 1024, 20,000 and 100,000
+    // (linalg_crossover in bench/results/nvidia-h100-80gb-hbm3-2026-11-28.json), library time
+    // over tessel's.
     {SmallKernel::eigh_warp, DType::float32, 8, 8, 256, "n 8: 2.79x at 256, 17.1x at 100,000"},
     {SmallKernel::eigh_warp, DType::float64, 7, 8, 256, "n 7, 8: 2.80, 2.94x at 256; 10.5, 13.3x at 100,000"},
     {SmallKernel::eigh_warp, DType::float32, 9, 32, 1024,
