@@ -201,9 +201,14 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(x, weight, aux)
 
 
+def _needs(ctx):
+    """Which of x, weight and bias need a gradient (the bias only when there is one)."""
+    return [ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.has_bias and ctx.needs_input_grad[2]]
+
+
 def _backward(ctx, grad, _grad_aux):
     x, weight, aux = ctx.saved_tensors
-    needs = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.has_bias and ctx.needs_input_grad[2]]
+    needs = _needs(ctx)
     if grad is None or not any(needs):
         return None, None, None, None
     gx, gw, gb = torch.ops.tessel.linear_backward(grad, x, weight, aux, ctx.activation, needs)
@@ -234,7 +239,7 @@ class _EagerLinear(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         x, weight, aux = ctx.saved_tensors
-        needs = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.has_bias and ctx.needs_input_grad[2]]
+        needs = _needs(ctx)
         if not any(needs):
             return None, None, None, None, None
         if torch.is_grad_enabled():  # create_graph=True: the registered backward op (no double backward)
@@ -271,10 +276,10 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, activation:
     in x, weight and bias.
     """
     act = activation_name(activation)
-    check_linear(x, weight, bias, same_dtype=False)
     if not _is_compiling():
         index = _eager_device(x, weight, bias)
-        if index is not None:
+        if index is not None:  # no autocast: the operands' dtypes are the op's
             check_linear(x, weight, bias, same_dtype=True)
             return _EagerLinear.apply(x, weight, bias, act, index)
+    check_linear(x, weight, bias, same_dtype=False)  # before autocast casts them
     return torch.ops.tessel.linear(x, weight, bias, act)[0]
