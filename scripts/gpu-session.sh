@@ -11,12 +11,16 @@
 #   cli:ARGS                  build/cli/tessel ARGS (commas become spaces)
 #   pytest                    pip install the package, then pytest tests/python
 #   sh:COMMAND                bash -c COMMAND (commas become spaces)
-# TARGETS (optional) limits the build to those targets.
+# TARGETS (optional) limits the build to those targets. SESSION_BUDGET (seconds, default 540) caps
+# the whole call: no step starts after it, and each step's limit is cut to what is left, so the
+# logs are packed before the device tool's 600 s limit kills the call (a call killed there returns
+# no logs.tgz: the first call of 2026-12-01 lost all 600 s of its output that way).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 LOGS=${LOGS:-/tmp/gpu-session-logs}  # outside $OUT: only logs.tgz comes back
 STEP_TIMEOUT=${STEP_TIMEOUT:-300}
+SESSION_BUDGET=${SESSION_BUDGET:-540}
 # The build has its own limit: a short STEP_TIMEOUT for the tests must not cut it off (a cold
 # Release build of tessel_ops_tests beside the pip install took 177-198 s on the H100 machine).
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-600}
@@ -29,7 +33,13 @@ step() {
   local log="$LOGS/$(printf '%02d' "$step_index")_$(echo "$name" | tr -c 'A-Za-z0-9._-' '_' | cut -c1-100).log"
   local start=$SECONDS limit=$STEP_TIMEOUT
   [ "$name" = build ] && limit=$BUILD_TIMEOUT
-  echo "== $name"
+  local left=$((SESSION_BUDGET - SECONDS))
+  if [ "$left" -le 5 ]; then
+    summary+=("$(printf '%-44s SKIPPED (session budget spent)' "$name")")
+    return
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  echo "== $name ($(date +%T), limit ${limit}s)"
   if timeout "$limit" "$@" >"$log" 2>&1; then
     summary+=("$(printf '%-44s ok     %4ds' "$name" $((SECONDS - start)))")
   else
@@ -49,7 +59,8 @@ export CCACHE_DISABLE=1
 # PY_INSTALL=1: pip-install the Python package in the background, beside the C++ build.
 pip_pid=
 if [ -n "${PY_INSTALL:-}" ]; then
-  (python3 -m pip install -q --no-build-isolation --no-deps . >"$LOGS/pip_install.log" 2>&1; echo $? >"$LOGS/pip_install.rc") &
+  (timeout "$SESSION_BUDGET" python3 -m pip install -q --no-build-isolation --no-deps . >"$LOGS/pip_install.log" 2>&1
+   echo $? >"$LOGS/pip_install.rc") &
   pip_pid=$!
 fi
 # The package must be installed before a py: or pytest step: wait for the background install, or
@@ -57,7 +68,8 @@ fi
 wait_pip() {
   if [ -n "$pip_pid" ]; then wait "$pip_pid"; pip_pid=; tail -5 "$LOGS/pip_install.log"
   elif [ ! -f "$LOGS/pip_install.rc" ]; then
-    python3 -m pip install -q --no-build-isolation --no-deps . >"$LOGS/pip_install.log" 2>&1; echo $? >"$LOGS/pip_install.rc"
+    timeout $((SESSION_BUDGET - SECONDS)) python3 -m pip install -q --no-build-isolation --no-deps . \
+      >"$LOGS/pip_install.log" 2>&1; echo $? >"$LOGS/pip_install.rc"
   fi
 }
 step build bash -c "cmake -S . -B $BUILD_DIR -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null && cmake --build $BUILD_DIR -j ${JOBS:-16} ${TARGETS:+--target $TARGETS}"

@@ -1,10 +1,12 @@
 """tessel.torch against PyTorch eager and torch.compile, in the same run (issue 22's targets):
 
 1. mlp_step: a training step (forward and backward) of 4 x [Linear(4096, 4096) + GELU(tanh)] in
-   bfloat16, batch 16384, loss y.float().square().mean(): tt.nn.Linear(activation="gelu_tanh")
-   with the loss as tt.fuse(reduction="mean", dtype=torch.float32) of y * y (one elementwise
-   kernel and a float32 sum forward, one kernel backward), against torch.nn.Linear + F.gelu and
-   torch's loss, eager and compiled. Beside them, in the same rounds, the ceiling: the step's
+   bfloat16, batch 16384, loss y.float().square().mean(): tessel is tt.nn.MLP (the stack as one
+   op, each layer's GELU derivative and bias gradient fused into the data-gradient GEMM of the
+   layer above) with the loss as tt.fuse(reduction="mean", dtype=torch.float32) of y * y (one
+   elementwise kernel and a float32 sum forward, one kernel backward); tessel_layers is the same
+   model as separate tt.nn.Linear(activation="gelu_tanh") layers; against torch.nn.Linear + F.gelu
+   and torch's loss, eager and compiled. Beside them, in the same rounds, the ceiling: the step's
    GEMMs alone plus the faster of the two losses alone, and the speedup over eager and compile a
    step of nothing else would have.
 2. swish_gate: x * sigmoid(x) * y forward and backward over 2.5e7 float32 elements, followed by
@@ -71,7 +73,7 @@ class TorchMLP(torch.nn.Module):
         return x
 
 
-class TesselMLP(torch.nn.Module):
+class TesselLayers(torch.nn.Module):
     def __init__(self, width, layers, dtype, device):
         super().__init__()
         self.layers = torch.nn.ModuleList(
@@ -162,11 +164,13 @@ def ceiling_fns(device, width, batch, layers, dtype):
 def bench_mlp(device, timer, rounds, width, batch, layers, dtype):
     torch.manual_seed(0)
     ref = TorchMLP(width, layers, dtype, device)
-    ours = TesselMLP(width, layers, dtype, device)
-    ours.load_state_dict(ref.state_dict())
+    ours = tt.nn.MLP([width] * (layers + 1), activation="gelu_tanh", dtype=dtype, device=device)
+    ours.load_state_dict(ref.state_dict())  # the same keys: layers.<i>.weight / .bias
+    separate = TesselLayers(width, layers, dtype, device)
+    separate.load_state_dict(ref.state_dict())
     x = torch.randn(batch, width, dtype=dtype, device=device)
     models = {"torch_eager": ref, "torch_compile": torch.compile(ref), "tessel": ours,
-              "tessel_compile": torch.compile(ours, fullgraph=True)}
+              "tessel_compile": torch.compile(ours, fullgraph=True), "tessel_layers": separate}
     # check: loss and the first layer's weight gradient against eager, bf16 tolerance (METHOD.md)
     losses = {name: mean_square if name.startswith("tessel") else torch_loss for name in models}
     status = {}
@@ -326,7 +330,7 @@ def main():
         out["overhead"] = bench_overhead(device, calls=2000)
     for key in ("mlp_step", "swish_gate"):
         r = out[key]
-        for name in ("torch_eager", "torch_compile", "tessel", "tessel_compile"):
+        for name in ("torch_eager", "torch_compile", "tessel", "tessel_compile", "tessel_layers"):
             if name in r:
                 print(f"{key} {name}: {r[name]['ms']:.3f} ms, {r[name]['speedup_vs_eager']:.2f}x eager")
             elif name in r["status"]:

@@ -83,7 +83,8 @@ std::optional<Shape> result_shape(const Array& a_in, const Array& b_in) {
 struct MatmulArgs {
   Array a, b, out;
   MatmulOptions options;
-  bool aux = false;
+  bool aux = false;        // return a fresh aux (the forward epilogues' output)
+  bool bias_grad = false;  // return the column sums of d
 };
 
 MatmulArgs parse_args(nb::handle a_h, nb::handle b_h, nb::handle bias, std::string_view epilogue, double alpha,
@@ -123,6 +124,21 @@ Array make_aux(const Array& a, const Array& b) {
   return empty(*shape, a.dtype(), a.device());
 }
 
+// d, then aux (when returned), then bias_grad (when asked for).
+nb::object matmul_result(const Array& d, const MatmulOptions& options, bool aux, bool bias_grad) {
+  if (aux && bias_grad) return nb::make_tuple(d, options.aux, options.bias_grad);
+  if (aux) return nb::make_tuple(d, options.aux);
+  if (bias_grad) return nb::make_tuple(d, options.bias_grad);
+  return nb::cast(d);
+}
+
+// A fresh bias_grad vector for a @ b (undefined when the shapes do not fit: the op raises).
+Array make_bias_grad(const Array& a, const Array& b) {
+  const auto shape = result_shape(a, b);
+  if (!shape || shape->empty()) return Array();
+  return empty({shape->back()}, a.dtype(), a.device());
+}
+
 nb::object run_matmul(MatmulArgs& args) {
   const DType d = args.a.dtype();
   if (d == args.b.dtype() && needs_integer_fallback(d) && !args.options.bias.defined() &&
@@ -139,13 +155,29 @@ nb::object run_matmul(MatmulArgs& args) {
     return nb::cast(r);
   }
   if (args.aux) args.options.aux = make_aux(args.a, args.b);
+  if (args.bias_grad) args.options.bias_grad = make_bias_grad(args.a, args.b);
   Array r;
   {
     nb::gil_scoped_release release;
     r = tessel::matmul(args.a, args.b, args.options, args.out);
   }
-  if (args.aux) return nb::make_tuple(r, args.options.aux);
-  return nb::cast(r);
+  return matmul_result(r, args.options, args.aux, args.bias_grad);
+}
+
+// aux= of ts.matmul: a bool (return the forward epilogue's aux) or, for the *_grad epilogues, the
+// forward's aux array (an input).
+void parse_aux(MatmulArgs& args, nb::handle aux) {
+  if (PyBool_Check(aux.ptr())) {
+    args.aux = aux.ptr() == Py_True;
+    return;
+  }
+  if (!is_matmul_grad_epilogue(args.options.epilogue)) {
+    throw nb::type_error(("matmul: aux must be True or False with epilogue " +
+                          std::string(matmul_epilogue_name(args.options.epilogue)) +
+                          " (an aux array is the input of the *_grad epilogues), got " +
+                          nb::cast<std::string>(nb::type_name(aux.type()))).c_str());
+  }
+  args.options.aux = operand(aux, args.a.device());
 }
 
 // a @ b for operators: NotImplemented for operand types tessel does not convert.
@@ -163,10 +195,12 @@ nb::object matmul_operator(nb::handle a, nb::handle b) {
 // The plan of ts.Matmul, plus what the Python API adds: the planned arrays (execute() without
 // arguments) and the aux flag (each execute then returns a fresh aux array).
 struct PyMatmul {
-  PyMatmul(MatmulArgs& args) : plan(args.a, args.b, args.options), a(args.a), b(args.b), aux(args.aux) {}
+  PyMatmul(MatmulArgs& args)
+      : plan(args.a, args.b, args.options), a(args.a), b(args.b), aux(args.aux), bias_grad(args.bias_grad) {}
   MatmulPlan plan;
   Array a, b;
-  bool aux;
+  bool aux;        // each execute returns a fresh aux (forward epilogues)
+  bool bias_grad;  // each execute returns fresh column sums
 };
 
 nb::object candidate_list(const std::vector<MatmulCandidate>& candidates) {
@@ -180,14 +214,19 @@ nb::object candidate_list(const std::vector<MatmulCandidate>& candidates) {
 void register_matmul(nb::module_& m) {
   const char* matmul_doc =
       "epilogue(alpha * (a @ b) + beta * c + bias) with NumPy matmul semantics (1-D operands, broadcast batch\n"
-      "dimensions, transposed views without copies). epilogue: none, relu, gelu (erf), gelu_tanh; compute:\n"
-      "default, fp32, tf32. aux=True returns (d, aux) where aux is the epilogue's input (the ReLU mask is aux > 0).";
+      "dimensions, transposed views without copies). epilogue: none, relu, gelu (erf), gelu_tanh, or the\n"
+      "derivatives relu_grad, gelu_grad, gelu_tanh_grad (d = (alpha * (a @ b) + beta * c) * act'(aux), aux the\n"
+      "forward's aux array); compute: default, fp32, tf32. aux=True returns (d, aux) where aux is the\n"
+      "epilogue's input (the ReLU mask is aux > 0); bias_grad=True also returns d's column sums (last).";
   m.def("matmul", [](nb::handle a, nb::handle b, nb::handle bias, std::string_view epilogue, double alpha, double beta,
-                     nb::handle c, nb::handle out, std::string_view compute, bool aux) {
-    MatmulArgs args = parse_args(a, b, bias, epilogue, alpha, beta, c, out, compute, aux);
+                     nb::handle c, nb::handle out, std::string_view compute, nb::handle aux, bool bias_grad) {
+    MatmulArgs args = parse_args(a, b, bias, epilogue, alpha, beta, c, out, compute, false);
+    parse_aux(args, aux);
+    args.bias_grad = bias_grad;
     return run_matmul(args);
   }, "x1"_a, "x2"_a, nb::kw_only(), "bias"_a = nb::none(), "epilogue"_a = "none", "alpha"_a = 1.0,
-        "beta"_a = 0.0, "c"_a = nb::none(), "out"_a = nb::none(), "compute"_a = "default", "aux"_a = false, matmul_doc);
+        "beta"_a = 0.0, "c"_a = nb::none(), "out"_a = nb::none(), "compute"_a = "default", "aux"_a = false,
+        "bias_grad"_a = false, matmul_doc);
 
   nb::class_<Array>& cls = array_class();
   cls.def("__matmul__", [](nb::handle self, nb::handle other) { return matmul_operator(self, other); }, "other"_a.none());
@@ -246,16 +285,18 @@ void register_matmul(nb::module_& m) {
                        "A stateful matmul plan (nvmath-python's model): plan once for the layouts of a, b, bias and c,\n"
                        "autotune(), then execute() repeatedly on new arrays of the same layouts.")
       .def("__init__", [](PyMatmul* self, nb::handle a, nb::handle b, nb::handle bias, std::string_view epilogue,
-                          double alpha, double beta, nb::handle c, std::string_view compute, bool aux) {
-        MatmulArgs args = parse_args(a, b, bias, epilogue, alpha, beta, c, nb::none(), compute, aux);
-        if (aux) {
-          args.options.aux = make_aux(args.a, args.b);
-          // The plan keeps this aux only for its layout: every execute() passes a fresh one.
-        }
+                          double alpha, double beta, nb::handle c, std::string_view compute, nb::handle aux,
+                          bool bias_grad) {
+        MatmulArgs args = parse_args(a, b, bias, epilogue, alpha, beta, c, nb::none(), compute, false);
+        parse_aux(args, aux);
+        args.bias_grad = bias_grad;
+        // The plan keeps these outputs only for their layouts: every execute() passes fresh ones.
+        if (args.aux) args.options.aux = make_aux(args.a, args.b);
+        if (bias_grad) args.options.bias_grad = make_bias_grad(args.a, args.b);
         nb::gil_scoped_release release;
         new (self) PyMatmul(args);
       }, "a"_a, "b"_a, nb::kw_only(), "bias"_a = nb::none(), "epilogue"_a = "none", "alpha"_a = 1.0, "beta"_a = 0.0,
-           "c"_a = nb::none(), "compute"_a = "default", "aux"_a = false)
+           "c"_a = nb::none(), "compute"_a = "default", "aux"_a = false, "bias_grad"_a = false)
       .def("autotune", [](PyMatmul& self, int iterations) {
         std::vector<MatmulCandidate> result;
         {
@@ -267,7 +308,8 @@ void register_matmul(nb::module_& m) {
            "Times every candidate `iterations` times on the planned arrays, selects the fastest and caches it\n"
            "(memory and disk). Returns the candidates with their times.")
       .def("execute", [](PyMatmul& self, nb::handle a_h, nb::handle b_h, nb::handle bias, nb::handle c,
-                         std::optional<double> alpha, std::optional<double> beta, nb::handle out) -> nb::object {
+                         std::optional<double> alpha, std::optional<double> beta, nb::handle out,
+                         nb::handle aux) -> nb::object {
         if (a_h.is_none() != b_h.is_none()) {
           throw tessel::ValueError("Matmul.execute: pass both a and b (new data) or neither (the planned arrays)");
         }
@@ -279,19 +321,27 @@ void register_matmul(nb::module_& m) {
         options.alpha = alpha;
         options.beta = beta;
         if (self.aux) options.aux = make_aux(a, b);
+        if (!aux.is_none()) {
+          if (self.aux) throw tessel::ValueError("Matmul.execute: this plan returns aux; aux= is the input of *_grad plans");
+          options.aux = operand(aux, a.device());  // a *_grad plan's new input (else the planned one)
+        }
+        if (self.bias_grad) options.bias_grad = make_bias_grad(a, b);
         const Array out_arg = out_array(out, "Matmul.execute");
         Array r;
         {
           nb::gil_scoped_release release;
           r = self.plan.execute(a, b, options, out_arg);
         }
-        if (self.aux) return nb::make_tuple(r, options.aux);
-        return nb::cast(r);
+        MatmulOptions returned;
+        returned.aux = options.aux;
+        returned.bias_grad = options.bias_grad;
+        return matmul_result(r, returned, self.aux, self.bias_grad);
       }, "a"_a = nb::none(), "b"_a = nb::none(), nb::kw_only(), "bias"_a = nb::none(), "c"_a = nb::none(),
-           "alpha"_a = nb::none(), "beta"_a = nb::none(), "out"_a = nb::none(),
+           "alpha"_a = nb::none(), "beta"_a = nb::none(), "out"_a = nb::none(), "aux"_a = nb::none(),
            "Runs the planned product on new arrays with the planned layouts (ValueError naming both layouts\n"
            "otherwise), or on the planned arrays when a and b are omitted. bias/c/alpha/beta replace the planned\n"
-           "ones when given. Returns d, or (d, aux) for a plan made with aux=True.")
+           "ones when given; aux= is a *_grad plan's new input. Returns d, with aux (aux=True plans) and the\n"
+           "column sums (bias_grad=True plans) after it as a tuple.")
       .def("pin", [](PyMatmul& self, nb::handle which) {
         if (PyLong_Check(which.ptr())) {
           self.plan.pin(nb::cast<int>(which));

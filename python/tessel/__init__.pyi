@@ -876,13 +876,13 @@ def __array_namespace_info__() -> Any:
     a tuple of kinds; float16 and bfloat16 are tessel extras and not listed), ``extensions()``."""
 
 # ---- matrix products (linalg extension: tessel.linalg) ----
-Epilogue = Literal["none", "relu", "gelu", "gelu_tanh"]
+Epilogue = Literal["none", "relu", "gelu", "gelu_tanh", "relu_grad", "gelu_grad", "gelu_tanh_grad"]
 Compute = Literal["default", "fp32", "tf32"]
 
-@overload
 def matmul(x1: ArrayLike, x2: ArrayLike, /, *, bias: Optional[ArrayLike] = None, epilogue: Epilogue = "none",
            alpha: float = 1.0, beta: float = 0.0, c: Optional[ArrayLike] = None, out: Optional[Array] = None,
-           compute: Compute = "default", aux: Literal[False] = False) -> Array:
+           compute: Compute = "default", aux: Union[builtins.bool, ArrayLike] = False,
+           bias_grad: builtins.bool = False) -> Any:
     """epilogue(alpha * (x1 @ x2) + beta * c + bias), with NumPy's matmul semantics.
 
     1-D operands and broadcast batch dimensions as NumPy; transposed views run without copies.
@@ -890,11 +890,14 @@ def matmul(x1: ArrayLike, x2: ArrayLike, /, *, bias: Optional[ArrayLike] = None,
     "fp32" or "tf32" (float32 and complex64). With ``aux=True`` returns ``(d, aux)``, aux being
     the epilogue's input. Operands of different dtypes are promoted; integer products other than
     int8 @ int8 (which gives int32) are computed exactly by a multiply-and-sum.
+
+    Training's backward pass: the epilogues "relu_grad", "gelu_grad" and "gelu_tanh_grad" compute
+    ``(alpha * (x1 @ x2) + beta * c) * act'(aux)``, where ``aux`` is the array the forward
+    returned (the activation's input); they take no bias. ``bias_grad=True`` also returns the
+    result's sums over its rows (the bias gradient when the result is a gradient) as the last
+    element of the returned tuple: ``(d, bias_grad)`` or ``(d, aux, bias_grad)``. On CUDA,
+    "gelu_tanh_grad" with ``bias_grad`` is one cuBLASLt kernel (DGELU_BGRAD) for 2-D products.
     """
-@overload
-def matmul(x1: ArrayLike, x2: ArrayLike, /, *, bias: Optional[ArrayLike] = None, epilogue: Epilogue = "none",
-           alpha: float = 1.0, beta: float = 0.0, c: Optional[ArrayLike] = None, out: Optional[Array] = None,
-           compute: Compute = "default", aux: Literal[True]) -> Tuple[Array, Array]: ...
 def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
     """sum(conj(x1) * x2, axis), the other axes broadcast."""
 def matrix_transpose(x: Array, /) -> Array:
@@ -918,17 +921,19 @@ class Matmul:
     cache_key: str
     def __init__(self, a: ArrayLike, b: ArrayLike, *, bias: Optional[ArrayLike] = None, epilogue: Epilogue = "none",
                  alpha: float = 1.0, beta: float = 0.0, c: Optional[ArrayLike] = None, compute: Compute = "default",
-                 aux: builtins.bool = False) -> None: ...
+                 aux: Union[builtins.bool, ArrayLike] = False, bias_grad: builtins.bool = False) -> None: ...
     def autotune(self, iterations: int = 10) -> list[MatmulCandidate]:
         """Times every candidate on the planned arrays and selects the fastest; the winner is cached in memory and on disk."""
     def execute(self, a: Optional[ArrayLike] = None, b: Optional[ArrayLike] = None, *, bias: Optional[ArrayLike] = None,
                 c: Optional[ArrayLike] = None, alpha: Optional[float] = None, beta: Optional[float] = None,
-                out: Optional[Array] = None) -> Any:  # Array, or (Array, Array) for aux=True plans
+                out: Optional[Array] = None, aux: Optional[ArrayLike] = None) -> Any:
+        # Array; or a tuple with aux (aux=True plans) and bias_grad (bias_grad=True plans) after it
         """Runs the plan on new arrays of the planned layouts (omitted ones: the planned arrays).
 
         ``alpha=None``/``beta=None`` keep the planned values. Another layout, beta switching
         between zero and non-zero, or another device is an error naming both. A plan made with
-        ``aux=True`` returns ``(d, aux)`` with a fresh aux.
+        ``aux=True`` returns ``(d, aux)`` with a fresh aux; a ``bias_grad=True`` plan also returns
+        fresh column sums, last. ``aux=`` gives a ``*_grad`` plan its new input (the forward's aux).
         """
     def pin(self, candidate: Union[int, str]) -> None:
         """Fixes the candidate that runs (an index into ``algorithms`` or a name such as ``'cublaslt:0'``)."""

@@ -24,7 +24,11 @@ MatmulEpilogue parse_matmul_epilogue(std::string_view name) {
   if (name == "relu") return MatmulEpilogue::relu;
   if (name == "gelu") return MatmulEpilogue::gelu;
   if (name == "gelu_tanh") return MatmulEpilogue::gelu_tanh;
-  throw ValueError(fmt::format("matmul: unknown epilogue \"{}\" (expected none, relu, gelu or gelu_tanh)", name));
+  if (name == "relu_grad") return MatmulEpilogue::relu_grad;
+  if (name == "gelu_grad") return MatmulEpilogue::gelu_grad;
+  if (name == "gelu_tanh_grad") return MatmulEpilogue::gelu_tanh_grad;
+  throw ValueError(fmt::format("matmul: unknown epilogue \"{}\" (expected none, relu, gelu, gelu_tanh, relu_grad, "
+                               "gelu_grad or gelu_tanh_grad)", name));
 }
 const char* matmul_epilogue_name(MatmulEpilogue epilogue) {
   switch (epilogue) {
@@ -32,8 +36,15 @@ const char* matmul_epilogue_name(MatmulEpilogue epilogue) {
     case MatmulEpilogue::relu: return "relu";
     case MatmulEpilogue::gelu: return "gelu";
     case MatmulEpilogue::gelu_tanh: return "gelu_tanh";
+    case MatmulEpilogue::relu_grad: return "relu_grad";
+    case MatmulEpilogue::gelu_grad: return "gelu_grad";
+    case MatmulEpilogue::gelu_tanh_grad: return "gelu_tanh_grad";
   }
   return "?";
+}
+bool is_matmul_grad_epilogue(MatmulEpilogue epilogue) {
+  return epilogue == MatmulEpilogue::relu_grad || epilogue == MatmulEpilogue::gelu_grad ||
+         epilogue == MatmulEpilogue::gelu_tanh_grad;
 }
 MatmulCompute parse_matmul_compute(std::string_view name) {
   if (name == "default") return MatmulCompute::default_;
@@ -67,7 +78,10 @@ Array matmul(const Array& a, const Array& b, const MatmulOptions& options, const
              const OptionalStream& stream) {
   TESSEL_RANGE("matmul", a, b, out, stream);
   detail::MatmulPrepared p = detail::prepare_matmul(a, b, options, out, stream);
-  if (p.result.size() == 0) return p.result;
+  if (p.result.size() == 0) {
+    detail::fill_empty_bias_grad(p);
+    return p.result;
+  }
   std::shared_ptr<detail::MatmulPlanCore> core;
   if (p.problem.k > 0) core = detail::cached_matmul_core(p);
   detail::MatmulPlanCore dummy;
@@ -183,6 +197,7 @@ Array MatmulPlan::execute(const Array& a, const Array& b, const MatmulExecuteOpt
   if (given.bias.defined()) options.bias = given.bias;
   if (given.c.defined()) options.c = given.c;
   if (given.aux.defined()) options.aux = given.aux;
+  if (given.bias_grad.defined()) options.bias_grad = given.bias_grad;
   if (given.alpha) options.alpha = *given.alpha;
   if (given.beta) options.beta = *given.beta;
   if ((options.beta != 0.0) != (planned.beta != 0.0)) {

@@ -14,6 +14,7 @@
 #include "tessel/core/log.hpp"
 #include "tessel/ops/cast.hpp"
 #include "tessel/ops/elementwise.hpp"
+#include "tessel/ops/reduce.hpp"
 
 namespace tessel::detail {
 namespace {
@@ -119,6 +120,7 @@ MatmulPrepared prepare_matmul(const Array& a_in, const Array& b_in, const Matmul
   check_same_device(options.bias, "bias", a_in);
   check_same_device(options.c, "c", a_in);
   check_same_device(options.aux, "aux", a_in);
+  check_same_device(options.bias_grad, "bias_grad", a_in);
   check_same_device(out, "out", a_in);
   MatmulPrepared p;
   p.device = a_in.device();
@@ -133,9 +135,11 @@ MatmulPrepared prepare_matmul(const Array& a_in, const Array& b_in, const Matmul
   p.out_dtype = dtype == DType::int8 ? DType::int32 : dtype;
   const bool real_float = dtype == DType::float16 || dtype == DType::bfloat16 || dtype == DType::float32 ||
                           dtype == DType::float64;
-  if (!real_float && (options.bias.defined() || options.epilogue != MatmulEpilogue::none || options.aux.defined())) {
-    throw DTypeError(fmt::format("matmul: bias, epilogues and aux are supported for real floating dtypes only, not {}",
-                                 dtype_name(dtype)));
+  if (!real_float && (options.bias.defined() || options.epilogue != MatmulEpilogue::none || options.aux.defined() ||
+                      options.bias_grad.defined())) {
+    throw DTypeError(fmt::format(
+        "matmul: bias, epilogues, aux and bias_grad are supported for real floating dtypes only, not {}",
+        dtype_name(dtype)));
   }
   if (dtype == DType::int8 && (options.alpha != 1.0 || options.beta != 0.0)) {
     throw DTypeError("matmul: int8 products take alpha=1 and beta=0 only");
@@ -143,8 +147,18 @@ MatmulPrepared prepare_matmul(const Array& a_in, const Array& b_in, const Matmul
   if (options.compute == MatmulCompute::tf32 && dtype != DType::float32 && dtype != DType::complex64) {
     throw ValueError(fmt::format("matmul: compute=tf32 needs float32 or complex64 inputs, not {}", dtype_name(dtype)));
   }
+  const bool grad_epilogue = is_matmul_grad_epilogue(options.epilogue);
   if (options.aux.defined() && options.epilogue == MatmulEpilogue::none) {
-    throw ValueError("matmul: aux needs an epilogue (relu, gelu or gelu_tanh)");
+    throw ValueError("matmul: aux needs an epilogue (relu, gelu, gelu_tanh or one of their _grad forms)");
+  }
+  if (grad_epilogue && !options.aux.defined()) {
+    throw ValueError(fmt::format("matmul: epilogue {} needs aux, the forward's aux (the activation's input)",
+                                 matmul_epilogue_name(options.epilogue)));
+  }
+  if (grad_epilogue && options.bias.defined()) {
+    throw ValueError(fmt::format("matmul: epilogue {} takes no bias (it is the derivative of the forward's "
+                                 "activation; bias_grad receives the bias gradient)",
+                                 matmul_epilogue_name(options.epilogue)));
   }
   if (a_in.ndim() == 0 || b_in.ndim() == 0) {
     throw ShapeError(fmt::format("matmul: operands must be at least 1-D, got a {} and b {}", shape_str(a_in.shape()),
@@ -173,9 +187,9 @@ MatmulPrepared prepare_matmul(const Array& a_in, const Array& b_in, const Matmul
   if (b_in.ndim() > 1) p.result_shape.push_back(n);
 
   // out and aux: the result's shape and dtype
-  auto check_output = [&](const Array& x, const char* what) {
+  auto check_output = [&](const Array& x, const char* what, bool written = true) {
     if (!x.defined()) return;
-    check_writable(x, kOp);
+    if (written) check_writable(x, kOp);
     if (x.shape() != p.result_shape) {
       throw ShapeError(fmt::format("matmul: {} has shape {} but the result of a {} @ b {} has shape {}", what,
                                    shape_str(x.shape()), shape_str(a_in.shape()), shape_str(b_in.shape()),
@@ -187,7 +201,19 @@ MatmulPrepared prepare_matmul(const Array& a_in, const Array& b_in, const Matmul
     }
   };
   check_output(out, "out");
-  check_output(options.aux, "aux");
+  check_output(options.aux, "aux", !grad_epilogue);  // a *_grad epilogue reads aux
+  if (options.bias_grad.defined()) {
+    check_writable(options.bias_grad, kOp);
+    if (options.bias_grad.ndim() != 1 || options.bias_grad.dim(0) != n) {
+      throw ShapeError(fmt::format("matmul: bias_grad has shape {} but needs ({},) for the result {} of a {} @ b {}",
+                                   shape_str(options.bias_grad.shape()), n, shape_str(p.result_shape),
+                                   shape_str(a_in.shape()), shape_str(b_in.shape())));
+    }
+    if (options.bias_grad.dtype() != p.out_dtype) {
+      throw DTypeError(fmt::format("matmul: bias_grad has dtype {} but the result is {}",
+                                   dtype_name(options.bias_grad.dtype()), dtype_name(p.out_dtype)));
+    }
+  }
   if (options.bias.defined()) {
     if (options.bias.ndim() != 1 || options.bias.dim(0) != n) {
       throw ShapeError(fmt::format("matmul: bias has shape {} but needs ({},) for the result {} of a {} @ b {}",
@@ -211,9 +237,10 @@ MatmulPrepared prepare_matmul(const Array& a_in, const Array& b_in, const Matmul
   }
 
   // The layout signature, from the arrays as given (before any copy).
-  p.signature = fmt::format("{}|a={}|b={}|out={}|bias={}|aux={}|c={}|beta={}|epi={}|compute={}", p.device.str(),
-                            layout_str(a_in), layout_str(b_in), plan_mode ? std::string("-") : layout_str(out), layout_str(options.bias),
-                            layout_str(options.aux), options.beta != 0.0 ? shape_str(options.c.shape()) : "-",
+  p.signature = fmt::format("{}|a={}|b={}|out={}|bias={}|aux={}|bgrad={}|c={}|beta={}|epi={}|compute={}",
+                            p.device.str(), layout_str(a_in), layout_str(b_in),
+                            plan_mode ? std::string("-") : layout_str(out), layout_str(options.bias),
+                            layout_str(options.aux), layout_str(options.bias_grad), options.beta != 0.0 ? shape_str(options.c.shape()) : "-",
                             options.beta != 0.0 ? 1 : 0, matmul_epilogue_name(options.epilogue),
                             matmul_compute_name(options.compute));
 
@@ -226,7 +253,7 @@ MatmulPrepared prepare_matmul(const Array& a_in, const Array& b_in, const Matmul
     // Every element of D reads many of A and B: an out= sharing their storage goes through a
     // temporary, so the product never reads what it has already overwritten.
     bool aliases = false;
-    for (const Array* in : {&a_in, &b_in, &options.bias, &options.c}) {
+    for (const Array* in : {&a_in, &b_in, &options.bias, &options.c, grad_epilogue ? &options.aux : &options.bias}) {
       aliases = aliases || (in->defined() && in->storage() == user.storage());
     }
     const bool direct = !aliases && (plan_mode ? view.is_contiguous() && reinterpret_cast<std::uintptr_t>(view.data()) % 16 == 0
@@ -239,7 +266,23 @@ MatmulPrepared prepare_matmul(const Array& a_in, const Array& b_in, const Matmul
     }
   };
   writable(p.result, p.d, p.d_final);
-  if (options.aux.defined()) writable(options.aux, p.aux, p.aux_final);
+  if (grad_epilogue) {
+    // An input of D's layout: a row-major view as it is, else a contiguous copy.
+    const Array view = options.aux.view(full);
+    p.aux = writable_row_major(view) ? view : view.contiguous(p.stream);
+  } else if (options.aux.defined()) {
+    writable(options.aux, p.aux, p.aux_final);
+  }
+  if (options.bias_grad.defined()) {
+    const bool aliases = options.bias_grad.storage() == p.result.storage() ||
+                         (options.aux.defined() && options.bias_grad.storage() == options.aux.storage());
+    if (!aliases && options.bias_grad.is_contiguous()) {
+      p.bias_grad = options.bias_grad;
+    } else {
+      p.bias_grad = empty({n}, p.out_dtype, p.device, p.stream);
+      p.bias_grad_final = options.bias_grad;
+    }
+  }
 
   // Operands.
   Shape a_full = batch, b_full = batch;
@@ -268,6 +311,7 @@ MatmulPrepared prepare_matmul(const Array& a_in, const Array& b_in, const Matmul
     p.bias = options.bias.contiguous(p.stream);
     pr.bias = p.bias.data();
   }
+  if (p.bias_grad.defined()) pr.bias_grad = p.bias_grad.data();
   if (options.beta != 0.0) p.c = options.c;
   pr.alpha = options.alpha;
   pr.beta = options.beta;
@@ -361,14 +405,22 @@ void clear_matmul_plan_cache() {
   plan_cache().clear();
 }
 
+void fill_empty_bias_grad(const MatmulPrepared& p) {
+  if (p.bias_grad.defined()) fill(p.bias_grad_final.defined() ? p.bias_grad_final : p.bias_grad, 0, p.stream);
+}
+
 Array run_matmul_plan(MatmulPlanCore& core, int index, MatmulPrepared& p) {
-  if (p.result.size() == 0) return p.result;
+  if (p.result.size() == 0) {
+    fill_empty_bias_grad(p);  // a sum over no rows
+    return p.result;
+  }
   const bool cuda = p.device.is_cuda();
+  bool bias_grad_written = false;  // by the product's kernel (cuBLASLt's BGRAD epilogues)
   DeviceGuard guard(p.device);  // the kernels below launch on the current device
   if (p.c.defined()) copyto(p.d, p.c.broadcast_to(p.result_shape).reshape(p.full_shape, p.stream), p.stream);
   backend::MatmulProblem& pr = p.problem;
   pr.d = p.d.data();
-  for (const Array* x : {&p.a, &p.b, &p.bias, &p.aux, &p.d}) {
+  for (const Array* x : {&p.a, &p.b, &p.bias, &p.aux, &p.d, &p.bias_grad}) {
     if (!x->defined()) continue;
     if (cuda) {
       x->storage()->wait_on_stream(p.stream);
@@ -393,11 +445,19 @@ Array run_matmul_plan(MatmulPlanCore& core, int index, MatmulPrepared& p) {
     }
   } else {
     core.run(index, pr, p.stream);
+    bias_grad_written = cuda && core.cuda->writes_bias_grad(index);
   }
   if (cuda) {
     p.d.storage()->record_pending_write(p.stream);
-    if (p.aux.defined()) p.aux.storage()->record_pending_write(p.stream);
+    if (p.aux.defined() && !is_matmul_grad_epilogue(pr.epilogue)) p.aux.storage()->record_pending_write(p.stream);
+    if (bias_grad_written) p.bias_grad.storage()->record_pending_write(p.stream);
   }
+  if (p.bias_grad.defined() && !bias_grad_written) {
+    // No fused form for this candidate: a column sum of D (half dtypes accumulate in float32).
+    const Array rows = p.d.reshape({p.problem.batch * p.problem.m, p.problem.n}, p.stream);
+    copyto(p.bias_grad, sum(rows, std::vector<std::int64_t>{0}, false, p.stream), p.stream);
+  }
+  if (p.bias_grad_final.defined()) copyto(p.bias_grad_final, p.bias_grad, p.stream);
   if (p.d_final.defined()) copyto(p.d_final, p.d.reshape(p.result_shape, p.stream), p.stream);
   if (p.aux_final.defined()) copyto(p.aux_final, p.aux.reshape(p.result_shape, p.stream), p.stream);
   return p.result;

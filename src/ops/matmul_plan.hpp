@@ -27,7 +27,8 @@ struct MatmulPrepared {
   Array a, b;             // (batch..., m, k) and (batch..., k, n) views or copies
   Array result;           // what matmul returns (out when given)
   Array d, d_final;       // D as written by the backend; d_final: where it is copied at the end (or undefined)
-  Array aux, aux_final;
+  Array aux, aux_final;    // with a *_grad epilogue aux is an input (aux_final stays undefined)
+  Array bias_grad, bias_grad_final;
   Array bias;
   Array c;                // broadcast view of options.c, copied into d when beta != 0
   backend::MatmulProblem problem;
@@ -62,6 +63,8 @@ std::shared_ptr<MatmulPlanCore> cached_matmul_core(const MatmulPrepared& p);
 void clear_matmul_plan_cache();
 // Runs candidate `index` of core on p and finishes the outputs; returns p.result.
 Array run_matmul_plan(MatmulPlanCore& core, int index, MatmulPrepared& p);
+// An empty result: bias_grad (when asked for) is a sum over no rows, zeros.
+void fill_empty_bias_grad(const MatmulPrepared& p);
 
 // ---- autotuning (matmul_autotune.cpp) ----
 // The part of a cache key that names the machine: device, library and driver versions.

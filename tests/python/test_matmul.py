@@ -143,6 +143,88 @@ def test_matmul_epilogues_bias_alpha_beta_aux(device, rng, dtype, epilogue):
             np.testing.assert_array_equal(np.asarray(d) > 0, np.asarray(aux) > 0)
 
 
+def activation_grad_ref(g, z, epilogue):
+    """g * act'(z) in float64 (ReLU: where(z > 0, g, 0), as torch's threshold_backward)."""
+    if epilogue == "relu_grad":
+        return np.where(z > 0, g, 0.0)
+    if epilogue == "gelu_grad":
+        return g * (0.5 * (1 + _erf(z / math.sqrt(2))) + z * np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi))
+    c = math.sqrt(2 / math.pi)
+    t = np.tanh(c * (z + 0.044715 * z**3))
+    return g * (0.5 * (1 + t) + 0.5 * z * (1 - t * t) * c * (1 + 3 * 0.044715 * z * z))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("epilogue", ["relu_grad", "gelu_grad", "gelu_tanh_grad"])
+@pytest.mark.parametrize("n", [9, 16])  # 16: an aux that cuBLASLt's DGELU can read (rows of 16 bytes)
+def test_matmul_grad_epilogues_and_bias_grad(device, rng, dtype, epilogue, n):
+    m, k = 21, 37
+    a, a64 = operand(rng, (m, k), dtype, device)
+    b, b64 = operand(rng, (k, n), dtype, device)
+    z, z64 = operand(rng, (m, n), dtype, device)  # the forward's aux
+    want = activation_grad_ref(a64 @ b64, z64, epilogue)
+    scale = 1.2 * (np.abs(a64) @ np.abs(b64))  # |act'(z)| <= 1.13 for the GELUs, 1 for the ReLU
+    tol = TOL[dtype]
+    d = ts.matmul(a, b, epilogue=epilogue, aux=z)
+    check(d, want, scale, tol, dtype)
+    d, bias_grad = ts.matmul(a, b, epilogue=epilogue, aux=z, bias_grad=True)
+    check(d, want, scale, tol, dtype)
+    check(bias_grad, want.sum(axis=0), scale.sum(axis=0), tol, dtype)
+    # alpha, beta and c come before the derivative; a transposed view of a runs too
+    c, c64 = operand(rng, (m, n), dtype, device)
+    aT = ts.asarray(np.ascontiguousarray(np.asarray(a).T), device=device).astype(a.dtype).T
+    d, bias_grad = ts.matmul(aT, b, epilogue=epilogue, aux=z, alpha=0.5, beta=0.25, c=c, bias_grad=True)
+    want = activation_grad_ref(0.5 * (a64 @ b64) + 0.25 * c64, z64, epilogue)
+    scale = 1.2 * (0.5 * np.abs(a64) @ np.abs(b64) + 0.25 * np.abs(c64))
+    check(d, want, scale, tol, dtype)
+    check(bias_grad, want.sum(axis=0), scale.sum(axis=0), tol, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_matmul_bias_grad_batches_empty_and_plain(device, rng, dtype):
+    """bias_grad sums over every row of every batch; over no rows it is zeros; any epilogue."""
+    a, a64 = operand(rng, (3, 5, 7), dtype, device)
+    b, b64 = operand(rng, (7, 16), dtype, device)
+    d, bias_grad = ts.matmul(a, b, bias_grad=True)
+    want = a64 @ b64
+    scale = np.abs(a64) @ np.abs(b64)
+    check(d, want, scale, TOL[dtype], dtype)
+    check(bias_grad, want.sum(axis=(0, 1)), scale.sum(axis=(0, 1)), TOL[dtype], dtype)
+    z, z64 = operand(rng, (3, 5, 16), dtype, device)
+    d, bias_grad = ts.matmul(a, b, epilogue="gelu_tanh_grad", aux=z, bias_grad=True)
+    want = activation_grad_ref(a64 @ b64, z64, "gelu_tanh_grad")
+    check(bias_grad, want.sum(axis=(0, 1)), 1.2 * scale.sum(axis=(0, 1)), TOL[dtype], dtype)
+    empty, _ = operand(rng, (0, 7), dtype, device)
+    d, bias_grad = ts.matmul(empty, b, bias_grad=True)
+    assert d.shape == (0, 16) and bias_grad.shape == (16,)
+    np.testing.assert_array_equal(np.asarray(bias_grad), np.zeros(16))
+    no_k, _ = operand(rng, (4, 0), dtype, device)
+    d, bias_grad = ts.matmul(no_k, ts.ones((0, 16), dtype=a.dtype, device=device), epilogue="relu_grad",
+                             aux=ts.ones((4, 16), dtype=a.dtype, device=device), bias_grad=True)
+    np.testing.assert_array_equal(np.asarray(d).astype(np.float64), np.zeros((4, 16)))
+    np.testing.assert_array_equal(np.asarray(bias_grad).astype(np.float64), np.zeros(16))
+
+
+def test_matmul_grad_epilogue_errors(device, rng):
+    a, _ = operand(rng, (4, 5), "float32", device)
+    b, _ = operand(rng, (5, 6), "float32", device)
+    z, _ = operand(rng, (4, 6), "float32", device)
+    with pytest.raises(ValueError, match="gelu_tanh_grad needs aux"):
+        ts.matmul(a, b, epilogue="gelu_tanh_grad")
+    with pytest.raises(ValueError, match="takes no bias"):
+        ts.matmul(a, b, epilogue="relu_grad", aux=z, bias=ts.ones((6,), device=device))
+    with pytest.raises(ValueError, match=r"aux has shape \(4, 5\)"):
+        ts.matmul(a, b, epilogue="gelu_grad", aux=ts.ones((4, 5), device=device))
+    with pytest.raises(TypeError, match="aux has dtype float64"):
+        ts.matmul(a, b, epilogue="gelu_grad", aux=ts.ones((4, 6), dtype=ts.float64, device=device))
+    with pytest.raises(TypeError, match="aux must be True or False with epilogue relu"):
+        ts.matmul(a, b, epilogue="relu", aux=z)
+    with pytest.raises(TypeError, match="bias_grad are supported for real floating dtypes only"):
+        ts.matmul(a.astype(ts.complex64), b.astype(ts.complex64), bias_grad=True)
+    with pytest.raises(ValueError, match="unknown epilogue"):
+        ts.matmul(a, b, epilogue="swish_grad", aux=z)
+
+
 def test_matmul_out_and_compute_modes(device, rng):
     a, a64 = operand(rng, (21, 40), "float32", device)
     b, b64 = operand(rng, (40, 10), "float32", device)
@@ -407,6 +489,27 @@ def test_matmul_plan_aux(device, rng):
     check(aux1, a64 @ b64, scale, TOL["float32"])
     check(d1, epilogue_ref(a64 @ b64, "gelu"), scale, TOL["float32"])
     check(aux2, a2_64 @ b64, np.abs(a2_64) @ np.abs(b64), TOL["float32"])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_matmul_plan_grad_epilogue(device, rng, dtype):
+    a, a64 = operand(rng, (24, 32), dtype, device)
+    b, b64 = operand(rng, (32, 16), dtype, device)
+    z, z64 = operand(rng, (24, 16), dtype, device)
+    plan = ts.Matmul(a, b, epilogue="gelu_tanh_grad", aux=z, bias_grad=True)
+    plan.autotune(iterations=2)
+    scale = 1.2 * (np.abs(a64) @ np.abs(b64))
+    for aux, aux64 in ((None, z64), operand(rng, (24, 16), dtype, device)):
+        d, bias_grad = plan.execute(a, b, aux=aux)
+        want = activation_grad_ref(a64 @ b64, aux64, "gelu_tanh_grad")
+        check(d, want, scale, TOL[dtype])
+        check(bias_grad, want.sum(axis=0), scale.sum(axis=0), TOL[dtype])
+    if device == "cuda" and dtype == "bfloat16":
+        # aligned rows: every candidate is cuBLASLt's fused DGELU_BGRAD, none runs a second kernel
+        assert plan.algorithms and all(c.name.startswith("cublaslt:") and "unfused" not in c.name
+                                       for c in plan.algorithms), [c.name for c in plan.algorithms]
+    with pytest.raises(ValueError, match="aux= is the input of"):
+        ts.Matmul(a, b, epilogue="gelu", aux=True).execute(a, b, aux=z)
 
 
 def test_torch_interop_of_matmul_results():

@@ -6,7 +6,11 @@
 // a and b follow numpy.matmul: 1-D operands are promoted (a: prepended 1, b: appended 1) and
 // the promoted axis is removed from the result; the batch dimensions broadcast. bias has n
 // elements (the last dimension of the result). The epilogue is none, relu, gelu (erf form) or
-// gelu_tanh (tanh approximation). Dtypes: float16, bfloat16, float32, float64, complex64,
+// gelu_tanh (tanh approximation), or the derivative of one of these for training's backward
+// pass: relu_grad, gelu_grad, gelu_tanh_grad compute out = (alpha * (a @ b) + beta * c) * act'(aux),
+// aux being the forward's aux (the activation's input), here an input. bias_grad, with any
+// epilogue, receives the column sums of out (its sum over all rows): the bias gradient when out is
+// a gradient. With gelu_tanh_grad and bias_grad one cuBLASLt kernel does all three (DGELU_BGRAD). Dtypes: float16, bfloat16, float32, float64, complex64,
 // complex128 (a and b of one dtype, the result of the same dtype), and int8 x int8 -> int32.
 //
 // MatmulPlan is the stateful form (nvmath-python's model): plan once, autotune, execute many
@@ -23,10 +27,13 @@
 
 namespace tessel {
 
-enum class MatmulEpilogue { none, relu, gelu, gelu_tanh };
-// "none", "relu", "gelu", "gelu_tanh"; ValueError for anything else.
+enum class MatmulEpilogue { none, relu, gelu, gelu_tanh, relu_grad, gelu_grad, gelu_tanh_grad };
+// "none", "relu", "gelu", "gelu_tanh", "relu_grad", "gelu_grad", "gelu_tanh_grad"; ValueError
+// for anything else.
 MatmulEpilogue parse_matmul_epilogue(std::string_view name);
 const char* matmul_epilogue_name(MatmulEpilogue epilogue);
+// True for relu_grad, gelu_grad and gelu_tanh_grad (aux is their input).
+bool is_matmul_grad_epilogue(MatmulEpilogue epilogue);
 
 // default: the dtype's own precision (fp32 accumulation for fp16/bf16/fp32); fp32: no TF32;
 // tf32: float32/complex64 inputs multiplied in TF32 (ValueError for other dtypes).
@@ -41,9 +48,13 @@ struct MatmulOptions {
   double beta = 0.0;
   Array c;                    // broadcastable to the result; required when beta != 0
   MatmulCompute compute = MatmulCompute::default_;
-  // Training's auxiliary output: with an epilogue, receives the epilogue's input
-  // (alpha*a@b + beta*c + bias), the result's shape and dtype. The ReLU mask is aux > 0.
+  // Training's auxiliary array, the result's shape and dtype. With a forward epilogue (relu, gelu,
+  // gelu_tanh) an output: receives the epilogue's input (alpha*a@b + beta*c + bias); the ReLU mask
+  // is aux > 0. With a *_grad epilogue an input, required: that forward's aux.
   Array aux;
+  // Undefined, or a 1-D output of n elements in the result's dtype: receives the result summed
+  // over all its rows (and batches), accumulated in float32 (float64 for float64).
+  Array bias_grad;
 };
 
 // The product as a new array, or written into `out` (its shape and dtype must be the result's).
@@ -71,7 +82,7 @@ struct MatmulCandidate {
 // undefined arrays mean the planned arrays. The epilogue and the compute mode are fixed by the
 // plan: given ones must equal the planned ones (ValueError naming both otherwise).
 struct MatmulExecuteOptions {
-  Array bias, c, aux;                      // new data of the planned layouts
+  Array bias, c, aux, bias_grad;           // new data of the planned layouts
   std::optional<double> alpha, beta;       // unset: the planned alpha / beta
   std::optional<MatmulEpilogue> epilogue;  // set: checked against the plan
   std::optional<MatmulCompute> compute;    // set: checked against the plan
@@ -79,7 +90,7 @@ struct MatmulExecuteOptions {
   // Everything in `options` counts as given: its alpha, beta (1 and 0 by default, as for
   // matmul()), epilogue and compute; only its undefined arrays fall back to the planned ones.
   MatmulExecuteOptions(const MatmulOptions& options)  // NOLINT(google-explicit-constructor): implicit on purpose
-      : bias(options.bias), c(options.c), aux(options.aux), alpha(options.alpha), beta(options.beta),
+      : bias(options.bias), c(options.c), aux(options.aux), bias_grad(options.bias_grad), alpha(options.alpha), beta(options.beta),
         epilogue(options.epilogue), compute(options.compute) {}
 };
 

@@ -3,6 +3,7 @@
     import tessel.torch as tt
     y = tt.linear(x, weight, bias, activation="gelu_tanh")   # one fused GEMM
     layer = tt.nn.Linear(1024, 1024, activation="relu")        # drop-in for torch.nn.Linear
+    model = tt.nn.MLP([1024, 4096, 1024], activation="gelu_tanh")  # layers fused in the backward
     @tt.fuse
     def swish_gate(x, y):
         return x * torch.sigmoid(x) * y                        # one kernel forward, fused backward
@@ -25,6 +26,7 @@ from ._fuse import FusedFunction, FusedReduction, fuse  # noqa: F401
 from ._graph import NotDifferentiableError, TraceError  # noqa: F401
 from ._interop import to_tessel, to_torch  # noqa: F401
 from ._linear import linear  # noqa: F401
+from ._mlp import mlp  # noqa: F401
 
-__all__ = ["linear", "nn", "fuse", "custom_op", "to_tessel", "to_torch", "FusedFunction", "FusedReduction", "CustomOp",
+__all__ = ["linear", "mlp", "nn", "fuse", "custom_op", "to_tessel", "to_torch", "FusedFunction", "FusedReduction", "CustomOp",
            "TraceError", "NotDifferentiableError"]

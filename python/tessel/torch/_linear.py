@@ -38,31 +38,35 @@ def _shape(t) -> str:
     return "(" + ", ".join(str(d) for d in t.shape) + ("," if t.dim() == 1 else "") + ")"
 
 
-def check_linear(x, weight, bias, *, same_dtype: bool) -> None:
+def check_linear(x, weight, bias, *, same_dtype: bool, op: str = _OP, in_features: Optional[int] = None) -> None:
     """Devices, dtypes and shapes, with errors naming the op and the offending values.
-    `same_dtype`: also require one dtype (after autocast has cast the inputs)."""
+    `same_dtype`: also require one dtype (after autocast has cast the inputs). `in_features`: the
+    features of the layer's input when that is not x (a later layer of tt.mlp)."""
     names = ("x", "weight", "bias")
     tensors = (x, weight, bias)
     for name, t in zip(names, tensors):
         if t is not None and not isinstance(t, Tensor):
-            raise TypeError(f"{_OP}: {name} must be a torch.Tensor, got {type(t).__name__}")
+            raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
     check_same_device(_OP, tensors, names)
     for name, t in zip(names, tensors):
         if t is not None and t.dtype not in _FLOATING:
-            raise TypeError(f"{_OP}: {name} has dtype {t.dtype}; supported dtypes are float16, bfloat16, float32 and float64")
+            raise TypeError(f"{op}: {name} has dtype {t.dtype}; supported dtypes are float16, bfloat16, float32 and float64")
     if same_dtype:
         dtypes = {t.dtype for t in tensors if t is not None}
         if len(dtypes) > 1:
             listed = ", ".join(f"{n} {t.dtype}" for n, t in zip(names, tensors) if t is not None)
-            raise TypeError(f"{_OP}: x, weight and bias must have one dtype, got {listed}")
+            raise TypeError(f"{op}: x, weight and bias must have one dtype, got {listed}")
     if weight.dim() != 2:
-        raise ValueError(f"{_OP}: weight must be 2-D (out_features, in_features), got shape {_shape(weight)}")
+        raise ValueError(f"{op}: weight must be 2-D (out_features, in_features), got shape {_shape(weight)}")
     if x.dim() < 1:
-        raise ValueError(f"{_OP}: x must have at least 1 dimension, got a 0-d tensor")
-    if x.shape[-1] != weight.shape[1]:
-        raise ValueError(f"{_OP}: x's last dimension must equal weight's in_features: x {_shape(x)}, weight {_shape(weight)}")
+        raise ValueError(f"{op}: x must have at least 1 dimension, got a 0-d tensor")
+    if in_features is not None and in_features != weight.shape[1]:
+        raise ValueError(f"{op}: weight {_shape(weight)} takes {weight.shape[1]} in_features but the layer before "
+                         f"gives {in_features}")
+    if in_features is None and x.shape[-1] != weight.shape[1]:
+        raise ValueError(f"{op}: x's last dimension must equal weight's in_features: x {_shape(x)}, weight {_shape(weight)}")
     if bias is not None and (bias.dim() != 1 or bias.shape[0] != weight.shape[0]):
-        raise ValueError(f"{_OP}: bias must have shape ({weight.shape[0]},) (weight's out_features), got {_shape(bias)}")
+        raise ValueError(f"{op}: bias must have shape ({weight.shape[0]},) (weight's out_features), got {_shape(bias)}")
 
 
 # ---- the activation derivatives: grad * activation'(z), one fused kernel each ----

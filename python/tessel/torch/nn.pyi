@@ -1,4 +1,4 @@
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import torch
 
@@ -11,4 +11,20 @@ class Linear(torch.nn.Linear):
     activation: str
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device: Any = None, dtype: Any = None,
                  activation: Optional[str] = None) -> None: ...
+    def forward(self, x: torch.Tensor) -> torch.Tensor: ...
+
+class MLP(torch.nn.Module):
+    """A stack of :class:`Linear` layers with one activation, run as one op (``tessel.torch.mlp``).
+
+    ``MLP(sizes)`` has ``len(sizes) - 1`` layers, ``layers[i]`` a :class:`Linear` of
+    ``sizes[i]`` to ``sizes[i + 1]`` features, with the values and gradients of those layers run
+    one by one. Its backward fuses each layer's activation derivative and bias gradient into the
+    data-gradient GEMM of the layer above (cuBLASLt's DGELU_BGRAD for ``"gelu_tanh"``).
+    ``activate_last=False`` leaves the last layer without activation.
+    """
+    activation: str
+    activate_last: bool
+    layers: torch.nn.ModuleList
+    def __init__(self, sizes: Sequence[int], activation: Optional[str] = "gelu_tanh", bias: bool = True,
+                 activate_last: bool = True, device: Any = None, dtype: Any = None) -> None: ...
     def forward(self, x: torch.Tensor) -> torch.Tensor: ...

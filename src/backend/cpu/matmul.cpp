@@ -33,6 +33,8 @@ T activation(T x, MatmulEpilogue epilogue) {
         const T c = std::sqrt(T(2) / T(3.14159265358979323846));
         return T(0.5) * x * (T(1) + std::tanh(c * (x + T(0.044715) * x * x * x)));
       }
+      default:
+        return x;  // the *_grad epilogues: activation_grad
     }
     return x;
   } else {
@@ -40,7 +42,33 @@ T activation(T x, MatmulEpilogue epilogue) {
   }
 }
 
-// v = D + bias; aux = v; D = act(v). T is the accumulation type, Out the stored type.
+// g * act'(z) for the *_grad epilogues, z being the forward's aux (the activation's input). The
+// ReLU's is where(z > 0, g, 0), as torch's threshold_backward (no 0 * Inf).
+template <class T>
+T activation_grad(T g, T z, MatmulEpilogue epilogue) {
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (epilogue) {
+      case MatmulEpilogue::relu_grad:
+        return z > T(0) ? g : T(0);
+      case MatmulEpilogue::gelu_grad: {
+        const T inv_sqrt_2pi = T(0.3989422804014327);
+        return g * (T(0.5) * (T(1) + std::erf(z / std::sqrt(T(2)))) + z * std::exp(T(-0.5) * z * z) * inv_sqrt_2pi);
+      }
+      case MatmulEpilogue::gelu_tanh_grad: {
+        const T c = std::sqrt(T(2) / T(3.14159265358979323846)), k = T(0.044715);
+        const T t = std::tanh(c * (z + k * z * z * z));
+        return g * (T(0.5) * (T(1) + t) + T(0.5) * z * (T(1) - t * t) * c * (T(1) + T(3) * k * z * z));
+      }
+      default:
+        return g;
+    }
+  } else {
+    return g;
+  }
+}
+
+// v = D + bias; aux = v; D = act(v) (forward epilogues), or D = v * act'(aux) (the *_grad ones).
+// T is the accumulation type, Out the stored type.
 template <class T, class Out>
 T load(const Out* p) {
   if constexpr (std::is_same_v<Out, float16> || std::is_same_v<Out, bfloat16>) {
@@ -65,9 +93,14 @@ void finish(const MatmulProblem& p, std::int64_t bi, const T* acc, std::int64_t 
   Out* d = static_cast<Out*>(p.d) + bi * p.batch_stride_d;
   Out* aux = p.aux ? static_cast<Out*>(p.aux) + bi * p.batch_stride_aux : nullptr;
   const Out* bias = static_cast<const Out*>(p.bias);
+  const bool grad = is_matmul_grad_epilogue(p.epilogue);
   for (std::int64_t i = 0; i < p.m; ++i) {
     for (std::int64_t j = 0; j < p.n; ++j) {
       T v = acc[i * ldacc + j];
+      if (grad) {
+        store(d + i * p.ldd + j, activation_grad(v, load<T>(aux + i * p.ldaux + j), p.epilogue));
+        continue;
+      }
       if (bias) v += load<T>(bias + j);
       if (aux) store(aux + i * p.ldaux + j, v);
       store(d + i * p.ldd + j, activation(v, p.epilogue));

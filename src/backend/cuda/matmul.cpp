@@ -115,9 +115,18 @@ bool fused_epilogue(const MatmulProblem& p, cublasLtEpilogue_t& epilogue) {
   // cuBLASLt's GELU is accurate only to about 1e-10 in double (seen on an H100): float64 and
   // complex128 products take tessel's own epilogue, which computes tanh in full precision.
   const bool wide = p.out_dtype == DType::float64 || p.out_dtype == DType::complex128;
-  if (wide && p.epilogue == MatmulEpilogue::gelu_tanh) return false;
+  if (wide && (p.epilogue == MatmulEpilogue::gelu_tanh || p.epilogue == MatmulEpilogue::gelu_tanh_grad)) return false;
+  const bool aux_aligned = p.ldaux % 8 == 0 && p.batch_stride_aux % 8 == 0;
+  if (is_matmul_grad_epilogue(p.epilogue)) {
+    // DGELU reads GELU_AUX's aux; DGELU_BGRAD also writes the column sums of D into the bias
+    // pointer (one vector: a single product). DRELU reads a bit mask, not tessel's aux, and the erf
+    // GELU has no derivative epilogue: those run DEFAULT + apply_epilogue.
+    if (p.epilogue != MatmulEpilogue::gelu_tanh_grad || !aux_aligned) return false;
+    epilogue = p.bias_grad && p.batch == 1 ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
+    return true;
+  }
   if (p.aux) {
-    if (p.epilogue == MatmulEpilogue::gelu_tanh && p.ldaux % 8 == 0 && p.batch_stride_aux % 8 == 0) {
+    if (p.epilogue == MatmulEpilogue::gelu_tanh && aux_aligned) {
       epilogue = bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
       return true;
     }
@@ -128,8 +137,14 @@ bool fused_epilogue(const MatmulProblem& p, cublasLtEpilogue_t& epilogue) {
     case MatmulEpilogue::relu: epilogue = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU; return true;
     case MatmulEpilogue::gelu_tanh: epilogue = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU; return true;
     case MatmulEpilogue::gelu: return false;  // the erf form: cuBLASLt has none
+    default: return false;
   }
   return false;
+}
+
+bool reads_or_writes_aux(cublasLtEpilogue_t e) {
+  return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_DGELU ||
+         e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
 }
 
 // The cuBLASLt descriptors of one problem layout and one epilogue choice (fused: the epilogue
@@ -180,7 +195,7 @@ class LtPlan {
     epilogue_ = epilogue;
     TESSEL_LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
     set_pointers(p);
-    if (epilogue == CUBLASLT_EPILOGUE_GELU_AUX || epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+    if (reads_or_writes_aux(epilogue)) {
       const std::int64_t ld = p.ldaux, bs = p.batch_stride_aux;
       TESSEL_LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
       TESSEL_LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, &bs, sizeof bs));
@@ -217,6 +232,7 @@ class LtPlan {
   int size() const { return static_cast<int>(results_.size()); }
   const char* heuristic_status() const { return heuristic_status_; }
   bool fused() const { return !post_epilogue_; }
+  bool writes_bias_grad() const { return epilogue_ == CUBLASLT_EPILOGUE_DGELU_BGRAD; }
   std::size_t workspace(int algo) const { return results_[static_cast<std::size_t>(algo)].workspaceSize; }
 
   void run(int algo, const MatmulProblem& p, const Stream& stream) {
@@ -239,7 +255,11 @@ class LtPlan {
       const void* bias = p.bias;
       TESSEL_LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     }
-    if (epilogue_ == CUBLASLT_EPILOGUE_GELU_AUX || epilogue_ == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+    if (epilogue_ == CUBLASLT_EPILOGUE_DGELU_BGRAD) {
+      void* bias_grad = p.bias_grad;
+      TESSEL_LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_grad, sizeof bias_grad));
+    }
+    if (reads_or_writes_aux(epilogue_)) {
       void* aux = p.aux;
       TESSEL_LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
     }
@@ -270,6 +290,7 @@ bool sm90_args(const MatmulProblem& p, sm90::GemmArgs& args) {
     case MatmulEpilogue::relu: args.epilogue = bias ? E::bias_relu : E::relu; break;
     case MatmulEpilogue::gelu: args.epilogue = bias ? E::bias_gelu : E::gelu; break;
     case MatmulEpilogue::gelu_tanh: args.epilogue = bias ? E::bias_gelu_tanh : E::gelu_tanh; break;
+    default: return false;  // the *_grad epilogues: cuBLASLt's DGELU, or apply_epilogue
   }
   args.m = p.m; args.n = p.n; args.k = p.k; args.batch = p.batch;
   args.dtype = p.dtype == DType::float16 ? 0 : 1;
@@ -329,6 +350,10 @@ class Candidates final : public MatmulCandidates {
   }
 
   int size() const override { return static_cast<int>(entries_.size()); }
+  bool writes_bias_grad(int candidate) const override {
+    const Entry& e = entries_.at(static_cast<std::size_t>(candidate));
+    return e.kind == Kind::lt && fused_ && fused_->writes_bias_grad();
+  }
   std::string name(int candidate) const override { return entries_.at(static_cast<std::size_t>(candidate)).name; }
 
   void run(int candidate, const MatmulProblem& p, const Stream& stream) override {

@@ -21,6 +21,7 @@ namespace tessel::backend::cuda {
 namespace {
 
 using tessel_simt::activate;
+using tessel_simt::activate_grad;
 using tessel_simt::kGelu;
 using tessel_simt::kGeluTanh;
 using tessel_simt::kRelu;
@@ -33,6 +34,9 @@ int epilogue_code(MatmulEpilogue e) {
     case MatmulEpilogue::relu: return kRelu;
     case MatmulEpilogue::gelu: return kGelu;
     case MatmulEpilogue::gelu_tanh: return kGeluTanh;
+    case MatmulEpilogue::relu_grad: return tessel_simt::kReluGrad;
+    case MatmulEpilogue::gelu_grad: return tessel_simt::kGeluGrad;
+    case MatmulEpilogue::gelu_tanh_grad: return tessel_simt::kGeluTanhGrad;
   }
   return 0;
 }
@@ -108,6 +112,14 @@ __global__ void epilogue_kernel(T* d, std::int64_t ldd, std::int64_t bsd, T* aux
     const std::int64_t j = idx % n, i = (idx / n) % m, bi = idx / (n * m);
     T* p = d + bi * bsd + i * ldd + j;
     Acc v;
+    if (epilogue >= tessel_simt::kReluGrad) {  // aux is the forward's aux, read
+      if constexpr (sizeof(Acc) == 8) {
+        *p = activate_grad<Acc>(*p, aux[bi * bsaux + i * ldaux + j], epilogue);
+      } else {
+        store_f(p, activate_grad<Acc>(load_f(p), load_f(aux + bi * bsaux + i * ldaux + j), epilogue));
+      }
+      continue;
+    }
     if constexpr (sizeof(Acc) == 8) {
       v = *p;
       if (bias) v += bias[j];
@@ -143,6 +155,7 @@ const char* simt_config_name(int config) { return simt_configs[config].name; }
 bool simt_can_implement(const MatmulProblem& p, int config) {
   if (config < 0 || config >= kNumSimtConfigs) return false;
   if (p.dtype != DType::float32 || p.out_dtype != DType::float32) return false;
+  if (is_matmul_grad_epilogue(p.epilogue)) return false;  // its epilogue has the forward activations only
   if (!p.a.row_major() || !p.b.row_major()) return false;  // k-contiguous A, n-contiguous B
   constexpr std::int64_t limit = INT32_MAX;
   if (p.m > limit || p.n > limit || p.k > limit || p.k == 0) return false;
