@@ -47,7 +47,7 @@ def check_linear(x, weight, bias, *, same_dtype: bool, op: str = _OP, in_feature
     for name, t in zip(names, tensors):
         if t is not None and not isinstance(t, Tensor):
             raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
-    check_same_device(_OP, tensors, names)
+    check_same_device(op, tensors, names)
     for name, t in zip(names, tensors):
         if t is not None and t.dtype not in _FLOATING:
             raise TypeError(f"{op}: {name} has dtype {t.dtype}; supported dtypes are float16, bfloat16, float32 and float64")

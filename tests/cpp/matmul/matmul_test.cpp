@@ -42,12 +42,28 @@ double activation(double x, MatmulEpilogue e) {
     case MatmulEpilogue::gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
     case MatmulEpilogue::gelu_tanh:
       return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    default: return x;  // the *_grad epilogues: activation_grad
   }
   return x;
 }
 
+// g * act'(z) of the *_grad epilogues (the ReLU's: where(z > 0, g, 0)).
+double activation_grad(double g, double z, MatmulEpilogue e) {
+  const double c = std::sqrt(2.0 / M_PI), k = 0.044715;
+  switch (e) {
+    case MatmulEpilogue::relu_grad: return z > 0 ? g : 0.0;
+    case MatmulEpilogue::gelu_grad:
+      return g * (0.5 * (1.0 + std::erf(z / std::sqrt(2.0))) + z * std::exp(-0.5 * z * z) / std::sqrt(2.0 * M_PI));
+    case MatmulEpilogue::gelu_tanh_grad: {
+      const double t = std::tanh(c * (z + k * z * z * z));
+      return g * (0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * c * (1.0 + 3.0 * k * z * z));
+    }
+    default: return g;
+  }
+}
+
 struct Reference {
-  std::vector<Value> d, aux;
+  std::vector<Value> d, aux, bias_grad;
 };
 
 // The float64 reference of matmul(a, b, options), in the result's C order.
@@ -70,6 +86,9 @@ Reference reference(const Array& a_in, const Array& b_in, const MatmulOptions& o
   std::vector<Value> cv, biasv;
   if (o.beta != 0.0) cv = read_values(o.c.to(Device::cpu()).broadcast_to(result).reshape(full));
   if (o.bias.defined()) biasv = read_values(o.bias.to(Device::cpu()));
+  const bool grad = is_matmul_grad_epilogue(o.epilogue);
+  std::vector<Value> zv;
+  if (grad) zv = read_values(o.aux.to(Device::cpu()).reshape(full));
   const std::int64_t nb = numel(batch);
   Reference r;
   r.d.resize(static_cast<std::size_t>(nb * m * n));
@@ -85,11 +104,17 @@ Reference reference(const Array& a_in, const Array& b_in, const MatmulOptions& o
         Value v = o.alpha * sum;
         if (o.beta != 0.0) v += o.beta * cv[idx];
         if (!biasv.empty()) v += biasv[static_cast<std::size_t>(j)];
-        r.aux[idx] = v;
-        r.d[idx] = is_complex(a.dtype()) ? v : Value(activation(v.real(), o.epilogue));
+        r.aux[idx] = grad ? zv[idx] : v;
+        if (grad) {
+          r.d[idx] = activation_grad(v.real(), zv[idx].real(), o.epilogue);
+        } else {
+          r.d[idx] = is_complex(a.dtype()) ? v : Value(activation(v.real(), o.epilogue));
+        }
       }
     }
   }
+  r.bias_grad.assign(static_cast<std::size_t>(n), Value(0));
+  for (std::size_t idx = 0; idx < r.d.size(); ++idx) r.bias_grad[idx % static_cast<std::size_t>(n)] += r.d[idx];
   return r;
 }
 
@@ -164,6 +189,9 @@ void check(const Array& a, const Array& b, const MatmulOptions& o = {}, const st
   }
   expect_close(read_values(got), r.d, tolerance(a.dtype(), o.compute), label);
   if (o.aux.defined()) expect_close(read_values(o.aux), r.aux, tolerance(a.dtype(), o.compute), what + " aux");
+  if (o.bias_grad.defined()) {
+    expect_close(read_values(o.bias_grad), r.bias_grad, tolerance(a.dtype(), o.compute), what + " bias_grad");
+  }
 }
 
 class MatmulTest : public BackendDTypeTest {};
@@ -314,6 +342,57 @@ TEST_P(MatmulEpilogueTest, EveryEpilogueWithAndWithoutBiasAndAux) {
       }
     }
   }
+}
+
+// The derivative epilogues read the forward's aux; bias_grad sums the result over its rows, fused
+// (cuBLASLt's DGELU_BGRAD: gelu_tanh_grad on a 2-D product with 16-byte rows) or not (the others,
+// odd rows, batches, a transposed a).
+TEST_P(MatmulEpilogueTest, DerivativeEpiloguesAndBiasGrad) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  for (MatmulEpilogue e : {MatmulEpilogue::relu_grad, MatmulEpilogue::gelu_grad, MatmulEpilogue::gelu_tanh_grad,
+                           MatmulEpilogue::none}) {
+    for (const Shape& a_shape : {Shape{37, 24}, Shape{2, 19, 24}}) {
+      for (std::int64_t n : {16, 9}) {
+        Shape d_shape(a_shape.begin(), a_shape.end() - 1);
+        d_shape.push_back(n);
+        const Array a = random_array(rng, a_shape, dtype(), device());
+        const Array b = random_array(rng, {24, n}, dtype(), device());
+        MatmulOptions o;
+        o.epilogue = e;
+        if (e != MatmulEpilogue::none) o.aux = random_array(rng, d_shape, dtype(), device());
+        o.bias_grad = empty({n}, dtype(), device());
+        poison(o.bias_grad);
+        const std::string what = std::string(matmul_epilogue_name(e)) + " n=" + std::to_string(n);
+        check(a, b, o, what);
+        if (a_shape.size() == 2) {
+          o.alpha = 0.5;
+          o.beta = 0.25;
+          o.c = random_array(rng, d_shape, dtype(), device());
+          check(a.T().contiguous().T(), b, o, what + " transposed a, alpha, beta");
+        }
+      }
+    }
+  }
+  // Over no rows the sums are zeros.
+  MatmulOptions o;
+  o.epilogue = MatmulEpilogue::gelu_tanh_grad;
+  o.aux = random_array(rng, {0, 16}, dtype(), device());
+  o.bias_grad = empty({16}, dtype(), device());
+  poison(o.bias_grad);
+  check(random_array(rng, {0, 8}, dtype(), device()), random_array(rng, {8, 16}, dtype(), device()), o, "no rows");
+  // Errors name the epilogue and what is wrong.
+  const Array a = random_array(rng, {4, 5}, dtype(), device()), b = random_array(rng, {5, 6}, dtype(), device());
+  MatmulOptions no_aux;
+  no_aux.epilogue = MatmulEpilogue::gelu_grad;
+  expect_error<ValueError>([&] { matmul(a, b, no_aux); }, {"gelu_grad", "needs aux"});
+  MatmulOptions with_bias = no_aux;
+  with_bias.aux = random_array(rng, {4, 6}, dtype(), device());
+  with_bias.bias = random_array(rng, {6}, dtype(), device());
+  expect_error<ValueError>([&] { matmul(a, b, with_bias); }, {"takes no bias"});
+  MatmulOptions wrong_sums;
+  wrong_sums.bias_grad = empty({5}, dtype(), device());
+  expect_error<ShapeError>([&] { matmul(a, b, wrong_sums); }, {"bias_grad", "(5,)", "(6,)"});
 }
 
 TEST_P(MatmulEpilogueTest, NonFiniteValuesPropagate) {
@@ -781,7 +860,7 @@ TEST_P(MatmulBackendTest, PlanAutotunePinAndDiskCache) {
 INSTANTIATE_TEST_SUITE_P(All, MatmulBackendTest, ::testing::ValuesIn(all_backends()), backend_name);
 
 TEST(MatmulNames, EpilogueAndComputeStrings) {
-  for (const char* name : {"none", "relu", "gelu", "gelu_tanh"}) {
+  for (const char* name : {"none", "relu", "gelu", "gelu_tanh", "relu_grad", "gelu_grad", "gelu_tanh_grad"}) {
     EXPECT_STREQ(matmul_epilogue_name(parse_matmul_epilogue(name)), name);
   }
   for (const char* name : {"default", "fp32", "tf32"}) {
