@@ -11,7 +11,8 @@
 #   cli:ARGS                  build/cli/tessel ARGS (commas become spaces)
 #   pytest                    pip install the package, then pytest tests/python
 #   sh:COMMAND                bash -c COMMAND (commas become spaces)
-# TARGETS (optional) limits the build to those targets. SESSION_BUDGET (seconds, default 540) caps
+# TARGETS (optional) limits the build to those targets; SKIP_BUILD=1 skips it (py: and pytest steps
+# need only the package that PY_INSTALL builds). SESSION_BUDGET (seconds, default 540) caps
 # the whole call: no step starts after it, and each step's limit is cut to what is left, so the
 # logs are packed before the device tool's 600 s limit kills the call (a call killed there returns
 # no logs.tgz: the first call of 2026-12-01 lost all 600 s of its output that way).
@@ -72,7 +73,7 @@ wait_pip() {
       >"$LOGS/pip_install.log" 2>&1; echo $? >"$LOGS/pip_install.rc"
   fi
 }
-step build bash -c "cmake -S . -B $BUILD_DIR -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null && cmake --build $BUILD_DIR -j ${JOBS:-16} ${TARGETS:+--target $TARGETS}"
+[ -z "${SKIP_BUILD:-}" ] && step build bash -c "cmake -S . -B $BUILD_DIR -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null && cmake --build $BUILD_DIR -j ${JOBS:-16} ${TARGETS:+--target $TARGETS}"
 for s in ${STEPS:-}; do
   kind=${s%%:*}; rest=${s#*:}
   name=${rest%%:*}; filter=${rest#*:}; [ "$filter" = "$rest" ] && filter='*'

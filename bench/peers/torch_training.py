@@ -205,6 +205,49 @@ def bench_mlp(device, timer, rounds, width, batch, layers, dtype):
     return result
 
 
+def bench_backward_gemm(device, timer, rounds, width, batch, dtype):
+    """The data-gradient GEMM of one hidden layer of mlp_step with the layer below's GELU(tanh)
+    derivative and bias gradient, each way tessel can run it, beside torch eager's three kernels:
+    separate (the GEMM, tessel's derivative kernel, the ones @ dz bias GEMM: what a stack of
+    tt.linear layers runs), dgelu (cuBLASLt's DGELU epilogue, then the bias GEMM), dgelu_bgrad
+    (DGELU_BGRAD: one kernel), each of the last two also as an autotuned ts.Matmul plan; gemm_only
+    is the floor. The plans' candidates and times are recorded too."""
+    import tessel as ts
+    from tessel.torch._interop import on_torch_stream, to_tessel, to_torch
+    from tessel.torch._linear import activation_grad
+
+    dz = to_tessel(torch.randn(batch, width, dtype=dtype, device=device))
+    w = to_tessel(torch.randn(width, width, dtype=dtype, device=device) / width ** 0.5)
+    z = to_tessel(torch.randn(batch, width, dtype=dtype, device=device))
+    ones = ts.ones((batch,), dtype=dz.dtype, device=dz.device)
+    dev = torch.device(device)
+    with on_torch_stream(dev):
+        plans = {"dgelu": ts.Matmul(dz, w, epilogue="gelu_tanh_grad", aux=z),
+                 "dgelu_bgrad": ts.Matmul(dz, w, epilogue="gelu_tanh_grad", aux=z, bias_grad=True)}
+        tuned = {name: [(c.name, c.time_ms) for c in plan.autotune(iterations=5)] for name, plan in plans.items()}
+        selected = {name: plan.selected.name for name, plan in plans.items()}
+
+    def run(fn):
+        def step():
+            with on_torch_stream(dev):
+                fn()
+        return step
+
+    dzt, wt, zt = to_torch(dz), to_torch(w), to_torch(z)
+    variants = {
+        "torch_eager": lambda: torch.ops.aten.gelu_backward(dzt @ wt, zt, approximate="tanh").sum(0),
+        "gemm_only": run(lambda: ts.matmul(dz, w)),
+        "separate": run(lambda: ts.matmul(ones, activation_grad("gelu_tanh", ts.matmul(dz, w), z))),
+        "dgelu": run(lambda: ts.matmul(ones, ts.matmul(dz, w, epilogue="gelu_tanh_grad", aux=z))),
+        "dgelu_bgrad": run(lambda: ts.matmul(dz, w, epilogue="gelu_tanh_grad", aux=z, bias_grad=True)),
+        "dgelu_tuned": run(lambda: ts.matmul(ones, plans["dgelu"].execute(dz, w, aux=z))),
+        "dgelu_bgrad_tuned": run(lambda: plans["dgelu_bgrad"].execute(dz, w, aux=z)),
+    }
+    medians, speedup = alternate(variants, timer, rounds, repeats=10)
+    return {"width": width, "batch": batch, "dtype": str(dtype),
+            "ms": medians, "speedup_vs_torch_eager": speedup, "plans": {"candidates": tuned, "selected": selected}}
+
+
 def bench_swish(device, timer, rounds, n):
     x0 = torch.randn(n, device=device)
     y0 = torch.randn(n, device=device)
@@ -323,9 +366,13 @@ def main():
         out["mlp_step"] = bench_mlp(device, timer, 2, width=64, batch=128, layers=4,
                                     dtype=torch.bfloat16 if cuda else torch.float32)
         out["swish_gate"] = bench_swish(device, timer, 2, n=10_000)
+        out["backward_gemm"] = bench_backward_gemm(device, timer, 2, width=64, batch=128,
+                                                   dtype=torch.bfloat16 if cuda else torch.float32)
         out["overhead"] = bench_overhead(device, calls=200)
     else:
         out["mlp_step"] = bench_mlp(device, timer, args.rounds, width=4096, batch=16384, layers=4, dtype=torch.bfloat16)
+        out["backward_gemm"] = bench_backward_gemm(device, timer, args.rounds, width=4096, batch=16384,
+                                                   dtype=torch.bfloat16)
         out["swish_gate"] = bench_swish(device, timer, args.rounds, n=25_000_000)
         out["overhead"] = bench_overhead(device, calls=2000)
     for key in ("mlp_step", "swish_gate"):
@@ -335,6 +382,9 @@ def main():
                 print(f"{key} {name}: {r[name]['ms']:.3f} ms, {r[name]['speedup_vs_eager']:.2f}x eager")
             elif name in r["status"]:
                 print(f"{key} {name}: {r['status'][name]}")
+    bg = out["backward_gemm"]
+    print("backward_gemm (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in bg["ms"].items()))
+    print(f"backward_gemm plans: selected {bg['plans']['selected']}")
     c = out["mlp_step"]["ceiling"]
     print(f"mlp_step ceiling: the {c['gemms']} GEMMs alone {c['gemms_ms']:.3f} ms + the loss alone (torch "
           f"{c['loss_ms']:.3f} ms, tessel {c['tessel_loss_ms']:.3f} ms): "

@@ -892,8 +892,11 @@ def test_mlp_matches_torch_layers(tdevice, gen, activation, dtype, shape, sizes,
     g = randn(gen, *y.shape, dtype=dtype, device=tdevice)
     y.backward(g)
     y64.backward(g.double())
+    # float32: cuBLASLt's DGELU epilogue and up to 5 layers' rounding put the error near 1e-5 (1.02e-5
+    # on the H200 once), still far under METHOD.md's 1e-3
+    tol = {torch.float64: 1e-12, torch.float32: 1e-4}[dtype]
     for got, want in zip([x] + weights + (biases or []), params64):
-        assert rel_err(got.grad, want.grad) < TOL[dtype]
+        assert rel_err(got.grad, want.grad) < tol
 
 
 def test_mlp_gradcheck_and_only_needed_gradients(tdevice, gen):
