@@ -207,11 +207,12 @@ def bench_mlp(device, timer, rounds, width, batch, layers, dtype):
 
 def bench_backward_gemm(device, timer, rounds, width, batch, dtype):
     """The data-gradient GEMM of one hidden layer of mlp_step with the layer below's GELU(tanh)
-    derivative and bias gradient, each way tessel can run it, beside torch eager's three kernels:
+    derivative and bias gradient, each way tessel can run it, beside torch eager's kernels:
     separate (the GEMM, tessel's derivative kernel, the ones @ dz bias GEMM: what a stack of
-    tt.linear layers runs), dgelu (cuBLASLt's DGELU epilogue, then the bias GEMM), dgelu_bgrad
-    (DGELU_BGRAD: one kernel), each of the last two also as an autotuned ts.Matmul plan; gemm_only
-    is the floor. The plans' candidates and times are recorded too."""
+    tt.linear layers runs) and fused (epilogue gelu_tanh_grad with bias_grad: what tt.mlp runs),
+    the latter also as an autotuned ts.Matmul plan, whose candidates and times are recorded;
+    gemm_only is the floor. (cuBLASLt's DGELU_BGRAD, timed here on 2026-12-01, is in
+    bench/results/nvidia-h200-2026-12-01-dgelu-bgrad.json.)"""
     import tessel as ts
     from tessel.torch._interop import on_torch_stream, to_tessel, to_torch
     from tessel.torch._linear import activation_grad
@@ -222,10 +223,8 @@ def bench_backward_gemm(device, timer, rounds, width, batch, dtype):
     ones = ts.ones((batch,), dtype=dz.dtype, device=dz.device)
     dev = torch.device(device)
     with on_torch_stream(dev):
-        plans = {"dgelu": ts.Matmul(dz, w, epilogue="gelu_tanh_grad", aux=z),
-                 "dgelu_bgrad": ts.Matmul(dz, w, epilogue="gelu_tanh_grad", aux=z, bias_grad=True)}
-        tuned = {name: [(c.name, c.time_ms) for c in plan.autotune(iterations=5)] for name, plan in plans.items()}
-        selected = {name: plan.selected.name for name, plan in plans.items()}
+        plan = ts.Matmul(dz, w, epilogue="gelu_tanh_grad", aux=z, bias_grad=True)
+        tuned = [(c.name, c.time_ms) for c in plan.autotune(iterations=5)]
 
     def run(fn):
         def step():
@@ -238,14 +237,12 @@ def bench_backward_gemm(device, timer, rounds, width, batch, dtype):
         "torch_eager": lambda: torch.ops.aten.gelu_backward(dzt @ wt, zt, approximate="tanh").sum(0),
         "gemm_only": run(lambda: ts.matmul(dz, w)),
         "separate": run(lambda: ts.matmul(ones, activation_grad("gelu_tanh", ts.matmul(dz, w), z))),
-        "dgelu": run(lambda: ts.matmul(ones, ts.matmul(dz, w, epilogue="gelu_tanh_grad", aux=z))),
-        "dgelu_bgrad": run(lambda: ts.matmul(dz, w, epilogue="gelu_tanh_grad", aux=z, bias_grad=True)),
-        "dgelu_tuned": run(lambda: ts.matmul(ones, plans["dgelu"].execute(dz, w, aux=z))),
-        "dgelu_bgrad_tuned": run(lambda: plans["dgelu_bgrad"].execute(dz, w, aux=z)),
+        "fused": run(lambda: ts.matmul(dz, w, epilogue="gelu_tanh_grad", aux=z, bias_grad=True)),
+        "fused_tuned": run(lambda: plan.execute(dz, w, aux=z)),
     }
     medians, speedup = alternate(variants, timer, rounds, repeats=10)
-    return {"width": width, "batch": batch, "dtype": str(dtype),
-            "ms": medians, "speedup_vs_torch_eager": speedup, "plans": {"candidates": tuned, "selected": selected}}
+    return {"width": width, "batch": batch, "dtype": str(dtype), "ms": medians, "speedup_vs_torch_eager": speedup,
+            "plan": {"candidates": tuned, "selected": plan.selected.name}}
 
 
 def bench_swish(device, timer, rounds, n):
@@ -384,7 +381,7 @@ def main():
                 print(f"{key} {name}: {r['status'][name]}")
     bg = out["backward_gemm"]
     print("backward_gemm (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in bg["ms"].items()))
-    print(f"backward_gemm plans: selected {bg['plans']['selected']}")
+    print(f"backward_gemm plan: selected {bg['plan']['selected']}")
     c = out["mlp_step"]["ceiling"]
     print(f"mlp_step ceiling: the {c['gemms']} GEMMs alone {c['gemms_ms']:.3f} ms + the loss alone (torch "
           f"{c['loss_ms']:.3f} ms, tessel {c['tessel_loss_ms']:.3f} ms): "

@@ -895,8 +895,9 @@ def matmul(x1: ArrayLike, x2: ArrayLike, /, *, bias: Optional[ArrayLike] = None,
     ``(alpha * (x1 @ x2) + beta * c) * act'(aux)``, where ``aux`` is the array the forward
     returned (the activation's input); they take no bias. ``bias_grad=True`` also returns the
     result's sums over its rows (the bias gradient when the result is a gradient) as the last
-    element of the returned tuple: ``(d, bias_grad)`` or ``(d, aux, bias_grad)``. On CUDA,
-    "gelu_tanh_grad" with ``bias_grad`` is one cuBLASLt kernel (DGELU_BGRAD) for 2-D products.
+    element of the returned tuple: ``(d, bias_grad)`` or ``(d, aux, bias_grad)``; the sums are one
+    more GEMM (``ones @ d``, accumulated in float32). On CUDA, "gelu_tanh_grad" is cuBLASLt's
+    DGELU epilogue where the rows of ``aux`` are 16-byte multiples.
     """
 def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
     """sum(conj(x1) * x2, axis), the other axes broadcast."""

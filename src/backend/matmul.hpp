@@ -36,7 +36,6 @@ struct MatmulProblem {
   void* aux = nullptr;               // nullptr or the layout of d (an input for *_grad epilogues)
   std::int64_t ldaux = 0, batch_stride_aux = 0;
   const void* bias = nullptr;        // n contiguous elements, or nullptr
-  void* bias_grad = nullptr;         // n contiguous elements: the column sums of D, or nullptr
   double alpha = 1.0, beta = 0.0;
   MatmulEpilogue epilogue = MatmulEpilogue::none;
   MatmulCompute compute = MatmulCompute::default_;
@@ -58,8 +57,6 @@ class MatmulCandidates {
   // Runs candidate on problem (same layout as planned; only the pointers and alpha/beta may
   // differ). Throws on failure.
   virtual void run(int candidate, const MatmulProblem& problem, const Stream& stream) = 0;
-  // True when the candidate's kernel writes problem.bias_grad itself (else the caller sums D).
-  virtual bool writes_bias_grad(int candidate) const = 0;
 };
 // DTypeError when no backend can run the layout (int8 layouts cuBLASLt does not offer).
 std::unique_ptr<MatmulCandidates> plan_matmul(const MatmulProblem& problem, Device device);

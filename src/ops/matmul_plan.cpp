@@ -14,7 +14,6 @@
 #include "tessel/core/log.hpp"
 #include "tessel/ops/cast.hpp"
 #include "tessel/ops/elementwise.hpp"
-#include "tessel/ops/reduce.hpp"
 
 namespace tessel::detail {
 namespace {
@@ -311,7 +310,6 @@ MatmulPrepared prepare_matmul(const Array& a_in, const Array& b_in, const Matmul
     p.bias = options.bias.contiguous(p.stream);
     pr.bias = p.bias.data();
   }
-  if (p.bias_grad.defined()) pr.bias_grad = p.bias_grad.data();
   if (options.beta != 0.0) p.c = options.c;
   pr.alpha = options.alpha;
   pr.beta = options.beta;
@@ -415,12 +413,11 @@ Array run_matmul_plan(MatmulPlanCore& core, int index, MatmulPrepared& p) {
     return p.result;
   }
   const bool cuda = p.device.is_cuda();
-  bool bias_grad_written = false;  // by the product's kernel (cuBLASLt's BGRAD epilogues)
   DeviceGuard guard(p.device);  // the kernels below launch on the current device
   if (p.c.defined()) copyto(p.d, p.c.broadcast_to(p.result_shape).reshape(p.full_shape, p.stream), p.stream);
   backend::MatmulProblem& pr = p.problem;
   pr.d = p.d.data();
-  for (const Array* x : {&p.a, &p.b, &p.bias, &p.aux, &p.d, &p.bias_grad}) {
+  for (const Array* x : {&p.a, &p.b, &p.bias, &p.aux, &p.d}) {
     if (!x->defined()) continue;
     if (cuda) {
       x->storage()->wait_on_stream(p.stream);
@@ -445,17 +442,18 @@ Array run_matmul_plan(MatmulPlanCore& core, int index, MatmulPrepared& p) {
     }
   } else {
     core.run(index, pr, p.stream);
-    bias_grad_written = cuda && core.cuda->writes_bias_grad(index);
   }
   if (cuda) {
     p.d.storage()->record_pending_write(p.stream);
     if (p.aux.defined() && !is_matmul_grad_epilogue(pr.epilogue)) p.aux.storage()->record_pending_write(p.stream);
-    if (bias_grad_written) p.bias_grad.storage()->record_pending_write(p.stream);
   }
-  if (p.bias_grad.defined() && !bias_grad_written) {
-    // No fused form for this candidate: a column sum of D (half dtypes accumulate in float32).
-    const Array rows = p.d.reshape({p.problem.batch * p.problem.m, p.problem.n}, p.stream);
-    copyto(p.bias_grad, sum(rows, std::vector<std::int64_t>{0}, false, p.stream), p.stream);
+  if (p.bias_grad.defined()) {
+    // The column sums as ones @ D: one read of D in its dtype, accumulated in float32 (float64)
+    // and rounded once; a sum of half D would first widen all of it to float32 (one more pass).
+    // cuBLASLt's fused DGELU_BGRAD was slower than DGELU and this GEMM (backend/cuda/matmul.cpp).
+    const std::int64_t rows = p.problem.batch * p.problem.m;
+    const Array ones = full({rows}, Scalar(1), p.out_dtype, p.device, p.stream);
+    matmul(ones, p.d.reshape({rows, p.problem.n}, p.stream), {}, p.bias_grad, p.stream);
   }
   if (p.bias_grad_final.defined()) copyto(p.bias_grad_final, p.bias_grad, p.stream);
   if (p.d_final.defined()) copyto(p.d_final, p.d.reshape(p.result_shape, p.stream), p.stream);

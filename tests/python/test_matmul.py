@@ -505,7 +505,7 @@ def test_matmul_plan_grad_epilogue(device, rng, dtype):
         check(d, want, scale, TOL[dtype])
         check(bias_grad, want.sum(axis=0), scale.sum(axis=0), TOL[dtype])
     if device == "cuda" and dtype == "bfloat16":
-        # aligned rows: every candidate is cuBLASLt's fused DGELU_BGRAD, none runs a second kernel
+        # aligned rows: every candidate is cuBLASLt's fused DGELU, none runs a separate derivative kernel
         assert plan.algorithms and all(c.name.startswith("cublaslt:") and "unfused" not in c.name
                                        for c in plan.algorithms), [c.name for c in plan.algorithms]
     with pytest.raises(ValueError, match="aux= is the input of"):

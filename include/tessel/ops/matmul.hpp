@@ -10,7 +10,7 @@
 // pass: relu_grad, gelu_grad, gelu_tanh_grad compute out = (alpha * (a @ b) + beta * c) * act'(aux),
 // aux being the forward's aux (the activation's input), here an input. bias_grad, with any
 // epilogue, receives the column sums of out (its sum over all rows): the bias gradient when out is
-// a gradient. With gelu_tanh_grad and bias_grad one cuBLASLt kernel does all three (DGELU_BGRAD). Dtypes: float16, bfloat16, float32, float64, complex64,
+// a gradient; it is computed as one more GEMM, ones @ out. Dtypes: float16, bfloat16, float32, float64, complex64,
 // complex128 (a and b of one dtype, the result of the same dtype), and int8 x int8 -> int32.
 //
 // MatmulPlan is the stateful form (nvmath-python's model): plan once, autotune, execute many

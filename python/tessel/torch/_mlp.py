@@ -3,11 +3,12 @@ activation derivative and bias gradient into the next layer's data-gradient GEMM
 
 Forward, per layer: one GEMM with the bias, the activation and aux (the activation's input), as
 tt.linear. Backward, from the last layer down: the weight gradient dz_l.T @ y_(l-1), and the data
-gradient dz_l @ W_l with the epilogue "<activation>_grad" reading layer l-1's aux and writing its
-bias gradient (bias_grad): dz_(l-1) = (dz_l @ W_l) * act'(z_(l-1)) and sum(dz_(l-1)) come out of
-that one GEMM (cuBLASLt's DGELU_BGRAD for gelu_tanh), where a stack of separate tt.linear layers
-runs a derivative kernel and a bias-gradient reduction per layer. Only the last layer's
-derivative (of the loss's gradient) and its bias gradient run separately.
+gradient dz_l @ W_l with the epilogue "<activation>_grad" reading layer l-1's aux, so that
+dz_(l-1) = (dz_l @ W_l) * act'(z_(l-1)) comes out of that GEMM (cuBLASLt's DGELU epilogue for
+gelu_tanh), and bias_grad its column sums (ones @ dz_(l-1)), where a stack of separate tt.linear
+layers runs a derivative kernel per layer. Only the last layer's derivative (of the loss's
+gradient) runs separately. On the H200, at 16384 x 4096 bfloat16, this saved 0.04 ms per hidden
+layer (backward_gemm of torch_training: 0.892 ms against 0.933 for the separate kernels).
 
 Separate layers cannot do this: each layer's autograd node receives the gradient of its own
 output, before its own activation's derivative, so the derivative cannot move into the GEMM of

@@ -19,7 +19,7 @@ class MLP(torch.nn.Module):
     ``MLP(sizes)`` has ``len(sizes) - 1`` layers, ``layers[i]`` a :class:`Linear` of
     ``sizes[i]`` to ``sizes[i + 1]`` features, with the values and gradients of those layers run
     one by one. Its backward fuses each layer's activation derivative and bias gradient into the
-    data-gradient GEMM of the layer above (cuBLASLt's DGELU_BGRAD for ``"gelu_tanh"``).
+    data-gradient GEMM of the layer above (cuBLASLt's DGELU epilogue for ``"gelu_tanh"``).
     ``activate_last=False`` leaves the last layer without activation.
     """
     activation: str

@@ -118,11 +118,14 @@ bool fused_epilogue(const MatmulProblem& p, cublasLtEpilogue_t& epilogue) {
   if (wide && (p.epilogue == MatmulEpilogue::gelu_tanh || p.epilogue == MatmulEpilogue::gelu_tanh_grad)) return false;
   const bool aux_aligned = p.ldaux % 8 == 0 && p.batch_stride_aux % 8 == 0;
   if (is_matmul_grad_epilogue(p.epilogue)) {
-    // DGELU reads GELU_AUX's aux; DGELU_BGRAD also writes the column sums of D into the bias
-    // pointer (one vector: a single product). DRELU reads a bit mask, not tessel's aux, and the erf
-    // GELU has no derivative epilogue: those run DEFAULT + apply_epilogue.
+    // DGELU reads GELU_AUX's aux. Not DGELU_BGRAD: at 16384 x 4096 x 4096 bfloat16 on the H200 its
+    // candidates took 1.33-1.40 ms against DGELU's 0.75-0.79 ms plus 0.05 ms for the column sums as
+    // a GEMM (backward_gemm in bench/results/nvidia-h200-2026-12-01-dgelu-bgrad.json), so bias_grad is
+    // summed after the product.
+    // DRELU reads a bit mask, not tessel's aux, and the erf GELU has no derivative epilogue: those
+    // run DEFAULT + apply_epilogue.
     if (p.epilogue != MatmulEpilogue::gelu_tanh_grad || !aux_aligned) return false;
-    epilogue = p.bias_grad && p.batch == 1 ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
+    epilogue = CUBLASLT_EPILOGUE_DGELU;
     return true;
   }
   if (p.aux) {
@@ -143,8 +146,7 @@ bool fused_epilogue(const MatmulProblem& p, cublasLtEpilogue_t& epilogue) {
 }
 
 bool reads_or_writes_aux(cublasLtEpilogue_t e) {
-  return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_DGELU ||
-         e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+  return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_DGELU;
 }
 
 // The cuBLASLt descriptors of one problem layout and one epilogue choice (fused: the epilogue
@@ -232,7 +234,6 @@ class LtPlan {
   int size() const { return static_cast<int>(results_.size()); }
   const char* heuristic_status() const { return heuristic_status_; }
   bool fused() const { return !post_epilogue_; }
-  bool writes_bias_grad() const { return epilogue_ == CUBLASLT_EPILOGUE_DGELU_BGRAD; }
   std::size_t workspace(int algo) const { return results_[static_cast<std::size_t>(algo)].workspaceSize; }
 
   void run(int algo, const MatmulProblem& p, const Stream& stream) {
@@ -254,10 +255,6 @@ class LtPlan {
         epilogue_ == CUBLASLT_EPILOGUE_GELU_BIAS || epilogue_ == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
       const void* bias = p.bias;
       TESSEL_LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    }
-    if (epilogue_ == CUBLASLT_EPILOGUE_DGELU_BGRAD) {
-      void* bias_grad = p.bias_grad;
-      TESSEL_LT_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_grad, sizeof bias_grad));
     }
     if (reads_or_writes_aux(epilogue_)) {
       void* aux = p.aux;
@@ -350,10 +347,6 @@ class Candidates final : public MatmulCandidates {
   }
 
   int size() const override { return static_cast<int>(entries_.size()); }
-  bool writes_bias_grad(int candidate) const override {
-    const Entry& e = entries_.at(static_cast<std::size_t>(candidate));
-    return e.kind == Kind::lt && fused_ && fused_->writes_bias_grad();
-  }
   std::string name(int candidate) const override { return entries_.at(static_cast<std::size_t>(candidate)).name; }
 
   void run(int candidate, const MatmulProblem& p, const Stream& stream) override {

@@ -344,9 +344,8 @@ TEST_P(MatmulEpilogueTest, EveryEpilogueWithAndWithoutBiasAndAux) {
   }
 }
 
-// The derivative epilogues read the forward's aux; bias_grad sums the result over its rows, fused
-// (cuBLASLt's DGELU_BGRAD: gelu_tanh_grad on a 2-D product with 16-byte rows) or not (the others,
-// odd rows, batches, a transposed a).
+// The derivative epilogues read the forward's aux, fused (cuBLASLt's DGELU: gelu_tanh_grad with
+// 16-byte rows) or not (the others, odd rows); bias_grad sums the result over its rows, batches too.
 TEST_P(MatmulEpilogueTest, DerivativeEpiloguesAndBiasGrad) {
   TESSEL_SKIP_UNAVAILABLE(device());
   TESSEL_SEEDED_RNG(rng);
