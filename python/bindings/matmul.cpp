@@ -132,11 +132,11 @@ nb::object matmul_result(const Array& d, const MatmulOptions& options, bool aux,
   return nb::cast(d);
 }
 
-// A fresh bias_grad vector for a @ b (undefined when the shapes do not fit: the op raises).
+// A fresh bias_grad vector for a @ b: n elements, n = b's last dimension (1 for a 1-D b);
+// undefined when the shapes do not fit (the op raises).
 Array make_bias_grad(const Array& a, const Array& b) {
-  const auto shape = result_shape(a, b);
-  if (!shape || shape->empty()) return Array();
-  return empty({shape->back()}, a.dtype(), a.device());
+  if (!result_shape(a, b)) return Array();
+  return empty({b.ndim() > 1 ? b.dim(-1) : 1}, a.dtype(), a.device());
 }
 
 nb::object run_matmul(MatmulArgs& args) {

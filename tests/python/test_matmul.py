@@ -194,6 +194,10 @@ def test_matmul_bias_grad_batches_empty_and_plain(device, rng, dtype):
     d, bias_grad = ts.matmul(a, b, epilogue="gelu_tanh_grad", aux=z, bias_grad=True)
     want = activation_grad_ref(a64 @ b64, z64, "gelu_tanh_grad")
     check(bias_grad, want.sum(axis=(0, 1)), 1.2 * scale.sum(axis=(0, 1)), TOL[dtype], dtype)
+    v, v64 = operand(rng, (7,), dtype, device)  # a 1-D b: one column, one sum
+    d, bias_grad = ts.matmul(a, v, bias_grad=True)
+    assert d.shape == (3, 5) and bias_grad.shape == (1,)
+    check(bias_grad, [(a64 @ v64).sum()], [(np.abs(a64) @ np.abs(v64)).sum()], TOL[dtype], dtype)
     empty, _ = operand(rng, (0, 7), dtype, device)
     d, bias_grad = ts.matmul(empty, b, bias_grad=True)
     assert d.shape == (0, 16) and bias_grad.shape == (16,)
