@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cpu/strided_loop.hpp"
 #include "backend/matmul.hpp"
 #include "tessel/array/half.hpp"
 #include "tessel/core/error.hpp"
@@ -94,6 +95,8 @@ void finish(const MatmulProblem& p, std::int64_t bi, const T* acc, std::int64_t 
   Out* aux = p.aux ? static_cast<Out*>(p.aux) + bi * p.batch_stride_aux : nullptr;
   const Out* bias = static_cast<const Out*>(p.bias);
   const bool grad = is_matmul_grad_epilogue(p.epilogue);
+  // Rows are independent: the activations (tanh, erf, exp per element) spread over threads.
+#pragma omp parallel for schedule(static) if (p.m * p.n >= parallel_threshold)
   for (std::int64_t i = 0; i < p.m; ++i) {
     for (std::int64_t j = 0; j < p.n; ++j) {
       T v = acc[i * ldacc + j];
