@@ -92,7 +92,8 @@ for s in ${STEPS:-}; do
     pytest)
       wait_pip
       step "$s" bash -c "[ \"\$(cat $LOGS/pip_install.rc)\" = 0 ] && python3 -m pytest -q -rs --timeout 600 tests/python ${rest#pytest}" ;;
-    sh) step "$s" bash -c "${rest//,/ }" ;;
+    sh) [ -n "$pip_pid" ] && wait_pip  # a command may import the package: not before its install ends
+        step "$s" bash -c "${rest//,/ }" ;;
     *) echo "gpu-session: unknown step $s" ;;
   esac
 done
