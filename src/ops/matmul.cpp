@@ -78,12 +78,8 @@ Array matmul(const Array& a, const Array& b, const MatmulOptions& options, const
              const OptionalStream& stream) {
   TESSEL_RANGE("matmul", a, b, out, stream);
   detail::MatmulPrepared p = detail::prepare_matmul(a, b, options, out, stream);
-  if (p.result.size() == 0) {
-    detail::fill_empty_bias_grad(p);
-    return p.result;
-  }
   std::shared_ptr<detail::MatmulPlanCore> core;
-  if (p.problem.k > 0) core = detail::cached_matmul_core(p);
+  if (p.result.size() > 0 && p.problem.k > 0) core = detail::cached_matmul_core(p);
   detail::MatmulPlanCore dummy;
   dummy.device = p.device;
   return TESSEL_RESULT(detail::run_matmul_plan(core ? *core : dummy, core ? core->selected : 0, p));

@@ -236,25 +236,27 @@ MatmulPrepared prepare_matmul(const Array& a_in, const Array& b_in, const Matmul
   }
 
   // The layout signature, from the arrays as given (before any copy).
+  // bias_grad: only whether there is one (a second product writes it, whatever its layout).
   p.signature = fmt::format("{}|a={}|b={}|out={}|bias={}|aux={}|bgrad={}|c={}|beta={}|epi={}|compute={}",
                             p.device.str(), layout_str(a_in), layout_str(b_in),
                             plan_mode ? std::string("-") : layout_str(out), layout_str(options.bias),
-                            layout_str(options.aux), layout_str(options.bias_grad), options.beta != 0.0 ? shape_str(options.c.shape()) : "-",
+                            layout_str(options.aux), options.bias_grad.defined() ? 1 : 0,
+                            options.beta != 0.0 ? shape_str(options.c.shape()) : "-",
                             options.beta != 0.0 ? 1 : 0, matmul_epilogue_name(options.epilogue),
                             matmul_compute_name(options.compute));
 
   // Result arrays.
   p.result = out.defined() ? out : empty(p.result_shape, p.out_dtype, p.device, p.stream);
   p.full_shape = full;
+  std::vector<const Array*> inputs = {&a_in, &b_in, &options.bias, &options.c};
+  if (grad_epilogue) inputs.push_back(&options.aux);  // read by the *_grad epilogues
   auto writable = [&](const Array& user, Array& target, Array& final_copy) {
     Array view = user.ndim() == static_cast<std::int64_t>(full.size()) ? user : user.view(full);
     // A plan's candidates were made for a contiguous, 16-byte aligned D (a fresh allocation).
     // Every element of D reads many of A and B: an out= sharing their storage goes through a
     // temporary, so the product never reads what it has already overwritten.
     bool aliases = false;
-    for (const Array* in : {&a_in, &b_in, &options.bias, &options.c, grad_epilogue ? &options.aux : &options.bias}) {
-      aliases = aliases || (in->defined() && in->storage() == user.storage());
-    }
+    for (const Array* in : inputs) aliases = aliases || (in->defined() && in->storage() == user.storage());
     const bool direct = !aliases && (plan_mode ? view.is_contiguous() && reinterpret_cast<std::uintptr_t>(view.data()) % 16 == 0
                                                : writable_row_major(view));
     if (direct) {
@@ -272,16 +274,7 @@ MatmulPrepared prepare_matmul(const Array& a_in, const Array& b_in, const Matmul
   } else if (options.aux.defined()) {
     writable(options.aux, p.aux, p.aux_final);
   }
-  if (options.bias_grad.defined()) {
-    const bool aliases = options.bias_grad.storage() == p.result.storage() ||
-                         (options.aux.defined() && options.bias_grad.storage() == options.aux.storage());
-    if (!aliases && options.bias_grad.is_contiguous()) {
-      p.bias_grad = options.bias_grad;
-    } else {
-      p.bias_grad = empty({n}, p.out_dtype, p.device, p.stream);
-      p.bias_grad_final = options.bias_grad;
-    }
-  }
+  p.bias_grad = options.bias_grad;  // the out= of a second product (run_matmul_plan), which handles its layout
 
   // Operands.
   Shape a_full = batch, b_full = batch;
@@ -403,13 +396,9 @@ void clear_matmul_plan_cache() {
   plan_cache().clear();
 }
 
-void fill_empty_bias_grad(const MatmulPrepared& p) {
-  if (p.bias_grad.defined()) fill(p.bias_grad_final.defined() ? p.bias_grad_final : p.bias_grad, 0, p.stream);
-}
-
 Array run_matmul_plan(MatmulPlanCore& core, int index, MatmulPrepared& p) {
   if (p.result.size() == 0) {
-    fill_empty_bias_grad(p);  // a sum over no rows
+    if (p.bias_grad.defined()) fill(p.bias_grad, 0, p.stream);  // a sum over no rows
     return p.result;
   }
   const bool cuda = p.device.is_cuda();
@@ -455,7 +444,6 @@ Array run_matmul_plan(MatmulPlanCore& core, int index, MatmulPrepared& p) {
     const Array ones = full({rows}, Scalar(1), p.out_dtype, p.device, p.stream);
     matmul(ones, p.d.reshape({rows, p.problem.n}, p.stream), {}, p.bias_grad, p.stream);
   }
-  if (p.bias_grad_final.defined()) copyto(p.bias_grad_final, p.bias_grad, p.stream);
   if (p.d_final.defined()) copyto(p.d_final, p.d.reshape(p.result_shape, p.stream), p.stream);
   if (p.aux_final.defined()) copyto(p.aux_final, p.aux.reshape(p.result_shape, p.stream), p.stream);
   return p.result;

@@ -28,7 +28,7 @@ struct MatmulPrepared {
   Array result;           // what matmul returns (out when given)
   Array d, d_final;       // D as written by the backend; d_final: where it is copied at the end (or undefined)
   Array aux, aux_final;    // with a *_grad epilogue aux is an input (aux_final stays undefined)
-  Array bias_grad, bias_grad_final;
+  Array bias_grad;         // options.bias_grad
   Array bias;
   Array c;                // broadcast view of options.c, copied into d when beta != 0
   backend::MatmulProblem problem;
@@ -63,8 +63,6 @@ std::shared_ptr<MatmulPlanCore> cached_matmul_core(const MatmulPrepared& p);
 void clear_matmul_plan_cache();
 // Runs candidate `index` of core on p and finishes the outputs; returns p.result.
 Array run_matmul_plan(MatmulPlanCore& core, int index, MatmulPrepared& p);
-// An empty result: bias_grad (when asked for) is a sum over no rows, zeros.
-void fill_empty_bias_grad(const MatmulPrepared& p);
 
 // ---- autotuning (matmul_autotune.cpp) ----
 // The part of a cache key that names the machine: device, library and driver versions.

@@ -7,11 +7,12 @@
 // the promoted axis is removed from the result; the batch dimensions broadcast. bias has n
 // elements (the last dimension of the result). The epilogue is none, relu, gelu (erf form) or
 // gelu_tanh (tanh approximation), or the derivative of one of these for training's backward
-// pass: relu_grad, gelu_grad, gelu_tanh_grad compute out = (alpha * (a @ b) + beta * c) * act'(aux),
-// aux being the forward's aux (the activation's input), here an input. bias_grad, with any
-// epilogue, receives the column sums of out (its sum over all rows): the bias gradient when out is
-// a gradient; it is computed as one more GEMM, ones @ out. Dtypes: float16, bfloat16, float32, float64, complex64,
-// complex128 (a and b of one dtype, the result of the same dtype), and int8 x int8 -> int32.
+// pass: relu_grad, gelu_grad and gelu_tanh_grad compute
+// out = (alpha * (a @ b) + beta * c) * act'(aux), aux being the forward's aux (the activation's
+// input), here an input. bias_grad, with any epilogue, receives the column sums of out (its sum
+// over all rows), the bias gradient when out is a gradient, as one more GEMM: ones @ out.
+// Dtypes: float16, bfloat16, float32, float64, complex64, complex128 (a and b of one dtype, the
+// result of the same dtype), and int8 x int8 -> int32.
 //
 // MatmulPlan is the stateful form (nvmath-python's model): plan once, autotune, execute many
 // times on new arrays of the same layout. Autotune winners are cached in memory and on disk
@@ -90,8 +91,8 @@ struct MatmulExecuteOptions {
   // Everything in `options` counts as given: its alpha, beta (1 and 0 by default, as for
   // matmul()), epilogue and compute; only its undefined arrays fall back to the planned ones.
   MatmulExecuteOptions(const MatmulOptions& options)  // NOLINT(google-explicit-constructor): implicit on purpose
-      : bias(options.bias), c(options.c), aux(options.aux), bias_grad(options.bias_grad), alpha(options.alpha), beta(options.beta),
-        epilogue(options.epilogue), compute(options.compute) {}
+      : bias(options.bias), c(options.c), aux(options.aux), bias_grad(options.bias_grad), alpha(options.alpha),
+        beta(options.beta), epilogue(options.epilogue), compute(options.compute) {}
 };
 
 namespace detail {

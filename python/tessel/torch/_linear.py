@@ -22,7 +22,6 @@ from ._interop import check_same_device, on_cuda_stream, on_torch_stream, to_tes
 
 ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh")
 _FLOATING = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-_HALF = (torch.float16, torch.bfloat16)
 _OP = "tessel.torch.linear"
 
 
@@ -124,6 +123,15 @@ def _rows(x: Tensor) -> int:
     return math.prod(x.shape[:-1])
 
 
+def bias_gradient(dz):
+    """The column sums of dz (rows x out_features), the bias gradient, as a torch tensor."""
+    if dz.dtype in (ts.float16, ts.bfloat16):
+        # ones @ dz: a GEMM reads dz once in its dtype, accumulates in float32 and rounds once
+        # (a sum of half dz would first widen all of it to float32: one more pass over dz).
+        return to_torch(ts.matmul(_ones_vector(dz.device, dz.dtype, dz.shape[0]), dz))
+    return to_torch(ts.sum(dz, axis=0))
+
+
 @torch.library.custom_op("tessel::linear", mutates_args=())
 def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor], activation: str) -> Tuple[Tensor, Tensor]:
     check_linear(x, weight, bias, same_dtype=True)
@@ -176,12 +184,7 @@ def _linear_backward_gemms(grad, x, weight, aux, activation, needs):
     if needs[1]:
         gw = to_torch(ts.matmul(dz.T, to_tessel(x).reshape((rows, in_features))))
     if needs[2]:
-        if grad.dtype in _HALF:
-            # ones @ dz: a GEMM reads dz once in its dtype, accumulates in float32 and rounds once
-            # (a sum of half dz would first widen all of it to float32: one more pass over dz).
-            gb = to_torch(ts.matmul(_ones_vector(dz.device, dz.dtype, rows), dz))
-        else:
-            gb = to_torch(ts.sum(dz, axis=0))
+        gb = bias_gradient(dz)
     return gx, gw, gb
 
 

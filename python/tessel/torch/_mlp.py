@@ -27,7 +27,7 @@ import tessel as ts
 from ._autocast import register_autocast_to_region_dtype
 from ._fuse import _eager_index, _is_compiling
 from ._interop import on_cuda_stream, on_torch_stream, to_tessel, to_torch
-from ._linear import _HALF, _ones_vector, _rows, activation_grad, activation_name, check_linear
+from ._linear import _linear_forward, _rows, activation_grad, activation_name, bias_gradient, check_linear
 
 _OP = "tessel.torch.mlp"
 
@@ -49,21 +49,13 @@ def check_mlp(x, weights, biases, *, same_dtype: bool) -> None:
 def _forward(x, weights, biases, activation, activate_last):
     """The outputs: [y, y_0 .. y_(L-2) (each layer's output, the next one's input), z_0 .. z_(L-1)
     (each activated layer's aux; an empty tensor for a layer without activation)]."""
-    rows = _rows(x)
-    lead = tuple(x.shape[:-1])
-    h = to_tessel(x).reshape((rows, x.shape[-1]))
-    outputs, auxes = [], []
+    h, outputs, auxes = x, [], []
     last = len(weights) - 1
     for i, weight in enumerate(weights):
-        b = to_tessel(biases[i]) if biases else None
         act = activation if (i < last or activate_last) else "none"
-        if act == "none":
-            h = ts.matmul(h, to_tessel(weight).T, bias=b)
-            auxes.append(x.new_empty((0,)))
-        else:
-            h, z = ts.matmul(h, to_tessel(weight).T, bias=b, epilogue=act, aux=True)
-            auxes.append(to_torch(z.reshape(lead + (weight.shape[0],))))
-        outputs.append(to_torch(h.reshape(lead + (weight.shape[0],))))
+        h, aux = _linear_forward(h, weight, biases[i] if biases else None, act)  # tt.linear's forward
+        outputs.append(h)
+        auxes.append(aux)
     return [outputs[-1]] + outputs[:-1] + auxes
 
 
@@ -77,17 +69,14 @@ def _backward(grad, x, weights, has_bias, hidden, auxes, activation, activate_la
     if activate_last and activation != "none":
         dz = activation_grad(activation, dz, to_tessel(auxes[last]).reshape((rows, weights[last].shape[0])))
     if has_bias:  # the last layer's bias gradient: no GEMM above it to fuse into
-        if grad.dtype in _HALF:
-            gbs[last] = to_torch(ts.matmul(_ones_vector(dz.device, dz.dtype, rows), dz))
-        else:
-            gbs[last] = to_torch(ts.sum(dz, axis=0))
+        gbs[last] = bias_gradient(dz)
     gx = empty
     for i in range(last, -1, -1):
         inputs = x if i == 0 else hidden[i - 1]
         gws[i] = to_torch(ts.matmul(dz.T, to_tessel(inputs).reshape((rows, inputs.shape[-1]))))
         w = to_tessel(weights[i])
         if i > 0:
-            # layer i-1's activation derivative and bias gradient in this GEMM's epilogue
+            # layer i-1's activation derivative in this GEMM's epilogue, and its bias gradient
             if activation == "none":
                 result = ts.matmul(dz, w, bias_grad=has_bias)
             else:

@@ -21,12 +21,15 @@ namespace tessel::backend::cuda {
 namespace {
 
 using tessel_simt::activate;
-using tessel_simt::activate_grad;
 using tessel_simt::kGelu;
 using tessel_simt::kGeluTanh;
 using tessel_simt::kRelu;
 using tessel_simt::simt_gemm_kernel;
 using tessel_simt::SimtArgs;
+
+// The *_grad epilogues, which only apply_epilogue runs (D = v * act'(aux), aux the forward's aux);
+// the SIMT kernel's own epilogue has the forward activations (kRelu, kGelu, kGeluTanh) only.
+constexpr int kReluGrad = 4, kGeluGrad = 5, kGeluTanhGrad = 6;
 
 int epilogue_code(MatmulEpilogue e) {
   switch (e) {
@@ -34,9 +37,9 @@ int epilogue_code(MatmulEpilogue e) {
     case MatmulEpilogue::relu: return kRelu;
     case MatmulEpilogue::gelu: return kGelu;
     case MatmulEpilogue::gelu_tanh: return kGeluTanh;
-    case MatmulEpilogue::relu_grad: return tessel_simt::kReluGrad;
-    case MatmulEpilogue::gelu_grad: return tessel_simt::kGeluGrad;
-    case MatmulEpilogue::gelu_tanh_grad: return tessel_simt::kGeluTanhGrad;
+    case MatmulEpilogue::relu_grad: return kReluGrad;
+    case MatmulEpilogue::gelu_grad: return kGeluGrad;
+    case MatmulEpilogue::gelu_tanh_grad: return kGeluTanhGrad;
   }
   return 0;
 }
@@ -103,6 +106,22 @@ __device__ __forceinline__ void store_f<__half>(__half* p, float v) { *p = __flo
 template <>
 __device__ __forceinline__ void store_f<__nv_bfloat16>(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 
+// g * act'(z), z being the forward's aux; the ReLU's is where(z > 0, g, 0) as torch's.
+template <class T>
+__device__ __forceinline__ T activate_grad(T g, T z, int epilogue) {
+  const T c = T(0.79788456080286536), k = T(0.044715);
+  switch (epilogue) {
+    case kReluGrad: return z > T(0) ? g : T(0);
+    case kGeluGrad:
+      return g * (T(0.5) * (T(1) + erf(z * T(0.70710678118654752))) + z * exp(T(-0.5) * z * z) * T(0.3989422804014327));
+    case kGeluTanhGrad: {
+      const T t = tanh(c * (z + k * z * z * z));
+      return g * (T(0.5) * (T(1) + t) + T(0.5) * z * (T(1) - t * t) * c * (T(1) + T(3) * k * z * z));
+    }
+    default: return g;
+  }
+}
+
 // Acc is float for the 16/32-bit types and double for float64.
 template <class T, class Acc>
 __global__ void epilogue_kernel(T* d, std::int64_t ldd, std::int64_t bsd, T* aux, std::int64_t ldaux, std::int64_t bsaux,
@@ -112,7 +131,7 @@ __global__ void epilogue_kernel(T* d, std::int64_t ldd, std::int64_t bsd, T* aux
     const std::int64_t j = idx % n, i = (idx / n) % m, bi = idx / (n * m);
     T* p = d + bi * bsd + i * ldd + j;
     Acc v;
-    if (epilogue >= tessel_simt::kReluGrad) {  // aux is the forward's aux, read
+    if (epilogue >= kReluGrad) {  // aux is the forward's aux, read
       if constexpr (sizeof(Acc) == 8) {
         *p = activate_grad<Acc>(*p, aux[bi * bsaux + i * ldaux + j], epilogue);
       } else {

@@ -25,8 +25,6 @@ typedef std::int64_t tessel_simt_int64;
 namespace tessel_simt {
 
 constexpr int kRelu = 1, kGelu = 2, kGeluTanh = 3;
-// The *_grad epilogues (apply_epilogue only: D = v * act'(aux), aux the forward's aux).
-constexpr int kReluGrad = 4, kGeluGrad = 5, kGeluTanhGrad = 6;
 
 struct SimtArgs {
   const float* a;
@@ -60,22 +58,6 @@ __device__ __forceinline__ double activate(double x, int epilogue) {
     case kGelu: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
     case kGeluTanh: return 0.5 * x * (1.0 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
     default: return x;
-  }
-}
-
-// g * act'(z), z being the forward's aux; the ReLU's is where(z > 0, g, 0) as torch's.
-template <class T>
-__device__ __forceinline__ T activate_grad(T g, T z, int epilogue) {
-  const T c = T(0.79788456080286536), k = T(0.044715);
-  switch (epilogue) {
-    case kReluGrad: return z > T(0) ? g : T(0);
-    case kGeluGrad:
-      return g * (T(0.5) * (T(1) + erf(z * T(0.70710678118654752))) + z * exp(T(-0.5) * z * z) * T(0.3989422804014327));
-    case kGeluTanhGrad: {
-      const T t = tanh(c * (z + k * z * z * z));
-      return g * (T(0.5) * (T(1) + t) + T(0.5) * z * (T(1) - t * t) * c * (T(1) + T(3) * k * z * z));
-    }
-    default: return g;
   }
 }
 
