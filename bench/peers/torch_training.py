@@ -8,7 +8,8 @@
    model as separate tt.nn.Linear(activation="gelu_tanh") layers; against torch.nn.Linear + F.gelu
    and torch's loss, eager and compiled. Beside them, in the same rounds, the ceiling: the step's
    GEMMs alone plus the faster of the two losses alone, and the speedup over eager and compile a
-   step of nothing else would have.
+   step of nothing else would have. mlp_step_autotuned: the same with ts.set_matmul_autotune(True),
+   every tessel GEMM autotuned on its first use (cuBLASLt's algorithms, tessel's sm90 kernel).
 2. swish_gate: x * sigmoid(x) * y forward and backward over 2.5e7 float32 elements, followed by
    .sum().backward(): tt.fuse against eager and compiled.
 3. overhead: host microseconds per call of a tt.fuse op (x * sigmoid(x) * y) on 1-element tensors
@@ -205,6 +206,29 @@ def bench_mlp(device, timer, rounds, width, batch, layers, dtype):
     return result
 
 
+def bench_mlp_autotuned(device, timer, rounds, **shape):
+    """bench_mlp with ts.set_matmul_autotune(True): every tessel GEMM of the step (forward,
+    weight and data gradients, bias sums) autotuned on its first use, in the check step before the
+    timed rounds. The winners go to a temporary cache folder, and the memory caches are cleared
+    after, so that later sections run the heuristic's choices as users get them by default."""
+    import tempfile
+
+    import tessel as ts
+    ts.set_matmul_cache_dir(tempfile.mkdtemp())
+    ts.clear_matmul_memory_cache()
+    ts.set_matmul_autotune(True)
+    try:
+        t0 = time.perf_counter()
+        result = bench_mlp(device, timer, rounds, **shape)
+        result["matmul_autotune"] = True
+        result["seconds_with_first_use_autotune"] = time.perf_counter() - t0
+        return result
+    finally:
+        ts.set_matmul_autotune(False)
+        ts.set_matmul_cache_dir("")
+        ts.clear_matmul_memory_cache()
+
+
 def bench_backward_gemm(device, timer, rounds, width, batch, dtype):
     """The data-gradient GEMM of one hidden layer of mlp_step with the layer below's GELU(tanh)
     derivative and bias gradient, each way tessel can run it, beside torch eager's kernels:
@@ -362,17 +386,21 @@ def main():
     if small:
         out["mlp_step"] = bench_mlp(device, timer, 2, width=64, batch=128, layers=4,
                                     dtype=torch.bfloat16 if cuda else torch.float32)
+        out["mlp_step_autotuned"] = bench_mlp_autotuned(device, timer, 2, width=64, batch=128, layers=4,
+                                                        dtype=torch.bfloat16 if cuda else torch.float32)
         out["swish_gate"] = bench_swish(device, timer, 2, n=10_000)
         out["backward_gemm"] = bench_backward_gemm(device, timer, 2, width=64, batch=128,
                                                    dtype=torch.bfloat16 if cuda else torch.float32)
         out["overhead"] = bench_overhead(device, calls=200)
     else:
         out["mlp_step"] = bench_mlp(device, timer, args.rounds, width=4096, batch=16384, layers=4, dtype=torch.bfloat16)
+        out["mlp_step_autotuned"] = bench_mlp_autotuned(device, timer, args.rounds, width=4096, batch=16384, layers=4,
+                                                        dtype=torch.bfloat16)
         out["backward_gemm"] = bench_backward_gemm(device, timer, args.rounds, width=4096, batch=16384,
                                                    dtype=torch.bfloat16)
         out["swish_gate"] = bench_swish(device, timer, args.rounds, n=25_000_000)
         out["overhead"] = bench_overhead(device, calls=2000)
-    for key in ("mlp_step", "swish_gate"):
+    for key in ("mlp_step", "mlp_step_autotuned", "swish_gate"):
         r = out[key]
         for name in ("torch_eager", "torch_compile", "tessel", "tessel_compile", "tessel_layers"):
             if name in r:

@@ -369,6 +369,11 @@ void register_matmul(nb::module_& m) {
   m.def("set_matmul_cache_dir", &set_matmul_cache_dir, "folder"_a,
         "Overrides the matmul autotune disk cache folder for this process (\"\" restores the default,\n"
         "$TESSEL_CACHE_DIR/matmul). TESSEL_CACHE_DIR is read once per process; tests use this instead.");
+  m.def("set_matmul_autotune", &set_matmul_autotune, "on"_a,
+        "Turns autotuning on first use on or off for this process (TESSEL_MATMUL_AUTOTUNE=1 starts it on):\n"
+        "while on, matmul autotunes each layout the first time it runs it, unless the autotune cache\n"
+        "already has a winner for that layout.");
+  m.def("matmul_autotune", &matmul_autotune, "True while matmul autotunes each layout on first use.");
 }
 
 }  // namespace tessel::python

@@ -946,6 +946,13 @@ def matmul_cache_dir() -> str:
 def set_matmul_cache_dir(folder: str) -> None:
     """Sets the matmul autotune disk cache folder for this process; ``""`` restores the default,
     ``$TESSEL_CACHE_DIR/matmul``."""
+def set_matmul_autotune(on: bool) -> None:
+    """Turns autotuning on first use on or off for this process (``TESSEL_MATMUL_AUTOTUNE=1`` starts
+    it on): while on, :func:`matmul` autotunes each layout the first time it runs it (as
+    ``Matmul.autotune(10)``, the winner cached in memory and on disk), unless the autotune cache
+    already has a winner for that layout."""
+def matmul_autotune() -> bool:
+    """True while :func:`matmul` autotunes each layout on first use."""
 # ---- pipelines and CUDA graphs (python/bindings/pipeline.cpp) ----
 class PipelineReport:
     """What a :class:`Pipeline` run measured: copy bandwidths, compute time, overlap, chunks."""

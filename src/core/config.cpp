@@ -77,6 +77,7 @@ Config parse_config(std::optional<std::string> (*getenv_fn)(const char*)) {
       malformed("TESSEL_MAX_SPLIT_SIZE_MB", *v, accepted);
     c.max_split_size = static_cast<std::size_t>(mb) << 20;
   }
+  if (auto v = getenv_fn("TESSEL_MATMUL_AUTOTUNE")) c.matmul_autotune = parse_bool("TESSEL_MATMUL_AUTOTUNE", *v);
   if (auto v = getenv_fn("TESSEL_CACHE_DIR"); v && !v->empty()) {
     c.cache_dir = *v;
   } else if (auto xdg = getenv_fn("XDG_CACHE_HOME"); xdg && !xdg->empty()) {

@@ -213,6 +213,25 @@ bool Stream::query() const {
   return true;
 }
 
+bool Stream::capturing() const {
+  if (state_->device.is_cpu()) return false;
+#if defined(TESSEL_HAVE_CUDA)
+  DeviceGuard guard(state_->device);
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const cudaError_t error = cudaStreamIsCapturing(static_cast<cudaStream_t>(state_->handle), &status);
+  // The legacy default stream while another stream captures in global mode: using it would join
+  // (and break) that capture, so it counts as capturing.
+  if (error == cudaErrorStreamCaptureImplicit) {
+    (void)cudaGetLastError();
+    return true;
+  }
+  TESSEL_CUDA_CHECK(error, "Stream.capturing");
+  return status != cudaStreamCaptureStatusNone;
+#else
+  return false;
+#endif
+}
+
 void Stream::wait(const Event& event) const {
   if (state_->device.is_cpu() || event.device().is_cpu() || !event.recorded()) return;
 #if defined(TESSEL_HAVE_CUDA)

@@ -79,7 +79,10 @@ Array matmul(const Array& a, const Array& b, const MatmulOptions& options, const
   TESSEL_RANGE("matmul", a, b, out, stream);
   detail::MatmulPrepared p = detail::prepare_matmul(a, b, options, out, stream);
   std::shared_ptr<detail::MatmulPlanCore> core;
-  if (p.result.size() > 0 && p.problem.k > 0) core = detail::cached_matmul_core(p);
+  if (p.result.size() > 0 && p.problem.k > 0) {
+    core = detail::cached_matmul_core(p);
+    detail::autotune_on_first_use(*core, p);
+  }
   detail::MatmulPlanCore dummy;
   dummy.device = p.device;
   return TESSEL_RESULT(detail::run_matmul_plan(core ? *core : dummy, core ? core->selected : 0, p));

@@ -5,6 +5,7 @@
 //    and running a candidate;
 //  - autotuning (matmul_autotune.cpp): timing the candidates and the cache of winners in memory
 //    and on disk.
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,6 +51,10 @@ struct MatmulPlanCore {
   int selected = 0;
   bool from_cache = false;
   std::mutex run_mutex;
+  // Autotune on first use (matmul_autotune()): set once the first use has been tuned or found
+  // nothing to tune; tune_mutex makes one of several threads tune.
+  std::atomic<bool> first_use_done{false};
+  std::mutex tune_mutex;
 
   // Runs one candidate (one run at a time per core: cuBLASLt descriptors carry the bias/aux
   // pointers).
@@ -71,6 +76,10 @@ std::string matmul_environment_key(Device device);
 std::optional<std::string> cached_matmul_winner(const std::string& key, bool& from_disk);
 // Times every candidate of core on p's layout, selects the fastest and stores it in the caches.
 void autotune_matmul(MatmulPlanCore& core, const MatmulPrepared& p, int iterations);
+// matmul()'s autotune on first use: autotune_matmul(core, p, 10) once per core while
+// matmul_autotune() is on, unless the core's selection came from the autotune cache, it has one
+// candidate, or p's stream is being captured (then a later call tunes).
+void autotune_on_first_use(MatmulPlanCore& core, const MatmulPrepared& p);
 void clear_matmul_winner_cache();
 
 }  // namespace tessel::detail

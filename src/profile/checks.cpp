@@ -4,11 +4,6 @@
 
 #include <fmt/format.h>
 
-#if defined(TESSEL_HAVE_CUDA)
-#include <cuda_runtime_api.h>
-#endif
-
-#include "core/cuda_check.hpp"
 #include "profile/recorder.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
@@ -82,37 +77,18 @@ std::string checks_str() {
 
 namespace detail {
 
-namespace {
-
 // A stream being captured into a CUDA graph cannot be synchronized: a replay (Graph.replay, a
 // range of its own) synchronizes instead.
-bool capturing(const Stream& stream) {
-#if defined(TESSEL_HAVE_CUDA)
-  if (!stream.device().is_cuda()) return false;
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(::tessel::detail::cuda_stream(stream), &status) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return status != cudaStreamCaptureStatusNone;
-#else
-  (void)stream;
-  return false;
-#endif
-}
-
-}  // namespace
-
 void check_sync_after(const std::optional<Device>& device, const std::optional<Stream>& stream) {
   if (stream) {
-    if (!capturing(*stream)) stream->synchronize();
+    if (!stream->capturing()) stream->synchronize();
   } else if (device && device->is_cuda()) {
     const Stream s = current_stream(*device);
-    if (!capturing(s)) s.synchronize();
+    if (!s.capturing()) s.synchronize();
   } else if (!device && cuda_available()) {
     // An op that named no array or stream ran on the current device.
     const Stream s = current_stream(current_device());
-    if (!capturing(s)) synchronize();
+    if (!s.capturing()) synchronize();
   }
 }
 

@@ -410,6 +410,46 @@ def matmul_cache(tmp_path):
     ts.clear_matmul_memory_cache()
 
 
+@pytest.fixture
+def autotune_on():
+    """matmul autotuning on first use, on for one test (it is process-wide) and off after it."""
+    assert not ts.matmul_autotune()
+    ts.set_matmul_autotune(True)
+    yield
+    ts.set_matmul_autotune(False)
+
+
+def test_matmul_autotune_on_first_use(device, rng, matmul_cache, autotune_on):
+    assert ts.matmul_autotune()
+    a, a64 = operand(rng, (48, 40), "float32", device)
+    b, b64 = operand(rng, (40, 24), "float32", device)
+    bias, bias64 = operand(rng, (24,), "float32", device)
+    scale = np.abs(a64) @ np.abs(b64) + np.abs(bias64)
+    check(ts.matmul(a, b, bias=bias, epilogue="relu"), np.maximum(a64 @ b64 + bias64, 0), scale, TOL["float32"])
+    check(ts.matmul(a, b, bias=bias, epilogue="relu"), np.maximum(a64 @ b64 + bias64, 0), scale, TOL["float32"])
+    plan = ts.Matmul(a, b, bias=bias, epilogue="relu")
+    tuned = len(plan.algorithms) > 1  # CUDA; the CPU has one candidate and nothing to tune
+    assert plan.from_cache == tuned
+    assert len(list(matmul_cache.glob("*.json"))) == (1 if tuned else 0)
+    # A derivative epilogue with bias_grad (tt.mlp's backward GEMM): the product and the column
+    # sums are two products, each tuned on its first use.
+    z, z64 = operand(rng, (48, 24), "float32", device)
+    d, grad = ts.matmul(a, b, epilogue="relu_grad", aux=z, bias_grad=True)
+    expected = (a64 @ b64) * (z64 > 0)
+    check(d, expected, scale, TOL["float32"])
+    check(grad, expected.sum(axis=0), np.abs(expected).sum(axis=0) + scale.sum(axis=0), TOL["float32"])
+    # two more winners: the derivative product's, and the column sums' product's where cuBLASLt
+    # offers that m = 1 product more than one algorithm
+    stored = len(list(matmul_cache.glob("*.json")))
+    assert stored in (2, 3) if tuned else stored == 0
+
+
+def test_matmul_autotune_switch_takes_a_bool():
+    with pytest.raises(TypeError):
+        ts.set_matmul_autotune("yes")
+    assert not ts.matmul_autotune()
+
+
 def test_matmul_plan_execute_alpha_keeps_or_replaces(device, rng, matmul_cache):
     a, a64 = operand(rng, (12, 20), "float32", device)
     b, b64 = operand(rng, (20, 9), "float32", device)

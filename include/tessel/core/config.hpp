@@ -20,6 +20,7 @@ struct Config {
   bool peer_access = true;               // TESSEL_PEER_ACCESS=0|1: 0 never enables peer access (copies between GPUs
                                          // are then staged through host memory by the driver)
   std::string cache_dir;                 // TESSEL_CACHE_DIR, default $XDG_CACHE_HOME/tessel or ~/.cache/tessel
+  bool matmul_autotune = false;          // TESSEL_MATMUL_AUTOTUNE=0|1: matmul autotunes each layout on first use
 };
 
 // The process-wide configuration, parsed on first use.

@@ -42,6 +42,7 @@ class Stream {
 
   void synchronize() const;       // host waits for all work queued so far
   bool query() const;             // true when all queued work has finished
+  bool capturing() const;         // true while a CUDA graph capture (tessel's or another library's) records it
   void wait(const Event& event) const;  // later work on this stream waits for the event
 
   // [greatest, least] priority numbers the device accepts, e.g. {-5, 0}.

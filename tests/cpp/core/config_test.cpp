@@ -45,6 +45,7 @@ TEST(Config, Defaults) {
   EXPECT_FALSE(c.force_cpu);
   EXPECT_TRUE(c.device_guard);
   EXPECT_TRUE(c.peer_access);
+  EXPECT_FALSE(c.matmul_autotune);
   EXPECT_EQ(c.cache_dir, "/home/u/.cache/tessel");
 }
 
@@ -58,6 +59,7 @@ TEST(Config, ParsesEveryVariable) {
                         {"TESSEL_DEVICE_GUARD", "0"},
                         {"TESSEL_PEER_ACCESS", "off"},
                         {"TESSEL_CACHE_DIR", "/tmp/tc"},
+                        {"TESSEL_MATMUL_AUTOTUNE", "1"},
                         {"XDG_CACHE_HOME", "/xdg"}});
   EXPECT_EQ(c.log_level, tessel::LogLevel::debug);
   EXPECT_TRUE(c.sync_after_ops);
@@ -67,6 +69,7 @@ TEST(Config, ParsesEveryVariable) {
   EXPECT_TRUE(c.force_cpu);
   EXPECT_FALSE(c.device_guard);
   EXPECT_FALSE(c.peer_access);
+  EXPECT_TRUE(c.matmul_autotune);
   EXPECT_EQ(c.cache_dir, "/tmp/tc");
   EXPECT_TRUE(parse({{"TESSEL_DEVICE_GUARD", ""}}).device_guard);  // empty keeps the default
   EXPECT_EQ(parse({{"XDG_CACHE_HOME", "/xdg"}}).cache_dir, "/xdg/tessel");
@@ -80,6 +83,7 @@ TEST(Config, MalformedValuesAreClearErrors) {
   expect_malformed("TESSEL_FORCE_CPU", "maybe", "0 or 1");
   expect_malformed("TESSEL_DEVICE_GUARD", "sometimes", "0 or 1");
   expect_malformed("TESSEL_PEER_ACCESS", "2", "0 or 1");
+  expect_malformed("TESSEL_MATMUL_AUTOTUNE", "always", "0 or 1");
   expect_malformed("TESSEL_ALLOCATOR", "cudaMalloc", "caching or direct");
   expect_malformed("TESSEL_MEMORY_FRACTION", "0", "(0, 1]");
   expect_malformed("TESSEL_MEMORY_FRACTION", "1.5", "(0, 1]");

@@ -856,6 +856,53 @@ TEST_P(MatmulBackendTest, PlanAutotunePinAndDiskCache) {
   expect_close(read_values(matmul(a, b, o)), r.d, 1e-5, "matmul after autotune");
 }
 
+// Turns matmul autotuning on first use on for one scope (it is process-wide), off after it.
+class MatmulAutotuneOn {
+ public:
+  MatmulAutotuneOn() { set_matmul_autotune(true); }
+  ~MatmulAutotuneOn() { set_matmul_autotune(false); }
+};
+
+TEST_P(MatmulBackendTest, AutotuneOnFirstUse) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const TemporaryMatmulCacheDir cache_dir;
+  const std::int64_t m = 19 + static_cast<std::int64_t>(rng() % 40), n = 37, k = 53;
+  const Array a = random_array(rng, {m, k}, DType::float32, device()), b = random_array(rng, {k, n}, DType::float32, device());
+  MatmulOptions o;
+  o.bias = random_array(rng, {n}, DType::float32, device());
+  o.epilogue = MatmulEpilogue::relu;
+  const Reference r = reference(a, b, o);
+  const auto cache_files = [&] {
+    int files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(cache_dir.folder())) files += entry.path().extension() == ".json";
+    return files;
+  };
+  // Off (the default): the heuristic choice runs and nothing is stored.
+  ASSERT_FALSE(matmul_autotune());
+  expect_close(read_values(matmul(a, b, o)), r.d, 1e-5, "autotune off");
+  EXPECT_EQ(cache_files(), 0);
+  {
+    // Turned on after the layout's first call: its next call tunes it.
+    const MatmulAutotuneOn on;
+    EXPECT_TRUE(matmul_autotune());
+    Array out = empty({m, n}, DType::float32, device());
+    poison(out);
+    matmul(a, b, o, out);
+    expect_close(read_values(out), r.d, 1e-5, "the call that autotunes");
+    expect_close(read_values(matmul(a, b, o)), r.d, 1e-5, "the call after it");
+    MatmulPlan plan(a, b, o);
+    if (plan.candidates().size() > 1) {  // CUDA: the winner is in the caches
+      EXPECT_TRUE(plan.from_cache());
+      EXPECT_EQ(cache_files(), 1);
+    } else {  // the CPU's one candidate: nothing to tune or store
+      EXPECT_FALSE(plan.from_cache());
+      EXPECT_EQ(cache_files(), 0);
+    }
+  }
+  EXPECT_FALSE(matmul_autotune());
+}
+
 INSTANTIATE_TEST_SUITE_P(All, MatmulBackendTest, ::testing::ValuesIn(all_backends()), backend_name);
 
 TEST(MatmulNames, EpilogueAndComputeStrings) {

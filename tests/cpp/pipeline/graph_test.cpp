@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -65,7 +66,14 @@ TEST_P(GraphTest, ReplayEqualsEagerOnNewData) {
   Array b = from_vector(random_values(n, rng), {static_cast<std::int64_t>(n)}, device(), s);
   Array eager = chain(x, b, s);  // warm-up outside the capture (first launches, kernel loads)
   Array y;
-  Graph g = Graph::capture(s, [&] { y = chain(x, b, s); });
+  EXPECT_FALSE(s.capturing());
+  bool capturing_inside = false;
+  Graph g = Graph::capture(s, [&] {
+    capturing_inside = s.capturing();
+    y = chain(x, b, s);
+  });
+  EXPECT_EQ(capturing_inside, device().is_cuda());  // the CPU "capture" runs the ops as they come
+  EXPECT_FALSE(s.capturing());
   ASSERT_TRUE(y.defined());
   for (int round = 0; round < 3; ++round) {
     const std::vector<float> xv = random_values(n, rng), bv = random_values(n, rng);
@@ -85,6 +93,48 @@ TEST_P(GraphTest, ReplayEqualsEagerOnNewData) {
   if (device().is_cuda()) {
     EXPECT_GE(g.num_nodes(), 5);  // one kernel per op
     EXPECT_GT(g.held_bytes(), 0);  // the temporaries and y belong to the graph
+  }
+}
+
+// matmul's autotune on first use synchronizes and allocates, so a capture does not tune: the
+// captured product replays the heuristic's choice, and the first call outside the capture tunes.
+TEST_P(GraphTest, MatmulAutotuneOnFirstUseSkipsTheCapture) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  SKIP_UNDER_DIRECT_ALLOCATOR();
+  TESSEL_SEEDED_RNG(rng);
+  const std::string folder = (std::filesystem::temp_directory_path() /
+                              ("tessel-graph-autotune-" + std::to_string(rng() % 1000000000))).string();
+  std::filesystem::create_directories(folder);
+  set_matmul_cache_dir(folder);
+  clear_matmul_memory_cache();
+  set_matmul_autotune(true);
+  const Stream s = stream();
+  const std::int64_t m = 40, k = 24, n = 32;
+  Array a = from_vector(random_values(m * k, rng), {m, k}, device(), s);
+  Array b = from_vector(random_values(k * n, rng), {k, n}, device(), s);
+  const std::vector<float> want = matmul(a.to(Device::cpu()), b.to(Device::cpu())).to_vector<float>();
+  Array y;
+  Graph g = Graph::capture(s, [&] { y = matmul(a, b, {}, Array(), s); });
+  const auto files = [&] {
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(folder)) count += entry.path().extension() == ".json";
+    return count;
+  };
+  EXPECT_EQ(files(), 0) << "tuned inside the capture";
+  g.replay(s);
+  s.synchronize();
+  const std::vector<float> got = y.to_vector<float>();
+  const std::vector<float> again = matmul(a, b, {}, Array(), s).to_vector<float>();  // tunes here (CUDA)
+  set_matmul_autotune(false);
+  const bool tuned = files() == 1;
+  set_matmul_cache_dir("");
+  clear_matmul_memory_cache();
+  std::error_code ignored;
+  std::filesystem::remove_all(folder, ignored);
+  EXPECT_EQ(tuned, device().is_cuda());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], 1e-4f * (1.0f + std::fabs(want[i]))) << "replay, element " << i;
+    ASSERT_NEAR(again[i], want[i], 1e-4f * (1.0f + std::fabs(want[i]))) << "after the capture, element " << i;
   }
 }
 
