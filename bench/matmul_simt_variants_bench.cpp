@@ -128,7 +128,9 @@ int main(int argc, char** argv) {
   cublasHandle_t cublas = nullptr;
   TESSEL_CUBLAS_CHECK(cublasCreate(&cublas), "cublasCreate");
   TESSEL_CUBLAS_CHECK(cublasSetStream(cublas, cuda_stream), "cublasSetStream");
-  const std::string source = read_file(TESSEL_SOURCE_DIR "/src/backend/cuda/matmul_simt_kernel.cuh");
+  // The activations first: the kernel header includes them only outside NVRTC.
+  const std::string source = read_file(TESSEL_SOURCE_DIR "/src/backend/activation.hpp") +
+                             read_file(TESSEL_SOURCE_DIR "/src/backend/cuda/matmul_simt_kernel.cuh");
 
   const std::int64_t n = size;
   const double flop = 2.0 * n * n * n;

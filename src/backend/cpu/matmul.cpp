@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/activation.hpp"
 #include "backend/cpu/strided_loop.hpp"
 #include "backend/matmul.hpp"
 #include "tessel/array/half.hpp"
@@ -24,44 +25,25 @@ template <class T>
 T activation(T x, MatmulEpilogue epilogue) {
   if constexpr (std::is_floating_point_v<T>) {
     switch (epilogue) {
-      case MatmulEpilogue::none:
-        return x;
-      case MatmulEpilogue::relu:
-        return std::isnan(x) ? x : (x > T(0) ? x : T(0));  // NaN propagates as in numpy.maximum
-      case MatmulEpilogue::gelu:
-        return T(0.5) * x * (T(1) + std::erf(x / std::sqrt(T(2))));
-      case MatmulEpilogue::gelu_tanh: {
-        const T c = std::sqrt(T(2) / T(3.14159265358979323846));
-        return T(0.5) * x * (T(1) + std::tanh(c * (x + T(0.044715) * x * x * x)));
-      }
-      default:
-        return x;  // the *_grad epilogues: activation_grad
+      case MatmulEpilogue::relu: return tessel::activation::relu(x);
+      case MatmulEpilogue::gelu: return tessel::activation::gelu(x);
+      case MatmulEpilogue::gelu_tanh: return tessel::activation::gelu_tanh(x);
+      default: return x;  // none, and the *_grad epilogues (activation_grad)
     }
-    return x;
   } else {
     return x;  // complex and integer: ops/matmul.cpp allows no activation
   }
 }
 
-// g * act'(z) for the *_grad epilogues, z being the forward's aux (the activation's input). The
-// ReLU's is where(z > 0, g, 0), as torch's threshold_backward (no 0 * Inf).
+// g * act'(z) for the *_grad epilogues, z being the forward's aux.
 template <class T>
 T activation_grad(T g, T z, MatmulEpilogue epilogue) {
   if constexpr (std::is_floating_point_v<T>) {
     switch (epilogue) {
-      case MatmulEpilogue::relu_grad:
-        return z > T(0) ? g : T(0);
-      case MatmulEpilogue::gelu_grad: {
-        const T inv_sqrt_2pi = T(0.3989422804014327);
-        return g * (T(0.5) * (T(1) + std::erf(z / std::sqrt(T(2)))) + z * std::exp(T(-0.5) * z * z) * inv_sqrt_2pi);
-      }
-      case MatmulEpilogue::gelu_tanh_grad: {
-        const T c = std::sqrt(T(2) / T(3.14159265358979323846)), k = T(0.044715);
-        const T t = std::tanh(c * (z + k * z * z * z));
-        return g * (T(0.5) * (T(1) + t) + T(0.5) * z * (T(1) - t * t) * c * (T(1) + T(3) * k * z * z));
-      }
-      default:
-        return g;
+      case MatmulEpilogue::relu_grad: return tessel::activation::relu_grad(g, z);
+      case MatmulEpilogue::gelu_grad: return tessel::activation::gelu_grad(g, z);
+      case MatmulEpilogue::gelu_tanh_grad: return tessel::activation::gelu_tanh_grad(g, z);
+      default: return g;
     }
   } else {
     return g;

@@ -106,18 +106,13 @@ __device__ __forceinline__ void store_f<__half>(__half* p, float v) { *p = __flo
 template <>
 __device__ __forceinline__ void store_f<__nv_bfloat16>(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 
-// g * act'(z), z being the forward's aux; the ReLU's is where(z > 0, g, 0) as torch's.
+// g * act'(z), z being the forward's aux.
 template <class T>
 __device__ __forceinline__ T activate_grad(T g, T z, int epilogue) {
-  const T c = T(0.79788456080286536), k = T(0.044715);
   switch (epilogue) {
-    case kReluGrad: return z > T(0) ? g : T(0);
-    case kGeluGrad:
-      return g * (T(0.5) * (T(1) + erf(z * T(0.70710678118654752))) + z * exp(T(-0.5) * z * z) * T(0.3989422804014327));
-    case kGeluTanhGrad: {
-      const T t = tanh(c * (z + k * z * z * z));
-      return g * (T(0.5) * (T(1) + t) + T(0.5) * z * (T(1) - t * t) * c * (T(1) + T(3) * k * z * z));
-    }
+    case kReluGrad: return tessel::activation::relu_grad(g, z);
+    case kGeluGrad: return tessel::activation::gelu_grad(g, z);
+    case kGeluTanhGrad: return tessel::activation::gelu_tanh_grad(g, z);
     default: return g;
   }
 }

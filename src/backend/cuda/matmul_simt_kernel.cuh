@@ -3,7 +3,8 @@
 // matmul_simt.cu (nvcc, the instantiations the library ships) and under NVRTC in
 // bench/matmul_simt_variants_bench.cpp (tile-configuration experiments without growing the
 // AOT build). SimtArgs is plain C++ (the bench's host code fills it); the device code is only
-// seen by CUDA compilers. No namespace-scope includes under NVRTC.
+// seen by CUDA compilers. No namespace-scope includes under NVRTC: the bench puts
+// backend/activation.hpp's text before this file's.
 //
 // Layout: a block computes a BM x BN tile of D with (BM/TM)*(BN/TN) threads, each holding a
 // TM x TN accumulator in registers. Per BK-slice of K, A's BM x BK tile is stored transposed
@@ -19,6 +20,8 @@
 typedef long long tessel_simt_int64;
 #else
 #include <cstdint>
+
+#include "backend/activation.hpp"
 typedef std::int64_t tessel_simt_int64;
 #endif
 
@@ -44,19 +47,12 @@ struct SimtArgs {
 };
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-__device__ __forceinline__ float activate(float x, int epilogue) {
+template <class T>
+__device__ __forceinline__ T activate(T x, int epilogue) {
   switch (epilogue) {
-    case kRelu: return x > 0.0f ? x : (x != x ? x : 0.0f);  // NaN propagates
-    case kGelu: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case kGeluTanh: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-    default: return x;
-  }
-}
-__device__ __forceinline__ double activate(double x, int epilogue) {
-  switch (epilogue) {
-    case kRelu: return x > 0.0 ? x : (x != x ? x : 0.0);
-    case kGelu: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752));
-    case kGeluTanh: return 0.5 * x * (1.0 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));
+    case kRelu: return tessel::activation::relu(x);
+    case kGelu: return tessel::activation::gelu(x);
+    case kGeluTanh: return tessel::activation::gelu_tanh(x);
     default: return x;
   }
 }

@@ -27,6 +27,7 @@
 #include <string>
 #include <type_traits>
 
+#include "backend/activation.hpp"
 #include "core/cuda_check.hpp"
 #include "tessel/core/error.hpp"
 
@@ -97,12 +98,6 @@ __device__ __forceinline__ void decode_tile(const KernelParams& p, int tile, int
   const int in_group = r - group * per_group;
   tm = first_m + in_group % group_rows;
   tn = in_group / group_rows;
-}
-
-__device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
-__device__ __forceinline__ float gelu_tanh(float x) {
-  const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-  return 0.5f * x * (1.0f + tanhf(inner));
 }
 
 template <class T> __device__ __forceinline__ float to_float(T v);
@@ -374,21 +369,21 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
           for (int ms = 0; ms < MS; ++ms)
 #pragma unroll
-            for (int r = 0; r < BN / 2; ++r) acc[ms][r] = fmaxf(acc[ms][r], 0.0f);
+            for (int r = 0; r < BN / 2; ++r) acc[ms][r] = tessel::activation::relu(acc[ms][r]);
           break;
         case Epilogue::bias_gelu:
         case Epilogue::gelu:
 #pragma unroll
           for (int ms = 0; ms < MS; ++ms)
 #pragma unroll
-            for (int r = 0; r < BN / 2; ++r) acc[ms][r] = gelu_erf(acc[ms][r]);
+            for (int r = 0; r < BN / 2; ++r) acc[ms][r] = tessel::activation::gelu(acc[ms][r]);
           break;
         case Epilogue::bias_gelu_tanh:
         case Epilogue::gelu_tanh:
 #pragma unroll
           for (int ms = 0; ms < MS; ++ms)
 #pragma unroll
-            for (int r = 0; r < BN / 2; ++r) acc[ms][r] = gelu_tanh(acc[ms][r]);
+            for (int r = 0; r < BN / 2; ++r) acc[ms][r] = tessel::activation::gelu_tanh(acc[ms][r]);
           break;
         default:
           break;
