@@ -11,7 +11,8 @@
    step of nothing else would have. mlp_step_autotuned: the same with ts.set_matmul_autotune(True),
    every tessel GEMM autotuned on its first use (cuBLASLt's algorithms, tessel's sm90 kernel).
 2. swish_gate: x * sigmoid(x) * y forward and backward over 2.5e7 float32 elements, followed by
-   .sum().backward(): tt.fuse against eager and compiled.
+   .sum().backward(): tt.fuse against eager and compiled; and the function with its sum as one
+   op, tt.fuse(reduction="sum") against torch.compile of the function and its sum.
 3. overhead: host microseconds per call of a tt.fuse op (x * sigmoid(x) * y) on 1-element tensors
    against the same chain of torch eager ops, without grad and with grad (forward and backward),
    timed around the calls with the device synchronized once per batch; also the registered
@@ -61,6 +62,17 @@ def swish_gate(x, y):
 
 def swish_gate_torch(x, y):
     return x * torch.sigmoid(x) * y
+
+
+@tt.fuse(reduction="sum")
+def swish_gate_sum(x, y):
+    """swish_gate(x, y).sum() as one op: the sum fused into the elementwise kernel's forward, its
+    scalar gradient read as a uniform by the backward kernel."""
+    return x * torch.sigmoid(x) * y
+
+
+def swish_gate_sum_torch(x, y):
+    return (x * torch.sigmoid(x) * y).sum()
 
 
 class TorchMLP(torch.nn.Module):
@@ -274,20 +286,26 @@ def bench_swish(device, timer, rounds, n):
     y0 = torch.randn(n, device=device)
     compiled = torch.compile(swish_gate_torch)
 
-    def run(fn):
+    compiled_sum = torch.compile(swish_gate_sum_torch)
+
+    def run(fn, summed=False):
         x = x0.detach().requires_grad_()
         y = y0.detach().requires_grad_()
 
         def step():
             x.grad = y.grad = None
-            fn(x, y).sum().backward()
+            (fn(x, y) if summed else fn(x, y).sum()).backward()
         return step, x, y
 
     status, variants = {}, {}
     ref_step, rx, ry = run(swish_gate_torch)
     ref_step()
-    for name, fn in (("torch_eager", swish_gate_torch), ("torch_compile", compiled), ("tessel", swish_gate)):
-        step, x, y = run(fn)
+    # *_sum: the function with its .sum() as one fused op (tt.fuse(reduction="sum")) or one
+    # compiled graph; the others call .sum() on the function's result, as the workload is written.
+    for name, fn, summed in (("torch_eager", swish_gate_torch, False), ("torch_compile", compiled, False),
+                             ("tessel", swish_gate, False), ("torch_compile_sum", compiled_sum, True),
+                             ("tessel_sum", swish_gate_sum, True)):
+        step, x, y = run(fn, summed)
         step()
         err = max(rel_err(x.grad, rx.grad), rel_err(y.grad, ry.grad))
         status[name] = "ok" if err < 1e-5 else f"FAILED (relative error {err:.2e})"
@@ -402,7 +420,8 @@ def main():
         out["overhead"] = bench_overhead(device, calls=2000)
     for key in ("mlp_step", "mlp_step_autotuned", "swish_gate"):
         r = out[key]
-        for name in ("torch_eager", "torch_compile", "tessel", "tessel_compile", "tessel_layers"):
+        for name in ("torch_eager", "torch_compile", "tessel", "tessel_compile", "tessel_layers", "torch_compile_sum",
+                     "tessel_sum"):
             if name in r:
                 print(f"{key} {name}: {r[name]['ms']:.3f} ms, {r[name]['speedup_vs_eager']:.2f}x eager")
             elif name in r["status"]:
