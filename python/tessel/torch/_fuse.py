@@ -539,6 +539,7 @@ class FusedReduction(FusedFunction):
         self._reduced_dtypes = {}  # input dtypes -> (elementwise result dtype, reduced result dtype)
         self._summands = {}  # argument count -> (FusedKernel of fn * one, the inputs it reads)
         self._ones = {}  # (tessel device, torch dtype) -> 0-d tessel array of 1
+        self._zeros = {}  # (torch device, torch dtype) -> 0-d torch tensor of 0 (_scalar_parts' lo)
         super().__init__(fn)
         self._label = f"tessel.torch.fuse({self.__name__}, reduction={reduction!r})"
 
@@ -611,17 +612,21 @@ class FusedReduction(FusedFunction):
 
     def _backward_impl(self, grad: Tensor, inputs: List[Optional[Tensor]], needs: List[bool]) -> List[Tensor]:
         # grad: (2, *shape), hi and lo broadcast over the function's shape (stride 0)
+        return self._backward_parts(grad[0], grad[1], inputs, needs)
+
+    def _backward_parts(self, hi: Tensor, lo: Tensor, inputs: List[Optional[Tensor]], needs: List[bool]) -> List[Tensor]:
+        """The backward kernel on hi and lo, each broadcast over the function's shape."""
         plan = self._backward_plan(len(inputs), needs)
-        if grad.is_cuda:
-            with on_torch_stream(grad.device):
-                return plan(list(inputs) + [grad[0], grad[1]], like=grad[0])
-        if grad.dtype in (torch.float16, torch.bfloat16):
+        if hi.is_cuda:
+            with on_torch_stream(hi.device):
+                return plan(list(inputs) + [hi, lo], like=hi)
+        if hi.dtype in (torch.float16, torch.bfloat16):
             # The CPU backend evaluates op by op in the operands' dtype: half operands are widened
             # to float32 (hi + lo exactly), and the caller rounds each gradient once.
-            wide = [None if t is None else t.float() if t.dtype == grad.dtype else t for t in inputs]
-            total = grad[0].float() + grad[1].float() * _LO_SCALE
+            wide = [None if t is None else t.float() if t.dtype == hi.dtype else t for t in inputs]
+            total = hi.float() + lo.float() * _LO_SCALE
             return plan(wide + [total, torch.zeros_like(total)], like=total)
-        return plan(list(inputs) + [grad[0], grad[1]], like=grad[0])
+        return plan(list(inputs) + [hi, lo], like=hi)
 
     def _backward_fake(self, grad, inputs, needs):
         return self._backward_plan(len(inputs), needs).fake(list(inputs) + [grad[0], grad[1]], like=grad[0])
@@ -645,6 +650,25 @@ class FusedReduction(FusedFunction):
         lo = ((grad - hi.to(grad.dtype)) / _LO_SCALE).to(low)
         return torch.stack([hi, lo]).reshape((2,) + (1,) * len(shape)).expand((2,) + tuple(shape))
 
+    def _scalar_parts(self, ctx, grad):
+        """_scalar_pair's hi and lo for the eager backward, each broadcast over the function's
+        shape on its own. When the function's dtype is the gradient's, hi is the gradient itself
+        and lo exactly zero (a cached 0-d zero): no kernels, where the pair takes three small ones
+        (a host cost that counts in a host-bound step)."""
+        shape = ctx.shape
+        ones = (1,) * len(shape)
+        low = ctx.function_dtype if ctx.function_dtype.is_floating_point else grad.dtype
+        if low != grad.dtype:
+            pair = self._scalar_pair(ctx, grad)
+            return pair[0], pair[1]
+        if self.reduction == "mean":
+            grad = grad / math.prod(shape)
+        key = (grad.device, low)
+        zero = self._zeros.get(key)
+        if zero is None:
+            zero = self._zeros[key] = torch.zeros((), dtype=low, device=grad.device)
+        return grad.reshape(ones).expand(shape), zero.reshape(ones).expand(shape)
+
     def _autograd_backward(self, ctx, grad):
         info = ctx.info
         if info.op_plan is None:
@@ -661,14 +685,14 @@ class FusedReduction(FusedFunction):
         info = ctx.info
         if info.op_plan is None:
             return (None,) * info.count
-        pair = self._scalar_pair(ctx, grad)
         if _grad_enabled():  # create_graph=True: the registered backward op, which refuses a second derivative
-            grads = self._call_backward_op(pair, ctx.saved_tensors, info)
+            grads = self._call_backward_op(self._scalar_pair(ctx, grad), ctx.saved_tensors, info)
         else:
             inputs = [None] * info.count
             for i, t in zip(info.read, ctx.saved_tensors):
                 inputs[i] = t
-            grads = self._backward_impl(pair, inputs, list(info.op_needs))
+            hi, lo = self._scalar_parts(ctx, grad)
+            grads = self._backward_parts(hi, lo, inputs, list(info.op_needs))
         return tuple(self._input_grads(info, grads, ctx.shapes, ctx.dtypes, None))
 
     def __call__(self, *args):
