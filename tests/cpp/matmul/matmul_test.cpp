@@ -774,6 +774,12 @@ class TemporaryMatmulCacheDir {
     std::filesystem::remove_all(folder_, ignored);
   }
   const std::string& folder() const { return folder_; }
+  // The autotune winners stored in the folder (one .json file each).
+  int winner_files() const {
+    int files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(folder_)) files += entry.path().extension() == ".json";
+    return files;
+  }
 
  private:
   std::string folder_;
@@ -849,9 +855,7 @@ TEST_P(MatmulBackendTest, PlanAutotunePinAndDiskCache) {
   EXPECT_EQ(reloaded.selected().name, winner);
   EXPECT_EQ(reloaded.cache_key(), plan.cache_key());
   // exactly one cache file, in the temporary folder
-  int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(cache_dir.folder())) files += entry.path().extension() == ".json";
-  EXPECT_EQ(files, 1);
+  EXPECT_EQ(cache_dir.winner_files(), 1);
   // matmul() uses the cached winner too and gives the same result
   expect_close(read_values(matmul(a, b, o)), r.d, 1e-5, "matmul after autotune");
 }
@@ -873,15 +877,10 @@ TEST_P(MatmulBackendTest, AutotuneOnFirstUse) {
   o.bias = random_array(rng, {n}, DType::float32, device());
   o.epilogue = MatmulEpilogue::relu;
   const Reference r = reference(a, b, o);
-  const auto cache_files = [&] {
-    int files = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(cache_dir.folder())) files += entry.path().extension() == ".json";
-    return files;
-  };
   // Off (the default): the heuristic choice runs and nothing is stored.
   ASSERT_FALSE(matmul_autotune());
   expect_close(read_values(matmul(a, b, o)), r.d, 1e-5, "autotune off");
-  EXPECT_EQ(cache_files(), 0);
+  EXPECT_EQ(cache_dir.winner_files(), 0);
   {
     // Turned on after the layout's first call: its next call tunes it.
     const MatmulAutotuneOn on;
@@ -892,10 +891,10 @@ TEST_P(MatmulBackendTest, AutotuneOnFirstUse) {
     MatmulPlan plan(a, b, o);
     if (plan.candidates().size() > 1) {  // CUDA: the winner is in the caches
       EXPECT_TRUE(plan.from_cache());
-      EXPECT_EQ(cache_files(), 1);
+      EXPECT_EQ(cache_dir.winner_files(), 1);
     } else {  // the CPU's one candidate: nothing to tune or store
       EXPECT_FALSE(plan.from_cache());
-      EXPECT_EQ(cache_files(), 0);
+      EXPECT_EQ(cache_dir.winner_files(), 0);
     }
   }
   EXPECT_FALSE(matmul_autotune());
