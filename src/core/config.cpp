@@ -93,5 +93,6 @@ Config parse_config(std::optional<std::string> (*getenv_fn)(const char*)) {
 const Config& config() { return mutable_config(); }
 void set_log_level(LogLevel level) { mutable_config().log_level = level; }
 void set_sync_after_ops(bool on) { mutable_config().sync_after_ops = on; }
+void set_matmul_autotune(bool on) { mutable_config().matmul_autotune = on; }
 
 }  // namespace tessel

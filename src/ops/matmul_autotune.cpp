@@ -1,7 +1,6 @@
 // matmul autotuning: every candidate of a layout timed with CUDA events (host clocks on the CPU),
 // and the winners cached in memory and on disk (one JSON file per key under matmul_cache_dir()).
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -43,17 +42,6 @@ std::string matmul_cache_dir() {
   if (!base.empty()) return base + "/matmul";
   const char* home = std::getenv("HOME");
   return std::string(home ? home : ".") + "/.cache/tessel/matmul";
-}
-
-namespace {
-std::atomic<int> autotune_override{-1};  // -1: TESSEL_MATMUL_AUTOTUNE decides
-}  // namespace
-
-void set_matmul_autotune(bool on) { autotune_override.store(on ? 1 : 0); }
-
-bool matmul_autotune() {
-  const int on = autotune_override.load();
-  return on < 0 ? config().matmul_autotune : on == 1;
 }
 
 namespace detail {
@@ -317,7 +305,7 @@ void autotune_matmul(MatmulPlanCore& core, const MatmulPrepared& p, int iteratio
 }
 
 void autotune_on_first_use(MatmulPlanCore& core, const MatmulPrepared& p) {
-  if (core.first_use_done.load(std::memory_order_acquire) || !matmul_autotune()) return;
+  if (core.first_use_done.load(std::memory_order_acquire) || !config().matmul_autotune) return;
   // The autotune allocates scratch outputs and synchronizes: not inside a graph capture.
   if (p.stream.capturing()) return;
   std::lock_guard<std::mutex> lock(core.tune_mutex);

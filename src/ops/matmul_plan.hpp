@@ -51,7 +51,7 @@ struct MatmulPlanCore {
   int selected = 0;
   bool from_cache = false;
   std::mutex run_mutex;
-  // Autotune on first use (matmul_autotune()): set once the first use has been tuned or found
+  // Autotune on first use (config().matmul_autotune): set once the first use has been tuned or found
   // nothing to tune; tune_mutex makes one of several threads tune.
   std::atomic<bool> first_use_done{false};
   std::mutex tune_mutex;
@@ -77,8 +77,8 @@ std::optional<std::string> cached_matmul_winner(const std::string& key, bool& fr
 // Times every candidate of core on p's layout, selects the fastest and stores it in the caches.
 void autotune_matmul(MatmulPlanCore& core, const MatmulPrepared& p, int iterations);
 // matmul()'s autotune on first use: autotune_matmul(core, p, 10) once per core while
-// matmul_autotune() is on, unless the core's selection came from the autotune cache, it has one
-// candidate, or p's stream is being captured (then a later call tunes).
+// config().matmul_autotune is on, unless the core's selection came from the autotune cache, it
+// has one candidate, or p's stream is being captured (then a later call tunes).
 void autotune_on_first_use(MatmulPlanCore& core, const MatmulPrepared& p);
 void clear_matmul_winner_cache();
 

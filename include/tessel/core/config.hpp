@@ -32,5 +32,6 @@ Config parse_config(std::optional<std::string> (*getenv_fn)(const char*));
 // Overrides for tests and for the Python front end; not thread-safe against running ops.
 void set_log_level(LogLevel level);
 void set_sync_after_ops(bool on);
+void set_matmul_autotune(bool on);
 
 }  // namespace tessel

@@ -147,12 +147,10 @@ std::string matmul_cache_dir();
 // a temporary folder; TESSEL_CACHE_DIR is read once per process, so it cannot serve them.
 void set_matmul_cache_dir(const std::string& folder);
 
-// Autotuning on first use (off by default; TESSEL_MATMUL_AUTOTUNE=1 turns it on for the process):
-// while on, matmul() autotunes a layout the first time it runs it (as MatmulPlan::autotune(10),
-// winner stored in the memory and disk caches) unless the caches already hold a winner for it. The
-// first call of each layout then takes the autotune's time and synchronizes; calls on a stream
-// that a CUDA graph capture records are not tuned (a later call is).
-void set_matmul_autotune(bool on);
-bool matmul_autotune();
+// Autotuning on first use, config().matmul_autotune (TESSEL_MATMUL_AUTOTUNE, set_matmul_autotune
+// in tessel/core/config.hpp): while on, matmul() autotunes a layout the first time it runs it (as
+// MatmulPlan::autotune(10), winner stored in the memory and disk caches) unless the caches already
+// hold a winner for it. The first call of each layout then takes the autotune's time and
+// synchronizes; calls on a stream that a CUDA graph capture records are not tuned (a later call is).
 
 }  // namespace tessel
