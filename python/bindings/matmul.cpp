@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "tessel/core/config.hpp"
 #include "tessel/ops/cast.hpp"
 
 namespace tessel::python {
@@ -88,7 +89,7 @@ struct MatmulArgs {
 };
 
 MatmulArgs parse_args(nb::handle a_h, nb::handle b_h, nb::handle bias, std::string_view epilogue, double alpha,
-                      double beta, nb::handle c, nb::handle out, std::string_view compute, bool aux) {
+                      double beta, nb::handle c, nb::handle out, std::string_view compute) {
   MatmulArgs r;
   Scalar scalar;
   for (nb::handle h : {a_h, b_h}) {
@@ -112,7 +113,6 @@ MatmulArgs parse_args(nb::handle a_h, nb::handle b_h, nb::handle bias, std::stri
   r.options.bias = optional_array(bias, r.a.device());
   r.options.c = optional_array(c, r.a.device());
   r.out = out_array(out, "matmul");
-  r.aux = aux;
   return r;
 }
 
@@ -188,7 +188,7 @@ bool convertible(nb::handle h) {
 
 nb::object matmul_operator(nb::handle a, nb::handle b) {
   if (!convertible(a) || !convertible(b)) return nb::borrow(Py_NotImplemented);
-  MatmulArgs args = parse_args(a, b, nb::none(), "none", 1.0, 0.0, nb::none(), nb::none(), "default", false);
+  MatmulArgs args = parse_args(a, b, nb::none(), "none", 1.0, 0.0, nb::none(), nb::none(), "default");
   return run_matmul(args);
 }
 
@@ -220,7 +220,7 @@ void register_matmul(nb::module_& m) {
       "epilogue's input (the ReLU mask is aux > 0); bias_grad=True also returns d's column sums (last).";
   m.def("matmul", [](nb::handle a, nb::handle b, nb::handle bias, std::string_view epilogue, double alpha, double beta,
                      nb::handle c, nb::handle out, std::string_view compute, nb::handle aux, bool bias_grad) {
-    MatmulArgs args = parse_args(a, b, bias, epilogue, alpha, beta, c, out, compute, false);
+    MatmulArgs args = parse_args(a, b, bias, epilogue, alpha, beta, c, out, compute);
     parse_aux(args, aux);
     args.bias_grad = bias_grad;
     return run_matmul(args);
@@ -287,7 +287,7 @@ void register_matmul(nb::module_& m) {
       .def("__init__", [](PyMatmul* self, nb::handle a, nb::handle b, nb::handle bias, std::string_view epilogue,
                           double alpha, double beta, nb::handle c, std::string_view compute, nb::handle aux,
                           bool bias_grad) {
-        MatmulArgs args = parse_args(a, b, bias, epilogue, alpha, beta, c, nb::none(), compute, false);
+        MatmulArgs args = parse_args(a, b, bias, epilogue, alpha, beta, c, nb::none(), compute);
         parse_aux(args, aux);
         args.bias_grad = bias_grad;
         // The plan keeps these outputs only for their layouts: every execute() passes fresh ones.
@@ -373,7 +373,7 @@ void register_matmul(nb::module_& m) {
         "Turns autotuning on first use on or off for this process (TESSEL_MATMUL_AUTOTUNE=1 starts it on):\n"
         "while on, matmul autotunes each layout the first time it runs it, unless the autotune cache\n"
         "already has a winner for that layout.");
-  m.def("matmul_autotune", &matmul_autotune, "True while matmul autotunes each layout on first use.");
+  m.def("matmul_autotune", [] { return config().matmul_autotune; }, "True while matmul autotunes each layout on first use.");
 }
 
 }  // namespace tessel::python
