@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "array/array_testing.hpp"
+#include "tessel/core/config.hpp"
 #include "tessel/ops/matmul.hpp"
 #include "testing.hpp"
 
@@ -785,16 +786,27 @@ class TemporaryMatmulCacheDir {
   std::string folder_;
 };
 
+// Random float32 operands of relu(a @ b + bias), m x k and k x n, on `device`: the autotune tests' problem.
+struct ReluProblem {
+  Array a, b;
+  MatmulOptions o;
+};
+ReluProblem relu_problem(std::mt19937_64& rng, std::int64_t m, std::int64_t n, std::int64_t k, Device device) {
+  ReluProblem p;
+  p.a = random_array(rng, {m, k}, DType::float32, device);
+  p.b = random_array(rng, {k, n}, DType::float32, device);
+  p.o.bias = random_array(rng, {n}, DType::float32, device);
+  p.o.epilogue = MatmulEpilogue::relu;
+  return p;
+}
+
 TEST_P(MatmulBackendTest, PlanAutotunePinAndDiskCache) {
   TESSEL_SKIP_UNAVAILABLE(device());
   TESSEL_SEEDED_RNG(rng);
   const TemporaryMatmulCacheDir cache_dir;
   ASSERT_EQ(matmul_cache_dir(), cache_dir.folder());
   const std::int64_t m = 23 + static_cast<std::int64_t>(rng() % 50), n = 41, k = 67;
-  const Array a = random_array(rng, {m, k}, DType::float32, device()), b = random_array(rng, {k, n}, DType::float32, device());
-  MatmulOptions o;
-  o.bias = random_array(rng, {n}, DType::float32, device());
-  o.epilogue = MatmulEpilogue::relu;
+  const auto [a, b, o] = relu_problem(rng, m, n, k, device());
   const Reference r = reference(a, b, o);
   MatmulPlan plan(a, b, o);
   ASSERT_FALSE(plan.candidates().empty());
@@ -831,10 +843,7 @@ TEST_P(MatmulBackendTest, PlanAutotunePinAndDiskCache) {
   EXPECT_EQ(plan.selected().name, winner);
   EXPECT_FALSE(plan.from_cache());
   // execute on new data of the same layout
-  const Array a2 = random_array(rng, {m, k}, DType::float32, device()), b2 = random_array(rng, {k, n}, DType::float32, device());
-  MatmulOptions o2;
-  o2.bias = random_array(rng, {n}, DType::float32, device());
-  o2.epilogue = MatmulEpilogue::relu;
+  const auto [a2, b2, o2] = relu_problem(rng, m, n, k, device());
   expect_close(read_values(plan.execute(a2, b2, o2)), reference(a2, b2, o2).d, 1e-5, "execute on new data");
   expect_close(read_values(plan.execute()), r.d, 1e-5, "execute on the planned data");
   // every candidate on its own, pinned
@@ -872,19 +881,16 @@ TEST_P(MatmulBackendTest, AutotuneOnFirstUse) {
   TESSEL_SEEDED_RNG(rng);
   const TemporaryMatmulCacheDir cache_dir;
   const std::int64_t m = 19 + static_cast<std::int64_t>(rng() % 40), n = 37, k = 53;
-  const Array a = random_array(rng, {m, k}, DType::float32, device()), b = random_array(rng, {k, n}, DType::float32, device());
-  MatmulOptions o;
-  o.bias = random_array(rng, {n}, DType::float32, device());
-  o.epilogue = MatmulEpilogue::relu;
+  const auto [a, b, o] = relu_problem(rng, m, n, k, device());
   const Reference r = reference(a, b, o);
   // Off (the default): the heuristic choice runs and nothing is stored.
-  ASSERT_FALSE(matmul_autotune());
+  ASSERT_FALSE(config().matmul_autotune);
   expect_close(read_values(matmul(a, b, o)), r.d, 1e-5, "autotune off");
   EXPECT_EQ(cache_dir.winner_files(), 0);
   {
     // Turned on after the layout's first call: its next call tunes it.
     const MatmulAutotuneOn on;
-    EXPECT_TRUE(matmul_autotune());
+    EXPECT_TRUE(config().matmul_autotune);
     // (Without out=: a call with out= is a layout of its own, tuned on its own first use.)
     expect_close(read_values(matmul(a, b, o)), r.d, 1e-5, "the call that autotunes");
     expect_close(read_values(matmul(a, b, o)), r.d, 1e-5, "the call after it");
@@ -897,7 +903,7 @@ TEST_P(MatmulBackendTest, AutotuneOnFirstUse) {
       EXPECT_EQ(cache_dir.winner_files(), 0);
     }
   }
-  EXPECT_FALSE(matmul_autotune());
+  EXPECT_FALSE(config().matmul_autotune);
 }
 
 INSTANTIATE_TEST_SUITE_P(All, MatmulBackendTest, ::testing::ValuesIn(all_backends()), backend_name);
