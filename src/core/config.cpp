@@ -78,6 +78,13 @@ Config parse_config(std::optional<std::string> (*getenv_fn)(const char*)) {
     c.max_split_size = static_cast<std::size_t>(mb) << 20;
   }
   if (auto v = getenv_fn("TESSEL_MATMUL_AUTOTUNE")) c.matmul_autotune = parse_bool("TESSEL_MATMUL_AUTOTUNE", *v);
+  if (auto v = getenv_fn("TESSEL_LINALG_STREAMS"); v && !v->empty()) {
+    const char* accepted = "a whole number from 1 to 64";
+    const double k = parse_number("TESSEL_LINALG_STREAMS", *v, accepted);
+    if (!(k >= 1 && k <= kMaxLinalgStreams) || k != static_cast<double>(static_cast<int>(k)))
+      malformed("TESSEL_LINALG_STREAMS", *v, accepted);
+    c.linalg_streams = static_cast<int>(k);
+  }
   if (auto v = getenv_fn("TESSEL_CACHE_DIR"); v && !v->empty()) {
     c.cache_dir = *v;
   } else if (auto xdg = getenv_fn("XDG_CACHE_HOME"); xdg && !xdg->empty()) {
@@ -94,5 +101,12 @@ const Config& config() { return mutable_config(); }
 void set_log_level(LogLevel level) { mutable_config().log_level = level; }
 void set_sync_after_ops(bool on) { mutable_config().sync_after_ops = on; }
 void set_matmul_autotune(bool on) { mutable_config().matmul_autotune = on; }
+void set_linalg_streams(int streams) {
+  if (streams < 1 || streams > kMaxLinalgStreams) {
+    throw ValueError(fmt::format("set_linalg_streams: streams must be a whole number from 1 to {}, got {}",
+                                 kMaxLinalgStreams, streams));
+  }
+  mutable_config().linalg_streams = streams;
+}
 
 }  // namespace tessel

@@ -21,7 +21,12 @@ struct Config {
                                          // are then staged through host memory by the driver)
   std::string cache_dir;                 // TESSEL_CACHE_DIR, default $XDG_CACHE_HOME/tessel or ~/.cache/tessel
   bool matmul_autotune = false;          // TESSEL_MATMUL_AUTOTUNE=0|1: matmul autotunes each layout on first use
+  int linalg_streams = 1;                // TESSEL_LINALG_STREAMS=1..64: CUDA streams a batched cuSOLVER call is split
+                                         // over (the caller's and side streams); the CPU backend ignores it
 };
+
+// The accepted range of Config::linalg_streams.
+constexpr int kMaxLinalgStreams = 64;
 
 // The process-wide configuration, parsed on first use.
 const Config& config();
@@ -33,5 +38,7 @@ Config parse_config(std::optional<std::string> (*getenv_fn)(const char*));
 void set_log_level(LogLevel level);
 void set_sync_after_ops(bool on);
 void set_matmul_autotune(bool on);
+// ValueError outside 1..kMaxLinalgStreams.
+void set_linalg_streams(int streams);
 
 }  // namespace tessel

@@ -46,6 +46,7 @@ TEST(Config, Defaults) {
   EXPECT_TRUE(c.device_guard);
   EXPECT_TRUE(c.peer_access);
   EXPECT_FALSE(c.matmul_autotune);
+  EXPECT_EQ(c.linalg_streams, 1);
   EXPECT_EQ(c.cache_dir, "/home/u/.cache/tessel");
 }
 
@@ -60,6 +61,7 @@ TEST(Config, ParsesEveryVariable) {
                         {"TESSEL_PEER_ACCESS", "off"},
                         {"TESSEL_CACHE_DIR", "/tmp/tc"},
                         {"TESSEL_MATMUL_AUTOTUNE", "1"},
+                        {"TESSEL_LINALG_STREAMS", "3"},
                         {"XDG_CACHE_HOME", "/xdg"}});
   EXPECT_EQ(c.log_level, tessel::LogLevel::debug);
   EXPECT_TRUE(c.sync_after_ops);
@@ -70,8 +72,12 @@ TEST(Config, ParsesEveryVariable) {
   EXPECT_FALSE(c.device_guard);
   EXPECT_FALSE(c.peer_access);
   EXPECT_TRUE(c.matmul_autotune);
+  EXPECT_EQ(c.linalg_streams, 3);
   EXPECT_EQ(c.cache_dir, "/tmp/tc");
   EXPECT_TRUE(parse({{"TESSEL_DEVICE_GUARD", ""}}).device_guard);  // empty keeps the default
+  EXPECT_EQ(parse({{"TESSEL_LINALG_STREAMS", ""}}).linalg_streams, 1);
+  EXPECT_EQ(parse({{"TESSEL_LINALG_STREAMS", "1"}}).linalg_streams, 1);
+  EXPECT_EQ(parse({{"TESSEL_LINALG_STREAMS", "64"}}).linalg_streams, tessel::kMaxLinalgStreams);
   EXPECT_EQ(parse({{"XDG_CACHE_HOME", "/xdg"}}).cache_dir, "/xdg/tessel");
   EXPECT_EQ(parse({{"TESSEL_LOG", "off"}}).log_level, tessel::LogLevel::off);
   EXPECT_EQ(parse({{"TESSEL_LOG", "info"}}).log_level, tessel::LogLevel::info);
@@ -92,4 +98,23 @@ TEST(Config, MalformedValuesAreClearErrors) {
   expect_malformed("TESSEL_MAX_SPLIT_SIZE_MB", "-4", "MiB");
   expect_malformed("TESSEL_MAX_SPLIT_SIZE_MB", "1.5", "MiB");
   expect_malformed("TESSEL_MAX_SPLIT_SIZE_MB", "1", "MiB");
+  for (const char* bad : {"0", "-2", "2.5", "65", "four", "3x", "nan", "inf"})
+    expect_malformed("TESSEL_LINALG_STREAMS", bad, "a whole number from 1 to 64");
+}
+
+// The run-time override keeps the variable's range and restores cleanly.
+TEST(Config, SetLinalgStreams) {
+  const int before = tessel::config().linalg_streams;
+  tessel::set_linalg_streams(4);
+  EXPECT_EQ(tessel::config().linalg_streams, 4);
+  for (int bad : {0, -1, tessel::kMaxLinalgStreams + 1}) {
+    try {
+      tessel::set_linalg_streams(bad);
+      ADD_FAILURE() << "set_linalg_streams(" << bad << ") was accepted";
+    } catch (const tessel::ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("from 1 to 64, got " + std::to_string(bad)), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(tessel::config().linalg_streams, 4);  // a rejected value changes nothing
+  tessel::set_linalg_streams(before);
 }
