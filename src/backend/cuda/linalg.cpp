@@ -5,7 +5,9 @@
 // crossover table below. One large matrix: Cholesky always runs potrf LOWER (the fast one) and
 // SVD picks its driver from the SVD table below (QR first for tall matrices, then Jacobi). Device workspaces come from the caching allocator (stream-ordered
 // frees); handles come from a per-(device, stream) cache, so a call never rebinds a handle
-// another stream is using. Nothing here synchronizes: info values stay on the device.
+// another stream is using. A batched call may be split over the caller's stream and side streams
+// (TESSEL_LINALG_STREAMS, in_parts below), joined back with events. Nothing here synchronizes:
+// info values stay on the device.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cusolverDn.h>
@@ -26,9 +28,12 @@
 #include "backend/linalg.hpp"
 #include "backend/linalg_small.hpp"
 #include "core/cuda_check.hpp"
+#include "tessel/core/config.hpp"
 #include "tessel/core/cublas_check.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
+#include "tessel/core/event.hpp"
+#include "tessel/core/stream.hpp"
 #include "tessel/memory/buffer.hpp"
 
 namespace tessel::backend::cuda {
@@ -55,6 +60,10 @@ constexpr BatchedCrossover kXsyevBatched{"XsyevBatched", 512};
 bool use_batched(const LinalgBatch& p, const BatchedCrossover& c) {
   return p.batch >= kMinBatch && std::max(p.m, p.n) <= c.max_n;
 }
+
+// A batched call split over streams (TESSEL_LINALG_STREAMS, in_parts) gives each part at least
+// this many matrices. Not yet measured: the split itself defaults to off (one stream).
+constexpr std::int64_t kMinPartBatch = 64;
 
 const char* cusolver_status_name(cusolverStatus_t s) {
   switch (s) {
@@ -98,6 +107,14 @@ struct Handles {
   cusolverDnParams_t params = nullptr;
   cublasHandle_t blas = nullptr;
   std::mutex mutex;  // one call sequence at a time per handle set
+  // in_parts's side streams of this stream (each with its own handle set in g_handles, used only
+  // under this set's mutex) and its events, made on first use.
+  struct Side {
+    Stream stream;
+    Event done;  // recorded on `stream` after its part; the caller's stream waits for it
+  };
+  std::vector<Side> side;
+  std::unique_ptr<Event> fork;  // recorded on this stream before the parts; the side streams wait for it
 };
 
 auto* const g_handles = new StreamCache<Handles>();
@@ -145,6 +162,83 @@ struct Call {
     return buf;
   }
 };
+
+// ---- splitting a batched call over streams ----
+// A side stream: non-blocking (no implicit synchronization with the legacy default stream, which
+// the caller's stream may be; events order it), with the caller's priority. Side streams are
+// never destroyed: the handle sets bound to them sit in g_handles, which release_stream_caches
+// clears in no particular order, and a cuSOLVER/cuBLAS handle must not outlive its stream. A
+// handle set makes at most kMaxLinalgStreams - 1 of them (the test programs' teardown drops the
+// handle sets once); the workspace blocks they freed stay cached in their own pools.
+Stream make_side_stream(const Stream& caller) {
+  static auto* const kept = new std::vector<Stream>();
+  static auto* const kept_mutex = new std::mutex();
+  Stream s = Stream::create(caller.device(), caller.priority(), /*non_blocking=*/true);
+  std::lock_guard<std::mutex> lock(*kept_mutex);
+  kept->push_back(s);
+  return s;
+}
+
+// How many parts a batched call of `batch` matrices on c's stream runs in: config().linalg_streams
+// (TESSEL_LINALG_STREAMS, set_linalg_streams), at most one per kMinPartBatch matrices, and 1
+// while a CUDA graph capture is active on this thread or records the stream. Forking onto other
+// streams with events is legal in a capture (the side streams join it), but the side streams'
+// workspaces would need memory in their own pools, which the capture's reserve (made in the
+// captured stream's pool) does not cover and which cudaMalloc cannot provide while capturing;
+// the first split call would also create streams, events and cuSOLVER handles (device
+// allocations) inside the capture. So a captured call stays on one stream; capturing the parts as
+// parallel branches would need memory reserved in the side streams' pools first.
+int batch_parts(const Call& c, std::int64_t batch) {
+  const int want = config().linalg_streams;
+  if (want <= 1) return 1;
+  const std::int64_t parts = std::min<std::int64_t>(want, batch / kMinPartBatch);
+  if (parts <= 1) return 1;
+  if (detail::thread_capture_stream() != 0 || c.stream.capturing()) return 1;
+  return static_cast<int>(parts);
+}
+
+// Runs f(call, first, count) over `parts` consecutive parts of a batch of `batch` matrices: part 0
+// on the caller's stream (c), part i on side stream i of c's handle set, with that stream's own
+// handle set (handles_for) and workspaces allocated on that stream (f allocates through the Call
+// it is given, so their stream-ordered frees are on the stream that used them). The side streams
+// first wait for the caller's stream (an event recorded before the parts), and the caller's
+// stream waits for each side stream after its own part, so the caller sees one stream-ordered
+// operation: its later work, and the frees of the arrays it passed (allocated for its stream),
+// come after every part. The side streams are joined even when a part throws.
+template <class F>
+void in_parts(Call& c, int parts, std::int64_t batch, const char* op, F&& f) {
+  if (parts <= 1) return f(c, std::int64_t{0}, batch);
+  Handles& h = c.h;  // locked by c
+  const Device device = c.stream.device();
+  if (!h.fork) h.fork = std::make_unique<Event>(device, /*timing=*/false);
+  while (static_cast<int>(h.side.size()) < parts - 1) h.side.push_back({make_side_stream(c.stream), Event(device, false)});
+  auto bound = [&](int i) { return batch * i / parts; };
+  int started = 0;  // side streams that waited for the fork
+  auto join = [&] {
+    for (int i = 0; i < started; ++i) {
+      h.side[static_cast<std::size_t>(i)].done.record(h.side[static_cast<std::size_t>(i)].stream);
+      c.stream.wait(h.side[static_cast<std::size_t>(i)].done);
+    }
+  };
+  try {
+    h.fork->record(c.stream);
+    for (int i = 1; i < parts; ++i) {
+      Handles::Side& side = h.side[static_cast<std::size_t>(i - 1)];
+      side.stream.wait(*h.fork);
+      ++started;
+      Call part(side.stream, op);
+      f(part, bound(i), bound(i + 1) - bound(i));
+    }
+    f(c, std::int64_t{0}, bound(1));
+  } catch (...) {
+    try {
+      join();
+    } catch (...) {  // the part's error is the one to report
+    }
+    throw;
+  }
+  join();
+}
 
 cudaDataType data_type(DType dtype) {
   switch (dtype) {
@@ -643,15 +737,23 @@ void eigh_library(const LinalgBatch& p, void* a, void* w, bool vectors, std::int
   const cudaDataType t = data_type(p.dtype), rt = real_type(p.dtype);
   std::size_t dev_bytes = 0, host_bytes = 0;
   if (use_batched(p, kXsyevBatched)) {
-    TESSEL_CUSOLVER_CHECK(cusolverDnXsyevBatched_bufferSize(c.h.solver, c.h.params, jobz, CUBLAS_FILL_MODE_LOWER, p.n, t,
-                                                            a, p.n, rt, w, t, &dev_bytes, &host_bytes, p.batch),
-                          op);
-    auto work = c.device_buffer(dev_bytes);
-    HostWork host;
-    TESSEL_CUSOLVER_CHECK(cusolverDnXsyevBatched(c.h.solver, c.h.params, jobz, CUBLAS_FILL_MODE_LOWER, p.n, t, a, p.n, rt,
-                                                 w, t, work->data(), dev_bytes, host.get(host_bytes), host_bytes, info,
-                                                 p.batch),
-                          op);
+    // One call per part, each on its own stream and handle set (in_parts): XsyevBatched launches
+    // many small kernels, and parts on several streams may overlap them and their tails.
+    in_parts(c, batch_parts(c, p.batch), p.batch, op, [&](Call& part, std::int64_t first, std::int64_t count) {
+      void* ap = at(a, first, bytes);
+      void* wp = at(w, first, w_bytes);
+      std::size_t part_bytes = 0, part_host_bytes = 0;
+      TESSEL_CUSOLVER_CHECK(cusolverDnXsyevBatched_bufferSize(part.h.solver, part.h.params, jobz, CUBLAS_FILL_MODE_LOWER,
+                                                              p.n, t, ap, p.n, rt, wp, t, &part_bytes, &part_host_bytes,
+                                                              count),
+                            op);
+      auto work = part.device_buffer(part_bytes);
+      HostWork host;
+      TESSEL_CUSOLVER_CHECK(cusolverDnXsyevBatched(part.h.solver, part.h.params, jobz, CUBLAS_FILL_MODE_LOWER, p.n, t, ap,
+                                                   p.n, rt, wp, t, work->data(), part_bytes, host.get(part_host_bytes),
+                                                   part_host_bytes, info + first, count),
+                            op);
+    });
     return;
   }
   TESSEL_CUSOLVER_CHECK(cusolverDnXsyevd_bufferSize(c.h.solver, c.h.params, jobz, CUBLAS_FILL_MODE_LOWER, p.n, t, a, p.n,

@@ -230,6 +230,56 @@ TEST_P(LinalgTest, EighReconstructs) {
   }
 }
 
+// set_linalg_streams (TESSEL_LINALG_STREAMS): a batch split over 2 or 3 streams, and over 4,
+// which a batch of 193 clamps to 3 parts of at least 64 matrices, gives what one stream gives.
+// On CUDA order 40 takes cuSOLVER's XsyevBatched (above syevjBatched's range and tessel's eigh
+// kernels), once on the current stream (the legacy default one) and once on a created stream,
+// whose later reads must see every part. The CPU backend ignores the setting.
+TEST_P(LinalgTest, EighSplitOverStreams) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const std::int64_t batch = 193, n = 40;
+  const auto a = make_hermitian(host(random_matrices(rng, {batch, n, n}, dtype(), Device::cpu())), batch, n, false);
+  const Array x = upload(a, {batch, n, n}, dtype(), device());
+  struct Restore {
+    int streams = config().linalg_streams;
+    ~Restore() { set_linalg_streams(streams); }
+  } restore;
+  const Stream created = Stream::create(device());
+  std::vector<cd> w_one_stream;
+  for (auto [streams, on_created] : std::vector<std::pair<int, bool>>{{1, false}, {2, false}, {3, false}, {4, false}, {3, true}}) {
+    SCOPED_TRACE(fmt::format("{} streams{}", streams, on_created ? ", on a created stream" : ""));
+    set_linalg_streams(streams);
+    const auto r = on_created ? linalg::eigh(x, created) : linalg::eigh(x);
+    const auto w = host(r.eigenvalues), v = host(r.eigenvectors);
+    ASSERT_EQ(w.size(), static_cast<std::size_t>(batch * n));
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const cd* vb = v.data() + b * n * n;
+      const auto av = matmul_host(a.data() + b * n * n, vb, n, n, n, false, false);
+      const auto vv = matmul_host(vb, vb, n, n, n, true, false);
+      double scale = 1, worst = 0, orth = 0;
+      for (std::int64_t j = 0; j < n; ++j) scale = std::max(scale, std::abs(w[static_cast<std::size_t>(b * n + j)]));
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          const auto e = static_cast<std::size_t>(i * n + j);
+          worst = std::max(worst, std::abs(av[e] - vb[e] * w[static_cast<std::size_t>(b * n + j)]));
+          orth = std::max(orth, std::abs(vv[e] - (i == j ? 1.0 : 0.0)));
+        }
+      EXPECT_LE(worst, tol(n) * scale) << "A v = v w, matrix " << b;
+      EXPECT_LE(orth, tol(n)) << "V^H V = I, matrix " << b;
+      if (!w_one_stream.empty()) {
+        double diff = 0;
+        for (std::int64_t j = 0; j < n; ++j) {
+          const auto e = static_cast<std::size_t>(b * n + j);
+          diff = std::max(diff, std::abs(w[e] - w_one_stream[e]));
+        }
+        EXPECT_LE(diff, tol(n) * scale) << "eigenvalues against one stream, matrix " << b;
+      }
+    }
+    if (w_one_stream.empty()) w_one_stream = w;
+  }
+}
+
 TEST_P(LinalgTest, QrAndSvdReconstruct) {
   TESSEL_SKIP_UNAVAILABLE(device());
   TESSEL_SEEDED_RNG(rng);
