@@ -1,7 +1,7 @@
 """ts.linalg against torch.linalg and cupy.linalg on one GPU, in the same process: every row of
 issue 20's target table.
 
-    python3 bench/peers/python_linalg.py [--quick] [--only NAME ...] [--rounds R]
+    python3 bench/peers/python_linalg.py [--quick] [--only NAME ...] [--rounds R] [--streams K ...]
 
 Each row's input is made once on the GPU by tessel and handed to the peers through DLPack
 (float32 unless the row says float64). Every library's result is checked by reconstruction on
@@ -15,6 +15,12 @@ rounds, and each library's time is the median of its round medians. tessel is ti
 plain function (it reads LAPACK's info, one synchronization) and, where there is one, the *_ex
 variant (no synchronization). The eigh 100,000 x 8x8 row also reports GB/s counting the input
 and output bytes, over the device copy bandwidth measured in the same run.
+
+The rows in STREAM_ROWS (those whose CUDA path is one batched cuSOLVER call) also time tessel
+with the batch split over K streams, one column `tessel_streamsK` per K of --streams (default
+2 3 4): ts.set_linalg_streams(K) is set around each call and restored after it, so every K is
+checked and timed in the same process and the same alternating rounds as the plain `tessel`
+column, which runs with the process's setting (TESSEL_LINALG_STREAMS, default 1).
 
 Results merge into bench/results/<device>-<date>.json under "python_linalg". bench/compare.py
 runs the quick batched rows as its "linalg" workload. Skips (exit 0) without a GPU.
@@ -55,6 +61,8 @@ ROWS = {
     "batched_svd_2000x128_f32": ("batched svd 2,000 of 128x128 float32", 10.0),
     "batched_eigh_20000x32_f64": ("batched eigh 20,000 of 32x32 float64", 3.0),
 }
+# Rows whose tessel path on CUDA is cusolverDnXsyevBatched, which TESSEL_LINALG_STREAMS splits.
+STREAM_ROWS = ["batched_eigh_2000x128_f32"]
 QUICK_ROWS = ["batched_solve_100000x8_f32", "batched_cholesky_100000x8_f32", "batched_eigh_100000x8_f32",
               "batched_inv_20000x32_f32"]
 TOL = {"float32": 2e-3, "float64": 1e-9}
@@ -101,7 +109,21 @@ def problem(name):
 
 
 # ---- the calls of each library ----
+def with_streams(fn, streams):
+    """fn with ts.set_linalg_streams(streams) around each call (the previous value restored)."""
+    def call(*args):
+        before = ts.linalg_streams()
+        ts.set_linalg_streams(streams)
+        try:
+            return fn(*args)
+        finally:
+            ts.set_linalg_streams(before)
+    return call
+
+
 def calls(kind, lib):
+    if lib.startswith("tessel_streams"):
+        return with_streams(calls(kind, "tessel"), int(lib[len("tessel_streams"):]))
     if lib.startswith("tessel"):
         la = ts.linalg
         ex = lib == "tessel_ex"
@@ -214,12 +236,29 @@ def libraries():
     return libs
 
 
-def measure_row(name, rounds, log=print):
+def stream_columns(name, streams, row, log):
+    """The tessel_streamsK columns of a row: one per K of `streams` for the rows of STREAM_ROWS
+    (none, with a note in the row, when this tessel has no ts.set_linalg_streams)."""
+    if name not in STREAM_ROWS or not streams:
+        return []
+    if not hasattr(ts, "set_linalg_streams"):
+        row["streams_skipped"] = "this tessel has no ts.set_linalg_streams (rebuild the Python extension)"
+        log(f"  tessel_streams*: skipped, {row['streams_skipped']}")
+        return []
+    return [f"tessel_streams{k}" for k in streams]
+
+
+def measure_row(name, rounds, log=print, streams=()):
+    """streams: the K of the tessel_streamsK columns (rows of STREAM_ROWS only; none by default)."""
     what, target = ROWS[name]
     inputs, dtype, kind = problem(name)
     row = {"workload": what, "dtype": dtype, "target_vs_best_peer": target, "libraries": {}}
+    if hasattr(ts, "linalg_streams"):
+        row["linalg_streams"] = ts.linalg_streams()  # the plain tessel column's setting
     runnable = {}
-    for lib in libraries():
+    libs = libraries()
+    libs[2:2] = stream_columns(name, streams, row, log)  # after tessel and tessel_ex, before the peers
+    for lib in libs:
         fn = calls(kind, lib)
         if fn is None:
             continue
@@ -229,11 +268,11 @@ def measure_row(name, rounds, log=print):
             err = residual(kind, inputs, out)
         except Exception as e:  # a peer's library failure is a result too
             row["libraries"][lib] = {"status": "failed", "error": f"{type(e).__name__}: {e}".splitlines()[0][:300]}
-            log(f"  {lib:10s} failed: {row['libraries'][lib]['error']}")
+            log(f"  {lib:16s} failed: {row['libraries'][lib]['error']}")
             continue
         if not err <= TOL[dtype]:
             row["libraries"][lib] = {"status": "wrong", "relative_residual": err}
-            log(f"  {lib:10s} WRONG: relative residual {err:.3g} > {TOL[dtype]:g}")
+            log(f"  {lib:16s} WRONG: relative residual {err:.3g} > {TOL[dtype]:g}")
             continue
         row["libraries"][lib] = {"status": "ok", "relative_residual": err, "round_ms": []}
         runnable[lib] = (fn, args)
@@ -245,12 +284,19 @@ def measure_row(name, rounds, log=print):
     for lib in order:
         entry = row["libraries"][lib]
         entry["ms"] = statistics.median(entry["round_ms"])
-        log(f"  {lib:10s} {entry['ms']:10.3f} ms   residual {entry['relative_residual']:.2g}")
+        log(f"  {lib:16s} {entry['ms']:10.3f} ms   residual {entry['relative_residual']:.2g}")
     peers = [row["libraries"][p]["ms"] for p in ("torch", "cupy") if row["libraries"].get(p, {}).get("status") == "ok"]
     if "tessel" in runnable and peers:
         row["speedup_vs_best_peer"] = min(peers) / row["libraries"]["tessel"]["ms"]
         if "tessel_ex" in runnable:
             row["speedup_ex_vs_best_peer"] = min(peers) / row["libraries"]["tessel_ex"]["ms"]
+    for lib in order:
+        if lib.startswith("tessel_streams"):
+            entry = row["libraries"][lib]
+            if peers:
+                entry["speedup_vs_best_peer"] = min(peers) / entry["ms"]
+            if "tessel" in runnable:
+                entry["speedup_vs_tessel"] = row["libraries"]["tessel"]["ms"] / entry["ms"]
     if name == "batched_eigh_100000x8_f32" and "tessel" in runnable:
         batch, n = inputs[0].shape[0], inputs[0].shape[-1]
         nbytes = batch * (n * n + n + n * n) * 4  # input, eigenvalues, eigenvectors
@@ -265,7 +311,12 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="the batched small-matrix rows only")
     parser.add_argument("--only", nargs="*", default=None, help=f"row names: {', '.join(ROWS)}")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--streams", type=int, nargs="*", default=[2, 3, 4],
+                        help=f"K of the tessel_streamsK columns of {', '.join(STREAM_ROWS)} "
+                             "(ts.set_linalg_streams(K) around each call); none: --streams with no value")
     args = parser.parse_args(argv)
+    if any(k < 1 for k in args.streams):
+        parser.error(f"--streams takes whole numbers >= 1, got {args.streams}")
     if not ts.cuda_available():
         print("python_linalg: skipped, no CUDA device")
         return 0
@@ -282,7 +333,7 @@ def main(argv=None):
     for name in names:
         print(f"{name}: {ROWS[name][0]}")
         try:
-            results["rows"][name] = measure_row(name, args.rounds)
+            results["rows"][name] = measure_row(name, args.rounds, streams=args.streams)
             # Rows of different runs share the file (merge_rows), so each says when and how it was run.
             results["rows"][name].update(rounds=args.rounds, measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         except Exception:
