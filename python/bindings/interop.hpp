@@ -69,6 +69,10 @@ void register_dlpack(nb::module_& m);
 // invalid object means "not handled here" (the caller falls back to __dlpack__).
 nb::object exchange_import_if_available(nb::handle x, nb::handle device, nb::handle copy);
 void register_dlpack_exchange(nb::module_& m);
+// The name of the Python exception a C++ exception maps to in the bindings ("TypeError" for a
+// DTypeError, "ValueError", "MemoryError", else "RuntimeError"), for C tables that report errors
+// by name.
+const char* python_error_kind(const std::exception& e);
 
 // ---- __cuda_array_interface__ (interop_cuda_array_interface.cpp) ----
 void register_cuda_array_interface(nb::module_& m);

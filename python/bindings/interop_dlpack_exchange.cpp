@@ -13,6 +13,14 @@ namespace tessel::python {
 
 using namespace dlpack;
 
+const char* python_error_kind(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return "MemoryError";
+  if (dynamic_cast<const tessel::DTypeError*>(&e)) return "TypeError";
+  if (dynamic_cast<const tessel::ValueError*>(&e) || dynamic_cast<const tessel::ShapeError*>(&e)) return "ValueError";
+  if (dynamic_cast<const tessel::OutOfMemory*>(&e)) return "MemoryError";
+  return "RuntimeError";
+}
+
 namespace {
 
 // Consumer: ts.from_dlpack(x) looks up type(x).__dlpack_c_exchange_api__ once per type and, when
@@ -161,16 +169,7 @@ int exchange_allocate(DLTensor* prototype, DLManagedTensorVersioned** out, void*
   } catch (const std::bad_alloc&) {
     set_error(error_ctx, "MemoryError", "DLPack allocator: out of host memory");
   } catch (const std::exception& e) {
-    // The Python exception each tessel error maps to elsewhere in the bindings.
-    const char* kind = "RuntimeError";
-    if (dynamic_cast<const tessel::DTypeError*>(&e)) {
-      kind = "TypeError";
-    } else if (dynamic_cast<const tessel::ValueError*>(&e) || dynamic_cast<const tessel::ShapeError*>(&e)) {
-      kind = "ValueError";
-    } else if (dynamic_cast<const tessel::OutOfMemory*>(&e)) {
-      kind = "MemoryError";
-    }
-    set_error(error_ctx, kind, e.what());
+    set_error(error_ctx, python_error_kind(e), e.what());
   } catch (...) {
     set_error(error_ctx, "RuntimeError", "DLPack allocator: unknown error");
   }

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "common.hpp"
+#include "fused_c_api.hpp"
+#include "interop.hpp"
 #include "tessel/profile/checks.hpp"
 
 namespace tessel::python {
@@ -292,9 +294,93 @@ nb::object call_fused(const FusedKernel& k, nb::handle inputs) {
   return wrap_array(std::move(result));
 }
 
+
+// ---- the C table of fused_c_api.hpp ----
+// Stream::from_handle registers the handle (a lock and a driver call): once per thread and
+// stream here. A cached entry stays right when its stream goes: the registry keeps the handle's id.
+Stream adopted_stream(void* handle, Device device) {
+  struct Entry {
+    void* handle;
+    int device;
+    Stream stream;
+  };
+  thread_local std::vector<Entry> cache;
+  for (const Entry& e : cache) {
+    if (e.handle == handle && e.device == device.index) return e.stream;
+  }
+  Stream stream = Stream::from_handle(handle, device);
+  if (cache.size() < 16) cache.push_back({handle, device.index, stream});
+  return stream;
+}
+
+Array borrowed_array(const dlpack::DLTensor& t, const char* op) {
+  const DType dtype = dtype_from_dl(t.dtype, op);
+  Device device = Device::cpu();
+  if (t.device.device_type == dlpack::kDLCUDA) {
+    device = Device::cuda(t.device.device_id);
+  } else if (t.device.device_type != dlpack::kDLCPU) {
+    throw tessel::DeviceError(std::string(op) + ": tensors must be on the CPU or a CUDA device, got DLPack device type " +
+                              std::to_string(t.device.device_type));
+  }
+  Shape shape(t.shape, t.shape + t.ndim);
+  Strides strides = t.strides != nullptr ? Strides(t.strides, t.strides + t.ndim) : contiguous_strides(shape);
+  return wrap_foreign(static_cast<char*>(t.data) + t.byte_offset, shape, strides, dtype, device, nullptr, op, false);
+}
+
+int fused_c_run(const void* kernel, const dlpack::DLTensor* inputs, std::int32_t count, void* stream,
+                const dlpack::DLDataType* sum_dtype, dlpack::DLManagedTensorVersioned** outputs,
+                std::int32_t output_count, void* error_ctx, FusedCErrorSink set_error) noexcept {
+  const char* op = "fused kernel";
+  try {
+    const auto& k = *static_cast<const FusedKernel*>(kernel);
+    if (count != k.num_inputs() || output_count != (sum_dtype != nullptr ? 1 : k.num_outputs()) ||
+        (sum_dtype != nullptr && k.num_outputs() != 1)) {
+      throw tessel::ValueError(std::string(op) + ": " + std::to_string(count) + " inputs and " +
+                               std::to_string(output_count) + (sum_dtype != nullptr ? " outputs (a sum)" : " outputs") +
+                               " for a kernel of " + std::to_string(k.num_inputs()) + " inputs and " +
+                               std::to_string(k.num_outputs()) + " outputs");
+    }
+    std::vector<Array> arrays;
+    arrays.reserve(static_cast<std::size_t>(count));
+    for (std::int32_t i = 0; i < count; ++i) arrays.push_back(borrowed_array(inputs[i], op));
+    std::vector<const Array*> pointers;
+    for (const Array& a : arrays) pointers.push_back(&a);
+    const Device device = count > 0 ? arrays[0].device() : Device::cpu();
+    OptionalStream on;
+    if (device.is_cuda()) on = adopted_stream(stream, device);
+    std::vector<Array> results;
+    if (sum_dtype != nullptr) {
+      const DType dtype = dtype_from_dl(*sum_dtype, op);
+      Array values = k(pointers.data(), pointers.size(), std::nullopt, on);
+      if (values.dtype() != dtype) values = astype(values, dtype, on);
+      Array total = tessel::sum(values, std::nullopt, false, on);
+      if (total.dtype() != dtype) total = astype(total, dtype, on);
+      results.push_back(std::move(total));
+    } else if (k.multi_output()) {
+      results = k.call_outputs(pointers.data(), pointers.size(), on);
+    } else {
+      results.push_back(k(pointers.data(), pointers.size(), std::nullopt, on));
+    }
+    for (std::size_t j = 0; j < results.size(); ++j) {
+      if (on && results[j].storage()) results[j].storage()->wait_on_stream(*on);
+      outputs[j] = new_versioned(results[j], false);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    set_error(error_ctx, python_error_kind(e), e.what());
+  } catch (...) {
+    set_error(error_ctx, "RuntimeError", "fused kernel: unknown error");
+  }
+  return -1;
+}
+
+const FusedCApi fused_c_api{kFusedCApiVersion, &fused_c_run};
+
 }  // namespace
 
 void register_jit(nb::module_& m) {
+  // The address of the C table (fused_c_api.hpp), and a kernel's address for it.
+  m.def("_fused_c_api", [] { return reinterpret_cast<std::uintptr_t>(&fused_c_api); });
   m.def("_sym_input", [](int index) { return Sym::input(index); });
   nb::class_<FusedKernel>(m, "FusedKernel", "An elementwise kernel fused from a Python trace (see tessel.fuse).")
       // `root`: one Sym, or a tuple or list of them (a kernel of several outputs, called to a tuple).
@@ -339,7 +425,8 @@ void register_jit(nb::module_& m) {
         return k.source(d);
       })
       .def_prop_ro("num_inputs", &FusedKernel::num_inputs)
-      .def_prop_ro("num_outputs", &FusedKernel::num_outputs);
+      .def_prop_ro("num_outputs", &FusedKernel::num_outputs)
+      .def_prop_ro("_address", [](const FusedKernel& k) { return reinterpret_cast<std::uintptr_t>(&k); });
   m.def("set_fusion_enabled", &set_fusion_enabled, "enabled"_a);
   m.def("fusion_enabled", &fusion_enabled);
 

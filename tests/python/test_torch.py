@@ -15,6 +15,7 @@ import torch.utils._python_dispatch  # noqa: E402
 
 import tessel as ts  # noqa: E402
 import tessel.torch as tt  # noqa: E402
+from tessel.torch import _compiled  # noqa: E402
 
 
 def _torch_devices():
@@ -364,6 +365,28 @@ def test_fuse_gradient_of_a_sum_read_in_place(tdevice, gen, dtype):
         assert rel_err(y.grad, scale * x64 * s) < tol
 
 
+def _saved_by(fn, *args):
+    """The shapes of the tensors autograd saves for fn(*args)'s backward (saved-tensor hooks see
+    those of C++ nodes too)."""
+    saved = []
+
+    def pack(t):
+        saved.append(t.shape)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn(*args)
+    return saved
+
+
+def _fused_calls(fn):
+    """The tessel fused-kernel calls fn() makes (the outermost ones: on the CPU backend a fused
+    kernel records its elementwise ops inside its own)."""
+    with ts.profile(gpu=False) as prof:
+        fn()
+    return sum(1 for op in prof.ops if op["name"] == "fused" and op["depth"] == 0)
+
+
 def test_fuse_saves_only_what_the_backward_reads(gen):
     @tt.fuse
     def affine(x, y):
@@ -371,9 +394,9 @@ def test_fuse_saves_only_what_the_backward_reads(gen):
 
     x = randn(gen, 4, requires_grad=True)
     y = randn(gen, 4, requires_grad=True)
+    assert _saved_by(affine, x, y) == []
+    assert _saved_by(swish_gate, x, y.detach()) == [x.shape, y.shape]  # x and y: d/dx reads both
     out = affine(x, y)
-    assert out.grad_fn.saved_tensors == ()
-    assert len(swish_gate(x, y.detach()).grad_fn.saved_tensors) == 2  # x and y: d/dx reads both
     gx, gy = torch.autograd.grad(out, (x, y), torch.ones(4, dtype=torch.float64))
     assert gx.tolist() == [3.0] * 4 and gy.tolist() == [1.0] * 4
     plan = affine._backward_plan(2, [True, True])
@@ -405,11 +428,11 @@ def test_fuse_backward_is_one_kernel_for_every_gradient(tdevice, gen):
     z = randn(gen, 7, device=tdevice, requires_grad=True)
     plan = gate3._backward_plan(3, [True, True, True])
     assert plan.outputs == [0, 1, 2] and plan.kernel.num_outputs == 3
-    counter = plan.kernel = _CountingKernel(plan.kernel)
     out = gate3(x, y, z)
     g = randn(gen, 5, 7, device=tdevice)
-    gx, gy, gz = torch.autograd.grad(out, (x, y, z), g)
-    assert counter.calls == 1  # one kernel computed all three gradients
+    grads = []
+    assert _fused_calls(lambda: grads.extend(torch.autograd.grad(out, (x, y, z), g))) == 1  # all three at once
+    gx, gy, gz = grads
     xr, yr, zr = (t.detach().requires_grad_() for t in (x, y, z))
     want = torch.autograd.grad(gate3.fn(xr, yr, zr), (xr, yr, zr), g)
     for got, ref, t in zip((gx, gy, gz), want, (x, y, z)):
@@ -536,35 +559,45 @@ def test_fuse_non_contiguous_and_expanded(tdevice, gen):
 
 
 def test_fuse_eager_calls_skip_the_registered_op_and_compile_uses_it(tdevice, gen, monkeypatch):
-    """Eager calls run the op's implementation without the dispatcher (no grad) or through a
-    torch.autograd.Function (grad); torch.compile traces the registered op; a second derivative
-    is refused as the registered op refuses it."""
+    """Eager calls run the op's implementation without the dispatcher (no grad) or through the
+    compiled C++ autograd op (grad); torch.compile traces the registered op; a second derivative
+    is refused, by the compiled op and by the registered op alike."""
     @tt.fuse
     def gate(x, y):
         return x * torch.sigmoid(x) * y
 
     x = randn(gen, 3, 4, device=tdevice, requires_grad=True)
     y = randn(gen, 4, device=tdevice)
-    registered = gate._call
 
     def refuse(*args):
         raise AssertionError("the registered op was called eagerly")
 
-    monkeypatch.setattr(gate, "_call", refuse)
-    monkeypatch.setattr(gate, "_call_backward", refuse)
-    with torch.no_grad():
-        assert rel_err(gate(x, y), gate.fn(x, y)) < 1e-12
+    with monkeypatch.context() as m:
+        m.setattr(gate, "_call", refuse)
+        m.setattr(gate, "_call_backward", refuse)
+        with torch.no_grad():
+            assert rel_err(gate(x, y), gate.fn(x, y)) < 1e-12
+        out = gate(x, y)
+        assert "FuseFunction" in out.grad_fn.name()  # the compiled op (built with tessel, torch importable)
+        (gx,) = torch.autograd.grad(out.sum(), (x,))
+        (gxr,) = torch.autograd.grad(gate.fn(x, y).sum(), (x,))
+        assert rel_err(gx, gxr) < 1e-12
+        # create_graph: the first derivative, whose own backward raises naming the function
+        (gx,) = torch.autograd.grad(gate(x, y).sum(), (x,), create_graph=True)
+        assert rel_err(gx, gxr) < 1e-12
+        with pytest.raises(RuntimeError, match=r"tessel.torch.fuse\(gate\): a second derivative is not supported"):
+            gx.sum().backward()
+    # Without the compiled op, calls with grad take the registered op, whose backward op has no
+    # autograd: the same first derivative, the same refusal of a second.
+    monkeypatch.setattr(_compiled, "add_plan", None)
+    gate._plans.clear()
     out = gate(x, y)
-    assert type(out.grad_fn).__name__ == "_EagerFunctionBackward"
-    (gx,) = torch.autograd.grad(out.sum(), (x,))
-    (gxr,) = torch.autograd.grad(gate.fn(x, y).sum(), (x,))
-    assert rel_err(gx, gxr) < 1e-12
-    monkeypatch.setattr(gate, "_call", registered)
-    monkeypatch.undo()
-    # create_graph: the backward goes through the registered backward op, which has no autograd
-    (gx,) = torch.autograd.grad(gate(x, y).sum(), (x,), create_graph=True)
+    assert "FuseFunction" not in out.grad_fn.name()
+    (gx,) = torch.autograd.grad(out.sum(), (x,), create_graph=True)
+    assert rel_err(gx, torch.autograd.grad(gate.fn(x, y).sum(), (x,))[0]) < 1e-12
     with pytest.raises(RuntimeError, match="no autograd formula was registered"):
         gx.sum().backward()
+    gate._plans.clear()
     # torch.compile sees the registered op (one node of the tessel_fuse namespace), forward and backward
     torch._dynamo.reset()
     graphs = []

@@ -24,7 +24,7 @@ from tessel import _tessel
 from tessel import ones as ts_ones
 from tessel import sum as ts_sum
 
-from . import _graph
+from . import _compiled, _graph
 from ._interop import check_same_device, on_cuda_stream, on_torch_stream, to_tessel, to_torch
 
 _counter = itertools.count()
@@ -62,18 +62,16 @@ class _Kernel:
         """A constant expression (a folded derivative such as that of x * 0) shaped like `like`."""
         return torch.full_like(like, self.root.value, memory_format=torch.contiguous_format)
 
-    def __call__(self, tensors, like: Tensor, key=None) -> Tensor:
+    def __call__(self, tensors, like: Tensor) -> Tensor:
         """The expression on real tensors, as a new tensor of torch's shape and dtype; a constant
-        expression takes `like`'s shape and dtype. `key`: the dtypes of the tensors it reads, when
-        the caller knows them (_EagerPlan)."""
+        expression takes `like`'s shape and dtype."""
         if self.trivial:
             if self.root.op == "const":
                 return self.constant(like)
             # a new tensor: custom op outputs may not alias their inputs
             return tensors[self.root.index].clone(memory_format=torch.contiguous_format)
         result = self.kernel([to_tessel(tensors[i]) for i in self.reads])
-        if key is None:
-            key = tuple([tensors[i].dtype for i in self.reads])
+        key = tuple([tensors[i].dtype for i in self.reads])
         cast = self._casts.get(key)
         if cast is None:
             # torch's promotion differs from NumPy's for integer inputs of float functions
@@ -130,15 +128,13 @@ class _Backward:
         """run on the tensors of every input and then the incoming gradient (None where not read)."""
         return self.run([tensors[i] for i in self.reads], like)
 
-    def run(self, tensors, like: Tensor, key=None):
+    def run(self, tensors, like: Tensor):
         """The needed gradients, in input order, as new tensors (constants shaped like `like`), from
-        `tensors`: those of self.reads, in order (the saved inputs, then the incoming gradient).
-        `key`: the dtypes of what the kernel reads, when the caller knows them (_EagerPlan)."""
+        `tensors`: those of self.reads, in order (the saved inputs, then the incoming gradient)."""
         results = {}
         if self.kernel is not None:
             outs = self.kernel([to_tessel(tensors[p]) for p in self.kernel_positions])
-            if key is None:
-                key = tuple([tensors[p].dtype for p in self.kernel_positions])
+            key = tuple([tensors[p].dtype for p in self.kernel_positions])
             casts = self._casts.get(key)
             if casts is None:  # torch's promotion where it differs from NumPy's, decided once per dtypes
                 casts = [None if str(out.dtype) == _TS_DTYPES.get(dtype) else _TS_DTYPES[dtype]
@@ -201,37 +197,6 @@ class _GradInfo:
         assert self.op_plan is None or [i for i in self.op_plan.reads if i < count] == self.read
 
 
-class _EagerPlan:
-    """What an eager call with grad (_EagerFunction) decides once per (dtype, requires_grad) of
-    each argument: the _GradInfo, the dtype keys of the forward kernel's and the backward plan's
-    casts (the backward's for an incoming gradient of the output's dtype, the one the autograd
-    engine passes), the dtypes the gradients are cast back to, and whether every input is saved.
-    Per call that leaves one key built and looked up, where the eager path built three (needs,
-    the forward's and the backward's dtypes) and saved each needed input's dtype in ctx."""
-    __slots__ = ("info", "forward", "forward_key", "grad_dtype", "backward_key", "dtypes", "saves_all")
-
-    def __init__(self, fused, xs):
-        count = len(xs)
-        self.info = fused._grad_info(count, [t.requires_grad and t.is_floating_point() for t in xs])
-        self.forward = fused._forward_kernel(count)
-        self.forward_key = tuple([xs[i].dtype for i in self.forward.reads])
-        self.grad_dtype = self.forward.result_dtype(xs)  # the output's dtype
-        self.dtypes = [xs[i].dtype for i in self.info.needed]
-        self.saves_all = self.info.read == list(range(count))  # the backward reads every input
-        plan = self.info.op_plan
-        dtypes = [t.dtype for t in xs] + [self.grad_dtype]
-        self.backward_key = tuple([dtypes[i] for i in plan.kernel_reads]) if plan is not None else None
-
-    def call_backward(self, grad, saved):
-        """The backward kernels on the saved tensors, called directly (eager: the op's
-        implementation, without the dispatcher)."""
-        key = self.backward_key if grad.dtype == self.grad_dtype else None
-        if grad.is_cuda:
-            with on_cuda_stream(grad.get_device()):
-                return self.info.op_plan.run((*saved, grad), grad, key)
-        return self.info.op_plan.run((*saved, grad), grad, key)
-
-
 def _fixed_arity(fn):
     """The number of positional parameters of fn when that is all it takes (else None)."""
     try:
@@ -261,7 +226,7 @@ class FusedFunction:
         self._kernels = {}    # argument count -> forward _Kernel
         self._backward = {}   # (argument count, needs) -> _Backward
         self._infos = {}      # (argument count, needs) -> _GradInfo
-        self._plans = {}      # (dtype, requires_grad) per argument -> _EagerPlan
+        self._plans = {}      # (dtype, requires_grad) per argument -> the compiled op's plan id, or None
         name = _name(fn)
         self.op_name = f"tessel_fuse::{name}"
         # A function of a fixed number of tensors gets an op with that many Tensor arguments: torch's
@@ -290,7 +255,7 @@ class FusedFunction:
         self._op.register_autograd(self._autograd_backward, setup_context=self._setup_context)
         self._call = getattr(torch.ops.tessel_fuse, name).default  # the OpOverload: one Python call less per use
         self._call_backward = getattr(torch.ops.tessel_fuse, f"{name}_backward").default
-        self._eager = _eager_function(self)
+        self._label = f"tessel.torch.fuse({self.__name__})"
 
     # ---- tracing ----
     def graph(self, count: int):
@@ -398,56 +363,65 @@ class FusedFunction:
         """The backward's return value: one per argument, or one list for a Tensor[] op."""
         return tuple(grads) if self.arity is not None else (grads,)
 
-    # ---- eager ----
-    def _eager_forward(self, ctx, *xs):
-        """_EagerFunction's forward: the registered op's implementation, saving what its backward reads."""
+    # ---- eager: the compiled op (_compiled) ----
+    def _compiled_plan(self, xs):
+        """The compiled op's plan for these arguments' dtypes and requires_grad: its id, or None
+        where the registered op runs them (no compiled op, or gradients that are constants or
+        inputs' copies). Decided and registered once per key."""
         key = tuple([(t.dtype, t.requires_grad) for t in xs])
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = _EagerPlan(self, xs)  # NotDifferentiableError here, before any work
-        ctx.plan = plan
-        ctx.shapes = [xs[i].shape for i in plan.info.needed]
-        if plan.saves_all:
-            ctx.save_for_backward(*xs)
-        else:
-            ctx.save_for_backward(*[xs[i] for i in plan.info.read])
-        first = xs[0]
-        if first.is_cuda:
-            with on_cuda_stream(first.get_device()):
-                return plan.forward(xs, first, plan.forward_key)
-        return plan.forward(xs, first, plan.forward_key)
+        plan = self._plans.get(key, _UNPLANNED)
+        if plan is _UNPLANNED:
+            # _grad_info raises NotDifferentiableError here, before any work
+            info = self._grad_info(len(xs), [t.requires_grad and t.is_floating_point() for t in xs])
+            plan = self._plans[key] = self._add_plan(xs, info) if _compiled.add_plan is not None else None
+        return plan
 
-    def _eager_backward(self, ctx, grad):
-        """_EagerFunction's backward: the backward op's implementation called directly."""
-        plan = ctx.plan
-        info = plan.info
-        saved = ctx.saved_tensors
-        if info.op_plan is None:
-            grads = ()
-        elif _grad_enabled():
-            # create_graph=True: the registered backward op, as the registered op's autograd does
-            # (it has no autograd of its own, so a second derivative is refused the same way).
-            grads = self._call_backward_op(grad, saved, info)
+    def _add_plan(self, xs, info):
+        forward = self._forward_kernel(len(xs))
+        if forward.trivial:
+            return None
+        result_dtype = forward.result_dtype(xs)
+        return self._register_plan(xs, info, forward.kernel, forward.reads, result_dtype, 0, result_dtype,
+                                   result_dtype, [t.dtype for t in xs] + [result_dtype])
+
+    def _register_plan(self, xs, info, kernel, reads, result_dtype, reduction, accumulate, function_dtype,
+                       operand_dtypes):
+        """add_plan of _compiled: `operand_dtypes` are those of the backward kernel's operands (the
+        inputs, then the incoming gradient or a reduction's hi and lo)."""
+        plan = info.op_plan
+        if plan is not None and not plan.only_kernel:
+            return None
+        if plan is not None:
+            backward, backward_reads = plan.kernel._address, plan.kernel_reads
+            gradient_dtypes = plan.result_dtypes(tuple([operand_dtypes[i] for i in plan.kernel_reads]))
         else:
-            grads = plan.call_backward(grad, saved)
-        return tuple(self._input_grads(info, grads, ctx.shapes, plan.dtypes, grad))
+            backward, backward_reads, gradient_dtypes = 0, [], []
+        source, output = [], 0
+        for i in info.needed:  # the incoming gradient itself (-1), or the next of the kernel's outputs
+            source.append(-1 if info.passthrough[i] else output)
+            output += 0 if info.passthrough[i] else 1
+        names = lambda dtypes: [str(d) for d in dtypes]  # noqa: E731
+        return _compiled.add_plan(self._label, kernel._address, list(reads), str(result_dtype), reduction, str(accumulate),
+                                  str(function_dtype), backward, list(info.read), list(backward_reads), list(info.needed),
+                                  source, names(gradient_dtypes), names([xs[i].dtype for i in info.needed]), len(xs))
 
     def __call__(self, *args):
         if (len(args) == self.arity or self.arity is None and args) and not _is_compiling():
             index = _eager_index(args)
             if index is not None:
-                # Eager: the op's implementation called directly (no tensor needs grad) or through a
-                # torch.autograd.Function, without the dispatcher's Python custom-op layers. The
-                # kernels and everything around them are the op's own (_forward_impl, _backward_impl).
-                if _grad_enabled():
-                    for a in args:
-                        if a.requires_grad:
-                            return self._eager.apply(*args)
-                kernel = self._forward_kernel(len(args))
-                if index < 0:
-                    return kernel(args, args[0])
-                with on_cuda_stream(index):
-                    return kernel(args, args[0])
+                # Eager: the op's implementation called directly when no tensor needs grad; with
+                # grad, the compiled op (the same kernels, forward and backward called from C++).
+                # The registered op, which torch.compile traces, runs what neither takes.
+                if _grad_enabled() and _needs_grad(args):
+                    plan = self._compiled_plan(args)
+                    if plan is not None:
+                        return _compiled.fuse(plan, args)
+                else:
+                    kernel = self._forward_kernel(len(args))
+                    if index < 0:
+                        return kernel(args, args[0])
+                    with on_cuda_stream(index):
+                        return kernel(args, args[0])
         for i, a in enumerate(args):
             if not isinstance(a, Tensor):
                 raise TypeError(f"tessel.torch.fuse({self.__name__}): argument {i} must be a torch.Tensor, got "
@@ -500,24 +474,14 @@ def _eager_index(args):
     return None
 
 
-class _EagerFunction(torch.autograd.Function):
-    """tt.fuse's eager autograd: the forward and backward implementations of the registered op
-    (the same kernels, the same saved tensors) without the dispatcher's layers in between; the
-    registered op with register_autograd is what torch.compile traces. Each FusedFunction has its
-    own subclass (_eager_function) whose forward and backward are its bound methods, so that apply
-    takes the tensors alone.
-
-    Its host cost per call, measured on the CPU with the tessel kernels stubbed out (the Python
-    around them alone), x * sigmoid(x) * y on 1-element tensors, forward and backward, medians of
-    9 alternating rounds in one process: 41.6 us, against 50.3 us before _EagerPlan, _eager_index,
-    on_cuda_stream and this class's bound methods, and torch eager's 36.6 us for the same chain."""
+def _needs_grad(args):
+    for a in args:
+        if a.requires_grad:
+            return True
+    return False
 
 
-def _eager_function(fused):
-    # The FusedFunction bound into the class rather than passed to apply: apply(fused, device, x,
-    # y) measured 0.55 us more per call than apply(x, y) on the CPU.
-    return type("_EagerFunction", (_EagerFunction,), {"forward": staticmethod(fused._eager_forward),
-                                                      "backward": staticmethod(fused._eager_backward)})
+_UNPLANNED = object()
 
 
 class FusedReduction(FusedFunction):
@@ -539,7 +503,6 @@ class FusedReduction(FusedFunction):
         self._reduced_dtypes = {}  # input dtypes -> (elementwise result dtype, reduced result dtype)
         self._summands = {}  # argument count -> (FusedKernel of fn * one, the inputs it reads)
         self._ones = {}  # (tessel device, torch dtype) -> 0-d tessel array of 1
-        self._zeros = {}  # (torch device, torch dtype) -> 0-d torch tensor of 0 (_scalar_parts' lo)
         super().__init__(fn)
         self._label = f"tessel.torch.fuse({self.__name__}, reduction={reduction!r})"
 
@@ -650,25 +613,6 @@ class FusedReduction(FusedFunction):
         lo = ((grad - hi.to(grad.dtype)) / _LO_SCALE).to(low)
         return torch.stack([hi, lo]).reshape((2,) + (1,) * len(shape)).expand((2,) + tuple(shape))
 
-    def _scalar_parts(self, ctx, grad):
-        """_scalar_pair's hi and lo for the eager backward, each broadcast over the function's
-        shape on its own. When the function's dtype is the gradient's, hi is the gradient itself
-        and lo exactly zero (a cached 0-d zero): no kernels, where the pair takes three small ones
-        (a host cost that counts in a host-bound step)."""
-        shape = ctx.shape
-        ones = (1,) * len(shape)
-        low = ctx.function_dtype if ctx.function_dtype.is_floating_point else grad.dtype
-        if low != grad.dtype:
-            pair = self._scalar_pair(ctx, grad)
-            return pair[0], pair[1]
-        if self.reduction == "mean":
-            grad = grad / math.prod(shape)
-        key = (grad.device, low)
-        zero = self._zeros.get(key)
-        if zero is None:
-            zero = self._zeros[key] = torch.zeros((), dtype=low, device=grad.device)
-        return grad.reshape(ones).expand(shape), zero.reshape(ones).expand(shape)
-
     def _autograd_backward(self, ctx, grad):
         info = ctx.info
         if info.op_plan is None:
@@ -676,31 +620,26 @@ class FusedReduction(FusedFunction):
         grads = self._call_backward_op(self._scalar_pair(ctx, grad), ctx.saved_tensors, info)
         return self._grads(self._input_grads(info, grads, ctx.shapes, ctx.dtypes, None))
 
-    # ---- eager: the implementations through a torch.autograd.Function, as FusedFunction's ----
-    def _eager_forward(self, ctx, *xs):
-        self._save_reduction(ctx, xs)
-        return self._forward_impl(list(xs))
-
-    def _eager_backward(self, ctx, grad):
-        info = ctx.info
-        if info.op_plan is None:
-            return (None,) * info.count
-        if _grad_enabled():  # create_graph=True: the registered backward op, which refuses a second derivative
-            grads = self._call_backward_op(self._scalar_pair(ctx, grad), ctx.saved_tensors, info)
-        else:
-            inputs = [None] * info.count
-            for i, t in zip(info.read, ctx.saved_tensors):
-                inputs[i] = t
-            hi, lo = self._scalar_parts(ctx, grad)
-            grads = self._backward_parts(hi, lo, inputs, list(info.op_needs))
-        return tuple(self._input_grads(info, grads, ctx.shapes, ctx.dtypes, None))
+    # ---- eager: the compiled op, as FusedFunction's ----
+    def _add_plan(self, xs, info):
+        function_dtype, result_dtype = self._dtypes(xs)
+        accumulate = torch.float32 if result_dtype in (torch.float16, torch.bfloat16) else result_dtype
+        kernel, reads = self._summand(len(xs))
+        # hi and lo: the function's dtype (_scalar_pair), or the gradient's (the result's) for
+        # functions of integer results
+        low = function_dtype if function_dtype.is_floating_point else result_dtype
+        reduction = 1 if self.reduction == "sum" else 2
+        return self._register_plan(xs, info, kernel, reads, result_dtype, reduction, accumulate, function_dtype,
+                                   [t.dtype for t in xs] + [low, low])
 
     def __call__(self, *args):
         if (len(args) == self.arity or self.arity is None and args) and not _is_compiling() \
                 and _eager_index(args) is not None:
-            if _grad_enabled() and any(a.requires_grad for a in args):
-                return self._eager.apply(*args)
-            return self._forward_impl(list(args))
+            if not (_grad_enabled() and _needs_grad(args)):
+                return self._forward_impl(list(args))
+            plan = self._compiled_plan(args)
+            if plan is not None:
+                return _compiled.fuse(plan, args)
         for i, a in enumerate(args):
             if not isinstance(a, Tensor):
                 raise TypeError(f"{self._label}: argument {i} must be a torch.Tensor, got {type(a).__name__} "
