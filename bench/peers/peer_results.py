@@ -27,11 +27,12 @@ def results_path(device_name):
     return os.path.join(folder, f"{slug(device_name)}-{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}.json")
 
 
-def merge_results(key, results, device_name, merge_rows=None):
+def merge_results(key, results, device_name, merge_rows=None, merge_keys=False):
     """Writes `results` under `key` into today's file for `device_name`, keeping the other keys
     (an unreadable file starts empty, as in bench/bench_results.hpp); prints and returns the path.
     `merge_rows` names a dict inside `results` whose entries are merged into the stored one rather
-    than replacing it, so a run of some rows (--only) keeps today's other rows."""
+    than replacing it, so a run of some rows (--only) keeps today's other rows; `merge_keys` merges
+    `results`' own keys into the stored dict the same way (a run of some sections)."""
     path = results_path(device_name)
     everything = {}
     if os.path.exists(path):
@@ -44,6 +45,8 @@ def merge_results(key, results, device_name, merge_rows=None):
     if merge_rows and isinstance(previous, dict) and isinstance(previous.get(merge_rows), dict):
         results = dict(results)
         results[merge_rows] = {**previous[merge_rows], **results.get(merge_rows, {})}
+    if merge_keys and isinstance(previous, dict):
+        results = {**previous, **results}
     everything[key] = results
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:

@@ -12,13 +12,15 @@
    every tessel GEMM autotuned on its first use (cuBLASLt's algorithms, tessel's sm90 kernel).
 2. swish_gate: x * sigmoid(x) * y forward and backward over 2.5e7 float32 elements, followed by
    .sum().backward(): tt.fuse against eager and compiled; and the function with its sum as one
-   op, tt.fuse(reduction="sum") against torch.compile of the function and its sum.
+   op, tt.fuse(reduction="sum") against torch.compile of the function and its sum. tt.fuse's
+   eager calls with grad run through its compiled C++ autograd op; the *_registered variants run
+   the same function through its registered Python op instead (what they cost without the
+   compiled op), in the same rounds.
 3. overhead: host microseconds per call of a tt.fuse op (x * sigmoid(x) * y) on 1-element tensors
    against the same chain of torch eager ops, without grad and with grad (forward and backward),
    timed around the calls with the device synchronized once per batch; also the registered
-   torch.library op itself (what torch.compile graphs call). The difference is the Python
-   registration's per-call cost, the measurement that decides whether registering through C++
-   (TORCH_LIBRARY) is worth it; the decision is written beside it.
+   torch.library op itself (what torch.compile graphs call, and eager calls with grad without the
+   compiled op): the difference is what the compiled op saves per call.
 
 GPU times are CUDA events around each variant, medians over repeats, with the variants run in
 alternating rounds; each ratio is the median of the per-round ratios. Every variant is checked
@@ -43,6 +45,7 @@ except ImportError:
 
 import tessel.torch as tt
 from peer_results import merge_results
+from tessel.torch import _compiled
 
 
 @tt.fuse(reduction="mean", dtype=torch.float32)
@@ -303,8 +306,9 @@ def bench_swish(device, timer, rounds, n):
     # *_sum: the function with its .sum() as one fused op (tt.fuse(reduction="sum")) or one
     # compiled graph; the others call .sum() on the function's result, as the workload is written.
     for name, fn, summed in (("torch_eager", swish_gate_torch, False), ("torch_compile", compiled, False),
-                             ("tessel", swish_gate, False), ("torch_compile_sum", compiled_sum, True),
-                             ("tessel_sum", swish_gate_sum, True)):
+                             ("tessel", swish_gate, False), ("tessel_registered", swish_gate._call, False),
+                             ("torch_compile_sum", compiled_sum, True), ("tessel_sum", swish_gate_sum, True),
+                             ("tessel_sum_registered", swish_gate_sum._call, True)):
         step, x, y = run(fn, summed)
         step()
         err = max(rel_err(x.grad, rx.grad), rel_err(y.grad, ry.grad))
@@ -312,7 +316,7 @@ def bench_swish(device, timer, rounds, n):
         if status[name] == "ok":
             variants[name] = step
     medians, speedup = alternate(variants, timer, rounds, repeats=10)
-    result = {"n": n, "status": status}
+    result = {"n": n, "status": status, "compiled_op": _compiled.fuse is not None}
     for name in variants:
         result[name] = {"ms": medians[name], "speedup_vs_eager": speedup[name]}
     # The backward kernel alone, on the stride-0 gradient .sum() gives (read as a broadcast input,
@@ -333,11 +337,9 @@ def bench_swish(device, timer, rounds, n):
 
 def bench_overhead(device, calls):
     """Host microseconds per call, 1-element tensors: the eager chain, tt.fuse as users call it
-    (eager: the op's implementation, through a torch.autograd.Function when grad is needed), and the
+    (eager: the op's implementation without grad, the compiled C++ autograd op with grad), and the
     registered torch.library op that torch.compile traces (fn._call: the dispatcher, the custom op's
-    Python autograd and fake layers). registered - direct is the Python registration's per-call
-    cost: what a C++ TORCH_LIBRARY registration could at most save, and only for compiled graphs,
-    since eager calls no longer go through the dispatcher."""
+    Python autograd and fake layers)."""
     x = torch.randn(1, device=device)
     y = torch.randn(1, device=device)
     xg = x.clone().requires_grad_()
@@ -379,75 +381,86 @@ def bench_overhead(device, calls):
     reg_fwd = result["forward_tessel_registered_op_us"] - result["forward_tessel_us"]
     reg_bwd = result["fwd_bwd_tessel_registered_op_us"] - result["fwd_bwd_tessel_us"]
     result["python_registration_us"] = {"forward": reg_fwd, "fwd_bwd": reg_bwd}
-    # The decision the issue asks to record. Eager calls do not go through the registration, so a C++
-    # TORCH_LIBRARY registration cannot change the eager rows; it could at most remove the Python
-    # registration's cost (registered op - direct) from each call inside a torch.compile graph.
-    met = result["forward_ratio"] <= 1 and result["fwd_bwd_ratio"] <= 1
+    result["compiled_op"] = _compiled.fuse is not None
     result["cpp_torch_library_decision"] = (
-        "not needed for eager calls (they skip the registration; the eager target is "
-        + ("met" if met else "not met, and a C++ registration would not change that")
-        + f"); inside torch.compile graphs the Python registration costs {reg_fwd:.1f} us forward and "
-        f"{reg_bwd:.1f} us forward+backward per call, the most a C++ registration could save there")
+        ("eager calls with grad run through the compiled C++ autograd op" if result["compiled_op"] else
+         "the compiled C++ autograd op is not loaded: eager calls with grad take the registered op")
+        + f"; the registered Python op costs {reg_fwd:.1f} us more forward and {reg_bwd:.1f} us more forward+backward "
+        "per call than tt.fuse as called")
     return result
+
+
+SECTIONS = ["mlp_step", "mlp_step_autotuned", "backward_gemm", "swish_gate", "overhead"]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a check of the script, not a result)")
+    parser.add_argument("--only", nargs="*", default=None, choices=SECTIONS,
+                        help="run these sections alone (default: all); the results file keeps the others' last rows")
     args = parser.parse_args()
+    sections = args.only or SECTIONS
     cuda = torch.cuda.is_available()
     device = "cuda" if cuda else "cpu"
     timer = Timer(cuda)
     small = args.quick or not cuda
     out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0) if cuda else "cpu"}
-    if small:
-        out["mlp_step"] = bench_mlp(device, timer, 2, width=64, batch=128, layers=4,
-                                    dtype=torch.bfloat16 if cuda else torch.float32)
-        out["mlp_step_autotuned"] = bench_mlp_autotuned(device, timer, 2, width=64, batch=128, layers=4,
-                                                        dtype=torch.bfloat16 if cuda else torch.float32)
-        out["swish_gate"] = bench_swish(device, timer, 2, n=10_000)
-        out["backward_gemm"] = bench_backward_gemm(device, timer, 2, width=64, batch=128,
-                                                   dtype=torch.bfloat16 if cuda else torch.float32)
-        out["overhead"] = bench_overhead(device, calls=200)
-    else:
-        out["mlp_step"] = bench_mlp(device, timer, args.rounds, width=4096, batch=16384, layers=4, dtype=torch.bfloat16)
-        out["mlp_step_autotuned"] = bench_mlp_autotuned(device, timer, args.rounds, width=4096, batch=16384, layers=4,
-                                                        dtype=torch.bfloat16)
-        out["backward_gemm"] = bench_backward_gemm(device, timer, args.rounds, width=4096, batch=16384,
-                                                   dtype=torch.bfloat16)
-        out["swish_gate"] = bench_swish(device, timer, args.rounds, n=25_000_000)
-        out["overhead"] = bench_overhead(device, calls=2000)
+    big = not small
+    dtype = torch.bfloat16 if cuda else torch.float32
+    mlp = dict(width=4096, batch=16384, layers=4) if big else dict(width=64, batch=128, layers=4)
+    rounds = args.rounds if big else 2
+    runs = {
+        "mlp_step": lambda: bench_mlp(device, timer, rounds, dtype=dtype, **mlp),
+        "mlp_step_autotuned": lambda: bench_mlp_autotuned(device, timer, rounds, dtype=dtype, **mlp),
+        "backward_gemm": lambda: bench_backward_gemm(device, timer, rounds, width=mlp["width"], batch=mlp["batch"],
+                                                     dtype=dtype),
+        "swish_gate": lambda: bench_swish(device, timer, rounds, n=25_000_000 if big else 10_000),
+        "overhead": lambda: bench_overhead(device, calls=2000 if big else 200),
+    }
+    for key in sections:
+        out[key] = runs[key]()
     for key in ("mlp_step", "mlp_step_autotuned", "swish_gate"):
+        if key not in out:
+            continue
         r = out[key]
-        for name in ("torch_eager", "torch_compile", "tessel", "tessel_compile", "tessel_layers", "torch_compile_sum",
-                     "tessel_sum"):
+        for name in ("torch_eager", "torch_compile", "tessel", "tessel_registered", "tessel_compile", "tessel_layers",
+                     "torch_compile_sum", "tessel_sum", "tessel_sum_registered"):
             if name in r:
                 print(f"{key} {name}: {r[name]['ms']:.3f} ms, {r[name]['speedup_vs_eager']:.2f}x eager")
             elif name in r["status"]:
                 print(f"{key} {name}: {r['status'][name]}")
-    bg = out["backward_gemm"]
-    print("backward_gemm (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in bg["ms"].items()))
-    print(f"backward_gemm plan: selected {bg['plan']['selected']}")
-    c = out["mlp_step"]["ceiling"]
-    print(f"mlp_step ceiling: the {c['gemms']} GEMMs alone {c['gemms_ms']:.3f} ms + the loss alone (torch "
-          f"{c['loss_ms']:.3f} ms, tessel {c['tessel_loss_ms']:.3f} ms): "
-          f"at most {c.get('ceiling_speedup_vs_eager', float('nan')):.2f}x eager, "
-          f"{c.get('ceiling_speedup_vs_compile', float('nan')):.2f}x compile")
-    b = out["swish_gate"]["backward_kernel_ms"]
-    print(f"swish_gate backward kernel alone: {b['expanded_grad']:.3f} ms on the expanded gradient, "
-          f"{b['contiguous_grad']:.3f} ms on a contiguous one ({b['bytes_min'] / b['expanded_grad'] / 1e6:.0f} GB/s)")
-    o = out["overhead"]
-    print(f"overhead: tt.fuse forward {o['forward_tessel_us']:.1f} us vs eager {o['forward_torch_eager_us']:.1f} us "
-          f"(registered op {o['forward_tessel_registered_op_us']:.1f} us); forward+backward {o['fwd_bwd_tessel_us']:.1f} us "
-          f"vs {o['fwd_bwd_torch_eager_us']:.1f} us (registered op {o['fwd_bwd_tessel_registered_op_us']:.1f} us)")
-    print(f"overhead: the tessel kernels alone: forward {o['forward_tessel_kernel_us']:.1f} us, backward "
-          f"{o['backward_tessel_kernel_us']:.1f} us")
-    print(f"overhead: C++ TORCH_LIBRARY registration: {o['cpp_torch_library_decision']}")
+    print_details(out)
     if small:
         print("torch_training: smoke run (small sizes): nothing written")
         return
-    merge_results("torch_training", out, torch.cuda.get_device_name(0))
+    merge_results("torch_training", out, torch.cuda.get_device_name(0), merge_keys=args.only is not None)
+
+
+def print_details(out):
+    if "backward_gemm" in out:
+        bg = out["backward_gemm"]
+        print("backward_gemm (ms): " + ", ".join(f"{k} {v:.3f}" for k, v in bg["ms"].items()))
+        print(f"backward_gemm plan: selected {bg['plan']['selected']}")
+    if "mlp_step" in out:
+        c = out["mlp_step"]["ceiling"]
+        print(f"mlp_step ceiling: the {c['gemms']} GEMMs alone {c['gemms_ms']:.3f} ms + the loss alone (torch "
+              f"{c['loss_ms']:.3f} ms, tessel {c['tessel_loss_ms']:.3f} ms): "
+              f"at most {c.get('ceiling_speedup_vs_eager', float('nan')):.2f}x eager, "
+              f"{c.get('ceiling_speedup_vs_compile', float('nan')):.2f}x compile")
+    if "swish_gate" in out:
+        b = out["swish_gate"]["backward_kernel_ms"]
+        print(f"swish_gate backward kernel alone: {b['expanded_grad']:.3f} ms on the expanded gradient, "
+              f"{b['contiguous_grad']:.3f} ms on a contiguous one ({b['bytes_min'] / b['expanded_grad'] / 1e6:.0f} GB/s)")
+    if "overhead" in out:
+        o = out["overhead"]
+        print(f"overhead: tt.fuse forward {o['forward_tessel_us']:.1f} us vs eager {o['forward_torch_eager_us']:.1f} us "
+              f"(registered op {o['forward_tessel_registered_op_us']:.1f} us); forward+backward "
+              f"{o['fwd_bwd_tessel_us']:.1f} us vs {o['fwd_bwd_torch_eager_us']:.1f} us (registered op "
+              f"{o['fwd_bwd_tessel_registered_op_us']:.1f} us)")
+        print(f"overhead: the tessel kernels alone: forward {o['forward_tessel_kernel_us']:.1f} us, backward "
+              f"{o['backward_tessel_kernel_us']:.1f} us")
+        print(f"overhead: {o['cpp_torch_library_decision']}")
 
 
 if __name__ == "__main__":
