@@ -953,6 +953,15 @@ def set_matmul_autotune(on: bool) -> None:
     already has a winner for that layout."""
 def matmul_autotune() -> bool:
     """True while :func:`matmul` autotunes each layout on first use."""
+# ---- linalg streams (python/bindings/linalg.cpp) ----
+def set_linalg_streams(streams: int) -> None:
+    """Splits each batched cuSOLVER call of the CUDA linear algebra (``eigh``'s ``XsyevBatched``)
+    into up to ``streams`` parts of at least 64 matrices, run on the caller's stream and side
+    streams and joined back into the caller's stream (``TESSEL_LINALG_STREAMS=N`` starts it at
+    ``N``; default 1). While a CUDA graph capture is active a call runs on one stream. The CPU
+    backend ignores it. ``ValueError`` outside 1..64."""
+def linalg_streams() -> int:
+    """The streams a batched cuSOLVER call is split over (:func:`set_linalg_streams`)."""
 # ---- pipelines and CUDA graphs (python/bindings/pipeline.cpp) ----
 class PipelineReport:
     """What a :class:`Pipeline` run measured: copy bandwidths, compute time, overlap, chunks."""

@@ -310,6 +310,42 @@ def test_eigh_reconstructs(device, rng, dtype, shape):
     assert info.shape == shape[:-2] and not np.any(np.asarray(info))
 
 
+@pytest.fixture
+def linalg_streams_restored():
+    """ts.set_linalg_streams is process-wide: each test that sets it gets the old value back."""
+    before = ts.linalg_streams()
+    yield
+    ts.set_linalg_streams(before)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eigh_split_over_streams(device, rng, dtype, linalg_streams_restored):
+    # 193 matrices of order 40: cuSOLVER's XsyevBatched on CUDA, split into 2 and 3 parts (4 asks
+    # for more parts of 64 matrices than the batch has: 3). The CPU backend ignores the setting.
+    a = hermitian(rng, (193, 40, 40), dtype)
+    ref = a.astype(np.complex128)
+    results = {}
+    for streams in (1, 2, 3, 4):
+        ts.set_linalg_streams(streams)
+        assert ts.linalg_streams() == streams
+        w, v = (np.asarray(r) for r in ts.linalg.eigh(on(device, a)))
+        close(ref @ v, v * w[..., None, :], dtype, 40, 10)
+        close(H(v) @ v, np.broadcast_to(np.eye(40), a.shape), dtype, 40)
+        results[streams] = w
+    for streams in (2, 3, 4):
+        close(results[streams], results[1], dtype, 40, 10)
+
+
+def test_set_linalg_streams_rejects_out_of_range(linalg_streams_restored):
+    before = ts.linalg_streams()
+    for bad in (0, -1, 65):
+        with pytest.raises(ValueError, match=f"from 1 to 64, got {bad}"):
+            ts.set_linalg_streams(bad)
+    assert ts.linalg_streams() == before
+    with pytest.raises(TypeError):
+        ts.set_linalg_streams("2")
+
+
 def test_eigh_reads_the_lower_triangle(device, rng):
     a = hermitian(rng, (5, 5), "complex128")
     garbage = np.triu(random_array(rng, (5, 5), "complex128"), 1)
