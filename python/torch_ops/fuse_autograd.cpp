@@ -45,6 +45,8 @@ struct DTypeEntry {
 const DTypeEntry kDTypes[] = {
     {at::kBool, "bool", {dl::kDLBool, 8, 1}},          {at::kChar, "int8", {dl::kDLInt, 8, 1}},
     {at::kByte, "uint8", {dl::kDLUInt, 8, 1}},         {at::kShort, "int16", {dl::kDLInt, 16, 1}},
+    {at::kUInt16, "uint16", {dl::kDLUInt, 16, 1}},     {at::kUInt32, "uint32", {dl::kDLUInt, 32, 1}},
+    {at::kUInt64, "uint64", {dl::kDLUInt, 64, 1}},
     {at::kInt, "int32", {dl::kDLInt, 32, 1}},          {at::kLong, "int64", {dl::kDLInt, 64, 1}},
     {at::kHalf, "float16", {dl::kDLFloat, 16, 1}},     {at::kBFloat16, "bfloat16", {dl::kDLBfloat, 16, 1}},
     {at::kFloat, "float32", {dl::kDLFloat, 32, 1}},    {at::kDouble, "float64", {dl::kDLFloat, 64, 1}},

@@ -547,6 +547,22 @@ def test_fuse_mixed_devices_error(tdevice):
         swish_gate(torch.ones(3, device=tdevice), torch.ones(3, device="meta"))
 
 
+def test_fuse_unsupported_dtype_error(tdevice):
+    @tt.fuse
+    def scale(x, m):
+        return x * m
+
+    x = torch.ones(3, device=tdevice, requires_grad=True)
+    m = torch.ones(3, device=tdevice).to(torch.float8_e4m3fn)
+    match = r"fuse\(scale\): input 1 is torch.float8_e4m3fn, which tessel does not support"
+    with pytest.raises(TypeError, match=match):
+        scale(x, m)  # with grad: the compiled op's plan
+    with pytest.raises(TypeError, match=match), torch.no_grad():
+        scale(x, m)
+    with pytest.raises(TypeError, match=match):
+        scale._call(x, m)  # the registered op
+
+
 def test_fuse_non_contiguous_and_expanded(tdevice, gen):
     x = randn(gen, 6, 8, device=tdevice)[:, ::2].requires_grad_()
     y = randn(gen, 4, device=tdevice).expand(6, 4)

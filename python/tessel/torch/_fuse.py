@@ -29,7 +29,8 @@ from ._interop import check_same_device, on_cuda_stream, on_torch_stream, to_tes
 
 _counter = itertools.count()
 _TS_DTYPES = {torch.bool: "bool", torch.int8: "int8", torch.uint8: "uint8", torch.int16: "int16",
-              torch.int32: "int32", torch.int64: "int64", torch.float16: "float16",
+              torch.int32: "int32", torch.int64: "int64", torch.uint16: "uint16", torch.uint32: "uint32",
+              torch.uint64: "uint64", torch.float16: "float16",
               torch.bfloat16: "bfloat16", torch.float32: "float32", torch.float64: "float64",
               torch.complex64: "complex64", torch.complex128: "complex128"}
 
@@ -288,6 +289,14 @@ class FusedFunction:
     # ---- the ops ----
     def _check(self, inputs):
         check_same_device(f"tessel.torch.fuse({self.__name__})", inputs, [f"input {i}" for i in range(len(inputs))])
+        self._check_dtypes(inputs)
+
+    def _check_dtypes(self, inputs):
+        """TypeError naming the op and the first input of a dtype tessel has no kernels for."""
+        for i, t in enumerate(inputs):
+            if t is not None and t.dtype not in _TS_DTYPES:
+                raise TypeError(f"{self._label}: input {i} is {t.dtype}, which tessel does not support (supported: "
+                                f"{', '.join(str(d) for d in _TS_DTYPES)})")
 
     def _forward_impl(self, inputs: List[Tensor]) -> Tensor:
         self._check(inputs)
@@ -371,6 +380,7 @@ class FusedFunction:
         key = tuple([(t.dtype, t.requires_grad) for t in xs])
         plan = self._plans.get(key, _UNPLANNED)
         if plan is _UNPLANNED:
+            self._check_dtypes(xs)
             # _grad_info raises NotDifferentiableError here, before any work
             info = self._grad_info(len(xs), [t.requires_grad and t.is_floating_point() for t in xs])
             plan = self._plans[key] = self._add_plan(xs, info) if _compiled.add_plan is not None else None
@@ -418,10 +428,14 @@ class FusedFunction:
                         return _compiled.fuse(plan, args)
                 else:
                     kernel = self._forward_kernel(len(args))
-                    if index < 0:
-                        return kernel(args, args[0])
-                    with on_cuda_stream(index):
-                        return kernel(args, args[0])
+                    try:
+                        if index < 0:
+                            return kernel(args, args[0])
+                        with on_cuda_stream(index):
+                            return kernel(args, args[0])
+                    except (TypeError, BufferError):
+                        self._check_dtypes(args)  # the error names the op when a dtype is the cause
+                        raise
         for i, a in enumerate(args):
             if not isinstance(a, Tensor):
                 raise TypeError(f"tessel.torch.fuse({self.__name__}): argument {i} must be a torch.Tensor, got "
