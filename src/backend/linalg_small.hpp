@@ -15,8 +15,10 @@ namespace tessel::backend::cuda {
 
 // eigh and svd: one matrix per thread, in registers; eigh_warp: a group of lanes per matrix, a
 // column per lane in registers (n <= 32); svd_block: a team of threads (a warp or a block) per
-// matrix, in shared memory, for the orders above svd's.
-enum class SmallKernel : std::uint8_t { cholesky, lu_solve, eigh, svd, inv, svd_block, eigh_warp };
+// matrix, in shared memory, for the orders above svd's; eigh_tridiagonal: one matrix per thread,
+// Householder tridiagonalization and implicit QR (n <= 16; no rows in the tuning table, so it
+// runs only when TESSEL_LINALG_SMALL=eigh_tridiagonal forces it).
+enum class SmallKernel : std::uint8_t { cholesky, lu_solve, eigh, svd, inv, svd_block, eigh_warp, eigh_tridiagonal };
 
 // One row of the dispatcher's tuning table: tessel's kernel runs when min_n <= max(m, n) <= max_n
 // and batch >= min_batch; `measurement` names the run that chose the crossover.
@@ -31,12 +33,16 @@ struct SmallKernelTuning {
 
 // The table's rows of one kind and dtype (empty: no kernel for this dtype), in order of orders.
 std::vector<SmallKernelTuning> small_kernel_rows(SmallKernel kind, DType dtype);
+// The largest order a kernel takes when TESSEL_LINALG_SMALL forces it: its rows' largest, or, for
+// a kernel without rows (eigh_tridiagonal), the largest it is built for; 0: none for this dtype.
+std::int64_t small_kernel_max_n(SmallKernel kind, DType dtype);
 // Whether the dispatcher takes tessel's kernel for p (TESSEL_LINALG_SMALL=0 turns them off, for
 // timing the cuSOLVER path against them).
 bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p);
-// Whether eigh (kind eigh) or svd (kind svd) of p takes one of tessel's Jacobi kernels: the
-// one-matrix-per-thread kernel where its row applies, else eigh_warp (eigh) or svd_block (svd)
-// where its row applies and, for svd_block, its shared memory (block_kernel_bytes) fits `device`.
+// Whether eigh (kind eigh) or svd (kind svd) of p takes one of tessel's kernels: the
+// one-matrix-per-thread Jacobi kernel where its row applies, else eigh_tridiagonal or eigh_warp
+// (eigh) or svd_block (svd) where it applies and, for svd_block, its shared memory
+// (block_kernel_bytes) fits `device`.
 bool small_jacobi_applies(SmallKernel kind, const LinalgBatch& p, bool vectors, Device device);
 // The threads per team of a block kernel (svd_block, eigh_warp) of order n: 32 (a warp; several
 // teams per block; eigh_warp's warp holds one or more matrices) or the whole block.
@@ -61,11 +67,11 @@ void small_solve(const LinalgBatch& p, const void* a, const void* b, void* out, 
 // Gauss-Jordan with partial pivoting, one group of lanes of a warp per matrix (n <= 32); info as
 // getrf's (the inverse of a singular matrix is inf/NaN). Every info entry is written.
 void small_inv(const LinalgBatch& p, const void* a, void* out, std::int32_t* info, const Stream& stream);
-// small_eigh and small_svd run the kernel small_jacobi_applies chose (the per-thread one where it
-// applies, else eigh_warp where it applies, else the block one). small_eigh's matrices are
-// row-major (the caller's C order, no transposing copy): it reads the lower triangle of a and
-// writes the eigenvectors (v: the columns of each row-major n x n; unused without `vectors`; v
-// may be a) and the ascending eigenvalues w. Every info entry is written.
+// small_eigh and small_svd run the kernel small_jacobi_applies chose (the per-thread Jacobi one
+// where it applies, else eigh_tridiagonal or eigh_warp where it applies, else the block one).
+// small_eigh's matrices are row-major (the caller's C order, no transposing copy): it reads the
+// lower triangle of a and writes the eigenvectors (v: the columns of each row-major n x n; unused
+// without `vectors`; v may be a) and the ascending eigenvalues w. Every info entry is written.
 void small_eigh(const LinalgBatch& p, const void* a, void* v, void* w, bool vectors, std::int32_t* info,
                 const Stream& stream);
 void small_svd(const LinalgBatch& p, const void* a, void* s, void* u, void* vh, bool vectors, std::int32_t* info,

@@ -739,3 +739,33 @@ def test_small_kernel_variable_rejects_unknown_values_and_forces_a_kernel(gpu):
     forced = run("eigh_warp")
     assert "err " in forced, forced
     assert float(forced.split("err ")[1].split()[0]) < 1e-12
+
+
+def test_small_kernel_variable_forces_the_tridiagonal_eigh(gpu):
+    # TESSEL_LINALG_SMALL=eigh_tridiagonal (read once per process: a fresh interpreter) runs the
+    # Householder + QR kernel at every order it takes (to 16), which the tuning table never picks:
+    # reconstruction, orthogonality, the float64 eigenvalues, and NaN input (info > 0, NaN results).
+    code = (f"import numpy as np, tessel as ts\n"
+            f"rng = np.random.default_rng(3)\n"
+            f"for dtype, eps in (('float32', 1.2e-7), ('float64', 2.3e-16)):\n"
+            f"    for n in (1, 2, 3, 5, 8, 12, 16):\n"
+            f"        a = rng.standard_normal((300, n, n)); a = (a + a.transpose(0, 2, 1)) / 2\n"
+            f"        a[7] = np.eye(n); a[8] = 0; a[9] = np.outer(a[9, 0], a[9, 0])\n"
+            f"        a[11, n - 1, 0] = np.nan; a[11, 0, n - 1] = np.nan\n"
+            f"        a = a.astype(dtype)\n"
+            f"        w, v, info = (np.asarray(t) for t in ts.linalg.eigh_ex(ts.asarray(a, device='{gpu}')))\n"
+            f"        ok = np.arange(300) != 11\n"
+            f"        a64, w64, v64 = a[ok].astype(np.float64), w[ok].astype(np.float64), v[ok].astype(np.float64)\n"
+            f"        scale = np.maximum(np.abs(a64).max(axis=(1, 2)), 1e-30)\n"
+            f"        tol = 20 * eps * n\n"
+            f"        res = (np.abs(a64 @ v64 - v64 * w64[:, None, :]).max(axis=(1, 2)) / scale).max()\n"
+            f"        orth = np.abs(v64.transpose(0, 2, 1) @ v64 - np.eye(n)).max()\n"
+            f"        werr = (np.abs(w64 - np.linalg.eigvalsh(a64)).max(axis=1) / scale).max()\n"
+            f"        bad = info[11] > 0 and np.isnan(w[11]).all() and np.isnan(v[11]).all()\n"
+            f"        good = (info[ok] == 0).all() and (np.diff(w64, axis=1) >= 0).all()\n"
+            f"        print(dtype, n, 'ok' if res < tol and orth < tol and werr < tol and bad and good else 'FAILED',\n"
+            f"              res, orth, werr, bad, good)\n")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TESSEL_LINALG_SMALL": "eigh_tridiagonal"},
+                         capture_output=True, text=True, timeout=600)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("float")]
+    assert len(lines) == 14 and all(line.split()[2] == "ok" for line in lines), out.stdout + out.stderr

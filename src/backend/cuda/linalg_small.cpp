@@ -86,6 +86,12 @@ const SmallKernelTuning kTuning[] = {
 };
 
 constexpr int kMaxSweeps = 60;  // Jacobi sweeps; a converging matrix needs fewer than 15
+// tridiagonal_eigh: QR steps per order (random 8 x 8 matrices take 1.7-2.1 an eigenvalue, at most
+// 2.6), and its largest order: registers hold it without spills to n = 12 in float and 8 in
+// double (sm_90); 9-16 (double) and 13-16 (float) spill, for measuring only. No kTuning rows:
+// forced by TESSEL_LINALG_SMALL=eigh_tridiagonal alone until measured against the Jacobi kernels.
+constexpr int kTridiagonalStepsPerOrder = 30;
+constexpr std::int64_t kTridiagonalMaxN = 16;
 constexpr int kBlock = 64;      // one matrix per thread
 constexpr int kWaves = 8;
 
@@ -98,6 +104,7 @@ const char* kind_name(SmallKernel kind) {
     case SmallKernel::inv: return "gauss_jordan_inv";
     case SmallKernel::svd_block: return "jacobi_svd_block";
     case SmallKernel::eigh_warp: return "jacobi_eigh_warp";
+    case SmallKernel::eigh_tridiagonal: return "tridiagonal_eigh";
   }
   return "?";
 }
@@ -167,8 +174,9 @@ void launch_block(SmallKernel kind, const LinalgBatch& p, std::vector<void*> arg
 }
 
 // TESSEL_LINALG_SMALL: unset or "1", the tuning table; "0", none of tessel's kernels (the library path);
-// a kernel (cholesky, lu_solve, eigh, svd, inv, svd_block or eigh_warp), that kernel alone, at
-// every batch and every order up to its rows' largest (for bench/peers/linalg_crossover.py).
+// a kernel (cholesky, lu_solve, eigh, svd, inv, svd_block, eigh_warp or eigh_tridiagonal), that
+// kernel alone, at every batch and every order up to small_kernel_max_n (for
+// bench/peers/linalg_crossover.py).
 struct Selection {
   bool off = false;
   bool forced = false;
@@ -187,7 +195,7 @@ const Selection& selection() {
     const std::pair<const char*, SmallKernel> names[] = {
         {"cholesky", SmallKernel::cholesky}, {"lu_solve", SmallKernel::lu_solve}, {"eigh", SmallKernel::eigh},
         {"svd", SmallKernel::svd},           {"inv", SmallKernel::inv},           {"svd_block", SmallKernel::svd_block},
-        {"eigh_warp", SmallKernel::eigh_warp}};
+        {"eigh_warp", SmallKernel::eigh_warp}, {"eigh_tridiagonal", SmallKernel::eigh_tridiagonal}};
     for (const auto& [kind_label, kind] : names) {
       if (name == kind_label) {
         s.forced = true;
@@ -196,7 +204,8 @@ const Selection& selection() {
       }
     }
     throw ValueError(fmt::format(
-        "TESSEL_LINALG_SMALL={}: expected 0 or a kernel (cholesky, lu_solve, eigh, svd, inv, svd_block, eigh_warp)",
+        "TESSEL_LINALG_SMALL={}: expected 0 or a kernel (cholesky, lu_solve, eigh, svd, inv, svd_block, eigh_warp, "
+        "eigh_tridiagonal)",
         name));
   }();
   return chosen;
@@ -212,17 +221,22 @@ std::vector<SmallKernelTuning> small_kernel_rows(SmallKernel kind, DType dtype) 
   return rows;
 }
 
+std::int64_t small_kernel_max_n(SmallKernel kind, DType dtype) {
+  if (kind == SmallKernel::eigh_tridiagonal) {
+    return dtype == DType::float32 || dtype == DType::float64 ? kTridiagonalMaxN : 0;
+  }
+  std::int64_t max_n = 0;
+  for (const auto& row : kTuning) {
+    if (row.kind == kind && row.dtype == dtype) max_n = std::max(max_n, row.max_n);
+  }
+  return max_n;
+}
+
 bool small_kernel_applies(SmallKernel kind, const LinalgBatch& p) {
   const Selection& chosen = selection();
   if (chosen.off) return false;
   const std::int64_t n = std::max(p.m, p.n);
-  if (chosen.forced) {
-    if (kind != chosen.kind) return false;
-    for (const auto& row : kTuning) {
-      if (row.kind == kind && row.dtype == p.dtype && n <= row.max_n) return true;
-    }
-    return false;
-  }
+  if (chosen.forced) return kind == chosen.kind && n <= small_kernel_max_n(kind, p.dtype);
   for (const auto& row : kTuning) {
     if (row.kind == kind && row.dtype == p.dtype && n >= row.min_n && n <= row.max_n) return p.batch >= row.min_batch;
   }
@@ -248,7 +262,9 @@ std::int64_t block_kernel_bytes(SmallKernel kind, DType dtype, std::int64_t m, s
 bool small_jacobi_applies(SmallKernel kind, const LinalgBatch& p, bool vectors, Device device) {
   if (small_kernel_applies(kind, p)) return true;
   // eigh_warp's shared memory (at most 32 x 33 doubles a warp) fits every device
-  if (kind == SmallKernel::eigh) return small_kernel_applies(SmallKernel::eigh_warp, p);
+  if (kind == SmallKernel::eigh) {
+    return small_kernel_applies(SmallKernel::eigh_tridiagonal, p) || small_kernel_applies(SmallKernel::eigh_warp, p);
+  }
   if (!small_kernel_applies(SmallKernel::svd_block, p)) return false;
   const std::int64_t bytes = block_kernel_bytes(SmallKernel::svd_block, p.dtype, p.m, p.n, vectors);
   return bytes <= static_cast<std::int64_t>(device_properties(device.index).shared_memory_per_block_optin);
@@ -306,6 +322,10 @@ void small_eigh(const LinalgBatch& p, const void* a, void* v, void* w, bool vect
   int flag = vectors ? 1 : 0, sweeps = kMaxSweeps;
   if (small_kernel_applies(SmallKernel::eigh, p)) {
     return launch(SmallKernel::eigh, p, false, {&a, &v, &w, &flag, &sweeps, &info, &batch}, stream);
+  }
+  if (small_kernel_applies(SmallKernel::eigh_tridiagonal, p)) {
+    int steps = kTridiagonalStepsPerOrder * static_cast<int>(p.n);
+    return launch(SmallKernel::eigh_tridiagonal, p, false, {&a, &v, &w, &flag, &steps, &info, &batch}, stream);
   }
   if (p.n > 32) throw Error(fmt::format("eigh: internal error: the warp kernel takes n <= 32, got {}", p.n));
   launch_block(SmallKernel::eigh_warp, p, {&a, &v, &w, &flag, &sweeps, &info, &batch}, stream,

@@ -15,6 +15,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if defined(TESSEL_HAVE_CUDA)
@@ -350,11 +351,23 @@ int svd_sweep_cap_hits(std::mt19937_64& rng, int batch) {
   });
 }
 
+// The eigh kernels: the one-matrix-per-thread jacobi_eigh and tridiagonal_eigh, and
+// jacobi_eigh_warp (a group of lanes per matrix; in the CUDA build, which has its shared memory
+// layout, block_kernel_bytes).
+enum class EighKernel { jacobi, tridiagonal, warp };
+
+// jacobi_eigh: 60 sweeps; tridiagonal_eigh: 30 N QR steps (linalg_small.cpp's caps).
+template <class T, int N>
+void per_thread_eigh(EighKernel kernel, const T* a, T* v, T* w, int vectors, int* info, int batch) {
+  if (kernel == EighKernel::jacobi) jacobi_eigh<T, N>(a, v, w, vectors, 60, info, batch);
+  else tridiagonal_eigh<T, N>(a, v, w, vectors, 30 * N, info, batch);
+}
+
 template <class T>
-int eigh_sweep_cap_hits(std::mt19937_64& rng, int batch) {
+int eigh_sweep_cap_hits(std::mt19937_64& rng, int batch, EighKernel kernel) {
   std::vector<T> w(static_cast<std::size_t>(batch) * 8);
   return sweep_cap_hits<T, 8>(rng, batch, [&](T* a, int* info, int b) {
-    jacobi_eigh<T, 8>(a, nullptr, w.data(), 0, 60, info, b);
+    per_thread_eigh<T, 8>(kernel, a, nullptr, w.data(), 0, info, b);
   });
 }
 
@@ -366,23 +379,56 @@ TEST(LinalgSmallKernelsOnHost, JacobiSvdConvergesOnManyRandomMatrices) {
 
 TEST(LinalgSmallKernelsOnHost, JacobiEighConvergesOnManyRandomMatrices) {
   std::mt19937_64 rng(12);
-  EXPECT_EQ(eigh_sweep_cap_hits<float>(rng, 20000), 0);
-  EXPECT_EQ(eigh_sweep_cap_hits<double>(rng, 20000), 0);
+  EXPECT_EQ(eigh_sweep_cap_hits<float>(rng, 20000, EighKernel::jacobi), 0);
+  EXPECT_EQ(eigh_sweep_cap_hits<double>(rng, 20000, EighKernel::jacobi), 0);
+}
+
+TEST(LinalgSmallKernelsOnHost, TridiagonalEighConvergesOnManyRandomMatrices) {
+  std::mt19937_64 rng(13);
+  EXPECT_EQ(eigh_sweep_cap_hits<float>(rng, 20000, EighKernel::tridiagonal), 0);
+  EXPECT_EQ(eigh_sweep_cap_hits<double>(rng, 20000, EighKernel::tridiagonal), 0);
 }
 
 TEST(LinalgSmallKernelsOnHost, NonFiniteInputGivesInfoOne) {
   std::vector<double> a(16, 1.0), w(4), s(4), u(16), vh(16);
   a[5] = NAN;
   int info = 0;
-  auto b = a;
+  auto b = a, c = a;
   jacobi_eigh<double, 4>(a.data(), a.data(), w.data(), 1, 60, &info, 1);
   EXPECT_EQ(info, 1);
   jacobi_svd<double, 4, 4>(b.data(), s.data(), u.data(), vh.data(), 1, 60, &info, 1);
   EXPECT_EQ(info, 1);
+  tridiagonal_eigh<double, 4>(c.data(), c.data(), w.data(), 1, 120, &info, 1);
+  EXPECT_EQ(info, 1);
+}
+
+// tridiagonal_eigh's QR step cap: a matrix that needs more steps ends with info 1 and finite
+// outputs (its Householder Q and the diagonal of T at 0 steps), as jacobi_eigh at its sweep cap.
+TEST(LinalgSmallKernelsOnHost, TridiagonalEighIterationCap) {
+  std::mt19937_64 rng(14);
+  constexpr int N = 8;
+  const auto a = normal(rng, N * N);  // the lower triangle is read
+  for (int cap : {0, 1, 2}) {
+    std::vector<double> v(N * N), w(N);
+    int info = -1;
+    tridiagonal_eigh<double, N>(a.data(), v.data(), w.data(), 1, cap, &info, 1);
+    EXPECT_EQ(info, 1) << "cap " << cap;
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j) {
+        double vv = 0;
+        for (int k = 0; k < N; ++k) vv += v[k * N + i] * v[k * N + j];
+        ASSERT_NEAR(vv, i == j ? 1.0 : 0.0, 1e-13) << "cap " << cap << ": V^T V = I at " << i << ", " << j;
+      }
+    EXPECT_TRUE(std::is_sorted(w.begin(), w.end()));
+  }
+  std::vector<double> w(N);
+  int info = -1;
+  tridiagonal_eigh<double, N>(a.data(), nullptr, w.data(), 0, 30 * N, &info, 1);
+  EXPECT_EQ(info, 0);
 }
 
 #if defined(TESSEL_HAVE_CUDA)
-// ---- the block kernels on an emulated block ----
+// ---- the block kernels on an emulated block (their shared memory layouts are the CUDA build's) ----
 using tessel::backend::cuda::block_kernel_bytes;
 using tessel::backend::cuda::small_kernel_request;
 using tessel::backend::cuda::SmallKernel;
@@ -398,6 +444,7 @@ void run_teams(int teams, long long team_bytes, Kernel&& kernel) {
   tessel_small_host::run_block(Team * teams, kernel);
   for (long long i = used; i < used + guard; ++i) ASSERT_EQ(shared[i], 0xA5) << "shared memory written past the layout";
 }
+#endif
 
 std::vector<double> random_orthogonal(std::mt19937_64& rng, int n) {  // Gram-Schmidt, twice
   auto q = normal(rng, static_cast<std::size_t>(n * n));
@@ -424,14 +471,18 @@ std::vector<double> with_spectrum(const std::vector<double>& q, const std::vecto
   return a;
 }
 
-enum class Kind { random, repeated, ill_conditioned, zero, nan, inf, huge, tiny };
+// Test matrices: random (normal entries; the eigh ones symmetric), repeated (eigenvalues of
+// multiplicity n / 2 and more; rank deficient for svd), ill-conditioned (eigenvalues or column
+// scales from 1 to eps), zero, NaN, Inf, huge and tiny (squares overflow or vanish); for eigh
+// also diagonal (with a repeated entry), the identity, rank one (x x^T) and tridiagonal.
+enum class Kind { random, repeated, ill_conditioned, zero, nan, inf, huge, tiny, diagonal, identity, rank_one, tridiagonal };
 
 // The eigenvalues of the repeated and ill-conditioned kinds.
 std::vector<double> spectrum(int n, Kind kind, double eps) {
   std::vector<double> lambda(static_cast<std::size_t>(n));
   for (int k = 0; k < n; ++k) {
-    lambda[k] = kind == Kind::repeated ? (k < n / 2 ? 2.0 : (k % 2 ? -1.0 : 3.0))
-                                       : std::pow(eps, static_cast<double>(k) / (n - 1)) * (k % 2 ? -1 : 1);
+    const double step = n > 1 ? static_cast<double>(k) / (n - 1) : 0.0;
+    lambda[k] = kind == Kind::repeated ? (k < n / 2 ? 2.0 : (k % 2 ? -1.0 : 3.0)) : std::pow(eps, step) * (k % 2 ? -1 : 1);
   }
   return lambda;
 }
@@ -445,21 +496,45 @@ std::vector<double> symmetric(std::mt19937_64& rng, int n, Kind kind, double eps
     const double scale = kind == Kind::huge ? (eps > 1e-10 ? 1e30 : 1e200) : kind == Kind::tiny ? (eps > 1e-10 ? 1e-30 : 1e-200) : 1.0;
     for (int j = 0; j < n; ++j)
       for (int i = 0; i < n; ++i) a[i + j * n] = scale * x[std::max(i, j) + std::min(i, j) * n];
-    if (kind == Kind::nan) a[(n - 1) + 2 * n] = NAN;  // in the lower triangle
-    if (kind == Kind::inf) a[(n - 1) + std::min(3, n - 1) * n] = INFINITY;  // in the lower triangle at every n
+    if (kind == Kind::nan) a[(n - 1) + std::min(2, n - 1) * n] = NAN;  // in the lower triangle at every n
+    if (kind == Kind::inf) a[(n - 1) + std::min(3, n - 1) * n] = INFINITY;
   } else if (kind == Kind::repeated || kind == Kind::ill_conditioned) {
     a = with_spectrum(random_orthogonal(rng, n), spectrum(n, kind, eps), n);
+  } else if (kind == Kind::diagonal || kind == Kind::identity) {
+    const auto x = normal(rng, static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) a[i + i * n] = kind == Kind::identity ? 1.0 : x[i];
+    if (kind == Kind::diagonal && n > 2) a[(n - 1) + (n - 1) * n] = a[0];
+  } else if (kind == Kind::rank_one) {
+    const auto x = normal(rng, static_cast<std::size_t>(n));
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) a[i + j * n] = x[i] * x[j];
+  } else if (kind == Kind::tridiagonal) {
+    const auto x = normal(rng, static_cast<std::size_t>(2 * n));
+    for (int i = 0; i < n; ++i) {
+      a[i + i * n] = x[i];
+      if (i + 1 < n) a[(i + 1) + i * n] = a[i + (i + 1) * n] = x[n + i];
+    }
   }
   return a;
 }
 
-// jacobi_eigh_warp on `warps` warps (32 / GroupWidth<N> matrices a warp), or (warps == 0) the
-// one-matrix-per-thread jacobi_eigh.
+// `kernel` on `batch` matrices of `kind` (jacobi_eigh_warp on `warps` warps, 32 / GroupWidth<N>
+// matrices a warp), with and without vectors, into poisoned outputs: info 0, w ascending and equal
+// to the float64 eigenvalues (the known ones, or jacobi_eigh's in double), A V = V diag(w) and
+// V^T V = I, all to 20 eps N (times max|A|); NaN and Inf input: info 1 and every output NaN.
 template <class T, int N>
-void check_eigh_warp(std::mt19937_64& rng, Kind kind, int warps, int batch) {
-  SCOPED_TRACE(::testing::Message() << (warps ? "eigh_warp N " : "eigh N ") << N << " warps " << warps << " kind "
+void check_eigh_kernel(std::mt19937_64& rng, EighKernel kernel, Kind kind, int warps, int batch) {
+  const char* names[] = {"jacobi_eigh", "tridiagonal_eigh", "jacobi_eigh_warp"};
+  SCOPED_TRACE(::testing::Message() << names[static_cast<int>(kernel)] << " N " << N << " warps " << warps << " kind "
                                     << static_cast<int>(kind) << (sizeof(T) == 4 ? " float" : " double"));
   const double eps = sizeof(T) == 4 ? 1.2e-7 : 2.3e-16;
+#if defined(TESSEL_HAVE_CUDA)
+  const tessel::DType dtype = sizeof(T) == 4 ? tessel::DType::float32 : tessel::DType::float64;
+  const SmallKernel kinds[] = {SmallKernel::eigh, SmallKernel::eigh_tridiagonal, SmallKernel::eigh_warp};
+  EXPECT_EQ(small_kernel_request(kinds[static_cast<int>(kernel)], dtype, N, N, false).name,
+            std::string("tessel_linalg_small::") + names[static_cast<int>(kernel)] + "<" +
+                (sizeof(T) == 4 ? "float" : "double") + ", " + std::to_string(N) + ">");
+#endif
   for (bool vectors : {true, false}) {
     std::vector<std::vector<double>> ref;
     // row-major input, the eigenvectors into a poisoned buffer of their own
@@ -473,17 +548,17 @@ void check_eigh_warp(std::mt19937_64& rng, Kind kind, int warps, int batch) {
       }
     }
     std::vector<int> info(static_cast<std::size_t>(batch), -1);
-    const tessel::DType dtype = sizeof(T) == 4 ? tessel::DType::float32 : tessel::DType::float64;
-    const long long bytes = block_kernel_bytes(SmallKernel::eigh_warp, dtype, N, N, vectors);
-    EXPECT_EQ(small_kernel_request(SmallKernel::eigh_warp, dtype, N, N, false).name,
-              std::string("tessel_linalg_small::jacobi_eigh_warp<") + (sizeof(T) == 4 ? "float" : "double") + ", " +
-                  std::to_string(N) + ">");
-    if (warps == 0) {
-      jacobi_eigh<T, N>(a.data(), vout.data(), w.data(), vectors ? 1 : 0, 60, info.data(), batch);
+    if (kernel != EighKernel::warp) {
+      per_thread_eigh<T, N>(kernel, a.data(), vout.data(), w.data(), vectors ? 1 : 0, info.data(), batch);
     } else {
+#if defined(TESSEL_HAVE_CUDA)
+      const long long bytes = block_kernel_bytes(SmallKernel::eigh_warp, dtype, N, N, vectors);
       run_teams<32>(warps, bytes, [&] {
         jacobi_eigh_warp<T, N>(a.data(), vout.data(), w.data(), vectors ? 1 : 0, 60, info.data(), batch, bytes);
       });
+#else
+      FAIL() << "jacobi_eigh_warp's layout is the CUDA build's";
+#endif
     }
     for (int b = 0; b < batch; ++b) {
       const T* wb = w.data() + b * N;
@@ -492,7 +567,7 @@ void check_eigh_warp(std::mt19937_64& rng, Kind kind, int warps, int batch) {
         EXPECT_EQ(info[b], 1);
         for (int j = 0; j < N; ++j) EXPECT_TRUE(std::isnan(wb[j]));
         if (vectors) {
-          EXPECT_TRUE(std::isnan(v[N + 1]));
+          for (int e = 0; e < N * N; ++e) EXPECT_TRUE(std::isnan(v[e])) << e;
         }
         continue;
       }
@@ -504,11 +579,20 @@ void check_eigh_warp(std::mt19937_64& rng, Kind kind, int warps, int batch) {
       if (kind == Kind::zero) {
         for (int j = 0; j < N; ++j) EXPECT_EQ(wb[j], T(0));
       }
+      std::vector<double> want(static_cast<std::size_t>(N), 0.0);
       if (kind == Kind::repeated || kind == Kind::ill_conditioned) {
-        auto want = spectrum(N, kind, eps);
-        std::sort(want.begin(), want.end());
-        for (int j = 0; j < N; ++j) EXPECT_NEAR(wb[j], want[j], tol) << j;
+        want = spectrum(N, kind, eps);
+      } else if (kind == Kind::zero || kind == Kind::diagonal || kind == Kind::identity) {
+        for (int j = 0; j < N; ++j) want[j] = ref[b][j + j * N];
+      } else if (kind == Kind::rank_one) {
+        for (int j = 0; j < N; ++j) want[N - 1] += ref[b][j + j * N];  // x^T x
+      } else {
+        int ref_info = -1;
+        jacobi_eigh<double, N>(ref[b].data(), nullptr, want.data(), 0, 60, &ref_info, 1);  // symmetric: either order
+        EXPECT_EQ(ref_info, 0);
       }
+      std::sort(want.begin(), want.end());
+      for (int j = 0; j < N; ++j) EXPECT_NEAR(wb[j], want[j], tol) << j;
       if (!vectors) continue;
       for (int j = 0; j < N; ++j)
         for (int i = 0; i < N; ++i) {
@@ -524,6 +608,38 @@ void check_eigh_warp(std::mt19937_64& rng, Kind kind, int warps, int batch) {
   }
 }
 
+// check_eigh_kernel of a per-thread kernel at orders 1 to sizeof...(Ns), float and double.
+template <int... Ns>
+void check_eigh_orders(std::mt19937_64& rng, EighKernel kernel, Kind kind, int batch, std::integer_sequence<int, Ns...>) {
+  (check_eigh_kernel<float, Ns + 1>(rng, kernel, kind, 0, batch), ...);
+  (check_eigh_kernel<double, Ns + 1>(rng, kernel, kind, 0, batch), ...);
+}
+
+constexpr Kind kEighKinds[] = {Kind::random,   Kind::repeated, Kind::ill_conditioned, Kind::zero,
+                               Kind::nan,      Kind::inf,      Kind::huge,            Kind::tiny,
+                               Kind::diagonal, Kind::identity, Kind::rank_one,        Kind::tridiagonal};
+
+TEST(LinalgSmallKernelsOnHost, JacobiEighEveryKind) {
+  std::mt19937_64 rng(8);
+  for (Kind kind : kEighKinds) {
+    check_eigh_orders(rng, EighKernel::jacobi, kind, 20, std::make_integer_sequence<int, 8>{});
+    check_eigh_kernel<float, 8>(rng, EighKernel::jacobi, kind, 0, 200);
+    check_eigh_kernel<double, 8>(rng, EighKernel::jacobi, kind, 0, 200);
+  }
+}
+
+TEST(LinalgSmallKernelsOnHost, TridiagonalEighEveryKind) {
+  std::mt19937_64 rng(15);
+  for (Kind kind : kEighKinds) {
+    check_eigh_orders(rng, EighKernel::tridiagonal, kind, 20, std::make_integer_sequence<int, 8>{});
+    check_eigh_kernel<float, 8>(rng, EighKernel::tridiagonal, kind, 0, 200);
+    check_eigh_kernel<double, 8>(rng, EighKernel::tridiagonal, kind, 0, 200);
+    check_eigh_kernel<float, 12>(rng, EighKernel::tridiagonal, kind, 0, 10);
+    check_eigh_kernel<double, 16>(rng, EighKernel::tridiagonal, kind, 0, 5);
+  }
+}
+
+#if defined(TESSEL_HAVE_CUDA)
 // Column-major m x n test matrices: random, rank deficient (a repeated and a zero column),
 // ill-conditioned (columns scaled down to eps), zero, NaN, Inf.
 std::vector<double> general(std::mt19937_64& rng, int m, int n, Kind kind, double eps) {
@@ -620,33 +736,22 @@ void check_svd_block(std::mt19937_64& rng, Kind kind, int teams, int batch) {
   }
 }
 
-TEST(LinalgSmallKernelsOnHost, JacobiEighEveryKind) {
-  std::mt19937_64 rng(8);
-  for (Kind kind : {Kind::random, Kind::repeated, Kind::ill_conditioned, Kind::zero, Kind::nan, Kind::inf, Kind::huge,
-                    Kind::tiny}) {
-    check_eigh_warp<float, 8>(rng, kind, 0, 200);
-    check_eigh_warp<double, 8>(rng, kind, 0, 200);
-    check_eigh_warp<float, 6>(rng, kind, 0, 50);
-    check_eigh_warp<double, 7>(rng, kind, 0, 50);
-  }
-}
-
 TEST(LinalgSmallKernelsOnHost, JacobiEighWarp) {
   std::mt19937_64 rng(7);
   for (Kind kind : {Kind::random, Kind::repeated, Kind::ill_conditioned, Kind::zero, Kind::nan, Kind::inf, Kind::huge,
                     Kind::tiny}) {
-    check_eigh_warp<double, 32>(rng, kind, 2, 3);  // a matrix per warp, the last warp idle
-    check_eigh_warp<float, 32>(rng, kind, 1, 1);
-    check_eigh_warp<double, 21>(rng, kind, 1, 2);  // lanes 21-31 hold no column
-    check_eigh_warp<float, 12>(rng, kind, 1, 3);   // two matrices per warp, one idle group
-    check_eigh_warp<double, 9>(rng, kind, 2, 5);   // two per warp, two warps
-    check_eigh_warp<float, 8>(rng, kind, 1, 4);    // four per warp (the table's n 8 rows)
-    check_eigh_warp<double, 7>(rng, kind, 2, 6);   // four per warp, lane 7 of each group idle
-    check_eigh_warp<float, 5>(rng, kind, 1, 3);
+    check_eigh_kernel<double, 32>(rng, EighKernel::warp, kind, 2, 3);  // a matrix per warp, the last warp idle
+    check_eigh_kernel<float, 32>(rng, EighKernel::warp, kind, 1, 1);
+    check_eigh_kernel<double, 21>(rng, EighKernel::warp, kind, 1, 2);  // lanes 21-31 hold no column
+    check_eigh_kernel<float, 12>(rng, EighKernel::warp, kind, 1, 3);   // two matrices per warp, one idle group
+    check_eigh_kernel<double, 9>(rng, EighKernel::warp, kind, 2, 5);   // two per warp, two warps
+    check_eigh_kernel<float, 8>(rng, EighKernel::warp, kind, 1, 4);    // four per warp (the table's n 8 rows)
+    check_eigh_kernel<double, 7>(rng, EighKernel::warp, kind, 2, 6);   // four per warp, lane 7 of each group idle
+    check_eigh_kernel<float, 5>(rng, EighKernel::warp, kind, 1, 3);
   }
   // Many random matrices: no sweep cap, every pair converged (a single unlucky matrix would set info).
-  check_eigh_warp<double, 16>(rng, Kind::random, 4, 64);
-  check_eigh_warp<float, 24>(rng, Kind::random, 4, 32);
+  check_eigh_kernel<double, 16>(rng, EighKernel::warp, Kind::random, 4, 64);
+  check_eigh_kernel<float, 24>(rng, EighKernel::warp, Kind::random, 4, 32);
 }
 
 TEST(LinalgSmallKernelsOnHost, JacobiSvdEveryKind) {
