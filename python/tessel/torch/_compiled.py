@@ -33,7 +33,7 @@ def _load():
 
 
 _ops = _load()
-# The op (its OverloadPacket's default: one Python call less per use) and plan registration;
-# None without the library.
-fuse = _ops.fuse.default if _ops is not None else None
+# The op and plan registration; None without the library. The op is the overload's C++ callable
+# itself (OpOverload._op): OpOverload.__call__ is one more Python frame per call.
+fuse = getattr(_ops.fuse.default, "_op", _ops.fuse.default) if _ops is not None else None
 add_plan = _ops.add_plan.default if _ops is not None else None
