@@ -1,13 +1,14 @@
 """Crossover of tessel's batched small-matrix kernels against the cuSOLVER / cuBLAS path, for the
 tuning table in src/backend/cuda/linalg_small.cpp: eigh and svd (rows eigh/svd: one matrix per
 thread, n <= 16; eigh_warp: a group of lanes per matrix, n <= 32; svd_block: a warp or a block
-per matrix, up to n = 128, 112 in float64), cholesky, solve (one right-hand side), inv and det
-(the LU kernel).
+per matrix, up to n = 128, 112 in float64; eigh_tridiagonal: one matrix per thread, Householder
+and QR, n <= 16, no rows: forced only), cholesky, solve (one right-hand side), inv and det (the
+LU kernel).
 
     python3 bench/peers/linalg_crossover.py [--orders 8 16 ...] [--batches 1 32 1024]
                                             [--ops eigh svd cholesky solve inv det]
                                             [--dtypes float32 float64] [--repeats 5]
-                                            [--small-kernel eigh_warp]
+                                            [--small-kernel table eigh_warp eigh_tridiagonal]
 
 Each path runs in its own process: tessel's kernels (TESSEL_LINALG_SMALL unset) and the
 library path (TESSEL_LINALG_SMALL=0: syevjBatched / gesvdjBatched up to n = 32, XsyevBatched
@@ -18,10 +19,13 @@ the median of up to --repeats calls after one warm-up call (which also compiles 
 its time is printed as "first"). Each result is checked by reconstruction (max |A V - V diag(w)|,
 |U diag(S) Vh - A|, |L L^T - A| or |A x - b| over max |A| or |b|; |A A^-1 - I|; det against
 slogdet) and the orthogonality of the vectors. The last column is
-the library time over tessel's: > 1 where tessel's kernel wins. --small-kernel NAME runs tessel's
-path with TESSEL_LINALG_SMALL=NAME, that one kernel at every order it takes, whatever the table
-says (its rows are named tessel-NAME). The rows merge into
-bench/results/<device>-<date>.json under "linalg_crossover". Skips (exit 0) without a GPU.
+the library time over tessel's: > 1 where tessel's kernel wins. --small-kernel NAME... runs
+tessel's path once per NAME, with TESSEL_LINALG_SMALL=NAME: that one kernel at every order it
+takes, whatever the table says (its rows are named tessel-NAME; the name "table" is the table
+itself, rows "tessel"); with several names a last table gives each path's time and GB/s (eigh:
+the input matrices, the vectors and the eigenvalues; svd: the input and U, S, Vh) side by side.
+The rows merge into bench/results/<device>-<date>.json under "linalg_crossover". Skips (exit 0)
+without a GPU.
 """
 import argparse
 import json
@@ -114,8 +118,9 @@ def main():
     p.add_argument("--ops", nargs="*", default=["eigh", "svd"])
     p.add_argument("--dtypes", nargs="*", default=["float32", "float64"])
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--small-kernel", default=None,
-                   help="force one of tessel's kernels (cholesky, lu_solve, eigh, svd, inv, svd_block, eigh_warp)")
+    p.add_argument("--small-kernel", nargs="+", default=None,
+                   help="force tessel's kernels, one path each (cholesky, lu_solve, eigh, svd, inv, svd_block, "
+                        "eigh_warp, eigh_tridiagonal; table: the tuning table)")
     p.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # the child's; "cpu" tries the script
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -126,8 +131,10 @@ def main():
         print("linalg_crossover: no GPU, skipped")
         return
     results = {}
-    tessel_path = f"tessel-{args.small_kernel}" if args.small_kernel else "tessel"
-    for path, small in ((tessel_path, args.small_kernel), ("cusolver", "0")):
+    forced = args.small_kernel or ["table"]
+    tessel_paths = [("tessel" if name == "table" else f"tessel-{name}", None if name == "table" else name)
+                    for name in forced]
+    for path, small in (*tessel_paths, ("cusolver", "0")):
         env = dict(os.environ)
         env.pop("TESSEL_LINALG_SMALL", None)
         if small is not None:
@@ -151,16 +158,37 @@ def main():
             return f"{'FAILED':>10} {r['error'][:26]:>26}"
         return f"{r['ms']:10.3f} {r['first_ms']:8.0f} {r['err']:8.1e} {r['orth']:8.1e}"
 
-    print(f"# tessel path: {tessel_path}")
-    print("op    dtype      n  batch |  tessel ms  first    err      orth   |  cusolver ms first   err      orth   | cusolver/tessel")
-    for op in args.ops:
-        for dtype in args.dtypes:
-            for n in args.orders:
-                for batch in args.batches:
-                    t = results.get((tessel_path, op, dtype, n, batch))
-                    c = results.get(("cusolver", op, dtype, n, batch))
-                    ratio = c["ms"] / t["ms"] if t and c and "ms" in t and "ms" in c else float("nan")
-                    print(f"{op:5} {dtype:8} {n:4} {batch:6} | {cell(t)} | {cell(c)} | {ratio:7.2f}")
+    for tessel_path, _ in tessel_paths:
+        print(f"# tessel path: {tessel_path}")
+        print("op    dtype      n  batch |  tessel ms  first    err      orth   |  cusolver ms first   err      orth   | cusolver/tessel")
+        for op in args.ops:
+            for dtype in args.dtypes:
+                for n in args.orders:
+                    for batch in args.batches:
+                        t = results.get((tessel_path, op, dtype, n, batch))
+                        c = results.get(("cusolver", op, dtype, n, batch))
+                        ratio = c["ms"] / t["ms"] if t and c and "ms" in t and "ms" in c else float("nan")
+                        print(f"{op:5} {dtype:8} {n:4} {batch:6} | {cell(t)} | {cell(c)} | {ratio:7.2f}")
+    if len(tessel_paths) > 1:
+        def gbs(op, dtype, n, batch, ms):  # bytes read and written over the time
+            item = 4 if dtype == "float32" else 8
+            values = {"eigh": 2 * n * n + n, "svd": 3 * n * n + n}.get(op)
+            return f"{batch * values * item / (ms * 1e6):7.1f}" if values else f"{'-':>7}"
+
+        paths = [p for p, _ in tessel_paths] + ["cusolver"]
+        print("# ms and GB/s by path")
+        print("op    dtype      n  batch | " + " | ".join(f"{p:>26}" for p in paths))
+        for op in args.ops:
+            for dtype in args.dtypes:
+                for n in args.orders:
+                    for batch in args.batches:
+                        cells = []
+                        for path in paths:
+                            r = results.get((path, op, dtype, n, batch))
+                            ok = r is not None and "ms" in r
+                            cells.append(f"{r['ms']:10.4f} ms {gbs(op, dtype, n, batch, r['ms'])} GB/s" if ok
+                                         else f"{'-':>26}")
+                        print(f"{op:5} {dtype:8} {n:4} {batch:6} | " + " | ".join(cells))
     rows = {f"{op}_{dtype}_n{n}_b{batch}_{path}": r for (path, op, dtype, n, batch), r in results.items()}
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from peer_results import merge_results
