@@ -2,7 +2,7 @@
 tuning table in src/backend/cuda/linalg_small.cpp: eigh and svd (rows eigh/svd: one matrix per
 thread, n <= 16; eigh_warp: a group of lanes per matrix, n <= 32; svd_block: a warp or a block
 per matrix, up to n = 128, 112 in float64; eigh_tridiagonal: one matrix per thread, Householder
-and QR, n <= 16, no rows: forced only), cholesky, solve (one right-hand side), inv and det (the
+and QR, n <= 16), cholesky, solve (one right-hand side), inv and det (the
 LU kernel).
 
     python3 bench/peers/linalg_crossover.py [--orders 8 16 ...] [--batches 1 32 1024]

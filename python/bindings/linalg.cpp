@@ -30,7 +30,7 @@ void register_linalg(nb::module_& parent) {
   parent.def("set_linalg_streams", &set_linalg_streams, "streams"_a,
              "Splits each batched cuSOLVER call of the CUDA linear algebra (eigh's XsyevBatched) into up to\n"
              "`streams` parts of at least 64 matrices, run on the caller's stream and side streams and joined\n"
-             "back into the caller's stream (TESSEL_LINALG_STREAMS=N starts it at N; default 1). While a CUDA\n"
+             "back into the caller's stream (TESSEL_LINALG_STREAMS=N starts it at N; default 4). While a CUDA\n"
              "graph capture is active a call runs on one stream. The CPU backend ignores it. ValueError\n"
              "outside 1..64.");
   parent.def("linalg_streams", [] { return config().linalg_streams; },

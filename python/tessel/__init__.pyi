@@ -958,7 +958,7 @@ def set_linalg_streams(streams: int) -> None:
     """Splits each batched cuSOLVER call of the CUDA linear algebra (``eigh``'s ``XsyevBatched``)
     into up to ``streams`` parts of at least 64 matrices, run on the caller's stream and side
     streams and joined back into the caller's stream (``TESSEL_LINALG_STREAMS=N`` starts it at
-    ``N``; default 1). While a CUDA graph capture is active a call runs on one stream. The CPU
+    ``N``; default 4). While a CUDA graph capture is active a call runs on one stream. The CPU
     backend ignores it. ``ValueError`` outside 1..64."""
 def linalg_streams() -> int:
     """The streams a batched cuSOLVER call is split over (:func:`set_linalg_streams`)."""

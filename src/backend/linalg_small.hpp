@@ -16,8 +16,8 @@ namespace tessel::backend::cuda {
 // eigh and svd: one matrix per thread, in registers; eigh_warp: a group of lanes per matrix, a
 // column per lane in registers (n <= 32); svd_block: a team of threads (a warp or a block) per
 // matrix, in shared memory, for the orders above svd's; eigh_tridiagonal: one matrix per thread,
-// Householder tridiagonalization and implicit QR (n <= 16; no rows in the tuning table, so it
-// runs only when TESSEL_LINALG_SMALL=eigh_tridiagonal forces it).
+// Householder tridiagonalization and implicit QR (n <= 16; its table rows take large batches to
+// n 8, and 12).
 enum class SmallKernel : std::uint8_t { cholesky, lu_solve, eigh, svd, inv, svd_block, eigh_warp, eigh_tridiagonal };
 
 // One row of the dispatcher's tuning table: tessel's kernel runs when min_n <= max(m, n) <= max_n

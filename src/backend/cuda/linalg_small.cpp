@@ -37,6 +37,17 @@ const SmallKernelTuning kTuning[] = {
     {SmallKernel::lu_solve, DType::float32, 9, 16, 256, "n 16: 0.98x at 64, 1.46x at 256, 2.41x at 100,000"},
     {SmallKernel::lu_solve, DType::float64, 1, 8, 64, "n 4, 8: 2.3-2.4x at 64, 4.4-5.3x at 100,000"},
     {SmallKernel::lu_solve, DType::float64, 9, 16, 256, "n 16: 0.74x at 64, 1.09x at 256, 1.35x at 100,000"},
+    // eigh_tridiagonal (checked before eigh, so it takes the batches of its rows and eigh the
+    // smaller ones) against the kernel the table chose before it (eigh to n 7 in float32 and 6 in
+    // float64, eigh_warp above), each forced, on the H200 by bench/peers/linalg_crossover.py at
+    // batches 4096 and 100,000 (linalg_crossover of nvidia-h200-2026-12-01.json), the other
+    // kernel's time over its own; below 4096 it was not measured. It loses at n 16 (0.48-0.91x).
+    {SmallKernel::eigh_tridiagonal, DType::float32, 1, 8, 4096,
+     "n 4, 6, 7, 8: 1.15, 1.35, 1.55, 0.97x at 4096; 1.12, 1.60, 1.72, 2.22x at 100,000"},
+    {SmallKernel::eigh_tridiagonal, DType::float32, 12, 12, 100000, "n 12: 0.87x at 4096, 1.78x at 100,000"},
+    {SmallKernel::eigh_tridiagonal, DType::float64, 1, 6, 4096, "n 4, 6: 1.12, 1.41x at 4096; 1.19, 1.50x at 100,000"},
+    {SmallKernel::eigh_tridiagonal, DType::float64, 7, 8, 100000, "n 7, 8: 0.98, 0.82x at 4096; 1.73, 1.35x at 100,000"},
+    {SmallKernel::eigh_tridiagonal, DType::float64, 12, 12, 100000, "n 12: 0.88x at 4096, 1.99x at 100,000"},
     {SmallKernel::eigh, DType::float32, 1, 4, 64, "n 4: 1.22x at 64, 15.9x at 100,000"},
     // n 5-8: the per-thread kernel against the warp kernel (eigh_warp rows below), each forced, at
     // batches 256 to 100,000 (linalg_crossover rows tessel-eigh and tessel-eigh_warp of 2026-11-28):
@@ -88,8 +99,7 @@ const SmallKernelTuning kTuning[] = {
 constexpr int kMaxSweeps = 60;  // Jacobi sweeps; a converging matrix needs fewer than 15
 // tridiagonal_eigh: QR steps per order (random 8 x 8 matrices take 1.7-2.1 an eigenvalue, at most
 // 2.6), and its largest order: registers hold it without spills to n = 12 in float and 8 in
-// double (sm_90); 9-16 (double) and 13-16 (float) spill, for measuring only. No kTuning rows:
-// forced by TESSEL_LINALG_SMALL=eigh_tridiagonal alone until measured against the Jacobi kernels.
+// double (sm_90); 9-16 (double) and 13-16 (float) spill, for measuring only (no kTuning rows).
 constexpr int kTridiagonalStepsPerOrder = 30;
 constexpr std::int64_t kTridiagonalMaxN = 16;
 constexpr int kBlock = 64;      // one matrix per thread
@@ -320,12 +330,12 @@ void small_eigh(const LinalgBatch& p, const void* a, void* v, void* w, bool vect
                 const Stream& stream) {
   long long batch = p.batch;
   int flag = vectors ? 1 : 0, sweeps = kMaxSweeps;
-  if (small_kernel_applies(SmallKernel::eigh, p)) {
-    return launch(SmallKernel::eigh, p, false, {&a, &v, &w, &flag, &sweeps, &info, &batch}, stream);
-  }
-  if (small_kernel_applies(SmallKernel::eigh_tridiagonal, p)) {
+  if (small_kernel_applies(SmallKernel::eigh_tridiagonal, p)) {  // first: its rows take the large batches
     int steps = kTridiagonalStepsPerOrder * static_cast<int>(p.n);
     return launch(SmallKernel::eigh_tridiagonal, p, false, {&a, &v, &w, &flag, &steps, &info, &batch}, stream);
+  }
+  if (small_kernel_applies(SmallKernel::eigh, p)) {
+    return launch(SmallKernel::eigh, p, false, {&a, &v, &w, &flag, &sweeps, &info, &batch}, stream);
   }
   if (p.n > 32) throw Error(fmt::format("eigh: internal error: the warp kernel takes n <= 32, got {}", p.n));
   launch_block(SmallKernel::eigh_warp, p, {&a, &v, &w, &flag, &sweeps, &info, &batch}, stream,

@@ -46,7 +46,7 @@ TEST(Config, Defaults) {
   EXPECT_TRUE(c.device_guard);
   EXPECT_TRUE(c.peer_access);
   EXPECT_FALSE(c.matmul_autotune);
-  EXPECT_EQ(c.linalg_streams, 1);
+  EXPECT_EQ(c.linalg_streams, 4);
   EXPECT_EQ(c.cache_dir, "/home/u/.cache/tessel");
 }
 
@@ -75,7 +75,7 @@ TEST(Config, ParsesEveryVariable) {
   EXPECT_EQ(c.linalg_streams, 3);
   EXPECT_EQ(c.cache_dir, "/tmp/tc");
   EXPECT_TRUE(parse({{"TESSEL_DEVICE_GUARD", ""}}).device_guard);  // empty keeps the default
-  EXPECT_EQ(parse({{"TESSEL_LINALG_STREAMS", ""}}).linalg_streams, 1);
+  EXPECT_EQ(parse({{"TESSEL_LINALG_STREAMS", ""}}).linalg_streams, 4);
   EXPECT_EQ(parse({{"TESSEL_LINALG_STREAMS", "1"}}).linalg_streams, 1);
   EXPECT_EQ(parse({{"TESSEL_LINALG_STREAMS", "64"}}).linalg_streams, tessel::kMaxLinalgStreams);
   EXPECT_EQ(parse({{"XDG_CACHE_HOME", "/xdg"}}).cache_dir, "/xdg/tessel");
