@@ -94,6 +94,25 @@ std::vector<cd> matmul_host(const cd* a, const cd* b, std::int64_t m, std::int64
   return c;
 }
 
+// Checks one n x n matrix of an eigh result: |A v - v w| <= tolerance * scale and |V^H V - I| <=
+// tolerance, scale the largest |eigenvalue| (at least 1); returns scale. a, v: the matrix and its
+// eigenvectors (columns), w its n eigenvalues; b names the matrix in the messages.
+double expect_eigenpairs(const cd* a, const cd* v, const cd* w, std::int64_t n, double tolerance, std::int64_t b) {
+  const auto av = matmul_host(a, v, n, n, n, false, false);
+  const auto vv = matmul_host(v, v, n, n, n, true, false);
+  double scale = 1, worst = 0, orth = 0;
+  for (std::int64_t j = 0; j < n; ++j) scale = std::max(scale, std::abs(w[j]));
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const auto e = static_cast<std::size_t>(i * n + j);
+      worst = std::max(worst, std::abs(av[e] - v[e] * w[j]));
+      orth = std::max(orth, std::abs(vv[e] - (i == j ? 1.0 : 0.0)));
+    }
+  EXPECT_LE(worst, tolerance * scale) << "A v = v w, matrix " << b;
+  EXPECT_LE(orth, tolerance) << "V^H V = I, matrix " << b;
+  return scale;
+}
+
 double max_abs_diff(const cd* a, const cd* b, std::int64_t count) {
   double e = 0;
   for (std::int64_t i = 0; i < count; ++i) e = std::max(e, std::abs(a[i] - b[i]));
@@ -254,19 +273,7 @@ TEST_P(LinalgTest, EighSplitOverStreams) {
     const auto w = host(r.eigenvalues), v = host(r.eigenvectors);
     ASSERT_EQ(w.size(), static_cast<std::size_t>(batch * n));
     for (std::int64_t b = 0; b < batch; ++b) {
-      const cd* vb = v.data() + b * n * n;
-      const auto av = matmul_host(a.data() + b * n * n, vb, n, n, n, false, false);
-      const auto vv = matmul_host(vb, vb, n, n, n, true, false);
-      double scale = 1, worst = 0, orth = 0;
-      for (std::int64_t j = 0; j < n; ++j) scale = std::max(scale, std::abs(w[static_cast<std::size_t>(b * n + j)]));
-      for (std::int64_t i = 0; i < n; ++i)
-        for (std::int64_t j = 0; j < n; ++j) {
-          const auto e = static_cast<std::size_t>(i * n + j);
-          worst = std::max(worst, std::abs(av[e] - vb[e] * w[static_cast<std::size_t>(b * n + j)]));
-          orth = std::max(orth, std::abs(vv[e] - (i == j ? 1.0 : 0.0)));
-        }
-      EXPECT_LE(worst, tol(n) * scale) << "A v = v w, matrix " << b;
-      EXPECT_LE(orth, tol(n)) << "V^H V = I, matrix " << b;
+      const double scale = expect_eigenpairs(a.data() + b * n * n, v.data() + b * n * n, w.data() + b * n, n, tol(n), b);
       if (!w_one_stream.empty()) {
         double diff = 0;
         for (std::int64_t j = 0; j < n; ++j) {
@@ -326,19 +333,7 @@ TEST_P(LinalgTest, JacobiBlockOrders) {
     const auto r = linalg::eigh(upload(a, {batch, n, n}, dtype(), device()));
     const auto w = host(r.eigenvalues), v = host(r.eigenvectors);
     for (std::int64_t b = 0; b < batch; ++b) {
-      const cd* vb = v.data() + b * n * n;
-      const auto av = matmul_host(a.data() + b * n * n, vb, n, n, n, false, false);
-      const auto vv = matmul_host(vb, vb, n, n, n, true, false);
-      double scale = 1, worst = 0, orth = 0;
-      for (std::int64_t j = 0; j < n; ++j) scale = std::max(scale, std::abs(w[static_cast<std::size_t>(b * n + j)]));
-      for (std::int64_t i = 0; i < n; ++i)
-        for (std::int64_t j = 0; j < n; ++j) {
-          const auto e = static_cast<std::size_t>(i * n + j);
-          worst = std::max(worst, std::abs(av[e] - vb[e] * w[static_cast<std::size_t>(b * n + j)]));
-          orth = std::max(orth, std::abs(vv[e] - (i == j ? 1.0 : 0.0)));
-        }
-      EXPECT_LE(worst, tol(n) * scale) << "A v = v w, matrix " << b;
-      EXPECT_LE(orth, tol(n)) << "V^H V = I, matrix " << b;
+      expect_eigenpairs(a.data() + b * n * n, v.data() + b * n * n, w.data() + b * n, n, tol(n), b);
       for (std::int64_t j = 1; j < n; ++j) EXPECT_LE(w[b * n + j - 1].real(), w[b * n + j].real());
     }
     for (std::int64_t j = 0; j < n; ++j) EXPECT_EQ(w[static_cast<std::size_t>(2 * n + j)], cd(0.0));
