@@ -88,11 +88,13 @@ void report_error(void* ctx, const char* kind, const char* message) {
   e->message = message;
 }
 
-[[noreturn]] void raise(const ErrorReport& e) {
-  if (e.kind == "TypeError") TORCH_CHECK_TYPE(false, e.message);
-  if (e.kind == "ValueError") TORCH_CHECK_VALUE(false, e.message);
-  if (e.kind == "MemoryError") TORCH_CHECK_WITH(OutOfMemoryError, false, e.message);
-  TORCH_CHECK(false, e.message);
+// tessel's error as the Python exception it names, after the op's label (tessel names its own
+// op, "fused", not the user's function).
+[[noreturn]] void raise(const ErrorReport& e, const std::string& op) {
+  if (e.kind == "TypeError") TORCH_CHECK_TYPE(false, op, ": ", e.message);
+  if (e.kind == "ValueError") TORCH_CHECK_VALUE(false, op, ": ", e.message);
+  if (e.kind == "MemoryError") TORCH_CHECK_WITH(OutOfMemoryError, false, op, ": ", e.message);
+  TORCH_CHECK(false, op, ": ", e.message);
 }
 
 dl::DLTensor describe(const at::Tensor& t, const std::string& op) {
@@ -147,7 +149,7 @@ std::vector<at::Tensor> run(const void* kernel, const std::vector<at::Tensor>& i
   ErrorReport error;
   if (api->run(kernel, described.data(), static_cast<std::int32_t>(described.size()), current_stream(inputs.at(0)),
                sum_dtype != nullptr ? &sum : nullptr, results.data(), outputs, &error, &report_error) != 0) {
-    raise(error);
+    raise(error, op);
   }
   std::vector<at::Tensor> tensors;
   tensors.reserve(results.size());
@@ -233,7 +235,7 @@ at::Tensor cached_scalar(double value, const at::Device& device, at::ScalarType 
     at::Tensor tensor;
   };
   static std::mutex mutex;
-  static auto* cache = new std::vector<Entry>();  // leaked: the tensors must outlive no CUDA context
+  static auto* cache = new std::vector<Entry>();  // leaked: freed at exit, after CUDA is gone, they would fail
   std::lock_guard<std::mutex> lock(mutex);
   for (const Entry& e : *cache) {
     if (e.value == value && e.device == device && e.type == type) return e.tensor;

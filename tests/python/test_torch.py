@@ -563,6 +563,24 @@ def test_fuse_unsupported_dtype_error(tdevice):
         scale._call(x, m)  # the registered op
 
 
+def test_fuse_shapes_that_do_not_broadcast_error(tdevice):
+    @tt.fuse
+    def product(x, y):
+        return x * y
+
+    loss = tt.fuse(lambda x, y: x * y, reduction="sum")
+    x = torch.ones(3, device=tdevice, requires_grad=True)
+    y = torch.ones(4, device=tdevice)
+    for fn, label in ((product, r"fuse\(product\)"), (loss, r"fuse\(<lambda>, reduction='sum'\)")):
+        match = label + r": .*shapes \(3,\) and \(4,\) cannot be broadcast"
+        with pytest.raises(ValueError, match=match):
+            fn(x, y)  # with grad: the compiled op
+        with pytest.raises(ValueError, match=match), torch.no_grad():
+            fn(x, y)
+        with pytest.raises(ValueError, match=match):
+            fn._call(x, y)  # the registered op
+
+
 def test_fuse_non_contiguous_and_expanded(tdevice, gen):
     x = randn(gen, 6, 8, device=tdevice)[:, ::2].requires_grad_()
     y = randn(gen, 4, device=tdevice).expand(6, 4)

@@ -300,8 +300,15 @@ class FusedFunction:
 
     def _forward_impl(self, inputs: List[Tensor]) -> Tensor:
         self._check(inputs)
-        with on_torch_stream(inputs[0].device):
-            return self._forward_kernel(len(inputs))(inputs, like=inputs[0])
+        try:
+            with on_torch_stream(inputs[0].device):
+                return self._forward_kernel(len(inputs))(inputs, like=inputs[0])
+        except (TypeError, ValueError) as e:
+            raise self._named(e) from None
+
+    def _named(self, e):
+        """e (a tessel error: shapes that do not broadcast, a dtype) with this function's name first."""
+        return e if str(e).startswith(self._label) else type(e)(f"{self._label}: {e}")
 
     def _forward_fake(self, inputs):
         self._check(inputs)
@@ -433,9 +440,9 @@ class FusedFunction:
                             return kernel(args, args[0])
                         with on_cuda_stream(index):
                             return kernel(args, args[0])
-                    except (TypeError, BufferError):
-                        self._check_dtypes(args)  # the error names the op when a dtype is the cause
-                        raise
+                    except (TypeError, ValueError, BufferError) as e:
+                        self._check_dtypes(args)  # the error names the input when a dtype is the cause
+                        raise self._named(e) from None
         for i, a in enumerate(args):
             if not isinstance(a, Tensor):
                 raise TypeError(f"tessel.torch.fuse({self.__name__}): argument {i} must be a torch.Tensor, got "
@@ -575,13 +582,17 @@ class FusedReduction(FusedFunction):
             # The CPU backend evaluates op by op in the operands' dtype: half operands are widened
             # first, so that the values are computed in float as on CUDA.
             inputs = [t.float() if t.dtype in (torch.float16, torch.bfloat16) else t for t in inputs]
+        try:
+            with on_torch_stream(inputs[0].device):
+                arrays = [to_tessel(inputs[i]) for i in reads]
+                values = kernel(arrays + [self._one(arrays[0].device, accumulate)])
+        except (TypeError, ValueError) as e:
+            raise self._named(e) from None
         with on_torch_stream(inputs[0].device):
-            arrays = [to_tessel(inputs[i]) for i in reads]
-            values = kernel(arrays + [self._one(arrays[0].device, accumulate)])
             total = to_torch(ts_sum(values, dtype=_TS_DTYPES[accumulate]))
-            if self.reduction == "mean":
-                total = total / values.size
-            return total.to(result_dtype)
+        if self.reduction == "mean":
+            total = total / values.size
+        return total.to(result_dtype)
 
     def _forward_fake(self, inputs):
         self._check(inputs)
@@ -589,10 +600,7 @@ class FusedReduction(FusedFunction):
 
     def _backward_impl(self, grad: Tensor, inputs: List[Optional[Tensor]], needs: List[bool]) -> List[Tensor]:
         # grad: (2, *shape), hi and lo broadcast over the function's shape (stride 0)
-        return self._backward_parts(grad[0], grad[1], inputs, needs)
-
-    def _backward_parts(self, hi: Tensor, lo: Tensor, inputs: List[Optional[Tensor]], needs: List[bool]) -> List[Tensor]:
-        """The backward kernel on hi and lo, each broadcast over the function's shape."""
+        hi, lo = grad[0], grad[1]
         plan = self._backward_plan(len(inputs), needs)
         if hi.is_cuda:
             with on_torch_stream(hi.device):
