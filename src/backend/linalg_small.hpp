@@ -33,8 +33,8 @@ struct SmallKernelTuning {
 
 // The table's rows of one kind and dtype (empty: no kernel for this dtype), in order of orders.
 std::vector<SmallKernelTuning> small_kernel_rows(SmallKernel kind, DType dtype);
-// The largest order a kernel takes when TESSEL_LINALG_SMALL forces it: its rows' largest, or, for
-// a kernel without rows (eigh_tridiagonal), the largest it is built for; 0: none for this dtype.
+// The largest order a kernel takes when TESSEL_LINALG_SMALL forces it: its rows' largest, except
+// eigh_tridiagonal's, the largest it is built for (16, above its rows); 0: none for this dtype.
 std::int64_t small_kernel_max_n(SmallKernel kind, DType dtype);
 // Whether the dispatcher takes tessel's kernel for p (TESSEL_LINALG_SMALL=0 turns them off, for
 // timing the cuSOLVER path against them).

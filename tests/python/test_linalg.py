@@ -743,7 +743,8 @@ def test_small_kernel_variable_rejects_unknown_values_and_forces_a_kernel(gpu):
 
 def test_small_kernel_variable_forces_the_tridiagonal_eigh(gpu):
     # TESSEL_LINALG_SMALL=eigh_tridiagonal (read once per process: a fresh interpreter) runs the
-    # Householder + QR kernel at every order it takes (to 16), which the tuning table never picks:
+    # Householder + QR kernel at every order it takes (to 16) and every batch, beyond the orders
+    # and batches (>= 4096) the tuning table gives it:
     # reconstruction, orthogonality, the float64 eigenvalues, and NaN input (info > 0, NaN results).
     code = (f"import numpy as np, tessel as ts\n"
             f"rng = np.random.default_rng(3)\n"

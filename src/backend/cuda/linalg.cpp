@@ -62,7 +62,8 @@ bool use_batched(const LinalgBatch& p, const BatchedCrossover& c) {
 }
 
 // A batched call split over streams (TESSEL_LINALG_STREAMS, in_parts) gives each part at least
-// this many matrices. Not yet measured: the split itself defaults to off (one stream).
+// this many matrices (a guess, not measured: the one measured batch, 2,000 matrices of order 128,
+// gains 3% from four parts of 500; smaller parts were not timed).
 constexpr std::int64_t kMinPartBatch = 64;
 
 const char* cusolver_status_name(cusolverStatus_t s) {

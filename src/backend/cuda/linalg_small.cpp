@@ -99,7 +99,7 @@ const SmallKernelTuning kTuning[] = {
 constexpr int kMaxSweeps = 60;  // Jacobi sweeps; a converging matrix needs fewer than 15
 // tridiagonal_eigh: QR steps per order (random 8 x 8 matrices take 1.7-2.1 an eigenvalue, at most
 // 2.6), and its largest order: registers hold it without spills to n = 12 in float and 8 in
-// double (sm_90); 9-16 (double) and 13-16 (float) spill, for measuring only (no kTuning rows).
+// double (sm_90); 9-16 (double) and 13-16 (float) spill: forced only, for measuring (no kTuning rows there).
 constexpr int kTridiagonalStepsPerOrder = 30;
 constexpr std::int64_t kTridiagonalMaxN = 16;
 constexpr int kBlock = 64;      // one matrix per thread

@@ -213,7 +213,7 @@ struct StagedMatrices {
 // or a store at a constant offset), against about 11 in the loop (its index arithmetic: 1,470 a
 // matrix at N = 8). Only tridiagonal_eigh asks for it: at other orders, and in
 // jacobi_eigh<float, 7>, it raised the registers (sm_90: tridiagonal float N = 7 96 to 148,
-// double N = 4 88 to 118; jacobi float N = 7 125 to 161). None of it measured on a GPU.
+// double N = 4 88 to 118; jacobi float N = 7 125 to 161). The unrolled copy was not timed on its own.
 template <class T, int N, bool Unrolled = false, class Body>
 __device__ void for_each_staged_matrix(const T* a, T* back, long long batch, Body body) {
   constexpr int kStride = N * N + 1;
