@@ -67,6 +67,12 @@ void adjoint_batch(DType dtype, const void* src, std::int64_t src_cols, void* ds
 // dst (n x n, leading dimension n) = the upper triangle of src's leading n x n block (leading
 // dimension lda), zeros below the diagonal: R of a geqrf, for the QR-first SVD.
 void copy_upper_triangle(DType dtype, const void* src, std::int64_t lda, void* dst, std::int64_t n, void* stream);
+// x = P z for the permutation P of getrf's pivots piv (1-based, row k swapped with row piv[k] - 1
+// in order: P^T A = L U): row rows[i] of x is row i of z, for the n x k column-major z and x (no
+// aliasing). rows: n ints of scratch. n at most kMaxPermutedRows (its index is held in shared memory).
+constexpr std::int64_t kMaxPermutedRows = 12288;  // 48 KB of ints
+void permute_rows_by_pivots(DType dtype, const std::int32_t* piv, std::int64_t n, const void* z, std::int64_t k,
+                            void* x, std::int32_t* rows, void* stream);
 // The plain functions' error check without reading the info array back: one reduction on
 // `stream` writes status[1] = (the first i with info[i] != 0) + 1, and leaves status[1] as it is
 // (0) when every info is 0. status: the stream's status words (backend/indexing.hpp).

@@ -121,6 +121,79 @@ void launch_copy(void* dst, const void* src, const CollapsedDims& dims, std::int
   TESSEL_CUDA_CHECK_LAUNCH(detail::cuda_stream(stream), "copy");
 }
 
+// The last two axes of a copy swap which operand is contiguous (src unit-stride along the last
+// axis, dst along the one before: a matrix transpose, as linalg's column-major copies make). The
+// strided kernel then reads or writes 4 bytes of each 32-byte sector per warp instruction; a tile
+// of 32 x 32 items in shared memory makes both sides whole rows of the tile. One block of 32 x 8
+// threads per tile; blockIdx.z walks the batch axis (grid-stride beyond 65535).
+constexpr int kTile = 32;
+constexpr int kTileRows = 8;
+
+struct TransposeLayout {
+  long long rows, cols, batch;
+  long long src_row_stride, dst_col_stride;  // src: (r, c) at r * src_row_stride + c; dst at r + c * dst_col_stride
+  long long src_batch_stride, dst_batch_stride;
+};
+
+template <int Bytes>
+__global__ void transpose_copy_kernel(void* dst, const void* src, TransposeLayout t) {
+  using T = typename Item<Bytes>::type;
+  __shared__ T tile[kTile][kTile + 1];  // +1: a column of the tile spans all banks
+  const long long r0 = static_cast<long long>(blockIdx.y) * kTile, c0 = static_cast<long long>(blockIdx.x) * kTile;
+  for (long long b = blockIdx.z; b < t.batch; b += gridDim.z) {
+    const T* in = static_cast<const T*>(src) + b * t.src_batch_stride;
+    T* out = static_cast<T*>(dst) + b * t.dst_batch_stride;
+    for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+      const long long r = r0 + j, c = c0 + threadIdx.x;
+      if (r < t.rows && c < t.cols) tile[j][threadIdx.x] = in[r * t.src_row_stride + c];
+    }
+    __syncthreads();
+    for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+      const long long c = c0 + j, r = r0 + threadIdx.x;
+      if (r < t.rows && c < t.cols) out[r + c * t.dst_col_stride] = tile[threadIdx.x][j];
+    }
+    __syncthreads();  // the next batch entry refills the tile
+  }
+}
+
+// The transpose layout of a collapsed copy (dst operand 0, src operand 1), if it is one: two or
+// three axes, the last two each at least a tile wide, unit strides crossed between the operands.
+bool transpose_layout(const CollapsedDims& dims, TransposeLayout& t) {
+  const auto n = dims.ndim();
+  if (n != 2 && n != 3) return false;
+  const std::size_t a = static_cast<std::size_t>(n - 2), b = static_cast<std::size_t>(n - 1);
+  const Strides& d = dims.strides[0];
+  const Strides& s = dims.strides[1];
+  if (dims.shape[a] < kTile || dims.shape[b] < kTile) return false;
+  t.batch = n == 3 ? dims.shape[0] : 1;
+  t.src_batch_stride = n == 3 ? s[0] : 0;
+  t.dst_batch_stride = n == 3 ? d[0] : 0;
+  if (s[b] == 1 && d[a] == 1) {  // rows along a, columns along b
+    t.rows = dims.shape[a];
+    t.cols = dims.shape[b];
+    t.src_row_stride = s[a];
+    t.dst_col_stride = d[b];
+    return true;
+  }
+  if (s[a] == 1 && d[b] == 1) {  // the same with the two axes' roles exchanged
+    t.rows = dims.shape[b];
+    t.cols = dims.shape[a];
+    t.src_row_stride = s[b];
+    t.dst_col_stride = d[a];
+    return true;
+  }
+  return false;
+}
+
+template <int Bytes>
+void launch_transpose(void* dst, const void* src, const TransposeLayout& t, const Stream& stream) {
+  const dim3 block(kTile, kTileRows);
+  const dim3 grid(static_cast<unsigned>((t.cols + kTile - 1) / kTile), static_cast<unsigned>((t.rows + kTile - 1) / kTile),
+                  static_cast<unsigned>(std::min<long long>(t.batch, 65535)));
+  transpose_copy_kernel<Bytes><<<grid, block, 0, detail::cuda_stream(stream)>>>(dst, src, t);
+  TESSEL_CUDA_CHECK_LAUNCH(detail::cuda_stream(stream), "copy");
+}
+
 template <int Bytes>
 void launch_fill(void* dst, const void* value, const CollapsedDims& dims, std::int64_t count, const Stream& stream) {
   typename Item<Bytes>::type pattern;
@@ -147,6 +220,17 @@ void same_dtype_copy(const StridedRef& dst, const StridedRef& src, const Stream&
     return;
   }
   const CollapsedDims dims = collapse_dims(dst.shape, {dst.strides, src.strides});
+  TransposeLayout transpose;
+  if (transpose_layout(dims, transpose) && transpose.rows <= 65535LL * kTile && transpose.cols <= 2147483647LL * kTile) {
+    switch (itemsize(dst.dtype)) {
+      case 1: return launch_transpose<1>(dst.data, src.data, transpose, stream);
+      case 2: return launch_transpose<2>(dst.data, src.data, transpose, stream);
+      case 4: return launch_transpose<4>(dst.data, src.data, transpose, stream);
+      case 8: return launch_transpose<8>(dst.data, src.data, transpose, stream);
+      case 16: return launch_transpose<16>(dst.data, src.data, transpose, stream);
+      default: break;
+    }
+  }
   switch (itemsize(dst.dtype)) {
     case 1: return launch_copy<1>(dst.data, src.data, dims, count, stream);
     case 2: return launch_copy<2>(dst.data, src.data, dims, count, stream);

@@ -450,6 +450,38 @@ cusolverStatus_t getrs(cusolverDnHandle_t h, cublasOperation_t op, int n, int nr
 // (CUSOLVER_ALG_1 of Xgetrf 41.8-44.2 ms).
 bool solve_legacy_api(std::int64_t n) { return n <= 46340; }  // 46340^2 < 2^31
 
+// After getrf, the solve ends by two cuBLAS triangular solves and one row permutation
+// (permute_rows_by_pivots) rather than getrs, from kTrsmSolveMinN rows to kMaxPermutedRows (where
+// the permutation's index fits shared memory). H200, float32, 15 alternating rounds
+// (bench/peers/solve_routes.cu), after getrf, getrs against the triangular route, ms:
+//   n 256: 0.086 / 0.055 (1 right-hand side), 0.136 / 0.091 (64);  n 512: 0.150 / 0.090, 0.273 / 0.192;
+//   n 1024: 0.277 / 0.160, 0.553 / 0.393;  n 2048, 64: 1.146 / 0.812;
+//   n 4096: 1.179 / 0.664, 2.826 / 2.078 (whole solve 14.60 / 13.83), 4.619 / 2.383 (512);
+//   n 8192, 64: 5.907 / 4.315. Below 256 it was not measured.
+constexpr std::int64_t kTrsmSolveMinN = 256;
+bool solve_by_triangular_solves(std::int64_t n) { return n >= kTrsmSolveMinN && n <= kMaxPermutedRows; }
+
+template <class T>
+cublasStatus_t trsm_left_transposed(cublasHandle_t h, bool upper, int n, int k, const T* a, T* b) {
+  const cublasFillMode_t fill = upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
+  const cublasDiagType_t diag = upper ? CUBLAS_DIAG_NON_UNIT : CUBLAS_DIAG_UNIT;  // L of getrf has a unit diagonal
+  const cublasSideMode_t left = CUBLAS_SIDE_LEFT;
+  const cublasOperation_t op = CUBLAS_OP_T;
+  if constexpr (std::is_same_v<T, float>) {
+    const float one = 1.0f;
+    return cublasStrsm(h, left, fill, op, diag, n, k, &one, a, n, b, n);
+  } else if constexpr (std::is_same_v<T, double>) {
+    const double one = 1.0;
+    return cublasDtrsm(h, left, fill, op, diag, n, k, &one, a, n, b, n);
+  } else if constexpr (std::is_same_v<T, cuFloatComplex>) {
+    const cuFloatComplex one = make_cuFloatComplex(1.0f, 0.0f);
+    return cublasCtrsm(h, left, fill, op, diag, n, k, &one, a, n, b, n);
+  } else {
+    const cuDoubleComplex one = make_cuDoubleComplex(1.0, 0.0);
+    return cublasZtrsm(h, left, fill, op, diag, n, k, &one, a, n, b, n);
+  }
+}
+
 // Jacobi sweeps are capped, so NaN/Inf input ends with info > 0 or NaN results, never a hang.
 constexpr int kJacobiMaxSweeps = 100;
 
@@ -673,11 +705,26 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool 
       auto work = c.device_buffer(static_cast<std::size_t>(lwork) * sizeof(T));
       auto piv = c.device_buffer(static_cast<std::size_t>(p.n) * sizeof(int));
       auto solve_info = c.device_buffer(sizeof(int));  // getrs's: argument checks only
+      // The triangular route (transposed: a holds A^T = P L U, so A x = b is x = P L^-T U^-T b):
+      // the solves run on a copy z of b, and the permutation writes x back into b.
+      const bool triangular = transposed && solve_by_triangular_solves(p.n);
+      auto z = c.device_buffer(triangular ? b_bytes : 0);
+      auto rows = c.device_buffer(triangular ? static_cast<std::size_t>(p.n) * sizeof(int) : 0);
       for (std::int64_t b = 0; b < p.batch; ++b) {
         T* ab = reinterpret_cast<T*>(at(a, b, bytes));
         TESSEL_CUSOLVER_CHECK(getrf<T>(c.h.solver, n, ab, static_cast<T*>(work->data()), static_cast<int*>(piv->data()),
                                        info + b),
                               op);
+        if (triangular) {
+          void* bb = at(b_data, b, b_bytes);
+          T* zb = static_cast<T*>(z->data());
+          TESSEL_CUDA_CHECK(cudaMemcpyAsync(zb, bb, b_bytes, cudaMemcpyDeviceToDevice, c.s), op);
+          TESSEL_CUBLAS_CHECK(trsm_left_transposed<T>(c.h.blas, true, n, k, ab, zb), op);
+          TESSEL_CUBLAS_CHECK(trsm_left_transposed<T>(c.h.blas, false, n, k, ab, zb), op);
+          permute_rows_by_pivots(p.dtype, static_cast<const std::int32_t*>(piv->data()), p.n, zb, nrhs, bb,
+                                 static_cast<std::int32_t*>(rows->data()), c.s);
+          continue;
+        }
         TESSEL_CUSOLVER_CHECK(getrs<T>(c.h.solver, trans, n, k, ab, static_cast<const int*>(piv->data()),
                                        reinterpret_cast<T*>(at(b_data, b, b_bytes)), static_cast<int*>(solve_info->data())),
                               op);

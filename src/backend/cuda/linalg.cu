@@ -2,7 +2,8 @@
 // cuSOLVER/cuBLAS routines, the batched conjugate transpose that turns gesvdj's V into Vh, the
 // triangle copy that takes R out of a geqrf result, the reduction of an info array to its
 // first failing index that the plain functions' error check reads (ops/linalg.cpp check_info),
-// and the finiteness flags that turn the results of non-finite input into NaN.
+// the finiteness flags that turn the results of non-finite input into NaN, and the row
+// permutation that ends an LU solve by triangular solves.
 #include <cuComplex.h>
 #include <cuda_runtime_api.h>
 
@@ -133,7 +134,66 @@ struct alignas(8) Bytes16 {
   unsigned long long low, high;
 };
 
+// getrf's pivots as one permutation: rows[i] = the row that getrf's swaps (row k with row
+// piv[k] - 1, k = 0, 1, ...) bring to row i. The swaps are a chain, so one thread applies them, in
+// shared memory (n ints: n <= kMaxPermutedRows); the block's other threads fill and copy out.
+__global__ void pivots_to_rows_kernel(const int* __restrict__ piv, int n, int* __restrict__ rows) {
+  extern __shared__ int moved[];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) moved[i] = i;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < n; ++k) {
+      const int q = __ldg(piv + k) - 1;
+      const int t = moved[k];
+      moved[k] = moved[q];
+      moved[q] = t;
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) rows[i] = moved[i];
+}
+
+// x[rows[i] + c * n] = z[i + c * n] over the n x k column-major z: x = P z for getrf's P.
+template <class T>
+__global__ void scatter_rows_kernel(const T* __restrict__ z, const int* __restrict__ rows, long long n, long long total,
+                                    T* __restrict__ x) {
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long i = e % n;
+    x[rows[i] + (e - i)] = z[e];
+  }
+}
+
 }  // namespace
+
+void permute_rows_by_pivots(DType dtype, const std::int32_t* piv, std::int64_t n, const void* z, std::int64_t k,
+                            void* x, std::int32_t* rows, void* stream) {
+  if (n == 0 || k == 0) return;
+  if (n > kMaxPermutedRows) {
+    throw Error(fmt::format("linalg: internal error: {} rows to permute, at most {}", n, kMaxPermutedRows));
+  }
+  auto s = static_cast<cudaStream_t>(stream);
+  pivots_to_rows_kernel<<<1, kThreads, static_cast<std::size_t>(n) * sizeof(int), s>>>(piv, static_cast<int>(n), rows);
+  TESSEL_CUDA_CHECK_LAUNCH(s, "linalg");
+  const std::int64_t total = n * k;
+  const unsigned grid = grid_for(total);
+  switch (itemsize(dtype)) {
+    case 4:
+      scatter_rows_kernel<<<grid, kThreads, 0, s>>>(static_cast<const unsigned*>(z), rows, n, total,
+                                                    static_cast<unsigned*>(x));
+      break;
+    case 8:
+      scatter_rows_kernel<<<grid, kThreads, 0, s>>>(static_cast<const unsigned long long*>(z), rows, n, total,
+                                                    static_cast<unsigned long long*>(x));
+      break;
+    case 16:
+      scatter_rows_kernel<<<grid, kThreads, 0, s>>>(static_cast<const Bytes16*>(z), rows, n, total, static_cast<Bytes16*>(x));
+      break;
+    default:
+      throw DTypeError(fmt::format("linalg: no row permutation for {}", dtype_name(dtype)));
+  }
+  TESSEL_CUDA_CHECK_LAUNCH(s, "linalg");
+}
 
 void copy_upper_triangle(DType dtype, const void* src, std::int64_t lda, void* dst, std::int64_t n, void* stream) {
   if (n == 0) return;

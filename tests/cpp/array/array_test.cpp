@@ -101,6 +101,37 @@ TEST_P(ArrayViews, ReshapeRavelFlattenAndCopies) {
   expect_view(scalar.copy(), {}, values, shape, [](const Index&) { return Index{1, 2}; });
 }
 
+// Copies that transpose the last two axes (the CUDA backend's tiled path takes those at least 32
+// wide, in either direction, with a batch axis of any stride) and the ones just too narrow for it.
+TEST_P(ArrayViews, TransposingCopies) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  using Index = std::vector<std::int64_t>;
+  for (const Shape& shape : {Shape{3, 70, 45}, Shape{33, 100}, Shape{2, 31, 64}, Shape{4, 32, 32}}) {
+    const std::vector<Value> values = testing::random_values(rng, dtype(), numel(shape));
+    const Array a = testing::make_array(values, shape, dtype(), device());
+    const auto n = a.ndim();
+    const auto swapped = [n](const Index& i) {
+      Index j = i;
+      std::swap(j[static_cast<std::size_t>(n - 1)], j[static_cast<std::size_t>(n - 2)]);
+      return j;
+    };
+    Shape t_shape = shape;
+    std::swap(t_shape[static_cast<std::size_t>(n - 1)], t_shape[static_cast<std::size_t>(n - 2)]);
+    // Contiguous source into a transposed destination view (linalg's column-major copies) ...
+    Array out = empty(t_shape, dtype(), device());
+    copyto(out.swapaxes(-1, -2), a);
+    expect_view(out, t_shape, values, shape, swapped);
+    // ... and a transposed source into a contiguous destination.
+    expect_view(a.swapaxes(-1, -2).contiguous(), t_shape, values, shape, swapped);
+    if (n == 3) {  // every other batch entry, transposed
+      const Array strided = a.index({Slice(none, none, 2)}).swapaxes(-1, -2).copy();
+      expect_view(strided, {(shape[0] + 1) / 2, t_shape[1], t_shape[2]}, values, shape,
+                  [](const Index& i) { return Index{2 * i[0], i[2], i[1]}; });
+    }
+  }
+}
+
 TEST_P(ArrayViews, CreationFunctions) {
   TESSEL_SKIP_UNAVAILABLE(device());
   const DType d = dtype();

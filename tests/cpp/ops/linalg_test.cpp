@@ -225,6 +225,45 @@ TEST_P(LinalgTest, SolveInvAndDet) {
   }
 }
 
+// Orders on both sides of the CUDA solve's route change (getrs below kTrsmSolveMinN = 256, two
+// triangular solves and the pivots' permutation from it), general random matrices (so getrf swaps
+// rows), several right-hand sides and a vector: backward error |A x - b| <= c n eps (|A| |x| + |b|).
+TEST_P(LinalgTest, SolveLargeOrders) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  for (std::int64_t n : {100, 1100}) {
+    const std::int64_t batch = 2, k = 3;
+    const Array x = random_matrices(rng, {batch, n, n}, dtype(), device());
+    const Array rhs = random_matrices(rng, {batch, n, k}, dtype(), device());
+    const Array vec = random_matrices(rng, {n}, dtype(), device());
+    const auto a = host(x), bh = host(rhs), vh = host(vec);
+    const auto sol = host(linalg::solve(x, rhs));
+    const auto sol_vec = host(linalg::solve(x, vec));  // (batch, n): vec broadcast over the batch
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const cd* ab = a.data() + b * n * n;
+      double a_norm = 0;  // the infinity norm
+      for (std::int64_t i = 0; i < n; ++i) {
+        double row = 0;
+        for (std::int64_t j = 0; j < n; ++j) row += std::abs(ab[i * n + j]);
+        a_norm = std::max(a_norm, row);
+      }
+      auto expect_solved = [&](const cd* xs, const cd* bs, std::int64_t cols, const char* what) {
+        const auto ax = matmul_host(ab, xs, n, n, cols, false, false);
+        double x_norm = 0, b_norm = 0;
+        for (std::int64_t e = 0; e < n * cols; ++e) {
+          x_norm = std::max(x_norm, std::abs(xs[e]));
+          b_norm = std::max(b_norm, std::abs(bs[e]));
+        }
+        ASSERT_TRUE(std::isfinite(x_norm)) << what << ", n " << n << ", matrix " << b;
+        EXPECT_LE(max_abs_diff(ax.data(), bs, n * cols), 20 * eps() * n * (a_norm * x_norm + b_norm))
+            << what << ", n " << n << ", matrix " << b;
+      };
+      expect_solved(sol.data() + b * n * k, bh.data() + b * n * k, k, "matrix right-hand side");
+      expect_solved(sol_vec.data() + b * n, vh.data(), 1, "vector right-hand side");
+    }
+  }
+}
+
 TEST_P(LinalgTest, EighReconstructs) {
   TESSEL_SKIP_UNAVAILABLE(device());
   TESSEL_SEEDED_RNG(rng);
