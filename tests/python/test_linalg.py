@@ -165,21 +165,23 @@ def test_solve_matrix_vector_and_broadcasting(device, rng, dtype):
         close(got, want, dtype, sa[-1], 100)
 
 
+@pytest.mark.parametrize("n", [80, 300])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_large_solve_inv_det(device, rng, dtype):
-    """Orders above 64 take row-major copies (LAPACK/cuSOLVER solve with the transpose)."""
+def test_large_solve_inv_det(device, rng, dtype, n):
+    """Orders above 64 take row-major copies (LAPACK/cuSOLVER solve with the transpose); on CUDA,
+    orders from 256 end the solve with two triangular solves and the pivots' row permutation."""
     ref_t = np.complex128 if "complex" in dtype else np.float64
-    a = general(rng, (2, 80, 80), dtype, 20.0).astype(dtype)
-    b = random_array(rng, (2, 80, 3), dtype)
-    close(ts.linalg.solve(on(device, a), on(device, b)), np.linalg.solve(a.astype(ref_t), b.astype(ref_t)), dtype, 80, 400)
-    v = random_array(rng, (80,), dtype)
+    a = general(rng, (2, n, n), dtype, 20.0).astype(dtype)
+    b = random_array(rng, (2, n, 3), dtype)
+    close(ts.linalg.solve(on(device, a), on(device, b)), np.linalg.solve(a.astype(ref_t), b.astype(ref_t)), dtype, n, 400)
+    v = random_array(rng, (n,), dtype)
     close(ts.linalg.solve(on(device, a), on(device, v)),
-          np.linalg.solve(a.astype(ref_t), np.broadcast_to(v.astype(ref_t)[:, None], (2, 80, 1)))[..., 0], dtype, 80, 400)
-    close(ts.linalg.inv(on(device, a)), np.linalg.inv(a.astype(ref_t)), dtype, 80, 400)
+          np.linalg.solve(a.astype(ref_t), np.broadcast_to(v.astype(ref_t)[:, None], (2, n, 1)))[..., 0], dtype, n, 400)
+    close(ts.linalg.inv(on(device, a)), np.linalg.inv(a.astype(ref_t)), dtype, n, 400)
     sign, logabs = ts.linalg.slogdet(on(device, a))
     ws, wl = np.linalg.slogdet(a.astype(ref_t))
-    close(sign, ws, dtype, 80, 100)
-    close(logabs, wl, dtype, 80, 100)
+    close(sign, ws, dtype, n, 100)
+    close(logabs, wl, dtype, n, 100)
 
 
 def test_solve_promotes_and_mixes_dtypes(device, rng):
