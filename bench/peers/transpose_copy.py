@@ -5,8 +5,8 @@ the same process: float32 4096 x 4096, complex64 4096 x 1024 and float32 64 x 51
     python3 bench/peers/transpose_copy.py [--rounds R]
 
 Each input is made once by tessel and handed to the peers through DLPack; every result is
-checked against NumPy before it is timed. Timing: CUDA events on the legacy default stream, the
-median of repeats after a warm-up, libraries in alternating order over the rounds. GB/s counts
+checked against NumPy before it is timed. Timing: peer_results.median_ms (CUDA events, the median
+of repeats after a warm-up), libraries in alternating order over the rounds. GB/s counts
 the bytes read and written once each, over the device copy bandwidth of the same run. Results
 merge into bench/results/<device>-<date>.json under "transpose_copy". Skips without a GPU.
 """
@@ -27,21 +27,9 @@ try:
 except ImportError:
     cupy = None
 
-from peer_results import merge_results
+from peer_results import median_ms, merge_results
 
 SHAPES = [((4096, 4096), "float32"), ((4096, 1024), "complex64"), ((64, 512, 512), "float32")]
-
-
-def median_ms(fn, start, stop, repeats=20):
-    fn()
-    times = []
-    for _ in range(repeats):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
 
 
 def main(argv=None):
@@ -51,11 +39,10 @@ def main(argv=None):
     if not ts.cuda_available() or torch is None:
         print("transpose_copy: skipped, needs CUDA and PyTorch (for the events)")
         return 0
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     n = 1 << 28
     src = ts.random.uniform(0.0, 1.0, (n,), device="cuda")
     dst = ts.empty((n,), dtype=ts.float32, device="cuda")
-    copy_gbps = 2 * n * 4 / median_ms(lambda: ts.copyto(dst, src), start, stop) / 1e6
+    copy_gbps = 2 * n * 4 / median_ms(lambda: ts.copyto(dst, src)) / 1e6
     del src, dst
     results = {"device": ts.device_name(0), "copy_GBps": copy_gbps, "rounds": args.rounds, "rows": {}}
     print(f"copy bandwidth {copy_gbps:.0f} GB/s")
@@ -77,7 +64,7 @@ def main(argv=None):
         order = list(calls)
         for r in range(args.rounds):
             for lib in (order if r % 2 == 0 else order[::-1]):
-                round_ms[lib].append(median_ms(calls[lib], start, stop))
+                round_ms[lib].append(median_ms(calls[lib]))
         nbytes = 2 * host.nbytes
         name = f"{'x'.join(map(str, shape))}_{dtype}"
         row = {"libraries": {}}
