@@ -7,7 +7,10 @@ belongs to the layer of its folder (include/tessel/<layer>/, src/<layer>/); a ba
 (src/backend/...) to the layer of what it implements: copy, its strided loop and the grid-stride
 launch shape -> array, particles -> sim, dist -> dist, anything else -> ops. A layer may include its own headers
 and those of the layers below it. cli/ and bench/
-include only the public headers (include/tessel/...). Tests are not checked.
+include only the public headers (include/tessel/...), with one exception: a standalone CUDA
+micro-benchmark in bench/peers (*.cu, built by nvcc alone, no tessel library) may include the
+device headers of src/backend/cuda/device/, the plain CUDA that NVRTC also compiles, to time
+tessel's kernels without its host path. Tests are not checked.
 
 Usage: scripts/check_layers.py [repository root]. Prints each offending line; exit status 1 if any.
 """
@@ -68,6 +71,9 @@ def main() -> int:
             if target is None or root not in target.parents:
                 continue  # a generated or third-party header
             where = f"{path.relative_to(root)}:{number}: {line.strip()}"
+            if (path.suffix == ".cu" and path.parent == root / "bench" / "peers" and
+                    target.parent == root / "src" / "backend" / "cuda" / "device"):
+                continue  # a standalone kernel micro-benchmark (see the module's docstring)
             if layer in PROGRAMS and target.relative_to(root).parts[0] == "src":
                 problems.append(f"{where}: {layer}/ includes a private header; use include/tessel/")
                 continue
