@@ -108,19 +108,6 @@ bool fits_32bit_indexing(const CollapsedDims& dims, std::int64_t count, std::int
 
 
 
-template <int Bytes>
-void launch_copy(void* dst, const void* src, const CollapsedDims& dims, std::int64_t count, const Stream& stream) {
-  const KernelLayout layout = make_layout(dims, "copy");
-  const unsigned grid = grid_stride_blocks(count, stream.device());
-  if (fits_32bit_indexing(dims, count, static_cast<std::int64_t>(grid) * threads_per_block)) {
-    strided_copy_kernel<Bytes, std::int32_t>
-        <<<grid, threads_per_block, 0, detail::cuda_stream(stream)>>>(dst, src, layout, static_cast<std::int32_t>(count));
-  } else {
-    strided_copy_kernel<Bytes, std::int64_t><<<grid, threads_per_block, 0, detail::cuda_stream(stream)>>>(dst, src, layout, count);
-  }
-  TESSEL_CUDA_CHECK_LAUNCH(detail::cuda_stream(stream), "copy");
-}
-
 // The last two axes of a copy swap which operand is contiguous (src unit-stride along the last
 // axis, dst along the one before: a matrix transpose, as linalg's column-major copies make). The
 // strided kernel then reads or writes 4 bytes of each 32-byte sector per warp instruction; a tile
@@ -157,7 +144,8 @@ __global__ void transpose_copy_kernel(void* dst, const void* src, TransposeLayou
 }
 
 // The transpose layout of a collapsed copy (dst operand 0, src operand 1), if it is one: two or
-// three axes, the last two each at least a tile wide, unit strides crossed between the operands.
+// three axes, the last two each at least a tile wide (and within the grid's limits), unit strides
+// crossed between the operands.
 bool transpose_layout(const CollapsedDims& dims, TransposeLayout& t) {
   const auto n = dims.ndim();
   if (n != 2 && n != 3) return false;
@@ -165,6 +153,7 @@ bool transpose_layout(const CollapsedDims& dims, TransposeLayout& t) {
   const Strides& d = dims.strides[0];
   const Strides& s = dims.strides[1];
   if (dims.shape[a] < kTile || dims.shape[b] < kTile) return false;
+  if (std::max(dims.shape[a], dims.shape[b]) > 65535LL * kTile) return false;  // the rows' tiles: gridDim.y
   t.batch = n == 3 ? dims.shape[0] : 1;
   t.src_batch_stride = n == 3 ? s[0] : 0;
   t.dst_batch_stride = n == 3 ? d[0] : 0;
@@ -195,6 +184,21 @@ void launch_transpose(void* dst, const void* src, const TransposeLayout& t, cons
 }
 
 template <int Bytes>
+void launch_copy(void* dst, const void* src, const CollapsedDims& dims, std::int64_t count, const Stream& stream) {
+  TransposeLayout transpose;
+  if (transpose_layout(dims, transpose)) return launch_transpose<Bytes>(dst, src, transpose, stream);
+  const KernelLayout layout = make_layout(dims, "copy");
+  const unsigned grid = grid_stride_blocks(count, stream.device());
+  if (fits_32bit_indexing(dims, count, static_cast<std::int64_t>(grid) * threads_per_block)) {
+    strided_copy_kernel<Bytes, std::int32_t>
+        <<<grid, threads_per_block, 0, detail::cuda_stream(stream)>>>(dst, src, layout, static_cast<std::int32_t>(count));
+  } else {
+    strided_copy_kernel<Bytes, std::int64_t><<<grid, threads_per_block, 0, detail::cuda_stream(stream)>>>(dst, src, layout, count);
+  }
+  TESSEL_CUDA_CHECK_LAUNCH(detail::cuda_stream(stream), "copy");
+}
+
+template <int Bytes>
 void launch_fill(void* dst, const void* value, const CollapsedDims& dims, std::int64_t count, const Stream& stream) {
   typename Item<Bytes>::type pattern;
   std::memcpy(&pattern, value, Bytes);
@@ -220,17 +224,6 @@ void same_dtype_copy(const StridedRef& dst, const StridedRef& src, const Stream&
     return;
   }
   const CollapsedDims dims = collapse_dims(dst.shape, {dst.strides, src.strides});
-  TransposeLayout transpose;
-  if (transpose_layout(dims, transpose) && transpose.rows <= 65535LL * kTile && transpose.cols <= 2147483647LL * kTile) {
-    switch (itemsize(dst.dtype)) {
-      case 1: return launch_transpose<1>(dst.data, src.data, transpose, stream);
-      case 2: return launch_transpose<2>(dst.data, src.data, transpose, stream);
-      case 4: return launch_transpose<4>(dst.data, src.data, transpose, stream);
-      case 8: return launch_transpose<8>(dst.data, src.data, transpose, stream);
-      case 16: return launch_transpose<16>(dst.data, src.data, transpose, stream);
-      default: break;
-    }
-  }
   switch (itemsize(dst.dtype)) {
     case 1: return launch_copy<1>(dst.data, src.data, dims, count, stream);
     case 2: return launch_copy<2>(dst.data, src.data, dims, count, stream);
