@@ -1,10 +1,12 @@
-// tessel's per-thread eigh kernels (src/backend/cuda/device/linalg_small.cuh) on one batch of
-// random symmetric float32 matrices, timed without tessel's host path: each kernel's time per
-// launch from K back-to-back launches between CUDA events (the device's throughput), and from
-// one launch between events (what one synchronous call sees), in alternating rounds, against the
-// device copy bandwidth measured in the same run. GB/s counts the input, the eigenvalues and the
-// eigenvectors once each. Every kernel's result is checked on the host in float64 (A v = v w and
-// V^T V = I, per matrix, over a sample) before it is timed.
+// tessel's per-thread tridiagonal eigh kernel (src/backend/cuda/device/linalg_small.cuh) at order 8
+// on one batch of random symmetric float32 matrices, timed without tessel's host path: its phases
+// (no QR steps, no eigenvectors) and launch variants (register caps, the unstaged path). Each
+// variant's time per launch comes from K back-to-back launches between CUDA events (the device's
+// throughput), and from one launch between events (what one synchronous call sees), in
+// alternating rounds, against the device copy bandwidth measured in the same run. GB/s counts the
+// input, the eigenvalues and the eigenvectors once each for every variant, so for the phases it
+// is a ratio of times, not the bytes they move. Every complete variant's result is checked on the
+// host in float64 (A v = v w and V^T V = I, per matrix, over a sample) before it is timed.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -cudart static -o /tmp/eigh_small_kernels bench/peers/eigh_small_kernels.cu
 //   /tmp/eigh_small_kernels [batch] [rounds]
