@@ -118,8 +118,9 @@ TEST_P(ArrayViews, TransposingCopies) {
     };
     Shape t_shape = shape;
     std::swap(t_shape[static_cast<std::size_t>(n - 1)], t_shape[static_cast<std::size_t>(n - 2)]);
-    // Contiguous source into a transposed destination view (linalg's column-major copies) ...
-    Array out = empty(t_shape, dtype(), device());
+    // Contiguous source into a transposed destination view (linalg's column-major copies), over
+    // ones (an element left unwritten shows) ...
+    Array out = ones(t_shape, dtype(), device());
     copyto(out.swapaxes(-1, -2), a);
     expect_view(out, t_shape, values, shape, swapped);
     // ... and a transposed source into a contiguous destination.
