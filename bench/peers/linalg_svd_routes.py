@@ -1,5 +1,5 @@
 """The CUDA routes of ts.linalg.svd for one large matrix, timed against each other: the data
-behind the SVD table in src/backend/cuda/linalg.cpp (QR first or not; gesvdj or Xgesvd).
+behind the SVD table in src/backend/cuda/linalg.cpp (gesvdp; QR first or not; gesvdj or Xgesvd).
 
     python3 bench/peers/linalg_svd_routes.py [--shapes 4096x1024 2048x2048 ...] [--dtype float32]
 
@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-ROUTES = ["auto", "gesvd", "qr+gesvd"]
+ROUTES = ["auto", "gesvdj", "gesvd", "qr+gesvd"]
 
 
 def child(shapes, dtype, repeats):

@@ -454,6 +454,45 @@ def test_ill_conditioned(device, rng, dtype):
     assert list(np.asarray(ts.linalg.matrix_rank(on(device, a)))) == [12, 12, 12]
 
 
+# One matrix past tessel's small kernels takes cuSOLVER's gesvdp on CUDA, which perturbs a matrix
+# with a singular value near zero; tessel solves such a matrix again on the gesvdj route. The
+# ranks check that no perturbation is left in the small singular values: matrix_rank's default
+# cut is max(M, N) * eps * the largest singular value.
+@pytest.mark.parametrize("shape", [(300, 40), (40, 300), (160, 160)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_svd_of_rank_deficient_graded_and_zero_matrices(device, rng, dtype, shape):
+    m, n = shape
+    k = min(m, n)
+    r = k // 2
+    low_rank = (random_array(rng, (m, r), "complex128" if "complex" in dtype else "float64")
+                @ random_array(rng, (r, n), "complex128" if "complex" in dtype else "float64")).astype(dtype)
+    graded = general(rng, shape, dtype, 1e3 if REAL_OF[dtype] == "float32" else 1e8).astype(dtype)
+    for a, rank in ((low_rank, r), (graded, k), (np.zeros(shape, dtype), 0)):
+        u, s, vh = (np.asarray(t) for t in ts.linalg.svd(on(device, a), full_matrices=False))
+        close((u * s[None, :]) @ vh, a, dtype, max(m, n))
+        close(H(u) @ u, np.eye(k), dtype, max(m, n))
+        close(vh @ H(vh), np.eye(k), dtype, max(m, n))
+        close(s, np.linalg.svd(a.astype(np.complex128), compute_uv=False), dtype, max(m, n))
+        close(ts.linalg.svdvals(on(device, a)), s, dtype, max(m, n))
+        assert int(ts.linalg.matrix_rank(on(device, a))) == rank
+
+
+# Matrices past tessel's small kernels: cuSOLVER's per-matrix routes (the NaN/Inf flags and fills
+# around them on CUDA); 161 x 161 has an odd element count (the flag kernel's scalar loop).
+@pytest.mark.parametrize("n", [160, 161])
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_large_svd_and_eigh_with_nan_or_inf(device, rng, bad, dtype, n):
+    a = random_array(rng, (3, n, n - 20), dtype)
+    a[1, 7, 9] = bad
+    expect_nonfinite_in_matrix_1(on(device, a), [ts.linalg.svdvals, lambda v: ts.linalg.svd(v)[0],
+                                                 lambda v: ts.linalg.svd(v)[1], lambda v: ts.linalg.svd(v)[2]])
+    h = hermitian(rng, (3, n, n), dtype)
+    h[1, n - 1, 2] = bad
+    expect_nonfinite_in_matrix_1(on(device, h), [ts.linalg.eigvalsh, lambda v: ts.linalg.eigh(v)[0],
+                                                 lambda v: ts.linalg.eigh(v)[1]])
+
+
 # ---- composed functions ----
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rank_pinv_cond_lstsq(device, rng, dtype):
@@ -709,7 +748,7 @@ def test_block_jacobi_empty_batches(device, n):
 
 
 def test_svd_route_variable_rejects_unknown_values(gpu):
-    variable, value, call = "TESSEL_LINALG_SVD", "gesvdp", "ts.linalg.svd(x)"
+    variable, value, call = "TESSEL_LINALG_SVD", "polar", "ts.linalg.svd(x)"
     # The routes are read once per process, so each bad value gets a fresh interpreter. A 160x160
     # matrix is past tessel's small kernels and cuSOLVER's batched routines: it takes the route.
     code = (f"import numpy as np, tessel as ts\n"

@@ -487,22 +487,24 @@ constexpr int kJacobiMaxSweeps = 100;
 
 // ---- SVD table: the route of one large m x n matrix (m >= n; wide ones come transposed) ----
 // Taken where neither tessel's kernels nor gesvdjBatched apply.
-//  - driver: cusolverDn<t>gesvdj (Jacobi) of a square matrix, or cusolverDnXgesvd
-//    (bidiagonalization, QR iteration). gesvdj is given square matrices only: on the H100 (CUDA
-//    13) it failed on tall ones (CUSOLVER_STATUS_INTERNAL_ERROR at 4096x1024 reduced, an illegal
-//    address at 5x3 with the full U).
-//  - QR first: geqrf, then the SVD of the n x n R, U = Q U_r (orgqr/ungqr, one gemm); singular
-//    values only: no Q. This is how a tall matrix reaches gesvdj. The full U of a tall matrix
-//    (an m x m U that R's SVD cannot give) goes to Xgesvd directly.
-// Measured (H100, float32, reduced; bench/peers/linalg_svd_routes.py, median of 5, svd/svdvals):
-//   4096x1024: QR + gesvdj 57.6/56.5 ms, Xgesvd 162/93 ms, QR + Xgesvd 155/81 ms; PyTorch
-//   (gesvdj of the tall matrix) 59.1 ms; PyTorch's own QR then gesvdj of R also took 58.3 ms.
-//   8192x512: QR + gesvdj 22.5/21.6 ms, Xgesvd 72/38 ms. 1024x1024: gesvdj 55/55 ms, Xgesvd 112/74 ms.
-//   2048x2048: gesvdj 232/196 ms, Xgesvd 317/188 ms.
-// cusolverDnXgesvdp (polar decomposition) failed with CUSOLVER_STATUS_INTERNAL_ERROR on the
-// same inputs, so it is not a route. TESSEL_LINALG_SVD=gesvd | qr+gesvd forces Xgesvd (direct, or
-// of R), to compare; auto is this table.
-enum class SvdDriver { gesvd, gesvdj };
+//  - gesvdp: cusolverDnXgesvdp (a polar decomposition, then syevd of its Hermitian factor) of a
+//    itself, U thin. The default wherever the thin U (or none) is asked for. Near a zero singular
+//    value it perturbs the matrix and reports by how much (h_err_sigma); the singular values then
+//    move by that much, so such a matrix (and any call that fails) is solved again from a saved
+//    copy on the gesvdj route below.
+//  - gesvdj: cusolverDn<t>gesvdj (Jacobi) of a square matrix, after a QR of a tall one (geqrf,
+//    then the SVD of the n x n R, U = Q U_r through orgqr/ungqr and one gemm; values only: no Q).
+//  - gesvd: cusolverDnXgesvd (bidiagonalization, QR iteration): the full U of a tall matrix (an
+//    m x m U that neither R's SVD nor gesvdp's thin U gives).
+// Measured on the H200 (float32, bench/peers/svd_routes.cu, median of 5 alternating rounds), thin
+// SVD of a Gaussian 4096x1024: gesvdp 30.4 ms, max|A - U S V^T| / max|A| 2.5e-6; QR + gesvdj
+// 58.4 ms, 3.3e-4; gesvdj of the tall matrix (PyTorch's call) 58.1 ms, 3.3e-4.
+// Measured before on the H100 (bench/peers/linalg_svd_routes.py, svd/svdvals): 4096x1024: QR +
+// gesvdj 57.6/56.5 ms, Xgesvd 162/93 ms, QR + Xgesvd 155/81 ms. 8192x512: QR + gesvdj
+// 22.5/21.6 ms, Xgesvd 72/38 ms. 1024x1024: gesvdj 55/55 ms, Xgesvd 112/74 ms. 2048x2048: gesvdj
+// 232/196 ms, Xgesvd 317/188 ms.
+// TESSEL_LINALG_SVD=gesvdj | gesvd | qr+gesvd forces a route, to compare; auto is this table.
+enum class SvdDriver { gesvd, gesvdj, gesvdp };
 struct SvdRoute {
   bool qr_first;
   SvdDriver driver;
@@ -517,11 +519,13 @@ SvdRoute svd_route(const LinalgBatch& p, bool vectors, bool full) {
   }();
   if (forced.empty() || forced == "auto") {
     if (full_u_of_tall) return {false, SvdDriver::gesvd};
-    return {tall, SvdDriver::gesvdj};
+    return {false, SvdDriver::gesvdp};
   }
+  if (forced == "gesvdj") return {tall, full_u_of_tall ? SvdDriver::gesvd : SvdDriver::gesvdj};
   if (forced == "gesvd") return {false, SvdDriver::gesvd};
   if (forced == "qr+gesvd") return {tall, SvdDriver::gesvd};
-  throw ValueError(fmt::format("svd: TESSEL_LINALG_SVD must be auto, gesvd or qr+gesvd, got \"{}\"", forced));
+  throw ValueError(
+      fmt::format("svd: TESSEL_LINALG_SVD must be auto, gesvdj, gesvd or qr+gesvd, got \"{}\"", forced));
 }
 
 // A gesvdjInfo_t with tessel's sweep cap and a tolerance of the dtype's epsilon (cuSOLVER's
@@ -836,6 +840,7 @@ template <class T>
 void svd_one_by_one(Call& c, const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors, bool full,
                     const SvdRoute& route, std::int32_t* info, const char* op) {
   const std::int64_t m = p.m, n = p.n;
+  if (route.driver == SvdDriver::gesvdp) throw Error("svd: internal error: the gesvdp route is svd_by_polar's");
   const bool qr = route.qr_first;  // svd_route leaves the full U of a tall matrix to the direct route
   if (qr && vectors && full && m > n) throw Error("svd: internal error: QR first for the full U of a tall matrix");
   const std::int64_t ucols = full ? m : n;
@@ -935,6 +940,62 @@ void svd_one_by_one(Call& c, const LinalgBatch& p, void* a, void* s, void* u, vo
     }
   }
 }
+// The gesvdp route (the SVD table): the thin U. Each matrix is copied first; one that gesvdp
+// perturbed (h_err_sigma above the dtype's epsilon times its largest singular value) or failed on
+// is restored from the copy and solved again on the gesvdj route. gesvdp returns h_err_sigma to
+// the host, so each call waits for its matrix.
+template <class T>
+void svd_by_polar(Call& c, const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors, std::int32_t* info,
+                  const char* op) {
+  const std::int64_t m = p.m, n = p.n;
+  const std::size_t es = sizeof(T);
+  const std::size_t a_bytes = es * static_cast<std::size_t>(m * n), s_bytes = sizeof(Real<T>) * static_cast<std::size_t>(n);
+  const std::size_t u_bytes = a_bytes, vh_bytes = es * static_cast<std::size_t>(n * n);
+  const cudaDataType t = data_type(p.dtype), rt = real_type(p.dtype);
+  const cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  // Without vectors U and V are still given (m x n and n x n scratch): the documentation does not
+  // say gesvdp leaves them unreferenced.
+  auto scratch_u = vectors ? nullptr : c.device_buffer(u_bytes);
+  auto v = c.device_buffer(vh_bytes);
+  auto saved = c.device_buffer(a_bytes);
+  std::size_t dev_bytes = 0, host_bytes = 0;
+  void* first_u = vectors ? u : scratch_u->data();
+  TESSEL_CUSOLVER_CHECK(cusolverDnXgesvdp_bufferSize(c.h.solver, c.h.params, jobz, 1, m, n, t, a, m, rt, s, t, first_u, m,
+                                                     t, v->data(), n, t, &dev_bytes, &host_bytes),
+                        op);
+  auto work = c.device_buffer(dev_bytes);
+  HostWork host;
+  void* hw = host.get(host_bytes);
+  const double eps = to_real(p.dtype) == DType::float32 ? static_cast<double>(FLT_EPSILON) : DBL_EPSILON;
+  const SvdRoute fallback{m > n, SvdDriver::gesvdj};
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    void* ab = at(a, b, a_bytes);
+    void* sb = at(s, b, s_bytes);
+    void* ub = vectors ? at(u, b, u_bytes) : scratch_u->data();
+    TESSEL_CUDA_CHECK(cudaMemcpyAsync(saved->data(), ab, a_bytes, cudaMemcpyDeviceToDevice, c.s), op);
+    double perturbation = 0.0;
+    const cusolverStatus_t status =
+        cusolverDnXgesvdp(c.h.solver, c.h.params, jobz, 1, m, n, t, ab, m, rt, sb, t, ub, m, t, v->data(), n, t,
+                          work->data(), dev_bytes, hw, host_bytes, info + b, &perturbation);
+    Real<T> largest = 0;
+    if (status == CUSOLVER_STATUS_SUCCESS) {
+      TESSEL_CUDA_CHECK(cudaMemcpyAsync(&largest, sb, sizeof(largest), cudaMemcpyDeviceToHost, c.s), op);
+      TESSEL_CUDA_CHECK(cudaStreamSynchronize(c.s), op);
+    }
+    // NaN compares false: a NaN perturbation or largest value also goes to the fallback.
+    const bool accepted = status == CUSOLVER_STATUS_SUCCESS && perturbation <= eps * static_cast<double>(largest);
+    if (!accepted) {
+      TESSEL_CUDA_CHECK(cudaMemcpyAsync(ab, saved->data(), a_bytes, cudaMemcpyDeviceToDevice, c.s), op);
+      LinalgBatch one = p;
+      one.batch = 1;
+      svd_one_by_one<T>(c, one, ab, sb, vectors ? ub : nullptr, vectors ? at(vh, b, vh_bytes) : nullptr, vectors,
+                        /*full=*/false, fallback, info + b, op);
+      continue;
+    }
+    if (vectors) adjoint_batch(p.dtype, v->data(), n, at(vh, b, vh_bytes), n, n, 1, c.s);
+  }
+}
+
 void svd_library(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors, bool full, std::int32_t* info,
                  const Stream& stream) {
   const char* op = "svd";
@@ -986,8 +1047,11 @@ void svd_library(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool
     });
     return;
   }
+  const SvdRoute route = svd_route(p, vectors, full);
   by_dtype(p.dtype, op, [&](auto tag) {
-    svd_one_by_one<decltype(tag)>(c, p, a, s, u, vh, vectors, full, svd_route(p, vectors, full), info, op);
+    using T = decltype(tag);
+    if (route.driver == SvdDriver::gesvdp) return svd_by_polar<T>(c, p, a, s, u, vh, vectors, info, op);
+    svd_one_by_one<T>(c, p, a, s, u, vh, vectors, full, route, info, op);
   });
 }
 }  // namespace

@@ -31,6 +31,12 @@ unsigned grid_for(std::int64_t count) {
   return static_cast<unsigned>(std::min<std::int64_t>((count + kThreads - 1) / kThreads, 65535LL * 8));
 }
 
+// x over one matrix's `per` elements (at most 1024 blocks, the rest by striding), y over the batch.
+dim3 per_matrix_grid(std::int64_t per, std::int64_t batch) {
+  return dim3(static_cast<unsigned>(std::min<std::int64_t>((per + kThreads - 1) / kThreads, 1024)),
+              static_cast<unsigned>(std::min<std::int64_t>(batch, 65535)));
+}
+
 __global__ void fill_pointers_kernel(void** pointers, char* base, long long stride, long long count) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
@@ -102,22 +108,45 @@ __global__ void first_failure_kernel(const int* __restrict__ info, long long n, 
 
 // flags[e / per] = 1 for every non-finite element e (plain stores: every writer writes 1). A
 // complex matrix is read as 2 * per reals.
-template <class R>
-__global__ void flag_nonfinite_kernel(const R* a, long long per, long long total, int* flags) {
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
-       e += static_cast<long long>(gridDim.x) * blockDim.x) {
-    if (!isfinite(a[e])) flags[e / per] = 1;
+// Grid: x over a matrix's 16-byte vectors (V: float4 or double2), y over the batch; no division
+// per element. `vectors` is false where a matrix is not a whole number of aligned vectors.
+template <class R, class V>
+__global__ void flag_nonfinite_kernel(const R* a, long long per, long long batch, bool vectors, int* flags) {
+  constexpr int kLanes = sizeof(V) / sizeof(R);
+  for (long long b = blockIdx.y; b < batch; b += gridDim.y) {
+    const R* matrix = a + b * per;
+    bool bad = false;
+    if (vectors) {
+      const V* v = reinterpret_cast<const V*>(matrix);
+      for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < per / kLanes;
+           e += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const V x = v[e];
+        const R* lanes = reinterpret_cast<const R*>(&x);
+#pragma unroll
+        for (int l = 0; l < kLanes; ++l) bad |= !isfinite(lanes[l]);
+      }
+    } else {
+      for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < per;
+           e += static_cast<long long>(gridDim.x) * blockDim.x) {
+        bad |= !isfinite(matrix[e]);
+      }
+    }
+    if (bad) flags[b] = 1;
   }
 }
 
+// One flag read per block and matrix: the blocks of unflagged matrices (nearly always all of them)
+// leave at once. Grid: x over a matrix's elements, y over the batch.
 template <class R>
-__global__ void poison_flagged_kernel(const int* flags, long long per, long long total, R* out, int* info) {
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < total;
-       e += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const long long b = e / per;
+__global__ void poison_flagged_kernel(const int* flags, long long per, long long batch, R* out, int* info) {
+  for (long long b = blockIdx.y; b < batch; b += gridDim.y) {
     if (flags[b] == 0) continue;
-    out[e] = R(0) * (R(1) / R(0));  // NaN
-    if (info != nullptr && e % per == 0 && info[b] == 0) info[b] = 1;
+    R* matrix = out + b * per;
+    for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < per;
+         e += static_cast<long long>(gridDim.x) * blockDim.x) {
+      matrix[e] = R(0) * (R(1) / R(0));  // NaN
+    }
+    if (info != nullptr && blockIdx.x == 0 && threadIdx.x == 0 && info[b] == 0) info[b] = 1;
   }
 }
 
@@ -239,12 +268,16 @@ void flag_nonfinite(DType dtype, const void* a, std::int64_t per, std::int64_t b
   auto s = static_cast<cudaStream_t>(stream);
   TESSEL_CUDA_CHECK(cudaMemsetAsync(flags, 0, static_cast<std::size_t>(batch) * sizeof(std::int32_t), s), "linalg");
   const std::int64_t reals = is_complex(dtype) ? 2 : 1;
-  const std::int64_t total = per * reals * batch;
-  if (total == 0) return;
+  if (per * reals == 0) return;
+  const dim3 grid = per_matrix_grid(per * reals, batch);
+  const std::int64_t lanes = 16 / itemsize(to_real(dtype));
+  const bool vectors = reinterpret_cast<std::uintptr_t>(a) % 16 == 0 && (per * reals) % lanes == 0;
   if (to_real(dtype) == DType::float32) {
-    flag_nonfinite_kernel<<<grid_for(total), kThreads, 0, s>>>(static_cast<const float*>(a), per * reals, total, flags);
+    flag_nonfinite_kernel<float, float4>
+        <<<grid, kThreads, 0, s>>>(static_cast<const float*>(a), per * reals, batch, vectors, flags);
   } else if (to_real(dtype) == DType::float64) {
-    flag_nonfinite_kernel<<<grid_for(total), kThreads, 0, s>>>(static_cast<const double*>(a), per * reals, total, flags);
+    flag_nonfinite_kernel<double, double2>
+        <<<grid, kThreads, 0, s>>>(static_cast<const double*>(a), per * reals, batch, vectors, flags);
   } else {
     throw DTypeError(fmt::format("linalg: no finiteness check for {}", dtype_name(dtype)));
   }
@@ -254,13 +287,13 @@ void flag_nonfinite(DType dtype, const void* a, std::int64_t per, std::int64_t b
 void poison_flagged(DType dtype, const std::int32_t* flags, std::int64_t per, std::int64_t batch, void* out,
                     std::int32_t* info, void* stream) {
   const std::int64_t reals = is_complex(dtype) ? 2 : 1;
-  const std::int64_t total = per * reals * batch;
-  if (total == 0) return;
+  if (per * reals * batch == 0) return;
   auto s = static_cast<cudaStream_t>(stream);
+  const dim3 grid = per_matrix_grid(per * reals, batch);
   if (to_real(dtype) == DType::float32) {
-    poison_flagged_kernel<<<grid_for(total), kThreads, 0, s>>>(flags, per * reals, total, static_cast<float*>(out), info);
+    poison_flagged_kernel<<<grid, kThreads, 0, s>>>(flags, per * reals, batch, static_cast<float*>(out), info);
   } else if (to_real(dtype) == DType::float64) {
-    poison_flagged_kernel<<<grid_for(total), kThreads, 0, s>>>(flags, per * reals, total, static_cast<double*>(out), info);
+    poison_flagged_kernel<<<grid, kThreads, 0, s>>>(flags, per * reals, batch, static_cast<double*>(out), info);
   } else {
     throw DTypeError(fmt::format("linalg: no NaN fill for {}", dtype_name(dtype)));
   }
