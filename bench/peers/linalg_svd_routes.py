@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 
-ROUTES = ["auto", "gesvdj", "gesvd", "qr+gesvd"]
+ROUTES = ["auto", "gesvdp", "gesvdj", "gesvd", "qr+gesvd"]
 
 
 def child(shapes, dtype, repeats):

@@ -760,6 +760,39 @@ def test_svd_route_variable_rejects_unknown_values(gpu):
     assert f'got "{value}"' in out.stdout
 
 
+def test_svd_polar_route_at_small_orders(gpu):
+    # TESSEL_LINALG_SVD=gesvdp sends every thin SVD past tessel's kernels to cuSOLVER's gesvdp
+    # (auto takes it from 1024 x 512 up). The rank-deficient and graded matrices are those it
+    # perturbs: tessel must solve them again on the gesvdj route, exact ranks and all.
+    code = f"""
+import numpy as np, tessel as ts
+rng = np.random.default_rng(7)
+for dtype in ("float32", "float64", "complex64", "complex128"):
+    eps = np.finfo(np.dtype(dtype)).eps
+    for m, n in ((300, 40), (120, 300), (200, 200)):
+        k = min(m, n)
+        real = rng.standard_normal((m, n))
+        a = real + 1j * rng.standard_normal((m, n)) if "complex" in dtype else real
+        u0, _, vh0 = np.linalg.svd(a, full_matrices=False)
+        graded = (u0 * np.logspace(0, -6 if "32" in dtype or dtype == "complex64" else -12, k)) @ vh0
+        low = a[:, : k // 2] @ a[: k // 2, :] if m >= n else a[:k // 2, :].T @ a[:k // 2, :]
+        for x, rank in ((a, k), (graded, None), (low[:m, :n], k // 2), (np.zeros((m, n)), 0)):
+            x = x.astype(dtype)
+            u, s, vh = (np.asarray(t) for t in ts.linalg.svd(ts.asarray(x, device="{gpu}"), full_matrices=False))
+            ref = np.linalg.svd(x.astype(np.complex128), compute_uv=False)
+            scale = max(ref[0], 1.0)
+            assert np.abs((u * s) @ vh - x).max() <= 50 * eps * max(m, n) * scale, (dtype, m, n)
+            assert np.abs(u.conj().T @ u - np.eye(k)).max() <= 50 * eps * max(m, n), (dtype, m, n)
+            assert np.abs(s - ref).max() <= 50 * eps * max(m, n) * scale, (dtype, m, n)
+            if rank is not None:
+                assert int(ts.linalg.matrix_rank(ts.asarray(x, device="{gpu}"))) == rank, (dtype, m, n, rank)
+print("polar route ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TESSEL_LINALG_SVD": "gesvdp"},
+                         capture_output=True, text=True, timeout=600)
+    assert "polar route ok" in out.stdout, out.stdout + out.stderr
+
+
 def test_small_kernel_variable_rejects_unknown_values_and_forces_a_kernel(gpu):
     # Read once per process: a fresh interpreter per value. "eigh_warp" forces the warp kernel at
     # n 5, below the orders its table rows give it; the result must still be right.

@@ -488,27 +488,34 @@ constexpr int kJacobiMaxSweeps = 100;
 // ---- SVD table: the route of one large m x n matrix (m >= n; wide ones come transposed) ----
 // Taken where neither tessel's kernels nor gesvdjBatched apply.
 //  - gesvdp: cusolverDnXgesvdp (a polar decomposition, then syevd of its Hermitian factor) of a
-//    itself, U thin. The default wherever the thin U (or none) is asked for. Near a zero singular
-//    value it perturbs the matrix and reports by how much (h_err_sigma); the singular values then
-//    move by that much, so such a matrix (and any call that fails) is solved again from a saved
-//    copy on the gesvdj route below.
+//    itself, U thin: for tall matrices, m >= 2n, n >= kPolarMinN. Near a zero singular value it
+//    perturbs the matrix and reports by how much (h_err_sigma), and the singular values move by
+//    that much, so such a matrix (and any call that fails) is solved again from a saved copy on
+//    the gesvdj route.
 //  - gesvdj: cusolverDn<t>gesvdj (Jacobi) of a square matrix, after a QR of a tall one (geqrf,
 //    then the SVD of the n x n R, U = Q U_r through orgqr/ungqr and one gemm; values only: no Q).
 //  - gesvd: cusolverDnXgesvd (bidiagonalization, QR iteration): the full U of a tall matrix (an
 //    m x m U that neither R's SVD nor gesvdp's thin U gives).
-// Measured on the H200 (float32, bench/peers/svd_routes.cu, median of 5 alternating rounds), thin
-// SVD of a Gaussian 4096x1024: gesvdp 30.4 ms, max|A - U S V^T| / max|A| 2.5e-6; QR + gesvdj
-// 58.4 ms, 3.3e-4; gesvdj of the tall matrix (PyTorch's call) 58.1 ms, 3.3e-4.
+// Measured on the H200 (float32 Gaussian, bench/peers/svd_routes.cu, median of 3-5 alternating
+// rounds, ms for the thin SVD / values only, and max|A - U S V^T| / max|A|):
+//   4096x1024: gesvdp 30.8/28.4, 2.5e-6; QR + gesvdj 58.8/57.2, 3.3e-4 (PyTorch's gesvdj of the
+//   tall matrix 58.4). 8192x512: gesvdp 15.0/14.0; QR + gesvdj 22.2/21.3. 300x40: gesvdp
+//   1.72/1.02; QR + gesvdj 1.14/1.01, hence kPolarMinN (orders between 40 and 512 unmeasured).
+//   Square: gesvdp perturbed every Gaussian 1024x1024 and 2048x2048 (h_err_sigma 0.12 and 2441,
+//   smallest singular values 0.010 and 0.014), so square matrices stay on gesvdj (56.2 and 224
+//   ms); at 4096x1024 it perturbed a repeated column and graded columns of condition 1e6, not
+//   those of condition 1e3 nor the zero matrix.
 // Measured before on the H100 (bench/peers/linalg_svd_routes.py, svd/svdvals): 4096x1024: QR +
-// gesvdj 57.6/56.5 ms, Xgesvd 162/93 ms, QR + Xgesvd 155/81 ms. 8192x512: QR + gesvdj
-// 22.5/21.6 ms, Xgesvd 72/38 ms. 1024x1024: gesvdj 55/55 ms, Xgesvd 112/74 ms. 2048x2048: gesvdj
-// 232/196 ms, Xgesvd 317/188 ms.
-// TESSEL_LINALG_SVD=gesvdj | gesvd | qr+gesvd forces a route, to compare; auto is this table.
+// gesvdj 57.6/56.5 ms, Xgesvd 162/93 ms, QR + Xgesvd 155/81 ms. 1024x1024: gesvdj 55/55 ms,
+// Xgesvd 112/74 ms. 2048x2048: gesvdj 232/196 ms, Xgesvd 317/188 ms.
+// TESSEL_LINALG_SVD=gesvdp | gesvdj | gesvd | qr+gesvd forces a driver (gesvdp and gesvdj leave the
+// full U of a tall matrix to gesvd), to compare and to test; auto is this table.
 enum class SvdDriver { gesvd, gesvdj, gesvdp };
 struct SvdRoute {
   bool qr_first;
   SvdDriver driver;
 };
+constexpr std::int64_t kPolarMinN = 512;
 
 SvdRoute svd_route(const LinalgBatch& p, bool vectors, bool full) {
   const bool full_u_of_tall = vectors && full && p.m > p.n;
@@ -519,13 +526,15 @@ SvdRoute svd_route(const LinalgBatch& p, bool vectors, bool full) {
   }();
   if (forced.empty() || forced == "auto") {
     if (full_u_of_tall) return {false, SvdDriver::gesvd};
-    return {false, SvdDriver::gesvdp};
+    if (p.m >= 2 * p.n && p.n >= kPolarMinN) return {false, SvdDriver::gesvdp};
+    return {tall, SvdDriver::gesvdj};
   }
-  if (forced == "gesvdj") return {tall, full_u_of_tall ? SvdDriver::gesvd : SvdDriver::gesvdj};
+  if (forced == "gesvdp") return full_u_of_tall ? SvdRoute{false, SvdDriver::gesvd} : SvdRoute{false, SvdDriver::gesvdp};
+  if (forced == "gesvdj") return full_u_of_tall ? SvdRoute{false, SvdDriver::gesvd} : SvdRoute{tall, SvdDriver::gesvdj};
   if (forced == "gesvd") return {false, SvdDriver::gesvd};
   if (forced == "qr+gesvd") return {tall, SvdDriver::gesvd};
   throw ValueError(
-      fmt::format("svd: TESSEL_LINALG_SVD must be auto, gesvdj, gesvd or qr+gesvd, got \"{}\"", forced));
+      fmt::format("svd: TESSEL_LINALG_SVD must be auto, gesvdp, gesvdj, gesvd or qr+gesvd, got \"{}\"", forced));
 }
 
 // A gesvdjInfo_t with tessel's sweep cap and a tolerance of the dtype's epsilon (cuSOLVER's
