@@ -762,8 +762,8 @@ def test_svd_route_variable_rejects_unknown_values(gpu):
 
 def test_svd_polar_route_at_small_orders(gpu):
     # TESSEL_LINALG_SVD=gesvdp sends every thin SVD past tessel's kernels to cuSOLVER's gesvdp
-    # (auto takes it from 1024 x 512 up). The rank-deficient and graded matrices are those it
-    # perturbs: tessel must solve them again on the gesvdj route, exact ranks and all.
+    # (auto takes it for tall matrices from 384 x 256 up). The rank-deficient and graded matrices
+    # are those it perturbs: tessel must solve them again on the gesvdj route, exact ranks and all.
     code = f"""
 import numpy as np, tessel as ts
 rng = np.random.default_rng(7)

@@ -488,8 +488,8 @@ constexpr int kJacobiMaxSweeps = 100;
 // ---- SVD table: the route of one large m x n matrix (m >= n; wide ones come transposed) ----
 // Taken where neither tessel's kernels nor gesvdjBatched apply.
 //  - gesvdp: cusolverDnXgesvdp (a polar decomposition, then syevd of its Hermitian factor) of a
-//    itself, U thin: for tall matrices, m >= 2n, n >= kPolarMinN. Near a zero singular value it
-//    perturbs the matrix and reports by how much (h_err_sigma), and the singular values move by
+//    itself, U thin: for tall matrices, 2m >= 3n and n >= kPolarMinN. Near a zero singular value
+//    it perturbs the matrix and reports by how much (h_err_sigma), and the singular values move by
 //    that much, so such a matrix (and any call that fails) is solved again from a saved copy on
 //    the gesvdj route.
 //  - gesvdj: cusolverDn<t>gesvdj (Jacobi) of a square matrix, after a QR of a tall one (geqrf,
@@ -497,14 +497,21 @@ constexpr int kJacobiMaxSweeps = 100;
 //  - gesvd: cusolverDnXgesvd (bidiagonalization, QR iteration): the full U of a tall matrix (an
 //    m x m U that neither R's SVD nor gesvdp's thin U gives).
 // Measured on the H200 (float32 Gaussian, bench/peers/svd_routes.cu, median of 3-5 alternating
-// rounds, ms for the thin SVD / values only, and max|A - U S V^T| / max|A|):
-//   4096x1024: gesvdp 30.8/28.4, 2.5e-6; QR + gesvdj 58.8/57.2, 3.3e-4 (PyTorch's gesvdj of the
-//   tall matrix 58.4). 8192x512: gesvdp 15.0/14.0; QR + gesvdj 22.2/21.3. 300x40: gesvdp
-//   1.72/1.02; QR + gesvdj 1.14/1.01, hence kPolarMinN (orders between 40 and 512 unmeasured).
-//   Square: gesvdp perturbed every Gaussian 1024x1024 and 2048x2048 (h_err_sigma 0.12 and 2441,
-//   smallest singular values 0.010 and 0.014), so square matrices stay on gesvdj (56.2 and 224
-//   ms); at 4096x1024 it perturbed a repeated column and graded columns of condition 1e6, not
-//   those of condition 1e3 nor the zero matrix.
+// rounds; ms for the thin SVD / values only, then max|A - U S V^T| / max|A|):
+//   shape       gesvdp          QR + gesvdj
+//   4096x1024   30.8/28.4 2.5e-6  58.8/57.2 3.3e-4   (PyTorch's gesvdj of the tall matrix: 58.4)
+//   2048x1024   29.0/26.8         57.5/55.9
+//   1536x1024   28.3/26.1         56.0/54.3          (the least tall measured: 2m = 3n)
+//   8192x512    15.0/14.0         22.2/21.3
+//   1024x512    12.0/11.4         19.7/18.9
+//   4096x256     5.9/5.5           7.8/7.4
+//   2048x256     5.7/5.3           7.7/7.2           (kPolarMinN)
+//   1024x128     3.0/2.1           2.9/2.7
+//   300x40       1.7/1.0           1.1/1.0
+//   Square: gesvdp perturbed every Gaussian 1024x1024 and 2048x2048 (h_err_sigma 0.12 and 2441;
+//   smallest singular values 0.010 and 0.014), so square and nearly square matrices stay on
+//   gesvdj (56.2 and 224 ms). At 4096x1024 it perturbed a repeated column and graded columns of
+//   condition 1e6, not graded columns of condition 1e3 nor the zero matrix.
 // Measured before on the H100 (bench/peers/linalg_svd_routes.py, svd/svdvals): 4096x1024: QR +
 // gesvdj 57.6/56.5 ms, Xgesvd 162/93 ms, QR + Xgesvd 155/81 ms. 1024x1024: gesvdj 55/55 ms,
 // Xgesvd 112/74 ms. 2048x2048: gesvdj 232/196 ms, Xgesvd 317/188 ms.
@@ -515,7 +522,7 @@ struct SvdRoute {
   bool qr_first;
   SvdDriver driver;
 };
-constexpr std::int64_t kPolarMinN = 512;
+constexpr std::int64_t kPolarMinN = 256;
 
 SvdRoute svd_route(const LinalgBatch& p, bool vectors, bool full) {
   const bool full_u_of_tall = vectors && full && p.m > p.n;
@@ -526,7 +533,7 @@ SvdRoute svd_route(const LinalgBatch& p, bool vectors, bool full) {
   }();
   if (forced.empty() || forced == "auto") {
     if (full_u_of_tall) return {false, SvdDriver::gesvd};
-    if (p.m >= 2 * p.n && p.n >= kPolarMinN) return {false, SvdDriver::gesvdp};
+    if (2 * p.m >= 3 * p.n && p.n >= kPolarMinN) return {false, SvdDriver::gesvdp};
     return {tall, SvdDriver::gesvdj};
   }
   if (forced == "gesvdp") return full_u_of_tall ? SvdRoute{false, SvdDriver::gesvd} : SvdRoute{false, SvdDriver::gesvdp};
