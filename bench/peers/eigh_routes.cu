@@ -13,14 +13,7 @@
 #include <random>
 #include <vector>
 
-#define CK(x)                                                          \
-  do {                                                                 \
-    auto e_ = (x);                                                     \
-    if ((int)e_) {                                                     \
-      std::printf("error %d at %s:%d\n", (int)e_, __FILE__, __LINE__); \
-      std::exit(1);                                                    \
-    }                                                                  \
-  } while (0)
+#include "cuda_check.cuh"
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 4096;

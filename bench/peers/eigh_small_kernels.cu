@@ -19,16 +19,9 @@
 #include <random>
 #include <vector>
 
-#include "../../src/backend/cuda/device/linalg_small.cuh"
+#include "cuda_check.cuh"
 
-#define CHECK(x)                                                                               \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__);     \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
+#include "../../src/backend/cuda/device/linalg_small.cuh"
 
 constexpr int N = 8;
 
@@ -76,8 +69,8 @@ struct Buffers {
 
 static int grid_for(Kernel k, long long batch, int block) {
   int sms = 0, per_sm = 0;
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, block, 0));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, block, 0));
   const long long blocks = (batch + block - 1) / block;
   return static_cast<int>(std::min<long long>(blocks, 8LL * sms * per_sm));
 }
@@ -86,7 +79,7 @@ static void launch(const Variant& variant, const Buffers& b, long long batch) {
   const int block = variant.block;
   Kernel k = variant.kernel;
   k<<<grid_for(k, batch, block), block>>>(b.a, b.v, b.w, variant.vectors, variant.max_iterations, b.info, batch);
-  CHECK(cudaGetLastError());
+  CK(cudaGetLastError());
 }
 
 // Worst relative residual max|A v - v w| / max|A| and orthogonality max|V^T V - I| over the first
@@ -95,9 +88,9 @@ static bool check(const std::vector<float>& a, const Buffers& b, long long batch
   const long long sample = std::min<long long>(batch, 20000);
   std::vector<float> v(sample * N * N), w(sample * N);
   std::vector<int> info(sample);
-  CHECK(cudaMemcpy(v.data(), b.v, v.size() * 4, cudaMemcpyDeviceToHost));
-  CHECK(cudaMemcpy(w.data(), b.w, w.size() * 4, cudaMemcpyDeviceToHost));
-  CHECK(cudaMemcpy(info.data(), b.info, info.size() * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(v.data(), b.v, v.size() * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(w.data(), b.w, w.size() * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(info.data(), b.info, info.size() * 4, cudaMemcpyDeviceToHost));
   double worst_res = 0, worst_orth = 0;
   long long bad_info = 0, unsorted = 0;
   for (long long m = 0; m < sample; ++m) {
@@ -133,7 +126,7 @@ int main(int argc, char** argv) {
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 9;
   const int launches = 20;
   cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, 0));
+  CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device %s, %d SMs, batch %lld of %dx%d float32\n", prop.name, prop.multiProcessorCount, batch, N, N);
 
   std::mt19937 rng(12345);
@@ -143,46 +136,46 @@ int main(int argc, char** argv) {
     for (int i = 0; i < N; ++i)
       for (int j = 0; j <= i; ++j) a[m * N * N + i * N + j] = a[m * N * N + j * N + i] = normal(rng);
   Buffers b;
-  CHECK(cudaMalloc(&b.a, a.size() * 4));
-  CHECK(cudaMalloc(&b.v, a.size() * 4));
-  CHECK(cudaMalloc(&b.w, batch * N * 4));
-  CHECK(cudaMalloc(&b.info, batch * 4));
-  CHECK(cudaMemcpy(b.a, a.data(), a.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMalloc(&b.a, a.size() * 4));
+  CK(cudaMalloc(&b.v, a.size() * 4));
+  CK(cudaMalloc(&b.w, batch * N * 4));
+  CK(cudaMalloc(&b.info, batch * 4));
+  CK(cudaMemcpy(b.a, a.data(), a.size() * 4, cudaMemcpyHostToDevice));
 
   // The copy ceiling: 1 GiB device to device, bytes read plus written.
   const size_t copy_bytes = size_t(1) << 30;
   void *src, *dst;
-  CHECK(cudaMalloc(&src, copy_bytes));
-  CHECK(cudaMalloc(&dst, copy_bytes));
-  CHECK(cudaMemset(src, 1, copy_bytes));
+  CK(cudaMalloc(&src, copy_bytes));
+  CK(cudaMalloc(&dst, copy_bytes));
+  CK(cudaMemset(src, 1, copy_bytes));
   cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
+  CK(cudaEventCreate(&start));
+  CK(cudaEventCreate(&stop));
   auto time_ms = [&](auto&& body, int repeats) {
-    CHECK(cudaEventRecord(start));
+    CK(cudaEventRecord(start));
     for (int r = 0; r < repeats; ++r) body();
-    CHECK(cudaEventRecord(stop));
-    CHECK(cudaEventSynchronize(stop));
+    CK(cudaEventRecord(stop));
+    CK(cudaEventSynchronize(stop));
     float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, start, stop));
+    CK(cudaEventElapsedTime(&ms, start, stop));
     return ms / repeats;
   };
   std::vector<double> copy_ms;
   for (int r = 0; r < 5; ++r)
-    copy_ms.push_back(time_ms([&] { CHECK(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice)); }, 5));
+    copy_ms.push_back(time_ms([&] { CK(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice)); }, 5));
   std::sort(copy_ms.begin(), copy_ms.end());
   const double copy_gbps = 2.0 * copy_bytes / copy_ms[copy_ms.size() / 2] / 1e6;
   std::printf("copy bandwidth %.0f GB/s\n", copy_gbps);
-  CHECK(cudaFree(src));
-  CHECK(cudaFree(dst));
+  CK(cudaFree(src));
+  CK(cudaFree(dst));
 
   const int count = sizeof(kVariants) / sizeof(kVariants[0]);
   std::vector<bool> ok(count);
   for (int k = 0; k < count; ++k) {
-    CHECK(cudaMemset(b.v, 0xff, a.size() * 4));  // NaN: every output must be written
-    CHECK(cudaMemset(b.w, 0xff, batch * N * 4));
+    CK(cudaMemset(b.v, 0xff, a.size() * 4));  // NaN: every output must be written
+    CK(cudaMemset(b.w, 0xff, batch * N * 4));
     launch(kVariants[k], b, batch);
-    CHECK(cudaDeviceSynchronize());
+    CK(cudaDeviceSynchronize());
     ok[k] = !kVariants[k].checked || check(a, b, batch, kVariants[k].name);
   }
   std::vector<std::vector<double>> piped(count), single(count);

@@ -11,8 +11,9 @@
 #include <random>
 #include <algorithm>
 #include <cstdlib>
-#define CK(x) do { auto e = (x); if ((int)e) { printf("error %d at %s:%d\n", (int)e, __FILE__, __LINE__); return 1; } } while (0)
-#define CK_EXIT(x) do { auto e = (x); if ((int)e) { printf("error %d at %s:%d\n", (int)e, __FILE__, __LINE__); std::exit(1); } } while (0)
+
+#include "cuda_check.cuh"
+
 int main() {
   const int n = 4096, k = 64;
   std::vector<float> h((size_t)n * n), hb((size_t)n * k);
@@ -38,19 +39,19 @@ int main() {
   std::vector<char> hw(std::max(hb0, hb1) + 16);
   cudaEvent_t e0, e1; CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
   auto run = [&](int which) -> float {
-    CK_EXIT(cudaMemcpyAsync(a, a0, h.size() * 4, cudaMemcpyDeviceToDevice, st));
-    CK_EXIT(cudaMemcpyAsync(b, b0, hb.size() * 4, cudaMemcpyDeviceToDevice, st));
-    CK_EXIT(cudaEventRecord(e0, st));
+    CK(cudaMemcpyAsync(a, a0, h.size() * 4, cudaMemcpyDeviceToDevice, st));
+    CK(cudaMemcpyAsync(b, b0, hb.size() * 4, cudaMemcpyDeviceToDevice, st));
+    CK(cudaEventRecord(e0, st));
     if (which == 0) {
-      CK_EXIT(cusolverDnSgetrf(s, n, n, a, n, w, piv, info));
-      CK_EXIT(cusolverDnSgetrs(s, CUBLAS_OP_T, n, k, a, n, piv, b, n, info));
+      CK(cusolverDnSgetrf(s, n, n, a, n, w, piv, info));
+      CK(cusolverDnSgetrs(s, CUBLAS_OP_T, n, k, a, n, piv, b, n, info));
     } else {
       cusolverDnParams_t p = which == 1 ? p0 : p1;
-      CK_EXIT(cusolverDnXgetrf(s, p, n, n, CUDA_R_32F, a, n, piv64, CUDA_R_32F, dw, std::max(db0, db1), hw.data(), hw.size(), info));
-      CK_EXIT(cusolverDnXgetrs(s, p, CUBLAS_OP_T, n, k, CUDA_R_32F, a, n, piv64, CUDA_R_32F, b, n, info));
+      CK(cusolverDnXgetrf(s, p, n, n, CUDA_R_32F, a, n, piv64, CUDA_R_32F, dw, std::max(db0, db1), hw.data(), hw.size(), info));
+      CK(cusolverDnXgetrs(s, p, CUBLAS_OP_T, n, k, CUDA_R_32F, a, n, piv64, CUDA_R_32F, b, n, info));
     }
-    CK_EXIT(cudaEventRecord(e1, st)); CK_EXIT(cudaEventSynchronize(e1));
-    float ms; CK_EXIT(cudaEventElapsedTime(&ms, e0, e1)); return ms;
+    CK(cudaEventRecord(e1, st)); CK(cudaEventSynchronize(e1));
+    float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); return ms;
   };
   const char* names[] = {"legacy Sgetrf+Sgetrs", "Xgetrf ALG_0", "Xgetrf ALG_1"};
   std::vector<float> t[3];

@@ -14,11 +14,9 @@ import sys
 
 import tessel as ts
 
-try:
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-except ImportError:
-    torch = None
+from peer_results import optional_import
+
+torch = optional_import("torch")
 
 
 def calls(op):
@@ -89,7 +87,7 @@ def main(argv=None):
         fn(arg)
         fn(arg)
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             fn(arg)
             torch.cuda.synchronize()
         report(f"{lib} {args.op} {shape}", gpu_events(prof), args.top)

@@ -16,6 +16,16 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def optional_import(name):
+    """The module `name`, or None where it is not installed (a peer the script then skips)."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
 def slug(device_name):
     """The device part of a results file name: the rule of bench/bench_results.hpp (device_slug)."""
     return re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", device_name.lower())).strip("-")

@@ -15,16 +15,11 @@ import numpy as np
 
 import tessel as ts
 
-try:
-    import torch
-except ImportError:
-    torch = None
-try:
-    import cupy
-except ImportError:
-    cupy = None
+from peer_results import back_to_back_us, latency_us, merge_results, optional_import, rel_error
 
-from peer_results import back_to_back_us, latency_us, merge_results, rel_error
+torch = optional_import("torch")
+cupy = optional_import("cupy")
+
 
 FFT_N = 8192
 FFT_TOL = 2e-5

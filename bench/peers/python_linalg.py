@@ -35,16 +35,11 @@ import numpy as np
 
 import tessel as ts
 
-try:
-    import torch
-except ImportError:
-    torch = None
-try:
-    import cupy
-except ImportError:
-    cupy = None
+from peer_results import merge_results, optional_import
 
-from peer_results import merge_results
+torch = optional_import("torch")
+cupy = optional_import("cupy")
+
 
 # name: (what, target from issue 20: the factor over the best peer; None: "works" + bandwidth)
 ROWS = {

@@ -20,14 +20,7 @@
 #include <random>
 #include <vector>
 
-#define CK(x)                                                                     \
-  do {                                                                            \
-    auto e_ = (x);                                                                \
-    if ((int)e_) {                                                                \
-      std::printf("error %d at %s:%d\n", (int)e_, __FILE__, __LINE__);            \
-      std::exit(1);                                                               \
-    }                                                                             \
-  } while (0)
+#include "cuda_check.cuh"
 
 // perm[i] = the row of z that row i of x = P z comes from, inverted: x[perm[i]] = z[i], where
 // P^T applies getrf's swaps (row i with piv[i] - 1) in order.

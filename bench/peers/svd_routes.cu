@@ -9,7 +9,8 @@
 //   QR+syevd JW:  geqrf, then syevd of the 2n x 2n symmetric [[0, R], [R^T, 0]] (its eigenvalues
 //                 are +-S, its eigenvectors [u; v] / sqrt(2)), the u and v halves of the top n
 //                 normalized, orgqr, U = Q U_R.
-// Also times the values-only calls (QR + gesvdj, gesvdp) and prints gesvdj's sweeps and residual. Prints the median, min and max of the rounds.
+// Also times the values-only calls (QR + gesvdj, gesvdp) and prints gesvdj's sweeps and
+// residual. Prints the median, min and max of the rounds.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o svd_routes bench/peers/svd_routes.cu -lcusolver -lcublas
 //   ./svd_routes [m n rounds]
@@ -26,14 +27,7 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                          \
-  do {                                                                 \
-    auto e_ = (x);                                                     \
-    if ((int)e_) {                                                     \
-      std::printf("error %d at %s:%d\n", (int)e_, __FILE__, __LINE__); \
-      std::exit(1);                                                    \
-    }                                                                  \
-  } while (0)
+#include "cuda_check.cuh"
 
 // b (2n x 2n, column-major): lower-left block R^T (R upper triangular, n x n, leading dim ldr),
 // everything else of the lower triangle zero (syevd reads the lower triangle only).

@@ -18,16 +18,11 @@ import numpy as np
 
 import tessel as ts
 
-try:
-    import torch
-except ImportError:
-    torch = None
-try:
-    import cupy
-except ImportError:
-    cupy = None
+from peer_results import median_ms, merge_results, optional_import
 
-from peer_results import median_ms, merge_results
+torch = optional_import("torch")
+cupy = optional_import("cupy")
+
 
 SHAPES = [((4096, 4096), "float32"), ((4096, 1024), "complex64"), ((64, 512, 512), "float32")]
 
