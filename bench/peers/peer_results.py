@@ -98,6 +98,16 @@ def median_ms(fn, repeats=20, warmup=3, events=_torch_events):
     return sorted(times)[len(times) // 2]
 
 
+def tessel_copy_gbps(n=1 << 28, events=_torch_events):
+    """The device copy bandwidth ceiling: GB/s of ts.copyto between two float32 arrays of n
+    elements on the GPU (read and write counted), timed by median_ms with `events`."""
+    import tessel as ts
+
+    src = ts.random.uniform(0.0, 1.0, (n,), device="cuda")
+    dst = ts.empty((n,), dtype=ts.float32, device="cuda")
+    return 2 * n * 4 / median_ms(lambda: ts.copyto(dst, src), events=events) / 1e6
+
+
 def latency_us(fn, sync, calls=5000, warmup=200):
     """Median wall time in us of one call followed by sync()."""
     for _ in range(warmup):

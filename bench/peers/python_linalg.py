@@ -36,7 +36,7 @@ import numpy as np
 
 import tessel as ts
 
-from peer_results import merge_results, optional_import
+from peer_results import merge_results, optional_import, tessel_copy_gbps
 
 torch = optional_import("torch")
 cupy = optional_import("cupy")
@@ -211,14 +211,6 @@ def median_ms(fn, budget_ms=1500.0, max_repeats=20):
     return sorted(times)[len(times) // 2]
 
 
-def copy_bandwidth_gbps():
-    n = 1 << 28
-    src = ts.random.uniform(0.0, 1.0, (n,), device=DEVICE)
-    dst = ts.empty((n,), dtype=ts.float32, device=DEVICE)
-    ms = median_ms(lambda: ts.copyto(dst, src))
-    return 2 * n * 4 / ms / 1e6
-
-
 def libraries():
     libs = ["tessel", "tessel_ex"]
     if torch is not None and torch.cuda.is_available():
@@ -325,7 +317,7 @@ def main(argv=None):
         results["torch_version"] = torch.__version__
     if cupy is not None:
         results["cupy_version"] = cupy.__version__
-    results["copy_GBps"] = copy_bandwidth_gbps()
+    results["copy_GBps"] = tessel_copy_gbps(events=events)
     for name in names:
         print(f"{name}: {ROWS[name][0]}")
         try:

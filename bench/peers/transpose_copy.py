@@ -18,7 +18,7 @@ import numpy as np
 
 import tessel as ts
 
-from peer_results import median_ms, merge_results, optional_import
+from peer_results import median_ms, merge_results, optional_import, tessel_copy_gbps
 
 torch = optional_import("torch")
 cupy = optional_import("cupy")
@@ -34,11 +34,7 @@ def main(argv=None):
     if not ts.cuda_available() or torch is None:
         print("transpose_copy: skipped, needs CUDA and PyTorch (for the events)")
         return 0
-    n = 1 << 28
-    src = ts.random.uniform(0.0, 1.0, (n,), device="cuda")
-    dst = ts.empty((n,), dtype=ts.float32, device="cuda")
-    copy_gbps = 2 * n * 4 / median_ms(lambda: ts.copyto(dst, src)) / 1e6
-    del src, dst
+    copy_gbps = tessel_copy_gbps()
     results = {"device": ts.device_name(0), "copy_GBps": copy_gbps, "rounds": args.rounds, "rows": {}}
     print(f"copy bandwidth {copy_gbps:.0f} GB/s")
     for shape, dtype in SHAPES:
