@@ -21,6 +21,8 @@ from ._array_api_functions import __all__ as _array_api_functions_all  # noqa: F
 from . import _dtype_protocol
 from . import _numpy_protocols
 from ._fuse import fuse  # noqa: F401
+from . import kernel  # noqa: F401  (docs/guide/kernels.rst: Python kernels)
+from .kernel import jit  # noqa: F401
 from . import _array_api
 from . import cuda  # noqa: F401
 from . import random  # noqa: F401

@@ -1,0 +1,2415 @@
+"""Python kernel -> C++: parse with ``ast``, infer types from the call's argument types, emit C++
+for CUDA (NVRTC) or for the CPU backend (the host compiler).
+
+Every local variable is declared at the top of the generated function, with the type NumPy's
+promotion gives all its assignments. Device functions are inlined at each call. On the CPU, a
+kernel whose threads meet at barriers or warp intrinsics runs each thread as a resumable
+function: a thread runs until it reaches such a site, saves where it stopped (its locals live in
+a per-thread state), and resumes once every thread of its warp or block has arrived and the
+values they exchange are computed (continuation-based synchronization, as MCUDA/POCL do).
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import cmath
+import inspect
+import math
+import textwrap
+import types as pytypes
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from . import _intrinsics as I
+from ._types import (BOOL, COMPLEX128, FLOAT32, FLOAT64, INT32, INT64, UINT32, UINT64, WEAK_BOOL, WEAK_COMPLEX,
+                     WEAK_FLOAT, WEAK_INT, ArrayT, NoneT, Scalar, TupleT, can_store, float_type_of, is_int,
+                     is_intlike, promote, scalar_from_dtype, true_divide_type)
+
+
+class KernelCompileError(TypeError):
+    """A kernel that tessel cannot compile: the message names the kernel, file and line."""
+
+
+_NOCONST = object()
+
+
+@dataclass
+class Val:
+    """A typed expression: C++ code, or a compile-time Python value (modules, functions, tuples)."""
+    code: Optional[str]
+    type: Any
+    nonneg: bool = False
+    const: Any = _NOCONST          # a compile-time value (Python number, module, intrinsic...)
+    items: Optional[List["Val"]] = None   # tuple components
+
+    @property
+    def is_const(self):
+        return self.const is not _NOCONST
+
+
+class CompileTime:
+    def __str__(self):
+        return "compile-time value"
+
+
+CT = CompileTime()
+
+
+def _literal_code(value, t: Scalar) -> str:
+    if t.kind == "b":
+        return "true" if value else "false"
+    if t.kind in "iu":
+        v = int(value)
+        if t.kind == "u":
+            return f"{v}ull" if t.name == "uint64" else f"({t.ctype}){v}u"
+        if t.name == "int64" or t.weak:
+            return f"{v}ll" if -2**63 < v < 2**63 else f"(-9223372036854775807ll - 1)"
+        return f"({t.ctype}){v}"
+    if t.kind == "f":
+        v = float(value)
+        if math.isnan(v):
+            code = "ts::nan()"
+        elif math.isinf(v):
+            code = "ts::inf()" if v > 0 else "(-ts::inf())"
+        else:
+            code = repr(v)
+            if "e" not in code and "." not in code:
+                code += ".0"
+        if t.name == "float64" or t.weak:
+            return code if "ts::" in code else f"{code}"
+        return f"ts::cast<{t.ctype}>({code})"
+    c = complex(value)
+    base = "double" if t.name == "complex128" or t.weak else "float"
+    return f"{t.ctype}(({base}){_literal_code(c.real, FLOAT64)}, ({base}){_literal_code(c.imag, FLOAT64)})"
+
+
+def _type_of_python_value(v):
+    if isinstance(v, (bool, np.bool_)):
+        return WEAK_BOOL if isinstance(v, bool) else BOOL
+    if isinstance(v, int):
+        return WEAK_INT
+    if isinstance(v, float):
+        return WEAK_FLOAT
+    if isinstance(v, complex):
+        return WEAK_COMPLEX
+    if isinstance(v, np.generic):
+        return scalar_from_dtype(v.dtype)
+    return None
+
+
+def _is_dtype_object(obj):
+    """A NumPy/tessel dtype, scalar type or Numba-style type object usable as a cast."""
+    if isinstance(obj, type) and issubclass(obj, np.generic):
+        return True
+    if isinstance(obj, np.dtype):
+        return True
+    if obj in (int, float, bool, complex):
+        return False
+    mod = type(obj).__module__ or ""
+    if mod.startswith("tessel") and hasattr(obj, "name") and not callable(getattr(obj, "shape", None)):
+        try:
+            scalar_from_dtype(obj)
+            return True
+        except TypeError:
+            return False
+    if hasattr(obj, "_ts_dtype"):
+        return True
+    return False
+
+
+def _dtype_scalar(obj) -> Scalar:
+    if hasattr(obj, "_ts_dtype"):
+        return scalar_from_dtype(obj._ts_dtype)
+    return scalar_from_dtype(obj)
+
+
+@dataclass
+class VarInfo:
+    type: Any = None
+    nonneg: bool = True
+    cname: str = ""
+
+
+@dataclass
+class Site:
+    """A place where the threads of a warp or block exchange values (CPU backend)."""
+    id: int
+    kind: str
+    level: str            # "warp" or "block"
+    vtype: Any = None     # the exchanged value's type
+    rtype: Any = None     # the result's type
+    op: Any = None        # reductions/scans: "sum", "min", "max" or a standalone function name
+    line: int = 0
+
+
+class Root:
+    """What one generated kernel shares across the functions inlined into it."""
+
+    def __init__(self, target: str, options):
+        self.target = target
+        self.options = options
+        self.decls: Dict[str, str] = {}          # cname -> C++ type (all locals of the kernel)
+        self.counter = 0
+        self.sites: List[Site] = []
+        self.shared: List[tuple] = []             # (cname, ctype, count, site_key)
+        self.shared_keys: Dict[Any, str] = {}
+        self.uses_dynamic_shared = False
+        self.consts: List[str] = []               # global constant array definitions
+        self.const_keys: Dict[int, str] = {}
+        self.functions: List[str] = []            # standalone helper functions (operators)
+        self.function_keys: Dict[Any, str] = {}
+        self.array_names: List[str] = []          # debug mode: names of arrays, by index
+        self.inline_stack: List[Any] = []
+        self.uses_print = False
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+
+class FunctionCompiler:
+    """Types and emits one Python function: the kernel, or a device function inlined into it."""
+
+    def __init__(self, pyfunc, arg_types, root: Root, *, kernel_name: str, mode: str, prefix: str = "",
+                 display_name: Optional[str] = None):
+        self.pyfunc = pyfunc
+        self.root = root
+        self.mode = mode                    # "kernel", "inline", "function"
+        self.prefix = prefix
+        self.kernel_name = kernel_name
+        self.name = display_name or pyfunc.__name__
+        self.arg_types = list(arg_types)
+        try:
+            source = inspect.getsource(pyfunc)
+            self.filename = inspect.getsourcefile(pyfunc) or "<unknown>"
+            _, self.first_line = inspect.getsourcelines(pyfunc)
+        except (OSError, TypeError) as e:
+            raise KernelCompileError(f"kernel '{self.name}': its Python source is not available ({e})") from None
+        tree = ast.parse(textwrap.dedent(source))
+        fdefs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        if not fdefs:
+            raise KernelCompileError(f"kernel '{self.name}': {self.filename}: not a function definition")
+        self.fdef = fdefs[0]
+        if isinstance(self.fdef, ast.AsyncFunctionDef):
+            self.error(self.fdef, "async functions cannot be kernels")
+        self.line_offset = self.first_line - 1 - (self.fdef.lineno - 1) + (self.fdef.lineno - 1)
+        self.globals = pyfunc.__globals__
+        self.closure = {}
+        if pyfunc.__closure__:
+            for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__):
+                try:
+                    self.closure[name] = cell.cell_contents
+                except ValueError:
+                    pass
+        self.vars: Dict[str, VarInfo] = {}
+        self.params = [a.arg for a in self.fdef.args.args]
+        self.typing = True
+        self.lines: List[str] = []
+        self.pre: List[str] = []
+        self.indent = 1
+        self.return_types: List[Any] = []
+        self.loop_depth = 0
+        self.ret_label = None
+        self.ret_var = None
+        self.suspends = False
+        self.current_line = self.fdef.lineno
+
+    # ---- errors ------------------------------------------------------------------------------
+    def lineno(self, node) -> int:
+        # the parsed snippet's line 1 is the file's line first_line (the first decorator)
+        return getattr(node, "lineno", self.current_line) + self.first_line - 1
+
+    def error(self, node, message: str):
+        line = self.lineno(node) if node is not None else self.first_line
+        src = ""
+        try:
+            src_lines = inspect.getsourcelines(self.pyfunc)[0]
+            rel = line - self.first_line
+            if 0 <= rel < len(src_lines):
+                src = "\n    " + src_lines[rel].strip()
+        except (OSError, TypeError):
+            pass
+        where = f"{self.filename}:{line}"
+        chain = ""
+        if self.mode != "kernel":
+            chain = f" (device function '{self.name}', inlined into kernel '{self.kernel_name}')"
+            raise KernelCompileError(f"kernel '{self.kernel_name}'{chain}, {where}: {message}{src}")
+        raise KernelCompileError(f"kernel '{self.name}', {where}: {message}{src}")
+
+    # ---- entry points -----------------------------------------------------------------------------
+    def check_arity(self, node=None):
+        a = self.fdef.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+            self.error(self.fdef, "*args, **kwargs and keyword-only parameters are not supported")
+        n = len(self.params)
+        defaults = a.defaults
+        if len(self.arg_types) > n or len(self.arg_types) < n - len(defaults):
+            what = "kernel" if self.mode == "kernel" else "device function"
+            self.error(node if node is not None else self.fdef,
+                       f"{what} '{self.name}' takes {n} argument{'s' if n != 1 else ''} "
+                       f"({', '.join(self.params)}), got {len(self.arg_types)}")
+
+    def run_typing(self, arg_vals: Optional[List[Val]] = None):
+        """Infers the types of the locals: repeated passes until no variable's type changes."""
+        self.check_arity()
+        for _ in range(12):
+            before = {k: (v.type, v.nonneg) for k, v in self.vars.items()}
+            self._pass(typing=True, arg_vals=arg_vals)
+            after = {k: (v.type, v.nonneg) for k, v in self.vars.items()}
+            if before == after:
+                break
+        for name, v in self.vars.items():
+            if v.type is None:
+                self.error(self.fdef, f"the type of variable '{name}' cannot be inferred (used before assignment?)")
+
+    def _pass(self, typing: bool, arg_vals=None):
+        self.typing = typing
+        self.lines = []
+        self.pre = []
+        self.indent = 1
+        self.return_types = []
+        self.defaults_used = []
+        self.bind_params(arg_vals)
+        self.block(self.fdef.body)
+
+    def bind_params(self, arg_vals):
+        a = self.fdef.args
+        n_default = len(a.defaults)
+        for i, name in enumerate(self.params):
+            if i < len(self.arg_types):
+                t = self.arg_types[i]
+                val = arg_vals[i] if arg_vals is not None else None
+            else:
+                d = a.defaults[i - (len(self.params) - n_default)]
+                dv = self.expr(d)
+                t = dv.type
+                val = dv
+            if isinstance(t, TupleT) or (val is not None and val.is_const and not isinstance(t, (Scalar, ArrayT))):
+                # tuples and compile-time values bind by substitution
+                self.vars.setdefault(name, VarInfo())
+                self.vars[name].type = t
+                self.vars[name].cname = ""
+                self.const_params = getattr(self, "const_params", {})
+                self.const_params[name] = val
+                continue
+            info = self.vars.setdefault(name, VarInfo(cname=self.cname(name)))
+            info.type = t if not (isinstance(t, Scalar) and t.weak) else t.strong()
+            if val is not None and not val.nonneg:
+                info.nonneg = False
+            elif val is None:
+                info.nonneg = False
+            if not self.typing and self.mode == "inline" and val is not None:
+                self.emit(f"{info.cname} = {self.convert(val, info.type, self.fdef)};")
+
+    def cname(self, name: str) -> str:
+        return f"{self.prefix}v_{name}"
+
+    # ---- emission helpers ---------------------------------------------------------------------------
+    def emit(self, line: str):
+        if not self.typing:
+            for p in self.pre:
+                self.lines.append("  " * self.indent + p)
+            self.pre = []
+            self.lines.append("  " * self.indent + line)
+        else:
+            self.pre = []
+
+    def emit_pre(self, line: str):
+        if not self.typing:
+            self.pre.append(line)
+
+    def flush_pre(self):
+        if not self.typing:
+            for p in self.pre:
+                self.lines.append("  " * self.indent + p)
+        self.pre = []
+
+    def declare_temp(self, ctype_or_type, stem="t") -> str:
+        name = self.root.fresh(f"{self.prefix}ts_{stem}")
+        ctype = ctype_or_type.ctype if hasattr(ctype_or_type, "ctype") else ctype_or_type
+        self.root.decls[name] = ctype
+        return name
+
+    # ---- statements ---------------------------------------------------------------------------
+    def block(self, stmts):
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, node):
+        self.current_line = getattr(node, "lineno", self.current_line)
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            what = {"Try": "try/except", "With": "with", "ClassDef": "class definitions", "FunctionDef":
+                    "nested function definitions (use a device function)", "Lambda": "lambda", "Raise": "raise",
+                    "Import": "import", "ImportFrom": "import", "Global": "global", "Nonlocal": "nonlocal",
+                    "Delete": "del", "AsyncFor": "async for", "AsyncWith": "async with", "Match": "match",
+                    "TryStar": "try/except*"}.get(type(node).__name__, type(node).__name__)
+            self.error(node, f"{what} is not supported in kernels")
+        method(node)
+
+    def stmt_Pass(self, node):
+        pass
+
+    def stmt_Expr(self, node):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        v = self.expr(node.value)
+        if v.code and not v.is_const:
+            self.emit(f"(void)({v.code});")
+        else:
+            self.flush_pre()
+
+    def stmt_Assign(self, node):
+        value = self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, value, node)
+
+    def stmt_AnnAssign(self, node):
+        if node.value is None:
+            return
+        value = self.expr(node.value)
+        self.assign(node.target, value, node)
+
+    def stmt_AugAssign(self, node):
+        target = node.target
+        if isinstance(target, ast.Name):
+            cur = self.load_name(target.id, target)
+            rhs = self.expr(node.value)
+            res = self.binop(node.op, cur, rhs, node)
+            self.assign(target, res, node, augmented=True)
+        elif isinstance(target, ast.Subscript):
+            arr = self.expr(target.value)
+            if not isinstance(arr.type, ArrayT):
+                self.error(node, f"cannot assign into {arr.type}")
+            ref = self.element(arr, target.slice, node)
+            rhs = self.expr(node.value)
+            if self.typing:
+                res = self.binop(node.op, Val("x", arr.type.dtype), rhs, node)
+                self.check_store(res.type, arr.type.dtype, node, "array element")
+                return
+            r = self.declare_temp(arr.type.dtype.ctype + "*", "p")
+            self.emit(f"{r} = &{ref.code};")
+            res = self.binop(node.op, Val(f"(*{r})", arr.type.dtype), rhs, node)
+            self.check_store(res.type, arr.type.dtype, node, "array element")
+            self.emit(f"*{r} = {self.convert(res, arr.type.dtype, node)};")
+        else:
+            self.error(node, "unsupported augmented assignment target")
+
+    def check_store(self, vt, target: Scalar, node, what):
+        if not isinstance(vt, Scalar):
+            self.error(node, f"cannot store {vt} into {what} of type {target.name}")
+        if not can_store(vt, target) and not vt.weak:
+            self.error(node, f"cannot store a {vt.name} value into {what} of type {target.name} without a cast "
+                             f"(write {target.name}(...) to convert)")
+        if vt.weak and not can_store(vt, target):
+            self.error(node, f"cannot store a Python {'float' if vt.kind == 'f' else 'complex'} into {what} of "
+                             f"type {target.name} without a cast")
+
+    def assign(self, target, value: Val, node, augmented=False):
+        if isinstance(target, ast.Name):
+            self.assign_name(target.id, value, node)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            items = self.tuple_items(value, node)
+            if len(items) != len(target.elts):
+                self.error(node, f"cannot unpack {len(items)} values into {len(target.elts)} targets")
+            # Evaluate all right-hand sides before assigning (a, b = b, a).
+            temps = []
+            for it in items:
+                if isinstance(it.type, Scalar) and it.code is not None and not it.is_const and not self.typing:
+                    t = self.declare_temp(it.type.strong())
+                    self.emit(f"{t} = {it.code};")
+                    temps.append(Val(t, it.type.strong(), it.nonneg))
+                else:
+                    temps.append(it)
+            for t, it in zip(target.elts, temps):
+                self.assign(t, it, node)
+        elif isinstance(target, ast.Subscript):
+            arr = self.expr(target.value)
+            if not isinstance(arr.type, ArrayT):
+                self.error(node, f"cannot assign into a value of type {arr.type}")
+            if arr.type.space == "const":
+                self.error(node, "cannot assign into a constant array")
+            ref = self.element(arr, target.slice, node)
+            if isinstance(ref.type, ArrayT):
+                self.error(node, "assignment to an array slice is not supported; assign elements in a loop")
+            self.check_store(value.type, arr.type.dtype, node, "an array element")
+            self.emit(f"{ref.code} = {self.convert(value, arr.type.dtype, node)};")
+        elif isinstance(target, ast.Attribute):
+            self.error(node, "assignment to attributes is not supported in kernels")
+        else:
+            self.error(node, f"unsupported assignment target {type(target).__name__}")
+
+    def assign_name(self, name, value: Val, node):
+        if name in self.params and getattr(self, "const_params", {}).get(name) is not None:
+            self.error(node, f"cannot assign to parameter '{name}' (a tuple or compile-time value)")
+        if isinstance(value.type, TupleT):
+            items = self.tuple_items(value, node)
+            info = self.vars.setdefault(name, VarInfo())
+            if info.type is not None and not isinstance(info.type, TupleT):
+                self.error(node, f"variable '{name}' holds {info.type} and cannot also hold a tuple")
+            if info.type is not None and len(info.type.items) != len(items):
+                self.error(node, f"variable '{name}' holds tuples of different lengths")
+            new_items = []
+            for k, it in enumerate(items):
+                sub = f"{name}__{k}"
+                self.assign_name(sub, it, node)
+                new_items.append(self.vars[sub].type)
+            info.type = TupleT(tuple(new_items))
+            return
+        if value.is_const and value.type is CT:
+            # a module, function or intrinsic bound to a name: substitute at compile time
+            self.const_params = getattr(self, "const_params", {})
+            self.const_params[name] = value
+            self.vars.setdefault(name, VarInfo(type=CT))
+            return
+        info = self.vars.setdefault(name, VarInfo(cname=self.cname(name)))
+        if not info.cname:
+            info.cname = self.cname(name)
+        vt = value.type
+        if isinstance(vt, NoneT):
+            self.error(node, "cannot assign the result of a function that returns nothing")
+        if info.type is None:
+            info.type = vt.strong() if isinstance(vt, Scalar) else vt
+        elif isinstance(info.type, Scalar) and isinstance(vt, Scalar):
+            if self.typing:
+                unified = promote(info.type, vt)
+                info.type = unified.strong()
+        elif info.type != vt:
+            if isinstance(info.type, ArrayT) and isinstance(vt, ArrayT) and info.type.dtype == vt.dtype \
+                    and info.type.ndim == vt.ndim and not info.type.is_static and not vt.is_static:
+                info.type = ArrayT(vt.dtype, vt.ndim, "A")
+            else:
+                self.error(node, f"variable '{name}' holds {info.type} and cannot also hold {vt}")
+        if not value.nonneg:
+            info.nonneg = False
+        if not self.typing:
+            self.emit(f"{info.cname} = {self.convert(value, info.type, node)};")
+
+    def tuple_items(self, value: Val, node) -> List[Val]:
+        if value.items is not None:
+            return value.items
+        if isinstance(value.type, TupleT):
+            self.error(node, "this tuple cannot be unpacked")
+        self.error(node, f"cannot unpack a value of type {value.type}")
+
+    def stmt_If(self, node):
+        test = self.expr(node.test)
+        if test.is_const and test.type is not CT and isinstance(test.const, (bool, int, float, np.generic)):
+            self.flush_pre()
+            self.block(node.body if test.const else node.orelse)  # compile-time branch
+            return
+        self.emit(f"if ({self.truth(test, node)}) {{")
+        self.indent += 1
+        self.block(node.body)
+        self.indent -= 1
+        if node.orelse:
+            self.emit("} else {")
+            self.indent += 1
+            self.block(node.orelse)
+            self.indent -= 1
+        self.emit("}")
+
+    def stmt_While(self, node):
+        if node.orelse:
+            self.error(node, "while ... else is not supported in kernels")
+        self.emit("for (;;) {")
+        self.indent += 1
+        test = self.expr(node.test)
+        self.emit(f"if (!({self.truth(test, node)})) break;")
+        self.loop_depth += 1
+        self.block(node.body)
+        self.loop_depth -= 1
+        self.indent -= 1
+        self.emit("}")
+
+    def stmt_For(self, node):
+        if node.orelse:
+            self.error(node, "for ... else is not supported in kernels")
+        it = node.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("range", "prange")
+                and self.resolve_global(it.func.id, it) in (range, _PRANGE)):
+            self.error(node, "kernels loop only over range(start, stop, step)")
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            self.error(node, "range() takes 1 to 3 positional arguments")
+        args = [self.expr(a) for a in it.args]
+        for a in args:
+            if not is_intlike(a.type):
+                self.error(node, f"range() arguments must be integers, got {a.type}")
+        if len(args) == 1:
+            start, stop, step = Val("0ll", WEAK_INT, True, 0), args[0], Val("1ll", WEAK_INT, True, 1)
+        elif len(args) == 2:
+            start, stop, step = args[0], args[1], Val("1ll", WEAK_INT, True, 1)
+        else:
+            start, stop, step = args
+        if step.is_const and step.const == 0:
+            self.error(node, "range() step must not be zero")
+        t = promote(start.type, stop.type, step.type).strong()
+        if t.kind == "b":
+            t = INT64
+        if t.kind == "i" and t.itemsize < 8:
+            t = INT64
+        if not isinstance(node.target, ast.Name):
+            self.error(node, "the loop variable must be a name")
+        k = self.declare_temp(t, "k")
+        stop_v = self.declare_temp(t, "stop")
+        step_v = None
+        self.emit(f"{stop_v} = {self.convert(stop, t, node)};")
+        positive_literal = step.is_const and isinstance(step.const, (int, np.integer)) and step.const > 0
+        negative_literal = step.is_const and isinstance(step.const, (int, np.integer)) and step.const < 0
+        if step.is_const and not isinstance(step.type, TupleT):
+            step_code = self.convert(step, t, node)
+        else:
+            step_v = self.declare_temp(t, "step")
+            self.emit(f"{step_v} = {self.convert(step, t, node)};")
+            step_code = step_v
+        if positive_literal:
+            cond = f"{k} < {stop_v}"
+        elif negative_literal:
+            cond = f"{k} > {stop_v}"
+        else:
+            cond = f"({step_code} > 0 ? {k} < {stop_v} : {k} > {stop_v})"
+        loop_nonneg = start.nonneg and (positive_literal or step.nonneg)
+        self.emit(f"for ({k} = {self.convert(start, t, node)}; {cond}; {k} += {step_code}) {{")
+        self.indent += 1
+        self.assign_name(node.target.id, Val(k, t, loop_nonneg), node)
+        self.loop_depth += 1
+        self.block(node.body)
+        self.loop_depth -= 1
+        self.indent -= 1
+        self.emit("}")
+
+    def stmt_Break(self, node):
+        if not self.loop_depth:
+            self.error(node, "'break' outside a loop")
+        self.emit("break;")
+
+    def stmt_Continue(self, node):
+        if not self.loop_depth:
+            self.error(node, "'continue' outside a loop")
+        self.emit("continue;")
+
+    def stmt_Return(self, node):
+        if self.mode == "kernel":
+            if node.value is not None:
+                v = self.expr(node.value)
+                if not (v.is_const and v.const is None):
+                    self.error(node, "a kernel cannot return a value (write results into an array argument)")
+            self.emit(self.root_return())
+            return
+        if node.value is None:
+            v = Val(None, NoneT(), const=None)
+        else:
+            v = self.expr(node.value)
+            if v.is_const and v.const is None:
+                v = Val(None, NoneT(), const=None)
+        self.return_types.append(v.type)
+        if self.typing:
+            self.flush_pre()
+            return
+        if self.mode == "inline":
+            if not isinstance(v.type, NoneT):
+                self.assign_return(v, node)
+            self.emit(f"goto {self.ret_label};")
+        else:  # standalone function
+            if isinstance(v.type, NoneT):
+                self.emit("return;")
+            else:
+                self.emit(f"return {self.convert(v, self.return_type, node)};")
+
+    def assign_return(self, v: Val, node):
+        rt = self.return_type
+        if isinstance(rt, TupleT):
+            items = self.tuple_items(v, node)
+            for k, (it, t) in enumerate(zip(items, rt.items)):
+                self.emit(f"{self.ret_var}__{k} = {self.convert(it, t, node)};")
+        else:
+            self.emit(f"{self.ret_var} = {self.convert(v, rt, node)};")
+
+    def root_return(self) -> str:
+        if self.root.target == "cuda":
+            return "return;"
+        if getattr(self.root, "suspending", False):
+            return "S.status = TS_DONE; return;"
+        return "return;"
+
+    def stmt_Assert(self, node):
+        # Numba ignores assert in CUDA kernels unless debug; so does tessel (debug: checked).
+        if self.root.options.get("debug"):
+            test = self.expr(node.test)
+            self.emit(f"if (!({self.truth(test, node)})) {{ TS_PRINTF(\"assertion failed: {self.kernel_name} "
+                      f"line {self.lineno(node)}\\n\"); }}")
+
+    # ---- expressions ---------------------------------------------------------------------------
+    def expr(self, node) -> Val:
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            what = {"ListComp": "list comprehensions", "SetComp": "set comprehensions", "DictComp":
+                    "dict comprehensions", "GeneratorExp": "generator expressions", "Lambda": "lambda",
+                    "Dict": "dicts", "Set": "sets", "List": "lists", "JoinedStr": "f-strings",
+                    "Await": "await", "Yield": "yield", "YieldFrom": "yield", "Starred": "*unpacking",
+                    "NamedExpr": "the walrus operator"}.get(type(node).__name__, type(node).__name__)
+            self.error(node, f"{what} not supported in kernels")
+        return method(node)
+
+    def expr_Constant(self, node):
+        v = node.value
+        if isinstance(v, str):
+            return Val(None, CT, const=v)
+        if v is None:
+            return Val(None, CT, const=None)
+        if v is Ellipsis:
+            self.error(node, "... is not supported in kernels")
+        t = _type_of_python_value(v)
+        if t is None:
+            self.error(node, f"constant {v!r} not supported in kernels")
+        return Val(_literal_code(v, t), t, nonneg=(not isinstance(v, complex) and v >= 0), const=v)
+
+    def expr_Tuple(self, node):
+        items = [self.expr(e) for e in node.elts]
+        return Val(None, TupleT(tuple(i.type for i in items)), items=items)
+
+    def expr_Name(self, node):
+        if isinstance(node.ctx, ast.Store):
+            self.error(node, "internal: store context")
+        return self.load_name(node.id, node)
+
+    def load_name(self, name, node) -> Val:
+        cp = getattr(self, "const_params", {})
+        if name in cp and name in self.vars and (self.vars[name].type is CT or isinstance(self.vars[name].type, TupleT) and self.vars[name].cname == ""):
+            return cp[name]
+        if name in self.vars:
+            info = self.vars[name]
+            if isinstance(info.type, TupleT):
+                items = [self.load_name(f"{name}__{k}", node) for k in range(len(info.type.items))]
+                return Val(None, info.type, items=items)
+            if info.type is None:
+                if self.typing:
+                    return Val("0", WEAK_INT, False, const=_NOCONST)  # settles in a later pass
+                self.error(node, f"variable '{name}' is used before assignment")
+            return Val(info.cname, info.type, info.nonneg)
+        obj = self.resolve_global(name, node)
+        return self.const_val(obj, node, name)
+
+    def resolve_global(self, name, node):
+        if name in self.closure:
+            return self.closure[name]
+        if name in self.globals:
+            return self.globals[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        self.error(node, f"name '{name}' is not defined")
+
+    def const_val(self, obj, node, name="") -> Val:
+        t = _type_of_python_value(obj)
+        if t is not None:
+            return Val(_literal_code(obj, t), t,
+                       nonneg=not isinstance(obj, (complex, np.complexfloating)) and obj >= 0, const=obj)
+        if isinstance(obj, tuple):
+            items = [self.const_val(o, node, name) for o in obj]
+            return Val(None, TupleT(tuple(i.type for i in items)), items=items, const=obj)
+        if isinstance(obj, np.ndarray):
+            return self.const_array(obj, node)
+        return Val(None, CT, const=obj)
+
+    def const_array(self, arr: np.ndarray, node) -> Val:
+        key = id(arr)
+        t = scalar_from_dtype(arr.dtype)
+        if key not in self.root.const_keys:
+            cname = self.root.fresh("ts_const")
+            flat = np.ascontiguousarray(arr).reshape(-1)
+            values = ", ".join(_literal_code(v.item() if t.kind != "c" else complex(v), t) for v in flat) or "0"
+            qual = "__device__ const" if self.root.target == "cuda" else "static const"
+            if t.name in ("float16", "bfloat16") or t.kind == "c":
+                qual = "__device__" if self.root.target == "cuda" else "static"
+            self.root.consts.append(f"{qual} {t.ctype} {cname}[{max(flat.size, 1)}] = {{{values}}};")
+            self.root.const_keys[key] = cname
+        cname = self.root.const_keys[key]
+        at = ArrayT(t, arr.ndim, "C", "const", tuple(int(s) for s in arr.shape))
+        return Val(f"(({t.ctype}*){cname})", at)
+
+    def expr_Attribute(self, node):
+        base = self.expr(node.value)
+        attr = node.attr
+        if base.is_const and base.type is CT:
+            obj = base.const
+            if isinstance(obj, I.Namespace) or isinstance(obj, pytypes.ModuleType) or hasattr(obj, attr):
+                try:
+                    sub = getattr(obj, attr)
+                except AttributeError:
+                    self.error(node, f"'{getattr(obj, '__name__', obj)}' has no attribute '{attr}'")
+                if isinstance(sub, I.Intrinsic) and sub._ts_intrinsic.split(".")[0] in ("threadIdx", "blockIdx",
+                                                                                        "blockDim", "gridDim"):
+                    return self.dim3(sub._ts_intrinsic)
+                if isinstance(sub, I.Intrinsic) and sub._ts_intrinsic in ("laneid", "warpid"):
+                    return self.lane_or_warp(sub._ts_intrinsic)
+                return self.const_val(sub, node, attr)
+            self.error(node, f"{obj!r} has no attribute '{attr}'")
+        t = base.type
+        if isinstance(t, ArrayT):
+            if attr == "shape":
+                items = [self.extent(base, d) for d in range(t.ndim)]
+                return Val(None, TupleT(tuple(i.type for i in items)), items=items)
+            if attr == "size":
+                return self.array_size(base)
+            if attr == "ndim":
+                return Val(f"{t.ndim}ll", WEAK_INT, True, const=t.ndim)
+            if attr == "strides":
+                items = [self.stride_bytes(base, d) for d in range(t.ndim)]
+                return Val(None, TupleT(tuple(i.type for i in items)), items=items)
+            if attr == "dtype":
+                return Val(None, CT, const=_DTypeMarker(t.dtype))
+            self.error(node, f"arrays have no attribute '{attr}' in kernels")
+        if isinstance(t, Scalar):
+            if attr in ("real", "imag"):
+                if t.kind == "c":
+                    ft = Scalar("float32" if t.name == "complex64" else "float64")
+                    return Val(f"({base.code}).{'re' if attr == 'real' else 'im'}", ft)
+                if attr == "real":
+                    return base
+                return Val(self.literal(0, t.strong()), t.strong(), True, const=0)
+            if attr == "conjugate":
+                return Val(None, CT, const=_BoundMethod("conjugate", base))
+        self.error(node, f"a value of type {t} has no attribute '{attr}'")
+
+    def literal(self, v, t):
+        return _literal_code(v, t)
+
+    def dim3(self, name) -> Val:
+        base, axis = name.split(".")
+        if self.root.target == "cuda":
+            return Val(f"((ts::i64){base}.{axis})", INT64, True)
+        cpu = {"threadIdx": "ts_t", "blockIdx": "B.b", "blockDim": "B.d", "gridDim": "B.g"}[base]
+        return Val(f"{cpu}{axis}", INT64, True)
+
+    def lane_or_warp(self, name) -> Val:
+        if self.root.target == "cuda":
+            lin = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+        else:
+            lin = "ts_tid"
+        if name == "laneid":
+            return Val(f"((ts::i64)({lin} & 31))", INT64, True)
+        return Val(f"((ts::i64)({lin} >> 5))", INT64, True)
+
+    # ---- arrays ------------------------------------------------------------------------------------
+    def extent(self, arr: Val, d: int) -> Val:
+        t = arr.type
+        if t.is_static:
+            n = t.static_shape[d]
+            if n == 0 and t.space == "shared":
+                return Val(f"((ts::i64)(ts_dyn_shared_bytes() / {t.dtype.itemsize}))", INT64, True)
+            return Val(f"{n}ll", INT64, True, const=n)
+        return Val(f"{arr.code}.shape[{d}]", INT64, True)
+
+    def array_size(self, arr: Val) -> Val:
+        t = arr.type
+        if t.ndim == 0:
+            return Val("1ll", INT64, True, const=1)
+        if t.is_static and 0 not in t.static_shape:
+            n = int(np.prod(t.static_shape))
+            return Val(f"{n}ll", INT64, True, const=n)
+        parts = [self.extent(arr, d).code for d in range(t.ndim)]
+        return Val("(" + " * ".join(parts) + ")", INT64, True)
+
+    def stride_elems(self, arr: Val, d: int) -> str:
+        t = arr.type
+        if t.is_static:
+            return str(int(np.prod(t.static_shape[d + 1:])) if d + 1 < t.ndim else 1) + "ll"
+        if t.layout == "C":
+            rest = [f"{arr.code}.shape[{k}]" for k in range(d + 1, t.ndim)]
+            return "(" + " * ".join(rest) + ")" if rest else "1ll"
+        return f"{arr.code}.strides[{d}]"
+
+    def stride_bytes(self, arr: Val, d: int) -> Val:
+        return Val(f"({self.stride_elems(arr, d)} * {arr.type.dtype.itemsize})", INT64)
+
+    def index_list(self, slice_node) -> list:
+        if isinstance(slice_node, ast.Tuple):
+            return list(slice_node.elts)
+        return [slice_node]
+
+    def element(self, arr: Val, slice_node, node) -> Val:
+        """arr[idx]: an element (an lvalue) or a view."""
+        t = arr.type
+        idx_nodes = self.index_list(slice_node)
+        idx_vals = []
+        for n_ in idx_nodes:
+            if isinstance(n_, ast.Slice):
+                idx_vals.append(n_)
+                continue
+            v = self.expr(n_)
+            if isinstance(v.type, TupleT) and len(idx_nodes) == 1:
+                idx_vals.extend(v.items)
+                continue
+            idx_vals.append(v)
+        if len(idx_vals) > t.ndim:
+            self.error(node, f"too many indices for a {t.ndim}-d array: {len(idx_vals)}")
+        if any(isinstance(v, ast.Slice) for v in idx_vals) or len(idx_vals) < t.ndim:
+            return self.view(arr, idx_vals, node)
+        offs = []
+        for d, v in enumerate(idx_vals):
+            if not is_intlike(v.type):
+                self.error(node, f"array index must be an integer, got {v.type}")
+            offs.append(self.wrapped_index(arr, d, v, node))
+        if t.ndim == 0:
+            return Val(f"{self.data_ptr(arr)}[0]", t.dtype)
+        if t.is_static or t.layout == "C":
+            code = offs[0]
+            for d in range(1, t.ndim):
+                code = f"({code}) * {self.extent(arr, d).code} + {offs[d]}"
+        else:
+            code = " + ".join(f"({o}) * {arr.code}.strides[{d}]" for d, o in enumerate(offs))
+        return Val(f"{self.data_ptr(arr)}[{code}]", t.dtype)
+
+    def data_ptr(self, arr: Val) -> str:
+        return arr.code if arr.type.is_static else f"{arr.code}.data"
+
+    def wrapped_index(self, arr: Val, d: int, v: Val, node) -> str:
+        ext = self.extent(arr, d).code
+        code = f"(ts::i64)({v.code})" if v.type.kind != "u" else f"(ts::i64)({v.code})"
+        if not v.nonneg and v.type.kind in "ib":
+            code = f"ts::wrap({code}, {ext})"
+        if self.root.options.get("debug"):
+            aid = self.array_id(arr, node)
+            code = f"ts_chk({code}, {ext}, {aid}, {d}, {self.lineno(node)}{self.chk_ctx()})"
+        return code
+
+    def chk_ctx(self):
+        return "" if self.root.target == "cuda" else ", B, ts_tid"
+
+    def array_id(self, arr: Val, node) -> int:
+        name = getattr(node, "_ts_array_name", None)
+        label = arr.code.split(".")[0].split("v_")[-1] if arr.code else "?"
+        if label not in self.root.array_names:
+            self.root.array_names.append(label)
+        return self.root.array_names.index(label)
+
+    def view(self, arr: Val, idx_vals, node) -> Val:
+        t = arr.type
+        base = self.as_arr(arr)
+        off_terms = []
+        shape, strides = [], []
+        d = 0
+        for v in idx_vals:
+            ext = self.extent(arr, d).code
+            st = self.stride_elems(arr, d)
+            if isinstance(v, ast.Slice):
+                lo = self.expr(v.lower) if v.lower is not None else None
+                hi = self.expr(v.upper) if v.upper is not None else None
+                step = self.expr(v.step) if v.step is not None else None
+                for x in (lo, hi, step):
+                    if x is not None and not is_intlike(x.type):
+                        self.error(node, f"slice bounds must be integers, got {x.type}")
+                step_c = f"(ts::i64)({step.code})" if step is not None else "1ll"
+                lo_c = f"(ts::i64)({lo.code})" if lo is not None else "ts::i64(-9223372036854775807ll - 1)"
+                hi_c = f"(ts::i64)({hi.code})" if hi is not None else "ts::i64(9223372036854775807ll)"
+                sl = self.declare_temp("ts::Slice", "sl")
+                self.emit_pre(f"{sl} = ts::slice({lo_c}, {hi_c}, {step_c}, {ext});")
+                off_terms.append(f"{sl}.start * {st}")
+                shape.append(f"{sl}.len")
+                strides.append(f"{sl}.step * {st}")
+            else:
+                if not is_intlike(v.type):
+                    self.error(node, f"array index must be an integer, got {v.type}")
+                off_terms.append(f"({self.wrapped_index(arr, d, v, node)}) * {st}")
+            d += 1
+        for k in range(d, t.ndim):
+            shape.append(self.extent(arr, k).code)
+            strides.append(self.stride_elems(arr, k))
+        nd = len(shape)
+        ptr = f"{self.data_ptr(arr)} + ({' + '.join(off_terms) if off_terms else '0'})"
+        layout = "C" if (t.layout == "C" or t.is_static) and all(not isinstance(v, ast.Slice) for v in idx_vals) else "A"
+        code = f"ts::mkarr<{t.dtype.ctype}, {nd}>({ptr}, {{{', '.join(shape)}}}, {{{', '.join(strides)}}})" if nd else \
+            f"ts::mkarr0<{t.dtype.ctype}>({ptr})"
+        return Val(code, ArrayT(t.dtype, nd, layout, t.space if t.space != "const" else "const"))
+
+    def as_arr(self, arr: Val) -> Val:
+        return arr
+
+    def expr_Subscript(self, node):
+        base = self.expr(node.value)
+        if isinstance(base.type, ArrayT):
+            return self.element(base, node.slice, node)
+        if isinstance(base.type, TupleT) or base.items is not None:
+            idx = self.expr(node.slice)
+            if not idx.is_const or not isinstance(idx.const, (int, np.integer)):
+                if isinstance(node.slice, ast.Slice):
+                    lo = self.expr(node.slice.lower).const if node.slice.lower else None
+                    hi = self.expr(node.slice.upper).const if node.slice.upper else None
+                    st = self.expr(node.slice.step).const if node.slice.step else None
+                    items = base.items[slice(lo, hi, st)]
+                    return Val(None, TupleT(tuple(i.type for i in items)), items=items)
+                self.error(node, "a tuple can be indexed only with a constant integer")
+            try:
+                return base.items[int(idx.const)]
+            except IndexError:
+                self.error(node, f"tuple index {idx.const} out of range for a tuple of {len(base.items)}")
+        if base.is_const and base.type is CT:
+            obj = base.const
+            # float32[:] style array types in kernels are not values
+            self.error(node, f"cannot index {obj!r} in a kernel")
+        self.error(node, f"a value of type {base.type} cannot be indexed")
+
+    def expr_Slice(self, node):
+        self.error(node, "a slice is only valid as an array index")
+
+    # ---- operators -------------------------------------------------------------------------------
+    def expr_BinOp(self, node):
+        a = self.expr(node.left)
+        b = self.expr(node.right)
+        return self.binop(node.op, a, b, node)
+
+    def scalar_check(self, v: Val, node, what):
+        if not isinstance(v.type, Scalar):
+            self.error(node, f"{what} needs numbers, got {v.type}")
+
+    def binop(self, op, a: Val, b: Val, node) -> Val:
+        opname = type(op).__name__
+        if isinstance(a.type, TupleT) and isinstance(b.type, TupleT) and opname == "Add":
+            items = self.tuple_items(a, node) + self.tuple_items(b, node)
+            return Val(None, TupleT(tuple(i.type for i in items)), items=items)
+        self.scalar_check(a, node, f"operator {_OPSYM.get(opname, opname)}")
+        self.scalar_check(b, node, f"operator {_OPSYM.get(opname, opname)}")
+        # constant folding of two Python literals keeps them weak
+        if a.is_const and b.is_const and a.type.weak and b.type.weak and opname in _FOLD:
+            try:
+                r = _FOLD[opname](a.const, b.const)
+                t = _type_of_python_value(r)
+                if t is not None:
+                    return Val(_literal_code(r, t), t, nonneg=not isinstance(r, complex) and r >= 0, const=r)
+            except (ZeroDivisionError, OverflowError, ValueError):
+                pass
+        nonneg = a.nonneg and b.nonneg
+        if opname == "Div":
+            t = true_divide_type(a.type, b.type)
+            return Val(f"({self.convert(a, t, node)} / {self.convert(b, t, node)})", t)
+        t = promote(a.type, b.type)
+        ts_ = t.strong() if not (a.type.weak and b.type.weak) else t
+        ct = ts_.ctype
+        A, B_ = self.convert(a, ts_, node), self.convert(b, ts_, node)
+        k = ts_.kind
+        if opname in ("Add", "Sub", "Mult"):
+            sym = _OPSYM[opname]
+            if k == "b":
+                if opname == "Sub":
+                    self.error(node, "numpy boolean subtract is not supported; use ^ or !=")
+                return Val(f"({A} {'|' if opname == 'Add' else '&'} {B_})", ts_, True)
+            code = f"({A} {sym} {B_})"
+            if k in "iu" and ts_.itemsize < 4:
+                code = f"(({ct}){code})"
+            return Val(code, ts_, nonneg and opname != "Sub")
+        if opname == "FloorDiv":
+            if k in "iub":
+                tt = INT64 if k == "b" else ts_
+                return Val(f"ts::floordiv<{tt.ctype}>({self.convert(a, tt, node)}, {self.convert(b, tt, node)})"
+                           if tt.kind == "i" else f"ts::floordiv({self.convert(a, tt, node)}, {self.convert(b, tt, node)})",
+                           tt, nonneg)
+            if k == "c":
+                self.error(node, "// is not defined for complex numbers")
+            ft = ts_ if ts_.name not in ("float16", "bfloat16") else FLOAT32
+            code = f"ts::ffloordiv<{ft.ctype}>({self.convert(a, ft, node)}, {self.convert(b, ft, node)})"
+            return Val(self.round_half(code, ts_), ts_)
+        if opname == "Mod":
+            if k in "iub":
+                tt = INT64 if k == "b" else ts_
+                return Val(f"ts::pymod<{tt.ctype}>({self.convert(a, tt, node)}, {self.convert(b, tt, node)})"
+                           if tt.kind == "i" else f"ts::pymod({self.convert(a, tt, node)}, {self.convert(b, tt, node)})",
+                           tt, b.nonneg)
+            if k == "c":
+                self.error(node, "% is not defined for complex numbers")
+            ft = ts_ if ts_.name not in ("float16", "bfloat16") else FLOAT32
+            code = f"ts::fpymod<{ft.ctype}>({self.convert(a, ft, node)}, {self.convert(b, ft, node)})"
+            return Val(self.round_half(code, ts_), ts_)
+        if opname == "Pow":
+            if k in "iu":
+                return Val(f"ts::ipow<{ct}>({A}, {B_})", ts_, a.nonneg)
+            if k == "b":
+                return Val(f"ts::ipow<ts::i64>((ts::i64){A}, (ts::i64){B_})", INT64, True)
+            if k == "c":
+                return Val(f"ts::cpow({A}, {B_})", ts_)
+            ft = ts_ if ts_.name not in ("float16", "bfloat16") else FLOAT32
+            return Val(self.round_half(f"ts::pow({self.convert(a, ft, node)}, {self.convert(b, ft, node)})", ts_), ts_)
+        if opname in ("BitAnd", "BitOr", "BitXor"):
+            if k not in "iub":
+                self.error(node, f"operator {_OPSYM[opname]} needs integers or booleans, got {ts_.name}")
+            code = f"({A} {_OPSYM[opname]} {B_})"
+            if k in "iu" and ts_.itemsize < 4:
+                code = f"(({ct}){code})"
+            if k == "b":
+                code = f"((bool){code})"
+            return Val(code, ts_, nonneg)
+        if opname in ("LShift", "RShift"):
+            if k not in "iu":
+                if k == "b":
+                    ts_ = INT64 if (a.type.weak or b.type.weak) else Scalar("int8")
+                    A, B_ = self.convert(a, ts_, node), self.convert(b, ts_, node)
+                else:
+                    self.error(node, f"operator {_OPSYM[opname]} needs integers, got {ts_.name}")
+            code = f"(({ts_.ctype})({A} {_OPSYM[opname]} {B_}))"
+            return Val(code, ts_, nonneg)
+        if opname == "MatMult":
+            self.error(node, "@ is not supported in kernels")
+        self.error(node, f"operator {opname} is not supported")
+
+    def round_half(self, code, t: Scalar) -> str:
+        if t.name in ("float16", "bfloat16"):
+            return f"{t.ctype}({code})"
+        return code
+
+    def expr_UnaryOp(self, node):
+        v = self.expr(node.operand)
+        op = type(node.op).__name__
+        if op == "Not":
+            return Val(f"(!{self.truth(v, node)})", BOOL)
+        self.scalar_check(v, node, "a unary operator")
+        t = v.type
+        if v.is_const and t.weak:
+            r = {"USub": lambda x: -x, "UAdd": lambda x: +x, "Invert": lambda x: ~x}[op](v.const)
+            tt = _type_of_python_value(r)
+            return Val(_literal_code(r, tt), tt, nonneg=not isinstance(r, complex) and r >= 0, const=r)
+        if op == "UAdd":
+            return v
+        if op == "USub":
+            if t.kind == "b":
+                self.error(node, "the numpy boolean negative, the `-` operator, is not supported; use `not`")
+            code = f"(-{v.code})"
+            if t.kind in "iu" and t.itemsize < 4:
+                code = f"(({t.ctype}){code})"
+            return Val(code, t)
+        if op == "Invert":
+            if t.kind == "b":
+                return Val(f"(!{v.code})", t)
+            if t.kind not in "iu":
+                self.error(node, f"operator ~ needs integers or booleans, got {t.name}")
+            return Val(f"(({t.ctype})~{v.code})", t)
+        self.error(node, f"unary operator {op} not supported")
+
+    def truth(self, v: Val, node) -> str:
+        if isinstance(v.type, Scalar):
+            if v.type.kind == "b":
+                return v.code
+            return f"ts::cast<bool>({v.code})"
+        if v.is_const:
+            return "true" if v.const else "false"
+        self.error(node, f"a value of type {v.type} has no truth value in a kernel")
+
+    def expr_BoolOp(self, node):
+        vals = [self.expr(v) for v in node.values]
+        sym = "&&" if isinstance(node.op, ast.And) else "||"
+        if all(isinstance(v.type, Scalar) and v.type.kind == "b" for v in vals):
+            return Val("(" + f" {sym} ".join(v.code for v in vals) + ")", BOOL)
+        t = promote(*[v.type for v in vals])
+        code = self.convert(vals[-1], t, node)
+        for v in reversed(vals[:-1]):
+            c = self.convert(v, t, node)
+            if isinstance(node.op, ast.And):
+                code = f"({self.truth(v, node)} ? {code} : {c})"
+            else:
+                code = f"({self.truth(v, node)} ? {c} : {code})"
+        return Val(code, t)
+
+    def expr_Compare(self, node):
+        left = self.expr(node.left)
+        parts = []
+        for op, comp in zip(node.ops, node.comparators):
+            right = self.expr(comp)
+            opname = type(op).__name__
+            if opname in ("Is", "IsNot"):
+                if left.is_const and right.is_const:
+                    same = left.const is right.const
+                    parts.append("true" if same == (opname == "Is") else "false")
+                    left = right
+                    continue
+                self.error(node, "'is' compares only compile-time values in kernels")
+            if opname in ("In", "NotIn"):
+                self.error(node, "'in' is not supported in kernels")
+            self.scalar_check(left, node, "a comparison")
+            self.scalar_check(right, node, "a comparison")
+            t = promote(left.type, right.type)
+            t = t.strong() if not (left.type.weak and right.type.weak) else t
+            if t.kind == "c" and opname not in ("Eq", "NotEq"):
+                self.error(node, "complex numbers are not ordered")
+            sym = {"Eq": "==", "NotEq": "!=", "Lt": "<", "LtE": "<=", "Gt": ">", "GtE": ">="}[opname]
+            parts.append(f"({self.convert(left, t, node)} {sym} {self.convert(right, t, node)})")
+            left = right
+        return Val("(" + " && ".join(parts) + ")", BOOL)
+
+    def expr_IfExp(self, node):
+        test = self.expr(node.test)
+        a = self.expr(node.body)
+        b = self.expr(node.orelse)
+        if isinstance(a.type, Scalar) and isinstance(b.type, Scalar):
+            t = promote(a.type, b.type)
+            t = t.strong() if not (a.type.weak and b.type.weak) else t
+            return Val(f"({self.truth(test, node)} ? {self.convert(a, t, node)} : {self.convert(b, t, node)})", t,
+                       a.nonneg and b.nonneg)
+        if a.type == b.type and isinstance(a.type, ArrayT) and not a.type.is_static:
+            return Val(f"({self.truth(test, node)} ? {a.code} : {b.code})", a.type)
+        self.error(node, f"the branches of a conditional expression have types {a.type} and {b.type}")
+
+    # ---- conversions --------------------------------------------------------------------------------
+    def convert(self, v: Val, t, node) -> str:
+        if isinstance(t, ArrayT):
+            if not isinstance(v.type, ArrayT):
+                self.error(node, f"expected an array, got {v.type}")
+            if t.is_static:
+                return v.code
+            if v.type.is_static:
+                return self.static_to_arr(v)
+            return v.code
+        if not isinstance(t, Scalar):
+            self.error(node, f"cannot convert {v.type} to {t}")
+        if not isinstance(v.type, Scalar):
+            self.error(node, f"expected a number, got {v.type}")
+        if v.is_const and not isinstance(v.const, (np.ndarray,)) and _type_of_python_value(v.const) is not None:
+            c = v.const
+            if t.kind in "iu" and isinstance(c, (float, complex, np.floating, np.complexfloating)):
+                return f"ts::cast<{t.ctype}>({v.code})"
+            if t.kind == "c" or (t.kind == "f" and not isinstance(c, (complex, np.complexfloating))) or \
+                    (t.kind in "iub" and isinstance(c, (bool, int, np.integer, np.bool_))):
+                if t.kind in "iu" and not isinstance(c, (bool, np.bool_)):
+                    info = np.iinfo(t.name)
+                    if not info.min <= int(c) <= info.max:
+                        self.error(node, f"Python integer {c} out of bounds for {t.name}")
+                return _literal_code(c if t.kind != "b" else bool(c), t.strong())
+        if v.type.strong() == t.strong():
+            return v.code
+        return f"ts::cast<{t.ctype}>({v.code})"
+
+    def static_to_arr(self, v: Val) -> str:
+        t = v.type
+        shape = ", ".join(self.extent(v, d).code for d in range(t.ndim))
+        strides = ", ".join(self.stride_elems(v, d) for d in range(t.ndim))
+        return f"ts::mkarr<{t.dtype.ctype}, {t.ndim}>({v.code}, {{{shape}}}, {{{strides}}})"
+
+    # ---- calls ---------------------------------------------------------------------------------------
+    def expr_Call(self, node):
+        fn = self.expr(node.func)
+        if fn.is_const and isinstance(fn.const, _BoundMethod):
+            bm = fn.const
+            if bm.name == "conjugate":
+                t = bm.base.type
+                if t.kind == "c":
+                    return Val(f"{t.ctype}(({bm.base.code}).re, -({bm.base.code}).im)", t)
+                return bm.base
+        if not (fn.is_const and fn.type is CT):
+            self.error(node, f"a value of type {fn.type} is not callable")
+        obj = fn.const
+        from . import _dispatch
+        if isinstance(obj, _dispatch.DeviceFunction):
+            return self.call_device_function(obj, node)
+        if isinstance(obj, _dispatch.Kernel):
+            self.error(node, f"kernel '{obj.__name__}' cannot be called from a kernel; decorate it with "
+                             "@jit(device=True) to make it a device function")
+        if isinstance(obj, I.Intrinsic):
+            return self.call_intrinsic(obj._ts_intrinsic, node)
+        if _is_dtype_object(obj) or isinstance(obj, _DTypeMarker):
+            t = obj.scalar if isinstance(obj, _DTypeMarker) else _dtype_scalar(obj)
+            return self.cast_call(t, node)
+        if obj in _BUILTINS:
+            return _BUILTINS[obj](self, node)
+        if getattr(obj, "__module__", None) in ("math",) or obj in _MATH_FUNCS:
+            return self.call_math(obj, node)
+        if obj in _CMATH_FUNCS:
+            return self.call_cmath(obj, node)
+        if obj in _NUMPY_FUNCS:
+            return self.call_math(_NUMPY_FUNCS[obj], node)
+        name = getattr(obj, "__name__", repr(obj))
+        if callable(obj):
+            self.error(node, f"'{name}' is a Python function, not a device function: decorate it with "
+                             "@tessel.jit(device=True) to call it from a kernel")
+        self.error(node, f"{obj!r} is not callable in a kernel")
+
+    def args_of(self, node, n_min, n_max, name):
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            self.error(node, f"{name}(): *args are not supported")
+        vals = [self.expr(a) for a in node.args]
+        kw = {k.arg: self.expr(k.value) for k in node.keywords}
+        if not n_min <= len(vals) <= n_max and not kw:
+            self.error(node, f"{name}() takes {n_min if n_min == n_max else f'{n_min} to {n_max}'} arguments, "
+                             f"got {len(vals)}")
+        return vals, kw
+
+    def cast_call(self, t: Scalar, node) -> Val:
+        vals, _ = self.args_of(node, 0, 1, t.name)
+        if not vals:
+            return Val(_literal_code(0, t), t, True, const=0)
+        v = vals[0]
+        if not isinstance(v.type, Scalar):
+            self.error(node, f"{t.name}() of {v.type}")
+        if v.type.kind == "c" and t.kind != "c":
+            self.error(node, f"cannot cast complex to {t.name}; take .real or abs() first")
+        if v.is_const and v.type.weak:
+            return Val(self.convert(v, t, node) if not (t.kind in "iu" and isinstance(v.const, float))
+                       else f"ts::cast<{t.ctype}>({v.code})", t, v.nonneg)
+        return Val(self.convert(v, t, node) if v.type.strong() == t else f"ts::cast<{t.ctype}>({v.code})", t,
+                   v.nonneg and t.kind != "f")
+
+    def call_device_function(self, dfn, node) -> Val:
+        vals = [self.expr(a) for a in node.args]
+        if node.keywords:
+            sig = inspect.signature(dfn.py_func)
+            names = list(sig.parameters)
+            kw = {k.arg: self.expr(k.value) for k in node.keywords}
+            for k in kw:
+                if k not in names:
+                    self.error(node, f"device function '{dfn.__name__}' has no parameter '{k}'")
+            while len(vals) < len(names) and names[len(vals)] in kw:
+                vals.append(kw[names[len(vals)]])
+        if any(s is dfn for s in self.root.inline_stack):
+            self.error(node, f"device function '{dfn.__name__}' calls itself: recursion is not supported")
+        types = [v.type.strong() if isinstance(v.type, Scalar) else v.type for v in vals]
+        fn = dfn.select(types)
+        prefix = self.root.fresh(f"i") + "_" if not self.typing else "i0_"
+        sub = FunctionCompiler(fn, types, self.root, kernel_name=self.kernel_name, mode="inline", prefix=prefix,
+                               display_name=dfn.__name__)
+        try:
+            self.root.inline_stack.append(dfn)
+            sub.check_arity(None)
+            sub.run_typing(vals)
+            rts = [r for r in sub.return_types]
+            rt = self.unify_returns(rts, sub, node)
+            sub.return_type = rt
+            if sub.suspends:
+                self.suspends = True
+            if self.typing:
+                return self.result_placeholder(rt)
+            sub.ret_label = self.root.fresh("ts_ret")
+            sub.ret_var = f"{prefix}ret"
+            self.flush_pre()
+            sub._pass(typing=False, arg_vals=vals)
+            for name, info in sub.vars.items():
+                if info.cname and info.type is not None and not isinstance(info.type, TupleT) and info.type is not CT:
+                    self.root.decls[info.cname] = info.type.ctype
+            self.declare_ret(sub.ret_var, rt)
+            self.lines.append("  " * self.indent + "{")
+            for ln in sub.lines:
+                self.lines.append("  " * self.indent + ln)
+            self.lines.append("  " * self.indent + "}")
+            self.lines.append("  " * self.indent + f"{sub.ret_label}: ;")
+            return self.ret_value(sub.ret_var, rt)
+        finally:
+            self.root.inline_stack.pop()
+
+    def unify_returns(self, rts, sub, node):
+        real = [r for r in rts if not isinstance(r, NoneT)]
+        if not real:
+            return NoneT()
+        if len(real) != len(rts):
+            sub.error(sub.fdef, "some paths return a value and others do not")
+        if all(isinstance(r, Scalar) for r in real):
+            return promote(*real).strong()
+        if all(isinstance(r, TupleT) for r in real):
+            n = len(real[0].items)
+            if any(len(r.items) != n for r in real):
+                sub.error(sub.fdef, "returns tuples of different lengths")
+            return TupleT(tuple(promote(*[r.items[k] for r in real]).strong() for k in range(n)))
+        if all(r == real[0] for r in real):
+            return real[0]
+        sub.error(sub.fdef, f"returns values of types that do not unify: {', '.join(map(str, real))}")
+
+    def result_placeholder(self, rt):
+        if isinstance(rt, NoneT):
+            return Val(None, NoneT(), const=None)
+        if isinstance(rt, TupleT):
+            items = [Val("0", t) for t in rt.items]
+            return Val(None, rt, items=items)
+        return Val("0", rt)
+
+    def declare_ret(self, name, rt):
+        if isinstance(rt, TupleT):
+            for k, t in enumerate(rt.items):
+                self.root.decls[f"{name}__{k}"] = t.ctype
+        elif not isinstance(rt, NoneT):
+            self.root.decls[name] = rt.ctype
+
+    def ret_value(self, name, rt):
+        if isinstance(rt, NoneT):
+            return Val(None, NoneT(), const=None)
+        if isinstance(rt, TupleT):
+            return Val(None, rt, items=[Val(f"{name}__{k}", t) for k, t in enumerate(rt.items)])
+        return Val(name, rt)
+
+    # ---- intrinsics -------------------------------------------------------------------------------
+    def call_intrinsic(self, name, node) -> Val:
+        method = getattr(self, "intr_" + name.replace(".", "_"), None)
+        if method is None:
+            self.error(node, f"intrinsic {name}() cannot be called here")
+        return method(node)
+
+    def _axis_count(self, node, name):
+        vals, _ = self.args_of(node, 1, 1, name)
+        n = vals[0]
+        if not n.is_const or n.const not in (1, 2, 3):
+            self.error(node, f"{name}(ndim): ndim must be the constant 1, 2 or 3")
+        return int(n.const)
+
+    def intr_grid(self, node):
+        n = self._axis_count(node, "grid")
+        items = []
+        for ax in "xyz"[:n]:
+            b, d, t = self.dim3(f"blockIdx.{ax}"), self.dim3(f"blockDim.{ax}"), self.dim3(f"threadIdx.{ax}")
+            items.append(Val(f"({b.code} * {d.code} + {t.code})", INT64, True))
+        return items[0] if n == 1 else Val(None, TupleT(tuple(INT64 for _ in items)), items=items)
+
+    def intr_gridsize(self, node):
+        n = self._axis_count(node, "gridsize")
+        items = []
+        for ax in "xyz"[:n]:
+            d, g = self.dim3(f"blockDim.{ax}"), self.dim3(f"gridDim.{ax}")
+            items.append(Val(f"({d.code} * {g.code})", INT64, True))
+        return items[0] if n == 1 else Val(None, TupleT(tuple(INT64 for _ in items)), items=items)
+
+    def _shape_dtype(self, node, name):
+        vals, kw = self.args_of(node, 0, 2, name)
+        shape = kw.get("shape", vals[0] if vals else None)
+        dtype = kw.get("dtype", vals[1] if len(vals) > 1 else None)
+        if shape is None or dtype is None:
+            self.error(node, f"{name}(shape, dtype) needs both arguments")
+        if shape.items is not None:
+            dims = []
+            for it in shape.items:
+                if not it.is_const or not isinstance(it.const, (int, np.integer)):
+                    self.error(node, f"{name}: the shape must be made of compile-time integer constants")
+                dims.append(int(it.const))
+        elif shape.is_const and isinstance(shape.const, (int, np.integer)):
+            dims = [int(shape.const)]
+        else:
+            self.error(node, f"{name}: the shape must be a compile-time constant (a literal, a global or a "
+                             f"closure variable), got {shape.type}")
+        if not dtype.is_const:
+            self.error(node, f"{name}: dtype must be a compile-time dtype")
+        d = dtype.const
+        t = d.scalar if isinstance(d, _DTypeMarker) else _dtype_scalar(d)
+        if any(x < 0 for x in dims):
+            self.error(node, f"{name}: negative dimension in shape {tuple(dims)}")
+        return tuple(dims), t
+
+    def intr_shared_array(self, node):
+        shape, t = self._shape_dtype(node, "shared.array")
+        key = ("shared", id(node), self.prefix)
+        if shape == (0,) or (len(shape) == 1 and shape[0] == 0):
+            self.root.uses_dynamic_shared = True
+            ptr = f"(({t.ctype}*)ts_dyn_shared())"
+            return Val(ptr, ArrayT(t, 1, "C", "shared", (0,)))
+        if 0 in shape:
+            self.error(node, "shared.array: only a 1-d shape of 0 asks for the dynamic shared array")
+        count = int(np.prod(shape))
+        if key not in self.root.shared_keys:
+            cname = self.root.fresh("ts_shared")
+            self.root.shared.append((cname, t.ctype, count, t.itemsize))
+            self.root.shared_keys[key] = cname
+        cname = self.root.shared_keys[key]
+        code = cname if self.root.target == "cuda" else f"(({t.ctype}*)(B.shared + {cname}_off))"
+        return Val(code, ArrayT(t, len(shape), "C", "shared", shape))
+
+    def intr_local_array(self, node):
+        shape, t = self._shape_dtype(node, "local.array")
+        if 0 in shape:
+            self.error(node, "local.array: the shape must be positive")
+        count = int(np.prod(shape))
+        key = ("local", id(node), self.prefix)
+        if key not in self.root.shared_keys:
+            cname = self.root.fresh(f"{self.prefix}ts_local")
+            self.root.decls[cname] = (t.ctype, count)
+            self.root.shared_keys[key] = cname
+        cname = self.root.shared_keys[key]
+        return Val(cname, ArrayT(t, len(shape), "C", "local", shape))
+
+    def intr_const_array_like(self, node):
+        vals, _ = self.args_of(node, 1, 1, "const.array_like")
+        v = vals[0]
+        if isinstance(v.type, ArrayT) and v.type.space == "const":
+            return v
+        self.error(node, "const.array_like() takes a global or closure NumPy array")
+
+    def _sync(self, kind, node, level, pred: Optional[Val] = None, rtype=None, extra=None):
+        """A warp or block exchange. CUDA: the intrinsic itself. CPU: a site where the thread stops."""
+        self.suspends = True
+        if self.root.target == "cuda":
+            return None
+        if self.typing:
+            return Val("0", rtype) if rtype is not None else Val(None, NoneT(), const=None)
+        site = Site(len(self.root.sites) + 1, kind, level, pred.type if pred is not None else None, rtype,
+                    extra, self.lineno(node))
+        self.root.sites.append(site)
+        k = site.id
+        if pred is not None:
+            self.root.decls[f"ts_xa{k}"] = (pred.type.ctype if isinstance(pred.type, Scalar) else "ts::i64")
+            self.emit_pre(f"S.ts_xa{k} = {pred.code};")
+        if extra is not None and isinstance(extra, dict):
+            for slot, val in extra.items():
+                self.root.decls[f"ts_x{slot}{k}"] = "ts::i64"
+                self.emit_pre(f"S.ts_x{slot}{k} = (ts::i64)({val});")
+        if rtype is not None:
+            self.root.decls[f"ts_xr{k}"] = rtype.ctype
+        self.emit_pre(f"S.pc = {k}; S.status = {'TS_WAIT_WARP' if level == 'warp' else 'TS_WAIT_BLOCK'}; return; "
+                      f"ts_resume_{k}: ;")
+        if rtype is None:
+            return Val(None, NoneT(), const=None)
+        return Val(f"S.ts_xr{k}", rtype)
+
+    def intr_syncthreads(self, node):
+        self.args_of(node, 0, 0, "syncthreads")
+        r = self._sync("syncthreads", node, "block")
+        if r is None:
+            return Val("__syncthreads()", NoneT())
+        return r
+
+    def _sync_pred(self, node, name, op):
+        vals, _ = self.args_of(node, 1, 1, name)
+        p = vals[0]
+        pv = Val(f"(ts::i64){self.truth(p, node)}", INT64)
+        r = self._sync(name, node, "block", pv, INT32 if op == "count" else INT32)
+        if r is None:
+            fn = {"count": "__syncthreads_count", "and": "__syncthreads_and", "or": "__syncthreads_or"}[op]
+            return Val(f"((ts::i32){fn}({self.truth(p, node)}))", INT32, op == "count")
+        return r
+
+    def intr_syncthreads_count(self, node):
+        return self._sync_pred(node, "syncthreads_count", "count")
+
+    def intr_syncthreads_and(self, node):
+        return self._sync_pred(node, "syncthreads_and", "and")
+
+    def intr_syncthreads_or(self, node):
+        return self._sync_pred(node, "syncthreads_or", "or")
+
+    def intr_syncwarp(self, node):
+        vals, _ = self.args_of(node, 0, 1, "syncwarp")
+        mask = self.convert(vals[0], UINT32, node) if vals else "0xffffffffu"
+        r = self._sync("syncwarp", node, "warp")
+        if r is None:
+            return Val(f"__syncwarp({mask})", NoneT())
+        return r
+
+    def _fence(self, node, cuda_fn):
+        self.args_of(node, 0, 0, cuda_fn)
+        if self.root.target == "cuda":
+            return Val(f"{cuda_fn}()", NoneT())
+        return Val("__atomic_thread_fence(__ATOMIC_SEQ_CST)", NoneT())
+
+    def intr_threadfence(self, node):
+        return self._fence(node, "__threadfence")
+
+    def intr_threadfence_block(self, node):
+        return self._fence(node, "__threadfence_block")
+
+    def intr_threadfence_system(self, node):
+        return self._fence(node, "__threadfence_system")
+
+    # atomics
+    def _atomic_target(self, node, name, nvals):
+        vals, _ = self.args_of(node, 2 + nvals, 2 + nvals, f"atomic.{name}")
+        arr, idx = vals[0], vals[1]
+        if not isinstance(arr.type, ArrayT):
+            self.error(node, f"atomic.{name}: the first argument must be an array, got {arr.type}")
+        if arr.type.space == "const":
+            self.error(node, f"atomic.{name}: cannot modify a constant array")
+        idx_node = node.args[1]
+        if idx.items is not None:
+            ref = self.element(arr, ast.Tuple(elts=[], ctx=ast.Load()), node) if False else None
+        # build the element reference through the normal indexing path
+        elem = self.element(arr, idx_node, node)
+        if isinstance(elem.type, ArrayT):
+            self.error(node, f"atomic.{name}: the index must select one element of a {arr.type.ndim}-d array")
+        return arr.type.dtype, elem, vals[2:]
+
+    def _atomic(self, node, name, fn, allowed):
+        t, elem, rest = self._atomic_target(node, name, 1)
+        if t.name not in allowed:
+            self.error(node, f"atomic.{name} is not supported for {t.name} arrays "
+                             f"(supported: {', '.join(sorted(allowed))})")
+        val = self.convert(rest[0], t, node) if can_store(rest[0].type, t) or rest[0].type.weak else None
+        if val is None:
+            self.error(node, f"atomic.{name}: cannot store a {rest[0].type.name} value into a {t.name} array")
+        return Val(f"ts::{fn}(&{elem.code}, {val})", t)
+
+    def intr_atomic_add(self, node):
+        return self._atomic(node, "add", "atomic_add", _ATOMIC_ARITH)
+
+    def intr_atomic_sub(self, node):
+        return self._atomic(node, "sub", "atomic_sub", _ATOMIC_ARITH)
+
+    def intr_atomic_min(self, node):
+        return self._atomic(node, "min", "atomic_min", _ATOMIC_ARITH)
+
+    def intr_atomic_max(self, node):
+        return self._atomic(node, "max", "atomic_max", _ATOMIC_ARITH)
+
+    def intr_atomic_nanmin(self, node):
+        return self._atomic(node, "nanmin", "atomic_nanmin", _ATOMIC_ARITH)
+
+    def intr_atomic_nanmax(self, node):
+        return self._atomic(node, "nanmax", "atomic_nanmax", _ATOMIC_ARITH)
+
+    def intr_atomic_exch(self, node):
+        return self._atomic(node, "exch", "atomic_exch", _ATOMIC_ARITH)
+
+    def intr_atomic_and(self, node):
+        return self._atomic(node, "and_", "atomic_and", _ATOMIC_INT)
+
+    def intr_atomic_or(self, node):
+        return self._atomic(node, "or_", "atomic_or", _ATOMIC_INT)
+
+    def intr_atomic_xor(self, node):
+        return self._atomic(node, "xor", "atomic_xor", _ATOMIC_INT)
+
+    def intr_atomic_inc(self, node):
+        return self._atomic(node, "inc", "atomic_inc", {"uint32", "uint64"})
+
+    def intr_atomic_dec(self, node):
+        return self._atomic(node, "dec", "atomic_dec", {"uint32", "uint64"})
+
+    def intr_atomic_cas(self, node):
+        t, elem, rest = self._atomic_target(node, "cas", 2)
+        if t.name not in _ATOMIC_CAS:
+            self.error(node, f"atomic.cas is not supported for {t.name} arrays")
+        return Val(f"ts::atomic_cas(&{elem.code}, {self.convert(rest[0], t, node)}, {self.convert(rest[1], t, node)})", t)
+
+    def intr_atomic_compare_and_swap(self, node):
+        vals, _ = self.args_of(node, 3, 3, "atomic.compare_and_swap")
+        arr = vals[0]
+        if not isinstance(arr.type, ArrayT) or arr.type.ndim != 1:
+            self.error(node, "atomic.compare_and_swap(ary, old, val) takes a 1-d array")
+        t = arr.type.dtype
+        if t.name not in _ATOMIC_CAS:
+            self.error(node, f"atomic.compare_and_swap is not supported for {t.name} arrays")
+        elem = f"{self.data_ptr(arr)}[0]"
+        return Val(f"ts::atomic_cas(&{elem}, {self.convert(vals[1], t, node)}, {self.convert(vals[2], t, node)})", t)
+
+    # warp intrinsics
+    def _shfl(self, node, name, cuda_fn):
+        vals, _ = self.args_of(node, 3, 3, name)
+        mask, value, lane = vals
+        t = value.type
+        if not isinstance(t, Scalar) or t.kind == "c" or t.name in ("float16", "bfloat16"):
+            self.error(node, f"{name}: the value must be a bool, integer, float32 or float64, got {t}")
+        t = t.strong()
+        if not is_intlike(lane.type):
+            self.error(node, f"{name}: the lane/delta/mask must be an integer")
+        if self.root.target == "cuda":
+            v = value.code
+            if t.kind == "b":
+                return Val(f"((bool){cuda_fn}({self.convert(mask, UINT32, node)}, (int){v}, "
+                           f"(int)({lane.code})))", BOOL)
+            ct = t.ctype if t.itemsize >= 4 else "int"
+            return Val(f"(({t.ctype}){cuda_fn}({self.convert(mask, UINT32, node)}, ({ct}){v}, "
+                       f"(int)({lane.code})))", t)
+        return self._sync(name, node, "warp", Val(value.code, t), t,
+                          {"l": lane.code, "m": self.convert(mask, UINT32, node)})
+
+    def intr_shfl_sync(self, node):
+        return self._shfl(node, "shfl_sync", "__shfl_sync")
+
+    def intr_shfl_up_sync(self, node):
+        return self._shfl(node, "shfl_up_sync", "__shfl_up_sync")
+
+    def intr_shfl_down_sync(self, node):
+        return self._shfl(node, "shfl_down_sync", "__shfl_down_sync")
+
+    def intr_shfl_xor_sync(self, node):
+        return self._shfl(node, "shfl_xor_sync", "__shfl_xor_sync")
+
+    def _vote(self, node, name, cuda_fn, rtype):
+        vals, _ = self.args_of(node, 2, 2, name)
+        mask, pred = vals
+        if self.root.target == "cuda":
+            code = f"{cuda_fn}({self.convert(mask, UINT32, node)}, {self.truth(pred, node)})"
+            return Val(f"(({rtype.ctype}){code})", rtype)
+        if name == "eq_sync":
+            pv = Val(f"(ts::i64){self.truth(pred, node)}", INT64)
+        else:
+            pv = Val(f"(ts::i64){self.truth(pred, node)}", INT64)
+        return self._sync(name, node, "warp", pv, rtype, {"m": self.convert(mask, UINT32, node)})
+
+    def intr_ballot_sync(self, node):
+        return self._vote(node, "ballot_sync", "__ballot_sync", UINT32)
+
+    def intr_any_sync(self, node):
+        return self._vote(node, "any_sync", "__any_sync", INT32)
+
+    def intr_all_sync(self, node):
+        return self._vote(node, "all_sync", "__all_sync", INT32)
+
+    def intr_eq_sync(self, node):
+        if self.root.target == "cuda":
+            vals, _ = self.args_of(node, 2, 2, "eq_sync")
+            mask, pred = vals
+            return Val(f"((ts::i32)(__match_any_sync({self.convert(mask, UINT32, node)}, "
+                       f"(int){self.truth(pred, node)}) == {self.convert(mask, UINT32, node)}))", INT32)
+        return self._vote(node, "eq_sync", None, INT32)
+
+    def intr_activemask(self, node):
+        self.args_of(node, 0, 0, "activemask")
+        if self.root.target == "cuda":
+            return Val("((ts::u32)__activemask())", UINT32)
+        return self._sync("activemask", node, "warp", None, UINT32)
+
+    def intr_lanemask_lt(self, node):
+        self.args_of(node, 0, 0, "lanemask_lt")
+        lane = self.lane_or_warp("laneid").code
+        return Val(f"((ts::u32)((1ull << {lane}) - 1))", UINT32)
+
+    def _bits(self, node, name):
+        vals, _ = self.args_of(node, 1, 1, name)
+        v = vals[0]
+        if not is_int(v.type):
+            self.error(node, f"{name} takes an integer, got {v.type}")
+        wide = v.type.itemsize == 8 and not v.type.weak
+        ut = "ts::u64" if wide else "ts::u32"
+        return v, ut, wide
+
+    def intr_popc(self, node):
+        v, ut, _ = self._bits(node, "popc")
+        return Val(f"((ts::i32)ts::popc(({ut})({v.code})))", INT32, True)
+
+    def intr_clz(self, node):
+        v, ut, _ = self._bits(node, "clz")
+        return Val(f"((ts::i32)ts::clz(({ut})({v.code})))", INT32, True)
+
+    def intr_ffs(self, node):
+        v, ut, _ = self._bits(node, "ffs")
+        return Val(f"((ts::i32)ts::ffs(({ut})({v.code})))", INT32, True)
+
+    def intr_brev(self, node):
+        v, ut, wide = self._bits(node, "brev")
+        return Val(f"ts::brev(({ut})({v.code}))", UINT64 if wide else UINT32)
+
+    def intr_fma(self, node):
+        vals, _ = self.args_of(node, 3, 3, "fma")
+        t = float_type_of(promote(*[v.type for v in vals]))
+        if t.kind != "f":
+            self.error(node, "fma takes real numbers")
+        ft = t if t.name in ("float32", "float64") else FLOAT32
+        return Val(self.round_half(f"ts::fma({', '.join(self.convert(v, ft, node) for v in vals)})", t), t)
+
+    def intr_cbrt(self, node):
+        vals, _ = self.args_of(node, 1, 1, "cbrt")
+        t = float_type_of(vals[0].type)
+        ft = t if t.name in ("float32", "float64") else FLOAT32
+        return Val(self.round_half(f"ts::cbrt({self.convert(vals[0], ft, node)})", t), t)
+
+    def intr_selp(self, node):
+        vals, _ = self.args_of(node, 3, 3, "selp")
+        p, a, b = vals
+        t = promote(a.type, b.type)
+        return Val(f"({self.truth(p, node)} ? {self.convert(a, t, node)} : {self.convert(b, t, node)})", t)
+
+    # block and warp collectives
+    def _collective(self, node, name, level, kind):
+        vals, kw = self.args_of(node, 1, 2, name)
+        value = vals[0]
+        op = kw.get("op", vals[1] if len(vals) > 1 else None)
+        t = value.type
+        if not isinstance(t, Scalar):
+            self.error(node, f"{name}: the value must be a number, got {t}")
+        t = t.strong()
+        if op is None:
+            opname = "sum"
+        elif op.is_const and isinstance(op.const, str):
+            opname = op.const
+            if opname not in ("sum", "min", "max"):
+                self.error(node, f"{name}: op must be 'sum', 'min', 'max' or a device function, got {opname!r}")
+        elif op.is_const:
+            from . import _dispatch
+            if not isinstance(op.const, _dispatch.DeviceFunction):
+                self.error(node, f"{name}: op must be 'sum', 'min', 'max' or a device function")
+            opname = self.operator_function(op.const, t, node)
+        else:
+            self.error(node, f"{name}: op must be a compile-time constant")
+        if t.kind == "b" and opname == "sum":
+            t = INT64
+        if self.root.target == "cuda":
+            self.suspends = True
+            fn = {"reduce": "reduce", "inclusive_scan": "inclusive_scan", "exclusive_scan": "exclusive_scan"}[kind]
+            opc = {"sum": "ts::OpSum", "min": "ts::OpMin", "max": "ts::OpMax"}.get(opname, opname)
+            return Val(f"ts::{level}_{fn}<{t.ctype}, {opc}>({self.convert(value, t, node)})", t)
+        return self._sync(f"{level}_{kind}", node, level, Val(self.convert(value, t, node), t), t, None) \
+            if self.typing else self._collective_site(node, level, kind, value, t, opname)
+
+    def _collective_site(self, node, level, kind, value, t, opname):
+        r = self._sync(f"{level}_{kind}", node, level, Val(self.convert(value, t, node), t), t, None)
+        self.root.sites[-1].op = opname
+        return r
+
+    def operator_function(self, dfn, t: Scalar, node) -> str:
+        """A device function as a standalone C++ functor type (for reductions and scans)."""
+        key = (id(dfn), t.name)
+        if key in self.root.function_keys:
+            return self.root.function_keys[key]
+        fn = dfn.select([t, t])
+        sub = FunctionCompiler(fn, [t, t], self.root, kernel_name=self.kernel_name, mode="function",
+                               prefix="", display_name=dfn.__name__)
+        sub.run_typing()
+        rt = self.unify_returns(sub.return_types, sub, node)
+        if not isinstance(rt, Scalar):
+            self.error(node, f"the operator '{dfn.__name__}' must return a number")
+        sub.return_type = t
+        if sub.suspends:
+            self.error(node, f"the operator '{dfn.__name__}' cannot use barriers or warp intrinsics")
+        saved_decls = self.root.decls
+        self.root.decls = {}
+        sub._pass(typing=False)
+        decls = self.root.decls
+        self.root.decls = saved_decls
+        name = self.root.fresh("TsOp")
+        qual = "__device__ __host__" if self.root.target == "cuda" else ""
+        params = ", ".join(f"{t.ctype} {sub.vars[p].cname}" for p in sub.params)
+        body = [f"struct {name} {{", f"  {qual} {t.ctype} operator()({params}) const {{"]
+        for cname, ctype in decls.items():
+            if cname in [sub.vars[p].cname for p in sub.params]:
+                continue
+            body.append("    " + _decl(cname, ctype))
+        for name_, info in sub.vars.items():
+            if name_ not in sub.params and info.cname and isinstance(info.type, (Scalar, ArrayT)):
+                body.append("    " + _decl(info.cname, info.type.ctype))
+        body += ["  " + ln for ln in sub.lines]
+        body += ["  }", "};"]
+        self.root.functions.append("\n".join(body))
+        self.root.function_keys[key] = name
+        return name
+
+    def intr_block_reduce(self, node):
+        return self._collective(node, "block_reduce", "block", "reduce")
+
+    def intr_block_inclusive_scan(self, node):
+        return self._collective(node, "block_inclusive_scan", "block", "inclusive_scan")
+
+    def intr_block_exclusive_scan(self, node):
+        return self._collective(node, "block_exclusive_scan", "block", "exclusive_scan")
+
+    def intr_warp_reduce(self, node):
+        return self._collective(node, "warp_reduce", "warp", "reduce")
+
+    def intr_warp_inclusive_scan(self, node):
+        return self._collective(node, "warp_inclusive_scan", "warp", "inclusive_scan")
+
+    def intr_warp_exclusive_scan(self, node):
+        return self._collective(node, "warp_exclusive_scan", "warp", "exclusive_scan")
+
+    def intr_grid_sync(self, node):
+        self.error(node, "grid synchronization is not supported yet")
+
+    # ---- math --------------------------------------------------------------------------------------
+    def call_math(self, fn, node) -> Val:
+        name = getattr(fn, "__name__", str(fn))
+        spec = _MATH.get(name)
+        if spec is None:
+            self.error(node, f"math.{name} is not supported in kernels")
+        nargs, kind = spec
+        vals, _ = self.args_of(node, nargs if isinstance(nargs, int) else nargs[0],
+                               nargs if isinstance(nargs, int) else nargs[1], f"math.{name}")
+        for v in vals:
+            if not isinstance(v.type, Scalar):
+                self.error(node, f"math.{name} takes numbers, got {v.type}")
+            if v.type.kind == "c":
+                return self.call_cmath(getattr(cmath, name, fn), node, vals)
+        t = float_type_of(promote(*[v.type for v in vals]).strong())
+        if all(v.type.weak for v in vals):
+            t = FLOAT64
+        ft = t if t.name in ("float32", "float64") else FLOAT32
+        args = [self.convert(v, ft, node) for v in vals]
+        if kind == "f":
+            cfn = {"fabs": "fabs", "gamma": "tgamma"}.get(name, name)
+            if name == "log" and len(args) == 2:
+                return Val(self.round_half(f"(ts::log({args[0]}) / ts::log({args[1]}))", t), t)
+            return Val(self.round_half(f"ts::{cfn}({', '.join(args)})", t), t)
+        if kind == "i":   # floor, ceil, trunc -> int64 (Python's int result)
+            return Val(f"ts::cast<ts::i64>(ts::{name}({args[0]}))", INT64)
+        if kind == "b":
+            return Val(f"ts::{name}({args[0]})", BOOL)
+        if kind == "deg":
+            k = "57.29577951308232" if name == "degrees" else "0.017453292519943295"
+            return Val(self.round_half(f"({args[0]} * ({ft.ctype}){k})", t), t)
+        if kind == "ldexp":
+            return Val(self.round_half(f"ts::ldexp({args[0]}, (int)({vals[1].code}))", t), t)
+        self.error(node, f"math.{name} is not supported")
+
+    def call_cmath(self, fn, node, vals=None) -> Val:
+        name = getattr(fn, "__name__", str(fn))
+        if vals is None:
+            vals, _ = self.args_of(node, 1, 2, f"cmath.{name}")
+        if name in ("polar",):
+            z = vals[0]
+            t = z.type if z.type.kind == "c" else COMPLEX128
+            c = self.convert(z, t, node)
+            ft = Scalar("float32" if t.name == "complex64" else "float64")
+            return Val(None, TupleT((ft, ft)), items=[Val(f"ts::cabs({c})", ft), Val(f"ts::phase({c})", ft)])
+        if name == "rect":
+            t = float_type_of(promote(vals[0].type, vals[1].type))
+            ct = Scalar("complex64" if t.name == "float32" else "complex128")
+            ft = FLOAT32 if ct.name == "complex64" else FLOAT64
+            return Val(f"ts::crect({self.convert(vals[0], ft, node)}, {self.convert(vals[1], ft, node)})", ct)
+        t = vals[0].type
+        ct = t.strong() if t.kind == "c" else (Scalar("complex64") if t.name == "float32" else COMPLEX128)
+        z = self.convert(vals[0], ct, node)
+        ft = Scalar("float32" if ct.name == "complex64" else "float64")
+        if name in ("phase",):
+            return Val(f"ts::phase({z})", ft)
+        if name == "abs":
+            return Val(f"ts::cabs({z})", ft)
+        if name in ("isnan", "isinf", "isfinite"):
+            return Val(f"ts::c{name}({z})", BOOL)
+        if name in ("exp", "log", "log10", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh"):
+            if name == "log" and len(vals) == 2:
+                return Val(f"(ts::clog({z}) / ts::clog({self.convert(vals[1], ct, node)}))", ct)
+            return Val(f"ts::c{name}({z})", ct)
+        self.error(node, f"cmath.{name} is not supported in kernels")
+
+
+# ---- tables -----------------------------------------------------------------------------------------
+_OPSYM = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "FloorDiv": "//", "Mod": "%", "Pow": "**",
+          "BitAnd": "&", "BitOr": "|", "BitXor": "^", "LShift": "<<", "RShift": ">>", "MatMult": "@"}
+_FOLD = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mult": lambda a, b: a * b,
+         "Div": lambda a, b: a / b, "FloorDiv": lambda a, b: a // b, "Mod": lambda a, b: a % b,
+         "Pow": lambda a, b: a ** b if not (isinstance(a, int) and isinstance(b, int) and (b < 0 or b > 64)) else
+         (_ for _ in ()).throw(ValueError()),
+         "BitAnd": lambda a, b: a & b, "BitOr": lambda a, b: a | b, "BitXor": lambda a, b: a ^ b,
+         "LShift": lambda a, b: a << b if b < 64 else (_ for _ in ()).throw(ValueError()),
+         "RShift": lambda a, b: a >> b}
+
+_ATOMIC_ARITH = {"int32", "uint32", "int64", "uint64", "float32", "float64"}
+_ATOMIC_INT = {"int32", "uint32", "int64", "uint64"}
+_ATOMIC_CAS = {"int32", "uint32", "int64", "uint64", "float32", "float64"}
+
+# name -> (number of args, kind): f float result, i int result, b bool result
+_MATH = {n: (1, "f") for n in ("sqrt", "exp", "exp2", "expm1", "log2", "log10", "log1p", "sin", "cos", "tan",
+                               "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "fabs",
+                               "erf", "erfc", "lgamma", "gamma", "cbrt")}
+_MATH.update({"log": ((1, 2), "f"), "atan2": (2, "f"), "pow": (2, "f"), "fmod": (2, "f"), "hypot": (2, "f"),
+              "copysign": (2, "f"), "floor": (1, "i"), "ceil": (1, "i"), "trunc": (1, "i"),
+              "isnan": (1, "b"), "isinf": (1, "b"), "isfinite": (1, "b"), "degrees": (1, "deg"),
+              "radians": (1, "deg"), "ldexp": (2, "ldexp"), "fma": (3, "f")})
+_MATH_FUNCS = {getattr(math, n) for n in _MATH if hasattr(math, n)}
+_CMATH_FUNCS = {getattr(cmath, n) for n in ("exp", "log", "log10", "sqrt", "sin", "cos", "tan", "sinh", "cosh",
+                                           "tanh", "phase", "polar", "rect", "isnan", "isinf", "isfinite")}
+_NUMPY_FUNCS = {getattr(np, n): getattr(math, n if n != "abs" else "fabs") for n in
+                ("sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin",
+                 "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "hypot",
+                 "copysign", "fmod", "cbrt")
+                if hasattr(np, n) and hasattr(math, n if n != "abs" else "fabs")}
+_PRANGE = object()
+
+
+class _DTypeMarker:
+    def __init__(self, scalar):
+        self.scalar = scalar
+
+
+class _BoundMethod:
+    def __init__(self, name, base):
+        self.name = name
+        self.base = base
+
+
+def _decl(cname, ctype) -> str:
+    if isinstance(ctype, tuple):
+        return f"{ctype[0]} {cname}[{ctype[1]}];"
+    return f"{ctype} {cname};"
+
+
+# ---- builtins -----------------------------------------------------------------------------------------
+def _b_range(c, node):
+    c.error(node, "range() is valid only as the iterable of a for loop")
+
+
+def _b_len(c, node):
+    vals, _ = c.args_of(node, 1, 1, "len")
+    v = vals[0]
+    if isinstance(v.type, ArrayT):
+        if v.type.ndim == 0:
+            c.error(node, "len() of a 0-d array")
+        return c.extent(v, 0)
+    if v.items is not None:
+        return Val(f"{len(v.items)}ll", WEAK_INT, True, const=len(v.items))
+    c.error(node, f"len() of {v.type}")
+
+
+def _b_minmax(which):
+    def f(c, node):
+        vals, _ = c.args_of(node, 1, 64, which)
+        if len(vals) == 1 and vals[0].items is not None:
+            vals = vals[0].items
+        if len(vals) < 2:
+            c.error(node, f"{which}() needs at least 2 arguments in a kernel")
+        for v in vals:
+            c.scalar_check(v, node, f"{which}()")
+        t = promote(*[v.type for v in vals])
+        t = t.strong() if not all(v.type.weak for v in vals) else t
+        if t.kind == "c":
+            c.error(node, f"{which}() of complex numbers")
+        fn = "ts::vmin" if which == "min" else "ts::vmax"
+        ct = t.ctype
+        code = c.convert(vals[0], t, node)
+        for v in vals[1:]:
+            code = f"{fn}<{ct}>({code}, {c.convert(v, t, node)})"
+        return Val(code, t, all(v.nonneg for v in vals) if which == "max" else all(v.nonneg for v in vals))
+    return f
+
+
+def _b_abs(c, node):
+    vals, _ = c.args_of(node, 1, 1, "abs")
+    v = vals[0]
+    c.scalar_check(v, node, "abs()")
+    t = v.type
+    if t.kind == "c":
+        ft = Scalar("float32" if t.name == "complex64" else "float64")
+        return Val(f"ts::cabs({v.code})", ft, True)
+    if t.kind == "f":
+        ft = t.strong() if t.name in ("float32", "float64") else FLOAT32
+        return Val(c.round_half(f"ts::fabs({c.convert(v, ft, node)})", t.strong()), t, True)
+    if t.kind == "b":
+        return v
+    return Val(f"ts::iabs<{t.ctype}>({v.code})", t, True)
+
+
+def _b_round(c, node):
+    vals, _ = c.args_of(node, 1, 2, "round")
+    v = vals[0]
+    c.scalar_check(v, node, "round()")
+    if v.type.kind in "iub":
+        return v
+    ft = v.type.strong() if v.type.name in ("float32", "float64") else FLOAT32
+    x = c.convert(v, ft, node)
+    if len(vals) == 1:
+        return Val(f"ts::cast<ts::i64>(ts::rint({x}))", INT64)
+    nd = vals[1]
+    return Val(f"ts::round_digits<{ft.ctype}>({x}, (int)({nd.code}))", v.type.strong())
+
+
+def _b_pow(c, node):
+    vals, _ = c.args_of(node, 2, 2, "pow")
+    return c.binop(ast.Pow(), vals[0], vals[1], node)
+
+
+def _b_divmod(c, node):
+    vals, _ = c.args_of(node, 2, 2, "divmod")
+    q = c.binop(ast.FloorDiv(), vals[0], vals[1], node)
+    r = c.binop(ast.Mod(), vals[0], vals[1], node)
+    return Val(None, TupleT((q.type, r.type)), items=[q, r])
+
+
+def _b_int(c, node):
+    vals, _ = c.args_of(node, 0, 1, "int")
+    if not vals:
+        return Val("0ll", WEAK_INT, True, const=0)
+    v = vals[0]
+    c.scalar_check(v, node, "int()")
+    if v.type.kind == "c":
+        c.error(node, "int() of a complex number")
+    if v.is_const and v.type.weak:
+        r = int(v.const)
+        return Val(_literal_code(r, WEAK_INT), WEAK_INT, r >= 0, const=r)
+    return Val(f"ts::cast<ts::i64>({v.code})", INT64, v.nonneg)
+
+
+def _b_float(c, node):
+    vals, _ = c.args_of(node, 0, 1, "float")
+    if not vals:
+        return Val("0.0", WEAK_FLOAT, True, const=0.0)
+    v = vals[0]
+    c.scalar_check(v, node, "float()")
+    if v.type.kind == "c":
+        c.error(node, "float() of a complex number; take .real or abs() first")
+    if v.is_const and v.type.weak:
+        r = float(v.const)
+        return Val(_literal_code(r, WEAK_FLOAT), WEAK_FLOAT, r >= 0, const=r)
+    return Val(f"ts::cast<double>({v.code})", FLOAT64, v.nonneg)
+
+
+def _b_bool(c, node):
+    vals, _ = c.args_of(node, 0, 1, "bool")
+    if not vals:
+        return Val("false", BOOL, True, const=False)
+    return Val(c.truth(vals[0], node), BOOL, True)
+
+
+def _b_complex(c, node):
+    vals, _ = c.args_of(node, 0, 2, "complex")
+    if not vals:
+        return Val(_literal_code(0j, WEAK_COMPLEX), WEAK_COMPLEX, const=0j)
+    re = c.convert(vals[0], FLOAT64, node)
+    im = c.convert(vals[1], FLOAT64, node) if len(vals) > 1 else "0.0"
+    return Val(f"ts::c128({re}, {im})", COMPLEX128)
+
+
+def _b_print(c, node):
+    fmt, args = [], []
+    for a in node.args:
+        v = c.expr(a)
+        if v.is_const and isinstance(v.const, str):
+            fmt.append(v.const.replace("%", "%%").replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n"))
+            continue
+        if v.items is not None:
+            c.error(node, "print() of a tuple is not supported in kernels")
+        if not isinstance(v.type, Scalar):
+            c.error(node, f"print() of {v.type} is not supported in kernels")
+        k = v.type.kind
+        if k == "b":
+            fmt.append("%s")
+            args.append(f"(({v.code}) ? \"True\" : \"False\")")
+        elif k == "i":
+            fmt.append("%lld")
+            args.append(f"(long long)({v.code})")
+        elif k == "u":
+            fmt.append("%llu")
+            args.append(f"(unsigned long long)({v.code})")
+        elif k == "f":
+            fmt.append("%f")
+            args.append(f"(double)({c.convert(v, FLOAT64, node)})")
+        else:
+            fmt.append("(%f%+fj)")
+            z = c.convert(v, COMPLEX128, node)
+            args += [f"({z}).re", f"({z}).im"]
+    kw = {k.arg: k.value for k in node.keywords}
+    sep = " "
+    end = "\\n"
+    if "sep" in kw:
+        sep = c.expr(kw["sep"]).const
+    if "end" in kw:
+        end = c.expr(kw["end"]).const.replace("\n", "\\n")
+    c.root.uses_print = True
+    text = sep.join(fmt) + end
+    return Val(f"TS_PRINTF(\"{text}\"{''.join(', ' + a for a in args)})", NoneT())
+
+
+_BUILTINS = {range: _b_range, len: _b_len, min: _b_minmax("min"), max: _b_minmax("max"), abs: _b_abs,
+             round: _b_round, pow: _b_pow, divmod: _b_divmod, int: _b_int, float: _b_float, bool: _b_bool,
+             complex: _b_complex, print: _b_print}
+
+
+# ---- whole kernels -------------------------------------------------------------------------------------
+_RUNTIME = None
+
+
+def runtime_source() -> str:
+    global _RUNTIME
+    if _RUNTIME is None:
+        import os
+        with open(os.path.join(os.path.dirname(__file__), "runtime.h")) as f:
+            _RUNTIME = f.read().replace("#pragma once\n", "", 1)
+    return _RUNTIME
+
+
+def _param_decls(names, types, target):
+    """The flattened parameters: an array is its data pointer, then its shape, then its strides."""
+    params, unpack = [], []
+    for i, (name, t) in enumerate(zip(names, types)):
+        if isinstance(t, ArrayT):
+            ct = t.dtype.ctype
+            params.append(f"{ct}* p_{name}_data")
+            params += [f"ts::i64 p_{name}_s{d}" for d in range(t.ndim)]
+            params += [f"ts::i64 p_{name}_t{d}" for d in range(t.ndim)]
+            if t.ndim:
+                shape = ", ".join(f"p_{name}_s{d}" for d in range(t.ndim))
+                strides = ", ".join(f"p_{name}_t{d}" for d in range(t.ndim))
+                unpack.append((name, f"ts::mkarr<{ct}, {t.ndim}>(p_{name}_data, {{{shape}}}, {{{strides}}})"))
+            else:
+                unpack.append((name, f"ts::mkarr0<{ct}>(p_{name}_data)"))
+        else:
+            params.append(f"{t.ctype} p_{name}")
+            unpack.append((name, f"p_{name}"))
+    return params, unpack
+
+
+def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
+    """C++ source of the kernel for `target` ("cuda" or "cpu") and the argument types.
+
+    Returns (source, info) where info has the sites, whether it suspends, the array names."""
+    root = Root(target, options)
+    fc = FunctionCompiler(pyfunc, arg_types, root, kernel_name=pyfunc.__name__, mode="kernel")
+    fc.run_typing()
+    root.suspending = fc.suspends and target == "cpu"
+    # a second typing with the final flags (the suspension decides how returns are written)
+    root.decls.clear()
+    root.sites.clear()
+    fc._pass(typing=False)
+    body = fc.lines
+    decls = dict(root.decls)
+    for name, info in fc.vars.items():
+        if info.cname and isinstance(info.type, (Scalar, ArrayT)):
+            decls[info.cname] = info.type.ctype
+    params, unpack = _param_decls(fc.params, arg_types, target)
+    param_inits = []
+    for name, code in unpack:
+        info = fc.vars.get(name)
+        if info is None or not info.cname:
+            continue
+        t = arg_types[fc.params.index(name)]
+        if isinstance(t, Scalar) and info.type != t:
+            code = f"ts::cast<{info.type.ctype}>({code})"
+        param_inits.append(f"{info.cname} = {code};")
+    out = [runtime_source(), ""]
+    out += root.consts
+    out += root.functions
+    debug = bool(options.get("debug"))
+    names_table = ", ".join(f'"{n}"' for n in root.array_names) or '""'
+    if target == "cuda":
+        out.append(_cuda_kernel(symbol, params, decls, param_inits, body, root, debug))
+    else:
+        out.append(_cpu_kernel(symbol, params, decls, param_inits, body, root, debug, arg_types, fc))
+    src = "\n".join(out) + "\n"
+    return src, {"array_names": list(root.array_names), "suspends": fc.suspends,
+                 "uses_dynamic_shared": root.uses_dynamic_shared,
+                 "static_shared_bytes": _static_shared_layout(root)[1]}
+
+
+def _static_shared_layout(root):
+    offsets, off = [], 0
+    for cname, ctype, count, itemsize in root.shared:
+        off = (off + 15) // 16 * 16
+        offsets.append((cname, ctype, count, off))
+        off += count * itemsize
+    return offsets, off
+
+
+def _cuda_kernel(symbol, params, decls, param_inits, body, root, debug):
+    lines = []
+    if debug:
+        params = params + ["ts::DebugRecord* ts_dbg"]
+        lines.append("""
+__device__ __forceinline__ ts::i64 ts_check_index(ts::DebugRecord* r, ts::i64 i, ts::i64 n, int a, int d, int line) {
+  if (i >= 0 && i < n) return i;
+  if (atomicCAS(&r->failed, 0, 1) == 0) {
+    r->line = line; r->array = a; r->dim = d; r->index = i; r->extent = n;
+    r->thread[0] = threadIdx.x; r->thread[1] = threadIdx.y; r->thread[2] = threadIdx.z;
+    r->block[0] = blockIdx.x; r->block[1] = blockIdx.y; r->block[2] = blockIdx.z;
+  }
+  asm volatile("exit;");
+  return 0;
+}
+#define ts_chk(i, n, a, d, line) ts_check_index(ts_dbg, i, n, a, d, line)""")
+    lines.append("#define ts_dyn_shared() ts::ts_dyn_shared_ptr()")
+    lines.append("#define ts_dyn_shared_bytes() ts::dyn_shared_bytes()")
+    lines.append(f'extern "C" __global__ void {symbol}({", ".join(params) or "void"}) {{')
+    for cname, ctype, count, itemsize in root.shared:
+        lines.append(f"  __shared__ __align__(16) {ctype} {cname}[{count}];")
+    for cname, ctype in decls.items():
+        lines.append("  " + _decl(cname, ctype))
+    for p in param_inits:
+        lines.append("  " + p)
+    lines += body
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _cpu_kernel(symbol, params, decls, param_inits, body, root, debug, arg_types, fc):
+    """The CPU backend: blocks over OpenMP threads; in a block, threads one after another (or as
+    resumable functions when they meet at barriers and warp intrinsics)."""
+    suspending = root.suspending
+    offsets, static_bytes = _static_shared_layout(root)
+    L = []
+    L.append("#include <vector>\n#include <stdexcept>\n#include <cstdlib>\n#include <algorithm>")
+    L.append("namespace {")
+    L.append("struct TsBlock {\n  ts::i64 bx, by, bz, dx, dy, dz, gx, gy, gz;\n  char* shared;\n  char* dyn;\n"
+             "  ts::u64 dyn_bytes;\n  TsHostLaunch* L;\n};")
+    L.append("struct TsIndexError { ts::DebugRecord r; };")
+    if debug:
+        L.append("""
+inline ts::i64 ts_check_index(ts::i64 i, ts::i64 n, int a, int d, int line, const TsBlock& B, ts::i64 tid) {
+  if (i >= 0 && i < n) return i;
+  TsIndexError e;
+  e.r.failed = 1; e.r.line = line; e.r.array = a; e.r.dim = d; e.r.index = i; e.r.extent = n;
+  e.r.thread[0] = tid % B.dx; e.r.thread[1] = (tid / B.dx) % B.dy; e.r.thread[2] = tid / (B.dx * B.dy);
+  e.r.block[0] = B.bx; e.r.block[1] = B.by; e.r.block[2] = B.bz;
+  throw e;
+}
+#define ts_chk(i, n, a, d, line, B, tid) ts_check_index(i, n, a, d, line, B, tid)""")
+    L.append("#define ts_dyn_shared() (B.dyn)")
+    L.append("#define ts_dyn_shared_bytes() (B.dyn_bytes)")
+    for cname, ctype, count, off in offsets:
+        L.append(f"constexpr ts::i64 {cname}_off = {off};")
+    # parameters
+    fields = []
+    for p in params:
+        fields.append(f"  {p};")
+    L.append("struct TsParams {\n" + "\n".join(fields) + "\n};")
+    pnames = [p.rsplit(" ", 1)[1] for p in params]
+    unpack_p = "\n".join(f"  {p.rsplit(' ', 1)[1]} = P.{p.rsplit(' ', 1)[1]};" for p in params)
+    if not suspending:
+        L.append("inline __attribute__((always_inline)) void ts_thread(const TsParams& P, TsBlock& B, ts::i64 ts_tx, "
+                 "ts::i64 ts_ty, ts::i64 ts_tz, ts::i64 ts_tid) {")
+        L.append("  (void)ts_tx; (void)ts_ty; (void)ts_tz; (void)ts_tid; (void)B;")
+        for p in params:
+            L.append(f"  {p.rsplit(' ', 1)[0]} const {p.rsplit(' ', 1)[1]} = P.{p.rsplit(' ', 1)[1]};")
+        for cname, ctype in decls.items():
+            L.append("  " + _decl(cname, ctype))
+        L += ["  " + p for p in param_inits]
+        L += body
+        L.append("}")
+        runner = """
+void ts_run_block(const TsParams& P, TsBlock& B) {
+  ts::i64 tid = 0;
+  for (ts::i64 z = 0; z < B.dz; ++z)
+    for (ts::i64 y = 0; y < B.dy; ++y)
+      for (ts::i64 x = 0; x < B.dx; ++x, ++tid) ts_thread(P, B, x, y, z, tid);
+}"""
+    else:
+        L.append("enum { TS_RUN = 0, TS_WAIT_WARP = 1, TS_WAIT_BLOCK = 2, TS_DONE = 3 };")
+        L.append("struct TsState {\n  int pc;\n  int status;\n  ts::i64 tx, ty, tz;")
+        for cname, ctype in decls.items():
+            L.append("  " + _decl(cname, ctype))
+        L.append("};")
+        L.append("void ts_thread(const TsParams& P, TsBlock& B, TsState& S, ts::i64 ts_tid) {")
+        L.append("  const ts::i64 ts_tx = S.tx, ts_ty = S.ty, ts_tz = S.tz;")
+        L.append("  (void)ts_tx; (void)ts_ty; (void)ts_tz; (void)ts_tid; (void)B;")
+        for p in params:
+            L.append(f"  {p.rsplit(' ', 1)[0]} const {p.rsplit(' ', 1)[1]} = P.{p.rsplit(' ', 1)[1]};")
+        for cname, ctype in decls.items():
+            L.append(f"  auto& {cname} = S.{cname};")
+        L.append("  switch (S.pc) {\n    case 0: break;")
+        for s in root.sites:
+            L.append(f"    case {s.id}: goto ts_resume_{s.id};")
+        L.append("    default: return;\n  }")
+        L += ["  " + p for p in param_inits]
+        L += body
+        L.append("  S.status = TS_DONE;")
+        L.append("}")
+        L.append(_cpu_exchange(root))
+        runner = """
+void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::vector<int>& who) {
+  const ts::i64 n = B.dx * B.dy * B.dz;
+  st.resize(n);
+  who.resize(n);
+  ts::i64 tid = 0;
+  for (ts::i64 z = 0; z < B.dz; ++z)
+    for (ts::i64 y = 0; y < B.dy; ++y)
+      for (ts::i64 x = 0; x < B.dx; ++x, ++tid) {
+        st[tid].pc = 0; st[tid].status = TS_RUN; st[tid].tx = x; st[tid].ty = y; st[tid].tz = z;
+      }
+  for (;;) {
+    for (ts::i64 w0 = 0; w0 < n; w0 += 32) {
+      const ts::i64 w1 = std::min<ts::i64>(w0 + 32, n);
+      for (;;) {
+        for (ts::i64 t = w0; t < w1; ++t)
+          if (st[t].status == TS_RUN) ts_thread(P, B, st[t], t);
+        // lanes stopped at a warp site exchange, one site at a time, then run on
+        int site = -1, count = 0;
+        for (ts::i64 t = w0; t < w1; ++t)
+          if (st[t].status == TS_WAIT_WARP && site < 0) site = st[t].pc;
+        if (site < 0) break;
+        for (ts::i64 t = w0; t < w1; ++t)
+          if (st[t].status == TS_WAIT_WARP && st[t].pc == site) who[count++] = (int)t;
+        ts_exchange(site, st.data(), who.data(), count, B);
+        for (int j = 0; j < count; ++j) st[who[j]].status = TS_RUN;
+      }
+    }
+    int site = -1, count = 0;
+    for (ts::i64 t = 0; t < n; ++t)
+      if (st[t].status == TS_WAIT_BLOCK && site < 0) site = st[t].pc;
+    if (site < 0) break;
+    for (ts::i64 t = 0; t < n; ++t)
+      if (st[t].status == TS_WAIT_BLOCK && st[t].pc == site) who[count++] = (int)t;
+    ts_exchange(site, st.data(), who.data(), count, B);
+    for (int j = 0; j < count; ++j) st[who[j]].status = TS_RUN;
+  }
+}"""
+    L.append(runner)
+    L.append("}  // namespace")
+    # entry
+    n = len(params)
+    L.append(f'extern "C" int {symbol}(TsHostLaunch* L, void** params) {{')
+    L.append("  TsParams P;")
+    for i, p in enumerate(params):
+        ctype, name = p.rsplit(" ", 1)
+        L.append(f"  std::memcpy(&P.{name}, params[{i}], sizeof(P.{name}));")
+    L.append("""  const ts::i64 gx = L->grid[0], gy = L->grid[1], gz = L->grid[2];
+  const ts::i64 nblocks = gx * gy * gz;
+  const ts::i64 nthreads = (ts::i64)L->block[0] * L->block[1] * L->block[2];
+  const ts::u64 dyn_bytes = L->shared_bytes;
+  int failed = 0;
+  ts::DebugRecord rec;
+  std::memset(&rec, 0, sizeof rec);""")
+    par = "if (nblocks > 1 && nblocks * nthreads >= 4096)"
+    L.append(f"  #pragma omp parallel {par}\n  {{")
+    L.append(f"    std::vector<char> shared((size_t)({static_bytes} + 16) + dyn_bytes + 16);")
+    if suspending:
+        L.append("    std::vector<TsState> st;\n    std::vector<int> who;")
+    L.append("""    TsBlock B;
+    B.dx = L->block[0]; B.dy = L->block[1]; B.dz = L->block[2];
+    B.gx = gx; B.gy = gy; B.gz = gz; B.L = L;
+    char* base = (char*)(((std::uintptr_t)shared.data() + 15) & ~(std::uintptr_t)15);
+    B.shared = base;""")
+    L.append(f"    B.dyn = base + (({static_bytes} + 15) / 16 * 16);\n    B.dyn_bytes = dyn_bytes;")
+    L.append("    #pragma omp for schedule(dynamic, 1)\n    for (ts::i64 b = 0; b < nblocks; ++b) {")
+    L.append("      if (__atomic_load_n(&failed, __ATOMIC_RELAXED)) continue;")
+    L.append("      B.bx = b % gx; B.by = (b / gx) % gy; B.bz = b / (gx * gy);")
+    L.append("      try {")
+    L.append("        ts_run_block(P, B" + (", st, who" if suspending else "") + ");")
+    L.append("""      } catch (const TsIndexError& e) {
+        #pragma omp critical(ts_error)
+        { if (!failed) { rec = e.r; failed = 1; } }
+      }
+    }
+  }
+  if (failed) {
+    L->error_code = 1;
+    std::memcpy(L->error, &rec, sizeof rec);
+    return 1;
+  }
+  return 0;
+}""")
+    return "\n".join(L)
+
+
+def _cpu_exchange(root) -> str:
+    """For each site, what the threads that stopped there exchange (in lane/thread order)."""
+    L = ["void ts_exchange(int site, TsState* st, const int* who, int n, TsBlock& B) {",
+         "  (void)st; (void)who; (void)n; (void)B;", "  switch (site) {"]
+    for s in root.sites:
+        k = s.id
+        L.append(f"    case {k}: {{")
+        kind = s.kind
+        if kind in ("syncthreads", "syncwarp"):
+            pass
+        elif kind in ("syncthreads_count", "syncthreads_and", "syncthreads_or"):
+            L.append(f"      ts::i32 c = 0; for (int j = 0; j < n; ++j) c += st[who[j]].ts_xa{k} != 0;")
+            r = {"syncthreads_count": "c", "syncthreads_and": "(c == n)", "syncthreads_or": "(c > 0)"}[kind]
+            L.append(f"      for (int j = 0; j < n; ++j) st[who[j]].ts_xr{k} = (ts::i32){r};")
+        elif kind.startswith("shfl"):
+            L.append("      unsigned present = 0; for (int j = 0; j < n; ++j) present |= 1u << (who[j] & 31);")
+            L.append("      const int base = who[0] & ~31;")
+            L.append("      for (int j = 0; j < n; ++j) {")
+            L.append(f"        TsState& s = st[who[j]]; const int lane = who[j] & 31; const ts::i64 l = s.ts_xl{k};")
+            src = {"shfl_sync": "(int)(l & 31)", "shfl_up_sync": "(int)(lane - l)", "shfl_down_sync": "(int)(lane + l)",
+                   "shfl_xor_sync": "(int)(lane ^ (l & 31))"}[kind]
+            L.append(f"        const int src = {src};")
+            L.append(f"        s.ts_xr{k} = (src >= 0 && src < 32 && (present >> src & 1u)) ? st[base + src].ts_xa{k} "
+                     f": s.ts_xa{k};")
+            L.append("      }")
+        elif kind in ("ballot_sync", "any_sync", "all_sync", "eq_sync", "activemask"):
+            L.append("      unsigned bits = 0, present = 0;")
+            L.append("      for (int j = 0; j < n; ++j) { present |= 1u << (who[j] & 31);")
+            if kind != "activemask":
+                L.append(f"        if (st[who[j]].ts_xa{k}) bits |= 1u << (who[j] & 31);")
+            L.append("      }")
+            L.append("      for (int j = 0; j < n; ++j) {")
+            if kind == "activemask":
+                L.append(f"        st[who[j]].ts_xr{k} = present;")
+            else:
+                L.append(f"        const unsigned m = (unsigned)st[who[j]].ts_xm{k} & present;")
+                r = {"ballot_sync": "(bits & m)", "any_sync": "(ts::i32)((bits & m) != 0)",
+                     "all_sync": "(ts::i32)((bits & m) == m)",
+                     "eq_sync": "(ts::i32)((bits & m) == m || (bits & m) == 0)"}[kind]
+                L.append(f"        st[who[j]].ts_xr{k} = {r};")
+            L.append("      }")
+        elif kind.endswith(("_reduce", "_inclusive_scan", "_exclusive_scan")):
+            t = s.rtype
+            op = {"sum": "ts::OpSum", "min": "ts::OpMin", "max": "ts::OpMax"}.get(s.op, s.op)
+            L.append(f"      {op} op; {t.ctype} acc = st[who[0]].ts_xa{k};")
+            if kind.endswith("_reduce"):
+                L.append(f"      for (int j = 1; j < n; ++j) acc = op(acc, st[who[j]].ts_xa{k});")
+                L.append(f"      for (int j = 0; j < n; ++j) st[who[j]].ts_xr{k} = acc;")
+            elif kind.endswith("_inclusive_scan"):
+                L.append(f"      st[who[0]].ts_xr{k} = acc;")
+                L.append(f"      for (int j = 1; j < n; ++j) {{ acc = op(acc, st[who[j]].ts_xa{k}); "
+                         f"st[who[j]].ts_xr{k} = acc; }}")
+            else:
+                L.append(f"      st[who[0]].ts_xr{k} = ts::Identity<{op}>::template get<{t.ctype}>();")
+                L.append(f"      for (int j = 1; j < n; ++j) {{ st[who[j]].ts_xr{k} = acc; "
+                         f"acc = op(acc, st[who[j]].ts_xa{k}); }}")
+        L.append("      break;\n    }")
+    L.append("    default: break;\n  }\n}")
+    return "\n".join(L)

@@ -1,0 +1,429 @@
+"""Kernels and device functions: argument types at the call, one compile per signature, launch on
+tessel's launch path (CUDA through RawKernel's, the CPU through the host compiler's)."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import threading
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from . import _compiler
+from ._types import ArrayT, Scalar, TupleT, scalar_from_dtype
+
+_ts = None
+
+
+def _tessel():
+    global _ts
+    if _ts is None:
+        import tessel
+        _ts = tessel
+    return _ts
+
+
+def _env_debug() -> bool:
+    v = os.environ.get("TESSEL_CHECK", "")
+    return any(p.strip() in ("1", "all", "bounds") for p in v.split(","))
+
+
+class DeviceFunction:
+    """A Python function callable from kernels (``@jit(device=True)``); inlined at each call.
+
+    Overloads by type: ``f.overload(other_function)`` adds a Python function tried when the
+    argument count differs (the first whose parameter count matches is used)."""
+
+    def __init__(self, py_func, options):
+        self.py_func = py_func
+        self.options = options
+        self.overloads = [py_func]
+        functools.update_wrapper(self, py_func)
+
+    def overload(self, fn):
+        self.overloads.append(fn)
+        return self
+
+    def select(self, types):
+        import inspect
+        for fn in self.overloads:
+            try:
+                params = inspect.signature(fn).parameters.values()
+            except (TypeError, ValueError):
+                continue
+            required = sum(1 for p in params if p.default is p.empty)
+            if required <= len(types) <= len(params):
+                return fn
+        return self.py_func
+
+    def __call__(self, *args, **kwargs):
+        # Outside kernels, a device function is plain Python (useful for tests and the CPU).
+        return self.py_func(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<tessel device function {self.py_func.__qualname__}>"
+
+
+class _Specialization:
+    __slots__ = ("arg_types", "target", "source", "symbol", "raw", "host", "info", "device")
+
+    def __init__(self, arg_types, target, source, symbol, info):
+        self.arg_types = arg_types
+        self.target = target
+        self.source = source
+        self.symbol = symbol
+        self.info = info
+        self.raw = None
+        self.host = None
+
+
+def _symbol_for(name: str, arg_types, target: str) -> str:
+    h = hashlib.sha1(repr((name, arg_types, target)).encode()).hexdigest()[:12]
+    clean = "".join(ch if ch.isalnum() else "_" for ch in name)
+    return f"tsk_{clean}_{h}"
+
+
+class _Arg:
+    """One launch argument after conversion: its type, the tessel array (or scalar) and what to
+    do after the launch (copy a NumPy array back)."""
+    __slots__ = ("type", "array", "value", "copy_back")
+
+    def __init__(self, type_, array=None, value=None, copy_back=None):
+        self.type = type_
+        self.array = array
+        self.value = value
+        self.copy_back = copy_back
+
+
+def _scalar_arg(v):
+    if isinstance(v, (bool, np.bool_)):
+        return _Arg(Scalar("bool"), value=bool(v))
+    if isinstance(v, int):
+        return _Arg(Scalar("int64"), value=v)
+    if isinstance(v, float):
+        return _Arg(Scalar("float64"), value=v)
+    if isinstance(v, complex):
+        return _Arg(Scalar("complex128"), value=v)
+    if isinstance(v, np.generic):
+        return _Arg(scalar_from_dtype(v.dtype), value=v)
+    return None
+
+
+def _array_type(a) -> ArrayT:
+    t = scalar_from_dtype(a.dtype)
+    return ArrayT(t, a.ndim, "C" if a.is_contiguous() else "A")
+
+
+class Kernel:
+    """A Python function compiled into a kernel (``@tessel.jit``).
+
+    ``k[grid, block](*args)``, ``k[grid, block, stream]``, ``k[grid, block, stream, shared_bytes]``;
+    ``k.forall(n)(*args)`` picks the launch shape for n threads. Each argument-type signature is
+    compiled once per backend (and cached on disk)."""
+
+    def __init__(self, py_func, options):
+        self.py_func = py_func
+        self.options = dict(options)
+        self._specs: Dict[Any, _Specialization] = {}
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, py_func)
+
+    # ---- launch configuration -------------------------------------------------------------------
+    def __getitem__(self, config):
+        if not isinstance(config, tuple):
+            config = (config,)
+        if not 2 <= len(config) <= 4:
+            raise ValueError(f"kernel '{self.__name__}': launch with kernel[grid, block], "
+                             f"[grid, block, stream] or [grid, block, stream, shared_bytes]; got {len(config)} values")
+        grid = _dim3(config[0], "grid", self.__name__)
+        block = _dim3(config[1], "block", self.__name__)
+        stream = config[2] if len(config) > 2 else None
+        shared = config[3] if len(config) > 3 else 0
+        if not isinstance(shared, (int, np.integer)) or shared < 0:
+            raise ValueError(f"kernel '{self.__name__}': shared_bytes must be a non-negative int, got {shared!r}")
+        return _Configured(self, grid, block, stream, int(shared))
+
+    def forall(self, ntasks, tpb=0, stream=None, sharedmem=0):
+        if not isinstance(ntasks, (int, np.integer)) or ntasks < 0:
+            raise ValueError(f"kernel '{self.__name__}': forall(n) needs a non-negative int, got {ntasks!r}")
+        block = int(tpb) if tpb else 256
+        grid = max(1, (int(ntasks) + block - 1) // block)
+        return _Configured(self, (grid, 1, 1), (block, 1, 1), stream, int(sharedmem))
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"kernel '{self.__name__}' needs a launch configuration: "
+                        f"{self.__name__}[blocks, threads](...)")
+
+    # ---- compilation ---------------------------------------------------------------------------------
+    def _convert_args(self, args, device_hint=None):
+        ts = _tessel()
+        converted = []
+        device = None
+        for i, a in enumerate(args):
+            s = _scalar_arg(a)
+            if s is not None:
+                converted.append(s)
+                continue
+            inner = getattr(a, "__tessel_array__", None)
+            if inner is not None:
+                a = inner
+            if isinstance(a, ts.Array):
+                converted.append(_Arg(_array_type(a), array=a))
+            elif isinstance(a, np.ndarray):
+                converted.append(_Arg(None, value=a))   # placed once the device is known
+                continue
+            elif hasattr(a, "__cuda_array_interface__") or hasattr(a, "__dlpack__"):
+                try:
+                    arr = ts.from_dlpack(a) if hasattr(a, "__dlpack__") else ts.asarray(a)
+                except Exception as e:  # noqa: BLE001 - reported with the kernel's name
+                    raise TypeError(f"kernel '{self.__name__}': argument {i} ({type(a).__name__}) could not be "
+                                    f"viewed as an array: {e}") from None
+                converted.append(_Arg(_array_type(arr), array=arr))
+            else:
+                raise TypeError(f"kernel '{self.__name__}': argument {i} has type {type(a).__name__}; kernels take "
+                                "arrays (tessel, NumPy, CuPy, PyTorch...) and numbers")
+            dev = converted[-1].array.device
+            if device is None:
+                device = dev
+            elif dev != device:
+                raise ValueError(f"kernel '{self.__name__}': argument {i} is on {dev} but earlier array arguments "
+                                 f"are on {device}")
+        if device is None:
+            device = device_hint if device_hint is not None else ts.default_device()
+        for i, c in enumerate(converted):
+            if c.type is None:  # a NumPy array: to the device, and back after the kernel
+                host = c.value
+                if host.dtype.kind not in "biufc":
+                    raise TypeError(f"kernel '{self.__name__}': argument {i} has dtype {host.dtype}")
+                arr = ts.asarray(host, device=device)
+                if device.type == "cpu" and False:
+                    pass
+                c.array = arr
+                c.type = _array_type(arr)
+                if host.flags.writeable:
+                    c.copy_back = host
+                c.value = None
+        return converted, device
+
+    def _specialization(self, arg_types, device):
+        target = "cuda" if device.type == "cuda" else "cpu"
+        key = (arg_types, target)
+        spec = self._specs.get(key)
+        if spec is not None:
+            return spec
+        with self._lock:
+            spec = self._specs.get(key)
+            if spec is not None:
+                return spec
+            symbol = _symbol_for(self.py_func.__qualname__, arg_types, target)
+            opts = self._compile_options()
+            source, info = _compiler.generate(self.py_func, list(arg_types), target, opts, symbol)
+            spec = _Specialization(arg_types, target, source, symbol, info)
+            ts = _tessel()
+            if target == "cuda":
+                nvrtc = ["-lineinfo"] if opts.get("lineinfo") else []
+                if opts.get("fastmath"):
+                    nvrtc.append("--use_fast_math")
+                if opts.get("max_registers"):
+                    nvrtc.append(f"--maxrregcount={int(opts['max_registers'])}")
+                spec.raw = ts.RawKernel(source, symbol, tuple(nvrtc))
+            else:
+                from .. import _tessel as core
+                flags = ["-ffast-math"] if opts.get("fastmath") else []
+                spec.host = core._get_host_kernel(source, symbol, flags)
+            self._specs[key] = spec
+            return spec
+
+    def _compile_options(self):
+        opts = dict(self.options)
+        if opts.get("debug") is None:
+            opts["debug"] = _env_debug()
+        return opts
+
+    def source(self, *args, target=None):
+        """The generated C++ for these arguments (``target``: "cuda" or "cpu"; default: where the
+        arguments are)."""
+        converted, device = self._convert_args(args)
+        tgt = target or ("cuda" if device.type == "cuda" else "cpu")
+        types = tuple(c.type for c in converted)
+        return _compiler.generate(self.py_func, list(types), tgt, self._compile_options(),
+                                  _symbol_for(self.py_func.__qualname__, types, tgt))[0]
+
+    def inspect_types(self):
+        """The compiled signatures: one tuple of argument types per specialization."""
+        return [tuple(str(t) for t in k[0]) + (k[1],) for k in self._specs]
+
+    @property
+    def signatures(self):
+        return [k[0] for k in self._specs]
+
+    def _launch(self, grid, block, stream, shared, args):
+        ts = _tessel()
+        converted, device = self._convert_args(args)
+        arg_types = tuple(c.type for c in converted)
+        spec = self._specialization(arg_types, device)
+        nthreads = block[0] * block[1] * block[2]
+        if spec.target == "cuda":
+            self._launch_cuda(spec, grid, block, stream, shared, converted, device)
+        else:
+            if nthreads > 1024:
+                raise ValueError(f"kernel '{self.__name__}': block {block} has {nthreads} threads; the most is 1024")
+            params = []
+            for c in converted:
+                params += _pack_host(c)
+            try:
+                spec.host.launch(grid, block, shared, params)
+            except Exception as e:  # noqa: BLE001
+                raise self._debug_error(e, spec) from None
+        for c in converted:
+            if c.copy_back is not None:
+                np.copyto(c.copy_back, c.array.numpy() if hasattr(c.array, "numpy") else np.asarray(c.array))
+
+    def _launch_cuda(self, spec, grid, block, stream, shared, converted, device):
+        ts = _tessel()
+        flat = []
+        for c in converted:
+            if c.array is not None:
+                flat.append(c.array)
+                item = c.array.itemsize
+                flat += [np.int64(s) for s in c.array.shape]
+                for st in c.array.strides:
+                    if st % item:
+                        raise ValueError(f"kernel '{self.__name__}': an array's strides {c.array.strides} are not "
+                                         f"multiples of its item size {item}")
+                flat += [np.int64(st // item) for st in c.array.strides]
+            else:
+                flat.append(_numpy_scalar(c.value, c.type))
+        record = None
+        if spec.info.get("debug_record") or self._compile_options().get("debug"):
+            record = ts.zeros(16, dtype=ts.int64, device=device)
+            flat.append(record)
+        kwargs = {"shared_mem": shared}
+        if stream is not None and stream != 0:
+            kwargs["stream"] = _as_stream(stream)
+        spec.raw(grid, block, tuple(flat), **kwargs)
+        if record is not None:
+            r = record.numpy()
+            if r[0] & 0xffffffff:
+                raise self._index_error_from_record(r.tobytes(), spec)
+
+    def _debug_error(self, e, spec):
+        msg = str(e)
+        if isinstance(e, IndexError) or type(e).__name__ == "IndexError":
+            return e
+        return e
+
+    def _index_error_from_record(self, raw: bytes, spec):
+        a = np.frombuffer(raw[:64], dtype=np.int32, count=4)
+        rest = np.frombuffer(raw[16:16 + 8 * 8], dtype=np.int64)
+        line, array, dim = int(a[1]), int(a[2]), int(a[3])
+        index, extent = int(rest[0]), int(rest[1])
+        thread, blk = tuple(int(x) for x in rest[2:5]), tuple(int(x) for x in rest[5:8])
+        names = spec.info.get("array_names", [])
+        name = names[array] if 0 <= array < len(names) else "?"
+        return IndexError(f"kernel '{self.__name__}' ({self._filename()}:{line}): index {index} is out of bounds "
+                          f"for axis {dim} with size {extent} of array '{name}', in thread {thread} of block {blk}")
+
+    def _filename(self):
+        import inspect
+        try:
+            return inspect.getsourcefile(self.py_func)
+        except TypeError:
+            return "<unknown>"
+
+    def __repr__(self):
+        return f"<tessel kernel {self.py_func.__qualname__}>"
+
+
+def _numpy_scalar(v, t: Scalar):
+    name = "float32" if t.name == "bfloat16" else t.name
+    return np.dtype(name).type(v)
+
+
+def _pack_host(c: _Arg):
+    """The packed bytes of one argument for the CPU entry (data, shape..., strides... / value)."""
+    if c.array is not None:
+        a = c.array
+        item = a.itemsize
+        out = [np.uint64(a.data_ptr).tobytes() if not callable(a.data_ptr) else np.uint64(a.data_ptr()).tobytes()]
+        out += [np.int64(s).tobytes() for s in a.shape]
+        for st in a.strides:
+            if st % item:
+                raise ValueError(f"an array's strides {a.strides} are not multiples of its item size {item}")
+        out += [np.int64(st // item).tobytes() for st in a.strides]
+        return out
+    t = c.type
+    if t.name == "bfloat16":
+        raise TypeError("bfloat16 scalar arguments are not supported; pass a float")
+    return [np.dtype(t.name).type(c.value).tobytes()]
+
+
+def _as_stream(stream):
+    ts = _tessel()
+    if isinstance(stream, ts.Stream):
+        return stream
+    inner = getattr(stream, "__tessel_stream__", None)
+    if inner is not None:
+        return inner
+    return stream
+
+
+def _dim3(v, what, name) -> Tuple[int, int, int]:
+    if isinstance(v, (int, np.integer)):
+        dims = [int(v)]
+    elif isinstance(v, (tuple, list)) and 1 <= len(v) <= 3 and all(isinstance(x, (int, np.integer)) for x in v):
+        dims = [int(x) for x in v]
+    elif hasattr(v, "x") and hasattr(v, "y"):
+        dims = [int(v.x), int(v.y), int(getattr(v, "z", 1))]
+    else:
+        raise ValueError(f"kernel '{name}': {what} must be an int or a tuple of 1 to 3 ints, got {v!r}")
+    if any(d <= 0 for d in dims):
+        raise ValueError(f"kernel '{name}': {what} {tuple(dims)} has a zero or negative size")
+    dims += [1] * (3 - len(dims))
+    if what == "block":
+        n = dims[0] * dims[1] * dims[2]
+        if n > 1024 or dims[2] > 64:
+            raise ValueError(f"kernel '{name}': block {tuple(dims)} has {n} threads; the most is 1024 "
+                             "(and 64 along z)")
+    else:
+        if dims[0] >= 2**31 or dims[1] > 65535 or dims[2] > 65535:
+            raise ValueError(f"kernel '{name}': grid {tuple(dims)} exceeds (2^31-1, 65535, 65535)")
+    return tuple(dims)
+
+
+class _Configured:
+    __slots__ = ("kernel", "grid", "block", "stream", "shared")
+
+    def __init__(self, kernel, grid, block, stream, shared):
+        self.kernel = kernel
+        self.grid = grid
+        self.block = block
+        self.stream = stream
+        self.shared = shared
+
+    def __call__(self, *args):
+        self.kernel._launch(self.grid, self.block, self.stream, self.shared, args)
+
+
+def jit(func=None, *, device=False, inline=False, fastmath=False, debug=None, lineinfo=False, cache=True,
+        max_registers=None, opt=True, **unknown):
+    """Compiles a Python function into a kernel (or, with ``device=True``, a device function).
+
+    No type annotations: the types come from the arguments of each launch, and each new
+    combination compiles once."""
+    if unknown:
+        raise TypeError(f"tessel.jit: unknown option(s) {', '.join(sorted(unknown))}")
+    options = dict(fastmath=fastmath, debug=debug, lineinfo=lineinfo, cache=cache, max_registers=max_registers,
+                   inline=inline, opt=opt)
+
+    def wrap(f):
+        if not callable(f):
+            raise TypeError(f"tessel.jit decorates a function, got {f!r}")
+        if device:
+            return DeviceFunction(f, options)
+        return Kernel(f, options)
+
+    if func is not None:
+        return wrap(func)
+    return wrap

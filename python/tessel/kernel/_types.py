@@ -1,0 +1,191 @@
+"""Types of the kernel language: scalars (tessel's dtypes), arrays, tuples, and NumPy's promotion."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+
+# dtype name -> (C++ type in runtime.h, itemsize, kind); kind: b bool, i signed, u unsigned,
+# f float, c complex.
+SCALARS = {
+    "bool": ("bool", 1, "b"),
+    "int8": ("ts::i8", 1, "i"),
+    "int16": ("ts::i16", 2, "i"),
+    "int32": ("ts::i32", 4, "i"),
+    "int64": ("ts::i64", 8, "i"),
+    "uint8": ("ts::u8", 1, "u"),
+    "uint16": ("ts::u16", 2, "u"),
+    "uint32": ("ts::u32", 4, "u"),
+    "uint64": ("ts::u64", 8, "u"),
+    "float16": ("ts::f16", 2, "f"),
+    "bfloat16": ("ts::bf16", 2, "f"),
+    "float32": ("float", 4, "f"),
+    "float64": ("double", 8, "f"),
+    "complex64": ("ts::c64", 8, "c"),
+    "complex128": ("ts::c128", 16, "c"),
+}
+
+
+@dataclass(frozen=True)
+class Scalar:
+    name: str            # a key of SCALARS
+    weak: bool = False   # a Python literal (NEP 50: takes the other operand's precision)
+
+    @property
+    def ctype(self) -> str:
+        return SCALARS[self.name][0]
+
+    @property
+    def kind(self) -> str:
+        return SCALARS[self.name][2]
+
+    @property
+    def itemsize(self) -> int:
+        return SCALARS[self.name][1]
+
+    def strong(self) -> "Scalar":
+        return Scalar(self.name) if self.weak else self
+
+    def __str__(self) -> str:
+        return self.name + (" (Python literal)" if self.weak else "")
+
+
+@dataclass(frozen=True)
+class ArrayT:
+    dtype: Scalar
+    ndim: int
+    layout: str = "A"                  # "C": C-contiguous, "A": any strides
+    space: str = "global"              # global, shared, local, const
+    static_shape: Optional[Tuple[int, ...]] = None   # shared/local/const arrays: a C pointer
+
+    @property
+    def is_static(self) -> bool:
+        return self.static_shape is not None
+
+    @property
+    def ctype(self) -> str:
+        if self.is_static:
+            return f"{self.dtype.ctype}*"
+        return f"ts::Arr<{self.dtype.ctype}, {self.ndim}>"
+
+    def __str__(self) -> str:
+        if self.is_static:
+            return f"{self.space} array({self.dtype.name}, shape={self.static_shape})"
+        return f"array({self.dtype.name}, {self.ndim}d, {self.layout})"
+
+
+@dataclass(frozen=True)
+class TupleT:
+    items: Tuple
+
+    def __str__(self) -> str:
+        return "tuple(" + ", ".join(str(t) for t in self.items) + ")"
+
+
+@dataclass(frozen=True)
+class NoneT:
+    def __str__(self) -> str:
+        return "none"
+
+
+BOOL = Scalar("bool")
+INT32 = Scalar("int32")
+INT64 = Scalar("int64")
+UINT32 = Scalar("uint32")
+UINT64 = Scalar("uint64")
+FLOAT32 = Scalar("float32")
+FLOAT64 = Scalar("float64")
+COMPLEX128 = Scalar("complex128")
+WEAK_INT = Scalar("int64", weak=True)
+WEAK_FLOAT = Scalar("float64", weak=True)
+WEAK_COMPLEX = Scalar("complex128", weak=True)
+WEAK_BOOL = Scalar("bool", weak=True)
+
+_NP = {n: np.dtype(n) for n in SCALARS if n != "bfloat16"}
+_WEAK_VALUE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
+
+
+def scalar_from_dtype(dtype) -> Scalar:
+    """A Scalar for a NumPy/tessel dtype, dtype name or scalar type."""
+    name = getattr(dtype, "name", None)
+    if name is None or not isinstance(name, str):
+        name = getattr(dtype, "__name__", None) if isinstance(dtype, type) else None
+        if name is None:
+            name = str(dtype)
+    name = {"bool_": "bool", "float": "float64", "int": "int64", "complex": "complex128"}.get(name, name)
+    if name not in SCALARS:
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            raise TypeError(f"{dtype!r} is not a dtype tessel kernels support") from None
+    if name not in SCALARS:
+        raise TypeError(f"dtype {name} is not supported in tessel kernels")
+    return Scalar(name)
+
+
+def _np_operand(t: Scalar):
+    if t.weak:
+        return _WEAK_VALUE[t.kind]
+    return _NP["float16" if t.name == "bfloat16" else t.name]
+
+
+def promote(*types: Scalar) -> Scalar:
+    """NumPy 2's result_type (NEP 50: Python literals are weak), with bfloat16."""
+    types = list(types)
+    if len(types) == 1:
+        return types[0]
+    if all(t.weak for t in types):
+        # Two literals: the higher kind's Python type.
+        order = "buifc"
+        k = max((t.kind for t in types), key=order.index)
+        return {"b": WEAK_BOOL, "i": WEAK_INT, "u": WEAK_INT, "f": WEAK_FLOAT, "c": WEAK_COMPLEX}[k]
+    has_bf16 = any(t.name == "bfloat16" and not t.weak for t in types)
+    r = np.result_type(*[_np_operand(t) for t in types])
+    name = r.name
+    if has_bf16:
+        strong = [t for t in types if not t.weak]
+        if name == "float16":
+            # float16 with bfloat16 -> float32; otherwise the bfloat16 wins.
+            name = "float32" if any(t.name == "float16" for t in strong) else "bfloat16"
+    return Scalar(name)
+
+
+def true_divide_type(a: Scalar, b: Scalar) -> Scalar:
+    r = promote(a, b)
+    if r.kind in "biu":
+        return FLOAT64
+    return r.strong() if not (a.weak and b.weak) else FLOAT64
+
+
+def float_type_of(t: Scalar) -> Scalar:
+    """The float type math functions compute in for an argument of type t (ints -> float64)."""
+    if t.kind in "biu":
+        return FLOAT64
+    if t.kind == "c":
+        return t.strong()
+    return t.strong()
+
+
+def can_store(value: Scalar, target: Scalar) -> bool:
+    """Implicit conversion on a store into an array element or typed variable: within a kind or
+    upward (int into float, float into complex), never float into int or complex into real."""
+    order = "buifc"
+    vk, tk = value.kind, target.kind
+    if vk == "u":
+        vk = "i"
+    if tk == "u":
+        tk = "i"
+    return order.index(vk) <= order.index(tk)
+
+
+def is_int(t) -> bool:
+    return isinstance(t, Scalar) and t.kind in "iu"
+
+
+def is_intlike(t) -> bool:
+    return isinstance(t, Scalar) and t.kind in "biu"
+
+
+def is_signed_index(t: Scalar) -> bool:
+    return t.kind in "ib"
