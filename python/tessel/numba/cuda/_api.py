@@ -12,7 +12,7 @@ from tessel import _tessel
 from . import _devices, _streams
 from ._devices import CudaSupportError, MemoryInfo, target_device
 from ._streams import Event, Stream, event_elapsed_time, on_stream
-from .devicearray import DeviceNDArray, DeviceNDArrayBase, _record_storage, storage_of
+from .devicearray import DeviceNDArray, DeviceNDArrayBase, _c_order, _record_storage, storage_of
 
 __all__ = [
     "to_device", "device_array", "device_array_like", "pinned_array", "pinned_array_like", "mapped_array",
@@ -77,7 +77,7 @@ def _empty(shape, dtype, order, strides, device):
             inverse = [perm.index(i) for i in range(len(shape))]
             return base.transpose(*inverse), None
     if order == "F":
-        return ts.empty(tuple(reversed(shape)), dtype=name, device=device).T, None
+        return ts.empty(tuple(reversed(shape)), dtype=name, device=device).transpose(), None
     if order != "C":
         raise ValueError(f"order must be 'C' or 'F', got {order!r}")
     return ts.empty(shape, dtype=name, device=device), None
@@ -154,16 +154,16 @@ def to_device(obj, stream=0, copy=True, to=None):
         return device_array_like(host, stream=stream)
     if dtype.names is not None:
         storage, count = _record_storage(dtype)
-        flat = np.ascontiguousarray(host).view(storage).reshape(host.shape + (count,))
+        flat = _c_order(host).view(storage).reshape(host.shape + (count,))
         with on_stream(stream, device):
             inner = ts.asarray(flat, device=device, copy=True)
         return DeviceNDArray(_array=inner, _record=dtype, stream=stream)
     fortran = host.ndim > 1 and host.flags.f_contiguous and not host.flags.c_contiguous
-    source = host.T if fortran else np.ascontiguousarray(host)
+    source = host.T if fortran else _c_order(host)
     with on_stream(stream, device):
         inner = ts.asarray(source, device=device, copy=True)
     if fortran:
-        inner = inner.T
+        inner = inner.transpose()
     if not stream:
         inner.wait()  # Numba's copy without a stream is synchronous
     return DeviceNDArray(_array=inner, stream=stream)

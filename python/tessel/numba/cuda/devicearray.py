@@ -28,6 +28,11 @@ __all__ = ["DeviceNDArray", "DeviceNDArrayBase", "DeviceRecord", "is_cuda_ndarra
            "from_record_like", "auto_device", "storage_of"]
 
 
+def _c_order(host):
+    """host as a C-contiguous NumPy array (0-d stays 0-d, unlike np.ascontiguousarray)."""
+    return host if host.flags.c_contiguous else host.copy(order="C")
+
+
 def _record_storage(dtype):
     """(storage dtype, count) for a structured dtype: one field type without padding, else bytes."""
     fields = [dtype.fields[name] for name in dtype.names]
@@ -228,7 +233,7 @@ class DeviceNDArrayBase:
         inner = self.__tessel_array__
         storage = np.dtype(_tessel_dtype_name(inner.dtype))
         fortran = self._record is None and self.ndim > 1 and self.is_f_contiguous() and not self.is_c_contiguous()
-        source = inner.T if fortran else inner
+        source = inner.transpose() if fortran else inner
         host = np.empty(tuple(source.shape), dtype=storage)
         if host.size:
             _tessel._copy_to_host(source, host.ctypes.data)
@@ -252,9 +257,9 @@ class DeviceNDArrayBase:
             _check_compatible(self, host, "copy_to_device")
             if self._record is not None:
                 storage = np.dtype(_tessel_dtype_name(inner.dtype))
-                host = np.ascontiguousarray(host).view(storage).reshape(tuple(inner.shape))
+                host = _c_order(host).view(storage).reshape(tuple(inner.shape))
             with _streams.on_stream(stream, inner.device):
-                ts.copyto(inner, ts.asarray(np.ascontiguousarray(host), device="cpu"))
+                ts.copyto(inner, ts.asarray(_c_order(host), device="cpu"))
             return
         if getattr(ary, "size", 1) == 0:
             return
@@ -313,7 +318,7 @@ class DeviceNDArrayBase:
         if axes is not None and sorted(axes) != list(range(self.ndim)):
             raise ValueError(f"invalid axes list {axes!r}")
         inner = self.__tessel_array__
-        moved = inner.transpose(*axes) if axes is not None else inner.T
+        moved = inner.transpose(*axes) if axes is not None else inner.transpose()
         return self._wrap(moved.copy())
 
     def view(self, dtype):
@@ -364,7 +369,7 @@ class DeviceNDArrayBase:
             if order == "C":
                 result = ts.reshape(inner, newshape, copy=False)
             else:
-                result = ts.reshape(inner.T, tuple(reversed(newshape)), copy=False).T
+                result = ts.reshape(inner.transpose(), tuple(reversed(newshape)), copy=False).transpose()
         except (ValueError, ts.TesselError):
             raise NotImplementedError("operation requires copying") from None
         return self._wrap(result)
@@ -440,11 +445,11 @@ class DeviceNDArrayBase:
             if source is None:
                 host = np.asarray(value, dtype=self._record)
                 storage = np.dtype(_tessel_dtype_name(inner.dtype))
-                source = ts.asarray(np.ascontiguousarray(host).view(storage).reshape(host.shape + (-1,)), device="cpu")
+                source = ts.asarray(_c_order(host).view(storage).reshape(host.shape + (-1,)), device="cpu")
         elif source is None:
             host = np.asarray(value)
             if host.ndim:
-                source = ts.asarray(np.ascontiguousarray(host), device="cpu")
+                source = ts.asarray(_c_order(host), device="cpu")
             else:
                 source = value if not isinstance(value, np.generic) else value.item()
         with _streams.on_stream(stream, inner.device):

@@ -1,0 +1,524 @@
+"""tessel.numba's host API: Numba's types, device arrays, streams, events, devices, the errors for
+what is not provided, and cuda.random's generator against a pure-Python reference of Numba's.
+
+The kernel side (cuda.jit and the intrinsics) is tested with the kernel compiler. Every test
+that takes `backend` runs with the CPU backend selected and, where there is a GPU, with CUDA."""
+import asyncio
+import io
+import contextlib
+import threading
+
+import numpy as np
+import pytest
+
+import tessel as ts
+import tessel.numba as numba
+from tessel.numba import cuda
+from tessel.numba.cuda import random as curandom
+
+from conftest import GPU, unavailable_reason
+
+
+@pytest.fixture(params=["cpu", "cuda"])
+def backend(request):
+    if request.param == "cuda":
+        reason = unavailable_reason(GPU)
+        if reason:
+            pytest.skip(reason)
+        cuda.select_device(GPU)
+    else:
+        cuda.select_device("cpu")
+    yield request.param
+    cuda.close()  # also forgets the selection
+
+
+# ---------------------------------------------------------------- types
+def test_scalar_types_have_dtypes_and_cast():
+    assert numba.float32.dtype == np.dtype("float32") and numba.float32.tessel_dtype == ts.float32
+    assert numba.boolean is numba.bool_ and numba.boolean.dtype == np.dtype(bool)
+    assert numba.intp is numba.int64 and numba.uintp is numba.uint64
+    assert numba.float64(1.5) == np.float64(1.5) and type(numba.float32(1)) is np.float32
+    assert numba.int8(300) == np.int8(44) and numba.uint32(-1) == np.uint32(2**32 - 1)
+    assert numba.int32(-3.7) == -3 and type(numba.int32(-3.7)) is np.int32
+    assert numba.complex64(1 + 2j) == np.complex64(1 + 2j)
+    assert numba.float16(ts.asarray(2.0, device="cpu")) == np.float16(2.0)
+
+
+def test_array_types_and_signatures():
+    assert numba.float32[:] == numba.types.Array(numba.float32, 1, "A")
+    assert numba.float32[::1].layout == "C" and numba.float32[:, ::1].layout == "C"
+    assert numba.float32[::1, :].layout == "F" and numba.int64[:, :, :].ndim == 3
+    assert numba.float32[:, ::1].dtype is numba.float32 and str(numba.float32[:, ::1]) == "array(float32, 2d, C)"
+    with pytest.raises(TypeError):
+        numba.float32[:3]
+    sig = numba.void(numba.float32[:], numba.float64)
+    assert sig.return_type is numba.void and sig.args == (numba.float32[:], numba.float64)
+    assert numba.types.parse_signature(sig) == (numba.void, [numba.float32[:], numba.float64])
+    assert numba.parse_signature("void(float32[:], float32[:])") == (numba.void, [numba.float32[:]] * 2)
+    assert numba.parse_signature("float32(f4, int32)") == (numba.float32, [numba.float32, numba.int32])
+    assert numba.parse_signature("(float64[:, ::1], int64)") == (None, [numba.float64[:, ::1], numba.int64])
+    assert numba.parse_signature("void(types.uint64[::1, :])") == (numba.void, [numba.uint64[::1, :]])
+    assert numba.parse_signature((numba.int32, "float32[:]")) == (None, [numba.int32, numba.float32[:]])
+    with pytest.raises(TypeError, match="unknown type 'floot32'"):
+        numba.parse_signature("void(floot32[:])")
+    with pytest.raises(TypeError):
+        numba.parse_signature("void(__import__('os'))")
+
+
+def test_from_dtype_typeof_and_aliases():
+    assert numba.from_dtype(np.dtype("int16")) is numba.int16 and numba.from_dtype(ts.float64) is numba.float64
+    assert numba.typeof(np.zeros((2, 3), np.float32)) == numba.float32[:, ::1]
+    assert numba.typeof(np.zeros((2, 3)).T) == numba.float64[::1, :]
+    assert numba.typeof(np.zeros((4, 4))[:, ::2]) == numba.float64[:, :]
+    assert numba.typeof(cuda.to_device(np.zeros(3, np.int32))) == numba.int32[::1]
+    assert numba.typeof(2.0) is numba.float64 and numba.typeof(True) is numba.boolean
+    assert cuda.types is numba.types and cuda.float32 is numba.float32
+    with pytest.raises(NotImplementedError, match="from_dtype"):
+        numba.from_dtype(curandom.xoroshiro128p_dtype)
+
+
+# ---------------------------------------------------------------- device arrays
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int32", "uint64", "float16", "float32", "float64",
+                                   "complex64", "complex128"])
+def test_to_device_round_trip(backend, dtype):
+    host = (np.arange(24) % 7).astype(dtype).reshape(2, 3, 4)
+    d = cuda.to_device(host)
+    assert isinstance(d, cuda.devicearray.DeviceNDArray)
+    assert d.__tessel_array__.device.type == backend
+    assert (d.shape, d.dtype, d.size, d.ndim) == (host.shape, host.dtype, host.size, host.ndim)
+    assert (d.strides, d.nbytes, d.itemsize, len(d)) == (host.strides, host.nbytes, host.itemsize, 2)
+    back = d.copy_to_host()
+    assert back.dtype == host.dtype and np.array_equal(back, host)
+    host[0, 0, 0] = 1
+    assert d[0, 0, 0] == 0  # to_device copied (also on the CPU backend)
+
+
+def test_empty_and_zero_d_arrays(backend):
+    e = cuda.to_device(np.zeros((0, 3), np.float32))
+    assert e.shape == (0, 3) and e.copy_to_host().shape == (0, 3)
+    z = cuda.to_device(np.array(2.5))
+    assert z.shape == () and z.copy_to_host()[()] == 2.5 and z[()] == 2.5
+
+
+def test_layouts(backend):
+    host = np.arange(12.0).reshape(3, 4)
+    f = cuda.to_device(np.asfortranarray(host))
+    assert f.is_f_contiguous() and not f.is_c_contiguous() and f.strides == (8, 24)
+    assert f.copy_to_host().flags.f_contiguous and np.array_equal(f.copy_to_host(), host)
+    assert cuda.device_array((2, 3), order="F").strides == (8, 16)
+    assert cuda.device_array((2, 3), dtype=np.int32).strides == (12, 4)
+    assert cuda.device_array(5, dtype=numba.float32).dtype == np.float32
+    permuted = np.zeros((3, 4, 5)).transpose(1, 0, 2)
+    like = cuda.device_array_like(permuted)
+    assert like.shape == permuted.shape and like.strides == permuted.strides
+    assert cuda.device_array((2, 3), strides=(8, 16)).is_f_contiguous()
+    with pytest.raises(NotImplementedError, match="strides"):
+        cuda.device_array((2, 3), strides=(8, 8))
+
+
+def test_copy_to_host_into_given_arrays(backend):
+    host = np.arange(12, dtype=np.int64).reshape(3, 4)
+    d = cuda.to_device(host)
+    out = np.zeros((3, 4), dtype=np.int64)
+    assert d.copy_to_host(out) is out and np.array_equal(out, host)
+    fortran = np.zeros((3, 4), dtype=np.int64, order="F")
+    assert d.copy_to_host(fortran) is fortran and np.array_equal(fortran, host)
+    s = cuda.stream()
+    out2 = cuda.pinned_array((3, 4), dtype=np.int64)
+    d.copy_to_host(out2, stream=s)
+    s.synchronize()
+    assert np.array_equal(out2, host)
+    with pytest.raises(TypeError, match="incompatible dtype"):
+        d.copy_to_host(np.zeros((3, 4), np.float64))
+    with pytest.raises(ValueError, match="incompatible shape"):
+        d.copy_to_host(np.zeros((4, 3), np.int64))
+    assert np.array_equal(d[1:].copy_to_host(out[1:]), host[1:])
+
+
+def test_copy_to_device(backend):
+    d = cuda.device_array((2, 3), dtype=np.float32)
+    d.copy_to_device(np.ones((2, 3), np.float32))
+    assert np.array_equal(d.copy_to_host(), np.ones((2, 3)))
+    other = cuda.to_device(np.full((2, 3), 7, np.float32))
+    d.copy_to_device(other, stream=cuda.stream())
+    cuda.synchronize()
+    assert np.array_equal(d.copy_to_host(), np.full((2, 3), 7))
+    cuda.to_device(np.arange(6, dtype=np.float32).reshape(2, 3), to=d)
+    assert d[1, 2] == 5
+    with pytest.raises(ValueError, match="incompatible shape"):
+        d.copy_to_device(np.zeros(5, np.float32))
+    with pytest.raises(TypeError, match="incompatible dtype"):
+        d.copy_to_device(np.zeros((2, 3), np.float64))
+    blank = cuda.to_device(np.arange(3.0), copy=False)
+    assert blank.shape == (3,) and blank.dtype == np.float64
+
+
+def test_indexing_and_views(backend):
+    host = np.arange(20, dtype=np.float32).reshape(4, 5)
+    d = cuda.to_device(host)
+    item = d[2, 3]
+    assert item == 13 and type(item) is np.float32
+    assert d[-1, -1] == 19
+    with pytest.raises(IndexError):
+        d[4, 0]
+    row = d[1]
+    assert isinstance(row, cuda.devicearray.DeviceNDArray) and row.shape == (5,)
+    col = d[:, 2]
+    assert col.strides == (20,) and np.array_equal(col.copy_to_host(), host[:, 2])
+    view = d[1:3, ::2]
+    assert np.array_equal(view.copy_to_host(), host[1:3, ::2])
+    view[0, 0] = -1  # a view: writes land in d
+    assert d[1, 0] == -1
+    d[0] = 100
+    d[3, :] = np.arange(5)
+    d[2, 1:3] = cuda.to_device(np.array([7, 8], np.float32))
+    expect = host.copy()
+    expect[1, 0], expect[0], expect[3, :], expect[2, 1:3] = -1, 100, np.arange(5), [7, 8]
+    assert np.array_equal(d.copy_to_host(), expect)
+    d.setitem((0, 0), 5, stream=cuda.stream())
+    assert d.getitem((0, 0)) == 5
+    assert [float(v) for v in cuda.to_device(np.arange(3.0))] == [0.0, 1.0, 2.0]
+
+
+def test_reshape_ravel_split_transpose_view_squeeze(backend):
+    host = np.arange(12, dtype=np.int32).reshape(3, 4)
+    d = cuda.to_device(host)
+    r = d.reshape(4, 3)
+    assert r.shape == (4, 3) and r.__tessel_array__.data_ptr == d.__tessel_array__.data_ptr
+    assert d.reshape((2, -1)).shape == (2, 6) and d.ravel().shape == (12,)
+    with pytest.raises(NotImplementedError, match="requires copying"):
+        d[:, :3].reshape(9)
+    with pytest.raises(NotImplementedError, match="requires copying"):
+        d[:, :3].ravel()
+    with pytest.raises(ValueError):
+        d.reshape(5)
+    f = cuda.to_device(np.asfortranarray(host))
+    assert np.array_equal(f.reshape((2, 6), order="F").copy_to_host(), host.reshape((2, 6), order="F"))
+    assert np.array_equal(f.ravel(order="F").copy_to_host(), host.ravel(order="F"))
+    parts = list(cuda.to_device(np.arange(10)).split(4))
+    assert [p.copy_to_host().tolist() for p in parts] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    t = d.T
+    assert t.shape == (4, 3) and t.is_c_contiguous() and np.array_equal(t.copy_to_host(), host.T)
+    assert np.array_equal(d.transpose((1, 0)).copy_to_host(), host.T)
+    as_bytes = d.view(np.uint8)
+    assert as_bytes.shape == (3, 16) and np.array_equal(as_bytes.copy_to_host(), host.view(np.uint8))
+    as_float = d.view(np.float32)
+    assert np.array_equal(as_float.copy_to_host(), host.view(np.float32))
+    assert d[None, 1:2].squeeze().shape == (4,) and d[1:2].squeeze(0).shape == (4,)
+    assert d.flags["C_CONTIGUOUS"] and not d.flags["F_CONTIGUOUS"]
+
+
+def test_array_protocols_and_tessel_conversion(backend):
+    host = np.arange(6.0)
+    d = cuda.to_device(host)
+    copy = np.asarray(d)
+    copy[0] = 99  # __array__ copies, as Numba
+    assert d[0] == 0
+    x = ts.asarray(d)  # no copy
+    assert isinstance(x, ts.Array) and x.data_ptr == d.__tessel_array__.data_ptr
+    x[1] = 42
+    assert d[1] == 42
+    assert float(ts.sum(x)) == float(host.sum()) - 1 + 42
+    assert d.__dlpack_device__() == x.__dlpack_device__()
+    if backend == "cpu":
+        assert not hasattr(d, "__cuda_array_interface__")
+        assert np.from_dlpack(d)[1] == 42
+    else:
+        cai = d.__cuda_array_interface__
+        assert cai["shape"] == (6,) and cai["typestr"] == "<f8" and cai["data"][0] == x.data_ptr
+        again = cuda.from_cuda_array_interface(cai, owner=d)
+        assert again[1] == 42
+    wrapped = cuda.as_cuda_array(x)
+    assert wrapped.__tessel_array__ is x and cuda.is_cuda_array(d) and cuda.is_cuda_array(x)
+    assert cuda.as_cuda_array(d) is d and not cuda.is_cuda_array(host)
+    with pytest.raises(TypeError, match="cuda array interface"):
+        cuda.as_cuda_array(host)
+    assert cuda.to_device(x).__tessel_array__ is x  # device memory: no copy
+
+
+def test_bind_and_stream_attribute(backend):
+    s = cuda.stream()
+    d = cuda.to_device(np.arange(4.0), stream=s)
+    assert d.stream is s
+    bound = cuda.to_device(np.arange(4.0)).bind(s)
+    assert bound.stream is s and np.array_equal(bound.copy_to_host(), np.arange(4.0))
+
+
+def test_host_memory_helpers(backend):
+    p = cuda.pinned_array((2, 3), dtype=np.float32)
+    assert isinstance(p, np.ndarray) and p.shape == (2, 3) and p.dtype == np.float32
+    pf = cuda.pinned_array((2, 3), order="F")
+    assert pf.flags.f_contiguous and pf.dtype == np.float64
+    m = cuda.mapped_array(4, dtype=np.int32)
+    m[:] = 3
+    assert isinstance(m, np.ndarray) and m.sum() == 12
+    assert cuda.pinned_array_like(np.zeros((2, 2), np.int8)).dtype == np.int8
+    a = np.arange(3.0)
+    with cuda.pinned(a):
+        d = cuda.to_device(a)
+    assert np.array_equal(d.copy_to_host(), a)
+    if backend == "cpu":
+        with cuda.mapped(a) as mapped:
+            mapped[0] = 9  # the host array's own memory
+        assert a[0] == 9
+    else:
+        with pytest.raises(NotImplementedError, match="tessel.numba.cuda.mapped"):
+            with cuda.mapped(a):
+                pass
+
+
+# ---------------------------------------------------------------- streams and events
+def test_streams(backend):
+    s = cuda.stream()
+    assert isinstance(int(s), int) and int(s.handle) == int(s) and s.tessel_stream.device.type == backend
+    assert (s.handle.value is None) == (int(s) == 0)
+    if backend == "cuda":
+        assert int(s) != 0 and repr(s) == f"<CUDA stream {int(s)}>"
+        assert repr(cuda.default_stream()) == "<Default CUDA stream>" and int(cuda.default_stream()) == 0
+        assert int(cuda.per_thread_default_stream()) == 2
+        assert cuda.external_stream(int(s)).tessel_stream.handle == int(s)
+    for maker in (cuda.default_stream, cuda.legacy_default_stream, cuda.per_thread_default_stream):
+        maker().synchronize()
+    s.synchronize()
+    with s.auto_synchronize() as same:
+        assert same is s
+        d = cuda.to_device(np.arange(4.0), stream=s)
+    with s:
+        assert ts.cuda.current_stream(s.tessel_stream.device) == (s.tessel_stream if backend == "cuda" else ts.Stream.cpu())
+        y = ts.asarray(d) * 2
+    assert np.array_equal(np.asarray(y), np.arange(4.0) * 2)
+    assert s.query() in (True, False)
+    assert s.__cuda_stream__() == (0, int(s))
+
+
+def test_stream_callbacks_and_async_done(backend):
+    s = cuda.stream()
+    cuda.to_device(np.arange(1000.0), stream=s)
+    seen, done = [], threading.Event()
+
+    def callback(stream, status, arg):
+        seen.append((stream, status, arg))
+        if len(seen) == 2:
+            done.set()
+
+    s.add_callback(callback, "first")
+    s.add_callback(callback, "second")
+    assert done.wait(10)
+    assert seen == [(s, 0, "first"), (s, 0, "second")]
+
+    async def wait():
+        return await s.async_done()
+
+    assert asyncio.run(wait()) is s
+
+
+def test_events(backend):
+    s = cuda.stream()
+    start, end = cuda.event(), cuda.event()
+    start.record(s)
+    d = cuda.to_device(np.ones(1 << 16), stream=s)
+    end.record(s)
+    end.synchronize()
+    assert end.query() and start.query()
+    ms = start.elapsed_time(end)
+    assert ms >= 0 and cuda.event_elapsed_time(start, end) == ms
+    other = cuda.stream()
+    end.wait(other)  # later work on `other` waits for the event
+    end.wait()
+    assert float(ts.sum(ts.asarray(d))) == 1 << 16
+    default = cuda.event()
+    default.record()
+    default.synchronize()
+    untimed = cuda.event(timing=False)
+    untimed.record()
+    with pytest.raises(Exception, match="timing"):
+        untimed.elapsed_time(default)
+    fresh = cuda.event()
+    assert fresh.query()
+
+
+# ---------------------------------------------------------------- devices
+def test_devices(backend):
+    dev = cuda.get_current_device()
+    assert dev.WARP_SIZE == 32 and dev.MAX_THREADS_PER_BLOCK >= 1024 and dev.MULTIPROCESSOR_COUNT >= 1
+    assert isinstance(dev.compute_capability, tuple) and len(dev.compute_capability) == 2
+    assert isinstance(dev.name, str) and isinstance(dev.id, int)
+    assert len(cuda.gpus) >= 1 and cuda.gpus.current == dev and cuda.list_devices() is cuda.gpus
+    with cuda.gpus[dev.id if backend == "cuda" else 0]:
+        assert cuda.get_current_device().id == (dev.id if backend == "cuda" else 0)
+    free, total = cuda.current_context().get_memory_info()
+    assert 0 <= free <= total and total > 0
+    assert cuda.current_context().device == dev
+    cuda.synchronize()
+    assert cuda.is_available() is True and cuda.backend() == backend
+    assert cuda.is_supported_version() and cuda.is_float16_supported()
+    assert isinstance(cuda.runtime.get_version(), tuple)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cuda.detect() is True
+    assert "Summary" in out.getvalue()
+    with pytest.raises(NotImplementedError, match="Device.no_such_thing"):
+        dev.no_such_thing
+
+
+def test_select_device_without_cuda():
+    if ts.cuda_available():
+        pytest.skip("tests the machine without CUDA")
+    try:
+        assert cuda.select_device(0).tessel_device == ts.Device("cpu")
+        with pytest.raises(cuda.CudaSupportError):
+            cuda.select_device(1)
+        assert cuda.cuda_error()
+    finally:
+        cuda.close()
+
+
+def test_profiling():
+    cuda.profile_start()
+    cuda.to_device(np.ones(4)).copy_to_host()
+    session = cuda.profile_stop()
+    assert isinstance(session, ts.Profile) and not session.recording
+    assert cuda.profile_stop() is None
+    with cuda.profiling():
+        pass
+
+
+# ---------------------------------------------------------------- what is not provided
+def test_unsupported_names_raise_errors_naming_them():
+    for name in ("managed_array", "open_ipc_array", "defer_cleanup", "float32x4", "no_such_api"):
+        with pytest.raises(NotImplementedError, match=f"tessel.numba.cuda.{name} is not supported"):
+            getattr(cuda, name)
+        assert not hasattr(cuda, name)  # the error is also an AttributeError
+    with pytest.raises(NotImplementedError, match="tessel.numba.stencil is not supported"):
+        numba.stencil
+    with pytest.raises(NotImplementedError, match="random.xoroshiro128p_type"):
+        curandom.xoroshiro128p_type
+    with pytest.raises(NotImplementedError, match="cudadrv.driver"):
+        cuda.cudadrv.driver
+    with pytest.raises(NotImplementedError, match="gpu_data"):
+        cuda.to_device(np.ones(2)).gpu_data
+    for name in ("jit", "grid", "shared", "atomic"):  # the kernel compiler's, or an error naming them
+        try:
+            getattr(cuda, name)
+        except NotImplementedError as error:
+            assert f"tessel.numba.cuda.{name}" in str(error)
+    assert cuda.cudadrv.devicearray.DeviceNDArray is cuda.devicearray.DeviceNDArray is cuda.DeviceNDArray
+
+
+# ---------------------------------------------------------------- cuda.random
+_M64 = (1 << 64) - 1
+
+
+def _ref_splitmix(seed):
+    z = (seed + 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def _ref_rotl(x, k):
+    return ((x << k) | (x >> (64 - k))) & _M64
+
+
+def _ref_next(s):
+    s0, s1 = s
+    result = (s0 + s1) & _M64
+    s1 ^= s0
+    s[0] = _ref_rotl(s0, 55) ^ s1 ^ ((s1 << 14) & _M64)
+    s[1] = _ref_rotl(s1, 36)
+    return result
+
+
+def _ref_jump(s):
+    a0 = a1 = 0
+    for word in (0xBEAC0467EBA5FACB, 0xD86B048B86AA9922):
+        for b in range(64):
+            if (word >> b) & 1:
+                a0 ^= s[0]
+                a1 ^= s[1]
+            _ref_next(s)
+    s[0], s[1] = a0, a1
+
+
+def _ref_states(n, seed, subsequence_start=0):
+    """Numba's init_xoroshiro128p_states_cpu, one jump at a time, in Python integers."""
+    z = _ref_splitmix(seed & _M64)
+    s = [z, z]
+    for _ in range(subsequence_start):
+        _ref_jump(s)
+    out = []
+    for i in range(n):
+        if i:
+            s = list(out[-1])
+            _ref_jump(s)
+        out.append(tuple(s))
+    return out
+
+
+def test_splitmix_known_value():
+    # SplitMix64's first output for seed 0 (the published test value).
+    assert _ref_splitmix(0) == 0xE220A8397B1DCDAF
+    assert curandom._host_states(1, 0).tolist() == [[0xE220A8397B1DCDAF, 0xE220A8397B1DCDAF]]
+
+
+@pytest.mark.parametrize("n, seed, start", [(1, 0, 0), (33, 1, 0), (40, 12345, 3), (9, 2**64 - 1, 1),
+                                            (7, -1, 0), (5, 42, 70)])
+def test_rng_states_equal_numbas(backend, n, seed, start):
+    states = cuda.random.create_xoroshiro128p_states(n, seed=seed, subsequence_start=start)
+    assert states.shape == (n,) and states.dtype == curandom.xoroshiro128p_dtype
+    assert states.__tessel_array__.shape == (n, 2) and states.__tessel_array__.dtype == ts.uint64
+    host = states.copy_to_host()
+    want = _ref_states(n, seed, start)
+    assert [(int(r["s0"]), int(r["s1"])) for r in host] == want
+    assert tuple(int(v) for v in states[n - 1]) == want[-1]  # one record read to the host
+
+
+def test_rng_many_states_are_jump_chained():
+    states = curandom._host_states(1 << 14, 2024)
+    for i in (0, 1, 1000, (1 << 13) - 1, (1 << 13), (1 << 14) - 2):
+        s = [int(states[i, 0]), int(states[i, 1])]
+        _ref_jump(s)
+        assert s == [int(states[i + 1, 0]), int(states[i + 1, 1])]
+
+
+def test_rng_device_functions_in_python():
+    n, seed = 4, 7
+    states = curandom._host_states(n, seed)
+    ref = [list(s) for s in _ref_states(n, seed)]
+    for i in range(n):
+        assert [int(curandom.xoroshiro128p_next(states, i)) for _ in range(6)] == [_ref_next(ref[i]) for _ in range(6)]
+    # uniform: the top 53 bits times 2**-53 (float32: that value rounded)
+    x = _ref_next(ref[0])
+    assert curandom.xoroshiro128p_uniform_float64(states, 0) == (x >> 11) * 2.0**-53
+    x = _ref_next(ref[1])
+    u = curandom.xoroshiro128p_uniform_float32(states, 1)
+    assert type(u) is np.float32 and u == np.float32((x >> 11) * 2.0**-53)
+    # normal: Box-Muller's cosine branch of two float32 uniforms
+    for fn, dtype, rtol in ((curandom.xoroshiro128p_normal_float32, np.float32, 1e-5),
+                            (curandom.xoroshiro128p_normal_float64, np.float64, 1e-6)):
+        u1 = float(np.float32((_ref_next(ref[2]) >> 11) * 2.0**-53))
+        u2 = float(np.float32((_ref_next(ref[2]) >> 11) * 2.0**-53))
+        z = fn(states, 2)
+        assert type(z) is dtype
+        assert z == pytest.approx(np.sqrt(-2.0 * np.log(u1)) * np.cos(2 * np.pi * u2), rel=rtol, abs=rtol)
+    curandom.xoroshiro128p_jump(states, 3)
+    _ref_jump(ref[3])
+    assert [int(v) for v in states[3]] == ref[3]
+    curandom.init_xoroshiro128p_state(states, 0, 99)
+    assert [int(v) for v in states[0]] == [_ref_splitmix(99)] * 2
+
+
+def test_rng_uniform_statistics():
+    states = curandom._host_states(64, 3)
+    values = np.array([curandom.xoroshiro128p_uniform_float64(states, i % 64) for i in range(4096)])
+    assert 0 <= values.min() and values.max() < 1 and abs(values.mean() - 0.5) < 0.02
+
+
+def test_init_states_on_an_existing_array(backend):
+    states = cuda.device_array(6, dtype=curandom.xoroshiro128p_dtype)
+    curandom.init_xoroshiro128p_states(states, 5, subsequence_start=2)
+    host = np.asarray(states)
+    assert [(int(r["s0"]), int(r["s1"])) for r in host] == _ref_states(6, 5, 2)
+    cpu = np.empty(6, dtype=curandom.xoroshiro128p_dtype)
+    curandom.init_xoroshiro128p_states_cpu(cpu, 5, 2)
+    assert np.array_equal(cpu, host)
