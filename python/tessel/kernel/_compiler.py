@@ -739,8 +739,8 @@ class FunctionCompiler:
                     sub = getattr(obj, attr)
                 except AttributeError:
                     self.error(node, f"'{getattr(obj, '__name__', obj)}' has no attribute '{attr}'")
-                if isinstance(sub, I.Intrinsic) and sub._ts_intrinsic.split(".")[0] in ("threadIdx", "blockIdx",
-                                                                                        "blockDim", "gridDim"):
+                if isinstance(sub, I.Intrinsic) and "." in sub._ts_intrinsic and \
+                        sub._ts_intrinsic.split(".")[0] in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
                     return self.dim3(sub._ts_intrinsic)
                 if isinstance(sub, I.Intrinsic) and sub._ts_intrinsic in ("laneid", "warpid"):
                     return self.lane_or_warp(sub._ts_intrinsic)
@@ -1216,6 +1216,8 @@ class FunctionCompiler:
         if obj in _NUMPY_FUNCS:
             return self.call_math(_NUMPY_FUNCS[obj], node)
         name = getattr(obj, "__name__", repr(obj))
+        for a in node.args:   # an unsupported construct in the arguments is the first error
+            self.expr(a)
         if callable(obj):
             self.error(node, f"'{name}' is a Python function, not a device function: decorate it with "
                              "@tessel.jit(device=True) to call it from a kernel")
@@ -1411,10 +1413,9 @@ class FunctionCompiler:
         count = int(np.prod(shape))
         key = ("local", id(node), self.prefix)
         if key not in self.root.shared_keys:
-            cname = self.root.fresh(f"{self.prefix}ts_local")
-            self.root.decls[cname] = (t.ctype, count)
-            self.root.shared_keys[key] = cname
+            self.root.shared_keys[key] = self.root.fresh(f"{self.prefix}ts_local")
         cname = self.root.shared_keys[key]
+        self.root.decls[cname] = (t.ctype, count)
         return Val(cname, ArrayT(t, len(shape), "C", "local", shape))
 
     def intr_const_array_like(self, node):
@@ -2125,6 +2126,9 @@ def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
     # a second typing with the final flags (the suspension decides how returns are written)
     root.decls.clear()
     root.sites.clear()
+    root.shared.clear()
+    root.shared_keys.clear()
+    root.array_names.clear()
     fc._pass(typing=False)
     body = fc.lines
     decls = dict(root.decls)
@@ -2310,6 +2314,9 @@ void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::
     L.append("}  // namespace")
     # entry
     n = len(params)
+    L.append("#define TS_ARRAY_NAMES " + (", ".join(_c_string(a) for a in root.array_names) or '""'))
+    L.append("#define TS_KERNEL_NAME " + _c_string(fc.name))
+    L.append("#define TS_KERNEL_FILE " + _c_string(fc.filename))
     L.append(f'extern "C" int {symbol}(TsHostLaunch* L, void** params) {{')
     L.append("  TsParams P;")
     for i, p in enumerate(params):
@@ -2345,13 +2352,23 @@ void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::
     }
   }
   if (failed) {
+    static const char* const names[] = {TS_ARRAY_NAMES};
+    const int na = (int)(sizeof(names) / sizeof(names[0]));
     L->error_code = 1;
-    std::memcpy(L->error, &rec, sizeof rec);
+    std::snprintf(L->error, sizeof L->error,
+                  "kernel '%s' (%s:%d): index %lld is out of bounds for axis %d with size %lld of array '%s', "
+                  "in thread (%lld, %lld, %lld) of block (%lld, %lld, %lld)", TS_KERNEL_NAME, TS_KERNEL_FILE,
+                  rec.line, rec.index, rec.dim, rec.extent, (rec.array >= 0 && rec.array < na) ? names[rec.array] : "?",
+                  rec.thread[0], rec.thread[1], rec.thread[2], rec.block[0], rec.block[1], rec.block[2]);
     return 1;
   }
   return 0;
 }""")
     return "\n".join(L)
+
+
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _cpu_exchange(root) -> str:

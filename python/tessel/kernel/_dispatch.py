@@ -378,6 +378,7 @@ def _dim3(v, what, name) -> Tuple[int, int, int]:
         dims = [int(v.x), int(v.y), int(getattr(v, "z", 1))]
     else:
         raise ValueError(f"kernel '{name}': {what} must be an int or a tuple of 1 to 3 ints, got {v!r}")
+    dims += [1] * (3 - len(dims))
     if any(d <= 0 for d in dims):
         raise ValueError(f"kernel '{name}': {what} {tuple(dims)} has a zero or negative size")
     dims += [1] * (3 - len(dims))

@@ -1,0 +1,633 @@
+"""tessel.kernel: Python kernels against NumPy references, on the CPU backend and each test GPU."""
+import cmath
+import math
+
+import numpy as np
+import pytest
+
+import tessel as ts
+from tessel import kernel as tk
+
+rng = np.random.default_rng(1234)
+
+
+def put(a, device):
+    return ts.asarray(a, device=device)
+
+
+def poisoned(shape, dtype, device):
+    fill = np.nan if np.dtype(dtype).kind in "fc" else 77
+    return ts.asarray(np.full(shape, fill, dtype=dtype), device=device)
+
+
+# ---- basics -------------------------------------------------------------------------------------------
+@ts.jit
+def axpy(a, x, y, out):
+    i = tk.grid(1)
+    if i < x.size:
+        out[i] = a * x[i] + y[i]
+
+
+@pytest.mark.parametrize("n", [0, 1, 255, 257, 10_001])
+def test_axpy_partial_blocks(device, n):
+    x = rng.random(n, dtype=np.float32)
+    y = rng.random(n, dtype=np.float32)
+    out = poisoned(n, np.float32, device)
+    axpy[max(1, (n + 127) // 128), 128](np.float32(2.5), put(x, device), put(y, device), out)
+    np.testing.assert_allclose(out.numpy(), np.float32(2.5) * x + y, rtol=1e-6)
+
+
+@ts.jit
+def grid_stride_copy(x, out):
+    start = tk.grid(1)
+    step = tk.gridsize(1)
+    for i in range(start, x.shape[0], step):
+        out[i] = x[i]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                                   "float16", "float32", "float64", "complex64", "complex128"])
+def test_every_dtype_copy(device, dtype):
+    n = 1001
+    x = (rng.random(n) * 100).astype(dtype) if dtype != "bool" else rng.random(n) > 0.5
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.random(n).astype(dtype)
+    out = ts.asarray(np.zeros(n, dtype=dtype), device=device)
+    grid_stride_copy[3, 64](put(x, device), out)
+    np.testing.assert_array_equal(out.numpy(), x)
+
+
+def test_bfloat16_copy(device):
+    x = ts.asarray(rng.random(300).astype(np.float32), device=device).astype(ts.bfloat16)
+    out = ts.zeros(300, dtype=ts.bfloat16, device=device)
+    grid_stride_copy[2, 64](x, out)
+    np.testing.assert_array_equal(out.astype(ts.float32).numpy(), x.astype(ts.float32).numpy())
+
+
+@ts.jit
+def add_one(x, out):
+    i = tk.grid(1)
+    if i < x.size:
+        out[i] = x[i] + 1
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32", "float16", "float32", "float64"])
+def test_weak_literal_keeps_dtype(device, dtype):
+    # NumPy 2: the Python literal 1 takes the array's precision; int8 127 + 1 wraps to -128.
+    x = np.array([0, 5, 127 if dtype in ("int8", "uint8") else 3], dtype=dtype)
+    out = ts.asarray(np.zeros(3, dtype=dtype), device=device)
+    add_one[1, 32](put(x, device), out)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(out.numpy(), x + np.array(1, dtype=dtype))
+
+
+@ts.jit
+def strided_2d(x, out):
+    i, j = tk.grid(2)
+    if i < x.shape[0] and j < x.shape[1]:
+        out[i, j] = x[i, j] * 2 + x[-1, -1]
+
+
+def test_non_contiguous_and_negative_strides(device):
+    base = rng.random((40, 30))
+    for view in (lambda a: a[::2, 1::3], lambda a: a[::-1, ::-2], lambda a: a.T):
+        x = view(put(base, device))
+        ref = view(base) * 2 + view(base)[-1, -1]
+        out = poisoned(ref.shape, np.float64, device)
+        strided_2d[(3, 3), (16, 16)](x, out)
+        np.testing.assert_allclose(out.numpy(), ref)
+
+
+@ts.jit
+def zero_d(x, out):
+    out[()] = x[()] * 3
+
+
+def test_zero_d_arrays(device):
+    out = poisoned((), np.float64, device)
+    zero_d[1, 1](put(np.array(2.5), device), out)
+    assert float(out) == 7.5
+
+
+@ts.jit
+def shapes(x, out):
+    out[0] = x.ndim
+    out[1] = x.size
+    out[2] = len(x)
+    out[3] = x.shape[1]
+    s0, s1, s2 = x.shape
+    out[4] = s2
+
+
+def test_shape_size_ndim_len(device):
+    out = poisoned(5, np.int64, device)
+    shapes[1, 1](put(np.zeros((2, 3, 4)), device), out)
+    assert out.numpy().tolist() == [3, 24, 2, 3, 4]
+
+
+def test_numpy_arguments_copied_back(device):
+    if device.type != ts.default_device().type:
+        pytest.skip("NumPy arguments go to the default device")
+    x = rng.random(100)
+    out = np.full(100, np.nan)
+    grid_stride_copy[1, 32](x, out)
+    np.testing.assert_array_equal(out, x)
+
+
+# ---- control flow and typing --------------------------------------------------------------------------------
+@ts.jit
+def control(x, out):
+    i = tk.grid(1)
+    if i >= x.size:
+        return
+    v = x[i]
+    acc = 0
+    k = 0
+    while True:
+        k += 1
+        if k > 50:
+            break
+        if k % 3 == 0:
+            continue
+        acc += k
+    a, b = v, -v
+    a, b = b, a
+    if v > 0.5:
+        r = 1
+    elif v > 0.25:
+        r = 2
+    else:
+        r = 3
+    out[i, 0] = acc
+    out[i, 1] = a
+    out[i, 2] = r
+    out[i, 3] = 7 if v > 0.5 else -7
+    out[i, 4] = x[i] // 0.1 + x[i] % 0.1
+    out[i, 5] = (-7) // 2 + (-7) % 3
+    out[i, 6] = divmod(17, 5)[0] * 10 + divmod(17, 5)[1]
+    out[i, 7] = int(v * 10) + round(2.5) + round(3.5)
+    out[i, 8] = min(v, 0.3, 0.7) + max(1, 2) + abs(-v)
+    out[i, 9] = v ** 2 + pow(2, 3)
+
+
+def test_control_flow_and_python_semantics(device):
+    n = 37
+    x = rng.random(n)
+    out = poisoned((n, 10), np.float64, device)
+    control[2, 32](put(x, device), out)
+    acc = sum(k for k in range(1, 51) if k % 3)
+    ref = np.stack([np.full(n, acc), -x, np.where(x > 0.5, 1, np.where(x > 0.25, 2, 3)), np.where(x > 0.5, 7, -7),
+                    x // 0.1 + x % 0.1, np.full(n, (-7) // 2 + (-7) % 3), np.full(n, 32.0),
+                    np.floor(x * 10) + 2 + 4, np.minimum(x, 0.3) + 2 + x, x ** 2 + 8], axis=1)
+    np.testing.assert_allclose(out.numpy(), ref)
+
+
+@ts.jit
+def casts(x, out):
+    i = tk.grid(1)
+    if i < x.size:
+        out[i] = np.int32(x[i] * 10) + ts.float32(0.5)
+
+
+def test_explicit_casts(device):
+    x = rng.random(50)
+    out = poisoned(50, np.float64, device)
+    casts[1, 64](put(x, device), out)
+    np.testing.assert_allclose(out.numpy(), (x * 10).astype(np.int32) + 0.5)
+
+
+SCALE = 3.0
+TABLE = np.array([1.0, 10.0, 100.0])
+
+
+def make_closure_kernel(offset):
+    @ts.jit
+    def closure_kernel(x, out):
+        i = tk.grid(1)
+        if i < x.size:
+            out[i] = x[i] * SCALE + offset + TABLE[i % 3]
+    return closure_kernel
+
+
+def test_globals_and_closures_frozen(device):
+    k = make_closure_kernel(5)
+    x = rng.random(10)
+    out = poisoned(10, np.float64, device)
+    k[1, 32](put(x, device), out)
+    np.testing.assert_allclose(out.numpy(), x * 3 + 5 + TABLE[np.arange(10) % 3])
+
+
+@ts.jit
+def math_funcs(x, out):
+    i = tk.grid(1)
+    if i < x.size:
+        v = x[i]
+        out[i, 0] = math.sin(v) + math.exp(v) + math.log(v) + math.sqrt(v)
+        out[i, 1] = math.atan2(v, 2.0) + math.hypot(v, 1.0) + math.floor(v * 7) + math.ceil(v)
+        out[i, 2] = math.tanh(v) + math.erf(v) + math.log(v, 2.0) + math.copysign(1.0, -v)
+        z = cmath.exp(complex(v, 1.0)) * cmath.sqrt(complex(-v, 0.0))
+        out[i, 3] = abs(z) + z.real + z.imag + cmath.phase(z)
+        out[i, 4] = tk.fma(v, 2.0, 1.0) + tk.cbrt(v * 8)
+
+
+def test_math_and_cmath(device):
+    x = rng.random(40) + 0.1
+    out = poisoned((40, 5), np.float64, device)
+    math_funcs[1, 64](put(x, device), out)
+    z = np.exp(x + 1j) * np.sqrt(-x + 0j)
+    ref = np.stack([np.sin(x) + np.exp(x) + np.log(x) + np.sqrt(x),
+                    np.arctan2(x, 2) + np.hypot(x, 1) + np.floor(x * 7) + np.ceil(x),
+                    np.tanh(x) + np.array([math.erf(v) for v in x]) + np.log2(x) - 1,
+                    np.abs(z) + z.real + z.imag + np.angle(z), x * 2 + 1 + np.cbrt(x * 8)], axis=1)
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-12, atol=1e-12)
+
+
+@ts.jit
+def float32_math(x, out):
+    i = tk.grid(1)
+    if i < x.size:
+        out[i] = math.sin(x[i]) * 2   # float32 in, float32 out (the literal is weak)
+
+
+def test_float32_math_stays_float32(device):
+    x = rng.random(64, dtype=np.float32)
+    out = ts.zeros(64, dtype=ts.float32, device=device)
+    float32_math[1, 64](put(x, device), out)
+    np.testing.assert_allclose(out.numpy(), np.sin(x) * 2, rtol=1e-6)
+
+
+# ---- device functions ---------------------------------------------------------------------------------
+@ts.jit(device=True)
+def clamp(v, lo, hi):
+    if v < lo:
+        return lo
+    if v > hi:
+        return hi
+    return v
+
+
+@ts.jit(device=True)
+def minmax(a, b):
+    return min(a, b), max(a, b)
+
+
+@ts.jit
+def use_device_functions(x, out):
+    i = tk.grid(1)
+    if i < x.size:
+        lo, hi = minmax(x[i], 0.5)
+        out[i, 0] = clamp(x[i], 0.25, 0.75)
+        out[i, 1] = lo + hi
+        out[i, 2] = clamp(i, 2, 5)
+
+
+def test_device_functions(device):
+    x = rng.random(20)
+    out = poisoned((20, 3), np.float64, device)
+    use_device_functions[1, 32](put(x, device), out)
+    ref = np.stack([np.clip(x, 0.25, 0.75), x + 0.5, np.clip(np.arange(20), 2, 5)], axis=1)
+    np.testing.assert_allclose(out.numpy(), ref)
+
+
+# ---- shared memory and barriers ----------------------------------------------------------------------------
+TPB = 16
+
+
+@ts.jit
+def tiled_matmul(A, B, C):
+    sA = tk.shared.array(shape=(TPB, TPB), dtype=np.float32)
+    sB = tk.shared.array(shape=(TPB, TPB), dtype=np.float32)
+    x, y = tk.grid(2)
+    tx = tk.threadIdx.x
+    ty = tk.threadIdx.y
+    acc = np.float32(0.0)
+    for t in range((A.shape[1] + TPB - 1) // TPB):
+        sA[ty, tx] = A[y, t * TPB + tx] if y < A.shape[0] and t * TPB + tx < A.shape[1] else 0
+        sB[ty, tx] = B[t * TPB + ty, x] if x < B.shape[1] and t * TPB + ty < B.shape[0] else 0
+        tk.syncthreads()
+        for k in range(TPB):
+            acc += sA[ty, k] * sB[k, tx]
+        tk.syncthreads()
+    if y < C.shape[0] and x < C.shape[1]:
+        C[y, x] = acc
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (33, 47, 19), (64, 64, 64)])
+def test_shared_memory_tiled_matmul(device, m, k, n):
+    A = rng.random((m, k), dtype=np.float32)
+    B = rng.random((k, n), dtype=np.float32)
+    C = poisoned((m, n), np.float32, device)
+    tiled_matmul[((n + TPB - 1) // TPB, (m + TPB - 1) // TPB), (TPB, TPB)](put(A, device), put(B, device), C)
+    np.testing.assert_allclose(C.numpy(), A @ B, rtol=1e-4)
+
+
+@ts.jit
+def reverse_dynamic(x, out):
+    buf = tk.shared.array(0, dtype=np.float64)
+    t = tk.threadIdx.x
+    i = tk.blockIdx.x * tk.blockDim.x + t
+    if i < x.size:
+        buf[t] = x[i]
+    tk.syncthreads()
+    j = tk.blockIdx.x * tk.blockDim.x + (tk.blockDim.x - 1 - t)
+    if j < x.size and i < x.size:
+        out[i] = buf[tk.blockDim.x - 1 - t]
+
+
+def test_dynamic_shared_memory(device):
+    x = rng.random(256)
+    out = poisoned(256, np.float64, device)
+    reverse_dynamic[4, 64, 0, 64 * 8](put(x, device), out)
+    np.testing.assert_array_equal(out.numpy(), x.reshape(4, 64)[:, ::-1].ravel())
+
+
+@ts.jit
+def barrier_votes(x, out):
+    t = tk.threadIdx.x
+    c = tk.syncthreads_count(x[t] > 0.5)
+    a = tk.syncthreads_and(x[t] >= 0.0)
+    o = tk.syncthreads_or(x[t] > 2.0)
+    if t == 0:
+        out[0] = c
+        out[1] = a
+        out[2] = o
+
+
+def test_syncthreads_count_and_or(device):
+    x = rng.random(100)
+    out = poisoned(3, np.int64, device)
+    barrier_votes[1, 100](put(x, device), out)
+    assert out.numpy().tolist() == [int((x > 0.5).sum()), 1, 0]
+
+
+# ---- atomics -------------------------------------------------------------------------------------------------
+@ts.jit
+def histogram(x, nbins, counts):
+    start = tk.grid(1)
+    for i in range(start, x.size, tk.gridsize(1)):
+        b = int(x[i] * nbins)
+        tk.atomic.add(counts, min(b, nbins - 1), 1)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "uint64", "float32", "float64"])
+def test_atomic_histogram(device, dtype):
+    x = rng.random(20_000)
+    counts = ts.zeros(256, dtype=dtype, device=device)
+    histogram[16, 128](put(x, device), 256, counts)
+    np.testing.assert_array_equal(counts.numpy(), np.histogram(x, 256, (0, 1))[0].astype(dtype))
+
+
+@ts.jit
+def atomics_all(vals, out, old):
+    i = tk.grid(1)
+    if i < vals.size:
+        v = vals[i]
+        old[i, 0] = tk.atomic.max(out, 0, v)
+        old[i, 1] = tk.atomic.min(out, 1, v)
+        old[i, 2] = tk.atomic.sub(out, 2, v)
+        tk.atomic.and_(out, 3, v)
+        tk.atomic.or_(out, 4, v)
+        tk.atomic.xor(out, 5, v)
+        old[i, 3] = tk.atomic.exch(out, 6, v)
+        old[i, 4] = tk.atomic.cas(out, 7, 0, v)
+
+
+def test_atomic_ops_int32(device):
+    n = 200
+    vals = rng.integers(1, 1 << 20, n).astype(np.int32)
+    init = np.array([0, 1 << 30, 0, -1, 0, 0, 0, 0], dtype=np.int32)
+    out = put(init, device)
+    old = poisoned((n, 5), np.int32, device)
+    atomics_all[2, 128](put(vals, device), out, old)
+    o = out.numpy()
+    assert o[0] == vals.max() and o[1] == vals.min() and o[2] == -vals.sum(dtype=np.int32)
+    assert o[3] == np.bitwise_and.reduce(vals) and o[4] == np.bitwise_or.reduce(vals)
+    assert o[5] == np.bitwise_xor.reduce(vals)
+    assert o[6] in vals
+    assert o[7] in vals and (old.numpy()[:, 4] == 0).sum() == 1   # one thread's cas wins
+
+
+@ts.jit
+def atomic_inc_dec(out):
+    tk.atomic.inc(out, 0, np.uint32(9))
+    tk.atomic.dec(out, 1, np.uint32(9))
+
+
+def test_atomic_inc_dec_wrap(device):
+    out = put(np.array([0, 0], dtype=np.uint32), device)
+    atomic_inc_dec[1, 25](out)
+    assert out.numpy().tolist() == [25 % 10, (10 - 25 % 10) % 10]
+
+
+# ---- warps and collectives -----------------------------------------------------------------------------------
+@ts.jit
+def warp_ops(x, out):
+    t = tk.threadIdx.x
+    v = x[t]
+    out[t, 0] = tk.shfl_sync(0xFFFFFFFF, v, 3)
+    out[t, 1] = tk.shfl_down_sync(0xFFFFFFFF, v, 1)
+    out[t, 2] = tk.shfl_up_sync(0xFFFFFFFF, v, 2)
+    out[t, 3] = tk.shfl_xor_sync(0xFFFFFFFF, v, 5)
+    out[t, 4] = tk.ballot_sync(0xFFFFFFFF, v > 10)
+    out[t, 5] = tk.any_sync(0xFFFFFFFF, v > 60)
+    out[t, 6] = tk.all_sync(0xFFFFFFFF, v >= 0)
+    out[t, 7] = tk.popc(tk.ballot_sync(0xFFFFFFFF, v % 2 == 0))
+    out[t, 8] = tk.laneid
+
+
+def test_warp_intrinsics(device):
+    x = rng.integers(0, 64, 64).astype(np.int64)
+    out = poisoned((64, 9), np.int64, device)
+    warp_ops[1, 64](put(x, device), out)
+    o = out.numpy()
+    lane = np.arange(64) % 32
+    base = np.arange(64) - lane
+    np.testing.assert_array_equal(o[:, 0], x[base + 3])
+    np.testing.assert_array_equal(o[:, 1], np.where(lane + 1 < 32, x[np.minimum(np.arange(64) + 1, 63)], x))
+    np.testing.assert_array_equal(o[:, 2], np.where(lane >= 2, x[np.arange(64) - 2], x))
+    np.testing.assert_array_equal(o[:, 3], x[base + (lane ^ 5)])
+    ballot = [sum(1 << k for k in range(32) if x[w * 32 + k] > 10) for w in range(2)]
+    np.testing.assert_array_equal(o[:, 4], np.repeat(ballot, 32))
+    np.testing.assert_array_equal(o[:, 5], np.repeat([int((x[w * 32:(w + 1) * 32] > 60).any()) for w in range(2)], 32))
+    np.testing.assert_array_equal(o[:, 6], 1)
+    np.testing.assert_array_equal(o[:, 7], np.repeat([int((x[w * 32:(w + 1) * 32] % 2 == 0).sum()) for w in range(2)], 32))
+    np.testing.assert_array_equal(o[:, 8], lane)
+
+
+@ts.jit(device=True)
+def warp_sum(v):
+    off = 16
+    while off > 0:
+        v += tk.shfl_down_sync(0xFFFFFFFF, v, off)
+        off //= 2
+    return v
+
+
+@ts.jit
+def shuffle_sum(x, out):
+    partial = tk.shared.array(32, np.float64)
+    v = 0.0
+    for i in range(tk.grid(1), x.size, tk.gridsize(1)):
+        v += x[i]
+    v = warp_sum(v)
+    w = tk.threadIdx.x // 32
+    if tk.laneid == 0:
+        partial[w] = v
+    tk.syncthreads()
+    if w == 0:
+        v = partial[tk.laneid] if tk.laneid < tk.blockDim.x // 32 else 0.0
+        v = warp_sum(v)
+        if tk.laneid == 0:
+            tk.atomic.add(out, 0, v)
+
+
+def test_shared_memory_and_shuffle_sum(device):
+    x = rng.random(100_003)
+    out = put(np.zeros(1), device)
+    shuffle_sum[8, 256](put(x, device), out)
+    np.testing.assert_allclose(out.numpy()[0], x.sum(), rtol=1e-12)
+
+
+@ts.jit(device=True)
+def bigger(a, b):
+    return a if a > b else b
+
+
+@ts.jit
+def collectives(x, out):
+    i = tk.grid(1)
+    v = x[i] if i < x.size else 0
+    s = tk.block_reduce(v)
+    m = tk.block_reduce(v, "min")
+    b = tk.block_reduce(v, bigger)
+    inc = tk.block_inclusive_scan(v)
+    exc = tk.block_exclusive_scan(v)
+    ws = tk.warp_reduce(v)
+    wi = tk.warp_inclusive_scan(v, "max")
+    if i < x.size:
+        out[i, 0] = s
+        out[i, 1] = m
+        out[i, 2] = b
+        out[i, 3] = inc
+        out[i, 4] = exc
+        out[i, 5] = ws
+        out[i, 6] = wi
+
+
+def test_block_and_warp_collectives(device):
+    bs = 96
+    x = rng.integers(1, 1000, 3 * bs).astype(np.int64)
+    out = poisoned((3 * bs, 7), np.int64, device)
+    collectives[3, bs](put(x, device), out)
+    o = out.numpy()
+    blocks = x.reshape(3, bs)
+    np.testing.assert_array_equal(o[:, 0], np.repeat(blocks.sum(1), bs))
+    np.testing.assert_array_equal(o[:, 1], np.repeat(blocks.min(1), bs))
+    np.testing.assert_array_equal(o[:, 2], np.repeat(blocks.max(1), bs))
+    np.testing.assert_array_equal(o[:, 3], np.cumsum(blocks, 1).ravel())
+    np.testing.assert_array_equal(o[:, 4], (np.cumsum(blocks, 1) - blocks).ravel())
+    warps = x.reshape(-1, 32)
+    np.testing.assert_array_equal(o[:, 5], np.repeat(warps.sum(1), 32))
+    np.testing.assert_array_equal(o[:, 6], np.maximum.accumulate(warps, 1).ravel())
+
+
+# ---- errors --------------------------------------------------------------------------------------------------
+def compile_error(kernel, *args, match):
+    with pytest.raises(tk.KernelCompileError, match=match):
+        kernel[1, 1](*args)
+
+
+def test_error_unsupported_constructs():
+    @ts.jit
+    def uses_try(x):
+        try:
+            x[0] = 1
+        except Exception:
+            pass
+
+    @ts.jit
+    def uses_comprehension(x):
+        x[0] = sum([i for i in range(3)])
+
+    @ts.jit
+    def uses_lambda(x):
+        f = lambda v: v  # noqa: E731
+        x[0] = f(1)
+
+    x = ts.zeros(3)
+    compile_error(uses_try, x, match=r"kernel 'uses_try', .*test_kernel_lang.py:\d+: try/except is not supported")
+    compile_error(uses_comprehension, x, match="list comprehensions not supported")
+    compile_error(uses_lambda, x, match="lambda not supported")
+
+
+def test_error_float_into_int_array():
+    @ts.jit
+    def store_float(x):
+        x[0] = 1.5 * x[1]
+
+    with pytest.raises(tk.KernelCompileError, match=r"cannot store a float64 value into an array element of type "
+                                                        r"int32 without a cast"):
+        store_float[1, 1](ts.zeros(3, dtype=ts.int32))
+
+
+def test_error_python_function_and_arity():
+    def helper(v):
+        return v
+
+    @ts.jit
+    def calls_python(x):
+        x[0] = helper(1)
+
+    @ts.jit
+    def two_args(x, y):
+        x[0] = y
+
+    compile_error(calls_python, ts.zeros(2), match="'helper' is a Python function, not a device function")
+    compile_error(two_args, ts.zeros(2), match=r"takes 2 arguments \(x, y\), got 1")
+
+
+def test_error_undefined_and_unifiable():
+    @ts.jit
+    def undefined(x):
+        x[0] = nowhere  # noqa: F821
+
+    @ts.jit
+    def mixes(x):
+        a = x
+        a = 1.0
+        x[0] = a
+
+    compile_error(undefined, ts.zeros(2), match="name 'nowhere' is not defined")
+    compile_error(mixes, ts.zeros(2), match="variable 'a' holds array.* cannot also hold")
+
+
+def test_error_bad_launch():
+    x = ts.zeros(2)
+    with pytest.raises(ValueError, match=r"kernel 'axpy': block \(2048, 1, 1\) has 2048 threads"):
+        axpy[1, 2048](1.0, x, x, x)
+    with pytest.raises(ValueError, match=r"kernel 'axpy': grid \(0, 1, 1\) has a zero"):
+        axpy[0, 32](1.0, x, x, x)
+    with pytest.raises(TypeError, match="needs a launch configuration"):
+        axpy(1.0, x, x, x)
+    with pytest.raises(TypeError, match="argument 1 has type str"):
+        axpy[1, 1](1.0, "x", x, x)
+
+
+@ts.jit(debug=True)
+def out_of_bounds(x):
+    i = tk.grid(1)
+    x[i] = 1.0
+
+
+def test_debug_mode_reports_out_of_bounds(device):
+    x = ts.zeros(10, device=device)
+    with pytest.raises(IndexError, match=r"kernel 'out_of_bounds' \(.*test_kernel_lang.py:\d+\): index 1\d is out "
+                                         r"of bounds for axis 0 with size 10 of array 'x', in thread \(\d+, 0, 0\)"):
+        out_of_bounds[1, 32](x)
+
+
+def test_source_is_cplusplus():
+    src = axpy.source(1.0, ts.zeros(3), ts.zeros(3), ts.zeros(3), target="cpu")
+    assert 'extern "C" int tsk_axpy' in src
+    src = axpy.source(1.0, ts.zeros(3), ts.zeros(3), ts.zeros(3), target="cuda")
+    assert "__global__" in src
