@@ -397,6 +397,12 @@ def test_unsupported_names_raise_errors_naming_them():
         cuda.cudadrv.driver
     with pytest.raises(NotImplementedError, match="gpu_data"):
         cuda.to_device(np.ones(2)).gpu_data
+    with pytest.raises(NotImplementedError, match="tessel.numba.cuda.DeviceNDArray.get_ipc_handle"):
+        cuda.to_device(np.ones(2)).get_ipc_handle()
+    with pytest.raises(NotImplementedError, match="tessel.numba.cuda.Stream.no_such_method"):
+        cuda.stream().no_such_method()
+    with pytest.raises(NotImplementedError, match="tessel.numba.cuda.Event.handle"):
+        cuda.event().handle
     for name in ("jit", "grid", "shared", "atomic"):  # the kernel compiler's, or an error naming them
         try:
             getattr(cuda, name)

@@ -105,6 +105,13 @@ class Stream:
     def handle(self):
         return _Handle(self.tessel_stream.handle)
 
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(f"'Stream' object has no attribute {name!r}")
+        from ._unsupported import error
+
+        raise error(f"Stream.{name}", "not a part of Numba's Stream API that tessel provides")
+
     @property
     def device(self):
         """The tessel device of the stream (a tessel extension)."""
@@ -227,7 +234,16 @@ class Event:
 
     @property
     def handle(self):
-        raise NotImplementedError("tessel.numba.cuda: Event.handle (the CUevent) is not exposed by tessel")
+        from ._unsupported import error
+
+        raise error("Event.handle", "tessel does not expose the CUevent")
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(f"'Event' object has no attribute {name!r}")
+        from ._unsupported import error
+
+        raise error(f"Event.{name}", "not a part of Numba's Event API that tessel provides")
 
     def record(self, stream=0):
         """Marks the current point of ``stream`` (0: the default stream)."""

@@ -173,6 +173,14 @@ class DeviceNDArrayBase:
                                   "supported: the data is a tessel array, d.__tessel_array__ (its data_ptr is "
                                   "the address)")
 
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        from ._unsupported import error
+
+        raise error(f"DeviceNDArray.{name}", "not a part of Numba's device array API that tessel provides "
+                                            "(the data is a tessel array: d.__tessel_array__)")
+
     def _wrap(self, inner, stream=None, record=None):
         return type(self)(_array=inner, _record=self._record if record is None else record,
                           stream=self.stream if stream is None else stream)
