@@ -528,3 +528,32 @@ def test_init_states_on_an_existing_array(backend):
     cpu = np.empty(6, dtype=curandom.xoroshiro128p_dtype)
     curandom.init_xoroshiro128p_states_cpu(cpu, 5, 2)
     assert np.array_equal(cpu, host)
+
+
+def test_rng_device_functions_in_a_kernel(backend):
+    """The device functions compiled into a kernel give what they give in plain Python."""
+    pytest.importorskip("tessel.kernel")
+    from tessel.numba.cuda.random import (xoroshiro128p_normal_float32, xoroshiro128p_normal_float64,
+                                          xoroshiro128p_uniform_float32, xoroshiro128p_uniform_float64)
+
+    @cuda.jit
+    def draw(states, out):
+        i = cuda.grid(1)
+        if i < out.shape[0]:
+            out[i, 0] = xoroshiro128p_uniform_float32(states, i)
+            out[i, 1] = xoroshiro128p_uniform_float64(states, i)
+            out[i, 2] = xoroshiro128p_normal_float32(states, i)
+            out[i, 3] = xoroshiro128p_normal_float64(states, i)
+
+    n = 100
+    states = curandom.create_xoroshiro128p_states(n, seed=11)
+    out = cuda.device_array((n, 4), dtype=np.float64)
+    draw[(n + 31) // 32, 32](states, out)
+    got = out.copy_to_host()
+    host = curandom._host_states(n, 11)
+    want = np.array([[xoroshiro128p_uniform_float32(host, i), xoroshiro128p_uniform_float64(host, i),
+                      xoroshiro128p_normal_float32(host, i), xoroshiro128p_normal_float64(host, i)]
+                     for i in range(n)])
+    assert np.array_equal(got[:, :2], want[:, :2])  # the uniforms bit for bit
+    np.testing.assert_allclose(got[:, 2:], want[:, 2:], rtol=1e-5, atol=1e-5)  # float32 log/cos may differ by an ulp
+    assert np.array_equal(np.asarray(states.__tessel_array__), host)  # the states advanced alike

@@ -10,9 +10,9 @@ state bits) to whole blocks of states, so n states cost O(log n) vectorized pass
 ``subsequence_start`` O(log subsequence_start) ones.
 
 Device side: :func:`xoroshiro128p_next`, :func:`xoroshiro128p_uniform_float32` / ``_float64``,
-:func:`xoroshiro128p_normal_float32` / ``_float64`` and :func:`xoroshiro128p_jump` are plain
-Python functions of ``(states, index)`` that tessel's kernel compiler compiles as device
-functions. ``states`` is what a kernel receives for the states array: the storage of the
+:func:`xoroshiro128p_normal_float32` / ``_float64`` and :func:`xoroshiro128p_jump` are Python
+functions of ``(states, index)``, made tessel device functions (``tessel.kernel.jit(device=True)``)
+when the kernel compiler imports, so kernels call them; outside kernels they run as plain Python. ``states`` is what a kernel receives for the states array: the storage of the
 structured ``xoroshiro128p_dtype`` array, a ``uint64`` array of shape ``(n, 2)`` (``s0``,
 ``s1``). They also run in plain Python on such NumPy arrays (``np.asarray(states).view(np.uint64)
 .reshape(-1, 2)``), with the same results.
@@ -312,3 +312,24 @@ def __getattr__(name):
         raise error("random.xoroshiro128p_type", "tessel has no Numba record types; the states are a uint64 "
                                                  "array of shape (n, 2) in kernels (dtype: xoroshiro128p_dtype)")
     raise error(f"random.{name}", "not a part of numba.cuda.random that tessel provides")
+
+
+_DEVICE_FUNCTIONS = ("_add_u64", "_mul_u64", "rotl", "init_xoroshiro128p_state", "xoroshiro128p_next",
+                     "xoroshiro128p_jump", "uint64_to_unit_float64", "uint64_to_unit_float32",
+                     "xoroshiro128p_uniform_float32", "xoroshiro128p_uniform_float64",
+                     "xoroshiro128p_normal_float32", "xoroshiro128p_normal_float64")
+
+
+def _make_device_functions():
+    """Makes the device functions tessel device functions (callable from kernels; outside them
+    they still run as the plain Python above). Without the kernel compiler they stay plain."""
+    try:
+        from tessel.kernel import jit
+    except ImportError:
+        return
+    names = globals()
+    for name in _DEVICE_FUNCTIONS:
+        names[name] = jit(device=True)(names[name])
+
+
+_make_device_functions()
