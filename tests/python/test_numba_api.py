@@ -149,6 +149,12 @@ def test_copy_to_device(backend):
         d.copy_to_device(np.zeros(5, np.float32))
     with pytest.raises(TypeError, match="incompatible dtype"):
         d.copy_to_device(np.zeros((2, 3), np.float64))
+    column = cuda.device_array(3)
+    column.copy_to_device(np.ones((3, 1)))  # shapes equal but for axes of size 1, as Numba allows
+    assert np.array_equal(column.copy_to_host(), np.ones(3))
+    row = cuda.device_array((1, 3))
+    row.copy_to_device(cuda.to_device(np.arange(3.0)))
+    assert np.array_equal(row.copy_to_host(), [[0.0, 1.0, 2.0]])
     blank = cuda.to_device(np.arange(3.0), copy=False)
     assert blank.shape == (3,) and blank.dtype == np.float64
 

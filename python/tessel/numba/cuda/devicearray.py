@@ -225,7 +225,6 @@ class DeviceNDArrayBase:
         Numba's). With a ``stream`` the copy is ordered on it; it has finished when this returns
         (a stronger guarantee than Numba's asynchronous copy)."""
         stream = self._default_stream(stream)
-        dtype = self.dtype
         if ary is not None:
             _check_compatible(self, ary, "copy_to_host")
         with _streams.on_stream(stream, self.__tessel_array__.device):
@@ -263,6 +262,8 @@ class DeviceNDArrayBase:
             if host.size == 0:
                 return
             _check_compatible(self, host, "copy_to_device")
+            if host.shape != self.shape:  # equal but for axes of size 1
+                host = host.reshape(self.shape)
             if self._record is not None:
                 storage = np.dtype(_tessel_dtype_name(inner.dtype))
                 host = _c_order(host).view(storage).reshape(tuple(inner.shape))
@@ -274,8 +275,11 @@ class DeviceNDArrayBase:
         if not isinstance(ary, DeviceNDArrayBase):
             ary = DeviceNDArray(_array=source)
         _check_compatible(self, ary, "copy_to_device")
+        source = ary.__tessel_array__
+        if tuple(ary.shape) != self.shape:  # equal but for axes of size 1
+            source = ts.reshape(source, tuple(inner.shape))
         with _streams.on_stream(stream, inner.device):
-            ts.copyto(inner, ary.__tessel_array__)
+            ts.copyto(inner, source)
 
     def __array__(self, dtype=None, copy=None):
         """A host copy (always: the data may be on a GPU), as Numba."""
