@@ -43,6 +43,7 @@ class Val:
     nonneg: bool = False
     const: Any = _NOCONST          # a compile-time value (Python number, module, intrinsic...)
     items: Optional[List["Val"]] = None   # tuple components
+    gstride: bool = False          # derived from the grid's size (a grid-stride loop's step)
 
     @property
     def is_const(self):
@@ -130,6 +131,7 @@ class VarInfo:
     type: Any = None
     nonneg: bool = True
     cname: str = ""
+    gstride: bool = False
 
 
 @dataclass
@@ -484,6 +486,8 @@ class FunctionCompiler:
                 self.error(node, f"variable '{name}' holds {info.type} and cannot also hold {vt}")
         if not value.nonneg:
             info.nonneg = False
+        if value.gstride:
+            info.gstride = True
         if not self.typing:
             self.emit(f"{info.cname} = {self.convert(value, info.type, node)};")
 
@@ -571,8 +575,21 @@ class FunctionCompiler:
         else:
             cond = f"({step_code} > 0 ? {k} < {stop_v} : {k} > {stop_v})"
         loop_nonneg = start.nonneg and (positive_literal or step.nonneg)
-        self.emit(f"for ({k} = {self.convert(start, t, node)}; {cond}; {k} += {step_code}) {{")
+        grid_stride = self.root.target == "cpu" and step.gstride
+        if grid_stride:
+            first = self.declare_temp(t, "first")
+            self.emit(f"{first} = {self.convert(start, t, node)};")
+            self.emit(f"for ({k} = {first}; {cond}; {k} += {step_code}) {{")
+        else:
+            self.emit(f"for ({k} = {self.convert(start, t, node)}; {cond}; {k} += {step_code}) {{")
         self.indent += 1
+        if grid_stride:
+            # A grid-stride loop: on the CPU the threads of a block take its iterations in step,
+            # so that together they walk memory in order rather than each thread its own stride.
+            self.emit(f"if ({k} != {first}) {{")
+            self._sync("yield", node, "block")
+            self.flush_pre()
+            self.emit("}")
         self.assign_name(node.target.id, Val(k, t, loop_nonneg), node)
         self.loop_depth += 1
         self.block(node.body)
@@ -688,7 +705,7 @@ class FunctionCompiler:
                 if self.typing:
                     return Val("0", WEAK_INT, False, const=_NOCONST)  # settles in a later pass
                 self.error(node, f"variable '{name}' is used before assignment")
-            return Val(info.cname, info.type, info.nonneg)
+            return Val(info.cname, info.type, info.nonneg, gstride=info.gstride)
         obj = self.resolve_global(name, node)
         return self.const_val(obj, node, name)
 
@@ -781,7 +798,7 @@ class FunctionCompiler:
         if self.root.target == "cuda":
             return Val(f"((ts::i64){base}.{axis})", INT64, True)
         cpu = {"threadIdx": "ts_t", "blockIdx": "B.b", "blockDim": "B.d", "gridDim": "B.g"}[base]
-        return Val(f"{cpu}{axis}", INT64, True)
+        return Val(f"{cpu}{axis}", INT64, True, gstride=base == "gridDim")
 
     def lane_or_warp(self, name) -> Val:
         if self.root.target == "cuda":
@@ -965,6 +982,12 @@ class FunctionCompiler:
             self.error(node, f"{what} needs numbers, got {v.type}")
 
     def binop(self, op, a: Val, b: Val, node) -> Val:
+        r = self._binop(op, a, b, node)
+        if a.gstride or b.gstride:
+            r.gstride = True
+        return r
+
+    def _binop(self, op, a: Val, b: Val, node) -> Val:
         opname = type(op).__name__
         if isinstance(a.type, TupleT) and isinstance(b.type, TupleT) and opname == "Add":
             items = self.tuple_items(a, node) + self.tuple_items(b, node)
@@ -1360,7 +1383,7 @@ class FunctionCompiler:
         items = []
         for ax in "xyz"[:n]:
             d, g = self.dim3(f"blockDim.{ax}"), self.dim3(f"gridDim.{ax}")
-            items.append(Val(f"({d.code} * {g.code})", INT64, True))
+            items.append(Val(f"({d.code} * {g.code})", INT64, True, gstride=True))
         return items[0] if n == 1 else Val(None, TupleT(tuple(INT64 for _ in items)), items=items)
 
     def _shape_dtype(self, node, name):
@@ -2272,6 +2295,8 @@ void ts_run_block(const TsParams& P, TsBlock& B) {
         L.append("  S.status = TS_DONE;")
         L.append("}")
         L.append(_cpu_exchange(root))
+        L.append("const bool ts_is_yield[] = {false" + "".join(", true" if x.kind == "yield" else ", false"
+                                                             for x in root.sites) + "};")
         runner = """
 void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::vector<int>& who) {
   const ts::i64 n = B.dx * B.dy * B.dz;
@@ -2300,7 +2325,15 @@ void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::
         for (int j = 0; j < count; ++j) st[who[j]].status = TS_RUN;
       }
     }
-    int site = -1, count = 0;
+    // threads paused in a grid-stride loop run on before any barrier is released
+    int count = 0;
+    for (ts::i64 t = 0; t < n; ++t)
+      if (st[t].status == TS_WAIT_BLOCK && ts_is_yield[st[t].pc]) who[count++] = (int)t;
+    if (count) {
+      for (int j = 0; j < count; ++j) st[who[j]].status = TS_RUN;
+      continue;
+    }
+    int site = -1;
     for (ts::i64 t = 0; t < n; ++t)
       if (st[t].status == TS_WAIT_BLOCK && site < 0) site = st[t].pc;
     if (site < 0) break;
@@ -2379,7 +2412,7 @@ def _cpu_exchange(root) -> str:
         k = s.id
         L.append(f"    case {k}: {{")
         kind = s.kind
-        if kind in ("syncthreads", "syncwarp"):
+        if kind in ("syncthreads", "syncwarp", "yield"):
             pass
         elif kind in ("syncthreads_count", "syncthreads_and", "syncthreads_or"):
             L.append(f"      ts::i32 c = 0; for (int j = 0; j < n; ++j) c += st[who[j]].ts_xa{k} != 0;")

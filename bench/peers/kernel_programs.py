@@ -1,0 +1,83 @@
+"""The kernels of bench/peers/python_kernels.py, written once in Numba's dialect and built for a
+kernel module: `build(cuda, jit)` with (numba.cuda, numba.cuda.jit), (tessel.kernel, tessel.jit)
+or (tessel.numba.cuda, tessel.numba.cuda.jit). The same source runs on every one of them."""
+import numpy as np
+
+TPB = 16          # tile of the shared-memory matmul
+SUM_THREADS = 256  # block of the shuffle sum
+
+
+def build(cuda, jit):
+    @jit
+    def vector_add(x, y, out, n):
+        start = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        for i in range(start, n, stride):
+            out[i] = x[i] + y[i]
+
+    @jit
+    def tiny(x, y, out, a):
+        i = cuda.grid(1)
+        if i < out.shape[0]:
+            out[i] = a * x[i] + y[i]
+
+    @jit
+    def matmul(A, B, C):
+        sA = cuda.shared.array(shape=(TPB, TPB), dtype=np.float32)
+        sB = cuda.shared.array(shape=(TPB, TPB), dtype=np.float32)
+        x, y = cuda.grid(2)
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+        acc = np.float32(0.0)
+        for t in range((A.shape[1] + TPB - 1) // TPB):
+            if y < A.shape[0] and t * TPB + tx < A.shape[1]:
+                sA[ty, tx] = A[y, t * TPB + tx]
+            else:
+                sA[ty, tx] = 0
+            if x < B.shape[1] and t * TPB + ty < B.shape[0]:
+                sB[ty, tx] = B[t * TPB + ty, x]
+            else:
+                sB[ty, tx] = 0
+            cuda.syncthreads()
+            for k in range(TPB):
+                acc += sA[ty, k] * sB[k, tx]
+            cuda.syncthreads()
+        if y < C.shape[0] and x < C.shape[1]:
+            C[y, x] = acc
+
+    @jit
+    def shuffle_sum(x, out):
+        partial = cuda.shared.array(32, np.float32)
+        v = np.float32(0.0)
+        for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
+            v += x[i]
+        off = 16
+        while off > 0:
+            v += cuda.shfl_down_sync(0xFFFFFFFF, v, off)
+            off //= 2
+        lane = cuda.threadIdx.x % 32
+        w = cuda.threadIdx.x // 32
+        if lane == 0:
+            partial[w] = v
+        cuda.syncthreads()
+        if w == 0:
+            v = partial[lane] if lane < SUM_THREADS // 32 else np.float32(0.0)
+            off = 16
+            while off > 0:
+                v += cuda.shfl_down_sync(0xFFFFFFFF, v, off)
+                off //= 2
+            if lane == 0:
+                cuda.atomic.add(out, 0, v)
+
+    @jit
+    def histogram(x, counts):
+        start = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        for i in range(start, x.shape[0], stride):
+            b = int(x[i] * 256.0)
+            if b > 255:
+                b = 255
+            cuda.atomic.add(counts, b, 1)
+
+    return {"vector_add": vector_add, "tiny": tiny, "matmul": matmul, "shuffle_sum": shuffle_sum,
+            "histogram": histogram}
