@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "jit/compile_error.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
 
@@ -84,13 +85,20 @@ std::string format_compile_error(const std::string& name, const std::string& arc
     const int number = std::atoi(line.substr(begin, end - begin).c_str());
     if (number > 0) lines.insert(number);
   }
-  if (lines.empty()) return msg.str();
+  msg << detail::source_excerpt(source, lines, context);
+  return msg.str();
+}
 
+namespace detail {
+
+std::string source_excerpt(const std::string& source, const std::set<int>& lines, int context) {
+  if (lines.empty()) return "";
   std::vector<std::string> src_lines;
   std::istringstream src(source);
+  std::string line;
   while (std::getline(src, line)) src_lines.push_back(line);
   const int total = static_cast<int>(src_lines.size());
-  msg << "source:\n";
+  std::ostringstream msg;
   int printed_to = 0;
   for (int number : lines) {
     const int first = std::max({1, number - context, printed_to + 1});
@@ -105,7 +113,10 @@ std::string format_compile_error(const std::string& name, const std::string& arc
     }
     printed_to = last;
   }
-  return msg.str();
+  const std::string text = msg.str();
+  return text.empty() ? text : "source:\n" + text;
 }
+
+}  // namespace detail
 
 }  // namespace tessel::jit

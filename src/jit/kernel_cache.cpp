@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/disk_cache.hpp"
+#include "jit/binary_format.hpp"
 #include "jit/embedded_headers.hpp"
 #include "tessel/core/config.hpp"
 #include "tessel/core/error.hpp"
@@ -26,39 +27,9 @@ tessel::detail::DiskCache cubin_files(const std::string& directory) {
   return tessel::detail::DiskCache(directory, ".cubin");
 }
 
-void put_u64(std::string& out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-void put_string(std::string& out, const std::string& s) {
-  put_u64(out, s.size());
-  out += s;
-}
-
-struct Reader {
-  const std::string& data;
-  std::size_t at = 0;
-  bool ok = true;
-  std::uint64_t u64() {
-    if (data.size() - at < 8) {
-      ok = false;
-      return 0;
-    }
-    std::uint64_t v = 0;
-    for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(data[at + static_cast<std::size_t>(i)]);
-    at += 8;
-    return v;
-  }
-  std::string string() {
-    const std::uint64_t n = u64();
-    if (!ok || data.size() - at < n) {
-      ok = false;
-      return "";
-    }
-    std::string s = data.substr(at, n);
-    at += n;
-    return s;
-  }
-};
+using detail::put_string;
+using detail::put_u64;
+using detail::Reader;
 
 std::string serialize(const CachedBinary& b) {
   std::string out(kMagic, sizeof kMagic);
@@ -68,25 +39,14 @@ std::string serialize(const CachedBinary& b) {
   put_string(out, b.arch);
   put_string(out, b.lowered_name);
   put_string(out, b.cubin);
-  const Hash128 check = Hasher().bytes(out.data(), out.size()).finish();
-  put_u64(out, check.hi);
-  put_u64(out, check.lo);
+  detail::seal(out);
   return out;
 }
 
 // Empty pointer (and `why`) when the data is not a valid file for `key`.
 std::shared_ptr<CachedBinary> deserialize(const std::string& data, const Hash128& key, std::string& why) {
-  if (data.size() < sizeof kMagic + 16 || data.compare(0, sizeof kMagic, kMagic, sizeof kMagic) != 0) {
-    why = "bad magic or truncated";
-    return nullptr;
-  }
-  const std::size_t body = data.size() - 16;
-  const Hash128 check = Hasher().bytes(data.data(), body).finish();
-  Reader tail{data, body};
-  if (tail.u64() != check.hi || tail.u64() != check.lo) {
-    why = "checksum mismatch (truncated or corrupt)";
-    return nullptr;
-  }
+  std::size_t body = 0;
+  if (!detail::check_sealed(data, kMagic, body, why)) return nullptr;
   Reader r{data, sizeof kMagic};
   auto b = std::make_shared<CachedBinary>();
   if (r.u64() != kFormat) {
