@@ -1,5 +1,7 @@
 // Launching generated elementwise kernels over memory: layout choice, dimension collapsing, index
-// width, launch shape. Backend-neutral; get_kernel raises DeviceError without CUDA.
+// width, launch shape. Backend-neutral: a CUDA device gets the NVRTC kernel (get_kernel raises
+// DeviceError without CUDA), the CPU the same spec as host C++ (elementwise_host.hpp), compiled by
+// the host compiler and called with the same packed parameters.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -8,21 +10,25 @@
 #include <unordered_map>
 
 #include "core/inline_buffer.hpp"
+#include "jit/elementwise_host.hpp"
 #include "tessel/array/shape.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/jit/elementwise.hpp"
+#include "tessel/jit/host_compiler.hpp"
 #include "tessel/jit/kernel.hpp"
 
 namespace tessel::jit {
 namespace {
 
 // What selects one compiled kernel of a launcher's spec.
+constexpr int kHostDevice = -1;
+
 struct LaunchKey {
   ElementwiseLayout layout;
   int rank;
   bool index32;
   int unroll;
-  int device;
+  int device;  // the CUDA device's index; kHostDevice for the CPU
   std::uint64_t uniform;  // contiguous: bit k set when operand k is uniform
   bool operator==(const LaunchKey& o) const {
     return layout == o.layout && rank == o.rank && index32 == o.index32 && unroll == o.unroll && device == o.device &&
@@ -79,8 +85,9 @@ ElementwisePlan plan_elementwise(const std::vector<std::int64_t>& shape,
 // read after it without one.
 struct ElementwiseLauncher::Cache {
   struct Entry {
-    Kernel kernel;
+    Kernel kernel;  // CUDA
     ElementwiseLaunchShape launch_shape;
+    HostKernel host;  // CPU
   };
   std::uint64_t id = 0;  // process-unique: the thread-local fast path below never matches a dead launcher
   std::mutex mutex;
@@ -119,7 +126,7 @@ std::size_t ElementwiseLauncher::num_cached_kernels() const {
 
 void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const std::vector<ElementwiseArg>& args,
                                  Device device, const Stream& stream) const {
-  detail::InlineBuffer<ElementwiseArgView, 8> views(args.size());
+  tessel::detail::InlineBuffer<ElementwiseArgView, 8> views(args.size());
   for (std::size_t i = 0; i < args.size(); ++i) views[i] = ElementwiseArgView::of(args[i]);
   launch(shape, views.data(), args.size(), device, stream);
 }
@@ -167,9 +174,7 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
     contiguous = contiguous && is_contiguous_at(shape, args[i].strides);
   }
   if (!contiguous) uniform = 0;  // the strided layout reads them through their 0 strides
-  if (!device.is_cuda()) {
-    throw DeviceError(where() + ": needs a CUDA device; got arrays on " + device.str());
-  }
+  const bool host = !device.is_cuda();
   if (n == 0) return;
 
   // The contiguous plan needs no strides; only a strided launch copies them to collapse dims.
@@ -194,9 +199,9 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
   // generate_elementwise_source emits: n; then `aligned` (contiguous) or the collapsed dims
   // (strided); then per array operand its pointer and, strided, its strides; scalars by value.
   const std::size_t rank = static_cast<std::size_t>(plan.rank);
-  detail::InlineBuffer<void*, 18> params(2 + 2 * count);
-  detail::InlineBuffer<std::int64_t, 16> words(contiguous ? 1 : 1 + rank * (count + 1));
-  detail::InlineBuffer<const void*, 8> pointers(count);
+  tessel::detail::InlineBuffer<void*, 18> params(2 + 2 * count);
+  tessel::detail::InlineBuffer<std::int64_t, 16> words(contiguous ? 1 : 1 + rank * (count + 1));
+  tessel::detail::InlineBuffer<const void*, 8> pointers(count);
   std::size_t num_params = 0, num_words = 0;
   int aligned = 1;
   std::int64_t work = n;
@@ -232,8 +237,10 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
   }
 
   // The unroll only shapes the contiguous kernel; the strided one keeps the spec's.
-  const LaunchKey key{plan.layout, plan.rank, plan.index32, contiguous ? tuning.unroll : spec.unroll, device.index,
-                      uniform};
+  // On the host only the layout, the rank and the uniform inputs select the code.
+  const LaunchKey key = host ? LaunchKey{plan.layout, plan.rank, false, 1, kHostDevice, uniform}
+                             : LaunchKey{plan.layout, plan.rank, plan.index32,
+                                         contiguous ? tuning.unroll : spec.unroll, device.index, uniform};
   const Cache::Entry* entry = nullptr;
   LastLaunch& last = last_launch;
   if (last.launcher_id == cache_->id && last.key == key) {
@@ -250,16 +257,31 @@ void ElementwiseLauncher::launch(const std::vector<std::int64_t>& shape, const E
     variant.index32 = plan.index32;
     variant.unroll = key.unroll;
     for (std::size_t i = 0; i < count && i < 64; ++i) variant.operands[i].is_uniform = (uniform >> i & 1) != 0;
-    CompileRequest request;
-    request.source = generate_elementwise_source(variant);
-    request.name = elementwise_kernel_name(variant);
     Cache::Entry loaded;
-    loaded.kernel = get_kernel(request, device);  // compiles or loads outside the lock
-    loaded.launch_shape = ElementwiseLaunchShape::of(loaded.kernel, tuning);
+    if (host) {
+      HostCompileRequest request;
+      request.source = detail::generate_elementwise_host_source(variant);
+      request.symbol = detail::elementwise_host_symbol(variant);
+      // No a * b + c contracted into an FMA: results do not depend on whether the CPU has FMA
+      // (-march=native), and plain arithmetic rounds as NumPy and the CPU backend's ops do.
+      request.options = {detail::kHostContractFlag};
+      loaded.host = get_host_kernel(request);  // compiles or loads outside the lock
+    } else {
+      CompileRequest request;
+      request.source = generate_elementwise_source(variant);
+      request.name = elementwise_kernel_name(variant);
+      loaded.kernel = get_kernel(request, device);  // compiles or loads outside the lock
+      loaded.launch_shape = ElementwiseLaunchShape::of(loaded.kernel, tuning);
+    }
     std::lock_guard<std::mutex> lock(cache_->mutex);
     entry = &cache_->kernels.emplace(key, std::move(loaded)).first->second;  // another thread's wins a race
   }
   last = LastLaunch{cache_->id, key, entry};
+  if (host) {
+    // Runs on this thread (OpenMP inside), done when it returns.
+    entry->host.launch(LaunchConfig{}, params.data());
+    return;
+  }
   // Kernel::launch makes the kernel's device current for the launch (the one device guard of
   // every generated kernel).
   LaunchConfig config = entry->launch_shape.config(entry->kernel, work, tuning);

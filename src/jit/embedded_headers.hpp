@@ -14,5 +14,7 @@ struct EmbeddedHeader {
 
 // The table and its length (*count).
 const EmbeddedHeader* embedded_headers(std::size_t* count);
+// The host kernels' prelude (src/jit/host_prelude.hpp), pasted into generated host C++ sources.
+const EmbeddedHeader* embedded_host_headers(std::size_t* count);
 
 }  // namespace tessel::jit::detail

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/inline_buffer.hpp"
+#include "jit/elementwise_host.hpp"
 #include "tessel/array/dtype.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
@@ -154,9 +155,16 @@ std::string ElementwiseKernel::source(ElementwiseLayout layout, int rank, bool i
   return generate_elementwise_source(s);
 }
 
+std::string ElementwiseKernel::host_source(ElementwiseLayout layout, int rank) const {
+  ElementwiseSpec s = spec_;
+  s.layout = layout;
+  s.rank = rank;
+  return detail::generate_elementwise_host_source(s);
+}
+
 void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const std::vector<ElementwiseArg>& args,
                                Device device, const std::optional<Stream>& stream) const {
-  detail::InlineBuffer<ElementwiseArgView, 8> views(args.size());
+  tessel::detail::InlineBuffer<ElementwiseArgView, 8> views(args.size());
   for (std::size_t i = 0; i < args.size(); ++i) views[i] = ElementwiseArgView::of(args[i]);
   launch(shape, views.data(), args.size(), device, stream);
 }
@@ -164,7 +172,8 @@ void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const std
 void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const ElementwiseArgView* args,
                                std::size_t count, Device device, const std::optional<Stream>& stream) const {
   TESSEL_RANGE(spec_.name.c_str(), "ElementwiseKernel", stream);
-  check_cuda_device("ElementwiseKernel", spec_.name, device);
+  // The CPU backend runs the host C++ version of the kernel (host_compiler.hpp).
+  if (device.is_cuda()) check_cuda_device("ElementwiseKernel", spec_.name, device);
   if (count != spec_.operands.size()) {
     throw ValueError("ElementwiseKernel '" + spec_.name + "': takes " + std::to_string(spec_.operands.size()) +
                      " arguments (inputs then outputs), got " + std::to_string(count));
@@ -190,7 +199,9 @@ void ElementwiseKernel::launch(const std::vector<std::int64_t>& shape, const Ele
   }
   const Stream s = stream ? *stream : current_stream(device);
   launcher->launch(shape, args, count, device, s);
-  if (profile::checks() & profile::check_bounds) synchronize_checked("ElementwiseKernel", spec_.name, s);
+  if (device.is_cuda() && (profile::checks() & profile::check_bounds)) {
+    synchronize_checked("ElementwiseKernel", spec_.name, s);
+  }
 }
 
 }  // namespace tessel::jit

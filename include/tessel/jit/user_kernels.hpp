@@ -1,9 +1,11 @@
 #pragma once
-// User kernels, compiled with NVRTC and cached like tessel's own:
+// User kernels, compiled and cached like tessel's own:
 //  - RawKernel: a CUDA source and the kernel to launch, with an explicit launch configuration;
+//    NVRTC, so it needs a CUDA device (DeviceError on the CPU backend);
 //  - ElementwiseKernel: CuPy-style "float32 x, float32 y" / "float32 z" params and a body
 //    ("z = x * y + 1") run once per element, with a contiguous vectorized path and a strided path.
-// Both need a CUDA device: on the CPU backend they raise DeviceError.
+//    On a CUDA device it is compiled with NVRTC; on the CPU backend the same spec becomes a host
+//    C++ loop (OpenMP over large launches) compiled by the host compiler (host_compiler.hpp).
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -78,9 +80,13 @@ class ElementwiseKernel {
   // The generated source for a layout, for printing and tests.
   std::string source(ElementwiseLayout layout = ElementwiseLayout::contiguous, int rank = 1,
                      bool index32 = false) const;
+  // The generated host C++ source the CPU backend compiles for a layout (self-contained: no
+  // tessel header is included), for printing and tests.
+  std::string host_source(ElementwiseLayout layout = ElementwiseLayout::contiguous, int rank = 1) const;
 
   // Runs over `shape`: args are the inputs then the outputs, array views with strides over
-  // `shape` (0 on broadcast axes) or scalars (ElementwiseArg::value) for inputs.
+  // `shape` (0 on broadcast axes) or scalars (ElementwiseArg::value) for inputs. On a CUDA device
+  // it launches on `stream`; on the CPU it runs before returning (the stream is ignored).
   // Repeated launches with the same scalar/array binding of the operands reuse the loaded kernel
   // (no source regeneration); copies of a kernel share those.
   void launch(const std::vector<std::int64_t>& shape, const std::vector<ElementwiseArg>& args, Device device,

@@ -1,9 +1,11 @@
 // jit::ElementwiseLauncher and the per-binding launchers of ElementwiseKernel: the layout / index
-// width choice (plan_elementwise, CPU), argument errors (CPU), and on the GPU repeated launches of
+// width choice (plan_elementwise, CPU), argument errors (CPU), launches on the CPU (host C++), and
+// on the GPU repeated launches of
 // one launcher across layouts, strides, sizes, scalar bindings and tunings, compared to a host
 // reference, with the number of kernels the launcher holds checked (each layout compiled once).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -12,6 +14,7 @@
 
 #include "testing.hpp"
 #include "tessel/jit/elementwise.hpp"
+#include "tessel/jit/host_compiler.hpp"
 #include "tessel/jit/user_kernels.hpp"
 #include "tessel/tessel.hpp"
 
@@ -106,9 +109,31 @@ TEST(JitElementwiseLauncher, ArgumentErrorsAsBefore) {
   const std::vector<ElementwiseArg> ok{ElementwiseArg::array(data, {1}), ElementwiseArg::value(2.0f),
                                        ElementwiseArg::array(data, {1})};
   testing::expect_error<ShapeError>([&] { launcher.launch({-1}, ok, Device::cpu(), stream); }, {"negative dimension"});
-  testing::expect_error<DeviceError>([&] { launcher.launch({4}, ok, Device::cpu(), stream); },
-                                     {"elementwise kernel 'launcher_fma': needs a CUDA device; got arrays on cpu"});
   EXPECT_EQ(launcher.num_cached_kernels(), 0u);
+}
+
+// On the CPU the launcher runs the spec as host C++ (host_compiler.hpp), with the same parameters:
+// one host kernel per layout and rank, each compiled once.
+TEST(JitElementwiseLauncher, RunsOnTheCpuThroughTheHostCompiler) {
+  if (!host_compiler_available()) GTEST_SKIP() << "no host C++ compiler";
+  const ElementwiseLauncher launcher(fma_spec());
+  const Stream stream = current_stream(Device::cpu());
+  std::vector<float> x(12), z(12, -1.0f);
+  for (int i = 0; i < 12; ++i) x[static_cast<std::size_t>(i)] = 0.5f * static_cast<float>(i) - 2.0f;
+  const std::vector<ElementwiseArg> contiguous{ElementwiseArg::array(x.data(), {1}), ElementwiseArg::value(3.0f),
+                                               ElementwiseArg::array(z.data(), {1})};
+  launcher.launch({12}, contiguous, Device::cpu(), stream);
+  for (std::size_t i = 0; i < 12; ++i) EXPECT_EQ(z[i], x[i] * 3.0f + 1.0f) << i;
+  // x reversed and read as 3 x 4 column-major into a 3 x 4 output: strided, rank 2.
+  std::fill(z.begin(), z.end(), -1.0f);
+  const std::vector<ElementwiseArg> strided{ElementwiseArg::array(x.data() + 11, {-1, -3}), ElementwiseArg::value(2.0f),
+                                            ElementwiseArg::array(z.data(), {4, 1})};
+  launcher.launch({3, 4}, strided, Device::cpu(), stream);
+  for (std::size_t r = 0; r < 3; ++r) {
+    for (std::size_t c = 0; c < 4; ++c) EXPECT_EQ(z[r * 4 + c], x[11 - r - 3 * c] * 2.0f + 1.0f) << r << "," << c;
+  }
+  launcher.launch({12}, contiguous, Device::cpu(), stream);
+  EXPECT_EQ(launcher.num_cached_kernels(), 2u);
 }
 
 #if defined(TESSEL_HAVE_CUDA)
