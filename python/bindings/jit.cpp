@@ -1,5 +1,6 @@
 // JIT layer: fused kernels from Python traces (ts.fuse), ElementwiseKernel and RawKernel
-// (CuPy-style). Compiles go through the C++ kernel caches; the GIL is released around them.
+// (CuPy-style), and the host compiler of the CPU backend (_get_host_kernel / _HostKernel, for
+// tessel.kernel). Compiles go through the C++ kernel caches; the GIL is released around them.
 #include <cstring>
 #include <optional>
 #include <string>
@@ -7,6 +8,7 @@
 #include "common.hpp"
 #include "fused_c_api.hpp"
 #include "interop.hpp"
+#include "tessel/jit/host_compiler.hpp"
 #include "tessel/profile/checks.hpp"
 
 namespace tessel::python {
@@ -23,6 +25,48 @@ jit::Dim3 to_dim3(nb::handle h, const char* what) {
   return jit::Dim3(v[0], v[1], v[2]);
 }
 
+// A launch shape of 1 to 3 ints (an int alone is one), for the host kernels' grid and block.
+void to_uint3(nb::handle h, const char* what, std::uint32_t out[3]) {
+  out[0] = out[1] = out[2] = 1;
+  if (PyLong_Check(h.ptr())) {
+    out[0] = nb::cast<std::uint32_t>(h);
+    return;
+  }
+  std::size_t n = 0;
+  for (nb::handle x : h) {
+    if (n == 3) break;
+    out[n++] = nb::cast<std::uint32_t>(x);
+  }
+  if (n == 0 || nb::len(h) > 3) {
+    throw tessel::ValueError(std::string("_HostKernel.launch: ") + what + " must be an int or a tuple of 1 to 3 ints");
+  }
+}
+
+// _HostKernel.launch: one packed value per parameter (bytes), the launch record filled from the
+// grid, block and shared bytes; runs on this thread with the GIL released.
+void host_kernel_launch(const jit::HostKernel& k, nb::handle grid, nb::handle block, std::uint64_t shared_bytes,
+                        nb::handle params, int num_threads) {
+  jit::TsHostLaunch record{};
+  to_uint3(grid, "grid", record.grid);
+  to_uint3(block, "block", record.block);
+  record.shared_bytes = shared_bytes;
+  record.num_threads = num_threads;
+  // A tuple of the values holds them while the GIL is released (a list could lose them).
+  nb::object held = nb::steal(PySequence_Tuple(params.ptr()));
+  if (!held.is_valid()) throw nb::python_error();
+  const Py_ssize_t count = PyTuple_GET_SIZE(held.ptr());
+  std::vector<void*> pointers(static_cast<std::size_t>(count));
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    PyObject* item = PyTuple_GET_ITEM(held.ptr(), i);
+    if (!PyBytes_Check(item)) {
+      throw nb::type_error(("_HostKernel.launch: parameter " + std::to_string(i) + " must be bytes (its packed value), got " +
+                            std::string(Py_TYPE(item)->tp_name)).c_str());
+    }
+    pointers[static_cast<std::size_t>(i)] = PyBytes_AS_STRING(item);
+  }
+  nb::gil_scoped_release release;
+  k.launch(record, pointers.data());
+}
 
 // The dtype of a NumPy scalar of one of NumPy's own sized types (np.float32, np.int64, ...), by
 // its type object, from a table built once; nullopt for anything else (or without NumPy). A
@@ -437,7 +481,32 @@ void register_jit(nb::module_& m) {
            "out_params"_a, "operation"_a, "name"_a = "elementwise_kernel", "preamble"_a = "")
       .def_prop_ro("name", &jit::ElementwiseKernel::name)
       .def("source", [](const jit::ElementwiseKernel& k) { return k.source(); })
+      .def("host_source", [](const jit::ElementwiseKernel& k) { return k.host_source(); },
+           "The host C++ source the CPU backend compiles (contiguous layout).")
       .def("__call__", &elementwise_call, "args"_a, nb::kw_only(), "size"_a = nb::none(), "stream"_a = nb::none());
+
+  // The host compiler (CPU backend), for tessel.kernel: None when there is none.
+  m.def("_host_compiler", []() -> nb::object {
+    std::string c;
+    {
+      nb::gil_scoped_release release;  // may run `<compiler> --version` once
+      c = jit::host_compiler();
+    }
+    return c.empty() ? nb::none() : nb::cast(c);
+  });
+  nb::class_<jit::HostKernel>(m, "_HostKernel",
+                              "A loaded host C++ kernel, int symbol(TsHostLaunch*, void**); from _get_host_kernel.")
+      .def_prop_ro("symbol", &jit::HostKernel::symbol)
+      .def_prop_ro("entry_address", [](const jit::HostKernel& k) { return reinterpret_cast<std::uintptr_t>(k.entry()); })
+      .def("launch", &host_kernel_launch, "grid"_a, "block"_a, "shared_bytes"_a, "params"_a, "num_threads"_a = 0,
+           "Calls the kernel on this thread (GIL released): params holds each parameter's packed bytes. "
+           "Raises IndexError or TesselError with the kernel's message when it reports an error.");
+  m.def("_get_host_kernel", [](std::string source, std::string symbol, std::vector<std::string> options) {
+    jit::HostCompileRequest request{std::move(source), std::move(symbol), std::move(options)};
+    nb::gil_scoped_release release;  // may compile
+    return jit::get_host_kernel(request);
+  }, "source"_a, "symbol"_a, "options"_a = std::vector<std::string>{},
+        "Compiles (or finds in the memory and disk caches) host C++ source and loads its extern \"C\" entry.");
 
   nb::class_<jit::RawKernel>(m, "RawKernel", "A CUDA C++ kernel compiled with NVRTC: RawKernel(source, name).")
       .def(nb::init<std::string, std::string, std::vector<std::string>>(), "code"_a, "name"_a,
