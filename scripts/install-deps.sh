@@ -12,6 +12,7 @@ need_deb() { # need_deb PACKAGE TEST-COMMAND...
 }
 need_deb cmake            command -v cmake
 need_deb ninja-build      command -v ninja
+# g++ also compiles the CPU backend's kernels at run time (jit/host_compiler.hpp; TESSEL_CXX overrides).
 need_deb g++              command -v g++
 need_deb libgtest-dev     have_header gtest/gtest.h
 need_deb libbenchmark-dev have_header benchmark/benchmark.h

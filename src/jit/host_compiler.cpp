@@ -53,6 +53,12 @@ struct HostLibrary {
 
 namespace {
 
+#ifdef MFD_EXEC
+constexpr unsigned kMemfdExec = MFD_EXEC;
+#else
+constexpr unsigned kMemfdExec = 0x0010U;  // linux/memfd.h since 6.3
+#endif
+
 constexpr char kMagic[8] = {'T', 'S', 'L', 'H', 'O', 'S', 'T', 'K'};
 constexpr std::uint32_t kFormat = 1;
 constexpr const char* kExtension = ".hostlib";
@@ -294,7 +300,11 @@ std::string format_host_compile_error(const std::string& symbol, const std::stri
 // symbol is missing.
 std::shared_ptr<const HostLibrary> load_library(const std::string& bytes, const Hash128& key, const std::string& symbol) {
   const std::string what = "jit: host kernel '" + symbol + "'";
-  const int fd = ::memfd_create(("tessel:" + symbol).c_str(), MFD_CLOEXEC);
+  // MFD_EXEC (Linux 6.3) keeps the file executable where vm.memfd_noexec makes that opt-in; older
+  // kernels reject the flag, and their memfds are executable anyway.
+  const std::string name = "tessel:" + symbol;
+  int fd = ::memfd_create(name.c_str(), MFD_CLOEXEC | kMemfdExec);
+  if (fd < 0 && errno == EINVAL) fd = ::memfd_create(name.c_str(), MFD_CLOEXEC);
   if (fd < 0) throw Error(what + ": memfd_create failed: " + errno_text(errno));
   if (!write_all(fd, bytes.data(), bytes.size())) {
     const int saved = errno;
