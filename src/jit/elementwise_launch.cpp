@@ -20,9 +20,10 @@
 namespace tessel::jit {
 namespace {
 
-// What selects one compiled kernel of a launcher's spec.
+// LaunchKey::device of host kernels (the CPU backend).
 constexpr int kHostDevice = -1;
 
+// What selects one compiled kernel of a launcher's spec.
 struct LaunchKey {
   ElementwiseLayout layout;
   int rank;
