@@ -27,6 +27,7 @@ void register_array(nb::module_& m);   // the Array class, creation, manipulatio
 void register_ops(nb::module_& m);     // elementwise functions and operators
 void register_interop(nb::module_& m); // DLPack and __cuda_array_interface__
 void register_jit(nb::module_& m);     // fuse (Sym), ElementwiseKernel, RawKernel
+void register_python_kernels(nb::module_& m);  // tessel.kernel's launch path (jit_python_kernels.cpp)
 void register_matmul(nb::module_& m);  // matmul, @, vecdot, Matmul plans
 void register_fft(nb::module_& m);     // the _fft submodule (tessel.fft)
 void register_linalg(nb::module_& m);  // the _linalg submodule (tessel.linalg), LinAlgError
@@ -102,6 +103,9 @@ Array to_array(nb::handle h, std::optional<Device> device = std::nullopt, bool w
 std::shared_ptr<void> python_keep_alive(nb::handle owner);
 // The numpy module, imported once (kept for the module's lifetime).
 nb::handle numpy_module();
+// The dtype of a NumPy scalar of NumPy's own sized types (np.float32, ...): a type-object
+// comparison; nullopt for anything else (jit.cpp).
+std::optional<DType> numpy_scalar_dtype(nb::handle h);
 inline bool is_python_int(nb::handle h) { return PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr()); }
 
 // ---- streams given from Python: None, a tessel.Stream, an int handle, torch/CuPy stream objects ----

@@ -68,6 +68,8 @@ void host_kernel_launch(const jit::HostKernel& k, nb::handle grid, nb::handle bl
   k.launch(record, pointers.data());
 }
 
+}  // namespace
+
 // The dtype of a NumPy scalar of one of NumPy's own sized types (np.float32, np.int64, ...), by
 // its type object, from a table built once; nullopt for anything else (or without NumPy). A
 // pointer comparison instead of the attribute lookups (dtype, item, ndim) that cost
@@ -101,6 +103,8 @@ std::optional<DType> numpy_scalar_dtype(nb::handle h) {
   }
   return std::nullopt;
 }
+
+namespace {
 
 // Checked mode `bounds`: every element of an array argument must lie inside its buffer.
 void check_extent(const Array& a, const char* kernel_kind, std::size_t index) {

@@ -16,6 +16,7 @@ NB_MODULE(_tessel, m) {
   register_ops(m);
   register_interop(m);
   register_jit(m);
+  register_python_kernels(m);
   register_matmul(m);
   register_fft(m);
   register_linalg(m);

@@ -2298,6 +2298,9 @@ void ts_run_block(const TsParams& P, TsBlock& B) {
         L.append("const bool ts_is_yield[] = {false" + "".join(", true" if x.kind == "yield" else ", false"
                                                              for x in root.sites) + "};")
         runner = """
+// One block: each thread runs until it stops at a site; a warp site is passed once every lane of
+// the warp that is still running has reached it; a block barrier once every thread of the block
+// has; threads paused in a grid-stride loop (yield) run on first.
 void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::vector<int>& who) {
   const ts::i64 n = B.dx * B.dy * B.dz;
   st.resize(n);
@@ -2314,18 +2317,19 @@ void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::
       for (;;) {
         for (ts::i64 t = w0; t < w1; ++t)
           if (st[t].status == TS_RUN) ts_thread(P, B, st[t], t);
-        // lanes stopped at a warp site exchange, one site at a time, then run on
+        bool paused = false;
         int site = -1, count = 0;
-        for (ts::i64 t = w0; t < w1; ++t)
+        for (ts::i64 t = w0; t < w1; ++t) {
+          if (st[t].status == TS_WAIT_BLOCK && ts_is_yield[st[t].pc]) paused = true;
           if (st[t].status == TS_WAIT_WARP && site < 0) site = st[t].pc;
-        if (site < 0) break;
+        }
+        if (paused || site < 0) break;
         for (ts::i64 t = w0; t < w1; ++t)
           if (st[t].status == TS_WAIT_WARP && st[t].pc == site) who[count++] = (int)t;
         ts_exchange(site, st.data(), who.data(), count, B);
         for (int j = 0; j < count; ++j) st[who[j]].status = TS_RUN;
       }
     }
-    // threads paused in a grid-stride loop run on before any barrier is released
     int count = 0;
     for (ts::i64 t = 0; t < n; ++t)
       if (st[t].status == TS_WAIT_BLOCK && ts_is_yield[st[t].pc]) who[count++] = (int)t;
@@ -2333,10 +2337,26 @@ void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::
       for (int j = 0; j < count; ++j) st[who[j]].status = TS_RUN;
       continue;
     }
+    // lanes at a warp site while the rest of their warp waits at a barrier: they go alone
     int site = -1;
-    for (ts::i64 t = 0; t < n; ++t)
-      if (st[t].status == TS_WAIT_BLOCK && site < 0) site = st[t].pc;
+    for (ts::i64 t = 0; t < n && site < 0; ++t)
+      if (st[t].status == TS_WAIT_WARP) site = st[t].pc;
+    if (site >= 0) {
+      for (ts::i64 t = 0; t < n; ++t) {
+        if (st[t].status != TS_WAIT_WARP || st[t].pc != site) continue;
+        const ts::i64 base = t & ~(ts::i64)31;
+        count = 0;
+        for (ts::i64 u = base; u < std::min<ts::i64>(base + 32, n); ++u)
+          if (st[u].status == TS_WAIT_WARP && st[u].pc == site) who[count++] = (int)u;
+        ts_exchange(site, st.data(), who.data(), count, B);
+        for (int j = 0; j < count; ++j) st[who[j]].status = TS_RUN;
+      }
+      continue;
+    }
+    for (ts::i64 t = 0; t < n && site < 0; ++t)
+      if (st[t].status == TS_WAIT_BLOCK) site = st[t].pc;
     if (site < 0) break;
+    count = 0;
     for (ts::i64 t = 0; t < n; ++t)
       if (st[t].status == TS_WAIT_BLOCK && st[t].pc == site) who[count++] = (int)t;
     ts_exchange(site, st.data(), who.data(), count, B);

@@ -66,7 +66,7 @@ class DeviceFunction:
 
 
 class _Specialization:
-    __slots__ = ("arg_types", "target", "source", "symbol", "raw", "host", "info", "device")
+    __slots__ = ("arg_types", "target", "source", "symbol", "raw", "host", "info", "options", "debug")
 
     def __init__(self, arg_types, target, source, symbol, info):
         self.arg_types = arg_types
@@ -127,10 +127,30 @@ class Kernel:
         self.options = dict(options)
         self._specs: Dict[Any, _Specialization] = {}
         self._lock = threading.Lock()
+        self._launcher = None       # the C++ launch path, made on the first launch
+        self._configs = {}          # (grid, block, stream, shared) -> its configured launch
+        self._raw_configs = {}      # kernel[...]'s argument, when hashable and without a stream object
         functools.update_wrapper(self, py_func)
 
     # ---- launch configuration -------------------------------------------------------------------
     def __getitem__(self, config):
+        try:
+            c = self._raw_configs.get(config)
+        except TypeError:   # an unhashable config (a list): validated below every time
+            c = None
+        if c is not None:
+            return c
+        configured = self._validate_config(config)
+        try:
+            if len(self._raw_configs) > 256:
+                self._raw_configs.clear()
+            if len(config) < 3 or isinstance(config[2], (int, type(None))):
+                self._raw_configs[config] = configured
+        except TypeError:
+            pass
+        return configured
+
+    def _validate_config(self, config):
         if not isinstance(config, tuple):
             config = (config,)
         if not 2 <= len(config) <= 4:
@@ -142,14 +162,27 @@ class Kernel:
         shared = config[3] if len(config) > 3 else 0
         if not isinstance(shared, (int, np.integer)) or shared < 0:
             raise ValueError(f"kernel '{self.__name__}': shared_bytes must be a non-negative int, got {shared!r}")
-        return _Configured(self, grid, block, stream, int(shared))
+        return self._configured(grid, block, stream, int(shared))
+
+    def _configured(self, grid, block, stream, shared):
+        key = (grid, block, id(stream) if stream is not None else None, shared)
+        c = self._configs.get(key)
+        if c is None or c[1] is not stream:
+            from .. import _tessel as core
+            if self._launcher is None:
+                self._launcher = core._KernelLauncher(self)
+            c = (core._configure_launch(self._launcher, list(grid), list(block), stream, shared), stream)
+            if len(self._configs) > 256:
+                self._configs.clear()
+            self._configs[key] = c
+        return c[0]
 
     def forall(self, ntasks, tpb=0, stream=None, sharedmem=0):
         if not isinstance(ntasks, (int, np.integer)) or ntasks < 0:
             raise ValueError(f"kernel '{self.__name__}': forall(n) needs a non-negative int, got {ntasks!r}")
         block = int(tpb) if tpb else 256
         grid = max(1, (int(ntasks) + block - 1) // block)
-        return _Configured(self, (grid, 1, 1), (block, 1, 1), stream, int(sharedmem))
+        return self._configured((grid, 1, 1), (block, 1, 1), stream, int(sharedmem))
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel '{self.__name__}' needs a launch configuration: "
@@ -207,6 +240,7 @@ class Kernel:
         return converted, device
 
     def _specialization(self, arg_types, device):
+        """The generated source and compile options for these argument types on this backend."""
         target = "cuda" if device.type == "cuda" else "cpu"
         key = (arg_types, target)
         spec = self._specs.get(key)
@@ -220,20 +254,26 @@ class Kernel:
             opts = self._compile_options()
             source, info = _compiler.generate(self.py_func, list(arg_types), target, opts, symbol)
             spec = _Specialization(arg_types, target, source, symbol, info)
-            ts = _tessel()
             if target == "cuda":
-                nvrtc = ["-lineinfo"] if opts.get("lineinfo") else []
+                spec.options = ["-lineinfo"] if opts.get("lineinfo") else []
                 if opts.get("fastmath"):
-                    nvrtc.append("--use_fast_math")
+                    spec.options.append("--use_fast_math")
                 if opts.get("max_registers"):
-                    nvrtc.append(f"--maxrregcount={int(opts['max_registers'])}")
-                spec.raw = ts.RawKernel(source, symbol, tuple(nvrtc))
+                    spec.options.append(f"--maxrregcount={int(opts['max_registers'])}")
             else:
-                from .. import _tessel as core
-                flags = ["-ffast-math"] if opts.get("fastmath") else []
-                spec.host = core._get_host_kernel(source, symbol, flags)
+                spec.options = ["-ffast-math"] if opts.get("fastmath") else []
+            spec.debug = bool(opts.get("debug"))
             self._specs[key] = spec
             return spec
+
+    def _compile_entry(self, args, device_name):
+        """For the C++ launch path: (target, source, symbol, options) of these arguments' kernel, or
+        None when their launches must take the Python path (debug mode)."""
+        converted, device = self._convert_args(args)
+        spec = self._specialization(tuple(c.type for c in converted), device)
+        if spec.debug:
+            return None
+        return (spec.target, spec.source, spec.symbol, list(spec.options))
 
     def _compile_options(self):
         opts = dict(self.options)
@@ -272,6 +312,9 @@ class Kernel:
             params = []
             for c in converted:
                 params += _pack_host(c)
+            if spec.host is None:
+                from .. import _tessel as core
+                spec.host = core._get_host_kernel(spec.source, spec.symbol, spec.options)
             try:
                 spec.host.launch(grid, block, shared, params)
             except Exception as e:  # noqa: BLE001
@@ -296,9 +339,11 @@ class Kernel:
             else:
                 flat.append(_numpy_scalar(c.value, c.type))
         record = None
-        if spec.info.get("debug_record") or self._compile_options().get("debug"):
+        if spec.debug:
             record = ts.zeros(16, dtype=ts.int64, device=device)
             flat.append(record)
+        if spec.raw is None:
+            spec.raw = ts.RawKernel(spec.source, spec.symbol, tuple(spec.options))
         kwargs = {"shared_mem": shared}
         if stream is not None and stream != 0:
             kwargs["stream"] = _as_stream(stream)
@@ -381,7 +426,6 @@ def _dim3(v, what, name) -> Tuple[int, int, int]:
     dims += [1] * (3 - len(dims))
     if any(d <= 0 for d in dims):
         raise ValueError(f"kernel '{name}': {what} {tuple(dims)} has a zero or negative size")
-    dims += [1] * (3 - len(dims))
     if what == "block":
         n = dims[0] * dims[1] * dims[2]
         if n > 1024 or dims[2] > 64:
@@ -391,20 +435,6 @@ def _dim3(v, what, name) -> Tuple[int, int, int]:
         if dims[0] >= 2**31 or dims[1] > 65535 or dims[2] > 65535:
             raise ValueError(f"kernel '{name}': grid {tuple(dims)} exceeds (2^31-1, 65535, 65535)")
     return tuple(dims)
-
-
-class _Configured:
-    __slots__ = ("kernel", "grid", "block", "stream", "shared")
-
-    def __init__(self, kernel, grid, block, stream, shared):
-        self.kernel = kernel
-        self.grid = grid
-        self.block = block
-        self.stream = stream
-        self.shared = shared
-
-    def __call__(self, *args):
-        self.kernel._launch(self.grid, self.block, self.stream, self.shared, args)
 
 
 def jit(func=None, *, device=False, inline=False, fastmath=False, debug=None, lineinfo=False, cache=True,

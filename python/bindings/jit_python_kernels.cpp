@@ -1,0 +1,292 @@
+// JIT layer: the launch path of kernels written in Python (tessel.kernel). A launch's argument
+// types make a small key; the compiled kernel per (key, device) is kept here, so a launch with
+// tessel arrays and numbers never calls Python: it packs the flattened parameters (an array is its
+// data pointer, its shape, its strides in elements) on the stack and launches through
+// jit::Kernel (CUDA) or jit::HostKernel (the CPU backend). Anything else (NumPy arrays, foreign
+// arrays, debug mode) goes to the Python launcher, which converts and compiles.
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common.hpp"
+#include "tessel/jit/host_compiler.hpp"
+#include "tessel/jit/kernel.hpp"
+#include "tessel/profile/checks.hpp"
+#include "tessel/profile/range.hpp"
+
+namespace tessel::python {
+namespace {
+
+// A buffer on the stack for small launches, on the heap beyond N.
+template <class T, std::size_t N>
+class StackBuffer {
+ public:
+  explicit StackBuffer(std::size_t size) : size_(size) {
+    if (size > N) {
+      heap_.resize(size);
+      data_ = heap_.data();
+    }
+  }
+  StackBuffer(const StackBuffer&) = delete;
+  StackBuffer& operator=(const StackBuffer&) = delete;
+  T& operator[](std::size_t i) { return data_[i]; }
+  T* data() { return data_; }
+  std::size_t size() const { return size_; }
+
+ private:
+  T inline_[N];
+  std::vector<T> heap_;
+  T* data_ = inline_;
+  std::size_t size_;
+};
+
+// One argument's type: arrays (dtype, ndim, C-contiguous) and scalars (dtype) never collide.
+std::uint32_t array_code(const Array& a) {
+  return 0x10000u | (static_cast<std::uint32_t>(a.dtype()) << 8) | (static_cast<std::uint32_t>(a.ndim()) << 1) |
+         (a.is_contiguous() ? 1u : 0u);
+}
+std::uint32_t scalar_code(DType d) { return 0x100u | static_cast<std::uint32_t>(d); }
+
+struct LaunchKey {
+  std::vector<std::uint32_t> codes;
+  int device = -1;  // -1: the CPU
+  bool operator==(const LaunchKey& o) const { return device == o.device && codes == o.codes; }
+};
+struct LaunchKeyHash {
+  std::size_t operator()(const LaunchKey& k) const {
+    std::size_t h = static_cast<std::size_t>(k.device + 1) * 0x9e3779b97f4a7c15ull;
+    for (std::uint32_t c : k.codes) h = (h ^ c) * 0x100000001b3ull;
+    return h;
+  }
+};
+
+// What a key compiled to; `python_only`: this signature always takes the Python launcher.
+struct Compiled {
+  bool python_only = false;
+  jit::Kernel cuda;
+  jit::HostKernel host;
+  std::string name;
+};
+
+class Launcher {
+ public:
+  explicit Launcher(nb::object kernel) : kernel_(std::move(kernel)) {
+    name_ = nb::cast<std::string>(kernel_.attr("__name__"));
+  }
+
+  // The compiled entry for `key`, compiling through the Python kernel on a miss.
+  std::shared_ptr<const Compiled> lookup(const LaunchKey& key, nb::handle args, Device device) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = compiled_.find(key);
+      if (it != compiled_.end()) return it->second;
+    }
+    // (target, source, symbol, options) or None for "always through Python"
+    nb::object spec = kernel_.attr("_compile_entry")(args, device.str());
+    auto entry = std::make_shared<Compiled>();
+    entry->name = name_;
+    if (spec.is_none()) {
+      entry->python_only = true;
+    } else {
+      auto target = nb::cast<std::string>(spec[0]);
+      auto source = nb::cast<std::string>(spec[1]);
+      auto symbol = nb::cast<std::string>(spec[2]);
+      auto options = nb::cast<std::vector<std::string>>(spec[3]);
+      nb::gil_scoped_release release;  // may compile
+      if (target == "cuda") {
+        jit::CompileRequest request;
+        request.source = std::move(source);
+        request.name = std::move(symbol);
+        request.options = std::move(options);
+        entry->cuda = jit::get_kernel(request, device);
+      } else {
+        entry->host = jit::get_host_kernel(jit::HostCompileRequest{std::move(source), std::move(symbol),
+                                                                   std::move(options)});
+      }
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    return compiled_.emplace(key, std::move(entry)).first->second;
+  }
+
+  const nb::object& kernel() const { return kernel_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  nb::object kernel_;
+  std::string name_;
+  std::mutex mutex_;
+  std::unordered_map<LaunchKey, std::shared_ptr<const Compiled>, LaunchKeyHash> compiled_;
+};
+
+// kernel[grid, block, stream, shared_bytes]: validated once by the Python side.
+struct ConfiguredLaunch {
+  nb::object launcher_object;  // keeps the launcher alive
+  Launcher* launcher = nullptr;
+  jit::LaunchConfig config;
+  nb::object stream_object;  // as given (None: the current stream)
+  nb::object python_config;  // (grid, block, stream, shared) for the Python launcher
+};
+
+// Bytes of one scalar parameter; false when h is not a number this path packs.
+bool pack_scalar(nb::handle h, std::uint32_t& code, unsigned char* out, std::size_t& size) {
+  PyObject* o = h.ptr();
+  if (PyFloat_CheckExact(o)) {
+    const double v = PyFloat_AS_DOUBLE(o);
+    std::memcpy(out, &v, 8);
+    size = 8;
+    code = scalar_code(DType::float64);
+    return true;
+  }
+  if (PyBool_Check(o)) {
+    out[0] = o == Py_True ? 1 : 0;
+    size = 1;
+    code = scalar_code(DType::bool_);
+    return true;
+  }
+  if (PyLong_CheckExact(o)) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) return false;  // the Python path reports it
+    std::memcpy(out, &v, 8);
+    size = 8;
+    code = scalar_code(DType::int64);
+    return true;
+  }
+  if (PyComplex_CheckExact(o)) {
+    const double v[2] = {PyComplex_RealAsDouble(o), PyComplex_ImagAsDouble(o)};
+    std::memcpy(out, v, 16);
+    size = 16;
+    code = scalar_code(DType::complex128);
+    return true;
+  }
+  if (const std::optional<DType> d = numpy_scalar_dtype(h)) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(o, &view, PyBUF_SIMPLE) != 0) {
+      PyErr_Clear();
+      return false;
+    }
+    const bool fits = view.len == static_cast<Py_ssize_t>(itemsize(*d)) && view.len <= 16;
+    if (fits) std::memcpy(out, view.buf, static_cast<std::size_t>(view.len));
+    size = static_cast<std::size_t>(view.len);
+    PyBuffer_Release(&view);
+    code = scalar_code(*d);
+    return fits;
+  }
+  return false;
+}
+
+nb::object launch_python(const ConfiguredLaunch& c, nb::args args) {
+  return c.launcher->kernel().attr("_launch")(c.python_config[0], c.python_config[1], c.python_config[2],
+                                             c.python_config[3], args);
+}
+
+nb::object launch(const ConfiguredLaunch& c, nb::args args) {
+  const std::size_t n = args.size();
+  // Offsets of each argument's packed bytes: an array takes 8 (data) + 16 per axis.
+  struct Slot {
+    const Array* array;
+    std::size_t offset;
+    std::size_t size;
+  };
+  StackBuffer<Slot, 16> slots(n);
+  StackBuffer<unsigned char, 512> bytes(n * 16 + 8 * 64 + 16);
+  LaunchKey key;
+  key.codes.resize(n);
+  std::size_t used = 0, params = 0;
+  std::optional<Device> device;
+  for (std::size_t i = 0; i < n; ++i) {
+    nb::handle h = args[i];
+    if (is_array(h)) {
+      const Array& a = as_array(h);
+      if (device && a.device() != *device) return launch_python(c, args);  // the Python path names them
+      device = a.device();
+      key.codes[i] = array_code(a);
+      slots[i] = {&a, used, 8 + 16 * static_cast<std::size_t>(a.ndim())};
+      used += slots[i].size;
+      params += 1 + 2 * static_cast<std::size_t>(a.ndim());
+      continue;
+    }
+    used = (used + 15) & ~std::size_t(15);
+    if (used + 16 > bytes.size()) return launch_python(c, args);
+    std::size_t size = 0;
+    if (!pack_scalar(h, key.codes[i], bytes.data() + used, size)) return launch_python(c, args);
+    slots[i] = {nullptr, used, size};
+    used += 16;
+    params += 1;
+  }
+  if (used > bytes.size() || params > 1024) return launch_python(c, args);
+  const Device dev = device ? *device : (cuda_available() ? current_device() : Device::cpu());
+  key.device = dev.is_cuda() ? dev.index : -1;
+  const std::shared_ptr<const Compiled> compiled = c.launcher->lookup(key, args, dev);
+  if (compiled->python_only || (profile::checks() & profile::check_bounds)) return launch_python(c, args);
+  // Pack: data pointer, shape, strides (elements) per array; the value per scalar.
+  StackBuffer<void*, 64> pointers(params);
+  std::size_t p = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    unsigned char* at = bytes.data() + slots[i].offset;
+    if (const Array* a = slots[i].array) {
+      void* data = const_cast<void*>(a->data());
+      std::memcpy(at, &data, 8);
+      pointers[p++] = at;
+      const int nd = static_cast<int>(a->ndim());
+      for (int d = 0; d < nd; ++d) {
+        const std::int64_t s = a->shape()[static_cast<std::size_t>(d)];
+        std::memcpy(at + 8 + 8 * d, &s, 8);
+        pointers[p++] = at + 8 + 8 * d;
+      }
+      for (int d = 0; d < nd; ++d) {
+        const std::int64_t s = a->strides()[static_cast<std::size_t>(d)];
+        std::memcpy(at + 8 + 8 * (nd + d), &s, 8);
+        pointers[p++] = at + 8 + 8 * (nd + d);
+      }
+    } else {
+      pointers[p++] = at;
+    }
+  }
+  if (dev.is_cuda()) {
+    const std::optional<Stream> given = to_optional_stream(c.stream_object, dev);
+    const Stream stream = given ? *given : current_stream(dev);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (slots[i].array && slots[i].array->storage()) slots[i].array->storage()->wait_on_stream(stream);
+    }
+    TESSEL_RANGE(compiled->name.c_str(), "kernel", stream);
+    compiled->cuda.launch(c.config, pointers.data(), stream);
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (slots[i].array && slots[i].array->storage()) slots[i].array->storage()->wait_on_stream(Stream::cpu());
+    }
+    TESSEL_RANGE(compiled->name.c_str(), "kernel", Stream::cpu());
+    nb::gil_scoped_release release;
+    compiled->host.launch(c.config, pointers.data());
+  }
+  return nb::none();
+}
+
+}  // namespace
+
+void register_python_kernels(nb::module_& m) {
+  nb::class_<Launcher>(m, "_KernelLauncher", "The launch path of one tessel.kernel.Kernel (internal).")
+      .def("__init__", [](Launcher* self, nb::object kernel) { new (self) Launcher(std::move(kernel)); });
+  nb::class_<ConfiguredLaunch>(m, "_ConfiguredLaunch", "kernel[grid, block, stream, shared_bytes] (internal).")
+      .def("__call__", &launch);
+  m.def("_configure_launch", [](nb::object launcher, std::vector<unsigned int> grid, std::vector<unsigned int> block,
+                                nb::object stream, std::size_t shared) {
+    if (grid.size() != 3 || block.size() != 3) throw nb::value_error("_configure_launch: grid and block of 3 ints");
+    ConfiguredLaunch c;
+    c.launcher = nb::cast<Launcher*>(launcher);
+    c.launcher_object = launcher;
+    c.config.grid = jit::Dim3(grid[0], grid[1], grid[2]);
+    c.config.block = jit::Dim3(block[0], block[1], block[2]);
+    c.config.shared_mem = shared;
+    c.stream_object = stream;
+    c.python_config = nb::make_tuple(nb::make_tuple(grid[0], grid[1], grid[2]),
+                                     nb::make_tuple(block[0], block[1], block[2]), stream, shared);
+    return c;
+  }, "launcher"_a, "grid"_a, "block"_a, "stream"_a.none(), "shared"_a);
+}
+
+}  // namespace tessel::python
