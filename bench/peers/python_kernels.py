@@ -236,9 +236,15 @@ os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 import numpy as np
 np.row_stack = getattr(np, "row_stack", np.vstack)
 sys.path.insert(0, {here!r})
+import inspect, textwrap
 import kernel_programs
 from numba import cuda
-k = kernel_programs.build(cuda, cuda.jit)["matmul"]
+# The simulator swaps in its fake `cuda` through the kernel's globals, not its closure: the same
+# source as kernel_programs' matmul, defined at module level.
+src = textwrap.dedent(inspect.getsource(kernel_programs.build(cuda, lambda f: f)["matmul"]))
+scope = {{"cuda": cuda, "np": np, "TPB": kernel_programs.TPB}}
+exec(compile(src.replace("@jit", "@cuda.jit"), "kernel_programs.py", "exec"), scope)
+k = scope["matmul"]
 n = {n}
 rng = np.random.default_rng(0)
 A = rng.random((n, n), dtype=np.float32); B = rng.random((n, n), dtype=np.float32); C = np.zeros((n, n), np.float32)

@@ -254,6 +254,8 @@ nb::object launch(const ConfiguredLaunch& c, nb::args args) {
       if (slots[i].array && slots[i].array->storage()) slots[i].array->storage()->wait_on_stream(stream);
     }
     TESSEL_RANGE(compiled->name.c_str(), "kernel", stream);
+    // above 48 KiB a kernel must opt in; ValueError beyond the device's limit
+    if (c.config.shared_mem > 48 * 1024) compiled->cuda.set_max_dynamic_shared_memory(c.config.shared_mem);
     compiled->cuda.launch(c.config, pointers.data(), stream);
   } else {
     for (std::size_t i = 0; i < n; ++i) {

@@ -171,6 +171,32 @@ class Root:
         return f"{stem}{self.counter}"
 
 
+_PARSED: Dict[Any, tuple] = {}
+
+
+def _parsed(pyfunc, name):
+    """(function definition node, file name, first line, source lines) of a Python function, read
+    once per code object."""
+    code = getattr(pyfunc, "__code__", None)
+    hit = _PARSED.get(code)
+    if hit is not None:
+        return hit
+    try:
+        lines, first_line = inspect.getsourcelines(pyfunc)
+        filename = inspect.getsourcefile(pyfunc) or "<unknown>"
+    except (OSError, TypeError) as e:
+        raise KernelCompileError(f"kernel '{name}': its Python source is not available ({e}); define kernels "
+                                 "in a file, a notebook cell or an interactive session that keeps the source") from None
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    fdefs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if not fdefs:
+        raise KernelCompileError(f"kernel '{name}': {filename}: not a function definition")
+    hit = (fdefs[0], filename, first_line, lines)
+    if code is not None:
+        _PARSED[code] = hit
+    return hit
+
+
 class FunctionCompiler:
     """Types and emits one Python function: the kernel, or a device function inlined into it."""
 
@@ -183,17 +209,7 @@ class FunctionCompiler:
         self.kernel_name = kernel_name
         self.name = display_name or pyfunc.__name__
         self.arg_types = list(arg_types)
-        try:
-            source = inspect.getsource(pyfunc)
-            self.filename = inspect.getsourcefile(pyfunc) or "<unknown>"
-            _, self.first_line = inspect.getsourcelines(pyfunc)
-        except (OSError, TypeError) as e:
-            raise KernelCompileError(f"kernel '{self.name}': its Python source is not available ({e})") from None
-        tree = ast.parse(textwrap.dedent(source))
-        fdefs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        if not fdefs:
-            raise KernelCompileError(f"kernel '{self.name}': {self.filename}: not a function definition")
-        self.fdef = fdefs[0]
+        self.fdef, self.filename, self.first_line, self.source_lines = _parsed(pyfunc, self.name)
         if isinstance(self.fdef, ast.AsyncFunctionDef):
             self.error(self.fdef, "async functions cannot be kernels")
         self.line_offset = self.first_line - 1 - (self.fdef.lineno - 1) + (self.fdef.lineno - 1)
@@ -226,13 +242,9 @@ class FunctionCompiler:
     def error(self, node, message: str):
         line = self.lineno(node) if node is not None else self.first_line
         src = ""
-        try:
-            src_lines = inspect.getsourcelines(self.pyfunc)[0]
-            rel = line - self.first_line
-            if 0 <= rel < len(src_lines):
-                src = "\n    " + src_lines[rel].strip()
-        except (OSError, TypeError):
-            pass
+        rel = line - self.first_line
+        if 0 <= rel < len(self.source_lines):
+            src = "\n    " + self.source_lines[rel].strip()
         where = f"{self.filename}:{line}"
         chain = ""
         if self.mode != "kernel":

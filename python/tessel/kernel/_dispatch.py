@@ -261,7 +261,9 @@ class Kernel:
                 if opts.get("max_registers"):
                     spec.options.append(f"--maxrregcount={int(opts['max_registers'])}")
             else:
-                spec.options = ["-ffast-math"] if opts.get("fastmath") else []
+                # without fastmath, no contraction of a*b+c into an FMA: the CPU's results are then
+                # NumPy's, and do not depend on the machine
+                spec.options = ["-ffast-math"] if opts.get("fastmath") else ["-ffp-contract=off"]
             spec.debug = bool(opts.get("debug"))
             self._specs[key] = spec
             return spec
