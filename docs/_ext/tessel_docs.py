@@ -28,6 +28,8 @@ PACKAGE_DIR = os.path.join(REPO, "python", "tessel")
 
 # Stub module -> the Python sources whose docstrings fill in for the stub's missing ones.
 STUB_MODULES = {
+    # First: tessel's stub imports jit from it (its own stub imports nothing of tessel).
+    "tessel.kernel": ("kernel/__init__.pyi", ("kernel/__init__.py", "kernel/_dispatch.py", "kernel/_compiler.py")),
     "tessel": ("__init__.pyi", ("__init__.py", "_array_api.py", "_fuse.py", "linalg.py", "_profile.py")),
     "tessel.cuda": ("cuda.pyi", ("cuda.py",)),
     "tessel.fft": ("fft.pyi", ("fft.py",)),
@@ -42,7 +44,8 @@ STUB_MODULES = {
     "tessel.torch.nn": ("torch/nn.pyi", ("torch/nn.py",)),
 }
 # Stub modules that are packages (their submodules are stubs too).
-STUB_PACKAGES = {"tessel": PACKAGE_DIR, "tessel.torch": os.path.join(PACKAGE_DIR, "torch")}
+STUB_PACKAGES = {"tessel": PACKAGE_DIR, "tessel.kernel": os.path.join(PACKAGE_DIR, "kernel"),
+                 "tessel.torch": os.path.join(PACKAGE_DIR, "torch")}
 
 REQUIREMENTS = {
     "cuda": "a CUDA GPU",
@@ -176,7 +179,7 @@ def load_stub_package():
         if name != "tessel":
             parent, child = name.rsplit(".", 1)
             setattr(modules[parent], child, module)
-    # The package first, so that the submodules' `from . import Array` find it complete.
+    # In STUB_MODULES order: tessel before the submodules that `from . import Array` from it.
     for name in STUB_MODULES:
         _execute_stub(modules[name], modules[name].__file__)
     for name, (_, sources) in STUB_MODULES.items():

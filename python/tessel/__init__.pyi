@@ -2,6 +2,8 @@
 from typing import Any, Iterator, Literal, Optional, Sequence, Tuple, Union, overload
 import builtins
 from . import cuda as cuda, random as random, fft as fft, linalg as linalg, sim as sim, distributed as distributed
+from . import kernel as kernel
+from .kernel import jit as jit
 
 ShapeLike = Union[int, Sequence[int]]
 Scalar = Union[bool, int, float, complex]

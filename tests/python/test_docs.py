@@ -227,3 +227,24 @@ def test_results_sections_are_generated():
     spec.loader.exec_module(report)
     stale = report.stale_outputs()
     assert not stale, f"run python3 scripts/bench_report.py: out of date: {', '.join(stale)}"
+
+
+def test_api_reference_covers_tessel_kernel():
+    """Every public name of tessel.kernel has a stub (python/tessel/kernel/__init__.pyi) and an
+    entry in its API page (docs/api/kernel.rst); the stub's namespaces have the runtime's members."""
+    import ast
+
+    from tessel import kernel as tk
+
+    stub = ast.parse((ROOT / "python" / "tessel" / "kernel" / "__init__.pyi").read_text(encoding="utf-8"))
+    declared = {n.name: n for n in stub.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    annotated = {n.target.id for n in stub.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    assert set(tk.__all__) <= set(declared) | annotated, set(tk.__all__) - set(declared) - annotated
+    for name in ("threadIdx", "blockIdx", "blockDim", "gridDim", "shared", "local", "const", "atomic"):
+        members = {n.target.id if isinstance(n, ast.AnnAssign) else n.name for n in declared[name].body
+                   if isinstance(n, (ast.AnnAssign, ast.FunctionDef))}
+        runtime = {m for m in vars(getattr(tk, name)) if not m.startswith("_")}
+        assert members == runtime, (name, members ^ runtime)
+    page = (ROOT / "docs" / "api" / "kernel.rst").read_text(encoding="utf-8")
+    entries = set(re.findall(r"^\.\. (?:autofunction|autoclass|py:data):: (\w+)", page, re.M))
+    assert set(tk.__all__) <= entries, set(tk.__all__) - entries

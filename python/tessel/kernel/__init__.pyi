@@ -31,10 +31,10 @@ def jit(func: None = None, *, device: Literal[False] = False, inline: bool = Fal
             ignored, as in Numba). None: on when ``TESSEL_CHECK`` has ``bounds`` (or ``all``).
         lineinfo: ``-lineinfo`` for NVRTC (source lines in profilers).
         max_registers: ``--maxrregcount`` for NVRTC.
-        inline, cache, opt: accepted for Numba compatibility, without effect: device functions are
-            always inlined, compiled kernels are always cached, and the code is always optimized.
 
-    Any other keyword is a ``TypeError``.
+    ``inline``, ``cache`` and ``opt`` are accepted for Numba compatibility and change nothing:
+    device functions are always inlined, compiled kernels always cached, the code always
+    optimized. Any other keyword is a ``TypeError``.
     """
 @overload
 def jit(func: None = None, *, device: Literal[True], inline: bool = False, fastmath: bool = False,
