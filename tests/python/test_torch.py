@@ -766,11 +766,8 @@ def test_custom_op_elementwise_kernel(tdevice, gen):
     kernel = ts.ElementwiseKernel("float64 x", "float64 z", "z = x * x", "square_ek")
     op = tt.custom_op("tessel_test::square_ek", kernel, backward=lambda i, o, g: (2 * i[0] * g,))
     x = randn(gen, 7, device=tdevice, requires_grad=True)
-    if tdevice == "cpu":
-        # user CUDA kernels need a GPU: the CPU backend says so
-        with pytest.raises(ts.DeviceError, match=r"ElementwiseKernel 'square_ek': needs a CUDA device"):
-            op(x)
-        return
+    if tdevice == "cpu" and ts._tessel._host_compiler() is None:
+        pytest.skip("no host C++ compiler (g++) for ElementwiseKernel on the CPU")
     assert rel_err(op(x), x * x) < 1e-15
     assert torch.autograd.gradcheck(op, (x,))
 
