@@ -165,6 +165,9 @@ class Root:
         self.array_names: List[str] = []          # debug mode: names of arrays, by index
         self.inline_stack: List[Any] = []
         self.uses_print = False
+        self.fission_node = None          # CPU: the grid-stride loop run iteration-major
+        self.fission_disabled = False
+        self.fission: Dict[str, Any] = {}
 
     def fresh(self, stem: str) -> str:
         self.counter += 1
@@ -588,6 +591,8 @@ class FunctionCompiler:
             cond = f"({step_code} > 0 ? {k} < {stop_v} : {k} > {stop_v})"
         loop_nonneg = start.nonneg and (positive_literal or step.nonneg)
         grid_stride = self.root.target == "cpu" and step.gstride
+        if grid_stride and t == INT64 and self.fission_eligible(node):
+            return self.grid_loop_fission(node, t, start, stop_v, step_code, loop_nonneg)
         if grid_stride:
             first = self.declare_temp(t, "first")
             self.emit(f"{first} = {self.convert(start, t, node)};")
@@ -609,6 +614,80 @@ class FunctionCompiler:
         self.indent -= 1
         self.emit("}")
 
+    # ---- CPU: a grid-stride loop run iteration by iteration across the block ----------------------
+    def fission_eligible(self, node) -> bool:
+        """A top-level grid-stride loop of a kernel whose body carries no state from one iteration
+        to the next: the CPU runs it iteration-major across the threads of a block (thread t's
+        iteration k right after thread t-1's), so that a block walks memory in order, without
+        pausing threads. Else the loop pauses its threads at each iteration (a yield site)."""
+        root = self.root
+        if self.mode != "kernel" or root.fission_disabled or node not in self.fdef.body:
+            return False
+        if root.fission_node is not None and root.fission_node is not node:
+            return False
+        body_nodes = [n for b in node.body for n in ast.walk(b)]
+        for n in body_nodes:
+            if isinstance(n, (ast.Return, ast.Break)):
+                return False   # (a break of a nested loop is fine, but kept simple)
+        stored = {node.target.id}
+        occurrences = []
+        for n in body_nodes:
+            if isinstance(n, ast.Name):
+                occurrences.append(((n.lineno, n.col_offset, 0 if isinstance(n.ctx, ast.Store) else 1), n))
+                if isinstance(n.ctx, ast.Store):
+                    stored.add(n.id)
+        for n in body_nodes:   # x += 1 reads x before the store
+            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                occurrences.append(((n.lineno, n.col_offset, -1), ast.Name(id=n.target.id, ctx=ast.Load())))
+        first = {}
+        for key, n in sorted(occurrences, key=lambda kv: kv[0]):
+            first.setdefault(n.id, n)
+        for name in stored - {node.target.id}:
+            if not isinstance(first[name].ctx, ast.Store):
+                return False   # read before it is assigned: carried from the last iteration
+        outside = [n for stmt in self.fdef.body if stmt is not node for n in ast.walk(stmt)]
+        if any(isinstance(n, ast.Name) and n.id in stored for n in outside):
+            return False
+        return True
+
+    def grid_loop_fission(self, node, t, start, stop_v, step_code, loop_nonneg):
+        root = self.root
+        fl = root.fission
+        if root.fission_node is None:
+            root.fission_node = node
+        first, stop, step = "ts_gl_first", "ts_gl_stop", "ts_gl_step"
+        for name in (first, stop, step):
+            root.decls[name] = t.ctype
+        self.emit(f"{first} = {self.convert(start, t, node)};")
+        self.emit(f"{stop} = {stop_v};")
+        self.emit(f"{step} = {step_code};")
+        self.flush_pre()
+        saved_lines, saved_indent, saved_decls = self.lines, self.indent, dict(root.decls)
+        self.lines, self.indent = [], 1
+        outer_suspends, self.suspends = self.suspends, False
+        self.assign_name(node.target.id, Val("ts_gl_i", t, loop_nonneg), node)
+        self.loop_depth += 1
+        self.fission_depth = self.loop_depth
+        self.block(node.body)
+        self.fission_depth = None
+        self.loop_depth -= 1
+        body_suspends = self.suspends
+        self.suspends = outer_suspends
+        body_lines = self.lines
+        self.lines, self.indent = saved_lines, saved_indent
+        if body_suspends:
+            # barriers or warp intrinsics in the body: this loop pauses its threads instead
+            root.fission_disabled = True
+            root.fission_node = None
+            self.suspends = True
+            return
+        fl["split"] = len(self.lines)
+        fl["body"] = body_lines
+        fl["body_decls"] = {k: v for k, v in root.decls.items() if k not in saved_decls}
+        stored = {n.id for b in node.body for n in ast.walk(b) if isinstance(n, ast.Name)
+                  and isinstance(n.ctx, ast.Store)} | {node.target.id}
+        fl["body_vars"] = {self.vars[n].cname for n in stored if n in self.vars and self.vars[n].cname}
+
     def stmt_Break(self, node):
         if not self.loop_depth:
             self.error(node, "'break' outside a loop")
@@ -617,6 +696,9 @@ class FunctionCompiler:
     def stmt_Continue(self, node):
         if not self.loop_depth:
             self.error(node, "'continue' outside a loop")
+        if getattr(self, "fission_depth", None) == self.loop_depth:
+            self.emit("return;")   # the next iteration of a loop run iteration-major
+            return
         self.emit("continue;")
 
     def stmt_Return(self, node):
@@ -2157,6 +2239,11 @@ def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
     root = Root(target, options)
     fc = FunctionCompiler(pyfunc, arg_types, root, kernel_name=pyfunc.__name__, mode="kernel")
     fc.run_typing()
+    if root.fission_node is not None and fc.suspends:
+        # barriers elsewhere in the kernel: the grid-stride loop pauses its threads instead
+        root.fission_disabled = True
+        root.fission_node = None
+        fc.run_typing()
     root.suspending = fc.suspends and target == "cpu"
     # a second typing with the final flags (the suspension decides how returns are written)
     root.decls.clear()
@@ -2164,6 +2251,7 @@ def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
     root.shared.clear()
     root.shared_keys.clear()
     root.array_names.clear()
+    root.fission.clear()
     fc._pass(typing=False)
     body = fc.lines
     decls = dict(root.decls)
@@ -2172,11 +2260,19 @@ def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
             decls[info.cname] = info.type.ctype
     params, unpack = _param_decls(fc.params, arg_types, target)
     param_inits = []
+    # CPU: a parameter the kernel never assigns is a constant of each function, not a per-thread
+    # variable (so a loop over threads reads it from a register, not from each thread's state)
+    stored = {n.id for n in ast.walk(fc.fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    root.fixed_lines = []
     for name, code in unpack:
         info = fc.vars.get(name)
         if info is None or not info.cname:
             continue
         t = arg_types[fc.params.index(name)]
+        if target == "cpu" and name not in stored and info.type == t:
+            root.fixed_lines.append(f"  {info.type.ctype} const {info.cname} = {code};")
+            decls.pop(info.cname, None)
+            continue
         if isinstance(t, Scalar) and info.type != t:
             code = f"ts::cast<{info.type.ctype}>({code})"
         param_inits.append(f"{info.cname} = {code};")
@@ -2267,12 +2363,16 @@ inline ts::i64 ts_check_index(ts::i64 i, ts::i64 n, int a, int d, int line, cons
     L.append("struct TsParams {\n" + "\n".join(fields) + "\n};")
     pnames = [p.rsplit(" ", 1)[1] for p in params]
     unpack_p = "\n".join(f"  {p.rsplit(' ', 1)[1]} = P.{p.rsplit(' ', 1)[1]};" for p in params)
-    if not suspending:
+    if root.fission.get("body") is not None:
+        L.append(_cpu_fission(params, decls, param_inits, body, root))
+        runner = ""
+    elif not suspending:
         L.append("inline __attribute__((always_inline)) void ts_thread(const TsParams& P, TsBlock& B, ts::i64 ts_tx, "
                  "ts::i64 ts_ty, ts::i64 ts_tz, ts::i64 ts_tid) {")
         L.append("  (void)ts_tx; (void)ts_ty; (void)ts_tz; (void)ts_tid; (void)B;")
         for p in params:
             L.append(f"  {p.rsplit(' ', 1)[0]} const {p.rsplit(' ', 1)[1]} = P.{p.rsplit(' ', 1)[1]};")
+        L += root.fixed_lines
         for cname, ctype in decls.items():
             L.append("  " + _decl(cname, ctype))
         L += ["  " + p for p in param_inits]
@@ -2296,6 +2396,7 @@ void ts_run_block(const TsParams& P, TsBlock& B) {
         L.append("  (void)ts_tx; (void)ts_ty; (void)ts_tz; (void)ts_tid; (void)B;")
         for p in params:
             L.append(f"  {p.rsplit(' ', 1)[0]} const {p.rsplit(' ', 1)[1]} = P.{p.rsplit(' ', 1)[1]};")
+        L += root.fixed_lines
         for cname, ctype in decls.items():
             L.append(f"  auto& {cname} = S.{cname};")
         L.append("  switch (S.pc) {\n    case 0: break;")
@@ -2310,9 +2411,10 @@ void ts_run_block(const TsParams& P, TsBlock& B) {
         L.append("const bool ts_is_yield[] = {false" + "".join(", true" if x.kind == "yield" else ", false"
                                                              for x in root.sites) + "};")
         runner = """
-// One block: each thread runs until it stops at a site; a warp site is passed once every lane of
-// the warp that is still running has reached it; a block barrier once every thread of the block
-// has; threads paused in a grid-stride loop (yield) run on first.
+// One block. Sweeps run every thread that can run (or is paused in a grid-stride loop) until it
+// stops at a site; once none can, the lanes of a warp waiting at a warp site exchange and run on
+// (every other lane of their warp is then at a site or done), else the threads at a block barrier
+// do.
 void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::vector<int>& who) {
   const ts::i64 n = B.dx * B.dy * B.dz;
   st.resize(n);
@@ -2323,59 +2425,45 @@ void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::
       for (ts::i64 x = 0; x < B.dx; ++x, ++tid) {
         st[tid].pc = 0; st[tid].status = TS_RUN; st[tid].tx = x; st[tid].ty = y; st[tid].tz = z;
       }
+  TsState* s = st.data();
   for (;;) {
+    for (bool again = true; again;) {
+      again = false;
+      for (ts::i64 t = 0; t < n; ++t) {
+        TsState& S = s[t];
+        if (S.status == TS_RUN || (S.status == TS_WAIT_BLOCK && ts_is_yield[S.pc])) {
+          S.status = TS_RUN;
+          ts_thread(P, B, S, t);
+          again |= S.status == TS_WAIT_BLOCK && ts_is_yield[S.pc];
+        }
+      }
+    }
+    bool exchanged = false;
     for (ts::i64 w0 = 0; w0 < n; w0 += 32) {
       const ts::i64 w1 = std::min<ts::i64>(w0 + 32, n);
-      for (;;) {
-        for (ts::i64 t = w0; t < w1; ++t)
-          if (st[t].status == TS_RUN) ts_thread(P, B, st[t], t);
-        bool paused = false;
-        int site = -1, count = 0;
-        for (ts::i64 t = w0; t < w1; ++t) {
-          if (st[t].status == TS_WAIT_BLOCK && ts_is_yield[st[t].pc]) paused = true;
-          if (st[t].status == TS_WAIT_WARP && site < 0) site = st[t].pc;
-        }
-        if (paused || site < 0) break;
-        for (ts::i64 t = w0; t < w1; ++t)
-          if (st[t].status == TS_WAIT_WARP && st[t].pc == site) who[count++] = (int)t;
-        ts_exchange(site, st.data(), who.data(), count, B);
-        for (int j = 0; j < count; ++j) st[who[j]].status = TS_RUN;
-      }
+      int site = -1, count = 0;
+      for (ts::i64 t = w0; t < w1 && site < 0; ++t)
+        if (s[t].status == TS_WAIT_WARP) site = s[t].pc;
+      if (site < 0) continue;
+      for (ts::i64 t = w0; t < w1; ++t)
+        if (s[t].status == TS_WAIT_WARP && s[t].pc == site) who[count++] = (int)t;
+      ts_exchange(site, s, who.data(), count, B);
+      for (int j = 0; j < count; ++j) s[who[j]].status = TS_RUN;
+      exchanged = true;
     }
-    int count = 0;
-    for (ts::i64 t = 0; t < n; ++t)
-      if (st[t].status == TS_WAIT_BLOCK && ts_is_yield[st[t].pc]) who[count++] = (int)t;
-    if (count) {
-      for (int j = 0; j < count; ++j) st[who[j]].status = TS_RUN;
-      continue;
-    }
-    // lanes at a warp site while the rest of their warp waits at a barrier: they go alone
-    int site = -1;
+    if (exchanged) continue;
+    int site = -1, count = 0;
     for (ts::i64 t = 0; t < n && site < 0; ++t)
-      if (st[t].status == TS_WAIT_WARP) site = st[t].pc;
-    if (site >= 0) {
-      for (ts::i64 t = 0; t < n; ++t) {
-        if (st[t].status != TS_WAIT_WARP || st[t].pc != site) continue;
-        const ts::i64 base = t & ~(ts::i64)31;
-        count = 0;
-        for (ts::i64 u = base; u < std::min<ts::i64>(base + 32, n); ++u)
-          if (st[u].status == TS_WAIT_WARP && st[u].pc == site) who[count++] = (int)u;
-        ts_exchange(site, st.data(), who.data(), count, B);
-        for (int j = 0; j < count; ++j) st[who[j]].status = TS_RUN;
-      }
-      continue;
-    }
-    for (ts::i64 t = 0; t < n && site < 0; ++t)
-      if (st[t].status == TS_WAIT_BLOCK) site = st[t].pc;
+      if (s[t].status == TS_WAIT_BLOCK) site = s[t].pc;
     if (site < 0) break;
-    count = 0;
     for (ts::i64 t = 0; t < n; ++t)
-      if (st[t].status == TS_WAIT_BLOCK && st[t].pc == site) who[count++] = (int)t;
-    ts_exchange(site, st.data(), who.data(), count, B);
-    for (int j = 0; j < count; ++j) st[who[j]].status = TS_RUN;
+      if (s[t].status == TS_WAIT_BLOCK && s[t].pc == site) who[count++] = (int)t;
+    ts_exchange(site, s, who.data(), count, B);
+    for (int j = 0; j < count; ++j) s[who[j]].status = TS_RUN;
   }
 }"""
-    L.append(runner)
+    if runner:
+        L.append(runner)
     L.append("}  // namespace")
     # entry
     n = len(params)
@@ -2397,8 +2485,11 @@ void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::
     par = "if (nblocks > 1 && nblocks * nthreads >= 4096)"
     L.append(f"  #pragma omp parallel {par}\n  {{")
     L.append(f"    std::vector<char> shared((size_t)({static_bytes} + 16) + dyn_bytes + 16);")
+    fission = root.fission.get("body") is not None
     if suspending:
         L.append("    std::vector<TsState> st;\n    std::vector<int> who;")
+    elif fission:
+        L.append("    std::vector<TsState> st;")
     L.append("""    TsBlock B;
     B.dx = L->block[0]; B.dy = L->block[1]; B.dz = L->block[2];
     B.gx = gx; B.gy = gy; B.gz = gz; B.L = L;
@@ -2409,7 +2500,7 @@ void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::
     L.append("      if (__atomic_load_n(&failed, __ATOMIC_RELAXED)) continue;")
     L.append("      B.bx = b % gx; B.by = (b / gx) % gy; B.bz = b / (gx * gy);")
     L.append("      try {")
-    L.append("        ts_run_block(P, B" + (", st, who" if suspending else "") + ");")
+    L.append("        ts_run_block(P, B" + (", st, who" if suspending else (", st" if fission else "")) + ");")
     L.append("""      } catch (const TsIndexError& e) {
         #pragma omp critical(ts_error)
         { if (!failed) { rec = e.r; failed = 1; } }
@@ -2428,6 +2519,78 @@ void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::
     return 1;
   }
   return 0;
+}""")
+    return "\n".join(L)
+
+
+def _cpu_fission(params, decls, param_inits, body, root) -> str:
+    """A kernel whose top-level grid-stride loop runs iteration-major across a block: each thread
+    runs the statements before the loop, then iteration k of every thread's loop runs (in thread
+    order) before iteration k+1, then each thread runs the statements after the loop."""
+    fl = root.fission
+    body_local = dict(fl["body_decls"])
+    for cname in fl["body_vars"]:
+        if cname in decls:
+            body_local[cname] = decls[cname]
+    state = {k: v for k, v in decls.items() if k not in body_local}
+    unpack = [f"  {p.rsplit(' ', 1)[0]} const {p.rsplit(' ', 1)[1]} = P.{p.rsplit(' ', 1)[1]};" for p in params]
+    unpack += root.fixed_lines
+    L = ["struct TsState {\n  ts::i64 tx, ty, tz;"]
+    L += ["  " + _decl(c, t) for c, t in state.items()]
+    L.append("};")
+    head = "(const TsParams& P, TsBlock& B, TsState& S, ts::i64 ts_tid)"
+    refs = [f"  auto& {c} = S.{c};" for c in state]
+    idx = ["  const ts::i64 ts_tx = S.tx, ts_ty = S.ty, ts_tz = S.tz;",
+           "  (void)ts_tx; (void)ts_ty; (void)ts_tz; (void)ts_tid; (void)B;"]
+    L.append("void ts_prefix" + head + " {")
+    L += idx + unpack + refs + ["  " + p for p in param_inits] + body[:fl["split"]]
+    L.append("}")
+    L.append("inline __attribute__((always_inline)) void ts_body(const TsParams& P, TsBlock& B, TsState& S, "
+             "ts::i64 ts_tid, ts::i64 ts_gl_i) {")
+    L += idx + unpack + refs + ["  " + _decl(c, t) for c, t in body_local.items()] + fl["body"]
+    L.append("}")
+    L.append("void ts_suffix" + head + " {")
+    L += idx + unpack + refs + body[fl["split"]:]
+    L.append("}")
+    L.append("""
+void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st) {
+  const ts::i64 n = B.dx * B.dy * B.dz;
+  st.resize(n);
+  ts::i64 tid = 0;
+  for (ts::i64 z = 0; z < B.dz; ++z)
+    for (ts::i64 y = 0; y < B.dy; ++y)
+      for (ts::i64 x = 0; x < B.dx; ++x, ++tid) {
+        st[tid].tx = x; st[tid].ty = y; st[tid].tz = z;
+        ts_prefix(P, B, st[tid], tid);
+      }
+  TsState* s = st.data();
+  // The usual case: thread t starts at first + t, every thread with the same step and stop, and
+  // the step at least the block: iteration k covers [first + k step, first + k step + n).
+  bool contiguous = s[0].ts_gl_step >= n;
+  for (ts::i64 t = 1; t < n && contiguous; ++t)
+    contiguous = s[t].ts_gl_first == s[0].ts_gl_first + t && s[t].ts_gl_step == s[0].ts_gl_step &&
+                 s[t].ts_gl_stop == s[0].ts_gl_stop;
+  if (contiguous) {
+    const ts::i64 step = s[0].ts_gl_step, stop = s[0].ts_gl_stop;
+    for (ts::i64 lo = s[0].ts_gl_first; lo < stop; lo += step) {
+      const ts::i64 hi = std::min<ts::i64>(lo + n, stop);
+      for (ts::i64 i = lo; i < hi; ++i) ts_body(P, B, s[i - lo], i - lo, i);
+    }
+  } else {
+    for (ts::i64 k = 0;; ++k) {
+      bool any = false;
+      for (ts::i64 t = 0; t < n; ++t) {
+        TsState& S = s[t];
+        const ts::i64 i = S.ts_gl_first + k * S.ts_gl_step;
+        if (S.ts_gl_step > 0 ? i < S.ts_gl_stop : i > S.ts_gl_stop) {
+          any = true;
+          ts_body(P, B, S, t, i);
+        }
+      }
+      if (!any) break;
+    }
+  }
+  for (ts::i64 t = 0; t < n; ++t) ts_suffix(P, B, s[t], t);
 }""")
     return "\n".join(L)
 
