@@ -840,7 +840,7 @@ class FusedKernel:
     def source(self, dtypes: list) -> str:
         """The generated CUDA source for these input dtypes."""
 class ElementwiseKernel:
-    """An elementwise CUDA kernel from its parameters and body, CuPy style.
+    """An elementwise kernel from its parameters and body, CuPy style.
 
     Args:
         in_params: the inputs, e.g. ``"float32 x, float32 y"`` (NumPy dtype names).
@@ -850,13 +850,17 @@ class ElementwiseKernel:
         preamble: device code placed before the kernel.
 
     Calling it with the inputs (and optionally the outputs) broadcasts the arrays, casts inputs,
-    allocates missing outputs and launches on ``stream`` (default: the current stream). Needs a
-    CUDA device; :meth:`source` works anywhere.
+    allocates missing outputs and runs on the arrays' device: on a CUDA device, compiled by NVRTC
+    and launched on ``stream`` (default: the current stream); on the CPU backend, compiled as host
+    C++ by the host compiler (``TESSEL_CXX``, else ``g++``) and run before the call returns.
+    :meth:`source` and :meth:`host_source` work anywhere.
     """
     name: str
     def __init__(self, in_params: str, out_params: str, operation: str, name: str = 'elementwise_kernel', preamble: str = '') -> None: ...
     def source(self) -> str:
         """The generated CUDA source (contiguous layout)."""
+    def host_source(self) -> str:
+        """The host C++ source the CPU backend compiles (contiguous layout)."""
     def __call__(self, *args: Any, size: Optional[int] = None, stream: Any = None) -> Any: ...
 class RawKernel:
     """A complete CUDA source compiled with NVRTC; ``name`` is an extern "C" kernel or a C++ name expression.

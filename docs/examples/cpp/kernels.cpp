@@ -1,5 +1,6 @@
-// Fusion and user kernels from C++ (docs/cpp/index.rst). fuse() runs everywhere (on the CPU it
-// evaluates the graph block by block); ElementwiseKernel and RawKernel need a CUDA device.
+// Fusion and user kernels from C++ (docs/cpp/index.rst). fuse() and ElementwiseKernel run
+// everywhere (on the CPU the graph is evaluated block by block, and the elementwise kernel is
+// compiled as host C++); RawKernel needs a CUDA device.
 #include <tessel/tessel.hpp>
 
 #include <cstdio>
@@ -37,21 +38,21 @@ int main() {
   check(max(abs(outs[0] - x * sx)).item<float>() < 1e-6f, "fused swish");
   check(max(abs(outs[1] - sx * (1.0 + x * (1.0 - sx)))).item<float>() < 1e-6f, "fused swish derivative");
 
-  if (device.is_cuda()) {
-    // doc:begin elementwise_kernel
-    jit::ElementwiseKernel axpy("float32 a, float32 x, float32 y", "float32 z", "z = a * x + y", "axpy");
-    Array z = empty({1 << 16}, DType::float32, device);
-    const Stream stream = current_stream(device);
-    const std::vector<std::int64_t> shape{1 << 16};
-    const float alpha = 2.0f;
-    // Operands: the inputs, then the outputs; arrays by data pointer and strides over `shape`.
-    axpy.launch(shape,
-                {jit::ElementwiseArg::value(alpha), jit::ElementwiseArg::array(x.data(), {1}),
-                 jit::ElementwiseArg::array(a.data(), {1}), jit::ElementwiseArg::array(z.data(), {1})},
-                device, stream);
-    // doc:end elementwise_kernel
-    check(max(abs(z - (x * 2.0f + a))).item<float>() < 1e-5f, "ElementwiseKernel");
+  // doc:begin elementwise_kernel
+  jit::ElementwiseKernel axpy("float32 a, float32 x, float32 y", "float32 z", "z = a * x + y", "axpy");
+  Array z = empty({1 << 16}, DType::float32, device);
+  const Stream stream = current_stream(device);
+  const std::vector<std::int64_t> shape{1 << 16};
+  const float alpha = 2.0f;
+  // Operands: the inputs, then the outputs; arrays by data pointer and strides over `shape`.
+  axpy.launch(shape,
+              {jit::ElementwiseArg::value(alpha), jit::ElementwiseArg::array(x.data(), {1}),
+               jit::ElementwiseArg::array(a.data(), {1}), jit::ElementwiseArg::array(z.data(), {1})},
+              device, stream);
+  // doc:end elementwise_kernel
+  check(max(abs(z - (x * 2.0f + a))).item<float>() < 1e-5f, "ElementwiseKernel");
 
+  if (device.is_cuda()) {
     // doc:begin raw_kernel
     jit::RawKernel scale(R"(
       extern "C" __global__ void scale(float* p, float s, long long n) {
