@@ -1,7 +1,9 @@
 """Numba's API over tessel: ``import tessel.numba as numba`` in place of ``import numba``.
 
-- ``tessel.numba.cuda``: Numba's CUDA API (device arrays, streams, events, devices, random;
-  ``cuda.jit`` and the intrinsics come from tessel's kernel compiler).
+- ``tessel.numba.cuda``: Numba's CUDA API (device arrays, streams, events, devices, random,
+  ``cuda.jit``, ``cuda.reduce``; the intrinsics are tessel's kernel compiler's, ``tessel.kernel``).
+- ``vectorize`` and ``guvectorize`` (targets "cuda", "cpu", "parallel"), ``jit``/``njit``
+  (device functions that also run as plain Python on the host), over tessel kernels.
 - Numba's types: ``float32``, ``int64``, ..., ``float32[:, ::1]`` (array types), ``void(...)``
   (signatures), also as ``tessel.numba.types``; see :mod:`tessel.numba.types`.
 
@@ -24,17 +26,28 @@ __version__ = "0.1.0+tessel"
 
 _CPU_COMPILER = "Numba's CPU compiler is not part of tessel.numba (cuda.jit kernels run on the CPU backend)"
 _REASONS = {
-    "jit": _CPU_COMPILER, "njit": _CPU_COMPILER, "prange": _CPU_COMPILER, "stencil": _CPU_COMPILER,
-    "cfunc": _CPU_COMPILER, "generated_jit": _CPU_COMPILER, "objmode": _CPU_COMPILER, "jitclass": _CPU_COMPILER,
-    "experimental": _CPU_COMPILER, "extending": "Numba's extension API is not supported",
-    "vectorize": "not provided yet", "guvectorize": "not provided yet",
+    "stencil": _CPU_COMPILER, "cfunc": _CPU_COMPILER, "generated_jit": _CPU_COMPILER, "objmode": _CPU_COMPILER,
+    "jitclass": _CPU_COMPILER, "experimental": _CPU_COMPILER, "extending": "Numba's extension API is not supported",
 }
+# Names defined by tessel.numba's modules that import the kernel compiler, imported when first used.
+_LAYER = {"vectorize": "_ufuncs", "guvectorize": "_ufuncs", "jit": "_cpu", "njit": "_cpu", "prange": "_cpu"}
 
 
 def __getattr__(name):
     if name.startswith("__") and name.endswith("__"):
         raise AttributeError(f"module 'tessel.numba' has no attribute {name!r}")
     from .cuda import _unsupported
+
+    if name in _LAYER:
+        import importlib
+
+        try:
+            value = getattr(importlib.import_module(f"tessel.numba.{_LAYER[name]}"), name)
+        except ImportError as failure:
+            raise _unsupported.error(name, f"tessel's kernel compiler (tessel.kernel) cannot be imported: {failure}",
+                                     prefix="tessel.numba") from None
+        globals()[name] = value
+        return value
 
     reason = _REASONS.get(name, "it is not a part of Numba's API that tessel.numba provides (see docs/guide/numba.rst)")
     raise _unsupported.error(name, reason, prefix="tessel.numba")

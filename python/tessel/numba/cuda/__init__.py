@@ -37,8 +37,8 @@ __all__ = list(_api_all) + ["types", "devicearray", "random", "DeviceNDArray", "
 def __getattr__(name):
     if name.startswith("__") and name.endswith("__"):
         raise AttributeError(f"module 'tessel.numba.cuda' has no attribute {name!r}")
-    if name in _unsupported.COMPILER_NAMES:
-        value = _unsupported.compiler_name(name)
+    if name in _unsupported.COMPILER_NAMES or name in _unsupported.LAYER_NAMES:
+        value = (_unsupported.compiler_name if name in _unsupported.COMPILER_NAMES else _unsupported.layer_name)(name)
         globals()[name] = value
         return value
     reason = _unsupported.UNSUPPORTED.get(name)
@@ -49,4 +49,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | _unsupported.COMPILER_NAMES)
+    return sorted(set(globals()) | _unsupported.COMPILER_NAMES | set(_unsupported.LAYER_NAMES))

@@ -1,7 +1,7 @@
 """The names of Numba's CUDA API that tessel does not provide, and the error that names them."""
 from __future__ import annotations
 
-__all__ = ["UnsupportedError", "error", "UNSUPPORTED", "COMPILER_NAMES", "compiler_name"]
+__all__ = ["UnsupportedError", "error", "UNSUPPORTED", "COMPILER_NAMES", "LAYER_NAMES", "compiler_name", "layer_name"]
 
 
 class UnsupportedError(NotImplementedError, AttributeError):
@@ -17,15 +17,26 @@ def error(name, reason, prefix="tessel.numba.cuda"):
 # Names of Numba's CUDA API that the kernel compiler (tessel.kernel) provides: resolved from
 # there when first used.
 COMPILER_NAMES = frozenset("""
-jit declare_device grid gridsize threadIdx blockIdx blockDim gridDim laneid warpsize warpid shared local const
+grid gridsize threadIdx blockIdx blockDim gridDim laneid warpsize warpid shared local const
 atomic syncthreads syncthreads_count syncthreads_and syncthreads_or syncwarp threadfence threadfence_block
 threadfence_system shfl_sync shfl_up_sync shfl_down_sync shfl_xor_sync ballot_sync any_sync all_sync eq_sync
-vote_sync_any vote_sync_all vote_sync_uni vote_sync_ballot activemask lanemask_lt popc clz ffs brev fma cbrt selp
-cg match_any_sync match_all_sync nanosleep reduce Reduce In Out InOut compile compile_ptx
-compile_for_current_device compile_ptx_for_current_device libdevice fp16 literal_unroll block_reduce
+activemask lanemask_lt popc clz ffs brev fma cbrt selp
+match_any_sync match_all_sync nanosleep libdevice fp16 literal_unroll block_reduce
 block_inclusive_scan block_exclusive_scan warp_reduce warp_inclusive_scan warp_exclusive_scan
 KernelRuntimeError
 """.split())
+
+# Names of Numba's CUDA API that tessel.numba's own modules provide over tessel.kernel (the module
+# and the name there), imported when first used.
+LAYER_NAMES = {
+    "jit": ("dispatcher", "jit"), "declare_device": ("dispatcher", "declare_device"),
+    "In": ("dispatcher", "In"), "Out": ("dispatcher", "Out"), "InOut": ("dispatcher", "InOut"),
+    "reduce": ("_reduction", "reduce"), "Reduce": ("_reduction", "Reduce"),
+    "vote_sync_any": ("dispatcher", "vote_sync_any"), "vote_sync_all": ("dispatcher", "vote_sync_all"),
+    "vote_sync_uni": ("dispatcher", "vote_sync_uni"), "vote_sync_ballot": ("dispatcher", "vote_sync_ballot"),
+}
+
+_PTX = "tessel compiles kernels from generated C++ and does not expose PTX to Python (kernel.inspect_asm() returns the source)"
 
 UNSUPPORTED = {
     "managed_array": "tessel has no managed (unified) memory arrays; use device_array or mapped_array",
@@ -61,6 +72,10 @@ UNSUPPORTED = {
     "initialize": "tessel initializes CUDA lazily",
     "memory_management": "Numba's NRT memory management is not supported",
     "get_ipc_handle": "CUDA IPC handles are not exposed by tessel",
+    "cg": "cooperative groups (cuda.cg.this_grid().sync(), grid-wide synchronization with cooperative launches) "
+          "are not supported by tessel's kernel compiler yet; split the kernel at the grid sync into two launches",
+    "compile": _PTX, "compile_ptx": _PTX, "compile_for_current_device": _PTX,
+    "compile_ptx_for_current_device": _PTX,
 }
 # Numba's CUDA vector types (float32x4, int2, ...): not supported.
 for _base in ("char", "short", "int", "long", "longlong", "uchar", "ushort", "uint", "ulong", "ulonglong",
@@ -82,3 +97,17 @@ def compiler_name(name):
         return getattr(kernel, name)
     except AttributeError:
         raise error(name, "tessel's kernel compiler (tessel.kernel) does not provide it") from None
+
+
+def layer_name(name):
+    """Resolves a name of LAYER_NAMES from its tessel.numba module (which imports tessel.kernel)."""
+    import importlib
+
+    module, attr = LAYER_NAMES[name]
+    try:
+        found = importlib.import_module(f"tessel.numba.cuda.{module}")
+    except ImportError as failure:
+        raise error(name, f"tessel's kernel compiler (tessel.kernel) cannot be imported: {failure}") from None
+    if attr.startswith("vote_sync_"):
+        return found._vote_aliases()[attr]
+    return getattr(found, attr)

@@ -1,0 +1,600 @@
+"""``cuda.jit`` for tessel.numba: Numba's decorator forms and dispatcher API over tessel's kernel
+compiler (``tessel.kernel``).
+
+- :class:`CUDADispatcher` is a :class:`tessel.kernel.Kernel`: compilation, the specializations and
+  the launch path are tessel's. What this class adds is Numba's surface: ``kernel[grid, block,
+  stream, shared_bytes]`` with Numba's streams, Numba's device arrays and NumPy arrays as
+  arguments (NumPy arrays go to the selected device, ``cuda.select_device``, and come back after
+  the kernel), eager compilation for declared signatures (and then only those signatures, with
+  scalars cast to the declared types, as Numba), ``specialize``, ``signatures``, ``overloads``,
+  ``inspect_types`` and ``inspect_asm`` (the generated C++: tessel does not expose PTX to Python).
+- :class:`CUDADeviceFunction` is a :class:`tessel.kernel.DeviceFunction`; declared with a scalar
+  signature, it is inlined through a shim that casts its arguments and result to those types.
+- ``In``, ``Out``, ``InOut``: Numba's argument hints for NumPy arrays.
+
+Launches with device arrays, tessel arrays and numbers take tessel's C++ launch path; the
+arguments are unwrapped here (``d.__tessel_array__``), never copied.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import sys
+import textwrap
+import types as pytypes
+
+import numpy as np
+
+import tessel as ts
+from tessel.kernel import _dispatch as _kdispatch
+from tessel.kernel._types import ArrayT, Scalar
+
+from .. import types as nbtypes
+from . import _streams, _templates
+from ._devices import target_device
+from ._unsupported import error as _unsupported_error
+from .devicearray import DeviceNDArrayBase
+
+__all__ = ["jit", "CUDADispatcher", "CUDADeviceFunction", "In", "Out", "InOut", "as_device_function",
+           "numba_type_of_kernel_type"]
+
+_JIT_OPTIONS = ("fastmath", "max_registers", "extensions", "boundscheck")
+
+
+# ---- types: Numba's <-> the kernel compiler's --------------------------------------------------------
+def kernel_type(t, *, eager=False):
+    """The kernel compiler's type for a Numba type. ``eager``: the layout to compile ahead for a
+    declared array type (``float32[:]`` is compiled for C-contiguous arrays, which launches
+    almost always pass; other layouts compile when first launched)."""
+    if isinstance(t, nbtypes.Array):
+        layout = "C" if t.layout == "C" or (eager and t.layout == "A") else "A"
+        return ArrayT(Scalar(t.dtype.dtype.name), t.ndim, layout)
+    if isinstance(t, nbtypes.Number):
+        return Scalar(t.dtype.name)
+    raise TypeError(f"tessel.numba.cuda.jit: a kernel parameter of type {t} is not supported (numbers and "
+                    "arrays of numbers are)")
+
+
+def numba_type_of_kernel_type(t):
+    """Numba's type for one of the kernel compiler's types (bfloat16 has none: its name)."""
+    if isinstance(t, ArrayT):
+        return nbtypes.Array(numba_type_of_kernel_type(t.dtype), t.ndim, "C" if t.layout == "C" else "A")
+    if isinstance(t, Scalar):
+        if t.name == "bfloat16":
+            return "bfloat16"
+        return nbtypes.from_dtype(np.dtype(t.name))
+    return str(t)
+
+
+def _scalar_dtype(value):
+    """The NumPy dtype of a number argument (Python numbers as Numba types them), else None."""
+    if isinstance(value, bool):
+        return np.dtype(bool)
+    if isinstance(value, int):
+        return np.dtype(np.int64)
+    if isinstance(value, float):
+        return np.dtype(np.float64)
+    if isinstance(value, complex):
+        return np.dtype(np.complex128)
+    if isinstance(value, np.generic):
+        return value.dtype
+    return None
+
+
+def _array_numba_type(value):
+    value = value.value if isinstance(value, _ArgHint) else value
+    if _scalar_dtype(value) is not None:
+        return None
+    try:
+        return nbtypes.typeof(value)
+    except (TypeError, NotImplementedError):
+        return None
+
+
+def _describe(value):
+    t = _array_numba_type(value)
+    if t is not None:
+        return str(t)
+    d = _scalar_dtype(value)
+    return str(nbtypes.from_dtype(d)) if d is not None else type(value).__name__
+
+
+# ---- argument hints ----------------------------------------------------------------------------------
+class _ArgHint:
+    copy_in = True
+    copy_out = True
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.value!r})"
+
+
+class In(_ArgHint):
+    """``cuda.In(ary)``: a NumPy argument copied to the device before the kernel, not back."""
+    copy_out = False
+
+
+class Out(_ArgHint):
+    """``cuda.Out(ary)``: a NumPy argument copied back after the kernel (on a GPU, not copied in)."""
+    copy_in = False
+
+
+class InOut(_ArgHint):
+    """``cuda.InOut(ary)``: copied in and back, as a plain NumPy argument is."""
+
+
+# ---- launches ----------------------------------------------------------------------------------------
+def _is_default_stream(stream):
+    return stream is None or stream is False or (type(stream) is int and stream == 0)
+
+
+class _Launch:
+    """``kernel[grid, block, stream, shared_bytes]``: call it with the kernel's arguments."""
+
+    __slots__ = ("dispatcher", "inner", "grid", "block", "stream", "tessel_stream", "shared")
+
+    def __init__(self, dispatcher, inner, grid, block, stream, tessel_stream, shared):
+        self.dispatcher = dispatcher
+        self.inner = inner
+        self.grid, self.block, self.shared = grid, block, shared
+        self.stream, self.tessel_stream = stream, tessel_stream
+
+    def __call__(self, *args):
+        self.dispatcher._launch_numba(self, args)
+
+    def __repr__(self):
+        return (f"<launch of {self.dispatcher.__name__}: grid {self.grid}, block {self.block}, "
+                f"shared {self.shared} bytes>")
+
+
+class CUDADispatcher(_kdispatch.Kernel):
+    """Numba's kernel dispatcher (``@cuda.jit``) as a tessel kernel; see the module docstring."""
+
+    def __init__(self, py_func, options, signatures=None, specialized=False):
+        super().__init__(py_func, options)
+        self._declared = []            # Numba argument-type tuples compiled ahead (then the only ones)
+        self._compile_enabled = True
+        self._specialized = bool(specialized)
+        self._numba_launches = {}      # kernel[...] argument -> _Launch
+        self._specializations = {}     # argument types -> a specialized dispatcher
+        if signatures:
+            for sig in signatures:
+                self.compile(sig)
+            self._compile_enabled = False
+
+    # ---- the hook into tessel.kernel: NumPy-only and number-only launches go to the selected device
+    def _convert_args(self, args, device_hint=None):
+        return super()._convert_args(args, target_device() if device_hint is None else device_hint)
+
+    # ---- Numba's dispatcher API ---------------------------------------------------------------------
+    @property
+    def specialized(self):
+        """True for a dispatcher made for one signature (``cuda.jit(sig)`` or ``specialize``)."""
+        return self._specialized
+
+    @property
+    def signatures(self):
+        """The argument types (Numba's types) of the compiled specializations."""
+        seen = list(self._declared)
+        for arg_types, _target in self._specs:
+            sig = tuple(numba_type_of_kernel_type(t) for t in arg_types)
+            if sig not in seen and not any(_covers(d, sig) for d in self._declared):
+                seen.append(sig)
+        return seen
+
+    @property
+    def overloads(self):
+        """{argument types: the compiled specialization} (each has ``.source`` and ``.target``)."""
+        return {tuple(numba_type_of_kernel_type(t) for t in key[0]): spec for key, spec in self._specs.items()}
+
+    definitions = overloads
+
+    def compile(self, sig):
+        """Compiles the kernel now for a signature (``"void(float32[:], int32)"``, a Numba signature
+        or a tuple of types) on the selected device; returns the specialization."""
+        restype, argtypes = nbtypes.parse_signature(sig)
+        if restype is not None and restype is not nbtypes.void:
+            raise TypeError("CUDA kernel must have void return type.")
+        argtypes = tuple(argtypes)
+        kernel_types = tuple(kernel_type(t, eager=True) for t in argtypes)
+        device = target_device()
+        spec = self._specialization(kernel_types, device)
+        _build(spec, device)
+        if argtypes not in self._declared:
+            self._declared.append(argtypes)
+        return spec
+
+    def disable_compile(self, val=True):
+        """After this, launches must match a compiled (declared) signature."""
+        self._compile_enabled = not val
+
+    def specialize(self, *args):
+        """A dispatcher compiled for the types of these arguments (and only those)."""
+        argtypes = tuple(nbtypes.from_dtype(_scalar_dtype(a)) if _scalar_dtype(a) is not None
+                         else _array_numba_type(a) for a in args)
+        if any(t is None for t in argtypes):
+            raise TypeError(f"kernel '{self.__name__}'.specialize: arguments are arrays and numbers")
+        found = self._specializations.get(argtypes)
+        if found is None:
+            found = CUDADispatcher(self.py_func, self.options, [argtypes], specialized=True)
+            self._specializations[argtypes] = found
+        return found
+
+    def inspect_asm(self, signature=None):
+        """The generated code per signature: tessel compiles kernels from generated C++ (CUDA C++
+        for NVRTC, host C++ on the CPU backend) and does not expose PTX to Python, so this is that
+        source. ``signature``: the source for those argument types (a tuple of Numba types)."""
+        sources = {sig: spec.source for sig, spec in self.overloads.items()}
+        if signature is None:
+            return sources
+        key = tuple(signature.args) if isinstance(signature, nbtypes.Signature) else tuple(signature)
+        if key in sources:
+            return sources[key]
+        spec = self._specialization(tuple(kernel_type(t, eager=True) for t in key), target_device())
+        return spec.source
+
+    def inspect_types(self, file=None, signature=None):
+        """Writes each compiled signature and the kernel's Python source (to stdout by default)."""
+        file = sys.stdout if file is None else file
+        try:
+            source = textwrap.dedent(inspect.getsource(self.py_func))
+        except (OSError, TypeError):
+            source = "<source not available>\n"
+        for sig in self.signatures if signature is None else [tuple(signature)]:
+            print(f"{self.__name__} ({', '.join(map(str, sig))})", file=file)
+            print("-" * 80, file=file)
+            print(source, file=file)
+            print("=" * 80, file=file)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        reason = _DISPATCHER_UNSUPPORTED.get(name, "not a part of Numba's dispatcher API that tessel provides")
+        raise _unsupported_error(f"Dispatcher.{name}", reason)
+
+    # ---- launch configuration -------------------------------------------------------------------
+    def __getitem__(self, config):
+        try:
+            hit = self._numba_launches.get(config)
+        except TypeError:  # unhashable (a list)
+            return self._make_launch(config)
+        if hit is None:
+            hit = self._make_launch(config)
+            if len(self._numba_launches) > 256:
+                self._numba_launches.clear()
+            self._numba_launches[config] = hit
+        return hit
+
+    def _make_launch(self, config):
+        if not isinstance(config, tuple):
+            config = (config,)
+        if not 2 <= len(config) <= 4:
+            raise ValueError(f"kernel '{self.__name__}': launch with kernel[grid, block], [grid, block, stream] or "
+                             f"[grid, block, stream, shared_bytes]; got {len(config)} values")
+        stream = config[2] if len(config) > 2 else 0
+        shared = config[3] if len(config) > 3 else 0
+        tessel_stream = None if _is_default_stream(stream) else _streams.as_tessel_stream(stream)
+        inner = self._validate_config((config[0], config[1], tessel_stream, shared))
+        grid = _kdispatch._dim3(config[0], "grid", self.__name__)
+        block = _kdispatch._dim3(config[1], "block", self.__name__)
+        return _Launch(self, inner, grid, block, stream, tessel_stream, int(shared))
+
+    def forall(self, ntasks, tpb=0, stream=0, sharedmem=0):
+        """A launch of at least ``ntasks`` threads in blocks of ``tpb`` (default 256)."""
+        if not isinstance(ntasks, (int, np.integer)) or ntasks < 0:
+            raise ValueError(f"kernel '{self.__name__}': forall(n) needs a non-negative int, got {ntasks!r}")
+        block = int(tpb) if tpb else 256
+        grid = max(1, (int(ntasks) + block - 1) // block)
+        return self[grid, block, stream, sharedmem]
+
+    def __call__(self, *args, **kwargs):
+        raise ValueError(f"kernel '{self.__name__}' needs a launch configuration: "
+                         f"{self.__name__}[blocks, threads_per_block](...)")
+
+    def _launch_numba(self, launch, args):
+        if self._declared and not self._compile_enabled:
+            args = self._conform(args)
+        values = list(args)
+        device = None
+        pending = None
+        arrays = False
+        for i, a in enumerate(args):
+            if isinstance(a, DeviceNDArrayBase):
+                inner = a.__tessel_array__
+                values[i] = inner
+                device = device or inner.device
+                arrays = True
+            elif isinstance(a, (np.ndarray, _ArgHint)):
+                pending = (pending or []) + [i]
+                arrays = True
+            elif isinstance(a, ts.Array):
+                device = device or a.device
+                arrays = True
+            elif _scalar_dtype(a) is None:
+                inner = getattr(a, "__tessel_array__", None)
+                if inner is not None:
+                    values[i] = inner
+                    device = device or inner.device
+                arrays = True  # a foreign array: tessel.kernel converts it
+        backs = ()
+        if pending:
+            device = device or target_device()
+            backs = self._numpy_in(values, pending, device, launch.stream)
+        elif not arrays and ts.cuda_available() and target_device().type == "cpu":
+            # Numbers only, with the CPU backend selected on a GPU machine: the C++ path would pick
+            # the GPU, so this launch takes the Python launcher (which asks target_device()).
+            self._launch(launch.grid, launch.block, launch.tessel_stream, launch.shared, tuple(values))
+            return
+        launch.inner(*values)
+        for host, arr in backs:
+            self._numpy_out(host, arr, launch.stream)
+
+    @staticmethod
+    def _numpy_in(values, positions, device, stream):
+        """NumPy arguments (and In/Out/InOut hints) as tessel arrays on ``device``: on the CPU
+        backend over the same memory where tessel can, else copies. Returns what to copy back."""
+        backs = []
+        for i in positions:
+            a = values[i]
+            hint = a if isinstance(a, _ArgHint) else None
+            host = np.asarray(hint.value if hint is not None else a)
+            if host.dtype.byteorder == ">":
+                host = host.astype(host.dtype.newbyteorder("="))
+            if hint is not None and not hint.copy_in and device.type != "cpu":
+                with _streams.on_stream(stream, device):
+                    arr = ts.empty(host.shape, dtype=host.dtype.name, device=device)
+            else:
+                with _streams.on_stream(stream, device):
+                    arr = ts.asarray(host, device=device)
+            values[i] = arr
+            copy_out = hint.copy_out if hint is not None else host.flags.writeable
+            if copy_out and not (device.type == "cpu" and _same_memory(arr, host)):
+                target = hint.value if hint is not None else a
+                backs.append((target, arr))
+        return backs
+
+    @staticmethod
+    def _numpy_out(host, arr, stream):
+        with _streams.on_stream(stream, arr.device):
+            np.copyto(host, arr.numpy().reshape(host.shape), casting="unsafe")
+
+    def _conform(self, args):
+        """With declared signatures only: the best-matching one (Numba's rule: arrays of the
+        declared dtype and rank, numbers converted), its numbers cast to the declared types."""
+        best, best_score = None, None
+        for argtypes in self._declared:
+            if len(argtypes) != len(args):
+                continue
+            score, values = 0, list(args)
+            for i, (t, a) in enumerate(zip(argtypes, args)):
+                if isinstance(t, nbtypes.Array):
+                    at = _array_numba_type(a)
+                    if at is None or at.dtype is not t.dtype or at.ndim != t.ndim or \
+                            (t.layout != "A" and at.layout != t.layout):
+                        break
+                else:
+                    d = _scalar_dtype(a)
+                    if d is None or (d.kind == "c" and t.dtype.kind != "c"):
+                        break
+                    if d != t.dtype:
+                        score += 1 if np.can_cast(d, t.dtype, "safe") else 2
+                        values[i] = t.cast(a)
+                    elif not isinstance(a, np.generic):
+                        values[i] = t.cast(a)
+            else:
+                if best_score is None or score < best_score:
+                    best, best_score = values, score
+        if best is None:
+            raise TypeError(f"No matching definition for argument type(s) {', '.join(_describe(a) for a in args)} "
+                            f"in kernel '{self.__name__}' (compiled for: "
+                            f"{'; '.join('(' + ', '.join(map(str, d)) + ')' for d in self._declared)})")
+        return best
+
+    def __repr__(self):
+        return f"<tessel.numba CUDADispatcher {self.py_func.__qualname__}>"
+
+
+_DISPATCHER_UNSUPPORTED = {
+    "inspect_llvm": "tessel compiles generated C++, not LLVM IR; kernel.inspect_asm() returns that source",
+    "inspect_sass": "tessel does not expose SASS; kernel.inspect_asm() returns the generated source",
+    "inspect_sass_cfg": "tessel does not expose SASS",
+    "get_regs_per_thread": "tessel does not expose the compiled kernel's attributes",
+    "get_shared_mem_per_block": "tessel does not expose the compiled kernel's attributes",
+    "get_max_threads_per_block": "tessel does not expose the compiled kernel's attributes",
+    "get_local_mem_per_thread": "tessel does not expose the compiled kernel's attributes",
+    "get_const_mem_size": "tessel does not expose the compiled kernel's attributes",
+    "enable_caching": "compiled kernels are always cached on disk by tessel",
+    "get_call_template": "Numba's typing machinery is not part of tessel",
+}
+
+
+def _covers(declared, sig):
+    """True when a compiled signature is the C-contiguous variant of a declared one."""
+    if len(declared) != len(sig):
+        return False
+    for d, s in zip(declared, sig):
+        if d == s:
+            continue
+        if isinstance(d, nbtypes.Array) and isinstance(s, nbtypes.Array) and d.dtype is s.dtype and d.ndim == s.ndim:
+            continue
+        return False
+    return True
+
+
+def _same_memory(arr, host):
+    try:
+        return arr.data_ptr == host.ctypes.data and tuple(arr.strides) == tuple(host.strides)
+    except Exception:  # noqa: BLE001 - anything unexpected: copy back
+        return False
+
+
+def _build(spec, device):
+    """Compiles a specialization now (else its first launch would)."""
+    if spec.target == "cpu":
+        if spec.host is None:
+            from tessel import _tessel as core
+
+            spec.host = core._get_host_kernel(spec.source, spec.symbol, list(spec.options))
+    else:
+        if spec.raw is None:
+            spec.raw = ts.RawKernel(spec.source, spec.symbol, tuple(spec.options))
+        spec.raw.compile(device)
+
+
+# ---- device functions ----------------------------------------------------------------------------------
+class CUDADeviceFunction(_kdispatch.DeviceFunction):
+    """A device function (``@cuda.jit(device=True)``): inlined into the kernels that call it. With
+    one signature of numbers (``"float32(float32, int32)"``), calls cast the arguments to those
+    types and the result to the return type, as Numba's compiled device function does. Called
+    outside a kernel, it runs as plain Python."""
+
+    def __init__(self, py_func, options, signatures=()):
+        super().__init__(py_func, options)
+        self._signatures = []
+        for sig in signatures:
+            restype, argtypes = nbtypes.parse_signature(sig)
+            self._signatures.append((restype, tuple(argtypes)))
+        self._shim = None
+        if len(self._signatures) == 1:
+            restype, argtypes = self._signatures[0]
+            if isinstance(restype, nbtypes.Number) and all(isinstance(t, nbtypes.Number) for t in argtypes) \
+                    and len(argtypes) <= _templates.MAX_SHIM_ARGS:
+                raw = _kdispatch.DeviceFunction(py_func, options)
+                self._shim = _templates.cast_shim(raw, restype, argtypes)
+
+    @property
+    def signatures(self):
+        return [argtypes for _, argtypes in self._signatures]
+
+    def select(self, types):
+        if self._shim is not None and len(types) == len(self._signatures[0][1]):
+            return self._shim
+        return super().select(types)
+
+    def __repr__(self):
+        return f"<tessel.numba device function {self.py_func.__qualname__}>"
+
+
+def _lambda_as_function(fn):
+    """A lambda as an equivalent ``def`` whose source the kernel compiler can read (its source line
+    parsed, the ``def`` registered with linecache); other functions unchanged."""
+    if getattr(fn, "__name__", None) != "<lambda>":
+        return fn
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError) as e:
+        raise TypeError(f"tessel.numba: the source of a lambda is not available ({e})") from None
+    tree = None
+    for text in (source, source.strip().rstrip(",;\\"), "(" + source.strip().rstrip(",;\\") + ")"):
+        try:
+            tree = ast.parse(text)
+            break
+        except SyntaxError:
+            continue
+    code = fn.__code__
+    params = list(code.co_varnames[:code.co_argcount])
+    found = [] if tree is None else [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+                                     and [a.arg for a in n.args.args] == params]
+    if len(found) != 1:
+        raise TypeError("tessel.numba: cannot read this lambda's source (write it as a def)")
+    node = found[0]
+    free = list(code.co_freevars)
+    name = f"lambda_{abs(hash((code.co_filename, code.co_firstlineno, node.col_offset))):x}"
+    text = (f"def _tessel_outer({', '.join(free)}):\n"
+            f"    def {name}({ast.unparse(node.args)}):\n"
+            f"        return {ast.unparse(node.body)}\n"
+            f"    return {name}\n")
+    filename = f"<tessel.numba lambda {code.co_filename}:{code.co_firstlineno}:{name}>"
+    lines = text.splitlines(keepends=True)
+    linecache.cache[filename] = (len(text), None, lines, filename)
+    module_code = compile(text, filename, "exec")
+    outer_code = next(c for c in module_code.co_consts if isinstance(c, pytypes.CodeType))
+    outer = pytypes.FunctionType(outer_code, fn.__globals__, "_tessel_outer")
+    values = [cell.cell_contents for cell in (fn.__closure__ or ())]
+    made = outer(*values)
+    made.__defaults__ = fn.__defaults__
+    return made
+
+
+def as_device_function(fn, options=None):
+    """A tessel device function for ``fn``: itself when it is one, else the Python function (a
+    lambda too) wrapped."""
+    if isinstance(fn, _kdispatch.DeviceFunction):
+        return fn
+    if isinstance(fn, _kdispatch.Kernel):
+        raise TypeError(f"kernel '{fn.__name__}' is a kernel; a device function is needed here")
+    if not callable(fn):
+        raise TypeError(f"expected a function, got {fn!r}")
+    py_func = getattr(fn, "py_func", fn)
+    return CUDADeviceFunction(_lambda_as_function(py_func), dict(options or {}))
+
+
+# ---- the decorator -------------------------------------------------------------------------------------
+def _is_signature(obj):
+    return isinstance(obj, (str, tuple, nbtypes.Signature))
+
+
+def jit(func_or_sig=None, device=False, inline="never", forceinline=False, link=(), debug=None, opt=None,
+        lineinfo=False, cache=False, launch_bounds=None, lto=None, **kws):
+    """Numba's ``cuda.jit``: ``@cuda.jit``, ``@cuda.jit(device=True)``, ``@cuda.jit("void(float32[:])")``,
+    ``@cuda.jit([sig, ...])``, with ``fastmath``, ``debug``, ``lineinfo``, ``cache``,
+    ``max_registers``, ``opt``, ``inline``. Kernels are :class:`CUDADispatcher` objects (tessel
+    kernels), device functions :class:`CUDADeviceFunction` objects. ``debug=True`` (or
+    ``boundscheck=True``) checks array indices and raises IndexError. ``launch_bounds`` and ``lto``
+    are accepted and change nothing."""
+    unknown = sorted(k for k in kws if k not in _JIT_OPTIONS)
+    if unknown:
+        raise TypeError(f"tessel.numba.cuda.jit: unknown option(s) {', '.join(unknown)}")
+    if link:
+        raise _unsupported_error("jit(link=...)", "linking external PTX or CUDA C++ into kernels is not supported")
+    if kws.get("extensions"):
+        raise _unsupported_error("jit(extensions=...)", "Numba's argument extensions are not supported")
+    if kws.get("boundscheck"):
+        debug = True
+    if isinstance(inline, str) and inline not in ("never", "always"):
+        raise ValueError(f"tessel.numba.cuda.jit: inline must be 'never', 'always' or a bool, got {inline!r}")
+    options = dict(fastmath=bool(kws.get("fastmath", False)), debug=debug, lineinfo=bool(lineinfo),
+                   cache=bool(cache), max_registers=kws.get("max_registers"),
+                   inline=bool(forceinline) or inline is True or inline == "always",
+                   opt=True if opt is None else bool(opt))
+
+    if _is_signature(func_or_sig):
+        signatures, specialized = [func_or_sig], True
+    elif isinstance(func_or_sig, list):
+        signatures, specialized = list(func_or_sig), False
+    else:
+        signatures, specialized = None, False
+
+    def make(func):
+        if isinstance(func, (_kdispatch.Kernel, _kdispatch.DeviceFunction)):
+            func = func.py_func
+        if not callable(func):
+            raise TypeError(f"tessel.numba.cuda.jit decorates a function, got {func!r}")
+        if device:
+            return CUDADeviceFunction(_lambda_as_function(func), options, signatures or ())
+        if signatures:
+            for sig in signatures:
+                restype, _ = nbtypes.parse_signature(sig)
+                if restype is not None and restype is not nbtypes.void:
+                    raise TypeError("CUDA kernel must have void return type.")
+        return CUDADispatcher(func, options, signatures, specialized)
+
+    if signatures is not None or func_or_sig is None:
+        return make
+    return make(func_or_sig)
+
+
+def declare_device(name, sig, link=None, use_cooperative=False):
+    raise _unsupported_error("declare_device", "calling foreign (linked) device functions is not supported")
+
+
+# Names of Numba's warp-vote intrinsics that tessel.kernel spells as any_sync/all_sync/eq_sync/ballot_sync.
+def _vote_aliases():
+    from tessel import kernel
+
+    return {"vote_sync_any": kernel.any_sync, "vote_sync_all": kernel.all_sync, "vote_sync_uni": kernel.eq_sync,
+            "vote_sync_ballot": kernel.ballot_sync}
+
