@@ -631,3 +631,37 @@ def test_source_is_cplusplus():
     assert 'extern "C" int tsk_axpy' in src
     src = axpy.source(1.0, ts.zeros(3), ts.zeros(3), ts.zeros(3), target="cuda")
     assert "__global__" in src
+
+
+def test_error_arrays_on_different_devices(gpu):
+    x = ts.zeros(3, device="cpu")
+    y = ts.zeros(3, device=gpu)
+    with pytest.raises(ValueError, match=rf"kernel 'axpy': argument 2 is on {gpu} but earlier array arguments are "
+                                         r"on cpu"):
+        axpy[1, 32](1.0, x, y, y)
+
+
+@ts.jit
+def poke(x, index, value):
+    x[index] = value
+    x[index - 1] = x[index] + 1
+
+
+def test_index_beyond_two_to_the_31(device):
+    n = (1 << 31) + 16
+    x = ts.zeros(n, dtype=ts.int8, device=device)
+    poke[1, 1](x, n - 3, np.int8(7))
+    assert int(x[n - 3]) == 7 and int(x[n - 4]) == 8 and int(x[n - 2]) == 0
+
+
+@ts.jit
+def say(x):
+    if tk.grid(1) == 0:
+        print("value", x[0], 3, x[0] > 1.0)
+
+
+def test_print(device, capfd):
+    say[1, 4](put(np.array([2.5]), device))
+    ts.synchronize()
+    out = capfd.readouterr().out
+    assert "value 2.500000 3 True" in out
