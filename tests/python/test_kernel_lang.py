@@ -665,3 +665,37 @@ def test_print(device, capfd):
     ts.synchronize()
     out = capfd.readouterr().out
     assert "value 2.500000 3 True" in out
+
+
+@ts.jit
+def seed_shared_mem_matmul(a, b, res):
+    # As the seed articles write it: the tile size a local constant, the shape built from it.
+    TILE_SIZE = 16
+    shared_a = tk.shared.array(shape=(TILE_SIZE, TILE_SIZE), dtype=np.float32)
+    shared_b = tk.shared.array(shape=(TILE_SIZE, TILE_SIZE), dtype=np.float32)
+    row = tk.blockIdx.y * tk.blockDim.y + tk.threadIdx.y
+    col = tk.blockIdx.x * tk.blockDim.x + tk.threadIdx.x
+    acc = 0.0
+    for i in range(0, a.shape[1], TILE_SIZE):
+        if row < a.shape[0] and i + tk.threadIdx.x < a.shape[1]:
+            shared_a[tk.threadIdx.y, tk.threadIdx.x] = a[row, i + tk.threadIdx.x]
+        else:
+            shared_a[tk.threadIdx.y, tk.threadIdx.x] = 0.0
+        if i + tk.threadIdx.y < b.shape[0] and col < b.shape[1]:
+            shared_b[tk.threadIdx.y, tk.threadIdx.x] = b[i + tk.threadIdx.y, col]
+        else:
+            shared_b[tk.threadIdx.y, tk.threadIdx.x] = 0.0
+        tk.syncthreads()
+        for j in range(TILE_SIZE):
+            acc += shared_a[tk.threadIdx.y, j] * shared_b[j, tk.threadIdx.x]
+        tk.syncthreads()
+    if row < res.shape[0] and col < res.shape[1]:
+        res[row, col] = acc
+
+
+def test_seed_matmul_with_local_tile_constant(device):
+    a = rng.random((50, 37)).astype(np.float32)
+    b = rng.random((37, 45)).astype(np.float32)
+    res = poisoned((50, 45), np.float32, device)
+    seed_shared_mem_matmul[((45 + 15) // 16, (50 + 15) // 16), (16, 16)](put(a, device), put(b, device), res)
+    np.testing.assert_allclose(res.numpy(), a @ b, rtol=1e-5)

@@ -132,6 +132,7 @@ class VarInfo:
     nonneg: bool = True
     cname: str = ""
     gstride: bool = False
+    const: Any = _NOCONST   # assigned once, a number: its value is known at compile time too
 
 
 @dataclass
@@ -226,6 +227,14 @@ class FunctionCompiler:
                     pass
         self.vars: Dict[str, VarInfo] = {}
         self.params = [a.arg for a in self.fdef.args.args]
+        # how often each name is assigned: a local assigned once a number (TILE = 16) is also a
+        # compile-time constant, usable where one is needed (shared.array's shape)
+        self.store_counts: Dict[str, int] = {}
+        for n in ast.walk(self.fdef):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                self.store_counts[n.id] = self.store_counts.get(n.id, 0) + 1
+        for p in self.params:
+            self.store_counts[p] = self.store_counts.get(p, 0) + 1
         self.typing = True
         self.lines: List[str] = []
         self.pre: List[str] = []
@@ -503,6 +512,9 @@ class FunctionCompiler:
             info.nonneg = False
         if value.gstride:
             info.gstride = True
+        if self.store_counts.get(name, 0) == 1 and value.is_const and \
+                isinstance(value.const, (bool, int, float, np.number, np.bool_)):
+            info.const = value.const
         if not self.typing:
             self.emit(f"{info.cname} = {self.convert(value, info.type, node)};")
 
@@ -799,7 +811,7 @@ class FunctionCompiler:
                 if self.typing:
                     return Val("0", WEAK_INT, False, const=_NOCONST)  # settles in a later pass
                 self.error(node, f"variable '{name}' is used before assignment")
-            return Val(info.cname, info.type, info.nonneg, gstride=info.gstride)
+            return Val(info.cname, info.type, info.nonneg, gstride=info.gstride, const=info.const)
         obj = self.resolve_global(name, node)
         return self.const_val(obj, node, name)
 
