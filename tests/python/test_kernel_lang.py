@@ -699,3 +699,62 @@ def test_seed_matmul_with_local_tile_constant(device):
     res = poisoned((50, 45), np.float32, device)
     seed_shared_mem_matmul[((45 + 15) // 16, (50 + 15) // 16), (16, 16)](put(a, device), put(b, device), res)
     np.testing.assert_allclose(res.numpy(), a @ b, rtol=1e-5)
+
+
+@ts.jit(device=True)
+def square(v):
+    return v * v
+
+
+@ts.jit(debug=True)
+def guarded_calls(x, y):
+    i = tk.grid(1)
+    if i < y.size:
+        y[i] = square(x[i]) if i < x.size else -1.0
+        ok = i < x.size and square(x[i]) > 0.25
+        y[i] += 10.0 if ok else 0.0
+
+
+def test_device_function_in_a_conditional_runs_only_when_taken(device):
+    x = rng.random(5)
+    y = poisoned(8, np.float64, device)
+    guarded_calls[1, 8](put(x, device), y)   # debug mode: reading x[5..7] would raise IndexError
+    ref = np.concatenate([x * x + np.where(x * x > 0.25, 10.0, 0.0), [-1.0] * 3])
+    np.testing.assert_allclose(y.numpy(), ref)
+
+
+@ts.jit
+def float_atomic_minmax(vals, out):
+    i = tk.grid(1)
+    if i < vals.size:
+        tk.atomic.max(out, i, vals[i])
+        tk.atomic.nanmax(out, i + vals.size, vals[i])
+        tk.atomic.min(out, i + 2 * vals.size, vals[i])
+        tk.atomic.nanmin(out, i + 3 * vals.size, vals[i])
+
+
+def test_atomic_float_min_max_nan(device):
+    # Numba: max/min propagate NaN; nanmax/nanmin treat NaN as missing.
+    vals = np.array([2.0, np.nan, np.nan, 2.0])
+    stored = np.array([np.nan, 1.0, np.nan, 1.0])
+    out = put(np.tile(stored, 4), device)
+    float_atomic_minmax[1, 4](put(vals, device), out)
+    o = out.numpy().reshape(4, 4)
+    np.testing.assert_array_equal(o[0], [np.nan, np.nan, np.nan, 2.0])
+    np.testing.assert_array_equal(o[1], [2.0, 1.0, np.nan, 2.0])
+    np.testing.assert_array_equal(o[2], [np.nan, np.nan, np.nan, 1.0])
+    np.testing.assert_array_equal(o[3], [2.0, 1.0, np.nan, 1.0])
+
+
+@ts.jit
+def unchecked_write(x):
+    x[tk.grid(1)] = 1.0
+
+
+def test_set_checks_bounds_checks_kernels(device):
+    ts.set_checks("bounds")
+    try:
+        with pytest.raises(IndexError, match="kernel 'unchecked_write'.*index 4 is out of bounds"):
+            unchecked_write[1, 5](ts.zeros(4, device=device))
+    finally:
+        ts.set_checks(())

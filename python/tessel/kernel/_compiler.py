@@ -1223,8 +1223,38 @@ class FunctionCompiler:
             return "true" if v.const else "false"
         self.error(node, f"a value of type {v.type} has no truth value in a kernel")
 
+    def capture(self, fn):
+        """Runs fn() with the statements it emits (inlined calls, exchange sites) collected, not
+        emitted: (its value, those lines)."""
+        saved_lines, saved_pre = self.lines, self.pre
+        self.lines, self.pre = [], []
+        try:
+            v = fn()
+            extra = self.lines + ["  " * self.indent + p for p in self.pre]
+        finally:
+            self.lines, self.pre = saved_lines, saved_pre
+        return v, extra
+
     def expr_BoolOp(self, node):
-        vals = [self.expr(v) for v in node.values]
+        first = self.expr(node.values[0])
+        rest = [self.capture(lambda n=n: self.expr(n)) for n in node.values[1:]]
+        if any(lines for _, lines in rest) and not self.typing:
+            # a later operand emits statements (an inlined call): evaluate it only when needed
+            vals = [first] + [v for v, _ in rest]
+            t = promote(*[v.type for v in vals])
+            t = t.strong() if isinstance(t, Scalar) else t
+            r = self.declare_temp(t, "b")
+            self.flush_pre()
+            ind = "  " * self.indent
+            self.lines.append(f"{ind}{r} = {self.convert(first, t, node)};")
+            for v, lines in rest:
+                test = f"ts::cast<bool>({r})" if t.kind != "b" else r
+                self.lines.append(f"{ind}if ({test if isinstance(node.op, ast.And) else '!' + test}) {{")
+                self.lines += lines
+                self.lines.append(f"{ind}  {r} = {self.convert(v, t, node)};")
+                self.lines.append(f"{ind}}}")
+            return Val(r, t)
+        vals = [first] + [v for v, _ in rest]
         sym = "&&" if isinstance(node.op, ast.And) else "||"
         if all(isinstance(v.type, Scalar) and v.type.kind == "b" for v in vals):
             return Val("(" + f" {sym} ".join(v.code for v in vals) + ")", BOOL)
@@ -1266,8 +1296,25 @@ class FunctionCompiler:
 
     def expr_IfExp(self, node):
         test = self.expr(node.test)
-        a = self.expr(node.body)
-        b = self.expr(node.orelse)
+        a, a_lines = self.capture(lambda: self.expr(node.body))
+        b, b_lines = self.capture(lambda: self.expr(node.orelse))
+        if (a_lines or b_lines) and not self.typing:
+            # a branch emits statements (an inlined call): run only the branch taken
+            if not (isinstance(a.type, Scalar) and isinstance(b.type, Scalar)):
+                self.error(node, f"the branches of a conditional expression have types {a.type} and {b.type}")
+            t = promote(a.type, b.type)
+            t = t.strong() if not (a.type.weak and b.type.weak) else t.strong()
+            r = self.declare_temp(t, "c")
+            self.flush_pre()
+            ind = "  " * self.indent
+            self.lines.append(f"{ind}if ({self.truth(test, node)}) {{")
+            self.lines += a_lines
+            self.lines.append(f"{ind}  {r} = {self.convert(a, t, node)};")
+            self.lines.append(f"{ind}}} else {{")
+            self.lines += b_lines
+            self.lines.append(f"{ind}  {r} = {self.convert(b, t, node)};")
+            self.lines.append(f"{ind}}}")
+            return Val(r, t, a.nonneg and b.nonneg)
         if isinstance(a.type, Scalar) and isinstance(b.type, Scalar):
             t = promote(a.type, b.type)
             t = t.strong() if not (a.type.weak and b.type.weak) else t

@@ -25,8 +25,12 @@ def _tessel():
 
 
 def _env_debug() -> bool:
+    """Bounds checks for every kernel: TESSEL_CHECK=bounds (or all), or ts.set_checks("bounds")."""
     v = os.environ.get("TESSEL_CHECK", "")
-    return any(p.strip() in ("1", "all", "bounds") for p in v.split(","))
+    if any(p.strip() in ("1", "all", "bounds") for p in v.split(",")):
+        return True
+    checks = _tessel().checks()
+    return "bounds" in checks or "all" in checks
 
 
 class DeviceFunction:
@@ -242,7 +246,8 @@ class Kernel:
     def _specialization(self, arg_types, device):
         """The generated source and compile options for these argument types on this backend."""
         target = "cuda" if device.type == "cuda" else "cpu"
-        key = (arg_types, target)
+        opts = self._compile_options()
+        key = (arg_types, target, bool(opts.get("debug")))
         spec = self._specs.get(key)
         if spec is not None:
             return spec
@@ -251,7 +256,6 @@ class Kernel:
             if spec is not None:
                 return spec
             symbol = _symbol_for(self.py_func.__qualname__, arg_types, target)
-            opts = self._compile_options()
             source, info = _compiler.generate(self.py_func, list(arg_types), target, opts, symbol)
             spec = _Specialization(arg_types, target, source, symbol, info)
             if target == "cuda":
@@ -356,9 +360,9 @@ class Kernel:
                 raise self._index_error_from_record(r.tobytes(), spec)
 
     def _debug_error(self, e, spec):
-        msg = str(e)
-        if isinstance(e, IndexError) or type(e).__name__ == "IndexError":
-            return e
+        # the same exception type on every backend: Python's IndexError, as the CUDA path raises
+        if isinstance(e, IndexError) and type(e) is not IndexError:
+            return IndexError(str(e))
         return e
 
     def _index_error_from_record(self, raw: bytes, spec):

@@ -379,12 +379,12 @@ TS_D i32 atomic_max(i32* p, i32 v) { return atomicMax(p, v); }
 TS_D u32 atomic_max(u32* p, u32 v) { return atomicMax(p, v); }
 TS_D i64 atomic_max(i64* p, i64 v) { return atomicMax(reinterpret_cast<long long*>(p), v); }
 TS_D u64 atomic_max(u64* p, u64 v) { return atomicMax(reinterpret_cast<unsigned long long*>(p), v); }
-// Floats: Numba's atomic.min/max ignore NaN in the stored value? They follow fmin/fmax on the
-// stored value; nanmin/nanmax propagate NaN.
-template <class T> struct FMin { T v; TS_D T operator()(T c) const { return (v < c || c != c) ? v : c; } };
-template <class T> struct FMax { T v; TS_D T operator()(T c) const { return (v > c || c != c) ? v : c; } };
-template <class T> struct FNanMin { T v; TS_D T operator()(T c) const { return (c != c) ? c : ((v != v || v < c) ? v : c); } };
-template <class T> struct FNanMax { T v; TS_D T operator()(T c) const { return (c != c) ? c : ((v != v || v > c) ? v : c); } };
+// Floats, as Numba: atomic.min/max propagate a NaN (stored or given); nanmin/nanmax treat NaN as
+// missing (fmin/fmax).
+template <class T> struct FNanMin { T v; TS_D T operator()(T c) const { return (v < c || c != c) ? v : c; } };
+template <class T> struct FNanMax { T v; TS_D T operator()(T c) const { return (v > c || c != c) ? v : c; } };
+template <class T> struct FMin { T v; TS_D T operator()(T c) const { return (c != c) ? c : ((v != v || v < c) ? v : c); } };
+template <class T> struct FMax { T v; TS_D T operator()(T c) const { return (c != c) ? c : ((v != v || v > c) ? v : c); } };
 TS_D float atomic_min(float* p, float v) { return atomic_cas_loop(p, FMin<float>{v}); }
 TS_D double atomic_min(double* p, double v) { return atomic_cas_loop(p, FMin<double>{v}); }
 TS_D float atomic_max(float* p, float v) { return atomic_cas_loop(p, FMax<float>{v}); }
@@ -443,10 +443,10 @@ template <class T, class F> inline T atomic_cas_loop(T* p, F f) {
 template <class T> struct AddOp { T v; T operator()(T c) const { return static_cast<T>(c + v); } };
 template <class T> struct MinOp { T v; T operator()(T c) const { return v < c ? v : c; } };
 template <class T> struct MaxOp { T v; T operator()(T c) const { return v > c ? v : c; } };
-template <class T> struct FMin { T v; T operator()(T c) const { return (v < c || c != c) ? v : c; } };
-template <class T> struct FMax { T v; T operator()(T c) const { return (v > c || c != c) ? v : c; } };
-template <class T> struct FNanMin { T v; T operator()(T c) const { return (c != c) ? c : ((v != v || v < c) ? v : c); } };
-template <class T> struct FNanMax { T v; T operator()(T c) const { return (c != c) ? c : ((v != v || v > c) ? v : c); } };
+template <class T> struct FNanMin { T v; T operator()(T c) const { return (v < c || c != c) ? v : c; } };
+template <class T> struct FNanMax { T v; T operator()(T c) const { return (v > c || c != c) ? v : c; } };
+template <class T> struct FMin { T v; T operator()(T c) const { return (c != c) ? c : ((v != v || v < c) ? v : c); } };
+template <class T> struct FMax { T v; T operator()(T c) const { return (c != c) ? c : ((v != v || v > c) ? v : c); } };
 template <class T> struct IncOp { T v; T operator()(T c) const { return c >= v ? T(0) : T(c + 1); } };
 template <class T> struct DecOp { T v; T operator()(T c) const { return (c == 0 || c > v) ? v : T(c - 1); } };
 template <class T> inline T atomic_add(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
