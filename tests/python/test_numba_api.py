@@ -1,8 +1,8 @@
-"""tessel.numba's host API: Numba's types, device arrays, streams, events, devices, the errors for
-what is not provided, and cuda.random's generator against a pure-Python reference of Numba's.
-
-The kernel side (cuda.jit and the intrinsics) is tested with the kernel compiler. Every test
-that takes `backend` runs with the CPU backend selected and, where there is a GPU, with CUDA."""
+"""tessel.numba's API: Numba's types, device arrays, streams, events, devices, the errors for
+what is not provided, cuda.random's generator against a pure-Python reference of Numba's, and
+cuda.jit's forms, options and dispatcher (the Numba programs themselves are in
+test_numba_programs.py; the kernel language in test_kernel_lang.py). Every test that takes
+`backend` runs with the CPU backend selected and, where there is a GPU, with CUDA."""
 import asyncio
 import io
 import contextlib
@@ -563,3 +563,228 @@ def test_rng_device_functions_in_a_kernel(backend):
     assert np.array_equal(got[:, :2], want[:, :2])  # the uniforms bit for bit
     np.testing.assert_allclose(got[:, 2:], want[:, 2:], rtol=1e-5, atol=1e-5)  # float32 log/cos may differ by an ulp
     assert np.array_equal(np.asarray(states.__tessel_array__), host)  # the states advanced alike
+
+
+# ---------------------------------------------------------------- kernels: cuda.jit's forms and dispatcher
+# (the programs themselves: test_numba_programs.py)
+@cuda.jit
+def _fill_index(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] = i
+
+
+def test_jit_forms_and_options(backend):
+    def body(x, y):
+        i = cuda.grid(1)
+        if i < x.size:
+            y[i] = x[i] * 2
+
+    from tessel.kernel import DeviceFunction, Kernel
+
+    x = np.arange(8, dtype=np.float32)
+    for make in (cuda.jit, cuda.jit(), cuda.jit(fastmath=True, lineinfo=True, cache=True, max_registers=64, opt=False),
+                 cuda.jit(launch_bounds=128, lto=False, inline="always", forceinline=True),
+                 cuda.jit("void(float32[:], float32[:])"), cuda.jit(["void(float32[:], float32[:])"]),
+                 cuda.jit(numba.void(numba.float32[::1], numba.float32[::1])),
+                 cuda.jit((numba.float32[:], numba.float32[:]))):
+        k = make(body)
+        assert isinstance(k, Kernel) and k.py_func is body and k.__name__ == "body"
+        y = np.zeros_like(x)
+        k[1, 8](x, y)
+        np.testing.assert_array_equal(y, x * 2)
+    assert cuda.jit("void(float32[:], float32[:])")(body).specialized
+    assert not cuda.jit(["void(float32[:], float32[:])"])(body).specialized
+
+    def twice(v):
+        return v * 2
+
+    assert isinstance(cuda.jit(device=True)(twice), DeviceFunction)
+    assert isinstance(cuda.jit("float32(float32)", device=True)(twice), DeviceFunction)
+    assert cuda.jit(device=True)(twice)(3) == 6  # plain Python outside kernels
+    with pytest.raises(TypeError, match="unknown option.*nonsense"):
+        cuda.jit(nonsense=1)
+    with pytest.raises(NotImplementedError, match=r"cuda\.jit\(link=\.\.\.\) is not supported"):
+        cuda.jit(link=["kernel.cu"])
+    with pytest.raises(TypeError, match="void return type"):
+        cuda.jit("float32(float32[:])")(body)
+
+
+def test_declared_signatures_compile_ahead_and_match_as_numba(backend):
+    @cuda.jit(["void(float32[:], float32)", "void(float64[:], float64)"])
+    def add_to(a, v):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] += v
+
+    assert len(add_to.overloads) == 2  # compiled at decoration
+    assert add_to.signatures == [(numba.float32[:], numba.float32), (numba.float64[:], numba.float64)]
+    a = cuda.to_device(np.zeros(4, np.float32))
+    add_to[1, 4](a, 1.5)  # the Python float is cast to the signature's float32
+    add_to[1, 4](a, np.int16(2))
+    assert a.copy_to_host().tolist() == [3.5] * 4
+    assert len(add_to.overloads) == 2
+    with pytest.raises(TypeError, match=r"No matching definition for argument type\(s\) array\(int32, 1d, C\)"):
+        add_to[1, 4](np.zeros(4, np.int32), 1)
+    b = np.zeros(8)
+    add_to[1, 4](b[::2], 1.0)  # a strided array takes the declared any-layout signature
+    assert b.tolist() == [1, 0] * 4
+
+
+def test_dispatcher_api(backend):
+    @cuda.jit
+    def scale(a, f):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] *= f
+
+    a = np.ones(5)
+    scale[1, 8](a, 3.0)
+    assert a.tolist() == [3.0] * 5
+    assert scale.signatures == [(numba.float64[::1], numba.float64)]
+    assert scale.definitions is not None and list(scale.overloads) == scale.signatures
+    asm = scale.inspect_asm()
+    assert list(asm) == scale.signatures and "scale" in next(iter(asm.values()))
+    assert scale.inspect_asm(scale.signatures[0]) == asm[scale.signatures[0]]
+    text = io.StringIO()
+    scale.inspect_types(file=text)
+    assert "scale (array(float64, 1d, C), float64)" in text.getvalue() and "a[i] *= f" in text.getvalue()
+    special = scale.specialize(np.ones(3, np.float32), np.float32(2))
+    assert special.specialized and special.signatures == [(numba.float32[::1], numba.float32)]
+    assert scale.specialize(np.ones(3, np.float32), np.float32(2)) is special
+    with pytest.raises(TypeError, match="No matching definition"):
+        special[1, 4](np.ones(3), 2.0)
+    with pytest.raises(NotImplementedError, match=r"Dispatcher\.inspect_sass is not supported"):
+        scale.inspect_sass()
+    with pytest.raises(ValueError, match="launch configuration"):
+        scale(a, 2.0)
+
+
+def test_forall_launches_blocks_of_1024_by_default(backend):
+    @cuda.jit
+    def block_shape(out):
+        i = cuda.grid(1)
+        if i < out.shape[0]:
+            out[i, 0] = cuda.blockDim.x
+            out[i, 1] = cuda.gridDim.x
+
+    out = np.zeros((3000, 2), np.int64)
+    block_shape.forall(3000)(out)
+    assert set(map(tuple, out.tolist())) == {(1024, 3)}
+    block_shape.forall(3000, tpb=128)(out)
+    assert set(map(tuple, out.tolist())) == {(128, 24)}
+    block_shape.forall(0)(out)  # nothing to launch
+
+
+def test_launch_arguments_and_streams(backend):
+    a = np.zeros(10)
+    _fill_index[1, 16](a)  # NumPy: to the selected device and back
+    assert a.tolist() == list(range(10))
+    d = cuda.device_array(10, dtype=np.int32)
+    s = cuda.stream()
+    _fill_index[1, 16, s](d)
+    _fill_index[1, 16, s, 0](d[2:])  # a view
+    s.synchronize()
+    assert d.copy_to_host().tolist() == [0, 1, 0, 1, 2, 3, 4, 5, 6, 7]
+    _fill_index[1, 16, cuda.default_stream()](d)
+    _fill_index[1, 16, None](ts.asarray(d))  # a tessel array: the same memory
+    assert d.copy_to_host().tolist() == list(range(10))
+    host_in = np.zeros(4)
+    _fill_index[1, 4](cuda.In(host_in))  # copied in, not back
+    assert host_in.tolist() == [0.0] * 4
+    host_out = np.zeros(4)
+    _fill_index[1, 4](cuda.Out(host_out))
+    assert host_out.tolist() == [0, 1, 2, 3]
+    both = np.zeros(4)
+    _fill_index[1, 4](cuda.InOut(both))
+    assert both.tolist() == [0, 1, 2, 3]
+
+
+def test_numpy_arguments_follow_the_selected_device():
+    cuda.select_device("cpu")
+    try:
+        @cuda.jit
+        def where(a):
+            a[0] = 7
+
+        a = np.zeros(2)
+        where[1, 1](a)
+        assert a[0] == 7 and where.overloads[next(iter(where.overloads))].target == "cpu"
+    finally:
+        cuda.close()
+
+
+def test_debug_mode_raises_index_errors(backend):
+    @cuda.jit(debug=True, opt=False)
+    def overrun(a):
+        a[cuda.grid(1)] = 1.0
+
+    with pytest.raises(IndexError, match=r"kernel 'overrun'.*index 10 is out of bounds for axis 0 with size 10"):
+        overrun[1, 16](cuda.device_array(10))
+
+    @cuda.jit(boundscheck=True)
+    def overrun2(a):
+        a[cuda.grid(1)] = 1.0
+
+    with pytest.raises(IndexError):
+        overrun2[1, 16](np.zeros(3))
+
+
+def test_device_function_signatures_cast_as_numba(backend):
+    @cuda.jit("int32(float64)", device=True)
+    def truncate(v):
+        return v * 1.5
+
+    @cuda.jit
+    def use(x, out):
+        i = cuda.grid(1)
+        if i < x.size:
+            out[i] = truncate(x[i])
+
+    x = np.array([1.0, 2.5, -3.0])
+    out = np.zeros(3)
+    use[1, 4](x, out)
+    assert out.tolist() == [1.0, 3.0, -4.0]  # int32(x * 1.5), truncated toward zero
+
+
+def test_numba_jit_and_njit_are_device_functions_and_python():
+    import tessel.kernel
+
+    @numba.njit
+    def f(x):
+        return x + 1
+
+    @numba.jit(nopython=True, cache=True, fastmath=True)
+    def g(x):
+        return x * 2
+
+    h = numba.jit("float64(float64)")(lambda v: v - 1)
+    assert isinstance(f, tessel.kernel.DeviceFunction) and isinstance(g, tessel.kernel.DeviceFunction)
+    assert (f(1), g(2), h(3.0)) == (2, 4, 2.0)
+    assert numba.prange is range
+    with pytest.raises(TypeError, match="unknown option"):
+        numba.jit(bogus=True)
+
+
+def test_ufunc_options_and_layouts_are_checked():
+    with pytest.raises(TypeError, match="unknown option.*foo"):
+        numba.vectorize(["f8(f8)"], foo=1)
+    with pytest.raises(ValueError, match="target must be one of"):
+        numba.vectorize(["f8(f8)"], target="roc")
+    with pytest.raises(ValueError, match="layout"):
+        numba.guvectorize(["void(f8[:], f8[:])"], "(n)")
+    with pytest.raises(TypeError, match="one or two positional"):
+        numba.guvectorize()
+
+
+def test_kernel_side_names():
+    from tessel import kernel
+
+    assert cuda.grid is kernel.grid and cuda.atomic is kernel.atomic and cuda.shfl_down_sync is kernel.shfl_down_sync
+    assert cuda.vote_sync_any is kernel.any_sync and cuda.vote_sync_ballot is kernel.ballot_sync
+    assert cuda.reduce is cuda.Reduce
+    for name, why in (("cg", "cooperative groups"), ("compile_ptx", "does not expose PTX"),
+                      ("declare_device", "foreign")):
+        with pytest.raises(NotImplementedError, match=f"tessel.numba.cuda.{name} is not supported.*{why}"):
+            obj = getattr(cuda, name)
+            obj("f", "void()")

@@ -150,6 +150,31 @@ class _Launch:
                 f"shared {self.shared} bytes>")
 
 
+class _ForAll:
+    """``kernel.forall(ntasks, tpb, stream, sharedmem)``: call it with the kernel's arguments."""
+
+    __slots__ = ("dispatcher", "ntasks", "tpb", "stream", "sharedmem")
+
+    def __init__(self, dispatcher, ntasks, tpb, stream, sharedmem):
+        self.dispatcher, self.ntasks, self.tpb, self.stream, self.sharedmem = dispatcher, ntasks, tpb, stream, sharedmem
+
+    def __call__(self, *args):
+        if self.ntasks == 0:
+            return
+        d = self.dispatcher
+        tpb = self.tpb or d._forall_tpb
+        while True:
+            try:
+                d[(self.ntasks + tpb - 1) // tpb, tpb, self.stream, self.sharedmem](*args)
+                return
+            except Exception as failure:  # noqa: BLE001 - only a launch out of resources is retried
+                text = str(failure).lower()
+                if self.tpb or tpb <= 32 or "resources" not in text:
+                    raise
+                tpb //= 2
+                d._forall_tpb = tpb
+
+
 class CUDADispatcher(_kdispatch.Kernel):
     """Numba's kernel dispatcher (``@cuda.jit``) as a tessel kernel; see the module docstring."""
 
@@ -160,6 +185,7 @@ class CUDADispatcher(_kdispatch.Kernel):
         self._specialized = bool(specialized)
         self._numba_launches = {}      # kernel[...] argument -> _Launch
         self._specializations = {}     # argument types -> a specialized dispatcher
+        self._forall_tpb = 1024        # forall's block size (halved when a launch runs out of resources)
         if signatures:
             for sig in signatures:
                 self.compile(sig)
@@ -179,8 +205,8 @@ class CUDADispatcher(_kdispatch.Kernel):
     def signatures(self):
         """The argument types (Numba's types) of the compiled specializations."""
         seen = list(self._declared)
-        for arg_types, _target in self._specs:
-            sig = tuple(numba_type_of_kernel_type(t) for t in arg_types)
+        for key in self._specs:  # (argument types, target, ...)
+            sig = tuple(numba_type_of_kernel_type(t) for t in key[0])
             if sig not in seen and not any(_covers(d, sig) for d in self._declared):
                 seen.append(sig)
         return seen
@@ -283,12 +309,13 @@ class CUDADispatcher(_kdispatch.Kernel):
         return _Launch(self, inner, grid, block, stream, tessel_stream, int(shared))
 
     def forall(self, ntasks, tpb=0, stream=0, sharedmem=0):
-        """A launch of at least ``ntasks`` threads in blocks of ``tpb`` (default 256)."""
+        """A launch of ``ntasks`` threads (at least) in blocks of ``tpb``. Without ``tpb``, blocks of
+        1024 threads, the size CUDA's occupancy calculator gives Numba for most kernels (programs
+        written for Numba's ``forall`` may rely on one block covering 1024 tasks); where a kernel
+        cannot launch that many threads per block on the GPU, the size halves until it can."""
         if not isinstance(ntasks, (int, np.integer)) or ntasks < 0:
             raise ValueError(f"kernel '{self.__name__}': forall(n) needs a non-negative int, got {ntasks!r}")
-        block = int(tpb) if tpb else 256
-        grid = max(1, (int(ntasks) + block - 1) // block)
-        return self[grid, block, stream, sharedmem]
+        return _ForAll(self, int(ntasks), int(tpb), stream, int(sharedmem))
 
     def __call__(self, *args, **kwargs):
         raise ValueError(f"kernel '{self.__name__}' needs a launch configuration: "
@@ -347,6 +374,8 @@ class CUDADispatcher(_kdispatch.Kernel):
                 with _streams.on_stream(stream, device):
                     arr = ts.empty(host.shape, dtype=host.dtype.name, device=device)
             else:
+                if hint is not None and not hint.copy_out and device.type == "cpu":
+                    host = host.copy()  # cuda.In: the kernel's writes must not reach the host array
                 with _streams.on_stream(stream, device):
                     arr = ts.asarray(host, device=device)
             values[i] = arr

@@ -1,0 +1,884 @@
+"""Numba CUDA programs run through tessel.numba with only the import lines changed.
+
+The programs are those of Numba's CUDA documentation (vector add, matrix multiplication with
+shared memory, the shared-memory reduction, Monte Carlo integration and pi with xoroshiro128p,
+CUDA ufuncs and gufuncs, globals captured as constants, cuda.reduce, device functions and the
+CPU-GPU compatible numba.jit functions) and the typical programs of Numba users (grid-stride
+loops, local arrays, atomic histograms, warp-shuffle reductions, multi-stream copies and kernels,
+dynamic shared memory), written here in Numba's style and checked against NumPy (and, for the
+random numbers, against the same generator in plain Python, which gives Numba's numbers).
+
+Every test runs with the CPU backend selected (``cuda.select_device("cpu")``) and, where there is
+a GPU, on CUDA. Not here: the 1-D heat equation and the sessionization example, which synchronize
+the grid (``cuda.cg.this_grid().sync()``): tessel's kernel compiler has no grid sync yet, and
+``cuda.cg`` raises the error naming it (tested last).
+"""
+import math
+
+import numpy as np
+import pytest
+
+# ---- the only lines that differ from the Numba programs -------------------------------------------
+import tessel.numba as numba
+from tessel.numba import cuda, float32, guvectorize, int32, vectorize
+from tessel.numba.cuda.random import (create_xoroshiro128p_states, xoroshiro128p_normal_float32,
+                                      xoroshiro128p_uniform_float32, xoroshiro128p_uniform_float64)
+# ---------------------------------------------------------------------------------------------------
+
+from tessel.numba.cuda import random as curandom
+from conftest import GPU, unavailable_reason
+
+
+@pytest.fixture(params=["cpu", "cuda"])
+def backend(request):
+    if request.param == "cuda":
+        reason = unavailable_reason(GPU)
+        if reason:
+            pytest.skip(reason)
+        cuda.select_device(GPU)
+    else:
+        cuda.select_device("cpu")
+    yield request.param
+    cuda.close()
+
+
+def _host_states(n, seed):
+    """The generator states Numba's create_xoroshiro128p_states(n, seed) makes, as a (n, 2)
+    uint64 NumPy array the device functions also accept in plain Python."""
+    return curandom._host_states(n, seed)
+
+
+# ---- vector addition -------------------------------------------------------------------------------
+@cuda.jit
+def vecadd(a, b, c):
+    tid = cuda.grid(1)
+    size = len(c)
+    if tid < size:
+        c[tid] = a[tid] + b[tid]
+
+
+def test_vector_add(backend):
+    np.random.seed(1)
+    N = 100000
+    a = cuda.to_device(np.random.random(N))
+    b = cuda.to_device(np.random.random(N))
+    c = cuda.device_array_like(a)
+    vecadd.forall(len(a))(a, b, c)
+    np.testing.assert_array_equal(c.copy_to_host(), a.copy_to_host() + b.copy_to_host())
+    nthreads = 256
+    nblocks = (len(a) // nthreads) + 1
+    c2 = cuda.device_array_like(a)
+    vecadd[nblocks, nthreads](a, b, c2)
+    np.testing.assert_array_equal(c2.copy_to_host(), c.copy_to_host())
+    # NumPy arguments are copied to the device and back, as Numba does
+    x, y, z = np.arange(10.0), np.ones(10), np.zeros(10)
+    vecadd[1, 32](x, y, z)
+    np.testing.assert_array_equal(z, x + 1)
+
+
+@cuda.jit
+def vecadd_sized(a, b, c, size):
+    tid = cuda.grid(1)
+    if tid < size:
+        c[tid] = a[tid] + b[tid]
+
+
+def test_vector_add_small_ints(backend):
+    a = cuda.to_device(np.array([1, 2, 3]))
+    b = cuda.to_device(np.array([1, 2, 3]))
+    c = cuda.to_device(np.array([0, 0, 0]))
+    vecadd_sized.forall(len(a))(a, b, c, len(a))
+    assert c.copy_to_host().tolist() == [2, 4, 6]
+    c = cuda.to_device(np.array([0, 0, 0]))
+    vecadd_sized[1, 3](a, b, c, len(a))
+    assert c.copy_to_host().tolist() == [2, 4, 6]
+
+
+# ---- grid-stride loops -------------------------------------------------------------------------------
+@cuda.jit
+def saxpy_strided(a, x, y, out):
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, x.shape[0], stride):
+        out[i] = a * x[i] + y[i]
+
+
+@cuda.jit
+def scale_2d_strided(a, factor):
+    x0, y0 = cuda.grid(2)
+    xs, ys = cuda.gridsize(2)
+    for i in range(x0, a.shape[0], xs):
+        for j in range(y0, a.shape[1], ys):
+            a[i, j] *= factor
+
+
+def test_grid_stride_loops(backend):
+    x = np.linspace(0, 1, 30001, dtype=np.float32)
+    y = np.ones_like(x)
+    out = cuda.device_array_like(x)
+    saxpy_strided[16, 128](np.float32(2.5), cuda.to_device(x), cuda.to_device(y), out)
+    np.testing.assert_allclose(out.copy_to_host(), np.float32(2.5) * x + y, rtol=1e-6)
+    a = np.arange(300 * 70, dtype=np.float64).reshape(300, 70)
+    d = cuda.to_device(a)
+    scale_2d_strided[(4, 2), (8, 8)](d, 3.0)
+    np.testing.assert_array_equal(d.copy_to_host(), a * 3)
+
+
+# ---- matrix multiplication ---------------------------------------------------------------------------
+@cuda.jit
+def matmul(A, B, C):
+    """Square matrix multiplication C = A * B, one element per thread."""
+    i, j = cuda.grid(2)
+    if i < C.shape[0] and j < C.shape[1]:
+        tmp = 0.
+        for k in range(A.shape[1]):
+            tmp += A[i, k] * B[k, j]
+        C[i, j] = tmp
+
+
+TPB = 16
+
+
+@cuda.jit
+def fast_matmul(A, B, C):
+    """C = A * B with TPB x TPB tiles in shared memory (any shapes)."""
+    sA = cuda.shared.array(shape=(TPB, TPB), dtype=float32)
+    sB = cuda.shared.array(shape=(TPB, TPB), dtype=float32)
+    x, y = cuda.grid(2)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    bpg = cuda.gridDim.x
+    tmp = float32(0.)
+    for i in range(bpg):
+        sA[ty, tx] = 0
+        sB[ty, tx] = 0
+        if y < A.shape[0] and (tx + i * TPB) < A.shape[1]:
+            sA[ty, tx] = A[y, tx + i * TPB]
+        if x < B.shape[1] and (ty + i * TPB) < B.shape[0]:
+            sB[ty, tx] = B[ty + i * TPB, x]
+        cuda.syncthreads()
+        for j in range(TPB):
+            tmp += sA[ty, j] * sB[j, tx]
+        cuda.syncthreads()
+    if y < C.shape[0] and x < C.shape[1]:
+        C[y, x] = tmp
+
+
+def test_matmul(backend):
+    x_h = np.arange(16).reshape([4, 4])
+    y_h = np.ones([4, 4])
+    z_h = np.zeros([4, 4])
+    x_d, y_d, z_d = cuda.to_device(x_h), cuda.to_device(y_h), cuda.to_device(z_h)
+    threadsperblock = (16, 16)
+    blockspergrid_x = math.ceil(z_h.shape[0] / threadsperblock[0])
+    blockspergrid_y = math.ceil(z_h.shape[1] / threadsperblock[1])
+    matmul[(blockspergrid_x, blockspergrid_y), threadsperblock](x_d, y_d, z_d)
+    z_h = z_d.copy_to_host()
+    np.testing.assert_array_equal(z_h, x_h @ y_h)
+    assert z_h[:, 0].tolist() == [6., 22., 38., 54.]
+
+
+def test_fast_matmul_square_and_nonsquare(backend):
+    x_h = np.arange(16).reshape([4, 4]).astype(np.float32)
+    y_h = np.ones([4, 4], dtype=np.float32)
+    z_h = np.zeros([4, 4], dtype=np.float32)
+    x_d, y_d, z_d = cuda.to_device(x_h), cuda.to_device(y_h), cuda.to_device(z_h)
+    threadsperblock = (TPB, TPB)
+    blockspergrid = (math.ceil(z_h.shape[0] / TPB), math.ceil(z_h.shape[1] / TPB))
+    fast_matmul[blockspergrid, threadsperblock](x_d, y_d, z_d)
+    np.testing.assert_array_equal(z_d.copy_to_host(), x_h @ y_h)
+    # non-square: the grid covers the larger dimension of the inner product
+    x_h = np.arange(115).reshape([5, 23]).astype(np.float32)
+    y_h = np.ones([23, 7], dtype=np.float32)
+    z_h = np.zeros([5, 7], dtype=np.float32)
+    x_d, y_d, z_d = cuda.to_device(x_h), cuda.to_device(y_h), cuda.to_device(z_h)
+    grid_y_max = max(x_h.shape[0], y_h.shape[0])
+    grid_x_max = max(x_h.shape[1], y_h.shape[1])
+    blockspergrid = (math.ceil(grid_x_max / TPB), math.ceil(grid_y_max / TPB))
+    fast_matmul[blockspergrid, threadsperblock](x_d, y_d, z_d)
+    z = z_d.copy_to_host()
+    np.testing.assert_array_equal(z, x_h @ y_h)
+    assert z[:, 0].tolist() == [253., 782., 1311., 1840., 2369.]
+
+
+def test_fast_matmul_random(backend):
+    rng = np.random.default_rng(3)
+    A = rng.random((70, 45), dtype=np.float32)
+    B = rng.random((45, 33), dtype=np.float32)
+    C = cuda.device_array((70, 33), dtype=np.float32)
+    blocks = (math.ceil(max(A.shape[1], B.shape[1]) / TPB), math.ceil(max(A.shape[0], B.shape[0]) / TPB))
+    fast_matmul[blocks, (TPB, TPB)](cuda.to_device(A), cuda.to_device(B), C)
+    np.testing.assert_allclose(C.copy_to_host(), A @ B, rtol=1e-5)
+
+
+# ---- the shared-memory reduction of Numba's docs -------------------------------------------------------
+nelem = 1024
+
+
+@cuda.jit
+def array_sum(data):
+    tid = cuda.threadIdx.x
+    size = len(data)
+    if tid < size:
+        i = cuda.grid(1)
+        shr = cuda.shared.array(nelem, int32)
+        shr[tid] = data[i]
+        cuda.syncthreads()
+        s = 1
+        while s < cuda.blockDim.x:
+            if tid % (2 * s) == 0:
+                shr[tid] += shr[tid + s]
+            s *= 2
+            cuda.syncthreads()
+        if tid == 0:
+            data[tid] = shr[tid]
+
+
+def test_shared_memory_reduction(backend):
+    a = cuda.to_device(np.arange(1024))
+    array_sum.forall(len(a))(a)  # forall: one block of 1024 threads, as Numba's occupancy choice
+    assert a[0] == sum(np.arange(1024)) == 523776
+
+
+@cuda.jit
+def block_partial_sums(x, partial):
+    shr = cuda.shared.array(256, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    shr[tid] = x[i] if i < x.size else float32(0)
+    cuda.syncthreads()
+    s = cuda.blockDim.x // 2
+    while s > 0:
+        if tid < s:
+            shr[tid] += shr[tid + s]
+        cuda.syncthreads()
+        s //= 2
+    if tid == 0:
+        partial[cuda.blockIdx.x] = shr[0]
+
+
+def test_tree_reduction_in_blocks(backend):
+    x = np.random.default_rng(5).random(10000).astype(np.float32)
+    blocks = (x.size + 255) // 256
+    partial = cuda.device_array(blocks, dtype=np.float32)
+    block_partial_sums[blocks, 256](cuda.to_device(x), partial)
+    np.testing.assert_allclose(partial.copy_to_host().sum(), x.astype(np.float64).sum(), rtol=1e-5)
+
+
+# ---- Monte Carlo with xoroshiro128p ------------------------------------------------------------------
+@numba.jit
+def mc_func(x):
+    return 1.0 / x
+
+
+@cuda.jit
+def mc_integrator_kernel(out, rng_states, lower_lim, upper_lim):
+    size = len(out)
+    gid = cuda.grid(1)
+    if gid < size:
+        samp = xoroshiro128p_uniform_float32(rng_states, gid)
+        samp = samp * (upper_lim - lower_lim) + lower_lim
+        y = mc_func(samp)
+        out[gid] = y
+
+
+@cuda.reduce
+def sum_reduce(a, b):
+    return a + b
+
+
+def mc_integrate(lower_lim, upper_lim, nsamps):
+    out = cuda.to_device(np.zeros(nsamps, dtype="float32"))
+    rng_states = create_xoroshiro128p_states(nsamps, seed=42)
+    mc_integrator_kernel.forall(nsamps)(out, rng_states, lower_lim, upper_lim)
+    factor = (upper_lim - lower_lim) / (nsamps - 1)
+    return sum_reduce(out) * factor, out.copy_to_host()
+
+
+def test_monte_carlo_integration(backend):
+    nsamps = 20000
+    result, samples = mc_integrate(1, 2, nsamps)
+    assert abs(result - math.log(2)) < 5e-3
+    # the samples are Numba's: the same generator computed in plain Python
+    states = _host_states(nsamps, 42)
+    want = np.empty(nsamps, np.float32)
+    for i in range(nsamps):
+        samp = xoroshiro128p_uniform_float32(states, i)
+        want[i] = 1.0 / (samp * (2 - 1) + 1)
+    np.testing.assert_allclose(samples, want, rtol=1e-6)
+    np.testing.assert_allclose(result, want.astype(np.float64).sum() / (nsamps - 1), rtol=1e-5)
+    result, _ = mc_integrate(2, 3, nsamps)
+    assert abs(result - math.log(1.5)) < 5e-3
+
+
+@cuda.jit
+def compute_pi(rng_states, iterations, out):
+    """Each thread draws points in the unit square and counts those inside the quarter circle."""
+    thread_id = cuda.grid(1)
+    inside = 0
+    for i in range(iterations):
+        x = xoroshiro128p_uniform_float32(rng_states, thread_id)
+        y = xoroshiro128p_uniform_float32(rng_states, thread_id)
+        if x ** 2 + y ** 2 <= 1.0:
+            inside += 1
+    out[thread_id] = 4.0 * inside / iterations
+
+
+def test_monte_carlo_pi(backend):
+    threads_per_block, blocks = 64, 8
+    n = threads_per_block * blocks
+    rng_states = create_xoroshiro128p_states(n, seed=1)
+    out = np.zeros(n, dtype=np.float32)
+    compute_pi[blocks, threads_per_block](rng_states, 200, out)
+    assert abs(out.mean() - math.pi) < 0.05
+    states = _host_states(n, 1)
+    for t in (0, 17, n - 1):  # thread by thread, the same numbers as Numba's generator
+        inside = 0
+        for _ in range(200):
+            x = xoroshiro128p_uniform_float32(states, t)
+            y = xoroshiro128p_uniform_float32(states, t)
+            if x ** 2 + y ** 2 <= 1.0:
+                inside += 1
+        assert out[t] == np.float32(4.0 * inside / 200)
+
+
+@cuda.jit
+def random_walk(rng_states, steps, positions):
+    i = cuda.grid(1)
+    if i < positions.shape[0]:
+        p = 0.0
+        for _ in range(steps):
+            p += xoroshiro128p_normal_float32(rng_states, i)
+        positions[i] = p + xoroshiro128p_uniform_float64(rng_states, i)
+
+
+def test_random_normal_walk(backend):
+    n = 300
+    states = create_xoroshiro128p_states(n, seed=7)
+    pos = cuda.device_array(n, dtype=np.float64)
+    random_walk[(n + 127) // 128, 128](states, 10, pos)
+    host = _host_states(n, 7)
+    want = []
+    for i in range(n):
+        p = 0.0
+        for _ in range(10):
+            p += xoroshiro128p_normal_float32(host, i)
+        want.append(p + xoroshiro128p_uniform_float64(host, i))
+    np.testing.assert_allclose(pos.copy_to_host(), want, rtol=1e-5, atol=1e-5)
+
+
+# ---- CUDA ufuncs and gufuncs -------------------------------------------------------------------------
+@vectorize(['float32(float32, float32, float32)',
+            'float64(float64, float64, float64)'],
+           target='cuda')
+def cu_discriminant(a, b, c):
+    return math.sqrt(b ** 2 - 4 * a * c)
+
+
+def test_cuda_ufunc(backend):
+    N = 10000
+    for dtype in (np.float32, np.float64):
+        A = np.array(np.random.sample(N), dtype=dtype)
+        B = np.array(np.random.sample(N) + 10, dtype=dtype)
+        C = np.array(np.random.sample(N), dtype=dtype)
+        D = cu_discriminant(A, B, C)
+        assert isinstance(D, np.ndarray) and D.dtype == dtype
+        np.testing.assert_allclose(D, np.sqrt(B ** 2 - 4 * A * C), rtol=1e-6)
+    # device arrays in: a device array out; out= and stream=
+    dA, dB, dC = cuda.to_device(A), cuda.to_device(B), cuda.to_device(C)
+    dD = cu_discriminant(dA, dB, dC)
+    assert isinstance(dD, cuda.devicearray.DeviceNDArray)
+    np.testing.assert_array_equal(dD.copy_to_host(), D)
+    stream = cuda.stream()
+    out = cuda.device_array_like(dA)
+    cu_discriminant(dA, dB, dC, out=out, stream=stream)
+    stream.synchronize()
+    np.testing.assert_array_equal(out.copy_to_host(), D)
+    with pytest.raises(TypeError, match="no matching version"):
+        cu_discriminant(A.astype(np.int32), B, C)  # CUDA ufuncs want the exact array types
+
+
+def test_cuda_ufunc_in_chunks_on_a_stream(backend):
+    N, chunks = 40000, 4
+    A = np.random.sample(N).astype(np.float32)
+    B = (np.random.sample(N) + 10).astype(np.float32)
+    C = np.random.sample(N).astype(np.float32)
+    D = np.empty(A.shape, dtype=A.dtype)
+    stream = cuda.stream()
+    device_ptrs = []
+    with stream.auto_synchronize():
+        for a, b, c, d in zip(np.split(A, chunks), np.split(B, chunks), np.split(C, chunks), np.split(D, chunks)):
+            dA = cuda.to_device(a, stream)
+            dB = cuda.to_device(b, stream)
+            dC = cuda.to_device(c, stream)
+            dD = cuda.to_device(d, stream, copy=False)
+            cu_discriminant(dA, dB, dC, out=dD, stream=stream)
+            dD.copy_to_host(d, stream)
+            device_ptrs.extend([dA, dB, dC, dD])
+    np.testing.assert_allclose(D, np.sqrt(B ** 2 - 4 * A * C), rtol=1e-6)
+
+
+@cuda.jit('float32(float32, float32, float32)', device=True, inline="always")
+def cu_device_fn(x, y, z):
+    return x ** y / z
+
+
+@vectorize(['float32(float32, float32, float32)'], target='cuda')
+def cu_ufunc(x, y, z):
+    return cu_device_fn(x, y, z)
+
+
+def test_ufunc_calling_a_device_function(backend):
+    x = np.linspace(1, 2, 100, dtype=np.float32)
+    y = np.full(100, 1.5, np.float32)
+    z = np.arange(1, 101, dtype=np.float32)
+    np.testing.assert_allclose(cu_ufunc(x, y, z), x ** y / z, rtol=1e-6)
+
+
+@vectorize(['int64(int64, int64)', 'float64(float64, float64)'], target='cpu')
+def cpu_poly(a, b):
+    return a * a + 3 * b
+
+
+@vectorize
+def lazy_hypot(a, b):
+    return math.sqrt(a * a + b * b)
+
+
+def test_cpu_and_lazy_ufuncs_broadcast(backend):
+    a = np.arange(12).reshape(3, 4)
+    np.testing.assert_array_equal(cpu_poly(a, 2), a * a + 6)
+    np.testing.assert_array_equal(cpu_poly(a.astype(np.int32), np.arange(4)), a * a + 3 * np.arange(4))
+    assert cpu_poly(2.0, 1.0) == 7.0
+    out = np.zeros((3, 4))
+    assert cpu_poly(a.astype(np.float64), 1.0, out=out) is out
+    np.testing.assert_array_equal(out, a * a + 3.0)
+    x = np.linspace(0, 1, 7, dtype=np.float32)
+    h = lazy_hypot(x[:, None], x[None, :])
+    assert h.shape == (7, 7) and h.dtype == np.float32
+    np.testing.assert_allclose(h, np.hypot(x[:, None], x[None, :]), rtol=1e-6)
+    assert lazy_hypot(3, 4) == 5.0
+
+
+@guvectorize(['void(float32[:,:], float32[:,:], float32[:,:])'], '(m,n),(n,p)->(m,p)', target='cuda')
+def matmulcore(A, B, C):
+    m, n = A.shape
+    n, p = B.shape
+    for i in range(m):
+        for j in range(p):
+            C[i, j] = 0
+            for k in range(n):
+                C[i, j] += A[i, k] * B[k, j]
+
+
+@guvectorize(['void(float64[:], float64, float64[:])'], '(n),()->(n)', target='cuda')
+def add_scalar(x, y, res):
+    for i in range(x.shape[0]):
+        res[i] = x[i] + y
+
+
+@guvectorize(['void(float64[:], float64[:])'], '(n)->()', target='parallel')
+def row_norm(x, res):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc += x[i] * x[i]
+    res[0] = math.sqrt(acc)
+
+
+def test_gufuncs(backend):
+    rng = np.random.default_rng(2)
+    A = rng.random((10, 2, 4), dtype=np.float32)
+    B = rng.random((10, 4, 5), dtype=np.float32)
+    C = matmulcore(A, B)
+    assert C.shape == (10, 2, 5)
+    np.testing.assert_allclose(C, A @ B, rtol=1e-5)
+    dC = matmulcore(cuda.to_device(A), cuda.to_device(B))  # device in, device out
+    np.testing.assert_allclose(dC.copy_to_host(), A @ B, rtol=1e-5)
+    out = cuda.device_array((10, 2, 5), dtype=np.float32)
+    matmulcore(cuda.to_device(A), cuda.to_device(B), out=out)
+    np.testing.assert_allclose(out.copy_to_host(), A @ B, rtol=1e-5)
+    x = np.arange(10.0).reshape(2, 5)
+    np.testing.assert_array_equal(add_scalar(x, np.array([1.0, 100.0])), x + np.array([[1.0], [100.0]]))
+    np.testing.assert_array_equal(add_scalar(np.arange(5.0), 2.0), np.arange(5.0) + 2)
+    m = rng.random((6, 9))
+    np.testing.assert_allclose(row_norm(m), np.linalg.norm(m, axis=1))
+    res = np.zeros(6)
+    row_norm(m, res)
+    np.testing.assert_allclose(res, np.linalg.norm(m, axis=1))
+
+
+# ---- globals: captured as constants when compiled ------------------------------------------------------
+TAX_RATE = 0.08
+PRICES = np.array([10.0, 25.0, 5.0, 15.0, 30.0], dtype=np.float64)
+
+
+@cuda.jit
+def compute_totals(quantities, totals):
+    i = cuda.grid(1)
+    if i < totals.size:
+        totals[i] = quantities[i] * PRICES[i] * (1 + TAX_RATE)
+
+
+WEIGHTS = np.array([0.25, 0.5, 0.25], dtype=np.float32)
+
+
+@cuda.jit
+def smooth(x, out):
+    w = cuda.const.array_like(WEIGHTS)
+    i = cuda.grid(1)
+    if 1 <= i < x.size - 1:
+        out[i] = w[0] * x[i - 1] + w[1] * x[i] + w[2] * x[i + 1]
+
+
+def test_globals_are_constants(backend):
+    global TAX_RATE
+    d_quantities = cuda.to_device(np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
+    d_totals = cuda.device_array(5)
+    compute_totals[1, 32](d_quantities, d_totals)
+    first = d_totals.copy_to_host()
+    np.testing.assert_allclose(first, np.array([1, 2, 3, 4, 5]) * PRICES * 1.08)
+    saved_rate, saved_prices = TAX_RATE, PRICES.copy()
+    try:
+        TAX_RATE = 0.10
+        PRICES[:] = [20.0, 50.0, 10.0, 30.0, 60.0]
+        compute_totals[1, 32](d_quantities, d_totals)  # compiled already: the old values
+        np.testing.assert_array_equal(d_totals.copy_to_host(), first)
+    finally:
+        TAX_RATE = saved_rate
+        PRICES[:] = saved_prices
+    x = np.arange(10, dtype=np.float32) ** 2
+    out = np.zeros_like(x)
+    smooth[1, 16](x, out)
+    np.testing.assert_allclose(out[1:-1], 0.25 * x[:-2] + 0.5 * x[1:-1] + 0.25 * x[2:])
+
+
+# ---- cuda.reduce -----------------------------------------------------------------------------------------
+def test_cuda_reduce(backend):
+    A = (np.arange(1234, dtype=np.float64)) + 1
+    expect = A.sum()
+    got = sum_reduce(A)
+    assert expect == got
+    lambda_reduce = cuda.reduce(lambda a, b: a + b)
+    assert lambda_reduce(A) == expect
+
+    @cuda.reduce
+    def max_reduce(a, b):
+        return max(a, b)
+
+    x = np.random.default_rng(4).random(100001).astype(np.float32)
+    assert max_reduce(x) == x.max()
+    assert max_reduce(cuda.to_device(x)) == x.max()
+    assert sum_reduce(np.arange(10), size=4) == 6
+    assert sum_reduce(np.arange(3), init=10) == 13
+    res = cuda.device_array(1, dtype=np.int64)
+    assert sum_reduce(cuda.to_device(np.arange(1000)), res=res) is None
+    assert res.copy_to_host()[0] == 499500
+    assert sum_reduce(np.zeros(0)) == 0
+
+
+# ---- device functions --------------------------------------------------------------------------------
+@cuda.jit(device=True)
+def a_device_function(a, b):
+    return a + b
+
+
+@cuda.jit(device=True)
+def clamp(v, lo, hi):
+    if v < lo:
+        return lo
+    if v > hi:
+        return hi
+    return v
+
+
+@cuda.jit(device=True)
+def polar(x, y):
+    return math.sqrt(x * x + y * y), math.atan2(y, x)
+
+
+@cuda.jit
+def use_device_functions(x, y, out, r, theta):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = clamp(a_device_function(x[i], y[i]), 0.5, 1.5)
+        r[i], theta[i] = polar(x[i], y[i])
+
+
+def test_device_functions(backend):
+    x = np.linspace(-1, 1, 50)
+    y = np.linspace(0, 2, 50)
+    out, r, theta = np.zeros(50), np.zeros(50), np.zeros(50)
+    use_device_functions[2, 32](x, y, out, r, theta)
+    np.testing.assert_allclose(out, np.clip(x + y, 0.5, 1.5))
+    np.testing.assert_allclose(r, np.hypot(x, y))
+    np.testing.assert_allclose(theta, np.arctan2(y, x))
+
+
+@numba.jit
+def business_logic(x, y, z):
+    return 4 * z * (2 * x - (4 * y) / 2 * math.pi)
+
+
+@cuda.jit
+def business_kernel(res, xarr, yarr, zarr):
+    tid = cuda.grid(1)
+    if tid < len(xarr):
+        res[tid] = business_logic(xarr[tid], yarr[tid], zarr[tid])
+
+
+def test_numba_jit_function_in_a_kernel(backend):
+    X = cuda.to_device([1, 10, 234])
+    Y = cuda.to_device([2, 2, 4014])
+    Z = cuda.to_device([3, 14, 2211])
+    results = cuda.to_device([0.0, 0.0, 0.0])
+    assert business_logic(1, 2, 3) == pytest.approx(-126.79644737231007)
+    business_kernel.forall(len(X))(results, X, Y, Z)
+    expect = [business_logic(x, y, z) for x, y, z in zip(X, Y, Z)]
+    np.testing.assert_allclose(results.copy_to_host(), expect, rtol=1e-15)
+
+
+# ---- local arrays ------------------------------------------------------------------------------------------
+@cuda.jit
+def moving_sort3(x, out):
+    """Each thread sorts a window of 3 in a local array and writes the median."""
+    i = cuda.grid(1)
+    if 1 <= i < x.size - 1:
+        w = cuda.local.array(3, dtype=numba.float64)
+        for k in range(3):
+            w[k] = x[i - 1 + k]
+        for a in range(3):
+            for b in range(2 - a):
+                if w[b] > w[b + 1]:
+                    w[b], w[b + 1] = w[b + 1], w[b]
+        out[i] = w[1]
+
+
+@cuda.jit
+def digit_histogram_local(values, out):
+    i = cuda.grid(1)
+    if i < values.size:
+        counts = cuda.local.array(10, dtype=int32)
+        for k in range(10):
+            counts[k] = 0
+        v = values[i]
+        while v > 0:
+            counts[v % 10] += 1
+            v //= 10
+        for k in range(10):
+            out[i, k] = counts[k]
+
+
+def test_local_arrays(backend):
+    x = np.random.default_rng(8).random(200)
+    out = np.zeros_like(x)
+    moving_sort3[4, 64](x, out)
+    want = np.median(np.stack([x[:-2], x[1:-1], x[2:]]), axis=0)
+    np.testing.assert_array_equal(out[1:-1], want)
+    values = np.array([0, 7, 10, 1234567890, 99999, 5005], dtype=np.int64)
+    digits = np.zeros((values.size, 10), dtype=np.int32)
+    digit_histogram_local[1, 32](values, digits)
+    for v, row in zip(values, digits):
+        want = np.bincount([int(c) for c in str(v)], minlength=10) if v else np.zeros(10, int)
+        np.testing.assert_array_equal(row, want)
+
+
+# ---- atomics ---------------------------------------------------------------------------------------------
+@cuda.jit
+def histogram(x, xmin, xmax, histogram_out):
+    nbins = histogram_out.shape[0]
+    bin_width = (xmax - xmin) / nbins
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, x.shape[0], stride):
+        bin_number = np.int32((x[i] - xmin) / bin_width)
+        if bin_number >= 0 and bin_number < histogram_out.shape[0]:
+            cuda.atomic.add(histogram_out, bin_number, 1)
+
+
+@cuda.jit
+def shared_histogram(data, hist):
+    """Per-block histogram in shared memory, merged into the global one."""
+    local_hist = cuda.shared.array(16, dtype=int32)
+    t = cuda.threadIdx.x
+    if t < 16:
+        local_hist[t] = 0
+    cuda.syncthreads()
+    for i in range(cuda.grid(1), data.size, cuda.gridsize(1)):
+        cuda.atomic.add(local_hist, data[i] & 15, 1)
+    cuda.syncthreads()
+    if t < 16:
+        cuda.atomic.add(hist, t, local_hist[t])
+
+
+@cuda.jit
+def atomic_extremes(x, result):
+    i = cuda.grid(1)
+    if i < x.size:
+        cuda.atomic.max(result, 0, x[i])
+        cuda.atomic.min(result, 1, x[i])
+
+
+def test_atomic_histograms(backend):
+    x = np.random.default_rng(9).normal(size=50000).astype(np.float32)
+    xmin, xmax = np.float32(-4.0), np.float32(4.0)
+    hist = np.zeros(40, dtype=np.int32)
+    histogram[32, 128](x, xmin, xmax, hist)
+    bins = ((x - xmin) / ((xmax - xmin) / 40)).astype(np.int32)
+    want = np.bincount(bins[(bins >= 0) & (bins < 40)], minlength=40)
+    np.testing.assert_array_equal(hist, want)
+    data = np.random.default_rng(10).integers(0, 1000, 20000).astype(np.int32)
+    h = cuda.to_device(np.zeros(16, dtype=np.int32))
+    shared_histogram[8, 256](cuda.to_device(data), h)
+    np.testing.assert_array_equal(h.copy_to_host(), np.bincount(data & 15, minlength=16))
+    r = np.array([-np.inf, np.inf])
+    v = np.random.default_rng(11).normal(size=3000)
+    atomic_extremes[(3000 + 255) // 256, 256](v, r)
+    assert r.tolist() == [v.max(), v.min()]
+
+
+# ---- warp intrinsics ----------------------------------------------------------------------------------------
+@cuda.jit
+def warp_sum(x, out):
+    i = cuda.grid(1)
+    v = x[i] if i < x.size else 0.0
+    offset = 16
+    while offset > 0:
+        v += cuda.shfl_down_sync(0xffffffff, v, offset)
+        offset //= 2
+    if cuda.laneid == 0:
+        out[i // cuda.warpsize] = v
+
+
+@cuda.jit
+def warp_votes(x, counts, firsts):
+    i = cuda.grid(1)
+    positive = x[i] > 0
+    mask = cuda.ballot_sync(0xffffffff, positive)
+    if cuda.laneid == 0:
+        counts[i // 32] = cuda.popc(mask)
+        firsts[i // 32] = cuda.ffs(mask)
+
+
+@cuda.jit
+def warp_broadcast_xor(x, out):
+    i = cuda.grid(1)
+    lane = cuda.threadIdx.x % 32
+    first = cuda.shfl_sync(0xffffffff, x[i], 0)
+    partner = cuda.shfl_xor_sync(0xffffffff, x[i], 1)
+    out[i, 0] = first
+    out[i, 1] = partner
+    out[i, 2] = lane
+
+
+def test_warp_shuffle_reduction(backend):
+    x = np.random.default_rng(12).random(1000)
+    out = np.zeros((1000 + 31) // 32 + 1)  # 32 blocks of 32: 32 warps
+    warp_sum[32, 32](x, out)
+    padded = np.zeros(32 * 32)
+    padded[:1000] = x
+    np.testing.assert_allclose(out[:32], padded.reshape(32, 32).sum(axis=1), rtol=1e-12)
+
+
+def test_warp_votes_and_shuffles(backend):
+    x = np.random.default_rng(13).normal(size=128)
+    counts, firsts = np.zeros(4, np.int32), np.zeros(4, np.int32)
+    warp_votes[1, 128](x, counts, firsts)
+    for w in range(4):
+        lanes = x[32 * w:32 * w + 32] > 0
+        assert counts[w] == lanes.sum()
+        assert firsts[w] == (np.argmax(lanes) + 1 if lanes.any() else 0)
+    out = np.zeros((64, 3))
+    warp_broadcast_xor[2, 32](x[:64], out)
+    np.testing.assert_array_equal(out[:, 0], np.repeat(x[[0, 32]], 32))
+    np.testing.assert_array_equal(out[:, 1], x[:64].reshape(-1, 2)[:, ::-1].reshape(-1))
+    np.testing.assert_array_equal(out[:, 2], np.tile(np.arange(32), 2))
+
+
+# ---- streams: copies and kernels on several streams ------------------------------------------------------
+@cuda.jit
+def increment_by(a, value):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] += value
+
+
+def test_multi_stream_copies_and_kernels(backend):
+    nstreams, n = 4, 20000
+    host = [np.arange(n, dtype=np.float32) * (k + 1) for k in range(nstreams)]
+    results = [cuda.pinned_array(n, dtype=np.float32) for _ in range(nstreams)]
+    streams = [cuda.stream() for _ in range(nstreams)]
+    start, end = cuda.event(), cuda.event()
+    start.record()
+    devs = []
+    for k, s in enumerate(streams):
+        d = cuda.to_device(host[k], stream=s)
+        increment_by[(n + 255) // 256, 256, s](d, np.float32(k))
+        increment_by[(n + 255) // 256, 256, s, 0](d, np.float32(1))
+        d.copy_to_host(results[k], stream=s)
+        devs.append(d)
+    for s in streams:
+        s.synchronize()
+    end.record()
+    end.synchronize()
+    assert cuda.event_elapsed_time(start, end) >= 0
+    for k in range(nstreams):
+        np.testing.assert_array_equal(results[k], host[k] + k + 1)
+    # `with stream:` makes it the current stream; a NumPy argument's copies go on the launch's stream
+    s = streams[0]
+    a = np.zeros(100, np.float32)
+    with s:
+        increment_by[1, 128, s](a, np.float32(2))
+    s.synchronize()
+    np.testing.assert_array_equal(a, 2)
+
+
+# ---- dynamic shared memory, 3-D blocks, barrier collectives -------------------------------------------------
+@cuda.jit
+def reverse_dynamic(x):
+    buf = cuda.shared.array(0, dtype=float32)
+    t = cuda.threadIdx.x
+    buf[t] = x[t]
+    cuda.syncthreads()
+    x[t] = buf[cuda.blockDim.x - 1 - t]
+
+
+@cuda.jit
+def index_3d(out):
+    x, y, z = cuda.grid(3)
+    if x < out.shape[0] and y < out.shape[1] and z < out.shape[2]:
+        out[x, y, z] = x * 10000 + y * 100 + z
+
+
+@cuda.jit
+def count_positive(x, out):
+    i = cuda.grid(1)
+    n = cuda.syncthreads_count(x[i] > 0)
+    anyneg = cuda.syncthreads_or(x[i] < 0)
+    allfin = cuda.syncthreads_and(x[i] == x[i])
+    if cuda.threadIdx.x == 0:
+        out[cuda.blockIdx.x, 0] = n
+        out[cuda.blockIdx.x, 1] = anyneg
+        out[cuda.blockIdx.x, 2] = allfin
+
+
+def test_dynamic_shared_memory_3d_grids_and_barrier_votes(backend):
+    x = np.arange(64, dtype=np.float32)
+    reverse_dynamic[1, 64, 0, 64 * 4](x)
+    np.testing.assert_array_equal(x, np.arange(64, dtype=np.float32)[::-1])
+    out = np.zeros((5, 6, 7), dtype=np.int64)
+    index_3d[(2, 2, 2), (4, 4, 4)](out)
+    i, j, k = np.indices(out.shape)
+    np.testing.assert_array_equal(out, i * 10000 + j * 100 + k)
+    v = np.random.default_rng(14).normal(size=96)
+    res = np.zeros((3, 3), np.int32)
+    count_positive[3, 32](v, res)
+    blocks = v.reshape(3, 32)
+    np.testing.assert_array_equal(res[:, 0], (blocks > 0).sum(axis=1))
+    np.testing.assert_array_equal(res[:, 1], (blocks < 0).any(axis=1))
+    np.testing.assert_array_equal(res[:, 2], 1)
+
+
+# ---- what is not supported: grid synchronization ---------------------------------------------------------
+def test_grid_sync_is_not_supported():
+    with pytest.raises(NotImplementedError, match=r"tessel\.numba\.cuda\.cg is not supported"):
+        cuda.cg.this_grid()
