@@ -127,6 +127,20 @@ class InOut(_ArgHint):
 
 
 # ---- launches ----------------------------------------------------------------------------------------
+_NUMBER_TYPES = frozenset([bool, int, float, complex, np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                           np.uint16, np.uint32, np.uint64, np.float16, np.float32, np.float64, np.complex64,
+                           np.complex128])
+
+
+def _device_array_types():
+    from . import devicearray
+
+    return frozenset([devicearray.DeviceNDArray, devicearray.MappedNDArray, devicearray.DeviceRecord])
+
+
+_DEVICE_ARRAY_TYPES = _device_array_types()
+
+
 def _is_default_stream(stream):
     return stream is None or stream is False or (type(stream) is int and stream == 0)
 
@@ -143,7 +157,46 @@ class _Launch:
         self.stream, self.tessel_stream = stream, tessel_stream
 
     def __call__(self, *args):
-        self.dispatcher._launch_numba(self, args)
+        # The per-launch path: kept to a few type checks so that the C++ launcher does the rest.
+        d = self.dispatcher
+        if d._declared and not d._compile_enabled:
+            args = d._conform(args)
+        values = list(args)
+        first = None      # the first tessel array among the arguments
+        pending = None    # positions of NumPy arguments (and In/Out/InOut hints)
+        arrays = False
+        for i, a in enumerate(args):
+            t = type(a)
+            if t in _NUMBER_TYPES:
+                continue
+            if t in _DEVICE_ARRAY_TYPES:
+                a = values[i] = a.__tessel_array__
+            elif t is np.ndarray or isinstance(a, _ArgHint):
+                pending = (pending or []) + [i]
+                continue
+            elif t is not ts.Array:
+                if _scalar_dtype(a) is not None:
+                    continue
+                inner = getattr(a, "__tessel_array__", None)
+                arrays = True
+                if inner is None:
+                    continue  # a foreign array (CuPy, PyTorch...): tessel.kernel views it
+                a = values[i] = inner
+            arrays = True
+            if first is None:
+                first = a
+        if pending:
+            backs = d._numpy_in(values, pending, first.device if first is not None else target_device(), self.stream)
+            self.inner(*values)
+            for host, arr in backs:
+                d._numpy_out(host, arr, self.stream)
+            return
+        if not arrays and ts.cuda_available() and target_device().type == "cpu":
+            # Numbers only, with the CPU backend selected on a GPU machine: the C++ path would pick
+            # the GPU, so this launch takes the Python launcher (which asks target_device()).
+            d._launch(self.grid, self.block, self.tessel_stream, self.shared, tuple(values))
+            return
+        self.inner(*values)
 
     def __repr__(self):
         return (f"<launch of {self.dispatcher.__name__}: grid {self.grid}, block {self.block}, "
@@ -320,44 +373,6 @@ class CUDADispatcher(_kdispatch.Kernel):
     def __call__(self, *args, **kwargs):
         raise ValueError(f"kernel '{self.__name__}' needs a launch configuration: "
                          f"{self.__name__}[blocks, threads_per_block](...)")
-
-    def _launch_numba(self, launch, args):
-        if self._declared and not self._compile_enabled:
-            args = self._conform(args)
-        values = list(args)
-        device = None
-        pending = None
-        arrays = False
-        for i, a in enumerate(args):
-            if isinstance(a, DeviceNDArrayBase):
-                inner = a.__tessel_array__
-                values[i] = inner
-                device = device or inner.device
-                arrays = True
-            elif isinstance(a, (np.ndarray, _ArgHint)):
-                pending = (pending or []) + [i]
-                arrays = True
-            elif isinstance(a, ts.Array):
-                device = device or a.device
-                arrays = True
-            elif _scalar_dtype(a) is None:
-                inner = getattr(a, "__tessel_array__", None)
-                if inner is not None:
-                    values[i] = inner
-                    device = device or inner.device
-                arrays = True  # a foreign array: tessel.kernel converts it
-        backs = ()
-        if pending:
-            device = device or target_device()
-            backs = self._numpy_in(values, pending, device, launch.stream)
-        elif not arrays and ts.cuda_available() and target_device().type == "cpu":
-            # Numbers only, with the CPU backend selected on a GPU machine: the C++ path would pick
-            # the GPU, so this launch takes the Python launcher (which asks target_device()).
-            self._launch(launch.grid, launch.block, launch.tessel_stream, launch.shared, tuple(values))
-            return
-        launch.inner(*values)
-        for host, arr in backs:
-            self._numpy_out(host, arr, launch.stream)
 
     @staticmethod
     def _numpy_in(values, positions, device, stream):
