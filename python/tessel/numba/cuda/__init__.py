@@ -1,9 +1,10 @@
 """Numba's CUDA API over tessel: ``from tessel.numba import cuda`` in place of ``from numba import cuda``.
 
-This package is the host side: device arrays (``to_device``, ``device_array``, ...; the device
-array type wraps a tessel array), streams, events, devices and ``cuda.random``. The kernel side
-(``cuda.jit``, ``cuda.grid``, ``cuda.shared``, ``cuda.atomic``, ...) comes from tessel's kernel
-compiler, ``tessel.kernel``, resolved when first used. Kernels run on CUDA where tessel has a
+The host side: device arrays (``to_device``, ``device_array``, ...; the device array type wraps
+a tessel array), streams, events, devices and ``cuda.random``. The kernel side: ``cuda.jit``
+(``dispatcher``: Numba's dispatcher over a tessel.kernel.Kernel), ``cuda.reduce``
+(``_reduction``), and the intrinsics (``cuda.grid``, ``cuda.shared``, ``cuda.atomic``, ...),
+which are tessel.kernel's; all resolved when first used. Kernels run on CUDA where tessel has a
 GPU, else on the CPU backend; ``cuda.select_device("cpu")`` picks the CPU backend on a GPU
 machine. See docs/guide/numba.rst.
 
