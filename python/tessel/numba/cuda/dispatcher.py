@@ -315,8 +315,9 @@ class CUDADispatcher(_kdispatch.Kernel):
         spec = self._specialization(tuple(kernel_type(t, eager=True) for t in key), target_device())
         return spec.source
 
-    def inspect_types(self, file=None, signature=None):
-        """Writes each compiled signature and the kernel's Python source (to stdout by default)."""
+    def inspect_types(self, file=None, signature=None, pretty=False, **kwargs):
+        """Writes each compiled signature and the kernel's Python source (to stdout by default;
+        ``pretty`` and Numba's other formatting options change nothing)."""
         file = sys.stdout if file is None else file
         try:
             source = textwrap.dedent(inspect.getsource(self.py_func))
