@@ -67,6 +67,7 @@ struct LaunchKeyHash {
 // What a key compiled to; `python_only`: this signature always takes the Python launcher.
 struct Compiled {
   bool python_only = false;
+  bool grid_sync = false;  // CUDA: a trailing parameter, the grid barrier's counters
   jit::Kernel cuda;
   jit::HostKernel host;
   std::string name;
@@ -96,6 +97,7 @@ class Launcher {
       auto source = nb::cast<std::string>(spec[1]);
       auto symbol = nb::cast<std::string>(spec[2]);
       auto options = nb::cast<std::vector<std::string>>(spec[3]);
+      entry->grid_sync = nb::cast<bool>(spec[4]);
       nb::gil_scoped_release release;  // may compile
       if (target == "cuda") {
         jit::CompileRequest request;
@@ -224,7 +226,7 @@ nb::object launch(const ConfiguredLaunch& c, nb::args args) {
   const std::shared_ptr<const Compiled> compiled = c.launcher->lookup(key, args, dev);
   if (compiled->python_only || (profile::checks() & profile::check_bounds)) return launch_python(c, args);
   // Pack: data pointer, shape, strides (elements) per array; the value per scalar.
-  StackBuffer<void*, 64> pointers(params);
+  StackBuffer<void*, 64> pointers(params + 1);
   std::size_t p = 0;
   for (std::size_t i = 0; i < n; ++i) {
     unsigned char* at = bytes.data() + slots[i].offset;
@@ -256,6 +258,24 @@ nb::object launch(const ConfiguredLaunch& c, nb::args args) {
     TESSEL_RANGE(compiled->name.c_str(), "kernel", stream);
     // above 48 KiB a kernel must opt in; ValueError beyond the device's limit
     if (c.config.shared_mem > 48 * 1024) compiled->cuda.set_max_dynamic_shared_memory(c.config.shared_mem);
+    Array barrier;
+    void* barrier_data = nullptr;
+    if (compiled->grid_sync) {
+      // every block must be resident at once, or the barrier would wait for blocks never started
+      const jit::Dim3 g = c.config.grid, b = c.config.block;
+      const long long blocks = static_cast<long long>(g.x) * g.y * g.z;
+      const int threads = static_cast<int>(b.x * b.y * b.z);
+      const long long fit = static_cast<long long>(compiled->cuda.max_active_blocks(threads, c.config.shared_mem)) *
+                            device_properties(dev.index).multiprocessors;
+      if (blocks > fit) {
+        throw tessel::ValueError("kernel '" + compiled->name + "': a grid-synchronizing launch of " +
+                                 std::to_string(blocks) + " blocks does not fit on " + dev.str() + " at once (at most " +
+                                 std::to_string(fit) + " blocks of " + std::to_string(threads) + " threads)");
+      }
+      barrier = zeros({2}, DType::uint32, dev, stream);
+      barrier_data = const_cast<void*>(barrier.data());
+      pointers[p++] = &barrier_data;
+    }
     compiled->cuda.launch(c.config, pointers.data(), stream);
   } else {
     for (std::size_t i = 0; i < n; ++i) {

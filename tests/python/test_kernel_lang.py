@@ -758,3 +758,35 @@ def test_set_checks_bounds_checks_kernels(device):
             unchecked_write[1, 5](ts.zeros(4, device=device))
     finally:
         ts.set_checks(())
+
+
+@ts.jit
+def heat_steps(buf_0, buf_1, steps, k):
+    # Numba's heat-equation example: the whole grid advances one time step per grid barrier.
+    i = tk.grid(1)
+    g = tk.cg.this_grid()
+    data = buf_0
+    nxt = buf_1
+    for step in range(steps):
+        if 0 < i < data.size - 1:
+            nxt[i] = data[i] + k * (data[i - 1] - 2 * data[i] + data[i + 1])
+        elif i == 0 or i == data.size - 1:
+            nxt[i] = data[i]
+        g.sync()
+        data, nxt = nxt, data
+
+
+def test_grid_sync_heat_equation(device):
+    n, steps, k = 1000, 50, 0.25
+    u0 = np.zeros(n)
+    u0[n // 2] = 100.0
+    a = put(u0.copy(), device)   # (on the CPU, asarray shares the NumPy array's memory)
+    b = put(np.zeros(n), device)
+    heat_steps[(n + 127) // 128, 128](a, b, steps, k)
+    ref = u0.copy()
+    for _ in range(steps):
+        nxt = ref.copy()
+        nxt[1:-1] = ref[1:-1] + k * (ref[:-2] - 2 * ref[1:-1] + ref[2:])
+        ref = nxt
+    out = (a if steps % 2 == 0 else b).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12)

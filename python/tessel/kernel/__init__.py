@@ -6,7 +6,7 @@ local arrays, barriers, atomics, warp intrinsics and block collectives. See the 
 """
 from ._dispatch import DeviceFunction, Kernel, jit
 from ._compiler import KernelCompileError
-from ._intrinsics import (activemask, all_sync, any_sync, atomic, ballot_sync, blockDim, blockIdx,
+from ._intrinsics import (activemask, cg, all_sync, any_sync, atomic, ballot_sync, blockDim, blockIdx,
                           block_exclusive_scan, block_inclusive_scan, block_reduce, brev, cbrt, clz, const, eq_sync,
                           ffs, fma, grid, gridDim, gridsize, laneid, lanemask_lt, local, popc, selp, shared,
                           shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads, syncthreads_and,
@@ -20,4 +20,4 @@ __all__ = ["jit", "Kernel", "DeviceFunction", "KernelCompileError", "threadIdx",
            "threadfence_system", "atomic", "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",
            "ballot_sync", "any_sync", "all_sync", "eq_sync", "activemask", "lanemask_lt", "popc", "clz", "ffs",
            "brev", "fma", "cbrt", "selp", "block_reduce", "block_inclusive_scan", "block_exclusive_scan",
-           "warp_reduce", "warp_inclusive_scan", "warp_exclusive_scan"]
+           "warp_reduce", "warp_inclusive_scan", "warp_exclusive_scan", "cg"]

@@ -166,6 +166,7 @@ class Root:
         self.array_names: List[str] = []          # debug mode: names of arrays, by index
         self.inline_stack: List[Any] = []
         self.uses_print = False
+        self.uses_grid_sync = False
         self.fission_node = None          # CPU: the grid-stride loop run iteration-major
         self.fission_disabled = False
         self.fission: Dict[str, Any] = {}
@@ -443,10 +444,12 @@ class FunctionCompiler:
             # Evaluate all right-hand sides before assigning (a, b = b, a).
             temps = []
             for it in items:
-                if isinstance(it.type, Scalar) and it.code is not None and not it.is_const and not self.typing:
-                    t = self.declare_temp(it.type.strong())
+                if isinstance(it.type, (Scalar, ArrayT)) and it.code is not None and not it.is_const \
+                        and not self.typing:
+                    tt = it.type.strong() if isinstance(it.type, Scalar) else it.type
+                    t = self.declare_temp(tt)
                     self.emit(f"{t} = {it.code};")
-                    temps.append(Val(t, it.type.strong(), it.nonneg))
+                    temps.append(Val(t, tt, it.nonneg, gstride=it.gstride))
                 else:
                     temps.append(it)
             for t, it in zip(target.elts, temps):
@@ -857,10 +860,16 @@ class FunctionCompiler:
         attr = node.attr
         if base.is_const and base.type is CT:
             obj = base.const
+            if isinstance(obj, _GridGroup):
+                if attr != "sync":
+                    self.error(node, f"a grid group has no attribute '{attr}' in kernels (only sync())")
+                return Val(None, CT, const=_BoundMethod("grid_sync", None))
             if isinstance(obj, I.Namespace) or isinstance(obj, pytypes.ModuleType) or hasattr(obj, attr):
                 try:
                     sub = getattr(obj, attr)
-                except AttributeError:
+                except AttributeError as e:
+                    if type(e) is not AttributeError:   # a module's own "not supported" error
+                        self.error(node, str(e))
                     self.error(node, f"'{getattr(obj, '__name__', obj)}' has no attribute '{attr}'")
                 if isinstance(sub, I.Intrinsic) and "." in sub._ts_intrinsic and \
                         sub._ts_intrinsic.split(".")[0] in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
@@ -1364,6 +1373,9 @@ class FunctionCompiler:
         fn = self.expr(node.func)
         if fn.is_const and isinstance(fn.const, _BoundMethod):
             bm = fn.const
+            if bm.name == "grid_sync":
+                self.args_of(node, 0, 0, "sync")
+                return self.grid_sync(node)
             if bm.name == "conjugate":
                 t = bm.base.type
                 if t.kind == "c":
@@ -1621,8 +1633,8 @@ class FunctionCompiler:
                 self.emit_pre(f"S.ts_x{slot}{k} = (ts::i64)({val});")
         if rtype is not None:
             self.root.decls[f"ts_xr{k}"] = rtype.ctype
-        self.emit_pre(f"S.pc = {k}; S.status = {'TS_WAIT_WARP' if level == 'warp' else 'TS_WAIT_BLOCK'}; return; "
-                      f"ts_resume_{k}: ;")
+        status = {"warp": "TS_WAIT_WARP", "block": "TS_WAIT_BLOCK", "grid": "TS_WAIT_GRID"}[level]
+        self.emit_pre(f"S.pc = {k}; S.status = {status}; return; ts_resume_{k}: ;")
         if rtype is None:
             return Val(None, NoneT(), const=None)
         return Val(f"S.ts_xr{k}", rtype)
@@ -1966,8 +1978,18 @@ class FunctionCompiler:
     def intr_warp_exclusive_scan(self, node):
         return self._collective(node, "warp_exclusive_scan", "warp", "exclusive_scan")
 
-    def intr_grid_sync(self, node):
-        self.error(node, "grid synchronization is not supported yet")
+    def intr_cg_this_grid(self, node):
+        self.args_of(node, 0, 0, "cg.this_grid")
+        return Val(None, CT, const=_GridGroup())
+
+    def grid_sync(self, node):
+        """cg.this_grid().sync(): CUDA, a barrier over a counter in global memory (the launch
+        checks that every block is resident at once); CPU, a site every thread of the grid meets."""
+        self.root.uses_grid_sync = True
+        self.suspends = True
+        if self.root.target == "cuda":
+            return Val("ts::grid_sync(ts_grid_bar)", NoneT())
+        return self._sync("grid_sync", node, "grid")
 
     # ---- math --------------------------------------------------------------------------------------
     def call_math(self, fn, node) -> Val:
@@ -2073,6 +2095,10 @@ _PRANGE = object()
 class _DTypeMarker:
     def __init__(self, scalar):
         self.scalar = scalar
+
+
+class _GridGroup:
+    """cg.this_grid()'s value: its one method is sync()."""
 
 
 class _BoundMethod:
@@ -2345,7 +2371,7 @@ def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
     else:
         out.append(_cpu_kernel(symbol, params, decls, param_inits, body, root, debug, arg_types, fc))
     src = "\n".join(out) + "\n"
-    return src, {"array_names": list(root.array_names), "suspends": fc.suspends,
+    return src, {"array_names": list(root.array_names), "suspends": fc.suspends, "grid_sync": root.uses_grid_sync,
                  "uses_dynamic_shared": root.uses_dynamic_shared,
                  "static_shared_bytes": _static_shared_layout(root)[1]}
 
@@ -2361,6 +2387,8 @@ def _static_shared_layout(root):
 
 def _cuda_kernel(symbol, params, decls, param_inits, body, root, debug):
     lines = []
+    if root.uses_grid_sync:
+        params = params + ["unsigned int* ts_grid_bar"]
     if debug:
         params = params + ["ts::DebugRecord* ts_dbg"]
         lines.append("""
@@ -2445,7 +2473,7 @@ void ts_run_block(const TsParams& P, TsBlock& B) {
       for (ts::i64 x = 0; x < B.dx; ++x, ++tid) ts_thread(P, B, x, y, z, tid);
 }"""
     else:
-        L.append("enum { TS_RUN = 0, TS_WAIT_WARP = 1, TS_WAIT_BLOCK = 2, TS_DONE = 3 };")
+        L.append("enum { TS_RUN = 0, TS_WAIT_WARP = 1, TS_WAIT_BLOCK = 2, TS_DONE = 3, TS_WAIT_GRID = 4 };")
         L.append("struct TsState {\n  int pc;\n  int status;\n  ts::i64 tx, ty, tz;")
         for cname, ctype in decls.items():
             L.append("  " + _decl(cname, ctype))
@@ -2474,16 +2502,21 @@ void ts_run_block(const TsParams& P, TsBlock& B) {
 // stops at a site; once none can, the lanes of a warp waiting at a warp site exchange and run on
 // (every other lane of their warp is then at a site or done), else the threads at a block barrier
 // do.
-void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::vector<int>& who) {
+// (A grid barrier stops the block: ts_run_block returns, and the entry resumes every block once
+// all have stopped there.)
+void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::vector<int>& who,
+                  bool start = true) {
   const ts::i64 n = B.dx * B.dy * B.dz;
-  st.resize(n);
-  who.resize(n);
-  ts::i64 tid = 0;
-  for (ts::i64 z = 0; z < B.dz; ++z)
-    for (ts::i64 y = 0; y < B.dy; ++y)
-      for (ts::i64 x = 0; x < B.dx; ++x, ++tid) {
-        st[tid].pc = 0; st[tid].status = TS_RUN; st[tid].tx = x; st[tid].ty = y; st[tid].tz = z;
-      }
+  if (start) {
+    st.resize(n);
+    who.resize(n);
+    ts::i64 tid = 0;
+    for (ts::i64 z = 0; z < B.dz; ++z)
+      for (ts::i64 y = 0; y < B.dy; ++y)
+        for (ts::i64 x = 0; x < B.dx; ++x, ++tid) {
+          st[tid].pc = 0; st[tid].status = TS_RUN; st[tid].tx = x; st[tid].ty = y; st[tid].tz = z;
+        }
+  }
   TsState* s = st.data();
   for (;;) {
     for (bool again = true; again;) {
@@ -2542,6 +2575,10 @@ void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::
   ts::DebugRecord rec;
   std::memset(&rec, 0, sizeof rec);""")
     par = "if (nblocks > 1 && nblocks * nthreads >= 4096)"
+    if any(x.level == "grid" for x in root.sites):
+        L.append(_cpu_grid_entry(static_bytes))
+        L.append(_CPU_ERROR_TAIL)
+        return "\n".join(L)
     L.append(f"  #pragma omp parallel {par}\n  {{")
     L.append(f"    std::vector<char> shared((size_t)({static_bytes} + 16) + dyn_bytes + 16);")
     fission = root.fission.get("body") is not None
@@ -2565,8 +2602,12 @@ void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::
         { if (!failed) { rec = e.r; failed = 1; } }
       }
     }
-  }
-  if (failed) {
+  }""")
+    L.append(_CPU_ERROR_TAIL)
+    return "\n".join(L)
+
+
+_CPU_ERROR_TAIL = """  if (failed) {
     static const char* const names[] = {TS_ARRAY_NAMES};
     const int na = (int)(sizeof(names) / sizeof(names[0]));
     L->error_code = 1;
@@ -2578,8 +2619,49 @@ void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::
     return 1;
   }
   return 0;
-}""")
-    return "\n".join(L)
+}"""
+
+
+def _cpu_grid_entry(static_bytes) -> str:
+    """Kernels with a grid barrier: every block keeps its threads' states and its shared memory;
+    all blocks run (in parallel) until each stops at the barrier, then all resume."""
+    return f"""  if (nblocks * nthreads > (1ll << 24)) {{
+    L->error_code = 2;
+    std::snprintf(L->error, sizeof L->error, "kernel '%s': a grid-synchronizing launch of %lld threads is more than "
+                  "the CPU backend runs at once (2^24)", TS_KERNEL_NAME, (long long)(nblocks * nthreads));
+    return 2;
+  }}
+  const size_t shared_size = (size_t)({static_bytes} + 16) / 16 * 16 + dyn_bytes + 32;
+  std::vector<std::vector<TsState>> st(nblocks);
+  std::vector<std::vector<int>> who(nblocks);
+  std::vector<std::vector<char>> shm(nblocks);
+  for (bool start = true;; start = false) {{
+    #pragma omp parallel for schedule(dynamic, 1) if (nblocks > 1)
+    for (ts::i64 b = 0; b < nblocks; ++b) {{
+      if (__atomic_load_n(&failed, __ATOMIC_RELAXED)) continue;
+      if (start) shm[b].assign(shared_size, 0);
+      TsBlock B;
+      B.dx = L->block[0]; B.dy = L->block[1]; B.dz = L->block[2];
+      B.gx = gx; B.gy = gy; B.gz = gz; B.L = L;
+      char* base = (char*)(((std::uintptr_t)shm[b].data() + 15) & ~(std::uintptr_t)15);
+      B.shared = base;
+      B.dyn = base + (({static_bytes} + 15) / 16 * 16);
+      B.dyn_bytes = dyn_bytes;
+      B.bx = b % gx; B.by = (b / gx) % gy; B.bz = b / (gx * gy);
+      try {{
+        ts_run_block(P, B, st[b], who[b], start);
+      }} catch (const TsIndexError& e) {{
+        #pragma omp critical(ts_error)
+        {{ if (!failed) {{ rec = e.r; failed = 1; }} }}
+      }}
+    }}
+    if (failed) break;
+    bool waiting = false;
+    for (ts::i64 b = 0; b < nblocks; ++b)
+      for (TsState& S : st[b])
+        if (S.status == TS_WAIT_GRID) {{ S.status = TS_RUN; waiting = true; }}
+    if (!waiting) break;
+  }}"""
 
 
 def _cpu_fission(params, decls, param_inits, body, root) -> str:
@@ -2666,7 +2748,7 @@ def _cpu_exchange(root) -> str:
         k = s.id
         L.append(f"    case {k}: {{")
         kind = s.kind
-        if kind in ("syncthreads", "syncwarp", "yield"):
+        if kind in ("syncthreads", "syncwarp", "yield", "grid_sync"):
             pass
         elif kind in ("syncthreads_count", "syncthreads_and", "syncthreads_or"):
             L.append(f"      ts::i32 c = 0; for (int j = 0; j < n; ++j) c += st[who[j]].ts_xa{k} != 0;")

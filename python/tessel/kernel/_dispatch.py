@@ -279,7 +279,7 @@ class Kernel:
         spec = self._specialization(tuple(c.type for c in converted), device)
         if spec.debug:
             return None
-        return (spec.target, spec.source, spec.symbol, list(spec.options))
+        return (spec.target, spec.source, spec.symbol, list(spec.options), bool(spec.info.get("grid_sync")))
 
     def _compile_options(self):
         opts = dict(self.options)
@@ -310,7 +310,14 @@ class Kernel:
         arg_types = tuple(c.type for c in converted)
         spec = self._specialization(arg_types, device)
         nthreads = block[0] * block[1] * block[2]
-        if spec.target == "cuda":
+        if spec.target == "cuda" and spec.info.get("grid_sync"):
+            if spec.debug:
+                raise ValueError(f"kernel '{self.__name__}': debug mode does not check grid-synchronizing kernels "
+                                 "on CUDA; run it on the CPU backend to check its indices")
+            # the C++ launch path checks that the grid fits and gives the barrier its counter
+            self._configured(grid, block, stream, shared)(
+                *[c.array if c.array is not None else c.value for c in converted])
+        elif spec.target == "cuda":
             self._launch_cuda(spec, grid, block, stream, shared, converted, device)
         else:
             if nthreads > 1024:

@@ -78,6 +78,9 @@ fma = Intrinsic("fma")
 cbrt = Intrinsic("cbrt")
 selp = Intrinsic("selp")
 
+cg = Namespace("cg", ("this_grid",), "cg.this_grid().sync(): a barrier for every thread of the grid (the launch "
+               "must fit on the device at once).")
+
 block_reduce = Intrinsic("block_reduce", "block_reduce(value, op='sum'): every thread of the block gets the reduction.")
 block_inclusive_scan = Intrinsic("block_inclusive_scan")
 block_exclusive_scan = Intrinsic("block_exclusive_scan")

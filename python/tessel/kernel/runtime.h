@@ -730,6 +730,28 @@ template <class T, class Op> TS_D T block_scan(T v, bool inclusive) {
 template <class T, class Op> TS_D T block_inclusive_scan(T v) { return block_scan<T, Op>(v, true); }
 template <class T, class Op> TS_D T block_exclusive_scan(T v) { return block_scan<T, Op>(v, false); }
 
+// cg.this_grid().sync(): bar[0] counts the blocks that arrived, bar[1] the barriers passed. Every
+// block of the grid must be resident at once (the launcher checks the occupancy).
+TS_D void grid_sync(unsigned int* bar) {
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    const unsigned int blocks = gridDim.x * gridDim.y * gridDim.z;
+    volatile unsigned int* generation = bar + 1;
+    const unsigned int seen = *generation;
+    __threadfence();
+    if (atomicAdd(bar, 1u) == blocks - 1) {
+      atomicExch(bar, 0u);
+      __threadfence();
+      atomicAdd(bar + 1, 1u);
+    } else {
+      while (*generation == seen) {
+      }
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
 extern "C" __shared__ __align__(16) unsigned char ts_dynamic_shared_memory[];
 TS_D unsigned char* ts_dyn_shared_ptr() { return ts_dynamic_shared_memory; }
 TS_D unsigned dyn_shared_bytes() {

@@ -22,7 +22,7 @@ atomic syncthreads syncthreads_count syncthreads_and syncthreads_or syncwarp thr
 threadfence_system shfl_sync shfl_up_sync shfl_down_sync shfl_xor_sync ballot_sync any_sync all_sync eq_sync
 activemask lanemask_lt popc clz ffs brev fma cbrt selp
 match_any_sync match_all_sync nanosleep libdevice fp16 literal_unroll block_reduce
-block_inclusive_scan block_exclusive_scan warp_reduce warp_inclusive_scan warp_exclusive_scan
+block_inclusive_scan block_exclusive_scan warp_reduce warp_inclusive_scan warp_exclusive_scan cg
 KernelRuntimeError
 """.split())
 
@@ -72,8 +72,6 @@ UNSUPPORTED = {
     "initialize": "tessel initializes CUDA lazily",
     "memory_management": "Numba's NRT memory management is not supported",
     "get_ipc_handle": "CUDA IPC handles are not exposed by tessel",
-    "cg": "cooperative groups (cuda.cg.this_grid().sync(), grid-wide synchronization with cooperative launches) "
-          "are not supported by tessel's kernel compiler yet; split the kernel at the grid sync into two launches",
     "compile": _PTX, "compile_ptx": _PTX, "compile_for_current_device": _PTX,
     "compile_ptx_for_current_device": _PTX,
 }
