@@ -7,8 +7,6 @@
 #define TS_CUDA 1
 #define TS_D __device__ __forceinline__
 #define TS_HD __host__ __device__ __forceinline__
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
 #else
 #define TS_HOST 1
 #define TS_D inline __attribute__((always_inline))
@@ -49,7 +47,10 @@ struct f16 {
   TS_HD operator float() const { return to_float(bits); }
   static TS_HD u16 from_float(float f) {
 #ifdef TS_CUDA
-    return __half_as_ushort(__float2half_rn(f));
+    // the conversion instructions themselves: no cuda_fp16.h to parse
+    u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
 #else
     u32 x = to_bits32(f);
     const u32 sign = (x >> 16) & 0x8000u;
@@ -69,7 +70,9 @@ struct f16 {
   }
   static TS_HD float to_float(u16 h) {
 #ifdef TS_CUDA
-    return __half2float(__ushort_as_half(h));
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
 #else
     const u32 sign = static_cast<u32>(h & 0x8000u) << 16;
     const u32 exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
