@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "tessel/jit/compiler.hpp"
 #include "tessel/jit/host_compiler.hpp"
 #include "tessel/jit/kernel.hpp"
 #include "tessel/profile/checks.hpp"
@@ -295,6 +296,17 @@ void register_python_kernels(nb::module_& m) {
       .def("__init__", [](Launcher* self, nb::object kernel) { new (self) Launcher(std::move(kernel)); });
   nb::class_<ConfiguredLaunch>(m, "_ConfiguredLaunch", "kernel[grid, block, stream, shared_bytes] (internal).")
       .def("__call__", &launch);
+  m.def("_nvrtc_available", &jit::nvrtc_available, "Whether this build compiles CUDA kernels (NVRTC).");
+  m.def("_compile_ptx", [](std::string source, std::string name, std::vector<std::string> options, std::string arch) {
+    jit::CompileRequest request;
+    request.source = std::move(source);
+    request.name = std::move(name);
+    request.options = std::move(options);
+    request.arch = arch.empty() ? (cuda_available() ? jit::device_arch(current_device().index) : "sm_90") : arch;
+    nb::gil_scoped_release release;
+    return jit::compile_to_ptx(request);
+  }, "source"_a, "name"_a, "options"_a, "arch"_a = "",
+        "PTX of a kernel source for an architecture (default: the current device's, else sm_90).");
   m.def("_configure_launch", [](nb::object launcher, std::vector<unsigned int> grid, std::vector<unsigned int> block,
                                 nb::object stream, std::size_t shared) {
     if (grid.size() != 3 || block.size() != 3) throw nb::value_error("_configure_launch: grid and block of 3 ints");

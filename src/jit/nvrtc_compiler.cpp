@@ -38,12 +38,11 @@ std::string nvrtc_version() {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
-CompileResult compile_to_cubin(const CompileRequest& request) {
-  const auto start = std::chrono::steady_clock::now();
-  CompileResult result;
-  result.arch = resolve_arch(request);
-  const std::vector<std::string> options = effective_options(request, result.arch);
+namespace {
 
+// Compiles with NVRTC; the program, with its log in `log`. CompileError on a compile error.
+std::unique_ptr<nvrtcProgram, ProgramDeleter> compile_program(const CompileRequest& request, const std::string& arch,
+                                                              const std::vector<std::string>& options, std::string& log) {
   std::size_t header_count = 0;
   const detail::EmbeddedHeader* headers = detail::embedded_headers(&header_count);
   std::vector<const char*> header_sources, header_names;
@@ -51,29 +50,54 @@ CompileResult compile_to_cubin(const CompileRequest& request) {
     header_sources.push_back(headers[i].source);
     header_names.push_back(headers[i].name);
   }
-
   const std::string program_name = request.name + ".cu";
   std::unique_ptr<nvrtcProgram, ProgramDeleter> program(new nvrtcProgram(nullptr));
   check_nvrtc(nvrtcCreateProgram(program.get(), request.source.c_str(), program_name.c_str(),
                                  static_cast<int>(header_count), header_sources.data(), header_names.data()),
               "nvrtcCreateProgram", request.name);
   check_nvrtc(nvrtcAddNameExpression(*program, request.name.c_str()), "nvrtcAddNameExpression", request.name);
-
   std::vector<const char*> option_ptrs;
   for (const std::string& o : options) option_ptrs.push_back(o.c_str());
   const nvrtcResult compiled = nvrtcCompileProgram(*program, static_cast<int>(option_ptrs.size()), option_ptrs.data());
-
   std::size_t log_size = 0;
   check_nvrtc(nvrtcGetProgramLogSize(*program, &log_size), "nvrtcGetProgramLogSize", request.name);
-  std::string log(log_size, '\0');
+  log.assign(log_size, '\0');
   if (log_size > 0) check_nvrtc(nvrtcGetProgramLog(*program, &log[0]), "nvrtcGetProgramLog", request.name);
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-
   if (compiled != NVRTC_SUCCESS) {
     if (log.empty()) log = nvrtcGetErrorString(compiled);
-    throw CompileError(format_compile_error(request.name, result.arch, log, request.source), log);
+    throw CompileError(format_compile_error(request.name, arch, log, request.source), log);
   }
+  return program;
+}
 
+}  // namespace
+
+std::string compile_to_ptx(const CompileRequest& request) {
+  const std::string arch = resolve_arch(request);
+  std::string virtual_arch = arch;
+  if (virtual_arch.rfind("sm_", 0) == 0) virtual_arch = "compute_" + virtual_arch.substr(3);
+  std::vector<std::string> options;
+  for (const std::string& o : effective_options(request, arch)) {
+    options.push_back(o.rfind("-arch=", 0) == 0 || o.rfind("--gpu-architecture=", 0) == 0 ? "-arch=" + virtual_arch : o);
+  }
+  std::string log;
+  auto program = compile_program(request, arch, options, log);
+  std::size_t size = 0;
+  check_nvrtc(nvrtcGetPTXSize(*program, &size), "nvrtcGetPTXSize", request.name);
+  std::string ptx(size, '\0');
+  if (size > 0) check_nvrtc(nvrtcGetPTX(*program, &ptx[0]), "nvrtcGetPTX", request.name);
+  while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+  return ptx;
+}
+
+CompileResult compile_to_cubin(const CompileRequest& request) {
+  const auto start = std::chrono::steady_clock::now();
+  CompileResult result;
+  result.arch = resolve_arch(request);
+  const std::vector<std::string> options = effective_options(request, result.arch);
+  std::string log;
+  auto program = compile_program(request, result.arch, options, log);
   const char* lowered = nullptr;
   check_nvrtc(nvrtcGetLoweredName(*program, request.name.c_str(), &lowered), "nvrtcGetLoweredName", request.name);
   result.lowered_name = lowered;
@@ -103,6 +127,11 @@ bool nvrtc_available() { return false; }
 std::string nvrtc_version() { return ""; }
 
 CompileResult compile_to_cubin(const CompileRequest& request) {
+  throw DeviceError("jit: kernel '" + request.name +
+                    "': needs NVRTC, but tessel was built without CUDA (TESSEL_CUDA=OFF)");
+}
+
+std::string compile_to_ptx(const CompileRequest& request) {
   throw DeviceError("jit: kernel '" + request.name +
                     "': needs NVRTC, but tessel was built without CUDA (TESSEL_CUDA=OFF)");
 }

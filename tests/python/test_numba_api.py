@@ -643,9 +643,10 @@ def test_dispatcher_api(backend):
     assert a.tolist() == [3.0] * 5
     assert scale.signatures == [(numba.float64[::1], numba.float64)]
     assert scale.definitions is not None and list(scale.overloads) == scale.signatures
-    asm = scale.inspect_asm()
-    assert list(asm) == scale.signatures and "scale" in next(iter(asm.values()))
-    assert scale.inspect_asm(scale.signatures[0]) == asm[scale.signatures[0]]
+    if ts._tessel._nvrtc_available():   # PTX needs NVRTC, not a GPU
+        asm = scale.inspect_asm()
+        assert list(asm) == scale.signatures and ".visible .entry" in next(iter(asm.values()))
+        assert scale.inspect_asm(scale.signatures[0]) == asm[scale.signatures[0]]
     text = io.StringIO()
     scale.inspect_types(file=text)
     assert "scale (array(float64, 1d, C), float64)" in text.getvalue() and "a[i] *= f" in text.getvalue()
@@ -782,8 +783,8 @@ def test_kernel_side_names():
 
     assert cuda.grid is kernel.grid and cuda.atomic is kernel.atomic and cuda.shfl_down_sync is kernel.shfl_down_sync
     assert cuda.vote_sync_any is kernel.any_sync and cuda.vote_sync_ballot is kernel.ballot_sync
-    assert cuda.reduce is cuda.Reduce
-    for name, why in (("cg", "cooperative groups"), ("compile_ptx", "does not expose PTX"),
+    assert cuda.reduce is cuda.Reduce and cuda.cg is kernel.cg
+    for name, why in (("compile_ptx", "does not expose PTX"),
                       ("declare_device", "foreign")):
         with pytest.raises(NotImplementedError, match=f"tessel.numba.cuda.{name} is not supported.*{why}"):
             obj = getattr(cuda, name)

@@ -879,6 +879,43 @@ def test_dynamic_shared_memory_3d_grids_and_barrier_votes(backend):
 
 
 # ---- what is not supported: grid synchronization ---------------------------------------------------------
-def test_grid_sync_is_not_supported():
-    with pytest.raises(NotImplementedError, match=r"tessel\.numba\.cuda\.cg is not supported"):
-        cuda.cg.this_grid()
+@cuda.jit
+def solve_heat_equation(buf_0, buf_1, timesteps, k):
+    # Numba's documentation example: a grid barrier per time step.
+    i = cuda.grid(1)
+    if i >= len(buf_0):
+        return
+    grid = cuda.cg.this_grid()
+    for step in range(timesteps):
+        if (step % 2) == 0:
+            data = buf_0
+            next_data = buf_1
+        else:
+            data = buf_1
+            next_data = buf_0
+        curr_temp = data[i]
+        if i == 0:
+            next_temp = curr_temp + k * (data[i + 1] - (2 * curr_temp))
+        elif i == len(data) - 1:
+            next_temp = curr_temp + k * (data[i - 1] - (2 * curr_temp))
+        else:
+            next_temp = curr_temp + k * (data[i - 1] - (2 * curr_temp) + data[i + 1])
+        next_data[i] = next_temp
+        grid.sync()
+
+
+def test_heat_equation_with_grid_sync():
+    size, niter, k = 1001, 200, 0.25
+    data = np.zeros(size, dtype=np.float32)
+    data[500] = 10000
+    buf_0 = cuda.to_device(data)
+    buf_1 = cuda.device_array_like(buf_0)
+    solve_heat_equation.forall(len(data))(buf_0, buf_1, niter, k)
+    ref = data.astype(np.float64)
+    for _ in range(niter):
+        nxt = ref.copy()
+        nxt[0] = ref[0] + k * (ref[1] - 2 * ref[0])
+        nxt[-1] = ref[-1] + k * (ref[-2] - 2 * ref[-1])
+        nxt[1:-1] = ref[1:-1] + k * (ref[:-2] - 2 * ref[1:-1] + ref[2:])
+        ref = nxt
+    np.testing.assert_allclose(buf_0.copy_to_host(), ref, rtol=1e-3, atol=1e-3)

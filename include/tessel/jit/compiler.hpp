@@ -42,6 +42,10 @@ std::vector<std::string> effective_options(const CompileRequest& request, const 
 // source lines); without NVRTC, DeviceError.
 CompileResult compile_to_cubin(const CompileRequest& request);
 
+// PTX of the request for its architecture's virtual form (sm_90 -> compute_90), for reading (what
+// Numba's inspect_asm shows); launches always use compile_to_cubin. Errors as compile_to_cubin.
+std::string compile_to_ptx(const CompileRequest& request);
+
 // The CompileError message: kernel name and arch, the NVRTC log, then each source line the log
 // points at, with `context` lines around it (">" marks the line itself).
 std::string format_compile_error(const std::string& name, const std::string& arch, const std::string& log,

@@ -296,6 +296,17 @@ class Kernel:
         return _compiler.generate(self.py_func, list(types), tgt, self._compile_options(),
                                   _symbol_for(self.py_func.__qualname__, types, tgt))[0]
 
+    def ptx(self, *args, arch=None):
+        """The PTX NVRTC makes of this kernel for these arguments (``arch``: "sm_90", ...; default:
+        the current CUDA device's, or sm_90 without one). For reading: launches use the CUBIN."""
+        converted, device = self._convert_args(args)
+        types = tuple(c.type for c in converted)
+        opts = self._compile_options()
+        symbol = _symbol_for(self.py_func.__qualname__, types, "cuda")
+        source, _ = _compiler.generate(self.py_func, list(types), "cuda", opts, symbol)
+        from .. import _tessel as core
+        return core._compile_ptx(source, symbol, [], arch or "")
+
     def inspect_types(self):
         """The compiled signatures: one tuple of argument types per specialization."""
         return [tuple(str(t) for t in k[0]) + (k[1],) for k in self._specs]

@@ -7,7 +7,7 @@ compiler (``tessel.kernel``).
   arguments (NumPy arrays go to the selected device, ``cuda.select_device``, and come back after
   the kernel), eager compilation for declared signatures (and then only those signatures, with
   scalars cast to the declared types, as Numba), ``specialize``, ``signatures``, ``overloads``,
-  ``inspect_types`` and ``inspect_asm`` (the generated C++: tessel does not expose PTX to Python).
+  ``inspect_types`` and ``inspect_asm`` (the PTX NVRTC makes of the kernel's CUDA source).
 - :class:`CUDADeviceFunction` is a :class:`tessel.kernel.DeviceFunction`; declared with a scalar
   signature, it is inlined through a shim that casts its arguments and result to those types.
 - ``In``, ``Out``, ``InOut``: Numba's argument hints for NumPy arrays.
@@ -303,17 +303,28 @@ class CUDADispatcher(_kdispatch.Kernel):
         return found
 
     def inspect_asm(self, signature=None):
-        """The generated code per signature: tessel compiles kernels from generated C++ (CUDA C++
-        for NVRTC, host C++ on the CPU backend) and does not expose PTX to Python, so this is that
-        source. ``signature``: the source for those argument types (a tuple of Numba types)."""
-        sources = {sig: spec.source for sig, spec in self.overloads.items()}
+        """The PTX per signature, as Numba's: NVRTC compiles the kernel's CUDA source for the current
+        device's architecture (sm_90 without a GPU) to PTX. ``signature``: the PTX for those
+        argument types (a tuple of Numba types)."""
+        from ... import _tessel as core
+        from ...kernel import _dispatch
+
+        def ptx(spec):
+            if spec.target == "cuda":
+                return core._compile_ptx(spec.source, spec.symbol, list(spec.options), "")
+            types = spec.arg_types
+            opts = self._compile_options()
+            symbol = _dispatch._symbol_for(self.py_func.__qualname__, types, "cuda")
+            source, _ = _dispatch._compiler.generate(self.py_func, list(types), "cuda", opts, symbol)
+            return core._compile_ptx(source, symbol, [], "")
+
         if signature is None:
-            return sources
+            return {sig: ptx(spec) for sig, spec in self.overloads.items()}
         key = tuple(signature.args) if isinstance(signature, nbtypes.Signature) else tuple(signature)
-        if key in sources:
-            return sources[key]
-        spec = self._specialization(tuple(kernel_type(t, eager=True) for t in key), target_device())
-        return spec.source
+        spec = self.overloads.get(key)
+        if spec is None:
+            spec = self._specialization(tuple(kernel_type(t, eager=True) for t in key), target_device())
+        return ptx(spec)
 
     def inspect_types(self, file=None, signature=None, pretty=False, **kwargs):
         """Writes each compiled signature and the kernel's Python source (to stdout by default;
