@@ -81,6 +81,10 @@ class Kernel:
     def source(self, *args: Any, target: Optional[Literal["cuda", "cpu"]] = None) -> str:
         """The generated C++ for these arguments' types (``target``: ``"cuda"`` or ``"cpu"``;
         default: the backend the arguments are on). Compiles nothing."""
+    def ptx(self, *args: Any, arch: Optional[str] = None) -> str:
+        """The PTX NVRTC makes of the kernel for these arguments' types (``arch``: ``"sm_90"``, ...;
+        default: the current CUDA device's, or sm_90 without one). Needs a CUDA build, not a GPU;
+        for reading only: launches use the CUBIN."""
     def inspect_types(self) -> List[Tuple[str, ...]]:
         """The compiled specializations: per specialization, its argument types as strings (such
         as ``"array(float32, 1d, C)"``) followed by its target (``"cuda"`` or ``"cpu"``)."""
@@ -170,6 +174,17 @@ class local:
     def array(shape: Union[int, Tuple[int, ...]], dtype: Any) -> Any:
         """A C-contiguous array private to the thread, of a compile-time constant positive shape and
         dtype, uninitialized."""
+class _GridGroup:
+    """The grid of the launch, from ``cg.this_grid()``."""
+    def sync(self) -> None:
+        """A barrier for every thread of the grid: no thread goes on until all have arrived. On CUDA
+        every block of the launch must be resident at once (a launch that does not fit raises
+        ValueError); on the CPU backend every block pauses there."""
+class cg:
+    """Cooperative groups, as Numba's ``cuda.cg``."""
+    @staticmethod
+    def this_grid() -> _GridGroup:
+        """The grid of the launch; its ``sync()`` is a grid-wide barrier."""
 class const:
     """Constant memory."""
     @staticmethod
@@ -323,4 +338,4 @@ __all__ = ["jit", "Kernel", "DeviceFunction", "KernelCompileError", "threadIdx",
            "threadfence_system", "atomic", "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",
            "ballot_sync", "any_sync", "all_sync", "eq_sync", "activemask", "lanemask_lt", "popc", "clz", "ffs",
            "brev", "fma", "cbrt", "selp", "block_reduce", "block_inclusive_scan", "block_exclusive_scan",
-           "warp_reduce", "warp_inclusive_scan", "warp_exclusive_scan"]
+           "warp_reduce", "warp_inclusive_scan", "warp_exclusive_scan", "cg"]
