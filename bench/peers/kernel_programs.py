@@ -81,3 +81,86 @@ def build(cuda, jit):
 
     return {"vector_add": vector_add, "tiny": tiny, "matmul": matmul, "shuffle_sum": shuffle_sum,
             "histogram": histogram}
+
+
+def build_cupy():
+    """The same algorithms in CuPy's cupyx.jit dialect (1-d shared arrays, jit.* names)."""
+    import cupy
+    from cupyx import jit
+
+    @jit.rawkernel()
+    def vector_add(x, y, out, n):
+        start = jit.blockIdx.x * jit.blockDim.x + jit.threadIdx.x
+        stride = jit.gridDim.x * jit.blockDim.x
+        for i in range(start, n, stride):
+            out[i] = x[i] + y[i]
+
+    @jit.rawkernel()
+    def tiny(x, y, out, a):
+        i = jit.blockIdx.x * jit.blockDim.x + jit.threadIdx.x
+        if i < out.size:
+            out[i] = a * x[i] + y[i]
+
+    @jit.rawkernel()
+    def matmul(A, B, C, m, k, n):
+        sA = jit.shared_memory(cupy.float32, TPB * TPB)
+        sB = jit.shared_memory(cupy.float32, TPB * TPB)
+        tx = jit.threadIdx.x
+        ty = jit.threadIdx.y
+        x = jit.blockIdx.x * TPB + tx
+        y = jit.blockIdx.y * TPB + ty
+        acc = cupy.float32(0)
+        for t in range((k + TPB - 1) // TPB):
+            if y < m and t * TPB + tx < k:
+                sA[ty * TPB + tx] = A[y * k + t * TPB + tx]
+            else:
+                sA[ty * TPB + tx] = cupy.float32(0)
+            if x < n and t * TPB + ty < k:
+                sB[ty * TPB + tx] = B[(t * TPB + ty) * n + x]
+            else:
+                sB[ty * TPB + tx] = cupy.float32(0)
+            jit.syncthreads()
+            for j in range(TPB):
+                acc += sA[ty * TPB + j] * sB[j * TPB + tx]
+            jit.syncthreads()
+        if y < m and x < n:
+            C[y * n + x] = acc
+
+    @jit.rawkernel()
+    def shuffle_sum(x, out, n):
+        partial = jit.shared_memory(cupy.float32, 32)
+        v = cupy.float32(0)
+        start = jit.blockIdx.x * jit.blockDim.x + jit.threadIdx.x
+        stride = jit.gridDim.x * jit.blockDim.x
+        for i in range(start, n, stride):
+            v += x[i]
+        off = 16
+        while off > 0:
+            v += jit.shfl_down_sync(0xFFFFFFFF, v, off)
+            off //= 2
+        lane = jit.threadIdx.x % 32
+        w = jit.threadIdx.x // 32
+        if lane == 0:
+            partial[w] = v
+        jit.syncthreads()
+        if w == 0:
+            v = partial[lane] if lane < SUM_THREADS // 32 else cupy.float32(0)
+            off = 16
+            while off > 0:
+                v += jit.shfl_down_sync(0xFFFFFFFF, v, off)
+                off //= 2
+            if lane == 0:
+                jit.atomic_add(out, 0, v)
+
+    @jit.rawkernel()
+    def histogram(x, counts, n):
+        start = jit.blockIdx.x * jit.blockDim.x + jit.threadIdx.x
+        stride = jit.gridDim.x * jit.blockDim.x
+        for i in range(start, n, stride):
+            b = int(x[i] * 256.0)
+            if b > 255:
+                b = 255
+            jit.atomic_add(counts, b, 1)
+
+    return {"vector_add": vector_add, "tiny": tiny, "matmul": matmul, "shuffle_sum": shuffle_sum,
+            "histogram": histogram}

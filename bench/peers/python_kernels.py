@@ -1,5 +1,5 @@
-"""Kernels written in Python: tessel.jit against numba-cuda's @cuda.jit (and CuPy's cupyx.jit
-where it can express the kernel), the same algorithm from bench/peers/kernel_programs.py.
+"""Kernels written in Python: tessel.jit against numba-cuda's @cuda.jit and CuPy's cupyx.jit (where
+it can compile the kernel), the same algorithm from bench/peers/kernel_programs.py.
 
 GPU (default): GPU time of a grid-stride vector add of 1e8 float32, a 16x16 shared-memory tiled
 matmul of 2048^3, a shared-memory + warp-shuffle sum of 1e8 and an atomic histogram of 1e8 values
@@ -69,12 +69,29 @@ def events_ms(fn, repeats, warmup=2):
     return times
 
 
+def cupy_kernels():
+    """(cupy, the cupyx.jit kernels, why not): each workload skips CuPy when it is missing or its
+    jit cannot compile the kernels."""
+    cp = optional_import("cupy")
+    if cp is None:
+        return None, None, "cupy not installed"
+    try:
+        import kernel_programs
+        kernels = kernel_programs.build_cupy()
+        x = cp.ones(64, cp.float32)
+        kernels["vector_add"]((1,), (32,), (x, x, cp.empty(64, cp.float32), 64))
+        return cp, kernels, None
+    except Exception as e:  # noqa: BLE001 - reported in the results
+        return cp, None, f"cupyx.jit: {type(e).__name__}: {e}"[:300]
+
+
 def gpu_times(rounds):
     """Per workload: each candidate's median ms over alternating rounds, and the checks."""
     import tessel as ts
     cuda = numba_cuda()
     tk = kernels_for("tessel")
     nb = kernels_for("numba") if cuda else None
+    cp, ck, cupy_error = cupy_kernels()
     rng = np.random.default_rng(0)
     rows = {}
 
@@ -88,6 +105,10 @@ def gpu_times(rounds):
         row.update({f"{k}_range_ms": [round(min(v), 4), round(max(v), 4)] for k, v in times.items()})
         if "numba" in med:
             row["tessel_vs_numba"] = round(med["numba"] / med["tessel"], 3)
+        if "cupy" in med:
+            row["tessel_vs_cupy"] = round(med["cupy"] / med["tessel"], 3)
+        elif cupy_error:
+            row["cupy_skipped"] = cupy_error
         row["check"] = check()
         rows[name] = row
         print(name, json.dumps(row))
@@ -103,6 +124,9 @@ def gpu_times(rounds):
     if cuda:
         xn, yn, on = cuda.to_device(xh), cuda.to_device(yh), cuda.device_array(n, np.float32)
         cands["numba"] = lambda: nb["vector_add"][blocks, threads](xn, yn, on, n)
+    if ck:
+        xc, yc, oc = cp.asarray(xh), cp.asarray(yh), cp.empty(n, cp.float32)
+        cands["cupy"] = lambda: ck["vector_add"]((blocks,), (threads,), (xc, yc, oc, n))
     run("vector_add_1e8", cands, lambda: bool(np.array_equal(out.numpy()[:1000], (xh + yh)[:1000])
                                                 and np.array_equal(out.numpy()[-1000:], (xh + yh)[-1000:])))
     del x, y, out
@@ -117,6 +141,9 @@ def gpu_times(rounds):
     if cuda:
         An, Bn, Cn = cuda.to_device(Ah), cuda.to_device(Bh), cuda.device_array((m, m), np.float32)
         cands["numba"] = lambda: nb["matmul"][grid, (16, 16)](An, Bn, Cn)
+    if ck:
+        Ac, Bc, Cc = cp.asarray(Ah).ravel(), cp.asarray(Bh).ravel(), cp.empty(m * m, cp.float32)
+        cands["cupy"] = lambda: ck["matmul"](grid, (16, 16), (Ac, Bc, Cc, m, m, m))
     run("tiled_matmul_2048", cands,
         lambda: float(np.abs(C.numpy()[:64] - (Ah[:64].astype(np.float64) @ Bh)).max()) < 1e-2)
     del A, B, C
@@ -128,6 +155,9 @@ def gpu_times(rounds):
         xn2 = cuda.to_device(xh)
         s_n = cuda.device_array(1, np.float32)
         cands["numba"] = lambda: nb["shuffle_sum"][132 * 8, 256](xn2, s_n)
+    if ck:
+        xc2, s_c = cp.asarray(xh), cp.zeros(1, cp.float32)
+        cands["cupy"] = lambda: ck["shuffle_sum"]((132 * 8,), (256,), (xc2, s_c, n))
 
     def check_sum():
         s_out[...] = 0
@@ -140,6 +170,9 @@ def gpu_times(rounds):
     if cuda:
         cn = cuda.device_array(256, np.int32)
         cands["numba"] = lambda: nb["histogram"][132 * 8, 256](xn2, cn)
+    if ck:
+        cc = cp.zeros(256, cp.int32)
+        cands["cupy"] = lambda: ck["histogram"]((132 * 8,), (256,), (xc2, cc, n))
 
     def check_hist():
         counts[...] = 0
@@ -166,6 +199,11 @@ def host_times(rounds):
         xn, yn, on = cuda.to_device(np.ones(1, np.float32)), cuda.to_device(np.ones(1, np.float32)), \
             cuda.device_array(1, np.float32)
         fns["numba"] = (lambda: nb["tiny"][1, 32](xn, yn, on, a), cuda.synchronize)
+    cp, ck, _ = cupy_kernels()
+    if ck:
+        xc, yc, oc = cp.ones(1, cp.float32), cp.ones(1, cp.float32), cp.zeros(1, cp.float32)
+        fns["cupy"] = (lambda: ck["tiny"]((1,), (32,), (xc, yc, oc, a)), cp.cuda.Device().synchronize)
+        res["cupy"] = []
     for _ in range(rounds):
         for k, (fn, sync) in fns.items():
             res[k].append(back_to_back_us(fn, sync, calls=2000, rounds=1, warmup=200))
@@ -173,6 +211,8 @@ def host_times(rounds):
     out.update({f"{k}_range_us": [round(min(v), 3), round(max(v), 3)] for k, v in res.items() if v})
     if res["numba"]:
         out["tessel_over_numba"] = round(out["tessel_us"] / out["numba_us"], 3)
+    if res.get("cupy"):
+        out["tessel_over_cupy"] = round(out["tessel_us"] / out["cupy_us"], 3)
     assert float(o[0]) == 3.0
     print("host_per_launch", json.dumps(out))
     return out
