@@ -790,3 +790,21 @@ def test_grid_sync_heat_equation(device):
         ref = nxt
     out = (a if steps % 2 == 0 else b).numpy()
     np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12)
+
+
+@ts.jit(fastmath=True)
+def fast_scale(x, out):
+    i = tk.grid(1)
+    if i < x.size:
+        out[i] = x[i] * 2.0
+
+
+def test_fastmath_cpu_keeps_the_process_ieee():
+    # GCC's -ffast-math would load crtfastmath.o with the kernel and flush subnormals to zero in the
+    # whole process.
+    x = ts.asarray(np.array([1.0, 2.0]), device="cpu")
+    out = ts.zeros(2, dtype=ts.float64, device="cpu")
+    fast_scale[1, 32](x, out)
+    assert out.numpy().tolist() == [2.0, 4.0]
+    tiny = np.array([5e-324])
+    assert (tiny * np.float64(1.0))[0] != 0.0

@@ -25,7 +25,7 @@ def jit(func: None = None, *, device: Literal[False] = False, inline: bool = Fal
     Args:
         func: the function; without it, ``jit(...)`` returns the decorator.
         device: compile a device function, callable from kernels and inlined at each call.
-        fastmath: ``--use_fast_math`` on CUDA, ``-ffast-math`` on the CPU.
+        fastmath: ``--use_fast_math`` on CUDA, ``-ffast-math``'s optimizations on the CPU (without its flush-to-zero).
         debug: check every array index and raise ``IndexError`` naming the kernel, line, array,
             index and thread; a failing ``assert`` prints a message (without debug, ``assert`` is
             ignored, as in Numba). None: on when ``TESSEL_CHECK`` has ``bounds`` (or ``all``).

@@ -24,6 +24,13 @@ def _tessel():
     return _ts
 
 
+# -ffast-math's parts, not the flag itself: with -ffast-math (or -Ofast, -funsafe-math-optimizations)
+# GCC links crtfastmath.o into the shared object, which turns on flush-to-zero for the whole
+# process when it is loaded (NumPy would then lose subnormals).
+_HOST_FASTMATH = ("-fno-math-errno", "-ffinite-math-only", "-fno-signed-zeros", "-fno-trapping-math",
+                  "-fassociative-math", "-freciprocal-math", "-fcx-limited-range", "-ffp-contract=fast")
+
+
 def _env_debug() -> bool:
     """Bounds checks for every kernel: TESSEL_CHECK=bounds (or all), or ts.set_checks("bounds")."""
     v = os.environ.get("TESSEL_CHECK", "")
@@ -267,7 +274,7 @@ class Kernel:
             else:
                 # without fastmath, no contraction of a*b+c into an FMA: the CPU's results are then
                 # NumPy's, and do not depend on the machine
-                spec.options = ["-ffast-math"] if opts.get("fastmath") else ["-ffp-contract=off"]
+                spec.options = list(_HOST_FASTMATH) if opts.get("fastmath") else ["-ffp-contract=off"]
             spec.debug = bool(opts.get("debug"))
             self._specs[key] = spec
             return spec
