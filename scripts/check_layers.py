@@ -4,8 +4,8 @@
 The layers, bottom to top: core, profile, memory, array, jit, ops, dist, then pipeline and sim
 (which may use ops and dist but not each other; sim's DistributedParticles runs over dist), then the programs: python/bindings, cli and bench. A file
 belongs to the layer of its folder (include/tessel/<layer>/, src/<layer>/); a backend file
-(src/backend/...) to the layer of what it implements: copy, its strided loop and the grid-stride
-launch shape -> array, particles -> sim, dist -> dist, anything else -> ops. A layer may include its own headers
+(src/backend/...) to the layer of what it implements: copy, its strided loop, the CPU thread
+count and the grid-stride launch shape -> array, particles -> sim, dist -> dist, anything else -> ops. A layer may include its own headers
 and those of the layers below it. cli/ and bench/
 include only the public headers (include/tessel/...), with one exception: a standalone CUDA
 micro-benchmark in bench/peers (*.cu, built by nvcc alone, no tessel library) may include the
@@ -22,7 +22,7 @@ RANK = {"core": 0, "profile": 1, "memory": 2, "array": 3, "jit": 4, "ops": 5,
         "dist": 6, "pipeline": 7, "sim": 7, "bindings": 8, "cli": 8, "bench": 8}
 # Layers of one rank that must not include each other.
 SIBLINGS = {"pipeline", "sim"}
-BACKEND_LAYER = {"copy": "array", "strided_loop": "array", "grid_stride": "array", "particles": "sim", "particles_physics": "sim", "dist": "dist"}
+BACKEND_LAYER = {"copy": "array", "strided_loop": "array", "threads": "array", "grid_stride": "array", "particles": "sim", "particles_physics": "sim", "dist": "dist"}
 PROGRAMS = {"cli", "bench"}
 SOURCE_SUFFIXES = {".hpp", ".cpp", ".cu", ".cuh", ".h", ".in"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

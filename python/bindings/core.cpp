@@ -157,6 +157,10 @@ void register_devices(nb::module_& m) {
     synchronize(d);
   }, "device"_a = nb::none(), "The host waits for all work on the device.");
   m.def("version", [] { return std::string(tessel::version()); });
+  m.def("num_threads", &tessel::num_threads,
+        "The threads every CPU op may use (TESSEL_NUM_THREADS, else the CPUs of the affinity mask).");
+  m.def("set_num_threads", &tessel::set_num_threads, "threads"_a,
+        "Sets the threads of every CPU op for this process; ValueError outside 1..4096.");
 }
 
 void register_streams(nb::module_& m) {

@@ -959,6 +959,17 @@ def set_matmul_autotune(on: bool) -> None:
     already has a winner for that layout."""
 def matmul_autotune() -> bool:
     """True while :func:`matmul` autotunes each layout on first use."""
+# ---- CPU threads (python/bindings/core.cpp) ----
+def num_threads() -> int:
+    """The threads every CPU op may use: its OpenMP loops, the BLAS under :func:`matmul` and
+    :mod:`tessel.linalg`, the FFT, sorts and CPU kernels. ``TESSEL_NUM_THREADS=N`` starts it at
+    ``N``; the default is the number of CPUs in the process's affinity mask (``taskset``, a
+    cgroup's cpuset or an MPI launcher's binding). Small ops run on fewer (one below about 64K
+    elements), and an op called inside another CPU op's threads runs on one
+    (docs/guide/configuration.rst, "CPU threads")."""
+def set_num_threads(threads: int) -> None:
+    """Sets :func:`num_threads` for the whole process (every Python thread, every later op; the
+    BLAS's thread count follows at its next call). ``ValueError`` outside 1..4096."""
 # ---- linalg streams (python/bindings/linalg.cpp) ----
 def set_linalg_streams(streams: int) -> None:
     """Splits each batched cuSOLVER call of the CUDA linear algebra (``eigh``'s ``XsyevBatched``)

@@ -1,8 +1,12 @@
 #include "tessel/core/config.hpp"
 
+#include <sched.h>
+
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -42,6 +46,9 @@ Config& mutable_config() {
   static Config instance = parse_config(&read_env);
   return instance;
 }
+
+// num_threads(): 0 until first read from the configuration.
+std::atomic<int> current_threads{0};
 
 }  // namespace
 
@@ -85,6 +92,14 @@ Config parse_config(std::optional<std::string> (*getenv_fn)(const char*)) {
       malformed("TESSEL_LINALG_STREAMS", *v, accepted);
     c.linalg_streams = static_cast<int>(k);
   }
+  c.num_threads = affinity_cpu_count();
+  if (auto v = getenv_fn("TESSEL_NUM_THREADS"); v && !v->empty()) {
+    const std::string accepted = fmt::format("a whole number from 1 to {}", kMaxNumThreads);
+    const double k = parse_number("TESSEL_NUM_THREADS", *v, accepted.c_str());
+    if (!(k >= 1 && k <= kMaxNumThreads) || k != static_cast<double>(static_cast<int>(k)))
+      malformed("TESSEL_NUM_THREADS", *v, accepted.c_str());
+    c.num_threads = static_cast<int>(k);
+  }
   if (auto v = getenv_fn("TESSEL_CACHE_DIR"); v && !v->empty()) {
     c.cache_dir = *v;
   } else if (auto xdg = getenv_fn("XDG_CACHE_HOME"); xdg && !xdg->empty()) {
@@ -107,6 +122,40 @@ void set_linalg_streams(int streams) {
                                  kMaxLinalgStreams, streams));
   }
   mutable_config().linalg_streams = streams;
+}
+
+int affinity_cpu_count() {
+  // A set large enough for any machine's CPU numbers (the fixed cpu_set_t stops at 1024).
+  constexpr int kMaxCpus = 1 << 15;
+  cpu_set_t* set = CPU_ALLOC(kMaxCpus);
+  int count = 0;
+  if (set != nullptr) {
+    const std::size_t bytes = CPU_ALLOC_SIZE(kMaxCpus);
+    CPU_ZERO_S(bytes, set);
+    if (sched_getaffinity(0, bytes, set) == 0) count = CPU_COUNT_S(bytes, set);
+    CPU_FREE(set);
+  }
+  if (count <= 0) count = static_cast<int>(std::thread::hardware_concurrency());
+  return count > 0 ? count : 1;
+}
+
+int num_threads() {
+  int n = current_threads.load(std::memory_order_relaxed);
+  if (n == 0) {
+    n = config().num_threads;
+    int expected = 0;
+    current_threads.compare_exchange_strong(expected, n, std::memory_order_relaxed);
+    n = current_threads.load(std::memory_order_relaxed);
+  }
+  return n;
+}
+
+void set_num_threads(int threads) {
+  if (threads < 1 || threads > kMaxNumThreads) {
+    throw ValueError(fmt::format("set_num_threads: threads must be a whole number from 1 to {}, got {}",
+                                 kMaxNumThreads, threads));
+  }
+  current_threads.store(threads, std::memory_order_relaxed);
 }
 
 }  // namespace tessel

@@ -388,7 +388,7 @@ void HostKernel::launch(const LaunchConfig& config, void** params) const {
   record.block[1] = config.block.y;
   record.block[2] = config.block.z;
   record.shared_bytes = config.shared_mem;
-  record.num_threads = 0;
+  record.num_threads = 0;  // tessel::num_threads(), below
   launch(record, params);
 }
 
@@ -396,6 +396,8 @@ void HostKernel::launch(TsHostLaunch& record, void** params) const {
   if (!defined()) throw ValueError("jit: launch of an undefined HostKernel");
   record.error_code = 0;
   record.error[0] = '\0';
+  // 0: the process's CPU thread setting (TESSEL_NUM_THREADS, ts.set_num_threads).
+  if (record.num_threads <= 0) record.num_threads = tessel::num_threads();
   const int status = entry_(&record, params);
   if (status == 0 && record.error_code == 0) return;
   record.error[sizeof record.error - 1] = '\0';

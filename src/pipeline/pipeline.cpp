@@ -23,6 +23,7 @@
 
 #include "array/backend.hpp"
 #include "tessel/array/profile_args.hpp"
+#include "tessel/core/config.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/event.hpp"
 #include "tessel/memory/buffer.hpp"
@@ -71,7 +72,7 @@ double ms_since(Clock::time_point start) {
 // and pageable data is staged through pinned memory by these copies.
 [[maybe_unused]] void parallel_memcpy(void* dst, const void* src, std::int64_t bytes) {
   if (bytes <= 0) return;
-  const int threads = std::min(8, omp_get_max_threads());
+  const int threads = std::min(8, tessel::num_threads());  // the CPU thread setting (TESSEL_NUM_THREADS)
   if (bytes < 8 * MiB || threads <= 1) {
     std::memcpy(dst, src, static_cast<std::size_t>(bytes));
     return;

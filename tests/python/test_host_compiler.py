@@ -234,7 +234,8 @@ def test_get_host_kernel_launch():
     out = np.zeros(13)
     k.launch((4, 2, 1), (32, 1, 1), 256, _params(2.5, x, out))
     np.testing.assert_array_equal(out[:5], 2.5 * x)
-    assert out[5:].tolist() == [4, 2, 1, 32, 1, 1, 256, 0]
+    # num_threads 0 (the default) reaches the kernel as the CPU thread setting, ts.num_threads().
+    assert out[5:].tolist() == [4, 2, 1, 32, 1, 1, 256, ts.num_threads()]
     k.launch(7, (8, 2), 0, _params(1.0, x, out), num_threads=2)
     assert out[5:].tolist() == [7, 1, 1, 8, 2, 1, 0, 2]
     with pytest.raises(ts.IndexError, match="index 5 out of range"):

@@ -26,10 +26,15 @@ struct Config {
                                          // Default 4: eigh of 2,000 128 x 128 float32 (XsyevBatched) took
                                          // 14.62, 14.20, 14.16, 14.13 ms with 1-4 on the H200 (python_linalg,
                                          // nvidia-h200-2026-12-01.json)
+  int num_threads = 1;                   // TESSEL_NUM_THREADS=1..kMaxNumThreads: threads of every CPU op (OpenMP
+                                         // loops and the BLAS); default: the CPUs of the process's affinity
+                                         // mask (affinity_cpu_count()), read once at start-up
 };
 
 // The accepted range of Config::linalg_streams.
 constexpr int kMaxLinalgStreams = 64;
+// The accepted range of Config::num_threads.
+constexpr int kMaxNumThreads = 4096;
 
 // The process-wide configuration, parsed on first use.
 const Config& config();
@@ -43,5 +48,19 @@ void set_sync_after_ops(bool on);
 void set_matmul_autotune(bool on);
 // ValueError outside 1..kMaxLinalgStreams.
 void set_linalg_streams(int streams);
+
+// ---- CPU threads ----
+// The number of CPUs in this process's affinity mask (sched_getaffinity: what taskset, cgroups'
+// cpusets and MPI launchers' bindings leave it), at least 1.
+int affinity_cpu_count();
+// The threads every CPU op may use: TESSEL_NUM_THREADS, else affinity_cpu_count() at start-up,
+// until set_num_threads changes it. Cheap (one relaxed atomic load): CPU code calls it per op.
+// The backends' rule (docs/guide/configuration.rst, "CPU threads"): an OpenMP region forks at most
+// num_threads() threads, and none inside another region (nested regions run on the calling
+// thread); the BLAS runs num_threads() threads when called outside a region and one inside.
+int num_threads();
+// Sets num_threads() for the whole process (every thread, every later op). ValueError outside
+// 1..kMaxNumThreads. Not meant to race with running ops (an op already running keeps its count).
+void set_num_threads(int threads);
 
 }  // namespace tessel

@@ -30,7 +30,7 @@ struct TsHostLaunch {
   std::uint32_t grid[3];
   std::uint32_t block[3];
   std::uint64_t shared_bytes;  // dynamic shared memory per block
-  std::int32_t num_threads;    // OpenMP threads (0: the default)
+  std::int32_t num_threads;    // OpenMP threads (0: tessel::num_threads(), filled in by launch)
   std::int32_t error_code;     // out: 0 ok, 1 IndexError (debug bounds check), 2 other error
   char error[1024];            // out: NUL-terminated message
 };

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backend/cpu/threads.hpp"
 #include "backend/indexing.hpp"
 #include "tessel/core/error.hpp"
 
@@ -128,8 +129,8 @@ void walk(const GatherProblem& p, const std::vector<const std::vector<std::int64
   const std::int64_t n = launch_size(p.shape);
   if (n == 0) return;
   const std::int64_t blocks = (n + block_elements - 1) / block_elements;
-  const bool parallel = parallel_ok && n >= parallel_threshold;
-#pragma omp parallel for schedule(static) if (parallel)
+  const int threads = parallel_ok && n >= parallel_threshold ? loop_threads(n, block_elements) : 1;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t b = 0; b < blocks; ++b) {
     if (stop.load(std::memory_order_relaxed)) continue;
     Walker w(p.shape, strides);
@@ -165,7 +166,8 @@ bool gather_1d_typed(const GatherProblem& p) {
   auto* out = static_cast<E*>(p.out);
   const std::int64_t n = p.shape[0], istride = op.strides[0], size = op.axes[0].size, stride = op.axes[0].stride;
   std::atomic<bool> failed{false};
-#pragma omp parallel for schedule(static) if (n >= parallel_threshold)
+  const int threads = n >= parallel_threshold ? loop_threads(n, block_elements) : 1;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t i = 0; i < n; ++i) {
     const I raw = idx[i * istride];
     std::int64_t j = static_cast<std::int64_t>(raw);

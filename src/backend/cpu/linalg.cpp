@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "backend/cpu/blas_threads.hpp"
+#include "backend/cpu/threads.hpp"
 #include "backend/linalg.hpp"
 #include "tessel/core/error.hpp"
 
@@ -314,15 +316,20 @@ void dispatch(DType dtype, const char* op, F&& f) {
   }
 }
 
-// Runs body(b, state) for every batch index, with one `State` (workspaces) per thread.
+// Runs body(b, state) for every batch index, with one `State` (workspaces) per thread. A batch
+// of small matrices runs one matrix per OpenMP thread with the BLAS serial; otherwise the matrices
+// run in order and LAPACK's BLAS calls take the threads (threads.hpp).
 template <class State, class Make, class Body>
 void for_each_matrix(const LinalgBatch& p, Make&& make, Body&& body) {
-  if (!threaded(p)) {
+  const int threads = threaded(p) ? loop_threads(p.batch, 1) : 1;
+  if (threads <= 1) {
+    use_blas_threads();
     State state = make();
     for (std::int64_t b = 0; b < p.batch; ++b) body(b, state);
     return;
   }
-#pragma omp parallel
+  BlasSerialRegion serial;
+#pragma omp parallel num_threads(threads)
   {
     State state = make();
 #pragma omp for schedule(dynamic, 16)

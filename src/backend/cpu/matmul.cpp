@@ -1,12 +1,18 @@
 // CPU matrix products: OpenBLAS gemm per batch. float16/bfloat16 go through float32 (converted
 // per batch), int8 x int8 -> int32 is a plain loop (exact). The bias and activation are applied
 // after the gemm, in the accumulation type.
+//
+// Threads: one large product runs on the BLAS's threads (num_threads() of them, use_blas_threads);
+// a batch of small products runs one product per OpenMP thread with the BLAS single-threaded
+// (BlasSerialRegion), so the two pools never run at once.
 #include <cblas.h>
 
+#include <atomic>
 #include <cmath>
 #include <complex>
 #include <cstdint>
 #include <limits>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -14,11 +20,58 @@
 
 #include "backend/activation.hpp"
 #include "backend/cpu/strided_loop.hpp"
+#include "backend/cpu/blas_threads.hpp"
+#include "backend/cpu/threads.hpp"
 #include "backend/matmul.hpp"
 #include "tessel/array/half.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel::backend::cpu {
+namespace {
+
+// The BLAS's thread count as tessel last set it (0: not yet), and the BlasSerialRegion nesting.
+std::mutex blas_mutex;
+std::atomic<int> blas_applied{0};
+int blas_serial_depth = 0;
+
+void apply_blas_threads(int threads) {  // blas_mutex held
+  if (blas_applied.load(std::memory_order_relaxed) == threads) return;
+  openblas_set_num_threads(threads);
+  blas_applied.store(threads, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void use_blas_threads() {
+  // Inside an OpenMP region the region's owner made the BLAS serial (BlasSerialRegion; OpenBLAS's
+  // OpenMP build also runs one thread there by itself): setting it from a worker would race.
+  if (omp_in_parallel()) return;
+  const int want = tessel::num_threads();
+  if (blas_applied.load(std::memory_order_relaxed) == want) return;
+  std::lock_guard<std::mutex> lock(blas_mutex);
+  if (blas_serial_depth == 0) apply_blas_threads(want);
+}
+
+BlasSerialRegion::BlasSerialRegion() {
+  std::lock_guard<std::mutex> lock(blas_mutex);
+  if (blas_serial_depth++ == 0) apply_blas_threads(1);
+}
+
+BlasSerialRegion::~BlasSerialRegion() {
+  std::lock_guard<std::mutex> lock(blas_mutex);
+  if (--blas_serial_depth == 0) apply_blas_threads(tessel::num_threads());
+}
+
+const char* blas_threading() {
+  switch (openblas_get_parallel()) {
+    case 0: return "sequential";
+    case 1: return "pthreads";
+    default: return "openmp";
+  }
+}
+
+int blas_num_threads() { return openblas_get_num_threads(); }
+
 namespace {
 
 template <class T>
@@ -78,7 +131,8 @@ void finish(const MatmulProblem& p, std::int64_t bi, const T* acc, std::int64_t 
   const Out* bias = static_cast<const Out*>(p.bias);
   const bool grad = is_matmul_grad_epilogue(p.epilogue);
   // Rows are independent: the activations (tanh, erf, exp per element) spread over threads.
-#pragma omp parallel for schedule(static) if (p.m * p.n >= parallel_threshold)
+  const int threads = loop_threads(p.m * p.n, kMinCostlyElementsPerThread);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t i = 0; i < p.m; ++i) {
     for (std::int64_t j = 0; j < p.n; ++j) {
       T v = acc[i * ldacc + j];
@@ -117,11 +171,32 @@ void blas_gemm(const MatmulProblem& p, const T* a, const MatmulOperand& ao, cons
   }
 }
 
+// Multiply-adds of one product below which a batch runs one product per OpenMP thread (the BLAS
+// single-threaded in each) rather than each product on the BLAS's threads: OpenBLAS threads a
+// product of 64^3 little, and a batch of them gains the whole thread count this way.
+constexpr std::int64_t kBatchParallelMacs = std::int64_t{128} * 128 * 128;
+
+// Calls run(bi) for every batch index: on OpenMP threads with the BLAS serial for a batch of small
+// products, else in order with the BLAS on its threads.
+template <class Run>
+void for_each_batch(const MatmulProblem& p, Run&& run) {
+  const std::int64_t macs = p.m * p.n * std::max<std::int64_t>(p.k, 1);
+  const int threads = p.batch > 1 && macs <= kBatchParallelMacs ? loop_threads(p.batch * macs, std::int64_t{1} << 18) : 1;
+  if (threads <= 1) {
+    use_blas_threads();
+    for (std::int64_t bi = 0; bi < p.batch; ++bi) run(bi);
+    return;
+  }
+  BlasSerialRegion serial;
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (std::int64_t bi = 0; bi < p.batch; ++bi) run(bi);
+}
+
 // float32/float64/complex: BLAS writes D directly, then the epilogue runs in place.
 template <class T>
 void run_native(const MatmulProblem& p) {
   const bool has_epilogue = p.bias || p.aux || p.epilogue != MatmulEpilogue::none;
-  for (std::int64_t bi = 0; bi < p.batch; ++bi) {
+  for_each_batch(p, [&](std::int64_t bi) {
     const T* a = static_cast<const T*>(p.a.data) + bi * p.a.batch_stride;
     const T* b = static_cast<const T*>(p.b.data) + bi * p.b.batch_stride;
     T* d = static_cast<T*>(p.d) + bi * p.batch_stride_d;
@@ -137,7 +212,7 @@ void run_native(const MatmulProblem& p) {
       blas_gemm<T>(p, a, p.a, b, p.b, d, p.ldd, p.beta);
     }
     if (has_epilogue) finish<T, T>(p, bi, d, p.ldd);
-  }
+  });
 }
 
 // float16/bfloat16: operands converted to float32 per batch.
@@ -148,6 +223,7 @@ void run_through_float(const MatmulProblem& p) {
   MatmulOperand ao{a.data(), p.k, 1, 0}, bo{b.data(), p.n, 1, 0};
   if (p.k == 0) ao.row_stride = 1;
   if (p.n == 0) bo.row_stride = 1;
+  use_blas_threads();
   for (std::int64_t bi = 0; bi < p.batch; ++bi) {
     const Half* as = static_cast<const Half*>(p.a.data) + bi * p.a.batch_stride;
     const Half* bs = static_cast<const Half*>(p.b.data) + bi * p.b.batch_stride;

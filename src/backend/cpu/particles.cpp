@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/cpu/threads.hpp"
 #include "backend/particles.hpp"
 #include "backend/particles_physics.hpp"
 
@@ -15,7 +16,7 @@ using namespace physics;
 int bin(const SimParams& p, const SimArrays& a, bool kick, bool gather_acc, const Stream& /*stream*/) {
   const std::int64_t n = a.n;
   std::uint32_t* keys = a.keys[0];
-#pragma omp parallel for schedule(static) if (n > 4096)
+#pragma omp parallel for schedule(static) num_threads(tessel::num_threads()) if (n > 4096 && !omp_in_parallel())
   for (std::int64_t i = 0; i < n; ++i) keys[i] = kick_drift_cell_key(p, a, i, kick);
   // Stable counting sort: cells_range[2c] counts, then prefix sums give [start, end).
   std::int32_t* range = a.cells_range;
@@ -37,7 +38,7 @@ int bin(const SimParams& p, const SimArrays& a, bool kick, bool gather_acc, cons
     old_slots[s] = static_cast<std::int32_t>(i);
     sorted_keys[s] = keys[i];
   }
-#pragma omp parallel for schedule(static) if (n > 4096)
+#pragma omp parallel for schedule(static) num_threads(tessel::num_threads()) if (n > 4096 && !omp_in_parallel())
   for (std::int64_t s = 0; s < n; ++s) {
     const std::int64_t i = old_slots[s];  // the particle's slot before this sort
     float* pos = a.sorted_pos + 4 * s;
@@ -63,19 +64,19 @@ int bin(const SimParams& p, const SimArrays& a, bool kick, bool gather_acc, cons
 }
 
 void forces(const SimParams& p, const SimArrays& a, bool finish_kick, const Stream& /*stream*/) {
-#pragma omp parallel for schedule(dynamic, 256) if (a.n > 2048)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(tessel::num_threads()) if (a.n > 2048 && !omp_in_parallel())
   for (std::int64_t s = 0; s < a.n; ++s) force_slot(p, a, s, finish_kick);
 }
 
 void write_back(const SimParams& /*p*/, const SimArrays& a, const Stream& /*stream*/) {
-#pragma omp parallel for schedule(static) if (a.n > 4096)
+#pragma omp parallel for schedule(static) num_threads(tessel::num_threads()) if (a.n > 4096 && !omp_in_parallel())
   for (std::int64_t s = 0; s < a.n; ++s) write_back_slot(a, s);
 }
 
 DiagnosticSums diagnostics(const SimParams& p, const SimArrays& a, bool check_box, const Stream& /*stream*/) {
   DiagnosticTerms total;
   long long first_bad = a.n;
-#pragma omp parallel if (a.n > 4096)
+#pragma omp parallel num_threads(tessel::num_threads()) if (a.n > 4096 && !omp_in_parallel())
   {
     DiagnosticTerms mine;
     long long my_first_bad = a.n;
@@ -98,7 +99,7 @@ DiagnosticSums diagnostics(const SimParams& p, const SimArrays& a, bool check_bo
 }
 
 void neighbor_counts(const SimParams& p, const SimArrays& a, std::int64_t* counts, const Stream& /*stream*/) {
-#pragma omp parallel for schedule(dynamic, 256) if (a.n > 2048)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(tessel::num_threads()) if (a.n > 2048 && !omp_in_parallel())
   for (std::int64_t s = 0; s < a.n; ++s) {
     std::int64_t count = 0;
     for_each_contact(p, a.sorted_pos, a.cells_range, static_cast<int>(s), [&](int) { ++count; });
@@ -108,7 +109,7 @@ void neighbor_counts(const SimParams& p, const SimArrays& a, std::int64_t* count
 
 void neighbor_fill(const SimParams& p, const SimArrays& a, const std::int64_t* offsets, std::int32_t* out,
                    const Stream& /*stream*/) {
-#pragma omp parallel for schedule(dynamic, 256) if (a.n > 2048)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(tessel::num_threads()) if (a.n > 2048 && !omp_in_parallel())
   for (std::int64_t s = 0; s < a.n; ++s) {
     std::int64_t at = offsets[a.sorted_id[s]];
     for_each_contact(p, a.sorted_pos, a.cells_range, static_cast<int>(s), [&](int j) { out[at++] = a.sorted_id[j]; });

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cpu/threads.hpp"
 #include "backend/cuda/device/random_element.cuh"
 #include "backend/random.hpp"
 #include "tessel/array/dtype_dispatch.hpp"
@@ -17,7 +18,8 @@ template <class T, class Value>
 void fill_blocks(const RandomFill& f, int per_block, Value value) {
   T* out = static_cast<T*>(f.out);
   const std::int64_t blocks = (f.numel + per_block - 1) / per_block;
-#pragma omp parallel for schedule(static) if (blocks > 16384)
+  const int threads = loop_threads(blocks, 8192);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (std::int64_t b = 0; b < blocks; ++b) {
     const philox::U32x4 r = philox::generate(static_cast<unsigned long long>(b), f.offset, f.seed);
     for (int lane = 0; lane < per_block; ++lane) {

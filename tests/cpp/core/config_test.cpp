@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <map>
 #include <string>
@@ -47,6 +48,7 @@ TEST(Config, Defaults) {
   EXPECT_TRUE(c.peer_access);
   EXPECT_FALSE(c.matmul_autotune);
   EXPECT_EQ(c.linalg_streams, 4);
+  EXPECT_EQ(c.num_threads, tessel::affinity_cpu_count());
   EXPECT_EQ(c.cache_dir, "/home/u/.cache/tessel");
 }
 
@@ -62,6 +64,7 @@ TEST(Config, ParsesEveryVariable) {
                         {"TESSEL_CACHE_DIR", "/tmp/tc"},
                         {"TESSEL_MATMUL_AUTOTUNE", "1"},
                         {"TESSEL_LINALG_STREAMS", "3"},
+                        {"TESSEL_NUM_THREADS", "7"},
                         {"XDG_CACHE_HOME", "/xdg"}});
   EXPECT_EQ(c.log_level, tessel::LogLevel::debug);
   EXPECT_TRUE(c.sync_after_ops);
@@ -73,6 +76,7 @@ TEST(Config, ParsesEveryVariable) {
   EXPECT_FALSE(c.peer_access);
   EXPECT_TRUE(c.matmul_autotune);
   EXPECT_EQ(c.linalg_streams, 3);
+  EXPECT_EQ(c.num_threads, 7);
   EXPECT_EQ(c.cache_dir, "/tmp/tc");
   EXPECT_TRUE(parse({{"TESSEL_DEVICE_GUARD", ""}}).device_guard);  // empty keeps the default
   EXPECT_EQ(parse({{"TESSEL_LINALG_STREAMS", ""}}).linalg_streams, 4);
@@ -100,6 +104,38 @@ TEST(Config, MalformedValuesAreClearErrors) {
   expect_malformed("TESSEL_MAX_SPLIT_SIZE_MB", "1", "MiB");
   for (const char* bad : {"0", "-2", "2.5", "65", "four", "3x", "nan", "inf"})
     expect_malformed("TESSEL_LINALG_STREAMS", bad, "a whole number from 1 to 64");
+  for (const char* bad : {"0", "-1", "1.5", "4097", "two", "2 ", "nan"})
+    expect_malformed("TESSEL_NUM_THREADS", bad, "a whole number from 1 to 4096");
+}
+
+// TESSEL_NUM_THREADS: an empty value keeps the default, the affinity mask's CPU count.
+TEST(Config, NumThreads) {
+  EXPECT_EQ(parse({{"TESSEL_NUM_THREADS", ""}}).num_threads, tessel::affinity_cpu_count());
+  EXPECT_EQ(parse({{"TESSEL_NUM_THREADS", "1"}}).num_threads, 1);
+  EXPECT_EQ(parse({{"TESSEL_NUM_THREADS", "4096"}}).num_threads, tessel::kMaxNumThreads);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  EXPECT_EQ(tessel::affinity_cpu_count(), CPU_COUNT(&set));
+  EXPECT_GE(tessel::affinity_cpu_count(), 1);
+}
+
+// The run-time setting: every later num_threads() reads it; a rejected value changes nothing.
+TEST(Config, SetNumThreads) {
+  const int before = tessel::num_threads();
+  tessel::set_num_threads(3);
+  EXPECT_EQ(tessel::num_threads(), 3);
+  for (int bad : {0, -1, tessel::kMaxNumThreads + 1}) {
+    try {
+      tessel::set_num_threads(bad);
+      ADD_FAILURE() << "set_num_threads(" << bad << ") was accepted";
+    } catch (const tessel::ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("from 1 to 4096, got " + std::to_string(bad)), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(tessel::num_threads(), 3);
+  tessel::set_num_threads(before);
+  EXPECT_EQ(tessel::num_threads(), before);
 }
 
 // The run-time override keeps the variable's range and restores cleanly.
