@@ -4,6 +4,7 @@
 // dtype of the op (where: input 0 is bool) and the output's shape, as a (possibly broadcast,
 // strided, negative-stride) view; `out` has the result dtype, and does not overlap any input
 // unless it is the identical view. The backend only loops.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,19 @@
 namespace tessel::backend {
 namespace cpu {
 void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array& out);
+// The loop of one op over n elements, type-erased: out[i * so] = op(in[0][i * si[0]], ...), strides
+// in elements (0: an input broadcast along the run). `dtype` is the op's compute dtype (where: the
+// value dtype; its condition is bool); the output has the op's result dtype. elementwise() runs it
+// over each run of the collapsed layout, the fused evaluator over its chunks. DTypeError for a
+// dtype the op has no loop for.
+using ElementwiseKernel = void (*)(void* out, std::int64_t so, const void* const* in, const std::int64_t* si,
+                                   std::int64_t n);
+ElementwiseKernel elementwise_kernel(ElementwiseOp op, DType dtype);
+// Elements per thread below which another thread does not pay for op on dtype (threads.hpp).
+std::int64_t elementwise_grain(ElementwiseOp op, DType dtype);
+// out[i * so] = in[i * si] converted from `from` to `to` (NumPy's unsafe casting, as astype).
+using CastKernel = void (*)(void* out, std::int64_t so, const void* in, std::int64_t si, std::int64_t n);
+CastKernel cast_kernel(DType to, DType from);
 }
 namespace cuda {
 // `count` inputs (at most 3). scalars[i] set: input i is a weak scalar (inputs[i] null) passed by

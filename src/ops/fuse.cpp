@@ -17,6 +17,8 @@
 #include <variant>
 
 #include "array/backend.hpp"
+#include "backend/cpu/strided_loop.hpp"
+#include "backend/cpu/threads.hpp"
 #include "backend/elementwise.hpp"
 #include "ops/elementwise_operands.hpp"
 #include "ops/op_stream.hpp"
@@ -568,7 +570,8 @@ std::vector<Array> evaluate_blocked(const Node* const* roots, std::size_t num_ro
   // regions are inactive), so no block pays a fork and join per op.
   std::exception_ptr failure;
   std::mutex failure_mutex;
-#pragma omp parallel for schedule(dynamic, 4) if (items > 1)
+  const int threads = backend::cpu::loop_threads(items, 1);
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1)
   for (std::int64_t item = 0; item < items; ++item) {
     try {
       const std::int64_t start = (item % per_row) * chunk;
@@ -600,6 +603,229 @@ std::vector<Array> evaluate_blocked(const Node* const* roots, std::size_t num_ro
   return results;
 }
 
+// ---- CPU, fusion on: the graph as a program over chunks ---------------------------------------
+// The typed graph becomes a list of steps, each one backend kernel (backend::cpu::elementwise_kernel,
+// or a cast where an argument's dtype is not the op's compute dtype, as the eager op's astype). The
+// output shape's collapsed layout is walked in runs on the threads (strided_loop.hpp), and each run
+// in chunks of kCpuChunk elements: inputs are read in place (any stride, 0 for a broadcast one),
+// every intermediate lives in a per-thread buffer of one chunk (in cache), and the outputs are
+// written once. The kernels are the eager ops' own, so the results are those of op-by-op
+// evaluation bit for bit. Graphs it does not take (an integer op with a Python int, whose range the
+// eager op checks; more operands than kMaxProgramOperands) run evaluate_blocked below.
+constexpr std::int64_t kCpuChunk = 1024;
+constexpr std::size_t kMaxProgramOperands = 64;
+
+struct CpuProgram {
+  struct Slot {
+    enum class Kind { input, constant, temp } kind;
+    int index;  // input: the input's index; constant: into constants; temp: the temp buffer's index
+    DType dtype;
+  };
+  struct Step {
+    backend::cpu::ElementwiseKernel kernel = nullptr;  // an op, or
+    backend::cpu::CastKernel cast = nullptr;           // a cast of args[0] to result's dtype
+    int args[3] = {-1, -1, -1};
+    int nargs = 0;
+    int result = -1;
+  };
+  std::vector<Slot> slots;
+  std::vector<Step> steps;
+  std::vector<Array> constants;  // 0-d arrays: the scalars in the dtype each use needs
+  std::vector<int> roots;        // the slot of each output
+  std::vector<int> inputs;       // the graph inputs read, in operand order after the outputs
+  int temps = 0;
+  std::int64_t grain = backend::cpu::kMinElementsPerThread;
+};
+
+// The program of `roots` for input dtypes `dtypes`, or nullptr where evaluate_blocked must run it
+// (a constant or an input as an output, an integer op with a Python int, any error: that path
+// raises it as the eager op would).
+std::shared_ptr<const CpuProgram> make_cpu_program(const Node* const* roots, std::size_t num_roots,
+                                                   const std::vector<DType>& dtypes) {
+  try {
+    auto prog = std::make_shared<CpuProgram>();
+    Typing typing{dtypes, {}, {}};
+    std::map<const Node*, int> slot_of;
+    std::map<std::pair<int, DType>, int> cast_of;  // (slot, dtype) -> its cast's slot
+    std::map<int, int> input_operand;              // input index -> slot
+    bool ok = true;
+    auto temp = [&](DType dtype) {
+      prog->slots.push_back({CpuProgram::Slot::Kind::temp, prog->temps++, dtype});
+      return static_cast<int>(prog->slots.size()) - 1;
+    };
+    auto as_dtype = [&](int slot, DType want) {
+      if (prog->slots[static_cast<std::size_t>(slot)].dtype == want) return slot;
+      auto it = cast_of.find({slot, want});
+      if (it != cast_of.end()) return it->second;
+      CpuProgram::Step step;
+      step.cast = backend::cpu::cast_kernel(want, prog->slots[static_cast<std::size_t>(slot)].dtype);
+      step.args[0] = slot;
+      step.nargs = 1;
+      step.result = temp(want);
+      prog->steps.push_back(step);
+      cast_of.emplace(std::make_pair(slot, want), step.result);
+      return step.result;
+    };
+    std::function<int(const Node*)> visit = [&](const Node* n) -> int {
+      auto it = slot_of.find(n);
+      if (it != slot_of.end()) return it->second;
+      int slot = -1;
+      if (n->kind == Node::Kind::input) {
+        auto in = input_operand.find(n->index);
+        if (in != input_operand.end()) {
+          slot = in->second;
+        } else {
+          prog->slots.push_back({CpuProgram::Slot::Kind::input, n->index, dtypes[static_cast<std::size_t>(n->index)]});
+          slot = static_cast<int>(prog->slots.size()) - 1;
+          input_operand.emplace(n->index, slot);
+          prog->inputs.push_back(n->index);
+        }
+      } else if (n->kind == Node::Kind::op) {
+        typing.type(n);
+        const DType compute = typing.compute.at(n);
+        const DType result = *typing.result.at(n);
+        CpuProgram::Step step;
+        step.nargs = static_cast<int>(n->args.size());
+        for (int k = 0; k < step.nargs; ++k) {
+          const Node* a = n->args[static_cast<std::size_t>(k)].node().get();
+          const DType want = (n->op == ElementwiseOp::where && k == 0) ? DType::bool_ : compute;
+          if (a->kind == Node::Kind::scalar) {
+            if (is_integer(compute) && (a->value.kind() == Scalar::Kind::int_ || a->value.kind() == Scalar::Kind::uint_)) {
+              ok = false;  // the eager op checks the int's range (and may compare in a wider dtype)
+              return -1;
+            }
+            prog->constants.push_back(full({}, a->value, want, Device::cpu()));
+            prog->slots.push_back({CpuProgram::Slot::Kind::constant, static_cast<int>(prog->constants.size()) - 1, want});
+            step.args[k] = static_cast<int>(prog->slots.size()) - 1;
+          } else {
+            const int arg = visit(a);
+            if (!ok) return -1;
+            step.args[k] = as_dtype(arg, want);
+          }
+        }
+        step.kernel = backend::cpu::elementwise_kernel(n->op, compute);
+        prog->grain = std::min(prog->grain, backend::cpu::elementwise_grain(n->op, compute));
+        step.result = temp(result);
+        prog->steps.push_back(step);
+        slot = step.result;
+      } else {
+        ok = false;  // a constant output
+      }
+      slot_of.emplace(n, slot);
+      return slot;
+    };
+    for (std::size_t j = 0; j < num_roots && ok; ++j) {
+      if (roots[j]->kind != Node::Kind::op) return nullptr;
+      const int slot = visit(roots[j]);
+      if (!ok) return nullptr;
+      prog->roots.push_back(slot);
+    }
+    if (num_roots + prog->inputs.size() > kMaxProgramOperands) return nullptr;
+    return prog;
+  } catch (const Error&) {
+    return nullptr;
+  }
+}
+
+// Runs `prog` over the broadcast shape of `inputs` into new arrays of dtypes `rts`.
+std::vector<Array> run_cpu_program(const CpuProgram& prog, const std::vector<Array>& inputs, const Shape& shape,
+                                   const std::vector<DType>& rts) {
+  const std::size_t num_roots = prog.roots.size();
+  std::vector<Array> results;
+  results.reserve(num_roots);
+  for (std::size_t j = 0; j < num_roots; ++j) results.push_back(empty(shape, rts[j], Device::cpu()));
+  if (numel(shape) == 0) return results;
+  // Operands: the outputs, then the inputs read, broadcast to the shape.
+  std::vector<Array> operands;
+  for (const int index : prog.inputs) {
+    Array a = inputs[static_cast<std::size_t>(index)];
+    a.wait();
+    operands.push_back(a.shape() == shape ? a : a.broadcast_to(shape));
+  }
+  std::vector<Strides> strides;
+  for (const Array& r : results) strides.push_back(r.strides());
+  for (const Array& a : operands) strides.push_back(a.strides());
+  const CollapsedDims dims = collapse_dims(shape, strides);
+  const std::size_t nops = strides.size();
+  std::vector<char*> base(nops);
+  std::vector<std::int64_t> size(nops), inner(nops);
+  for (std::size_t k = 0; k < nops; ++k) {
+    const Array& a = k < num_roots ? results[k] : operands[k - num_roots];
+    base[k] = static_cast<char*>(const_cast<void*>(a.data()));
+    size[k] = itemsize(a.dtype());
+    inner[k] = dims.strides[k].back();
+  }
+  // Where each input slot is among the operands.
+  std::vector<int> operand_of_slot(prog.slots.size(), -1);
+  for (std::size_t i = 0; i < prog.inputs.size(); ++i) {
+    for (std::size_t s = 0; s < prog.slots.size(); ++s) {
+      if (prog.slots[s].kind == CpuProgram::Slot::Kind::input && prog.slots[s].index == prog.inputs[i]) {
+        operand_of_slot[s] = static_cast<int>(num_roots + i);
+      }
+    }
+  }
+  std::int64_t total = 1;
+  for (const std::int64_t extent : dims.shape) total *= extent;
+  const int threads = backend::cpu::loop_threads(total, prog.grain);
+  constexpr std::int64_t kSlotBytes = kCpuChunk * 16;  // the widest dtype (complex128)
+  std::vector<backend::cpu::CastKernel> store(num_roots);
+  for (std::size_t j = 0; j < num_roots; ++j) {
+    store[j] = backend::cpu::cast_kernel(rts[j], prog.slots[static_cast<std::size_t>(prog.roots[j])].dtype);
+  }
+  backend::cpu::for_each_run_of<kMaxProgramOperands>(dims, nops, threads, [&](const std::int64_t* off, std::int64_t count) {
+    // Per thread: the temps' chunks, and each slot's address and stride in the current chunk.
+    thread_local std::vector<char> scratch;
+    thread_local std::vector<const void*> ptr;
+    thread_local std::vector<std::int64_t> stride;
+    const std::size_t need = static_cast<std::size_t>(std::max(prog.temps, 1)) * kSlotBytes;
+    if (scratch.size() < need) scratch.resize(need);
+    ptr.resize(prog.slots.size());
+    stride.resize(prog.slots.size());
+    for (std::int64_t first = 0; first < count; first += kCpuChunk) {
+      const std::int64_t m = std::min(kCpuChunk, count - first);
+      for (std::size_t s = 0; s < prog.slots.size(); ++s) {
+        const CpuProgram::Slot& slot = prog.slots[s];
+        switch (slot.kind) {
+          case CpuProgram::Slot::Kind::input: {
+            const int k = operand_of_slot[s];
+            ptr[s] = base[static_cast<std::size_t>(k)] + (off[k] + first * inner[static_cast<std::size_t>(k)]) * size[static_cast<std::size_t>(k)];
+            stride[s] = inner[static_cast<std::size_t>(k)];
+            break;
+          }
+          case CpuProgram::Slot::Kind::constant:
+            ptr[s] = prog.constants[static_cast<std::size_t>(slot.index)].data();
+            stride[s] = 0;
+            break;
+          case CpuProgram::Slot::Kind::temp:
+            ptr[s] = scratch.data() + slot.index * kSlotBytes;
+            stride[s] = 1;
+            break;
+        }
+      }
+      for (const CpuProgram::Step& step : prog.steps) {
+        void* out = const_cast<void*>(ptr[static_cast<std::size_t>(step.result)]);
+        if (step.cast) {
+          step.cast(out, 1, ptr[static_cast<std::size_t>(step.args[0])], stride[static_cast<std::size_t>(step.args[0])], m);
+          continue;
+        }
+        const void* in[3];
+        std::int64_t si[3];
+        for (int k = 0; k < step.nargs; ++k) {
+          in[k] = ptr[static_cast<std::size_t>(step.args[k])];
+          si[k] = stride[static_cast<std::size_t>(step.args[k])];
+        }
+        step.kernel(out, 1, in, si, m);
+      }
+      for (std::size_t j = 0; j < num_roots; ++j) {
+        const std::size_t s = static_cast<std::size_t>(prog.roots[j]);
+        char* out = base[j] + (off[j] + first * inner[j]) * size[j];
+        store[j](out, inner[j], ptr[s], stride[s], m);
+      }
+    }
+  });
+  return results;
+}
+
 // A fused kernel's inputs as its range's payload.
 struct FusedInputs {
   const Array* const* arrays;
@@ -615,6 +841,21 @@ struct FusedInputs {
 struct FusedKernel::Plans {
   std::mutex mutex;
   std::map<std::vector<DType>, std::shared_ptr<const FusedPlan>> by_dtypes;
+  // CPU programs per input-dtype vector; nullptr: the graph runs evaluate_blocked.
+  std::map<std::vector<DType>, std::shared_ptr<const CpuProgram>> cpu_by_dtypes;
+
+  std::shared_ptr<const CpuProgram> cpu_program(const std::vector<Sym>& roots, const std::vector<DType>& dtypes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto it = cpu_by_dtypes.find(dtypes);
+      if (it != cpu_by_dtypes.end()) return it->second;
+    }
+    std::vector<const Node*> nodes;
+    for (const Sym& r : roots) nodes.push_back(r.node().get());
+    auto prog = make_cpu_program(nodes.data(), nodes.size(), dtypes);
+    std::lock_guard<std::mutex> lock(mutex);
+    return cpu_by_dtypes.emplace(dtypes, prog).first->second;
+  }
 };
 
 FusedKernel::FusedKernel(Sym root, int num_inputs)
@@ -828,7 +1069,11 @@ Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, con
     if (count > 0 && copies[0].device().is_cpu() && fusing) {
       const Shape shape = common_shape(inputs, count);
       const Node* root = roots_[0].node().get();
-      result = std::move(evaluate_blocked(&root, 1, copies, shape, {result_dtype(dtypes)}, stream)[0]);
+      if (const auto prog = plans_->cpu_program(roots_, dtypes)) {
+        result = std::move(run_cpu_program(*prog, copies, shape, {result_dtype(dtypes)})[0]);
+      } else {
+        result = std::move(evaluate_blocked(&root, 1, copies, shape, {result_dtype(dtypes)}, stream)[0]);
+      }
       if (result.shape() != shape) result = result.broadcast_to(shape).contiguous(stream);
     } else {
       std::map<const Node*, Value> memo;
@@ -903,7 +1148,11 @@ std::vector<Array> FusedKernel::call_outputs(const Array* const* inputs, std::si
     std::vector<const Node*> roots;
     for (const Sym& r : roots_) roots.push_back(r.node().get());
     if (copies[0].device().is_cpu() && fusing) {
-      results = evaluate_blocked(roots.data(), roots.size(), copies, shape, rts, stream);
+      if (const auto prog = plans_->cpu_program(roots_, dtypes)) {
+        results = run_cpu_program(*prog, copies, shape, rts);
+      } else {
+        results = evaluate_blocked(roots.data(), roots.size(), copies, shape, rts, stream);
+      }
     } else {
       std::map<const Node*, Value> memo;
       for (const Node* n : roots) results.push_back(std::get<Array>(evaluate(n, copies, stream, memo)));

@@ -4,6 +4,7 @@
 
 #include "backend/cast.hpp"
 #include "backend/cpu/strided_loop.hpp"
+#include "backend/elementwise.hpp"
 #include "tessel/array/dtype_dispatch.hpp"
 #include "tessel/core/error.hpp"
 
@@ -23,6 +24,30 @@ void cast(const StridedRef& dst, const StridedRef& src) {
   });
 }
 
+CastKernel cast_kernel(DType to, DType from) {
+  CastKernel kernel = nullptr;
+  dispatch_dtype(to, [&](auto dst_tag) {
+    dispatch_dtype(from, [&](auto src_tag) {
+      using Dst = typename decltype(dst_tag)::type;
+      using Src = typename decltype(src_tag)::type;
+      kernel = [](void* out, std::int64_t so, const void* in, std::int64_t si, std::int64_t n) {
+        Dst* o = static_cast<Dst*>(out);
+        const Src* a = static_cast<const Src*>(in);
+        if (so == 1 && si == 1) {
+#pragma omp simd
+          for (std::int64_t i = 0; i < n; ++i) o[i] = cast_value<Dst>(a[i]);
+        } else if (so == 1 && si == 0) {
+          const Dst v = cast_value<Dst>(a[0]);
+          for (std::int64_t i = 0; i < n; ++i) o[i] = v;
+        } else {
+          for (std::int64_t i = 0; i < n; ++i) o[i * so] = cast_value<Dst>(a[i * si]);
+        }
+      };
+    });
+  });
+  return kernel;
+}
+
 namespace {
 void check_one_axis(const StridedRef& dst, const char* op) {
   if (dst.shape.size() != 1) {
@@ -38,7 +63,8 @@ void generate(const StridedRef& dst, ValueAt value_at) {
   dispatch_dtype(dst.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* out = static_cast<T*>(dst.data);
-#pragma omp parallel for schedule(static) if (n >= parallel_threshold)
+    const int threads = loop_threads(n, kMinElementsPerThread);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
     for (std::int64_t i = 0; i < n; ++i) out[i * stride] = cast_value<T>(static_cast<Compute>(value_at(i)));
   });
 }

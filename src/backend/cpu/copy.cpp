@@ -64,9 +64,13 @@ void fill_items(const StridedRef& dst, const void* value, const CollapsedDims& d
   std::memcpy(&pattern, value, Bytes);
   T* const base = static_cast<T*>(dst.data);
   const std::int64_t stride = dims.strides[0].back();
-  for_each_inner_run<1>(dims, [&](const std::int64_t* offsets, std::int64_t count) {
+  for_each_run<1>(dims, copy_threads(dims), [&](const std::int64_t* offsets, std::int64_t count) {
     T* out = base + offsets[0];
-    for (std::int64_t i = 0; i < count; ++i) out[i * stride] = pattern;
+    if (stride == 1) {
+      for (std::int64_t i = 0; i < count; ++i) out[i] = pattern;
+    } else {
+      for (std::int64_t i = 0; i < count; ++i) out[i * stride] = pattern;
+    }
   });
 }
 }  // namespace

@@ -1,55 +1,112 @@
 #pragma once
-// The CPU backends' loop over strided operands: runs of the innermost collapsed dimension, spread
-// over OpenMP threads. Shared by the array layer's copy and fill and the ops layer's cast.
+// The CPU backends' loop over strided operands: runs of the innermost collapsed dimension, the
+// whole iteration cut into one contiguous share per thread (num_threads() of them at most,
+// threads.hpp). Shared by the array layer's copy and fill and the ops layer's cast and elementwise
+// ops.
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "array/backend.hpp"
 #include "array/cast.hpp"
+#include "backend/cpu/threads.hpp"
 
 namespace tessel::backend::cpu {
 
 using detail::cast_value;
 using detail::StridedRef;
 
-// Elements per unit of parallel work: large enough to amortize the scheduling, small enough to
-// split a single long row across threads.
-constexpr std::int64_t block_elements = 16384;
-// Below this many elements the work runs on the calling thread.
-constexpr std::int64_t parallel_threshold = 1 << 16;
-
-// Calls body(unit_offsets..., count) over the collapsed layout: for each run of `count`
-// elements along the innermost axis, the element offsets of every operand at the run's start.
-// Runs are independent, so they are spread over OpenMP threads.
-template <std::size_t N, class Body>
-void for_each_inner_run(const CollapsedDims& dims, Body&& body) {
-  const std::int64_t ndim = dims.ndim();
+// Calls body(offsets, count) for the runs of elements [first, last) of the collapsed iteration
+// (row-major over dims.shape): each run lies in one row of the innermost axis, and offsets[op] is
+// operand op's element offset at the run's first element, for the first `nops` <= Cap operands. The
+// outer index advances as an odometer, so many short rows cost no division each.
+template <std::size_t Cap, class Body>
+void walk_runs(const CollapsedDims& dims, std::size_t nops, std::int64_t first, std::int64_t last, Body& body) {
+  if (first >= last) return;
+  const std::size_t ndim = dims.shape.size();
   const std::int64_t inner = dims.shape.back();
-  if (inner == 0) return;
-  std::int64_t rows = 1;
-  for (std::int64_t axis = 0; axis + 1 < ndim; ++axis) rows *= dims.shape[static_cast<std::size_t>(axis)];
-  const std::int64_t blocks_per_row = (inner + block_elements - 1) / block_elements;
-  const std::int64_t units = rows * blocks_per_row;
-  const bool parallel = rows * inner >= parallel_threshold;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (std::int64_t unit = 0; unit < units; ++unit) {
-    const std::int64_t row = unit / blocks_per_row;
-    const std::int64_t first = (unit % blocks_per_row) * block_elements;
-    const std::int64_t count = std::min(block_elements, inner - first);
-    std::int64_t offsets[N];
-    for (std::size_t op = 0; op < N; ++op) offsets[op] = first * dims.strides[op].back();
-    // Decompose the row index over the outer axes, innermost outer axis first.
-    std::int64_t rest = row;
-    for (std::int64_t axis = ndim - 2; axis >= 0; --axis) {
-      const std::int64_t extent = dims.shape[static_cast<std::size_t>(axis)];
-      const std::int64_t coordinate = rest % extent;
-      rest /= extent;
-      for (std::size_t op = 0; op < N; ++op) offsets[op] += coordinate * dims.strides[op][static_cast<std::size_t>(axis)];
-    }
-    body(offsets, count);
+  std::int64_t index_small[16];  // the outer axes' indices (collapse_dims leaves few axes)
+  std::vector<std::int64_t> index_large;
+  std::int64_t* index = index_small;
+  if (ndim > 16) {
+    index_large.resize(ndim);
+    index = index_large.data();
   }
+  std::int64_t offsets[Cap] = {};
+  std::int64_t row = first / inner, col = first % inner;
+  for (std::size_t op = 0; op < nops; ++op) offsets[op] = 0;
+  for (std::size_t axis = ndim - 1; axis-- > 0;) {
+    const std::int64_t extent = dims.shape[axis];
+    index[axis] = row % extent;
+    row /= extent;
+    for (std::size_t op = 0; op < nops; ++op) offsets[op] += index[axis] * dims.strides[op][axis];
+  }
+  std::int64_t at = first;
+  while (true) {
+    const std::int64_t count = std::min(inner - col, last - at);
+    std::int64_t run[Cap] = {};
+    for (std::size_t op = 0; op < nops; ++op) run[op] = offsets[op] + col * dims.strides[op][ndim - 1];
+    body(static_cast<const std::int64_t*>(run), count);
+    at += count;
+    if (at >= last) return;
+    col = 0;
+    // Next row: the odometer over the outer axes.
+    for (std::size_t axis = ndim - 1; axis-- > 0;) {
+      for (std::size_t op = 0; op < nops; ++op) offsets[op] += dims.strides[op][axis];
+      if (++index[axis] < dims.shape[axis]) break;
+      for (std::size_t op = 0; op < nops; ++op) offsets[op] -= index[axis] * dims.strides[op][axis];
+      index[axis] = 0;
+    }
+  }
+}
+
+// The runs of the whole collapsed layout (see walk_runs) for its first `nops` <= Cap operands, on
+// `threads` threads (threads <= 1: on the calling thread). The elements are cut into pieces of
+// whole multiples of 16 elements (so no two threads write one cache line of a contiguous output),
+// about kPiecesPerThread per thread, which the threads take in order as they come free: a thread
+// that the OS deschedules for a while (another process on the core) leaves its pieces to the
+// others instead of holding up the whole op, as one fixed share per thread would.
+constexpr std::int64_t kPiecesPerThread = 8;
+constexpr std::int64_t kMinPieceElements = 8192;
+
+template <std::size_t Cap, class Body>
+void for_each_run_of(const CollapsedDims& dims, std::size_t nops, int threads, Body&& body) {
+  std::int64_t total = 1;
+  for (const std::int64_t extent : dims.shape) total *= extent;
+  if (total <= 0) return;
+  if (threads <= 1) {
+    walk_runs<Cap>(dims, nops, 0, total, body);
+    return;
+  }
+  const std::int64_t piece =
+      (std::max(kMinPieceElements, total / (threads * kPiecesPerThread)) + 15) & ~std::int64_t{15};
+  const std::int64_t pieces = (total + piece - 1) / piece;
+  std::atomic<std::int64_t> next{0};
+#pragma omp parallel num_threads(threads)
+  {
+    for (std::int64_t p = next.fetch_add(1, std::memory_order_relaxed); p < pieces;
+         p = next.fetch_add(1, std::memory_order_relaxed)) {
+      walk_runs<Cap>(dims, nops, p * piece, std::min(total, (p + 1) * piece), body);
+    }
+  }
+}
+
+// The same for all of dims' N operands.
+template <std::size_t N, class Body>
+void for_each_run(const CollapsedDims& dims, int threads, Body&& body) {
+  for_each_run_of<N>(dims, N, threads, body);
+}
+
+// Threads for a loop over the collapsed layout of a cheap per-element body (a copy or a cast).
+inline int copy_threads(const CollapsedDims& dims) {
+  std::int64_t total = 1;
+  for (const std::int64_t extent : dims.shape) total *= extent;
+  return loop_threads(total, kMinElementsPerThread);
 }
 
 // dst = src converted element by element (cast_value: NumPy's unsafe casting).
@@ -59,15 +116,32 @@ void cast_copy(const StridedRef& dst, const StridedRef& src, const CollapsedDims
   const Src* const src_base = static_cast<const Src*>(src.data);
   const std::int64_t dst_stride = dims.strides[0].back();
   const std::int64_t src_stride = dims.strides[1].back();
-  for_each_inner_run<2>(dims, [&](const std::int64_t* offsets, std::int64_t count) {
-    Dst* out = dst_base + offsets[0];
-    const Src* in = src_base + offsets[1];
-    if (dst_stride == 1 && src_stride == 1) {
-      for (std::int64_t i = 0; i < count; ++i) out[i] = cast_value<Dst>(in[i]);  // vectorizable
-    } else {
+  const int threads = copy_threads(dims);
+  if (dst_stride == 1 && src_stride == 1) {
+    for_each_run<2>(dims, threads, [&](const std::int64_t* offsets, std::int64_t count) {
+      Dst* out = dst_base + offsets[0];
+      const Src* in = src_base + offsets[1];
+      if constexpr (std::is_same_v<Dst, Src>) {
+        if (out != in) std::memmove(static_cast<void*>(out), static_cast<const void*>(in), static_cast<std::size_t>(count) * sizeof(Dst));
+      } else {
+#pragma omp simd
+        for (std::int64_t i = 0; i < count; ++i) out[i] = cast_value<Dst>(in[i]);
+      }
+    });
+  } else if (dst_stride == 1 && src_stride == 0) {
+    for_each_run<2>(dims, threads, [&](const std::int64_t* offsets, std::int64_t count) {
+      Dst* out = dst_base + offsets[0];
+      const Dst value = cast_value<Dst>(src_base[offsets[1]]);
+#pragma omp simd
+      for (std::int64_t i = 0; i < count; ++i) out[i] = value;
+    });
+  } else {
+    for_each_run<2>(dims, threads, [&](const std::int64_t* offsets, std::int64_t count) {
+      Dst* out = dst_base + offsets[0];
+      const Src* in = src_base + offsets[1];
       for (std::int64_t i = 0; i < count; ++i) out[i * dst_stride] = cast_value<Dst>(in[i * src_stride]);
-    }
-  });
+    });
+  }
 }
 
 }  // namespace tessel::backend::cpu
