@@ -287,6 +287,41 @@ def test_all_any_prod(device):
     assert_close(ts.prod(ts.asarray(f, device=device)), np.prod(f))
 
 
+# NumPy's order: NaNs last; a stable sort keeps the input order of equal keys (-0.0 and +0.0 too),
+# for every real dtype (float16/bfloat16 and the narrow integers are widened for the sort), on rows
+# long enough for the CPU sort's threads and on many short rows.
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8",
+                                   "uint16", "uint32", "uint64", "bool"])
+def test_sort_stable_nan_last_large(device, rng, dtype):
+    for shape in [(300001,), (2, 100003), (500, 300)]:
+        if dtype.startswith("float"):
+            a = rng.integers(-8, 8, size=shape).astype(dtype)
+            special = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf], dtype=dtype)
+            mask = rng.integers(0, 4, size=shape) == 0
+            a[mask] = rng.choice(special, size=int(mask.sum()))
+        else:
+            a = random_array(rng, shape, dtype)
+        x = ts.asarray(a, device=device)
+        order = np.argsort(a, axis=-1, kind="stable")
+        assert np.array_equal(np.asarray(ts.argsort(x)), order)
+        got = np.asarray(ts.sort(x))
+        want = np.take_along_axis(a, order, axis=-1)
+        if dtype.startswith("float"):
+            # Bits too: zeros keep their sign in stable order, NaNs their sign.
+            assert np.array_equal(got.view(f"u{a.itemsize}"), want.view(f"u{a.itemsize}"))
+        else:
+            assert np.array_equal(got, want)
+
+
+def test_sort_bfloat16_nan_last(device):
+    values = [2.5, float("nan"), -1.0, 0.0, -0.0, float("-inf"), 2.5, float("nan"), 1.0]
+    x = ts.asarray(values, dtype=ts.bfloat16, device=device)
+    assert np.asarray(ts.argsort(x)).tolist() == [5, 2, 3, 4, 8, 0, 6, 1, 7]
+    got = np.asarray(ts.sort(x).astype(ts.float32))
+    assert got[:7].tolist() == [float("-inf"), -1.0, 0.0, -0.0, 1.0, 2.5, 2.5] and np.isnan(got[7:]).all()
+    assert np.signbit(got[3]) and not np.signbit(got[2])
+
+
 def test_sort_and_search(device, rng):
     a = random_array(rng, (4, 7), "float32")
     x = ts.asarray(a, device=device)

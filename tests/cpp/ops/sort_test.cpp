@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -173,6 +174,128 @@ TEST_P(SortTest, SearchsortedAndUnique) {
   expect_error<ValueError>([&] { searchsorted(zeros({2, 2}, dt, device()), probes); }, {"searchsorted", "1-D", "(2, 2)"});
   if (device().is_cuda()) {
     expect_error<DeviceError>([&] { searchsorted(sorted, probes.to(Device::cpu())); }, {"searchsorted", "cpu"});
+  }
+}
+
+// Rows long enough for the CPU sort's threads (one row is cut into chunks that are sorted apart and
+// merged) and many rows of one thread each, with many ties, infinities, both zeros and NaNs: argsort
+// is the stable argsort and sort its gather, for every dtype (float16/bfloat16 and the narrow
+// integers are widened for the sort and cast back).
+TEST_P(SortTest, LargeRowsMatchTheStableReference) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const DType dt = dtype();
+  if (is_complex(dt)) return;
+  for (const Shape& shape : {Shape{200003}, Shape{2, 70001}, Shape{300, 700}}) {
+    SCOPED_TRACE("shape " + shape_str(shape));
+    std::vector<Value> raw = random_values(rng, dt, numel(shape));
+    if (is_floating(dt)) {
+      std::uniform_int_distribution<int> pick(0, 15);
+      const double inf = std::numeric_limits<double>::infinity();
+      for (Value& v : raw) {
+        switch (pick(rng)) {
+          case 0: v = std::nan(""); break;
+          case 1: v = -std::nan(""); break;
+          case 2: v = 0.0; break;
+          case 3: v = -0.0; break;
+          case 4: v = inf; break;
+          case 5: v = -inf; break;
+          default: break;
+        }
+      }
+    }
+    const Array a = make_array(raw, shape, dt, device());
+    const std::vector<double> values = reals(a);
+    const std::int64_t len = shape.back(), rows = numel(shape) / len;
+    const std::vector<std::int64_t> expected = ref_argsort(values, rows, len);
+    EXPECT_EQ(argsort(a).to_vector<std::int64_t>(), expected) << "argsort must be stable";
+    const std::vector<double> got = reals(sort(a));
+    std::size_t mismatches = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const std::size_t row = i / static_cast<std::size_t>(len);
+      const double want = values[row * static_cast<std::size_t>(len) + static_cast<std::size_t>(expected[i])];
+      mismatches += same(got[i], want) && std::signbit(got[i]) == std::signbit(want) ? 0 : 1;
+    }
+    EXPECT_EQ(mismatches, 0u);
+  }
+}
+
+// The sorted keys are the input's bits in stable order: -0.0 and +0.0 keep their input order, and
+// NaNs of either sign and any payload go last in input order, bits unchanged (float32 and float64,
+// the two float keys the CPU sort does not widen), one thread and several.
+template <class T, class Bits>
+void expect_bitwise_stable_sort(std::mt19937_64& rng, Device device, DType dt, std::int64_t n) {
+  std::uniform_int_distribution<int> pick(0, 9);
+  std::uniform_int_distribution<std::uint64_t> payload(1, 1000);
+  std::vector<T> values(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    T v = static_cast<T>(pick(rng) - 4);  // small integers: many ties
+    switch (pick(rng)) {
+      case 0: v = T(0); break;
+      case 1: v = -T(0); break;
+      case 2: {  // a quiet NaN with a payload, either sign
+        Bits bits;
+        const T q = std::numeric_limits<T>::quiet_NaN();
+        std::memcpy(&bits, &q, sizeof(T));
+        bits |= static_cast<Bits>(payload(rng));
+        if (pick(rng) < 5) bits |= Bits{1} << (8 * sizeof(T) - 1);
+        std::memcpy(&v, &bits, sizeof(T));
+        break;
+      }
+      default: break;
+    }
+    values[i] = v;
+  }
+  std::vector<std::int64_t> order(values.size());
+  std::iota(order.begin(), order.end(), std::int64_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t i, std::int64_t j) {
+    return nan_last_less(double(values[static_cast<std::size_t>(i)]), double(values[static_cast<std::size_t>(j)]));
+  });
+  const Array a = from_vector(values, {n}, Device::cpu()).to(device);
+  ASSERT_EQ(a.dtype(), dt);
+  const std::vector<T> got = sort(a).template to_vector<T>();
+  ASSERT_EQ(got.size(), values.size());
+  std::size_t mismatches = 0;
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    mismatches += std::memcmp(&got[k], &values[static_cast<std::size_t>(order[k])], sizeof(T)) == 0 ? 0 : 1;
+  }
+  EXPECT_EQ(mismatches, 0u) << "n " << n;
+  EXPECT_EQ(argsort(a).to_vector<std::int64_t>(), order) << "n " << n;
+}
+
+TEST_P(SortTest, NaNPayloadsAndSignedZerosKeepTheirBitsInStableOrder) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  for (std::int64_t n : {5, 1000, 150001}) {
+    if (dtype() == DType::float32) expect_bitwise_stable_sort<float, std::uint32_t>(rng, device(), dtype(), n);
+    if (dtype() == DType::float64) expect_bitwise_stable_sort<double, std::uint64_t>(rng, device(), dtype(), n);
+  }
+}
+
+// The extremes of each integer key type sort in place (the order-preserving images of the CPU
+// sort flip the sign bit of signed keys; unsigned keys keep theirs).
+TEST_P(SortTest, IntegerExtremes) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  const DType dt = dtype();
+  if (!is_integer(dt) || is_bool(dt)) return;
+  if (dt == DType::int64) {
+    const std::vector<std::int64_t> v{5, std::numeric_limits<std::int64_t>::max(), -1, std::numeric_limits<std::int64_t>::min(), 0};
+    const Array a = from_vector(v, {5}, Device::cpu()).to(device());
+    EXPECT_EQ(argsort(a).to_vector<std::int64_t>(), (std::vector<std::int64_t>{3, 2, 4, 0, 1}));
+    EXPECT_EQ(sort(a).to_vector<std::int64_t>(),
+              (std::vector<std::int64_t>{std::numeric_limits<std::int64_t>::min(), -1, 0, 5, std::numeric_limits<std::int64_t>::max()}));
+  } else if (dt == DType::uint64) {
+    const std::vector<std::uint64_t> v{5, std::numeric_limits<std::uint64_t>::max(), std::uint64_t{1} << 63, 0};
+    const Array a = from_vector(v, {4}, Device::cpu()).to(device());
+    EXPECT_EQ(argsort(a).to_vector<std::int64_t>(), (std::vector<std::int64_t>{3, 0, 2, 1}));
+  } else if (dt == DType::int32) {
+    const std::vector<std::int32_t> v{5, std::numeric_limits<std::int32_t>::max(), -1, std::numeric_limits<std::int32_t>::min(), 0};
+    const Array a = from_vector(v, {5}, Device::cpu()).to(device());
+    EXPECT_EQ(argsort(a).to_vector<std::int64_t>(), (std::vector<std::int64_t>{3, 2, 4, 0, 1}));
+  } else if (dt == DType::uint32) {
+    const std::vector<std::uint32_t> v{5, std::numeric_limits<std::uint32_t>::max(), std::uint32_t{1} << 31, 0};
+    const Array a = from_vector(v, {4}, Device::cpu()).to(device());
+    EXPECT_EQ(argsort(a).to_vector<std::int64_t>(), (std::vector<std::int64_t>{3, 0, 2, 1}));
   }
 }
 
