@@ -21,8 +21,11 @@ need_deb libfmt-dev       have_header fmt/format.h
 need_deb nlohmann-json3-dev have_header nlohmann/json.hpp
 need_deb libopenblas-dev  have_header x86_64-linux-gnu/openblas-pthread/cblas.h
 need_deb libpng-dev       have_header png.h
-# CPU backend libraries (issue 43): Highway's vqsort sorts (libhwy-dev).
+# CPU backend libraries (issue 43): Highway's vqsort sorts (libhwy-dev), pocketfft's header-only
+# FFT, which Debian ships inside gemmi-dev (gemmi/third_party/pocketfft_hdronly.h; nothing else of
+# gemmi is used).
 need_deb libhwy-dev       have_header hwy/contrib/sort/vqsort.h
+need_deb gemmi-dev        have_header gemmi/third_party/pocketfft_hdronly.h
 need_deb zlib1g-dev       have_header zlib.h
 # Open MPI: mpirun/srun launch and the CPU collectives of tessel::dist (optional to build; the dist
 # tests run under mpirun).

@@ -136,6 +136,39 @@ def test_non_contiguous_and_batched_inputs(device, rng):
     check(ts.fft.irfft(ts.fft.rfft(rv, axis=0), n=10, axis=0), rv_ref, "float32")
 
 
+# Odd lengths: primes (Bluestein), 2^k 3^m 5^n and products with 7, 11, 13.
+@pytest.mark.parametrize("dtype", list(COMPLEX))
+@pytest.mark.parametrize("n", [13, 97, 251, 1021, 4099, 243, 625, 2**3 * 3**2 * 5, 2**4 * 3**3 * 5**2,
+                               7 * 11 * 13, 2 * 3 * 5 * 7 * 11, 4097])
+def test_odd_lengths(device, rng, dtype, n):
+    x_np = random_array(rng, (2, n), dtype)
+    x = ts.asarray(x_np, device=device)
+    ref = x_np.astype(np.complex128)
+    check(ts.fft.fft(x), np.fft.fft(ref), dtype, n)
+    check(ts.fft.ifft(x), np.fft.ifft(ref), dtype, n)
+    check(ts.fft.rfft(ts.real(x)), np.fft.rfft(ref.real), dtype, n)
+    check(ts.fft.irfft(x, n=n), np.fft.irfft(ref, n=n), real_of(dtype), n)
+
+
+# Long rows: the CPU splits one long complex row over its threads (four-step), a batch of few
+# long rows row after row, and a strided one (a column of a matrix, a step-2 view).
+@pytest.mark.parametrize("dtype", list(COMPLEX))
+def test_long_rows_batched_and_strided(device, rng, dtype):
+    for shape in [(2**20,), (3 * 5 * 7 * 11 * 13 * 17,), (3, 3 * 2**15), (1000003,)]:
+        x_np = random_array(rng, shape, dtype)
+        x = ts.asarray(x_np, device=device)
+        ref = x_np.astype(np.complex128)
+        n = shape[-1]
+        check(ts.fft.fft(x), np.fft.fft(ref), dtype, n)
+        check(ts.fft.ifft(x, norm="ortho"), np.fft.ifft(ref, norm="ortho"), dtype, n)
+    m_np = random_array(rng, (2**16, 3), dtype)
+    m = ts.asarray(m_np, device=device)
+    ref = m_np.astype(np.complex128)
+    check(ts.fft.fft(m, axis=0), np.fft.fft(ref, axis=0), dtype, 2**16)
+    check(ts.fft.fft(m[::2], axis=0), np.fft.fft(ref[::2], axis=0), dtype, 2**15)
+    check(ts.fft.rfft(ts.real(m), axis=0), np.fft.rfft(ref.real, axis=0), dtype, 2**16)
+
+
 def test_fftfreq_and_shift(device, rng):
     for n in [1, 2, 7, 8, 101]:
         for d in [1.0, 0.25]:

@@ -1,301 +1,239 @@
-// CPU FFT: a recursive mixed-radix decimation-in-time transform in double precision, for any
-// length. Radix 4, 2, 3 and 5 have dedicated butterflies; other prime factors (7, 11, ...) use
-// a generic radix-p butterfly, and a length whose largest prime factor exceeds
-// kBluesteinPrimeLimit goes through Bluestein's chirp-z algorithm (a convolution by
-// power-of-two FFTs), so every length costs O(n log n). float32 data is widened to double,
-// transformed and rounded once, so its error is that of one rounding. Batches run in parallel
-// (OpenMP), each thread with its own scratch rows.
+// CPU FFT on pocketfft, the C++ header-only FFT of NumPy and SciPy (pocketfft_hdronly.h,
+// BSD-3-Clause; Debian ships it in gemmi-dev as gemmi/third_party/pocketfft_hdronly.h, which
+// scripts/install-deps.sh installs). complex64 data is transformed in float, complex128 in
+// double; pocketfft handles every length (radix 2, 3, 4, 5, 7, 8, 11 passes, generic radices and
+// Bluestein for large prime factors) and vectorizes across the rows of a batch.
+//
+// Threads are tessel's (OpenMP, TESSEL_NUM_THREADS): pocketfft's own pool only splits the rows of one call, which the
+// loops below do as well, so it is compiled out (POCKETFFT_NO_MULTITHREADING) and each thread
+// makes one pocketfft call over its share of rows.
+//  - A batch: rows cut into one contiguous block per thread, each block one pocketfft call over a
+//    (rows, n) view with the caller's strides.
+//  - One long complex row (n >= kFourStepMin with a divisor n1 of n, n1 <= sqrt(n), of at least
+//    kFourStepMinFactor): Bailey's four-step split, so that pocketfft's batched, vectorized
+//    transforms and every thread apply. With j = j1 + n1 j2 and k = k2 + n2 k1 (n = n1 n2):
+//      1. B[k2, j1] = DFT_n2 over j2 of x[j1 + n1 j2]       (pocketfft, n1 columns, axis 0)
+//      2. B[k2, j1] *= w^(j1 k2), w = exp(-+2 pi i / n)      (the twiddles of the split)
+//      3. X[k2 + n2 k1] = DFT_n1 over j1 of B[k2, j1]        (pocketfft, n2 rows, axis 1, written
+//                                                             transposed through its strides)
+//    The twiddles w^(j1 k2) are the product of two cached tables, w^(j1 r) and w^(j1 q s) for
+//    k2 = q s + r, each entry computed in long double and rounded once.
+//
+// Plans: pocketfft keeps its per-length plans in its own LRU cache (POCKETFFT_CACHE_SIZE
+// lengths per transform type and precision); tessel's cache below keeps the four-step tables per
+// length and precision.
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <complex>
-#include <cstring>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
 
+#define POCKETFFT_NO_MULTITHREADING
+#define POCKETFFT_CACHE_SIZE 32
+#include <pocketfft_hdronly.h>
+
+#include "backend/cpu/threads.hpp"
 #include "backend/fft.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel::backend::cpu {
 namespace {
 
-using cdouble = std::complex<double>;
+// One complex row at least this long is split (four-step) when it would run alone. Measured with
+// one thread on the 2-core EPYC build machine: the split is already 1.5-2x faster from 2^14 up
+// (pocketfft's 1-D transforms are scalar; its batched ones are vectorized).
+constexpr std::int64_t kFourStepMin = std::int64_t{1} << 14;
+constexpr std::int64_t kFourStepMinFactor = 16;
+// Elements of transforms per thread, at least (a 2^14-point transform takes ~0.1 ms).
+constexpr std::int64_t kMinElementsPerThread = std::int64_t{1} << 14;
 
-// Complex product without the C99 Annex G inf/nan recovery that std::complex's operator* calls
-// out of line (__muldc3): several times faster, and identical for finite values.
-inline cdouble mul(const cdouble& a, const cdouble& b) {
-  return {a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real()};
-}
 
-// Above this prime factor a generic butterfly (O(p) work per element) costs more than Bluestein.
-constexpr std::int64_t kBluesteinPrimeLimit = 61;
+// The four-step tables of one length and precision: w^(j1 r) for r < s and w^(j1 q s) for
+// q < ceil(n2 / s), row-major with n1 entries a row, w = exp(-2 pi i / n).
+template <class Real>
+struct FourStep {
+  std::int64_t n = 0, n1 = 0, n2 = 0, s = 0;
+  std::vector<std::complex<Real>> low, high;
+};
 
-// exp(-2 pi i k / n), with the angle reduced to the first octant's accuracy by symmetry of k.
-cdouble unit_root(std::int64_t k, std::int64_t n) {
-  k %= n;
-  if (k < 0) k += n;
-  const long double angle = -2.0L * 3.141592653589793238462643383279502884L * static_cast<long double>(k) /
+// exp(-2 pi i e / n) for 0 <= e < n, in long double and rounded once.
+template <class Real>
+std::complex<Real> root(std::int64_t e, std::int64_t n) {
+  const long double angle = -2.0L * 3.141592653589793238462643383279502884L * static_cast<long double>(e) /
                             static_cast<long double>(n);
-  return {static_cast<double>(std::cos(angle)), static_cast<double>(std::sin(angle))};
+  return {static_cast<Real>(std::cos(angle)), static_cast<Real>(std::sin(angle))};
 }
 
-struct Stage {
-  std::int64_t radix;
-  std::int64_t m;  // length of each sub-transform at this stage
-};
-
-// A plan for one length: stages of the mixed-radix recursion and the twiddles exp(-2 pi i k / n),
-// or, for Bluestein, the chirp and the transformed convolution kernel with an inner plan.
-struct Plan {
-  std::int64_t n = 0;
-  std::vector<Stage> stages;
-  std::vector<cdouble> twiddles;  // size n
-  bool bluestein = false;
-  std::vector<cdouble> chirp;           // exp(-pi i k^2 / n), size n
-  std::vector<cdouble> kernel_fft;      // FFT of the conjugate chirp, wrapped, size m
-  std::shared_ptr<const Plan> inner;    // power-of-two plan of size m
-};
-
-std::shared_ptr<const Plan> get_plan(std::int64_t n);
-// Forward unnormalized DFT of one contiguous row of plan.n elements (in != out).
-void transform_row(const Plan& plan, const cdouble* in, cdouble* out, std::vector<cdouble>& scratch);
-
-std::vector<std::int64_t> factorize(std::int64_t n) {
-  std::vector<std::int64_t> radices;
-  while (n % 4 == 0) {
-    radices.push_back(4);
-    n /= 4;
+// The largest divisor of n that is at most sqrt(n).
+std::int64_t balanced_factor(std::int64_t n) {
+  std::int64_t best = 1;
+  for (std::int64_t d = 1; d * d <= n; ++d) {
+    if (n % d == 0) best = d;
   }
-  if (n % 2 == 0) {
-    radices.push_back(2);
-    n /= 2;
-  }
-  for (std::int64_t p = 3; p * p <= n; p += 2) {
-    while (n % p == 0) {
-      radices.push_back(p);
-      n /= p;
-    }
-  }
-  if (n > 1) radices.push_back(n);
-  return radices;
+  return best;
 }
 
-std::shared_ptr<const Plan> make_plan(std::int64_t n) {
-  auto plan = std::make_shared<Plan>();
+template <class Real>
+std::shared_ptr<const FourStep<Real>> make_four_step(std::int64_t n) {
+  auto plan = std::make_shared<FourStep<Real>>();
   plan->n = n;
-  const std::vector<std::int64_t> radices = factorize(n);
-  std::int64_t largest = 1;
-  for (std::int64_t r : radices) largest = std::max(largest, r);
-  if (largest > kBluesteinPrimeLimit) {
-    plan->bluestein = true;
-    std::int64_t m = 1;
-    while (m < 2 * n - 1) m *= 2;
-    plan->inner = get_plan(m);
-    plan->chirp.resize(static_cast<std::size_t>(n));
-    // k^2 mod 2n keeps the angle small, so the chirp is accurate for large k; it is updated as
-    // k^2 = (k-1)^2 + 2k - 1 so nothing overflows.
-    std::int64_t k2 = 0;
-    for (std::int64_t k = 0; k < n; ++k) {
-      if (k > 0) k2 = (k2 + 2 * k - 1) % (2 * n);
-      plan->chirp[static_cast<std::size_t>(k)] = unit_root(k2, 2 * n);
-    }
-    std::vector<cdouble> kernel(static_cast<std::size_t>(m), cdouble(0, 0));
-    kernel[0] = std::conj(plan->chirp[0]);
-    for (std::int64_t k = 1; k < n; ++k) {
-      kernel[static_cast<std::size_t>(k)] = kernel[static_cast<std::size_t>(m - k)] =
-          std::conj(plan->chirp[static_cast<std::size_t>(k)]);
-    }
-    plan->kernel_fft.resize(static_cast<std::size_t>(m));
-    std::vector<cdouble> scratch;
-    transform_row(*plan->inner, kernel.data(), plan->kernel_fft.data(), scratch);
-    return plan;
+  plan->n1 = balanced_factor(n);
+  plan->n2 = n / plan->n1;
+  if (plan->n1 < kFourStepMinFactor) return plan;  // no useful split: n1 stays below the factor
+  const std::int64_t n1 = plan->n1, n2 = plan->n2;
+  plan->s = static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(n2))));
+  const std::int64_t s = plan->s, highs = (n2 + s - 1) / s;
+  plan->low.resize(static_cast<std::size_t>(s * n1));
+  plan->high.resize(static_cast<std::size_t>(highs * n1));
+  // Exponents modulo n, in 64 bits: j1 * r < n1 * s <= n, j1 * q * s < n1 * n2 = n.
+  for (std::int64_t r = 0; r < s; ++r) {
+    for (std::int64_t j = 0; j < n1; ++j) plan->low[static_cast<std::size_t>(r * n1 + j)] = root<Real>((j * r) % n, n);
   }
-  std::int64_t rest = n;
-  for (std::int64_t r : radices) {
-    rest /= r;
-    plan->stages.push_back({r, rest});
+  for (std::int64_t q = 0; q < highs; ++q) {
+    for (std::int64_t j = 0; j < n1; ++j) {
+      plan->high[static_cast<std::size_t>(q * n1 + j)] = root<Real>((j * q * s) % n, n);
+    }
   }
-  plan->twiddles.resize(static_cast<std::size_t>(n));
-  for (std::int64_t k = 0; k < n; ++k) plan->twiddles[static_cast<std::size_t>(k)] = unit_root(k, n);
   return plan;
 }
 
-// Plans are cached by length (a few hundred lengths at most in practice; the cache is cleared
-// when it grows past that, which only costs replanning).
-std::shared_ptr<const Plan> get_plan(std::int64_t n) {
+// Tessel's CPU plan cache: four-step tables by (length, precision); bounded (cleared when full,
+// which only costs replanning).
+template <class Real>
+std::shared_ptr<const FourStep<Real>> get_four_step(std::int64_t n) {
   static std::mutex mutex;
-  static auto* cache = new std::map<std::int64_t, std::shared_ptr<const Plan>>();  // leaked on purpose
+  static auto* cache = new std::map<std::int64_t, std::shared_ptr<const FourStep<Real>>>();  // leaked on purpose
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache->find(n);
     if (it != cache->end()) return it->second;
   }
-  std::shared_ptr<const Plan> plan = make_plan(n);  // outside the lock: Bluestein plans recurse
+  std::shared_ptr<const FourStep<Real>> plan = make_four_step<Real>(n);  // outside the lock
   std::lock_guard<std::mutex> lock(mutex);
-  if (cache->size() >= 512) cache->clear();
+  if (cache->size() >= 64) cache->clear();
   cache->emplace(n, plan);
   return plan;
 }
 
-// The recursion: out[0 .. p*m) = DFT of the p*m inputs in[0], in[s], in[2s], ... where
-// s = fstride * in_stride; twiddle index steps by fstride (the stage's share of n).
-void work(const Plan& plan, std::size_t level, cdouble* out, const cdouble* in, std::int64_t fstride,
-          std::vector<cdouble>& scratch) {
-  const std::int64_t p = plan.stages[level].radix;
-  const std::int64_t m = plan.stages[level].m;
-  if (m == 1) {
-    for (std::int64_t q = 0; q < p; ++q) out[q] = in[q * fstride];
-  } else {
-    for (std::int64_t q = 0; q < p; ++q) work(plan, level + 1, out + q * m, in + q * fstride, fstride * p, scratch);
+// Scratch for the four-step's middle matrix, kept per calling thread up to kKeptScratch bytes
+// (a fresh multi-megabyte allocation would cost its page faults on every call).
+constexpr std::size_t kKeptScratch = std::size_t{64} << 20;
+
+template <class Real>
+struct Scratch {
+  std::unique_ptr<std::complex<Real>[]> data;
+  std::size_t size = 0;
+};
+
+template <class Real>
+std::complex<Real>* scratch_for(std::size_t n, std::unique_ptr<std::complex<Real>[]>& owned) {
+  thread_local Scratch<Real> kept;
+  if (n * sizeof(std::complex<Real>) > kKeptScratch) {
+    owned.reset(new std::complex<Real>[n]);
+    return owned.get();
   }
-  const cdouble* tw = plan.twiddles.data();
-  if (p == 2) {
-    for (std::int64_t u = 0; u < m; ++u) {
-      const cdouble t = mul(out[u + m], tw[u * fstride]);
-      out[u + m] = out[u] - t;
-      out[u] += t;
-    }
-  } else if (p == 4) {
-    for (std::int64_t u = 0; u < m; ++u) {
-      const cdouble a0 = out[u];
-      const cdouble a1 = mul(out[u + m], tw[u * fstride]);
-      const cdouble a2 = mul(out[u + 2 * m], tw[2 * u * fstride]);
-      const cdouble a3 = mul(out[u + 3 * m], tw[3 * u * fstride]);
-      const cdouble s02 = a0 + a2, d02 = a0 - a2, s13 = a1 + a3, d13 = a1 - a3;
-      const cdouble d13_times_minus_i(d13.imag(), -d13.real());
-      out[u] = s02 + s13;
-      out[u + m] = d02 + d13_times_minus_i;
-      out[u + 2 * m] = s02 - s13;
-      out[u + 3 * m] = d02 - d13_times_minus_i;
-    }
-  } else if (p == 3) {
-    // X1,2 = a0 - (a1 + a2) / 2 -/+ i sin(2 pi / 3) (a1 - a2)
-    const double sin60 = std::sqrt(3.0) / 2;
-    for (std::int64_t u = 0; u < m; ++u) {
-      const cdouble a0 = out[u];
-      const cdouble a1 = mul(out[u + m], tw[u * fstride]);
-      const cdouble a2 = mul(out[u + 2 * m], tw[2 * u * fstride]);
-      const cdouble sum = a1 + a2, diff = a1 - a2;
-      const cdouble mid = a0 - 0.5 * sum;
-      const cdouble rot(sin60 * diff.imag(), -sin60 * diff.real());  // -i sin60 (a1 - a2)
-      out[u] = a0 + sum;
-      out[u + m] = mid + rot;
-      out[u + 2 * m] = mid - rot;
-    }
-  } else if (p == 5) {
-    // Pairs (a1, a4) and (a2, a3) share cosines; their differences carry the sines.
-    static const double c1 = std::cos(2 * 3.14159265358979323846 / 5), c2 = std::cos(4 * 3.14159265358979323846 / 5);
-    static const double s1 = std::sin(2 * 3.14159265358979323846 / 5), s2 = std::sin(4 * 3.14159265358979323846 / 5);
-    for (std::int64_t u = 0; u < m; ++u) {
-      const cdouble a0 = out[u];
-      const cdouble a1 = mul(out[u + m], tw[u * fstride]);
-      const cdouble a2 = mul(out[u + 2 * m], tw[2 * u * fstride]);
-      const cdouble a3 = mul(out[u + 3 * m], tw[3 * u * fstride]);
-      const cdouble a4 = mul(out[u + 4 * m], tw[4 * u * fstride]);
-      const cdouble s14 = a1 + a4, d14 = a1 - a4, s23 = a2 + a3, d23 = a2 - a3;
-      const cdouble m1 = a0 + c1 * s14 + c2 * s23, m2 = a0 + c2 * s14 + c1 * s23;
-      const cdouble t1 = s1 * d14 + s2 * d23, t2 = s2 * d14 - s1 * d23;
-      const cdouble r1(t1.imag(), -t1.real()), r2(t2.imag(), -t2.real());  // -i t
-      out[u] = a0 + s14 + s23;
-      out[u + m] = m1 + r1;
-      out[u + 4 * m] = m1 - r1;
-      out[u + 2 * m] = m2 + r2;
-      out[u + 3 * m] = m2 - r2;
-    }
-  } else {
-    // Generic radix p: twiddle the p inputs of each butterfly, then a direct p-point DFT whose
-    // roots exp(-2 pi i k / p) are twiddles[k * n / p].
-    const std::int64_t n = plan.n;
-    const std::int64_t root_step = n / p;
-    if (static_cast<std::int64_t>(scratch.size()) < p) scratch.resize(static_cast<std::size_t>(p));
-    for (std::int64_t u = 0; u < m; ++u) {
-      for (std::int64_t q = 0; q < p; ++q) scratch[static_cast<std::size_t>(q)] = mul(out[u + q * m], tw[(q * u * fstride) % n]);
-      for (std::int64_t k = 0; k < p; ++k) {
-        cdouble sum = scratch[0];
-        std::int64_t index = 0;
-        for (std::int64_t q = 1; q < p; ++q) {
-          index += k;
-          if (index >= p) index -= p;
-          sum += mul(scratch[static_cast<std::size_t>(q)], tw[index * root_step]);
-        }
-        out[u + k * m] = sum;
-      }
-    }
+  if (kept.size < n) {
+    kept.data.reset(new std::complex<Real>[n]);
+    kept.size = n;
   }
+  return kept.data.get();
 }
 
-void transform_row(const Plan& plan, const cdouble* in, cdouble* out, std::vector<cdouble>& scratch) {
-  if (plan.n == 1) {
-    out[0] = in[0];
-    return;
-  }
-  if (!plan.bluestein) {
-    work(plan, 0, out, in, 1, scratch);
-    return;
-  }
-  // Bluestein: X_k = chirp_k * sum_j (x_j chirp_j) conj(chirp_{k-j}), a circular convolution of
-  // length m computed as IFFT(FFT(a) * FFT(b)); the inverse is conj(FFT(conj(.))) / m.
-  const Plan& inner = *plan.inner;
-  const std::int64_t n = plan.n, m = inner.n;
-  std::vector<cdouble> a(static_cast<std::size_t>(m), cdouble(0, 0)), fa(static_cast<std::size_t>(m));
-  for (std::int64_t j = 0; j < n; ++j) a[static_cast<std::size_t>(j)] = mul(in[j], plan.chirp[static_cast<std::size_t>(j)]);
-  transform_row(inner, a.data(), fa.data(), scratch);
-  for (std::int64_t k = 0; k < m; ++k) {
-    fa[static_cast<std::size_t>(k)] = std::conj(mul(fa[static_cast<std::size_t>(k)], plan.kernel_fft[static_cast<std::size_t>(k)]));
-  }
-  transform_row(inner, fa.data(), a.data(), scratch);
-  const double inv_m = 1.0 / static_cast<double>(m);
-  for (std::int64_t k = 0; k < n; ++k) {
-    out[k] = mul(std::conj(a[static_cast<std::size_t>(k)]) * inv_m, plan.chirp[static_cast<std::size_t>(k)]);
+// One complex row by the four-step split, on `threads` threads.
+template <class Real>
+void four_step_row(const FourStep<Real>& plan, const std::complex<Real>* in, std::int64_t in_stride,
+                   std::complex<Real>* out, std::int64_t out_stride, bool forward, Real scale, int threads) {
+  using Complex = std::complex<Real>;
+  const std::size_t n1 = static_cast<std::size_t>(plan.n1), n2 = static_cast<std::size_t>(plan.n2);
+  const std::size_t s = static_cast<std::size_t>(plan.s);
+  const std::ptrdiff_t es = sizeof(Complex);
+  std::unique_ptr<Complex[]> owned;
+  Complex* mid = scratch_for<Real>(n1 * n2, owned);
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    const std::size_t t = static_cast<std::size_t>(omp_get_thread_num()), count = static_cast<std::size_t>(omp_get_num_threads());
+    // 1. Columns j1 in [c0, c1): DFT over j2 (stride n1 in x).
+    const std::size_t c0 = n1 * t / count, c1 = n1 * (t + 1) / count;
+    if (c1 > c0) {
+      pocketfft::c2c<Real>({n2, c1 - c0}, {static_cast<std::ptrdiff_t>(n1) * in_stride * es, in_stride * es},
+                           {static_cast<std::ptrdiff_t>(n1) * es, es}, {0}, forward, in + c0 * in_stride, mid + c0,
+                           Real(1), 1);
+    }
+#pragma omp barrier
+    // 2 and 3. Rows k2 in [r0, r1): twiddle, then DFT over j1 into X[k2 + n2 k1].
+    const std::size_t r0 = n2 * t / count, r1 = n2 * (t + 1) / count;
+    for (std::size_t k2 = r0; k2 < r1; ++k2) {
+      const Complex* low = plan.low.data() + (k2 % s) * n1;
+      const Complex* high = plan.high.data() + (k2 / s) * n1;
+      Complex* row = mid + k2 * n1;
+      for (std::size_t j = 0; j < n1; ++j) {
+        // (a b) or conj(a b), written out so that it vectorizes (no inf/nan recovery calls).
+        const Real ar = low[j].real(), ai = low[j].imag(), br = high[j].real(), bi = high[j].imag();
+        const Real wr = ar * br - ai * bi, wi = forward ? ar * bi + ai * br : -(ar * bi + ai * br);
+        const Real xr = row[j].real(), xi = row[j].imag();
+        row[j] = Complex(xr * wr - xi * wi, xr * wi + xi * wr);
+      }
+    }
+    if (r1 > r0) {
+      pocketfft::c2c<Real>({r1 - r0, n1}, {static_cast<std::ptrdiff_t>(n1) * es, es},
+                           {out_stride * es, static_cast<std::ptrdiff_t>(n2) * out_stride * es}, {1}, forward,
+                           mid + r0 * n1, out + r0 * out_stride, scale, 1);
+    }
   }
 }
 
 template <class Real>
 void run(const FFTProblem& p) {
   using Complex = std::complex<Real>;
-  const std::int64_t n = p.n;
-  const std::shared_ptr<const Plan> plan = get_plan(n);
-  const std::int64_t half = n / 2 + 1;
-  const double scale = p.scale;
-  const bool conjugate = p.kind == FFTKind::c2r || (p.kind == FFTKind::c2c && p.inverse);
-#pragma omp parallel if (p.batch > 1 && p.batch * n > 16384)
-  {
-    std::vector<cdouble> row(static_cast<std::size_t>(n)), result(static_cast<std::size_t>(n)), scratch;
-#pragma omp for schedule(static)
-    for (std::int64_t b = 0; b < p.batch; ++b) {
-      // Gather the row in double; an inverse transform is conj(FFT(conj(x))).
-      if (p.kind == FFTKind::r2c) {
-        const Real* in = static_cast<const Real*>(p.in) + b * p.in_dist;
-        for (std::int64_t j = 0; j < n; ++j) row[static_cast<std::size_t>(j)] = cdouble(static_cast<double>(in[j * p.in_stride]), 0.0);
-      } else if (p.kind == FFTKind::c2c) {
-        const Complex* in = static_cast<const Complex*>(p.in) + b * p.in_dist;
-        for (std::int64_t j = 0; j < n; ++j) {
-          const Complex v = in[j * p.in_stride];
-          row[static_cast<std::size_t>(j)] = cdouble(v.real(), conjugate ? -double(v.imag()) : double(v.imag()));
-        }
-      } else {
-        // c2r: extend the n/2+1 given values to the Hermitian spectrum (conjugated for the inverse).
-        const Complex* in = static_cast<const Complex*>(p.in) + b * p.in_dist;
-        for (std::int64_t k = 0; k < half; ++k) {
-          const Complex v = in[k * p.in_stride];
-          row[static_cast<std::size_t>(k)] = cdouble(v.real(), -double(v.imag()));
-        }
-        for (std::int64_t k = half; k < n; ++k) row[static_cast<std::size_t>(k)] = std::conj(row[static_cast<std::size_t>(n - k)]);
+  const std::size_t n = static_cast<std::size_t>(p.n);
+  const Real scale = static_cast<Real>(p.scale);
+  const int max_threads = loop_threads(p.batch * p.n, kMinElementsPerThread);  // tessel's setting
+
+  if (p.kind == FFTKind::c2c && p.n >= kFourStepMin && p.batch < max_threads * 2) {
+    // Few long rows: one after the other, each split over every thread.
+    const std::shared_ptr<const FourStep<Real>> plan = get_four_step<Real>(p.n);
+    if (plan->s > 0) {
+      const bool forward = !p.inverse;
+      for (std::int64_t b = 0; b < p.batch; ++b) {
+        four_step_row(*plan, static_cast<const Complex*>(p.in) + b * p.in_dist, p.in_stride,
+                      static_cast<Complex*>(p.out) + b * p.out_dist, p.out_stride, forward, scale, max_threads);
       }
-      transform_row(*plan, row.data(), result.data(), scratch);
-      if (p.kind == FFTKind::c2r) {
-        Real* out = static_cast<Real*>(p.out) + b * p.out_dist;
-        for (std::int64_t j = 0; j < n; ++j) out[j * p.out_stride] = static_cast<Real>(result[static_cast<std::size_t>(j)].real() * scale);
+      return;
+    }
+  }
+
+  // Rows in one contiguous block per thread; strides in bytes.
+  const std::ptrdiff_t in_size = p.kind == FFTKind::r2c ? sizeof(Real) : sizeof(Complex);
+  const std::ptrdiff_t out_size = p.kind == FFTKind::c2r ? sizeof(Real) : sizeof(Complex);
+  const std::ptrdiff_t in_dist = p.in_dist * in_size, in_stride = p.in_stride * in_size;
+  const std::ptrdiff_t out_dist = p.out_dist * out_size, out_stride = p.out_stride * out_size;
+  const int threads = static_cast<int>(std::min<std::int64_t>(max_threads, p.batch));
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    const std::int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
+    const std::int64_t b0 = p.batch * t / count, b1 = p.batch * (t + 1) / count;
+    if (b1 > b0) {
+      const pocketfft::shape_t shape{static_cast<std::size_t>(b1 - b0), n};
+      const char* in = static_cast<const char*>(p.in) + b0 * in_dist;
+      char* out = static_cast<char*>(p.out) + b0 * out_dist;
+      if (p.kind == FFTKind::c2c) {
+        pocketfft::c2c<Real>(shape, {in_dist, in_stride}, {out_dist, out_stride}, {1}, !p.inverse,
+                             reinterpret_cast<const Complex*>(in), reinterpret_cast<Complex*>(out), scale, 1);
+      } else if (p.kind == FFTKind::r2c) {
+        pocketfft::r2c<Real>(shape, {in_dist, in_stride}, {out_dist, out_stride}, 1, pocketfft::FORWARD,
+                             reinterpret_cast<const Real*>(in), reinterpret_cast<Complex*>(out), scale, 1);
       } else {
-        Complex* out = static_cast<Complex*>(p.out) + b * p.out_dist;
-        const std::int64_t count = p.kind == FFTKind::r2c ? half : n;
-        for (std::int64_t k = 0; k < count; ++k) {
-          const cdouble v = result[static_cast<std::size_t>(k)];
-          out[k * p.out_stride] = Complex(static_cast<Real>(v.real() * scale),
-                                          static_cast<Real>((conjugate ? -v.imag() : v.imag()) * scale));
-        }
+        // c2r reads the real parts of the zero and (even n) Nyquist frequencies only, as NumPy.
+        pocketfft::c2r<Real>(shape, {in_dist, in_stride}, {out_dist, out_stride}, 1, pocketfft::BACKWARD,
+                             reinterpret_cast<const Complex*>(in), reinterpret_cast<Real*>(out), scale, 1);
       }
     }
   }

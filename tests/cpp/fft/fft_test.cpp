@@ -366,6 +366,118 @@ TEST_P(FFTRealTest, RealMultiAxisAndHermitian) {
   EXPECT_EQ(fft::hfft(h, n).dtype(), dtype());
 }
 
+// ---- odd lengths against the O(n^2) reference: primes, 2^k 3^m 5^n and products with 7..13 ----
+TEST_P(FFTComplexTest, OddLengthsMatchReference) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  for (std::int64_t n : {7, 11, 13, 31, 97, 127, 251, 509, 1021, 4099,  // primes
+                         243, 625, 2 * 2 * 2 * 3 * 3 * 5, 2 * 27 * 25,     // 2^k 3^m 5^n
+                         7 * 11 * 13, 2 * 3 * 5 * 7 * 11, 4097, 2 * 1021}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    const Shape shape{2, n};
+    auto values = random_values(rng, numel(shape), false);
+    Array x = make(values, shape, dtype(), device());
+    for (bool inverse : {false, true}) {
+      Array y = inverse ? fft::ifft(x, std::nullopt, -1, "forward") : fft::fft(x);
+      EXPECT_LT(rel_error(read(y), ref_dft(values, shape, 1, inverse)), tolerance(dtype(), n)) << (inverse ? "ifft" : "fft");
+    }
+  }
+}
+
+// Bins of the DFT along the last axis of rows (rows, n), summed directly in long double: the
+// sampled bins of every row, their error relative to the spectrum's rms magnitude.
+double sampled_bin_error(const std::vector<cld>& x, const std::vector<cld>& got, std::int64_t rows, std::int64_t n,
+                         bool inverse, std::mt19937_64& rng) {
+  std::vector<cld> roots(static_cast<std::size_t>(n));
+  for (std::int64_t e = 0; e < n; ++e) {
+    const long double angle = (inverse ? 2 : -2) * kPi * static_cast<long double>(e) / static_cast<long double>(n);
+    roots[static_cast<std::size_t>(e)] = cld(std::cos(angle), std::sin(angle));
+  }
+  std::uniform_int_distribution<std::int64_t> any_bin(0, n - 1);
+  double worst = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const cld* row = x.data() + r * n;
+    long double energy = 0;
+    for (std::int64_t j = 0; j < n; ++j) energy += std::norm(row[j]);
+    const long double rms = std::sqrt(std::max(energy, 1e-300L));
+    std::vector<std::int64_t> bins{0, 1, n / 2, n - 1};
+    for (int i = 0; i < 6; ++i) bins.push_back(any_bin(rng));
+    for (std::int64_t k : bins) {
+      cld sum(0, 0);
+      std::int64_t e = 0;  // j * k mod n, stepped
+      for (std::int64_t j = 0; j < n; ++j) {
+        sum += row[j] * roots[static_cast<std::size_t>(e)];
+        e += k;
+        if (e >= n) e -= n;
+      }
+      worst = std::max(worst, double(std::abs(got[static_cast<std::size_t>(r * n + k)] - sum) / rms));
+    }
+  }
+  return worst;
+}
+
+// ---- long rows (the CPU splits one long complex row over its threads, four-step) ----
+TEST_P(FFTComplexTest, LongRowsMatchDirectSumsAtSampledBins) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  struct Case {
+    std::int64_t rows, n;
+  };
+  for (const Case c : {Case{1, 1 << 20}, Case{1, 3 * 5 * 7 * 11 * 13 * 17}, Case{3, 3 << 15}, Case{1, 1 << 14},
+                       Case{1, 1000003} /* prime: no split */}) {
+    SCOPED_TRACE("rows " + std::to_string(c.rows) + " n " + std::to_string(c.n));
+    const Shape shape{c.rows, c.n};
+    auto values = random_values(rng, numel(shape), false);
+    Array x = make(values, shape, dtype(), device());
+    for (bool inverse : {false, true}) {
+      const auto got = read(inverse ? fft::ifft(x, std::nullopt, -1, "forward") : fft::fft(x));
+      EXPECT_LT(sampled_bin_error(values, got, c.rows, c.n, inverse, rng), tolerance(dtype(), c.n))
+          << (inverse ? "ifft" : "fft");
+    }
+    EXPECT_LT(rel_error(read(fft::ifft(fft::fft(x))), values), tolerance(dtype(), c.n));
+  }
+  // A strided batch of long rows: axis 0 of an (n, 3) array (element stride 3 and row distance 1),
+  // and a step-2 view along it.
+  const std::int64_t n = 1 << 16;
+  auto values = random_values(rng, n * 3, false);
+  Array x = make(values, {n, 3}, dtype(), device());
+  std::vector<cld> columns(static_cast<std::size_t>(3 * n));
+  for (std::int64_t j = 0; j < n; ++j) {
+    for (std::int64_t col = 0; col < 3; ++col) columns[static_cast<std::size_t>(col * n + j)] = values[static_cast<std::size_t>(j * 3 + col)];
+  }
+  const Array y = fft::fft(x, std::nullopt, 0);
+  EXPECT_LT(sampled_bin_error(columns, read(y.permute({1, 0})), 3, n, false, rng), tolerance(dtype(), n));
+  const Array half = x.slice(0, Slice(0, std::nullopt, 2));
+  std::vector<cld> half_columns(static_cast<std::size_t>(3 * (n / 2)));
+  for (std::int64_t j = 0; j < n / 2; ++j) {
+    for (std::int64_t col = 0; col < 3; ++col) {
+      half_columns[static_cast<std::size_t>(col * (n / 2) + j)] = values[static_cast<std::size_t>(2 * j * 3 + col)];
+    }
+  }
+  EXPECT_LT(sampled_bin_error(half_columns, read(fft::fft(half, std::nullopt, 0).permute({1, 0})), 3, n / 2, false, rng),
+            tolerance(dtype(), n / 2));
+}
+
+// ---- long real rows: sampled bins of rfft, and the round trip ----
+TEST_P(FFTRealTest, LongRowsMatchDirectSumsAtSampledBins) {
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  for (std::int64_t n : {std::int64_t{1} << 20, std::int64_t{177147} /* 3^11 */, std::int64_t{1000003}}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    auto values = random_values(rng, n, true);
+    Array x = make(values, {n}, dtype(), device());
+    const Array spectrum = fft::rfft(x);
+    // Only bins below n/2+1 exist in the output: take the full-length spectrum by symmetry.
+    const auto half = read(spectrum);
+    std::vector<cld> full(static_cast<std::size_t>(n));
+    for (std::int64_t k = 0; k < n; ++k) {
+      full[static_cast<std::size_t>(k)] = k <= n / 2 ? half[static_cast<std::size_t>(k)] : std::conj(half[static_cast<std::size_t>(n - k)]);
+    }
+    EXPECT_LT(sampled_bin_error(values, full, 1, n, false, rng), tolerance(dtype(), n));
+    EXPECT_LT(rel_error(read(fft::irfft(spectrum, n)), values), tolerance(dtype(), n));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, FFTComplexTest,
                          ::testing::ValuesIn(testing::backend_dtype_cases({DType::complex64, DType::complex128})),
                          testing::case_name);
