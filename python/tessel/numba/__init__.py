@@ -20,7 +20,19 @@ from .types import (  # noqa: F401
     byte, char, uchar, short, ushort, int_, uint, long_, ulong, longlong, ulonglong, ssize_t, size_t,
     half, float_, double, cfloat, cdouble, void, none,
 )
-from . import cuda  # noqa: F401
+from . import _cuda as cuda  # noqa: F401
+# numba-cuda's import hook (_numba_cuda_redirector) takes every module name containing "numba.cuda"
+# for its own and recurses without end on ours, so the package lives as tessel.numba._cuda and its
+# modules are put in sys.modules under their public names (tessel.numba.cuda, ...), where the import
+# system finds them before asking any hook.
+from ._cuda import (_api, _devices, _reduction, _streams, _templates, _unsupported, cudadrv,  # noqa: F401,E402
+                    devicearray, dispatcher, random)
+from ._cuda.cudadrv import devicearray as _cudadrv_devicearray  # noqa: F401,E402
+import sys as _sys  # noqa: E402
+
+for _name, _module in list(_sys.modules.items()):
+    if _name == __name__ + "._cuda" or _name.startswith(__name__ + "._cuda."):
+        _sys.modules[_name.replace("._cuda", ".cuda", 1)] = _module
 
 __version__ = "0.1.0+tessel"
 
@@ -36,7 +48,7 @@ _LAYER = {"vectorize": "_ufuncs", "guvectorize": "_ufuncs", "jit": "_cpu", "njit
 def __getattr__(name):
     if name.startswith("__") and name.endswith("__"):
         raise AttributeError(f"module 'tessel.numba' has no attribute {name!r}")
-    from .cuda import _unsupported
+    from ._cuda import _unsupported
 
     if name in _LAYER:
         import importlib

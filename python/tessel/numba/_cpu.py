@@ -24,7 +24,7 @@ def jit(signature_or_function=None, **options):
     unknown = sorted(k for k in options if k not in _OPTIONS)
     if unknown:
         raise TypeError(f"tessel.numba.jit: unknown option(s) {', '.join(unknown)}")
-    from .cuda.dispatcher import CUDADeviceFunction, _lambda_as_function
+    from ._cuda.dispatcher import CUDADeviceFunction, _lambda_as_function
 
     if isinstance(signature_or_function, list):
         signatures = signature_or_function

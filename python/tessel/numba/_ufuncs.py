@@ -188,7 +188,7 @@ def _tessel_stream(stream, device):
 
 
 def _on_stream(stream, device):
-    from .cuda import _streams
+    from ._cuda import _streams
 
     return _streams.on_stream(stream, device)
 
@@ -216,7 +216,7 @@ def _flat(arr, shape):
 
 
 def _wrap_device(arr):
-    from .cuda.devicearray import DeviceNDArray
+    from ._cuda.devicearray import DeviceNDArray
 
     return DeviceNDArray(_array=arr)
 
@@ -250,8 +250,8 @@ class UFunc:
 
     def _get_kernel(self):
         if self._kernel is None:
-            from .cuda import _templates
-            from .cuda.dispatcher import as_device_function
+            from ._cuda import _templates
+            from ._cuda.dispatcher import as_device_function
 
             self._devfn = as_device_function(self.py_func)
             name = "".join(ch if ch.isalnum() else "_" for ch in self.__name__)
@@ -330,7 +330,7 @@ class UFunc:
         (Numba's CUDA ufunc ``reduce``); an empty array is an error."""
         if self.nin != 2:
             raise ValueError(f"reduce only supported for binary functions, '{self.__name__}' takes {self.nin}")
-        from .cuda._reduction import Reduce, _as_tessel
+        from ._cuda._reduction import Reduce, _as_tessel
 
         if getattr(self, "_reducer", None) is None:
             self._reducer = Reduce(self.py_func)
@@ -401,8 +401,8 @@ class GUFunc:
 
     def _get_kernel(self):
         if self._kernel is None:
-            from .cuda import _templates
-            from .cuda.dispatcher import as_device_function
+            from ._cuda import _templates
+            from ._cuda.dispatcher import as_device_function
 
             name = "".join(ch if ch.isalnum() else "_" for ch in self.__name__)
             self._kernel = _templates.guvectorize_kernel(as_device_function(self.py_func), self.nargs, name,

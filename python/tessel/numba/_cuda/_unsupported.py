@@ -103,7 +103,7 @@ def layer_name(name):
 
     module, attr = LAYER_NAMES[name]
     try:
-        found = importlib.import_module(f"tessel.numba.cuda.{module}")
+        found = importlib.import_module(f".{module}", __package__)
     except ImportError as failure:
         raise error(name, f"tessel's kernel compiler (tessel.kernel) cannot be imported: {failure}") from None
     if attr.startswith("vote_sync_"):
