@@ -64,8 +64,12 @@ void generate(const StridedRef& dst, ValueAt value_at) {
     using T = typename decltype(tag)::type;
     T* out = static_cast<T*>(dst.data);
     const int threads = loop_threads(n, kMinElementsPerThread);
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-    for (std::int64_t i = 0; i < n; ++i) out[i * stride] = cast_value<T>(static_cast<Compute>(value_at(i)));
+    const std::int64_t piece = std::max<std::int64_t>(kMinPieceElements, n / (std::int64_t{threads} * kPiecesPerThread));
+    parallel_pieces((n + piece - 1) / piece, threads, [&](std::int64_t p) {
+      for (std::int64_t i = p * piece; i < std::min(n, (p + 1) * piece); ++i) {
+        out[i * stride] = cast_value<T>(static_cast<Compute>(value_at(i)));
+      }
+    });
   });
 }
 }  // namespace

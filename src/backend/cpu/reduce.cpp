@@ -51,24 +51,39 @@ constexpr std::int64_t kTile = 64;            // outputs of one column tile (inn
 // ---- pairwise sums of a transform of the elements ---------------------------------------------
 // Term(x) is the value summed for element x: x, x or 0 for NaN (nansum), (x - mean)^2 (var)...
 
-// Pairwise sum of Term over x[0, n), contiguous, accumulated in A.
+// Term summed over one block of up to kPairwiseBlock contiguous elements, in kLanes lanes.
 template <class A, class T, class Term>
-A pairwise(const T* x, std::int64_t n, const Term& term) {
-  if (n <= kPairwiseBlock) {
-    A lane[kLanes] = {};
-    std::int64_t k = 0;
-    for (; k + kLanes <= n; k += kLanes) {
+[[gnu::always_inline]] inline A block_sum(const T* x, std::int64_t n, const Term& term) {
+  A lane[kLanes] = {};
+  std::int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes) {
 #pragma omp simd
-      for (int j = 0; j < kLanes; ++j) lane[j] += static_cast<A>(term(x[k + j]));
-    }
-    A tail = 0;
-    for (; k < n; ++k) tail += static_cast<A>(term(x[k]));
-    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7])) + tail;
+    for (int j = 0; j < kLanes; ++j) lane[j] += static_cast<A>(term(x[k + j]));
   }
-  // Halves cut at a multiple of the lanes, as NumPy's.
-  std::int64_t half = n / 2;
-  half -= half % kLanes;
-  return pairwise<A>(x, half, term) + pairwise<A>(x + half, n - half, term);
+  A tail = 0;
+  for (; k < n; ++k) tail += static_cast<A>(term(x[k]));
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7])) + tail;
+}
+
+// Pairwise sum of Term over x[0, n), contiguous, accumulated in A: the block sums combined as a
+// binary counter combines bits (two partial sums of the same level make one of the next), so
+// every element passes O(log n) additions, without recursion.
+template <class A, class T, class Term>
+[[gnu::always_inline]] inline A pairwise(const T* x, std::int64_t n, const Term& term) {
+  if (n <= kPairwiseBlock) return block_sum<A>(x, n, term);
+  A partial[64];
+  int level[64];
+  int top = 0;
+  for (std::int64_t first = 0; first < n; first += kPairwiseBlock) {
+    A sum = block_sum<A>(x + first, std::min(kPairwiseBlock, n - first), term);
+    int l = 0;
+    while (top > 0 && level[top - 1] == l) sum = partial[--top] + sum, ++l;
+    partial[top] = sum;
+    level[top++] = l;
+  }
+  A total = partial[--top];
+  while (top > 0) total = partial[--top] + total;
+  return total;
 }
 
 // Pairwise sums over rows of a tile: out[j] = sum over r < rows of Term(x[r * stride + j]), j < w,
@@ -92,6 +107,24 @@ void pairwise_columns(const T* x, std::int64_t rows, std::int64_t stride, std::i
   for (std::int64_t j = 0; j < w; ++j) out[j] += second[j];
 }
 
+// The sums of float32 and float64 data (sum, nansum, mean), compiled also for x86-64-v3 and
+// x86-64-v4 and chosen by the CPU at load time (GCC's target_clones): the block sums' conversions to
+// double and additions take 4 or 8 lanes per instruction instead of 2. The same additions in the
+// same order on every target, so the same result.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
+#define TESSEL_SUM_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
+#else
+#define TESSEL_SUM_CLONES
+#endif
+
+template <class T>
+struct Plain;
+template <class T>
+struct SkipNan;
+
+TESSEL_SUM_CLONES double sum_f32(const float* x, std::int64_t n, bool skip_nan);
+TESSEL_SUM_CLONES double sum_f64(const double* x, std::int64_t n, bool skip_nan);
+
 // A long contiguous slice: kParallelBlocks fixed blocks summed pairwise on the threads, added in
 // order (the same result on any number of threads).
 template <class A, class T, class Term>
@@ -99,13 +132,12 @@ A long_sum(const T* x, std::int64_t n, const Term& term) {
   if (n < kParallelBlocks * 2048) return pairwise<A>(x, n, term);
   const int threads = loop_threads(n, kMinElementsPerThread);
   A partial[kParallelBlocks];
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-  for (std::int64_t b = 0; b < kParallelBlocks; ++b) {
+  parallel_pieces(kParallelBlocks, threads, [&](std::int64_t b) {
     // Block bounds at multiples of 16 elements (one cache line of float32 per thread boundary).
     const std::int64_t lo = (n * b / kParallelBlocks) & ~std::int64_t{15};
     const std::int64_t hi = b + 1 == kParallelBlocks ? n : (n * (b + 1) / kParallelBlocks) & ~std::int64_t{15};
     partial[b] = pairwise<A>(x + lo, hi - lo, term);
-  }
+  });
   A total = 0;
   for (std::int64_t b = 0; b < kParallelBlocks; ++b) total += partial[b];
   return total;
@@ -119,6 +151,41 @@ template <class T>
 struct SkipNan {
   Acc<T> operator()(T x) const { return is_nan(x) ? Acc<T>(0) : static_cast<Acc<T>>(x); }
 };
+
+TESSEL_SUM_CLONES double sum_f32(const float* x, std::int64_t n, bool skip_nan) {
+  return skip_nan ? pairwise<double>(x, n, SkipNan<float>{}) : pairwise<double>(x, n, Plain<float>{});
+}
+TESSEL_SUM_CLONES double sum_f64(const double* x, std::int64_t n, bool skip_nan) {
+  return skip_nan ? pairwise<double>(x, n, SkipNan<double>{}) : pairwise<double>(x, n, Plain<double>{});
+}
+
+// Pairwise sum of x (NaN as 0 with skip_nan) in Acc<T>: the cloned kernels for float and double.
+template <class T>
+Acc<T> plain_sum(const T* x, std::int64_t n, bool skip_nan) {
+  if constexpr (std::is_same_v<T, float>) {
+    return sum_f32(x, n, skip_nan);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return sum_f64(x, n, skip_nan);
+  } else {
+    return skip_nan ? pairwise<Acc<T>>(x, n, SkipNan<T>{}) : pairwise<Acc<T>>(x, n, Plain<T>{});
+  }
+}
+
+// The same over kParallelBlocks fixed blocks on the threads for a long slice (see long_sum).
+template <class T>
+Acc<T> long_plain_sum(const T* x, std::int64_t n, bool skip_nan) {
+  if (n < kParallelBlocks * 2048) return plain_sum(x, n, skip_nan);
+  const int threads = loop_threads(n, kMinElementsPerThread);
+  Acc<T> partial[kParallelBlocks];
+  parallel_pieces(kParallelBlocks, threads, [&](std::int64_t b) {
+    const std::int64_t lo = (n * b / kParallelBlocks) & ~std::int64_t{15};
+    const std::int64_t hi = b + 1 == kParallelBlocks ? n : (n * (b + 1) / kParallelBlocks) & ~std::int64_t{15};
+    partial[b] = plain_sum(x + lo, hi - lo, skip_nan);
+  });
+  Acc<T> total = 0;
+  for (std::int64_t b = 0; b < kParallelBlocks; ++b) total += partial[b];
+  return total;
+}
 template <class T>
 struct CountValid {  // 1 per non-NaN element (nanmean's count), summed exactly in double
   double operator()(T x) const { return is_nan(x) ? 0.0 : 1.0; }
@@ -235,7 +302,7 @@ void reduce_slice(const ReduceProblem& p, const T* s, std::int64_t o, bool nan_v
   switch (p.op) {
     case ReduceOp::sum:
     case ReduceOp::nansum:
-      static_cast<T*>(p.out)[o] = static_cast<T>(nan_variant ? sum(Acc<T>{}, SkipNan<T>{}) : sum(Acc<T>{}, Plain<T>{}));
+      static_cast<T*>(p.out)[o] = static_cast<T>(long_slice ? long_plain_sum(s, len, nan_variant) : plain_sum(s, len, nan_variant));
       break;
     case ReduceOp::prod:
     case ReduceOp::nanprod: {
@@ -291,7 +358,7 @@ void reduce_slice(const ReduceProblem& p, const T* s, std::int64_t o, bool nan_v
     }
     case ReduceOp::mean:
     case ReduceOp::nanmean: {
-      const double total = static_cast<double>(nan_variant ? sum(Acc<T>{}, SkipNan<T>{}) : sum(Acc<T>{}, Plain<T>{}));
+      const double total = static_cast<double>(long_slice ? long_plain_sum(s, len, nan_variant) : plain_sum(s, len, nan_variant));
       const double n = nan_variant ? sum(0.0, CountValid<T>{}) : static_cast<double>(len);
       // 0 / 0 is NaN for an empty or all-NaN slice, as NumPy.
       static_cast<T*>(p.out)[o] = static_cast<T>(n > 0 ? total / n : std::numeric_limits<double>::quiet_NaN());
@@ -452,12 +519,11 @@ bool reduce_tall_columns(const ReduceProblem& p, bool nan_variant) {
   const T* x = static_cast<const T*>(p.in);
   const std::int64_t w = p.inner;
   Acc<T> partial[kParallelBlocks][kTile];
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (std::int64_t b = 0; b < kParallelBlocks; ++b) {
+  parallel_pieces(kParallelBlocks, threads, [&](std::int64_t b) {
     const std::int64_t lo = p.len * b / kParallelBlocks, hi = p.len * (b + 1) / kParallelBlocks;
     if (nan_variant) pairwise_columns<Acc<T>>(x + lo * w, hi - lo, w, w, SkipNan<T>{}, partial[b]);
     else pairwise_columns<Acc<T>>(x + lo * w, hi - lo, w, w, Plain<T>{}, partial[b]);
-  }
+  });
   T* out = static_cast<T*>(p.out);
   for (std::int64_t j = 0; j < w; ++j) {
     Acc<T> total = 0;
@@ -486,21 +552,23 @@ void reduce_typed(const ReduceProblem& p) {
       return;
     }
     const int threads = loop_threads(outputs * std::max<std::int64_t>(p.len, 1), kMinElementsPerThread);
-    const std::int64_t chunk = std::max<std::int64_t>(1, outputs / (std::int64_t{threads} * 8));
-#pragma omp parallel for schedule(dynamic, chunk) num_threads(threads) if (threads > 1)
-    for (std::int64_t o = 0; o < outputs; ++o) reduce_slice<T>(p, in + o * p.len, o, nan_variant, false);
+    // Pieces of consecutive outputs, about 8 per thread.
+    const std::int64_t per = std::max<std::int64_t>(1, outputs / (std::int64_t{threads} * 8));
+    parallel_pieces((outputs + per - 1) / per, threads, [&](std::int64_t piece) {
+      for (std::int64_t o = piece * per; o < std::min(outputs, (piece + 1) * per); ++o) {
+        reduce_slice<T>(p, in + o * p.len, o, nan_variant, false);
+      }
+    });
     return;
   }
   if (reduce_tall_columns<T>(p, nan_variant)) return;
   const std::int64_t tiles_per_outer = (p.inner + kTile - 1) / kTile;
   const std::int64_t tiles = p.outer * tiles_per_outer;
   const int threads = std::min<std::int64_t>(loop_threads(outputs * std::max<std::int64_t>(p.len, 1), kMinElementsPerThread), tiles);
-  const std::int64_t chunk = std::max<std::int64_t>(1, tiles / (std::max<std::int64_t>(threads, 1) * 8));
-#pragma omp parallel for schedule(dynamic, chunk) num_threads(std::max(threads, 1)) if (threads > 1)
-  for (std::int64_t t = 0; t < tiles; ++t) {
+  parallel_pieces(tiles, std::max(threads, 1), [&](std::int64_t t) {
     const std::int64_t outer = t / tiles_per_outer, j0 = (t % tiles_per_outer) * kTile;
     reduce_tile<T>(p, outer, j0, std::min(kTile, p.inner - j0), nan_variant);
-  }
+  });
 }
 
 template <class T>
@@ -508,8 +576,7 @@ void scan_typed(const ScanProblem& p) {
   const T* in = static_cast<const T*>(p.in);
   T* out = static_cast<T*>(p.out);
   const int threads = p.rows > 1 ? static_cast<int>(std::min<std::int64_t>(loop_threads(p.rows * p.len, kMinElementsPerThread), p.rows)) : 1;
-#pragma omp parallel for schedule(static) num_threads(std::max(threads, 1)) if (threads > 1)
-  for (std::int64_t r = 0; r < p.rows; ++r) {
+  parallel_pieces(p.rows, std::max(threads, 1), [&](std::int64_t r) {
     // Accumulates in the output dtype, so the result matches NumPy's running value exactly.
     const T* x = in + r * p.len;
     T* y = out + r * p.len;
@@ -519,7 +586,7 @@ void scan_typed(const ScanProblem& p) {
     } else {
       for (std::int64_t k = 0; k < p.len; ++k) y[k] = acc = static_cast<T>(acc * x[k]);
     }
-  }
+  });
 }
 
 template <class F>

@@ -6,7 +6,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -68,9 +67,9 @@ void walk_runs(const CollapsedDims& dims, std::size_t nops, std::int64_t first, 
 // The runs of the whole collapsed layout (see walk_runs) for its first `nops` <= Cap operands, on
 // `threads` threads (threads <= 1: on the calling thread). The elements are cut into pieces of
 // whole multiples of 16 elements (so no two threads write one cache line of a contiguous output),
-// about kPiecesPerThread per thread, which the threads take in order as they come free: a thread
-// that the OS deschedules for a while (another process on the core) leaves its pieces to the
-// others instead of holding up the whole op, as one fixed share per thread would.
+// about kPiecesPerThread per thread, which the calling thread and tessel's CPU workers take as they
+// come free (run_pieces, threads.hpp): a thread that the OS runs late (another process on its
+// core) leaves its pieces to the others instead of holding up the whole op.
 constexpr std::int64_t kPiecesPerThread = 8;
 constexpr std::int64_t kMinPieceElements = 8192;
 
@@ -86,14 +85,9 @@ void for_each_run_of(const CollapsedDims& dims, std::size_t nops, int threads, B
   const std::int64_t piece =
       (std::max(kMinPieceElements, total / (threads * kPiecesPerThread)) + 15) & ~std::int64_t{15};
   const std::int64_t pieces = (total + piece - 1) / piece;
-  std::atomic<std::int64_t> next{0};
-#pragma omp parallel num_threads(threads)
-  {
-    for (std::int64_t p = next.fetch_add(1, std::memory_order_relaxed); p < pieces;
-         p = next.fetch_add(1, std::memory_order_relaxed)) {
-      walk_runs<Cap>(dims, nops, p * piece, std::min(total, (p + 1) * piece), body);
-    }
-  }
+  parallel_pieces(pieces, threads, [&](std::int64_t p) {
+    walk_runs<Cap>(dims, nops, p * piece, std::min(total, (p + 1) * piece), body);
+  });
 }
 
 // The same for all of dims' N operands.
