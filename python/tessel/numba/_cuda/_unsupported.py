@@ -10,6 +10,9 @@ class UnsupportedError(NotImplementedError, AttributeError):
     keep working."""
 
 
+UnsupportedError.__module__ = "tessel.numba.cuda"   # as users import it (the package is tessel.numba._cuda)
+
+
 def error(name, reason, prefix="tessel.numba.cuda"):
     return UnsupportedError(f"{prefix}.{name} is not supported: {reason}")
 
