@@ -2423,7 +2423,7 @@ def _cpu_kernel(symbol, params, decls, param_inits, body, root, debug, arg_types
     suspending = root.suspending
     offsets, static_bytes = _static_shared_layout(root)
     L = []
-    L.append("#include <vector>\n#include <stdexcept>\n#include <cstdlib>\n#include <algorithm>")
+    L.append("#include <vector>\n#include <stdexcept>\n#include <cstdlib>\n#include <algorithm>\n#include <omp.h>")
     L.append("namespace {")
     L.append("struct TsBlock {\n  ts::i64 bx, by, bz, dx, dy, dz, gx, gy, gz;\n  char* shared;\n  char* dyn;\n"
              "  ts::u64 dyn_bytes;\n  TsHostLaunch* L;\n};")
@@ -2579,7 +2579,8 @@ void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::
         L.append(_cpu_grid_entry(static_bytes))
         L.append(_CPU_ERROR_TAIL)
         return "\n".join(L)
-    L.append(f"  #pragma omp parallel {par}\n  {{")
+    L.append("  const int nt = L->num_threads > 0 ? L->num_threads : 0;   // 0: OpenMP's default")
+    L.append(f"  #pragma omp parallel {par} num_threads(nt > 0 ? nt : omp_get_max_threads())\n  {{")
     L.append(f"    std::vector<char> shared((size_t)({static_bytes} + 16) + dyn_bytes + 16);")
     fission = root.fission.get("body") is not None
     if suspending:
@@ -2636,7 +2637,8 @@ def _cpu_grid_entry(static_bytes) -> str:
   std::vector<std::vector<int>> who(nblocks);
   std::vector<std::vector<char>> shm(nblocks);
   for (bool start = true;; start = false) {{
-    #pragma omp parallel for schedule(dynamic, 1) if (nblocks > 1)
+    #pragma omp parallel for schedule(dynamic, 1) if (nblocks > 1) \
+        num_threads(L->num_threads > 0 ? L->num_threads : omp_get_max_threads())
     for (ts::i64 b = 0; b < nblocks; ++b) {{
       if (__atomic_load_n(&failed, __ATOMIC_RELAXED)) continue;
       if (start) shm[b].assign(shared_size, 0);
