@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -130,9 +131,8 @@ void walk(const GatherProblem& p, const std::vector<const std::vector<std::int64
   if (n == 0) return;
   const std::int64_t blocks = (n + block_elements - 1) / block_elements;
   const int threads = parallel_ok && n >= parallel_threshold ? loop_threads(n, block_elements) : 1;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    if (stop.load(std::memory_order_relaxed)) continue;
+  parallel_pieces(blocks, threads, [&](std::int64_t b) {
+    if (stop.load(std::memory_order_relaxed)) return;
     Walker w(p.shape, strides);
     const std::int64_t first = b * block_elements;
     const std::int64_t last = std::min(n, first + block_elements);
@@ -144,19 +144,21 @@ void walk(const GatherProblem& p, const std::vector<const std::vector<std::int64
       }
       if (i + 1 < last) w.next();
     }
-  }
+  });
 }
+
+std::mutex report_mutex;
 
 void report(const GatherProblem& p, std::size_t slot, std::int64_t bad) {
   if (p.status == nullptr) return;  // unchecked: the element is skipped (undefined, as on CUDA)
-#pragma omp critical(tessel_index_report)
-  {
-    if (p.status[1] == 0) {
-      p.status[1] = static_cast<std::int64_t>(slot) + 1;
-      p.status[2] = bad;
-    }
+  std::lock_guard<std::mutex> lock(report_mutex);
+  if (p.status[1] == 0) {
+    p.status[1] = static_cast<std::int64_t>(slot) + 1;
+    p.status[2] = bad;
   }
 }
+
+constexpr std::int64_t kAhead = 32;  // elements between a row's prefetch and its load
 
 template <class I, class E>
 bool gather_1d_typed(const GatherProblem& p) {
@@ -167,19 +169,30 @@ bool gather_1d_typed(const GatherProblem& p) {
   const std::int64_t n = p.shape[0], istride = op.strides[0], size = op.axes[0].size, stride = op.axes[0].stride;
   std::atomic<bool> failed{false};
   const int threads = n >= parallel_threshold ? loop_threads(n, block_elements) : 1;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const I raw = idx[i * istride];
-    std::int64_t j = static_cast<std::int64_t>(raw);
-    if constexpr (std::is_signed_v<I>) {
-      if (j < 0) j += size;
+  const std::int64_t blocks = (n + block_elements - 1) / block_elements;
+  parallel_pieces(blocks, threads, [&](std::int64_t b) {
+    const std::int64_t last = std::min(n, (b + 1) * block_elements);
+    for (std::int64_t i = b * block_elements; i < last; ++i) {
+      // Random rows of a large table miss every cache: ask for the row kAhead elements ahead early
+      // (a prefetch of a bad address does not fault).
+      if (i + kAhead < last) {
+        std::int64_t ahead = static_cast<std::int64_t>(idx[(i + kAhead) * istride]);
+        if (ahead < 0) ahead += size;
+        __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(base) +
+                                                         static_cast<std::uintptr_t>(ahead * stride) * sizeof(E)));
+      }
+      const I raw = idx[i * istride];
+      std::int64_t j = static_cast<std::int64_t>(raw);
+      if constexpr (std::is_signed_v<I>) {
+        if (j < 0) j += size;
+      }
+      if (j < 0 || j >= size) {  // a uint64 above 2^63 is negative here
+        if (!failed.exchange(true)) report(p, 0, static_cast<std::int64_t>(raw));
+        continue;
+      }
+      out[i] = base[j * stride];
     }
-    if (j < 0 || j >= size) {  // a uint64 above 2^63 is negative here
-      if (!failed.exchange(true)) report(p, 0, static_cast<std::int64_t>(raw));
-      continue;
-    }
-    out[i] = base[j * stride];
-  }
+  });
   return true;
 }
 
