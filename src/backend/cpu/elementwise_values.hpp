@@ -129,17 +129,22 @@ inline void chunked_run(O* o, std::int64_t so, const S0* a, std::int64_t sa, con
       const int m = static_cast<int>(std::min<std::int64_t>(kChunk, n - first));
       const S0* pa = a + first * sa;
       if (sa == 1) {
+#pragma omp simd
         for (int i = 0; i < m; ++i) x[i] = load(pa + i);
       } else {
+#pragma omp simd
         for (int i = 0; i < m; ++i) x[i] = load(pa + i * sa);
       }
+#pragma omp simd
       for (int i = m; i < kChunk; ++i) x[i] = x[0];  // padding: any valid input
 #pragma omp simd aligned(x, r : 64)
       for (int i = 0; i < kChunk; ++i) r[i] = f(x[i]);
       O* po = o + first * so;
       if (so == 1) {
+#pragma omp simd
         for (int i = 0; i < m; ++i) store(po + i, r[i]);
       } else {
+#pragma omp simd
         for (int i = 0; i < m; ++i) store(po + i * so, r[i]);
       }
     }
@@ -151,22 +156,29 @@ inline void chunked_run(O* o, std::int64_t so, const S0* a, std::int64_t sa, con
       const S0* pa = a + first * sa;
       const S1* pb = b + first * sb;
       if (sa == 1) {
+#pragma omp simd
         for (int i = 0; i < m; ++i) x[i] = load(pa + i);
       } else {
+#pragma omp simd
         for (int i = 0; i < m; ++i) x[i] = load(pa + i * sa);
       }
       if (sb == 1) {
+#pragma omp simd
         for (int i = 0; i < m; ++i) y[i] = load(pb + i);
       } else {
+#pragma omp simd
         for (int i = 0; i < m; ++i) y[i] = load(pb + i * sb);
       }
+#pragma omp simd
       for (int i = m; i < kChunk; ++i) x[i] = x[0], y[i] = y[0];
 #pragma omp simd aligned(x, y, r : 64)
       for (int i = 0; i < kChunk; ++i) r[i] = f(x[i], y[i]);
       O* po = o + first * so;
       if (so == 1) {
+#pragma omp simd
         for (int i = 0; i < m; ++i) store(po + i, r[i]);
       } else {
+#pragma omp simd
         for (int i = 0; i < m; ++i) store(po + i * so, r[i]);
       }
     }
