@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "tessel/core/config.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/stream.hpp"
 #include "tessel/memory/buffer.hpp"
@@ -121,4 +122,34 @@ TEST(FormatBytes, HumanUnits) {
   EXPECT_EQ(format_bytes(1023), "1023 B");
   EXPECT_EQ(format_bytes(1536), "1.50 KiB");
   EXPECT_EQ(format_bytes(std::int64_t(3) << 30), "3.00 GiB");
+}
+
+// Blocks of 4 MiB and more are kept when freed and serve the next allocation of about their size.
+TEST(HostAllocator, LargeBlocksAreCached) {
+  if (!config().caching_allocator) GTEST_SKIP() << "TESSEL_ALLOCATOR=direct: nothing is cached";
+  empty_host_cache();
+  const MemoryStats base = host_memory_stats();
+  const std::int64_t big = std::int64_t{8} << 20;
+  void* p = host_allocate(big);
+  std::memset(p, 1, static_cast<std::size_t>(big));
+  host_free(p);
+  MemoryStats s = host_memory_stats();
+  EXPECT_EQ(s.allocated_bytes, base.allocated_bytes);
+  EXPECT_EQ(s.reserved_bytes - base.reserved_bytes, big);  // held in the cache
+  EXPECT_EQ(s.largest_free_block, big);
+  void* q = host_allocate(big - 4096);  // close enough in size: the same block
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(host_memory_stats().cache_hits - base.cache_hits, 1);
+  EXPECT_EQ(host_memory_stats().allocated_bytes - base.allocated_bytes, big);
+  void* small = host_allocate(big / 2);  // too small for the (now live) block anyway: a new one
+  EXPECT_NE(small, q);
+  host_free(small);
+  host_free(q);
+  void* r = host_allocate(big / 2);  // half the size: not from the 8 MiB block
+  EXPECT_NE(r, q);
+  host_free(r);
+  empty_host_cache();
+  s = host_memory_stats();
+  EXPECT_EQ(s.reserved_bytes, s.allocated_bytes);
+  EXPECT_EQ(s.largest_free_block, 0);
 }
