@@ -2579,6 +2579,10 @@ void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::
         L.append(_cpu_grid_entry(static_bytes))
         L.append(_CPU_ERROR_TAIL)
         return "\n".join(L)
+    if root.fission.get("body") is not None:
+        L.append(_cpu_fission_entry(static_bytes))
+        L.append(_CPU_ERROR_TAIL)
+        return "\n".join(L)
     L.append("  const int nt = L->num_threads > 0 ? L->num_threads : 0;   // 0: OpenMP's default")
     L.append(f"  #pragma omp parallel {par} num_threads(nt > 0 ? nt : omp_get_max_threads())\n  {{")
     L.append(f"    std::vector<char> shared((size_t)({static_bytes} + 16) + dyn_bytes + 16);")
@@ -2621,6 +2625,43 @@ _CPU_ERROR_TAIL = """  if (failed) {
   }
   return 0;
 }"""
+
+
+def _cpu_fission_entry(static_bytes) -> str:
+    """Kernels run iteration-major: OpenMP threads take groups of about 4096 threads' worth of
+    consecutive blocks, each block with its own shared memory."""
+    return f"""  const ts::i64 group = std::max<ts::i64>(1, 4096 / std::max<ts::i64>(1, nthreads));
+  const ts::i64 ngroups = (nblocks + group - 1) / group;
+  const size_t per_block = (size_t)({static_bytes} + 15) / 16 * 16 + (dyn_bytes + 15) / 16 * 16 + 16;
+  const int nt = L->num_threads > 0 ? L->num_threads : 0;
+  #pragma omp parallel if (ngroups > 1 && nblocks * nthreads >= 4096) num_threads(nt > 0 ? nt : omp_get_max_threads())
+  {{
+    std::vector<TsState> st;
+    std::vector<TsBlock> Bs(group);
+    std::vector<char> shared(per_block * group + 16);
+    char* base = (char*)(((std::uintptr_t)shared.data() + 15) & ~(std::uintptr_t)15);
+    #pragma omp for schedule(dynamic, 1)
+    for (ts::i64 g = 0; g < ngroups; ++g) {{
+      if (__atomic_load_n(&failed, __ATOMIC_RELAXED)) continue;
+      const ts::i64 b0 = g * group, nb = std::min<ts::i64>(group, nblocks - b0);
+      for (ts::i64 j = 0; j < nb; ++j) {{
+        TsBlock& B = Bs[j];
+        const ts::i64 b = b0 + j;
+        B.dx = L->block[0]; B.dy = L->block[1]; B.dz = L->block[2];
+        B.gx = gx; B.gy = gy; B.gz = gz; B.L = L;
+        B.bx = b % gx; B.by = (b / gx) % gy; B.bz = b / (gx * gy);
+        B.shared = base + j * per_block;
+        B.dyn = B.shared + (({static_bytes} + 15) / 16 * 16);
+        B.dyn_bytes = dyn_bytes;
+      }}
+      try {{
+        ts_run_group(P, Bs.data(), nb, st);
+      }} catch (const TsIndexError& e) {{
+        #pragma omp critical(ts_error)
+        {{ if (!failed) {{ rec = e.r; failed = 1; }} }}
+      }}
+    }}
+  }}"""
 
 
 def _cpu_grid_entry(static_bytes) -> str:
@@ -2696,44 +2737,58 @@ def _cpu_fission(params, decls, param_inits, body, root) -> str:
     L += idx + unpack + refs + body[fl["split"]:]
     L.append("}")
     L.append("""
-void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st) {
-  const ts::i64 n = B.dx * B.dy * B.dz;
-  st.resize(n);
-  ts::i64 tid = 0;
-  for (ts::i64 z = 0; z < B.dz; ++z)
-    for (ts::i64 y = 0; y < B.dy; ++y)
-      for (ts::i64 x = 0; x < B.dx; ++x, ++tid) {
-        st[tid].tx = x; st[tid].ty = y; st[tid].tz = z;
-        ts_prefix(P, B, st[tid], tid);
-      }
+// A group of consecutive blocks (their threads' states side by side): when thread i of the group
+// starts at first + i with one step and stop for all, iteration k covers [first + k step,
+// first + k step + threads) and the group walks memory in order.
+void ts_run_group(const TsParams& P, TsBlock* Bs, ts::i64 nb, std::vector<TsState>& st) {
+  const ts::i64 n = Bs[0].dx * Bs[0].dy * Bs[0].dz, m = nb * n;
+  st.resize(m);
   TsState* s = st.data();
-  // The usual case: thread t starts at first + t, every thread with the same step and stop, and
-  // the step at least the block: iteration k covers [first + k step, first + k step + n).
-  bool contiguous = s[0].ts_gl_step >= n;
-  for (ts::i64 t = 1; t < n && contiguous; ++t)
+  for (ts::i64 j = 0; j < nb; ++j) {
+    ts::i64 tid = 0;
+    for (ts::i64 z = 0; z < Bs[j].dz; ++z)
+      for (ts::i64 y = 0; y < Bs[j].dy; ++y)
+        for (ts::i64 x = 0; x < Bs[j].dx; ++x, ++tid) {
+          TsState& S = s[j * n + tid];
+          S.tx = x; S.ty = y; S.tz = z;
+          ts_prefix(P, Bs[j], S, tid);
+        }
+  }
+  bool contiguous = s[0].ts_gl_step >= m;
+  for (ts::i64 t = 1; t < m && contiguous; ++t)
     contiguous = s[t].ts_gl_first == s[0].ts_gl_first + t && s[t].ts_gl_step == s[0].ts_gl_step &&
                  s[t].ts_gl_stop == s[0].ts_gl_stop;
   if (contiguous) {
     const ts::i64 step = s[0].ts_gl_step, stop = s[0].ts_gl_stop;
     for (ts::i64 lo = s[0].ts_gl_first; lo < stop; lo += step) {
-      const ts::i64 hi = std::min<ts::i64>(lo + n, stop);
-      for (ts::i64 i = lo; i < hi; ++i) ts_body(P, B, s[i - lo], i - lo, i);
+      for (ts::i64 j = 0; j < nb; ++j) {
+        const ts::i64 base = lo + j * n;
+        if (base >= stop) break;
+        const ts::i64 count = std::min<ts::i64>(n, stop - base);
+        TsBlock& B = Bs[j];
+        TsState* sj = s + j * n;
+        for (ts::i64 t = 0; t < count; ++t) ts_body(P, B, sj[t], t, base + t);
+      }
     }
   } else {
-    for (ts::i64 k = 0;; ++k) {
-      bool any = false;
-      for (ts::i64 t = 0; t < n; ++t) {
-        TsState& S = s[t];
-        const ts::i64 i = S.ts_gl_first + k * S.ts_gl_step;
-        if (S.ts_gl_step > 0 ? i < S.ts_gl_stop : i > S.ts_gl_stop) {
-          any = true;
-          ts_body(P, B, S, t, i);
+    for (ts::i64 j = 0; j < nb; ++j) {
+      TsState* sj = s + j * n;
+      for (ts::i64 k = 0;; ++k) {
+        bool any = false;
+        for (ts::i64 t = 0; t < n; ++t) {
+          TsState& S = sj[t];
+          const ts::i64 i = S.ts_gl_first + k * S.ts_gl_step;
+          if (S.ts_gl_step > 0 ? i < S.ts_gl_stop : i > S.ts_gl_stop) {
+            any = true;
+            ts_body(P, Bs[j], S, t, i);
+          }
         }
+        if (!any) break;
       }
-      if (!any) break;
     }
   }
-  for (ts::i64 t = 0; t < n; ++t) ts_suffix(P, B, s[t], t);
+  for (ts::i64 j = 0; j < nb; ++j)
+    for (ts::i64 t = 0; t < n; ++t) ts_suffix(P, Bs[j], s[j * n + t], t);
 }""")
     return "\n".join(L)
 
