@@ -808,3 +808,34 @@ def test_fastmath_cpu_keeps_the_process_ieee():
     assert out.numpy().tolist() == [2.0, 4.0]
     tiny = np.array([5e-324])
     assert (tiny * np.float64(1.0))[0] != 0.0
+
+
+@ts.jit
+def mixed_arithmetic(a, b, out):
+    i = tk.grid(1)
+    if i < a.size:
+        out[i, 0] = a[i] + b[i]
+        out[i, 1] = a[i] * b[i]
+        out[i, 2] = a[i] - b[i] if a.dtype != np.bool_ else a[i] ^ b[i]
+
+
+@pytest.mark.parametrize("ta,tb", [("int8", "int8"), ("uint8", "int8"), ("int16", "uint16"), ("int32", "uint32"),
+                                   ("int64", "uint64"), ("bool", "int8"), ("float16", "int8"),
+                                   ("float32", "int32"), ("float16", "float32"), ("uint8", "float16"),
+                                   ("complex64", "float64")])
+def test_promotion_and_wraparound_match_numpy(device, ta, tb):
+    # NumPy's result dtype of each pair, its integer wraparound and its float16 rounding.
+    n = 64
+    gen = np.random.default_rng(7)
+    a = (gen.integers(-120, 120, n) if np.dtype(ta).kind in "iu" and np.dtype(ta).kind != "u"
+         else gen.integers(0, 250, n)).astype(ta) if np.dtype(ta).kind in "iub" else (gen.random(n) * 50).astype(ta)
+    b = (gen.integers(-120, 120, n) if np.dtype(tb).kind == "i" else gen.integers(0, 250, n)).astype(tb) \
+        if np.dtype(tb).kind in "iub" else (gen.random(n) * 50).astype(tb)
+    if ta == "bool":
+        a = gen.random(n) > 0.5
+    rt = np.result_type(a, b)
+    out = ts.asarray(np.zeros((n, 3), dtype=rt), device=device)
+    mixed_arithmetic[1, 64](put(a, device), put(b, device), out)
+    with np.errstate(over="ignore"):
+        ref = np.stack([a + b, a * b, (a - b) if ta != "bool" else (a ^ b)], axis=1).astype(rt)
+    np.testing.assert_array_equal(out.numpy(), ref)

@@ -1279,6 +1279,13 @@ class FunctionCompiler:
 
     def expr_Compare(self, node):
         left = self.expr(node.left)
+        if len(node.ops) == 1 and type(node.ops[0]).__name__ in ("Eq", "NotEq"):
+            right = self.expr(node.comparators[0])
+            if left.is_const and right.is_const and (left.type is CT or right.type is CT):
+                # compile-time values (x.dtype == np.float32): decided here, in Python
+                same = _ct_key(left.const) == _ct_key(right.const)
+                r = same if isinstance(node.ops[0], ast.Eq) else not same
+                return Val("true" if r else "false", BOOL, True, const=r)
         parts = []
         for op, comp in zip(node.ops, node.comparators):
             right = self.expr(comp)
@@ -1305,6 +1312,8 @@ class FunctionCompiler:
 
     def expr_IfExp(self, node):
         test = self.expr(node.test)
+        if test.is_const and isinstance(test.const, (bool, np.bool_)) and test.type is not CT:
+            return self.expr(node.body if test.const else node.orelse)   # decided at compile time
         a, a_lines = self.capture(lambda: self.expr(node.body))
         b, b_lines = self.capture(lambda: self.expr(node.orelse))
         if (a_lines or b_lines) and not self.typing:
@@ -2095,6 +2104,19 @@ _PRANGE = object()
 class _DTypeMarker:
     def __init__(self, scalar):
         self.scalar = scalar
+
+
+def _ct_key(value):
+    """What a compile-time value compares as: dtypes (NumPy's, tessel's, Numba-style, an array's
+    .dtype) by name, anything else as itself."""
+    if isinstance(value, _DTypeMarker):
+        return ("dtype", value.scalar.name)
+    if _is_dtype_object(value):
+        try:
+            return ("dtype", _dtype_scalar(value).name)
+        except TypeError:
+            pass
+    return value
 
 
 class _GridGroup:
