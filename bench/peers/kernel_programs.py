@@ -105,10 +105,11 @@ def build_cupy():
     def matmul(A, B, C, m, k, n):
         sA = jit.shared_memory(cupy.float32, TPB * TPB)
         sB = jit.shared_memory(cupy.float32, TPB * TPB)
-        tx = jit.threadIdx.x
-        ty = jit.threadIdx.y
-        x = jit.blockIdx.x * TPB + tx
-        y = jit.blockIdx.y * TPB + ty
+        # cupyx.jit types thread indices uint32 and Python ints int32, and will not compare the two
+        tx = cupy.int32(jit.threadIdx.x)
+        ty = cupy.int32(jit.threadIdx.y)
+        x = cupy.int32(jit.blockIdx.x) * TPB + tx
+        y = cupy.int32(jit.blockIdx.y) * TPB + ty
         acc = cupy.float32(0)
         for t in range((k + TPB - 1) // TPB):
             if y < m and t * TPB + tx < k:
@@ -138,8 +139,8 @@ def build_cupy():
         while off > 0:
             v += jit.shfl_down_sync(0xFFFFFFFF, v, off)
             off //= 2
-        lane = jit.threadIdx.x % 32
-        w = jit.threadIdx.x // 32
+        lane = cupy.int32(jit.threadIdx.x) % 32
+        w = cupy.int32(jit.threadIdx.x) // 32
         if lane == 0:
             partial[w] = v
         jit.syncthreads()
