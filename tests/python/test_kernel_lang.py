@@ -839,3 +839,11 @@ def test_promotion_and_wraparound_match_numpy(device, ta, tb):
     with np.errstate(over="ignore"):
         ref = np.stack([a + b, a * b, (a - b) if ta != "bool" else (a ^ b)], axis=1).astype(rt)
     np.testing.assert_array_equal(out.numpy(), ref)
+
+
+def test_ptx_needs_nvrtc_not_a_gpu():
+    if not ts._tessel._nvrtc_available():
+        pytest.skip("a CPU-only build: no NVRTC")
+    x = ts.zeros(3, device="cpu")
+    ptx = axpy.ptx(1.0, x, x, x, arch="sm_90")
+    assert ".visible .entry tsk_axpy" in ptx and ".target sm_90" in ptx
