@@ -11,17 +11,24 @@ spring-dashpot contacts, walls and gravity, as bench/peers/numba_sim.py).
 
 Every library's result is checked against NumPy's before timing. Each round runs every library
 once per row, the order rotating from round to round, and a row reports the median over rounds.
-Between two calls the process sleeps --settle-ms (100 ms): BLAS and OpenMP pools spin for a while
-after a call (OpenBLAS's threads up to about 0.1 s), and on two cores one library's spinning
-threads would slow the next library's call.
+Before a library's turn the process sleeps --settle-ms (250 ms): BLAS and OpenMP pools spin for
+a while after a call (OpenBLAS's threads up to about 0.1 s), and on two cores one library's
+spinning threads would slow the next library's call. Then the library runs the op once untimed
+(its own threads awake, its data in cache, its clock up after the pause) and once timed: every
+row is a steady-state time, the same way for the three libraries.
 Each library runs with its own default threads (NumPy: one, its BLAS: the CPU count; PyTorch:
 torch.get_num_threads(); tessel: ts.num_threads(), TESSEL_NUM_THREADS or the affinity mask).
 
-The CPU's bandwidth is measured in the same run, with NumPy on 1..T Python threads (the GIL is
-released inside its loops), best of them (see bandwidth()): read = 4n bytes / time of the fastest
-NumPy reduction over 1e7 float32 split across the threads; copy = (read + written bytes) / time of
-np.copyto into a preallocated array. The sum row's bandwidth is its 4n bytes / time; a + b's is
-12n bytes / time (two reads and a write, into a new array), set against those. 1e7 float32 is 40
+The CPU's bandwidth is measured in the same run, with NumPy on Python threads (the GIL is released
+inside its loops): read = 4n bytes / time of a NumPy reduction over the row's 1e7 float32 split
+across the CPUs (the fastest of np.sum of the float64 view, np.count_nonzero of the uint8 view and
+np.max: the cheaper the work per byte, the closer to the memory's own rate); copy = 8n bytes (read
+and written) / time of np.copyto into a preallocated array. They are timed in the sum and a + b
+rows' own rounds, beside the libraries (the machine's memory rate drifts by a third from minute to
+minute on this shared VM, and is lower after the settle pause), and once more after the rows back
+to back on 1..T threads, beside tessel's sum and a + b timed the same way (bandwidth()). The sum
+row's bandwidth is its 4n bytes / time; a + b's is 12n bytes / time (two reads and a write, into
+a new array). 1e7 float32 is 40
 MB against this EPYC's 32 MB L3, so part of a repeated read hits the cache, for NumPy's readers
 as for the rows. PyTorch missing: its column is skipped.
 
@@ -252,8 +259,22 @@ def build_rows(names, torch, n_particles):
             fns["torch"] = torch_fn
         return fns
 
+    threads = len(os.sched_getaffinity(0))
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads)
+    cuts = [(n * i // threads) & ~15 for i in range(threads)] + [n]
+    parts = [slice(cuts[i], cuts[i + 1]) for i in range(threads)]
+    dst = np.empty_like(a)
+
+    def on_threads(per_slice):
+        return lambda: list(pool.map(per_slice, parts))
+
+    # The memory's rates in the same rounds as the rows they judge (see the module docstring).
+    copy_refs = {"np.copyto": (on_threads(lambda sl: np.copyto(dst[sl], a[sl])), 8 * n)}
+    read_refs = {"np.sum float64 view": (on_threads(lambda sl: np.sum(a[sl].view(np.float64))), 4 * n),
+                 "np.count_nonzero uint8 view": (on_threads(lambda sl: np.count_nonzero(a[sl].view(np.uint8))), 4 * n),
+                 "np.max": (on_threads(lambda sl: np.max(a[sl])), 4 * n)}
     row("add", with_torch({"numpy": lambda: a + b, "tessel": lambda: xa + xb}, lambda: ta_ + tb_),
-        want=lambda: a + b, tol=(0, 0), bytes=12 * n)
+        want=lambda: a + b, tol=(0, 0), bytes=12 * n, references=copy_refs)
     fused = ts.fuse(lambda x, y: ts.exp(x) * y + 1)
     row("exp_mul_add", with_torch({"numpy": lambda: np.exp(a) * b + 1, "tessel": lambda: ts.exp(xa) * xb + 1},
                                   lambda: torch.exp(ta_) * tb_ + 1),
@@ -262,7 +283,7 @@ def build_rows(names, torch, n_particles):
                                         lambda: torch.exp(ta_) * tb_ + 1),
         want=lambda: np.exp(a) * b + 1, tol=(1e-6, 0), note="tessel through ts.fuse; the others as exp_mul_add")
     row("sum", with_torch({"numpy": lambda: np.sum(a), "tessel": lambda: ts.sum(xa)}, lambda: torch.sum(ta_)),
-        want=lambda: np.sum(a.astype(np.float64)), tol=(1e-5, 0), bytes=4 * n)
+        want=lambda: np.sum(a.astype(np.float64)), tol=(1e-5, 0), bytes=4 * n, references=read_refs)
 
     k = 1024
     ma, mb = rng.random((k, k), dtype=f32), rng.random((k, k), dtype=f32)
@@ -362,40 +383,48 @@ def particle_row(n, torch):
 
 # ---------------------------------------------------------------------------------------------
 def bandwidth(threads, rounds):
-    """GB/s of NumPy reading and copying 1e7 float32 (the rows' size), best over 1..threads Python
-    threads each taking one slice. Read: the fastest of np.sum, np.max, np.sum of the float64 view
-    and np.count_nonzero of the uint8 view (the cheaper the work per byte, the closer to the memory's
-    own rate), 4n bytes over its time. Copy: np.copyto into a preallocated array, 8n bytes (read
-    and written) over its time."""
+    """Back to back (no settle pause), in alternating rounds: GB/s of NumPy reading and copying 1e7
+    float32 on 1..threads Python threads each taking one slice, and of tessel's sum and a + b of
+    the same arrays. Read: the fastest of np.sum, np.max, np.sum of the float64 view and
+    np.count_nonzero of the uint8 view, 4n bytes over its time. Copy: np.copyto into a preallocated
+    array, 8n bytes over its time. tessel: sum 4n bytes, a + b 12n bytes (into a new array)."""
     n = 10_000_000
-    src = np.random.default_rng(1).random(n, dtype=np.float32)
+    rng = np.random.default_rng(1)
+    src = rng.random(n, dtype=np.float32)
+    other = rng.random(n, dtype=np.float32)
     dst = np.empty_like(src)
+    xs, xo = ts.asarray(src, device=DEV), ts.asarray(other, device=DEV)
     readers = {"np.sum": np.sum, "np.max": np.max, "np.sum float64 view": lambda x: np.sum(x.view(np.float64)),
                "np.count_nonzero uint8 view": lambda x: np.count_nonzero(x.view(np.uint8))}
-    out = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=threads) as pool:
-        def measure(per_slice, nbytes):
-            best = {}
-            for t in range(1, threads + 1):
-                # Slices at multiples of 16 elements (the views of 8 bytes need even counts).
-                cuts = [(n * i // t) & ~15 for i in range(t)] + [n]
-                slices = [slice(cuts[i], cuts[i + 1]) for i in range(t)]
-                times = []
-                for _ in range(rounds):
-                    t0 = time.perf_counter()
-                    if t == 1:
-                        per_slice(slices[0])
-                    else:
-                        list(pool.map(per_slice, slices))
-                    times.append(time.perf_counter() - t0)
-                best[t] = nbytes / statistics.median(times) / 1e9
-            return best
-        read = {name: measure(lambda sl, f=f: f(src[sl]), 4 * n) for name, f in readers.items()}
-        top = max(read, key=lambda name: max(read[name].values()))
-        out["read"] = {"GBps_by_reader_and_threads": read, "reader": top, "GBps": max(read[top].values())}
-        copy = measure(lambda sl: np.copyto(dst[sl], src[sl]), 8 * n)
-        out["copy"] = {"GBps_by_threads": copy, "GBps": max(copy.values())}
-    return out
+        def on(t, per_slice):
+            cuts = [(n * i // t) & ~15 for i in range(t)] + [n]  # the 8-byte views need even counts
+            slices = [slice(cuts[i], cuts[i + 1]) for i in range(t)]
+            return (lambda: per_slice(slices[0])) if t == 1 else (lambda: list(pool.map(per_slice, slices)))
+
+        calls = {}  # name -> (fn, bytes, kind)
+        for t in range(1, threads + 1):
+            for name, f in readers.items():
+                calls[f"{name} x{t}"] = (on(t, lambda sl, f=f: f(src[sl])), 4 * n, "read")
+            calls[f"np.copyto x{t}"] = (on(t, lambda sl: np.copyto(dst[sl], src[sl])), 8 * n, "copy")
+        calls["tessel sum"] = (lambda: ts.sum(xs), 4 * n, "tessel")
+        calls["tessel a + b"] = (lambda: xs + xo, 12 * n, "tessel")
+        order = list(calls)
+        times = {name: [] for name in order}
+        for fn, _, _ in calls.values():
+            fn()
+        for k in range(rounds):
+            for name in order[k % len(order):] + order[:k % len(order)]:
+                t0 = time.perf_counter()
+                calls[name][0]()
+                times[name].append(time.perf_counter() - t0)
+    rate = {name: calls[name][1] / statistics.median(times[name]) / 1e9 for name in order}
+    read = {name: v for name, v in rate.items() if calls[name][2] == "read"}
+    copy = {name: v for name, v in rate.items() if calls[name][2] == "copy"}
+    best_read, best_copy = max(read, key=read.get), max(copy, key=copy.get)
+    return {"read": {"GBps_by_reader": read, "reader": best_read, "GBps": read[best_read]},
+            "copy": {"GBps_by_threads": copy, "GBps": copy[best_copy]},
+            "tessel_sum_GBps": rate["tessel sum"], "tessel_add_GBps": rate["tessel a + b"]}
 
 
 def time_rows(rows, rounds, settle):
@@ -413,16 +442,26 @@ def time_rows(rows, rounds, settle):
                         raise AssertionError(f"{name}: {lib} differs from NumPy")
                 else:
                     _close(_np(got), want, rtol, atol, f"{name} ({lib})")
-        order = list(libs)
+        refs = r.get("references", {})
+        calls = dict(libs)
+        calls.update({f"ref:{ref}": fn for ref, (fn, _) in refs.items()})
+        order = list(calls)
         times = {lib: [] for lib in order}
         for k in range(rounds):
             rot = order[k % len(order):] + order[:k % len(order)]
             for lib in rot:
+                # Settle, then one untimed call: the other libraries' pools are idle again, this
+                # library's threads are awake and its data in cache; the second call is timed.
                 time.sleep(settle)
+                calls[lib]()
                 t0 = time.perf_counter()
-                libs[lib]()
+                calls[lib]()
                 times[lib].append(1e3 * (time.perf_counter() - t0))
-        row = {f"{lib}_ms": statistics.median(v) for lib, v in times.items()}
+        row = {f"{lib}_ms": statistics.median(times[lib]) for lib in libs}
+        if refs:
+            rates = {ref: nbytes / statistics.median(times[f"ref:{ref}"]) / 1e6 for ref, (_, nbytes) in refs.items()}
+            row["reference_GBps"] = rates
+            row["reference"] = max(rates, key=rates.get)
         if "after" in r:
             row["contacts"] = r["after"]()
         best_peer = min(row[f"{lib}_ms"] for lib in libs if lib != "tessel")
@@ -430,11 +469,16 @@ def time_rows(rows, rounds, settle):
         row["vs_best"] = best_peer / row["tessel_ms"]
         if "bytes" in r:
             row["tessel_GBps"] = r["bytes"] / row["tessel_ms"] / 1e6
+        if refs:
+            row["of_reference"] = row["tessel_GBps"] / row["reference_GBps"][row["reference"]]
         if "note" in r:
             row["note"] = r["note"]
         results[name] = row
         peers = "  ".join(f"{lib} {row[f'{lib}_ms']:8.2f}" for lib in libs)
         print(f"{name:18s} {peers}   vs NumPy {row['vs_numpy']:5.2f}x  vs best {row['vs_best']:5.2f}x", flush=True)
+        if refs:
+            print(f"{'':18s} tessel {row['tessel_GBps']:.1f} GB/s = {100 * row['of_reference']:.0f}% of "
+                  f"{row['reference']} on {len(os.sched_getaffinity(0))} threads ({row['reference_GBps'][row['reference']]:.1f} GB/s, same rounds)")
     return results
 
 
@@ -453,7 +497,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--only", default=None, help="comma-separated rows")
     parser.add_argument("--particles", type=int, default=100_000)
-    parser.add_argument("--settle-ms", type=float, default=100.0, help="sleep before each timed call")
+    parser.add_argument("--settle-ms", type=float, default=250.0, help="sleep before each library's turn")
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
@@ -465,14 +509,12 @@ def main():
     rows = build_rows(names, torch, args.particles)
     results = time_rows(rows, args.rounds, args.settle_ms / 1e3)
     bw = bandwidth(threads, max(args.rounds, 7))
-    print(f"bandwidth: read {bw['read']['GBps']:.1f} GB/s ({bw['read']['reader']}), copy {bw['copy']['GBps']:.1f} GB/s "
-          f"(NumPy, best of 1..{threads} threads)")
-    if "sum" in results:
-        results["sum"]["of_read_bandwidth"] = results["sum"]["tessel_GBps"] / bw["read"]["GBps"]
-        print(f"sum: {results['sum']['tessel_GBps']:.1f} GB/s = {100 * results['sum']['of_read_bandwidth']:.0f}% of read")
-    if "add" in results:
-        results["add"]["of_copy_bandwidth"] = results["add"]["tessel_GBps"] / bw["copy"]["GBps"]
-        print(f"a + b: {results['add']['tessel_GBps']:.1f} GB/s = {100 * results['add']['of_copy_bandwidth']:.0f}% of copy")
+    print(f"bandwidth, back to back: read {bw['read']['GBps']:.1f} GB/s ({bw['read']['reader']}), copy "
+          f"{bw['copy']['GBps']:.1f} GB/s (NumPy, best of 1..{threads} threads)")
+    bw["tessel_sum_of_read"] = bw["tessel_sum_GBps"] / bw["read"]["GBps"]
+    bw["tessel_add_of_copy"] = bw["tessel_add_GBps"] / bw["copy"]["GBps"]
+    print(f"back to back: tessel sum {bw['tessel_sum_GBps']:.1f} GB/s = {100 * bw['tessel_sum_of_read']:.0f}% of read; "
+          f"a + b {bw['tessel_add_GBps']:.1f} GB/s = {100 * bw['tessel_add_of_copy']:.0f}% of copy")
     print_table(results, torch is not None)
     if args.no_write:
         return
