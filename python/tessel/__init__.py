@@ -8,16 +8,8 @@ nanobind in the _tessel extension; this file adds the parts that are not on a ho
 from __future__ import annotations
 
 import math as _math
-import os as _os
 
-# OpenBLAS's worker threads spin (sched_yield) for 2^28 cycles, about 0.1 s, after each call, taking
-# a core from the CPU ops that follow; OpenBLAS reads OPENBLAS_THREAD_TIMEOUT once, when it loads
-# (with _tessel, below). Unless the environment sets it, 2^18 cycles (about 0.1 ms): a loop of BLAS
-# calls keeps them awake, and an elementwise op or reduction after a matmul gets its second core
-# (docs/guide/configuration.rst, "CPU threads").
-_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "18")
-
-from . import _tessel  # noqa: E402
+from . import _tessel
 from ._tessel import *  # noqa: F401,F403  (Array, dtypes, elementwise functions, errors, ...)
 from ._tessel import Array, Device, Stream, dtype  # noqa: F401
 from ._tessel import _dlpack_exchange, _dlpack_fast_path_hits  # noqa: F401  (DLPack C exchange switch, counter)
