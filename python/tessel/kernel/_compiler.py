@@ -1011,7 +1011,6 @@ class FunctionCompiler:
         return "" if self.root.target == "cuda" else ", B, ts_tid"
 
     def array_id(self, arr: Val, node) -> int:
-        name = getattr(node, "_ts_array_name", None)
         label = arr.code.split(".")[0].split("v_")[-1] if arr.code else "?"
         if label not in self.root.array_names:
             self.root.array_names.append(label)
@@ -1019,7 +1018,6 @@ class FunctionCompiler:
 
     def view(self, arr: Val, idx_vals, node) -> Val:
         t = arr.type
-        base = self.as_arr(arr)
         off_terms = []
         shape, strides = [], []
         d = 0
@@ -1055,9 +1053,6 @@ class FunctionCompiler:
         code = f"ts::mkarr<{t.dtype.ctype}, {nd}>({ptr}, {{{', '.join(shape)}}}, {{{', '.join(strides)}}})" if nd else \
             f"ts::mkarr0<{t.dtype.ctype}>({ptr})"
         return Val(code, ArrayT(t.dtype, nd, layout, t.space if t.space != "const" else "const"))
-
-    def as_arr(self, arr: Val) -> Val:
-        return arr
 
     def expr_Subscript(self, node):
         base = self.expr(node.value)
@@ -1705,11 +1700,7 @@ class FunctionCompiler:
             self.error(node, f"atomic.{name}: the first argument must be an array, got {arr.type}")
         if arr.type.space == "const":
             self.error(node, f"atomic.{name}: cannot modify a constant array")
-        idx_node = node.args[1]
-        if idx.items is not None:
-            ref = self.element(arr, ast.Tuple(elts=[], ctx=ast.Load()), node) if False else None
-        # build the element reference through the normal indexing path
-        elem = self.element(arr, idx_node, node)
+        elem = self.element(arr, node.args[1], node)
         if isinstance(elem.type, ArrayT):
             self.error(node, f"atomic.{name}: the index must select one element of a {arr.type.ndim}-d array")
         return arr.type.dtype, elem, vals[2:]
