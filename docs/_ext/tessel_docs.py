@@ -26,11 +26,14 @@ from sphinx.util.docutils import SphinxDirective
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGE_DIR = os.path.join(REPO, "python", "tessel")
 
+# The modules of python/tessel/_functions/ (the namespace's Python functions, by category).
+FUNCTION_MODULES = tuple(sorted(os.path.join("_functions", f) for f in os.listdir(os.path.join(PACKAGE_DIR, "_functions"))
+                                if f.endswith(".py") and not f.startswith("_")))
 # Stub module -> the Python sources whose docstrings fill in for the stub's missing ones.
 STUB_MODULES = {
     # First: tessel's stub imports jit from it (its own stub imports nothing of tessel).
     "tessel.kernel": ("kernel/__init__.pyi", ("kernel/__init__.py", "kernel/_dispatch.py", "kernel/_compiler.py")),
-    "tessel": ("__init__.pyi", ("__init__.py", "_array_api.py", "_fuse.py", "linalg.py", "_profile.py")),
+    "tessel": ("__init__.pyi", ("__init__.py", *FUNCTION_MODULES, "_fuse.py", "linalg.py", "_profile.py")),
     "tessel.cuda": ("cuda.pyi", ("cuda.py",)),
     "tessel.fft": ("fft.pyi", ("fft.py",)),
     "tessel.linalg": ("linalg.pyi", ("linalg.py",)),

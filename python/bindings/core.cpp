@@ -106,7 +106,7 @@ void register_dtypes(nb::module_& m) {
     m.attr(dtype_name(d)) = obj;  // "bool" is a valid attribute name here
   }
   m.def("_dtype_from_name", [](const std::string& name) { return dtype_object(parse_dtype(name)); });
-  m.def("result_type_dtypes", [](nb::handle a, nb::handle b) { return dtype_object(result_type(to_dtype(a), to_dtype(b))); });
+  m.def("_result_type_dtypes", [](nb::handle a, nb::handle b) { return dtype_object(result_type(to_dtype(a), to_dtype(b))); });
   m.def("_result_type_scalar", [](nb::handle a, nb::handle scalar) {
     Scalar s;
     if (!to_scalar(scalar, s)) throw nb::type_error("_result_type_scalar: not a Python scalar");

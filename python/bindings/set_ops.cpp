@@ -1,6 +1,5 @@
-// The set functions (unique_all and its parts, isin) and repeat. The Python namespace functions
-// with the Array API signatures are in python/tessel/_array_api_functions.py; these are the
-// primitives they call.
+// The set functions (unique_all and its parts, isin) and repeat: the primitives that the
+// namespace functions of python/tessel/_functions/sets.py and manipulation.py call.
 #include "common.hpp"
 
 namespace tessel::python {

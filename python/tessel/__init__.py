@@ -1,29 +1,43 @@
 """tessel: GPU arrays, fused kernels and zero-copy interop.
 
-The namespace follows the Python Array API standard (2025.12); `import tessel as ts` works on
-machines without a GPU or driver (the CPU backend runs everything but user CUDA kernels).
-The hot paths (operators, elementwise functions, reductions) are C++ functions bound with
-nanobind in the _tessel extension; this file adds the parts that are not on a hot path.
+The namespace follows the Python Array API standard (2025.12), with NumPy's names beside it;
+`import tessel as ts` works on machines without a GPU or driver (the CPU backend runs everything
+but user CUDA kernels). The hot paths (operators, elementwise functions, reductions, creation) are
+C++ functions of the _tessel extension; the functions written in Python are in _functions/, one
+module per category, and each is imported here by name (where a Python function has the name of
+a C++ one, the Python one gives it the standard's signature and replaces it in the namespace).
 """
-from __future__ import annotations
-
 import math as _math
 
 from . import _tessel
-from ._tessel import *  # noqa: F401,F403  (Array, dtypes, elementwise functions, errors, ...)
+from ._tessel import *  # noqa: F401,F403  (Array, dtypes, the C++ functions, errors, ...)
 from ._tessel import Array, Device, Stream, dtype  # noqa: F401
 from ._tessel import _dlpack_exchange, _dlpack_fast_path_hits  # noqa: F401  (DLPack C exchange switch, counter)
-from ._array_api import *  # noqa: F401,F403
-from ._array_api import __all__ as _array_api_all
-from ._array_api import __array_namespace_info__  # noqa: F401
-from ._array_api_functions import *  # noqa: F401,F403  (Array API signatures over the C++ primitives)
-from ._array_api_functions import __all__ as _array_api_functions_all  # noqa: F401
+
+from ._functions.creation import (  # noqa: F401
+    arange, array, asarray, diag, linspace, meshgrid, tril, tril_indices, triu, triu_indices)
+from ._functions.dtypes import astype, can_cast, finfo, iinfo, isdtype, result_type  # noqa: F401
+from ._functions.inspection import __array_namespace_info__  # noqa: F401
+from ._functions.interop import asnumpy, get_array_module, to_numpy  # noqa: F401
+from ._functions.linear_algebra import cross, dot, einsum, outer, trace  # noqa: F401
+from ._functions.logic import all, allclose, any, array_equal, isclose  # noqa: F401
+from ._functions.manipulation import (  # noqa: F401
+    array_split, atleast_1d, atleast_2d, atleast_3d, broadcast_arrays, broadcast_shapes, concatenate, expand_dims,
+    flip, hstack, moveaxis, pad, ravel, repeat, roll, split, tile, transpose, unstack, vstack)
+from ._functions.math import (  # noqa: F401
+    around, clip, convolve, correlate, diff, float_power, gradient, interp, nan_to_num)
+from ._functions.searching import argwhere, searchsorted  # noqa: F401
+from ._functions.sets import isin, unique_all, unique_counts, unique_inverse, unique_values  # noqa: F401
+from ._functions.sorting import argsort, sort  # noqa: F401
+from ._functions.statistics import (  # noqa: F401
+    amax, amin, average, bincount, count_nonzero, cumulative_prod, cumulative_sum, histogram, mean, median,
+    percentile, prod, ptp, quantile, std, sum, var)
+
 from . import _dtype_protocol
 from . import _numpy_protocols
 from ._fuse import fuse  # noqa: F401
 from . import kernel  # noqa: F401  (docs/guide/kernels.rst: Python kernels)
 from .kernel import jit  # noqa: F401
-from . import _array_api
 from . import cuda  # noqa: F401
 from . import random  # noqa: F401
 from . import fft  # noqa: F401  (the Array API fft extension)
@@ -35,7 +49,6 @@ from ._profile import profile, Profile, ProfileRange, benchmark, BenchmarkResult
 
 __version__ = _tessel.version()
 __array_api_version__ = "2025.12"
-_dtype_protocol.install()
 
 e = _math.e
 pi = _math.pi
@@ -47,6 +60,8 @@ newaxis = None
 # attribute is set explicitly (the star import above already did, this documents it).
 bool = getattr(_tessel, "bool")  # noqa: A001
 
+ndarray = Array  # NumPy's and CuPy's name for the array type (isinstance(x, ts.ndarray))
+
 
 def _namespace(self, /, *, api_version=None):
     if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12", "2025.12"):
@@ -57,41 +72,10 @@ def _namespace(self, /, *, api_version=None):
 
 
 Array.__array_namespace__ = _namespace
+_dtype_protocol.install()
 # NumPy's __array_ufunc__ / __array_function__: np.exp(x), np.sum(x), np.concatenate([x, y]) run on
-# x's device and return tessel arrays (np_array + ts_array too).
+# x's device and return tessel arrays (np_array + ts_array too); NumPy's ndarray methods.
 _numpy_protocols.install()
-globals().update(_numpy_protocols.namespace_functions())  # ts.concatenate, ts.transpose, ... (NumPy's names)
-
-
-ndarray = Array  # NumPy's and CuPy's name for the array type (isinstance(x, ts.ndarray))
-
-
-def get_array_module(*args):
-    """CuPy's get_array_module: tessel when any argument is a tessel array, else NumPy, for code
-    that runs on either."""
-    for a in args:  # (the namespace's own `any` shadows the builtin here)
-        if isinstance(a, Array):
-            import tessel
-
-            return tessel
-    import numpy as _np
-
-    return _np
-
-
-def asnumpy(a, /):
-    """A NumPy copy of a on the host (CuPy's name; ``np.asarray(a)`` does the same)."""
-    import numpy as _np
-
-    return _np.asarray(a)
-
-
-def array(obj, /, dtype=None, *, copy=True, device=None):
-    """NumPy's and CuPy's constructor: :func:`asarray` that copies unless ``copy`` is False or None."""
-    return asarray(obj, dtype=dtype, copy=copy, device=device)
-
-
-Array.__str__ = lambda self: _array_api._str(self)
 
 
 def _dtype_from_name(name):

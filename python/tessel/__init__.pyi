@@ -537,7 +537,7 @@ def linspace(start: Scalar, stop: Scalar, /, num: int, *, dtype: Optional[DTypeL
     """``num`` evenly spaced values from start to stop (``endpoint`` included by default)."""
 def eye(n_rows: int, n_cols: Optional[int] = None, /, *, k: int = 0, dtype: Optional[DTypeLike] = None, device: DeviceLike = None) -> Array:
     """A 2-D array with ones on diagonal k (k > 0 above the main diagonal)."""
-def meshgrid(*arrays: Array, indexing: Literal['xy', 'ij'] = 'xy') -> list[Array]:
+def meshgrid(*arrays: Array, indexing: Literal['xy', 'ij'] = 'xy') -> Tuple[Array, ...]:
     """Coordinate matrices from 1-D arrays (``indexing='xy'`` or ``'ij'``)."""
 def tril(x: Array, /, *, k: int = 0) -> Array:
     """The lower triangle (on and below diagonal k) of the last two axes; zeros elsewhere."""
@@ -674,7 +674,7 @@ def broadcast_arrays(*arrays: Array) -> Tuple[Array, ...]:
     """Views of the arrays broadcast to their common shape."""
 def concat(arrays: Sequence[Array], /, *, axis: Optional[int] = 0) -> Array:
     """Joins arrays along an existing axis (None: flattened first); the dtype is their promotion."""
-# NumPy's names for code written against NumPy or CuPy (python/tessel/_numpy_protocols.py): what
+# NumPy's names for code written against NumPy or CuPy (python/tessel/_functions/): what
 # np.<name> computes on tessel arrays, on their device.
 def concatenate(arrays: Sequence[Array], axis: Optional[int] = 0, out: Optional[Array] = None, *, dtype: Optional[DTypeLike] = None) -> Array:
     """NumPy's name for :func:`concat` (``dtype``: each array cast first; ``out``: written into)."""

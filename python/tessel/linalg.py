@@ -18,7 +18,7 @@ from . import _tessel
 from ._tessel import matmul, vecdot  # noqa: F401  (the C++ functions themselves)
 from ._tessel import _linalg
 from ._tessel._linalg import LinAlgError  # noqa: F401  (a tessel.ValueError, hence a ValueError)
-from ._array_api import _is_int
+from ._functions._helpers import is_int as _is_int
 
 __all__ = [
     "matmul", "vecdot", "matrix_transpose", "tensordot", "outer", "diagonal", "trace", "cross",

@@ -820,3 +820,16 @@ def test_clip_keeps_the_dtype_of_x(device):
     assert got.dtype == ts.float32
     assert_same(got, np.array([2.0, 4.0, np.nan], np.float32))
     assert_same(ts.clip(f), host(f))
+
+
+def test_meshgrid_returns_a_tuple(device):
+    """The standard (2025.12): meshgrid returns a tuple of arrays, of shape (N, M) for xy and
+    (M, N) for ij indexing of 1-D inputs of sizes M and N."""
+    x, y = ts.arange(3, device=device), ts.arange(2, device=device)
+    for indexing, shape in (("xy", (2, 3)), ("ij", (3, 2))):
+        grids = ts.meshgrid(x, y, indexing=indexing)
+        assert isinstance(grids, tuple)
+        assert [g.shape for g in grids] == [shape, shape]
+        for got, want in zip(grids, np.meshgrid(np.arange(3), np.arange(2), indexing=indexing)):
+            np.testing.assert_array_equal(np.asarray(got), want)
+    assert ts.meshgrid() == ()

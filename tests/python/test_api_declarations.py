@@ -1,0 +1,107 @@
+"""The public names of tessel's Python namespaces are declared where the docs and type checkers
+read them: each one in its type stub (python/tessel/*.pyi) and, for the main namespace, in the API
+reference (docs/api/tessel.rst), and nothing is declared there that does not exist. The Python
+functions are defined once each, in the module of their category (python/tessel/_functions/)."""
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import pathlib
+import pkgutil
+import re
+import types
+
+import pytest
+
+import tessel as ts
+from tessel import _functions
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "python" / "tessel"
+
+
+def stub_names(path):
+    """The public names a stub declares: its functions, classes, annotated and assigned names and
+    re-exports (`from . import x as x`), but not its type aliases (`ShapeLike = Union[...]`)."""
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.Assign) and not isinstance(node.value, ast.Subscript):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom) and node.level == 1:
+            names.update(a.asname for a in node.names if a.asname == a.name)
+    return {n for n in names if not n.startswith("_") or n.startswith("__array")}
+
+
+def public_names(module):
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [n for n in vars(module) if not n.startswith("_")]
+    return set(names)
+
+
+def test_stub_declares_the_main_namespace():
+    runtime = public_names(ts) | {"__array_namespace_info__", "__array_api_version__"}
+    declared = stub_names(PACKAGE / "__init__.pyi")
+    assert not runtime - declared, f"public in tessel but not in __init__.pyi: {sorted(runtime - declared)}"
+    assert not declared - runtime, f"in __init__.pyi but not in tessel: {sorted(declared - runtime)}"
+
+
+@pytest.mark.parametrize("name", ["linalg", "fft", "random", "cuda", "sim", "distributed"])
+def test_stub_declares_the_submodule(name):
+    module = getattr(ts, name)
+    runtime = public_names(module)
+    declared = stub_names(PACKAGE / f"{name}.pyi")
+    assert not runtime - declared, f"public in tessel.{name} but not in {name}.pyi: {sorted(runtime - declared)}"
+    assert not declared - runtime, f"in {name}.pyi but not in tessel.{name}: {sorted(declared - runtime)}"
+
+
+def test_api_page_lists_the_main_namespace():
+    """Every public function and class has an entry in docs/api/tessel.rst; the dtypes and constants
+    are named in its text; every entry exists."""
+    page = (ROOT / "docs" / "api" / "tessel.rst").read_text(encoding="utf-8")
+    entries = set(re.findall(r"^\.\. (?:autofunction|autoclass|autodata|py:data|py:function):: (\w+)", page, re.M))
+    quoted = set(re.findall(r"``(\w+)``", page))
+    missing, named_only = [], []
+    for name in sorted(public_names(ts)):
+        value = getattr(ts, name)
+        if isinstance(value, types.ModuleType):
+            continue  # each submodule has its own page
+        if isinstance(value, (ts.dtype, float, type(None))):
+            (named_only if name in quoted else missing).append(name)
+        elif name not in entries:
+            missing.append(name)
+    assert not missing, f"public in tessel but not in docs/api/tessel.rst: {missing}"
+    unknown = sorted(n for n in entries if not hasattr(ts, n))
+    assert not unknown, f"docs/api/tessel.rst documents names tessel does not have: {unknown}"
+
+
+def function_modules():
+    return [importlib.import_module(f"tessel._functions.{m.name}")
+            for m in pkgutil.iter_modules(_functions.__path__) if not m.name.startswith("_")]
+
+
+@pytest.mark.parametrize("module", function_modules(), ids=lambda m: m.__name__.rsplit(".", 1)[1])
+def test_each_python_function_is_the_namespace_function(module):
+    """A public function of a category module is tessel.<name> itself (imported by name in
+    tessel/__init__.py, not shadowed or left out)."""
+    for name, value in vars(module).items():
+        if name.startswith("_") and name != "__array_namespace_info__" or not inspect.isfunction(value):
+            continue
+        if value.__module__ != module.__name__:
+            continue  # imported from another module
+        assert getattr(ts, name, None) is value, f"{module.__name__}.{name} is not tessel.{name}"
+
+
+def test_namespace_functions_come_from_their_category_modules():
+    """The Python functions of the namespace are defined in python/tessel/_functions/ (or in the
+    subpackage they belong to), not in tessel/__init__.py."""
+    homes = ("tessel._functions.", "tessel.linalg", "tessel._fuse", "tessel._profile", "tessel.kernel")
+    for name in public_names(ts):
+        value = getattr(ts, name)
+        if inspect.isfunction(value):
+            assert value.__module__.startswith(homes), f"tessel.{name} is defined in {value.__module__}"
