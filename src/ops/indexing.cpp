@@ -241,12 +241,17 @@ Layout lay_out(const Array& x, const std::vector<IndexItem>& items, const char* 
         ++view_dims;
       } else {
         const Shape indexed(x.shape().begin() + axis, x.shape().begin() + axis + a->ndim());
-        if (indexed != a->shape()) {
-          throw IndexError(fmt::format(
-              "{}: boolean index of shape {} does not match the indexed array's shape {} at axes {}..{} (array shape {})",
-              op, shape_text(a->shape()), shape_text(indexed), axis, axis + a->ndim() - 1, shape_text(x.shape())));
+        // The Array API standard: each mask dimension equals the array's or is 0 (selecting
+        // nothing); a 0 one takes an empty slice of its axis, so the view has the mask's shape.
+        for (std::int64_t i = 0; i < a->ndim(); ++i) {
+          const std::int64_t size = a->shape()[i];
+          if (size != indexed[i] && size != 0) {
+            throw IndexError(fmt::format(
+                "{}: boolean index of shape {} does not match the indexed array's shape {} at axes {}..{} (array shape {})",
+                op, shape_text(a->shape()), shape_text(indexed), axis, axis + a->ndim() - 1, shape_text(x.shape())));
+          }
+          basic.emplace_back(size == indexed[i] ? Slice() : Slice(0, 0));
         }
-        for (std::int64_t i = 0; i < a->ndim(); ++i) basic.emplace_back(Slice());
         layout.advanced.push_back({*a, view_dims, a->ndim(), true, axis, a->shape()});
         axis += a->ndim();
         view_dims += a->ndim();

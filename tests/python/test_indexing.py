@@ -380,6 +380,40 @@ def test_setitem_value_broadcast_and_cast(device):
     assert_same(x, b)
 
 
+def test_mask_with_zero_size_dimensions(device):
+    """The Array API standard (boolean array indexing): each dimension of the mask equals the
+    indexed array's or is 0; the mask's dimensions become one of size count(True), here 0."""
+    rng = np.random.default_rng(2)
+    for shape, mask_shape in [((1,), (0,)), ((3,), (0,)), ((3, 4), (0,)), ((3, 4), (0, 4)), ((3, 4), (3, 0)),
+                              ((2, 3, 4), (0, 0)), ((1, 1), (0, 0))]:
+        a = rng.standard_normal(shape).astype("float32")
+        m = np.zeros(mask_shape, dtype=bool)
+        x = ts.asarray(a, device=device)
+        mask = ts.asarray(m, device=device)
+        got = x[mask]
+        assert got.shape == (0,) + shape[len(mask_shape):]
+        assert_same(got, a[m])
+        y = x.copy()
+        y[mask] = 5.0  # selects nothing
+        assert_same(y, a)
+    # Beside other indices the standard is silent; tessel does as NumPy.
+    a = rng.standard_normal((3, 4)).astype("float32")
+    m = np.zeros(0, dtype=bool)
+    assert_same(ts.asarray(a, device=device)[1:, ts.asarray(m, device=device)], a[1:, m])
+
+
+def test_mask_dimension_neither_equal_nor_zero_raises(device):
+    """The standard: a mask dimension that is neither the array's nor 0 is an IndexError, as is a
+    mask with more dimensions than the array."""
+    x = ts.zeros((1,), device=device)
+    with pytest.raises(IndexError):
+        x[ts.asarray(np.zeros(2, dtype=bool), device=device)]
+    with pytest.raises(IndexError):
+        ts.zeros((0,), device=device)[ts.asarray(np.zeros(1, dtype=bool), device=device)]
+    with pytest.raises(IndexError):
+        x[ts.asarray(np.zeros((1, 1), dtype=bool), device=device)]
+
+
 # ---- errors ----
 def test_mask_shape_mismatch_names_both_shapes(device):
     x = ts.zeros((3, 4), device=device)
