@@ -45,7 +45,9 @@ def public_names(module):
 
 
 def test_stub_declares_the_main_namespace():
-    runtime = public_names(ts) | {"__array_namespace_info__", "__array_api_version__"}
+    # Subpackages imported on demand (tessel.torch, tessel.numba) become attributes once imported.
+    on_demand = {n for n in ("torch", "numba") if isinstance(getattr(ts, n, None), types.ModuleType)}
+    runtime = public_names(ts) - on_demand | {"__array_namespace_info__", "__array_api_version__"}
     declared = stub_names(PACKAGE / "__init__.pyi")
     assert not runtime - declared, f"public in tessel but not in __init__.pyi: {sorted(runtime - declared)}"
     assert not declared - runtime, f"in __init__.pyi but not in tessel: {sorted(declared - runtime)}"

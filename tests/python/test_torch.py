@@ -1277,3 +1277,25 @@ def test_fuse_mixed_dtypes_give_each_input_its_dtype(tdevice, gen):
     gxr, gyr = torch.autograd.grad(ref.sum(), (x, y))
     assert gx.dtype == torch.float32 and gy.dtype == torch.float64
     assert rel_err(gx, gxr) < 1e-5 and rel_err(gy, gyr) < 1e-6
+
+
+def test_every_traced_op_has_a_derivative_rule_or_none_on_purpose():
+    """Each tessel op that tt.fuse traces (torch's function names, the operators, the activations)
+    has a derivative rule in _graph._rule or is listed in NOT_DIFFERENTIABLE, never both; and each
+    one can be evaluated with torch (the fake implementation)."""
+    from tessel.torch import _graph as g
+
+    binary = {v for v in g._BINARY.values() if v} | {v for v, _ in g._OPERATORS.values()} | set(g._OPERATOR_EVAL)
+    unary = ({v for v in g._UNARY.values()} | {"gelu", "softplus"} | set(g._TORCH)) - binary
+    for name, arity in [(n, 1) for n in sorted(unary)] + [(n, 2) for n in sorted(binary)]:
+        node = g.Node(name, tuple(g.inp(i) for i in range(arity)))
+        try:
+            g._rule(node, g.inp(arity))
+            has_rule = True
+        except AssertionError:
+            has_rule = False
+        assert has_rule != (name in g.NOT_DIFFERENTIABLE), (
+            f"{name}: {'both a derivative rule and' if has_rule else 'neither a derivative rule nor'} "
+            "a place in NOT_DIFFERENTIABLE")
+        assert name in g._TORCH or name in g._OPERATOR_EVAL, f"{name}: no torch evaluation in _graph._TORCH"
+    assert g.NOT_DIFFERENTIABLE <= unary | binary, g.NOT_DIFFERENTIABLE - unary - binary
