@@ -107,3 +107,15 @@ def test_namespace_functions_come_from_their_category_modules():
         value = getattr(ts, name)
         if inspect.isfunction(value):
             assert value.__module__.startswith(homes), f"tessel.{name} is defined in {value.__module__}"
+
+
+def test_numpy_dispatch_covers_every_bound_reduction():
+    """Each reduction bound from the C++ op list (TESSEL_REDUCTION in python/bindings/array.cpp)
+    runs for np.<name>(x), so adding one to the list without its NumPy entry fails here."""
+    from tessel import _numpy_protocols
+
+    bindings = (ROOT / "python" / "bindings" / "array.cpp").read_text(encoding="utf-8")
+    reductions = re.findall(r"^\s*TESSEL_REDUCTION\((\w+)\)", bindings, re.M)
+    assert reductions
+    missing = [n for n in reductions if n not in _numpy_protocols.FUNCTIONS]
+    assert not missing, f"reductions without a NumPy dispatch entry in _numpy_protocols.FUNCTIONS: {missing}"
