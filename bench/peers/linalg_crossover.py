@@ -1,5 +1,5 @@
 """Crossover of tessel's batched small-matrix kernels against the cuSOLVER / cuBLAS path, for the
-tuning table in src/backend/cuda/linalg_small.cpp: eigh and svd (rows eigh/svd: one matrix per
+tuning table (kSmallKernelRows) in src/backend/cuda/tuning/linalg_routes.hpp: eigh and svd (rows eigh/svd: one matrix per
 thread, n <= 16; eigh_warp: a group of lanes per matrix, n <= 32; svd_block: a warp or a block
 per matrix, up to n = 128, 112 in float64; eigh_tridiagonal: one matrix per thread, Householder
 and QR, n <= 16), cholesky, solve (one right-hand side), inv and det (the

@@ -82,9 +82,14 @@ void first_failure(const std::int32_t* info, std::int64_t n, std::int64_t* statu
 // NaN or Inf, else 0.
 void flag_nonfinite(DType dtype, const void* a, std::int64_t per, std::int64_t batch, std::int32_t* flags, void* stream);
 // Every element of the flagged matrices of `out` (`per` elements of dtype each) becomes NaN, and
-// info (when not null) 1 where it was 0.
+// their info (when not null) 0: non-finite input gives NaN results without an error, as on the CPU.
 void poison_flagged(DType dtype, const std::int32_t* flags, std::int64_t per, std::int64_t batch, void* out,
                     std::int32_t* info, void* stream);
+// q (m x qcols per matrix, column-major) = the first qcols columns of H_1 ... H_k, the reflectors
+// of a geqrf of the m x n matrices v (leading dimension m, the vectors below the diagonal) with
+// tau (k per matrix), k = min(m, n): LAPACK's orgqr / ungqr for a whole batch, a warp per column.
+void householder_q(DType dtype, const void* v, std::int64_t m, std::int64_t n, const void* tau, std::int64_t qcols,
+                   void* q, std::int64_t batch, void* stream);
 }  // namespace cuda
 
 #undef TESSEL_LINALG_BACKEND_FUNCTIONS

@@ -1,7 +1,8 @@
 #pragma once
 // tessel's batched small-matrix kernels for the CUDA backend (backend/cuda/linalg_small.cpp,
-// device code in backend/cuda/device/linalg_small.cuh, compiled at run time by NVRTC and
-// specialized on the order). The layout is that of backend/linalg.hpp; float32 and float64.
+// device code in backend/cuda/device/linalg_small.cuh, specialized on the order; the orders the
+// route table sends them are compiled ahead of time, backend/cuda/linalg_small_aot.hpp, others by
+// NVRTC). The route table: backend/cuda/tuning/linalg_routes.hpp. The layout is that of backend/linalg.hpp; float32 and float64.
 #include <cstdint>
 #include <vector>
 

@@ -145,6 +145,33 @@ Kernel load_kernel(const CachedBinary& binary, const std::string& name, Device d
   return k;
 }
 
+Kernel compiled_kernel(const void* entry, const std::string& name, Device device) {
+  if (!device.is_cuda() || !cuda_available()) {
+    throw DeviceError("jit: kernel '" + name + "' needs a CUDA device; " +
+                      (device.is_cuda() ? cuda_unavailable_reason() : "got " + device.str()));
+  }
+  DeviceGuard guard(device);
+  cudaKernel_t kernel = nullptr;
+  cudaFuncAttributes attributes{};
+  // cudaFuncGetAttributes fails (cudaErrorInvalidDeviceFunction / NoKernelImageForDevice) where
+  // the program has no image for this device: the caller compiles instead.
+  if (cudaGetKernel(&kernel, entry) != cudaSuccess || cudaFuncGetAttributes(&attributes, func(kernel)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Kernel();
+  }
+  Kernel k;
+  k.handle_ = kernel;
+  k.name_ = name;
+  k.device_ = device;
+  const DriverLaunch& driver = driver_launch();
+  CUfunction function = nullptr;
+  if (driver.get_function &&
+      driver.get_function(&function, static_cast<CUkernel>(static_cast<void*>(kernel))) == CUDA_SUCCESS) {
+    k.function_ = function;
+  }
+  return k;
+}
+
 void Kernel::launch(const LaunchConfig& config, void** args, const Stream& stream) const {
   if (!defined()) throw ValueError("jit: launch of an undefined Kernel");
   if (stream.device() != device_) {
@@ -317,6 +344,7 @@ namespace {
 
 Kernel get_kernel(const CompileRequest& request, Device) { no_cuda(request.name); }
 Kernel load_kernel(const CachedBinary&, const std::string& name, Device) { no_cuda(name); }
+Kernel compiled_kernel(const void*, const std::string& name, Device) { no_cuda(name); }
 void Kernel::launch(const LaunchConfig&, void**, const Stream&) const { no_cuda(name_); }
 void Kernel::launch(const LaunchConfig&, const std::vector<void*>&, const Stream&) const { no_cuda(name_); }
 KernelAttributes Kernel::attributes() const { no_cuda(name_); }

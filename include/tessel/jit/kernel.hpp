@@ -89,6 +89,7 @@ class Kernel {
 
  private:
   friend Kernel load_kernel(const CachedBinary& binary, const std::string& name, Device device);
+  friend Kernel compiled_kernel(const void* entry, const std::string& name, Device device);
   void* handle_ = nullptr;
   void* function_ = nullptr;  // CUfunction in device_'s primary context; null: launch through the runtime
   std::string name_;
@@ -100,5 +101,9 @@ class Kernel {
 Kernel get_kernel(const CompileRequest& request, Device device);
 // Loads a cached binary (once per key per process) and returns its kernel handle for `device`.
 Kernel load_kernel(const CachedBinary& binary, const std::string& name, Device device);
+// A kernel compiled into the program by nvcc (`entry`: the address of its __global__ function),
+// launched like a loaded one: no compile, no cache. Undefined (defined() false) when the program
+// holds no image of it for `device`'s architecture, so the caller can fall back to get_kernel.
+Kernel compiled_kernel(const void* entry, const std::string& name, Device device);
 
 }  // namespace tessel::jit

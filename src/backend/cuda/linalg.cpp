@@ -1,8 +1,9 @@
 // CUDA linear algebra: tessel's own batched small-matrix kernels (linalg_small.cpp) where their
-// tuning table picks them, else cuSOLVER's 64-bit cusolverDnX* API, one matrix per call, and the
-// batched library routines for many small matrices (cusolverDn<t>potrfBatched, cuBLAS <t>getrfBatched /
-// <t>getrsBatched, cusolverDn<t>syevjBatched, cusolverDn<t>gesvdjBatched), chosen by the
-// crossover table below. One large matrix: Cholesky always runs potrf LOWER (the fast one) and
+// rows of tuning/linalg_routes.hpp pick them, else the libraries' batched entry points
+// (cusolverDn<t>potrfBatched, cuBLAS <t>getrfBatched / <t>getrsBatched / <t>geqrfBatched with
+// tessel's batched Q, cusolverDn<t>syevjBatched, cusolverDnXsyevBatched, cusolverDn<t>gesvdjBatched)
+// or cuSOLVER's 64-bit cusolverDnX* API one matrix per call with the batch split over streams,
+// as that file's kLibraryRoutes says. One large matrix: Cholesky always runs potrf LOWER (the fast one) and
 // SVD picks its driver from the SVD table below (QR first for tall matrices, then Jacobi). Device workspaces come from the caching allocator (stream-ordered
 // frees); handles come from a per-(device, stream) cache, so a call never rebinds a handle
 // another stream is using. A batched call may be split over the caller's stream and side streams
@@ -25,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/stream_cache.hpp"
+#include "backend/cuda/tuning/linalg_routes.hpp"
 #include "backend/linalg.hpp"
 #include "backend/linalg_small.hpp"
 #include "core/cuda_check.hpp"
@@ -39,32 +41,40 @@
 namespace tessel::backend::cuda {
 namespace {
 
-// ---- crossover table: when the batched library routines replace the per-matrix loop ----
-// A batch of at least kMinBatch matrices of order <= max_n takes the batched routine. The
-// limits are cuSOLVER's and cuBLAS's documented ranges (syevjBatched and gesvdjBatched take
-// n <= 32); the crossovers within them are to be measured on the GPU
-// (bench/peers/python_linalg.py, the "batched" rows) and recorded here with the measurement.
-struct BatchedCrossover {
-  const char* routine;
-  std::int64_t max_n;
-};
-constexpr std::int64_t kMinBatch = 2;
-constexpr BatchedCrossover kPotrfBatched{"potrfBatched", 64};
-constexpr BatchedCrossover kGetrfBatched{"getrfBatched", 32};
-constexpr BatchedCrossover kSyevjBatched{"syevjBatched", 32};  // cuSOLVER: n <= 32
-constexpr BatchedCrossover kGesvdjBatched{"gesvdjBatched", 32};  // cuSOLVER: m, n <= 32
-// cusolverDnXsyevBatched above syevjBatched's range (PyTorch and CuPy saw it fail for 100,000
-// 8x8 matrices, which syevjBatched and tessel's kernels take instead).
-constexpr BatchedCrossover kXsyevBatched{"XsyevBatched", 512};
+// ---- routes: tuning/linalg_routes.hpp's kLibraryRoutes ----
+using tuning::LinalgOp;
 
-bool use_batched(const LinalgBatch& p, const BatchedCrossover& c) {
-  return p.batch >= kMinBatch && std::max(p.m, p.n) <= c.max_n;
+// TESSEL_LINALG_ROUTE: unset or "auto", the table; "batched", the batched entry point wherever one
+// exists; "matrix", one library call chain per matrix (on streams) everywhere: for
+// bench/peers/linalg_grid.py, which times both to suggest the table's crossovers.
+enum class ForcedRoute { none, batched, matrix };
+ForcedRoute forced_route() {
+  static const ForcedRoute chosen = [] {
+    const char* v = std::getenv("TESSEL_LINALG_ROUTE");
+    const std::string name(v ? v : "");
+    if (name.empty() || name == "auto") return ForcedRoute::none;
+    if (name == "batched") return ForcedRoute::batched;
+    if (name == "matrix") return ForcedRoute::matrix;
+    throw ValueError(fmt::format("TESSEL_LINALG_ROUTE must be auto, batched or matrix, got \"{}\"", name));
+  }();
+  return chosen;
 }
 
-// A batched call split over streams (TESSEL_LINALG_STREAMS, in_parts) gives each part at least
-// this many matrices (a guess, not measured: the one measured batch, 2,000 matrices of order 128,
-// gains 3% from four parts of 500; smaller parts were not timed).
-constexpr std::int64_t kMinPartBatch = 64;
+// Whether the batch takes op's batched entry point (else one call chain per matrix, on streams).
+bool batched_route(LinalgOp op, const LinalgBatch& p) {
+  const std::int64_t n = std::max(p.m, p.n);
+  if (op == LinalgOp::svd && n > tuning::kGesvdjBatchedMaxN) return false;  // no batched entry point
+  if (p.batch < 2) return false;
+  switch (forced_route()) {
+    case ForcedRoute::batched: return true;
+    case ForcedRoute::matrix: return false;
+    case ForcedRoute::none: break;
+  }
+  for (const auto& row : tuning::kLibraryRoutes) {
+    if (row.op == op && (row.dtypes & tuning::dtype_bit(p.dtype)) != 0 && n <= row.max_n) return p.batch >= row.min_batch;
+  }
+  return false;
+}
 
 const char* cusolver_status_name(cusolverStatus_t s) {
   switch (s) {
@@ -180,8 +190,8 @@ Stream make_side_stream(const Stream& caller) {
   return s;
 }
 
-// How many parts a batched call of `batch` matrices on c's stream runs in: config().linalg_streams
-// (TESSEL_LINALG_STREAMS, set_linalg_streams), at most one per kMinPartBatch matrices, and 1
+// How many parts a call of `batch` matrices on c's stream runs in: config().linalg_streams
+// (TESSEL_LINALG_STREAMS, set_linalg_streams), at most one per min_part matrices, and 1
 // while a CUDA graph capture is active on this thread or records the stream. Forking onto other
 // streams with events is legal in a capture (the side streams join it), but the side streams'
 // workspaces would need memory in their own pools, which the capture's reserve (made in the
@@ -189,10 +199,10 @@ Stream make_side_stream(const Stream& caller) {
 // the first split call would also create streams, events and cuSOLVER handles (device
 // allocations) inside the capture. So a captured call stays on one stream; capturing the parts as
 // parallel branches would need memory reserved in the side streams' pools first.
-int batch_parts(const Call& c, std::int64_t batch) {
+int batch_parts(const Call& c, std::int64_t batch, std::int64_t min_part = tuning::kMinPartBatch) {
   const int want = config().linalg_streams;
   if (want <= 1) return 1;
-  const std::int64_t parts = std::min<std::int64_t>(want, batch / kMinPartBatch);
+  const std::int64_t parts = std::min<std::int64_t>(want, batch / min_part);
   if (parts <= 1) return 1;
   if (detail::thread_capture_stream() != 0 || c.stream.capturing()) return 1;
   return static_cast<int>(parts);
@@ -307,14 +317,20 @@ cublasStatus_t getrf_batched(cublasHandle_t h, int n, T** a, int lda, int* piv, 
   else return cublasZgetrfBatched(h, n, a, lda, piv, info, batch);
 }
 template <class T>
-cublasStatus_t getrs_batched(cublasHandle_t h, int n, int nrhs, T** a, int lda, const int* piv, T** b, int ldb,
-                             int* info, int batch) {
-  const cublasOperation_t op = CUBLAS_OP_N;
+cublasStatus_t getrs_batched(cublasHandle_t h, cublasOperation_t op, int n, int nrhs, T** a, int lda, const int* piv,
+                             T** b, int ldb, int* info, int batch) {
   if constexpr (std::is_same_v<T, float>) return cublasSgetrsBatched(h, op, n, nrhs, a, lda, piv, b, ldb, info, batch);
   else if constexpr (std::is_same_v<T, double>) return cublasDgetrsBatched(h, op, n, nrhs, a, lda, piv, b, ldb, info, batch);
   else if constexpr (std::is_same_v<T, cuFloatComplex>)
     return cublasCgetrsBatched(h, op, n, nrhs, a, lda, piv, b, ldb, info, batch);
   else return cublasZgetrsBatched(h, op, n, nrhs, a, lda, piv, b, ldb, info, batch);
+}
+template <class T>
+cublasStatus_t geqrf_batched(cublasHandle_t h, int m, int n, T** a, int lda, T** tau, int* info, int batch) {
+  if constexpr (std::is_same_v<T, float>) return cublasSgeqrfBatched(h, m, n, a, lda, tau, info, batch);
+  else if constexpr (std::is_same_v<T, double>) return cublasDgeqrfBatched(h, m, n, a, lda, tau, info, batch);
+  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cublasCgeqrfBatched(h, m, n, a, lda, tau, info, batch);
+  else return cublasZgeqrfBatched(h, m, n, a, lda, tau, info, batch);
 }
 template <class T>
 cusolverStatus_t syevj_batched_size(cusolverDnHandle_t h, cusolverEigMode_t jobz, int n, const T* a, const Real<T>* w,
@@ -597,7 +613,7 @@ void cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, con
   Call c(stream, op);
   const cublasFillMode_t uplo = upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
   const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
-  if (use_batched(p, kPotrfBatched)) {  // either triangle (cuSOLVER documents both fill modes)
+  if (batched_route(LinalgOp::cholesky, p)) {  // either triangle (cuSOLVER documents both fill modes)
     const int n = to_int(p.n, op);
     by_dtype(p.dtype, op, [&](auto tag) {
       using T = decltype(tag);
@@ -610,77 +626,95 @@ void cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, con
     });
     return;
   }
-  // One matrix at a time: cuSOLVER's potrf is much faster with CUBLAS_FILL_MODE_LOWER (H100,
-  // 8192 float32: 9.34 ms through PyTorch, which factors LOWER, against 13.7 ms for UPPER, tessel's
-  // and CuPy's call before), so an UPPER request factors the conjugate transpose instead:
+  // One matrix at a time, the batch split over streams: cuSOLVER's potrf is much faster with
+  // CUBLAS_FILL_MODE_LOWER (PyTorch factors LOWER), so an UPPER request factors the conjugate
+  // transpose instead:
   //   C = A^H (geam). C's lower triangle is the conjugate transpose of A's upper one, so it
   //   defines the same Hermitian H that UPPER would read; potrf LOWER gives H = Lc Lc^H, and
   //   U = Lc^H is the upper factor (H = U^H U). A = C^H (geam) puts U in A's upper triangle and
   //   gives back A's strict lower triangle exactly as it was (it is C's untouched upper one).
-  // The two transposes cost ~0.2 ms each at 8192 float32 (one read and one write of the matrix).
   const cudaDataType t = data_type(p.dtype);
   const cublasFillMode_t lower = CUBLAS_FILL_MODE_LOWER;
-  std::size_t dev_bytes = 0, host_bytes = 0;
-  TESSEL_CUSOLVER_CHECK(cusolverDnXpotrf_bufferSize(c.h.solver, c.h.params, lower, p.n, t, a, p.n, t, &dev_bytes, &host_bytes), op);
-  auto work = c.device_buffer(dev_bytes);
-  auto adjoint = upper ? c.device_buffer(bytes) : nullptr;
-  HostWork host;
-  void* hw = host.get(host_bytes);
   const int n = upper ? to_int(p.n, op) : 0;
-  for (std::int64_t b = 0; b < p.batch; ++b) {
-    void* ab = at(a, b, bytes);
-    void* factored = upper ? adjoint->data() : ab;
-    if (upper) {
-      by_dtype(p.dtype, op, [&](auto tag) {
-        using T = decltype(tag);
-        TESSEL_CUBLAS_CHECK(adjoint_geam<T>(c.h.blas, n, n, static_cast<const T*>(ab), n, static_cast<T*>(factored), n), op);
-      });
-    }
-    TESSEL_CUSOLVER_CHECK(cusolverDnXpotrf(c.h.solver, c.h.params, lower, p.n, t, factored, p.n, t, work->data(),
-                                           dev_bytes, hw, host_bytes, info + b),
+  in_parts(c, batch_parts(c, p.batch, tuning::kMinPartPerMatrix), p.batch, op,
+           [&](Call& part, std::int64_t first, std::int64_t count) {
+    std::size_t dev_bytes = 0, host_bytes = 0;
+    TESSEL_CUSOLVER_CHECK(cusolverDnXpotrf_bufferSize(part.h.solver, part.h.params, lower, p.n, t, a, p.n, t, &dev_bytes,
+                                                      &host_bytes),
                           op);
-    if (upper) {
-      by_dtype(p.dtype, op, [&](auto tag) {
-        using T = decltype(tag);
-        TESSEL_CUBLAS_CHECK(adjoint_geam<T>(c.h.blas, n, n, static_cast<const T*>(factored), n, static_cast<T*>(ab), n), op);
-      });
+    auto work = part.device_buffer(dev_bytes);
+    auto adjoint = upper ? part.device_buffer(bytes) : nullptr;
+    HostWork host;
+    void* hw = host.get(host_bytes);
+    for (std::int64_t b = first; b < first + count; ++b) {
+      void* ab = at(a, b, bytes);
+      void* factored = upper ? adjoint->data() : ab;
+      if (upper) {
+        by_dtype(p.dtype, op, [&](auto tag) {
+          using T = decltype(tag);
+          TESSEL_CUBLAS_CHECK(adjoint_geam<T>(part.h.blas, n, n, static_cast<const T*>(ab), n, static_cast<T*>(factored), n),
+                              op);
+        });
+      }
+      TESSEL_CUSOLVER_CHECK(cusolverDnXpotrf(part.h.solver, part.h.params, lower, p.n, t, factored, p.n, t, work->data(),
+                                             dev_bytes, hw, host_bytes, info + b),
+                            op);
+      if (upper) {
+        by_dtype(p.dtype, op, [&](auto tag) {
+          using T = decltype(tag);
+          TESSEL_CUBLAS_CHECK(adjoint_geam<T>(part.h.blas, n, n, static_cast<const T*>(factored), n, static_cast<T*>(ab), n),
+                              op);
+        });
+      }
     }
-  }
+  });
 }
 
 // ---- LU ----
+namespace {
+// getrfBatched over the whole batch: int32 pivots (batch, n), 1-based.
+void getrf_batched_all(Call& c, const LinalgBatch& p, void* a, int* piv, std::int32_t* info, const char* op) {
+  const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
+  const int n = to_int(p.n, op);
+  by_dtype(p.dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    in_chunks(p.batch, [&](std::int64_t first, std::int64_t count) {
+      auto ptrs = c.pointers(at(a, first, bytes), static_cast<std::int64_t>(bytes), count);
+      TESSEL_CUBLAS_CHECK(getrf_batched<T>(c.h.blas, n, static_cast<T**>(ptrs->data()), n, piv + first * p.n,
+                                           info + first, static_cast<int>(count)),
+                          op);
+    });
+  });
+}
+}  // namespace
+
 void lu(const LinalgBatch& p, void* a, Array& pivots, std::int32_t* info, const Stream& stream) {
   const char* op = "lu";
   Call c(stream, op);
   const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
-  if (use_batched(p, kGetrfBatched)) {
-    const int n = to_int(p.n, op);
+  if (batched_route(LinalgOp::lu, p)) {
     pivots = empty({p.batch, p.n}, DType::int32, stream.device(), stream);
-    auto* piv = static_cast<int*>(pivots.data());
-    by_dtype(p.dtype, op, [&](auto tag) {
-      using T = decltype(tag);
-      in_chunks(p.batch, [&](std::int64_t first, std::int64_t count) {
-        auto ptrs = c.pointers(at(a, first, bytes), static_cast<std::int64_t>(bytes), count);
-        TESSEL_CUBLAS_CHECK(getrf_batched<T>(c.h.blas, n, static_cast<T**>(ptrs->data()), n, piv + first * p.n,
-                                             info + first, static_cast<int>(count)),
-                            op);
-      });
-    });
+    getrf_batched_all(c, p, a, static_cast<int*>(pivots.data()), info, op);
     return;
   }
   pivots = empty({p.batch, p.n}, DType::int64, stream.device(), stream);
   auto* piv = static_cast<std::int64_t*>(pivots.data());
   const cudaDataType t = data_type(p.dtype);
-  std::size_t dev_bytes = 0, host_bytes = 0;
-  TESSEL_CUSOLVER_CHECK(cusolverDnXgetrf_bufferSize(c.h.solver, c.h.params, p.n, p.n, t, a, p.n, t, &dev_bytes, &host_bytes), op);
-  auto work = c.device_buffer(dev_bytes);
-  HostWork host;
-  void* hw = host.get(host_bytes);
-  for (std::int64_t b = 0; b < p.batch; ++b) {
-    TESSEL_CUSOLVER_CHECK(cusolverDnXgetrf(c.h.solver, c.h.params, p.n, p.n, t, at(a, b, bytes), p.n, piv + b * p.n, t,
-                                           work->data(), dev_bytes, hw, host_bytes, info + b),
+  in_parts(c, batch_parts(c, p.batch, tuning::kMinPartPerMatrix), p.batch, op,
+           [&](Call& part, std::int64_t first, std::int64_t count) {
+    std::size_t dev_bytes = 0, host_bytes = 0;
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgetrf_bufferSize(part.h.solver, part.h.params, p.n, p.n, t, a, p.n, t, &dev_bytes,
+                                                      &host_bytes),
                           op);
-  }
+    auto work = part.device_buffer(dev_bytes);
+    HostWork host;
+    void* hw = host.get(host_bytes);
+    for (std::int64_t b = first; b < first + count; ++b) {
+      TESSEL_CUSOLVER_CHECK(cusolverDnXgetrf(part.h.solver, part.h.params, p.n, p.n, t, at(a, b, bytes), p.n,
+                                             piv + b * p.n, t, work->data(), dev_bytes, hw, host_bytes, info + b),
+                            op);
+    }
+  });
 }
 
 // ---- solve: LU, then the triangular solves ----
@@ -693,19 +727,21 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool 
   if (transposed && p.n <= kTransposedSolveMinN) throw Error("solve: internal error: a transposed solve of small matrices");
   const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
   const std::size_t b_bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * nrhs);
-  if (!transposed && use_batched(p, kGetrfBatched)) {
-    Array pivots;
-    lu(p, a, pivots, info, stream);
-    Call c(stream, op);
+  const cublasOperation_t trans = transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  Call c(stream, op);
+  if (batched_route(LinalgOp::solve, p)) {
+    // getrfBatched, then getrsBatched (a transposed solve: a holds A^T = P L U, op T solves A x = b).
+    auto pivots = c.device_buffer(static_cast<std::size_t>(p.batch * p.n) * sizeof(int));
+    auto* piv = static_cast<int*>(pivots->data());
+    getrf_batched_all(c, p, a, piv, info, op);
     const int n = to_int(p.n, op), k = to_int(nrhs, op);
-    auto* piv = static_cast<int*>(pivots.data());
     by_dtype(p.dtype, op, [&](auto tag) {
       using T = decltype(tag);
       in_chunks(p.batch, [&](std::int64_t first, std::int64_t count) {
         auto ap = c.pointers(at(a, first, bytes), static_cast<std::int64_t>(bytes), count);
         auto bp = c.pointers(at(b_data, first, b_bytes), static_cast<std::int64_t>(b_bytes), count);
         int arg_info = 0;  // host: argument validity only
-        TESSEL_CUBLAS_CHECK(getrs_batched<T>(c.h.blas, n, k, static_cast<T**>(ap->data()), n, piv + first * p.n,
+        TESSEL_CUBLAS_CHECK(getrs_batched<T>(c.h.blas, trans, n, k, static_cast<T**>(ap->data()), n, piv + first * p.n,
                                              static_cast<T**>(bp->data()), n, &arg_info, static_cast<int>(count)),
                             op);
         if (arg_info != 0) throw Error(fmt::format("solve: internal error: getrsBatched rejected argument {}", -arg_info));
@@ -714,62 +750,68 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool 
     // pivots is released here; its buffer is reused only after this stream's work (stream-ordered free).
     return;
   }
-  Call c(stream, op);
-  const cublasOperation_t trans = transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int parts = batch_parts(c, p.batch, tuning::kMinPartPerMatrix);
   if (solve_legacy_api(p.n)) {
     const int n = to_int(p.n, op), k = to_int(nrhs, op);
     by_dtype(p.dtype, op, [&](auto tag) {
       using T = decltype(tag);
-      int lwork = 0;
-      TESSEL_CUSOLVER_CHECK(getrf_size<T>(c.h.solver, n, static_cast<T*>(a), &lwork), op);
-      auto work = c.device_buffer(static_cast<std::size_t>(lwork) * sizeof(T));
-      auto piv = c.device_buffer(static_cast<std::size_t>(p.n) * sizeof(int));
-      auto solve_info = c.device_buffer(sizeof(int));  // getrs's: argument checks only
-      // The triangular route (transposed: a holds A^T = P L U, so A x = b is x = P L^-T U^-T b):
-      // the solves run on a copy z of b, and the permutation writes x back into b.
-      const bool triangular = transposed && solve_by_triangular_solves(p.n);
-      auto z = c.device_buffer(triangular ? b_bytes : 0);
-      auto rows = c.device_buffer(triangular ? static_cast<std::size_t>(p.n) * sizeof(int) : 0);
-      for (std::int64_t b = 0; b < p.batch; ++b) {
-        T* ab = reinterpret_cast<T*>(at(a, b, bytes));
-        TESSEL_CUSOLVER_CHECK(getrf<T>(c.h.solver, n, ab, static_cast<T*>(work->data()), static_cast<int*>(piv->data()),
-                                       info + b),
-                              op);
-        if (triangular) {
-          void* bb = at(b_data, b, b_bytes);
-          T* zb = static_cast<T*>(z->data());
-          TESSEL_CUDA_CHECK(cudaMemcpyAsync(zb, bb, b_bytes, cudaMemcpyDeviceToDevice, c.s), op);
-          TESSEL_CUBLAS_CHECK(trsm_left_transposed<T>(c.h.blas, true, n, k, ab, zb), op);
-          TESSEL_CUBLAS_CHECK(trsm_left_transposed<T>(c.h.blas, false, n, k, ab, zb), op);
-          permute_rows_by_pivots(p.dtype, static_cast<const std::int32_t*>(piv->data()), p.n, zb, nrhs, bb,
-                                 static_cast<std::int32_t*>(rows->data()), c.s);
-          continue;
+      in_parts(c, parts, p.batch, op, [&](Call& part, std::int64_t first, std::int64_t count) {
+        int lwork = 0;
+        TESSEL_CUSOLVER_CHECK(getrf_size<T>(part.h.solver, n, static_cast<T*>(a), &lwork), op);
+        auto work = part.device_buffer(static_cast<std::size_t>(lwork) * sizeof(T));
+        auto piv = part.device_buffer(static_cast<std::size_t>(p.n) * sizeof(int));
+        auto solve_info = part.device_buffer(sizeof(int));  // getrs's: argument checks only
+        // The triangular route (transposed: a holds A^T = P L U, so A x = b is x = P L^-T U^-T b):
+        // the solves run on a copy z of b, and the permutation writes x back into b.
+        const bool triangular = transposed && solve_by_triangular_solves(p.n);
+        auto z = part.device_buffer(triangular ? b_bytes : 0);
+        auto rows = part.device_buffer(triangular ? static_cast<std::size_t>(p.n) * sizeof(int) : 0);
+        for (std::int64_t b = first; b < first + count; ++b) {
+          T* ab = reinterpret_cast<T*>(at(a, b, bytes));
+          TESSEL_CUSOLVER_CHECK(getrf<T>(part.h.solver, n, ab, static_cast<T*>(work->data()),
+                                         static_cast<int*>(piv->data()), info + b),
+                                op);
+          if (triangular) {
+            void* bb = at(b_data, b, b_bytes);
+            T* zb = static_cast<T*>(z->data());
+            TESSEL_CUDA_CHECK(cudaMemcpyAsync(zb, bb, b_bytes, cudaMemcpyDeviceToDevice, part.s), op);
+            TESSEL_CUBLAS_CHECK(trsm_left_transposed<T>(part.h.blas, true, n, k, ab, zb), op);
+            TESSEL_CUBLAS_CHECK(trsm_left_transposed<T>(part.h.blas, false, n, k, ab, zb), op);
+            permute_rows_by_pivots(p.dtype, static_cast<const std::int32_t*>(piv->data()), p.n, zb, nrhs, bb,
+                                   static_cast<std::int32_t*>(rows->data()), part.s);
+            continue;
+          }
+          TESSEL_CUSOLVER_CHECK(getrs<T>(part.h.solver, trans, n, k, ab, static_cast<const int*>(piv->data()),
+                                         reinterpret_cast<T*>(at(b_data, b, b_bytes)),
+                                         static_cast<int*>(solve_info->data())),
+                                op);
         }
-        TESSEL_CUSOLVER_CHECK(getrs<T>(c.h.solver, trans, n, k, ab, static_cast<const int*>(piv->data()),
-                                       reinterpret_cast<T*>(at(b_data, b, b_bytes)), static_cast<int*>(solve_info->data())),
-                              op);
-      }
+      });
     });
     return;
   }
   const cudaDataType t = data_type(p.dtype);
-  std::size_t dev_bytes = 0, host_bytes = 0;
-  TESSEL_CUSOLVER_CHECK(cusolverDnXgetrf_bufferSize(c.h.solver, c.h.params, p.n, p.n, t, a, p.n, t, &dev_bytes, &host_bytes), op);
-  auto work = c.device_buffer(dev_bytes);
-  auto piv = c.device_buffer(static_cast<std::size_t>(p.n) * sizeof(std::int64_t));
-  auto solve_info = c.device_buffer(sizeof(int));  // getrs's: argument checks only
-  HostWork host;
-  void* hw = host.get(host_bytes);
-  for (std::int64_t b = 0; b < p.batch; ++b) {
-    TESSEL_CUSOLVER_CHECK(cusolverDnXgetrf(c.h.solver, c.h.params, p.n, p.n, t, at(a, b, bytes), p.n,
-                                           static_cast<std::int64_t*>(piv->data()), t, work->data(), dev_bytes, hw,
-                                           host_bytes, info + b),
+  in_parts(c, parts, p.batch, op, [&](Call& part, std::int64_t first, std::int64_t count) {
+    std::size_t dev_bytes = 0, host_bytes = 0;
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgetrf_bufferSize(part.h.solver, part.h.params, p.n, p.n, t, a, p.n, t, &dev_bytes,
+                                                      &host_bytes),
                           op);
-    TESSEL_CUSOLVER_CHECK(cusolverDnXgetrs(c.h.solver, c.h.params, trans, p.n, nrhs, t, at(a, b, bytes), p.n,
-                                           static_cast<const std::int64_t*>(piv->data()), t, at(b_data, b, b_bytes), p.n,
-                                           static_cast<int*>(solve_info->data())),
-                          op);
-  }
+    auto work = part.device_buffer(dev_bytes);
+    auto piv = part.device_buffer(static_cast<std::size_t>(p.n) * sizeof(std::int64_t));
+    auto solve_info = part.device_buffer(sizeof(int));  // getrs's: argument checks only
+    HostWork host;
+    void* hw = host.get(host_bytes);
+    for (std::int64_t b = first; b < first + count; ++b) {
+      TESSEL_CUSOLVER_CHECK(cusolverDnXgetrf(part.h.solver, part.h.params, p.n, p.n, t, at(a, b, bytes), p.n,
+                                             static_cast<std::int64_t*>(piv->data()), t, work->data(), dev_bytes, hw,
+                                             host_bytes, info + b),
+                            op);
+      TESSEL_CUSOLVER_CHECK(cusolverDnXgetrs(part.h.solver, part.h.params, trans, p.n, nrhs, t, at(a, b, bytes), p.n,
+                                             static_cast<const std::int64_t*>(piv->data()), t, at(b_data, b, b_bytes),
+                                             p.n, static_cast<int*>(solve_info->data())),
+                            op);
+    }
+  });
 }
 
 // ---- eigh ----
@@ -780,7 +822,8 @@ void eigh_library(const LinalgBatch& p, void* a, void* w, bool vectors, std::int
   const cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
   const std::size_t bytes = elem(p.dtype) * static_cast<std::size_t>(p.n * p.n);
   const std::size_t w_bytes = elem(to_real(p.dtype)) * static_cast<std::size_t>(p.n);
-  if (use_batched(p, kSyevjBatched)) {
+  const bool batched = batched_route(LinalgOp::eigh, p);
+  if (batched && p.n <= tuning::kSyevjBatchedMaxN) {
     const int n = to_int(p.n, op);
     syevjInfo_t params = nullptr;
     TESSEL_CUSOLVER_CHECK(cusolverDnCreateSyevjInfo(&params), op);
@@ -803,8 +846,7 @@ void eigh_library(const LinalgBatch& p, void* a, void* w, bool vectors, std::int
     return;
   }
   const cudaDataType t = data_type(p.dtype), rt = real_type(p.dtype);
-  std::size_t dev_bytes = 0, host_bytes = 0;
-  if (use_batched(p, kXsyevBatched)) {
+  if (batched) {
     // One call per part, each on its own stream and handle set (in_parts): XsyevBatched launches
     // many small kernels, and parts on several streams may overlap them and their tails.
     in_parts(c, batch_parts(c, p.batch), p.batch, op, [&](Call& part, std::int64_t first, std::int64_t count) {
@@ -824,17 +866,23 @@ void eigh_library(const LinalgBatch& p, void* a, void* w, bool vectors, std::int
     });
     return;
   }
-  TESSEL_CUSOLVER_CHECK(cusolverDnXsyevd_bufferSize(c.h.solver, c.h.params, jobz, CUBLAS_FILL_MODE_LOWER, p.n, t, a, p.n,
-                                                    rt, w, t, &dev_bytes, &host_bytes),
-                        op);
-  auto work = c.device_buffer(dev_bytes);
-  HostWork host;
-  void* hw = host.get(host_bytes);
-  for (std::int64_t b = 0; b < p.batch; ++b) {
-    TESSEL_CUSOLVER_CHECK(cusolverDnXsyevd(c.h.solver, c.h.params, jobz, CUBLAS_FILL_MODE_LOWER, p.n, t, at(a, b, bytes),
-                                           p.n, rt, at(w, b, w_bytes), t, work->data(), dev_bytes, hw, host_bytes, info + b),
+  // One syevd per matrix, the batch split over streams.
+  in_parts(c, batch_parts(c, p.batch, tuning::kMinPartPerMatrix), p.batch, op,
+           [&](Call& part, std::int64_t first, std::int64_t count) {
+    std::size_t dev_bytes = 0, host_bytes = 0;
+    TESSEL_CUSOLVER_CHECK(cusolverDnXsyevd_bufferSize(part.h.solver, part.h.params, jobz, CUBLAS_FILL_MODE_LOWER, p.n, t, a,
+                                                      p.n, rt, w, t, &dev_bytes, &host_bytes),
                           op);
-  }
+    auto work = part.device_buffer(dev_bytes);
+    HostWork host;
+    void* hw = host.get(host_bytes);
+    for (std::int64_t b = first; b < first + count; ++b) {
+      TESSEL_CUSOLVER_CHECK(cusolverDnXsyevd(part.h.solver, part.h.params, jobz, CUBLAS_FILL_MODE_LOWER, p.n, t,
+                                             at(a, b, bytes), p.n, rt, at(w, b, w_bytes), t, work->data(), dev_bytes, hw,
+                                             host_bytes, info + b),
+                            op);
+    }
+  });
 }
 
 }  // namespace
@@ -1021,7 +1069,7 @@ void svd_library(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool
   const std::size_t es = elem(p.dtype);
   const std::size_t bytes = es * static_cast<std::size_t>(p.m * p.n);
   const std::size_t s_bytes = elem(to_real(p.dtype)) * static_cast<std::size_t>(k);
-  if (use_batched(p, kGesvdjBatched)) {
+  if (batched_route(LinalgOp::svd, p)) {
     const int m = to_int(p.m, op), n = to_int(p.n, op);
     const cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
     gesvdjInfo_t params = nullptr;
@@ -1067,7 +1115,16 @@ void svd_library(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool
   by_dtype(p.dtype, op, [&](auto tag) {
     using T = decltype(tag);
     if (route.driver == SvdDriver::gesvdp) return svd_by_polar<T>(c, p, a, s, u, vh, vectors, info, op);
-    svd_one_by_one<T>(c, p, a, s, u, vh, vectors, full, route, info, op);
+    // One matrix at a time, the batch split over streams.
+    const std::size_t u_bytes = es * static_cast<std::size_t>(p.m * ucols);
+    const std::size_t vh_bytes = es * static_cast<std::size_t>(vrows * p.n);
+    in_parts(c, batch_parts(c, p.batch, tuning::kMinPartPerMatrix), p.batch, op,
+             [&](Call& part, std::int64_t first, std::int64_t count) {
+      LinalgBatch sub = p;
+      sub.batch = count;
+      svd_one_by_one<T>(part, sub, at(a, first, bytes), at(s, first, s_bytes), vectors ? at(u, first, u_bytes) : nullptr,
+                        vectors ? at(vh, first, vh_bytes) : nullptr, vectors, full, route, info + first, op);
+    });
   });
 }
 }  // namespace
@@ -1088,7 +1145,9 @@ void svd(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors
   }
 }
 
-// ---- QR: geqrf, then orgqr/ungqr on a copy of the Householder vectors ----
+// ---- QR: geqrf, then Q from the Householder vectors ----
+// Batched: cuBLAS geqrfBatched, then householder_q (linalg.cu) for the whole batch. Per matrix
+// (the batch split over streams): Xgeqrf, then orgqr/ungqr on a copy of the Householder vectors.
 void qr(const LinalgBatch& p, void* a, void* q, std::int64_t qcols, const Stream& stream) {
   const char* op = "qr";
   Call c(stream, op);
@@ -1098,31 +1157,54 @@ void qr(const LinalgBatch& p, void* a, void* q, std::int64_t qcols, const Stream
   const std::size_t q_bytes = es * static_cast<std::size_t>(p.m * qcols);
   const std::size_t copied = es * static_cast<std::size_t>(p.m * std::min(p.n, qcols));
   const cudaDataType t = data_type(p.dtype);
-  auto tau = c.device_buffer(es * static_cast<std::size_t>(k));
-  auto scratch_info = c.device_buffer(sizeof(int));
-  std::size_t dev_bytes = 0, host_bytes = 0;
-  TESSEL_CUSOLVER_CHECK(cusolverDnXgeqrf_bufferSize(c.h.solver, c.h.params, p.m, p.n, t, a, p.m, t, tau->data(), t,
-                                                    &dev_bytes, &host_bytes),
-                        op);
-  auto work = c.device_buffer(dev_bytes);
-  HostWork host;
-  void* hw = host.get(host_bytes);
   const int m = to_int(p.m, op), qc = to_int(qcols, op), kk = to_int(k, op);
-  by_dtype(p.dtype, op, [&](auto tag) {
-    using T = decltype(tag);
-    int lwork = 0;
-    TESSEL_CUSOLVER_CHECK(orgqr_size<T>(c.h.solver, m, qc, kk, static_cast<T*>(q), static_cast<T*>(tau->data()), &lwork), op);
-    auto qwork = c.device_buffer(static_cast<std::size_t>(lwork) * sizeof(T));
-    for (std::int64_t b = 0; b < p.batch; ++b) {
-      TESSEL_CUSOLVER_CHECK(cusolverDnXgeqrf(c.h.solver, c.h.params, p.m, p.n, t, at(a, b, bytes), p.m, t, tau->data(), t,
-                                             work->data(), dev_bytes, hw, host_bytes, static_cast<int*>(scratch_info->data())),
+  if (batched_route(LinalgOp::qr, p)) {
+    const int n = to_int(p.n, op);
+    auto tau = c.device_buffer(es * static_cast<std::size_t>(k * p.batch));
+    by_dtype(p.dtype, op, [&](auto tag) {
+      using T = decltype(tag);
+      in_chunks(p.batch, [&](std::int64_t first, std::int64_t count) {
+        auto ap = c.pointers(at(a, first, bytes), static_cast<std::int64_t>(bytes), count);
+        auto tp = c.pointers(at(tau->data(), first * k, es), static_cast<std::int64_t>(es) * k, count);
+        int arg_info = 0;  // host: argument validity only
+        TESSEL_CUBLAS_CHECK(geqrf_batched<T>(c.h.blas, m, n, static_cast<T**>(ap->data()), m,
+                                             static_cast<T**>(tp->data()), &arg_info, static_cast<int>(count)),
                             op);
-      TESSEL_CUDA_CHECK(cudaMemcpyAsync(at(q, b, q_bytes), at(a, b, bytes), copied, cudaMemcpyDeviceToDevice, c.s), op);
-      TESSEL_CUSOLVER_CHECK(orgqr<T>(c.h.solver, m, qc, kk, reinterpret_cast<T*>(at(q, b, q_bytes)),
-                                     static_cast<const T*>(tau->data()), static_cast<T*>(qwork->data()), lwork,
-                                     static_cast<int*>(scratch_info->data())),
+        if (arg_info != 0) throw Error(fmt::format("qr: internal error: geqrfBatched rejected argument {}", -arg_info));
+      });
+    });
+    householder_q(p.dtype, a, p.m, p.n, tau->data(), qcols, q, p.batch, c.s);
+    return;
+  }
+  in_parts(c, batch_parts(c, p.batch, tuning::kMinPartPerMatrix), p.batch, op,
+           [&](Call& part, std::int64_t first, std::int64_t count) {
+    auto tau = part.device_buffer(es * static_cast<std::size_t>(k));
+    auto scratch_info = part.device_buffer(sizeof(int));
+    std::size_t dev_bytes = 0, host_bytes = 0;
+    TESSEL_CUSOLVER_CHECK(cusolverDnXgeqrf_bufferSize(part.h.solver, part.h.params, p.m, p.n, t, a, p.m, t, tau->data(), t,
+                                                      &dev_bytes, &host_bytes),
+                          op);
+    auto work = part.device_buffer(dev_bytes);
+    HostWork host;
+    void* hw = host.get(host_bytes);
+    by_dtype(p.dtype, op, [&](auto tag) {
+      using T = decltype(tag);
+      int lwork = 0;
+      TESSEL_CUSOLVER_CHECK(orgqr_size<T>(part.h.solver, m, qc, kk, static_cast<T*>(q), static_cast<T*>(tau->data()), &lwork),
                             op);
-    }
+      auto qwork = part.device_buffer(static_cast<std::size_t>(lwork) * sizeof(T));
+      for (std::int64_t b = first; b < first + count; ++b) {
+        TESSEL_CUSOLVER_CHECK(cusolverDnXgeqrf(part.h.solver, part.h.params, p.m, p.n, t, at(a, b, bytes), p.m, t,
+                                               tau->data(), t, work->data(), dev_bytes, hw, host_bytes,
+                                               static_cast<int*>(scratch_info->data())),
+                              op);
+        TESSEL_CUDA_CHECK(cudaMemcpyAsync(at(q, b, q_bytes), at(a, b, bytes), copied, cudaMemcpyDeviceToDevice, part.s), op);
+        TESSEL_CUSOLVER_CHECK(orgqr<T>(part.h.solver, m, qc, kk, reinterpret_cast<T*>(at(q, b, q_bytes)),
+                                       static_cast<const T*>(tau->data()), static_cast<T*>(qwork->data()), lwork,
+                                       static_cast<int*>(scratch_info->data())),
+                              op);
+      }
+    });
   });
 }
 

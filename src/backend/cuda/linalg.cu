@@ -3,7 +3,7 @@
 // triangle copy that takes R out of a geqrf result, the reduction of an info array to its
 // first failing index that the plain functions' error check reads (ops/linalg.cpp check_info),
 // the finiteness flags that turn the results of non-finite input into NaN, and the row
-// permutation that ends an LU solve by triangular solves.
+// permutation that ends an LU solve by triangular solves, and the batched Q of a batched geqrf.
 #include <cuComplex.h>
 #include <cuda_runtime_api.h>
 
@@ -146,7 +146,7 @@ __global__ void poison_flagged_kernel(const int* flags, long long per, long long
          e += static_cast<long long>(gridDim.x) * blockDim.x) {
       matrix[e] = R(0) * (R(1) / R(0));  // NaN
     }
-    if (info != nullptr && blockIdx.x == 0 && threadIdx.x == 0 && info[b] == 0) info[b] = 1;
+    if (info != nullptr && blockIdx.x == 0 && threadIdx.x == 0) info[b] = 0;
   }
 }
 
@@ -193,7 +193,107 @@ __global__ void scatter_rows_kernel(const T* __restrict__ z, const int* __restri
   }
 }
 
+
+// ---- Q of geqrf's reflectors (LAPACK's orgqr / ungqr), batched ----
+template <class T>
+__device__ __forceinline__ T q_conj(T v) { return adjoint_of(v); }
+__device__ __forceinline__ float q_mul(float a, float b) { return a * b; }
+__device__ __forceinline__ double q_mul(double a, double b) { return a * b; }
+__device__ __forceinline__ cuFloatComplex q_mul(cuFloatComplex a, cuFloatComplex b) { return cuCmulf(a, b); }
+__device__ __forceinline__ cuDoubleComplex q_mul(cuDoubleComplex a, cuDoubleComplex b) { return cuCmul(a, b); }
+__device__ __forceinline__ float q_add(float a, float b) { return a + b; }
+__device__ __forceinline__ double q_add(double a, double b) { return a + b; }
+__device__ __forceinline__ cuFloatComplex q_add(cuFloatComplex a, cuFloatComplex b) { return cuCaddf(a, b); }
+__device__ __forceinline__ cuDoubleComplex q_add(cuDoubleComplex a, cuDoubleComplex b) { return cuCadd(a, b); }
+__device__ __forceinline__ float q_sub(float a, float b) { return a - b; }
+__device__ __forceinline__ double q_sub(double a, double b) { return a - b; }
+__device__ __forceinline__ cuFloatComplex q_sub(cuFloatComplex a, cuFloatComplex b) { return cuCsubf(a, b); }
+__device__ __forceinline__ cuDoubleComplex q_sub(cuDoubleComplex a, cuDoubleComplex b) { return cuCsub(a, b); }
+template <class T>
+__device__ __forceinline__ T q_real(double v) { return static_cast<T>(v); }
+template <>
+__device__ __forceinline__ cuFloatComplex q_real<cuFloatComplex>(double v) { return make_cuFloatComplex(static_cast<float>(v), 0.0f); }
+template <>
+__device__ __forceinline__ cuDoubleComplex q_real<cuDoubleComplex>(double v) { return make_cuDoubleComplex(v, 0.0); }
+__device__ __forceinline__ float q_shfl(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ double q_shfl(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ cuFloatComplex q_shfl(cuFloatComplex v, int o) {
+  return make_cuFloatComplex(__shfl_xor_sync(0xffffffffu, v.x, o), __shfl_xor_sync(0xffffffffu, v.y, o));
+}
+__device__ __forceinline__ cuDoubleComplex q_shfl(cuDoubleComplex v, int o) {
+  return make_cuDoubleComplex(__shfl_xor_sync(0xffffffffu, v.x, o), __shfl_xor_sync(0xffffffffu, v.y, o));
+}
+
+// A warp per column j of Q (m x qcols): the column starts as e_j and takes the reflectors
+// H_i = I - tau_i v_i v_i^H from the last to the first (backward accumulation, as LAPACK's org2r);
+// v_i is 1 at row i and geqrf's column i below it. Column j < i is e_j, which H_i leaves alone.
+// The lanes split the rows (coalesced column-major loads) and sum v_i^H q by butterflies.
+// Grid: x over the columns (blockDim / 32 per block, grid-stride), y over the batch.
+template <class T>
+__global__ void householder_q_kernel(const T* __restrict__ v, long long m, long long n, const T* __restrict__ tau,
+                                     long long k, T* __restrict__ q, long long qcols, long long batch) {
+  const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  for (long long b = blockIdx.y; b < batch; b += gridDim.y) {
+    const T* vb = v + b * m * n;
+    const T* tb = tau + b * k;
+    T* qb = q + b * m * qcols;
+    for (long long j = blockIdx.x * static_cast<long long>(warps) + threadIdx.x / 32; j < qcols;
+         j += static_cast<long long>(gridDim.x) * warps) {
+      T* col = qb + j * m;
+      for (long long r = lane; r < m; r += 32) col[r] = q_real<T>(r == j ? 1.0 : 0.0);
+      for (long long i = k - 1; i >= 0; --i) {
+        if (j < i) continue;
+        const T* vi = vb + i * m;
+        T w = q_real<T>(0.0);
+        for (long long r = i + lane; r < m; r += 32) {
+          const T vr = r == i ? q_real<T>(1.0) : vi[r];
+          w = q_add(w, q_mul(q_conj(vr), col[r]));
+        }
+        for (int o = 16; o > 0; o /= 2) w = q_add(w, q_shfl(w, o));
+        const T t = q_mul(tb[i], w);
+        for (long long r = i + lane; r < m; r += 32) {
+          const T vr = r == i ? q_real<T>(1.0) : vi[r];
+          col[r] = q_sub(col[r], q_mul(vr, t));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void householder_q(DType dtype, const void* v, std::int64_t m, std::int64_t n, const void* tau, std::int64_t qcols,
+                   void* q, std::int64_t batch, void* stream) {
+  const std::int64_t k = std::min(m, n);
+  if (m * qcols * batch == 0) return;
+  auto s = static_cast<cudaStream_t>(stream);
+  constexpr int kWarps = kThreads / 32;
+  const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>((qcols + kWarps - 1) / kWarps, 1024)),
+                  static_cast<unsigned>(std::min<std::int64_t>(batch, 65535)));
+  switch (dtype) {
+    case DType::float32:
+      householder_q_kernel<<<grid, kThreads, 0, s>>>(static_cast<const float*>(v), m, n, static_cast<const float*>(tau), k,
+                                                     static_cast<float*>(q), qcols, batch);
+      break;
+    case DType::float64:
+      householder_q_kernel<<<grid, kThreads, 0, s>>>(static_cast<const double*>(v), m, n, static_cast<const double*>(tau),
+                                                     k, static_cast<double*>(q), qcols, batch);
+      break;
+    case DType::complex64:
+      householder_q_kernel<<<grid, kThreads, 0, s>>>(static_cast<const cuFloatComplex*>(v), m, n,
+                                                     static_cast<const cuFloatComplex*>(tau), k,
+                                                     static_cast<cuFloatComplex*>(q), qcols, batch);
+      break;
+    case DType::complex128:
+      householder_q_kernel<<<grid, kThreads, 0, s>>>(static_cast<const cuDoubleComplex*>(v), m, n,
+                                                     static_cast<const cuDoubleComplex*>(tau), k,
+                                                     static_cast<cuDoubleComplex*>(q), qcols, batch);
+      break;
+    default:
+      throw DTypeError(fmt::format("qr: no Q kernel for {}", dtype_name(dtype)));
+  }
+  TESSEL_CUDA_CHECK_LAUNCH(s, "qr");
+}
 
 void permute_rows_by_pivots(DType dtype, const std::int32_t* piv, std::int64_t n, const void* z, std::int64_t k,
                             void* x, std::int32_t* rows, void* stream) {

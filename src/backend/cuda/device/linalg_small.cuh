@@ -13,7 +13,8 @@
 // Real float and double only; complex batches go to cuSOLVER.
 //
 // Iterative kernels (Jacobi eigh and SVD, tridiagonal QR eigh) stop after max_sweeps sweeps or
-// max_iterations QR steps: NaN or Inf input ends with info > 0 instead of looping.
+// max_iterations QR steps; NaN or Inf input never iterates: its results are NaN and its info 0,
+// as the CPU backend's.
 
 #define TESSEL_SMALL __device__ __forceinline__
 // Full unrolling: the loop bounds are template constants. (A host build of these kernels, as in
@@ -511,7 +512,7 @@ TESSEL_SMALL int jacobi_eigh_one(const T* m, T* wb, T* vb, int vectors, int max_
       for (int k = 0; k < N; ++k) vb[k * N + rank] = finite ? v[k + i * N] : nan;
     }
   }
-  return converged ? 0 : 1;
+  return converged || !finite ? 0 : 1;  // non-finite input: NaN results, info 0 (as the CPU's)
 }
 
 // A block of kStagedBlock threads stages its matrices (StagedMatrices): the coalesced load, each
@@ -797,7 +798,7 @@ TESSEL_SMALL int tridiagonal_eigh_one(const T* m, T* wb, T* vb, int vectors, int
       for (int k = 0; k < N; ++k) column[k * N] = v[k * N + i];
     }
   }
-  return converged ? 0 : 1;
+  return converged || !finite ? 0 : 1;  // non-finite input: NaN results, info 0 (as the CPU's)
 }
 
 // Staged as jacobi_eigh, by the unrolled copies.
@@ -872,7 +873,7 @@ __global__ void jacobi_svd(const T* __restrict__ a, T* __restrict__ s, T* __rest
         break;
       }
     }
-    info[b] = converged ? 0 : 1;
+    info[b] = converged || !finite ? 0 : 1;  // non-finite input: NaN results, info 0
     T sigma[N];
     TESSEL_UNROLL
     for (int j = 0; j < N; ++j) {
@@ -972,7 +973,7 @@ __global__ void jacobi_svd(const T* __restrict__ a, T* __restrict__ s, T* __rest
 // the Ne - 1 rounds of a sweep, pair k is (rr_p, rr_q) below, every pair of indices once per
 // sweep and Ne / 2 disjoint pairs per round, which are rotated at the same time.
 // Non-finite input (NaN or Inf anywhere in the read part) is found before any sweep: every output
-// is NaN and info is 1. A sweep that rotates nothing ends the iteration (info 0); the sweep cap
+// is NaN and info is 0. A sweep that rotates nothing ends the iteration (info 0); the sweep cap
 // ends it otherwise (info 1).
 TESSEL_SMALL int rr_p(int k, int r, int ne) { return k == 0 ? 0 : 1 + (k - 1 + r) % (ne - 1); }
 TESSEL_SMALL int rr_q(int k, int r, int ne) { return 1 + (ne - 2 - k + r) % (ne - 1); }
@@ -1204,7 +1205,7 @@ __global__ void jacobi_svd_block(const T* __restrict__ a, T* __restrict__ s, T* 
         vh[b * N * N + rank[j] + k * N] = finite ? V[k + j * ldv] : nan;
       }
     }
-    if (lane == 0) info[b] = converged ? 0 : 1;
+    if (lane == 0) info[b] = converged || !finite ? 0 : 1;  // non-finite input: NaN results, info 0
     team_sync<Team>();
   }
 }
@@ -1370,7 +1371,7 @@ __global__ void jacobi_eigh_warp(const T* a, T* v, T* __restrict__ w, int vector
         for (int e = j; e < N * N; e += W) v[offset + e] = S[e % N + (e / N) * ld];
       }
     }
-    if (active && j == 0) info[b] = finite && !unconverged ? 0 : 1;
+    if (active && j == 0) info[b] = !finite || !unconverged ? 0 : 1;  // non-finite: NaN results, info 0
     __syncwarp();  // before the next matrices' load reuses S
   }
 }
