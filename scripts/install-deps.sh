@@ -44,7 +44,8 @@ missing_py=()
 # sphinx: `make docs` (also run by `make test`); its theme, alabaster, comes with it.
 # dask: tests/python/test_numpy_protocols.py and the doc examples (Dask arrays of tessel chunks).
 # matplotlib: ts.profile's memory_timeline (tests/python/test_profile.py) and the docs' trace picture.
-for spec in numpy:numpy pytest:pytest hypothesis:hypothesis nanobind:nanobind scikit_build_core:scikit-build-core \
+# scipy_openblas32: the CPU backend's BLAS and LAPACK (src/CMakeLists.txt; NumPy's own OpenBLAS build).
+for spec in scipy_openblas32:scipy-openblas32 numpy:numpy pytest:pytest hypothesis:hypothesis nanobind:nanobind scikit_build_core:scikit-build-core \
             sphinx:sphinx dask:dask matplotlib:matplotlib; do
   mod=${spec%%:*}; pkg=${spec##*:}
   $PY -c "import $mod" >/dev/null 2>&1 || missing_py+=("$pkg")

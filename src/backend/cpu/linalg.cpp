@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cpu/blas.hpp"
 #include "backend/cpu/blas_threads.hpp"
 #include "backend/cpu/threads.hpp"
 #include "backend/linalg.hpp"

@@ -5,7 +5,7 @@
 // Threads: one large product runs on the BLAS's threads (num_threads() of them, use_blas_threads);
 // a batch of small products runs one product per OpenMP thread with the BLAS single-threaded
 // (BlasSerialRegion), so the two pools never run at once.
-#include <cblas.h>
+#include "backend/cpu/blas.hpp"
 
 #include <atomic>
 #include <cmath>
