@@ -9,9 +9,10 @@ dynamic shared memory), written here in Numba's style and checked against NumPy 
 random numbers, against the same generator in plain Python, which gives Numba's numbers).
 
 Every test runs with the CPU backend selected (``cuda.select_device("cpu")``) and, where there is
-a GPU, on CUDA. Not here: the 1-D heat equation and the sessionization example, which synchronize
-the grid (``cuda.cg.this_grid().sync()``): tessel's kernel compiler has no grid sync yet, and
-``cuda.cg`` raises the error naming it (tested last).
+a GPU, on CUDA. The last ones are the kernels of the articles tessel was created from (a
+grid-stride add, saxpy on NumPy arrays, two-stream copies and kernels, the tiled matmul with its
+tile size in a local variable) and the grid-synchronizing examples of Numba's documentation (the
+1-D heat equation and sessionization, whose ``grid.sync()`` sits in a branch).
 """
 import math
 
@@ -904,7 +905,7 @@ def solve_heat_equation(buf_0, buf_1, timesteps, k):
         grid.sync()
 
 
-def test_heat_equation_with_grid_sync():
+def test_heat_equation_with_grid_sync(backend):
     size, niter, k = 1001, 200, 0.25
     data = np.zeros(size, dtype=np.float32)
     data[500] = 10000
@@ -919,3 +920,158 @@ def test_heat_equation_with_grid_sync():
         nxt[1:-1] = ref[1:-1] + k * (ref[:-2] - 2 * ref[1:-1] + ref[2:])
         ref = nxt
     np.testing.assert_allclose(buf_0.copy_to_host(), ref, rtol=1e-3, atol=1e-3)
+
+
+# ---- sessionization (Numba's documentation; grid.sync() inside a branch) -------------------------------
+session_timeout = np.int64(np.timedelta64("3600", "s"))
+
+
+@cuda.jit
+def sessionize(user_id, timestamp, results):
+    gid = cuda.grid(1)
+    size = len(user_id)
+    if gid >= size:
+        return
+    is_first_datapoint = gid == 0
+    if not is_first_datapoint:
+        new_user = user_id[gid] != user_id[gid - 1]
+        timed_out = timestamp[gid] - timestamp[gid - 1] > session_timeout
+        is_sess_boundary = new_user or timed_out
+    else:
+        is_sess_boundary = True
+    if is_sess_boundary:
+        results[gid] = gid
+        grid = cuda.cg.this_grid()
+        grid.sync()
+        look_ahead = 1
+        while results[gid + look_ahead] == 0:
+            results[gid + look_ahead] = gid
+            look_ahead += 1
+            if gid + look_ahead == size - 1:
+                results[gid + look_ahead] = gid
+                break
+
+
+def test_sessionization_with_grid_sync_in_a_branch(backend):
+    ids = np.array([1, 1, 1, 1, 1, 1, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4])
+    sec = np.array([1, 2, 3, 5000, 5001, 5002, 1, 2, 3, 1, 2, 5000, 5001, 10000, 10001, 10002, 10003, 15000,
+                    150001, 1, 5000, 50001, 15000, 20000, 25000, 25001, 25002, 25003],
+                   dtype="datetime64[ns]").astype("int64")
+    results = cuda.to_device(np.zeros(len(ids)))
+    sessionize.forall(len(ids))(cuda.to_device(ids), cuda.to_device(sec), results)
+    expected = [0, 0, 0, 3, 3, 3, 6, 6, 6, 9, 9, 11, 11, 13, 13, 13, 13, 17, 18, 19, 20, 21, 21, 23, 24, 24, 24,
+                24]
+    np.testing.assert_array_equal(results.copy_to_host(), expected)
+
+
+# ---- the articles' kernels ------------------------------------------------------------------------------
+@cuda.jit
+def article_vector_add(a, b, out):
+    idx = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(idx, a.size, stride):
+        out[i] = a[i] + b[i]
+
+
+@cuda.jit
+def article_saxpy(a, x, y, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = a * x[i] + y[i]
+
+
+@cuda.jit
+def article_kernel_add(a, b, res):
+    idx = cuda.grid(1)
+    if idx < res.size:
+        res[idx] = a[idx] + b[idx]
+
+
+@cuda.jit
+def article_shared_mem_matmul(a, b, res):
+    TILE_SIZE = 16
+    shared_a = cuda.shared.array(shape=(TILE_SIZE, TILE_SIZE), dtype=np.float32)
+    shared_b = cuda.shared.array(shape=(TILE_SIZE, TILE_SIZE), dtype=np.float32)
+    row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    acc = 0.0
+    for i in range(0, a.shape[1], TILE_SIZE):
+        if row < a.shape[0] and i + cuda.threadIdx.x < a.shape[1]:
+            shared_a[cuda.threadIdx.y, cuda.threadIdx.x] = a[row, i + cuda.threadIdx.x]
+        else:
+            shared_a[cuda.threadIdx.y, cuda.threadIdx.x] = 0.0
+        if i + cuda.threadIdx.y < b.shape[0] and col < b.shape[1]:
+            shared_b[cuda.threadIdx.y, cuda.threadIdx.x] = b[i + cuda.threadIdx.y, col]
+        else:
+            shared_b[cuda.threadIdx.y, cuda.threadIdx.x] = 0.0
+        cuda.syncthreads()
+        for j in range(TILE_SIZE):
+            acc += shared_a[cuda.threadIdx.y, j] * shared_b[j, cuda.threadIdx.x]
+        cuda.syncthreads()
+    if row < res.shape[0] and col < res.shape[1]:
+        res[row, col] = acc
+
+
+@cuda.jit
+def article_basic_matmul(a, b, res):
+    row, col = cuda.grid(2)
+    if row < res.shape[0] and col < res.shape[1]:
+        tmp = 0.0
+        for k in range(a.shape[1]):
+            tmp += a[row, k] * b[k, col]
+        res[row, col] = tmp
+
+
+def test_article_kernels(backend):
+    rng = np.random.default_rng(5)
+    n = 100_003
+    x = rng.random(n, dtype=np.float32)
+    y = rng.random(n, dtype=np.float32)
+    out = np.full_like(x, np.nan)
+    article_saxpy[(n + 255) // 256, 256](2.0, x, y, out)
+    cuda.synchronize()
+    np.testing.assert_allclose(out, 2 * x.astype(np.float64) + y, rtol=1e-6)
+
+    dev_a, dev_b = cuda.to_device(x), cuda.to_device(y)
+    dev_out = cuda.device_array_like(dev_a)
+    article_vector_add[40, 1024](dev_a, dev_b, dev_out)
+    np.testing.assert_array_equal(dev_out.copy_to_host(), x + y)
+
+    # two streams: copies on one, the kernel and the copy back on the other
+    stream1, stream2 = cuda.stream(), cuda.stream()
+    a_d = cuda.device_array(n, dtype=np.float32, stream=stream1)
+    b_d = cuda.device_array(n, dtype=np.float32, stream=stream1)
+    res_d = cuda.device_array(n, dtype=np.float32, stream=stream2)
+    a_d.copy_to_device(x, stream=stream1)
+    b_d.copy_to_device(y, stream=stream1)
+    stream1.synchronize()
+    article_kernel_add[(n + 255) // 256, 256, stream2](a_d, b_d, res_d)
+    res_h = np.full_like(x, np.nan)
+    res_d.copy_to_host(res_h, stream=stream2)
+    stream2.synchronize()
+    np.testing.assert_array_equal(res_h, x + y)
+
+    # four streams, each made current with `with stream:`
+    data = rng.random(4 * 1000, dtype=np.float32)
+    chunk = 1000
+    outs = []
+    for i, stream in enumerate([cuda.stream() for _ in range(4)]):
+        with stream:
+            dev_data = cuda.to_device(data[i * chunk:(i + 1) * chunk], stream=stream)
+            o = cuda.device_array_like(dev_data, stream=stream)
+            article_vector_add[4, 256, stream](dev_data, dev_data, o)
+            outs.append(o)
+    cuda.synchronize()
+    np.testing.assert_array_equal(np.concatenate([o.copy_to_host() for o in outs]), 2 * data)
+
+    for m, k, p in [(64, 64, 64), (100, 37, 70)]:
+        a = rng.random((m, k), dtype=np.float32)
+        b = rng.random((k, p), dtype=np.float32)
+        ref = a.astype(np.float64) @ b
+        res = np.full((m, p), np.nan, np.float32)
+        blocks = ((p + 15) // 16, (m + 15) // 16)
+        article_shared_mem_matmul[blocks, (16, 16)](a, b, res)
+        np.testing.assert_allclose(res, ref, rtol=1e-5)
+        res2 = np.full((m, p), np.nan, np.float32)
+        article_basic_matmul[(blocks[1], blocks[0]), (16, 16)](a, b, res2)
+        np.testing.assert_allclose(res2, ref, rtol=1e-5)
