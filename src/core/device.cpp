@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "build_info.hpp"
 #include "core/cuda_check.hpp"
 #if defined(TESSEL_HAVE_CUDA)
 #include <cuda.h>
@@ -98,6 +99,76 @@ DeviceProperties query_properties(int index) {
 }
 #endif
 
+#if defined(TESSEL_HAVE_CUDA)
+std::string cuda_version_text(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
+
+// The oldest Linux driver branch that runs a CUDA major version (NVIDIA's CUDA release notes).
+int minimum_driver_branch(int cuda_major) {
+  switch (cuda_major) {
+    case 13: return 580;
+    case 12: return 525;
+    default: return 0;
+  }
+}
+
+std::string driver_reason(cudaError_t status, int driver, int runtime) {
+  const int branch = minimum_driver_branch(runtime / 1000);
+  const std::string needed = branch > 0 ? fmt::format("driver {} or newer", branch) : std::string("a newer driver");
+  if (status == cudaErrorInsufficientDriver && driver == 0) {
+    return fmt::format("no NVIDIA driver found (libcuda.so.1 could not be loaded); a GPU needs the NVIDIA driver, "
+                       "{} for this tessel's CUDA {} runtime", needed, cuda_version_text(runtime));
+  }
+  if (status == cudaErrorInsufficientDriver) {
+    return fmt::format("the NVIDIA driver is too old: it supports CUDA {}, and this tessel's CUDA {} runtime needs {} "
+                       "(nvidia-smi shows the driver's version)", cuda_version_text(driver), cuda_version_text(runtime),
+                       needed);
+  }
+  return fmt::format("no usable CUDA driver or GPU ({}: {})", cudaGetErrorName(status), cudaGetErrorString(status));
+}
+#endif
+
+}  // namespace
+
+namespace detail {
+
+bool cuda_architectures_cover(const std::string& architectures, int major, int minor) {
+  const int cc = major * 10 + minor;
+  std::size_t start = 0;
+  while (start <= architectures.size()) {
+    std::size_t end = architectures.find_first_of(";, ", start);
+    if (end == std::string::npos) end = architectures.size();
+    const std::string entry = architectures.substr(start, end - start);
+    start = end + 1;
+    if (entry.empty()) continue;
+    if (entry == "native" || entry == "all" || entry == "all-major") return true;
+    std::size_t digits = 0;
+    while (digits < entry.size() && std::isdigit(static_cast<unsigned char>(entry[digits]))) ++digits;
+    if (digits == 0) continue;
+    const int arch = std::stoi(entry.substr(0, digits));
+    std::string rest = entry.substr(digits);
+    char variant = 0;  // 'a': this exact architecture only; 'f': its family (same major, same or higher minor)
+    if (!rest.empty() && (rest[0] == 'a' || rest[0] == 'f')) {
+      variant = rest[0];
+      rest = rest.substr(1);
+    }
+    const bool sass = rest.empty() || rest == "-real";
+    const bool ptx = rest.empty() || rest == "-virtual";
+    const bool same_major = arch / 10 == major;
+    if (variant == 'a') {
+      if (arch == cc) return true;
+    } else if (variant == 'f' || sass) {
+      // SASS runs on the same major at the same or a higher minor; so does a family's PTX.
+      if (same_major && arch % 10 <= minor) return true;
+    }
+    if (ptx && variant == 0 && arch <= cc) return true;  // PTX is compiled for newer GPUs by the driver
+  }
+  return false;
+}
+
+}  // namespace detail
+
+namespace {
+
 Runtime probe() {
   Runtime r;
 #if !defined(TESSEL_HAVE_CUDA)
@@ -112,14 +183,27 @@ Runtime probe() {
     cudaDriverGetVersion(&r.driver);
     if (status != cudaSuccess) {
       (void)cudaGetLastError();
-      r.reason = fmt::format("no usable CUDA driver or GPU ({}: {})", cudaGetErrorName(status),
-                             cudaGetErrorString(status));
+      r.reason = driver_reason(status, r.driver, r.runtime);
     } else if (count == 0) {
       r.reason = "no CUDA GPU found";
     } else {
       try {
         for (int i = 0; i < count; ++i) r.devices.push_back(query_properties(i));
         r.available = true;
+        // A GPU this build has no code for (a wheel's fixed list, or an explicit CMAKE_CUDA_ARCHITECTURES):
+        // the ahead-of-time kernels could not launch, so the CPU backend runs instead, and says why.
+        for (const DeviceProperties& p : r.devices) {
+          if (!detail::cuda_architectures_cover(TESSEL_BUILD_CUDA_ARCHITECTURES, p.cc_major, p.cc_minor)) {
+            r.available = false;
+            r.reason = fmt::format(
+                "cuda:{} ({}) has compute capability {}.{}, and this tessel has no GPU code for it (built for "
+                "CUDA architectures {}); build tessel from source, which compiles for the GPUs it sees "
+                "(docs/getting-started.rst)",
+                p.index, p.name, p.cc_major, p.cc_minor, TESSEL_BUILD_CUDA_ARCHITECTURES);
+            r.devices.clear();
+            break;
+          }
+        }
       } catch (const Error& e) {
         r.devices.clear();
         r.reason = std::string("CUDA GPU found but unusable: ") + e.what();

@@ -107,4 +107,12 @@ class DeviceGuard {
   int previous_ = -1;  // the device to restore; -1: nothing was changed
 };
 
+namespace detail {
+// Whether a build for `architectures` (CMAKE_CUDA_ARCHITECTURES' syntax: "75-real;90a-real;120",
+// "native") has code that runs on a GPU of compute capability major.minor: SASS of the same major
+// at the same or a lower minor (an `a` variant: the same architecture only), or PTX of the same or
+// an older architecture, which the driver compiles.
+bool cuda_architectures_cover(const std::string& architectures, int major, int minor);
+}  // namespace detail
+
 }  // namespace tessel

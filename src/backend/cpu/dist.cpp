@@ -22,6 +22,9 @@
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
+#if TESSEL_MPI_DLOPEN
+#include "backend/cpu/mpi_api.hpp"  // the wheel: libmpi opened by mpi_start(), not linked
+#endif
 #endif
 
 namespace tessel::backend::cpu {
@@ -406,6 +409,9 @@ class MpiComm final : public CommBackend {
 }  // namespace
 
 ProcessInfo mpi_start() {
+#if TESSEL_MPI_DLOPEN
+  mpi_api::load_mpi();
+#endif
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -432,6 +438,9 @@ ProcessInfo mpi_start() {
 }
 
 void mpi_stop() {
+#if TESSEL_MPI_DLOPEN
+  if (mpi_api::api().handle == nullptr) return;  // never loaded, so never initialized
+#endif
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (g_we_initialized && !finalized) MPI_Finalize();

@@ -283,3 +283,24 @@ TEST(PeerAccess, BadDevicesAreClearErrors) {
   EXPECT_THROW(peer_access(Device::cpu(), Device::cuda(0)), DeviceError);
   EXPECT_THROW(peer_access(Device::cuda(0), Device::cuda(1000)), DeviceError);
 }
+
+// The check that turns a GPU a wheel has no code for into "CUDA unavailable: ..." (CPU backend).
+TEST(CudaArchitectures, CoverWhatRuns) {
+  using tessel::detail::cuda_architectures_cover;
+  const std::string wheel = "75-real;80-real;86-real;89-real;90a-real;100-real;120-real;120-virtual";
+  EXPECT_TRUE(cuda_architectures_cover(wheel, 7, 5));
+  EXPECT_FALSE(cuda_architectures_cover(wheel, 7, 0));   // Volta: CUDA 13 has no code for it
+  EXPECT_TRUE(cuda_architectures_cover(wheel, 8, 7));    // sm_86 SASS runs on 8.7
+  EXPECT_TRUE(cuda_architectures_cover(wheel, 9, 0));
+  EXPECT_TRUE(cuda_architectures_cover(wheel, 10, 3));   // sm_100 SASS on B300
+  EXPECT_FALSE(cuda_architectures_cover(wheel, 11, 0));  // no sm_110 SASS, and PTX 120 is newer
+  EXPECT_TRUE(cuda_architectures_cover(wheel, 12, 1));
+  EXPECT_TRUE(cuda_architectures_cover(wheel, 13, 0));   // compute_120 PTX, compiled by the driver
+  EXPECT_TRUE(cuda_architectures_cover("90a", 9, 0));
+  EXPECT_FALSE(cuda_architectures_cover("90a", 10, 0));  // an `a` image runs on its own GPU only
+  EXPECT_FALSE(cuda_architectures_cover("90a-real", 12, 0));
+  EXPECT_TRUE(cuda_architectures_cover("80", 9, 0));     // plain 80 carries PTX
+  EXPECT_FALSE(cuda_architectures_cover("80-real", 9, 0));
+  EXPECT_TRUE(cuda_architectures_cover("native", 5, 0));
+  EXPECT_FALSE(cuda_architectures_cover("", 9, 0));
+}
