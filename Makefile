@@ -10,7 +10,7 @@ TEST_JOBS  ?= $(if $(shell nvidia-smi -L 2>/dev/null),1,$(JOBS))
 
 PYTHON     ?= python3
 
-.PHONY: all deps configure build test python-test docs cpp-examples run gpu-check memcheck-cuda1 bench install clean
+.PHONY: all deps configure build test python-test docs cpp-examples run gpu-check memcheck-cuda1 bench install clean wheel wheel-test
 
 all: build
 
@@ -60,6 +60,17 @@ gpu-check:
 # compute-sanitizer memcheck of every test binary with cuda:1 as the test device (two GPUs).
 memcheck-cuda1:
 	@GPU_CHECK_STEPS="build device1-memcheck" GPU_CHECK_LOGS=$(BUILD_DIR)/memcheck-cuda1 bash scripts/gpu-check.sh
+
+# The binary wheel (docs/guide/installation.rst): dist/tessel-*.whl, SASS for sm_75..sm_120 plus PTX,
+# MPI and NCCL opened on use, CUDA libraries from NVIDIA's wheels. TESSEL_WHEEL_CUDA_ARCHS=86-real
+# builds a quick one-architecture wheel. Not part of `make test`: all architectures take ~40 min on 2 cores.
+wheel:
+	@JOBS=$(JOBS) bash scripts/build-wheel.sh
+
+# The wheel in a fresh venv with the CUDA toolkit hidden: `tessel info`, import time, the CPU
+# fallback, a missing-library message, and a subset of tests/python (scripts/test-wheel.sh --help).
+wheel-test:
+	@bash scripts/test-wheel.sh $(WHEEL_TEST_ARGS)
 
 bench: build
 	@for b in $(BUILD_DIR)/bench/*_bench; do echo "== $$b"; $$b || exit 1; done

@@ -55,10 +55,10 @@ if [ ${#missing_py[@]} -gt 0 ]; then
   $PY -m pip install -q "${missing_py[@]}"
 fi
 
-# torch: tests/python/test_torch.py and the tessel.torch guide (docs/guide/torch.rst). The CPU wheel
-# is enough there and a tenth of the CUDA wheel's size; where its index cannot be reached, PyPI's.
+# torch: tests/python/test_torch.py and the tessel.torch guide (docs/guide/torch.rst), from PyPI (the
+# only Python registry these machines reach; PyPI's Linux wheel is the CUDA build, which also brings
+# NVIDIA's CUDA libraries as wheels).
 if ! $PY -c "import torch" >/dev/null 2>&1; then
-  echo "install-deps: installing torch (CPU wheel)"
-  $PY -m pip install -q torch --index-url https://download.pytorch.org/whl/cpu \
-    || $PY -m pip install -q torch
+  echo "install-deps: installing torch (PyPI)"
+  $PY -m pip install -q torch
 fi

@@ -9,6 +9,9 @@ a C++ one, the Python one gives it the standard's signature and replaces it in t
 """
 import math as _math
 
+from . import _cuda_libs
+_cuda_libs.prepare()  # a wheel: CUDA 13's libraries from NVIDIA's wheels (else the toolkit), before _tessel
+
 from . import _tessel
 from ._tessel import *  # noqa: F401,F403  (Array, dtypes, the C++ functions, errors, ...)
 from ._tessel import Array, Device, Stream, dtype  # noqa: F401

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import importlib.machinery
 import os
 import struct
 import sys
@@ -163,6 +164,8 @@ def _find(soname):
         p = os.path.join(d, soname)
         if os.path.exists(p):
             return p, "wheel"
+    if os.environ.get("TESSEL_CUDA_LIBRARY_SEARCH") == "wheels":  # scripts/test-wheel.sh: never the toolkit
+        return None, wheel_dirs
     toolkit = _toolkit_dirs()
     for d in toolkit:
         p = os.path.join(d, soname)
@@ -210,6 +213,8 @@ def load(extension_path):
         path, source = _find(soname)
         mode = getattr(os, "RTLD_GLOBAL", 0x100) | getattr(os, "RTLD_NOW", 2)
         try:
+            if path is None and os.environ.get("TESSEL_CUDA_LIBRARY_SEARCH") == "wheels":
+                raise OSError("not in NVIDIA's wheels (TESSEL_CUDA_LIBRARY_SEARCH=wheels)")
             if path is None:
                 # The loader's own search (LD_LIBRARY_PATH, the ldconfig cache).
                 lib = ctypes.CDLL(soname, mode=mode)
@@ -253,13 +258,72 @@ def _loaded_path(lib, soname):
     return soname
 
 
+def prepare():
+    """Called by tessel/__init__.py before the extension is imported. A wheel (tessel/_build_config.py:
+    WHEEL) loads its CUDA libraries as described above; a source build keeps what its extension links
+    (the toolkit it was built with) and only reports it."""
+    try:
+        from . import _build_config as config
+    except ImportError:  # an extension built before _build_config.py existed
+        return
+    if not (config.WHEEL and config.CUDA):
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = os.path.join(here, "_tessel" + suffix)
+        if os.path.exists(path):
+            load(path)
+            break
+    if not os.environ.get("TESSEL_CCCL_INCLUDE"):
+        # CCCL's headers (nvidia-cuda-cccl) for NVRTC kernels that include them (src/jit/compiler.cpp).
+        for entry in sys.path:
+            d = os.path.join(entry, "nvidia", "cu13", "include", "cccl") if entry else ""
+            if d and os.path.isdir(d):
+                os.environ["TESSEL_CCCL_INCLUDE"] = d
+                break
+
+
+def _mapped():
+    """soname-like basename -> path of every library mapped into this process."""
+    found = {}
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split()
+                if len(parts) >= 6 and parts[5].startswith("/"):
+                    found.setdefault(os.path.basename(parts[5]), parts[5])
+    except OSError:
+        pass
+    return found
+
+
 def loaded():
-    """What tessel loaded and will load: a list of dicts (library, path, source, package) for `tessel info`."""
+    """What tessel loaded and will load, for `tessel info`: one dict per library (library, path, source:
+    wheel / system / not found, loaded: mapped into the process now, package: the wheel and its version)."""
+    mapped = _mapped()
     rows = []
-    for soname, info in list(_loaded.items()) + list(_on_demand.items()):
-        row = {"library": soname, "path": info["path"], "source": info["source"],
-               "loaded": soname in _loaded, "package": info["package"]}
-        if info["path"] and info["source"] == "wheel":
-            row["package"] = _package_of(info["path"]) or info["package"]
-        rows.append(row)
+    names = list(_LIBRARIES) + list(_ON_DEMAND) + ["libmpi.so.40"]
+    for soname in names:
+        info = _loaded.get(soname) or _on_demand.get(soname)
+        path = mapped.get(soname)
+        if path is None:
+            stem = soname.split(".so")[0] + ".so"
+            path = next((p for base, p in mapped.items() if base.startswith(stem + ".")), None)
+        is_loaded = path is not None
+        if info is None and path is None:
+            if soname == "libmpi.so.40":
+                info = {"path": None, "source": "opened by ts.distributed.init (Open MPI)", "package": "Open MPI"}
+            elif soname in _ON_DEMAND:
+                p, src = _find(soname)
+                info = {"path": p, "source": src if p else "not found", "package": _ON_DEMAND[soname][0]}
+            else:
+                continue  # not linked by this build (a CPU-only one)
+        if path is None:
+            path = info["path"]
+        source = info["source"] if info else ("wheel" if os.sep + "nvidia" + os.sep in path else "system")
+        if is_loaded and os.sep + "nvidia" + os.sep in path:
+            source = "wheel"
+        package = (_package_of(path) if path and source == "wheel" else None) or (info or {}).get("package") \
+            or _LIBRARIES.get(soname, ("",))[0] or _ON_DEMAND.get(soname, ("",))[0]
+        rows.append({"library": soname, "path": path, "source": source, "loaded": is_loaded, "package": package})
     return rows

@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include <sys/stat.h>
+
 #include "jit/compile_error.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
@@ -25,6 +27,36 @@ std::string arch_option(const std::vector<std::string>& options) {
     if ((o == "-arch" || o == "--gpu-architecture") && i + 1 < options.size()) return options[i + 1];
   }
   return "";
+}
+
+// Whether a kernel's source includes CCCL (libcu++, CUB, Thrust): <cuda/...>, <cub/...>, <thrust/...>, <nv/...>.
+bool includes_cccl(const std::string& source) {
+  for (const char* prefix : {"<cuda/", "<cub/", "<thrust/", "<nv/", "\"cuda/", "\"cub/"}) {
+    for (std::size_t at = source.find(prefix); at != std::string::npos; at = source.find(prefix, at + 1)) {
+      const std::size_t line = source.rfind('\n', at);
+      const std::size_t hash = source.find('#', line == std::string::npos ? 0 : line);
+      if (hash < at && source.compare(hash, 8, "#include") == 0) return true;
+    }
+  }
+  return false;
+}
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// CCCL's headers for NVRTC: TESSEL_CCCL_INCLUDE (the nvidia-cuda-cccl wheel's nvidia/cu13/include/cccl,
+// which tessel/_cuda_libs.py sets for a wheel), else the CUDA toolkit's include/cccl (CUDA_HOME,
+// CUDA_PATH, /usr/local/cuda); empty when none is there.
+std::string cccl_include_dir() {
+  if (const char* dir = std::getenv("TESSEL_CCCL_INCLUDE"); dir != nullptr && is_directory(dir)) return dir;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
+    if (const char* root = std::getenv(var); root != nullptr && is_directory(std::string(root) + "/include/cccl")) {
+      return std::string(root) + "/include/cccl";
+    }
+  }
+  return is_directory("/usr/local/cuda/include/cccl") ? "/usr/local/cuda/include/cccl" : "";
 }
 
 }  // namespace
@@ -59,6 +91,10 @@ std::vector<std::string> effective_options(const CompileRequest& request, const 
   if (!has_std) out.push_back("-std=c++17");
   if (arch_option(request.options).empty()) out.push_back("-arch=" + arch);
   out.insert(out.end(), request.options.begin(), request.options.end());
+  // Only a kernel that includes CCCL gets its folder (so other kernels' cache keys do not depend on it).
+  if (includes_cccl(request.source)) {
+    if (const std::string dir = cccl_include_dir(); !dir.empty()) out.push_back("-I" + dir);
+  }
   return out;
 }
 
