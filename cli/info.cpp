@@ -1,5 +1,6 @@
 // `tessel info [--json]`: the environment check a new user runs first.
 #include <dlfcn.h>
+#include <link.h>
 #include <omp.h>
 
 #include <cstdio>
@@ -58,6 +59,24 @@ nlohmann::json library_versions() {
   return libs;
 }
 
+// The file each CUDA, BLAS and MPI library of this process was loaded from (linked or opened so far).
+nlohmann::json library_files() {
+  nlohmann::json files = nlohmann::json::object();
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        const std::string path = info->dlpi_name != nullptr ? info->dlpi_name : "";
+        const std::string base = path.substr(path.find_last_of('/') + 1);
+        for (const char* stem : {"libcublasLt.so", "libcublas.so", "libcufft.so", "libcusolver.so", "libcusparse.so",
+                                 "libnvrtc.so", "libnvJitLink.so", "libcupti.so", "libnccl.so", "libmpi.so",
+                                 "libscipy_openblas", "libopenblas"}) {
+          if (base.rfind(stem, 0) == 0) (*static_cast<nlohmann::json*>(data))[base] = path;
+        }
+        return 0;
+      },
+      &files);
+  return files;
+}
+
 nlohmann::json collect() {
   nlohmann::json j;
   const BuildInfo b = build_info();
@@ -89,6 +108,7 @@ nlohmann::json collect() {
                             {"peak_bf16_tensor_flops", p.peak_bf16_tensor_flops}});
   }
   j["libraries"] = library_versions();
+  j["library_files"] = library_files();
   const Config& c = config();
   j["settings"] = {{"TESSEL_LOG", static_cast<int>(c.log_level)},
                    {"TESSEL_SYNC", c.sync_after_ops},
@@ -129,6 +149,9 @@ void print_text(const nlohmann::json& j) {
   const auto& libs = j["libraries"];
   fmt::print("Libraries: cuBLASLt {}, cuFFT {}, NVRTC {}, NCCL {}\n", libs["cublasLt"].get<std::string>(),
              libs["cufft"].get<std::string>(), libs["nvrtc"].get<std::string>(), libs["nccl"].get<std::string>());
+  for (const auto& [name, path] : j["library_files"].items()) {
+    fmt::print("  {:<24} {}\n", name, path.get<std::string>());
+  }
   const auto& s = j["settings"];
   fmt::print("Settings: allocator {}, memory fraction {}, sync after ops {}, kernel cache {}\n",
              s["TESSEL_ALLOCATOR"].get<std::string>(), s["TESSEL_MEMORY_FRACTION"].get<double>(),
