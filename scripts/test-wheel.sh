@@ -165,6 +165,9 @@ EOF
 cat "$WORK/import.txt" | sed 's/^/    /'
 check "$VPY" -c "import sys; s=float(open('$WORK/import.txt').read().split()[1]); sys.exit(s > 0.3)" : "import tessel within 0.3 s"
 
+inenv env TESSEL_CACHE_DIR="$WORK/kernel-cache" "$VPY" -c "import tessel" 2>/dev/null || true
+check test -z "$(find "$WORK/kernel-cache" -type f 2>/dev/null)" : "import tessel compiles nothing (its kernel cache stays empty)"
+
 inenv "$VPY" -c "
 import os, tessel as ts
 x = ts.arange(6, dtype=ts.float32) * 2 + 1
