@@ -57,9 +57,9 @@ WHEEL=$(cd "$(dirname "$WHEEL")" && pwd)/$(basename "$WHEEL")
 echo "test-wheel: $WHEEL ($(du -h "$WHEEL" | cut -f1), $(stat -c %s "$WHEEL") bytes)"
 
 fail=0
-check() { # check CONDITION-COMMAND... : MESSAGE (after a lone ':')
-  local msg=${*##*: }; local cmd=("${@:1:$(($# - 2))}")
-  if "${cmd[@]}"; then echo "  ok: $msg"; else echo "  FAILED: $msg"; fail=1; fi
+check() { # check MESSAGE COMMAND...
+  local msg=$1; shift
+  if "$@"; then echo "  ok: $msg"; else echo "  FAILED: $msg"; fail=1; fi
 }
 
 # 1. A fresh venv with the wheel.
@@ -130,16 +130,16 @@ inenv() { # runs a command in the wheel's environment, from outside the source t
 
 echo "test-wheel: checks"
 INSTALLED=$("${RUN[@]}" "$VPY" -c "import importlib.util as u; print(u.find_spec('tessel').submodule_search_locations[0])")
-check test "${INSTALLED#"$VENV"}" != "$INSTALLED" : "tessel imports from the venv ($INSTALLED)"
+check "tessel imports from the venv ($INSTALLED)" test "${INSTALLED#"$VENV"}" != "$INSTALLED"
 EXT=$(ls "$INSTALLED"/_tessel*.so)
 LDD=$(ldd "$EXT" 2>&1 || true)
 echo "$LDD" | sed 's/^/    ldd: /'
-check bash -c "! grep -q libmpi <<<'$LDD'" : "the extension does not link libmpi (ts.distributed opens it)"
-check bash -c "! grep -q '/usr/local/cuda' <<<'$LDD' || [ $HIDE = 0 ]" : "ldd resolves nothing from the toolkit"
+check "the extension does not link libmpi (ts.distributed opens it)" bash -c "! grep -q libmpi <<<'$LDD'"
+check "ldd resolves nothing from the toolkit" bash -c "! grep -q '/usr/local/cuda' <<<'$LDD' || [ $HIDE = 0 ]"
 
 inenv "$VENV/bin/tessel" info | tee "$WORK/info.txt" | sed 's/^/    /'
 inenv "$VENV/bin/tessel" info --json > "$WORK/info.json"
-check "$VPY" - "$WORK/info.json" <<'EOF' : "every CUDA library the extension needs came from NVIDIA's wheels"
+check "every CUDA library the extension needs came from NVIDIA's wheels" "$VPY" - "$WORK/info.json" <<'EOF'
 import json, sys
 facts = json.load(open(sys.argv[1]))
 rows = [r for r in facts["libraries"] if r["loaded"] and r["library"] != "libmpi.so.40"]
@@ -163,10 +163,10 @@ for _ in range(5):
 print(f"import_s {min(times) - min(base):.3f} (process with import {min(times):.3f} s, bare interpreter {min(base):.3f} s)")
 EOF
 cat "$WORK/import.txt" | sed 's/^/    /'
-check "$VPY" -c "import sys; s=float(open('$WORK/import.txt').read().split()[1]); sys.exit(s > 0.3)" : "import tessel within 0.3 s"
+check "import tessel within 0.3 s" "$VPY" -c "import sys; s=float(open('$WORK/import.txt').read().split()[1]); sys.exit(s > 0.3)"
 
 inenv env TESSEL_CACHE_DIR="$WORK/kernel-cache" "$VPY" -c "import tessel" 2>/dev/null || true
-check test -z "$(find "$WORK/kernel-cache" -type f 2>/dev/null)" : "import tessel compiles nothing (its kernel cache stays empty)"
+check "import tessel compiles nothing (its kernel cache stays empty)" test -z "$(find "$WORK/kernel-cache" -type f 2>/dev/null)"
 
 inenv "$VPY" -c "
 import os, tessel as ts
@@ -176,17 +176,17 @@ print('device', x.device, 'cuda', ts.cuda.is_available())
 " > "$WORK/first.txt" 2>&1 || true
 sed 's/^/    /' "$WORK/first.txt"
 if grep -q "cuda True" "$WORK/first.txt"; then
-  check grep -q "device cuda:0" "$WORK/first.txt" : "a first array on the GPU"
+  check "a first array on the GPU" grep -q "device cuda:0" "$WORK/first.txt"
 else
-  check test "$(grep -c 'CUDA unavailable' "$WORK/first.txt")" = 1 : "no GPU: one warning, then the CPU backend"
-  check grep -q "device cpu" "$WORK/first.txt" : "a first array on the CPU backend"
+  check "no GPU: one warning, then the CPU backend" test "$(grep -c 'CUDA unavailable' "$WORK/first.txt")" = 1
+  check "a first array on the CPU backend" grep -q "device cpu" "$WORK/first.txt"
 fi
 
-# Bad environment: NVIDIA's wheels missing, and only CUDA 12's nvJitLink there (the -cu12 wheels'
+# Bad environment: NVIDIA's wheels missing, and only CUDA 12's NVRTC there (the -cu12 wheels'
 # layout): the package alone on sys.path, with numpy and scipy-openblas32 linked in.
 NUMPY_SITE=$("$VPY" -c 'import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))')
-mkdir -p "$WORK/only-tessel/nvidia/nvjitlink/lib"
-: > "$WORK/only-tessel/nvidia/nvjitlink/lib/libnvJitLink.so.12"
+mkdir -p "$WORK/only-tessel/nvidia/cuda_nvrtc/lib"
+: > "$WORK/only-tessel/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"
 cp -r "$INSTALLED" "$WORK/only-tessel/tessel"
 for d in numpy numpy.libs scipy_openblas32; do [ -e "$NUMPY_SITE/$d" ] && ln -s "$NUMPY_SITE/$d" "$WORK/only-tessel/$d"; done
 inenv env TESSEL_CUDA_LIBRARY_SEARCH=wheels "$VPY" -S -c "
@@ -199,8 +199,8 @@ except ImportError as e:
 print('imported without the NVIDIA wheels'); sys.exit(0)
 " > "$WORK/missing.txt" 2>&1 || true
 sed 's/^/    /' "$WORK/missing.txt"
-check grep -q "pip install 'nvidia-" "$WORK/missing.txt" : "NVIDIA wheels missing: an ImportError naming the wheel to install"
-check grep -q "another CUDA major version" "$WORK/missing.txt" : "a CUDA 12 library in its place: the message says so"
+check "NVIDIA wheels missing: an ImportError naming the wheel to install" grep -q "pip install 'nvidia-" "$WORK/missing.txt"
+check "a CUDA 12 library in its place: the message says so" grep -q "another CUDA major version" "$WORK/missing.txt"
 
 # 3. A subset of tests/python, run against the installed wheel (tests/python's conftest only).
 TESTS=${WHEEL_TESTS:-test_docs.py -k "README or getting-started or installation" test_array.py test_cpu_backend.py test_errors_streams_kernels.py test_fft.py test_linalg.py test_distributed.py}
@@ -209,9 +209,10 @@ cp -r tests/python "$WORK/tests/python"
 ln -s "$ROOT/docs" "$WORK/docs"; ln -s "$ROOT/README.md" "$WORK/README.md"; ln -s "$ROOT/CONTRIBUTING.md" "$WORK/CONTRIBUTING.md"
 ln -s "$ROOT/bench" "$WORK/bench"; ln -s "$ROOT/scripts" "$WORK/scripts"
 echo "test-wheel: pytest $TESTS"
-# shellcheck disable=SC2086
-inenv timeout "${WHEEL_TEST_TIMEOUT:-1800}" "$VPY" -m pytest -q -p no:cacheprovider --rootdir "$WORK" \
-  $(for t in $TESTS; do case "$t" in test_*) echo "$WORK/tests/python/$t" ;; *) echo "$t" ;; esac; done) \
+eval "words=($TESTS)"
+args=()
+for t in "${words[@]}"; do case "$t" in test_*) args+=("$WORK/tests/python/$t") ;; *) args+=("$t") ;; esac; done
+inenv timeout "${WHEEL_TEST_TIMEOUT:-1800}" "$VPY" -m pytest -q -p no:cacheprovider --rootdir "$WORK" "${args[@]}" \
   || { echo "  FAILED: pytest"; fail=1; }
 
 # 4. Nothing came from the toolkit, and libmpi was opened only by ts.distributed.
