@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "backend/dispatch.hpp"
 #include "tessel/array/dtype.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/stream.hpp"
@@ -31,35 +32,33 @@ struct FFTProblem {
   double scale = 1.0;  // the CPU backend multiplies the output by it; CUDA leaves it to the caller
 };
 
-namespace cpu {
-// Unnormalized transform times problem.scale. Any n >= 1 (mixed radix, Bluestein for large
-// prime factors), computed in double precision and rounded once for complex64.
-void fft(const FFTProblem& problem, const Stream& stream);
-}  // namespace cpu
+// fft runs the unnormalized transform on `stream`. The CPU multiplies it by problem.scale (any
+// n >= 1: mixed radix, Bluestein for large prime factors, computed in double precision and rounded
+// once for complex64), runs synchronously and has no plans (`plan` is ignored). CUDA leaves the
+// scale to the caller; `plan` may be null (looked up in the device's cache) or one from fft_plan()
+// for the same layout; c2r transforms write to their input (cuFFT may overwrite it, and the
+// imaginary parts of DC and Nyquist are zeroed as NumPy ignores them).
+#define TESSEL_FFT_BACKEND(X) \
+  X(void, fft, (const FFTProblem& problem, const std::shared_ptr<void>& plan, const Stream& stream))
+TESSEL_BACKEND_FAMILY(TESSEL_FFT_BACKEND)
 
-#if defined(TESSEL_HAVE_CUDA)
-namespace cuda {
-// A cuFFT plan for the layout of `problem` (its pointers and scale are ignored) on the device
-// of `stream` (a new workspace is allocated on it) from the
-// device's bounded LRU plan cache; holding the pointer keeps the plan alive after eviction.
-std::shared_ptr<void> fft_plan(const FFTProblem& problem, const Stream& stream);
-// Runs the unnormalized transform on `stream`. `plan` may be null (looked up in the cache) or
-// one from fft_plan() for the same layout. c2r transforms write to their input (cuFFT may
-// overwrite it, and the imaginary parts of DC and Nyquist are zeroed as NumPy ignores them).
-void fft(const FFTProblem& problem, const std::shared_ptr<void>& plan, const Stream& stream);
-// The bare cufftExec* call on a plan, for benchmarks to compare against (no checks beyond the
-// cuFFT status, no workspace switching).
-void fft_exec_raw(const std::shared_ptr<void>& plan, const FFTProblem& problem, const Stream& stream);
-
-struct FFTPlanCacheInfo {
+struct FFTPlanCacheInfo {  // of one CUDA device
   std::size_t plans = 0, max_plans = 0;
   std::size_t workspace_bytes = 0, max_workspace_bytes = 0;
   std::uint64_t hits = 0, misses = 0, evictions = 0;
 };
-FFTPlanCacheInfo fft_plan_cache_info(int device);
-void set_fft_plan_cache_limits(int device, std::size_t max_plans, std::size_t max_workspace_bytes);
-void clear_fft_plan_cache(int device);
-}  // namespace cuda
-#endif
+
+// cuFFT's plans, CUDA only. fft_plan: a plan for the layout of `problem` (its pointers and scale
+// are ignored) on the device of `stream` (a new workspace is allocated on it) from the device's
+// bounded LRU plan cache; holding the pointer keeps the plan alive after eviction. fft_exec_raw:
+// the bare cufftExec* call on a plan, for benchmarks to compare against (no checks beyond the
+// cuFFT status, no workspace switching). Then the plan cache's counters and limits.
+#define TESSEL_FFT_CUDA_ONLY(X)                                                                     \
+  X(std::shared_ptr<void>, fft_plan, (const FFTProblem& problem, const Stream& stream))               \
+  X(void, fft_exec_raw, (const std::shared_ptr<void>& plan, const FFTProblem& problem, const Stream& stream)) \
+  X(FFTPlanCacheInfo, fft_plan_cache_info, (int device))                                              \
+  X(void, set_fft_plan_cache_limits, (int device, std::size_t max_plans, std::size_t max_workspace_bytes)) \
+  X(void, clear_fft_plan_cache, (int device))
+TESSEL_BACKEND_CUDA_ONLY(TESSEL_FFT_CUDA_ONLY)
 
 }  // namespace tessel::backend

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/dispatch.hpp"
 #include "tessel/array/dtype.hpp"
 #include "tessel/core/stream.hpp"
 #include "tessel/jit/elementwise.hpp"
@@ -67,52 +68,55 @@ struct MaskedAssignProblem {
   alignas(16) unsigned char scalar[16] = {};
 };
 
-namespace cpu {
-void gather(const GatherProblem& problem);
-void scatter(const GatherProblem& problem);  // indices already checked
-// Only checks the indices of `problem` (launch shape = the indices' broadcast shape).
-void check_indices(const GatherProblem& problem);
-// Copies the elements of the contiguous `in` (n items of itemsize bytes) whose flag is set to
-// `out`, in order; returns how many.
-std::int64_t select_flagged(const void* in, std::int64_t itemsize, const bool* flags, std::int64_t n, void* out);
-// The positions (0..n-1) of the set flags, in order; returns how many.
-std::int64_t flat_nonzero(const bool* flags, std::int64_t n, std::int64_t* out);
-}  // namespace cpu
-
-namespace cuda {
-enum class IndexKernel { gather, scatter, check };
-// The generated kernel's spec for a problem (what the launcher compiles; tests compile it too).
-jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& problem);
-void gather(const GatherProblem& problem, const Stream& stream);
-void scatter(const GatherProblem& problem, const Stream& stream);
-void check_indices(const GatherProblem& problem, const Stream& stream);
-jit::ElementwiseSpec masked_assign_spec(DType dtype, bool scalar_value);
-// One generated pass: x = m ? value : x (vector loads and stores when everything is contiguous).
-void masked_assign(const MaskedAssignProblem& problem, const Stream& stream);
-// One pass (a decoupled look-back scan over 16K-element tiles, in indexing.cu): the selected
-// items in order, and their count written by the device to status[0]. Any item width of 1, 2,
-// 4, 8 or 16 bytes, any alignment of in and flags (16-byte aligned: vector loads), any n >= 0.
-void select_flagged(const void* in, std::int64_t itemsize, const bool* flags, std::int64_t n, void* out,
-                    std::int64_t* status, const Stream& stream);
-void flat_nonzero(const bool* flags, std::int64_t n, std::int64_t* out, std::int64_t* status, const Stream& stream);
-// Splits flat C-order positions into one int64 coordinate array per axis of `shape`.
-void unravel(const std::int64_t* flat, std::int64_t n, const std::vector<std::int64_t>& shape,
-             const std::vector<std::int64_t*>& out, const Stream& stream);
-// The stream's status words: page-locked host memory the device writes directly (no copy back),
-// kept per stream (a StreamCache, backend/cuda/stream_cache.hpp) and reused; [1] and [2] are 0
-// between uses. The lock is held from before the launch until the host has read them (after a
-// stream synchronize).
+// The CUDA stream's status words: page-locked host memory the device writes directly (no copy
+// back), kept per stream (a StreamCache, backend/cuda/stream_cache.hpp) and reused; [1] and [2]
+// are 0 between uses. The lock is held from before the launch until the host has read them (after
+// a stream synchronize). The CPU backend writes the ops layer's own host words instead.
 struct StatusLease {
   std::int64_t* words = nullptr;  // what kernels write (the device's address of `host`, or device memory)
   std::int64_t* host = nullptr;   // what the host reads after read_status
   bool copy_back = false;         // words is device memory, copied to host by read_status
   std::unique_lock<std::mutex> lock;
 };
-StatusLease lease_status(const Stream& stream);
-// The host waits for the stream and can then read lease.host (the one synchronization).
-void read_status(StatusLease& lease, const Stream& stream);
-// Zeroes the failure words after a reported failure.
-void clear_status(StatusLease& lease, const Stream& stream);
+
+// gather, scatter (indices already checked) and check_indices (only checks the indices of
+// `problem`; launch shape = the indices' broadcast shape). select_flagged copies the elements of
+// the contiguous `in` (n items of itemsize bytes) whose flag is set to `out`, in order, and
+// flat_nonzero writes the positions (0..n-1) of the set flags, in order; both write their count
+// to status[0] (on CUDA the device writes it, read after a stream synchronize: one pass, a
+// decoupled look-back scan over 16K-element tiles, any item width of 1, 2, 4, 8 or 16 bytes, any
+// alignment of in and flags, any n >= 0). unravel splits flat C-order positions into one int64
+// coordinate array per axis of `shape`. The CPU runs synchronously and ignores `stream`.
+#define TESSEL_INDEXING_BACKEND(X)                                                                          \
+  X(void, gather, (const GatherProblem& problem, const Stream& stream))                                    \
+  X(void, scatter, (const GatherProblem& problem, const Stream& stream))                                   \
+  X(void, check_indices, (const GatherProblem& problem, const Stream& stream))                             \
+  X(void, select_flagged,                                                                                  \
+    (const void* in, std::int64_t itemsize, const bool* flags, std::int64_t n, void* out, std::int64_t* status, \
+     const Stream& stream))                                                                                \
+  X(void, flat_nonzero, (const bool* flags, std::int64_t n, std::int64_t* out, std::int64_t* status, const Stream& stream)) \
+  X(void, unravel,                                                                                         \
+    (const std::int64_t* flat, std::int64_t n, const std::vector<std::int64_t>& shape,                      \
+     const std::vector<std::int64_t*>& out, const Stream& stream))
+TESSEL_BACKEND_FAMILY(TESSEL_INDEXING_BACKEND)
+
+// CUDA only. masked_assign: one generated pass, x = m ? value : x (vector loads and stores when
+// everything is contiguous; the ops layer runs where() on the CPU). lease_status: the stream's
+// status words; read_status: the host waits for the stream and can then read lease.host (the one
+// synchronization); clear_status zeroes the failure words after a reported failure.
+#define TESSEL_INDEXING_CUDA_ONLY(X)                                           \
+  X(void, masked_assign, (const MaskedAssignProblem& problem, const Stream& stream)) \
+  X(StatusLease, lease_status, (const Stream& stream))                         \
+  X(void, read_status, (StatusLease& lease, const Stream& stream))             \
+  X(void, clear_status, (StatusLease& lease, const Stream& stream))
+TESSEL_BACKEND_CUDA_ONLY(TESSEL_INDEXING_CUDA_ONLY)
+
+namespace cuda {
+using backend::StatusLease;
+enum class IndexKernel { gather, scatter, check };
+// The generated kernel's spec for a problem (what the launcher compiles; tests compile it too).
+jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& problem);
+jit::ElementwiseSpec masked_assign_spec(DType dtype, bool scalar_value);
 // Tests only: the epoch of the stream's last compaction (0: none since its scratch was zeroed);
 // with set != 0, moves it forward to `set` (at most 2^22 - 1), e.g. to reach the wrap-around.
 unsigned compaction_epoch_for_testing(const Stream& stream, unsigned set = 0);

@@ -10,6 +10,7 @@
 // asynchronous on CUDA. batch >= 1 and every dimension >= 1 (ops/linalg.cpp skips empty work).
 #include <cstdint>
 
+#include "backend/dispatch.hpp"
 #include "tessel/array/array.hpp"
 #include "tessel/array/dtype.hpp"
 #include "tessel/core/stream.hpp"
@@ -26,36 +27,57 @@ struct LinalgBatch {
   std::int64_t m = 0, n = 0;  // rows, columns of the input matrices
 };
 
-#define TESSEL_LINALG_BACKEND_FUNCTIONS                                                                        \
+// What a backend decides for itself: whether it has a route that reads the caller's matrices as
+// they are (a contiguous row-major batch of the compute dtype, `a` below, which it only reads) and
+// writes the results elsewhere, for this problem on this device. The CUDA backend has them where
+// its tuning table (backend/cuda/tuning/linalg_routes.hpp) says its small-matrix kernels win; the
+// CPU has none. The ops layer asks has_row_major_route and takes the *_row_major entry when it
+// says yes, else copies the operands column-major for the entries above.
+enum class RowMajorRoute : std::uint8_t { inv, solve, eigh };
+
+#define TESSEL_LINALG_BACKEND(X)                                                                              \
   /* a (n x n): the triangle `upper` receives the factor; the other one is left as it was. */                  \
-  void cholesky(const LinalgBatch& p, void* a, bool upper, std::int32_t* info, const Stream& stream);         \
+  X(void, cholesky, (const LinalgBatch& p, void* a, bool upper, std::int32_t* info, const Stream& stream))      \
   /* a (n x n) -> its LU factors; pivots: a fresh int array (batch, n) of 1-based row swaps, in */              \
   /* the backend's int type (int32 or int64). */                                                               \
-  void lu(const LinalgBatch& p, void* a, Array& pivots, std::int32_t* info, const Stream& stream);            \
+  X(void, lu, (const LinalgBatch& p, void* a, Array& pivots, std::int32_t* info, const Stream& stream))         \
   /* a (n x n) -> LU; b (n x nrhs, batch matrices) -> the solution of a x = b, or of a^T x = b when */      \
   /* `transposed` (a then holds the row-major matrix; only for n > kTransposedSolveMinN, or on CUDA */        \
   /* where tessel's small kernel applies, which reads a and leaves it as it is). */                           \
-  void solve(const LinalgBatch& p, void* a, void* b, std::int64_t nrhs, bool transposed, std::int32_t* info,  \
-             const Stream& stream);                                                                            \
+  X(void, solve, (const LinalgBatch& p, void* a, void* b, std::int64_t nrhs, bool transposed, std::int32_t* info, \
+                  const Stream& stream))                                                                       \
   /* a (n x n) destroyed, or the eigenvectors (columns) when `vectors`; w (batch, n) real. */                 \
-  void eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream);  \
+  X(void, eigh, (const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream)) \
   /* a (m x n) destroyed; s (batch, k) real, k = min(m, n); when `vectors`: u (m x ucols) and */               \
   /* vh (vrows x n) with ucols = vrows = m / n (full) or k. */                                                 \
-  void svd(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors, bool full,               \
-           std::int32_t* info, const Stream& stream);                                                         \
+  X(void, svd, (const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors, bool full,           \
+                std::int32_t* info, const Stream& stream))                                                     \
   /* a (m x n) -> R in its upper trapezoid (below it: Householder vectors); q (m x qcols), */                  \
   /* qcols = k or m, receives Q. */                                                                            \
-  void qr(const LinalgBatch& p, void* a, void* q, std::int64_t qcols, const Stream& stream);                  \
+  X(void, qr, (const LinalgBatch& p, void* a, void* q, std::int64_t qcols, const Stream& stream))              \
   /* complex dtypes only. a (n x n) destroyed; w (batch, n); v (n x n) when `vectors`. */                      \
-  void eig(const LinalgBatch& p, void* a, void* w, void* v, bool vectors, std::int32_t* info,                 \
-           const Stream& stream);
+  X(void, eig, (const LinalgBatch& p, void* a, void* w, void* v, bool vectors, std::int32_t* info,             \
+                const Stream& stream))                                                                         \
+  X(bool, has_row_major_route, (RowMajorRoute route, const LinalgBatch& p, bool vectors, const Device& device)) \
+  /* out (n x n, row-major) = the inverse of a; info written for every matrix. */                             \
+  X(void, inv_row_major, (const LinalgBatch& p, const void* a, void* out, std::int32_t* info, const Stream& stream)) \
+  /* out (nrhs x n per matrix: column-major n x nrhs) = the solution of a x = b for the column-major b. */   \
+  X(void, solve_row_major, (const LinalgBatch& p, const void* a, const void* b, void* out, std::int64_t nrhs,   \
+                            std::int32_t* info, const Stream& stream))                                         \
+  /* w (batch, n) real; v (row-major eigenvectors, may be null) when `vectors`. */                             \
+  X(void, eigh_row_major, (const LinalgBatch& p, const void* a, void* v, void* w, bool vectors, std::int32_t* info, \
+                           const Stream& stream))
+TESSEL_BACKEND_FAMILY(TESSEL_LINALG_BACKEND)
 
-namespace cpu {
-TESSEL_LINALG_BACKEND_FUNCTIONS
-}  // namespace cpu
+// The error check of the CUDA entries without reading the info array back: one reduction on
+// `stream` writes status[1] = (the first i with info[i] != 0) + 1, and leaves status[1] as it is
+// (0) when every info is 0. status: the stream's status words (backend/indexing.hpp).
+// Its scratch: two device words per stream (a StreamCache, backend/cuda/stream_cache.hpp).
+#define TESSEL_LINALG_CUDA_ONLY(X) \
+  X(void, first_failure, (const std::int32_t* info, std::int64_t n, std::int64_t* status, const Stream& stream))
+TESSEL_BACKEND_CUDA_ONLY(TESSEL_LINALG_CUDA_ONLY)
 
 namespace cuda {
-TESSEL_LINALG_BACKEND_FUNCTIONS
 
 // Helper kernels of linalg.cu; `stream` is a cudaStream_t. All launches are checked.
 // pointers[i] = base + i * stride_bytes, for the cuSOLVER/cuBLAS batched routines.
@@ -73,11 +95,6 @@ void copy_upper_triangle(DType dtype, const void* src, std::int64_t lda, void* d
 constexpr std::int64_t kMaxPermutedRows = 12288;  // 48 KB of ints
 void permute_rows_by_pivots(DType dtype, const std::int32_t* piv, std::int64_t n, const void* z, std::int64_t k,
                             void* x, std::int32_t* rows, void* stream);
-// The plain functions' error check without reading the info array back: one reduction on
-// `stream` writes status[1] = (the first i with info[i] != 0) + 1, and leaves status[1] as it is
-// (0) when every info is 0. status: the stream's status words (backend/indexing.hpp).
-// Its scratch: two device words per stream (a StreamCache, backend/cuda/stream_cache.hpp).
-void first_failure(const std::int32_t* info, std::int64_t n, std::int64_t* status, const Stream& stream);
 // flags[b] = 1 where matrix b of `a` (`per` consecutive elements of dtype, batch matrices) holds a
 // NaN or Inf, else 0.
 void flag_nonfinite(DType dtype, const void* a, std::int64_t per, std::int64_t batch, std::int32_t* flags, void* stream);
@@ -91,7 +108,5 @@ void poison_flagged(DType dtype, const std::int32_t* flags, std::int64_t per, st
 void householder_q(DType dtype, const void* v, std::int64_t m, std::int64_t n, const void* tau, std::int64_t qcols,
                    void* q, std::int64_t batch, void* stream);
 }  // namespace cuda
-
-#undef TESSEL_LINALG_BACKEND_FUNCTIONS
 
 }  // namespace tessel::backend

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/dispatch.hpp"
 #include "tessel/array/dtype.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/stream.hpp"
@@ -46,8 +47,7 @@ namespace cpu {
 void matmul(const MatmulProblem& problem, const Stream& stream);
 }  // namespace cpu
 
-namespace cuda {
-// The candidates of one problem layout: cuBLASLt heuristic algorithms, tessel's SIMT kernel
+// The candidates of one problem layout on CUDA: cuBLASLt heuristic algorithms, tessel's SIMT kernel
 // configurations (float32) and tessel's sm90 kernel configurations (float16/bfloat16).
 class MatmulCandidates {
  public:
@@ -58,28 +58,36 @@ class MatmulCandidates {
   // differ). Throws on failure.
   virtual void run(int candidate, const MatmulProblem& problem, const Stream& stream) = 0;
 };
-// DTypeError when no backend can run the layout (int8 layouts cuBLASLt does not offer).
-std::unique_ptr<MatmulCandidates> plan_matmul(const MatmulProblem& problem, Device device);
-// "cublasLt <version>" for cache keys.
-std::string matmul_library_version();
+
+// CUDA only: the autotuned candidates (the CPU runs matmul above, one candidate), and what the
+// ops layer calls around them. plan_matmul: DTypeError when no backend can run the layout (int8
+// layouts cuBLASLt does not offer). matmul_library_version: "cublasLt <version>" for cache keys.
+// The benchmark's ladder (matmul_simt.cu): one thread per output (a warp along a row of D:
+// coalesced loads of B; or along a column: the uncoalesced first rung), and 16x16 shared-memory
+// tiles without register blocking; float32, row-major contiguous, no epilogue. apply_epilogue:
+// in place on D (out_dtype float16/bfloat16/float32/float64): aux = D + bias (when aux), then
+// D = act(D + bias), the unfused fallback where a library epilogue is missing. `stream` is a
+// cudaStream_t; every launch is checked.
+#define TESSEL_MATMUL_CUDA_ONLY(X)                                                                    \
+  X(std::unique_ptr<MatmulCandidates>, plan_matmul, (const MatmulProblem& problem, Device device))      \
+  X(std::string, matmul_library_version, ())                                                          \
+  X(void, naive_uncoalesced_sgemm,                                                                    \
+    (const float* a, const float* b, float* d, std::int64_t m, std::int64_t n, std::int64_t k, void* stream)) \
+  X(void, naive_sgemm,                                                                                \
+    (const float* a, const float* b, float* d, std::int64_t m, std::int64_t n, std::int64_t k, void* stream)) \
+  X(void, tiled_sgemm,                                                                                \
+    (const float* a, const float* b, float* d, std::int64_t m, std::int64_t n, std::int64_t k, void* stream)) \
+  X(void, apply_epilogue, (const MatmulProblem& problem, void* stream))
+TESSEL_BACKEND_CUDA_ONLY(TESSEL_MATMUL_CUDA_ONLY)
+
+namespace cuda {
+using backend::MatmulCandidates;
 
 // Kernels of matmul_simt.cu. All launch on `stream` (cudaStream_t) and are checked.
 int simt_num_configs();
 const char* simt_config_name(int config);
 bool simt_can_implement(const MatmulProblem& problem, int config);
 void simt_run(const MatmulProblem& problem, int config, void* stream);
-// The benchmark's ladder: one thread per output (a warp along a row of D: coalesced loads of B;
-// or along a column: the uncoalesced first rung), and 16x16 shared-memory tiles without register
-// blocking. float32, row-major contiguous, no epilogue.
-void naive_uncoalesced_sgemm(const float* a, const float* b, float* d, std::int64_t m, std::int64_t n, std::int64_t k,
-                             void* stream);
-void naive_sgemm(const float* a, const float* b, float* d, std::int64_t m, std::int64_t n, std::int64_t k,
-                 void* stream);
-void tiled_sgemm(const float* a, const float* b, float* d, std::int64_t m, std::int64_t n, std::int64_t k,
-                 void* stream);
-// In place on D (out_dtype float16/bfloat16/float32/float64): aux = D + bias (when aux), then
-// D = act(D + bias). The unfused fallback where a library epilogue is missing.
-void apply_epilogue(const MatmulProblem& problem, void* stream);
 }  // namespace cuda
 
 }  // namespace tessel::backend

@@ -3,6 +3,7 @@
 // signature. Both compute element i from (seed, offset, i) with Philox4x32-10, so they agree.
 #include <cstdint>
 
+#include "backend/dispatch.hpp"
 #include "tessel/array/dtype.hpp"
 #include "tessel/core/stream.hpp"
 
@@ -22,11 +23,7 @@ struct RandomFill {
   std::uint64_t offset = 0;          // Philox stream: advanced per draw so draws differ
 };
 
-namespace cpu {
-void random_fill(const RandomFill& fill, const Stream& stream);
-}
-namespace cuda {
-void random_fill(const RandomFill& fill, const Stream& stream);
-}
+#define TESSEL_RANDOM_BACKEND(X) X(void, random_fill, (const RandomFill& fill, const Stream& stream))
+TESSEL_BACKEND_FAMILY(TESSEL_RANDOM_BACKEND)
 
 }  // namespace tessel::backend

@@ -6,6 +6,7 @@
 // backends instantiate only those four element types.
 #include <cstdint>
 
+#include "backend/dispatch.hpp"
 #include "tessel/array/dtype.hpp"
 #include "tessel/core/stream.hpp"
 
@@ -40,13 +41,9 @@ struct ScanProblem {
   std::int64_t rows = 1, len = 0;
 };
 
-namespace cpu {
-void reduce(const ReduceProblem& problem, const Stream& stream);
-void scan(const ScanProblem& problem, const Stream& stream);
-}  // namespace cpu
-namespace cuda {
-void reduce(const ReduceProblem& problem, const Stream& stream);
-void scan(const ScanProblem& problem, const Stream& stream);
-}  // namespace cuda
+#define TESSEL_REDUCE_BACKEND(X)                               \
+  X(void, reduce, (const ReduceProblem& problem, const Stream& stream)) \
+  X(void, scan, (const ScanProblem& problem, const Stream& stream))
+TESSEL_BACKEND_FAMILY(TESSEL_REDUCE_BACKEND)
 
 }  // namespace tessel::backend

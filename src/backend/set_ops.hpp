@@ -4,6 +4,7 @@
 // of backend/sort.hpp; src/ops/set_ops.cpp sorts and widens them.
 #include <cstdint>
 
+#include "backend/dispatch.hpp"
 #include "tessel/array/dtype.hpp"
 #include "tessel/core/stream.hpp"
 
@@ -45,19 +46,14 @@ struct RepeatProblem {
   std::int64_t outer = 1, len = 0, inner = 1, total = 0, itemsize = 4;
 };
 
-namespace cpu {
-// Fills rank and returns the number of distinct values.
-std::int64_t unique_rank(const UniqueProblem& problem, const Stream& stream);
-void unique_write(const UniqueProblem& problem, const UniqueOutputs& out, std::int64_t count, const Stream& stream);
-void isin(const IsinProblem& problem, const Stream& stream);
-void repeat(const RepeatProblem& problem, const Stream& stream);
-}  // namespace cpu
-namespace cuda {
-// Queues the scan and reads the count back: waits for the stream.
-std::int64_t unique_rank(const UniqueProblem& problem, const Stream& stream);
-void unique_write(const UniqueProblem& problem, const UniqueOutputs& out, std::int64_t count, const Stream& stream);
-void isin(const IsinProblem& problem, const Stream& stream);
-void repeat(const RepeatProblem& problem, const Stream& stream);
-}  // namespace cuda
+// unique_rank fills rank and returns the number of distinct values (on CUDA it queues the scan and
+// reads the count back: it waits for the stream).
+#define TESSEL_SET_OPS_BACKEND(X)                                                                      \
+  X(std::int64_t, unique_rank, (const UniqueProblem& problem, const Stream& stream))                     \
+  X(void, unique_write,                                                                                  \
+    (const UniqueProblem& problem, const UniqueOutputs& out, std::int64_t count, const Stream& stream))  \
+  X(void, isin, (const IsinProblem& problem, const Stream& stream))                                     \
+  X(void, repeat, (const RepeatProblem& problem, const Stream& stream))
+TESSEL_BACKEND_FAMILY(TESSEL_SET_OPS_BACKEND)
 
 }  // namespace tessel::backend

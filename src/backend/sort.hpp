@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/dispatch.hpp"
 #include "tessel/array/dtype.hpp"
 #include "tessel/core/stream.hpp"
 
@@ -31,19 +32,18 @@ struct SearchProblem {
   bool right = false;
 };
 
-namespace cpu {
-void sort(const SortProblem& problem, const Stream& stream);
-void searchsorted(const SearchProblem& problem, const Stream& stream);
-}  // namespace cpu
-namespace cuda {
-void sort(const SortProblem& problem, const Stream& stream);
-void searchsorted(const SearchProblem& problem, const Stream& stream);
-// The bare cub::DeviceRadixSort::SortPairs call (int32 keys, int64 values) that argsort of one
-// int32 row makes, for bench/reduce_sort_bench.cpp to compare against. Two-phase as in CUB:
+#define TESSEL_SORT_BACKEND(X)                               \
+  X(void, sort, (const SortProblem& problem, const Stream& stream)) \
+  X(void, searchsorted, (const SearchProblem& problem, const Stream& stream))
+TESSEL_BACKEND_FAMILY(TESSEL_SORT_BACKEND)
+
+// CUDA only: the bare cub::DeviceRadixSort::SortPairs call (int32 keys, int64 values) that argsort
+// of one int32 row makes, for bench/reduce_sort_bench.cpp to compare against. Two-phase as in CUB:
 // temp == nullptr sets temp_bytes.
-void cub_sort_pairs_int32(void* temp, std::size_t& temp_bytes, const std::int32_t* keys_in, std::int32_t* keys_out,
-                          const std::int64_t* values_in, std::int64_t* values_out, std::int64_t n,
-                          const Stream& stream);
-}  // namespace cuda
+#define TESSEL_SORT_CUDA_ONLY(X)                                                                         \
+  X(void, cub_sort_pairs_int32,                                                                          \
+    (void* temp, std::size_t& temp_bytes, const std::int32_t* keys_in, std::int32_t* keys_out,            \
+     const std::int64_t* values_in, std::int64_t* values_out, std::int64_t n, const Stream& stream))
+TESSEL_BACKEND_CUDA_ONLY(TESSEL_SORT_CUDA_ONLY)
 
 }  // namespace tessel::backend

@@ -1,4 +1,5 @@
-// The internal backend calls of tessel/ops/backend_entry_points.hpp, forwarded to the CUDA backend.
+// The internal backend calls of tessel/ops/backend_entry_points.hpp, forwarded to the CUDA backend
+// (whose entries throw the one "built without CUDA" error of backend/dispatch.hpp in a build without it).
 #include "tessel/ops/backend_entry_points.hpp"
 
 #include <string>
@@ -11,22 +12,10 @@
 #include "tessel/core/error.hpp"
 
 namespace tessel::internal {
-namespace {
-
-[[noreturn, maybe_unused]] void throw_no_cuda(const char* op) {
-  throw DeviceError(std::string(op) + ": tessel was built without CUDA");
-}
-
-}  // namespace
 
 void cuda_elementwise(ElementwiseOp op, int count, const Array* const* inputs, const Scalar* const* scalars,
                       const DType* in_dtypes, const Array& out, const Stream& stream) {
-#if defined(TESSEL_HAVE_CUDA)
   backend::cuda::elementwise(op, count, inputs, scalars, in_dtypes, out, stream);
-#else
-  (void)op, (void)count, (void)inputs, (void)scalars, (void)in_dtypes, (void)out, (void)stream;
-  throw_no_cuda("cuda_elementwise");
-#endif
 }
 
 struct CufftC2C::Problem : backend::FFTProblem {};
@@ -59,31 +48,17 @@ CufftC2C::CufftC2C(const Array& in, const Array& out, const Stream& stream) : st
 }
 
 std::shared_ptr<void> CufftC2C::plan() const {
-#if defined(TESSEL_HAVE_CUDA)
   return backend::cuda::fft_plan(*problem_, stream_);
-#else
-  throw_no_cuda("CufftC2C");
-#endif
 }
 
 void CufftC2C::exec_raw(const std::shared_ptr<void>& plan) const {
-#if defined(TESSEL_HAVE_CUDA)
   backend::cuda::fft_exec_raw(plan, *problem_, stream_);
-#else
-  (void)plan;
-  throw_no_cuda("CufftC2C");
-#endif
 }
 
 void cub_sort_pairs_int32(void* temp, std::size_t& temp_bytes, const std::int32_t* keys_in, std::int32_t* keys_out,
                           const std::int64_t* values_in, std::int64_t* values_out, std::int64_t n,
                           const Stream& stream) {
-#if defined(TESSEL_HAVE_CUDA)
   backend::cuda::cub_sort_pairs_int32(temp, temp_bytes, keys_in, keys_out, values_in, values_out, n, stream);
-#else
-  (void)temp, (void)temp_bytes, (void)keys_in, (void)keys_out, (void)values_in, (void)values_out, (void)n, (void)stream;
-  throw_no_cuda("cub_sort_pairs_int32");
-#endif
 }
 
 }  // namespace tessel::internal

@@ -21,18 +21,12 @@ void cast_same_device(const Array& dst, const Array& src, const Stream& stream) 
   if (dst.device().is_cpu()) {
     src.wait();
     dst.wait();
-    backend::cpu::cast(detail::strided_ref(dst), detail::strided_ref(src));
-    return;
+  } else {
+    src.storage()->wait_on_stream(stream);
+    dst.storage()->wait_on_stream(stream);
   }
-#if defined(TESSEL_HAVE_CUDA)
-  src.storage()->wait_on_stream(stream);
-  dst.storage()->wait_on_stream(stream);
-  backend::cuda::cast(detail::strided_ref(dst), detail::strided_ref(src), stream);
-  dst.storage()->record_pending_write(stream);
-#else
-  (void)stream;
-  throw DeviceError("astype: this build of tessel has no CUDA backend");
-#endif
+  backend::dispatch::cast(dst.device(), detail::strided_ref(dst), detail::strided_ref(src), stream);
+  dst.storage()->record_pending_write(stream);  // nothing to record on the CPU
 }
 
 void check_defined(const Array& array, const char* op, const char* name) {
@@ -42,25 +36,12 @@ void check_defined(const Array& array, const char* op, const char* name) {
 void run_generator(const Array& dst, const Stream& stream, bool is_arange, const Scalar& a, const Scalar& b,
                    bool endpoint) {
   if (dst.size() == 0) return;
-  if (dst.device().is_cpu()) {
-    if (is_arange) {
-      backend::cpu::arange(detail::strided_ref(dst), a, b);
-    } else {
-      backend::cpu::linspace(detail::strided_ref(dst), a, b, endpoint);
-    }
-    return;
-  }
-#if defined(TESSEL_HAVE_CUDA)
   if (is_arange) {
-    backend::cuda::arange(detail::strided_ref(dst), a, b, stream);
+    backend::dispatch::arange(dst.device(), detail::strided_ref(dst), a, b, stream);
   } else {
-    backend::cuda::linspace(detail::strided_ref(dst), a, b, endpoint, stream);
+    backend::dispatch::linspace(dst.device(), detail::strided_ref(dst), a, b, endpoint, stream);
   }
-  dst.storage()->record_pending_write(stream);
-#else
-  (void)stream;
-  throw DeviceError("arange: this build of tessel has no CUDA backend");
-#endif
+  dst.storage()->record_pending_write(stream);  // nothing to record on the CPU
 }
 
 // Checks what concatenate and stack share: a non-empty list of defined arrays on one device,

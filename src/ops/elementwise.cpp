@@ -305,28 +305,16 @@ Array run(ElementwiseOp op_id, const OperandRef* operands, int count, const Opti
   const Array& target = direct ? *out : fresh;
   if (target.size() > 0) {
     if (!cuda) {
-      std::vector<Array> cpu_inputs;  // the CPU backend's interface; every input is an array here
-      cpu_inputs.reserve(static_cast<std::size_t>(count));
-      for (int i = 0; i < count; ++i) {
-        inputs[i]->wait();
-        cpu_inputs.push_back(*inputs[i]);
-      }
+      for (int i = 0; i < count; ++i) inputs[i]->wait();  // every input is an array here
       target.wait();
-      backend::cpu::elementwise(op_id, cpu_inputs, target);
     } else {
-#ifdef TESSEL_HAVE_CUDA
       for (int i = 0; i < count; ++i) {
         if (inputs[i]) inputs[i]->storage()->wait_on_stream(s);
       }
       target.storage()->wait_on_stream(s);
-      backend::cuda::elementwise(op_id, count, inputs, scalars, in_dtypes, target, s);
-      target.storage()->record_pending_write(s);
-#else
-      (void)scalars;  // read only by the CUDA backend
-      (void)in_dtypes;
-      throw DeviceError(std::string(name) + ": this build has no CUDA backend");
-#endif
     }
+    backend::dispatch::elementwise(*device, op_id, count, inputs, scalars, in_dtypes, target, s);
+    target.storage()->record_pending_write(s);  // nothing to record on the CPU
   }
   if (out && !direct) {
     copyto(*out, fresh, s);

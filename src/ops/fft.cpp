@@ -192,7 +192,7 @@ bool collapse_batch(const Array& rows, std::int64_t& count, std::int64_t& dist) 
 // One batched 1-D transform of `x` along step.axis. `plan_slot` (may be null) holds the
 // backend plan a Plan object keeps for this step.
 Array run_step(Array x, const Step& step, DType complex_dtype, bool& owned, const Stream& stream,
-               [[maybe_unused]] std::shared_ptr<void>* plan_slot) {  // unused without CUDA
+               std::shared_ptr<void>* plan_slot) {
   const Device device = x.device();
   const std::int64_t half = step.n / 2 + 1;
   const std::int64_t in_length = step.kind == FFTKind::c2r ? half : step.n;
@@ -234,18 +234,12 @@ Array run_step(Array x, const Step& step, DType complex_dtype, bool& owned, cons
   problem.out_dist = out_length;
   if (batch > 0) {
     rows.storage()->wait_on_stream(stream);  // on the CPU, a host wait for a copy still landing
-    if (device.is_cpu()) {
-      backend::cpu::fft(problem, stream);
-    } else {
-#if defined(TESSEL_HAVE_CUDA)
-      if (plan_slot && !*plan_slot && problem.n > 1) *plan_slot = backend::cuda::fft_plan(problem, stream);
-      backend::cuda::fft(problem, plan_slot ? *plan_slot : std::shared_ptr<void>(), stream);
-      out.storage()->record_pending_write(stream);
-      if (step.scale != 1.0) multiply(out, Scalar(step.scale), out, stream);
-#else
-      throw DeviceError("fft: tessel was built without CUDA");
-#endif
-    }
+    // Only CUDA has plans (cuFFT's), and it leaves the scale to this layer.
+    const bool cuda = device.is_cuda();
+    if (cuda && plan_slot && !*plan_slot && problem.n > 1) *plan_slot = backend::cuda::fft_plan(problem, stream);
+    backend::dispatch::fft(device, problem, cuda && plan_slot ? *plan_slot : std::shared_ptr<void>(), stream);
+    out.storage()->record_pending_write(stream);  // nothing to record on the CPU
+    if (cuda && step.scale != 1.0) multiply(out, Scalar(step.scale), out, stream);
   }
   owned = true;
   return out.permute(inverse);
@@ -500,31 +494,19 @@ Array Plan::execute(const Array& x, const OptionalStream& stream_arg) const {
 // ---- plan cache ----
 PlanCacheInfo plan_cache_info(Device device) {
   PlanCacheInfo info;
-#if defined(TESSEL_HAVE_CUDA)
-  if (device.is_cuda() && cuda_available()) {
+  if (device.is_cuda() && cuda_available()) {  // never without CUDA
     const auto c = backend::cuda::fft_plan_cache_info(device.index);
     info = {c.plans, c.max_plans, c.workspace_bytes, c.max_workspace_bytes, c.hits, c.misses, c.evictions};
   }
-#else
-  (void)device;
-#endif
   return info;
 }
 
 void set_plan_cache_limits(Device device, std::size_t max_plans, std::size_t max_workspace_bytes) {
-#if defined(TESSEL_HAVE_CUDA)
   if (device.is_cuda() && cuda_available()) backend::cuda::set_fft_plan_cache_limits(device.index, max_plans, max_workspace_bytes);
-#else
-  (void)device, (void)max_plans, (void)max_workspace_bytes;
-#endif
 }
 
 void clear_plan_cache(Device device) {
-#if defined(TESSEL_HAVE_CUDA)
   if (device.is_cuda() && cuda_available()) backend::cuda::clear_fft_plan_cache(device.index);
-#else
-  (void)device;
-#endif
 }
 
 }  // namespace tessel::fft

@@ -235,7 +235,7 @@ Shape common_shape(const Array* const* arrays, std::size_t count) {
   return broadcast_shape_list(shapes.data(), count, "fused");
 }
 
-#ifdef TESSEL_HAVE_CUDA
+// ---- CUDA: the graph as generated kernels (the expressions of backend/cuda/elementwise.cpp) ----
 // The value of a scalar in compute dtype `ct`, as a literal of the body's type.
 std::string literal_code(const Scalar& s, DType ct) {
   const std::string type =
@@ -494,7 +494,6 @@ std::vector<Array> run_outputs(const std::vector<Sym>& roots, const FusedPlan& p
   }
   return results;
 }
-#endif
 
 using Value = std::variant<Array, Scalar>;
 
@@ -927,8 +926,9 @@ DType FusedKernel::result_dtype(const std::vector<DType>& input_dtypes) const {
   return *t;
 }
 
+// The CUDA source (a build without CUDA raises the DeviceError of backend/dispatch.hpp from the
+// op expressions of backend::cuda).
 std::string FusedKernel::source(const std::vector<DType>& input_dtypes) const {
-#ifdef TESSEL_HAVE_CUDA
   if (roots_.size() > 1) {
     if (static_cast<int>(input_dtypes.size()) != num_inputs_) {
       throw ValueError("fuse: the kernel takes " + std::to_string(num_inputs_) + " inputs, got " +
@@ -994,10 +994,6 @@ std::string FusedKernel::source(const std::vector<DType>& input_dtypes) const {
     out += "\n";
   }
   return out;
-#else
-  (void)input_dtypes;
-  throw DeviceError("fuse: this build has no CUDA backend to generate source for");
-#endif
 }
 
 Array FusedKernel::operator()(const std::vector<Array>& inputs, const OptionalArray& out,
@@ -1038,7 +1034,6 @@ Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, con
   if (out) check_writable(*out, "fused");  // before any work
   const bool fusing = fusion_enabled();
   Array result;
-#ifdef TESSEL_HAVE_CUDA
   if (count > 0 && inputs[0]->device().is_cuda() && fusing) {
     const Device device = inputs[0]->device();
     const Shape shape = common_shape(inputs, count);
@@ -1060,7 +1055,6 @@ Array FusedKernel::operator()(const Array* const* inputs, std::size_t count, con
     // A graph that reads only some inputs still has the shape of all of them broadcast.
     if (result.shape() != shape) result = result.broadcast_to(shape).contiguous(s);
   }
-#endif
   if (!result.defined()) {
     // The CPU, or fusion off: op by op (copies of the inputs are cheap next to that work).
     std::vector<Array> copies;
@@ -1122,7 +1116,6 @@ std::vector<Array> FusedKernel::call_outputs(const Array* const* inputs, std::si
   const Shape shape = common_shape(inputs, count);
   const bool fusing = fusion_enabled();
   std::vector<Array> results;
-#ifdef TESSEL_HAVE_CUDA
   if (inputs[0]->device().is_cuda() && fusing) {
     // The plan, built once per dtype vector, types the graph (DTypeError, constant outputs).
     std::shared_ptr<const FusedPlan> plan;
@@ -1139,7 +1132,6 @@ std::vector<Array> FusedKernel::call_outputs(const Array* const* inputs, std::si
     const Stream s = detail::op_stream(inputs[0]->device(), stream, "fuse");
     results = run_outputs(roots_, *plan, inputs, shape, s);
   }
-#endif
   if (results.empty()) {
     const std::vector<DType> rts = result_dtypes(dtypes);  // DTypeError / constant outputs, before any work
     std::vector<Array> copies;

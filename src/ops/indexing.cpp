@@ -26,23 +26,17 @@ namespace {
 // ---- status words: host memory on the CPU, the stream's leased block on CUDA ----
 class Status {
  public:
-  Status(Device device, const Stream& stream) : stream_(stream) {
-#if defined(TESSEL_HAVE_CUDA)
-    if (device.is_cuda()) {
+  Status(Device device, const Stream& stream) : stream_(stream), cuda_(device.is_cuda()) {
+    if (cuda_) {
       detail::check_not_capturing("indexing (reads a size or bounds flag back)");
       lease_ = backend::cuda::lease_status(stream);
-      cuda_ = true;
-      return;
     }
-#endif
-    (void)device;
   }
   Status(const Status&) = delete;
   Status& operator=(const Status&) = delete;
   // Work that was handed the words and never read (an error left the op early) could report a
   // failure into the next op's read: wait for it and clear them.
   ~Status() {
-#if defined(TESSEL_HAVE_CUDA)
     if (cuda_ && pending_) {
       try {
         backend::cuda::read_status(lease_, stream_);
@@ -50,36 +44,28 @@ class Status {
       } catch (...) {  // a failing device reports itself on the next call
       }
     }
-#endif
   }
   // What the backends write (work that writes them is launched after this call).
   std::int64_t* words() {
     pending_ = true;
-#if defined(TESSEL_HAVE_CUDA)
-    if (cuda_) return lease_.words;
-#endif
-    return local_;
+    return cuda_ ? lease_.words : local_;
   }
   // The host waits for the device (CUDA) and returns the words it wrote. Reads again only when
   // work was handed the words since the last read.
   const std::int64_t* read() {
-#if defined(TESSEL_HAVE_CUDA)
     if (cuda_) {
       if (pending_) backend::cuda::read_status(lease_, stream_);
       pending_ = false;
       return lease_.host;
     }
-#endif
     pending_ = false;
     return local_;
   }
   void clear_failure() {
-#if defined(TESSEL_HAVE_CUDA)
     if (cuda_) {
       backend::cuda::clear_status(lease_, stream_);
       return;
     }
-#endif
     local_[1] = local_[2] = 0;
   }
 
@@ -88,39 +74,8 @@ class Status {
   std::int64_t local_[backend::kStatusWords] = {0, 0, 0};
   bool cuda_ = false;
   bool pending_ = false;
-#if defined(TESSEL_HAVE_CUDA)
-  backend::cuda::StatusLease lease_;
-#endif
+  backend::StatusLease lease_;
 };
-
-// ---- backend dispatch ----
-void run_gather(const backend::GatherProblem& p, Device device, const Stream& stream) {
-  if (device.is_cpu()) return backend::cpu::gather(p);
-#if defined(TESSEL_HAVE_CUDA)
-  backend::cuda::gather(p, stream);
-#else
-  (void)stream;
-  throw DeviceError("indexing: tessel was built without CUDA");
-#endif
-}
-void run_scatter(const backend::GatherProblem& p, Device device, const Stream& stream) {
-  if (device.is_cpu()) return backend::cpu::scatter(p);
-#if defined(TESSEL_HAVE_CUDA)
-  backend::cuda::scatter(p, stream);
-#else
-  (void)stream;
-  throw DeviceError("indexing: tessel was built without CUDA");
-#endif
-}
-void run_check(const backend::GatherProblem& p, Device device, const Stream& stream) {
-  if (device.is_cpu()) return backend::cpu::check_indices(p);
-#if defined(TESSEL_HAVE_CUDA)
-  backend::cuda::check_indices(p, stream);
-#else
-  (void)stream;
-  throw DeviceError("indexing: tessel was built without CUDA");
-#endif
-}
 
 // Waits for pending writes of `a` on `stream` (the CPU waits on the host).
 void use(const Array& a, const Stream& stream) {
@@ -138,22 +93,17 @@ Array flags_of(const Array& a, const Stream& stream) {
 
 // Positions of the true flags (flat, C order) as an int64 array of `count` elements; the count
 // is read through `status` (one read on CUDA).
-Array flat_positions(const Array& mask, [[maybe_unused]] Status& status, const Stream& stream, const char* op) {
+Array flat_positions(const Array& mask, Status& status, const Stream& stream, const char* op) {
   const Array flags = flags_of(mask, stream);
   const std::int64_t n = flags.size();
   Array positions = empty({n}, DType::int64, mask.device(), stream);
   std::int64_t count = 0;
   if (n > 0) {
     use(flags, stream);
-    if (mask.device().is_cpu()) {
-      count = backend::cpu::flat_nonzero(flags.data_as<bool>(), n, positions.data_as<std::int64_t>());
-    } else {
-#if defined(TESSEL_HAVE_CUDA)
-      backend::cuda::flat_nonzero(flags.data_as<bool>(), n, positions.data_as<std::int64_t>(), status.words(), stream);
-      wrote(positions, stream);
-      count = status.read()[0];
-#endif
-    }
+    backend::dispatch::flat_nonzero(mask.device(), flags.data_as<bool>(), n, positions.data_as<std::int64_t>(),
+                                    status.words(), stream);
+    wrote(positions, stream);
+    count = status.read()[0];
   }
   (void)op;
   return positions.index({Slice(0, count)});
@@ -419,7 +369,7 @@ std::vector<std::size_t> launch_int_checks(const Layout& layout, Status& status,
     use(a.index, stream);
   }
   p.status = status.words();
-  run_check(p, layout.view.device(), stream);
+  backend::dispatch::check_indices(layout.view.device(), p, stream);
   return slots;
 }
 
@@ -446,7 +396,7 @@ Array gather_layout(Layout& layout, const Stream& stream, const char* op, bool c
   use(layout.view, stream);
   for (const Advanced& a : layout.advanced) use(a.index, stream);
   if (p.check_bounds) p.status = status.words();  // an unchecked gather is not read back
-  run_gather(p, device, stream);
+  backend::dispatch::gather(device, p, stream);
   wrote(out, stream);
   if (p.check_bounds) raise_if_failed(status.read(), status, [&](std::size_t slot) { return layout_axis(layout, slot); }, op);
   return out;
@@ -462,16 +412,12 @@ Array select_all(const Array& view, const Array& mask, const Stream& stream) {
   use(values, stream);
   use(flags, stream);
   std::int64_t count = 0;
-  if (view.device().is_cpu()) {
-    count = backend::cpu::select_flagged(values.data(), values.itemsize(), flags.data_as<bool>(), n, out.data());
-  } else {
-#if defined(TESSEL_HAVE_CUDA)
+  {
     Status status(view.device(), stream);
-    backend::cuda::select_flagged(values.data(), values.itemsize(), flags.data_as<bool>(), n, out.data(),
-                                  status.words(), stream);
+    backend::dispatch::select_flagged(view.device(), values.data(), values.itemsize(), flags.data_as<bool>(), n,
+                                      out.data(), status.words(), stream);
     wrote(out, stream);
     count = status.read()[0];
-#endif
   }
   Array result = out.index({Slice(0, count)});
   // Keep at most 4x the memory the result needs (the buffer was sized for all of x).
@@ -538,7 +484,6 @@ bool set_by_where(const Layout& layout, const Array* value, const Scalar* scalar
     where(m, v_view, view, view, stream);
     return true;
   }
-#if defined(TESSEL_HAVE_CUDA)
   // One generated pass, the scalar by value (no broadcast operand, so contiguous x and m get
   // vector loads and stores).
   backend::MaskedAssignProblem p;
@@ -560,7 +505,6 @@ bool set_by_where(const Layout& layout, const Array* value, const Scalar* scalar
   if (value) use(v_view, stream);
   backend::cuda::masked_assign(p, stream);
   wrote(view, stream);
-#endif
   return true;
 }
 
@@ -610,12 +554,12 @@ void set_layout(Layout& layout, const Array* value_arg, const Scalar* scalar, co
   if (ints && check_bounds && !checked) {
     // Check first (nothing is written when an index is out of range): one read.
     p.status = status.words();
-    run_check(p, device, stream);
+    backend::dispatch::check_indices(device, p, stream);
     raise_if_failed(status.read(), status, [&](std::size_t slot) { return layout_axis(layout, slot); }, op);
   }
   use(x, stream);
   if (value_arg) use(value, stream);
-  run_scatter(p, device, stream);
+  backend::dispatch::scatter(device, p, stream);
   wrote(x, stream);
 }
 
@@ -722,11 +666,11 @@ void put_along(const Array& x, const Array& indices, const Array* values_arg, co
   Status status(x.device(), stream);
   use(indices, stream);
   p.status = status.words();
-  run_check(p, x.device(), stream);
+  backend::dispatch::check_indices(x.device(), p, stream);
   raise_if_failed(status.read(), status, [&](std::size_t slot) { return layout_axis(r.layout, slot); }, op);
   use(x, stream);
   if (values_arg) use(values, stream);
-  run_scatter(p, x.device(), stream);
+  backend::dispatch::scatter(x.device(), p, stream);
   wrote(x, stream);
 }
 
@@ -798,7 +742,7 @@ Array take_along_axis(const Array& x, const Array& indices, std::optional<std::i
   p.status = status.words();
   use(r.x, stream);
   use(indices, stream);
-  run_gather(p, x.device(), stream);
+  backend::dispatch::gather(x.device(), p, stream);
   wrote(out, stream);
   raise_if_failed(status.read(), status, [&](std::size_t slot) { return layout_axis(r.layout, slot); }, op);
   return out;
@@ -833,23 +777,8 @@ std::vector<Array> nonzero(const Array& x, const OptionalStream& stream_arg) {
     pointers.push_back(out.back().data_as<std::int64_t>());
   }
   if (count == 0) return out;
-  if (x.device().is_cpu()) {
-    const std::int64_t* p = flat.data_as<std::int64_t>();
-    const Shape& shape = x.shape();
-    for (std::int64_t i = 0; i < count; ++i) {
-      std::int64_t rest = p[i];
-      for (std::size_t d = shape.size(); d-- > 1;) {
-        pointers[d][i] = rest % shape[d];
-        rest /= shape[d];
-      }
-      pointers[0][i] = rest;
-    }
-  } else {
-#if defined(TESSEL_HAVE_CUDA)
-    backend::cuda::unravel(flat.data_as<std::int64_t>(), count, x.shape(), pointers, stream);
-    for (const Array& a : out) wrote(a, stream);
-#endif
-  }
+  backend::dispatch::unravel(x.device(), flat.data_as<std::int64_t>(), count, x.shape(), pointers, stream);
+  for (const Array& a : out) wrote(a, stream);  // nothing to record on the CPU
   return out;
 }
 

@@ -24,11 +24,8 @@
 
 #include "backend/linalg.hpp"
 #include "ops/op_stream.hpp"
-#include "tessel/memory/capture.hpp"
-#if defined(TESSEL_HAVE_CUDA)
 #include "backend/indexing.hpp"
-#include "backend/linalg_small.hpp"
-#endif
+#include "tessel/memory/capture.hpp"
 #include "tessel/profile/range.hpp"
 #include "tessel/ops/cast.hpp"
 #include "tessel/ops/elementwise.hpp"
@@ -118,15 +115,6 @@ void after(const Stream& stream, std::initializer_list<const Array*> arrays) {
   }
 }
 
-#if defined(TESSEL_HAVE_CUDA)
-#define TESSEL_LINALG_BACKEND(device, fn, ...) \
-  ((device).is_cpu() ? backend::cpu::fn(__VA_ARGS__) : backend::cuda::fn(__VA_ARGS__))
-#else
-#define TESSEL_LINALG_BACKEND(device, fn, ...)                                             \
-  ((device).is_cpu() ? backend::cpu::fn(__VA_ARGS__)                                       \
-                     : throw DeviceError(fmt::format("{}: tessel was built without CUDA", #fn)))
-#endif
-
 // The row-major (..., rows, cols) mask of the lower (i >= j + k) or upper (j >= i + k) triangle.
 Array triangle_mask(std::int64_t rows, std::int64_t cols, bool lower, Device device, const Stream& stream) {
   const Array r = arange(Scalar(std::int64_t{0}), Scalar(rows), Scalar(std::int64_t{1}), DType::int64, device, stream)
@@ -165,11 +153,10 @@ void check_info(const Array& info_arg, const char* op, Describe&& describe, cons
   const Array info = info_arg.contiguous(stream);  // the backends' info arrays already are
   std::int64_t first = -1;
   std::int32_t v = 0;
-#if defined(TESSEL_HAVE_CUDA)
   if (info.device().is_cuda()) {
     detail::check_not_capturing("linalg (reads the info array's first failure back)");
     {
-      backend::cuda::StatusLease lease = backend::cuda::lease_status(stream);
+      backend::StatusLease lease = backend::cuda::lease_status(stream);
       before(stream, {&info});
       backend::cuda::first_failure(info_data(info), info.size(), lease.words, stream);
       backend::cuda::read_status(lease, stream);
@@ -181,7 +168,6 @@ void check_info(const Array& info_arg, const char* op, Describe&& describe, cons
     if (first < 0) return;
     v = info.reshape({info.size()}).slice(0, Slice(first, first + 1)).to_vector<std::int32_t>()[0];
   }
-#endif
   if (info.device().is_cpu()) {
     const std::vector<std::int32_t> values = info.to_vector<std::int32_t>();
     for (std::size_t i = 0; i < values.size(); ++i) {
@@ -226,7 +212,7 @@ LU lu_factor(const Array& x, const Matrices& mat, const Stream& stream) {
   if (mat.batch > 0 && mat.n > 0) {
     backend::LinalgBatch p = batch_desc(mat);
     before(stream, {&r.factors});
-    TESSEL_LINALG_BACKEND(x.device(), lu, p, r.factors.data(), r.pivots, info_data(r.info), stream);
+    backend::dispatch::lu(x.device(), p, r.factors.data(), r.pivots, info_data(r.info), stream);
     after(stream, {&r.factors, &r.pivots, &r.info});
     r.pivots = r.pivots.reshape(with_tail(mat.batch_shape, {mat.n}));
   } else {
@@ -304,7 +290,7 @@ CholeskyExResult cholesky_ex(const Array& x, bool upper, const OptionalStream& s
   Array info = zeros(mat.batch_shape, DType::int32, x.device(), stream);
   if (mat.batch > 0 && mat.n > 0) {
     before(stream, {&work, &info});
-    TESSEL_LINALG_BACKEND(x.device(), cholesky, batch_desc(mat), work.data(), !upper, info_data(info), stream);
+    backend::dispatch::cholesky(x.device(), batch_desc(mat), work.data(), !upper, info_data(info), stream);
     after(stream, {&work, &info});
   }
   return {keep_triangle(work, !upper, stream), info};
@@ -322,10 +308,9 @@ InvExResult inv_ex(const Array& x, const OptionalStream& stream_arg) {
   const char* op = "inv";
   const Matrices mat = inspect(x, op, true);
   const Stream stream = detail::op_stream(x, stream_arg, op);
-#if defined(TESSEL_HAVE_CUDA)
-  if (x.device().is_cuda() && mat.batch > 0 && mat.n > 0 &&
-      backend::cuda::small_kernel_applies(backend::cuda::SmallKernel::inv, batch_desc(mat))) {
-    // tessel's Gauss-Jordan kernel reads its input and writes the inverse elsewhere: x itself
+  if (mat.batch > 0 && mat.n > 0 &&
+      backend::dispatch::has_row_major_route(x.device(), backend::RowMajorRoute::inv, batch_desc(mat), false, x.device())) {
+    // CUDA's small Gauss-Jordan kernel reads its input and writes the inverse elsewhere: x itself
     // when it already is a contiguous batch of the compute dtype (else one plain copy), and no
     // identity to solve against. inv(x^T) = inv(x)^T: x's row-major buffer, read column-major,
     // is x^T, whose column-major inverse is inv(x) row-major, the result's layout.
@@ -333,11 +318,10 @@ InvExResult inv_ex(const Array& x, const OptionalStream& stream_arg) {
     Array inverse = empty(x.shape(), mat.dtype, x.device(), stream);
     Array info = empty(mat.batch_shape, DType::int32, x.device(), stream);  // the kernel writes every entry
     before(stream, {&in, &inverse, &info});
-    backend::cuda::small_inv(batch_desc(mat), in.data(), inverse.data(), info_data(info), stream);
+    backend::dispatch::inv_row_major(x.device(), batch_desc(mat), in.data(), inverse.data(), info_data(info), stream);
     after(stream, {&inverse, &info});
     return {inverse, info};
   }
-#endif
   const bool transposed = mat.n > backend::kTransposedSolveMinN;  // large: no strided transpose of x
   Array work = transposed ? row_major_copy(x, mat.batch_shape, mat.dtype, stream)
                           : column_major_copy(x, mat.batch_shape, mat.dtype, stream);
@@ -345,7 +329,7 @@ InvExResult inv_ex(const Array& x, const OptionalStream& stream_arg) {
   Array info = zeros(mat.batch_shape, DType::int32, x.device(), stream);
   if (mat.batch > 0 && mat.n > 0) {
     before(stream, {&work, &result, &info});
-    TESSEL_LINALG_BACKEND(x.device(), solve, batch_desc(mat), work.data(), result.data(), mat.n, transposed,
+    backend::dispatch::solve(x.device(), batch_desc(mat), work.data(), result.data(), mat.n, transposed,
                           info_data(info), stream);
     after(stream, {&work, &result, &info});
   }
@@ -386,10 +370,9 @@ SolveExResult solve_ex(const Array& x1, const Array& x2, const OptionalStream& s
   }
   const std::int64_t nrhs = vector ? 1 : x2.dim(-1);
   const bool work = mat.batch > 0 && mat.n > 0 && nrhs > 0;
-#if defined(TESSEL_HAVE_CUDA)
-  if (work && x1.device().is_cuda() &&
-      backend::cuda::small_kernel_applies(backend::cuda::SmallKernel::lu_solve, batch_desc(mat))) {
-    // tessel's kernel reads the matrices and right-hand sides and writes the solution elsewhere:
+  if (work && backend::dispatch::has_row_major_route(x1.device(), backend::RowMajorRoute::solve, batch_desc(mat),
+                                                     false, x1.device())) {
+    // CUDA's small kernel reads the matrices and right-hand sides and writes the solution elsewhere:
     // x1 itself when it is a contiguous batch of the compute dtype, not broadcast (read row-major;
     // else one plain copy, no strided transpose), and x2 itself when it is such a batch of single
     // columns (..., n, 1), whose C order is the column-major n x 1 the kernel reads.
@@ -402,12 +385,12 @@ SolveExResult solve_ex(const Array& x1, const Array& x2, const OptionalStream& s
     const Array& rhs = read_x2 ? x2 : b;
     Array info = empty(mat.batch_shape, DType::int32, x1.device(), stream);  // the kernel writes every entry
     before(stream, {&a, &rhs, &b, &info});
-    backend::cuda::small_solve(batch_desc(mat), a.data(), rhs.data(), b.data(), nrhs, true, info_data(info), stream);
+    backend::dispatch::solve_row_major(x1.device(), batch_desc(mat), a.data(), rhs.data(), b.data(), nrhs,
+                                       info_data(info), stream);
     after(stream, {&b, &info});
     Array result = vector ? b.reshape(with_tail(mat.batch_shape, {mat.n})) : matrices_of(b);
     return {result, info};
   }
-#endif
   const bool transposed = mat.n > backend::kTransposedSolveMinN;  // large: no strided transpose of x1
   Array a = transposed ? row_major_copy(x1, mat.batch_shape, mat.dtype, stream)
                        : column_major_copy(x1, mat.batch_shape, mat.dtype, stream);
@@ -415,7 +398,7 @@ SolveExResult solve_ex(const Array& x1, const Array& x2, const OptionalStream& s
   Array info = zeros(mat.batch_shape, DType::int32, x1.device(), stream);
   if (work) {
     before(stream, {&a, &b, &info});
-    TESSEL_LINALG_BACKEND(x1.device(), solve, batch_desc(mat), a.data(), b.data(), nrhs, transposed, info_data(info),
+    backend::dispatch::solve(x1.device(), batch_desc(mat), a.data(), b.data(), nrhs, transposed, info_data(info),
                           stream);
     after(stream, {&a, &b, &info});
   }
@@ -470,10 +453,10 @@ namespace {
 EighExResult eigh_impl(const Array& x, bool vectors, const OptionalStream& stream_arg, const char* op) {
   const Matrices mat = inspect(x, op, true);
   const Stream stream = detail::op_stream(x, stream_arg, op);
-#if defined(TESSEL_HAVE_CUDA)
-  if (x.device().is_cuda() && mat.batch > 0 && mat.n > 0 &&
-      backend::cuda::small_jacobi_applies(backend::cuda::SmallKernel::eigh, batch_desc(mat), vectors, x.device())) {
-    // tessel's Jacobi kernels read x itself when it already is a contiguous batch of the compute
+  if (mat.batch > 0 && mat.n > 0 &&
+      backend::dispatch::has_row_major_route(x.device(), backend::RowMajorRoute::eigh, batch_desc(mat), vectors,
+                                             x.device())) {
+    // CUDA's small eigh kernels read x itself when it already is a contiguous batch of the compute
     // dtype (else one plain copy, no strided transpose) and write row-major eigenvectors elsewhere:
     // at 100,000 matrices of 8 x 8 the transposing copies in and out moved twice the kernel's bytes.
     const Array in = x.dtype() == mat.dtype && x.is_contiguous() ? x : row_major_copy(x, mat.batch_shape, mat.dtype, stream);
@@ -481,18 +464,17 @@ EighExResult eigh_impl(const Array& x, bool vectors, const OptionalStream& strea
     Array w = empty(with_tail(mat.batch_shape, {mat.n}), to_real(mat.dtype), x.device(), stream);
     Array info = empty(mat.batch_shape, DType::int32, x.device(), stream);  // the kernel writes every entry
     before(stream, {&in, &v, &w, &info});
-    backend::cuda::small_eigh(batch_desc(mat), in.data(), vectors ? v.data() : nullptr, w.data(), vectors,
-                              info_data(info), stream);
+    backend::dispatch::eigh_row_major(x.device(), batch_desc(mat), in.data(), vectors ? v.data() : nullptr, w.data(),
+                                      vectors, info_data(info), stream);
     after(stream, {&v, &w, &info});
     return {w, v, info};
   }
-#endif
   Array work = column_major_copy(x, mat.batch_shape, mat.dtype, stream);
   Array w = empty(with_tail(mat.batch_shape, {mat.n}), to_real(mat.dtype), x.device(), stream);
   Array info = zeros(mat.batch_shape, DType::int32, x.device(), stream);
   if (mat.batch > 0 && mat.n > 0) {
     before(stream, {&work, &w, &info});
-    TESSEL_LINALG_BACKEND(x.device(), eigh, batch_desc(mat), work.data(), w.data(), vectors, info_data(info), stream);
+    backend::dispatch::eigh(x.device(), batch_desc(mat), work.data(), w.data(), vectors, info_data(info), stream);
     after(stream, {&work, &w, &info});
   }
   return {w, vectors ? matrices_of(work) : Array(), info};
@@ -537,7 +519,7 @@ EigResult eig_impl(const Array& x, bool vectors, const OptionalStream& stream_ar
                              DType::int32, stream);
     check_info(bad, op, [](std::int32_t) { return std::string("has non-finite entries (NaN or inf)"); }, stream);
     before(stream, {&work, &w, &v, &info});
-    TESSEL_LINALG_BACKEND(x.device(), eig, batch_desc(mat), work.data(), w.data(), vectors ? v.data() : nullptr, vectors,
+    backend::dispatch::eig(x.device(), batch_desc(mat), work.data(), w.data(), vectors ? v.data() : nullptr, vectors,
                           info_data(info), stream);
     after(stream, {&work, &w, &v, &info});
   }
@@ -569,7 +551,7 @@ QRResult qr(const Array& x, std::string_view mode_arg, const OptionalStream& str
   Array q = empty(with_tail(mat.batch_shape, {qcols, mat.m}), mat.dtype, x.device(), stream);
   if (mat.batch > 0 && k > 0) {
     before(stream, {&work, &q});
-    TESSEL_LINALG_BACKEND(x.device(), qr, batch_desc(mat), work.data(), q.data(), qcols, stream);
+    backend::dispatch::qr(x.device(), batch_desc(mat), work.data(), q.data(), qcols, stream);
     after(stream, {&work, &q});
   } else if (q.size() > 0) {
     copyto(q, eye(qcols, mat.m, 0, mat.dtype, x.device(), stream), stream);  // k == 0: Q = I
@@ -608,7 +590,7 @@ SvdOut svd_impl(const Array& x, bool vectors, bool full, const OptionalStream& s
   out.info = zeros(mat.batch_shape, DType::int32, x.device(), stream);
   if (mat.batch > 0 && k > 0) {
     before(stream, {&work, &out.S, &out.U, &out.Vh, &out.info});
-    TESSEL_LINALG_BACKEND(x.device(), svd, batch_desc(mat), work.data(), out.S.data(),
+    backend::dispatch::svd(x.device(), batch_desc(mat), work.data(), out.S.data(),
                           vectors ? out.U.data() : nullptr, vectors ? out.Vh.data() : nullptr, vectors, full,
                           info_data(out.info), stream);
     after(stream, {&work, &out.S, &out.U, &out.Vh, &out.info});

@@ -130,13 +130,9 @@ std::optional<std::string> cached_matmul_winner(const std::string& key, bool& fr
 
 std::string matmul_environment_key(Device device) {
   if (device.is_cpu()) return fmt::format("cpu|openblas|{}", kAutotuneRanking);
-#if defined(TESSEL_HAVE_CUDA)
   const DeviceProperties& props = device_properties(device.index);
   return fmt::format("{}|sm_{}{}|{}|driver {}|{}", props.name, props.cc_major, props.cc_minor,
                      backend::cuda::matmul_library_version(), driver_version(), kAutotuneRanking);
-#else
-  return "cuda-unavailable";
-#endif
 }
 
 // Times `iterations` runs of every candidate with CUDA events (host clocks on the CPU) on a

@@ -1,5 +1,6 @@
 // The internal kernel entry points of tessel/ops/matmul_kernels.hpp, over the CUDA backend's
-// kernels (backend/cuda/matmul_simt.cu, matmul_sm90.cu). Without CUDA they raise DeviceError.
+// kernels (backend/cuda/matmul_simt.cu, matmul_sm90.cu). Without CUDA they raise the DeviceError of
+// backend/dispatch.hpp, and sm90 has no configuration (backend/dispatch.cpp).
 #include "tessel/ops/matmul_kernels.hpp"
 
 #include <cstdint>
@@ -14,10 +15,6 @@
 namespace tessel::internal {
 namespace {
 
-[[noreturn, maybe_unused]] void throw_no_cuda(const char* op) {
-  throw DeviceError(std::string(op) + ": tessel was built without CUDA");
-}
-
 void check_simt_operand(const Array& x, const char* what, std::int64_t rows, std::int64_t cols) {
   const Shape want = cols < 0 ? Shape{rows} : Shape{rows, cols};
   if (x.dtype() != DType::float32 || x.shape() != want || !x.is_contiguous()) {
@@ -31,7 +28,6 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 
 }  // namespace
 
-#if defined(TESSEL_HAVE_CUDA)
 void naive_sgemm(const float* a, const float* b, float* d, std::int64_t m, std::int64_t n, std::int64_t k,
                  const Stream& stream) {
   backend::cuda::naive_sgemm(a, b, d, m, n, k, stream.handle());
@@ -44,25 +40,6 @@ void tiled_sgemm(const float* a, const float* b, float* d, std::int64_t m, std::
                  const Stream& stream) {
   backend::cuda::tiled_sgemm(a, b, d, m, n, k, stream.handle());
 }
-#else
-void naive_sgemm(const float*, const float*, float*, std::int64_t, std::int64_t, std::int64_t, const Stream&) {
-  throw_no_cuda("naive_sgemm");
-}
-void naive_uncoalesced_sgemm(const float*, const float*, float*, std::int64_t, std::int64_t, std::int64_t,
-                             const Stream&) {
-  throw_no_cuda("naive_uncoalesced_sgemm");
-}
-void tiled_sgemm(const float*, const float*, float*, std::int64_t, std::int64_t, std::int64_t, const Stream&) {
-  throw_no_cuda("tiled_sgemm");
-}
-// The sm90 GEMM lives in backend/cuda/matmul_sm90.cu; a CPU build has no configuration of it.
-namespace sm90 {
-int num_configs() { return 0; }
-const char* config_name(int) { return "invalid"; }
-bool can_implement(const GemmArgs&, int) { return false; }
-void run(const GemmArgs&, int, void*) { throw_no_cuda("matmul_sm90"); }
-}  // namespace sm90
-#endif
 
 std::string simt_sgemm_name(const SimtTile& tile) {
   return fmt::format("tessel_simt::simt_gemm_kernel<{}, {}, {}, {}, {}, {}>", tile.bm, tile.bn, tile.bk, tile.tm,

@@ -317,12 +317,7 @@ void MatmulPlanCore::run(int candidate, const backend::MatmulProblem& problem, c
     backend::cpu::matmul(problem, stream);
     return;
   }
-#if defined(TESSEL_HAVE_CUDA)
   cuda->run(candidate, problem, stream);
-#else
-  (void)candidate;
-  throw DeviceError("matmul: tessel was built without CUDA");
-#endif
 }
 
 namespace {
@@ -353,12 +348,8 @@ std::shared_ptr<MatmulPlanCore> make_matmul_core(const MatmulPrepared& p) {
   if (p.device.is_cpu()) {
     core->candidates.push_back(candidate_named("cpu:openblas"));
   } else {
-#if defined(TESSEL_HAVE_CUDA)
     core->cuda = backend::cuda::plan_matmul(p.problem, p.device);
     for (int i = 0; i < core->cuda->size(); ++i) core->candidates.push_back(candidate_named(core->cuda->name(i)));
-#else
-    throw DeviceError("matmul: tessel was built without CUDA");
-#endif
   }
   bool from_disk = false;
   if (auto winner = cached_matmul_winner(core->key, from_disk)) {
@@ -424,10 +415,8 @@ Array run_matmul_plan(MatmulPlanCore& core, int index, MatmulPrepared& p) {
       multiply(p.d, Scalar(pr.beta), p.d, p.stream);
     }
     if (pr.bias || pr.aux || pr.epilogue != MatmulEpilogue::none) {
-#if defined(TESSEL_HAVE_CUDA)
       p.d.storage()->wait_on_stream(p.stream);
       backend::cuda::apply_epilogue(pr, p.stream.handle());
-#endif
     }
   } else {
     core.run(index, pr, p.stream);

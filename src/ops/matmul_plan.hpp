@@ -46,7 +46,7 @@ MatmulPrepared prepare_matmul(const Array& a, const Array& b, const MatmulOption
 struct MatmulPlanCore {
   std::string signature, key;
   Device device;
-  std::unique_ptr<backend::cuda::MatmulCandidates> cuda;
+  std::unique_ptr<backend::MatmulCandidates> cuda;
   std::vector<MatmulCandidate> candidates;
   int selected = 0;
   bool from_cache = false;

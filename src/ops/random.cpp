@@ -45,14 +45,8 @@ Array draw(std::uint64_t seed, std::uint64_t offset, const Shape& shape, DType d
   fill.seed = seed;
   fill.offset = offset;
   if (fill.numel == 0) return out;
-  if (device.is_cpu()) {
-    backend::cpu::random_fill(fill, s);
-  } else {
-#if defined(TESSEL_HAVE_CUDA)
-    backend::cuda::random_fill(fill, s);
-    out.storage()->record_pending_write(s);
-#endif
-  }
+  backend::dispatch::random_fill(device, fill, s);
+  out.storage()->record_pending_write(s);
   return out;
 }
 

@@ -213,16 +213,8 @@ Block plan_block(const Array& a, const std::vector<bool>& reduced, const Stream&
 }
 
 void run_reduce(const backend::ReduceProblem& problem, const Array& out, const Stream& stream) {
-  if (out.device().is_cpu()) {
-    backend::cpu::reduce(problem, stream);
-  } else {
-#if defined(TESSEL_HAVE_CUDA)
-    backend::cuda::reduce(problem, stream);
-    out.storage()->record_pending_write(stream);
-#else
-    throw DeviceError("reduce: tessel was built without CUDA");
-#endif
-  }
+  backend::dispatch::reduce(out.device(), problem, stream);
+  out.storage()->record_pending_write(stream);  // nothing to record on the CPU
 }
 
 Array reduce(ReduceOp op, const Array& a, const Axes& axes, bool keepdims, double ddof,
@@ -358,14 +350,8 @@ Array scan(backend::ScanOp op, const char* name, const Array& a, std::optional<s
     problem.out = out.data();
     problem.len = rows.shape().back();
     problem.rows = rows.size() / problem.len;
-    if (out.device().is_cpu()) {
-      backend::cpu::scan(problem, stream);
-    } else {
-#if defined(TESSEL_HAVE_CUDA)
-      backend::cuda::scan(problem, stream);
-      out.storage()->record_pending_write(stream);
-#endif
-    }
+    backend::dispatch::scan(out.device(), problem, stream);
+    out.storage()->record_pending_write(stream);
   }
   Array result = out.permute(inverse);
   if (result.dtype() != final_dtype) return astype(result, final_dtype, stream);

@@ -31,13 +31,6 @@ void check_same_device(const Array& a, const Array& b, const char* op, const cha
   }
 }
 
-#if defined(TESSEL_HAVE_CUDA)
-#define TESSEL_SET_DISPATCH(device, call) ((device).is_cpu() ? backend::cpu::call : backend::cuda::call)
-#else
-#define TESSEL_SET_DISPATCH(device, call) \
-  ((device).is_cpu() ? backend::cpu::call : throw DeviceError("set ops: tessel was built without CUDA"))
-#endif
-
 }  // namespace
 
 UniqueAllResult unique_all(const Array& x, UniqueParts parts, const OptionalStream& stream_arg) {
@@ -76,7 +69,7 @@ UniqueAllResult unique_all(const Array& x, UniqueParts parts, const OptionalStre
   problem.order = want_order ? order.data_as<std::int64_t>() : nullptr;
   problem.n = n;
   problem.rank = rank.data_as<std::int64_t>();
-  const std::int64_t count = TESSEL_SET_DISPATCH(device, unique_rank(problem, stream));
+  const std::int64_t count = backend::dispatch::unique_rank(device, problem, stream);
 
   Array values = empty({count}, key, device, stream);
   backend::UniqueOutputs out;
@@ -96,7 +89,7 @@ UniqueAllResult unique_all(const Array& x, UniqueParts parts, const OptionalStre
     out.counts = result.counts.data_as<std::int64_t>();
     out.starts = starts.data_as<std::int64_t>();
   }
-  TESSEL_SET_DISPATCH(device, unique_write(problem, out, count, stream));
+  backend::dispatch::unique_write(device, problem, out, count, stream);
   if (device.is_cuda()) {
     for (const Array* a : {&values, &result.indices, &result.inverse_indices, &result.counts}) {
       if (a->storage()) a->storage()->record_pending_write(stream);
@@ -138,7 +131,7 @@ Array isin(const Array& x1, const Array& x2, bool invert, const OptionalStream& 
   problem.n1 = values.size();
   problem.out = out.data_as<bool>();
   problem.invert = invert;
-  TESSEL_SET_DISPATCH(device, isin(problem, stream));
+  backend::dispatch::isin(device, problem, stream);
   if (device.is_cuda()) out.storage()->record_pending_write(stream);
   return out;
 }
@@ -224,7 +217,7 @@ Array repeat(const Array& x, const Array& repeats, std::optional<std::int64_t> a
   problem.itemsize = x.itemsize();
   for (std::size_t i = 0; i < a; ++i) problem.outer *= shape[i];
   for (std::size_t i = a + 1; i < shape.size(); ++i) problem.inner *= shape[i];
-  TESSEL_SET_DISPATCH(x.device(), repeat(problem, stream));
+  backend::dispatch::repeat(x.device(), problem, stream);
   if (x.device().is_cuda()) out.storage()->record_pending_write(stream);
   return out;
 }

@@ -107,16 +107,12 @@ Array searchsorted(const Array& sorted, const Array& values, bool right, const O
     problem.count = v.size();
     problem.out = out.data_as<std::int64_t>();
     problem.right = right;
-    if (out.device().is_cpu()) {
-      backend::cpu::searchsorted(problem, stream);
-    } else {
-#if defined(TESSEL_HAVE_CUDA)
+    if (out.device().is_cuda()) {
       s.storage()->wait_on_stream(stream);
       v.storage()->wait_on_stream(stream);
-      backend::cuda::searchsorted(problem, stream);
-      out.storage()->record_pending_write(stream);
-#endif
     }
+    backend::dispatch::searchsorted(out.device(), problem, stream);
+    out.storage()->record_pending_write(stream);
   }
   return out;
 }

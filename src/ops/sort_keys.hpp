@@ -32,15 +32,7 @@ inline DType sort_key_dtype(DType dtype, const char* op) {
 }
 
 inline void run_sort(const backend::SortProblem& problem, Device device, const Stream& stream) {
-  if (device.is_cpu()) {
-    backend::cpu::sort(problem, stream);
-  } else {
-#if defined(TESSEL_HAVE_CUDA)
-    backend::cuda::sort(problem, stream);
-#else
-    throw DeviceError("sort: tessel was built without CUDA");
-#endif
-  }
+  backend::dispatch::sort(device, problem, stream);
 }
 
 }  // namespace tessel::detail

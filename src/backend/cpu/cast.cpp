@@ -10,7 +10,7 @@
 
 namespace tessel::backend::cpu {
 
-void cast(const StridedRef& dst, const StridedRef& src) {
+void cast(const StridedRef& dst, const StridedRef& src, const Stream&) {
   if (dst.shape != src.shape) {
     throw ShapeError("astype: destination shape " + shape_str(dst.shape) + " differs from source shape " +
                      shape_str(src.shape));
@@ -74,7 +74,7 @@ void generate(const StridedRef& dst, ValueAt value_at) {
 }
 }  // namespace
 
-void arange(const StridedRef& dst, const Scalar& start, const Scalar& step) {
+void arange(const StridedRef& dst, const Scalar& start, const Scalar& step, const Stream&) {
   check_one_axis(dst, "arange");
   if (is_integer(dst.dtype) || is_bool(dst.dtype)) {
     // Exact integer arithmetic (wrapping like NumPy's int64 fill) when both bounds are integers.
@@ -99,7 +99,7 @@ void arange(const StridedRef& dst, const Scalar& start, const Scalar& step) {
   }
 }
 
-void linspace(const StridedRef& dst, const Scalar& start, const Scalar& stop, bool endpoint) {
+void linspace(const StridedRef& dst, const Scalar& start, const Scalar& stop, bool endpoint, const Stream&) {
   check_one_axis(dst, "linspace");
   const std::int64_t num = dst.shape[0];
   const std::int64_t divisions = endpoint ? num - 1 : num;

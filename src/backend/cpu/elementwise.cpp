@@ -100,13 +100,15 @@ std::int64_t elementwise_grain(ElementwiseOp op, DType dtype) {
   return is_complex(dtype) || costly(op) ? kMinCostlyElementsPerThread : kMinElementsPerThread;
 }
 
-void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array& out) {
+void elementwise(ElementwiseOp op, int count, const Array* const* inputs, const Scalar* const*, const DType*,
+                 const Array& out, const Stream&) {
+  // Every input is an array here (the ops layer stages scalars as 0-d arrays for the CPU).
   // where: dispatch on the value dtype (input 0 is the bool condition).
-  const DType dtype = op == ElementwiseOp::where ? inputs[1].dtype() : inputs[0].dtype();
+  const DType dtype = op == ElementwiseOp::where ? inputs[1]->dtype() : inputs[0]->dtype();
   const ElementwiseKernel kernel = elementwise_kernel(op, dtype);
-  const std::size_t n = inputs.size();
+  const std::size_t n = static_cast<std::size_t>(count);
   std::vector<Strides> strides{out.strides()};
-  for (const Array& a : inputs) strides.push_back(a.strides());
+  for (std::size_t k = 0; k < n; ++k) strides.push_back(inputs[k]->strides());
   const CollapsedDims dims = collapse_dims(out.shape(), strides);
   std::int64_t total = 1;
   for (const std::int64_t extent : dims.shape) total *= extent;
@@ -119,15 +121,15 @@ void elementwise(ElementwiseOp op, const std::vector<Array>& inputs, const Array
   std::int64_t in_size[3] = {};
   std::int64_t si[3] = {};
   for (std::size_t k = 0; k < n; ++k) {
-    in_base[k] = static_cast<const char*>(inputs[k].data());
-    in_size[k] = itemsize(inputs[k].dtype());
+    in_base[k] = static_cast<const char*>(inputs[k]->data());
+    in_size[k] = itemsize(inputs[k]->dtype());
     si[k] = dims.strides[k + 1].back();
   }
   const std::int64_t so = dims.strides[0].back();
-  auto body = [&](const std::int64_t* off, std::int64_t count) {
+  auto body = [&](const std::int64_t* off, std::int64_t run) {
     const void* in[3];
     for (std::size_t k = 0; k < n; ++k) in[k] = in_base[k] + off[k + 1] * in_size[k];
-    kernel(out_base + off[0] * out_size, so, in, si, count);
+    kernel(out_base + off[0] * out_size, so, in, si, run);
   };
   switch (n) {
     case 1: return for_each_run<2>(dims, threads, body);

@@ -241,7 +241,7 @@ void run(const FFTProblem& p) {
 
 }  // namespace
 
-void fft(const FFTProblem& problem, const Stream& /*stream*/) {
+void fft(const FFTProblem& problem, const std::shared_ptr<void>& /*plan*/, const Stream& /*stream*/) {
   if (problem.n < 1) throw ValueError(fmt::format("fft (cpu): invalid transform length {}", problem.n));
   if (problem.batch == 0) return;
   if (problem.dtype == DType::complex64) {

@@ -221,7 +221,7 @@ bool gather_1d(const GatherProblem& p) {
 
 }  // namespace
 
-void gather(const GatherProblem& p) {
+void gather(const GatherProblem& p, const Stream&) {
   if (gather_1d(p)) return;
   const std::int64_t width = itemsize(p.dtype);
   const auto* base = static_cast<const unsigned char*>(p.base);
@@ -241,7 +241,7 @@ void gather(const GatherProblem& p) {
   });
 }
 
-void scatter(const GatherProblem& p) {
+void scatter(const GatherProblem& p, const Stream&) {
   const std::int64_t width = itemsize(p.dtype);
   auto* base = static_cast<unsigned char*>(p.base);
   const auto* values = static_cast<const unsigned char*>(p.values);
@@ -263,7 +263,7 @@ void scatter(const GatherProblem& p) {
        });
 }
 
-void check_indices(const GatherProblem& p) {
+void check_indices(const GatherProblem& p, const Stream&) {
   std::atomic<bool> stop{false};
   walk(p, {}, true, stop, [&](std::int64_t, const std::vector<std::int64_t>& offsets) {
     std::int64_t off = 0;
@@ -277,22 +277,35 @@ void check_indices(const GatherProblem& p) {
   });
 }
 
-std::int64_t select_flagged(const void* in, std::int64_t width, const bool* flags, std::int64_t n, void* out) {
+void select_flagged(const void* in, std::int64_t width, const bool* flags, std::int64_t n, void* out,
+                    std::int64_t* status, const Stream&) {
   const auto* src = static_cast<const unsigned char*>(in);
   auto* dst = static_cast<unsigned char*>(out);
   std::int64_t count = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     if (flags[i]) copy_element(dst + (count++) * width, src + i * width, width);
   }
-  return count;
+  status[0] = count;
 }
 
-std::int64_t flat_nonzero(const bool* flags, std::int64_t n, std::int64_t* out) {
+void flat_nonzero(const bool* flags, std::int64_t n, std::int64_t* out, std::int64_t* status, const Stream&) {
   std::int64_t count = 0;
   for (std::int64_t i = 0; i < n; ++i) {
     if (flags[i]) out[count++] = i;
   }
-  return count;
+  status[0] = count;
+}
+
+void unravel(const std::int64_t* flat, std::int64_t n, const std::vector<std::int64_t>& shape,
+             const std::vector<std::int64_t*>& out, const Stream&) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t rest = flat[i];
+    for (std::size_t d = shape.size(); d-- > 1;) {
+      out[d][i] = rest % shape[d];
+      rest /= shape[d];
+    }
+    out[0][i] = rest;
+  }
 }
 
 }  // namespace tessel::backend::cpu
