@@ -847,3 +847,143 @@ def test_ptx_needs_nvrtc_not_a_gpu():
     x = ts.zeros(3, device="cpu")
     ptx = axpy.ptx(1.0, x, x, x, arch="sm_90")
     assert ".visible .entry tsk_axpy" in ptx and ".target sm_90" in ptx
+
+
+# ---- loops over tuples, arrays, enumerate and zip; tuple arguments; record arrays ---------------------
+@ts.jit
+def loops_over_sequences(x, out):
+    i = tk.grid(1)
+    if i < x.size:
+        s = 0.0
+        for off in (16, 8, 4, 2, 1):      # unrolled
+            if off == 2:
+                continue
+            s += off * x[i]
+            if off == 4 and x[i] > 100:
+                break
+        out[i, 0] = s
+        t = 0.0
+        for v in x:                       # an array's first axis
+            t += v
+        out[i, 1] = t
+        u = 0.0
+        for j, v in enumerate(x):
+            u += j * v
+        out[i, 2] = u
+        w = 0.0
+        for a, b in zip(x, x[::-1]):
+            w += a * b
+        out[i, 3] = w
+        z = 0
+        for j, r in enumerate(range(3, 20, 4), 1):
+            z += j * r
+        for a, r in zip(range(10, 0, -3), x):
+            z += a
+        out[i, 4] = z
+        q = 0.0
+        for j, c in enumerate((1.5, 2.5, 3)):
+            q += j * c
+        for c in tk.literal_unroll((1, 2.5)):
+            q += c
+        out[i, 5] = q
+
+
+def test_loops_over_tuples_arrays_enumerate_zip(device):
+    x = np.arange(1.0, 6.0)
+    out = ts.asarray(np.zeros((5, 6)), device=device)
+    loops_over_sequences[1, 32](put(x, device), out)
+    z = sum(j * r for j, r in enumerate(range(3, 20, 4), 1)) + 10 + 7 + 4 + 1
+    ref = np.stack([(16 + 8 + 4 + 1) * x, np.full(5, x.sum()), np.full(5, (np.arange(5) * x).sum()),
+                    np.full(5, (x * x[::-1]).sum()), np.full(5, z), np.full(5, 2.5 + 6 + 3.5)], 1)
+    np.testing.assert_allclose(out.numpy(), ref)
+
+
+@ts.jit
+def tuple_parameters(out, coef, shape, pair):
+    i = tk.grid(1)
+    if i < out.size:
+        a, b = coef
+        out[i] = a * i + b + shape[0] * 0 + pair[0][1] * pair[1]
+
+
+def test_tuple_arguments(device):
+    out = ts.asarray(np.zeros(10), device=device)
+    tuple_parameters[1, 32](out, (2, 0.5), (10, 3), ((1, np.float32(3.0)), True))
+    np.testing.assert_array_equal(out.numpy(), 2 * np.arange(10) + 0.5 + 3)
+
+
+@ts.jit
+def record_fields(r, out):
+    i = tk.grid(1)
+    if i < r.shape[0]:
+        rec = r[i]
+        out[i] = rec.a + rec.b + rec.c.imag + r[i]["a"]
+        rec.b = rec.b * 2
+        rec["c"] = rec.c + 1
+        r[i].a += 1
+
+
+@ts.jit
+def record_views_and_subarrays(r, out, bs):
+    i, j = tk.grid(2)
+    if i < r.shape[0] and j < r.shape[1]:
+        acc = 0.0
+        for q in range(3):
+            acc += r[i, j].v[q]
+        out[i, j] = acc + r["b"][i, j]
+        r[i, j].v[1] = -1
+        bs[i, j] = r.b[i, j]
+
+
+@pytest.mark.parametrize("align", [False, True])
+def test_record_arrays(device, align):
+    # packed (fields not aligned for their types: read and written byte by byte) and aligned
+    dt = np.dtype([("a", np.int8), ("b", np.float64), ("c", np.complex64)], align=align)
+    r = np.zeros(7, dt)
+    r["a"] = np.arange(7)
+    r["b"] = np.arange(7) * 1.5
+    r["c"] = 1j * np.arange(7)
+    out = np.zeros(7)
+    record_fields[1, 32](r, out)   # NumPy record arrays go to the device and back
+    np.testing.assert_allclose(out, np.arange(7) * 4.5)
+    np.testing.assert_allclose(r["b"], np.arange(7) * 3.0)
+    np.testing.assert_allclose(r["c"], 1 + 1j * np.arange(7))
+    np.testing.assert_array_equal(r["a"], np.arange(7) + 1)
+    dt2 = np.dtype([("a", np.int8), ("b", np.float64), ("v", np.float32, (3,))], align=True)
+    r2 = np.zeros((4, 5), dt2)
+    r2["b"] = np.arange(20).reshape(4, 5)
+    r2["v"] = np.arange(60).reshape(4, 5, 3)
+    ref = r2["v"].sum(-1) + r2["b"]
+    out2, bs = np.zeros((4, 5)), np.zeros((4, 5))
+    record_views_and_subarrays[(1, 1), (8, 8)](r2, out2, bs)
+    np.testing.assert_allclose(out2, ref)
+    np.testing.assert_allclose(bs, r2["b"])
+    assert (r2["v"][..., 1] == -1).all()
+    # a record array held by a tessel array (its bytes) and a strided NumPy view
+    storage = ts.asarray(tk.record_bytes_view(r2), device=device)
+    out3 = ts.asarray(np.zeros((4, 5)), device=device)
+    ref3 = r2["v"].sum(-1) + r2["b"]
+    record_views_and_subarrays[(1, 1), (8, 8)](tk.RecordArray(storage, dt2), out3, ts.asarray(bs, device=device))
+    np.testing.assert_allclose(out3.numpy(), ref3)
+    view = r2[1:, ::2]
+    bsv = np.zeros(view.shape)
+    record_views_and_subarrays[(1, 1), (8, 8)](view, np.zeros(view.shape), bsv)
+    np.testing.assert_allclose(bsv, r2["b"][1:, ::2])
+
+
+def test_record_errors():
+    dt = np.dtype([("a", np.int8), ("b", np.float64)])
+    with pytest.raises(tk.KernelCompileError, match="no field 'z'"):
+        record_missing_field[1, 1](np.zeros(2, dt), np.zeros(2))
+    with pytest.raises(tk.KernelCompileError, match="not aligned for a view"):
+        record_misaligned_view[1, 1](np.zeros(2, dt), np.zeros(2))
+
+
+@ts.jit
+def record_missing_field(r, out):
+    out[0] = r[0].z
+
+
+@ts.jit
+def record_misaligned_view(r, out):
+    out[0] = r["b"][1]

@@ -24,8 +24,8 @@ import numpy as np
 
 from . import _intrinsics as I
 from ._types import (BOOL, COMPLEX128, FLOAT32, FLOAT64, INT32, INT64, UINT32, UINT64, WEAK_BOOL, WEAK_COMPLEX,
-                     WEAK_FLOAT, WEAK_INT, ArrayT, NoneT, Scalar, TupleT, can_store, float_type_of, is_int,
-                     is_intlike, promote, scalar_from_dtype, true_divide_type)
+                     WEAK_FLOAT, WEAK_INT, ArrayT, NoneT, RecordT, Scalar, TupleT, can_store, field_alignment,
+                     float_type_of, is_int, is_intlike, promote, scalar_from_dtype, true_divide_type)
 
 
 class KernelCompileError(TypeError):
@@ -44,6 +44,7 @@ class Val:
     const: Any = _NOCONST          # a compile-time value (Python number, module, intrinsic...)
     items: Optional[List["Val"]] = None   # tuple components
     gstride: bool = False          # derived from the grid's size (a grid-stride loop's step)
+    uptr: Optional[str] = None     # a record field not aligned for its type: its address (stores go byte-wise)
 
     @property
     def is_const(self):
@@ -242,6 +243,7 @@ class FunctionCompiler:
         self.indent = 1
         self.return_types: List[Any] = []
         self.loop_depth = 0
+        self.unroll_stack = []    # tuple loops being unrolled: [loop depth, end label, next label]
         self.ret_label = None
         self.ret_var = None
         self.suspends = False
@@ -313,6 +315,10 @@ class FunctionCompiler:
                 dv = self.expr(d)
                 t = dv.type
                 val = dv
+            if isinstance(t, TupleT) and val is None:
+                # a kernel's tuple parameter: one parameter per item (name__0, name__1, ...)
+                self.bind_tuple_param(name, t)
+                continue
             if isinstance(t, TupleT) or (val is not None and val.is_const and not isinstance(t, (Scalar, ArrayT))):
                 # tuples and compile-time values bind by substitution
                 self.vars.setdefault(name, VarInfo())
@@ -329,6 +335,18 @@ class FunctionCompiler:
                 info.nonneg = False
             if not self.typing and self.mode == "inline" and val is not None:
                 self.emit(f"{info.cname} = {self.convert(val, info.type, self.fdef)};")
+
+    def bind_tuple_param(self, name, t):
+        info = self.vars.setdefault(name, VarInfo())
+        info.type, info.cname = t, ""
+        for k, it in enumerate(t.items):
+            sub = f"{name}__{k}"
+            if isinstance(it, TupleT):
+                self.bind_tuple_param(sub, it)
+                continue
+            sinfo = self.vars.setdefault(sub, VarInfo(cname=self.cname(sub)))
+            sinfo.type = it.strong() if isinstance(it, Scalar) else it
+            sinfo.nonneg = False
 
     def cname(self, name: str) -> str:
         return f"{self.prefix}v_{name}"
@@ -406,6 +424,25 @@ class FunctionCompiler:
             rhs = self.expr(node.value)
             res = self.binop(node.op, cur, rhs, node)
             self.assign(target, res, node, augmented=True)
+        elif isinstance(target, ast.Attribute) or (isinstance(target, ast.Subscript) and
+                                                    isinstance(self.expr(target.value).type, RecordT)):
+            base = self.expr(target.value)
+            if not isinstance(base.type, RecordT):
+                self.error(node, "augmented assignment to attributes is not supported in kernels (except record fields)")
+            if isinstance(target, ast.Attribute):
+                name = target.attr
+            else:
+                key = self.expr(target.slice)
+                if not (key.is_const and isinstance(key.const, str)):
+                    self.error(node, "a record is indexed with a constant field name (r['x'])")
+                name = key.const
+            ref = self.record_field(base, name, node)
+            rhs = self.expr(node.value)
+            if self.typing:
+                res = self.binop(node.op, Val("x", ref.type), rhs, node)
+                self.check_store(res.type, ref.type, node, "a record field")
+                return
+            return self.store_record_field(ref, rhs, node, augmented_op=node.op)
         elif isinstance(target, ast.Subscript):
             arr = self.expr(target.value)
             if not isinstance(arr.type, ArrayT):
@@ -456,6 +493,11 @@ class FunctionCompiler:
                 self.assign(t, it, node)
         elif isinstance(target, ast.Subscript):
             arr = self.expr(target.value)
+            if isinstance(arr.type, RecordT):
+                key = self.expr(target.slice)
+                if not (key.is_const and isinstance(key.const, str)):
+                    self.error(node, "a record is indexed with a constant field name (r['x'])")
+                return self.store_record_field(self.record_field(arr, key.const, node), value, node)
             if not isinstance(arr.type, ArrayT):
                 self.error(node, f"cannot assign into a value of type {arr.type}")
             if arr.type.space == "const":
@@ -463,10 +505,15 @@ class FunctionCompiler:
             ref = self.element(arr, target.slice, node)
             if isinstance(ref.type, ArrayT):
                 self.error(node, "assignment to an array slice is not supported; assign elements in a loop")
+            if isinstance(ref.type, RecordT):
+                self.error(node, "assigning a whole record is not supported; assign its fields (r[i].x = ...)")
             self.check_store(value.type, arr.type.dtype, node, "an array element")
             self.emit(f"{ref.code} = {self.convert(value, arr.type.dtype, node)};")
         elif isinstance(target, ast.Attribute):
-            self.error(node, "assignment to attributes is not supported in kernels")
+            base = self.expr(target.value)
+            if isinstance(base.type, RecordT):
+                return self.store_record_field(self.record_field(base, target.attr, node), value, node)
+            self.error(node, "assignment to attributes is not supported in kernels (except record fields)")
         else:
             self.error(node, f"unsupported assignment target {type(target).__name__}")
 
@@ -562,9 +609,8 @@ class FunctionCompiler:
         if node.orelse:
             self.error(node, "for ... else is not supported in kernels")
         it = node.iter
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("range", "prange")
-                and self.resolve_global(it.func.id, it) in (range, _PRANGE)):
-            self.error(node, "kernels loop only over range(start, stop, step)")
+        if not self.is_range_call(it):
+            return self.for_other(node)
         if it.keywords or not 1 <= len(it.args) <= 3:
             self.error(node, "range() takes 1 to 3 positional arguments")
         args = [self.expr(a) for a in it.args]
@@ -628,6 +674,133 @@ class FunctionCompiler:
         self.loop_depth -= 1
         self.indent -= 1
         self.emit("}")
+
+    def for_other(self, node):
+        """for over something other than range(): a tuple (unrolled, as Numba does with tuples and
+        literal_unroll), an array (its first axis), enumerate(...) and zip(...) of those."""
+        it = node.iter
+        if isinstance(it, ast.Call) and not it.keywords:
+            fn = self.expr(it.func)
+            if fn.is_const and (fn.const is enumerate or fn.const is zip):
+                return self.for_desugared(node, fn.const.__name__)
+            if fn.is_const and getattr(fn.const, "_ts_intrinsic", None) == "literal_unroll":
+                return self.for_desugared(node, "literal_unroll")
+        v = self.expr(it)
+        if v.items is not None:
+            return self.for_unrolled(node, node.target, v.items)
+        if isinstance(v.type, ArrayT):
+            if v.type.ndim == 0:
+                self.error(node, "iteration over a 0-d array")
+            return self.for_desugared(node, "array")
+        self.error(node, f"kernels loop over range(), tuples, arrays, enumerate() and zip(); not over {v.type}")
+
+    def for_desugared(self, node, kind):
+        """for x in a / enumerate(a) / zip(a, b): rewritten (once per loop) as a loop over range()
+        with the elements read by index; over tuples (and literal_unroll), unrolled."""
+        it = node.iter
+        if kind == "literal_unroll":
+            if len(it.args) != 1:
+                self.error(node, "literal_unroll() takes one tuple")
+            v = self.expr(it.args[0])
+            if v.items is None:
+                self.error(node, f"literal_unroll() takes a tuple, got {v.type}")
+            return self.for_unrolled(node, node.target, v.items)
+        if kind in ("enumerate", "zip"):
+            if kind == "enumerate" and not 1 <= len(it.args) <= 2:
+                self.error(node, "enumerate() takes an iterable and an optional start")
+            if kind == "zip" and not it.args:
+                self.error(node, "zip() needs at least one iterable")
+            seqs = it.args[:1] if kind == "enumerate" else it.args
+            vals = [Val(None, CT, const=range) if self.is_range_call(a) else self.expr(a) for a in seqs]
+            if all(v.items is not None for v in vals):
+                # tuples: unrolled
+                n = min(len(v.items) for v in vals)
+                if kind == "enumerate":
+                    start = self.expr(it.args[1]) if len(it.args) > 1 else Val("0ll", WEAK_INT, True, const=0)
+                    if not (start.is_const and isinstance(start.const, (int, np.integer))):
+                        self.error(node, "enumerate() over a tuple needs a constant start")
+                    rows = [Val(None, TupleT((WEAK_INT, x.type)), items=[
+                        Val(f"{int(start.const) + k}ll", WEAK_INT, int(start.const) + k >= 0,
+                            const=int(start.const) + k), x]) for k, x in enumerate(vals[0].items)]
+                else:
+                    rows = [Val(None, TupleT(tuple(v.items[k].type for v in vals)), items=[v.items[k] for v in vals])
+                            for k in range(n)]
+                return self.for_unrolled(node, node.target, rows)
+            for v, a in zip(vals, seqs):
+                if v.items is not None or not (isinstance(v.type, ArrayT) and v.type.ndim >= 1) and \
+                        not self.is_range_call(a):
+                    self.error(node, f"{kind}() in a kernel loop takes arrays or range() (or only tuples), got {v.type}")
+        desugared = getattr(node, "_ts_desugared", None)
+        if desugared is None:
+            desugared = self.desugar_loop(node, kind)
+            node._ts_desugared = desugared
+        return self.stmt_For(desugared)
+
+    def is_range_call(self, a):
+        return isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and \
+            a.func.id in ("range", "prange", "_ts_range") and self.resolve_global(a.func.id, a) in (range, _PRANGE)
+
+    def desugar_loop(self, node, kind):
+        it = node.iter
+        k = f"_ts_it{id(node)}"
+
+        def name(n, ctx=None):
+            n = {"range": "_ts_range", "len": "_ts_len", "min": "_ts_min"}.get(n, n)
+            return ast.copy_location(ast.Name(id=n, ctx=ctx or ast.Load()), node)
+
+        def length(seq):
+            if self.is_range_call(seq):
+                # len(range(a, b, c)), computed as Python does
+                args = seq.args
+                return ast.copy_location(ast.Call(func=name("_ts_range_len"), args=list(args), keywords=[]), node)
+            return ast.copy_location(ast.Call(func=name("len"), args=[seq], keywords=[]), node)
+
+        def element(seq):
+            if self.is_range_call(seq):
+                return ast.copy_location(ast.Call(func=name("_ts_range_item"), args=list(seq.args) + [name(k)],
+                                                  keywords=[]), node)
+            return ast.copy_location(ast.Subscript(value=seq, slice=name(k), ctx=ast.Load()), node)
+
+        if kind == "array":
+            seqs = [it]
+            value = element(it)
+        elif kind == "enumerate":
+            seqs = [it.args[0]]
+            index = name(k) if len(it.args) == 1 else \
+                ast.copy_location(ast.BinOp(left=name(k), op=ast.Add(), right=it.args[1]), node)
+            value = ast.copy_location(ast.Tuple(elts=[index, element(it.args[0])], ctx=ast.Load()), node)
+        else:
+            seqs = list(it.args)
+            value = ast.copy_location(ast.Tuple(elts=[element(s) for s in seqs], ctx=ast.Load()), node)
+        stop = length(seqs[0])
+        for s in seqs[1:]:
+            stop = ast.copy_location(ast.Call(func=name("min"), args=[stop, length(s)], keywords=[]), node)
+        assign = ast.copy_location(ast.Assign(targets=[node.target], value=value), node)
+        rng = ast.copy_location(ast.Call(func=name("range"), args=[stop], keywords=[]), node)
+        loop = ast.copy_location(ast.For(target=name(k, ast.Store()), iter=rng, body=[assign] + list(node.body),
+                                         orelse=[]), node)
+        ast.fix_missing_locations(loop)
+        return loop
+
+    def for_unrolled(self, node, target, items):
+        """A loop over a tuple's items, unrolled: the body once per item (break and continue jump
+        to labels)."""
+        end = self.root.fresh("ts_unroll_end")
+        self.loop_depth += 1
+        self.unroll_stack.append([self.loop_depth, end, None])
+        for k, item in enumerate(items):
+            nxt = self.root.fresh("ts_unroll_next")
+            self.unroll_stack[-1][2] = nxt
+            self.emit("{")
+            self.indent += 1
+            self.assign(target, item, node)
+            self.block(node.body)
+            self.indent -= 1
+            self.emit("}")
+            self.emit(f"{nxt}: ;")
+        self.unroll_stack.pop()
+        self.loop_depth -= 1
+        self.emit(f"{end}: ;")
 
     # ---- CPU: a grid-stride loop run iteration by iteration across the block ----------------------
     def fission_eligible(self, node) -> bool:
@@ -706,11 +879,17 @@ class FunctionCompiler:
     def stmt_Break(self, node):
         if not self.loop_depth:
             self.error(node, "'break' outside a loop")
+        if self.unroll_stack and self.unroll_stack[-1][0] == self.loop_depth:
+            self.emit(f"goto {self.unroll_stack[-1][1]};")
+            return
         self.emit("break;")
 
     def stmt_Continue(self, node):
         if not self.loop_depth:
             self.error(node, "'continue' outside a loop")
+        if self.unroll_stack and self.unroll_stack[-1][0] == self.loop_depth:
+            self.emit(f"goto {self.unroll_stack[-1][2]};")
+            return
         if getattr(self, "fission_depth", None) == self.loop_depth:
             self.emit("return;")   # the next iteration of a loop run iteration-major
             return
@@ -819,6 +998,8 @@ class FunctionCompiler:
         return self.const_val(obj, node, name)
 
     def resolve_global(self, name, node):
+        if name.startswith("_ts_") and name in _INTERNAL_NAMES:
+            return _INTERNAL_NAMES[name]
         if name in self.closure:
             return self.closure[name]
         if name in self.globals:
@@ -879,6 +1060,11 @@ class FunctionCompiler:
                 return self.const_val(sub, node, attr)
             self.error(node, f"{obj!r} has no attribute '{attr}'")
         t = base.type
+        if isinstance(t, RecordT):
+            return self.record_field(base, attr, node)
+        if isinstance(t, ArrayT) and t.is_record and t.dtype.field(attr) is not None and \
+                attr not in ("shape", "size", "ndim", "strides", "dtype"):
+            return self.record_field_view(base, attr, node)
         if isinstance(t, ArrayT):
             if attr == "shape":
                 items = [self.extent(base, d) for d in range(t.ndim)]
@@ -954,7 +1140,64 @@ class FunctionCompiler:
         return f"{arr.code}.strides[{d}]"
 
     def stride_bytes(self, arr: Val, d: int) -> Val:
-        return Val(f"({self.stride_elems(arr, d)} * {arr.type.dtype.itemsize})", INT64)
+        t = arr.type
+        item = t.dtype.storage.itemsize if t.is_record else t.dtype.itemsize
+        return Val(f"({self.stride_elems(arr, d)} * {item})", INT64)
+
+    # ---- records ------------------------------------------------------------------------------------
+    def record_field(self, rec: Val, name, node) -> Val:
+        """A field of a record (rec.x, rec['x']): an lvalue in place, or a byte-wise read (and
+        store) where the field is not aligned for its type; a subarray field is a view."""
+        t = rec.type
+        f = t.field(name) if isinstance(name, str) else None
+        if f is None:
+            self.error(node, f"the record has no field {name!r} (fields: {', '.join(x[0] for x in t.fields)})")
+        _, ft, shape, off = f
+        ptr = f"({rec.code} + {off})"
+        if shape:
+            if not t.in_place(f):
+                self.error(node, f"the subarray field {name!r} is not aligned for {ft.name} in this array; read it "
+                                 "in a record array whose dtype is aligned (np.dtype(..., align=True))")
+            return Val(f"(({ft.ctype}*){ptr})", ArrayT(ft, len(shape), "C", "global", tuple(shape)))
+        if t.in_place(f):
+            return Val(f"(*(({ft.ctype}*){ptr}))", ft)
+        return Val(f"ts::ldu<{ft.ctype}>({ptr})", ft, uptr=ptr)
+
+    def record_field_view(self, arr: Val, name, node) -> Val:
+        """r['x'] of a record array: the field of every record, as an array view."""
+        t = arr.type
+        rt = t.dtype
+        f = rt.field(name) if isinstance(name, str) else None
+        if f is None:
+            self.error(node, f"the record array has no field {name!r} (fields: {', '.join(x[0] for x in rt.fields)})")
+        _, ft, shape, off = f
+        if not (rt.align % ft.itemsize == 0 and off % field_alignment(ft) == 0):
+            self.error(node, f"the field {name!r} ({ft.name}) of this record array is not aligned for a view; read "
+                             f"it record by record (r[i].{name}) or use an aligned dtype (np.dtype(..., align=True))")
+        ptr = f"(({ft.ctype}*)((unsigned char*){arr.code}.data + {off}))"
+        item = rt.storage.itemsize
+        dims = [f"{arr.code}.shape[{d}]" for d in range(t.ndim)] + [f"{n}ll" for n in shape]
+        strides = [f"({arr.code}.strides[{d}] * {item} / {ft.itemsize})" for d in range(t.ndim)]
+        strides += [f"{int(np.prod(shape[k + 1:]))}ll" for k in range(len(shape))]
+        nd = len(dims)
+        if nd == 0:
+            return Val(f"ts::mkarr0<{ft.ctype}>({ptr})", ArrayT(ft, 0, "C"))
+        code = f"ts::mkarr<{ft.ctype}, {nd}>({ptr}, {{{', '.join(dims)}}}, {{{', '.join(strides)}}})"
+        return Val(code, ArrayT(ft, nd, "A"))
+
+    def store_record_field(self, ref: Val, value: Val, node, augmented_op=None):
+        """Stores value into a record field (or a field op= value)."""
+        if isinstance(ref.type, ArrayT):
+            self.error(node, "assignment to a subarray field is not supported; assign its elements (r[i].v[k] = ...)")
+        ft = ref.type
+        if augmented_op is not None:
+            value = self.binop(augmented_op, ref, value, node)
+        self.check_store(value.type, ft, node, "a record field")
+        code = self.convert(value, ft, node)
+        if ref.uptr is not None:
+            self.emit(f"ts::stu<{ft.ctype}>({ref.uptr}, {code});")
+        else:
+            self.emit(f"{ref.code} = {code};")
 
     def index_list(self, slice_node) -> list:
         if isinstance(slice_node, ast.Tuple):
@@ -975,6 +1218,9 @@ class FunctionCompiler:
                 idx_vals.extend(v.items)
                 continue
             idx_vals.append(v)
+        if t.is_record and len(idx_vals) == 1 and isinstance(idx_vals[0], Val) and idx_vals[0].is_const and \
+                isinstance(idx_vals[0].const, str):
+            return self.record_field_view(arr, idx_vals[0].const, node)
         if len(idx_vals) > t.ndim:
             self.error(node, f"too many indices for a {t.ndim}-d array: {len(idx_vals)}")
         if any(isinstance(v, ast.Slice) for v in idx_vals) or len(idx_vals) < t.ndim:
@@ -984,6 +1230,9 @@ class FunctionCompiler:
             if not is_intlike(v.type):
                 self.error(node, f"array index must be an integer, got {v.type}")
             offs.append(self.wrapped_index(arr, d, v, node))
+        if t.is_record:
+            code = " + ".join(f"({o}) * {arr.code}.strides[{d}]" for d, o in enumerate(offs)) or "0"
+            return Val(f"((unsigned char*)({arr.code}.data + ({code})))", t.dtype)
         if t.ndim == 0:
             return Val(f"{self.data_ptr(arr)}[0]", t.dtype)
         if t.is_static or t.layout == "C":
@@ -1049,6 +1298,13 @@ class FunctionCompiler:
             strides.append(self.stride_elems(arr, k))
         nd = len(shape)
         ptr = f"{self.data_ptr(arr)} + ({' + '.join(off_terms) if off_terms else '0'})"
+        if t.is_record:
+            # the records' storage axis stays last
+            shape.append(f"{arr.code}.shape[{t.ndim}]")
+            strides.append(f"{arr.code}.strides[{t.ndim}]")
+            ct = t.dtype.storage.ctype
+            code = f"ts::mkarr<{ct}, {nd + 1}>({ptr}, {{{', '.join(shape)}}}, {{{', '.join(strides)}}})"
+            return Val(code, ArrayT(t.dtype, nd, "A"))
         layout = "C" if (t.layout == "C" or t.is_static) and all(not isinstance(v, ast.Slice) for v in idx_vals) else "A"
         code = f"ts::mkarr<{t.dtype.ctype}, {nd}>({ptr}, {{{', '.join(shape)}}}, {{{', '.join(strides)}}})" if nd else \
             f"ts::mkarr0<{t.dtype.ctype}>({ptr})"
@@ -1056,6 +1312,11 @@ class FunctionCompiler:
 
     def expr_Subscript(self, node):
         base = self.expr(node.value)
+        if isinstance(base.type, RecordT):
+            key = self.expr(node.slice)
+            if not (key.is_const and isinstance(key.const, str)):
+                self.error(node, "a record is indexed with a constant field name (r['x'])")
+            return self.record_field(base, key.const, node)
         if isinstance(base.type, ArrayT):
             return self.element(base, node.slice, node)
         if isinstance(base.type, TupleT) or base.items is not None:
@@ -1339,6 +1600,10 @@ class FunctionCompiler:
 
     # ---- conversions --------------------------------------------------------------------------------
     def convert(self, v: Val, t, node) -> str:
+        if isinstance(t, RecordT):
+            if not isinstance(v.type, RecordT) or v.type.fields != t.fields:
+                self.error(node, f"expected a record of {t}, got {v.type}")
+            return v.code
         if isinstance(t, ArrayT):
             if not isinstance(v.type, ArrayT):
                 self.error(node, f"expected an array, got {v.type}")
@@ -1952,7 +2217,7 @@ class FunctionCompiler:
                 continue
             body.append("    " + _decl(cname, ctype))
         for name_, info in sub.vars.items():
-            if name_ not in sub.params and info.cname and isinstance(info.type, (Scalar, ArrayT)):
+            if name_ not in sub.params and info.cname and isinstance(info.type, (Scalar, ArrayT, RecordT)):
                 body.append("    " + _decl(info.cname, info.type.ctype))
         body += ["  " + ln for ln in sub.lines]
         body += ["  }", "};"]
@@ -2090,6 +2355,8 @@ _NUMPY_FUNCS = {getattr(np, n): getattr(math, n if n != "abs" else "fabs") for n
                  "copysign", "fmod", "cbrt")
                 if hasattr(np, n) and hasattr(math, n if n != "abs" else "fabs")}
 _PRANGE = object()
+# Names only the compiler's own rewritten loops use (for x in a: ... becomes a loop over range()).
+_INTERNAL_NAMES = {"_ts_range": range, "_ts_len": len, "_ts_min": min}
 
 
 class _DTypeMarker:
@@ -2291,7 +2558,48 @@ def _b_print(c, node):
     return Val(f"TS_PRINTF(\"{text}\"{''.join(', ' + a for a in args)})", NoneT())
 
 
-_BUILTINS = {range: _b_range, len: _b_len, min: _b_minmax("min"), max: _b_minmax("max"), abs: _b_abs,
+class _RangeHelper:
+    def __init__(self, name):
+        self.__name__ = name
+
+
+_RANGE_LEN = _RangeHelper("_ts_range_len")
+_RANGE_ITEM = _RangeHelper("_ts_range_item")
+
+
+def _range_parts(c, vals, node):
+    for v in vals:
+        if not is_intlike(v.type):
+            c.error(node, f"range() arguments must be integers, got {v.type}")
+    one = Val("1ll", WEAK_INT, True, const=1)
+    zero = Val("0ll", WEAK_INT, True, const=0)
+    if len(vals) == 1:
+        return zero, vals[0], one
+    if len(vals) == 2:
+        return vals[0], vals[1], one
+    return vals[0], vals[1], vals[2]
+
+
+def _b_range_len(c, node):
+    """len(range(start, stop, step)) of a loop over enumerate/zip of a range."""
+    vals, _ = c.args_of(node, 1, 3, "range")
+    start, stop, step = _range_parts(c, vals, node)
+    a, b, s = (c.convert(v, INT64, node) for v in (start, stop, step))
+    return Val(f"ts::range_len({a}, {b}, {s})", INT64, True)
+
+
+def _b_range_item(c, node):
+    vals, _ = c.args_of(node, 2, 4, "range")
+    start, _stop, step = _range_parts(c, vals[:-1], node)
+    k = vals[-1]
+    t = promote(start.type, step.type).strong()
+    t = INT64 if t.kind == "b" or t.itemsize < 8 else t
+    return Val(f"({c.convert(start, t, node)} + ({c.convert(k, t, node)}) * {c.convert(step, t, node)})", t,
+               start.nonneg and step.nonneg)
+
+
+_INTERNAL_NAMES.update({"_ts_range_len": _RANGE_LEN, "_ts_range_item": _RANGE_ITEM})
+_BUILTINS = {_RANGE_LEN: _b_range_len, _RANGE_ITEM: _b_range_item, range: _b_range, len: _b_len, min: _b_minmax("min"), max: _b_minmax("max"), abs: _b_abs,
              round: _b_round, pow: _b_pow, divmod: _b_divmod, int: _b_int, float: _b_float, bool: _b_bool,
              complex: _b_complex, print: _b_print}
 
@@ -2310,23 +2618,32 @@ def runtime_source() -> str:
 
 
 def _param_decls(names, types, target):
-    """The flattened parameters: an array is its data pointer, then its shape, then its strides."""
+    """The flattened parameters: an array is its data pointer, then its shape, then its strides; a
+    tuple its items, in order. Returns the parameters and, per variable to set, (its name, the
+    parameter expression, its type, the kernel parameter it belongs to)."""
     params, unpack = [], []
-    for i, (name, t) in enumerate(zip(names, types)):
-        if isinstance(t, ArrayT):
-            ct = t.dtype.ctype
+
+    def add(name, t, base):
+        if isinstance(t, TupleT):
+            for k, it in enumerate(t.items):
+                add(f"{name}__{k}", it, base)
+        elif isinstance(t, ArrayT):
+            ct, nd = t.storage_ctype, t.storage_ndim
             params.append(f"{ct}* p_{name}_data")
-            params += [f"ts::i64 p_{name}_s{d}" for d in range(t.ndim)]
-            params += [f"ts::i64 p_{name}_t{d}" for d in range(t.ndim)]
-            if t.ndim:
-                shape = ", ".join(f"p_{name}_s{d}" for d in range(t.ndim))
-                strides = ", ".join(f"p_{name}_t{d}" for d in range(t.ndim))
-                unpack.append((name, f"ts::mkarr<{ct}, {t.ndim}>(p_{name}_data, {{{shape}}}, {{{strides}}})"))
+            params.extend(f"ts::i64 p_{name}_s{d}" for d in range(nd))
+            params.extend(f"ts::i64 p_{name}_t{d}" for d in range(nd))
+            if nd:
+                shape = ", ".join(f"p_{name}_s{d}" for d in range(nd))
+                strides = ", ".join(f"p_{name}_t{d}" for d in range(nd))
+                unpack.append((name, f"ts::mkarr<{ct}, {nd}>(p_{name}_data, {{{shape}}}, {{{strides}}})", t, base))
             else:
-                unpack.append((name, f"ts::mkarr0<{ct}>(p_{name}_data)"))
+                unpack.append((name, f"ts::mkarr0<{ct}>(p_{name}_data)", t, base))
         else:
             params.append(f"{t.ctype} p_{name}")
-            unpack.append((name, f"p_{name}"))
+            unpack.append((name, f"p_{name}", t, base))
+
+    for name, t in zip(names, types):
+        add(name, t, name)
     return params, unpack
 
 
@@ -2354,7 +2671,7 @@ def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
     body = fc.lines
     decls = dict(root.decls)
     for name, info in fc.vars.items():
-        if info.cname and isinstance(info.type, (Scalar, ArrayT)):
+        if info.cname and isinstance(info.type, (Scalar, ArrayT, RecordT)):
             decls[info.cname] = info.type.ctype
     params, unpack = _param_decls(fc.params, arg_types, target)
     param_inits = []
@@ -2362,12 +2679,11 @@ def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
     # variable (so a loop over threads reads it from a register, not from each thread's state)
     stored = {n.id for n in ast.walk(fc.fdef) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     root.fixed_lines = []
-    for name, code in unpack:
+    for name, code, t, base in unpack:
         info = fc.vars.get(name)
         if info is None or not info.cname:
             continue
-        t = arg_types[fc.params.index(name)]
-        if target == "cpu" and name not in stored and info.type == t:
+        if target == "cpu" and base not in stored and info.type == t:
             root.fixed_lines.append(f"  {info.type.ctype} const {info.cname} = {code};")
             decls.pop(info.cname, None)
             continue

@@ -97,14 +97,92 @@ def _symbol_for(name: str, arg_types, target: str) -> str:
 
 class _Arg:
     """One launch argument after conversion: its type, the tessel array (or scalar) and what to
-    do after the launch (copy a NumPy array back)."""
-    __slots__ = ("type", "array", "value", "copy_back")
+    do after the launch (copy a NumPy array back). A tuple has ``items`` (its converted items);
+    a record array also has ``record`` (its structured NumPy dtype)."""
+    __slots__ = ("type", "array", "value", "copy_back", "items", "record")
 
-    def __init__(self, type_, array=None, value=None, copy_back=None):
+    def __init__(self, type_, array=None, value=None, copy_back=None, items=None, record=None):
         self.type = type_
         self.array = array
         self.value = value
         self.copy_back = copy_back
+        self.items = items
+        self.record = record
+
+    def leaves(self):
+        """The arguments a tuple flattens into (itself when it is not a tuple)."""
+        if self.items is None:
+            return [self]
+        return [leaf for item in self.items for leaf in item.leaves()]
+
+
+class RecordArray:
+    """A record (structured dtype) array as a kernel argument: ``storage`` is a tessel array whose
+    last axis holds each record (its bytes as uint8, or its fields when they share one type, as
+    tessel.numba's device arrays hold them), ``dtype`` the structured NumPy dtype. Kernels read
+    fields as ``r[i].x`` or ``r[i]['x']`` and view a field as ``r['x']``."""
+
+    __slots__ = ("storage", "dtype")
+
+    def __init__(self, storage, dtype):
+        dtype = np.dtype(dtype)
+        if dtype.names is None:
+            raise TypeError(f"RecordArray: {dtype} is not a structured dtype")
+        if storage.ndim < 1 or storage.shape[-1] * storage.itemsize != dtype.itemsize:
+            raise ValueError(f"RecordArray: a storage array of shape {tuple(storage.shape)} and item size "
+                             f"{storage.itemsize} does not hold records of {dtype.itemsize} bytes")
+        self.storage = storage
+        self.dtype = dtype
+
+    @property
+    def shape(self):
+        return tuple(self.storage.shape[:-1])
+
+    @property
+    def device(self):
+        return self.storage.device
+
+    def __repr__(self):
+        return f"RecordArray(shape={self.shape}, dtype={self.dtype})"
+
+
+def record_bytes_view(host: np.ndarray) -> np.ndarray:
+    """The bytes of a structured NumPy array as a uint8 view of shape ``host.shape + (itemsize,)``
+    (any strides)."""
+    iface = dict(host.__array_interface__)
+    iface["typestr"] = "|u1"
+    iface["descr"] = [("", "|u1")]
+    iface["shape"] = tuple(host.shape) + (host.dtype.itemsize,)
+    iface["strides"] = tuple(host.strides) + (1,)
+
+    class _Interface:
+        __array_interface__ = iface
+        base = host
+
+    return np.asarray(_Interface())
+
+
+def _record_type(dtype: np.dtype, storage, what: str):
+    """The compiler's RecordT of a structured dtype held in `storage` (a tessel array)."""
+    from ._types import RecordT
+    fields = []
+    for name in dtype.names:
+        ftype, offset = dtype.fields[name][:2]
+        base, shape = ftype.base, tuple(ftype.shape)
+        if base.names is not None or base.kind not in "biufc" or base.byteorder == ">":
+            raise TypeError(f"{what}: the record field {name!r} has dtype {ftype}; kernels read fields that are "
+                            "numbers or arrays of numbers (native byte order)")
+        fields.append((name, scalar_from_dtype(base), shape, int(offset)))
+    item = storage.itemsize
+    if storage.strides[-1] != item:
+        raise ValueError(f"{what}: the records' storage is not contiguous within a record")
+    ptr = storage.data_ptr if not callable(storage.data_ptr) else storage.data_ptr()
+    align = 16
+    for v in [ptr] + [abs(int(st)) for st, n in zip(storage.strides[:-1], storage.shape[:-1]) if n > 1]:
+        while align > 1 and v % align:
+            align //= 2
+    descr = ", ".join(f"{n}: {dtype.fields[n][0]}" for n in dtype.names)
+    return RecordT(tuple(fields), int(dtype.itemsize), scalar_from_dtype(storage.dtype), align, descr)
 
 
 def _scalar_arg(v):
@@ -119,6 +197,13 @@ def _scalar_arg(v):
     if isinstance(v, np.generic):
         return _Arg(scalar_from_dtype(v.dtype), value=v)
     return None
+
+
+def _settle_tuple_types(c: "_Arg"):
+    if c.items is not None:
+        for item in c.items:
+            _settle_tuple_types(item)
+        c.type = TupleT(tuple(item.type for item in c.items))
 
 
 def _array_type(a) -> ArrayT:
@@ -202,52 +287,71 @@ class Kernel:
     # ---- compilation ---------------------------------------------------------------------------------
     def _convert_args(self, args, device_hint=None):
         ts = _tessel()
-        converted = []
         device = None
-        for i, a in enumerate(args):
-            s = _scalar_arg(a)
-            if s is not None:
-                converted.append(s)
-                continue
+        state = {"device": None}
+
+        def place(a, i, what):
+            """An array argument's _Arg (NumPy arrays are placed once the device is known)."""
+            dev = a.device
+            if state["device"] is None:
+                state["device"] = dev
+            elif dev != state["device"]:
+                raise ValueError(f"kernel '{self.__name__}': {what} is on {dev} but earlier array arguments "
+                                 f"are on {state['device']}")
+
+        def convert(a, i, what):
+            s_ = _scalar_arg(a)
+            if s_ is not None:
+                return s_
+            if isinstance(a, tuple):
+                return _Arg(None, items=[convert(x, i, f"{what}[{k}]") for k, x in enumerate(a)])
+            if isinstance(a, RecordArray):
+                place(a.storage, i, what)
+                return _Arg(None, array=a.storage, record=a.dtype)
             inner = getattr(a, "__tessel_array__", None)
             if inner is not None:
                 a = inner
             if isinstance(a, ts.Array):
-                converted.append(_Arg(_array_type(a), array=a))
-            elif isinstance(a, np.ndarray):
-                converted.append(_Arg(None, value=a))   # placed once the device is known
-                continue
-            elif hasattr(a, "__cuda_array_interface__") or hasattr(a, "__dlpack__"):
+                place(a, i, what)
+                return _Arg(_array_type(a), array=a)
+            if isinstance(a, np.ndarray):
+                return _Arg(None, value=a)   # placed once the device is known
+            if hasattr(a, "__cuda_array_interface__") or hasattr(a, "__dlpack__"):
                 try:
                     arr = ts.from_dlpack(a) if hasattr(a, "__dlpack__") else ts.asarray(a)
                 except Exception as e:  # noqa: BLE001 - reported with the kernel's name
-                    raise TypeError(f"kernel '{self.__name__}': argument {i} ({type(a).__name__}) could not be "
+                    raise TypeError(f"kernel '{self.__name__}': {what} ({type(a).__name__}) could not be "
                                     f"viewed as an array: {e}") from None
-                converted.append(_Arg(_array_type(arr), array=arr))
-            else:
-                raise TypeError(f"kernel '{self.__name__}': argument {i} has type {type(a).__name__}; kernels take "
-                                "arrays (tessel, NumPy, CuPy, PyTorch...) and numbers")
-            dev = converted[-1].array.device
-            if device is None:
-                device = dev
-            elif dev != device:
-                raise ValueError(f"kernel '{self.__name__}': argument {i} is on {dev} but earlier array arguments "
-                                 f"are on {device}")
+                place(arr, i, what)
+                return _Arg(_array_type(arr), array=arr)
+            raise TypeError(f"kernel '{self.__name__}': {what} has type {type(a).__name__}; kernels take "
+                            "arrays (tessel, NumPy, CuPy, PyTorch...), numbers and tuples of those")
+
+        converted = [convert(a, i, f"argument {i}") for i, a in enumerate(args)]
+        device = state["device"]
         if device is None:
             device = device_hint if device_hint is not None else ts.default_device()
-        for i, c in enumerate(converted):
-            if c.type is None:  # a NumPy array: to the device, and back after the kernel
-                host = c.value
-                if host.dtype.kind not in "biufc":
-                    raise TypeError(f"kernel '{self.__name__}': argument {i} has dtype {host.dtype}")
-                arr = ts.asarray(host, device=device)
-                if device.type == "cpu" and False:
-                    pass
-                c.array = arr
-                c.type = _array_type(arr)
-                if host.flags.writeable:
-                    c.copy_back = host
-                c.value = None
+        for i, top in enumerate(converted):
+            for c in top.leaves():
+                if c.type is None and c.array is None and isinstance(c.value, np.ndarray):
+                    # a NumPy array: to the device, and back after the kernel
+                    host = c.value
+                    if host.dtype.names is not None:
+                        c.record = host.dtype
+                        host = record_bytes_view(host)
+                    elif host.dtype.kind not in "biufc":
+                        raise TypeError(f"kernel '{self.__name__}': argument {i} has dtype {host.dtype}")
+                    arr = ts.asarray(host, device=device)
+                    c.array = arr
+                    if host.flags.writeable:
+                        c.copy_back = host
+                    c.value = None
+                if c.record is not None:
+                    c.type = ArrayT(_record_type(c.record, c.array, f"kernel '{self.__name__}', argument {i}"),
+                                    c.array.ndim - 1, "A")
+                elif c.type is None and c.array is not None:
+                    c.type = _array_type(c.array)
+            _settle_tuple_types(top)
         return converted, device
 
     def _specialization(self, arg_types, device):
@@ -329,6 +433,9 @@ class Kernel:
         spec = self._specialization(arg_types, device)
         nthreads = block[0] * block[1] * block[2]
         if spec.target == "cuda" and spec.info.get("grid_sync"):
+            if any(c.items is not None or c.record is not None for c in converted):
+                raise NotImplementedError(f"kernel '{self.__name__}': a grid-synchronizing kernel on CUDA takes "
+                                          "arrays and numbers (not tuples or record arrays)")
             if spec.debug:
                 raise ValueError(f"kernel '{self.__name__}': debug mode does not check grid-synchronizing kernels "
                                  "on CUDA; run it on the CPU backend to check its indices")
@@ -342,7 +449,8 @@ class Kernel:
                 raise ValueError(f"kernel '{self.__name__}': block {block} has {nthreads} threads; the most is 1024")
             params = []
             for c in converted:
-                params += _pack_host(c)
+                for leaf in c.leaves():
+                    params += _pack_host(leaf)
             if spec.host is None:
                 from .. import _tessel as core
                 spec.host = core._get_host_kernel(spec.source, spec.symbol, spec.options)
@@ -350,14 +458,14 @@ class Kernel:
                 spec.host.launch(grid, block, shared, params)
             except Exception as e:  # noqa: BLE001
                 raise self._debug_error(e, spec) from None
-        for c in converted:
+        for c in (leaf for top in converted for leaf in top.leaves()):
             if c.copy_back is not None:
                 np.copyto(c.copy_back, c.array.numpy() if hasattr(c.array, "numpy") else np.asarray(c.array))
 
     def _launch_cuda(self, spec, grid, block, stream, shared, converted, device):
         ts = _tessel()
         flat = []
-        for c in converted:
+        for c in (leaf for top in converted for leaf in top.leaves()):
             if c.array is not None:
                 flat.append(c.array)
                 item = c.array.itemsize

@@ -78,6 +78,9 @@ fma = Intrinsic("fma")
 cbrt = Intrinsic("cbrt")
 selp = Intrinsic("selp")
 
+literal_unroll = Intrinsic("literal_unroll", "for x in literal_unroll(t): a loop over a tuple, unrolled at compile "
+                           "time (any loop over a tuple is).")
+
 cg = Namespace("cg", ("this_grid",), "cg.this_grid().sync(): a barrier for every thread of the grid (the launch "
                "must fit on the device at once).")
 

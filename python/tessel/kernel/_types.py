@@ -52,6 +52,50 @@ class Scalar:
 
 
 @dataclass(frozen=True)
+class RecordT:
+    """The element type of a record (structured dtype) array: its fields (name, scalar type, shape
+    of a subarray field or (), byte offset), its size in bytes, the scalar type of the storage array
+    the kernel receives (the records' bytes, or their one field type), and ``align``: the largest
+    power of two (at most 16) dividing the array's address and byte strides (which fields can be
+    read in place; the others are read and written byte by byte)."""
+    fields: Tuple[Tuple[str, "Scalar", Tuple[int, ...], int], ...]
+    itemsize: int
+    storage: "Scalar"
+    align: int = 1
+    descr: str = ""
+
+    @property
+    def ctype(self) -> str:
+        return "unsigned char*"     # a record in a kernel: the address of its first byte
+
+    @property
+    def name(self) -> str:
+        return f"Record({self.descr})"
+
+    @property
+    def kind(self) -> str:
+        return "V"
+
+    def field(self, name):
+        for f in self.fields:
+            if f[0] == name:
+                return f
+        return None
+
+    def in_place(self, f) -> bool:
+        """Whether field f can be read and written through a typed pointer (it is aligned)."""
+        a = field_alignment(f[1])
+        return self.align % a == 0 and f[3] % a == 0
+
+    def __str__(self) -> str:
+        return f"Record({self.descr})"
+
+
+def field_alignment(t: "Scalar") -> int:
+    return t.itemsize // 2 if t.kind == "c" else t.itemsize
+
+
+@dataclass(frozen=True)
 class ArrayT:
     dtype: Scalar
     ndim: int
@@ -64,12 +108,27 @@ class ArrayT:
         return self.static_shape is not None
 
     @property
+    def is_record(self) -> bool:
+        return isinstance(self.dtype, RecordT)
+
+    @property
+    def storage_ndim(self) -> int:
+        """The rank of the array the kernel receives (a record array's storage has one more axis)."""
+        return self.ndim + 1 if self.is_record else self.ndim
+
+    @property
+    def storage_ctype(self) -> str:
+        return self.dtype.storage.ctype if self.is_record else self.dtype.ctype
+
+    @property
     def ctype(self) -> str:
         if self.is_static:
             return f"{self.dtype.ctype}*"
-        return f"ts::Arr<{self.dtype.ctype}, {self.ndim}>"
+        return f"ts::Arr<{self.storage_ctype}, {self.storage_ndim}>"
 
     def __str__(self) -> str:
+        if self.is_record:
+            return f"array({self.dtype}, {self.ndim}d)"
         if self.is_static:
             return f"{self.space} array({self.dtype.name}, shape={self.static_shape})"
         return f"array({self.dtype.name}, {self.ndim}d, {self.layout})"

@@ -191,6 +191,23 @@ template <class T> struct Arr<T, 0> {
 };
 
 TS_HD i64 wrap(i64 i, i64 n) { return i < 0 ? i + n : i; }
+// A record field that is not aligned for its type: read and written byte by byte.
+template <class T> TS_HD T ldu(const unsigned char* p) {
+  union { T v; unsigned char b[sizeof(T)]; } u;
+  for (unsigned k = 0; k < sizeof(T); ++k) u.b[k] = p[k];
+  return u.v;
+}
+template <class T> TS_HD void stu(unsigned char* p, T v) {
+  union { T v; unsigned char b[sizeof(T)]; } u;
+  u.v = v;
+  for (unsigned k = 0; k < sizeof(T); ++k) p[k] = u.b[k];
+}
+// len(range(start, stop, step)) as Python computes it (a step of 0 gives 0 here).
+TS_HD i64 range_len(i64 start, i64 stop, i64 step) {
+  if (step > 0) return stop > start ? (stop - start + step - 1) / step : 0;
+  if (step < 0) return start > stop ? (start - stop - step - 1) / (-step) : 0;
+  return 0;
+}
 
 // ---- integer helpers with Python's meaning -----------------------------------------------------
 template <class T> TS_HD T floordiv(T a, T b) {

@@ -42,6 +42,8 @@ _REASONS = {
     "jitclass": _CPU_COMPILER, "experimental": _CPU_COMPILER, "extending": "Numba's extension API is not supported",
 }
 # Names defined by tessel.numba's modules that import the kernel compiler, imported when first used.
+# Names of the kernel compiler (tessel.kernel) that Numba has at the top level.
+_KERNEL_NAMES = frozenset({"literal_unroll"})
 _LAYER = {"vectorize": "_ufuncs", "guvectorize": "_ufuncs", "jit": "_cpu", "njit": "_cpu", "prange": "_cpu"}
 
 
@@ -50,6 +52,15 @@ def __getattr__(name):
         raise AttributeError(f"module 'tessel.numba' has no attribute {name!r}")
     from ._cuda import _unsupported
 
+    if name in _KERNEL_NAMES:
+        try:
+            from tessel import kernel as _kernel
+        except ImportError as failure:
+            raise _unsupported.error(name, f"tessel's kernel compiler (tessel.kernel) cannot be imported: {failure}",
+                                     prefix="tessel.numba") from None
+        value = getattr(_kernel, name)
+        globals()[name] = value
+        return value
     if name in _LAYER:
         import importlib
 

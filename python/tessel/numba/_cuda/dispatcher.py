@@ -170,6 +170,13 @@ class _Launch:
             if t in _NUMBER_TYPES:
                 continue
             if t in _DEVICE_ARRAY_TYPES:
+                if a._record is not None and a._record is not _rng_dtype():
+                    # a record array: the kernel reads its fields (the RNG states stay uint64 pairs)
+                    values[i] = _kdispatch.RecordArray(a.__tessel_array__, a._record)
+                    arrays = True
+                    if first is None:
+                        first = a.__tessel_array__
+                    continue
                 a = values[i] = a.__tessel_array__
             elif t is np.ndarray or isinstance(a, _ArgHint):
                 pending = (pending or []) + [i]
@@ -186,7 +193,8 @@ class _Launch:
             if first is None:
                 first = a
         if pending:
-            backs = d._numpy_in(values, pending, first.device if first is not None else target_device(), self.stream)
+            backs = d._numpy_in(values, pending, first.device if first is not None else target_device(), self.stream,
+                                d.__name__)
             self.inner(*values)
             for host, arr in backs:
                 d._numpy_out(host, arr, self.stream)
@@ -387,7 +395,7 @@ class CUDADispatcher(_kdispatch.Kernel):
                          f"{self.__name__}[blocks, threads_per_block](...)")
 
     @staticmethod
-    def _numpy_in(values, positions, device, stream):
+    def _numpy_in(values, positions, device, stream, name="kernel"):
         """NumPy arguments (and In/Out/InOut hints) as tessel arrays on ``device``: on the CPU
         backend over the same memory where tessel can, else copies. Returns what to copy back."""
         backs = []
@@ -395,6 +403,14 @@ class CUDADispatcher(_kdispatch.Kernel):
             a = values[i]
             hint = a if isinstance(a, _ArgHint) else None
             host = np.asarray(hint.value if hint is not None else a)
+            record = None
+            if host.dtype.names is not None:
+                # a record array: its bytes go to the device (and back); the kernel reads fields
+                record = host.dtype
+                host = _kdispatch.record_bytes_view(host)
+            elif host.dtype.kind not in "biufc":
+                raise TypeError(f"kernel '{name}': argument {i} has dtype {host.dtype}; "
+                                "kernels take arrays of numbers and record arrays")
             if host.dtype.byteorder == ">":
                 host = host.astype(host.dtype.newbyteorder("="))
             if hint is not None and not hint.copy_in and device.type != "cpu":
@@ -405,10 +421,10 @@ class CUDADispatcher(_kdispatch.Kernel):
                     host = host.copy()  # cuda.In: the kernel's writes must not reach the host array
                 with _streams.on_stream(stream, device):
                     arr = ts.asarray(host, device=device)
-            values[i] = arr
+            values[i] = arr if record is None else _kdispatch.RecordArray(arr, record)
             copy_out = hint.copy_out if hint is not None else host.flags.writeable
             if copy_out and not (device.type == "cpu" and _same_memory(arr, host)):
-                target = hint.value if hint is not None else a
+                target = host if record is not None else (hint.value if hint is not None else a)
                 backs.append((target, arr))
         return backs
 
@@ -478,6 +494,12 @@ def _covers(declared, sig):
             continue
         return False
     return True
+
+
+def _rng_dtype():
+    from . import random
+
+    return random.xoroshiro128p_dtype
 
 
 def _same_memory(arr, host):
