@@ -368,6 +368,11 @@ void register_array(nb::module_& m) {
     nb::gil_scoped_release release;
     a.to_host(reinterpret_cast<void*>(ptr));
   });
+  // On the current stream; asynchronous into page-locked memory (Numba's copy_to_host(ary, stream)).
+  m.def("_copy_to_host_async", [](const Array& a, std::uintptr_t ptr) {
+    nb::gil_scoped_release release;
+    a.to_host_async(reinterpret_cast<void*>(ptr));
+  });
   m.def("_as_strided", [](const Array& a, nb::handle shape, nb::handle strides, std::int64_t offset) {
     return a.as_strided(to_shape(shape), to_shape(strides), offset);
   });

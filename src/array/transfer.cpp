@@ -318,6 +318,34 @@ void Array::to_host(void* dst) const {
 #endif
 }
 
+void Array::to_host_async(void* dst, const OptionalStream& stream) const {
+  detail::check_defined(*this, "to_host_async", "the array");
+  if (size_ == 0) return;
+  if (device().is_cpu()) {
+    to_host(dst);
+    return;
+  }
+#if defined(TESSEL_HAVE_CUDA)
+  TESSEL_RANGE("Array.to_host_async", *this);
+  detail::check_not_capturing("to_host_async");
+  const Stream s = stream ? *stream : current_stream(device());
+  detail::check_stream_device(s, device(), "to_host_async");
+  const Array source = contiguous(s);
+  detail::use_on_stream(source, s);
+  backend::cuda::memcpy_async(dst, Device::cpu(), source.data(), device(), nbytes(), s);
+  if (Buffer::wrap(dst, nbytes(), Device::cpu(), MemoryKind::host, nullptr)->page_locked()) {
+    detail::release_after(s, source.buffer());  // the device block outlives the copy
+    return;
+  }
+  s.synchronize();
+  detail::collect_finished_releases();
+#else
+  (void)dst;
+  (void)stream;
+  detail::throw_no_cuda_backend("to_host_async");
+#endif
+}
+
 Array from_host(const void* data, const Shape& shape, DType dtype, Device device, const OptionalStream& stream) {
   const std::int64_t bytes = numel(shape) * itemsize(dtype);
   if (data == nullptr && bytes > 0) throw ValueError("from_host: data is null for shape " + shape_str(shape));

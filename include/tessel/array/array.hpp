@@ -189,6 +189,10 @@ class Array {
   // ---- host reads (wait for pending writes) ----
   // Copies the elements in C order into dst (nbytes() bytes).
   void to_host(void* dst) const;
+  // The same copy on `stream` (the current stream of the array's device when none). Into
+  // page-locked memory it is asynchronous, as cudaMemcpyAsync: dst holds the elements once the
+  // stream has passed the copy. Into pageable memory, and from a CPU array, it waits.
+  void to_host_async(void* dst, const OptionalStream& stream = std::nullopt) const;
   template <class T>
   std::vector<T> to_vector() const;  // T must be the array's host type (checked)
   template <class T>

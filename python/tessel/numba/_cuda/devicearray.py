@@ -222,11 +222,21 @@ class DeviceNDArrayBase:
         """Copies to a new NumPy array, or into ``ary`` (same shape and dtype), and returns it.
 
         The host array has the device array's layout when that is C- or Fortran-contiguous (as
-        Numba's). With a ``stream`` the copy is ordered on it; it has finished when this returns
-        (a stronger guarantee than Numba's asynchronous copy)."""
+        Numba's). With a ``stream``, a copy into a given page-locked ``ary`` (``cuda.pinned_array``)
+        is asynchronous, as Numba's: synchronize the stream before reading ``ary``; any other copy
+        has finished when this returns."""
         stream = self._default_stream(stream)
         if ary is not None:
             _check_compatible(self, ary, "copy_to_host")
+            if self._record is None and isinstance(ary, np.ndarray) and ary.flags.c_contiguous \
+                    and ary.flags.writeable:
+                # Straight into ary, without a staging array.
+                inner = self.__tessel_array__
+                if ary.size:
+                    with _streams.on_stream(stream, inner.device) as s:
+                        copy = _tessel._copy_to_host_async if s is not None else _tessel._copy_to_host
+                        copy(inner, ary.ctypes.data)
+                return ary
         with _streams.on_stream(stream, self.__tessel_array__.device):
             host = self._to_numpy()
         if ary is None:
