@@ -14,6 +14,7 @@ import pytest
 import tessel as ts
 import tessel.numba as numba
 from tessel.numba import cuda
+from tessel.numba.cuda import libdevice
 from tessel.numba.cuda import random as curandom
 
 from conftest import GPU, unavailable_reason
@@ -789,3 +790,348 @@ def test_kernel_side_names():
         with pytest.raises(NotImplementedError, match=f"tessel.numba.cuda.{name} is not supported.*{why}"):
             obj = getattr(cuda, name)
             obj("f", "void()")
+
+
+# ---------------------------------------------------------------- tuple types
+def test_tuple_types_in_signatures():
+    types = numba.types
+    assert numba.parse_signature("UniTuple(float32, 2)(float32, float32)") == (
+        types.UniTuple(numba.float32, 2), [numba.float32, numba.float32])
+    assert numba.parse_signature("Tuple((float32, int32))(UniTuple(int64, 3))") == (
+        types.Tuple((numba.float32, numba.int32)), [types.UniTuple(numba.int64, 3)])
+    assert types.Tuple([numba.float32, numba.float32]) is types.UniTuple(numba.float32, 2)  # as Numba's
+    assert str(types.Tuple(numba.float64, numba.int64)) == "Tuple(float64, int64)"
+    assert numba.typeof((1, 2.0)) == types.Tuple((numba.int64, numba.float64))
+    assert numba.typeof((1, 2)) == types.UniTuple(numba.int64, 2)
+    sig = types.UniTuple(numba.float32, 2)(numba.float32, numba.float32)
+    assert sig.return_type.count == 2 and len(sig.return_type) == 2 and sig.return_type[0] is numba.float32
+    assert types.UniTuple(numba.float32, 2)((1.5, 2)) == (np.float32(1.5), np.float32(2))
+    with pytest.raises(TypeError, match="tuple types hold numbers"):
+        types.UniTuple(numba.float32[:], 2)
+
+
+@cuda.jit("UniTuple(float32, 2)(float32, float32)", device=True)
+def _sum_diff(a, b):
+    return a + b, a - b
+
+
+@cuda.jit(numba.types.Tuple((numba.float64, numba.int64))(numba.types.UniTuple(numba.float64, 2)), device=True)
+def _product_and_seven(p):
+    return p[0] * p[1], 7.9
+
+
+@cuda.jit("float32(Tuple(float32, UniTuple(int64, 2)))", device=True)
+def _nested_tuple(t):
+    return t[0] + t[1][0] * t[1][1]
+
+
+def test_tuple_signatures_of_device_functions_and_kernels(backend):
+    @cuda.jit("void(float64[:], UniTuple(int64, 2), Tuple(float64, int64))")
+    def k(out, ij, fk):
+        s, d = _sum_diff(out[0], 1.0)
+        m, n = _product_and_seven((2.5, out[1]))
+        out[2] = s
+        out[3] = d
+        out[4] = m
+        out[5] = n                      # int64(7.9): the declared result type, as Numba casts
+        out[6] = ij[0] * ij[1] + fk[0] * fk[1]
+        out[7] = _nested_tuple((np.float32(0.5), (3, 4)))
+
+    out = np.array([2.0, 4.0, 0, 0, 0, 0, 0, 0])
+    k[1, 1](out, (3, 5), (0.5, 4))
+    assert out[2:].tolist() == [3.0, 1.0, 10.0, 7.0, 17.0, 12.5]
+    assert k.signatures == [(numba.float64[:], numba.types.UniTuple(numba.int64, 2),
+                             numba.types.Tuple((numba.float64, numba.int64)))]
+    with pytest.raises(TypeError, match="No matching definition"):
+        k[1, 1](out, (3, 5, 6), (0.5, 4))
+
+    @cuda.jit
+    def lazy(out, t):
+        out[0] = t[0] + t[1][1]
+
+    lazy[1, 1](out, (1.5, (2, 3)))
+    assert out[0] == 4.5 and lazy.signatures == [(numba.float64[::1], numba.types.Tuple(
+        (numba.float64, numba.types.UniTuple(numba.int64, 2))))]
+
+
+# ---------------------------------------------------------------- compiled kernels' attributes
+@cuda.jit
+def _grid_synced(a):
+    g = cuda.cg.this_grid()
+    s = cuda.shared.array(64, numba.float32)
+    local = cuda.local.array(5, numba.float32)
+    i = cuda.grid(1)
+    s[cuda.threadIdx.x % 64] = 1
+    local[0] = 1
+    if i < a.size:
+        a[i] += s[0] + local[0] - 1
+    g.sync()
+    if i < a.size:
+        a[i] *= 2
+
+
+def test_overloads_and_kernel_attributes(backend):
+    with pytest.raises(ValueError, match="no compiled kernel yet"):
+        cuda.jit(_grid_synced.py_func).max_cooperative_grid_blocks(128)
+    a = cuda.to_device(np.ones(1000))
+    _grid_synced[8, 128](a)
+    assert (a.copy_to_host() == 4).all()
+    (sig, overload), = _grid_synced.overloads.items()
+    assert sig == (numba.float64[::1],) and overload.argument_types == sig
+    assert overload.entry_name == overload.symbol and overload.target == ("cpu" if backend == "cpu" else "cuda")
+    assert overload.shared_mem_per_block >= 256 and overload.max_threads_per_block >= 128
+    assert overload.local_mem_per_thread >= (20 if backend == "cpu" else 0) and overload.const_mem_size >= 0
+    assert overload.regs_per_thread == 0 if backend == "cpu" else overload.regs_per_thread > 0
+    for get, value in ((_grid_synced.get_regs_per_thread, overload.regs_per_thread),
+                       (_grid_synced.get_shared_mem_per_block, overload.shared_mem_per_block),
+                       (_grid_synced.get_local_mem_per_thread, overload.local_mem_per_thread),
+                       (_grid_synced.get_max_threads_per_block, overload.max_threads_per_block),
+                       (_grid_synced.get_const_mem_size, overload.const_mem_size)):
+        assert get() == {sig: value} and get(sig) == value and get(numba.void(*sig)) == value
+    blocks = overload.max_cooperative_grid_blocks(128)
+    assert blocks >= 1 and _grid_synced.max_cooperative_grid_blocks(128) == blocks
+    assert overload.max_cooperative_grid_blocks((16, 8)) == blocks
+    assert overload.max_cooperative_grid_blocks(1024) <= blocks
+    if backend == "cpu":
+        cores = cuda.get_current_device().MULTIPROCESSOR_COUNT
+        assert blocks == min(16 * cores, 2**24 // 128)
+        assert overload.max_cooperative_grid_blocks(128, 300 * 1024) == 0   # more shared memory than a block has
+    b = cuda.to_device(np.ones(blocks * 128))
+    _grid_synced[blocks, 128](b)           # the largest grid-synchronizing launch runs
+    assert (b.copy_to_host() == 4).all()
+
+    @cuda.jit("void(float32[:])")
+    def declared(x):
+        x[0] = 1
+
+    sig = numba.void(numba.float32[:])
+    assert declared.overloads[sig.args] is declared.overloads[sig] and sig.args in declared.overloads
+    assert declared.get_max_threads_per_block() == declared.overloads[sig].max_threads_per_block  # specialized
+
+
+# ---------------------------------------------------------------- cuda.fp16 and cuda.libdevice
+@cuda.jit
+def _fp16_functions(a, b, c, out, cmp):
+    i = cuda.grid(1)
+    if i < a.size:
+        x, y, z = a[i], b[i], c[i]
+        out[i, 0] = cuda.fp16.hfma(x, y, z)
+        out[i, 1] = cuda.fp16.hadd(x, y)
+        out[i, 2] = cuda.fp16.hsub(x, y)
+        out[i, 3] = cuda.fp16.hmul(x, y)
+        out[i, 4] = cuda.fp16.hdiv(x, y)
+        out[i, 5] = cuda.fp16.hneg(x)
+        out[i, 6] = cuda.fp16.habs(cuda.fp16.hneg(x))
+        out[i, 7] = cuda.fp16.hsqrt(cuda.fp16.habs(x))
+        out[i, 8] = cuda.fp16.hmax(x, y)
+        out[i, 9] = cuda.fp16.hmin(x, y)
+        out[i, 10] = cuda.fp16.hexp(x)
+        out[i, 11] = cuda.fp16.hlog(cuda.fp16.habs(x))
+        out[i, 12] = cuda.fp16.hfloor(x)
+        out[i, 13] = cuda.fp16.hrint(x)
+        out[i, 14] = cuda.fp16.hrcp(y)
+        out[i, 15] = cuda.fp16.hsin(x) + cuda.fp16.hcos(x)
+        cmp[i, 0] = cuda.fp16.heq(x, y)
+        cmp[i, 1] = cuda.fp16.hne(x, y)
+        cmp[i, 2] = cuda.fp16.hlt(x, y)
+        cmp[i, 3] = cuda.fp16.hge(x, y)
+        cmp[i, 4] = cuda.fp16.hgt(x, y)
+        cmp[i, 5] = cuda.fp16.hle(x, y)
+
+
+def test_fp16_functions(backend):
+    rng = np.random.default_rng(5)
+    n = 2000
+    a, b, c = ((rng.standard_normal(n) * 4).astype(np.float16) for _ in range(3))
+    a[:5] = [np.nan, 1.0, -0.0, 0.0, 2.0]
+    b[:5] = [1.0, np.nan, 0.0, -0.0, 2.0]
+    out = np.zeros((n, 16), np.float16)
+    cmp = np.zeros((n, 6), np.bool_)
+    _fp16_functions[(n + 255) // 256, 256](a, b, c, out, cmp)
+    A, B, C = (v.astype(np.float64) for v in (a, b, c))
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(out[:, 0], (A * B + C).astype(np.float16))   # rounded once
+        for k, ref in enumerate([a + b, a - b, a * b, a / b, -a, np.abs(a), np.sqrt(np.abs(a)), np.fmax(a, b),
+                                 np.fmin(a, b)], 1):
+            np.testing.assert_array_equal(out[:, k], ref)
+        af = a.astype(np.float32)
+        np.testing.assert_allclose(out[:, 10].astype(float), np.exp(af).astype(np.float16), rtol=2e-3)
+        np.testing.assert_allclose(out[5:, 11].astype(float), np.log(np.abs(af[5:])), rtol=2e-3, atol=2e-3)
+        np.testing.assert_array_equal(out[:, 12], np.floor(a))
+        np.testing.assert_array_equal(out[:, 13], np.rint(a))
+        np.testing.assert_allclose(out[:, 14].astype(float), (1 / b.astype(np.float32)).astype(np.float16),
+                                   rtol=2e-3)
+        np.testing.assert_allclose(out[:, 15].astype(float), np.sin(af) + np.cos(af), rtol=4e-3, atol=4e-3)
+    assert not np.signbit(out[2:4, 8]).any() and np.signbit(out[2:4, 9]).all()   # +0 is above -0
+    ordered = ~np.isnan(a) & ~np.isnan(b)
+    for k, ref in enumerate([a == b, (a != b) & ordered, a < b, a >= b, a > b, a <= b]):
+        np.testing.assert_array_equal(cmp[:, k], ref)
+
+
+@cuda.jit
+def _libdevice_functions(x, xi, out, outi):
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        out[i, 0] = libdevice.exp(v)
+        out[i, 1] = libdevice.expf(v)
+        out[i, 2] = libdevice.rsqrtf(abs(v) + 1)
+        out[i, 3] = libdevice.fast_expf(v)
+        s, c = libdevice.sincosf(v)
+        out[i, 4] = s
+        out[i, 5] = c
+        out[i, 6] = libdevice.fmaf(v, v, 1.0)
+        out[i, 7] = libdevice.saturatef(v)
+        out[i, 8] = libdevice.isnanf(v)
+        m, e = libdevice.frexp(v)
+        out[i, 9] = m
+        outi[i, 1] = e
+        out[i, 10] = libdevice.erfinv(v / 4)
+        out[i, 11] = libdevice.erfcinv(abs(v) / 4)
+        out[i, 12] = libdevice.normcdfinv(abs(v) / 5 + 0.01)
+        out[i, 13] = libdevice.cospi(v) + libdevice.sinpi(v)
+        out[i, 14] = libdevice.fadd_rd(v, 0.1) - libdevice.fadd_ru(v, 0.1)
+        out[i, 15] = libdevice.erfcx(v)
+        outi[i, 0] = libdevice.popc(xi[i])
+        outi[i, 2] = libdevice.umax(xi[i], -xi[i])
+        outi[i, 3] = libdevice.double2int_rd(v * 3)
+        outi[i, 4] = libdevice.mulhi(xi[i], 1 << 20)
+        outi[i, 5] = libdevice.byte_perm(xi[i], 0x01020304, 0x3210)
+        outi[i, 6] = libdevice.clz(xi[i])
+
+
+def test_libdevice_functions(backend):
+    import math
+
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(500) * 2
+    x[0] = np.nan
+    xi = rng.integers(-2**31, 2**31, 500).astype(np.int32)
+    out, outi = np.zeros((500, 16)), np.zeros((500, 7), np.int64)
+    _libdevice_functions[2, 256](x, xi, out, outi)
+    x32, v = x.astype(np.float32), x[1:]
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(out[1:, 0], np.exp(v), rtol=1e-15)
+        np.testing.assert_allclose(out[1:, 1], np.exp(x32[1:]), rtol=1e-6)
+        np.testing.assert_allclose(out[1:, 2], 1 / np.sqrt(np.abs(x32[1:]) + 1), rtol=1e-6)
+        np.testing.assert_allclose(out[1:, 3], np.exp(x32[1:]), rtol=1e-5)
+        np.testing.assert_allclose(out[1:, 4], np.sin(x32[1:]), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(out[1:, 5], np.cos(x32[1:]), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(out[1:, 6], x32[1:] * x32[1:] + 1, rtol=1e-6)
+        np.testing.assert_array_equal(out[1:, 7], np.clip(x32[1:], 0, 1))
+        assert out[0, 7] == 0                        # saturatef(NaN) is 0
+        np.testing.assert_array_equal(out[:, 8], np.isnan(x32))
+        mantissa, exponent = np.frexp(x)
+        np.testing.assert_array_equal(out[1:, 9], mantissa[1:])
+        np.testing.assert_array_equal(outi[1:, 1], exponent[1:])
+        inside = np.abs(v) < 3.99
+        assert np.isnan(out[1:, 10][np.abs(v) > 4]).all()
+        np.testing.assert_allclose([math.erf(t) for t in out[1:, 10][inside]], v[inside] / 4, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose([math.erfc(t) for t in out[1:, 11][inside]], np.abs(v[inside]) / 4, rtol=1e-12)
+        p = np.abs(v[inside]) / 5 + 0.01
+        np.testing.assert_allclose([0.5 * math.erfc(-t / math.sqrt(2)) for t in out[1:, 12][inside]], p, rtol=1e-12)
+        np.testing.assert_allclose(out[1:, 13], np.cos(np.pi * x32[1:]) + np.sin(np.pi * x32[1:]), atol=1e-5)
+        assert (out[1:, 14] <= 0).all() and (out[1:, 14] < 0).mean() > 0.9     # rounded down <= rounded up
+        small = v < 20
+        np.testing.assert_allclose(out[1:, 15][small], [math.exp(t * t) * math.erfc(t) for t in v[small]],
+                                   rtol=1e-12)
+    np.testing.assert_array_equal(outi[:, 0], [bin(int(t) & 0xffffffff).count("1") for t in xi])
+    np.testing.assert_array_equal(outi[:, 2], np.maximum(xi.view(np.uint32), (-xi).view(np.uint32)).view(np.int32))
+    np.testing.assert_array_equal(outi[1:, 3], np.floor(v * 3).astype(np.int64))
+    np.testing.assert_array_equal(outi[:, 4], (xi.astype(np.int64) << 20) >> 32)
+    np.testing.assert_array_equal(outi[:, 5], xi)
+    np.testing.assert_array_equal(outi[:, 6], [32 - (int(t) & 0xffffffff).bit_length() for t in xi])
+
+
+def test_libdevice_tails_and_rounding_modes(backend):
+    import math
+
+    @cuda.jit
+    def k(z, out):
+        i = cuda.grid(1)
+        if i < z.size:
+            out[i, 0] = libdevice.erfcinv(z[i])
+            out[i, 1] = libdevice.dmul_rz(z[i], 3.0) - libdevice.dmul_rn(z[i], 3.0)
+            out[i, 2] = libdevice.double2float_ru(z[i]) - libdevice.double2float_rd(z[i])
+            out[i, 3] = libdevice.fsqrt_rd(numba.float32(z[i] + 1)) <= libdevice.fsqrt_ru(numba.float32(z[i] + 1))
+            out[i, 4] = libdevice.ll2double_rn(numba.int64(2**53 + 1)) - 2.0**53
+            out[i, 5] = libdevice.float2int_rn(numba.float32(2.5)) + 10 * libdevice.float2int_rz(numba.float32(-2.5))
+
+    z = np.array([1e-300, 1e-100, 1e-20, 1e-12, 1e-5, 0.3, 1.0, 1.7, 1.9999])
+    out = np.zeros((z.size, 6))
+    k[1, 32](z, out)
+    np.testing.assert_allclose([math.erfc(t) for t in out[:, 0]], z, rtol=1e-13)
+    assert (out[:, 1] <= 0).all() and (out[:, 2] >= 0).all() and (out[:, 3] == 1).all()
+    assert (out[:, 4] == 0).all() and (out[:, 5] == 2 - 20).all()   # rn: half to even; rz: toward zero
+
+
+def test_fp16_and_libdevice_modules():
+    from tessel import kernel
+    from tessel.numba.cuda import fp16
+    from tessel.numba.cuda.libdevice import expf, sincosf   # noqa: F401
+
+    assert cuda.fp16 is fp16 and cuda.libdevice is libdevice
+    assert fp16.hfma is kernel.fp16.hfma and libdevice.expf is kernel.libdevice.expf
+    assert {"hadd", "hfma", "hmax", "heq"} <= set(dir(fp16)) and len(dir(libdevice)) > 300
+    with pytest.raises(NotImplementedError, match=r"libdevice\.isnan is not supported.*isnand"):
+        libdevice.isnan
+    with pytest.raises(NotImplementedError, match=r"libdevice\.nan is not supported"):
+        libdevice.nan
+    with pytest.raises(NotImplementedError, match=r"tessel\.numba\.cuda\.fp16\.hsqrt2 is not supported"):
+        fp16.hsqrt2
+    assert not hasattr(libdevice, "no_such_function")
+    with pytest.raises(RuntimeError, match="only be used inside a kernel"):
+        libdevice.expf(1.0)
+
+    @cuda.jit
+    def uses_missing(x):
+        x[0] = libdevice.isnan(x[0])
+
+    with pytest.raises(Exception, match=r"libdevice\.isnan is not supported"):
+        uses_missing[1, 1](np.zeros(1))
+
+
+# ---------------------------------------------------------------- record arrays
+@cuda.jit
+def _record_kernel(r, out):
+    i = cuda.grid(1)
+    if i < r.size:
+        out[i] = r[i].x * r[i].y + r[i]["y"]
+        r[i].y = i
+        r[i]["x"] += 0.5
+
+
+def test_record_arrays_as_kernel_arguments(backend):
+    dt = np.dtype([("x", np.float32), ("y", np.int32)])
+    r = np.zeros(10, dt)
+    r["x"], r["y"] = np.arange(10), 3
+    out = np.zeros(10, np.float32)
+    _record_kernel[1, 32](r, out)            # a NumPy record array: to the device and back
+    np.testing.assert_allclose(out, np.arange(10) * 3 + 3)
+    np.testing.assert_array_equal(r["y"], np.arange(10))
+    np.testing.assert_allclose(r["x"], np.arange(10) + 0.5)
+    d = cuda.to_device(r)                    # a device record array
+    _record_kernel[1, 32](d, out)
+    back = d.copy_to_host()
+    np.testing.assert_allclose(out, (np.arange(10) + 0.5) * np.arange(10) + np.arange(10))
+    np.testing.assert_array_equal(back["y"], np.arange(10))
+    np.testing.assert_allclose(back["x"], np.arange(10) + 1.0)
+    packed = np.zeros(4, [("a", np.int8), ("b", np.float64)])   # b is not aligned: read byte by byte
+    packed["b"] = [1, 2, 3, 4]
+
+    @cuda.jit
+    def double_b(r):
+        i = cuda.grid(1)
+        if i < r.size:
+            r[i].b *= 2
+            r[i].a = 1
+
+    double_b[1, 8](packed)
+    assert packed["b"].tolist() == [2, 4, 6, 8] and packed["a"].tolist() == [1] * 4
+
+    @cuda.jit
+    def missing(r, out):
+        out[0] = r[0].z
+
+    with pytest.raises(Exception, match=r"kernel 'missing'.*no field 'z'"):
+        missing[1, 1](r, out)

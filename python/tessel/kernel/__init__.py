@@ -8,7 +8,7 @@ from ._dispatch import DeviceFunction, Kernel, RecordArray, jit, record_bytes_vi
 from ._compiler import KernelCompileError
 from ._intrinsics import (activemask, cg, all_sync, any_sync, atomic, ballot_sync, blockDim, blockIdx,
                           block_exclusive_scan, block_inclusive_scan, block_reduce, brev, cbrt, clz, const, eq_sync,
-                          ffs, fma, grid, gridDim, gridsize, laneid, lanemask_lt, literal_unroll, local, popc, selp, shared,
+                          ffs, fma, fp16, grid, gridDim, gridsize, laneid, lanemask_lt, libdevice, literal_unroll, local, popc, selp, shared,
                           shfl_down_sync, shfl_sync, shfl_up_sync, shfl_xor_sync, syncthreads, syncthreads_and,
                           syncthreads_count, syncthreads_or, syncwarp, threadfence, threadfence_block,
                           threadfence_system, threadIdx, warp_exclusive_scan, warp_inclusive_scan, warp_reduce,
@@ -19,5 +19,5 @@ __all__ = ["jit", "Kernel", "DeviceFunction", "KernelCompileError", "RecordArray
            "syncthreads_count", "syncthreads_and", "syncthreads_or", "syncwarp", "threadfence", "threadfence_block",
            "threadfence_system", "atomic", "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",
            "ballot_sync", "any_sync", "all_sync", "eq_sync", "activemask", "lanemask_lt", "popc", "clz", "ffs",
-           "brev", "fma", "cbrt", "selp", "literal_unroll", "block_reduce", "block_inclusive_scan", "block_exclusive_scan",
+           "brev", "fma", "cbrt", "selp", "literal_unroll", "fp16", "libdevice", "block_reduce", "block_inclusive_scan", "block_exclusive_scan",
            "warp_reduce", "warp_inclusive_scan", "warp_exclusive_scan", "cg"]

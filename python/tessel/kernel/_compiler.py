@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from . import _intrinsics as I
+from . import _libdevice
 from ._types import (BOOL, COMPLEX128, FLOAT32, FLOAT64, INT32, INT64, UINT32, UINT64, WEAK_BOOL, WEAK_COMPLEX,
                      WEAK_FLOAT, WEAK_INT, ArrayT, NoneT, RecordT, Scalar, TupleT, can_store, field_alignment,
                      float_type_of, is_int, is_intlike, promote, scalar_from_dtype, true_divide_type)
@@ -162,6 +163,8 @@ class Root:
         self.uses_dynamic_shared = False
         self.consts: List[str] = []               # global constant array definitions
         self.const_keys: Dict[int, str] = {}
+        self.const_bytes = 0                      # the constant arrays' size
+        self.local_bytes: Dict[str, int] = {}     # each local array's size
         self.functions: List[str] = []            # standalone helper functions (operators)
         self.function_keys: Dict[Any, str] = {}
         self.array_names: List[str] = []          # debug mode: names of arrays, by index
@@ -1031,6 +1034,7 @@ class FunctionCompiler:
             if t.name in ("float16", "bfloat16") or t.kind == "c":
                 qual = "__device__" if self.root.target == "cuda" else "static"
             self.root.consts.append(f"{qual} {t.ctype} {cname}[{max(flat.size, 1)}] = {{{values}}};")
+            self.root.const_bytes += max(flat.size, 1) * t.itemsize
             self.root.const_keys[key] = cname
         cname = self.root.const_keys[key]
         at = ArrayT(t, arr.ndim, "C", "const", tuple(int(s) for s in arr.shape))
@@ -1661,6 +1665,8 @@ class FunctionCompiler:
                              "@jit(device=True) to make it a device function")
         if isinstance(obj, I.Intrinsic):
             return self.call_intrinsic(obj._ts_intrinsic, node)
+        if getattr(obj, "_ts_tuple_types", None) is not None and not isinstance(obj, type):
+            return self.tuple_cast(obj, node)
         if _is_dtype_object(obj) or isinstance(obj, _DTypeMarker):
             t = obj.scalar if isinstance(obj, _DTypeMarker) else _dtype_scalar(obj)
             return self.cast_call(t, node)
@@ -1690,11 +1696,30 @@ class FunctionCompiler:
                              f"got {len(vals)}")
         return vals, kw
 
+    def tuple_cast(self, obj, node) -> Val:
+        """A tuple type called on a tuple (UniTuple(float32, 2)(t)): each item cast to its type."""
+        vals, _ = self.args_of(node, 1, 1, str(obj))
+        return self.cast_tuple_value(vals[0], obj, node)
+
+    def cast_tuple_value(self, v: Val, obj, node) -> Val:
+        types = obj._ts_tuple_types
+        if v.items is None or len(v.items) != len(types):
+            self.error(node, f"{obj} casts a tuple of {len(types)} items, got {v.type}")
+        items = []
+        for it, t in zip(v.items, types):
+            if getattr(t, "_ts_tuple_types", None) is not None:
+                items.append(self.cast_tuple_value(it, t, node))
+            else:
+                items.append(self.cast_value(it, _dtype_scalar(t), node))
+        return Val(None, TupleT(tuple(i.type for i in items)), items=items)
+
     def cast_call(self, t: Scalar, node) -> Val:
         vals, _ = self.args_of(node, 0, 1, t.name)
         if not vals:
             return Val(_literal_code(0, t), t, True, const=0)
-        v = vals[0]
+        return self.cast_value(vals[0], t, node)
+
+    def cast_value(self, v: Val, t: Scalar, node) -> Val:
         if not isinstance(v.type, Scalar):
             self.error(node, f"{t.name}() of {v.type}")
         if v.type.kind == "c" and t.kind != "c":
@@ -1792,10 +1817,47 @@ class FunctionCompiler:
 
     # ---- intrinsics -------------------------------------------------------------------------------
     def call_intrinsic(self, name, node) -> Val:
+        if name.startswith("fp16."):
+            return self.call_table(_libdevice.FP16, "cuda.fp16", name[5:], node)
+        if name.startswith("libdevice."):
+            return self.call_table(_libdevice.LIBDEVICE, "libdevice", name[10:], node)
         method = getattr(self, "intr_" + name.replace(".", "_"), None)
         if method is None:
             self.error(node, f"intrinsic {name}() cannot be called here")
         return method(node)
+
+    def call_table(self, table, prefix, fname, node) -> Val:
+        """A function of Numba's cuda.fp16 or libdevice: the arguments converted to its argument
+        types, then its code (see _libdevice)."""
+        entry = table.get(fname)
+        if entry is None:
+            self.error(node, f"{prefix}.{fname} is not supported")
+        ret, args, code = entry
+        what = f"{prefix}.{fname}"
+        if node.keywords:
+            self.error(node, f"{what}() takes positional arguments")
+        vals, _ = self.args_of(node, len(args), len(args), what)
+        if len(vals) != len(args):
+            self.error(node, f"{what}() takes {len(args)} argument{'s' if len(args) != 1 else ''}, got {len(vals)}")
+        conv = []
+        for k, (v, t) in enumerate(zip(vals, args)):
+            if not isinstance(v.type, Scalar) or v.type.kind == "c":
+                self.error(node, f"{what}(): argument {k} must be a real number ({t}), got {v.type}")
+            conv.append(self.convert(v, Scalar(t), node))
+        if isinstance(code, dict):
+            code = code["cuda" if self.root.target == "cuda" else "cpu"]
+        if not isinstance(ret, tuple):
+            return Val(code.format(*conv), Scalar(ret))
+        # several results: the arguments in temporaries, the results in temporaries the code sets
+        names = []
+        for c, t in zip(conv, args):
+            tmp = self.declare_temp(Scalar(t), "la")
+            self.emit_pre(f"{tmp} = {c};")
+            names.append(tmp)
+        results = {f"r{k}": self.declare_temp(Scalar(t), "lr") for k, t in enumerate(ret)}
+        self.emit_pre(code.format(*names, **results))
+        items = [Val(results[f"r{k}"], Scalar(t)) for k, t in enumerate(ret)]
+        return Val(None, TupleT(tuple(Scalar(t) for t in ret)), items=items)
 
     def _axis_count(self, node, name):
         vals, _ = self.args_of(node, 1, 1, name)
@@ -1873,6 +1935,7 @@ class FunctionCompiler:
             self.root.shared_keys[key] = self.root.fresh(f"{self.prefix}ts_local")
         cname = self.root.shared_keys[key]
         self.root.decls[cname] = (t.ctype, count)
+        self.root.local_bytes[cname] = count * t.itemsize
         return Val(cname, ArrayT(t, len(shape), "C", "local", shape))
 
     def intr_const_array_like(self, node):
@@ -2662,6 +2725,7 @@ def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
     root.suspending = fc.suspends and target == "cpu"
     # a second typing with the final flags (the suspension decides how returns are written)
     root.decls.clear()
+    root.local_bytes.clear()
     root.sites.clear()
     root.shared.clear()
     root.shared_keys.clear()
@@ -2702,7 +2766,8 @@ def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
     src = "\n".join(out) + "\n"
     return src, {"array_names": list(root.array_names), "suspends": fc.suspends, "grid_sync": root.uses_grid_sync,
                  "uses_dynamic_shared": root.uses_dynamic_shared,
-                 "static_shared_bytes": _static_shared_layout(root)[1]}
+                 "static_shared_bytes": _static_shared_layout(root)[1],
+                 "local_bytes": sum(root.local_bytes.values()), "const_bytes": root.const_bytes}
 
 
 def _static_shared_layout(root):

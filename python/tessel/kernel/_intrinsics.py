@@ -91,6 +91,13 @@ warp_reduce = Intrinsic("warp_reduce")
 warp_inclusive_scan = Intrinsic("warp_inclusive_scan")
 warp_exclusive_scan = Intrinsic("warp_exclusive_scan")
 
+from ._libdevice import FP16 as _FP16, LIBDEVICE as _LIBDEVICE  # noqa: E402
+
+fp16 = Namespace("fp16", sorted(_FP16), "Numba's cuda.fp16: half-precision functions (hadd, hfma, hsqrt, heq, "
+                 "hmax, ...) of float16 values.")
+libdevice = Namespace("libdevice", sorted(_LIBDEVICE), "Numba's cuda.libdevice: the CUDA math library's functions "
+                      "(expf, rsqrtf, sincosf, popc, fmaf, saturatef, ...), on both backends.")
+
 # Intrinsics at which the threads of a warp or block exchange values: on the CPU backend a thread
 # stops there until the others of its warp (or block) arrive.
 WARP_SITES = {"shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "ballot_sync", "any_sync",

@@ -11,6 +11,7 @@
 #define TS_HOST 1
 #define TS_D inline __attribute__((always_inline))
 #define TS_HD inline __attribute__((always_inline))
+#include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -66,6 +67,23 @@ struct f16 {
     const u32 mant_odd = (x >> 13) & 1u;
     x += 0xc8000fffu + mant_odd;  // rebias exponent (-112 << 23) and round to nearest even
     return static_cast<u16>(sign | (x >> 13));
+#endif
+  }
+  // double -> half rounded once (float64 -> float16 casts, hfma on the CPU)
+  static TS_HD u16 from_double(double d) {
+#ifdef TS_CUDA
+    u16 h;
+    asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(d));
+    return h;
+#else
+    float f = static_cast<float>(d);
+    if (d == d && static_cast<double>(f) != d) {
+      // round to odd at float's precision; rounding that to half is rounding d to half
+      u32 b = to_bits32(f);
+      if (std::fabs(static_cast<double>(f)) > std::fabs(d)) b -= 1u;
+      f = bit_cast_u32<float>(b | 1u);
+    }
+    return from_float(f);
 #endif
   }
   static TS_HD float to_float(u16 h) {
@@ -159,9 +177,12 @@ template <> struct Cast<bool> {
   static TS_HD bool from(bf16 v) { return float(v) != 0.0f; }
   template <class U> static TS_HD bool from(complex<U> v) { return v.re != 0 || v.im != 0; }
 };
+TS_HD f16 hraw(u16 b) { f16 r; r.bits = b; return r; }
 template <> struct Cast<f16> {
   template <class From> static TS_HD f16 from(From v) { return f16(static_cast<float>(v)); }
-  static TS_HD f16 from(double v) { return f16(static_cast<float>(v)); }
+  static TS_HD f16 from(double v) { return hraw(f16::from_double(v)); }
+  static TS_HD f16 from(i64 v) { return hraw(f16::from_double(static_cast<double>(v))); }
+  static TS_HD f16 from(u64 v) { return hraw(f16::from_double(static_cast<double>(v))); }
   static TS_HD f16 from(f16 v) { return v; }
   static TS_HD f16 from(bf16 v) { return f16(float(v)); }
   template <class U> static TS_HD f16 from(complex<U> v) { return f16(static_cast<float>(v.re)); }
@@ -242,6 +263,7 @@ template <class T> TS_HD T ipow(T base, T exp) {
   return r;
 }
 
+// A float to an integer power by repeated squaring (Numba's int_power): x ** 2 == x * x exactly.
 // ---- float math --------------------------------------------------------------------------------
 #ifdef TS_CUDA
 #define TS_M1(name) TS_HD float name(float x) { return ::name##f(x); } TS_HD double name(double x) { return ::name(x); }
@@ -336,6 +358,308 @@ template <class T> TS_HD complex<T> crect(T r, T phi) { return complex<T>(r * co
 template <class T> TS_HD bool cisnan(complex<T> z) { return isnan(z.re) || isnan(z.im); }
 template <class T> TS_HD bool cisinf(complex<T> z) { return isinf(z.re) || isinf(z.im); }
 template <class T> TS_HD bool cisfinite(complex<T> z) { return isfinite(z.re) && isfinite(z.im); }
+
+// ---- more float math (Numba's libdevice functions) --------------------------------------------------
+#ifdef TS_CUDA
+#define TS_M1C(name) TS_HD float name(float x) { return ::name##f(x); } TS_HD double name(double x) { return ::name(x); }
+TS_M1C(rsqrt) TS_M1C(rcbrt) TS_M1C(exp10) TS_M1C(cospi) TS_M1C(sinpi) TS_M1C(erfinv) TS_M1C(erfcinv)
+TS_M1C(erfcx) TS_M1C(normcdf) TS_M1C(normcdfinv) TS_M1C(logb) TS_M1C(nearbyint) TS_M1C(round) TS_M1C(j0)
+TS_M1C(j1) TS_M1C(y0) TS_M1C(y1)
+#undef TS_M1C
+#define TS_M2C(name) TS_HD float name(float a, float b) { return ::name##f(a, b); } \
+  TS_HD double name(double a, double b) { return ::name(a, b); }
+TS_M2C(fdim) TS_M2C(fmax) TS_M2C(fmin) TS_M2C(nextafter) TS_M2C(remainder)
+#undef TS_M2C
+TS_HD int ilogb(float x) { return ::ilogbf(x); } TS_HD int ilogb(double x) { return ::ilogb(x); }
+TS_HD float scalbn(float x, int n) { return ::scalbnf(x, n); } TS_HD double scalbn(double x, int n) { return ::scalbn(x, n); }
+TS_HD float frexp(float x, int* e) { return ::frexpf(x, e); } TS_HD double frexp(double x, int* e) { return ::frexp(x, e); }
+TS_HD float modf(float x, float* i) { return ::modff(x, i); } TS_HD double modf(double x, double* i) { return ::modf(x, i); }
+TS_HD float remquo(float a, float b, int* q) { return ::remquof(a, b, q); }
+TS_HD double remquo(double a, double b, int* q) { return ::remquo(a, b, q); }
+TS_HD void sincos(float x, float* s, float* c) { ::sincosf(x, s, c); }
+TS_HD void sincos(double x, double* s, double* c) { ::sincos(x, s, c); }
+TS_HD void sincospi(float x, float* s, float* c) { ::sincospif(x, s, c); }
+TS_HD void sincospi(double x, double* s, double* c) { ::sincospi(x, s, c); }
+TS_HD float jn(int n, float x) { return ::jnf(n, x); } TS_HD double jn(int n, double x) { return ::jn(n, x); }
+TS_HD float yn(int n, float x) { return ::ynf(n, x); } TS_HD double yn(int n, double x) { return ::yn(n, x); }
+TS_HD bool signbit(float x) { return ::signbit(x); } TS_HD bool signbit(double x) { return ::signbit(x); }
+TS_HD float saturate(float x) { return __saturatef(x); }
+#else
+TS_HD float rsqrt(float x) { return 1.0f / std::sqrt(x); } TS_HD double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+TS_HD float rcbrt(float x) { return 1.0f / std::cbrt(x); } TS_HD double rcbrt(double x) { return 1.0 / std::cbrt(x); }
+#if defined(__GLIBC__)
+TS_HD float exp10(float x) { return ::exp10f(x); } TS_HD double exp10(double x) { return ::exp10(x); }
+#else
+TS_HD float exp10(float x) { return static_cast<float>(std::pow(10.0, static_cast<double>(x))); }
+TS_HD double exp10(double x) { return std::pow(10.0, x); }
+#endif
+// sin(pi x) and cos(pi x) with the argument reduced exactly (remainder by 2 is exact)
+template <class T> TS_HD T sinpi_t(T x) {
+  if (!std::isfinite(x)) return x - x;
+  const T r = std::remainder(x, T(2)), a = std::fabs(r), pi = T(3.14159265358979323846);
+  T s;
+  if (a <= T(0.25)) s = std::sin(pi * a);
+  else if (a <= T(0.75)) s = std::cos(pi * (a - T(0.5)));
+  else s = std::sin(pi * (T(1) - a));
+  if (s == T(0)) return x > T(0) ? T(0) : (x < T(0) ? -T(0) : x);
+  return r < T(0) ? -s : s;
+}
+template <class T> TS_HD T cospi_t(T x) {
+  if (!std::isfinite(x)) return x - x;
+  const T a = std::fabs(std::remainder(x, T(2))), pi = T(3.14159265358979323846);
+  if (a == T(0.5)) return T(0);
+  if (a <= T(0.25)) return std::cos(pi * a);
+  if (a < T(0.75)) return -std::sin(pi * (a - T(0.5)));
+  return -std::cos(pi * (T(1) - a));
+}
+TS_HD float sinpi(float x) { return sinpi_t(x); } TS_HD double sinpi(double x) { return sinpi_t(x); }
+TS_HD float cospi(float x) { return cospi_t(x); } TS_HD double cospi(double x) { return cospi_t(x); }
+TS_HD void sincos(float x, float* s, float* c) { *s = std::sin(x); *c = std::cos(x); }
+TS_HD void sincos(double x, double* s, double* c) { *s = std::sin(x); *c = std::cos(x); }
+TS_HD void sincospi(float x, float* s, float* c) { *s = sinpi_t(x); *c = cospi_t(x); }
+TS_HD void sincospi(double x, double* s, double* c) { *s = sinpi_t(x); *c = cospi_t(x); }
+// erfcx(x) = exp(x^2) erfc(x): x^2 split exactly (hi + lo); for large x the asymptotic series
+inline double erfcx_d(double x) {
+  if (x != x) return x;
+  if (x < 25.0) {
+    const double hi = x * x, lo = std::fma(x, x, -hi);
+    return std::exp(hi) * (1.0 + lo) * std::erfc(x);
+  }
+  if (x > 1e8) return 0.5641895835477563 / x;
+  const double t = 1.0 / (2.0 * x * x);
+  double term = 1.0, sum = 1.0;
+  for (int k = 1; k <= 12; ++k) {
+    term *= -(2.0 * k - 1.0) * t;
+    sum += term;
+  }
+  return 0.5641895835477563 / x * sum;
+}
+// erfinv/erfcinv: an initial guess (Giles' approximation), refined by Newton's method on erf
+// (|y| <= 0.5) or erfc (the tails, where 1 - |y| is exact); in the far tail of erfcinv, on
+// log(erfc) through erfcx.
+inline double erfinv_guess(double w, double x) {
+  double p;
+  if (w < 5.0) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w; p = -3.5233877e-06 + p * w; p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w; p = -0.00125372503 + p * w; p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w; p = 1.50140941 + p * w;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w; p = 0.00134934322 + p * w; p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w; p = -0.0076224613 + p * w; p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w; p = 2.83297682 + p * w;
+  }
+  return p * x;
+}
+// x >= 0 with erfc(x) = z, 0 < z <= 1
+inline double erfc_solve(double z) {
+  const double k = 1.1283791670955126;  // 2 / sqrt(pi)
+  if (z < 1e-12) {
+    double x = std::sqrt(-std::log(z));
+    x = std::sqrt(-std::log(z) - std::log(x * 1.772453850905516));
+    for (int i = 0; i < 10; ++i) {  // on log(erfc(x)) = log(erfcx(x)) - x^2
+      const double e = erfcx_d(x), step = (std::log(e) - x * x - std::log(z)) / (k / e);
+      x += step;
+      if (std::fabs(step) <= 1e-17 * x) break;
+    }
+    return x;
+  }
+  double x = erfinv_guess(-std::log(z * (2.0 - z)), 1.0 - z);
+  for (int i = 0; i < 12; ++i) {
+    const double step = (std::erfc(x) - z) / (k * std::exp(-x * x));
+    x += step;
+    if (std::fabs(step) <= 1e-17 * std::fabs(x)) break;
+  }
+  return x;
+}
+inline double erfinv_d(double y) {
+  if (y != y || y < -1.0 || y > 1.0) return nan();
+  if (y == 1.0) return inf();
+  if (y == -1.0) return -inf();
+  const double a = std::fabs(y);
+  double x;
+  if (a <= 0.5) {
+    x = erfinv_guess(-std::log((1.0 - a) * (1.0 + a)), a);
+    for (int i = 0; i < 8; ++i) {
+      const double step = (std::erf(x) - a) / (1.1283791670955126 * std::exp(-x * x));
+      x -= step;
+      if (std::fabs(step) <= 1e-17 * std::fabs(x)) break;
+    }
+  } else {
+    x = erfc_solve(1.0 - a);
+  }
+  return y < 0 ? -x : x;
+}
+inline double erfcinv_d(double z) {
+  if (z != z || z < 0.0 || z > 2.0) return nan();
+  if (z == 0.0) return inf();
+  if (z == 2.0) return -inf();
+  if (z <= 1.0) return erfc_solve(z);
+  if (z >= 1.5) return -erfc_solve(2.0 - z);
+  return -erfinv_d(z - 1.0);
+}
+TS_HD float erfinv(float x) { return static_cast<float>(erfinv_d(x)); } TS_HD double erfinv(double x) { return erfinv_d(x); }
+TS_HD float erfcinv(float x) { return static_cast<float>(erfcinv_d(x)); } TS_HD double erfcinv(double x) { return erfcinv_d(x); }
+TS_HD float erfcx(float x) { return static_cast<float>(erfcx_d(x)); } TS_HD double erfcx(double x) { return erfcx_d(x); }
+TS_HD float normcdf(float x) { return static_cast<float>(0.5 * std::erfc(-static_cast<double>(x) * 0.7071067811865476)); }
+TS_HD double normcdf(double x) { return 0.5 * std::erfc(-x * 0.7071067811865476); }
+TS_HD float normcdfinv(float p) { return static_cast<float>(-1.4142135623730951 * erfcinv_d(2.0 * p)); }
+TS_HD double normcdfinv(double p) { return -1.4142135623730951 * erfcinv_d(2.0 * p); }
+#define TS_M1H(name) TS_HD float name(float x) { return std::name(x); } TS_HD double name(double x) { return std::name(x); }
+TS_M1H(logb) TS_M1H(nearbyint) TS_M1H(round)
+#undef TS_M1H
+TS_HD float j0(float x) { return ::j0f(x); } TS_HD double j0(double x) { return ::j0(x); }
+TS_HD float j1(float x) { return ::j1f(x); } TS_HD double j1(double x) { return ::j1(x); }
+TS_HD float y0(float x) { return ::y0f(x); } TS_HD double y0(double x) { return ::y0(x); }
+TS_HD float y1(float x) { return ::y1f(x); } TS_HD double y1(double x) { return ::y1(x); }
+TS_HD float jn(int n, float x) { return ::jnf(n, x); } TS_HD double jn(int n, double x) { return ::jn(n, x); }
+TS_HD float yn(int n, float x) { return ::ynf(n, x); } TS_HD double yn(int n, double x) { return ::yn(n, x); }
+#define TS_M2H(name) TS_HD float name(float a, float b) { return std::name(a, b); } \
+  TS_HD double name(double a, double b) { return std::name(a, b); }
+TS_M2H(fdim) TS_M2H(fmax) TS_M2H(fmin) TS_M2H(nextafter) TS_M2H(remainder)
+#undef TS_M2H
+TS_HD int ilogb(float x) { return std::ilogb(x); } TS_HD int ilogb(double x) { return std::ilogb(x); }
+TS_HD float scalbn(float x, int n) { return std::scalbn(x, n); } TS_HD double scalbn(double x, int n) { return std::scalbn(x, n); }
+TS_HD float frexp(float x, int* e) { return std::frexp(x, e); } TS_HD double frexp(double x, int* e) { return std::frexp(x, e); }
+TS_HD float modf(float x, float* i) { return std::modf(x, i); } TS_HD double modf(double x, double* i) { return std::modf(x, i); }
+TS_HD float remquo(float a, float b, int* q) { return std::remquo(a, b, q); }
+TS_HD double remquo(double a, double b, int* q) { return std::remquo(a, b, q); }
+TS_HD bool signbit(float x) { return std::signbit(x); } TS_HD bool signbit(double x) { return std::signbit(x); }
+TS_HD float saturate(float x) { return x > 0.0f ? (x < 1.0f ? x : 1.0f) : 0.0f; }  // NaN -> 0, as CUDA's
+// Directed rounding (libdevice's _rd, _ru, _rz): the operation runs with the FPU's rounding mode
+// set (volatile operands keep it inside), then the mode is restored.
+struct RoundingMode {
+  int old;
+  explicit RoundingMode(int m) : old(std::fegetround()) {
+    std::fesetround(m == 1 ? FE_DOWNWARD : (m == 2 ? FE_UPWARD : (m == 3 ? FE_TOWARDZERO : FE_TONEAREST)));
+  }
+  ~RoundingMode() { std::fesetround(old); }
+};
+template <int M, class T> inline T radd(T a, T b) { volatile T x = a, y = b; RoundingMode g(M); volatile T r = x + y; return r; }
+template <int M, class T> inline T rsub(T a, T b) { volatile T x = a, y = b; RoundingMode g(M); volatile T r = x - y; return r; }
+template <int M, class T> inline T rmul(T a, T b) { volatile T x = a, y = b; RoundingMode g(M); volatile T r = x * y; return r; }
+template <int M, class T> inline T rdiv(T a, T b) { volatile T x = a, y = b; RoundingMode g(M); volatile T r = x / y; return r; }
+template <int M, class T> inline T rsqrt_r(T a) { volatile T x = a; RoundingMode g(M); volatile T r = std::sqrt(static_cast<T>(x)); return r; }
+template <int M, class T> inline T rfma(T a, T b, T c) {
+  volatile T x = a, y = b, z = c; RoundingMode g(M); volatile T r = std::fma(static_cast<T>(x), static_cast<T>(y), static_cast<T>(z)); return r;
+}
+template <class To, int M, class From> inline To rconv(From a) { volatile From x = a; RoundingMode g(M); volatile To r = static_cast<To>(x); return r; }
+#endif
+// a float (already rounded to an integer value) to an integer type as CUDA's cvt does: NaN -> 0,
+// saturated at the type's limits
+template <class To> struct IntRange;
+template <> struct IntRange<i32> {
+  static TS_HD double lo() { return -2147483648.0; }
+  static TS_HD double hi() { return 2147483647.0; }
+  static TS_HD i32 min() { return -2147483647 - 1; }
+  static TS_HD i32 max() { return 2147483647; }
+};
+template <> struct IntRange<u32> {
+  static TS_HD double lo() { return 0.0; }
+  static TS_HD double hi() { return 4294967295.0; }
+  static TS_HD u32 min() { return 0u; }
+  static TS_HD u32 max() { return 4294967295u; }
+};
+template <> struct IntRange<i64> {
+  static TS_HD double lo() { return -9223372036854775808.0; }
+  static TS_HD double hi() { return 9223372036854775808.0; }
+  static TS_HD i64 min() { return -9223372036854775807ll - 1; }
+  static TS_HD i64 max() { return 9223372036854775807ll; }
+};
+template <> struct IntRange<u64> {
+  static TS_HD double lo() { return 0.0; }
+  static TS_HD double hi() { return 18446744073709551616.0; }
+  static TS_HD u64 min() { return 0ull; }
+  static TS_HD u64 max() { return 18446744073709551615ull; }
+};
+template <class To, class From> TS_HD To f2i(From x) {
+  const double v = static_cast<double>(x);
+  if (v != v) return To(0);
+  if (v <= IntRange<To>::lo()) return IntRange<To>::min();
+  if (v >= IntRange<To>::hi()) return IntRange<To>::max();
+  return static_cast<To>(v);
+}
+template <class T> TS_HD T powi(T x, int n) {
+  unsigned m = n < 0 ? 0u - static_cast<unsigned>(n) : static_cast<unsigned>(n);
+  T r = T(1);
+  while (m) {
+    if (m & 1u) r *= x;
+    x *= x;
+    m >>= 1;
+  }
+  return n < 0 ? T(1) / r : r;
+}
+// integer helpers (wrap-around as the hardware's)
+TS_HD i32 wabs(i32 a) { return a < 0 ? static_cast<i32>(0u - static_cast<u32>(a)) : a; }
+TS_HD i64 wabs(i64 a) { return a < 0 ? static_cast<i64>(0ull - static_cast<u64>(a)) : a; }
+TS_HD i32 ihadd(i32 a, i32 b) { return static_cast<i32>((static_cast<i64>(a) + b) >> 1); }
+TS_HD i32 irhadd(i32 a, i32 b) { return static_cast<i32>((static_cast<i64>(a) + b + 1) >> 1); }
+TS_HD u32 uhadd(u32 a, u32 b) { return static_cast<u32>((static_cast<u64>(a) + b) >> 1); }
+TS_HD u32 urhadd(u32 a, u32 b) { return static_cast<u32>((static_cast<u64>(a) + b + 1) >> 1); }
+TS_HD i32 mul24(i32 a, i32 b) {
+  const i64 x = static_cast<i64>(static_cast<u32>(a) << 8) >> 8, y = static_cast<i64>(static_cast<u32>(b) << 8) >> 8;
+  return static_cast<i32>(static_cast<u32>(static_cast<u64>(x * y)));
+}
+TS_HD u32 umul24(u32 a, u32 b) { return static_cast<u32>(static_cast<u64>(a & 0xffffffu) * (b & 0xffffffu)); }
+TS_HD i32 mulhi(i32 a, i32 b) { return static_cast<i32>((static_cast<i64>(a) * b) >> 32); }
+TS_HD u32 umulhi(u32 a, u32 b) { return static_cast<u32>((static_cast<u64>(a) * b) >> 32); }
+#ifdef TS_CUDA
+TS_HD i64 mul64hi(i64 a, i64 b) { return __mul64hi(a, b); }
+TS_HD u64 umul64hi(u64 a, u64 b) { return __umul64hi(a, b); }
+TS_HD u32 byte_perm(u32 x, u32 y, u32 s) { return __byte_perm(x, y, s); }
+#else
+TS_HD i64 mul64hi(i64 a, i64 b) { return static_cast<i64>((static_cast<__int128>(a) * b) >> 64); }
+TS_HD u64 umul64hi(u64 a, u64 b) { return static_cast<u64>((static_cast<unsigned __int128>(a) * b) >> 64); }
+TS_HD u32 byte_perm(u32 x, u32 y, u32 s) {
+  const u64 v = (static_cast<u64>(y) << 32) | x;
+  u32 r = 0;
+  for (int k = 0; k < 4; ++k) r |= static_cast<u32>((v >> (8 * ((s >> (4 * k)) & 7u))) & 0xffu) << (8 * k);
+  return r;
+}
+#endif
+TS_HD u32 usad(u32 x, u32 y, u32 z) { return (x > y ? x - y : y - x) + z; }
+TS_HD u32 sad(i32 x, i32 y, u32 z) {
+  const i64 d = static_cast<i64>(x) - y;
+  return static_cast<u32>(d < 0 ? -d : d) + z;
+}
+
+// ---- half precision (Numba's cuda.fp16) ------------------------------------------------------------
+TS_HD bool hisnan(f16 a) { return (a.bits & 0x7fffu) > 0x7c00u; }
+TS_HD f16 habs(f16 a) { return hraw(static_cast<u16>(a.bits & 0x7fffu)); }
+TS_HD bool hne(f16 a, f16 b) { return !hisnan(a) && !hisnan(b) && float(a) != float(b); }
+// as CUDA's __hmax/__hmin: a NaN gives the other operand; +0 is above -0
+TS_HD f16 hmax(f16 a, f16 b) {
+  if (hisnan(a)) return hisnan(b) ? hraw(0x7fffu) : b;
+  if (hisnan(b)) return a;
+  const float x = float(a), y = float(b);
+  if (x != y) return x > y ? a : b;
+  return (a.bits & 0x8000u) ? b : a;
+}
+TS_HD f16 hmin(f16 a, f16 b) {
+  if (hisnan(a)) return hisnan(b) ? hraw(0x7fffu) : b;
+  if (hisnan(b)) return a;
+  const float x = float(a), y = float(b);
+  if (x != y) return x < y ? a : b;
+  return (a.bits & 0x8000u) ? a : b;
+}
+// fma rounded once
+#ifdef TS_CUDA
+TS_D f16 hfma(f16 a, f16 b, f16 c) {
+  f16 r;
+  asm("fma.rn.f16 %0, %1, %2, %3;" : "=h"(r.bits) : "h"(a.bits), "h"(b.bits), "h"(c.bits));
+  return r;
+}
+#else
+// a*b is exact in double and a*b + c is rounded once to double, then once to half: the double's
+// rounding never makes a tie at half's precision that was not one
+TS_HD f16 hfma(f16 a, f16 b, f16 c) {
+  return hraw(f16::from_double(std::fma(static_cast<double>(float(a)), static_cast<double>(float(b)),
+                                        static_cast<double>(float(c)))));
+}
+#endif
 
 // ---- bit intrinsics ------------------------------------------------------------------------------
 #ifdef TS_CUDA

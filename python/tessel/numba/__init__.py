@@ -25,8 +25,8 @@ from . import _cuda as cuda  # noqa: F401
 # for its own and recurses without end on ours, so the package lives as tessel.numba._cuda and its
 # modules are put in sys.modules under their public names (tessel.numba.cuda, ...), where the import
 # system finds them before asking any hook.
-from ._cuda import (_api, _devices, _reduction, _streams, _templates, _unsupported, cudadrv,  # noqa: F401,E402
-                    devicearray, dispatcher, random)
+from ._cuda import (_api, _devices, _reduction, _streams, _tablemodule, _templates, _unsupported,  # noqa: F401,E402
+                    cudadrv, devicearray, dispatcher, fp16, libdevice, random)
 from ._cuda.cudadrv import devicearray as _cudadrv_devicearray  # noqa: F401,E402
 import sys as _sys  # noqa: E402
 

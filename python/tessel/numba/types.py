@@ -22,7 +22,8 @@ import ast
 import numpy as np
 
 __all__ = [
-    "Type", "Number", "Boolean", "Integer", "Float", "Complex", "NoneType", "Array", "Signature",
+    "Type", "Number", "Boolean", "Integer", "Float", "Complex", "NoneType", "Array", "Signature", "BaseTuple",
+    "UniTuple", "Tuple",
     "parse_signature", "from_dtype", "typeof",
     "boolean", "bool_", "b1",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -205,6 +206,86 @@ class Array(Type):
         return Array(dtype, ndim, layout)
 
 
+class BaseTuple(Type):
+    """Numba's tuple types: :class:`UniTuple` (``UniTuple(float32, 2)``) and :class:`Tuple`
+    (``Tuple((float32, int32))``). ``types`` are the item types; ``len``, iteration and indexing
+    reach them. Usable as device function argument and return types and as kernel argument
+    types; called with a tuple, each item is cast (in kernels too)."""
+
+    _cache = {}
+
+    @property
+    def _ts_tuple_types(self):
+        return self.types
+
+    def __len__(self):
+        return len(self.types)
+
+    def __iter__(self):
+        return iter(self.types)
+
+    def __getitem__(self, index):
+        return self.types[index]
+
+    def __call__(self, *args):
+        if args and all(isinstance(a, Type) for a in args):
+            return Signature(self, list(args))
+        if len(args) == 1 and isinstance(args[0], tuple) and len(args[0]) == len(self.types):
+            return tuple(t(v) for t, v in zip(self.types, args[0]))
+        raise TypeError(f"{self.name}: call it with types (a signature) or with a tuple of {len(self.types)} values")
+
+
+def _tuple_item(t):
+    if not isinstance(t, (Number, BaseTuple)):
+        raise TypeError(f"tuple types hold numbers and tuples, got {t!r}")
+    return t
+
+
+class UniTuple(BaseTuple):
+    """``UniTuple(dtype, count)``: a tuple of ``count`` items of one type."""
+
+    def __new__(cls, dtype, count):
+        dtype, count = _tuple_item(dtype), int(count)
+        if count < 0:
+            raise ValueError("UniTuple: the count must be >= 0")
+        key = ("U", dtype, count)
+        found = BaseTuple._cache.get(key)
+        if found is not None:
+            return found
+        self = object.__new__(cls)
+        Type.__init__(self, f"UniTuple({dtype.name}, {count})")
+        self.dtype, self.count, self.types = dtype, count, (dtype,) * count
+        BaseTuple._cache[key] = self
+        return self
+
+    def __init__(self, *args, **kwargs):
+        pass  # set up in __new__ (the instances are cached)
+
+
+class Tuple(BaseTuple):
+    """``Tuple(types)`` (also ``Tuple(t0, t1, ...)``): a tuple of items of these types; all of one
+    type, it is that :class:`UniTuple`, as in Numba."""
+
+    def __new__(cls, *types):
+        if len(types) == 1 and not isinstance(types[0], Type):
+            types = tuple(types[0])
+        types = tuple(_tuple_item(t) for t in types)
+        if types and all(t is types[0] for t in types):
+            return UniTuple(types[0], len(types))
+        key = ("T",) + types
+        found = BaseTuple._cache.get(key)
+        if found is not None:
+            return found
+        self = object.__new__(cls)
+        Type.__init__(self, f"Tuple({', '.join(t.name for t in types)})")
+        self.types = types
+        BaseTuple._cache[key] = self
+        return self
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+
 class Signature:
     """A function signature: ``return_type`` and ``args`` (a tuple of types).
 
@@ -272,7 +353,7 @@ _BY_DTYPE = {t.dtype: t for t in (boolean, int8, int16, int32, int64, uint8, uin
 
 # The names a signature string may use: these types plus Numba's spellings.
 _NAMESPACE = {name: globals()[name] for name in __all__ if isinstance(globals().get(name), Type)}
-_NAMESPACE.update({"Array": Array, "float": float64, "int": int64, "complex": complex128, "bool": boolean,
+_NAMESPACE.update({"Array": Array, "UniTuple": UniTuple, "Tuple": Tuple, "float": float64, "int": int64, "complex": complex128, "bool": boolean,
                    "void": void, "none": void, "None": void})
 
 
@@ -302,6 +383,8 @@ def typeof(value):
         return complex128
     if isinstance(value, np.generic):
         return from_dtype(value.dtype)
+    if isinstance(value, tuple):
+        return Tuple(tuple(typeof(v) for v in value))
     inner = getattr(value, "__tessel_array__", None)
     if inner is not None:
         return _array_type(value.dtype, value.ndim, value.shape, value.strides)
@@ -356,6 +439,8 @@ def _evaluate(node, text):
         return found
     if isinstance(node, ast.Constant) and node.value is None:
         return void
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value   # UniTuple(float32, 2)
     if isinstance(node, ast.Attribute):  # types.float32, numba.float32
         return _evaluate(ast.Name(id=node.attr), text)
     if isinstance(node, ast.Subscript):
@@ -366,6 +451,13 @@ def _evaluate(node, text):
         args = [_evaluate(a, text) for a in node.args]
         if func is Array:
             return Array(*args, *[_evaluate_literal(k.value) for k in node.keywords])
+        if func is UniTuple or func is Tuple:
+            try:
+                return func(*args)
+            except (TypeError, ValueError) as failure:
+                raise TypeError(f"signature {text!r}: {failure}") from None
+        if not isinstance(func, Type) or not all(isinstance(a, Type) for a in args):
+            raise TypeError(f"signature {text!r}: {ast.unparse(node)} is not a type or a signature")
         return Signature(func, args)
     if isinstance(node, ast.Tuple):
         return tuple(_evaluate(e, text) for e in node.elts)

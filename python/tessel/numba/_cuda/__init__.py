@@ -29,10 +29,11 @@ from ._devices import target_device  # noqa: F401  (for the kernel launcher: the
 from ._unsupported import UnsupportedError
 from . import _unsupported
 from . import random  # noqa: F401
+from . import fp16, libdevice  # noqa: F401  (their functions resolve from tessel.kernel when used)
 from .devicearray import DeviceNDArray  # noqa: F401
 
-__all__ = list(_api_all) + ["types", "devicearray", "random", "DeviceNDArray", "UnsupportedError",
-                            "as_tessel_stream", "target_device"]
+__all__ = list(_api_all) + ["types", "devicearray", "random", "fp16", "libdevice", "DeviceNDArray",
+                            "UnsupportedError", "as_tessel_stream", "target_device"]
 
 
 def __getattr__(name):

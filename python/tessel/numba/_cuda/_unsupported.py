@@ -24,7 +24,7 @@ grid gridsize threadIdx blockIdx blockDim gridDim laneid warpsize warpid shared 
 atomic syncthreads syncthreads_count syncthreads_and syncthreads_or syncwarp threadfence threadfence_block
 threadfence_system shfl_sync shfl_up_sync shfl_down_sync shfl_xor_sync ballot_sync any_sync all_sync eq_sync
 activemask lanemask_lt popc clz ffs brev fma cbrt selp
-match_any_sync match_all_sync nanosleep libdevice fp16 literal_unroll block_reduce
+match_any_sync match_all_sync nanosleep literal_unroll block_reduce
 block_inclusive_scan block_exclusive_scan warp_reduce warp_inclusive_scan warp_exclusive_scan cg
 KernelRuntimeError
 """.split())

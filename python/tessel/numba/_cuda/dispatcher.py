@@ -28,7 +28,7 @@ import numpy as np
 
 import tessel as ts
 from tessel.kernel import _dispatch as _kdispatch
-from tessel.kernel._types import ArrayT, Scalar
+from tessel.kernel._types import ArrayT, Scalar, TupleT
 
 from .. import types as nbtypes
 from . import _streams, _templates
@@ -52,8 +52,10 @@ def kernel_type(t, *, eager=False):
         return ArrayT(Scalar(t.dtype.dtype.name), t.ndim, layout)
     if isinstance(t, nbtypes.Number):
         return Scalar(t.dtype.name)
-    raise TypeError(f"tessel.numba.cuda.jit: a kernel parameter of type {t} is not supported (numbers and "
-                    "arrays of numbers are)")
+    if isinstance(t, nbtypes.BaseTuple):
+        return TupleT(tuple(kernel_type(x, eager=eager) for x in t.types))
+    raise TypeError(f"tessel.numba.cuda.jit: a kernel parameter of type {t} is not supported (numbers, arrays of "
+                    "numbers and tuples of them are)")
 
 
 def numba_type_of_kernel_type(t):
@@ -64,6 +66,10 @@ def numba_type_of_kernel_type(t):
         if t.name == "bfloat16":
             return "bfloat16"
         return nbtypes.from_dtype(np.dtype(t.name))
+    if isinstance(t, TupleT):
+        items = tuple(numba_type_of_kernel_type(x) for x in t.items)
+        if all(isinstance(x, (nbtypes.Number, nbtypes.BaseTuple)) for x in items):
+            return nbtypes.Tuple(items)
     return str(t)
 
 
@@ -247,6 +253,7 @@ class CUDADispatcher(_kdispatch.Kernel):
         self._numba_launches = {}      # kernel[...] argument -> _Launch
         self._specializations = {}     # argument types -> a specialized dispatcher
         self._forall_tpb = 1024        # forall's block size (halved when a launch runs out of resources)
+        self._overload_objects = {}    # id(specialization) -> its Overload
         if signatures:
             for sig in signatures:
                 self.compile(sig)
@@ -274,10 +281,66 @@ class CUDADispatcher(_kdispatch.Kernel):
 
     @property
     def overloads(self):
-        """{argument types: the compiled specialization} (each has ``.source`` and ``.target``)."""
-        return {tuple(numba_type_of_kernel_type(t) for t in key[0]): spec for key, spec in self._specs.items()}
+        """{argument types: the compiled kernel}: Numba's kernel objects (:class:`Overload`, with
+        ``max_cooperative_grid_blocks``, ``regs_per_thread``, ... and tessel's ``.source`` and
+        ``.target``)."""
+        found = _Overloads()
+        for key, spec in self._specs.items():
+            wrapped = self._overload_objects.get(id(spec))
+            if wrapped is None or wrapped.spec is not spec:
+                wrapped = self._overload_objects[id(spec)] = Overload(self, spec)
+            found[tuple(numba_type_of_kernel_type(t) for t in key[0])] = wrapped
+        return found
 
     definitions = overloads
+
+    # ---- the compiled kernels' attributes (Numba's get_* methods) ----------------------------------
+    def _per_overload(self, attribute, signature):
+        """Numba's rule: the value for ``signature`` (a Signature or a tuple of argument types),
+        for the one compiled kernel of a specialized dispatcher, else {argument types: value}."""
+        overloads = self.overloads
+        if signature is not None:
+            key = tuple(signature.args) if isinstance(signature, nbtypes.Signature) else tuple(signature)
+            if key not in overloads:
+                raise KeyError(f"kernel '{self.__name__}' has no compiled kernel for {key}; compiled: "
+                               f"{list(overloads)}")
+            return attribute(overloads[key])
+        if self.specialized:
+            if not overloads:
+                raise ValueError(f"kernel '{self.__name__}' has no compiled kernel yet")
+            return attribute(next(iter(overloads.values())))
+        return {sig: attribute(o) for sig, o in overloads.items()}
+
+    def get_regs_per_thread(self, signature=None):
+        """Registers per thread of the compiled kernel(s) (0 on the CPU backend, which has none)."""
+        return self._per_overload(lambda o: o.regs_per_thread, signature)
+
+    def get_shared_mem_per_block(self, signature=None):
+        """Static shared memory per block, in bytes."""
+        return self._per_overload(lambda o: o.shared_mem_per_block, signature)
+
+    def get_local_mem_per_thread(self, signature=None):
+        """Local memory per thread, in bytes (on the CPU backend, the kernel's local arrays)."""
+        return self._per_overload(lambda o: o.local_mem_per_thread, signature)
+
+    def get_max_threads_per_block(self, signature=None):
+        """The largest block the compiled kernel(s) can be launched with."""
+        return self._per_overload(lambda o: o.max_threads_per_block, signature)
+
+    def get_const_mem_size(self, signature=None):
+        """Constant memory of the compiled kernel(s), in bytes (the globals frozen as arrays)."""
+        return self._per_overload(lambda o: o.const_mem_size, signature)
+
+    def max_cooperative_grid_blocks(self, blockdim, dynsmemsize=0, signature=None):
+        """The most blocks a grid-synchronizing launch of ``blockdim`` threads per block can have
+        (Numba has this on the compiled kernels, ``kernel.overloads[sig]``): an int when one
+        kernel is compiled (or ``signature`` picks one), else {argument types: blocks}."""
+        if signature is None and len(self.overloads) == 1:
+            return next(iter(self.overloads.values())).max_cooperative_grid_blocks(blockdim, dynsmemsize)
+        if signature is None and not self.overloads:
+            raise ValueError(f"kernel '{self.__name__}' has no compiled kernel yet: launch it, or compile it with a "
+                             "signature (cuda.jit(sig) or kernel.compile(sig)), first")
+        return self._per_overload(lambda o: o.max_cooperative_grid_blocks(blockdim, dynsmemsize), signature)
 
     def compile(self, sig):
         """Compiles the kernel now for a signature (``"void(float32[:], int32)"``, a Numba signature
@@ -442,20 +505,11 @@ class CUDADispatcher(_kdispatch.Kernel):
                 continue
             score, values = 0, list(args)
             for i, (t, a) in enumerate(zip(argtypes, args)):
-                if isinstance(t, nbtypes.Array):
-                    at = _array_numba_type(a)
-                    if at is None or at.dtype is not t.dtype or at.ndim != t.ndim or \
-                            (t.layout != "A" and at.layout != t.layout):
-                        break
-                else:
-                    d = _scalar_dtype(a)
-                    if d is None or (d.kind == "c" and t.dtype.kind != "c"):
-                        break
-                    if d != t.dtype:
-                        score += 1 if np.can_cast(d, t.dtype, "safe") else 2
-                        values[i] = t.cast(a)
-                    elif not isinstance(a, np.generic):
-                        values[i] = t.cast(a)
+                found = _conform_one(t, a)
+                if found is None:
+                    break
+                score += found[0]
+                values[i] = found[1]
             else:
                 if best_score is None or score < best_score:
                     best, best_score = values, score
@@ -469,18 +523,251 @@ class CUDADispatcher(_kdispatch.Kernel):
         return f"<tessel.numba CUDADispatcher {self.py_func.__qualname__}>"
 
 
+def _conform_one(t, a):
+    """(mismatch score, the value converted) of argument a for a declared type t, or None."""
+    if isinstance(t, nbtypes.Array):
+        at = _array_numba_type(a)
+        if at is None or at.dtype is not t.dtype or at.ndim != t.ndim or (t.layout != "A" and at.layout != t.layout):
+            return None
+        return 0, a
+    if isinstance(t, nbtypes.BaseTuple):
+        if not isinstance(a, tuple) or len(a) != len(t.types):
+            return None
+        score, items = 0, []
+        for tt, x in zip(t.types, a):
+            found = _conform_one(tt, x)
+            if found is None:
+                return None
+            score += found[0]
+            items.append(found[1])
+        return score, tuple(items)
+    d = _scalar_dtype(a)
+    if d is None or (d.kind == "c" and t.dtype.kind != "c"):
+        return None
+    if d != t.dtype:
+        return (1 if np.can_cast(d, t.dtype, "safe") else 2), t.cast(a)
+    return 0, (t.cast(a) if not isinstance(a, np.generic) else a)
+
+
 _DISPATCHER_UNSUPPORTED = {
     "inspect_llvm": "tessel compiles generated C++, not LLVM IR; kernel.inspect_asm() returns that source",
     "inspect_sass": "tessel does not expose SASS; kernel.inspect_asm() returns the generated source",
     "inspect_sass_cfg": "tessel does not expose SASS",
-    "get_regs_per_thread": "tessel does not expose the compiled kernel's attributes",
-    "get_shared_mem_per_block": "tessel does not expose the compiled kernel's attributes",
-    "get_max_threads_per_block": "tessel does not expose the compiled kernel's attributes",
-    "get_local_mem_per_thread": "tessel does not expose the compiled kernel's attributes",
-    "get_const_mem_size": "tessel does not expose the compiled kernel's attributes",
     "enable_caching": "compiled kernels are always cached on disk by tessel",
     "get_call_template": "Numba's typing machinery is not part of tessel",
 }
+
+
+class _Overloads(dict):
+    """{argument types: compiled kernel}; a declared signature's types find the kernel compiled for
+    them (a declared float32[:] is compiled for C-contiguous arrays), and a Signature its args."""
+
+    def _key(self, key):
+        if isinstance(key, nbtypes.Signature):
+            key = key.args
+        key = tuple(key) if isinstance(key, (tuple, list)) else (key,)
+        if dict.__contains__(self, key):
+            return key
+        variant = tuple(_c_variant(t) for t in key)
+        return variant if dict.__contains__(self, variant) else None
+
+    def __getitem__(self, key):
+        found = self._key(key)
+        if found is None:
+            raise KeyError(key)
+        return dict.__getitem__(self, found)
+
+    def __contains__(self, key):
+        try:
+            return self._key(key) is not None
+        except TypeError:
+            return False
+
+    def get(self, key, default=None):
+        found = self._key(key)
+        return default if found is None else dict.__getitem__(self, found)
+
+
+def _c_variant(t):
+    """A declared array type's C-contiguous variant (what a declared float32[:] compiles for)."""
+    if isinstance(t, nbtypes.Array) and t.layout == "A":
+        return nbtypes.Array(t.dtype, t.ndim, "C", t.readonly)
+    return t
+
+
+class Overload:
+    """One compiled kernel (Numba's ``kernel.overloads[sig]``): ``max_cooperative_grid_blocks``,
+    the kernel's attributes (``regs_per_thread``, ``shared_mem_per_block``,
+    ``local_mem_per_thread``, ``max_threads_per_block``, ``const_mem_size``), ``argument_types``,
+    ``entry_name``, ``inspect_asm()``; and tessel's ``source``, ``target`` (``"cuda"`` or
+    ``"cpu"``) and ``symbol``.
+
+    On CUDA the attributes are the CUDA driver's for the kernel's code (its PTX loaded for the
+    current device); the CPU backend reports those of a device of compute capability 9.0 (the
+    limits ``get_current_device()`` reports): no registers, the kernel's shared, local and
+    constant arrays, 1024 threads per block, and for a grid-synchronizing launch at most
+    ``min(32, 2048 // threads per block)`` blocks per "multiprocessor" (fewer when the shared
+    memory of a block asks for it) times ``MULTIPROCESSOR_COUNT`` (the CPU's cores), within the
+    2**24 threads the CPU backend runs at once."""
+
+    def __init__(self, dispatcher, spec):
+        self.dispatcher = dispatcher
+        self.spec = spec
+        self._attributes = None
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.spec, name)
+
+    @property
+    def argument_types(self):
+        return tuple(numba_type_of_kernel_type(t) for t in self.spec.arg_types)
+
+    @property
+    def signature(self):
+        return nbtypes.Signature(nbtypes.void, list(self.argument_types))
+
+    @property
+    def entry_name(self):
+        return self.spec.symbol
+
+    @property
+    def py_func(self):
+        return self.dispatcher.py_func
+
+    def _cuda(self):
+        if self._attributes is None:
+            self._attributes = _CudaFunction(self.spec, target_device())
+        return self._attributes
+
+    @property
+    def regs_per_thread(self):
+        return 0 if self.spec.target == "cpu" else self._cuda().attribute(4)
+
+    @property
+    def shared_mem_per_block(self):
+        if self.spec.target == "cpu":
+            return int(self.spec.info.get("static_shared_bytes", 0))
+        return self._cuda().attribute(1)
+
+    @property
+    def local_mem_per_thread(self):
+        if self.spec.target == "cpu":
+            return int(self.spec.info.get("local_bytes", 0))
+        return self._cuda().attribute(3)
+
+    @property
+    def max_threads_per_block(self):
+        return 1024 if self.spec.target == "cpu" else self._cuda().attribute(0)
+
+    @property
+    def const_mem_size(self):
+        if self.spec.target == "cpu":
+            return int(self.spec.info.get("const_bytes", 0))
+        return self._cuda().attribute(2)
+
+    def max_cooperative_grid_blocks(self, blockdim, dynsmemsize=0):
+        """The most blocks of ``blockdim`` threads (an int or a tuple) with ``dynsmemsize`` bytes of
+        dynamic shared memory that a grid-synchronizing launch of this kernel can have: the blocks
+        resident at once per multiprocessor times the multiprocessors."""
+        dims = _kdispatch._dim3(blockdim, "block", self.dispatcher.__name__)
+        threads = dims[0] * dims[1] * dims[2]
+        dynsmemsize = int(dynsmemsize)
+        if self.spec.target == "cuda":
+            device = target_device()
+            per_sm = self._cuda().active_blocks(threads, dynsmemsize)
+            from ._devices import Device
+
+            return per_sm * Device(device).MULTIPROCESSOR_COUNT
+        from ._devices import _CPU_ATTRIBUTES
+
+        per_sm = min(32, _CPU_ATTRIBUTES["MAX_THREADS_PER_MULTIPROCESSOR"] // threads)
+        shared = int(self.spec.info.get("static_shared_bytes", 0)) + dynsmemsize
+        if shared > _CPU_ATTRIBUTES["MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"]:
+            return 0
+        if shared:
+            per_sm = min(per_sm, _CPU_SHARED_PER_SM // shared)
+        return min(per_sm * _CPU_ATTRIBUTES["MULTIPROCESSOR_COUNT"], (1 << 24) // threads)
+
+    def inspect_asm(self):
+        return self.dispatcher.inspect_asm(self.argument_types)
+
+    def __repr__(self):
+        return f"<compiled kernel {self.dispatcher.__name__}{self.argument_types} ({self.spec.target})>"
+
+
+_CPU_SHARED_PER_SM = 228 * 1024   # compute capability 9.0
+
+
+class _CudaFunction:
+    """The kernel's code loaded through the CUDA driver (its PTX, for the device's architecture),
+    for the attributes and the occupancy that tessel's Python API does not expose."""
+
+    def __init__(self, spec, device):
+        import ctypes
+
+        from ... import _tessel as core
+        from . import _devices
+
+        self._ctypes, self._devices = ctypes, _devices
+        self._lib = lib = _devices._cuda_driver()
+        ptx = core._compile_ptx(spec.source, spec.symbol, list(spec.options or []), "")
+        cu_device = ctypes.c_int()
+        _devices._check(lib.cuDeviceGet(ctypes.byref(cu_device), device.index), "cuDeviceGet")
+        self._cu_device = cu_device
+        self._context = ctypes.c_void_p()
+        _devices._check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(self._context), cu_device),
+                        "cuDevicePrimaryCtxRetain")
+        self._module, self._function = ctypes.c_void_p(), ctypes.c_void_p()
+        data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
+        self._push()
+        try:
+            _devices._check(lib.cuModuleLoadData(ctypes.byref(self._module), ctypes.c_char_p(data)),
+                            "cuModuleLoadData")
+            _devices._check(lib.cuModuleGetFunction(ctypes.byref(self._function), self._module,
+                                                    spec.symbol.encode()), "cuModuleGetFunction")
+        finally:
+            self._pop()
+
+    def _push(self):
+        self._devices._check(self._lib.cuCtxPushCurrent_v2(self._context), "cuCtxPushCurrent")
+
+    def _pop(self):
+        self._lib.cuCtxPopCurrent_v2(self._ctypes.byref(self._ctypes.c_void_p()))
+
+    def attribute(self, code):
+        """cuFuncGetAttribute: 0 max threads per block, 1 static shared bytes, 2 constant bytes,
+        3 local bytes, 4 registers."""
+        value = self._ctypes.c_int()
+        self._push()
+        try:
+            self._devices._check(self._lib.cuFuncGetAttribute(self._ctypes.byref(value), code, self._function),
+                                 "cuFuncGetAttribute")
+        finally:
+            self._pop()
+        return value.value
+
+    def active_blocks(self, threads, dynamic_shared):
+        blocks = self._ctypes.c_int()
+        self._push()
+        try:
+            self._devices._check(self._lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                self._ctypes.byref(blocks), self._function, int(threads), self._ctypes.c_size_t(dynamic_shared)),
+                "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+        finally:
+            self._pop()
+        return blocks.value
+
+    def __del__(self):
+        try:
+            if self._module:
+                self._push()
+                self._lib.cuModuleUnload(self._module)
+                self._pop()
+            self._lib.cuDevicePrimaryCtxRelease_v2(self._cu_device)
+        except Exception:  # noqa: BLE001 - best effort (interpreter shutdown)
+            pass
 
 
 def _covers(declared, sig):
@@ -538,7 +825,7 @@ class CUDADeviceFunction(_kdispatch.DeviceFunction):
         self._shim = None
         if len(self._signatures) == 1:
             restype, argtypes = self._signatures[0]
-            if isinstance(restype, nbtypes.Number) and all(isinstance(t, nbtypes.Number) for t in argtypes) \
+            if _castable(restype) and all(_castable(t) for t in argtypes) \
                     and len(argtypes) <= _templates.MAX_SHIM_ARGS:
                 raw = _kdispatch.DeviceFunction(py_func, options)
                 self._shim = _templates.cast_shim(raw, restype, argtypes)
@@ -554,6 +841,13 @@ class CUDADeviceFunction(_kdispatch.DeviceFunction):
 
     def __repr__(self):
         return f"<tessel.numba device function {self.py_func.__qualname__}>"
+
+
+def _castable(t):
+    """Numbers and tuples of numbers: types a device function's shim casts to."""
+    if isinstance(t, nbtypes.Number):
+        return True
+    return isinstance(t, nbtypes.BaseTuple) and all(_castable(x) for x in t.types)
 
 
 def _lambda_as_function(fn):
