@@ -1075,3 +1075,550 @@ def test_article_kernels(backend):
         res2 = np.full((m, p), np.nan, np.float32)
         article_basic_matmul[(blocks[1], blocks[0]), (16, 16)](a, b, res2)
         np.testing.assert_allclose(res2, ref, rtol=1e-5)
+
+
+# ---- more programs in Numba users' style -------------------------------------------------------------
+SCAN_TPB = 128
+
+
+@cuda.jit
+def scan_blocks(x, out, sums):
+    """Hillis-Steele inclusive scan of each block's share in shared memory; sums[b]: block b's total."""
+    tmp = cuda.shared.array(SCAN_TPB, dtype=float32)
+    i = cuda.grid(1)
+    t = cuda.threadIdx.x
+    tmp[t] = x[i] if i < x.size else 0
+    cuda.syncthreads()
+    offset = 1
+    while offset < SCAN_TPB:
+        v = tmp[t - offset] if t >= offset else 0
+        cuda.syncthreads()
+        tmp[t] += v
+        cuda.syncthreads()
+        offset *= 2
+    if i < x.size:
+        out[i] = tmp[t]
+    if t == SCAN_TPB - 1:
+        sums[cuda.blockIdx.x] = tmp[t]
+
+
+@cuda.jit
+def add_block_offsets(out, sums):
+    i = cuda.grid(1)
+    b = cuda.blockIdx.x
+    if i < out.size and b > 0:
+        acc = float32(0)
+        for k in range(b):
+            acc += sums[k]
+        out[i] += acc
+
+
+def test_prefix_sum_with_shared_memory(backend):
+    rng = np.random.default_rng(11)
+    n = 1000
+    x = rng.random(n).astype(np.float32)
+    blocks = (n + SCAN_TPB - 1) // SCAN_TPB
+    d_out = cuda.device_array(n, np.float32)
+    d_sums = cuda.device_array(blocks, np.float32)
+    scan_blocks[blocks, SCAN_TPB](cuda.to_device(x), d_out, d_sums)
+    add_block_offsets[blocks, SCAN_TPB](d_out, d_sums)
+    np.testing.assert_allclose(d_out.copy_to_host(), np.cumsum(x, dtype=np.float64), rtol=1e-4)
+
+
+TILE_DIM = 32
+
+
+@cuda.jit
+def transpose_tiled(a, b):
+    tile = cuda.shared.array((TILE_DIM, TILE_DIM + 1), dtype=float32)   # padded: no bank conflicts
+    x = cuda.blockIdx.x * TILE_DIM + cuda.threadIdx.x
+    y = cuda.blockIdx.y * TILE_DIM + cuda.threadIdx.y
+    if y < a.shape[0] and x < a.shape[1]:
+        tile[cuda.threadIdx.y, cuda.threadIdx.x] = a[y, x]
+    cuda.syncthreads()
+    x = cuda.blockIdx.y * TILE_DIM + cuda.threadIdx.x
+    y = cuda.blockIdx.x * TILE_DIM + cuda.threadIdx.y
+    if y < b.shape[0] and x < b.shape[1]:
+        b[y, x] = tile[cuda.threadIdx.x, cuda.threadIdx.y]
+
+
+@cuda.jit
+def laplacian_5pt(u, out):
+    i, j = cuda.grid(2)
+    n, m = u.shape
+    if 0 < i < n - 1 and 0 < j < m - 1:
+        out[i, j] = u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4 * u[i, j]
+
+
+def test_transpose_with_padded_tiles_and_a_stencil(backend):
+    rng = np.random.default_rng(12)
+    a = rng.random((70, 45)).astype(np.float32)
+    b = np.zeros((45, 70), np.float32)
+    transpose_tiled[(math.ceil(45 / TILE_DIM), math.ceil(70 / TILE_DIM)), (TILE_DIM, TILE_DIM)](a, b)
+    np.testing.assert_array_equal(b, a.T)
+    u = rng.random((50, 60))
+    out = np.zeros_like(u)
+    laplacian_5pt[(4, 4), (16, 16)](u, out)
+    ref = np.zeros_like(u)
+    ref[1:-1, 1:-1] = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
+    np.testing.assert_allclose(out, ref, atol=1e-12)
+
+
+@cuda.jit(device=True)
+def body_body(xi, yi, zi, xj, yj, zj, mj):
+    dx = xj - xi
+    dy = yj - yi
+    dz = zj - zi
+    r2 = dx * dx + dy * dy + dz * dz + float32(1e-3)
+    inv = float32(1.0) / math.sqrt(r2)
+    inv3 = inv * inv * inv * mj
+    return dx * inv3, dy * inv3, dz * inv3
+
+
+@cuda.jit
+def nbody_accelerations(pos, mass, acc):
+    i = cuda.grid(1)
+    if i < pos.shape[0]:
+        ax = float32(0)
+        ay = float32(0)
+        az = float32(0)
+        for j in range(pos.shape[0]):
+            fx, fy, fz = body_body(pos[i, 0], pos[i, 1], pos[i, 2], pos[j, 0], pos[j, 1], pos[j, 2], mass[j])
+            ax += fx
+            ay += fy
+            az += fz
+        acc[i, 0] = ax
+        acc[i, 1] = ay
+        acc[i, 2] = az
+
+
+def test_nbody_float32(backend):
+    rng = np.random.default_rng(13)
+    n = 200
+    pos = rng.standard_normal((n, 3)).astype(np.float32)
+    mass = rng.random(n).astype(np.float32)
+    acc = np.zeros_like(pos)
+    nbody_accelerations[(n + 63) // 64, 64](pos, mass, acc)
+    d = pos[None, :, :].astype(np.float64) - pos[:, None, :]
+    r2 = (d ** 2).sum(-1) + 1e-3
+    ref = (d * (mass[None, :] / r2 ** 1.5)[:, :, None]).sum(1)
+    np.testing.assert_allclose(acc, ref, rtol=2e-3, atol=2e-3)
+
+
+SORT_N = 256
+
+
+@cuda.jit
+def bitonic_sort_block(a):
+    s = cuda.shared.array(SORT_N, dtype=int32)
+    t = cuda.threadIdx.x
+    s[t] = a[t]
+    cuda.syncthreads()
+    k = 2
+    while k <= SORT_N:
+        j = k // 2
+        while j > 0:
+            partner = t ^ j
+            if partner > t:
+                ascending = (t & k) == 0
+                if (s[t] > s[partner]) == ascending:
+                    s[t], s[partner] = s[partner], s[t]
+            cuda.syncthreads()
+            j //= 2
+        k *= 2
+    a[t] = s[t]
+
+
+@cuda.jit
+def softmax_rows(x, out):
+    """One warp per row: max and sum reduced with shuffles (the offsets a tuple, unrolled)."""
+    row = cuda.blockIdx.x
+    lane = cuda.threadIdx.x
+    n = x.shape[1]
+    m = -math.inf
+    for j in range(lane, n, 32):
+        m = max(m, x[row, j])
+    for offset in (16, 8, 4, 2, 1):
+        m = max(m, cuda.shfl_xor_sync(0xffffffff, m, offset))
+    s = 0.0
+    for j in range(lane, n, 32):
+        s += math.exp(x[row, j] - m)
+    offset = 16
+    while offset > 0:
+        s += cuda.shfl_xor_sync(0xffffffff, s, offset)
+        offset //= 2
+    for j in range(lane, n, 32):
+        out[row, j] = math.exp(x[row, j] - m) / s
+
+
+def test_bitonic_sort_and_softmax_with_shuffles(backend):
+    rng = np.random.default_rng(14)
+    a = rng.integers(-1000, 1000, SORT_N).astype(np.int32)
+    d = cuda.to_device(a)
+    bitonic_sort_block[1, SORT_N](d)
+    np.testing.assert_array_equal(d.copy_to_host(), np.sort(a))
+    x = rng.standard_normal((10, 100))
+    out = np.zeros_like(x)
+    softmax_rows[10, 32](x, out)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-12)
+
+
+@cuda.jit
+def fill_3d(a):
+    i, j, k = cuda.grid(3)
+    if i < a.shape[0] and j < a.shape[1] and k < a.shape[2]:
+        a[i, j, k] = i * 10000 + j * 100 + k
+
+
+@cuda.jit
+def reverse_each_block(x, out):
+    buf = cuda.shared.array(0, dtype=numba.float64)   # dynamic: sized by the launch
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    buf[t] = x[i]
+    cuda.syncthreads()
+    out[i] = buf[cuda.blockDim.x - 1 - t]
+
+
+def test_3d_grid_and_a_stream_with_dynamic_shared_memory(backend):
+    a = np.zeros((9, 10, 11), np.int64)
+    fill_3d[(2, 2, 3), (8, 8, 4)](a)
+    ii, jj, kk = np.indices(a.shape)
+    np.testing.assert_array_equal(a, ii * 10000 + jj * 100 + kk)
+    stream = cuda.stream()
+    x = np.arange(256.0)
+    dx = cuda.to_device(x, stream=stream)
+    dout = cuda.device_array_like(dx, stream=stream)
+    reverse_each_block[4, 64, stream, 64 * 8](dx, dout)
+    host = dout.copy_to_host(stream=stream)
+    stream.synchronize()
+    np.testing.assert_array_equal(host, x.reshape(4, 64)[:, ::-1].ravel())
+
+
+@cuda.jit(device=True)
+def square(v):
+    return v * v
+
+
+@cuda.jit(device=True)
+def norm2(x, y):
+    return math.sqrt(square(x) + square(y))
+
+
+@cuda.jit(device=True)
+def clamped_norm(x, y, limit):
+    return min(norm2(x, y), limit)
+
+
+@cuda.jit
+def clamped_norms(x, y, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = clamped_norm(x[i], y[i], 1.0)
+
+
+@cuda.jit
+def int32_wraparound(a, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        v = a[i]
+        out[i, 0] = v * int32(3)
+        out[i, 1] = v + v
+        out[i, 2] = v << int32(4)
+        h = v * int32(1664525) + int32(1013904223)   # an LCG step in int32
+        out[i, 3] = h
+        out[i, 4] = -v
+
+
+def test_device_functions_calling_device_functions_and_int32_wraparound(backend):
+    rng = np.random.default_rng(15)
+    x, y = rng.random(100), rng.random(100)
+    out = np.zeros(100)
+    clamped_norms[1, 128](x, y, out)
+    np.testing.assert_allclose(out, np.minimum(np.hypot(x, y), 1.0))
+    a = np.array([2**30, 2**31 - 1, -2**31, 123456789, -5], np.int32)
+    res = np.zeros((5, 5), np.int32)
+    int32_wraparound[1, 32](a, res)
+    with np.errstate(over="ignore"):
+        ref = np.stack([a * np.int32(3), a + a, a << np.int32(4),
+                        a * np.int32(1664525) + np.int32(1013904223), -a], 1)
+    np.testing.assert_array_equal(res, ref)
+
+
+@cuda.jit
+def publish_then_count(data, flag, out):
+    i = cuda.grid(1)
+    data[i] = i * 2
+    cuda.threadfence()          # data is visible to the grid before the flag counts it
+    cuda.threadfence_block()
+    cuda.atomic.add(flag, 0, 1)
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        out[cuda.blockIdx.x] = flag[0] >= cuda.blockDim.x
+
+
+@cuda.jit
+def array_attributes(a, out):
+    out[0] = a.shape[0]
+    out[1] = a.shape[1]
+    out[2] = a.strides[0]
+    out[3] = a.strides[1]
+    out[4] = a.ndim
+    out[5] = a.size
+    out[6] = len(a)
+
+
+def test_threadfence_and_array_attributes_in_kernels(backend):
+    data, flag, out = np.zeros(128, np.int64), np.zeros(1, np.int32), np.zeros(2, np.bool_)
+    publish_then_count[2, 64](data, flag, out)
+    assert out.all() and flag[0] == 128
+    np.testing.assert_array_equal(data, np.arange(128) * 2)
+    a = np.zeros((6, 7), np.float32)
+    res = np.zeros(7, np.int64)
+    array_attributes[1, 1](a, res)
+    assert res.tolist() == [6, 7, 28, 4, 2, 42, 6]
+    array_attributes[1, 1](a[::2, 1:], res)            # a strided NumPy view
+    assert res.tolist() == [3, 6, 56, 4, 2, 18, 3]
+    array_attributes[1, 1](cuda.to_device(np.zeros((5, 4), order="F")), res)
+    assert res.tolist() == [5, 4, 8, 40, 2, 20, 5]
+
+
+@cuda.jit
+def scalar_kinds(flag, n, x, z, out):
+    out[0] = n + (1 if flag else 0)
+    out[1] = x * 2
+    out[2] = z.real + z.imag
+    out[3] = abs(z)
+
+
+@cuda.jit
+def double_0d(a, b):
+    b[()] = a[()] * 2
+
+
+@cuda.jit
+def increment_1d(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] += 1
+
+
+@cuda.jit
+def increment_2d(a):
+    i, j = cuda.grid(2)
+    if i < a.shape[0] and j < a.shape[1]:
+        a[i, j] += 1
+
+
+def test_scalar_arguments_0d_arrays_and_slices_of_device_arrays(backend):
+    out = np.zeros(4)
+    scalar_kinds[1, 1](True, 41, 1.25, 3 + 4j, out)      # Python bool, int, float, complex
+    assert out.tolist() == [42, 2.5, 7.0, 5.0]
+    scalar_kinds[1, 1](np.bool_(False), np.int32(7), np.float32(0.5), np.complex64(1j), out)
+    assert out.tolist() == [7, 1.0, 1.0, 1.0]
+    a, b = np.array(3.5), np.array(0.0)
+    double_0d[1, 1](a, b)
+    assert b[()] == 7.0
+    db = cuda.device_array(())
+    double_0d[1, 1](cuda.to_device(np.array(1.5)), db)
+    assert db.copy_to_host()[()] == 3.0
+    h = np.zeros((8, 10))
+    d = cuda.to_device(h)
+    increment_1d[1, 32](d[2])
+    increment_1d[1, 32](d[:, 3])
+    increment_2d[(1, 1), (16, 16)](d[1:5, ::2])
+    increment_1d[1, 32](d[7, 2:9:3])
+    h[2] += 1
+    h[:, 3] += 1
+    h[1:5, ::2] += 1
+    h[7, 2:9:3] += 1
+    np.testing.assert_array_equal(d.copy_to_host(), h)
+
+
+@cuda.jit
+def median_of_5(x, out):
+    i = cuda.grid(1)
+    if 2 <= i < x.size - 2:
+        w = cuda.local.array(5, numba.float64)
+        for k in range(5):
+            w[k] = x[i - 2 + k]
+        for a in range(5):
+            for b in range(4 - a):
+                if w[b] > w[b + 1]:
+                    w[b], w[b + 1] = w[b + 1], w[b]
+        out[i] = w[2]
+
+
+@cuda.jit
+def argmax_lock_free(x, best):
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        old = best[0]
+        while True:
+            if old >= 0 and x[old] >= v:
+                break
+            prev = cuda.atomic.compare_and_swap(best, old, i)
+            if prev == old:
+                break
+            old = prev
+
+
+def test_local_array_median_and_lock_free_argmax(backend):
+    rng = np.random.default_rng(16)
+    x = rng.random(300)
+    out = np.zeros(300)
+    median_of_5[3, 128](x, out)
+    ref = np.zeros(300)
+    ref[2:-2] = np.median(np.lib.stride_tricks.sliding_window_view(x, 5), 1)
+    np.testing.assert_array_equal(out, ref)
+    best = np.array([-1], np.int64)
+    argmax_lock_free[8, 128](x, best)
+    assert best[0] == np.argmax(x)
+
+
+@cuda.jit("void(float64[:, :], float64[:, :], float64[:, :])")
+def matmul_any_layout(a, b, c):
+    i, j = cuda.grid(2)
+    if i < c.shape[0] and j < c.shape[1]:
+        acc = 0.0
+        for k in range(a.shape[1]):
+            acc += a[i, k] * b[k, j]
+        c[i, j] = acc
+
+
+@cuda.jit(device=True)
+def escape_time(c, max_iter):
+    z = 0j
+    for n in range(max_iter):
+        z = z * z + c
+        if abs(z) > 2:
+            return n
+    return max_iter
+
+
+@cuda.jit
+def mandelbrot(re, im, out, max_iter):
+    i, j = cuda.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        out[i, j] = escape_time(complex(re[j], im[i]), max_iter)
+
+
+def test_declared_any_layout_matmul_and_complex_mandelbrot(backend):
+    rng = np.random.default_rng(17)
+    a = np.asfortranarray(rng.random((20, 30)))    # a Fortran-ordered argument of a declared [:, :]
+    b, c = rng.random((30, 10)), np.zeros((20, 10))
+    matmul_any_layout[(2, 1), (16, 16)](a, b, c)
+    np.testing.assert_allclose(c, a @ b)
+    re, im = np.linspace(-2, 1, 40), np.linspace(-1, 1, 30)
+    out = np.zeros((30, 40), np.int32)
+    mandelbrot[(2, 3), (16, 16)](re, im, out, 50)
+
+    def reference(c):
+        z = 0j
+        for n in range(50):
+            z = z * z + c
+            if abs(z) > 2:
+                return n
+        return 50
+
+    np.testing.assert_array_equal(out, [[reference(complex(r, m)) for r in re] for m in im])
+
+
+@cuda.jit
+def brighten_and_histogram(img, out, hist):
+    i, j = cuda.grid(2)
+    if i < img.shape[0] and j < img.shape[1]:
+        v = img[i, j]
+        out[i, j] = min(255, int32(v) * 2)   # the int32 cast: uint8 * 2 stays uint8 (NumPy 2's rule)
+        cuda.atomic.add(hist, v // 32, 1)
+
+
+def test_uint8_image_kernel(backend):
+    rng = np.random.default_rng(18)
+    img = rng.integers(0, 256, (31, 33)).astype(np.uint8)
+    out, hist = np.zeros_like(img), np.zeros(8, np.int32)
+    brighten_and_histogram[(2, 3), (16, 16)](img, out, hist)
+    np.testing.assert_array_equal(out, np.minimum(255, img.astype(np.int32) * 2))
+    np.testing.assert_array_equal(hist, np.bincount(img.ravel() // 32, minlength=8))
+
+
+@cuda.jit
+def warp_sums_and_ballots(x, out):
+    i = cuda.grid(1)
+    v = x[i]
+    mask = cuda.activemask()
+    ballot = cuda.ballot_sync(mask, v > 0)
+    s = v
+    for offset in (16, 8, 4, 2, 1):         # a loop over a tuple, as Numba unrolls it
+        s += cuda.shfl_down_sync(mask, s, offset)
+    if cuda.laneid == 0:
+        out[i // 32, 0] = s
+        out[i // 32, 1] = cuda.popc(ballot)
+
+
+@cuda.jit
+def affine_with_tuple_arguments(out, coef, shape):
+    i = cuda.grid(1)
+    if i < shape[0]:
+        a, b = coef
+        out[i] = a * i + b
+
+
+@cuda.jit
+def row_sums_by_iteration(m, out):
+    i = cuda.grid(1)
+    if i < m.shape[0]:
+        acc = 0.0
+        for k, v in enumerate(m[i]):            # iterating an array row (and enumerate)
+            acc += v * (k + 1)
+        for a, b in zip(m[i], m[i][::-1]):
+            acc += a * b
+        out[i] = acc
+
+
+def test_warp_shuffles_tuple_arguments_and_iteration(backend):
+    rng = np.random.default_rng(19)
+    x = rng.standard_normal(64)
+    out = np.zeros((2, 2))
+    warp_sums_and_ballots[1, 64](x, out)
+    np.testing.assert_allclose(out[:, 0], x.reshape(2, 32).sum(1))
+    np.testing.assert_array_equal(out[:, 1], (x.reshape(2, 32) > 0).sum(1))
+    res = np.zeros(10)
+    affine_with_tuple_arguments[1, 32](res, (2, 0.5), res.shape)   # tuples as kernel arguments
+    np.testing.assert_array_equal(res, 2 * np.arange(10) + 0.5)
+    m = rng.random((6, 5))
+    sums = np.zeros(6)
+    row_sums_by_iteration[1, 32](m, sums)
+    np.testing.assert_allclose(sums, (m * np.arange(1, 6)).sum(1) + (m * m[:, ::-1]).sum(1))
+
+
+PARTICLE = np.dtype([("x", np.float32), ("v", np.float32), ("alive", np.int32)])
+
+
+@cuda.jit
+def step_particles(p, dt):
+    i = cuda.grid(1)
+    if i < p.size and p[i].alive:
+        p[i].x += p[i].v * dt
+        if p[i]["x"] > 1.0:
+            p[i]["alive"] = 0
+
+
+def test_record_array_of_particles(backend):
+    p = np.zeros(50, PARTICLE)
+    p["x"] = np.linspace(0, 0.9, 50)
+    p["v"] = 1.0
+    p["alive"] = 1
+    d = cuda.to_device(p)
+    for _ in range(3):
+        step_particles[1, 64](d, np.float32(0.1))
+    ref = p.copy()
+    for _ in range(3):
+        live = ref["alive"] == 1
+        ref["x"][live] += ref["v"][live] * np.float32(0.1)
+        ref["alive"][ref["x"] > 1.0] = 0
+    back = d.copy_to_host()
+    np.testing.assert_allclose(back["x"], ref["x"], rtol=1e-6)
+    np.testing.assert_array_equal(back["alive"], ref["alive"])

@@ -1396,6 +1396,9 @@ class FunctionCompiler:
             code = f"({A} {sym} {B_})"
             if k in "iu" and ts_.itemsize < 4:
                 code = f"(({ct}){code})"
+            elif k == "i" and ts_.itemsize == 4:
+                # int32 wraps around (as NumPy's and the GPU's) rather than overflowing (undefined in C++)
+                code = f"((ts::i32)((ts::u32)({A}) {sym} (ts::u32)({B_})))"
             return Val(code, ts_, nonneg and opname != "Sub")
         if opname == "FloorDiv":
             if k in "iub":
@@ -1445,6 +1448,8 @@ class FunctionCompiler:
                 else:
                     self.error(node, f"operator {_OPSYM[opname]} needs integers, got {ts_.name}")
             code = f"(({ts_.ctype})({A} {_OPSYM[opname]} {B_}))"
+            if opname == "LShift" and ts_.kind == "i" and ts_.itemsize == 4:
+                code = f"((ts::i32)((ts::u32)({A}) << ({B_})))"   # wraps, for negative values too
             return Val(code, ts_, nonneg)
         if opname == "MatMult":
             self.error(node, "@ is not supported in kernels")
@@ -1474,6 +1479,8 @@ class FunctionCompiler:
             code = f"(-{v.code})"
             if t.kind in "iu" and t.itemsize < 4:
                 code = f"(({t.ctype}){code})"
+            elif t.kind == "i" and t.itemsize == 4:
+                code = f"((ts::i32)(0u - (ts::u32)({v.code})))"
             return Val(code, t)
         if op == "Invert":
             if t.kind == "b":

@@ -252,12 +252,16 @@ TS_HD u16 pymod(u16 a, u16 b) { return b ? u16(a % b) : u16(0); }
 TS_HD u32 pymod(u32 a, u32 b) { return b ? a % b : 0u; }
 TS_HD u64 pymod(u64 a, u64 b) { return b ? a % b : 0ull; }
 
+template <class T> struct WrapMul { static TS_HD T mul(T a, T b) { return static_cast<T>(a * b); } };
+template <> struct WrapMul<i32> {  // int32 wraps around (a signed overflow is undefined in C++)
+  static TS_HD i32 mul(i32 a, i32 b) { return static_cast<i32>(static_cast<u32>(a) * static_cast<u32>(b)); }
+};
 template <class T> TS_HD T ipow(T base, T exp) {
   if (exp < 0) return base == T(1) ? T(1) : (base == T(-1) ? ((exp & 1) ? T(-1) : T(1)) : T(0));
   T r = 1;
   while (exp) {
-    if (exp & 1) r = static_cast<T>(r * base);
-    base = static_cast<T>(base * base);
+    if (exp & 1) r = WrapMul<T>::mul(r, base);
+    base = WrapMul<T>::mul(base, base);
     exp = static_cast<T>(exp >> 1);
   }
   return r;
