@@ -298,9 +298,13 @@ def sweep(args, libs, rng):
         except Exception:  # noqa: BLE001
             pass
     cells = []
+    start = time.perf_counter()
     for op in args.ops:
         for dtype in args.dtypes:
             for n in args.sizes:
+                if args.deadline and time.perf_counter() - start > args.deadline:
+                    print(f"--deadline: stopped before {op} {dtype} n {n}", flush=True)
+                    return cells
                 for batch in batches_for(n, dtype, args, free):
                     cell = run_cell(libs, op, dtype, n, batch, args, rng)
                     cells.append(cell)
@@ -445,6 +449,8 @@ def main():
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--cell-budget", type=float, default=0.5, help="seconds: a row stops growing past this call time")
     p.add_argument("--device", default="cuda:0")
+    p.add_argument("--deadline", type=float, default=0.0,
+                   help="seconds: start no new row after this (the cells so far are still written)")
     p.add_argument("--quick", action="store_true", help="orders 4 16 33 64 128, 2^20 elements, 3 rounds")
     p.add_argument("--routes", action="store_true", help="also time tessel's batched and per-matrix routes")
     p.add_argument("--cold", action="store_true", help="only the cold first calls")
