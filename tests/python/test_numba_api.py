@@ -74,8 +74,11 @@ def test_from_dtype_typeof_and_aliases():
     assert numba.typeof(cuda.to_device(np.zeros(3, np.int32))) == numba.int32[::1]
     assert numba.typeof(2.0) is numba.float64 and numba.typeof(True) is numba.boolean
     assert cuda.types is numba.types and cuda.float32 is numba.float32
+    rec = numba.from_dtype(curandom.xoroshiro128p_dtype)     # Numba's record type
+    assert isinstance(rec, numba.types.Record) and rec.size == 16 and rec.fields["s1"] == (numba.uint64, 8)
+    assert numba.typeof(np.zeros(2, curandom.xoroshiro128p_dtype)) == rec[::1]
     with pytest.raises(NotImplementedError, match="from_dtype"):
-        numba.from_dtype(curandom.xoroshiro128p_dtype)
+        numba.from_dtype(np.dtype("U3"))
 
 
 # ---------------------------------------------------------------- device arrays
@@ -1135,3 +1138,7 @@ def test_record_arrays_as_kernel_arguments(backend):
 
     with pytest.raises(Exception, match=r"kernel 'missing'.*no field 'z'"):
         missing[1, 1](r, out)
+    rec = numba.from_dtype(dt)
+    assert _record_kernel.signatures[0] == (rec[:], numba.float32[::1])
+    with pytest.raises(TypeError, match="cannot name the record array type"):
+        cuda.jit(numba.void(rec[:]))(double_b.py_func)

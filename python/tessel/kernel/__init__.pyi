@@ -313,6 +313,116 @@ def cbrt(x: float) -> float:
 def selp(predicate: Any, a: Any, b: Any) -> Any:
     """``a`` if ``predicate`` is true, else ``b`` (in their promoted type)."""
 
+def literal_unroll(container: Tuple[Any, ...]) -> Tuple[Any, ...]:
+    """``for x in literal_unroll(t):`` a loop over a tuple, unrolled at compile time, as Numba's
+    (any loop over a tuple is unrolled; its items may have different types)."""
+
+# ---- half precision and the CUDA math library (Numba's cuda.fp16 and cuda.libdevice) -------------
+
+class fp16:
+    """Numba's ``cuda.fp16``: functions of float16 values (arguments of other real types are
+    converted to float16), on CUDA and the CPU backend. Arithmetic rounds each result to float16;
+    ``hfma`` rounds once; the other functions compute in float32 and round."""
+    @staticmethod
+    def hadd(a: Any, b: Any) -> Any: ...
+    @staticmethod
+    def hsub(a: Any, b: Any) -> Any: ...
+    @staticmethod
+    def hmul(a: Any, b: Any) -> Any: ...
+    @staticmethod
+    def hdiv(a: Any, b: Any) -> Any: ...
+    @staticmethod
+    def hneg(a: Any) -> Any: ...
+    @staticmethod
+    def habs(a: Any) -> Any: ...
+    @staticmethod
+    def hfma(a: Any, b: Any, c: Any) -> Any:
+        """``a * b + c`` rounded once to float16."""
+    @staticmethod
+    def hsqrt(a: Any) -> Any: ...
+    @staticmethod
+    def hrsqrt(a: Any) -> Any: ...
+    @staticmethod
+    def hrcp(a: Any) -> Any: ...
+    @staticmethod
+    def hexp(a: Any) -> Any: ...
+    @staticmethod
+    def hexp2(a: Any) -> Any: ...
+    @staticmethod
+    def hexp10(a: Any) -> Any: ...
+    @staticmethod
+    def hlog(a: Any) -> Any: ...
+    @staticmethod
+    def hlog2(a: Any) -> Any: ...
+    @staticmethod
+    def hlog10(a: Any) -> Any: ...
+    @staticmethod
+    def hsin(a: Any) -> Any: ...
+    @staticmethod
+    def hcos(a: Any) -> Any: ...
+    @staticmethod
+    def hceil(a: Any) -> Any: ...
+    @staticmethod
+    def hfloor(a: Any) -> Any: ...
+    @staticmethod
+    def hrint(a: Any) -> Any: ...
+    @staticmethod
+    def htrunc(a: Any) -> Any: ...
+    @staticmethod
+    def heq(a: Any, b: Any) -> bool: ...
+    @staticmethod
+    def hne(a: Any, b: Any) -> bool:
+        """Ordered not-equal: False when either is NaN (CUDA's ``__hne``)."""
+    @staticmethod
+    def hge(a: Any, b: Any) -> bool: ...
+    @staticmethod
+    def hgt(a: Any, b: Any) -> bool: ...
+    @staticmethod
+    def hle(a: Any, b: Any) -> bool: ...
+    @staticmethod
+    def hlt(a: Any, b: Any) -> bool: ...
+    @staticmethod
+    def hmax(a: Any, b: Any) -> Any:
+        """The larger; a NaN gives the other operand and +0 is above -0 (CUDA's ``__hmax``)."""
+    @staticmethod
+    def hmin(a: Any, b: Any) -> Any:
+        """The smaller; a NaN gives the other operand and -0 is below +0 (CUDA's ``__hmin``)."""
+
+class libdevice:
+    """Numba's ``cuda.libdevice``: the CUDA math library's functions with Numba's names (libdevice's
+    without ``__nv_``) and types, on CUDA (the library's functions and intrinsics) and on the CPU
+    backend (the C++ library). Arguments are converted to the function's types. ``exp``/``expf``,
+    ``sqrt``/``sqrtf``, ``rsqrtf``, ``erfinv``, ``normcdfinv``, ``sinpi``, ``j0``, ...; the fast
+    approximations ``fast_expf``, ``fast_sinf``, ... (exact on the CPU); functions of several
+    results return tuples (``sincosf(x)`` is ``(sin, cos)``, ``frexp(x)`` ``(mantissa, exponent)``,
+    ``modf``, ``remquo``); predicates return int32 (``isnand``, ``isnanf``, ``signbitf``);
+    integer functions (``popc``, ``clz``, ``brev``, ``byte_perm``, ``mulhi``, ``umax``, ``sad``,
+    ...; the unsigned ones take and return int32/int64 bits, as Numba's); conversions and
+    arithmetic with a rounding mode (``double2int_rz``, ``float2ll_rd``, ``fadd_ru``, ``dmul_rd``,
+    ``fmaf_rz``, ``int2float_rd``, ...; on the CPU with the FPU's rounding mode set). ``nan`` and
+    ``nanf`` are not provided (nor by Numba)."""
+    def __getattr__(self, name: str) -> Callable[..., Any]: ...
+
+# ---- record arrays -------------------------------------------------------------------------------
+
+class RecordArray:
+    """A record (structured dtype) array as a kernel argument: ``storage`` is a tessel array whose
+    last axis holds each record (its bytes as uint8, or its fields when they all have one type),
+    ``dtype`` the structured NumPy dtype. A kernel reads and writes fields as ``r[i].x`` or
+    ``r[i]['x']``, keeps a record as ``rec = r[i]`` (a reference), and views one field of every
+    record as ``r['x']`` (or ``r.x``); subarray fields are arrays (``r[i].v[k]``). Fields not
+    aligned for their type (packed dtypes) are read and written byte by byte. NumPy record arrays
+    are accepted directly (their bytes go to the device and back)."""
+    storage: Any
+    dtype: Any
+    def __init__(self, storage: Any, dtype: Any) -> None: ...
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+
+def record_bytes_view(host: Any) -> Any:
+    """The bytes of a structured NumPy array as a uint8 view of shape ``host.shape + (itemsize,)``
+    (any strides): what :class:`RecordArray` holds."""
+
 # ---- block and warp collectives (tessel's; Numba has none) -------------------------------------
 # Every thread of the block (warp) must call them, and every thread gets the result. `op` is
 # "sum" (the default), "min", "max" or a device function of two values.
@@ -338,4 +448,5 @@ __all__ = ["jit", "Kernel", "DeviceFunction", "KernelCompileError", "threadIdx",
            "threadfence_system", "atomic", "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",
            "ballot_sync", "any_sync", "all_sync", "eq_sync", "activemask", "lanemask_lt", "popc", "clz", "ffs",
            "brev", "fma", "cbrt", "selp", "block_reduce", "block_inclusive_scan", "block_exclusive_scan",
-           "warp_reduce", "warp_inclusive_scan", "warp_exclusive_scan", "cg"]
+           "warp_reduce", "warp_inclusive_scan", "warp_exclusive_scan", "cg", "literal_unroll", "fp16", "libdevice",
+           "RecordArray", "record_bytes_view"]

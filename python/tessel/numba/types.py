@@ -22,7 +22,7 @@ import ast
 import numpy as np
 
 __all__ = [
-    "Type", "Number", "Boolean", "Integer", "Float", "Complex", "NoneType", "Array", "Signature", "BaseTuple",
+    "Type", "Number", "Boolean", "Integer", "Float", "Complex", "NoneType", "Array", "Record", "Signature", "BaseTuple",
     "UniTuple", "Tuple",
     "parse_signature", "from_dtype", "typeof",
     "boolean", "bool_", "b1",
@@ -137,6 +137,47 @@ class Complex(Number):
     pass
 
 
+class Record(Type):
+    """Numba's record type: the type of a structured NumPy dtype's elements
+    (``from_dtype(np.dtype([("x", np.float32), ("y", np.int32)]))``). ``dtype`` is the NumPy dtype,
+    ``fields`` {name: (type, offset)}, ``size`` the bytes of a record; ``record[:]`` is the array
+    type. Kernels take record arrays (``r[i].x``, ``r[i]['x']``); declared signatures cannot name
+    them (tessel types a record array when it is launched)."""
+
+    _cache = {}
+
+    def __new__(cls, dtype):
+        dtype = np.dtype(dtype)
+        if dtype.names is None:
+            raise TypeError(f"Record: {dtype} is not a structured dtype")
+        found = cls._cache.get(dtype)
+        if found is not None:
+            return found
+        self = object.__new__(cls)
+        fields = {}
+        for name in dtype.names:
+            ftype, offset = dtype.fields[name][:2]
+            try:
+                item = from_dtype(ftype) if ftype.shape == () else Array(from_dtype(ftype.base), len(ftype.shape), "C")
+            except NotImplementedError:
+                item = str(ftype)
+            fields[name] = (item, int(offset))
+        Type.__init__(self, "Record(" + ", ".join(f"{n}: {t}" for n, (t, _) in fields.items()) + ")")
+        self.dtype, self.fields, self.size, self.aligned = dtype, fields, dtype.itemsize, bool(dtype.isalignedstruct)
+        cls._cache[dtype] = self
+        return self
+
+    def __init__(self, *args, **kwargs):
+        pass  # set up in __new__ (the instances are cached)
+
+    @property
+    def bitwidth(self):
+        return self.size * 8
+
+    def __getitem__(self, key):
+        return Array._from_slices(self, key)
+
+
 class Array(Type):
     """Numba's array type: ``Array(float32, 2, "C")`` is what ``float32[:, ::1]`` makes.
 
@@ -146,8 +187,8 @@ class Array(Type):
     _cache = {}
 
     def __new__(cls, dtype, ndim, layout="A", readonly=False):
-        if not isinstance(dtype, Number):
-            raise TypeError(f"Array: the element type must be a scalar number type, got {dtype!r}")
+        if not isinstance(dtype, (Number, Record)):
+            raise TypeError(f"Array: the element type must be a scalar number type or a record, got {dtype!r}")
         if layout not in ("C", "F", "A"):
             raise ValueError(f"Array: layout must be 'C', 'F' or 'A', got {layout!r}")
         ndim = int(ndim)
@@ -365,8 +406,10 @@ def from_dtype(dtype):
         key = np.dtype(str(dtype))
     found = _BY_DTYPE.get(key)
     if found is None:
+        if key.names is not None:
+            return Record(key)
         raise NotImplementedError(f"tessel.numba.from_dtype: no tessel type for the NumPy dtype {key} "
-                                  "(records and other non-numeric dtypes are not supported)")
+                                  "(numbers and records of them are supported)")
     return found
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 import tessel as ts
 from tessel.kernel import _dispatch as _kdispatch
-from tessel.kernel._types import ArrayT, Scalar, TupleT
+from tessel.kernel._types import ArrayT, RecordT, Scalar, TupleT
 
 from .. import types as nbtypes
 from . import _streams, _templates
@@ -48,6 +48,10 @@ def kernel_type(t, *, eager=False):
     declared array type (``float32[:]`` is compiled for C-contiguous arrays, which launches
     almost always pass; other layouts compile when first launched)."""
     if isinstance(t, nbtypes.Array):
+        if isinstance(t.dtype, nbtypes.Record):
+            raise TypeError(f"tessel.numba.cuda.jit: a declared signature cannot name the record array type {t} "
+                            "(tessel types record arrays when a kernel is launched with one): declare the kernel "
+                            "without a signature")
         layout = "C" if t.layout == "C" or (eager and t.layout == "A") else "A"
         return ArrayT(Scalar(t.dtype.dtype.name), t.ndim, layout)
     if isinstance(t, nbtypes.Number):
@@ -61,6 +65,8 @@ def kernel_type(t, *, eager=False):
 def numba_type_of_kernel_type(t):
     """Numba's type for one of the kernel compiler's types (bfloat16 has none: its name)."""
     if isinstance(t, ArrayT):
+        if isinstance(t.dtype, RecordT):
+            return nbtypes.Array(nbtypes.Record(_record_dtype(t.dtype)), t.ndim, "A")
         return nbtypes.Array(numba_type_of_kernel_type(t.dtype), t.ndim, "C" if t.layout == "C" else "A")
     if isinstance(t, Scalar):
         if t.name == "bfloat16":
@@ -71,6 +77,13 @@ def numba_type_of_kernel_type(t):
         if all(isinstance(x, (nbtypes.Number, nbtypes.BaseTuple)) for x in items):
             return nbtypes.Tuple(items)
     return str(t)
+
+
+def _record_dtype(t):
+    """The structured NumPy dtype of the kernel compiler's record type."""
+    return np.dtype({"names": [f[0] for f in t.fields],
+                     "formats": [(np.dtype(f[1].name), f[2]) if f[2] else np.dtype(f[1].name) for f in t.fields],
+                     "offsets": [f[3] for f in t.fields], "itemsize": t.itemsize})
 
 
 def _scalar_dtype(value):
