@@ -987,3 +987,49 @@ def record_missing_field(r, out):
 @ts.jit
 def record_misaligned_view(r, out):
     out[0] = r["b"][1]
+
+
+@ts.jit
+def match_lanes(a, out, all_mask, all_pred):
+    i = tk.grid(1)
+    v = a[i]
+    out[i] = tk.match_any_sync(0xFFFFFFFF, v)
+    m, p = tk.match_all_sync(0xFFFFFFFF, v // 100)
+    all_mask[i] = m
+    all_pred[i] = p
+    tk.nanosleep(10)
+
+
+@ts.jit
+def match_floats_in_part_of_a_warp(a, out):
+    i = tk.grid(1)
+    if i < 20:
+        out[i] = tk.match_any_sync(tk.activemask(), a[i])
+
+
+@ts.jit
+def transposed_views(a, out):
+    x = a.T
+    y = a.transpose()
+    i, j = tk.grid(2)
+    if i < x.shape[0] and j < x.shape[1]:
+        out[i, j] = x[i, j] + y[i, j] + float("1.5") + (1.0 if float("inf") > 1e308 else 0.0)
+
+
+def test_match_sync_transpose_and_float_strings(device):
+    a = (np.arange(64) % 3).astype(np.int64)
+    a[32:] = 7
+    out, all_mask = ts.zeros(64, dtype=ts.uint32, device=device), ts.zeros(64, dtype=ts.uint32, device=device)
+    all_pred = ts.zeros(64, dtype=ts.bool, device=device)
+    match_lanes[1, 64](put(a, device), out, all_mask, all_pred)
+    expected = [sum(1 << j for j in range(32) if a[(i // 32) * 32 + j] == a[i]) for i in range(64)]
+    np.testing.assert_array_equal(out.numpy(), expected)
+    assert (all_mask.numpy() == 0xFFFFFFFF).all() and all_pred.numpy().all()
+    b = np.array([1.5, 2.5] * 16, np.float32)
+    o = ts.zeros(32, dtype=ts.uint32, device=device)
+    match_floats_in_part_of_a_warp[1, 32](put(b, device), o)
+    assert o.numpy()[0] == sum(1 << j for j in range(0, 20, 2)) and o.numpy()[1] == sum(1 << j for j in range(1, 20, 2))
+    A = np.arange(6.0).reshape(2, 3)
+    O = ts.zeros((3, 2), device=device)
+    transposed_views[(1, 1), (4, 4)](put(A, device), O)
+    np.testing.assert_array_equal(O.numpy(), 2 * A.T + 2.5)

@@ -788,6 +788,8 @@ def test_kernel_side_names():
     assert cuda.grid is kernel.grid and cuda.atomic is kernel.atomic and cuda.shfl_down_sync is kernel.shfl_down_sync
     assert cuda.vote_sync_any is kernel.any_sync and cuda.vote_sync_ballot is kernel.ballot_sync
     assert cuda.reduce is cuda.Reduce and cuda.cg is kernel.cg
+    assert cuda.match_any_sync is kernel.match_any_sync and cuda.nanosleep is kernel.nanosleep
+    assert numba.literal_unroll is kernel.literal_unroll
     for name, why in (("compile_ptx", "does not expose PTX"),
                       ("declare_device", "foreign")):
         with pytest.raises(NotImplementedError, match=f"tessel.numba.cuda.{name} is not supported.*{why}"):

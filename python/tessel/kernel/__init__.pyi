@@ -291,6 +291,12 @@ def all_sync(mask: int, predicate: Any) -> int:
     """Nonzero when ``predicate`` is true in every lane of ``mask``."""
 def eq_sync(mask: int, predicate: Any) -> int:
     """Nonzero when ``predicate`` has the same truth value in every lane of ``mask``."""
+def match_any_sync(mask: int, value: Any) -> int:
+    """The lanes of ``mask`` whose ``value`` (an integer, float32 or float64) equals this lane's."""
+def match_all_sync(mask: int, value: Any) -> Tuple[int, bool]:
+    """``(mask, True)`` when every lane of ``mask`` has the same ``value``, else ``(0, False)``."""
+def nanosleep(ns: int) -> None:
+    """Suspends the thread for about ``ns`` nanoseconds (CUDA); nothing on the CPU backend."""
 def activemask() -> int:
     """A uint32 mask of the lanes of the warp that are executing this call."""
 def lanemask_lt() -> int:
@@ -449,4 +455,4 @@ __all__ = ["jit", "Kernel", "DeviceFunction", "KernelCompileError", "threadIdx",
            "ballot_sync", "any_sync", "all_sync", "eq_sync", "activemask", "lanemask_lt", "popc", "clz", "ffs",
            "brev", "fma", "cbrt", "selp", "block_reduce", "block_inclusive_scan", "block_exclusive_scan",
            "warp_reduce", "warp_inclusive_scan", "warp_exclusive_scan", "cg", "literal_unroll", "fp16", "libdevice",
-           "RecordArray", "record_bytes_view"]
+           "RecordArray", "record_bytes_view", "match_any_sync", "match_all_sync", "nanosleep"]

@@ -1082,6 +1082,10 @@ class FunctionCompiler:
                 return Val(None, TupleT(tuple(i.type for i in items)), items=items)
             if attr == "dtype":
                 return Val(None, CT, const=_DTypeMarker(t.dtype))
+            if attr == "T":
+                return self.transposed(base, node)
+            if attr == "transpose":
+                return Val(None, CT, const=_BoundMethod("transpose", base))
             self.error(node, f"arrays have no attribute '{attr}' in kernels")
         if isinstance(t, Scalar):
             if attr in ("real", "imag"):
@@ -1149,6 +1153,19 @@ class FunctionCompiler:
         return Val(f"({self.stride_elems(arr, d)} * {item})", INT64)
 
     # ---- records ------------------------------------------------------------------------------------
+    def transposed(self, arr: Val, node) -> Val:
+        """a.T: a view with the axes reversed."""
+        t = arr.type
+        if t.is_record:
+            self.error(node, "a record array cannot be transposed in a kernel")
+        if t.ndim < 2:
+            return arr
+        shape = [self.extent(arr, d).code for d in reversed(range(t.ndim))]
+        strides = [self.stride_elems(arr, d) for d in reversed(range(t.ndim))]
+        code = f"ts::mkarr<{t.dtype.ctype}, {t.ndim}>({self.data_ptr(arr)}, {{{', '.join(shape)}}}, " \
+               f"{{{', '.join(strides)}}})"
+        return Val(code, ArrayT(t.dtype, t.ndim, "A", t.space if t.space != "const" else "const"))
+
     def record_field(self, rec: Val, name, node) -> Val:
         """A field of a record (rec.x, rec['x']): an lvalue in place, or a byte-wise read (and
         store) where the field is not aligned for its type; a subarray field is a view."""
@@ -1656,6 +1673,9 @@ class FunctionCompiler:
             if bm.name == "grid_sync":
                 self.args_of(node, 0, 0, "sync")
                 return self.grid_sync(node)
+            if bm.name == "transpose":
+                vals, _ = self.args_of(node, 0, 0, "transpose")
+                return self.transposed(bm.base, node)
             if bm.name == "conjugate":
                 t = bm.base.type
                 if t.kind == "c":
@@ -2148,6 +2168,50 @@ class FunctionCompiler:
             pv = Val(f"(ts::i64){self.truth(pred, node)}", INT64)
         return self._sync(name, node, "warp", pv, rtype, {"m": self.convert(mask, UINT32, node)})
 
+    def _match(self, node, name):
+        """match_any_sync(mask, value): the lanes of mask whose value equals this lane's;
+        match_all_sync(mask, value): (mask, True) when every lane of mask has the same value, else
+        (0, False)."""
+        vals, _ = self.args_of(node, 2, 2, name)
+        mask, value = vals
+        t = value.type
+        if not isinstance(t, Scalar) or t.kind not in "iuf" or t.name in ("float16", "bfloat16"):
+            self.error(node, f"{name}: the value must be an integer, float32 or float64, got {t}")
+        t = t.strong()
+        if t.kind in "iu" and t.itemsize < 4:
+            t = INT32
+        v = self.convert(value, t, node)
+        m = self.convert(mask, UINT32, node)
+        if self.root.target == "cuda":
+            ct = {"int32": "int", "uint32": "unsigned", "int64": "long long", "uint64": "unsigned long long",
+                  "float32": "float", "float64": "double"}[t.name]
+            if name == "match_any_sync":
+                return Val(f"((ts::u32)__match_any_sync({m}, ({ct})({v})))", UINT32)
+            r = self.declare_temp(UINT32, "mr")
+            p = self.declare_temp(INT32, "mp")
+            self.emit_pre(f"{r} = (ts::u32)__match_all_sync({m}, ({ct})({v}), &{p});")
+            return Val(None, TupleT((UINT32, BOOL)), items=[Val(r, UINT32), Val(f"({p} != 0)", BOOL)])
+        bits = {"float32": f"(ts::u64)ts::bitcast<ts::u32>({v})", "float64": f"ts::bitcast<ts::u64>({v})"}.get(
+            t.name, f"(ts::u64)(ts::i64)({v})")
+        r = self._sync(name, node, "warp", Val(bits, UINT64), UINT32, {"m": m})
+        if name == "match_any_sync":
+            return r
+        return Val(None, TupleT((UINT32, BOOL)), items=[r, Val(f"({r.code} != 0u)", BOOL)])
+
+    def intr_nanosleep(self, node):
+        vals, _ = self.args_of(node, 1, 1, "nanosleep")
+        if not is_intlike(vals[0].type):
+            self.error(node, f"nanosleep takes an integer number of nanoseconds, got {vals[0].type}")
+        if self.root.target == "cuda":
+            return Val(f"__nanosleep((unsigned)({vals[0].code}))", NoneT())
+        return Val(f"(void)({vals[0].code})", NoneT())   # the CPU backend's threads do not spin
+
+    def intr_match_any_sync(self, node):
+        return self._match(node, "match_any_sync")
+
+    def intr_match_all_sync(self, node):
+        return self._match(node, "match_all_sync")
+
     def intr_ballot_sync(self, node):
         return self._vote(node, "ballot_sync", "__ballot_sync", UINT32)
 
@@ -2563,6 +2627,13 @@ def _b_float(c, node):
     if not vals:
         return Val("0.0", WEAK_FLOAT, True, const=0.0)
     v = vals[0]
+    if v.is_const and isinstance(v.const, str):
+        # float("inf"), float("-inf"), float("nan"), float("1.5"): a constant
+        try:
+            r = float(v.const)
+        except ValueError:
+            c.error(node, f"float({v.const!r}): not a number")
+        return Val(_literal_code(r, WEAK_FLOAT), WEAK_FLOAT, not r < 0, const=r)
     c.scalar_check(v, node, "float()")
     if v.type.kind == "c":
         c.error(node, "float() of a complex number; take .real or abs() first")
@@ -3238,6 +3309,15 @@ def _cpu_exchange(root) -> str:
                      "all_sync": "(ts::i32)((bits & m) == m)",
                      "eq_sync": "(ts::i32)((bits & m) == m || (bits & m) == 0)"}[kind]
                 L.append(f"        st[who[j]].ts_xr{k} = {r};")
+            L.append("      }")
+        elif kind in ("match_any_sync", "match_all_sync"):
+            L.append("      unsigned present = 0; for (int j = 0; j < n; ++j) present |= 1u << (who[j] & 31);")
+            L.append("      for (int j = 0; j < n; ++j) {")
+            L.append(f"        TsState& s = st[who[j]]; const unsigned m = (unsigned)s.ts_xm{k} & present; "
+                     "unsigned same = 0;")
+            L.append(f"        for (int q = 0; q < n; ++q) if ((m >> (who[q] & 31) & 1u) && "
+                     f"st[who[q]].ts_xa{k} == s.ts_xa{k}) same |= 1u << (who[q] & 31);")
+            L.append(f"        s.ts_xr{k} = " + ("same;" if kind == "match_any_sync" else "(same == m) ? m : 0u;"))
             L.append("      }")
         elif kind.endswith(("_reduce", "_inclusive_scan", "_exclusive_scan")):
             t = s.rtype

@@ -67,6 +67,10 @@ ballot_sync = Intrinsic("ballot_sync")
 any_sync = Intrinsic("any_sync")
 all_sync = Intrinsic("all_sync")
 eq_sync = Intrinsic("eq_sync")
+match_any_sync = Intrinsic("match_any_sync")
+match_all_sync = Intrinsic("match_all_sync")
+nanosleep = Intrinsic("nanosleep", "nanosleep(ns): suspends the thread for about ns nanoseconds (CUDA); nothing on the "
+                      "CPU backend.")
 activemask = Intrinsic("activemask")
 lanemask_lt = Intrinsic("lanemask_lt")
 
@@ -101,6 +105,7 @@ libdevice = Namespace("libdevice", sorted(_LIBDEVICE), "Numba's cuda.libdevice: 
 # Intrinsics at which the threads of a warp or block exchange values: on the CPU backend a thread
 # stops there until the others of its warp (or block) arrive.
 WARP_SITES = {"shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "ballot_sync", "any_sync",
+              "match_any_sync", "match_all_sync",
               "all_sync", "eq_sync", "syncwarp", "activemask", "warp_reduce", "warp_inclusive_scan",
               "warp_exclusive_scan"}
 BLOCK_SITES = {"syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or", "block_reduce",
