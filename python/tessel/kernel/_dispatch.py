@@ -287,11 +287,10 @@ class Kernel:
     # ---- compilation ---------------------------------------------------------------------------------
     def _convert_args(self, args, device_hint=None):
         ts = _tessel()
-        device = None
-        state = {"device": None}
+        state = {"device": None}   # the device of the array arguments
 
-        def place(a, i, what):
-            """An array argument's _Arg (NumPy arrays are placed once the device is known)."""
+        def place(a, what):
+            """Checks that array a is on the same device as the earlier array arguments."""
             dev = a.device
             if state["device"] is None:
                 state["device"] = dev
@@ -299,20 +298,21 @@ class Kernel:
                 raise ValueError(f"kernel '{self.__name__}': {what} is on {dev} but earlier array arguments "
                                  f"are on {state['device']}")
 
-        def convert(a, i, what):
+        def convert(a, what):
+            """An argument's _Arg (a NumPy array is placed on the device once that is known)."""
             s_ = _scalar_arg(a)
             if s_ is not None:
                 return s_
             if isinstance(a, tuple):
-                return _Arg(None, items=[convert(x, i, f"{what}[{k}]") for k, x in enumerate(a)])
+                return _Arg(None, items=[convert(x, f"{what}[{k}]") for k, x in enumerate(a)])
             if isinstance(a, RecordArray):
-                place(a.storage, i, what)
+                place(a.storage, what)
                 return _Arg(None, array=a.storage, record=a.dtype)
             inner = getattr(a, "__tessel_array__", None)
             if inner is not None:
                 a = inner
             if isinstance(a, ts.Array):
-                place(a, i, what)
+                place(a, what)
                 return _Arg(_array_type(a), array=a)
             if isinstance(a, np.ndarray):
                 return _Arg(None, value=a)   # placed once the device is known
@@ -322,12 +322,12 @@ class Kernel:
                 except Exception as e:  # noqa: BLE001 - reported with the kernel's name
                     raise TypeError(f"kernel '{self.__name__}': {what} ({type(a).__name__}) could not be "
                                     f"viewed as an array: {e}") from None
-                place(arr, i, what)
+                place(arr, what)
                 return _Arg(_array_type(arr), array=arr)
             raise TypeError(f"kernel '{self.__name__}': {what} has type {type(a).__name__}; kernels take "
                             "arrays (tessel, NumPy, CuPy, PyTorch...), numbers and tuples of those")
 
-        converted = [convert(a, i, f"argument {i}") for i, a in enumerate(args)]
+        converted = [convert(a, f"argument {i}") for i, a in enumerate(args)]
         device = state["device"]
         if device is None:
             device = device_hint if device_hint is not None else ts.default_device()
