@@ -298,11 +298,15 @@ class CUDADispatcher(_kdispatch.Kernel):
         ``max_cooperative_grid_blocks``, ``regs_per_thread``, ... and tessel's ``.source`` and
         ``.target``)."""
         found = _Overloads()
+        here = "cuda" if target_device().type == "cuda" else "cpu"
         for key, spec in self._specs.items():
+            sig = tuple(numba_type_of_kernel_type(t) for t in key[0])
+            if dict.__contains__(found, sig) and dict.__getitem__(found, sig).target == here and spec.target != here:
+                continue   # compiled for both backends: the selected device's
             wrapped = self._overload_objects.get(id(spec))
             if wrapped is None or wrapped.spec is not spec:
                 wrapped = self._overload_objects[id(spec)] = Overload(self, spec)
-            found[tuple(numba_type_of_kernel_type(t) for t in key[0])] = wrapped
+            found[sig] = wrapped
         return found
 
     definitions = overloads
