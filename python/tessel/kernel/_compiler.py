@@ -1029,11 +1029,19 @@ class FunctionCompiler:
         if key not in self.root.const_keys:
             cname = self.root.fresh("ts_const")
             flat = np.ascontiguousarray(arr).reshape(-1)
-            values = ", ".join(_literal_code(v.item() if t.kind != "c" else complex(v), t) for v in flat) or "0"
             qual = "__device__ const" if self.root.target == "cuda" else "static const"
-            if t.name in ("float16", "bfloat16") or t.kind == "c":
-                qual = "__device__" if self.root.target == "cuda" else "static"
-            self.root.consts.append(f"{qual} {t.ctype} {cname}[{max(flat.size, 1)}] = {{{values}}};")
+            if t.kind in "fc":
+                # Floating values as their bit patterns: NVRTC accepts only constant initializers in
+                # a __device__ array, and a cast, NaN or half/complex constructor is not one.
+                word = 2 if t.name in ("float16", "bfloat16") else (8 if t.name in ("float64", "complex128") else 4)
+                bits = flat.view(np.dtype(f"u{word}"))
+                values = ", ".join(f"{int(v)}ull" if word == 8 else f"{int(v)}u" for v in bits) or "0"
+                storage = {2: "ts::u16", 4: "ts::u32", 8: "ts::u64"}[word]
+                self.root.consts.append(f"alignas({max(t.itemsize, word)}) {qual} {storage} {cname}"
+                                        f"[{max(bits.size, 1)}] = {{{values}}};")
+            else:
+                values = ", ".join(_literal_code(v.item(), t) for v in flat) or "0"
+                self.root.consts.append(f"{qual} {t.ctype} {cname}[{max(flat.size, 1)}] = {{{values}}};")
             self.root.const_bytes += max(flat.size, 1) * t.itemsize
             self.root.const_keys[key] = cname
         cname = self.root.const_keys[key]
@@ -1447,6 +1455,10 @@ class FunctionCompiler:
             if k == "c":
                 return Val(f"ts::cpow({A}, {B_})", ts_)
             ft = ts_ if ts_.name not in ("float16", "bfloat16") else FLOAT32
+            if b.type.kind in "iu":
+                # float ** integer by repeated squaring, as Numba's int_power: x ** 2 is exactly x * x
+                # (powf is neither exact nor cheap).
+                return Val(self.round_half(f"ts::fpowi({self.convert(a, ft, node)}, {self.convert(b, INT64, node)})", ts_), ts_)
             return Val(self.round_half(f"ts::pow({self.convert(a, ft, node)}, {self.convert(b, ft, node)})", ts_), ts_)
         if opname in ("BitAnd", "BitOr", "BitXor"):
             if k not in "iub":

@@ -268,6 +268,18 @@ template <class T> TS_HD T ipow(T base, T exp) {
 }
 
 // A float to an integer power by repeated squaring (Numba's int_power): x ** 2 == x * x exactly.
+template <class T> TS_HD T fpowi(T base, i64 exp) {
+  const bool invert = exp < 0;
+  u64 e = invert ? u64(0) - u64(exp) : u64(exp);
+  T r = T(1);
+  while (e) {
+    if (e & 1u) r *= base;
+    base *= base;
+    e >>= 1;
+  }
+  return invert ? T(1) / r : r;
+}
+
 // ---- float math --------------------------------------------------------------------------------
 #ifdef TS_CUDA
 #define TS_M1(name) TS_HD float name(float x) { return ::name##f(x); } TS_HD double name(double x) { return ::name(x); }
