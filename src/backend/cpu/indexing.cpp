@@ -277,23 +277,98 @@ void check_indices(const GatherProblem& p, const Stream&) {
   });
 }
 
+namespace {
+
+// Mask compaction in chunks: the flags of each chunk are counted in parallel, an exclusive scan of
+// the counts gives each chunk its first output slot, then the chunks are compacted in parallel.
+constexpr std::int64_t kCompactChunk = std::int64_t{1} << 16;
+
+// emit(begin, end, first) writes the flagged elements of [begin, end) from output slot `first`.
+template <class Emit>
+std::int64_t compact_in_chunks(const bool* flags, std::int64_t n, Emit&& emit) {
+  const std::int64_t chunks = (n + kCompactChunk - 1) / kCompactChunk;
+  const int threads = n >= parallel_threshold ? loop_threads(n, kMinElementsPerThread) : 1;
+  if (threads <= 1 || chunks <= 1) {
+    emit(0, n, 0);
+    std::int64_t count = 0;
+    for (std::int64_t i = 0; i < n; ++i) count += flags[i];
+    return count;
+  }
+  std::vector<std::int64_t> first(static_cast<std::size_t>(chunks) + 1, 0);
+  parallel_pieces(chunks, threads, [&](std::int64_t c) {
+    const std::int64_t begin = c * kCompactChunk, end = std::min(n, begin + kCompactChunk);
+    std::int64_t count = 0;
+    for (std::int64_t i = begin; i < end; ++i) count += flags[i];
+    first[static_cast<std::size_t>(c) + 1] = count;
+  });
+  for (std::size_t c = 0; c < static_cast<std::size_t>(chunks); ++c) first[c + 1] += first[c];
+  parallel_pieces(chunks, threads, [&](std::int64_t c) {
+    const std::int64_t begin = c * kCompactChunk;
+    emit(begin, std::min(n, begin + kCompactChunk), first[static_cast<std::size_t>(c)]);
+  });
+  return first.back();
+}
+
+// The last flagged position of [begin, end), or begin - 1. Up to it, a store of every element at
+// the running count (kept or not: no branch to mispredict) stays inside the range's own slots.
+std::int64_t last_flagged(const bool* flags, std::int64_t begin, std::int64_t end) {
+  std::int64_t last = end - 1;
+  while (last >= begin && !flags[last]) --last;
+  return last;
+}
+
+template <class T>
+void select_range(const T* src, const bool* flags, std::int64_t begin, std::int64_t end, T* dst) {
+  const std::int64_t last = last_flagged(flags, begin, end);
+  std::int64_t k = 0;
+  for (std::int64_t i = begin; i <= last; ++i) {
+    dst[k] = src[i];
+    k += flags[i];
+  }
+}
+
+struct Bytes16 {
+  std::uint64_t lo, hi;
+};
+
+}  // namespace
+
 void select_flagged(const void* in, std::int64_t width, const bool* flags, std::int64_t n, void* out,
                     std::int64_t* status, const Stream&) {
   const auto* src = static_cast<const unsigned char*>(in);
   auto* dst = static_cast<unsigned char*>(out);
-  std::int64_t count = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (flags[i]) copy_element(dst + (count++) * width, src + i * width, width);
+  const auto typed = [&](auto tag) {
+    using T = decltype(tag);
+    return compact_in_chunks(flags, n, [&](std::int64_t begin, std::int64_t end, std::int64_t first) {
+      select_range(reinterpret_cast<const T*>(src), flags, begin, end, reinterpret_cast<T*>(dst) + first);
+    });
+  };
+  switch (width) {
+    case 1: status[0] = typed(std::uint8_t{}); return;
+    case 2: status[0] = typed(std::uint16_t{}); return;
+    case 4: status[0] = typed(std::uint32_t{}); return;
+    case 8: status[0] = typed(std::uint64_t{}); return;
+    case 16: status[0] = typed(Bytes16{}); return;
+    default: break;
   }
-  status[0] = count;
+  status[0] = compact_in_chunks(flags, n, [&](std::int64_t begin, std::int64_t end, std::int64_t first) {
+    std::int64_t k = first;
+    for (std::int64_t i = begin; i < end; ++i) {
+      if (flags[i]) copy_element(dst + (k++) * width, src + i * width, width);
+    }
+  });
 }
 
 void flat_nonzero(const bool* flags, std::int64_t n, std::int64_t* out, std::int64_t* status, const Stream&) {
-  std::int64_t count = 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    if (flags[i]) out[count++] = i;
-  }
-  status[0] = count;
+  status[0] = compact_in_chunks(flags, n, [&](std::int64_t begin, std::int64_t end, std::int64_t first) {
+    const std::int64_t last = last_flagged(flags, begin, end);
+    std::int64_t* dst = out + first;
+    std::int64_t k = 0;
+    for (std::int64_t i = begin; i <= last; ++i) {
+      dst[k] = i;
+      k += flags[i];
+    }
+  });
 }
 
 void unravel(const std::int64_t* flat, std::int64_t n, const std::vector<std::int64_t>& shape,
