@@ -73,7 +73,8 @@ pipargs=(-q --disable-pip-version-check)
 [ "$OFFLINE" = 1 ] && pipargs+=(--no-index)
 if [ -n "$SITE" ]; then
   echo "$SITE" > "$VSITE/zz-wheel-test-site.pth"    # after the venv's own site-packages
-  "$VPY" -m pip install "${pipargs[@]}" --no-deps "$WHEEL"
+  # --ignore-installed: a tessel in SITE (a source build installed there) must not stand in for the wheel
+  "$VPY" -m pip install "${pipargs[@]}" --no-deps --ignore-installed "$WHEEL"
   for spec in numpy:numpy scipy_openblas32:scipy-openblas32 pytest:pytest hypothesis:hypothesis; do
     "$VPY" -c "import ${spec%%:*}" >/dev/null 2>&1 || "$VPY" -m pip install "${pipargs[@]}" "${spec##*:}"
   done
@@ -132,7 +133,9 @@ echo "test-wheel: checks"
 INSTALLED=$("${RUN[@]}" "$VPY" -c "import importlib.util as u; print(u.find_spec('tessel').submodule_search_locations[0])")
 check "tessel imports from the venv ($INSTALLED)" test "${INSTALLED#"$VENV"}" != "$INSTALLED"
 EXT=$(ls "$INSTALLED"/_tessel*.so)
-LDD=$(ldd "$EXT" 2>&1 || true)
+# In the wheel's environment (toolkit hidden): where --site-packages holds NVIDIA's wheels and
+# scipy-openblas32, the run path misses them ("not found"): tessel/_cuda_libs.py loads them first.
+LDD=$(inenv ldd "$EXT" 2>&1 || true)
 echo "$LDD" | sed 's/^/    ldd: /'
 check "the extension does not link libmpi (ts.distributed opens it)" bash -c "! grep -q libmpi <<<'$LDD'"
 check "ldd resolves nothing from the toolkit" bash -c "! grep -q '/usr/local/cuda' <<<'$LDD' || [ $HIDE = 0 ]"

@@ -258,6 +258,26 @@ def _loaded_path(lib, soname):
     return soname
 
 
+def _load_openblas():
+    """A wheel's CPU BLAS/LAPACK, PyPI's scipy-openblas32 (a dependency of the wheel), loaded from
+    wherever it is importable: the extension's run path only finds it in the same site-packages."""
+    import importlib.util
+
+    soname = "libscipy_openblas.so"
+    spec = importlib.util.find_spec("scipy_openblas32")
+    dirs = list(spec.submodule_search_locations or []) if spec is not None else []
+    path = next((p for p in (os.path.join(d, "lib", soname) for d in dirs) if os.path.exists(p)), None)
+    if path is None:
+        raise ImportError("tessel: the CPU BLAS/LAPACK library (libscipy_openblas.so) was not found; "
+                          "install it with: pip install scipy-openblas32")
+    mode = getattr(os, "RTLD_GLOBAL", 0x100) | getattr(os, "RTLD_NOW", 2)
+    try:
+        ctypes.CDLL(path, mode=mode)
+    except OSError as e:
+        raise ImportError(f"tessel: could not load the CPU BLAS/LAPACK library {path}: {e}") from None
+    _loaded[soname] = {"path": path, "source": "wheel", "package": "scipy-openblas32"}
+
+
 def prepare():
     """Called by tessel/__init__.py before the extension is imported. A wheel (tessel/_build_config.py:
     WHEEL) loads its CUDA libraries as described above; a source build keeps what its extension links
@@ -266,7 +286,10 @@ def prepare():
         from . import _build_config as config
     except ImportError:  # an extension built before _build_config.py existed
         return
-    if not (config.WHEEL and config.CUDA):
+    if not config.WHEEL:
+        return
+    _load_openblas()
+    if not config.CUDA:
         return
     here = os.path.dirname(os.path.abspath(__file__))
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
@@ -302,7 +325,7 @@ def loaded():
     wheel / system / not found, loaded: mapped into the process now, package: the wheel and its version)."""
     mapped = _mapped()
     rows = []
-    names = list(_LIBRARIES) + list(_ON_DEMAND) + ["libmpi.so.40"]
+    names = list(_LIBRARIES) + ["libscipy_openblas.so"] + list(_ON_DEMAND) + ["libmpi.so.40"]
     for soname in names:
         info = _loaded.get(soname) or _on_demand.get(soname)
         path = mapped.get(soname)
