@@ -230,5 +230,22 @@ print('toolkit files mapped:', toolkit or 'none')
 raise SystemExit(1 if toolkit else 0)
 " && echo "  ok: no file of the toolkit mapped into the process" || { echo "  FAILED: the toolkit was used"; fail=1; }
 
+# 5. The record: bench/results/<machine>-<date>.json, key "wheel" (size, import time, checks).
+WHEEL_PATH="$WHEEL" IMPORT_TXT="$WORK/import.txt" FAILED="$fail" INFO_JSON="$WORK/info.json" python3 - <<'EOF' || true
+import json, os, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "bench", "peers"))
+from peer_results import merge_results
+info = json.load(open(os.environ["INFO_JSON"]))
+gpus = [d for d in info.get("devices", []) if isinstance(d, dict) and d.get("name")]
+merge_results("wheel", {
+    "wheel": os.path.basename(os.environ["WHEEL_PATH"]),
+    "bytes": os.path.getsize(os.environ["WHEEL_PATH"]),
+    "import_s": float(open(os.environ["IMPORT_TXT"]).read().split()[1]),
+    "import_note": open(os.environ["IMPORT_TXT"]).read().strip(),
+    "load_average": os.getloadavg(),
+    "checks_passed": os.environ["FAILED"] == "0",
+}, gpus[0]["name"] if gpus else "cpu")
+EOF
+
 [ "$fail" = 0 ] && echo "test-wheel: passed" || echo "test-wheel: FAILED"
 exit "$fail"
