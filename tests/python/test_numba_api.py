@@ -139,6 +139,33 @@ def test_copy_to_host_into_given_arrays(backend):
     assert np.array_equal(d[1:].copy_to_host(out[1:]), host[1:])
 
 
+def test_copy_to_host_on_streams_into_pinned_memory(backend):
+    # Asynchronous into pinned memory (as Numba's): correct once the stream is synchronized, from
+    # views too, on several streams at once; into pageable memory finished on return.
+    rng = np.random.default_rng(7)
+    chunks = [rng.standard_normal(n).astype(np.float32) for n in (1 << 18, 1000, 1)]
+    streams = [cuda.stream() for _ in chunks]
+    outs = [cuda.pinned_array(c.shape, np.float32) for c in chunks]
+    for o in outs:
+        o[:] = np.nan
+    for s, c, o in zip(streams, chunks, outs):
+        cuda.to_device(c, stream=s).copy_to_host(o, stream=s)
+    for s in streams:
+        s.synchronize()
+    for c, o in zip(chunks, outs):
+        assert np.array_equal(o, c)
+    mat = rng.standard_normal((64, 48)).astype(np.float32)
+    d = cuda.to_device(mat)
+    s = cuda.stream()
+    view_out = cuda.pinned_array((64, 24), np.float32)
+    view_out[:] = np.nan
+    d[:, ::2].copy_to_host(view_out, stream=s)
+    s.synchronize()
+    assert np.array_equal(view_out, mat[:, ::2])
+    pageable = np.full((64, 48), np.nan, np.float32)
+    assert d.copy_to_host(pageable, stream=s) is pageable and np.array_equal(pageable, mat)
+
+
 def test_copy_to_device(backend):
     d = cuda.device_array((2, 3), dtype=np.float32)
     d.copy_to_device(np.ones((2, 3), np.float32))
