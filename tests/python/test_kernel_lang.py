@@ -38,6 +38,60 @@ def test_axpy_partial_blocks(device, n):
 
 
 @ts.jit
+def integer_powers(x, n, out):
+    i = tk.grid(1)
+    if i < x.size:
+        v = x[i]
+        out[i, 0] = v ** 2
+        out[i, 1] = v ** 3
+        out[i, 2] = v ** -2
+        out[i, 3] = v ** n
+        out[i, 4] = v ** 0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_to_integer_powers_multiply(device, dtype):
+    # A float to an integer power multiplies (Numba's int_power): x ** 2 is exactly x * x.
+    x = (rng.standard_normal(1000) * 3).astype(dtype)
+    x[:3] = [0.0, np.inf, np.nan]
+    out = poisoned((1000, 5), dtype, device)
+    integer_powers[8, 128](put(x, device), 5, out)
+    got = out.numpy()
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(got[:, 0], x * x)
+        np.testing.assert_array_equal(got[:, 1], x * x * x)
+        np.testing.assert_allclose(got[3:, 2], 1 / (x[3:] * x[3:]), rtol=1e-6)
+        np.testing.assert_allclose(got[3:, 3], x[3:] ** 5, rtol=1e-5)
+    assert np.all(got[:, 4] == 1)
+    assert got[0, 2] == np.inf and got[1, 2] == 0 and np.isnan(got[2, 0])
+
+
+GLOBAL_F32 = np.array([0.25, -0.0, np.inf, -np.inf, np.nan, 1e-45], np.float32)
+GLOBAL_C128 = np.array([1 + 2j, -3.5 - 0.25j])
+GLOBAL_F16 = np.array([0.5, -2.0, 65504.0], np.float16)
+
+
+@ts.jit
+def read_global_arrays(out_f, out_c, out_h):
+    i = tk.grid(1)
+    if i < GLOBAL_F32.size:
+        out_f[i] = GLOBAL_F32[i]
+    if i < GLOBAL_C128.size:
+        out_c[i] = GLOBAL_C128[i]
+    if i < GLOBAL_F16.size:
+        out_h[i] = GLOBAL_F16[i]
+
+
+def test_global_arrays_keep_every_bit(device):
+    # Global arrays are constants with their exact bits: signed zero, infinities, NaN, subnormals.
+    out_f, out_c, out_h = poisoned(6, "float32", device), poisoned(2, "complex128", device), poisoned(3, "float16", device)
+    read_global_arrays[1, 32](out_f, out_c, out_h)
+    assert out_f.numpy().tobytes() == GLOBAL_F32.tobytes()
+    assert out_c.numpy().tobytes() == GLOBAL_C128.tobytes()
+    assert out_h.numpy().tobytes() == GLOBAL_F16.tobytes()
+
+
+@ts.jit
 def grid_stride_copy(x, out):
     start = tk.grid(1)
     step = tk.gridsize(1)
