@@ -9,6 +9,7 @@
 // info: `batch` int32 values, LAPACK's info of each matrix. Everything runs on `stream` and is
 // asynchronous on CUDA. batch >= 1 and every dimension >= 1 (ops/linalg.cpp skips empty work).
 #include <cstdint>
+#include <initializer_list>
 
 #include "backend/dispatch.hpp"
 #include "tessel/array/array.hpp"
@@ -27,13 +28,21 @@ struct LinalgBatch {
   std::int64_t m = 0, n = 0;  // rows, columns of the input matrices
 };
 
+// The results of eigh: w (batch..., n) real, ascending; v (batch..., n, n), the eigenvectors as
+// columns, a view of whatever layout the backend wrote (undefined without vectors); info
+// (batch...) int32.
+struct EighArrays {
+  Array w, v, info;
+};
+
 // What a backend decides for itself: whether it has a route that reads the caller's matrices as
 // they are (a contiguous row-major batch of the compute dtype, `a` below, which it only reads) and
 // writes the results elsewhere, for this problem on this device. The CUDA backend has them where
 // its tuning table (backend/cuda/tuning/linalg_routes.hpp) says its small-matrix kernels win; the
 // CPU has none. The ops layer asks has_row_major_route and takes the *_row_major entry when it
-// says yes, else copies the operands column-major for the entries above.
-enum class RowMajorRoute : std::uint8_t { inv, solve, eigh };
+// says yes, else copies the operands column-major for the entries above. (eigh needs no question:
+// its one entry takes the caller's matrices and lays them out for the route it takes.)
+enum class RowMajorRoute : std::uint8_t { inv, solve };
 
 #define TESSEL_LINALG_BACKEND(X)                                                                              \
   /* a (n x n): the triangle `upper` receives the factor; the other one is left as it was. */                  \
@@ -46,8 +55,9 @@ enum class RowMajorRoute : std::uint8_t { inv, solve, eigh };
   /* where tessel's small kernel applies, which reads a and leaves it as it is). */                           \
   X(void, solve, (const LinalgBatch& p, void* a, void* b, std::int64_t nrhs, bool transposed, std::int32_t* info, \
                   const Stream& stream))                                                                       \
-  /* a (n x n) destroyed, or the eigenvectors (columns) when `vectors`; w (batch, n) real. */                 \
-  X(void, eigh, (const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream)) \
+  /* x: the matrices (batch..., n, n) in the compute dtype, any strides, read only (the lower triangle */     \
+  /* counts); batch, n >= 1. The backend chooses its route and lays x out for it. */                          \
+  X(EighArrays, eigh, (const LinalgBatch& p, const Array& x, bool vectors, const Stream& stream))              \
   /* a (m x n) destroyed; s (batch, k) real, k = min(m, n); when `vectors`: u (m x ucols) and */               \
   /* vh (vrows x n) with ucols = vrows = m / n (full) or k. */                                                 \
   X(void, svd, (const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors, bool full,           \
@@ -63,11 +73,21 @@ enum class RowMajorRoute : std::uint8_t { inv, solve, eigh };
   X(void, inv_row_major, (const LinalgBatch& p, const void* a, void* out, std::int32_t* info, const Stream& stream)) \
   /* out (nrhs x n per matrix: column-major n x nrhs) = the solution of a x = b for the column-major b. */   \
   X(void, solve_row_major, (const LinalgBatch& p, const void* a, const void* b, void* out, std::int64_t nrhs,   \
-                            std::int32_t* info, const Stream& stream))                                         \
-  /* w (batch, n) real; v (row-major eigenvectors, may be null) when `vectors`. */                             \
-  X(void, eigh_row_major, (const LinalgBatch& p, const void* a, void* v, void* w, bool vectors, std::int32_t* info, \
-                           const Stream& stream))
+                            std::int32_t* info, const Stream& stream))
 TESSEL_BACKEND_FAMILY(TESSEL_LINALG_BACKEND)
+
+// The backends' entries that take Arrays (eigh): make `stream` wait for the pending writes of
+// the arrays they use, and mark the ones they wrote as written on `stream` afterwards.
+inline void wait_for_writes(const Stream& stream, std::initializer_list<const Array*> arrays) {
+  for (const Array* a : arrays) {
+    if (a && a->defined()) a->storage()->wait_on_stream(stream);
+  }
+}
+inline void mark_written(const Stream& stream, std::initializer_list<const Array*> arrays) {
+  for (const Array* a : arrays) {
+    if (a && a->defined()) a->storage()->record_pending_write(stream);
+  }
+}
 
 // The error check of the CUDA entries without reading the info array back: one reduction on
 // `stream` writes status[1] = (the first i with info[i] != 0) + 1, and leaves status[1] as it is

@@ -4,7 +4,9 @@
 //
 // Every input is copied once into a fresh batch (LAPACK and cuSOLVER overwrite their input); the
 // copy also casts and broadcasts. tessel's CUDA kernels for small solve and inv read their input
-// and write elsewhere, so there a contiguous input of the compute dtype is read as it is. It is column-major (a strided transpose of the input) except
+// and write elsewhere, so there a contiguous input of the compute dtype is read as it is; eigh
+// hands the backend its input in the compute dtype and the backend lays it out for the route it
+// takes. The copy is column-major (a strided transpose of the input) except
 // where the transpose is free to use instead: Cholesky (x Hermitian), determinants
 // (det x^T = det x) and solves of order > 64 (LAPACK's transposed solve). Matrix results are the
 // backends' column-major buffers seen through a swap of the last two axes: no second copy.
@@ -453,31 +455,15 @@ namespace {
 EighExResult eigh_impl(const Array& x, bool vectors, const OptionalStream& stream_arg, const char* op) {
   const Matrices mat = inspect(x, op, true);
   const Stream stream = detail::op_stream(x, stream_arg, op);
-  if (mat.batch > 0 && mat.n > 0 &&
-      backend::dispatch::has_row_major_route(x.device(), backend::RowMajorRoute::eigh, batch_desc(mat), vectors,
-                                             x.device())) {
-    // CUDA's small eigh kernels read x itself when it already is a contiguous batch of the compute
-    // dtype (else one plain copy, no strided transpose) and write row-major eigenvectors elsewhere:
-    // at 100,000 matrices of 8 x 8 the transposing copies in and out moved twice the kernel's bytes.
-    const Array in = x.dtype() == mat.dtype && x.is_contiguous() ? x : row_major_copy(x, mat.batch_shape, mat.dtype, stream);
-    Array v = vectors ? empty(x.shape(), mat.dtype, x.device(), stream) : Array();
-    Array w = empty(with_tail(mat.batch_shape, {mat.n}), to_real(mat.dtype), x.device(), stream);
-    Array info = empty(mat.batch_shape, DType::int32, x.device(), stream);  // the kernel writes every entry
-    before(stream, {&in, &v, &w, &info});
-    backend::dispatch::eigh_row_major(x.device(), batch_desc(mat), in.data(), vectors ? v.data() : nullptr, w.data(),
-                                      vectors, info_data(info), stream);
-    after(stream, {&v, &w, &info});
-    return {w, v, info};
+  if (mat.batch == 0 || mat.n == 0) {
+    return {empty(with_tail(mat.batch_shape, {mat.n}), to_real(mat.dtype), x.device(), stream),
+            vectors ? empty(x.shape(), mat.dtype, x.device(), stream) : Array(),
+            zeros(mat.batch_shape, DType::int32, x.device(), stream)};
   }
-  Array work = column_major_copy(x, mat.batch_shape, mat.dtype, stream);
-  Array w = empty(with_tail(mat.batch_shape, {mat.n}), to_real(mat.dtype), x.device(), stream);
-  Array info = zeros(mat.batch_shape, DType::int32, x.device(), stream);
-  if (mat.batch > 0 && mat.n > 0) {
-    before(stream, {&work, &w, &info});
-    backend::dispatch::eigh(x.device(), batch_desc(mat), work.data(), w.data(), vectors, info_data(info), stream);
-    after(stream, {&work, &w, &info});
-  }
-  return {w, vectors ? matrices_of(work) : Array(), info};
+  // The backend chooses its route and lays the matrices out for it (backend/linalg.hpp).
+  const Array in = x.dtype() == mat.dtype ? x : astype(x, mat.dtype, stream);
+  backend::EighArrays r = backend::dispatch::eigh(x.device(), batch_desc(mat), in, vectors, stream);
+  return {r.w, r.v, r.info};
 }
 }  // namespace
 

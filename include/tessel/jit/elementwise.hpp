@@ -73,8 +73,9 @@ constexpr int kMaxElementwiseUnroll = 8;
 // TESSEL_EW_TUNING="block,unroll,waves" when set, else the values below (docs/guide/performance.rst).
 // The bench sweeps it (bench/elementwise_bench.cpp).
 struct ElementwiseTuning {
-  // Defaults from the H100 sweep in bench/elementwise_bench.cpp (2026-11-23): 128/2/64 was the
-  // fastest for the 1e8 add (102.7% of copy vs 100.3% for 256/4/8) and as fast at 1e7.
+  // The defaults: the fastest shape of bench/elementwise_bench.cpp's sweep
+  // (elementwise.tuning_sweep in bench/results/nvidia-h100-80gb-hbm3-2026-11-23.json; the table is
+  // in docs/architecture.rst).
   int block = 128;  // threads per block, multiple of 32 in [32, 1024]
   int unroll = 2;   // contiguous layout: 16-byte vectors per thread per loop trip, 1..8
   int waves = 64;   // grid cap in full waves of resident blocks; beyond it threads grid-stride

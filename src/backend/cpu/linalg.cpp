@@ -397,7 +397,9 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool 
   });
 }
 
-void eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream&) {
+namespace {
+// a: column-major matrices, overwritten with the eigenvectors (columns) when `vectors`.
+void eigh_in_place(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info) {
   const lapack_int n = to_int(p.n, "eigh");
   dispatch(p.dtype, "eigh", [&](auto tag) {
     using T = decltype(tag);
@@ -415,6 +417,21 @@ void eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* in
       info[b] = e.run(m, wb + b * p.n);
     });
   });
+}
+}  // namespace
+
+// LAPACK works in place on a column-major copy (x's transpose, copied C-order).
+EighArrays eigh(const LinalgBatch& p, const Array& x, bool vectors, const Stream& stream) {
+  const Shape batch_shape(x.shape().begin(), x.shape().end() - 2);
+  Array work = x.swapaxes(-1, -2).copy(stream);
+  Shape w_shape = batch_shape;
+  w_shape.push_back(p.n);
+  Array w = empty(w_shape, to_real(p.dtype), x.device(), stream);
+  Array info = zeros(batch_shape, DType::int32, x.device(), stream);
+  wait_for_writes(stream, {&work, &w, &info});
+  eigh_in_place(p, work.data(), w.data(), vectors, static_cast<std::int32_t*>(info.data()));
+  mark_written(stream, {&work, &w, &info});
+  return {w, vectors ? work.swapaxes(-1, -2) : Array(), info};
 }
 
 void svd(const LinalgBatch& p, void* a, void* s, void* u, void* vh, bool vectors, bool full, std::int32_t* info,
@@ -497,9 +514,6 @@ void inv_row_major(const LinalgBatch&, const void*, void*, std::int32_t*, const 
 void solve_row_major(const LinalgBatch&, const void*, const void*, void*, std::int64_t, std::int32_t*,
                      const Stream&) {
   no_row_major_route("solve_row_major");
-}
-void eigh_row_major(const LinalgBatch&, const void*, void*, void*, bool, std::int32_t*, const Stream&) {
-  no_row_major_route("eigh_row_major");
 }
 
 }  // namespace tessel::backend::cpu

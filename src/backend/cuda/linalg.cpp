@@ -4,10 +4,11 @@
 // tessel's batched Q, cusolverDn<t>syevjBatched, cusolverDnXsyevBatched, cusolverDn<t>gesvdjBatched)
 // or cuSOLVER's 64-bit cusolverDnX* API one matrix per call with the batch split over streams,
 // as that file's kLibraryRoutes says. One large matrix: Cholesky always runs potrf LOWER (the fast one) and
-// SVD picks its driver from the SVD table below (QR first for tall matrices, then Jacobi). Device workspaces come from the caching allocator (stream-ordered
-// frees); handles come from a per-(device, stream) cache, so a call never rebinds a handle
-// another stream is using. A batched call may be split over the caller's stream and side streams
-// (TESSEL_LINALG_STREAMS, in_parts below), joined back with events. Nothing here synchronizes:
+// SVD picks its driver from the SVD table (linalg_route.hpp: QR first for tall matrices, then Jacobi).
+// Device workspaces come from the caching allocator (stream-ordered frees); handles come from a
+// per-(device, stream) cache (linalg_handles.hpp), so a call never rebinds a handle another stream
+// is using. A batched call may be split over the caller's stream and side streams
+// (TESSEL_LINALG_STREAMS, in_parts), joined back with events. Nothing here synchronizes:
 // info values stay on the device.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -25,7 +26,9 @@
 
 #include <fmt/format.h>
 
-#include "backend/cuda/stream_cache.hpp"
+#include "backend/cuda/linalg_cusolver.hpp"
+#include "backend/cuda/linalg_handles.hpp"
+#include "backend/cuda/linalg_route.hpp"
 #include "backend/cuda/tuning/linalg_routes.hpp"
 #include "backend/linalg.hpp"
 #include "backend/linalg_small.hpp"
@@ -41,524 +44,8 @@
 namespace tessel::backend::cuda {
 namespace {
 
-// ---- routes: tuning/linalg_routes.hpp's kLibraryRoutes ----
-using tuning::LinalgOp;
-
-// TESSEL_LINALG_ROUTE: unset or "auto", the table; "batched", the batched entry point wherever one
-// exists; "matrix", one library call chain per matrix (on streams) everywhere: for
-// bench/peers/linalg_grid.py, which times both to suggest the table's crossovers.
-enum class ForcedRoute { none, batched, matrix };
-ForcedRoute forced_route() {
-  static const ForcedRoute chosen = [] {
-    const char* v = std::getenv("TESSEL_LINALG_ROUTE");
-    const std::string name(v ? v : "");
-    if (name.empty() || name == "auto") return ForcedRoute::none;
-    if (name == "batched") return ForcedRoute::batched;
-    if (name == "matrix") return ForcedRoute::matrix;
-    throw ValueError(fmt::format("TESSEL_LINALG_ROUTE must be auto, batched or matrix, got \"{}\"", name));
-  }();
-  return chosen;
-}
-
-// Whether the batch takes op's batched entry point (else one call chain per matrix, on streams).
-bool batched_route(LinalgOp op, const LinalgBatch& p) {
-  const std::int64_t n = std::max(p.m, p.n);
-  if (op == LinalgOp::svd && n > tuning::kGesvdjBatchedMaxN) return false;  // no batched entry point
-  if (p.batch < 2) return false;
-  switch (forced_route()) {
-    case ForcedRoute::batched: return true;
-    case ForcedRoute::matrix: return false;
-    case ForcedRoute::none: break;
-  }
-  for (const auto& row : tuning::kLibraryRoutes) {
-    if (row.op == op && (row.dtypes & tuning::dtype_bit(p.dtype)) != 0 && n <= row.max_n) return p.batch >= row.min_batch;
-  }
-  return false;
-}
-
-const char* cusolver_status_name(cusolverStatus_t s) {
-  switch (s) {
-    case CUSOLVER_STATUS_SUCCESS: return "CUSOLVER_STATUS_SUCCESS";
-    case CUSOLVER_STATUS_NOT_INITIALIZED: return "CUSOLVER_STATUS_NOT_INITIALIZED";
-    case CUSOLVER_STATUS_ALLOC_FAILED: return "CUSOLVER_STATUS_ALLOC_FAILED";
-    case CUSOLVER_STATUS_INVALID_VALUE: return "CUSOLVER_STATUS_INVALID_VALUE";
-    case CUSOLVER_STATUS_ARCH_MISMATCH: return "CUSOLVER_STATUS_ARCH_MISMATCH";
-    case CUSOLVER_STATUS_EXECUTION_FAILED: return "CUSOLVER_STATUS_EXECUTION_FAILED";
-    case CUSOLVER_STATUS_INTERNAL_ERROR: return "CUSOLVER_STATUS_INTERNAL_ERROR";
-    case CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED: return "CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED";
-    case CUSOLVER_STATUS_NOT_SUPPORTED: return "CUSOLVER_STATUS_NOT_SUPPORTED";
-    default: return "CUSOLVER_STATUS_<other>";
-  }
-}
-
-void check_cusolver(cusolverStatus_t status, const char* op, const char* expr, const char* file, int line) {
-  if (status != CUSOLVER_STATUS_SUCCESS) {
-    throw CudaError(fmt::format("{}: {} failed: {} ({}) at {}:{}", op, expr, cusolver_status_name(status),
-                                static_cast<int>(status), file, line),
-                    static_cast<int>(status), false);
-  }
-}
-#define TESSEL_CUSOLVER_CHECK(expr, op) check_cusolver((expr), (op), #expr, __FILE__, __LINE__)
-
-// ---- handles: one set per (device, CUDA stream), created on first use and kept for the process ----
-struct Handles {
-  explicit Handles(int device) : device(device) {}
-  Handles(const Handles&) = delete;
-  Handles& operator=(const Handles&) = delete;
-  ~Handles() {
-    DeviceGuard guard(Device::cuda(device));
-    // Teardown (release_stream_caches): a failure here leaves nothing to recover, so the statuses
-    // are not checked.
-    if (params) (void)cusolverDnDestroyParams(params);
-    if (solver) (void)cusolverDnDestroy(solver);
-    if (blas) (void)cublasDestroy(blas);
-  }
-  int device;
-  cusolverDnHandle_t solver = nullptr;
-  cusolverDnParams_t params = nullptr;
-  cublasHandle_t blas = nullptr;
-  std::mutex mutex;  // one call sequence at a time per handle set
-  // in_parts's side streams of this stream (each with its own handle set in g_handles, used only
-  // under this set's mutex) and its events, made on first use.
-  struct Side {
-    Stream stream;
-    Event done;  // recorded on `stream` after its part; the caller's stream waits for it
-  };
-  std::vector<Side> side;
-  std::unique_ptr<Event> fork;  // recorded on this stream before the parts; the side streams wait for it
-};
-
-auto* const g_handles = new StreamCache<Handles>();
-
-// Keyed by the CUDA stream itself, not the tessel Stream object: every Stream adopting one
-// handle (ts.Stream.from_handle per call, as tessel.torch's streams) shares one handle set. User
-// space addresses stay below 2^56 on x86-64 and aarch64, so the device index fits the top byte; the
-// legacy default stream (a null handle) is one per device.
-std::uint64_t handles_key(const Stream& stream) {
-  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(stream.handle())) ^
-         (static_cast<std::uint64_t>(stream.device().index) << 56);
-}
-
-Handles& handles_for(const Stream& stream, const char* op) {
-  const Device device = stream.device();
-  return g_handles->get(handles_key(stream), [&] {
-    DeviceGuard guard(device);
-    auto h = std::make_unique<Handles>(device.index);
-    auto s = detail::cuda_stream(stream);
-    TESSEL_CUSOLVER_CHECK(cusolverDnCreate(&h->solver), op);
-    TESSEL_CUSOLVER_CHECK(cusolverDnSetStream(h->solver, s), op);
-    TESSEL_CUSOLVER_CHECK(cusolverDnCreateParams(&h->params), op);
-    TESSEL_CUBLAS_CHECK(cublasCreate(&h->blas), op);
-    TESSEL_CUBLAS_CHECK(cublasSetStream(h->blas, s), op);
-    return h;
-  });
-}
-
-// A call's context: the device made current, the handle set locked, the stream.
-struct Call {
-  DeviceGuard guard;
-  Handles& h;
-  std::lock_guard<std::mutex> lock;
-  Stream stream;
-  cudaStream_t s;
-  Call(const Stream& st, const char* op)
-      : guard(st.device()), h(handles_for(st, op)), lock(h.mutex), stream(st), s(detail::cuda_stream(st)) {}
-  std::shared_ptr<Buffer> device_buffer(std::size_t bytes) const {
-    return Buffer::allocate(stream.device(), static_cast<std::int64_t>(std::max<std::size_t>(bytes, 1)), stream);
-  }
-  // batch pointers base + i * stride_bytes, in a device buffer.
-  std::shared_ptr<Buffer> pointers(void* base, std::int64_t stride_bytes, std::int64_t count) const {
-    auto buf = device_buffer(static_cast<std::size_t>(count) * sizeof(void*));
-    fill_pointers(static_cast<void**>(buf->data()), base, stride_bytes, count, s);
-    return buf;
-  }
-};
-
-// ---- splitting a batched call over streams ----
-// A side stream: non-blocking (no implicit synchronization with the legacy default stream, which
-// the caller's stream may be; events order it), with the caller's priority. Side streams are
-// never destroyed: the handle sets bound to them sit in g_handles, which release_stream_caches
-// clears in no particular order, and a cuSOLVER/cuBLAS handle must not outlive its stream. A
-// handle set makes at most kMaxLinalgStreams - 1 of them (the test programs' teardown drops the
-// handle sets once); the workspace blocks they freed stay cached in their own pools.
-Stream make_side_stream(const Stream& caller) {
-  static auto* const kept = new std::vector<Stream>();
-  static auto* const kept_mutex = new std::mutex();
-  Stream s = Stream::create(caller.device(), caller.priority(), /*non_blocking=*/true);
-  std::lock_guard<std::mutex> lock(*kept_mutex);
-  kept->push_back(s);
-  return s;
-}
-
-// How many parts a call of `batch` matrices on c's stream runs in: config().linalg_streams
-// (TESSEL_LINALG_STREAMS, set_linalg_streams), at most one per min_part matrices, and 1
-// while a CUDA graph capture is active on this thread or records the stream. Forking onto other
-// streams with events is legal in a capture (the side streams join it), but the side streams'
-// workspaces would need memory in their own pools, which the capture's reserve (made in the
-// captured stream's pool) does not cover and which cudaMalloc cannot provide while capturing;
-// the first split call would also create streams, events and cuSOLVER handles (device
-// allocations) inside the capture. So a captured call stays on one stream; capturing the parts as
-// parallel branches would need memory reserved in the side streams' pools first.
-int batch_parts(const Call& c, std::int64_t batch, std::int64_t min_part = tuning::kMinPartBatch) {
-  const int want = config().linalg_streams;
-  if (want <= 1) return 1;
-  const std::int64_t parts = std::min<std::int64_t>(want, batch / min_part);
-  if (parts <= 1) return 1;
-  if (detail::thread_capture_stream() != 0 || c.stream.capturing()) return 1;
-  return static_cast<int>(parts);
-}
-
-// Runs f(call, first, count) over `parts` consecutive parts of a batch of `batch` matrices: part 0
-// on the caller's stream (c), part i on side stream i of c's handle set, with that stream's own
-// handle set (handles_for) and workspaces allocated on that stream (f allocates through the Call
-// it is given, so their stream-ordered frees are on the stream that used them). The side streams
-// first wait for the caller's stream (an event recorded before the parts), and the caller's
-// stream waits for each side stream after its own part, so the caller sees one stream-ordered
-// operation: its later work, and the frees of the arrays it passed (allocated for its stream),
-// come after every part. The side streams are joined even when a part throws.
-template <class F>
-void in_parts(Call& c, int parts, std::int64_t batch, const char* op, F&& f) {
-  if (parts <= 1) return f(c, std::int64_t{0}, batch);
-  Handles& h = c.h;  // locked by c
-  const Device device = c.stream.device();
-  if (!h.fork) h.fork = std::make_unique<Event>(device, /*timing=*/false);
-  while (static_cast<int>(h.side.size()) < parts - 1) h.side.push_back({make_side_stream(c.stream), Event(device, false)});
-  auto bound = [&](int i) { return batch * i / parts; };
-  int started = 0;  // side streams that waited for the fork
-  auto join = [&] {
-    for (int i = 0; i < started; ++i) {
-      h.side[static_cast<std::size_t>(i)].done.record(h.side[static_cast<std::size_t>(i)].stream);
-      c.stream.wait(h.side[static_cast<std::size_t>(i)].done);
-    }
-  };
-  try {
-    h.fork->record(c.stream);
-    for (int i = 1; i < parts; ++i) {
-      Handles::Side& side = h.side[static_cast<std::size_t>(i - 1)];
-      side.stream.wait(*h.fork);
-      ++started;
-      Call part(side.stream, op);
-      f(part, bound(i), bound(i + 1) - bound(i));
-    }
-    f(c, std::int64_t{0}, bound(1));
-  } catch (...) {
-    try {
-      join();
-    } catch (...) {  // the part's error is the one to report
-    }
-    throw;
-  }
-  join();
-}
-
-cudaDataType data_type(DType dtype) {
-  switch (dtype) {
-    case DType::float32: return CUDA_R_32F;
-    case DType::float64: return CUDA_R_64F;
-    case DType::complex64: return CUDA_C_32F;
-    case DType::complex128: return CUDA_C_64F;
-    default: throw DTypeError(fmt::format("linalg: cuSOLVER has no routine for {}", dtype_name(dtype)));
-  }
-}
-cudaDataType real_type(DType dtype) { return data_type(to_real(dtype)); }
-
-int to_int(std::int64_t v, const char* op) {
-  if (v > INT_MAX) throw ValueError(fmt::format("{}: {} exceeds the 32-bit sizes of the batched routine", op, v));
-  return static_cast<int>(v);
-}
-
-// Runs f(first, count) over chunks of at most INT_MAX matrices (the batched routines count in int).
-template <class F>
-void in_chunks(std::int64_t batch, F&& f) {
-  for (std::int64_t first = 0; first < batch; first += INT_MAX) f(first, std::min<std::int64_t>(INT_MAX, batch - first));
-}
-
-std::size_t elem(DType dtype) { return static_cast<std::size_t>(itemsize(dtype)); }
-char* at(void* base, std::int64_t index, std::size_t bytes) {
-  return static_cast<char*>(base) + static_cast<std::size_t>(index) * bytes;
-}
-
-// Host workspace of the X API (needed by a few routines; most ask for none).
-struct HostWork {
-  std::vector<char> bytes;
-  void* get(std::size_t n) {
-    bytes.resize(std::max<std::size_t>(n, 1));
-    return bytes.data();
-  }
-};
-
-// ---- typed routines of the legacy API (batched and orgqr), selected by dtype ----
-template <class F>
-void by_dtype(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::float32: return f(float{});
-    case DType::float64: return f(double{});
-    case DType::complex64: return f(cuFloatComplex{});
-    case DType::complex128: return f(cuDoubleComplex{});
-    default: throw DTypeError(fmt::format("{}: no CUDA routine for {}", op, dtype_name(dtype)));
-  }
-}
-template <class T>
-using Real = std::conditional_t<std::is_same_v<T, cuFloatComplex>, float,
-                                std::conditional_t<std::is_same_v<T, cuDoubleComplex>, double, T>>;
-
-template <class T>
-cusolverStatus_t potrf_batched(cusolverDnHandle_t h, cublasFillMode_t uplo, int n, T** a, int lda, int* info, int batch) {
-  if constexpr (std::is_same_v<T, float>) return cusolverDnSpotrfBatched(h, uplo, n, a, lda, info, batch);
-  else if constexpr (std::is_same_v<T, double>) return cusolverDnDpotrfBatched(h, uplo, n, a, lda, info, batch);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCpotrfBatched(h, uplo, n, a, lda, info, batch);
-  else return cusolverDnZpotrfBatched(h, uplo, n, a, lda, info, batch);
-}
-template <class T>
-cublasStatus_t getrf_batched(cublasHandle_t h, int n, T** a, int lda, int* piv, int* info, int batch) {
-  if constexpr (std::is_same_v<T, float>) return cublasSgetrfBatched(h, n, a, lda, piv, info, batch);
-  else if constexpr (std::is_same_v<T, double>) return cublasDgetrfBatched(h, n, a, lda, piv, info, batch);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cublasCgetrfBatched(h, n, a, lda, piv, info, batch);
-  else return cublasZgetrfBatched(h, n, a, lda, piv, info, batch);
-}
-template <class T>
-cublasStatus_t getrs_batched(cublasHandle_t h, cublasOperation_t op, int n, int nrhs, T** a, int lda, const int* piv,
-                             T** b, int ldb, int* info, int batch) {
-  if constexpr (std::is_same_v<T, float>) return cublasSgetrsBatched(h, op, n, nrhs, a, lda, piv, b, ldb, info, batch);
-  else if constexpr (std::is_same_v<T, double>) return cublasDgetrsBatched(h, op, n, nrhs, a, lda, piv, b, ldb, info, batch);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>)
-    return cublasCgetrsBatched(h, op, n, nrhs, a, lda, piv, b, ldb, info, batch);
-  else return cublasZgetrsBatched(h, op, n, nrhs, a, lda, piv, b, ldb, info, batch);
-}
-template <class T>
-cublasStatus_t geqrf_batched(cublasHandle_t h, int m, int n, T** a, int lda, T** tau, int* info, int batch) {
-  if constexpr (std::is_same_v<T, float>) return cublasSgeqrfBatched(h, m, n, a, lda, tau, info, batch);
-  else if constexpr (std::is_same_v<T, double>) return cublasDgeqrfBatched(h, m, n, a, lda, tau, info, batch);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cublasCgeqrfBatched(h, m, n, a, lda, tau, info, batch);
-  else return cublasZgeqrfBatched(h, m, n, a, lda, tau, info, batch);
-}
-template <class T>
-cusolverStatus_t syevj_batched_size(cusolverDnHandle_t h, cusolverEigMode_t jobz, int n, const T* a, const Real<T>* w,
-                                    int* lwork, syevjInfo_t params, int batch) {
-  const cublasFillMode_t uplo = CUBLAS_FILL_MODE_LOWER;
-  if constexpr (std::is_same_v<T, float>) return cusolverDnSsyevjBatched_bufferSize(h, jobz, uplo, n, a, n, w, lwork, params, batch);
-  else if constexpr (std::is_same_v<T, double>) return cusolverDnDsyevjBatched_bufferSize(h, jobz, uplo, n, a, n, w, lwork, params, batch);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCheevjBatched_bufferSize(h, jobz, uplo, n, a, n, w, lwork, params, batch);
-  else return cusolverDnZheevjBatched_bufferSize(h, jobz, uplo, n, a, n, w, lwork, params, batch);
-}
-template <class T>
-cusolverStatus_t syevj_batched(cusolverDnHandle_t h, cusolverEigMode_t jobz, int n, T* a, Real<T>* w, T* work,
-                               int lwork, int* info, syevjInfo_t params, int batch) {
-  const cublasFillMode_t uplo = CUBLAS_FILL_MODE_LOWER;
-  if constexpr (std::is_same_v<T, float>) return cusolverDnSsyevjBatched(h, jobz, uplo, n, a, n, w, work, lwork, info, params, batch);
-  else if constexpr (std::is_same_v<T, double>) return cusolverDnDsyevjBatched(h, jobz, uplo, n, a, n, w, work, lwork, info, params, batch);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCheevjBatched(h, jobz, uplo, n, a, n, w, work, lwork, info, params, batch);
-  else return cusolverDnZheevjBatched(h, jobz, uplo, n, a, n, w, work, lwork, info, params, batch);
-}
-template <class T>
-cusolverStatus_t gesvdj_batched_size(cusolverDnHandle_t h, cusolverEigMode_t jobz, int m, int n, const T* a,
-                                     const Real<T>* s, const T* u, const T* v, int* lwork, gesvdjInfo_t params,
-                                     int batch) {
-  if constexpr (std::is_same_v<T, float>) return cusolverDnSgesvdjBatched_bufferSize(h, jobz, m, n, a, m, s, u, m, v, n, lwork, params, batch);
-  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgesvdjBatched_bufferSize(h, jobz, m, n, a, m, s, u, m, v, n, lwork, params, batch);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgesvdjBatched_bufferSize(h, jobz, m, n, a, m, s, u, m, v, n, lwork, params, batch);
-  else return cusolverDnZgesvdjBatched_bufferSize(h, jobz, m, n, a, m, s, u, m, v, n, lwork, params, batch);
-}
-template <class T>
-cusolverStatus_t gesvdj_batched(cusolverDnHandle_t h, cusolverEigMode_t jobz, int m, int n, T* a, Real<T>* s, T* u,
-                                T* v, T* work, int lwork, int* info, gesvdjInfo_t params, int batch) {
-  if constexpr (std::is_same_v<T, float>) return cusolverDnSgesvdjBatched(h, jobz, m, n, a, m, s, u, m, v, n, work, lwork, info, params, batch);
-  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgesvdjBatched(h, jobz, m, n, a, m, s, u, m, v, n, work, lwork, info, params, batch);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgesvdjBatched(h, jobz, m, n, a, m, s, u, m, v, n, work, lwork, info, params, batch);
-  else return cusolverDnZgesvdjBatched(h, jobz, m, n, a, m, s, u, m, v, n, work, lwork, info, params, batch);
-}
-template <class T>
-cusolverStatus_t orgqr_size(cusolverDnHandle_t h, int m, int n, int k, const T* a, const T* tau, int* lwork) {
-  if constexpr (std::is_same_v<T, float>) return cusolverDnSorgqr_bufferSize(h, m, n, k, a, m, tau, lwork);
-  else if constexpr (std::is_same_v<T, double>) return cusolverDnDorgqr_bufferSize(h, m, n, k, a, m, tau, lwork);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCungqr_bufferSize(h, m, n, k, a, m, tau, lwork);
-  else return cusolverDnZungqr_bufferSize(h, m, n, k, a, m, tau, lwork);
-}
-template <class T>
-cusolverStatus_t orgqr(cusolverDnHandle_t h, int m, int n, int k, T* a, const T* tau, T* work, int lwork, int* info) {
-  if constexpr (std::is_same_v<T, float>) return cusolverDnSorgqr(h, m, n, k, a, m, tau, work, lwork, info);
-  else if constexpr (std::is_same_v<T, double>) return cusolverDnDorgqr(h, m, n, k, a, m, tau, work, lwork, info);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCungqr(h, m, n, k, a, m, tau, work, lwork, info);
-  else return cusolverDnZungqr(h, m, n, k, a, m, tau, work, lwork, info);
-}
-
-template <class T>
-T scalar_one() {
-  if constexpr (std::is_same_v<T, cuFloatComplex>) return make_cuFloatComplex(1.0f, 0.0f);
-  else if constexpr (std::is_same_v<T, cuDoubleComplex>) return make_cuDoubleComplex(1.0, 0.0);
-  else return T(1);
-}
-template <class T>
-T scalar_zero() {
-  if constexpr (std::is_same_v<T, cuFloatComplex>) return make_cuFloatComplex(0.0f, 0.0f);
-  else if constexpr (std::is_same_v<T, cuDoubleComplex>) return make_cuDoubleComplex(0.0, 0.0);
-  else return T(0);
-}
-// c (m x n, column-major) = a^H (a: n x m), out of place: cuBLAS geam with beta = 0. B is a again
-// (op(B) = a^H has the right shape), so every pointer is valid whatever cuBLAS reads.
-template <class T>
-cublasStatus_t adjoint_geam(cublasHandle_t h, int m, int n, const T* a, int lda, T* c, int ldc) {
-  const T one = scalar_one<T>(), zero = scalar_zero<T>();
-  const cublasOperation_t op = CUBLAS_OP_C;  // CUBLAS_OP_T for real types
-  if constexpr (std::is_same_v<T, float>) return cublasSgeam(h, op, op, m, n, &one, a, lda, &zero, a, lda, c, ldc);
-  else if constexpr (std::is_same_v<T, double>) return cublasDgeam(h, op, op, m, n, &one, a, lda, &zero, a, lda, c, ldc);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cublasCgeam(h, op, op, m, n, &one, a, lda, &zero, a, lda, c, ldc);
-  else return cublasZgeam(h, op, op, m, n, &one, a, lda, &zero, a, lda, c, ldc);
-}
-// c (m x n) = a (m x k) b (k x n), all column-major.
-template <class T>
-cublasStatus_t gemm_nn(cublasHandle_t h, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
-  const T one = scalar_one<T>(), zero = scalar_zero<T>();
-  const cublasOperation_t nn = CUBLAS_OP_N;
-  if constexpr (std::is_same_v<T, float>) return cublasSgemm(h, nn, nn, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc);
-  else if constexpr (std::is_same_v<T, double>) return cublasDgemm(h, nn, nn, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cublasCgemm(h, nn, nn, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc);
-  else return cublasZgemm(h, nn, nn, m, n, k, &one, a, lda, b, ldb, &zero, c, ldc);
-}
-// gesvdj of one matrix (legacy 32-bit API; the X API has no gesvdj): econ = 1 writes U (m x k)
-// and V (n x k), k = min(m, n); econ = 0 the square ones.
-template <class T>
-cusolverStatus_t gesvdj_size(cusolverDnHandle_t h, cusolverEigMode_t jobz, int econ, int m, int n, const T* a, int lda,
-                             const Real<T>* s, const T* u, int ldu, const T* v, int ldv, int* lwork, gesvdjInfo_t params) {
-  if constexpr (std::is_same_v<T, float>) return cusolverDnSgesvdj_bufferSize(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, lwork, params);
-  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgesvdj_bufferSize(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, lwork, params);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgesvdj_bufferSize(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, lwork, params);
-  else return cusolverDnZgesvdj_bufferSize(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, lwork, params);
-}
-template <class T>
-cusolverStatus_t gesvdj(cusolverDnHandle_t h, cusolverEigMode_t jobz, int econ, int m, int n, T* a, int lda, Real<T>* s,
-                        T* u, int ldu, T* v, int ldv, T* work, int lwork, int* info, gesvdjInfo_t params) {
-  if constexpr (std::is_same_v<T, float>) return cusolverDnSgesvdj(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params);
-  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgesvdj(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgesvdj(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params);
-  else return cusolverDnZgesvdj(h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, work, lwork, info, params);
-}
-
-// The legacy 32-bit getrf/getrs (int pivots), the ones PyTorch and CuPy call.
-template <class T>
-cusolverStatus_t getrf_size(cusolverDnHandle_t h, int n, T* a, int* lwork) {
-  if constexpr (std::is_same_v<T, float>) return cusolverDnSgetrf_bufferSize(h, n, n, a, n, lwork);
-  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgetrf_bufferSize(h, n, n, a, n, lwork);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgetrf_bufferSize(h, n, n, a, n, lwork);
-  else return cusolverDnZgetrf_bufferSize(h, n, n, a, n, lwork);
-}
-template <class T>
-cusolverStatus_t getrf(cusolverDnHandle_t h, int n, T* a, T* work, int* piv, int* info) {
-  if constexpr (std::is_same_v<T, float>) return cusolverDnSgetrf(h, n, n, a, n, work, piv, info);
-  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgetrf(h, n, n, a, n, work, piv, info);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgetrf(h, n, n, a, n, work, piv, info);
-  else return cusolverDnZgetrf(h, n, n, a, n, work, piv, info);
-}
-template <class T>
-cusolverStatus_t getrs(cusolverDnHandle_t h, cublasOperation_t op, int n, int nrhs, const T* a, const int* piv, T* b,
-                       int* info) {
-  if constexpr (std::is_same_v<T, float>) return cusolverDnSgetrs(h, op, n, nrhs, a, n, piv, b, n, info);
-  else if constexpr (std::is_same_v<T, double>) return cusolverDnDgetrs(h, op, n, nrhs, a, n, piv, b, n, info);
-  else if constexpr (std::is_same_v<T, cuFloatComplex>) return cusolverDnCgetrs(h, op, n, nrhs, a, n, piv, b, n, info);
-  else return cusolverDnZgetrs(h, op, n, nrhs, a, n, piv, b, n, info);
-}
-
-// ---- solve of one matrix at a time: which cuSOLVER API ----
-// The legacy API (<t>getrf/<t>getrs, int pivots and int sizes), which PyTorch and CuPy call,
-// where a matrix's n * n elements fit an int; the 64-bit X API (Xgetrf/Xgetrs) above. H100,
-// n = 4096 float32 with 64 right-hand sides, 15 alternating rounds in one process
-// (bench/peers/getrf_apis.cu): legacy 15.15-15.20 ms, Xgetrf 15.31-15.35 ms
-// (CUSOLVER_ALG_1 of Xgetrf 41.8-44.2 ms).
-bool solve_legacy_api(std::int64_t n) { return n <= 46340; }  // 46340^2 < 2^31
-
-// After getrf, the solve ends by two cuBLAS triangular solves and one row permutation
-// (permute_rows_by_pivots) rather than getrs, from kTrsmSolveMinN rows to kMaxPermutedRows (where
-// the permutation's index fits shared memory). H200, float32, 15 alternating rounds
-// (bench/peers/solve_routes.cu), after getrf, getrs against the triangular route, ms:
-//   n 256: 0.086 / 0.055 (1 right-hand side), 0.136 / 0.091 (64);  n 512: 0.150 / 0.090, 0.273 / 0.192;
-//   n 1024: 0.277 / 0.160, 0.553 / 0.393;  n 2048, 64: 1.146 / 0.812;
-//   n 4096: 1.179 / 0.664, 2.826 / 2.078 (whole solve 14.60 / 13.83), 4.619 / 2.383 (512);
-//   n 8192, 64: 5.907 / 4.315. Below 256 it was not measured.
-constexpr std::int64_t kTrsmSolveMinN = 256;
-bool solve_by_triangular_solves(std::int64_t n) { return n >= kTrsmSolveMinN && n <= kMaxPermutedRows; }
-
-template <class T>
-cublasStatus_t trsm_left_transposed(cublasHandle_t h, bool upper, int n, int k, const T* a, T* b) {
-  const cublasFillMode_t fill = upper ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
-  const cublasDiagType_t diag = upper ? CUBLAS_DIAG_NON_UNIT : CUBLAS_DIAG_UNIT;  // L of getrf has a unit diagonal
-  const cublasSideMode_t left = CUBLAS_SIDE_LEFT;
-  const cublasOperation_t op = CUBLAS_OP_T;
-  if constexpr (std::is_same_v<T, float>) {
-    const float one = 1.0f;
-    return cublasStrsm(h, left, fill, op, diag, n, k, &one, a, n, b, n);
-  } else if constexpr (std::is_same_v<T, double>) {
-    const double one = 1.0;
-    return cublasDtrsm(h, left, fill, op, diag, n, k, &one, a, n, b, n);
-  } else if constexpr (std::is_same_v<T, cuFloatComplex>) {
-    const cuFloatComplex one = make_cuFloatComplex(1.0f, 0.0f);
-    return cublasCtrsm(h, left, fill, op, diag, n, k, &one, a, n, b, n);
-  } else {
-    const cuDoubleComplex one = make_cuDoubleComplex(1.0, 0.0);
-    return cublasZtrsm(h, left, fill, op, diag, n, k, &one, a, n, b, n);
-  }
-}
-
 // Jacobi sweeps are capped, so NaN/Inf input ends with info > 0 or NaN results, never a hang.
 constexpr int kJacobiMaxSweeps = 100;
-
-// ---- SVD table: the route of one large m x n matrix (m >= n; wide ones come transposed) ----
-// Taken where neither tessel's kernels nor gesvdjBatched apply.
-//  - gesvdp: cusolverDnXgesvdp (a polar decomposition, then syevd of its Hermitian factor) of a
-//    itself, U thin: for tall matrices, 2m >= 3n and n >= kPolarMinN. Near a zero singular value
-//    it perturbs the matrix and reports by how much (h_err_sigma), and the singular values move by
-//    that much, so such a matrix (and any call that fails) is solved again from a saved copy on
-//    the gesvdj route.
-//  - gesvdj: cusolverDn<t>gesvdj (Jacobi) of a square matrix, after a QR of a tall one (geqrf,
-//    then the SVD of the n x n R, U = Q U_r through orgqr/ungqr and one gemm; values only: no Q).
-//  - gesvd: cusolverDnXgesvd (bidiagonalization, QR iteration): the full U of a tall matrix (an
-//    m x m U that neither R's SVD nor gesvdp's thin U gives).
-// Measured on the H200 (float32 Gaussian, bench/peers/svd_routes.cu, median of 3-5 alternating
-// rounds; ms for the thin SVD / values only, then max|A - U S V^T| / max|A|):
-//   shape       gesvdp          QR + gesvdj
-//   4096x1024   30.8/28.4 2.5e-6  58.8/57.2 3.3e-4   (PyTorch's gesvdj of the tall matrix: 58.4)
-//   2048x1024   29.0/26.8         57.5/55.9
-//   1536x1024   28.3/26.1         56.0/54.3          (the least tall measured: 2m = 3n)
-//   8192x512    15.0/14.0         22.2/21.3
-//   1024x512    12.0/11.4         19.7/18.9
-//   4096x256     5.9/5.5           7.8/7.4
-//   2048x256     5.7/5.3           7.7/7.2           (kPolarMinN)
-//   1024x128     3.0/2.1           2.9/2.7
-//   300x40       1.7/1.0           1.1/1.0
-//   Square: gesvdp perturbed every Gaussian 1024x1024 and 2048x2048 (h_err_sigma 0.12 and 2441;
-//   smallest singular values 0.010 and 0.014), so square and nearly square matrices stay on
-//   gesvdj (56.2 and 224 ms). At 4096x1024 it perturbed a repeated column and graded columns of
-//   condition 1e6, not graded columns of condition 1e3 nor the zero matrix.
-// Measured before on the H100 (bench/peers/linalg_svd_routes.py, svd/svdvals): 4096x1024: QR +
-// gesvdj 57.6/56.5 ms, Xgesvd 162/93 ms, QR + Xgesvd 155/81 ms. 1024x1024: gesvdj 55/55 ms,
-// Xgesvd 112/74 ms. 2048x2048: gesvdj 232/196 ms, Xgesvd 317/188 ms.
-// TESSEL_LINALG_SVD=gesvdp | gesvdj | gesvd | qr+gesvd forces a driver (gesvdp and gesvdj leave the
-// full U of a tall matrix to gesvd), to compare and to test; auto is this table.
-enum class SvdDriver { gesvd, gesvdj, gesvdp };
-struct SvdRoute {
-  bool qr_first;
-  SvdDriver driver;
-};
-constexpr std::int64_t kPolarMinN = 256;
-
-SvdRoute svd_route(const LinalgBatch& p, bool vectors, bool full) {
-  const bool full_u_of_tall = vectors && full && p.m > p.n;
-  const bool tall = p.m > p.n && !full_u_of_tall;
-  static const std::string forced = [] {
-    const char* v = std::getenv("TESSEL_LINALG_SVD");
-    return std::string(v ? v : "");
-  }();
-  if (forced.empty() || forced == "auto") {
-    if (full_u_of_tall) return {false, SvdDriver::gesvd};
-    if (2 * p.m >= 3 * p.n && p.n >= kPolarMinN) return {false, SvdDriver::gesvdp};
-    return {tall, SvdDriver::gesvdj};
-  }
-  if (forced == "gesvdp") return full_u_of_tall ? SvdRoute{false, SvdDriver::gesvd} : SvdRoute{false, SvdDriver::gesvdp};
-  if (forced == "gesvdj") return full_u_of_tall ? SvdRoute{false, SvdDriver::gesvd} : SvdRoute{tall, SvdDriver::gesvdj};
-  if (forced == "gesvd") return {false, SvdDriver::gesvd};
-  if (forced == "qr+gesvd") return {tall, SvdDriver::gesvd};
-  throw ValueError(
-      fmt::format("svd: TESSEL_LINALG_SVD must be auto, gesvdp, gesvdj, gesvd or qr+gesvd, got \"{}\"", forced));
-}
 
 // A gesvdjInfo_t with tessel's sweep cap and a tolerance of the dtype's epsilon (cuSOLVER's
 // default, stated here): converged sweeps stop early, NaN/Inf input stops at the cap with info > 0.
@@ -887,13 +374,36 @@ void eigh_library(const LinalgBatch& p, void* a, void* w, bool vectors, std::int
 
 }  // namespace
 
-// ops/linalg.cpp sends the batches of tessel's small-matrix kernels to small_eigh itself (they
-// read the caller's row-major array); this is the cuSOLVER path.
-void eigh(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream) {
+// The route: tessel's small kernels where their rows apply (small_jacobi_applies, linalg_small.cpp):
+// they read x itself when it is contiguous (else one plain copy, no strided transpose) and write
+// row-major eigenvectors elsewhere; at 100,000 matrices of 8 x 8 the transposing copies in and out
+// moved twice the kernel's bytes. Else cuSOLVER, in place on a column-major copy of x.
+EighArrays eigh(const LinalgBatch& p, const Array& x, bool vectors, const Stream& stream) {
+  const Shape batch_shape(x.shape().begin(), x.shape().end() - 2);
+  Shape w_shape = batch_shape;
+  w_shape.push_back(p.n);
+  Array w = empty(w_shape, to_real(p.dtype), x.device(), stream);
+  if (small_jacobi_applies(SmallKernel::eigh, p, vectors, stream.device())) {
+    const Array in = x.contiguous(stream);
+    Array v = vectors ? empty(x.shape(), p.dtype, x.device(), stream) : Array();
+    Array info = empty(batch_shape, DType::int32, x.device(), stream);  // the kernel writes every entry
+    wait_for_writes(stream, {&in, &v, &w, &info});
+    small_eigh(p, in.data(), vectors ? v.data() : nullptr, w.data(), vectors, static_cast<std::int32_t*>(info.data()),
+               stream);
+    mark_written(stream, {&v, &w, &info});
+    return {w, v, info};
+  }
+  Array work = x.swapaxes(-1, -2).copy(stream);  // column-major
+  Array info = zeros(batch_shape, DType::int32, x.device(), stream);
+  wait_for_writes(stream, {&work, &w, &info});
+  void* a = work.data();
+  auto* info_data = static_cast<std::int32_t*>(info.data());
   const NonfiniteInput nonfinite(p, a, stream);
-  eigh_library(p, a, w, vectors, info, stream);
-  nonfinite.poison(to_real(p.dtype), w, p.n, info);
+  eigh_library(p, a, w.data(), vectors, info_data, stream);
+  nonfinite.poison(to_real(p.dtype), w.data(), p.n, info_data);
   if (vectors) nonfinite.poison(p.dtype, a, p.n * p.n, nullptr);
+  mark_written(stream, {&work, &w, &info});
+  return {w, vectors ? work.swapaxes(-1, -2) : Array(), info};
 }
 
 // ---- SVD (ops/linalg.cpp passes m >= n on CUDA) ----

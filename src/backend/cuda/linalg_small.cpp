@@ -295,11 +295,10 @@ void small_svd(const LinalgBatch& p, const void* a, void* s, void* u, void* vh, 
 }
 
 // ---- the row-major routes of backend/linalg.hpp: the small kernels where their tuning rows apply ----
-bool has_row_major_route(RowMajorRoute route, const LinalgBatch& p, bool vectors, const Device& device) {
+bool has_row_major_route(RowMajorRoute route, const LinalgBatch& p, bool, const Device&) {
   switch (route) {
     case RowMajorRoute::inv: return small_kernel_applies(SmallKernel::inv, p);
     case RowMajorRoute::solve: return small_kernel_applies(SmallKernel::lu_solve, p);
-    case RowMajorRoute::eigh: return small_jacobi_applies(SmallKernel::eigh, p, vectors, device);
   }
   return false;
 }
@@ -311,11 +310,6 @@ void inv_row_major(const LinalgBatch& p, const void* a, void* out, std::int32_t*
 void solve_row_major(const LinalgBatch& p, const void* a, const void* b, void* out, std::int64_t nrhs,
                      std::int32_t* info, const Stream& stream) {
   small_solve(p, a, b, out, nrhs, /*row_major=*/true, info, stream);
-}
-
-void eigh_row_major(const LinalgBatch& p, const void* a, void* v, void* w, bool vectors, std::int32_t* info,
-                    const Stream& stream) {
-  small_eigh(p, a, v, w, vectors, info, stream);
 }
 
 }  // namespace tessel::backend::cuda
