@@ -1,10 +1,11 @@
-// The one "not built with CUDA" error of the ops layer's backends (backend/dispatch.hpp): in a
-// build without CUDA, every CUDA entry of every family list is a stub generated here that throws
-// it, naming the entry.
+// The "not built with CUDA" error of the ops layer's backends (backend/dispatch.hpp), the one of
+// every layer (core/not_built.hpp): in a build without CUDA, every CUDA entry of every family list
+// is a stub generated here that throws it, naming the entry.
 #include "backend/dispatch.hpp"
 
 #include <string>
 
+#include "core/not_built.hpp"
 #include "tessel/core/error.hpp"
 
 #if !defined(TESSEL_HAVE_CUDA)
@@ -23,7 +24,7 @@
 
 namespace tessel::backend {
 
-void throw_cuda_not_built(const char* op) { throw DeviceError(std::string(op) + ": tessel was built without CUDA"); }
+void throw_cuda_not_built(const char* op) { ::tessel::detail::throw_cuda_not_built(op); }
 
 #if !defined(TESSEL_HAVE_CUDA)
 #pragma GCC diagnostic push

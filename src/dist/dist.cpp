@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "backend/dist.hpp"
+#include "core/not_built.hpp"
 #include "ops/op_stream.hpp"
 #include "tessel/ops/cast.hpp"
 #include "tessel/ops/elementwise.hpp"
@@ -207,7 +208,7 @@ Device check_launch(int rank, int size, int local_rank, int local_size, std::opt
   check_device_index(chosen.index, "tessel.distributed.init");
   return chosen;
 #else
-  throw DeviceError(fmt::format("tessel.distributed.init: {} needs CUDA, and tessel was built without it", chosen.str()));
+  ::tessel::detail::throw_cuda_not_built(fmt::format("tessel.distributed.init: {} needs CUDA", chosen.str()));
 #endif
 }
 
@@ -250,7 +251,7 @@ void init(std::optional<Device> device) {
 #if TESSEL_HAVE_CUDA
   if (chosen.is_cuda()) comm = backend::cuda::nccl_from_bootstrap(std::move(comm), chosen);
 #else
-  if (chosen.is_cuda()) throw DeviceError("tessel.distributed.init: tessel was built without CUDA");
+  if (chosen.is_cuda()) ::tessel::detail::throw_cuda_not_built("tessel.distributed.init");
 #endif
   start_runtime(r, info, chosen, std::move(comm));
 }
@@ -280,7 +281,7 @@ std::string new_nccl_unique_id() {
 #if TESSEL_HAVE_CUDA
   return backend::cuda::nccl_unique_id();
 #else
-  throw DeviceError("tessel.distributed.new_nccl_unique_id: tessel was built without CUDA (NCCL needs it)");
+  ::tessel::detail::throw_cuda_not_built("tessel.distributed.new_nccl_unique_id (NCCL needs CUDA)");
 #endif
 }
 
@@ -587,8 +588,8 @@ std::vector<Communicator> init_devices(const std::vector<Device>& devices) {
   return result;
 #else
   (void)devices;
-  throw DeviceError("tessel.distributed.init_devices: tessel was built without CUDA; single-process communicators "
-                    "are NCCL's (one per GPU)");
+  ::tessel::detail::throw_cuda_not_built(
+      "tessel.distributed.init_devices (single-process communicators are NCCL's, one per GPU)");
 #endif
 }
 

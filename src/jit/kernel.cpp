@@ -15,6 +15,7 @@
 
 #include "core/cuda_check.hpp"
 #include "tessel/core/config.hpp"
+#include "core/not_built.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/log.hpp"
 #include "tessel/jit/kernel.hpp"
@@ -332,13 +333,14 @@ LaunchConfig Kernel::launch_config_1d(std::int64_t work_items, std::size_t share
 }  // namespace tessel::jit
 
 #else  // CPU-only builds: no NVRTC, no kernels to load or launch.
+#include "core/not_built.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/jit/kernel.hpp"
 
 namespace tessel::jit {
 namespace {
 [[noreturn]] void no_cuda(const std::string& name) {
-  throw DeviceError("jit: kernel '" + name + "' needs a CUDA device; tessel was built without CUDA");
+  ::tessel::detail::throw_cuda_not_built("jit: kernel '" + name + "' needs a CUDA device");
 }
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "jit/embedded_headers.hpp"
+#include "core/not_built.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/log.hpp"
 #include "tessel/jit/compiler.hpp"
@@ -118,6 +119,7 @@ CompileResult compile_to_cubin(const CompileRequest& request) {
 }  // namespace tessel::jit
 
 #else  // CPU-only builds: no NVRTC, no kernels to load or launch.
+#include "core/not_built.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/jit/compiler.hpp"
 
@@ -127,13 +129,11 @@ bool nvrtc_available() { return false; }
 std::string nvrtc_version() { return ""; }
 
 CompileResult compile_to_cubin(const CompileRequest& request) {
-  throw DeviceError("jit: kernel '" + request.name +
-                    "': needs NVRTC, but tessel was built without CUDA (TESSEL_CUDA=OFF)");
+  ::tessel::detail::throw_cuda_not_built("jit: kernel '" + request.name + "' needs NVRTC");
 }
 
 std::string compile_to_ptx(const CompileRequest& request) {
-  throw DeviceError("jit: kernel '" + request.name +
-                    "': needs NVRTC, but tessel was built without CUDA (TESSEL_CUDA=OFF)");
+  ::tessel::detail::throw_cuda_not_built("jit: kernel '" + request.name + "' needs NVRTC");
 }
 
 }  // namespace tessel::jit

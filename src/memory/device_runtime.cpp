@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "tessel/core/device.hpp"
+#include "core/not_built.hpp"
 #include "tessel/core/error.hpp"
 
 #if defined(TESSEL_HAVE_CUDA)
@@ -157,12 +158,11 @@ std::unique_ptr<DeviceRuntime> make_cuda_pinned_runtime() {
 #else  // CPU-only build
 
 std::unique_ptr<DeviceRuntime> make_cuda_device_runtime(int index) {
-  throw DeviceError(fmt::format("make_cuda_device_runtime: cuda:{} requested, but tessel was built without CUDA",
-                                index));
+  ::tessel::detail::throw_cuda_not_built(fmt::format("make_cuda_device_runtime: cuda:{} requested", index));
 }
 
 std::unique_ptr<DeviceRuntime> make_cuda_pinned_runtime() {
-  throw DeviceError("make_cuda_pinned_runtime: pinned memory needs CUDA, but tessel was built without CUDA");
+  ::tessel::detail::throw_cuda_not_built("make_cuda_pinned_runtime: pinned memory needs CUDA");
 }
 
 #endif

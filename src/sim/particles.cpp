@@ -20,6 +20,7 @@
 
 #include "array/backend.hpp"
 #include "backend/particles.hpp"
+#include "core/not_built.hpp"
 #include "tessel/core/error.hpp"
 #include "tessel/core/log.hpp"
 #include "tessel/profile/range.hpp"
@@ -48,7 +49,7 @@ std::size_t backend_sort_temp_bytes(Device device, std::int64_t n, int bits) {
   DeviceGuard guard(device);
   return backend::cuda::sort_temp_bytes(n, bits);
 #else
-  throw DeviceError(std::string(op) + ": tessel was built without CUDA");
+  ::tessel::detail::throw_cuda_not_built(op);
 #endif
 }
 
