@@ -1,7 +1,9 @@
 #pragma once
-// The one place that turns a runtime DType into a C++ type: dispatch_dtype(dtype, f) calls
-// f(TypeTag<T>{}) with T the host storage type of dtype. Type-erased code dispatches once, at
-// its boundary, and runs templated loops inside.
+// The dispatch from a runtime DType to its host storage type, for every dtype:
+// dispatch_dtype(dtype, f) calls f(TypeTag<T>{}) with T the host storage type of dtype.
+// Type-erased code dispatches once, at its boundary, and runs templated loops inside. Backends
+// that take only a few compute dtypes (the reductions' four, linear algebra's four, sort keys),
+// or map them to other types (cuComplex, LAPACK's prefixes), switch over those few themselves.
 #include <complex>
 #include <cstdint>
 #include <type_traits>
