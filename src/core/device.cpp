@@ -11,6 +11,7 @@
 
 #include "build_info.hpp"
 #include "core/cuda_check.hpp"
+#include "core/not_built.hpp"
 #if defined(TESSEL_HAVE_CUDA)
 #include <cuda.h>
 #endif
@@ -172,7 +173,7 @@ namespace {
 Runtime probe() {
   Runtime r;
 #if !defined(TESSEL_HAVE_CUDA)
-  r.reason = "tessel was built without CUDA (-DTESSEL_CUDA=OFF)";
+  r.reason = std::string(::tessel::detail::kCudaNotBuilt) + " (-DTESSEL_CUDA=OFF)";
 #else
   cudaRuntimeGetVersion(&r.runtime);
   if (config().force_cpu) {

@@ -5,6 +5,6 @@
 
 namespace tessel::detail {
 
-void throw_cuda_not_built(const std::string& what) { throw DeviceError(what + ": tessel was built without CUDA"); }
+void throw_cuda_not_built(const std::string& what) { throw DeviceError(what + ": " + kCudaNotBuilt); }
 
 }  // namespace tessel::detail

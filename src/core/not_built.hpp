@@ -5,6 +5,9 @@
 
 namespace tessel::detail {
 
+// The words of that error, also the reason the CUDA device and CUPTI give in such a build.
+inline constexpr const char* kCudaNotBuilt = "tessel was built without CUDA";
+
 // Throws DeviceError("<what>: tessel was built without CUDA").
 [[noreturn]] void throw_cuda_not_built(const std::string& what);
 

@@ -587,9 +587,10 @@ std::vector<Communicator> init_devices(const std::vector<Device>& devices) {
   }
   return result;
 #else
-  (void)devices;
-  ::tessel::detail::throw_cuda_not_built(
-      "tessel.distributed.init_devices (single-process communicators are NCCL's, one per GPU)");
+  std::string names;
+  for (const Device& d : devices) names += (names.empty() ? "" : ", ") + d.str();
+  ::tessel::detail::throw_cuda_not_built(fmt::format(
+      "tessel.distributed.init_devices([{}]): single-process communicators are NCCL's, one per GPU", names));
 #endif
 }
 

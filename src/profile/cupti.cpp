@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "core/not_built.hpp"
 #include "profile/recorder.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
@@ -602,14 +603,14 @@ std::vector<std::string> cupti_link_callback_names(std::string* error) {
 
 CuptiStart cupti_start(Session::Data*) {
   (void)settings_from_env();  // malformed settings raise on every build
-  return {"tessel was built without CUDA", {}, {}};
+  return {::tessel::detail::kCudaNotBuilt, {}, {}};
 }
 void cupti_stop() {}
 bool cupti_running() { return false; }
 std::uint64_t cupti_enter_op(std::uint64_t) { return 0; }
 void cupti_leave_op(std::uint64_t) {}
 std::vector<std::string> cupti_link_callback_names(std::string* error) {
-  if (error) *error = "tessel was built without CUDA";
+  if (error) *error = ::tessel::detail::kCudaNotBuilt;
   return {};
 }
 
