@@ -1622,3 +1622,191 @@ def test_record_array_of_particles(backend):
     back = d.copy_to_host()
     np.testing.assert_allclose(back["x"], ref["x"], rtol=1e-6)
     np.testing.assert_array_equal(back["alive"], ref["alive"])
+
+
+# ---- Numba's documentation examples: ufuncs on arrays in kernels, device arrays as globals, ---------
+# ---- a cooperative grid with a declared signature, random numbers on a 3-D grid -------------------------
+@cuda.jit
+def sine_in_one_thread(r, x):
+    np.sin(x, r)   # a NumPy ufunc on arrays: the output array passed positionally, as in Numba
+
+
+@cuda.jit
+def ufuncs_broadcast(out, a, b, s, flo):
+    i = cuda.grid(1)
+    if i == 0:
+        np.arctan2(a, b, out)      # b (a row) broadcasts against the 2-D output
+        np.hypot(out, s, out)      # a number broadcasts too; the output is also an input
+    elif i == 1:
+        flo[0] = np.floor(s) + np.abs(-2)   # on numbers, NumPy's result types (floor: a float)
+        flo[1] = np.arcsin(np.float32(0.5))
+
+
+@cuda.jit
+def ufunc_on_views(out, x):
+    np.exp(x, out)
+
+
+def test_numpy_ufuncs_on_arrays_in_kernels(backend):
+    rng = np.random.default_rng()
+    x = (rng.standard_normal(37) * 4).astype(np.float32)
+    r = np.full_like(x, np.nan)
+    sine_in_one_thread[1, 1](r, x)
+    np.testing.assert_allclose(r, np.sin(x), rtol=1e-6, atol=1e-6)
+    assert r.dtype == np.float32
+    a, b, s = rng.standard_normal((5, 7)), rng.standard_normal(7), float(rng.uniform(1, 3))
+    out, flo = np.full((5, 7), np.nan), np.full(2, np.nan)
+    ufuncs_broadcast[1, 2](out, a, b, s, flo)
+    np.testing.assert_allclose(out, np.hypot(np.arctan2(a, b), s), rtol=1e-12)
+    np.testing.assert_allclose(flo, [math.floor(s) + 2, math.asin(0.5)], rtol=1e-6)
+    d = cuda.to_device(rng.standard_normal((4, 9)))
+    view_out = cuda.device_array((4, 5))
+    view_out[...] = np.nan
+    ufunc_on_views[1, 1](view_out, d[:, ::2])   # a strided view in, a device array out
+    np.testing.assert_allclose(view_out.copy_to_host(), np.exp(d.copy_to_host()[:, ::2]), rtol=1e-12)
+
+
+def test_numpy_ufunc_errors_name_the_call(backend):
+    def no_out(r, x):
+        r[0] = np.sin(x)
+
+    def keyword_out(r, x):
+        np.sin(x, out=r)
+
+    def not_supported(r, x):
+        np.add(x, x, r)
+
+    for fn, why in ((no_out, r"np.sin on arrays in a kernel needs the output array"),
+                    (keyword_out, r"np.sin\(\): keyword arguments"),
+                    (not_supported, r"np.add is not supported in kernels")):
+        with pytest.raises(Exception, match=why):
+            cuda.jit(fn)[1, 1](np.zeros(3), np.ones(3))
+
+
+def test_device_arrays_as_globals_are_captured_by_pointer(backend):
+    rng = np.random.default_rng()
+    prices = rng.uniform(1, 50, 6).astype(np.float32)
+    PRICES = cuda.to_device(prices)
+    GRID = cuda.to_device(rng.standard_normal((3, 8)))
+    COLUMNS = GRID[:, 1::3]             # a strided view: shape (3, 3)
+    SEEN = cuda.device_array(6, dtype=np.int32)
+    SEEN[...] = 0
+
+    @cuda.jit
+    def totals_from_global(quantities, totals):
+        i = cuda.grid(1)
+        if i < totals.size:
+            totals[i] = quantities[i] * PRICES[i]
+            SEEN[i] += 1                 # written where it lives
+
+    @cuda.jit
+    def column_sums(out):
+        j = cuda.grid(1)
+        if j < COLUMNS.shape[1]:
+            s = 0.0
+            for i in range(COLUMNS.shape[0]):
+                s += COLUMNS[i, j]
+            out[j] = s
+
+    q = rng.integers(1, 5, 6).astype(np.float32)
+    d_totals = cuda.device_array(6, dtype=np.float32)
+    d_totals[...] = np.nan
+    totals_from_global[1, 32](cuda.to_device(q), d_totals)
+    np.testing.assert_array_equal(d_totals.copy_to_host(), q * prices)
+    new_prices = rng.uniform(1, 50, 6).astype(np.float32)
+    PRICES.copy_to_device(new_prices)   # the kernel sees the new data (no recompilation)
+    totals_from_global[1, 32](cuda.to_device(q), d_totals)
+    np.testing.assert_array_equal(d_totals.copy_to_host(), q * new_prices)
+    np.testing.assert_array_equal(SEEN.copy_to_host(), np.full(6, 2))
+    out = np.full(3, np.nan)
+    column_sums[1, 32](out)
+    np.testing.assert_allclose(out, GRID.copy_to_host()[:, 1::3].sum(axis=0), rtol=1e-12)
+
+
+_COOP_SIG = (int32[:, ::1],)
+
+
+@cuda.jit(_COOP_SIG)
+def sequential_rows(M):
+    col = cuda.grid(1)
+    g = cuda.cg.this_grid()
+    rows = M.shape[0]
+    cols = M.shape[1]
+    for row in range(1, rows):
+        opposite = cols - col - 1
+        M[row, col] = M[row - 1, opposite] + 1   # reads the row other blocks wrote
+        g.sync()
+
+
+def test_grid_sync_with_a_declared_signature(backend):
+    n, blockdim = 256, 32
+    A = np.zeros((n, n), dtype=np.int32)
+    A[0] = np.random.default_rng().integers(-5, 5, n)
+    A[1:] = -99   # poisoned
+    griddim = n // blockdim
+    assert sequential_rows.overloads[_COOP_SIG].max_cooperative_grid_blocks(blockdim) >= griddim
+    sequential_rows[griddim, blockdim](A)
+    want = np.empty_like(A)
+    want[0] = A[0]
+    for row in range(1, n):
+        want[row] = want[row - 1][::-1] + 1
+    np.testing.assert_array_equal(A, want)
+
+
+@cuda.jit
+def random_3d(arr, rng_states):
+    startx, starty, startz = cuda.grid(3)
+    stridex, stridey, stridez = cuda.gridsize(3)
+    tid = (startz * stridey * stridex) + (starty * stridex) + startx
+    for i in range(startz, arr.shape[0], stridez):
+        for j in range(starty, arr.shape[1], stridey):
+            for k in range(startx, arr.shape[2], stridex):
+                arr[i, j, k] = xoroshiro128p_uniform_float32(rng_states, tid)
+
+
+def test_random_numbers_on_a_3d_grid(backend):
+    X, Y, Z = 13, 11, 17
+    (bx, by, bz), (gx, gy, gz) = (4, 2, 2), (2, 3, 2)
+    nthreads = bx * by * bz * gx * gy * gz
+    seed = int(np.random.default_rng().integers(1, 2 ** 31))
+    states = create_xoroshiro128p_states(nthreads, seed=seed)
+    arr = cuda.device_array((X, Y, Z), dtype=np.float32)
+    arr[...] = np.nan
+    random_3d[(gx, gy, gz), (bx, by, bz)](arr, states)
+    got = arr.copy_to_host()
+    host = _host_states(nthreads, seed)
+    want = np.full((X, Y, Z), np.nan, dtype=np.float32)
+    sx, sy, sz = bx * gx, by * gy, bz * gz
+    for z0 in range(sz):
+        for y0 in range(sy):
+            for x0 in range(sx):
+                tid = z0 * sy * sx + y0 * sx + x0
+                for i in range(z0, X, sz):
+                    for j in range(y0, Y, sy):
+                        for k in range(x0, Z, sx):
+                            want[i, j, k] = xoroshiro128p_uniform_float32(host, tid)
+    np.testing.assert_array_equal(got, want)
+    assert np.all((got >= 0.0) & (got <= 1.0))
+
+
+def test_doc_example_imports_and_what_is_not_supported(backend):
+    import importlib
+
+    from tessel.numba.cuda.types import int32 as cuda_int32      # numba.cuda.types is a module
+    from tessel.numba.cuda import config
+    assert cuda_int32 is int32 and config is numba.config
+    numba.config.CUDA_LOW_OCCUPANCY_WARNINGS = 0                  # accepted (changes nothing)
+    with pytest.raises(NotImplementedError, match=r"tessel.numba.types.CPointer is not supported: pointer"):
+        numba.types.void(numba.types.CPointer(numba.types.uint8), numba.types.uint32)
+    with pytest.raises(NotImplementedError, match=r"tessel.numba.cuda.declare_device is not supported"):
+        cuda.declare_device("mul_f32_f32", "float32(float32, float32)", link="functions.cu")
+    with pytest.raises(TypeError, match=r"tessel.numba.types.CPointer is not supported: pointer"):
+        cuda.jit("void(CPointer(uint8), uint32)")(sine_in_one_thread.py_func)
+    with pytest.raises(NotImplementedError, match=r"tessel.numba.cuda.jit\(link=\.\.\.\) is not supported"):
+        cuda.jit(link=["functions.cu"])(sine_in_one_thread.py_func)
+    for module, what in (("tessel.numba.extending", "extension API"), ("tessel.numba.cuda.extending", "extension API"),
+                         ("tessel.numba.core.types", "numba.core")):
+        with pytest.raises(ImportError, match=f"{module.rsplit('.types', 1)[0]} is not supported: .*{what}"):
+            importlib.import_module(module)
+    with pytest.raises(ImportError, match=r"tessel.numba.extending is not supported"):
+        from tessel.numba import extending  # noqa: F401

@@ -164,6 +164,7 @@ class Root:
         self.consts: List[str] = []               # global constant array definitions
         self.const_keys: Dict[int, str] = {}
         self.const_bytes = 0                      # the constant arrays' size
+        self.captured: List[Any] = []             # global device arrays the kernel points into
         self.local_bytes: Dict[str, int] = {}     # each local array's size
         self.functions: List[str] = []            # standalone helper functions (operators)
         self.function_keys: Dict[Any, str] = {}
@@ -247,6 +248,7 @@ class FunctionCompiler:
         self.return_types: List[Any] = []
         self.loop_depth = 0
         self.unroll_stack = []    # tuple loops being unrolled: [loop depth, end label, next label]
+        self.stmt_call = None     # the call that is a whole expression statement (np.sin(x, out))
         self.ret_label = None
         self.ret_var = None
         self.suspends = False
@@ -403,7 +405,11 @@ class FunctionCompiler:
     def stmt_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring
-        v = self.expr(node.value)
+        self.stmt_call = node.value
+        try:
+            v = self.expr(node.value)
+        finally:
+            self.stmt_call = None
         if v.code and not v.is_const:
             self.emit(f"(void)({v.code});")
         else:
@@ -1021,7 +1027,35 @@ class FunctionCompiler:
             return Val(None, TupleT(tuple(i.type for i in items)), items=items, const=obj)
         if isinstance(obj, np.ndarray):
             return self.const_array(obj, node)
+        device_array = _device_array_of(obj)
+        if device_array is not None:
+            return self.global_device_array(obj, device_array, node, name)
         return Val(None, CT, const=obj)
+
+    def global_device_array(self, obj, arr, node, name) -> Val:
+        """A device array (or tessel array) that is a global or closure variable: captured by
+        pointer when the kernel compiles, as Numba does (its shape is fixed; its data is read and
+        written where it lives)."""
+        on_gpu = arr.device.type == "cuda"
+        if on_gpu != (self.root.target == "cuda"):
+            self.error(node, f"the global array '{name}' is on {arr.device}, but the kernel runs on "
+                             f"{'a GPU' if self.root.target == 'cuda' else 'the CPU backend'}")
+        if getattr(getattr(obj, "dtype", None), "names", None) is not None:
+            self.error(node, f"the global array '{name}' has dtype {obj.dtype}; a global device array in a "
+                             "kernel holds numbers (pass record arrays as arguments)")
+        t = scalar_from_dtype(arr.dtype)
+        item = arr.itemsize
+        if any(st % item for st in arr.strides):
+            self.error(node, f"the global array '{name}' has strides {tuple(arr.strides)} that are not "
+                             f"multiples of its item size {item}")
+        ptr = arr.data_ptr() if callable(arr.data_ptr) else arr.data_ptr
+        self.root.captured.append(obj)   # kept alive with the compiled kernel
+        shape = ", ".join(f"{int(n)}ll" for n in arr.shape)
+        strides = ", ".join(f"{int(st) // item}ll" for st in arr.strides)
+        data = f"(({t.ctype}*){int(ptr)}ull)"
+        code = f"ts::mkarr<{t.ctype}, {arr.ndim}>({data}, {{{shape}}}, {{{strides}}})" if arr.ndim else \
+            f"ts::mkarr0<{t.ctype}>({data})"
+        return Val(code, ArrayT(t, arr.ndim, "C" if arr.is_contiguous() else "A"))
 
     def const_array(self, arr: np.ndarray, node) -> Val:
         key = id(arr)
@@ -1715,8 +1749,8 @@ class FunctionCompiler:
             return self.call_math(obj, node)
         if obj in _CMATH_FUNCS:
             return self.call_cmath(obj, node)
-        if obj in _NUMPY_FUNCS:
-            return self.call_math(_NUMPY_FUNCS[obj], node)
+        if isinstance(obj, np.ufunc) and getattr(np, obj.__name__, None) is obj:
+            return self.call_numpy(obj, node)
         name = getattr(obj, "__name__", repr(obj))
         for a in node.args:   # an unsupported construct in the arguments is the first error
             self.expr(a)
@@ -2403,14 +2437,15 @@ class FunctionCompiler:
         return self._sync("grid_sync", node, "grid")
 
     # ---- math --------------------------------------------------------------------------------------
-    def call_math(self, fn, node) -> Val:
+    def call_math(self, fn, node, vals=None) -> Val:
         name = getattr(fn, "__name__", str(fn))
         spec = _MATH.get(name)
         if spec is None:
             self.error(node, f"math.{name} is not supported in kernels")
         nargs, kind = spec
-        vals, _ = self.args_of(node, nargs if isinstance(nargs, int) else nargs[0],
-                               nargs if isinstance(nargs, int) else nargs[1], f"math.{name}")
+        if vals is None:
+            vals, _ = self.args_of(node, nargs if isinstance(nargs, int) else nargs[0],
+                                   nargs if isinstance(nargs, int) else nargs[1], f"math.{name}")
         for v in vals:
             if not isinstance(v.type, Scalar):
                 self.error(node, f"math.{name} takes numbers, got {v.type}")
@@ -2436,6 +2471,91 @@ class FunctionCompiler:
         if kind == "ldexp":
             return Val(self.round_half(f"ts::ldexp({args[0]}, (int)({vals[1].code}))", t), t)
         self.error(node, f"math.{name} is not supported")
+
+    # ---- NumPy ufuncs ------------------------------------------------------------------------------
+    def call_numpy(self, uf, node) -> Val:
+        """np.sin(x) on numbers; np.sin(x, out) on arrays (as Numba: the output array passed as the
+        last positional argument, the call a statement): a loop over out's elements, the inputs
+        broadcast against it."""
+        name = uf.__name__
+        if name not in _NUMPY_UFUNCS:
+            for a in node.args:
+                self.expr(a)
+            self.error(node, f"np.{name} is not supported in kernels (NumPy functions in kernels: "
+                             f"{', '.join(sorted(_NUMPY_UFUNCS))})")
+        nin = uf.nin
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            self.error(node, f"np.{name}(): *args are not supported")
+        if node.keywords:
+            self.error(node, f"np.{name}(): keyword arguments are not supported in kernels; pass the output "
+                             "array as the last positional argument, as in Numba")
+        vals = [self.expr(a) for a in node.args]
+        if len(vals) not in (nin, nin + 1):
+            self.error(node, f"np.{name}() takes {nin} input{'s' if nin > 1 else ''} and an optional output "
+                             f"array, got {len(vals)} arguments")
+        ins, out = vals[:nin], (vals[nin] if len(vals) > nin else None)
+        for v in ins:
+            if not isinstance(v.type, (Scalar, ArrayT)) or isinstance(v.type, ArrayT) and v.type.is_record:
+                self.error(node, f"np.{name} takes numbers and arrays of numbers, got {v.type}")
+        if out is None:
+            if any(isinstance(v.type, ArrayT) for v in ins):
+                self.error(node, f"np.{name} on arrays in a kernel needs the output array as its last positional "
+                                 f"argument, as in Numba: np.{name}(x, out)")
+            return self.numpy_scalar(name, ins, node)
+        if not isinstance(out.type, ArrayT) or out.type.is_record:
+            self.error(node, f"np.{name}: the output must be an array of numbers, got {out.type}")
+        if out.type.space == "const":
+            self.error(node, f"np.{name}: cannot write to a constant array")
+        if node is not self.stmt_call:
+            self.error(node, f"np.{name}(..., out) on arrays is a statement in kernels: its value cannot be used")
+        ot = out.type
+        for v in ins:
+            if isinstance(v.type, ArrayT) and v.type.ndim > ot.ndim:
+                self.error(node, f"np.{name}: a {v.type.ndim}-d input does not broadcast to a "
+                                 f"{ot.ndim}-d output array")
+        self.flush_pre()
+        k = self.declare_temp(INT64, "k")
+        self.emit(f"for ({k} = 0; {k} < {self.array_size(out).code}; ++{k}) {{")
+        self.indent += 1
+        idx = []
+        for d in range(ot.ndim):
+            i = self.declare_temp(INT64, "i")
+            inner = [self.extent(out, e).code for e in range(d + 1, ot.ndim)]
+            q = f"({k} / ({' * '.join(inner)}))" if inner else k
+            self.emit(f"{i} = {q} % {self.extent(out, d).code};" if d else f"{i} = {q};")
+            idx.append(i)
+
+        def item(arr, indices, broadcast):
+            terms = []
+            for d, i in enumerate(indices):
+                if broadcast:
+                    i = f"({self.extent(arr, d).code} == 1 ? 0ll : {i})"
+                terms.append(f"{i} * {self.stride_elems(arr, d)}")
+            return Val(f"{self.data_ptr(arr)}[{' + '.join(terms) or '0'}]", arr.type.dtype)
+
+        args = [item(v, idx[ot.ndim - v.type.ndim:], True) if isinstance(v.type, ArrayT) else v for v in ins]
+        result = self.numpy_scalar(name, args, node)
+        self.emit(f"{item(out, idx, False).code} = {self.convert(result, ot.dtype, node)};")
+        self.indent -= 1
+        self.emit("}")
+        return Val(None, NoneT())
+
+    def numpy_scalar(self, name, vals, node) -> Val:
+        for v in vals:
+            if not isinstance(v.type, Scalar):
+                self.error(node, f"np.{name} takes numbers, got {v.type}")
+        if name == "absolute":
+            return _b_abs(self, node, vals)
+        if name in ("floor", "ceil", "trunc"):
+            t = vals[0].type
+            if t.kind in "ub" or t.kind == "i":
+                t = FLOAT64
+            t = t.strong()
+            if t.kind == "c":
+                self.error(node, f"np.{name} does not take complex numbers")
+            ft = t if t.name in ("float32", "float64") else FLOAT32
+            return Val(self.round_half(f"ts::{name}({self.convert(vals[0], ft, node)})", t), t)
+        return self.call_math(getattr(math, _NUMPY_UFUNCS[name]), node, vals)
 
     def call_cmath(self, fn, node, vals=None) -> Val:
         name = getattr(fn, "__name__", str(fn))
@@ -2495,14 +2615,31 @@ _MATH.update({"log": ((1, 2), "f"), "atan2": (2, "f"), "pow": (2, "f"), "fmod": 
 _MATH_FUNCS = {getattr(math, n) for n in _MATH if hasattr(math, n)}
 _CMATH_FUNCS = {getattr(cmath, n) for n in ("exp", "log", "log10", "sqrt", "sin", "cos", "tan", "sinh", "cosh",
                                            "tanh", "phase", "polar", "rect", "isnan", "isinf", "isfinite")}
-_NUMPY_FUNCS = {getattr(np, n): getattr(math, n if n != "abs" else "fabs") for n in
-                ("sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin",
-                 "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "hypot",
-                 "copysign", "fmod", "cbrt")
-                if hasattr(np, n) and hasattr(math, n if n != "abs" else "fabs")}
+# NumPy's ufuncs in kernels (their name -> the math function computing them): on numbers, and on
+# arrays with the output array passed (np.sin(x, out)), as Numba's CUDA target
+_NUMPY_UFUNCS = {n: n for n in ("sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos",
+                                "tan", "sinh", "cosh", "tanh", "isnan", "isinf", "isfinite", "hypot", "copysign",
+                                "fmod", "cbrt", "fabs", "degrees", "radians")}
+_NUMPY_UFUNCS.update({"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2", "arcsinh": "asinh",
+                      "arccosh": "acosh", "arctanh": "atanh", "deg2rad": "radians", "rad2deg": "degrees",
+                      "floor": "floor", "ceil": "ceil", "trunc": "trunc", "absolute": "fabs"})
 _PRANGE = object()
 # Names only the compiler's own rewritten loops use (for x in a: ... becomes a loop over range()).
 _INTERNAL_NAMES = {"_ts_range": range, "_ts_len": len, "_ts_min": min}
+
+
+def _device_array_of(obj):
+    """The tessel array of a device array (a tessel array, Numba's device array or anything with
+    ``__tessel_array__``), or None."""
+    if isinstance(obj, (type, pytypes.ModuleType, pytypes.FunctionType)):
+        return None
+    try:
+        arr = getattr(obj, "__tessel_array__", obj)
+    except Exception:  # noqa: BLE001 - not an array
+        return None
+    if type(arr).__name__ != "Array" or not type(arr).__module__.startswith("tessel"):
+        return None
+    return arr
 
 
 class _DTypeMarker:
@@ -2578,8 +2715,9 @@ def _b_minmax(which):
     return f
 
 
-def _b_abs(c, node):
-    vals, _ = c.args_of(node, 1, 1, "abs")
+def _b_abs(c, node, vals=None):
+    if vals is None:
+        vals, _ = c.args_of(node, 1, 1, "abs")
     v = vals[0]
     c.scalar_check(v, node, "abs()")
     t = v.type
@@ -2857,7 +2995,8 @@ def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
     return src, {"array_names": list(root.array_names), "suspends": fc.suspends, "grid_sync": root.uses_grid_sync,
                  "uses_dynamic_shared": root.uses_dynamic_shared,
                  "static_shared_bytes": _static_shared_layout(root)[1],
-                 "local_bytes": sum(root.local_bytes.values()), "const_bytes": root.const_bytes}
+                 "local_bytes": sum(root.local_bytes.values()), "const_bytes": root.const_bytes,
+                 "captured": root.captured}
 
 
 def _static_shared_layout(root):

@@ -20,6 +20,7 @@ from .types import (  # noqa: F401
     byte, char, uchar, short, ushort, int_, uint, long_, ulong, longlong, ulonglong, ssize_t, size_t,
     half, float_, double, cfloat, cdouble, void, none,
 )
+from . import config  # noqa: F401  (numba.config, also numba.cuda.config)
 from . import _cuda as cuda  # noqa: F401
 # numba-cuda's import hook (_numba_cuda_redirector) takes every module name containing "numba.cuda"
 # for its own and recurses without end on ours, so the package lives as tessel.numba._cuda and its
@@ -33,13 +34,57 @@ import sys as _sys  # noqa: E402
 for _name, _module in list(_sys.modules.items()):
     if _name == __name__ + "._cuda" or _name.startswith(__name__ + "._cuda."):
         _sys.modules[_name.replace("._cuda", ".cuda", 1)] = _module
+for _pkg in ("cuda", "_cuda"):   # numba.cuda.types and numba.cuda.config are numba's
+    _sys.modules[f"{__name__}.{_pkg}.types"] = types
+    _sys.modules[f"{__name__}.{_pkg}.config"] = config
+cuda.config = config
+
+# Numba's modules that tessel.numba does not have (numba.extending, numba.core.*,
+# numba.cuda.extending, ...): importing one raises a ModuleNotFoundError that names it and says why.
+_MODULE_REASONS = {
+    "extending": "Numba's extension API (typeof_impl, type_callable, models, lower_builtin, overload, "
+                 "intrinsic, box/unbox) is not supported; tessel kernels take numbers, arrays, tuples and "
+                 "record arrays",
+    "core": "Numba's compiler internals (numba.core) are not part of tessel.numba",
+    "cuda.extending": "Numba's extension API (typeof_impl, type_callable, models, lower_builtin, overload, "
+                      "intrinsic) is not supported; tessel kernels take numbers, arrays, tuples and record arrays",
+    "cuda.cudadecl": "Numba's typing registries are not part of tessel.numba",
+    "cuda.cudaimpl": "Numba's lowering registries are not part of tessel.numba",
+    "cuda.typing": "Numba's typing registries are not part of tessel.numba",
+    "cuda.cgutils": "Numba's LLVM code generation is not part of tessel.numba",
+    "cuda.testing": "Numba's test support is not part of tessel.numba",
+    "cuda.simulator": "tessel's CPU backend replaces Numba's simulator (cuda.select_device('cpu'))",
+}
+
+
+class _UnsupportedModules:
+    """The last finder of sys.meta_path: a tessel.numba module that no other finder found."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        prefix = __name__ + "."
+        if not fullname.startswith(prefix):
+            return None
+        rest = fullname[len(prefix):].replace("_cuda", "cuda", 1)
+        reason = "it is not a part of Numba's API that tessel.numba provides (see docs/guide/numba.rst)"
+        parts = rest.split(".")
+        for k in range(len(parts), 0, -1):
+            if ".".join(parts[:k]) in _MODULE_REASONS:
+                reason = _MODULE_REASONS[".".join(parts[:k])]
+                break
+        # name=None: `from tessel.numba import extending` reports this error, not "cannot import name"
+        raise ModuleNotFoundError(f"tessel.numba.{rest} is not supported: {reason}", name=None)
+
+
+if not any(isinstance(f, _UnsupportedModules) or f is _UnsupportedModules for f in _sys.meta_path):
+    _sys.meta_path.append(_UnsupportedModules)
 
 __version__ = "0.1.0+tessel"
 
 _CPU_COMPILER = "Numba's CPU compiler is not part of tessel.numba (cuda.jit kernels run on the CPU backend)"
 _REASONS = {
     "stencil": _CPU_COMPILER, "cfunc": _CPU_COMPILER, "generated_jit": _CPU_COMPILER, "objmode": _CPU_COMPILER,
-    "jitclass": _CPU_COMPILER, "experimental": _CPU_COMPILER, "extending": "Numba's extension API is not supported",
+    "jitclass": _CPU_COMPILER, "experimental": _CPU_COMPILER,
 }
 # Names defined by tessel.numba's modules that import the kernel compiler, imported when first used.
 # Names of the kernel compiler (tessel.kernel) that Numba has at the top level.
@@ -72,5 +117,7 @@ def __getattr__(name):
         globals()[name] = value
         return value
 
+    if name in _MODULE_REASONS:
+        raise _unsupported.error(name, _MODULE_REASONS[name], prefix="tessel.numba")
     reason = _REASONS.get(name, "it is not a part of Numba's API that tessel.numba provides (see docs/guide/numba.rst)")
     raise _unsupported.error(name, reason, prefix="tessel.numba")

@@ -478,6 +478,9 @@ def _evaluate(node, text):
     if isinstance(node, ast.Name):
         found = _NAMESPACE.get(node.id)
         if found is None:
+            if node.id in _UNSUPPORTED_TYPES:
+                raise TypeError(f"signature {text!r}: tessel.numba.types.{node.id} is not supported: "
+                                f"{_UNSUPPORTED_TYPES[node.id]}")
             raise TypeError(f"signature {text!r}: unknown type {node.id!r}")
         return found
     if isinstance(node, ast.Constant) and node.value is None:
@@ -562,3 +565,27 @@ def parse_signature(sig):
             return None, [result]
         raise TypeError(f"signature {sig!r} is not a signature")
     raise TypeError(f"signature: expected a string, a Signature or a tuple of types, got {type(sig).__name__}")
+
+
+_POINTERS = ("pointer arguments are not supported: pass the array itself (kernels take device and NumPy "
+             "arrays, numbers, tuples and record arrays)")
+_UNSUPPORTED_TYPES = {"CPointer": _POINTERS, "voidptr": _POINTERS, "RawPointer": _POINTERS, "MemInfoPointer": _POINTERS,
+                      "Opaque": "opaque types are not supported",
+                      "NPDatetime": "datetime64 is not supported in kernels; pass int64 (a.astype('int64'))",
+                      "NPTimedelta": "timedelta64 is not supported in kernels; pass int64 (a.astype('int64'))",
+                      "Optional": "optional types are not supported", "optional": "optional types are not supported",
+                      "Literal": "literal types are not supported", "IntegerLiteral": "literal types are not supported",
+                      "StringLiteral": "strings are not supported in kernels",
+                      "unicode_type": "strings are not supported in kernels",
+                      "List": "lists are not supported in kernels", "ListType": "lists are not supported in kernels",
+                      "DictType": "dictionaries are not supported in kernels"}
+
+
+def __getattr__(name):
+    if name.startswith("__") and name.endswith("__"):
+        raise AttributeError(f"module 'tessel.numba.types' has no attribute {name!r}")
+    from ._cuda import _unsupported
+
+    reason = _UNSUPPORTED_TYPES.get(name, "it is not one of Numba's types that tessel.numba provides "
+                                          "(see docs/guide/numba.rst)")
+    raise _unsupported.error(name, reason, prefix="tessel.numba.types")
