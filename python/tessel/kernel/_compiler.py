@@ -2478,11 +2478,11 @@ class FunctionCompiler:
         last positional argument, the call a statement): a loop over out's elements, the inputs
         broadcast against it."""
         name = uf.__name__
-        if name not in _NUMPY_UFUNCS:
+        if name not in _NUMPY_UFUNCS and name not in _NUMPY_BINOPS:
             for a in node.args:
                 self.expr(a)
             self.error(node, f"np.{name} is not supported in kernels (NumPy functions in kernels: "
-                             f"{', '.join(sorted(_NUMPY_UFUNCS))})")
+                             f"{', '.join(sorted(set(_NUMPY_UFUNCS) | set(_NUMPY_BINOPS)))})")
         nin = uf.nin
         if any(isinstance(a, ast.Starred) for a in node.args):
             self.error(node, f"np.{name}(): *args are not supported")
@@ -2544,6 +2544,8 @@ class FunctionCompiler:
         for v in vals:
             if not isinstance(v.type, Scalar):
                 self.error(node, f"np.{name} takes numbers, got {v.type}")
+        if name in _NUMPY_BINOPS:
+            return self.binop(_NUMPY_BINOPS[name](), vals[0], vals[1], node)
         if name == "absolute":
             return _b_abs(self, node, vals)
         if name in ("floor", "ceil", "trunc"):
@@ -2623,6 +2625,11 @@ _NUMPY_UFUNCS = {n: n for n in ("sqrt", "exp", "exp2", "expm1", "log", "log2", "
 _NUMPY_UFUNCS.update({"arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2", "arcsinh": "asinh",
                       "arccosh": "acosh", "arctanh": "atanh", "deg2rad": "radians", "rad2deg": "degrees",
                       "floor": "floor", "ceil": "ceil", "trunc": "trunc", "absolute": "fabs"})
+# NumPy's arithmetic ufuncs: Python's operators, which follow NumPy's rules in kernels
+_NUMPY_BINOPS = {"add": ast.Add, "subtract": ast.Sub, "multiply": ast.Mult, "divide": ast.Div,
+                 "true_divide": ast.Div, "floor_divide": ast.FloorDiv, "remainder": ast.Mod, "power": ast.Pow,
+                 "bitwise_and": ast.BitAnd, "bitwise_or": ast.BitOr, "bitwise_xor": ast.BitXor,
+                 "left_shift": ast.LShift, "right_shift": ast.RShift}
 _PRANGE = object()
 # Names only the compiler's own rewritten loops use (for x in a: ... becomes a loop over range()).
 _INTERNAL_NAMES = {"_ts_range": range, "_ts_len": len, "_ts_min": min}
