@@ -1654,6 +1654,17 @@ def arithmetic_ufuncs(out, a, b, q, n, d):
     np.floor_divide(n, d, q)   # integers, Python's (and NumPy's) rounding toward -inf
 
 
+@cuda.jit
+def comparing_ufuncs(a, b, gt, mx, mn, fx, fn, both, m, inv):
+    np.greater(a, b, gt)
+    np.maximum(a, b, mx)       # a NaN wins
+    np.minimum(a, b, mn)
+    np.fmax(a, b, fx)          # a NaN loses
+    np.fmin(a, b, fn)
+    np.logical_and(gt, a, both)
+    np.invert(m, inv)
+
+
 def test_numpy_ufuncs_on_arrays_in_kernels(backend):
     rng = np.random.default_rng()
     x = (rng.standard_normal(37) * 4).astype(np.float32)
@@ -1677,6 +1688,19 @@ def test_numpy_ufuncs_on_arrays_in_kernels(backend):
     arithmetic_ufuncs[1, 1](out32, a32, b32, q, n, dv)
     np.testing.assert_array_equal(out32, (a32 + b32) * np.float32(2))
     np.testing.assert_array_equal(q, n // dv)
+    a, b = rng.standard_normal(12), rng.standard_normal(12)
+    a[[1, 5]] = np.nan
+    b[[2, 5]] = np.nan
+    gt, both = np.zeros(12, bool), np.ones(12, bool)
+    mx, mn, fx, fn = (np.full(12, -7.0) for _ in range(4))
+    m, inv = rng.integers(-100, 100, 12).astype(np.int32), np.zeros(12, np.int32)
+    comparing_ufuncs[1, 1](a, b, gt, mx, mn, fx, fn, both, m, inv)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(gt, np.greater(a, b))
+        np.testing.assert_array_equal(both, np.logical_and(np.greater(a, b), a))
+    for got, want in ((mx, np.maximum(a, b)), (mn, np.minimum(a, b)), (fx, np.fmax(a, b)), (fn, np.fmin(a, b))):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(inv, ~m)
 
 
 def test_numpy_ufunc_errors_name_the_call(backend):

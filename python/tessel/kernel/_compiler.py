@@ -2478,11 +2478,11 @@ class FunctionCompiler:
         last positional argument, the call a statement): a loop over out's elements, the inputs
         broadcast against it."""
         name = uf.__name__
-        if name not in _NUMPY_UFUNCS and name not in _NUMPY_BINOPS:
+        if name not in _NUMPY_ALL:
             for a in node.args:
                 self.expr(a)
             self.error(node, f"np.{name} is not supported in kernels (NumPy functions in kernels: "
-                             f"{', '.join(sorted(set(_NUMPY_UFUNCS) | set(_NUMPY_BINOPS)))})")
+                             f"{', '.join(sorted(_NUMPY_ALL))})")
         nin = uf.nin
         if any(isinstance(a, ast.Starred) for a in node.args):
             self.error(node, f"np.{name}(): *args are not supported")
@@ -2546,6 +2546,35 @@ class FunctionCompiler:
                 self.error(node, f"np.{name} takes numbers, got {v.type}")
         if name in _NUMPY_BINOPS:
             return self.binop(_NUMPY_BINOPS[name](), vals[0], vals[1], node)
+        if name in _NUMPY_COMPARE or name in ("maximum", "minimum", "fmax", "fmin"):
+            a, b = vals
+            t = promote(a.type, b.type)
+            t = t.strong() if not (a.type.weak and b.type.weak) else t
+            if t.kind == "c":
+                self.error(node, f"np.{name} does not take complex numbers in kernels")
+            if name in _NUMPY_COMPARE:
+                return Val(f"({self.convert(a, t, node)} {_NUMPY_COMPARE[name]} {self.convert(b, t, node)})", BOOL)
+            x, y = self.declare_temp(t, "mx"), self.declare_temp(t, "mx")
+            self.emit_pre(f"{x} = {self.convert(a, t, node)};")
+            self.emit_pre(f"{y} = {self.convert(b, t, node)};")
+            sym = ">" if name in ("maximum", "fmax") else "<"
+            if t.kind != "f":
+                return Val(f"({x} {sym} {y} ? {x} : {y})", t)
+            if name in ("maximum", "minimum"):   # a NaN wins
+                return Val(f"(({x} != {x} || {x} {sym} {y}) ? {x} : {y})", t)
+            return Val(f"(({y} != {y} || {x} {sym} {y}) ? {x} : {y})", t)   # fmax, fmin: a NaN loses
+        if name in ("logical_and", "logical_or", "logical_xor"):
+            sym = {"logical_and": "&&", "logical_or": "||", "logical_xor": "!="}[name]
+            return Val(f"({self.truth(vals[0], node)} {sym} {self.truth(vals[1], node)})", BOOL)
+        if name == "logical_not":
+            return Val(f"(!{self.truth(vals[0], node)})", BOOL)
+        if name == "invert":
+            t = vals[0].type.strong()
+            if t.kind == "b":
+                return Val(f"(!{vals[0].code})", BOOL)
+            if t.kind not in "iu":
+                self.error(node, f"np.invert takes integers and booleans, got {t}")
+            return Val(f"(({t.ctype})~({vals[0].code}))", t)
         if name == "absolute":
             return _b_abs(self, node, vals)
         if name in ("floor", "ceil", "trunc"):
@@ -2630,6 +2659,10 @@ _NUMPY_BINOPS = {"add": ast.Add, "subtract": ast.Sub, "multiply": ast.Mult, "div
                  "true_divide": ast.Div, "floor_divide": ast.FloorDiv, "remainder": ast.Mod, "power": ast.Pow,
                  "bitwise_and": ast.BitAnd, "bitwise_or": ast.BitOr, "bitwise_xor": ast.BitXor,
                  "left_shift": ast.LShift, "right_shift": ast.RShift}
+_NUMPY_COMPARE = {"greater": ">", "greater_equal": ">=", "less": "<", "less_equal": "<=", "equal": "==",
+                  "not_equal": "!="}
+_NUMPY_ALL = set(_NUMPY_UFUNCS) | set(_NUMPY_BINOPS) | set(_NUMPY_COMPARE) | {
+    "maximum", "minimum", "fmax", "fmin", "logical_and", "logical_or", "logical_xor", "logical_not", "invert"}
 _PRANGE = object()
 # Names only the compiler's own rewritten loops use (for x in a: ... becomes a loop over range()).
 _INTERNAL_NAMES = {"_ts_range": range, "_ts_len": len, "_ts_min": min}
