@@ -1759,6 +1759,14 @@ def test_device_arrays_as_globals_are_captured_by_pointer(backend):
     column_sums[1, 32](out)
     np.testing.assert_allclose(out, GRID.copy_to_host()[:, 1::3].sum(axis=0), rtol=1e-12)
 
+    @cuda.jit(debug=True)
+    def read_past_the_end(out):
+        i = cuda.grid(1)
+        out[i] = PRICES[i + 3]
+
+    with pytest.raises(IndexError, match=r"index 6 is out of bounds for axis 0 with size 6 of array 'PRICES'"):
+        read_past_the_end[1, 4](np.zeros(4, np.float32))
+
 
 _COOP_SIG = (int32[:, ::1],)
 

@@ -165,6 +165,7 @@ class Root:
         self.const_keys: Dict[int, str] = {}
         self.const_bytes = 0                      # the constant arrays' size
         self.captured: List[Any] = []             # global device arrays the kernel points into
+        self.captured_names: Dict[str, str] = {}  # their code -> their name (debug mode's messages)
         self.local_bytes: Dict[str, int] = {}     # each local array's size
         self.functions: List[str] = []            # standalone helper functions (operators)
         self.function_keys: Dict[Any, str] = {}
@@ -1053,8 +1054,10 @@ class FunctionCompiler:
         shape = ", ".join(f"{int(n)}ll" for n in arr.shape)
         strides = ", ".join(f"{int(st) // item}ll" for st in arr.strides)
         data = f"(({t.ctype}*){int(ptr)}ull)"
-        code = f"ts::mkarr<{t.ctype}, {arr.ndim}>({data}, {{{shape}}}, {{{strides}}})" if arr.ndim else \
-            f"ts::mkarr0<{t.ctype}>({data})"
+        # in parentheses: the code may be a macro's argument (debug mode's index checks)
+        code = f"(ts::mkarr<{t.ctype}, {arr.ndim}>({data}, {{{shape}}}, {{{strides}}}))" if arr.ndim else \
+            f"(ts::mkarr0<{t.ctype}>({data}))"
+        self.root.captured_names[code] = name
         return Val(code, ArrayT(t, arr.ndim, "C" if arr.is_contiguous() else "A"))
 
     def const_array(self, arr: np.ndarray, node) -> Val:
@@ -1324,6 +1327,9 @@ class FunctionCompiler:
 
     def array_id(self, arr: Val, node) -> int:
         label = arr.code.split(".")[0].split("v_")[-1] if arr.code else "?"
+        for code, name in self.root.captured_names.items():
+            if arr.code and code in arr.code:
+                label = name
         if label not in self.root.array_names:
             self.root.array_names.append(label)
         return self.root.array_names.index(label)
