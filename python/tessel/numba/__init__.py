@@ -21,6 +21,10 @@ from .types import (  # noqa: F401
     half, float_, double, cfloat, cdouble, void, none,
 )
 from . import config  # noqa: F401  (numba.config, also numba.cuda.config)
+from . import core  # noqa: F401  (numba.core.errors' warnings, numba.core.config)
+from .core.errors import (  # noqa: F401  (numba.NumbaPerformanceWarning, ...)
+    NumbaWarning, NumbaPerformanceWarning, NumbaDeprecationWarning, NumbaPendingDeprecationWarning,
+)
 from . import _cuda as cuda  # noqa: F401
 # numba-cuda's import hook (_numba_cuda_redirector) takes every module name containing "numba.cuda"
 # for its own and recurses without end on ours, so the package lives as tessel.numba._cuda and its
@@ -45,7 +49,8 @@ _MODULE_REASONS = {
     "extending": "Numba's extension API (typeof_impl, type_callable, models, lower_builtin, overload, "
                  "intrinsic, box/unbox) is not supported; tessel kernels take numbers, arrays, tuples and "
                  "record arrays",
-    "core": "Numba's compiler internals (numba.core) are not part of tessel.numba",
+    "core": "Numba's compiler internals (numba.core) are not part of tessel.numba (numba.core.errors' "
+            "warning classes and numba.core.config are)",
     "cuda.extending": "Numba's extension API (typeof_impl, type_callable, models, lower_builtin, overload, "
                       "intrinsic) is not supported; tessel kernels take numbers, arrays, tuples and record arrays",
     "cuda.cudadecl": "Numba's typing registries are not part of tessel.numba",
