@@ -2592,7 +2592,7 @@ class FunctionCompiler:
                 self.error(node, f"np.{name} does not take complex numbers")
             ft = t if t.name in ("float32", "float64") else FLOAT32
             return Val(self.round_half(f"ts::{name}({self.convert(vals[0], ft, node)})", t), t)
-        return self.call_math(getattr(math, _NUMPY_UFUNCS[name]), node, vals)
+        return self.call_math(_NUMPY_UFUNCS[name], node, vals)   # by name (math.exp2 is Python 3.11's)
 
     def call_cmath(self, fn, node, vals=None) -> Val:
         name = getattr(fn, "__name__", str(fn))
