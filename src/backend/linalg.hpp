@@ -34,15 +34,20 @@ struct LinalgBatch {
 struct EighArrays {
   Array w, v, info;
 };
+// The results of inv: the inverses (batch..., n, n), a view of whatever layout the backend wrote,
+// and info (batch...) int32, getrf's.
+struct InvArrays {
+  Array inverse, info;
+};
 
 // What a backend decides for itself: whether it has a route that reads the caller's matrices as
 // they are (a contiguous row-major batch of the compute dtype, `a` below, which it only reads) and
 // writes the results elsewhere, for this problem on this device. The CUDA backend has them where
 // its tuning table (backend/cuda/tuning/linalg_routes.hpp) says its small-matrix kernels win; the
 // CPU has none. The ops layer asks has_row_major_route and takes the *_row_major entry when it
-// says yes, else copies the operands column-major for the entries above. (eigh needs no question:
-// its one entry takes the caller's matrices and lays them out for the route it takes.)
-enum class RowMajorRoute : std::uint8_t { inv, solve };
+// says yes, else copies the operands column-major for the entries above. (eigh and inv need no
+// question: their entries take the caller's matrices and lay them out for the route they take.)
+enum class RowMajorRoute : std::uint8_t { solve };
 
 #define TESSEL_LINALG_BACKEND(X)                                                                              \
   /* a (n x n): the triangle `upper` receives the factor; the other one is left as it was. */                  \
@@ -68,9 +73,9 @@ enum class RowMajorRoute : std::uint8_t { inv, solve };
   /* complex dtypes only. a (n x n) destroyed; w (batch, n); v (n x n) when `vectors`. */                      \
   X(void, eig, (const LinalgBatch& p, void* a, void* w, void* v, bool vectors, std::int32_t* info,             \
                 const Stream& stream))                                                                         \
+  /* x: the matrices (batch..., n, n) in the compute dtype, any strides, read only; batch, n >= 1. */         \
+  X(InvArrays, inv, (const LinalgBatch& p, const Array& x, const Stream& stream))                              \
   X(bool, has_row_major_route, (RowMajorRoute route, const LinalgBatch& p, bool vectors, const Device& device)) \
-  /* out (n x n, row-major) = the inverse of a; info written for every matrix. */                             \
-  X(void, inv_row_major, (const LinalgBatch& p, const void* a, void* out, std::int32_t* info, const Stream& stream)) \
   /* out (nrhs x n per matrix: column-major n x nrhs) = the solution of a x = b for the column-major b. */   \
   X(void, solve_row_major, (const LinalgBatch& p, const void* a, const void* b, void* out, std::int64_t nrhs,   \
                             std::int32_t* info, const Stream& stream))
@@ -87,6 +92,22 @@ inline void mark_written(const Stream& stream, std::initializer_list<const Array
   for (const Array* a : arrays) {
     if (a && a->defined()) a->storage()->record_pending_write(stream);
   }
+}
+
+// inv through the backend's LU solve (`solve`, its entry above) against the identity: x copied
+// column-major, or row-major from kTransposedSolveMinN on (LAPACK's transposed solve: no strided
+// transpose of a large x). The backends' route where no kernel of their own applies.
+template <class Solve>
+InvArrays inv_by_solve(const LinalgBatch& p, const Array& x, const Stream& stream, Solve&& solve) {
+  const bool transposed = p.n > kTransposedSolveMinN;
+  Array work = transposed ? x.copy(stream) : x.swapaxes(-1, -2).copy(stream);
+  const Shape batch_shape(x.shape().begin(), x.shape().end() - 2);
+  Array result = eye(p.n, p.n, 0, p.dtype, x.device(), stream).broadcast_to(x.shape()).copy(stream);
+  Array info = zeros(batch_shape, DType::int32, x.device(), stream);
+  wait_for_writes(stream, {&work, &result, &info});
+  solve(p, work.data(), result.data(), p.n, transposed, static_cast<std::int32_t*>(info.data()), stream);
+  mark_written(stream, {&work, &result, &info});
+  return {result.swapaxes(-1, -2), info};
 }
 
 // The error check of the CUDA entries without reading the info array back: one reduction on

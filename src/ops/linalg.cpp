@@ -3,10 +3,10 @@
 // ops (triangles, determinants from LU factors, info checks).
 //
 // Every input is copied once into a fresh batch (LAPACK and cuSOLVER overwrite their input); the
-// copy also casts and broadcasts. tessel's CUDA kernels for small solve and inv read their input
-// and write elsewhere, so there a contiguous input of the compute dtype is read as it is; eigh
-// hands the backend its input in the compute dtype and the backend lays it out for the route it
-// takes. The copy is column-major (a strided transpose of the input) except
+// copy also casts and broadcasts. tessel's CUDA kernel for small solves reads its input and
+// writes elsewhere, so there a contiguous input of the compute dtype is read as it is; inv and
+// eigh hand the backend their input in the compute dtype and the backend lays it out for the
+// route it takes. The copy is column-major (a strided transpose of the input) except
 // where the transpose is free to use instead: Cholesky (x Hermitian), determinants
 // (det x^T = det x) and solves of order > 64 (LAPACK's transposed solve). Matrix results are the
 // backends' column-major buffers seen through a swap of the last two axes: no second copy.
@@ -195,12 +195,6 @@ auto not_positive_definite = [](std::int32_t v) {
 auto singular = [](std::int32_t v) { return fmt::format("is singular (U[{0}, {0}] of its LU factors is zero)", v - 1); };
 auto no_convergence = [](std::int32_t v) { return fmt::format("did not converge (info {})", v); };
 
-Array identity_batch(const Shape& batch_shape, std::int64_t n, DType dtype, Device device, const Stream& stream) {
-  Array out = empty(with_tail(batch_shape, {n, n}), dtype, device, stream);
-  if (out.size() > 0) copyto(out, eye(n, n, 0, dtype, device, stream), stream);
-  return out;
-}
-
 // LU factors (column-major buffer, factored in place) and pivots (batch_shape + (n,)) of x.
 struct LU {
   Array factors;  // batch + (n, n), column-major matrices
@@ -310,32 +304,13 @@ InvExResult inv_ex(const Array& x, const OptionalStream& stream_arg) {
   const char* op = "inv";
   const Matrices mat = inspect(x, op, true);
   const Stream stream = detail::op_stream(x, stream_arg, op);
-  if (mat.batch > 0 && mat.n > 0 &&
-      backend::dispatch::has_row_major_route(x.device(), backend::RowMajorRoute::inv, batch_desc(mat), false, x.device())) {
-    // CUDA's small Gauss-Jordan kernel reads its input and writes the inverse elsewhere: x itself
-    // when it already is a contiguous batch of the compute dtype (else one plain copy), and no
-    // identity to solve against. inv(x^T) = inv(x)^T: x's row-major buffer, read column-major,
-    // is x^T, whose column-major inverse is inv(x) row-major, the result's layout.
-    const Array in = x.dtype() == mat.dtype && x.is_contiguous() ? x : row_major_copy(x, mat.batch_shape, mat.dtype, stream);
-    Array inverse = empty(x.shape(), mat.dtype, x.device(), stream);
-    Array info = empty(mat.batch_shape, DType::int32, x.device(), stream);  // the kernel writes every entry
-    before(stream, {&in, &inverse, &info});
-    backend::dispatch::inv_row_major(x.device(), batch_desc(mat), in.data(), inverse.data(), info_data(info), stream);
-    after(stream, {&inverse, &info});
-    return {inverse, info};
+  if (mat.batch == 0 || mat.n == 0) {
+    return {empty(x.shape(), mat.dtype, x.device(), stream), zeros(mat.batch_shape, DType::int32, x.device(), stream)};
   }
-  const bool transposed = mat.n > backend::kTransposedSolveMinN;  // large: no strided transpose of x
-  Array work = transposed ? row_major_copy(x, mat.batch_shape, mat.dtype, stream)
-                          : column_major_copy(x, mat.batch_shape, mat.dtype, stream);
-  Array result = identity_batch(mat.batch_shape, mat.n, mat.dtype, x.device(), stream);
-  Array info = zeros(mat.batch_shape, DType::int32, x.device(), stream);
-  if (mat.batch > 0 && mat.n > 0) {
-    before(stream, {&work, &result, &info});
-    backend::dispatch::solve(x.device(), batch_desc(mat), work.data(), result.data(), mat.n, transposed,
-                          info_data(info), stream);
-    after(stream, {&work, &result, &info});
-  }
-  return {matrices_of(result), info};
+  // The backend chooses its route and lays the matrices out for it (backend/linalg.hpp).
+  const Array in = x.dtype() == mat.dtype ? x : astype(x, mat.dtype, stream);
+  backend::InvArrays r = backend::dispatch::inv(x.device(), batch_desc(mat), in, stream);
+  return {r.inverse, r.info};
 }
 
 Array inv(const Array& x, const OptionalStream& stream) {

@@ -508,8 +508,8 @@ namespace {
 }
 }  // namespace
 
-void inv_row_major(const LinalgBatch&, const void*, void*, std::int32_t*, const Stream&) {
-  no_row_major_route("inv_row_major");
+InvArrays inv(const LinalgBatch& p, const Array& x, const Stream& stream) {
+  return inv_by_solve(p, x, stream, solve);
 }
 void solve_row_major(const LinalgBatch&, const void*, const void*, void*, std::int64_t, std::int32_t*,
                      const Stream&) {

@@ -301,6 +301,24 @@ void solve(const LinalgBatch& p, void* a, void* b_data, std::int64_t nrhs, bool 
   });
 }
 
+// ---- inv ----
+// tessel's Gauss-Jordan kernel where its rows apply (linalg_small.cpp): it reads x itself when x
+// is contiguous (else one plain copy) and writes the inverse elsewhere, with no identity to solve
+// against. inv(x^T) = inv(x)^T: x's row-major buffer, read column-major, is x^T, whose column-major
+// inverse is inv(x) row-major, the result's layout. Else LU and the solve against the identity.
+InvArrays inv(const LinalgBatch& p, const Array& x, const Stream& stream) {
+  if (small_kernel_applies(SmallKernel::inv, p)) {
+    const Array in = x.contiguous(stream);
+    Array inverse = empty(x.shape(), p.dtype, x.device(), stream);
+    Array info = empty(Shape(x.shape().begin(), x.shape().end() - 2), DType::int32, x.device(), stream);  // all written
+    wait_for_writes(stream, {&in, &inverse, &info});
+    small_inv(p, in.data(), inverse.data(), static_cast<std::int32_t*>(info.data()), stream);
+    mark_written(stream, {&inverse, &info});
+    return {inverse, info};
+  }
+  return inv_by_solve(p, x, stream, solve);
+}
+
 // ---- eigh ----
 namespace {
 void eigh_library(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream) {

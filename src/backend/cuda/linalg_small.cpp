@@ -297,15 +297,11 @@ void small_svd(const LinalgBatch& p, const void* a, void* s, void* u, void* vh, 
 // ---- the row-major routes of backend/linalg.hpp: the small kernels where their tuning rows apply ----
 bool has_row_major_route(RowMajorRoute route, const LinalgBatch& p, bool, const Device&) {
   switch (route) {
-    case RowMajorRoute::inv: return small_kernel_applies(SmallKernel::inv, p);
     case RowMajorRoute::solve: return small_kernel_applies(SmallKernel::lu_solve, p);
   }
   return false;
 }
 
-void inv_row_major(const LinalgBatch& p, const void* a, void* out, std::int32_t* info, const Stream& stream) {
-  small_inv(p, a, out, info, stream);
-}
 
 void solve_row_major(const LinalgBatch& p, const void* a, const void* b, void* out, std::int64_t nrhs,
                      std::int32_t* info, const Stream& stream) {
