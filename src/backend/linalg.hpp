@@ -39,15 +39,11 @@ struct EighArrays {
 struct InvArrays {
   Array inverse, info;
 };
-
-// What a backend decides for itself: whether it has a route that reads the caller's matrices as
-// they are (a contiguous row-major batch of the compute dtype, `a` below, which it only reads) and
-// writes the results elsewhere, for this problem on this device. The CUDA backend has them where
-// its tuning table (backend/cuda/tuning/linalg_routes.hpp) says its small-matrix kernels win; the
-// CPU has none. The ops layer asks has_row_major_route and takes the *_row_major entry when it
-// says yes, else copies the operands column-major for the entries above. (eigh and inv need no
-// question: their entries take the caller's matrices and lay them out for the route they take.)
-enum class RowMajorRoute : std::uint8_t { solve };
+// The results of solve: the solutions (batch..., n, nrhs), a view of whatever layout the backend
+// wrote, and info (batch...) int32, getrf's.
+struct SolveArrays {
+  Array x, info;
+};
 
 #define TESSEL_LINALG_BACKEND(X)                                                                              \
   /* a (n x n): the triangle `upper` receives the factor; the other one is left as it was. */                  \
@@ -56,8 +52,8 @@ enum class RowMajorRoute : std::uint8_t { solve };
   /* the backend's int type (int32 or int64). */                                                               \
   X(void, lu, (const LinalgBatch& p, void* a, Array& pivots, std::int32_t* info, const Stream& stream))         \
   /* a (n x n) -> LU; b (n x nrhs, batch matrices) -> the solution of a x = b, or of a^T x = b when */      \
-  /* `transposed` (a then holds the row-major matrix; only for n > kTransposedSolveMinN, or on CUDA */        \
-  /* where tessel's small kernel applies, which reads a and leaves it as it is). */                           \
+  /* `transposed` (a then holds the row-major matrix; for n > kTransposedSolveMinN): the in-place LU */     \
+  /* solve of the library route (solve_by_lu, inv_by_solve below). */                                        \
   X(void, solve, (const LinalgBatch& p, void* a, void* b, std::int64_t nrhs, bool transposed, std::int32_t* info, \
                   const Stream& stream))                                                                       \
   /* x: the matrices (batch..., n, n) in the compute dtype, any strides, read only (the lower triangle */     \
@@ -75,10 +71,9 @@ enum class RowMajorRoute : std::uint8_t { solve };
                 const Stream& stream))                                                                         \
   /* x: the matrices (batch..., n, n) in the compute dtype, any strides, read only; batch, n >= 1. */         \
   X(InvArrays, inv, (const LinalgBatch& p, const Array& x, const Stream& stream))                              \
-  X(bool, has_row_major_route, (RowMajorRoute route, const LinalgBatch& p, bool vectors, const Device& device)) \
-  /* out (nrhs x n per matrix: column-major n x nrhs) = the solution of a x = b for the column-major b. */   \
-  X(void, solve_row_major, (const LinalgBatch& p, const void* a, const void* b, void* out, std::int64_t nrhs,   \
-                            std::int32_t* info, const Stream& stream))
+  /* a (batch..., n, n) and b (batch..., n, nrhs): the systems a x = b in the compute dtype, any strides */     \
+  /* (broadcast views too), read only; batch, n, nrhs >= 1. */                                                \
+  X(SolveArrays, solve_systems, (const LinalgBatch& p, const Array& a, const Array& b, const Stream& stream))
 TESSEL_BACKEND_FAMILY(TESSEL_LINALG_BACKEND)
 
 // The backends' entries that take Arrays (eigh): make `stream` wait for the pending writes of
@@ -108,6 +103,21 @@ InvArrays inv_by_solve(const LinalgBatch& p, const Array& x, const Stream& strea
   solve(p, work.data(), result.data(), p.n, transposed, static_cast<std::int32_t*>(info.data()), stream);
   mark_written(stream, {&work, &result, &info});
   return {result.swapaxes(-1, -2), info};
+}
+
+// solve_systems through the backend's LU solve (`solve`): a copied column-major, or row-major
+// from kTransposedSolveMinN on, and b column-major, solved in place.
+template <class Solve>
+SolveArrays solve_by_lu(const LinalgBatch& p, const Array& a, const Array& b, const Stream& stream, Solve&& solve) {
+  const bool transposed = p.n > kTransposedSolveMinN;
+  Array work = transposed ? a.copy(stream) : a.swapaxes(-1, -2).copy(stream);
+  Array x = b.swapaxes(-1, -2).copy(stream);
+  const Shape batch_shape(a.shape().begin(), a.shape().end() - 2);
+  Array info = zeros(batch_shape, DType::int32, a.device(), stream);
+  wait_for_writes(stream, {&work, &x, &info});
+  solve(p, work.data(), x.data(), b.dim(-1), transposed, static_cast<std::int32_t*>(info.data()), stream);
+  mark_written(stream, {&work, &x, &info});
+  return {x.swapaxes(-1, -2), info};
 }
 
 // The error check of the CUDA entries without reading the info array back: one reduction on

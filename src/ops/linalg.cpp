@@ -2,14 +2,13 @@
 // column-major working copies the backends factor in place, and the parts composed from other
 // ops (triangles, determinants from LU factors, info checks).
 //
-// Every input is copied once into a fresh batch (LAPACK and cuSOLVER overwrite their input); the
-// copy also casts and broadcasts. tessel's CUDA kernel for small solves reads its input and
-// writes elsewhere, so there a contiguous input of the compute dtype is read as it is; inv and
-// eigh hand the backend their input in the compute dtype and the backend lays it out for the
-// route it takes. The copy is column-major (a strided transpose of the input) except
-// where the transpose is free to use instead: Cholesky (x Hermitian), determinants
-// (det x^T = det x) and solves of order > 64 (LAPACK's transposed solve). Matrix results are the
-// backends' column-major buffers seen through a swap of the last two axes: no second copy.
+// solve, inv and eigh hand the backend their inputs in the compute dtype (broadcast views for
+// solve) and the backend lays them out for the route it takes (backend/linalg.hpp). For the other
+// ops every input is copied once into a fresh batch (LAPACK and cuSOLVER overwrite their input);
+// the copy also casts and broadcasts. It is column-major (a strided transpose of the input) except
+// where the transpose is free to use instead: Cholesky (x Hermitian) and determinants
+// (det x^T = det x). Matrix results are the backends' column-major buffers seen through a swap of
+// the last two axes: no second copy.
 #include "tessel/ops/linalg.hpp"
 
 #include <algorithm>
@@ -346,41 +345,17 @@ SolveExResult solve_ex(const Array& x1, const Array& x2, const OptionalStream& s
     mat.batch = product(mat.batch_shape);
   }
   const std::int64_t nrhs = vector ? 1 : x2.dim(-1);
-  const bool work = mat.batch > 0 && mat.n > 0 && nrhs > 0;
-  if (work && backend::dispatch::has_row_major_route(x1.device(), backend::RowMajorRoute::solve, batch_desc(mat),
-                                                     false, x1.device())) {
-    // CUDA's small kernel reads the matrices and right-hand sides and writes the solution elsewhere:
-    // x1 itself when it is a contiguous batch of the compute dtype, not broadcast (read row-major;
-    // else one plain copy, no strided transpose), and x2 itself when it is such a batch of single
-    // columns (..., n, 1), whose C order is the column-major n x 1 the kernel reads.
-    const bool read_x1 = x1.dtype() == mat.dtype && x1.is_contiguous() && batch_of(x1) == mat.batch_shape;
-    const bool read_x2 = !vector && nrhs == 1 && x2.dtype() == mat.dtype && x2.is_contiguous() &&
-                         batch_of(x2) == mat.batch_shape;
-    const Array a = read_x1 ? x1 : row_major_copy(x1, mat.batch_shape, mat.dtype, stream);
-    Array b = read_x2 ? empty(with_tail(mat.batch_shape, {nrhs, mat.n}), mat.dtype, x1.device(), stream)
-                      : column_major_copy(vector ? x2.reshape({mat.n, 1}) : x2, mat.batch_shape, mat.dtype, stream);
-    const Array& rhs = read_x2 ? x2 : b;
-    Array info = empty(mat.batch_shape, DType::int32, x1.device(), stream);  // the kernel writes every entry
-    before(stream, {&a, &rhs, &b, &info});
-    backend::dispatch::solve_row_major(x1.device(), batch_desc(mat), a.data(), rhs.data(), b.data(), nrhs,
-                                       info_data(info), stream);
-    after(stream, {&b, &info});
-    Array result = vector ? b.reshape(with_tail(mat.batch_shape, {mat.n})) : matrices_of(b);
-    return {result, info};
+  if (mat.batch == 0 || mat.n == 0 || nrhs == 0) {
+    const Shape shape = vector ? with_tail(mat.batch_shape, {mat.n}) : with_tail(mat.batch_shape, {mat.n, nrhs});
+    return {empty(shape, mat.dtype, x1.device(), stream), zeros(mat.batch_shape, DType::int32, x1.device(), stream)};
   }
-  const bool transposed = mat.n > backend::kTransposedSolveMinN;  // large: no strided transpose of x1
-  Array a = transposed ? row_major_copy(x1, mat.batch_shape, mat.dtype, stream)
-                       : column_major_copy(x1, mat.batch_shape, mat.dtype, stream);
-  Array b = column_major_copy(vector ? x2.reshape({mat.n, 1}) : x2, mat.batch_shape, mat.dtype, stream);
-  Array info = zeros(mat.batch_shape, DType::int32, x1.device(), stream);
-  if (work) {
-    before(stream, {&a, &b, &info});
-    backend::dispatch::solve(x1.device(), batch_desc(mat), a.data(), b.data(), nrhs, transposed, info_data(info),
-                          stream);
-    after(stream, {&a, &b, &info});
-  }
-  Array result = vector ? b.reshape(with_tail(mat.batch_shape, {mat.n})) : matrices_of(b);
-  return {result, info};
+  // The backend chooses its route and lays the systems out for it (backend/linalg.hpp).
+  const auto cast = [&](const Array& x) { return x.dtype() == mat.dtype ? x : astype(x, mat.dtype, stream); };
+  const Array a = cast(x1).broadcast_to(with_tail(mat.batch_shape, {mat.n, mat.n}));
+  const Array b = cast(vector ? x2.reshape({mat.n, 1}) : x2).broadcast_to(with_tail(mat.batch_shape, {mat.n, nrhs}));
+  backend::SolveArrays r = backend::dispatch::solve_systems(x1.device(), batch_desc(mat), a, b, stream);
+  Array result = vector ? r.x.reshape(with_tail(mat.batch_shape, {mat.n}), stream) : r.x;
+  return {result, r.info};
 }
 
 Array solve(const Array& x1, const Array& x2, const OptionalStream& stream) {

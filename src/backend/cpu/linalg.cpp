@@ -499,21 +499,12 @@ void eig(const LinalgBatch& p, void* a, void* w, void* v, bool vectors, std::int
   throw DTypeError(fmt::format("eig: the backend takes complex64 or complex128, got {}", dtype_name(p.dtype)));
 }
 
-// ---- routes: LAPACK works in place on column-major copies; no row-major route ----
-bool has_row_major_route(RowMajorRoute, const LinalgBatch&, bool, const Device&) { return false; }
-
-namespace {
-[[noreturn]] void no_row_major_route(const char* op) {
-  throw DeviceError(fmt::format("{}: the CPU backend has no row-major route (has_row_major_route says so)", op));
-}
-}  // namespace
-
 InvArrays inv(const LinalgBatch& p, const Array& x, const Stream& stream) {
   return inv_by_solve(p, x, stream, solve);
 }
-void solve_row_major(const LinalgBatch&, const void*, const void*, void*, std::int64_t, std::int32_t*,
-                     const Stream&) {
-  no_row_major_route("solve_row_major");
+
+SolveArrays solve_systems(const LinalgBatch& p, const Array& a, const Array& b, const Stream& stream) {
+  return solve_by_lu(p, a, b, stream, solve);
 }
 
 }  // namespace tessel::backend::cpu

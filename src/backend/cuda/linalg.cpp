@@ -319,6 +319,26 @@ InvArrays inv(const LinalgBatch& p, const Array& x, const Stream& stream) {
   return inv_by_solve(p, x, stream, solve);
 }
 
+// ---- solve_systems ----
+// tessel's LU kernel where its rows apply (linalg_small.cpp): it reads a row-major (a itself when
+// contiguous, else one plain copy, no strided transpose) and b column-major (b itself when that
+// is its layout: single columns (..., n, 1) in C order) and writes the solutions elsewhere. Else
+// LU and the solve in place on column-major copies.
+SolveArrays solve_systems(const LinalgBatch& p, const Array& a, const Array& b, const Stream& stream) {
+  if (small_kernel_applies(SmallKernel::lu_solve, p)) {
+    const Array in = a.contiguous(stream);
+    const Array rhs = b.swapaxes(-1, -2).contiguous(stream);
+    Array out = empty(rhs.shape(), p.dtype, a.device(), stream);
+    Array info = empty(Shape(a.shape().begin(), a.shape().end() - 2), DType::int32, a.device(), stream);  // all written
+    wait_for_writes(stream, {&in, &rhs, &out, &info});
+    small_solve(p, in.data(), rhs.data(), out.data(), b.dim(-1), /*row_major=*/true,
+                static_cast<std::int32_t*>(info.data()), stream);
+    mark_written(stream, {&out, &info});
+    return {out.swapaxes(-1, -2), info};
+  }
+  return solve_by_lu(p, a, b, stream, solve);
+}
+
 // ---- eigh ----
 namespace {
 void eigh_library(const LinalgBatch& p, void* a, void* w, bool vectors, std::int32_t* info, const Stream& stream) {

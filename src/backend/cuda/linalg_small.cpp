@@ -294,18 +294,4 @@ void small_svd(const LinalgBatch& p, const void* a, void* s, void* u, void* vh, 
                block_kernel_bytes(SmallKernel::svd_block, p.dtype, p.m, p.n, vectors), "svd");
 }
 
-// ---- the row-major routes of backend/linalg.hpp: the small kernels where their tuning rows apply ----
-bool has_row_major_route(RowMajorRoute route, const LinalgBatch& p, bool, const Device&) {
-  switch (route) {
-    case RowMajorRoute::solve: return small_kernel_applies(SmallKernel::lu_solve, p);
-  }
-  return false;
-}
-
-
-void solve_row_major(const LinalgBatch& p, const void* a, const void* b, void* out, std::int64_t nrhs,
-                     std::int32_t* info, const Stream& stream) {
-  small_solve(p, a, b, out, nrhs, /*row_major=*/true, info, stream);
-}
-
 }  // namespace tessel::backend::cuda
