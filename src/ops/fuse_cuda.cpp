@@ -76,6 +76,26 @@ jit::ElementwiseSpec fused_spec(const Sym& root, const std::vector<DType>& input
   spec.preamble = backend::cuda::elementwise_preamble();
   return spec;
 }
+// One kernel of a plan: the region's leaves (inputs, or cut nodes' results), its result dtype and
+// its launcher.
+FusedPlan::Region make_region(const Node* n, const Partition::Region& region, Typing& typing) {
+  FusedPlan::Region r;
+  r.leaves.assign(region.leaves.begin(), region.leaves.end());
+  std::map<const Node*, int> leaf_index;
+  std::vector<DType> leaf_dtypes;
+  for (const Node* leaf : r.leaves) {
+    leaf_index[leaf] = static_cast<int>(leaf_dtypes.size());
+    leaf_dtypes.push_back(*typing.type(leaf));  // an input's dtype, or a cut node's result dtype
+  }
+  std::map<const Node*, jit::Expr> memo;
+  const jit::Expr e = lower(n, typing, memo, &leaf_index);
+  r.result = *typing.type(n);
+  jit::ElementwiseSpec spec = jit::lower_expressions("tessel_fused", leaf_dtypes, {}, {e}, {r.result});
+  spec.preamble = backend::cuda::elementwise_preamble();
+  r.launcher = std::make_unique<jit::ElementwiseLauncher>(std::move(spec));
+  return r;
+}
+
 // Builds the launch plan of a graph for its input dtypes: the typing (DTypeError names the op
 // that rejects them), the partition, and per kernel its leaves, result dtype and launcher.
 std::shared_ptr<const FusedPlan> make_plan(const Node* root, const std::vector<DType>& input_dtypes) {
@@ -84,24 +104,7 @@ std::shared_ptr<const FusedPlan> make_plan(const Node* root, const std::vector<D
   Partition part;
   part.visit(root);
   auto plan = std::make_shared<FusedPlan>();
-  auto add_region = [&](const Node* n) {
-    const Partition::Region& region = part.region.at(n);
-    FusedPlan::Region r;
-    r.leaves.assign(region.leaves.begin(), region.leaves.end());
-    std::map<const Node*, int> leaf_index;
-    std::vector<DType> leaf_dtypes;
-    for (const Node* leaf : r.leaves) {
-      leaf_index[leaf] = static_cast<int>(leaf_dtypes.size());
-      leaf_dtypes.push_back(*typing.type(leaf));  // an input's dtype, or a cut node's result dtype
-    }
-    std::map<const Node*, jit::Expr> memo;
-    const jit::Expr e = lower(n, typing, memo, &leaf_index);
-    r.result = *typing.type(n);
-    jit::ElementwiseSpec spec = jit::lower_expressions("tessel_fused", leaf_dtypes, {}, {e}, {r.result});
-    spec.preamble = backend::cuda::elementwise_preamble();
-    r.launcher = std::make_unique<jit::ElementwiseLauncher>(std::move(spec));
-    plan->regions.emplace(n, std::move(r));
-  };
+  auto add_region = [&](const Node* n) { plan->regions.emplace(n, make_region(n, part.region.at(n), typing)); };
   add_region(root);
   for (const Node* n : part.cut) add_region(n);
   return plan;
@@ -117,24 +120,7 @@ std::shared_ptr<const FusedPlan> make_multi_plan(const std::vector<Sym>& roots, 
   const MultiLayout layout(roots);
   auto plan = std::make_shared<FusedPlan>();
   // Kernels of one output each: every cut node, and the outputs when they are not merged.
-  auto add_region = [&](const Node* n) {
-    const Partition::Region& region = layout.part.region.at(n);
-    FusedPlan::Region r;
-    r.leaves.assign(region.leaves.begin(), region.leaves.end());
-    std::map<const Node*, int> leaf_index;
-    std::vector<DType> leaf_dtypes;
-    for (const Node* leaf : r.leaves) {
-      leaf_index[leaf] = static_cast<int>(leaf_dtypes.size());
-      leaf_dtypes.push_back(*typing.type(leaf));
-    }
-    std::map<const Node*, jit::Expr> memo;
-    const jit::Expr e = lower(n, typing, memo, &leaf_index);
-    r.result = *typing.type(n);
-    jit::ElementwiseSpec spec = jit::lower_expressions("tessel_fused", leaf_dtypes, {}, {e}, {r.result});
-    spec.preamble = backend::cuda::elementwise_preamble();
-    r.launcher = std::make_unique<jit::ElementwiseLauncher>(std::move(spec));
-    plan->regions.emplace(n, std::move(r));
-  };
+  auto add_region = [&](const Node* n) { plan->regions.emplace(n, make_region(n, layout.part.region.at(n), typing)); };
   for (const Node* n : layout.part.cut) add_region(n);
   if (!layout.merged) {
     for (const Node* n : layout.kernel_roots) add_region(n);
