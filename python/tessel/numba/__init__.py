@@ -34,6 +34,7 @@ from ._cuda import (_api, _devices, _reduction, _streams, _tablemodule, _templat
                     cudadrv, devicearray, dispatcher, fp16, libdevice, random)
 from ._cuda.cudadrv import devicearray as _cudadrv_devicearray  # noqa: F401,E402
 import sys as _sys  # noqa: E402
+import importlib.machinery as _machinery  # noqa: E402
 
 for _name, _module in list(_sys.modules.items()):
     if _name == __name__ + "._cuda" or _name.startswith(__name__ + "._cuda."):
@@ -63,13 +64,18 @@ _MODULE_REASONS = {
 
 
 class _UnsupportedModules:
-    """The last finder of sys.meta_path: a tessel.numba module that no other finder found."""
+    """The first finder of sys.meta_path for tessel.numba's modules: finds those that exist, and
+    raises a clear error for the rest. It goes first because numba-cuda's redirecting finder
+    recurses without end on a missing module whose name contains "numba.cuda"."""
 
     @staticmethod
     def find_spec(fullname, path=None, target=None):
         prefix = __name__ + "."
         if not fullname.startswith(prefix):
             return None
+        spec = _machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is not None:
+            return spec
         rest = fullname[len(prefix):].replace("_cuda", "cuda", 1)
         reason = "it is not a part of Numba's API that tessel.numba provides (see docs/guide/numba.rst)"
         parts = rest.split(".")
@@ -82,7 +88,7 @@ class _UnsupportedModules:
 
 
 if not any(isinstance(f, _UnsupportedModules) or f is _UnsupportedModules for f in _sys.meta_path):
-    _sys.meta_path.append(_UnsupportedModules)
+    _sys.meta_path.insert(0, _UnsupportedModules)
 
 __version__ = "0.1.0+tessel"
 

@@ -4,7 +4,8 @@
 //
 // Float keys are encoded as order-preserving unsigned integers (see encode_float_keys) and sorted
 // through the integer instantiations, with NaNs last and signed zeros tied (keeping input
-// order). The cost: sorted float output shows +0.0 for -0.0 and one canonical NaN.
+// order). The sorted values are the input's own bits, carried through the sort as its values, so
+// -0.0 and NaN payloads come out as they went in, in stable order.
 #include <cuda_runtime_api.h>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -57,14 +58,33 @@ __global__ void encode_float_keys(const T* in, U* out, long long n) {
   }
 }
 
+// The sorted values: the input bits that rode through the sort as 64-bit values.
 template <class T, class U = typename float_bits<T>::type>
-__global__ void decode_float_keys(const U* in, T* out, long long n) {
-  constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
+__global__ void narrow_float_bits(const long long* in, T* out, long long n) {
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const U key = in[i];
-    const U bits = (key & sign) ? U(key & ~sign) : U(~key);
+    const U bits = static_cast<U>(static_cast<unsigned long long>(in[i]));
     memcpy(&out[i], &bits, sizeof(U));
+  }
+}
+
+// The input bits widened to the 64-bit values the sort carries (a 4-byte float's bits).
+template <class T, class U = typename float_bits<T>::type>
+__global__ void widen_float_bits(const T* in, long long* out, long long n) {
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    U bits;
+    memcpy(&bits, &in[i], sizeof(U));
+    out[i] = static_cast<long long>(static_cast<unsigned long long>(bits));
+  }
+}
+
+// sorted[i] = keys[row start + order[i]]: the sorted values when argsort ran too.
+template <class T>
+__global__ void gather_sorted(const T* keys, const long long* order, T* sorted, long long n, long long len) {
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    sorted[i] = keys[i - i % len + order[i]];
   }
 }
 
@@ -81,50 +101,22 @@ struct RowStart {
   __host__ __device__ long long operator()(long long row) const { return row * len; }
 };
 
+// Stable CUB sort of rows of integer keys, with 64-bit values when values_out is set; keys_out
+// may be null (a scratch buffer takes the sorted keys).
 template <class T>
-void sort_typed(const SortProblem& p, const Stream& stream) {
+void radix_sort(const T* keys_in, T* keys_out, const long long* values_in, long long* values_out, long long rows,
+                long long len, const Stream& stream) {
   const auto s = detail::cuda_stream(stream);
-  const long long n = p.rows * p.len;
-  const long long bytes = n * static_cast<long long>(sizeof(T));
-  const T* keys_in = static_cast<const T*>(p.keys_in);
-  std::shared_ptr<Buffer> keys_scratch, iota;
-  if constexpr (std::is_floating_point_v<T>) {
-    using U = typename float_bits<T>::type;
-    auto encoded = Buffer::allocate(stream.device(), bytes, stream);
-    encode_float_keys<T><<<blocks_for(n), block_threads, 0, s>>>(keys_in, static_cast<U*>(encoded->data()), n);
-    TESSEL_CUDA_CHECK_LAUNCH(s, "sort");
-    std::shared_ptr<Buffer> sorted_keys;
-    SortProblem as_integers = p;
-    as_integers.keys_in = encoded->data();
-    if (p.keys_out) {
-      sorted_keys = Buffer::allocate(stream.device(), bytes, stream);
-      as_integers.keys_out = sorted_keys->data();
-    }
-    sort_typed<U>(as_integers, stream);
-    if (p.keys_out) {
-      decode_float_keys<T><<<blocks_for(n), block_threads, 0, s>>>(static_cast<const U*>(sorted_keys->data()),
-                                                                   static_cast<T*>(p.keys_out), n);
-      TESSEL_CUDA_CHECK_LAUNCH(s, "sort");
-    }
-    return;
-  }
-  T* keys_out = static_cast<T*>(p.keys_out);
+  const long long n = rows * len;
+  std::shared_ptr<Buffer> keys_scratch;
   if (!keys_out) {
-    keys_scratch = Buffer::allocate(stream.device(), bytes, stream);
+    keys_scratch = Buffer::allocate(stream.device(), n * static_cast<long long>(sizeof(T)), stream);
     keys_out = static_cast<T*>(keys_scratch->data());
   }
-  long long* values_in = nullptr;
-  if (p.indices_out) {
-    iota = Buffer::allocate(stream.device(), n * 8, stream);
-    values_in = static_cast<long long*>(iota->data());
-    row_iota_kernel<<<blocks_for(n), block_threads, 0, s>>>(values_in, n, p.len);
-    TESSEL_CUDA_CHECK_LAUNCH(s, "argsort");
-  }
-  long long* values_out = reinterpret_cast<long long*>(p.indices_out);
-  const auto begin = thrust::make_transform_iterator(thrust::make_counting_iterator<long long>(0), RowStart{p.len});
+  const auto begin = thrust::make_transform_iterator(thrust::make_counting_iterator<long long>(0), RowStart{len});
   const auto end = begin + 1;
   auto call = [&](void* temp, std::size_t& temp_bytes) -> cudaError_t {
-    if (p.rows == 1) {
+    if (rows == 1) {
       if (values_out) {
         return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, values_in, values_out, n, 0,
                                                static_cast<int>(sizeof(T) * 8), s);
@@ -133,14 +125,68 @@ void sort_typed(const SortProblem& p, const Stream& stream) {
     }
     if (values_out) {
       return cub::DeviceSegmentedSort::StableSortPairs(temp, temp_bytes, keys_in, keys_out, values_in, values_out, n,
-                                                       p.rows, begin, end, s);
+                                                       rows, begin, end, s);
     }
-    return cub::DeviceSegmentedSort::StableSortKeys(temp, temp_bytes, keys_in, keys_out, n, p.rows, begin, end, s);
+    return cub::DeviceSegmentedSort::StableSortKeys(temp, temp_bytes, keys_in, keys_out, n, rows, begin, end, s);
   };
   std::size_t temp_bytes = 0;
   TESSEL_CUDA_CHECK(call(nullptr, temp_bytes), "sort");
   auto temp = Buffer::allocate(stream.device(), static_cast<std::int64_t>(std::max<std::size_t>(temp_bytes, 1)), stream);
   TESSEL_CUDA_CHECK(call(temp->data(), temp_bytes), "sort");
+}
+
+template <class T>
+void sort_typed(const SortProblem& p, const Stream& stream) {
+  const auto s = detail::cuda_stream(stream);
+  const long long n = p.rows * p.len;
+  const long long bytes = n * static_cast<long long>(sizeof(T));
+  const T* keys_in = static_cast<const T*>(p.keys_in);
+  std::shared_ptr<Buffer> iota;
+  if constexpr (std::is_floating_point_v<T>) {
+    using U = typename float_bits<T>::type;
+    auto encoded = Buffer::allocate(stream.device(), bytes, stream);
+    encode_float_keys<T><<<blocks_for(n), block_threads, 0, s>>>(keys_in, static_cast<U*>(encoded->data()), n);
+    TESSEL_CUDA_CHECK_LAUNCH(s, "sort");
+    SortProblem as_integers = p;
+    as_integers.keys_in = encoded->data();
+    as_integers.keys_out = nullptr;
+    if (!p.keys_out) return sort_typed<U>(as_integers, stream);
+    if (p.indices_out) {  // argsort's order gives the values
+      sort_typed<U>(as_integers, stream);
+      gather_sorted<T><<<blocks_for(n), block_threads, 0, s>>>(keys_in, reinterpret_cast<const long long*>(p.indices_out),
+                                                              static_cast<T*>(p.keys_out), n, p.len);
+      TESSEL_CUDA_CHECK_LAUNCH(s, "sort");
+      return;
+    }
+    // The input's bits ride as the values (the argsort instantiation: 64-bit values); an 8-byte
+    // float's land in the output directly.
+    std::shared_ptr<Buffer> bits_in, bits_out;
+    const long long* values_in = reinterpret_cast<const long long*>(keys_in);
+    long long* values_out = static_cast<long long*>(p.keys_out);
+    if constexpr (sizeof(T) < 8) {
+      bits_in = Buffer::allocate(stream.device(), n * 8, stream);
+      bits_out = Buffer::allocate(stream.device(), n * 8, stream);
+      widen_float_bits<T><<<blocks_for(n), block_threads, 0, s>>>(keys_in, static_cast<long long*>(bits_in->data()), n);
+      TESSEL_CUDA_CHECK_LAUNCH(s, "sort");
+      values_in = static_cast<const long long*>(bits_in->data());
+      values_out = static_cast<long long*>(bits_out->data());
+    }
+    radix_sort<U>(static_cast<const U*>(encoded->data()), nullptr, values_in, values_out, p.rows, p.len, stream);
+    if constexpr (sizeof(T) < 8) {
+      narrow_float_bits<T><<<blocks_for(n), block_threads, 0, s>>>(values_out, static_cast<T*>(p.keys_out), n);
+      TESSEL_CUDA_CHECK_LAUNCH(s, "sort");
+    }
+    return;
+  }
+  long long* order_in = nullptr;
+  if (p.indices_out) {
+    iota = Buffer::allocate(stream.device(), n * 8, stream);
+    order_in = static_cast<long long*>(iota->data());
+    row_iota_kernel<<<blocks_for(n), block_threads, 0, s>>>(order_in, n, p.len);
+    TESSEL_CUDA_CHECK_LAUNCH(s, "argsort");
+  }
+  radix_sort<T>(keys_in, static_cast<T*>(p.keys_out), order_in, reinterpret_cast<long long*>(p.indices_out), p.rows,
+                p.len, stream);
 }
 
 // a < b with NaN greater than everything.
