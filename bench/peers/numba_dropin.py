@@ -10,7 +10,8 @@ a one-element kernel with 3 arrays and a scalar (the launch overhead alone).
 
 Per program and side: the compile time (the first run in this process, tessel with an empty disk
 cache: TESSEL_CACHE_DIR is a new temporary folder unless --warm-cache), the host time per launch
-(median wall time of the launching call with the queue empty, divided by the launches it makes),
+(as the compiler issue's target measures it: back-to-back runs, wall time over the launches made;
+also, as host_idle_us_per_launch, the median of single runs started with the queue empty),
 and the GPU time (CUDA events around a run, torch.cuda.Event where PyTorch is installed, else the
 side's own cuda.event(); the multi-stream program: wall time to its streams' synchronize), as
 medians over rounds in which the two sides alternate. Each program's result is checked against
@@ -359,7 +360,14 @@ def first_run_ms(side, program):
 
 
 def host_us(side, program, calls):
-    """Median wall time of the launching call with the queue empty, per launch it makes."""
+    """Host time per launch: `calls` runs back to back (the queue drains only at the end), and the
+    median of single runs, each started with the queue empty."""
+    side.sync()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        program.run()
+    back_to_back = (time.perf_counter() - t0) / calls
+    side.sync()
     times = []
     for _ in range(calls):
         side.sync()
@@ -367,7 +375,7 @@ def host_us(side, program, calls):
         program.run()
         times.append(time.perf_counter() - t0)
     side.sync()
-    return statistics.median(times) * 1e6 / program.launches
+    return back_to_back * 1e6 / program.launches, statistics.median(times) * 1e6 / program.launches
 
 
 def device_ms(side, program, repeats, dry_run):
@@ -404,14 +412,18 @@ def measure(sides, names, rounds, repeats, host_calls, dry_run):
             got, ref = np.asarray(results["tessel"], np.float64), np.asarray(results["numba"], np.float64)
             row["tessel_matches_numba"] = bool(np.allclose(got, ref, rtol=1e-4, atol=1e-4))
         host = {s.name: [] for s in sides}
+        idle = {s.name: [] for s in sides}
         dev = {s.name: [] for s in sides}
         for r in range(rounds):
             for side in (sides if r % 2 == 0 else sides[::-1]):
-                host[side.name].append(host_us(side, progs[side.name], host_calls))
+                b2b, single = host_us(side, progs[side.name], host_calls)
+                host[side.name].append(b2b)
+                idle[side.name].append(single)
                 dev[side.name] += device_ms(side, progs[side.name], repeats, dry_run)
         what = "wall" if dry_run or progs[sides[0].name].wall else "gpu"
         for side in sides:
             row[f"{side.name}_host_us_per_launch"] = round(statistics.median(host[side.name]), 3)
+            row[f"{side.name}_host_idle_us_per_launch"] = round(statistics.median(idle[side.name]), 3)
             row[f"{side.name}_{what}_ms"] = round(statistics.median(dev[side.name]), 4)
             row[f"{side.name}_{what}_range_ms"] = [round(min(dev[side.name]), 4), round(max(dev[side.name]), 4)]
         if len(sides) == 2:

@@ -3,7 +3,9 @@
 // tessel arrays and numbers never calls Python: it packs the flattened parameters (an array is its
 // data pointer, its shape, its strides in elements) on the stack and launches through
 // jit::Kernel (CUDA) or jit::HostKernel (the CPU backend). Anything else (NumPy arrays, foreign
-// arrays, debug mode) goes to the Python launcher, which converts and compiles.
+// arrays, debug mode) goes to the Python launcher, which converts and compiles, or to the launch's
+// fallback where it has one (tessel.numba's launches: its device arrays' `_launch_array`, a tessel
+// array, also take this path).
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -132,6 +134,7 @@ struct ConfiguredLaunch {
   jit::LaunchConfig config;
   nb::object stream_object;  // as given (None: the current stream)
   nb::object python_config;  // (grid, block, stream, shared) for the Python launcher
+  nb::object fallback;       // None, or what takes the launches this path does not
 };
 
 // Bytes of one scalar parameter; false when h is not a number this path packs.
@@ -183,6 +186,7 @@ bool pack_scalar(nb::handle h, std::uint32_t& code, unsigned char* out, std::siz
 }
 
 nb::object launch_python(const ConfiguredLaunch& c, nb::args args) {
+  if (!c.fallback.is_none()) return c.fallback(*args);
   return c.launcher->kernel().attr("_launch")(c.python_config[0], c.python_config[1], c.python_config[2],
                                              c.python_config[3], args);
 }
@@ -201,27 +205,41 @@ nb::object launch(const ConfiguredLaunch& c, nb::args args) {
   key.codes.resize(n);
   std::size_t used = 0, params = 0;
   std::optional<Device> device;
+  // tessel.numba's device arrays: the tessel array in `_launch_array` (kept alive by the wrapper,
+  // which args holds), or None for those the fallback converts.
+  static PyObject* const launch_array_name = PyUnicode_InternFromString("_launch_array");
   for (std::size_t i = 0; i < n; ++i) {
     nb::handle h = args[i];
-    if (is_array(h)) {
-      const Array& a = as_array(h);
-      if (device && a.device() != *device) return launch_python(c, args);  // the Python path names them
-      device = a.device();
-      key.codes[i] = array_code(a);
-      slots[i] = {&a, used, 8 + 16 * static_cast<std::size_t>(a.ndim())};
-      used += slots[i].size;
-      params += 1 + 2 * static_cast<std::size_t>(a.ndim());
-      continue;
+    if (!is_array(h)) {
+      const std::size_t at = (used + 15) & ~std::size_t(15);
+      if (at + 16 > bytes.size()) return launch_python(c, args);
+      std::size_t size = 0;
+      if (pack_scalar(h, key.codes[i], bytes.data() + at, size)) {
+        slots[i] = {nullptr, at, size};
+        used = at + 16;
+        params += 1;
+        continue;
+      }
+      if (c.fallback.is_none()) return launch_python(c, args);
+      PyObject* inner = PyObject_GetAttr(h.ptr(), launch_array_name);
+      if (!inner) {
+        PyErr_Clear();
+        return launch_python(c, args);
+      }
+      h = nb::handle(inner);
+      Py_DECREF(inner);
+      if (!is_array(h)) return launch_python(c, args);
     }
-    used = (used + 15) & ~std::size_t(15);
-    if (used + 16 > bytes.size()) return launch_python(c, args);
-    std::size_t size = 0;
-    if (!pack_scalar(h, key.codes[i], bytes.data() + used, size)) return launch_python(c, args);
-    slots[i] = {nullptr, used, size};
-    used += 16;
-    params += 1;
+    const Array& a = as_array(h);
+    if (device && a.device() != *device) return launch_python(c, args);  // the Python path names them
+    device = a.device();
+    key.codes[i] = array_code(a);
+    slots[i] = {&a, used, 8 + 16 * static_cast<std::size_t>(a.ndim())};
+    used += slots[i].size;
+    params += 1 + 2 * static_cast<std::size_t>(a.ndim());
   }
   if (used > bytes.size() || params > 1024) return launch_python(c, args);
+  if (!device && !c.fallback.is_none()) return launch_python(c, args);  // numbers only: the fallback picks the device
   const Device dev = device ? *device : (cuda_available() ? current_device() : Device::cpu());
   key.device = dev.is_cuda() ? dev.index : -1;
   const std::shared_ptr<const Compiled> compiled = c.launcher->lookup(key, args, dev);
@@ -308,7 +326,7 @@ void register_python_kernels(nb::module_& m) {
   }, "source"_a, "name"_a, "options"_a, "arch"_a = "",
         "PTX of a kernel source for an architecture (default: the current device's, else sm_90).");
   m.def("_configure_launch", [](nb::object launcher, std::vector<unsigned int> grid, std::vector<unsigned int> block,
-                                nb::object stream, std::size_t shared) {
+                                nb::object stream, std::size_t shared, nb::object fallback) {
     if (grid.size() != 3 || block.size() != 3) throw nb::value_error("_configure_launch: grid and block of 3 ints");
     ConfiguredLaunch c;
     c.launcher = nb::cast<Launcher*>(launcher);
@@ -317,10 +335,11 @@ void register_python_kernels(nb::module_& m) {
     c.config.block = jit::Dim3(block[0], block[1], block[2]);
     c.config.shared_mem = shared;
     c.stream_object = stream;
+    c.fallback = std::move(fallback);
     c.python_config = nb::make_tuple(nb::make_tuple(grid[0], grid[1], grid[2]),
                                      nb::make_tuple(block[0], block[1], block[2]), stream, shared);
     return c;
-  }, "launcher"_a, "grid"_a, "block"_a, "stream"_a.none(), "shared"_a);
+  }, "launcher"_a, "grid"_a, "block"_a, "stream"_a.none(), "shared"_a, "fallback"_a.none() = nb::none());
 }
 
 }  // namespace tessel::python

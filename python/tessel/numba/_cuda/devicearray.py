@@ -79,6 +79,16 @@ def _is_device_object(obj):
     return storage_of(obj) is not None or hasattr(obj, "__cuda_array_interface__")
 
 
+def _launch_array(array, record):
+    """What a kernel launch passes in C++: the array, unless it is a record array (the RNG's
+    states excepted), which the Python launcher converts."""
+    if record is None:
+        return array
+    from .random import xoroshiro128p_dtype
+
+    return array if record is xoroshiro128p_dtype else None
+
+
 class DeviceNDArrayBase:
     """Numba's device array base: see :class:`DeviceNDArray`."""
 
@@ -100,6 +110,7 @@ class DeviceNDArrayBase:
             _array, _record = made.__tessel_array__, made._record
         self.__tessel_array__ = _array
         self._record = _record  # the structured NumPy dtype, or None
+        self._launch_array = _launch_array(_array, _record)
         self.stream = stream
 
     # ---- shape, dtype and memory ----

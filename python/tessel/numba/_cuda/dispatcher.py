@@ -263,7 +263,7 @@ class CUDADispatcher(_kdispatch.Kernel):
         self._declared = []            # Numba argument-type tuples compiled ahead (then the only ones)
         self._compile_enabled = True
         self._specialized = bool(specialized)
-        self._numba_launches = {}      # kernel[...] argument -> _Launch
+        self._numba_launches = {}      # kernel[...] argument -> its launch
         self._specializations = {}     # argument types -> a specialized dispatcher
         self._forall_tpb = 1024        # forall's block size (halved when a launch runs out of resources)
         self._overload_objects = {}    # id(specialization) -> its Overload
@@ -372,11 +372,13 @@ class CUDADispatcher(_kdispatch.Kernel):
         _build(spec, device)
         if argtypes not in self._declared:
             self._declared.append(argtypes)
+            self._numba_launches.clear()
         return spec
 
     def disable_compile(self, val=True):
         """After this, launches must match a compiled (declared) signature."""
         self._compile_enabled = not val
+        self._numba_launches.clear()
 
     def specialize(self, *args):
         """A dispatcher compiled for the types of these arguments (and only those)."""
@@ -459,7 +461,12 @@ class CUDADispatcher(_kdispatch.Kernel):
         inner = self._validate_config((config[0], config[1], tessel_stream, shared))
         grid = _kdispatch._dim3(config[0], "grid", self.__name__)
         block = _kdispatch._dim3(config[1], "block", self.__name__)
-        return _Launch(self, inner, grid, block, stream, tessel_stream, int(shared))
+        launch = _Launch(self, inner, grid, block, stream, tessel_stream, int(shared))
+        if self._declared and not self._compile_enabled:
+            return launch     # arguments are conformed to the declared types first
+        # tessel arrays, device arrays and numbers launch in C++; the rest goes to `launch`
+        from tessel import _tessel as core
+        return core._configure_launch(self._launcher, list(grid), list(block), tessel_stream, int(shared), launch)
 
     def forall(self, ntasks, tpb=0, stream=0, sharedmem=0):
         """A launch of ``ntasks`` threads (at least) in blocks of ``tpb``. Without ``tpb``, blocks of
