@@ -1092,7 +1092,9 @@ def test_libdevice_tails_and_rounding_modes(backend):
     z = np.array([1e-300, 1e-100, 1e-20, 1e-12, 1e-5, 0.3, 1.0, 1.7, 1.9999])
     out = np.zeros((z.size, 6))
     k[1, 32](z, out)
-    np.testing.assert_allclose([math.erfc(t) for t in out[:, 0]], z, rtol=1e-13)
+    # erfc(x) moves 2x^2 times as fast as x (relative): 4 ulps of x allowed, through erfc
+    x = out[:, 0]
+    assert (np.abs(np.array([math.erfc(t) for t in x]) / z - 1) <= np.maximum(1e-13, 8 * x**2 * 2.0**-52)).all()
     assert (out[:, 1] <= 0).all() and (out[:, 2] >= 0).all() and (out[:, 3] == 1).all()
     assert (out[:, 4] == 0).all() and (out[:, 5] == 2 - 20).all()   # rn: half to even; rz: toward zero
 
