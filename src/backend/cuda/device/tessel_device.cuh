@@ -103,10 +103,41 @@ template <class To, class From> TESSEL_DEV To cast_real(cast_tag<To>, From v) {
   return static_cast<To>(v);
 }
 template <class From> TESSEL_DEV bool cast_real(cast_tag<bool>, From v) { return v != From(0); }
-template <class From> TESSEL_DEV __half cast_real(cast_tag<__half>, From v) { return __float2half_rn(static_cast<float>(v)); }
-TESSEL_DEV __half cast_real(cast_tag<__half>, double v) { return __double2half(v); }
-template <class From> TESSEL_DEV __nv_bfloat16 cast_real(cast_tag<__nv_bfloat16>, From v) { return __float2bfloat16_rn(static_cast<float>(v)); }
-TESSEL_DEV __nv_bfloat16 cast_real(cast_tag<__nv_bfloat16>, double v) { return __double2bfloat16(v); }
+// A NaN narrowed to a 16-bit float (exp_bits 5: half, 8: bfloat16) as NumPy narrows it: its sign
+// and the top bits of its payload (at least one set) kept; CUDA's conversions give one NaN.
+template <class From> TESSEL_DEV unsigned short narrow_nan_bits(From v, int exp_bits) {
+  const int mantissa = 15 - exp_bits;
+  unsigned int sign, payload;
+  if constexpr (sizeof(From) == 8) {
+    const unsigned long long b = static_cast<unsigned long long>(__double_as_longlong(v));
+    sign = static_cast<unsigned int>(b >> 48) & 0x8000u;
+    payload = static_cast<unsigned int>((b & 0xFFFFFFFFFFFFFull) >> (52 - mantissa));
+  } else {
+    const unsigned int b = __float_as_uint(v);
+    sign = (b >> 16) & 0x8000u;
+    payload = (b & 0x7FFFFFu) >> (23 - mantissa);
+  }
+  if (payload == 0) payload = 1;
+  return static_cast<unsigned short>(sign | (((1u << exp_bits) - 1u) << mantissa) | payload);
+}
+template <class From> TESSEL_DEV __half cast_real(cast_tag<__half>, From v) {
+  if constexpr (is_float_type<From>::value) {
+    if (v != v) return __ushort_as_half(narrow_nan_bits(v, 5));
+  }
+  return __float2half_rn(static_cast<float>(v));
+}
+TESSEL_DEV __half cast_real(cast_tag<__half>, double v) {
+  return v != v ? __ushort_as_half(narrow_nan_bits(v, 5)) : __double2half(v);
+}
+template <class From> TESSEL_DEV __nv_bfloat16 cast_real(cast_tag<__nv_bfloat16>, From v) {
+  if constexpr (is_float_type<From>::value) {
+    if (v != v) return __ushort_as_bfloat16(narrow_nan_bits(v, 8));
+  }
+  return __float2bfloat16_rn(static_cast<float>(v));
+}
+TESSEL_DEV __nv_bfloat16 cast_real(cast_tag<__nv_bfloat16>, double v) {
+  return v != v ? __ushort_as_bfloat16(narrow_nan_bits(v, 8)) : __double2bfloat16(v);
+}
 
 template <class To, class From> TESSEL_DEV To cast_any(cast_tag<To> t, From v) { return cast_real(t, widen(v)); }
 // real -> complex: imaginary part 0; complex -> real: the real part (NumPy warns and does this);
