@@ -295,7 +295,9 @@ nb::object launch(const ConfiguredLaunch& c, nb::args args) {
       barrier_data = const_cast<void*>(barrier.data());
       pointers[p++] = &barrier_data;
     }
-    compiled->cuda.launch(c.config, pointers.data(), stream);
+    jit::LaunchConfig config = c.config;
+    config.cooperative = compiled->grid_sync;  // the barrier needs every block resident
+    compiled->cuda.launch(config, pointers.data(), stream);
   } else {
     for (std::size_t i = 0; i < n; ++i) {
       if (slots[i].array && slots[i].array->storage()) slots[i].array->storage()->wait_on_stream(Stream::cpu());

@@ -183,6 +183,18 @@ void Kernel::launch(const LaunchConfig& config, void** args, const Stream& strea
   const dim3 grid(config.grid.x, config.grid.y, config.grid.z);
   const dim3 block(config.block.x, config.block.y, config.block.z);
   auto* s = detail::cuda_stream(stream);
+  if (config.cooperative) {
+    const cudaError_t status = cudaLaunchCooperativeKernel(func(handle_), grid, block, args, config.shared_mem, s);
+    if (status != cudaSuccess) {
+      const std::string op = "jit: cooperative launch '" + name_ + "'";
+      TESSEL_CUDA_CHECK(status, op.c_str());
+    }
+    if (config_sync_after_ops_cached()) {
+      const std::string op = "jit: launch '" + name_ + "'";
+      TESSEL_CUDA_CHECK_LAUNCH(s, op.c_str());
+    }
+    return;
+  }
   // A failed driver launch is repeated through the runtime, whose error code the check reports.
   const bool launched =
       function_ != nullptr &&

@@ -25,6 +25,9 @@ struct LaunchConfig {
   Dim3 grid;
   Dim3 block;
   std::size_t shared_mem = 0;
+  // A cooperative launch (cudaLaunchCooperativeKernel): every block resident at once, as a
+  // grid-wide barrier needs; the launch fails when the grid does not fit.
+  bool cooperative = false;
 };
 
 struct KernelAttributes {
