@@ -6,7 +6,9 @@
    take the docstring of the same name in ``python/tessel/*.py``. sphinx.ext.autodoc then
    documents these stand-in objects like any module. The real package is never imported in the
    Sphinx process.
-2. The ``requires`` directive: examples that need a CUDA GPU (or PyTorch, CuPy...) and so
+2. The ``elementwise-functions`` directive: the API reference's entries of the elementwise
+   functions, one per op row of include/tessel/ops/elementwise_list.hpp.
+3. The ``requires`` directive: examples that need a CUDA GPU (or PyTorch, CuPy...) and so
    cannot run on the CPU backend. It renders a note saying what is needed; the doc tests
    (tests/python/test_docs.py) compile every such block and run it where the requirement holds.
 """
@@ -192,6 +194,35 @@ def load_stub_package():
     return modules["tessel"]
 
 
+def elementwise_names():
+    """The Python names of the elementwise functions, from the op rows (scripts/gen_op_stubs.py)."""
+    sys.path.insert(0, os.path.join(REPO, "scripts"))
+    try:
+        from gen_op_stubs import op_rows
+    finally:
+        sys.path.pop(0)
+    return [name for rows in op_rows().values() for name, _ in rows]
+
+
+class ElementwiseFunctionsDirective(SphinxDirective):
+    """.. elementwise-functions::  -- an autofunction entry per op row, with `:also:` names, sorted."""
+
+    option_spec = {"also": lambda text: text.split()}
+
+    def run(self):
+        from docutils.statemachine import StringList
+
+        names = sorted(set(elementwise_names()) | set(self.options.get("also", [])))
+        lines = StringList()
+        for name in names:
+            lines.append(f".. autofunction:: {name}", self.get_source_info()[0])
+            lines.append("", self.get_source_info()[0])
+        node = nodes.section()
+        node.document = self.state.document
+        self.state.nested_parse(lines, self.content_offset, node)
+        return node.children
+
+
 class RequiresDirective(SphinxDirective):
     """.. requires:: cuda [torch ...]  -- the nested examples need these to run."""
 
@@ -215,5 +246,6 @@ class RequiresDirective(SphinxDirective):
 def setup(app):
     load_stub_package()
     app.add_directive("requires", RequiresDirective)
+    app.add_directive("elementwise-functions", ElementwiseFunctionsDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
 

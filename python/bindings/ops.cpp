@@ -84,6 +84,9 @@ nb::object not_implemented() { return nb::borrow(Py_NotImplemented); }
 #define TESSEL_BINARY_ENTRY(fn, python_name, ...) {python_name, TESSEL_BINARY_OP(fn)},
 constexpr std::pair<const char*, BinaryOp> binary[] = {TESSEL_BINARY_OPS(TESSEL_BINARY_ENTRY)};
 #undef TESSEL_BINARY_ENTRY
+#define TESSEL_BINARY_DOC(fn, python_name, promote, result, kinds, doc) doc,
+constexpr const char* binary_doc[] = {TESSEL_BINARY_OPS(TESSEL_BINARY_DOC)};
+#undef TESSEL_BINARY_DOC
 
 // The index of `name` in `binary`. Evaluated at compile time (every use below is constexpr), where
 // an unknown name is an error: the throw is not a constant expression.
@@ -219,12 +222,12 @@ const PyType_Slot* array_operator_slots() {
 void register_ops(nb::module_& m) {
   nb::class_<Array>& cls = array_class();
 
-  for (const auto& [name, op] : binary) {
-    const BinaryOp* p = &op;
-    m.def(name, [p](nb::handle x1, nb::handle x2, nb::handle out) -> nb::object {
+  for (std::size_t i = 0; i < std::size(binary); ++i) {
+    const BinaryOp* p = &binary[i].second;
+    m.def(binary[i].first, [p](nb::handle x1, nb::handle x2, nb::handle out) -> nb::object {
       if (out.is_none()) return apply_binary(*p, x1, x2, false);
       return apply_binary(*p, x1, x2, false, &as_array(out));
-    }, "x1"_a, "x2"_a, nb::kw_only(), "out"_a = nb::none());
+    }, "x1"_a, "x2"_a, nb::kw_only(), "out"_a = nb::none(), binary_doc[i]);
   }
   // NumPy spellings of the same ops.
   for (const auto& [alias, name] : std::initializer_list<std::pair<const char*, const char*>>{
@@ -298,13 +301,15 @@ void register_ops(nb::module_& m) {
     const char* name;
     ElementwiseOp op;
     Unary fn;
+    const char* doc;
   };
-#define TESSEL_UNARY(fn, python_name, ...) UnarySpec{python_name, ElementwiseOp::fn, static_cast<Unary>(&tessel::fn)},
+#define TESSEL_UNARY(fn, python_name, promote, result, kinds, doc) \
+  UnarySpec{python_name, ElementwiseOp::fn, static_cast<Unary>(&tessel::fn), doc},
   static const UnarySpec unary[] = {TESSEL_UNARY_OPS(TESSEL_UNARY)};
 #undef TESSEL_UNARY
   for (const auto& spec : unary) {
     const UnarySpec* p = &spec;
-    m.def(spec.name, [p](nb::handle x) { return apply_unary(p->op, p->fn, x); }, "x"_a);
+    m.def(spec.name, [p](nb::handle x) { return apply_unary(p->op, p->fn, x); }, "x"_a, spec.doc);
   }
   for (const auto& [alias, name] : std::initializer_list<std::pair<const char*, const char*>>{
            {"arcsin", "asin"}, {"arccos", "acos"}, {"arctan", "atan"}, {"arcsinh", "asinh"},

@@ -293,6 +293,7 @@ class Array:
 class Sym:  # symbolic array inside a ts.fuse trace
     """A symbolic array inside a :func:`fuse` trace; supports the operators and the elementwise functions."""
     def __add__(self, other: Any) -> Sym: ...
+# ---- elementwise functions: generated from the op rows by scripts/gen_op_stubs.py ----
 def negative(x: ArrayLike, /) -> Array:
     """-x, elementwise (integers wrap around)."""
 def positive(x: ArrayLike, /) -> Array:
@@ -385,26 +386,6 @@ def conj(x: ArrayLike, /) -> Array:
     """The complex conjugate (a copy for real inputs)."""
 def angle(x: ArrayLike, /) -> Array:
     """The argument of a complex number, in radians; pi for negative reals."""
-def arcsin(x: ArrayLike, /) -> Array:
-    """Alias of :func:`asin`."""
-def arccos(x: ArrayLike, /) -> Array:
-    """Alias of :func:`acos`."""
-def arctan(x: ArrayLike, /) -> Array:
-    """Alias of :func:`atan`."""
-def arcsinh(x: ArrayLike, /) -> Array:
-    """Alias of :func:`asinh`."""
-def arccosh(x: ArrayLike, /) -> Array:
-    """Alias of :func:`acosh`."""
-def arctanh(x: ArrayLike, /) -> Array:
-    """Alias of :func:`atanh`."""
-def bitwise_not(x: ArrayLike, /) -> Array:
-    """Alias of :func:`bitwise_invert`."""
-def invert(x: ArrayLike, /) -> Array:
-    """Alias of :func:`bitwise_invert`."""
-def absolute(x: ArrayLike, /) -> Array:
-    """Alias of :func:`abs`."""
-def conjugate(x: ArrayLike, /) -> Array:
-    """Alias of :func:`conj`."""
 def signbit(x: ArrayLike, /) -> Array:
     """True where the sign bit is set (also for -0.0 and negative NaNs)."""
 def add(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
@@ -462,8 +443,35 @@ def nextafter(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -
     """The next representable value of x1's floating-point dtype toward x2 (x2 where they are equal)."""
 def fmax(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
     """The larger of x1 and x2, ignoring a NaN."""
+def hypot(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """sqrt(x1**2 + x2**2) without intermediate overflow; +inf where either is infinite, even with NaN."""
+def copysign(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """The magnitude of x1 with the sign bit of x2 (a NaN's sign bit too)."""
+def logaddexp(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
+    """log(exp(x1) + exp(x2)) without overflow."""
 def atan2(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
     """The angle of the point (x2, x1), in radians, for real floating arrays (``arctan2``)."""
+# ---- end of the generated elementwise functions ----
+def arcsin(x: ArrayLike, /) -> Array:
+    """Alias of :func:`asin`."""
+def arccos(x: ArrayLike, /) -> Array:
+    """Alias of :func:`acos`."""
+def arctan(x: ArrayLike, /) -> Array:
+    """Alias of :func:`atan`."""
+def arcsinh(x: ArrayLike, /) -> Array:
+    """Alias of :func:`asinh`."""
+def arccosh(x: ArrayLike, /) -> Array:
+    """Alias of :func:`acosh`."""
+def arctanh(x: ArrayLike, /) -> Array:
+    """Alias of :func:`atanh`."""
+def bitwise_not(x: ArrayLike, /) -> Array:
+    """Alias of :func:`bitwise_invert`."""
+def invert(x: ArrayLike, /) -> Array:
+    """Alias of :func:`bitwise_invert`."""
+def absolute(x: ArrayLike, /) -> Array:
+    """Alias of :func:`abs`."""
+def conjugate(x: ArrayLike, /) -> Array:
+    """Alias of :func:`conj`."""
 def power(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
     """Alias of :func:`pow`."""
 def arctan2(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
@@ -476,12 +484,6 @@ def true_divide(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None)
     """Alias of :func:`divide`."""
 def mod(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
     """Alias of :func:`remainder`."""
-def copysign(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
-    """The magnitude of x1 with the sign bit of x2 (a NaN's sign bit too)."""
-def hypot(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
-    """sqrt(x1**2 + x2**2) without intermediate overflow; +inf where either is infinite, even with NaN."""
-def logaddexp(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
-    """log(exp(x1) + exp(x2)) without overflow."""
 @overload
 def where(condition: ArrayLike, x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """x1 where condition is true, else x2, all three broadcast; Python scalars take the other operand's dtype."""

@@ -26,9 +26,9 @@ struct OpInfo {
 };
 
 // The one table of dtype support, from the op list.
-#define TESSEL_BINARY_ROW(name, python_name, promote, result, kinds) \
+#define TESSEL_BINARY_ROW(name, python_name, promote, result, kinds, doc) \
   {ElementwiseOp::name, #name, 2, Promote::promote, Result::result, kinds},
-#define TESSEL_UNARY_ROW(name, python_name, promote, result, kinds) \
+#define TESSEL_UNARY_ROW(name, python_name, promote, result, kinds, doc) \
   {ElementwiseOp::name, #name, 1, Promote::promote, Result::result, kinds},
 constexpr std::array<OpInfo, num_elementwise_ops> op_table{{
     TESSEL_BINARY_OPS(TESSEL_BINARY_ROW)

@@ -10,6 +10,7 @@ import inspect
 import pathlib
 import pkgutil
 import re
+import sys
 import types
 
 import pytest
@@ -19,6 +20,8 @@ from tessel import _functions
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "python" / "tessel"
+sys.path.insert(0, str(ROOT / "scripts"))
+import gen_op_stubs  # noqa: E402
 
 
 def stub_names(path):
@@ -67,6 +70,10 @@ def test_api_page_lists_the_main_namespace():
     are named in its text; every entry exists."""
     page = (ROOT / "docs" / "api" / "tessel.rst").read_text(encoding="utf-8")
     entries = set(re.findall(r"^\.\. (?:autofunction|autoclass|autodata|py:data|py:function):: (\w+)", page, re.M))
+    also = re.search(r"^\.\. elementwise-functions::\n(?:   :also: ([\w ]+)\n)?", page, re.M)
+    if also:  # the directive's entries: every op row, and the names after :also:
+        entries |= {name for rows in gen_op_stubs.op_rows().values() for name, _ in rows}
+        entries |= set((also.group(1) or "").split())
     quoted = set(re.findall(r"``(\w+)``", page))
     missing, named_only = [], []
     for name in sorted(public_names(ts)):
@@ -80,6 +87,18 @@ def test_api_page_lists_the_main_namespace():
     assert not missing, f"public in tessel but not in docs/api/tessel.rst: {missing}"
     unknown = sorted(n for n in entries if not hasattr(ts, n))
     assert not unknown, f"docs/api/tessel.rst documents names tessel does not have: {unknown}"
+
+
+def test_elementwise_stubs_and_docstrings_follow_the_op_rows():
+    """The generated block of __init__.pyi is what scripts/gen_op_stubs.py writes from the rows,
+    and each function's runtime docstring is its row's."""
+    stubs = (PACKAGE / "__init__.pyi").read_text(encoding="utf-8")
+    rows = gen_op_stubs.op_rows()
+    assert gen_op_stubs.updated_stubs(stubs, rows) == stubs, "run python3 scripts/gen_op_stubs.py"
+    assert len(rows["unary"]) > 40 and len(rows["binary"]) > 25
+    for name, doc in rows["unary"] + rows["binary"]:
+        assert doc and doc.split("\n")[0] in getattr(ts, name).__doc__, name
+    assert "x1 + x2 with broadcasting" in gen_op_stubs.stub_block(rows)
 
 
 def function_modules():
