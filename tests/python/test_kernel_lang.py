@@ -136,6 +136,29 @@ def test_weak_literal_keeps_dtype(device, dtype):
 
 
 @ts.jit
+def compare_with_wide_literals(u, i8, out):
+    out[0] = u[0] == -1
+    out[1] = u[0] != -1
+    out[2] = u[0] > -1
+    out[3] = -1 < u[0]
+    out[4] = i8[0] < 1000
+    out[5] = 1000 <= i8[0]
+    out[6] = i8[0] >= -1000
+    out[7] = u[0] < 2**40
+    out[8] = u[0] == 5
+
+
+def test_compare_with_literal_outside_the_dtype(device):
+    # NumPy 2 compares an int beyond the dtype's range by value (uint32(5) == -1 is False).
+    u, i8 = np.array([5], np.uint32), np.array([-3], np.int8)
+    out = poisoned((9,), np.bool_, device)
+    compare_with_wide_literals[1, 1](put(u, device), put(i8, device), out)
+    want = [u[0] == -1, u[0] != -1, u[0] > -1, -1 < u[0], i8[0] < 1000, 1000 <= i8[0], i8[0] >= -1000,
+            u[0] < 2**40, u[0] == 5]
+    assert out.numpy().tolist() == [bool(w) for w in want]
+
+
+@ts.jit
 def strided_2d(x, out):
     i, j = tk.grid(2)
     if i < x.shape[0] and j < x.shape[1]:

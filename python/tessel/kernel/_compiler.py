@@ -1642,7 +1642,12 @@ class FunctionCompiler:
             if t.kind == "c" and opname not in ("Eq", "NotEq"):
                 self.error(node, "complex numbers are not ordered")
             sym = {"Eq": "==", "NotEq": "!=", "Lt": "<", "LtE": "<=", "Gt": ">", "GtE": ">="}[opname]
-            parts.append(f"({self.convert(left, t, node)} {sym} {self.convert(right, t, node)})")
+            known = _outside_integer_type(left, right, t, opname)
+            if known is not None:  # NumPy 2: an int beyond the dtype's range compares by value
+                value = right if left.is_const and not right.is_const else left
+                parts.append(f"((void)({value.code}), {'true' if known else 'false'})")
+            else:
+                parts.append(f"({self.convert(left, t, node)} {sym} {self.convert(right, t, node)})")
             left = right
         return Val("(" + " && ".join(parts) + ")", BOOL)
 
@@ -2939,6 +2944,27 @@ _INTERNAL_NAMES.update({"_ts_range_len": _RANGE_LEN, "_ts_range_item": _RANGE_IT
 _BUILTINS = {_RANGE_LEN: _b_range_len, _RANGE_ITEM: _b_range_item, range: _b_range, len: _b_len, min: _b_minmax("min"), max: _b_minmax("max"), abs: _b_abs,
              round: _b_round, pow: _b_pow, divmod: _b_divmod, int: _b_int, float: _b_float, bool: _b_bool,
              complex: _b_complex, print: _b_print}
+
+
+def _outside_integer_type(left, right, t, opname):
+    """The result of `left opname right` when one side is a Python int constant outside the range of
+    the integer type t they compare in (every value of t is then below or above it), else None."""
+    if t.kind not in "iu" or left.is_const == right.is_const:
+        return None
+    const_left = left.is_const
+    c = left.const if const_left else right.const
+    if not isinstance(c, (int, np.integer)) or isinstance(c, (bool, np.bool_)):
+        return None
+    info = np.iinfo(t.name)
+    if info.min <= int(c) <= info.max:
+        return None
+    above = int(c) > info.max  # the constant is above every value of t
+    if opname in ("Eq", "NotEq"):
+        return opname == "NotEq"
+    value_below = above  # value < c
+    if const_left:       # c OP value
+        return {"Lt": not value_below, "LtE": not value_below, "Gt": value_below, "GtE": value_below}[opname]
+    return {"Lt": value_below, "LtE": value_below, "Gt": not value_below, "GtE": not value_below}[opname]
 
 
 # ---- whole kernels -------------------------------------------------------------------------------------
