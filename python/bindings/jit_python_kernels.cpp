@@ -327,6 +327,31 @@ void register_python_kernels(nb::module_& m) {
     return jit::compile_to_ptx(request);
   }, "source"_a, "name"_a, "options"_a, "arch"_a = "",
         "PTX of a kernel source for an architecture (default: the current device's, else sm_90).");
+  // The attributes and occupancy of a kernel as launches load it (the same compile cache):
+  // tessel.numba's compiled-kernel attributes.
+  auto cuda_kernel = [](std::string source, std::string name, std::vector<std::string> options, int device_index) {
+    jit::CompileRequest request;
+    request.source = std::move(source);
+    request.name = std::move(name);
+    request.options = std::move(options);
+    nb::gil_scoped_release release;  // may compile
+    return jit::get_kernel(request, Device::cuda(device_index));
+  };
+  m.def("_cuda_kernel_attributes", [cuda_kernel](std::string source, std::string name, std::vector<std::string> options,
+                                                 int device_index) {
+    const jit::KernelAttributes a = cuda_kernel(std::move(source), std::move(name), std::move(options), device_index)
+                                        .attributes();
+    return nb::make_tuple(a.max_threads_per_block, a.static_shared_bytes, a.const_bytes, a.local_bytes,
+                          a.num_registers);
+  }, "source"_a, "name"_a, "options"_a, "device_index"_a,
+        "(max threads per block, static shared bytes, constant bytes, local bytes per thread, registers).");
+  m.def("_cuda_kernel_active_blocks", [cuda_kernel](std::string source, std::string name,
+                                                    std::vector<std::string> options, int device_index, int threads,
+                                                    std::size_t dynamic_shared) {
+    return cuda_kernel(std::move(source), std::move(name), std::move(options), device_index)
+        .max_active_blocks(threads, dynamic_shared);
+  }, "source"_a, "name"_a, "options"_a, "device_index"_a, "threads"_a, "dynamic_shared"_a,
+        "Blocks of `threads` threads resident at once on one multiprocessor.");
   m.def("_configure_launch", [](nb::object launcher, std::vector<unsigned int> grid, std::vector<unsigned int> block,
                                 nb::object stream, std::size_t shared, nb::object fallback) {
     if (grid.size() != 3 || block.size() != 3) throw nb::value_error("_configure_launch: grid and block of 3 ints");

@@ -230,6 +230,7 @@ KernelAttributes Kernel::attributes() const {
   out.num_registers = a.numRegs;
   out.static_shared_bytes = a.sharedSizeBytes;
   out.local_bytes = a.localSizeBytes;
+  out.const_bytes = a.constSizeBytes;
   return out;
 }
 

@@ -35,6 +35,7 @@ struct KernelAttributes {
   int num_registers = 0;
   std::size_t static_shared_bytes = 0;
   std::size_t local_bytes = 0;
+  std::size_t const_bytes = 0;
 };
 
 // The block and the grid cap of launch_config_fixed for one (kernel, block, waves): callers that

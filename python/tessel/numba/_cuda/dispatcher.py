@@ -725,73 +725,23 @@ _CPU_SHARED_PER_SM = 228 * 1024   # compute capability 9.0
 
 
 class _CudaFunction:
-    """The kernel's code loaded through the CUDA driver (its PTX, for the device's architecture),
-    for the attributes and the occupancy that tessel's Python API does not expose."""
+    """The kernel as launches load it (tessel's one compile cache): its attributes and occupancy."""
 
     def __init__(self, spec, device):
-        import ctypes
-
         from ... import _tessel as core
-        from . import _devices
 
-        self._ctypes, self._devices = ctypes, _devices
-        self._lib = lib = _devices._cuda_driver()
-        ptx = core._compile_ptx(spec.source, spec.symbol, list(spec.options or []), "")
-        cu_device = ctypes.c_int()
-        _devices._check(lib.cuDeviceGet(ctypes.byref(cu_device), device.index), "cuDeviceGet")
-        self._cu_device = cu_device
-        self._context = ctypes.c_void_p()
-        _devices._check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(self._context), cu_device),
-                        "cuDevicePrimaryCtxRetain")
-        self._module, self._function = ctypes.c_void_p(), ctypes.c_void_p()
-        data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
-        self._push()
-        try:
-            _devices._check(lib.cuModuleLoadData(ctypes.byref(self._module), ctypes.c_char_p(data)),
-                            "cuModuleLoadData")
-            _devices._check(lib.cuModuleGetFunction(ctypes.byref(self._function), self._module,
-                                                    spec.symbol.encode()), "cuModuleGetFunction")
-        finally:
-            self._pop()
-
-    def _push(self):
-        self._devices._check(self._lib.cuCtxPushCurrent_v2(self._context), "cuCtxPushCurrent")
-
-    def _pop(self):
-        self._lib.cuCtxPopCurrent_v2(self._ctypes.byref(self._ctypes.c_void_p()))
+        self._core = core
+        self._key = (spec.source, spec.symbol, list(spec.options or []), device.index)
+        self._attributes = None
 
     def attribute(self, code):
-        """cuFuncGetAttribute: 0 max threads per block, 1 static shared bytes, 2 constant bytes,
-        3 local bytes, 4 registers."""
-        value = self._ctypes.c_int()
-        self._push()
-        try:
-            self._devices._check(self._lib.cuFuncGetAttribute(self._ctypes.byref(value), code, self._function),
-                                 "cuFuncGetAttribute")
-        finally:
-            self._pop()
-        return value.value
+        """0 max threads per block, 1 static shared bytes, 2 constant bytes, 3 local bytes, 4 registers."""
+        if self._attributes is None:
+            self._attributes = self._core._cuda_kernel_attributes(*self._key)
+        return int(self._attributes[code])
 
     def active_blocks(self, threads, dynamic_shared):
-        blocks = self._ctypes.c_int()
-        self._push()
-        try:
-            self._devices._check(self._lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                self._ctypes.byref(blocks), self._function, int(threads), self._ctypes.c_size_t(dynamic_shared)),
-                "cuOccupancyMaxActiveBlocksPerMultiprocessor")
-        finally:
-            self._pop()
-        return blocks.value
-
-    def __del__(self):
-        try:
-            if self._module:
-                self._push()
-                self._lib.cuModuleUnload(self._module)
-                self._pop()
-            self._lib.cuDevicePrimaryCtxRelease_v2(self._cu_device)
-        except Exception:  # noqa: BLE001 - best effort (interpreter shutdown)
-            pass
+        return int(self._core._cuda_kernel_active_blocks(*self._key, int(threads), int(dynamic_shared)))
 
 
 def _covers(declared, sig):
