@@ -39,8 +39,6 @@ from ._functions.statistics import (  # noqa: F401
 from . import _dtype_protocol
 from . import _numpy_protocols
 from ._fuse import fuse  # noqa: F401
-from . import kernel  # noqa: F401  (docs/guide/kernels.rst: Python kernels)
-from .kernel import jit  # noqa: F401
 from . import cuda  # noqa: F401
 from . import random  # noqa: F401
 from . import fft  # noqa: F401  (the Array API fft extension)
@@ -84,3 +82,22 @@ _numpy_protocols.install()
 def _dtype_from_name(name):
     """Unpickles a dtype (dtype.__reduce__ names this module-level function)."""
     return _tessel._dtype_from_name(name)
+
+
+# tessel.kernel (the Python kernel compiler, and NumPy with it) loads on first use: `ts.jit`,
+# `ts.kernel`, `import tessel.kernel`. `import tessel` stays quick.
+_LAZY = ("jit", "kernel")
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        kernel = importlib.import_module(__name__ + ".kernel")  # binds tessel.kernel
+        globals()["jit"] = kernel.jit
+        return kernel if name == "kernel" else kernel.jit
+    raise AttributeError(f"module 'tessel' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

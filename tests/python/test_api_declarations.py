@@ -43,8 +43,20 @@ def stub_names(path):
 def public_names(module):
     names = getattr(module, "__all__", None)
     if names is None:
-        names = [n for n in vars(module) if not n.startswith("_")]
+        names = [n for n in dir(module) if not n.startswith("_")]  # dir: a module's lazily loaded names too
     return set(names)
+
+
+def test_import_loads_neither_numpy_nor_the_kernel_compiler():
+    """`import tessel` stays quick: tessel.kernel (and NumPy with it) loads on first use of ts.jit."""
+    import subprocess
+    import sys
+
+    code = ("import sys, tessel as ts; before = ('numpy' in sys.modules, 'tessel.kernel' in sys.modules); "
+            "jit = ts.jit; print(before, 'tessel.kernel' in sys.modules, jit is ts.kernel.jit, 'jit' in dir(ts))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == "(False, False) True True True", out.stdout
 
 
 def test_stub_declares_the_main_namespace():
