@@ -16,7 +16,8 @@ from .devicearray import DeviceNDArray, DeviceNDArrayBase, _c_order, _record_sto
 
 __all__ = [
     "to_device", "device_array", "device_array_like", "pinned_array", "pinned_array_like", "mapped_array",
-    "mapped_array_like", "pinned", "mapped", "as_cuda_array", "is_cuda_array", "from_cuda_array_interface",
+    "mapped_array_like", "pinned", "defer_cleanup", "mapped", "as_cuda_array", "is_cuda_array",
+    "from_cuda_array_interface",
     "synchronize", "stream", "default_stream", "legacy_default_stream", "per_thread_default_stream",
     "external_stream", "event", "event_elapsed_time", "select_device", "get_current_device", "list_devices",
     "gpus", "current_context", "close", "is_available", "detect", "cuda_error", "is_supported_version",
@@ -250,6 +251,13 @@ def pinned(*arylist):
     """``with cuda.pinned(a, b):`` — accepted and does nothing: tessel stages copies from pageable
     host memory through its pinned pool, so the copies inside are as fast as from pinned memory
     (the transfer itself stays synchronous for pageable memory)."""
+    yield
+
+
+@contextlib.contextmanager
+def defer_cleanup():
+    """``with cuda.defer_cleanup():`` — accepted and does nothing: tessel's pool frees device
+    memory in stream order, without synchronizing, so there is nothing to defer."""
     yield
 
 

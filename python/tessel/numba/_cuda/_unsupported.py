@@ -46,7 +46,6 @@ UNSUPPORTED = {
     "mapped": "tessel cannot map host memory into a GPU's address space; use to_device / copy_to_host "
               "(on the CPU backend, device arrays are host memory already)",
     "open_ipc_array": "CUDA IPC handles are not exposed by tessel",
-    "defer_cleanup": "tessel frees device memory through its stream-ordered pool; there is no deferred cleanup",
     "set_memory_manager": "tessel's caching allocator cannot be replaced by a Numba EMM plugin",
     "BaseCUDAMemoryManager": "tessel's caching allocator cannot be replaced by a Numba EMM plugin",
     "HostOnlyCUDAMemoryManager": "tessel's caching allocator cannot be replaced by a Numba EMM plugin",
