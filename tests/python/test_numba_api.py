@@ -420,6 +420,30 @@ def test_profiling():
         pass
 
 
+def _axpy(r, a, x, y):
+    i = cuda.grid(1)
+    if i < r.size:
+        r[i] = a * x[i] + y[i]
+
+
+def test_compile_ptx_gives_the_kernels_ptx_for_a_compute_capability():
+    from tessel import _tessel
+
+    sig = "void(float32[:], float32, float32[:], float32[:])"
+    with pytest.raises(NotImplementedError, match=r"compile_ptx\(device=True\) is not supported"):
+        cuda.compile_ptx(_axpy, sig, device=True)
+    with pytest.raises(TypeError, match="void return type"):
+        cuda.compile_ptx(_axpy, "float32(float32[:], float32, float32[:], float32[:])")
+    if not _tessel._nvrtc_available():   # a build without CUDA says so
+        with pytest.raises(Exception, match="needs NVRTC"):
+            cuda.compile_ptx(_axpy, sig)
+        return
+    ptx, resty = cuda.compile_ptx(_axpy, sig, cc=(8, 0), fastmath=True)
+    assert resty == numba.void and ".target sm_80" in ptx and ".entry" in ptx
+    assert cuda.compile(_axpy, sig, cc=(9, 0))[0].count(".target sm_90") == 1
+    assert ".entry" in cuda.compile_ptx_for_current_device(_axpy, sig)[0]
+
+
 # ---------------------------------------------------------------- what is not provided
 def test_unsupported_names_raise_errors_naming_them():
     with cuda.defer_cleanup():   # accepted: tessel's frees are stream-ordered, nothing to defer
@@ -819,8 +843,7 @@ def test_kernel_side_names():
     assert cuda.reduce is cuda.Reduce and cuda.cg is kernel.cg
     assert cuda.match_any_sync is kernel.match_any_sync and cuda.nanosleep is kernel.nanosleep
     assert numba.literal_unroll is kernel.literal_unroll
-    for name, why in (("compile_ptx", "does not expose PTX"),
-                      ("declare_device", "foreign")):
+    for name, why in (("declare_device", "foreign"),):
         with pytest.raises(NotImplementedError, match=f"tessel.numba.cuda.{name} is not supported.*{why}"):
             obj = getattr(cuda, name)
             obj("f", "void()")

@@ -89,6 +89,16 @@ class _Specialization:
         self.host = None
 
 
+def _cuda_options(opts):
+    """NVRTC's options for a kernel's compile options (lineinfo, fastmath, max_registers)."""
+    options = ["-lineinfo"] if opts.get("lineinfo") else []
+    if opts.get("fastmath"):
+        options.append("--use_fast_math")
+    if opts.get("max_registers"):
+        options.append(f"--maxrregcount={int(opts['max_registers'])}")
+    return options
+
+
 def _symbol_for(name: str, arg_types, target: str) -> str:
     h = hashlib.sha1(repr((name, arg_types, target)).encode()).hexdigest()[:12]
     clean = "".join(ch if ch.isalnum() else "_" for ch in name)
@@ -370,11 +380,7 @@ class Kernel:
             source, info = _compiler.generate(self.py_func, list(arg_types), target, opts, symbol)
             spec = _Specialization(arg_types, target, source, symbol, info)
             if target == "cuda":
-                spec.options = ["-lineinfo"] if opts.get("lineinfo") else []
-                if opts.get("fastmath"):
-                    spec.options.append("--use_fast_math")
-                if opts.get("max_registers"):
-                    spec.options.append(f"--maxrregcount={int(opts['max_registers'])}")
+                spec.options = _cuda_options(opts)
             else:
                 # without fastmath, no contraction of a*b+c into an FMA: the CPU's results are then
                 # NumPy's, and do not depend on the machine

@@ -37,9 +37,11 @@ LAYER_NAMES = {
     "reduce": ("_reduction", "reduce"), "Reduce": ("_reduction", "Reduce"),
     "vote_sync_any": ("dispatcher", "vote_sync_any"), "vote_sync_all": ("dispatcher", "vote_sync_all"),
     "vote_sync_uni": ("dispatcher", "vote_sync_uni"), "vote_sync_ballot": ("dispatcher", "vote_sync_ballot"),
+    "compile_ptx": ("dispatcher", "compile_ptx"), "compile": ("dispatcher", "compile_kernel"),
+    "compile_ptx_for_current_device": ("dispatcher", "compile_ptx_for_current_device"),
+    "compile_for_current_device": ("dispatcher", "compile_for_current_device"),
 }
 
-_PTX = "tessel compiles kernels from generated C++ and does not expose PTX to Python (kernel.inspect_asm() returns the source)"
 
 UNSUPPORTED = {
     "managed_array": "tessel has no managed (unified) memory arrays; use device_array or mapped_array",
@@ -74,8 +76,6 @@ UNSUPPORTED = {
     "initialize": "tessel initializes CUDA lazily",
     "memory_management": "Numba's NRT memory management is not supported",
     "get_ipc_handle": "CUDA IPC handles are not exposed by tessel",
-    "compile": _PTX, "compile_ptx": _PTX, "compile_for_current_device": _PTX,
-    "compile_ptx_for_current_device": _PTX,
 }
 # Numba's CUDA vector types (float32x4, int2, ...): not supported.
 for _base in ("char", "short", "int", "long", "longlong", "uchar", "ushort", "uint", "ulong", "ulonglong",

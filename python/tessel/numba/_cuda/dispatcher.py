@@ -37,7 +37,8 @@ from ._unsupported import error as _unsupported_error
 from .devicearray import DeviceNDArrayBase
 
 __all__ = ["jit", "CUDADispatcher", "CUDADeviceFunction", "In", "Out", "InOut", "as_device_function",
-           "numba_type_of_kernel_type"]
+           "numba_type_of_kernel_type", "compile_ptx", "compile_ptx_for_current_device", "compile_kernel",
+           "compile_for_current_device"]
 
 _JIT_OPTIONS = ("fastmath", "max_registers", "extensions", "boundscheck")
 
@@ -931,6 +932,57 @@ def jit(func_or_sig=None, device=False, inline="never", forceinline=False, link=
     if signatures is not None or func_or_sig is None:
         return make
     return make(func_or_sig)
+
+
+def compile_ptx(pyfunc, sig, debug=False, lineinfo=False, device=False, fastmath=False, cc=None, opt=None,
+                abi="numba", abi_info=None, output="ptx", forceinline=False, launch_bounds=None):
+    """Numba's ``cuda.compile_ptx``: the PTX of ``pyfunc`` as a kernel for the signature, and its
+    return type (``void``). NVRTC compiles tessel's generated CUDA C++ for compute capability
+    ``cc`` (a tuple; default the current GPU's, else 9.0). A device function is compiled into each
+    kernel that calls it, so ``device=True`` is not supported."""
+    from ... import _tessel as core
+
+    if device:
+        raise _unsupported_error("compile_ptx(device=True)", "a device function is compiled into each kernel that "
+                                 "calls it; compile that kernel")
+    if output != "ptx":
+        raise _unsupported_error(f"compile(output={output!r})", "tessel produces PTX only")
+    if isinstance(pyfunc, (_kdispatch.Kernel, _kdispatch.DeviceFunction)):
+        pyfunc = pyfunc.py_func
+    restype, argtypes = nbtypes.parse_signature(sig)
+    if restype is not None and restype is not nbtypes.void:
+        raise TypeError("CUDA kernel must have void return type.")
+    kernel = jit(pyfunc, debug=debug, lineinfo=lineinfo, opt=opt, fastmath=fastmath)
+    types = tuple(kernel_type(t, eager=True) for t in argtypes)
+    opts = kernel._compile_options()
+    symbol = _kdispatch._symbol_for(kernel.py_func.__qualname__, types, "cuda")
+    source, _ = _kdispatch._compiler.generate(kernel.py_func, list(types), "cuda", opts, symbol)
+    arch = f"sm_{int(cc[0])}{int(cc[1])}" if cc else ""
+    return core._compile_ptx(source, symbol, _kdispatch._cuda_options(opts), arch), nbtypes.void
+
+
+def compile_ptx_for_current_device(pyfunc, sig, **kws):
+    """``compile_ptx`` for the current GPU's compute capability (9.0 without a GPU)."""
+    return compile_ptx(pyfunc, sig, cc=_current_cc(), **kws)
+
+
+def compile_kernel(pyfunc, sig, **kws):
+    """Numba's ``cuda.compile`` (``output="ptx"``, the only output tessel produces)."""
+    return compile_ptx(pyfunc, sig, **kws)
+
+
+def compile_for_current_device(pyfunc, sig, **kws):
+    return compile_ptx(pyfunc, sig, cc=_current_cc(), **kws)
+
+
+def _current_cc():
+    import tessel as ts
+
+    if not ts.cuda_available():
+        return None
+    from ._devices import Device
+
+    return Device(target_device()).compute_capability if target_device().type == "cuda" else None
 
 
 def declare_device(name, sig, link=None, use_cooperative=False):
