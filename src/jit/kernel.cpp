@@ -1,10 +1,9 @@
 // Loading CUBINs through the CUDA runtime's library API (cudaLibraryLoadData, cudaLibraryGetKernel).
 // Library and kernel handles are context-independent, so one load serves every device of the arch.
 // Launches go through the driver's cuLaunchKernel with the kernel's CUfunction in the device's
-// primary context (looked up once per Kernel, at load): on the H100 VM that is 0.2 us of host time per
-// launch cheaper than cudaLaunchKernel with the kernel handle (3.25 against 3.48 us, timed in
-// interleaved rounds; the stream kind made no difference). tessel does not link libcuda: the two
-// entry points come from cudaGetDriverEntryPointByVersion.
+// primary context (looked up once per Kernel, at load), which costs less host time per launch than
+// cudaLaunchKernel with the kernel handle (timed on the H100 in interleaved rounds). tessel does not
+// link libcuda: the two entry points come from cudaGetDriverEntryPointByVersion.
 #if defined(TESSEL_HAVE_CUDA)
 #include <cuda.h>
 #include <cuda_runtime_api.h>

@@ -26,8 +26,8 @@ constexpr std::size_t kHugePageMinBytes = std::size_t{4} << 20;
 // Freed blocks of kCacheMinBytes and more are kept for the next allocation of about their size
 // (TESSEL_ALLOCATOR=caching, the default), up to cache_limit() bytes, the oldest released first: an
 // op's fresh output then reuses memory whose pages are already mapped. A fresh 40 MB block costs
-// its first writer the kernel's faults and zeroing of every page, as much time as a + b itself on
-// the EPYC build machine (a + b of 1e7 float32: 5.8 ms into a new array, 3.0 ms into an existing one).
+// its first writer the kernel's faults and zeroing of every page, about as much time as a + b
+// itself (cpu_numpy's add row).
 constexpr std::size_t kCacheMinBytes = kHugePageMinBytes;
 // A cached block serves a request of at least 4/5 of its size.
 constexpr std::size_t kCacheFitNumerator = 4, kCacheFitDenominator = 5;

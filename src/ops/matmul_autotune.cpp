@@ -83,10 +83,9 @@ constexpr const char* kAutotuneRanking = "ranking 2";
 
 // TESSEL_MATMUL_AUTOTUNE_SUSTAIN_MS=T (default 20; 0 turns the phase off): how long each finalist
 // runs back to back in the autotune's second phase. Single runs interleaved with other candidates
-// rank some algorithms first that are slower in sustained use (on the H100, 8192^3 bf16: cuBLASLt
-// algorithms timed 1.56 ms interleaved but 1.64-1.68 ms back to back, while the heuristic's first
-// held 1.59 ms both ways; the power limit reacts over milliseconds, so a neighbour's lighter load
-// lends headroom). A matmul in real use runs back to back, so finalists are ranked that way.
+// rank some algorithms first that are slower in sustained use (seen on the H100 at 8192^3 bf16: the
+// power limit reacts over milliseconds, so a neighbour's lighter load lends headroom). A matmul in
+// real use runs back to back, so finalists are ranked that way.
 double autotune_sustain_ms() {
   static const double sustain = [] {
     const char* env = std::getenv("TESSEL_MATMUL_AUTOTUNE_SUSTAIN_MS");

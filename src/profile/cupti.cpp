@@ -176,9 +176,8 @@ std::string result_text(CUptiResult r) {
 //
 // External correlation (cuptiActivityPush/PopExternalCorrelationId per op) would need the DRIVER
 // and RUNTIME activity kinds as well, since CUPTI writes external-correlation records only in
-// front of API records: a record for every CUDA call. Measured on the H100 (bench/profile_bench,
-// "profile on ... added", CUDA 13.0's CUPTI): 5.97 us of host time per op that way, 5.61 us with
-// these callbacks (every kernel linked); the CPU backend, without CUPTI, adds 0.73 us.
+// front of API records: a record for every CUDA call, which costs more host time per op than these
+// callbacks (bench/profile_bench's "profile on ... added" rows, H100, CUDA 13.0's CUPTI).
 // profile_bench's breakdown rows split the rest: host records only (SessionOptions::gpu = false),
 // activity without links (TESSEL_PROFILE_CUPTI=link=off), links without activity (activity=off).
 //

@@ -23,9 +23,8 @@ struct Config {
   bool matmul_autotune = false;          // TESSEL_MATMUL_AUTOTUNE=0|1: matmul autotunes each layout on first use
   int linalg_streams = 4;                // TESSEL_LINALG_STREAMS=1..64: CUDA streams a batched cuSOLVER call is split
                                          // over (the caller's and side streams); the CPU backend ignores it.
-                                         // Default 4: eigh of 2,000 128 x 128 float32 (XsyevBatched) took
-                                         // 14.62, 14.20, 14.16, 14.13 ms with 1-4 on the H200 (python_linalg,
-                                         // nvidia-h200-2026-12-01.json)
+                                         // Default 4: the fastest of 1-4 for a batched eigh on the H200
+                                         // (python_linalg, bench/results/nvidia-h200-2026-12-01.json)
   int num_threads = 1;                   // TESSEL_NUM_THREADS=1..kMaxNumThreads: threads of every CPU op (OpenMP
                                          // loops and the BLAS); default: the CPUs of the process's affinity
                                          // mask (affinity_cpu_count()), read once at start-up

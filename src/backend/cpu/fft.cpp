@@ -47,12 +47,12 @@
 namespace tessel::backend::cpu {
 namespace {
 
-// One complex row at least this long is split (four-step) when it would run alone. Measured with
-// one thread on the 2-core EPYC build machine: the split is already 1.5-2x faster from 2^14 up
-// (pocketfft's 1-D transforms are scalar; its batched ones are vectorized).
+// One complex row at least this long is split (four-step) when it would run alone: with one thread
+// the split is already faster from 2^14 up (pocketfft's 1-D transforms are scalar; its batched ones
+// are vectorized).
 constexpr std::int64_t kFourStepMin = std::int64_t{1} << 14;
 constexpr std::int64_t kFourStepMinFactor = 16;
-// Elements of transforms per thread, at least (a 2^14-point transform takes ~0.1 ms).
+// Elements of transforms per thread, at least (a 2^14-point transform is a fraction of a millisecond).
 constexpr std::int64_t kMinElementsPerThread = std::int64_t{1} << 14;
 
 

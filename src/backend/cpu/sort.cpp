@@ -37,9 +37,8 @@
 namespace tessel::backend::cpu {
 namespace {
 
-// A chunk of one row smaller than this is not worth a thread (vqsort takes about 15 ns per
-// 64-bit record on the 2-core EPYC build machine, so this is ~0.5 ms of work against a few us of
-// fork and join).
+// A chunk of one row smaller than this is not worth a thread: its sort is well under a
+// millisecond, against a few microseconds of fork and join.
 constexpr std::size_t kMinRecordsPerThread = std::size_t{1} << 15;
 
 const hwy::Sorter& sorter() {

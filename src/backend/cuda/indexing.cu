@@ -76,10 +76,8 @@ jit::ElementwiseSpec index_kernel_spec(IndexKernel kind, const GatherProblem& p)
   const bool src_by_value = kind == Kind::gather && gathers_by_address(p);
   if (kind == Kind::gather) {
     // Evict-first loads of the indices and stores of the result: the fastest of 25 variants on
-    // the H100 (1e8 float32 source, 1e7 int64 indices: 0.357 ms checked against 0.366 ms with
-    // plain accesses; unrolling, block sizes, the read-only path, L2 keep hints and 32-bit
-    // offsets gained nothing; python_indexing_gather_variants in
-    // bench/results/nvidia-h100-80gb-hbm3-2026-11-27.json).
+    // the H100 (unrolling, block sizes, the read-only path, L2 keep hints and 32-bit offsets gained
+    // nothing; python_indexing_gather_variants in bench/results/nvidia-h100-80gb-hbm3-2026-11-27.json).
     spec.streaming = true;
     spec.operands.push_back({"out", p.dtype, true, false, false});
     if (src_by_value) {

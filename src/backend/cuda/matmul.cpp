@@ -118,10 +118,9 @@ bool fused_epilogue(const MatmulProblem& p, cublasLtEpilogue_t& epilogue) {
   if (wide && (p.epilogue == MatmulEpilogue::gelu_tanh || p.epilogue == MatmulEpilogue::gelu_tanh_grad)) return false;
   const bool aux_aligned = p.ldaux % 8 == 0 && p.batch_stride_aux % 8 == 0;
   if (is_matmul_grad_epilogue(p.epilogue)) {
-    // DGELU reads GELU_AUX's aux. Not DGELU_BGRAD: at 16384 x 4096 x 4096 bfloat16 on the H200 its
-    // candidates took 1.33-1.40 ms against DGELU's 0.75-0.79 ms plus 0.05 ms for the column sums as
-    // a GEMM (backward_gemm in bench/results/nvidia-h200-2026-12-01-dgelu-bgrad.json), so bias_grad is
-    // summed after the product.
+    // DGELU reads GELU_AUX's aux. Not DGELU_BGRAD: it was slower than DGELU plus the column sums
+    // as a GEMM (backward_gemm in bench/results/nvidia-h200-2026-12-01-dgelu-bgrad.json), so
+    // bias_grad is summed after the product.
     // DRELU reads a bit mask, not tessel's aux, and the erf GELU has no derivative epilogue: those
     // run DEFAULT + apply_epilogue.
     if (p.epilogue != MatmulEpilogue::gelu_tanh_grad || !aux_aligned) return false;
