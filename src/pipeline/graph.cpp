@@ -12,54 +12,17 @@
 #include "tessel/memory/stats.hpp"
 #include "tessel/profile/range.hpp"
 
-#if defined(TESSEL_HAVE_CUDA)
-#include <cuda_runtime_api.h>
-
-#include "core/cuda_check.hpp"
-#endif
+#include "pipeline/graph_state.hpp"
 
 namespace tessel {
 namespace detail {
 
-struct GraphState {
-  Stream stream;  // kept alive: held buffers were allocated on it
-  std::function<void()> cpu_fn;
-  std::unique_ptr<CaptureState> capture;
-  void* graph = nullptr;  // cudaGraph_t
-  void* exec = nullptr;   // cudaGraphExec_t
-  std::int64_t nodes = 0;
-  mutable std::int64_t replays = 0;
-  mutable std::vector<Stream> replay_streams;  // every stream a replay ran on
-  mutable std::mutex mutex;
-
-  ~GraphState() {
-#if defined(TESSEL_HAVE_CUDA)
-    DeviceGuard guard(stream.device(), std::nothrow);  // the graph is destroyed in its device's context
-    // Replays may still run: the held buffers must outlive them.
-    if (stream.device().is_cuda()) (void)cudaStreamSynchronize(detail::cuda_stream(stream));
-    for (const Stream& s : replay_streams) (void)cudaStreamSynchronize(detail::cuda_stream(s));
-    if (exec) (void)cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
-    if (graph) (void)cudaGraphDestroy(static_cast<cudaGraph_t>(graph));
-#endif
-    // capture (and its buffers) go back to the pool on the capture stream now.
-  }
-};
+GraphState::~GraphState() {
+  cuda_graph::release(*this);
+  // capture (and its buffers) go back to the pool on the capture stream now.
+}
 
 }  // namespace detail
-
-namespace {
-
-#if defined(TESSEL_HAVE_CUDA)
-cudaStreamCaptureMode cuda_mode(CaptureMode mode) {
-  switch (mode) {
-    case CaptureMode::global: return cudaStreamCaptureModeGlobal;
-    case CaptureMode::relaxed: return cudaStreamCaptureModeRelaxed;
-    default: return cudaStreamCaptureModeThreadLocal;
-  }
-}
-#endif
-
-}  // namespace
 
 GraphCapture::GraphCapture(const Stream& stream, const GraphOptions& options) : stream_(stream), options_(options) {
   if (options.reserve_bytes < 0) {
@@ -72,7 +35,6 @@ GraphCapture::GraphCapture(const Stream& stream, const GraphOptions& options) : 
     open_ = true;  // CPU: nothing to capture; Graph::capture records the function
     return;
   }
-#if defined(TESSEL_HAVE_CUDA)
   if (stream.handle() == nullptr) {
     throw ValueError(fmt::format("GraphCapture: the legacy default stream of {} cannot be captured; use "
                                  "Stream::create",
@@ -92,35 +54,20 @@ GraphCapture::GraphCapture(const Stream& stream, const GraphOptions& options) : 
   state_->device_index = stream.device().index;
   state_->name = "Graph.capture";
   guard_ = std::make_unique<StreamGuard>(stream);
-  DeviceGuard device_guard(stream.device());
-  // Work queued before the capture (pending writes of its inputs on other streams) must be done:
-  // a capture can neither wait on nor query events recorded outside it.
-  TESSEL_CUDA_CHECK(cudaDeviceSynchronize(), "Graph.capture");
-  TESSEL_CUDA_CHECK(cudaStreamBeginCapture(detail::cuda_stream(stream), cuda_mode(options.mode)),
-                    "Graph.capture");
+  detail::cuda_graph::begin_capture(stream, options.mode);
   previous_ = detail::set_active_capture(state_.get());
   open_ = true;
-#else
-  throw DeviceError("GraphCapture: this build of tessel has no CUDA backend");
-#endif
 }
 
 void GraphCapture::abort() noexcept {
   if (!open_) return;
   open_ = false;
   if (stream_.device().is_cpu()) return;
-#if defined(TESSEL_HAVE_CUDA)
   detail::set_active_capture(previous_);
-  DeviceGuard device_guard(stream_.device(), std::nothrow);
-  cudaGraph_t graph = nullptr;
-  const cudaError_t ended = cudaStreamEndCapture(detail::cuda_stream(stream_), &graph);
-  if (graph) (void)cudaGraphDestroy(graph);
-  // An invalidated capture leaves a non-sticky error behind; any other pending error is the user's.
-  if (ended == cudaErrorStreamCaptureInvalidated) (void)cudaGetLastError();
+  detail::cuda_graph::abort_capture(stream_);
   guard_.reset();
   // The buffers allocated during the failed capture were never used by a launched graph.
   state_.reset();
-#endif
 }
 
 GraphCapture::~GraphCapture() { abort(); }
@@ -137,33 +84,20 @@ Graph GraphCapture::finish() {
     g.state_ = std::move(graph_state);
     return g;
   }
-#if defined(TESSEL_HAVE_CUDA)
   detail::set_active_capture(previous_);
   open_ = false;
   guard_.reset();
-  DeviceGuard device_guard(stream_.device());  // instantiated for the captured stream's device
-  cudaGraph_t graph = nullptr;
-  const cudaError_t status = cudaStreamEndCapture(detail::cuda_stream(stream_), &graph);
-  if (status != cudaSuccess || graph == nullptr) {
-    if (graph) (void)cudaGraphDestroy(graph);
+  try {
+    detail::cuda_graph::end_capture(stream_, *graph_state);
+  } catch (...) {
     state_.reset();
-    detail::check_cuda(status == cudaSuccess ? cudaErrorStreamCaptureInvalidated : status, "Graph.capture (end)",
-                       "cudaStreamEndCapture", __FILE__, __LINE__);
+    throw;
   }
-  graph_state->graph = graph;
   graph_state->capture = std::move(state_);
-  std::size_t nodes = 0;
-  TESSEL_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes), "Graph.capture");
-  graph_state->nodes = static_cast<std::int64_t>(nodes);
-  cudaGraphExec_t exec = nullptr;
-  TESSEL_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0), "Graph.capture (instantiate)");
-  graph_state->exec = exec;
+  detail::cuda_graph::instantiate(*graph_state);
   Graph g;
   g.state_ = std::move(graph_state);
   return g;
-#else
-  throw DeviceError("GraphCapture: this build of tessel has no CUDA backend");
-#endif
 }
 
 Graph Graph::capture(const Stream& stream, const std::function<void()>& fn, const GraphOptions& options) {
@@ -211,7 +145,6 @@ void Graph::replay(const Stream& stream) const {
     throw ValueError("Graph.replay: this graph was recorded with GraphCapture on the CPU, which keeps no work to "
                      "replay; use Graph::capture(stream, fn), whose CPU fallback reruns fn");
   }
-#if defined(TESSEL_HAVE_CUDA)
   const detail::CaptureState& capture = *state_->capture;
   for (const detail::CaptureState::Use& use : capture.uses) {
     if (use.buffer.expired()) {
@@ -223,16 +156,13 @@ void Graph::replay(const Stream& stream) const {
   if (detail::thread_capture_stream() != 0) {
     throw Error("Graph.replay: cannot replay a graph while a capture is active on this thread");
   }
-  DeviceGuard device_guard(stream.device());
-  TESSEL_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(state_->exec), detail::cuda_stream(stream)),
-                    "Graph.replay");
+  detail::cuda_graph::launch(*state_, stream);
   for (const auto& mark : capture.after_replay) mark(stream);
   if (stream != state_->stream &&
       std::find(state_->replay_streams.begin(), state_->replay_streams.end(), stream) == state_->replay_streams.end()) {
     state_->replay_streams.push_back(stream);
   }
   state_->replays++;
-#endif
 }
 
 const Stream& Graph::stream() const {
