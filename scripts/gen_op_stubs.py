@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the elementwise functions' stubs into python/tessel/__init__.pyi from the op rows of
 include/tessel/ops/elementwise_list.hpp (name, Python name, docstring): one def per row, between
-the two marker lines, unary rows first, in row order.
+the two marker lines, unary rows first, in row order, then NumPy's aliases.
 
     python3 scripts/gen_op_stubs.py           # rewrite the block
     python3 scripts/gen_op_stubs.py --check   # exit 1 if the block is out of date
@@ -36,16 +36,27 @@ def _c_string(literals: str) -> str:
     return "".join(out)
 
 
+def _macro_body(text: str, macro: str, path: str) -> str:
+    if f"#define {macro}(X)" not in text:
+        raise SystemExit(f"gen_op_stubs: no {macro} in {path}")
+    return text.split(f"#define {macro}(X)", 1)[1].split("\n\n", 1)[0]
+
+
 def op_rows(path: str = ROWS) -> dict[str, list[tuple[str, str]]]:
     """{"binary": [(python_name, docstring), ...], "unary": [...]}, in row order."""
     text = open(path, encoding="utf-8").read().replace("\\\n", "\n")
     rows = {}
     for kind, macro in (("binary", "TESSEL_BINARY_OPS"), ("unary", "TESSEL_UNARY_OPS")):
-        body = text.split(f"#define {macro}(X)", 1)[1].split("\n\n", 1)[0]
-        rows[kind] = [(python_name, _c_string(doc)) for _, python_name, doc in _ROW.findall(body)]
+        rows[kind] = [(python_name, _c_string(doc)) for _, python_name, doc in _ROW.findall(_macro_body(text, macro, path))]
         if not rows[kind]:
             raise SystemExit(f"gen_op_stubs: no rows of {macro} in {path}")
     return rows
+
+
+def op_aliases(path: str = ROWS) -> list[tuple[str, str]]:
+    """[(alias, python_name), ...]: NumPy's spellings, in row order."""
+    text = open(path, encoding="utf-8").read().replace("\\\n", "\n")
+    return re.findall(r'X\((\w+),\s*"(\w+)"\)', _macro_body(text, "TESSEL_ELEMENTWISE_ALIASES", path))
 
 
 def _docstring(doc: str) -> str:
@@ -63,6 +74,10 @@ def stub_block(rows: dict[str, list[tuple[str, str]]]) -> str:
     for name, doc in rows["binary"]:
         defs += [f"def {name}(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:",
                  _docstring(doc)]
+    unary = {name for name, _ in rows["unary"]}
+    for alias, name in op_aliases():
+        head = "x: ArrayLike, /" if name in unary else "x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None"
+        defs += [f"def {alias}({head}) -> Array:", f'    """Alias of :func:`{name}`."""']
     defs.append(END)
     return "\n".join(defs)
 

@@ -194,14 +194,23 @@ def load_stub_package():
     return modules["tessel"]
 
 
-def elementwise_names():
-    """The Python names of the elementwise functions, from the op rows (scripts/gen_op_stubs.py)."""
+def _gen_op_stubs():
     sys.path.insert(0, os.path.join(REPO, "scripts"))
     try:
-        from gen_op_stubs import op_rows
+        import gen_op_stubs
     finally:
         sys.path.pop(0)
-    return [name for rows in op_rows().values() for name, _ in rows]
+    return gen_op_stubs
+
+
+def elementwise_names():
+    """The Python names of the elementwise functions, from the op rows (scripts/gen_op_stubs.py)."""
+    return [name for rows in _gen_op_stubs().op_rows().values() for name, _ in rows]
+
+
+def elementwise_aliases():
+    """NumPy's spellings of them, from the op list's aliases."""
+    return [alias for alias, _ in _gen_op_stubs().op_aliases()]
 
 
 class ElementwiseFunctionsDirective(SphinxDirective):
@@ -209,10 +218,12 @@ class ElementwiseFunctionsDirective(SphinxDirective):
 
     option_spec = {"also": lambda text: text.split()}
 
+    names = staticmethod(elementwise_names)
+
     def run(self):
         from docutils.statemachine import StringList
 
-        names = sorted(set(elementwise_names()) | set(self.options.get("also", [])))
+        names = sorted(set(self.names()) | set(self.options.get("also", [])))
         lines = StringList()
         for name in names:
             lines.append(f".. autofunction:: {name}", self.get_source_info()[0])
@@ -221,6 +232,12 @@ class ElementwiseFunctionsDirective(SphinxDirective):
         node.document = self.state.document
         self.state.nested_parse(lines, self.content_offset, node)
         return node.children
+
+
+class ElementwiseAliasesDirective(ElementwiseFunctionsDirective):
+    """.. elementwise-aliases::  -- an autofunction entry per alias of the op list, sorted."""
+
+    names = staticmethod(elementwise_aliases)
 
 
 class RequiresDirective(SphinxDirective):
@@ -247,5 +264,6 @@ def setup(app):
     load_stub_package()
     app.add_directive("requires", RequiresDirective)
     app.add_directive("elementwise-functions", ElementwiseFunctionsDirective)
+    app.add_directive("elementwise-aliases", ElementwiseAliasesDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
 

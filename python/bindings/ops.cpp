@@ -229,12 +229,6 @@ void register_ops(nb::module_& m) {
       return apply_binary(*p, x1, x2, false, &as_array(out));
     }, "x1"_a, "x2"_a, nb::kw_only(), "out"_a = nb::none(), binary_doc[i]);
   }
-  // NumPy spellings of the same ops.
-  for (const auto& [alias, name] : std::initializer_list<std::pair<const char*, const char*>>{
-           {"power", "pow"}, {"arctan2", "atan2"}, {"left_shift", "bitwise_left_shift"},
-           {"right_shift", "bitwise_right_shift"}, {"true_divide", "divide"}, {"mod", "remainder"}}) {
-    m.attr(alias) = m.attr(name);
-  }
 
   // ---- operators (reflected and in-place too) ----
   struct OperatorSpec {
@@ -311,12 +305,10 @@ void register_ops(nb::module_& m) {
     const UnarySpec* p = &spec;
     m.def(spec.name, [p](nb::handle x) { return apply_unary(p->op, p->fn, x); }, "x"_a, spec.doc);
   }
-  for (const auto& [alias, name] : std::initializer_list<std::pair<const char*, const char*>>{
-           {"arcsin", "asin"}, {"arccos", "acos"}, {"arctan", "atan"}, {"arcsinh", "asinh"},
-           {"arccosh", "acosh"}, {"arctanh", "atanh"}, {"bitwise_not", "bitwise_invert"}, {"invert", "bitwise_invert"},
-           {"absolute", "abs"}, {"conjugate", "conj"}}) {
-    m.attr(alias) = m.attr(name);
-  }
+  // NumPy's spellings of the same functions (the op list's aliases).
+#define TESSEL_ALIAS(alias, python_name) m.attr(#alias) = m.attr(python_name);
+  TESSEL_ELEMENTWISE_ALIASES(TESSEL_ALIAS)
+#undef TESSEL_ALIAS
   cls.def("conj", [](const Array& self) { return conj(self); });
   cls.def_prop_ro("real", [](const Array& self) { return real(self); });
   cls.def_prop_ro("imag", [](const Array& self) { return imag(self); });

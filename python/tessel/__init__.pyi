@@ -451,7 +451,6 @@ def logaddexp(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -
     """log(exp(x1) + exp(x2)) without overflow."""
 def atan2(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
     """The angle of the point (x2, x1), in radians, for real floating arrays (``arctan2``)."""
-# ---- end of the generated elementwise functions ----
 def arcsin(x: ArrayLike, /) -> Array:
     """Alias of :func:`asin`."""
 def arccos(x: ArrayLike, /) -> Array:
@@ -484,6 +483,7 @@ def true_divide(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None)
     """Alias of :func:`divide`."""
 def mod(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
     """Alias of :func:`remainder`."""
+# ---- end of the generated elementwise functions ----
 @overload
 def where(condition: ArrayLike, x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """x1 where condition is true, else x2, all three broadcast; Python scalars take the other operand's dtype."""

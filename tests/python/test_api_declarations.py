@@ -86,6 +86,8 @@ def test_api_page_lists_the_main_namespace():
     if also:  # the directive's entries: every op row, and the names after :also:
         entries |= {name for rows in gen_op_stubs.op_rows().values() for name, _ in rows}
         entries |= set((also.group(1) or "").split())
+    if re.search(r"^\.\. elementwise-aliases::", page, re.M):
+        entries |= {alias for alias, _ in gen_op_stubs.op_aliases()}
     quoted = set(re.findall(r"``(\w+)``", page))
     missing, named_only = [], []
     for name in sorted(public_names(ts)):
@@ -111,6 +113,8 @@ def test_elementwise_stubs_and_docstrings_follow_the_op_rows():
     for name, doc in rows["unary"] + rows["binary"]:
         assert doc and doc.split("\n")[0] in getattr(ts, name).__doc__, name
     assert "x1 + x2 with broadcasting" in gen_op_stubs.stub_block(rows)
+    aliases = gen_op_stubs.op_aliases()
+    assert len(aliases) >= 16 and all(getattr(ts, alias) is getattr(ts, name) for alias, name in aliases)
 
 
 def function_modules():

@@ -122,3 +122,23 @@
   X(angle, "angle", to_float, real, kF|kC, "The argument of a complex number, in radians; pi for negative reals.") \
   X(signbit, "signbit", to_float, bool_, kF, /* the sign bit, of -0 and NaN too */ \
     "True where the sign bit is set (also for -0.0 and negative NaNs).")
+
+// NumPy's spellings of the functions above: X(alias, "python_name of the function"). The bindings
+// bind the alias to the function, and the stubs and the API reference list it.
+#define TESSEL_ELEMENTWISE_ALIASES(X) \
+  X(arcsin, "asin") \
+  X(arccos, "acos") \
+  X(arctan, "atan") \
+  X(arcsinh, "asinh") \
+  X(arccosh, "acosh") \
+  X(arctanh, "atanh") \
+  X(bitwise_not, "bitwise_invert") \
+  X(invert, "bitwise_invert") \
+  X(absolute, "abs") \
+  X(conjugate, "conj") \
+  X(power, "pow") \
+  X(arctan2, "atan2") \
+  X(left_shift, "bitwise_left_shift") \
+  X(right_shift, "bitwise_right_shift") \
+  X(true_divide, "divide") \
+  X(mod, "remainder")
