@@ -182,34 +182,25 @@ void Kernel::launch(const LaunchConfig& config, void** args, const Stream& strea
   const dim3 grid(config.grid.x, config.grid.y, config.grid.z);
   const dim3 block(config.block.x, config.block.y, config.block.z);
   auto* s = detail::cuda_stream(stream);
+  // A cooperative launch (a grid barrier) goes through the runtime; any other tries the driver
+  // first, and a failed driver launch is repeated through the runtime, whose error code the check
+  // reports.
+  cudaError_t status = cudaSuccess;
   if (config.cooperative) {
-    const cudaError_t status = cudaLaunchCooperativeKernel(func(handle_), grid, block, args, config.shared_mem, s);
-    if (status != cudaSuccess) {
-      const std::string op = "jit: cooperative launch '" + name_ + "'";
-      TESSEL_CUDA_CHECK(status, op.c_str());
-    }
-    if (config_sync_after_ops_cached()) {
-      const std::string op = "jit: launch '" + name_ + "'";
-      TESSEL_CUDA_CHECK_LAUNCH(s, op.c_str());
-    }
-    return;
+    status = cudaLaunchCooperativeKernel(func(handle_), grid, block, args, config.shared_mem, s);
+  } else if (function_ == nullptr ||
+             driver_launch().launch(static_cast<CUfunction>(function_), grid.x, grid.y, grid.z, block.x, block.y,
+                                    block.z, static_cast<unsigned>(config.shared_mem), static_cast<CUstream>(s), args,
+                                    nullptr) != CUDA_SUCCESS) {
+    status = cudaLaunchKernel(func(handle_), grid, block, args, config.shared_mem, s);
   }
-  // A failed driver launch is repeated through the runtime, whose error code the check reports.
-  const bool launched =
-      function_ != nullptr &&
-      driver_launch().launch(static_cast<CUfunction>(function_), grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                             static_cast<unsigned>(config.shared_mem), static_cast<CUstream>(s), args,
-                             nullptr) == CUDA_SUCCESS;
   // The op name is built only on failure: a string per launch is measurable host overhead.
-  if (!launched) {
-    const cudaError_t status = cudaLaunchKernel(func(handle_), grid, block, args, config.shared_mem, s);
-    if (status != cudaSuccess) {
-      const std::string op = "jit: launch '" + name_ + "'";
-      TESSEL_CUDA_CHECK(status, op.c_str());
-    }
+  if (status != cudaSuccess) {
+    const std::string op = "jit: launch '" + name_ + "'";
+    TESSEL_CUDA_CHECK(status, op.c_str());
   }
-  // Both paths have reported their launch's status above (a sticky error from earlier work fails
-  // the launch itself), so only the debug mode's synchronization is left to check.
+  // The launch's status is reported above (a sticky error from earlier work fails the launch
+  // itself), so only the debug mode's synchronization is left to check.
   if (config_sync_after_ops_cached()) {
     const std::string op = "jit: launch '" + name_ + "'";
     TESSEL_CUDA_CHECK_LAUNCH(s, op.c_str());
