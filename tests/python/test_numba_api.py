@@ -434,8 +434,10 @@ def test_compile_ptx_gives_the_kernels_ptx_for_a_compute_capability():
         cuda.compile_ptx(_axpy, sig, device=True)
     with pytest.raises(TypeError, match="void return type"):
         cuda.compile_ptx(_axpy, "float32(float32[:], float32, float32[:], float32[:])")
+    with pytest.raises(ValueError, match=r"compile_ptx: cc is a compute capability \(major, minor\), got \(9,\)"):
+        cuda.compile_ptx(_axpy, sig, cc=(9,))
     if not _tessel._nvrtc_available():   # a build without CUDA says so
-        with pytest.raises(Exception, match="needs NVRTC"):
+        with pytest.raises(ts.DeviceError, match="needs NVRTC"):
             cuda.compile_ptx(_axpy, sig)
         return
     ptx, resty = cuda.compile_ptx(_axpy, sig, cc=(8, 0), fastmath=True)

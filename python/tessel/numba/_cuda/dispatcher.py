@@ -398,16 +398,11 @@ class CUDADispatcher(_kdispatch.Kernel):
         device's architecture (sm_90 without a GPU) to PTX. ``signature``: the PTX for those
         argument types (a tuple of Numba types)."""
         from ... import _tessel as core
-        from ...kernel import _dispatch
 
         def ptx(spec):
             if spec.target == "cuda":
                 return core._compile_ptx(spec.source, spec.symbol, list(spec.options), "")
-            types = spec.arg_types
-            opts = self._compile_options()
-            symbol = _dispatch._symbol_for(self.py_func.__qualname__, types, "cuda")
-            source, _ = _dispatch._compiler.generate(self.py_func, list(types), "cuda", opts, symbol)
-            return core._compile_ptx(source, symbol, [], "")
+            return self._cuda_ptx(spec.arg_types)
 
         if signature is None:
             return {sig: ptx(spec) for sig, spec in self.overloads.items()}
@@ -416,6 +411,16 @@ class CUDADispatcher(_kdispatch.Kernel):
         if spec is None:
             spec = self._specialization(tuple(kernel_type(t, eager=True) for t in key), target_device())
         return ptx(spec)
+
+    def _cuda_ptx(self, types, arch=""):
+        """NVRTC's PTX of this kernel for the kernel compiler's argument types, generated for CUDA
+        whatever the selected device (``arch``: "sm_80", ...; "": the current GPU's, else sm_90)."""
+        from ... import _tessel as core
+
+        opts = self._compile_options()
+        symbol = _kdispatch._symbol_for(self.py_func.__qualname__, types, "cuda")
+        source, _ = _kdispatch._compiler.generate(self.py_func, list(types), "cuda", opts, symbol)
+        return core._compile_ptx(source, symbol, _kdispatch._cuda_options(opts), arch)
 
     def inspect_types(self, file=None, signature=None, pretty=False, **kwargs):
         """Writes each compiled signature and the kernel's Python source (to stdout by default;
@@ -940,8 +945,6 @@ def compile_ptx(pyfunc, sig, debug=False, lineinfo=False, device=False, fastmath
     return type (``void``). NVRTC compiles tessel's generated CUDA C++ for compute capability
     ``cc`` (a tuple; default the current GPU's, else 9.0). A device function is compiled into each
     kernel that calls it, so ``device=True`` is not supported."""
-    from ... import _tessel as core
-
     if device:
         raise _unsupported_error("compile_ptx(device=True)", "a device function is compiled into each kernel that "
                                  "calls it; compile that kernel")
@@ -952,13 +955,11 @@ def compile_ptx(pyfunc, sig, debug=False, lineinfo=False, device=False, fastmath
     restype, argtypes = nbtypes.parse_signature(sig)
     if restype is not None and restype is not nbtypes.void:
         raise TypeError("CUDA kernel must have void return type.")
+    if cc is not None and (not isinstance(cc, tuple) or len(cc) != 2 or not all(isinstance(c, int) for c in cc)):
+        raise ValueError(f"tessel.numba.cuda.compile_ptx: cc is a compute capability (major, minor), got {cc!r}")
     kernel = jit(pyfunc, debug=debug, lineinfo=lineinfo, opt=opt, fastmath=fastmath)
     types = tuple(kernel_type(t, eager=True) for t in argtypes)
-    opts = kernel._compile_options()
-    symbol = _kdispatch._symbol_for(kernel.py_func.__qualname__, types, "cuda")
-    source, _ = _kdispatch._compiler.generate(kernel.py_func, list(types), "cuda", opts, symbol)
-    arch = f"sm_{int(cc[0])}{int(cc[1])}" if cc else ""
-    return core._compile_ptx(source, symbol, _kdispatch._cuda_options(opts), arch), nbtypes.void
+    return kernel._cuda_ptx(types, f"sm_{cc[0]}{cc[1]}" if cc else ""), nbtypes.void
 
 
 def compile_ptx_for_current_device(pyfunc, sig, **kws):
@@ -966,13 +967,9 @@ def compile_ptx_for_current_device(pyfunc, sig, **kws):
     return compile_ptx(pyfunc, sig, cc=_current_cc(), **kws)
 
 
-def compile_kernel(pyfunc, sig, **kws):
-    """Numba's ``cuda.compile`` (``output="ptx"``, the only output tessel produces)."""
-    return compile_ptx(pyfunc, sig, **kws)
-
-
-def compile_for_current_device(pyfunc, sig, **kws):
-    return compile_ptx(pyfunc, sig, cc=_current_cc(), **kws)
+# Numba's cuda.compile and compile_for_current_device (output="ptx", the only output tessel produces).
+compile_kernel = compile_ptx
+compile_for_current_device = compile_ptx_for_current_device
 
 
 def _current_cc():
