@@ -12,7 +12,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <omp.h>
 
 #include "tessel/core/config.hpp"
 #include "tessel/core/error.hpp"
@@ -38,7 +37,6 @@ struct PipelineState {
   std::optional<Sizes> sizes;
 };
 
-
 namespace pipeline {
 
 using Clock = std::chrono::steady_clock;
@@ -48,54 +46,12 @@ inline double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Host memcpy of big blocks with a few threads: one core cannot saturate host memory bandwidth,
-// and pageable data is staged through pinned memory by these copies.
-inline void parallel_memcpy(void* dst, const void* src, std::int64_t bytes) {
-  if (bytes <= 0) return;
-  const int threads = std::min(8, tessel::num_threads());  // the CPU thread setting (TESSEL_NUM_THREADS)
-  if (bytes < 8 * MiB || threads <= 1) {
-    std::memcpy(dst, src, static_cast<std::size_t>(bytes));
-    return;
-  }
-  const std::int64_t part = (bytes + threads - 1) / threads;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int t = 0; t < threads; ++t) {
-    const std::int64_t begin = t * part;
-    const std::int64_t end = std::min(bytes, begin + part);
-    if (begin < end) {
-      std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin,
-                  static_cast<std::size_t>(end - begin));
-    }
-  }
-}
-
 inline Shape tail_of(const Shape& shape) { return Shape(shape.begin() + 1, shape.end()); }
 
 inline Shape with_rows(std::int64_t rows, const Shape& tail) {
   Shape s{rows};
   s.insert(s.end(), tail.begin(), tail.end());
   return s;
-}
-
-inline bool is_pinned(const Array& a) { return a.defined() && a.buffer()->page_locked(); }
-
-// Total length of the union of [start, end) intervals, in the same unit.
-inline double union_length(std::vector<std::pair<double, double>> intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  double total = 0, cur_start = 0, cur_end = -1;
-  bool open = false;
-  for (const auto& [a, b] : intervals) {
-    if (!open || a > cur_end) {
-      if (open) total += cur_end - cur_start;
-      cur_start = a;
-      cur_end = b;
-      open = true;
-    } else {
-      cur_end = std::max(cur_end, b);
-    }
-  }
-  if (open) total += cur_end - cur_start;
-  return total;
 }
 
 // Rethrows the current exception with "Pipeline.run: chunk k ...: " in front, keeping its type.
