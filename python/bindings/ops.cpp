@@ -301,10 +301,14 @@ void register_ops(nb::module_& m) {
   UnarySpec{python_name, ElementwiseOp::fn, static_cast<Unary>(&tessel::fn), doc},
   static const UnarySpec unary[] = {TESSEL_UNARY_OPS(TESSEL_UNARY)};
 #undef TESSEL_UNARY
+  nb::list unary_names;
   for (const auto& spec : unary) {
     const UnarySpec* p = &spec;
     m.def(spec.name, [p](nb::handle x) { return apply_unary(p->op, p->fn, x); }, "x"_a, spec.doc);
+    unary_names.append(spec.name);
   }
+  // The op list's unary functions by Python name, for code that follows the list (tessel.torch).
+  m.attr("_unary_functions") = nb::steal(PySequence_Tuple(unary_names.ptr()));
   // NumPy's spellings of the same functions (the op list's aliases).
 #define TESSEL_ALIAS(alias, python_name) m.attr(#alias) = m.attr(python_name);
   TESSEL_ELEMENTWISE_ALIASES(TESSEL_ALIAS)

@@ -48,4 +48,12 @@ static_assert(op_table_in_enum_order(), "op_table must be indexed by Elementwise
 
 constexpr unsigned op_kinds(ElementwiseOp op) { return op_table[static_cast<std::size_t>(op)].kinds; }
 
+// A formula's value is stored as computed, in real arithmetic (the backends compile it so).
+#define TESSEL_FORMULA_ROW_CHECK(name, expr)                                                      \
+  static_assert(op_table[static_cast<std::size_t>(ElementwiseOp::name)].result == Result::same && \
+                    (op_kinds(ElementwiseOp::name) & kC) == 0,                                     \
+                #name ": a formula op (TESSEL_UNARY_FORMULAS) has result `same` and no kC");
+TESSEL_UNARY_FORMULAS(TESSEL_FORMULA_ROW_CHECK)
+#undef TESSEL_FORMULA_ROW_CHECK
+
 }  // namespace tessel::detail

@@ -1299,3 +1299,22 @@ def test_every_traced_op_has_a_derivative_rule_or_none_on_purpose():
             "a place in NOT_DIFFERENTIABLE")
         assert name in g._TORCH or name in g._OPERATOR_EVAL, f"{name}: no torch evaluation in _graph._TORCH"
     assert g.NOT_DIFFERENTIABLE <= unary | binary, g.NOT_DIFFERENTIABLE - unary - binary
+
+
+def test_every_unary_derivative_rule_matches_torch_autograd(gen):
+    """Each traced unary op's derivative rule against torch's autograd of the op's torch function,
+    on float64 inputs where torch's value and gradient are finite (outside the op's domain they are
+    NaN): a new op's rule is checked without a case of its own."""
+    from tessel.torch import _graph as g
+
+    for name in sorted(({*g._UNARY.values()} | {"gelu", "softplus"}) - g.NOT_DIFFERENTIABLE):
+        torch_fn = g._TORCH[name]
+        fused = tt.fuse(lambda x, f=torch_fn: f(x))
+        x = randn(gen, 256, scale=2.0)
+        seed = randn(gen, 256)
+        xf, xr = x.clone().requires_grad_(), x.clone().requires_grad_()
+        (got,) = torch.autograd.grad(fused(xf), xf, seed)
+        (want,) = torch.autograd.grad(torch_fn(xr), xr, seed)
+        finite = torch.isfinite(want) & torch.isfinite(torch_fn(x))
+        assert finite.sum() >= 32, name  # enough of the inputs in the op's domain
+        assert rel_err(got[finite], want[finite]) < 1e-12, name

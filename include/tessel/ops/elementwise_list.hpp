@@ -2,7 +2,8 @@
 // Every elementwise function, one row each: the one place where an op's C++ name, Python (Array
 // API) name and dtype rule are written. The rows expand into the ElementwiseOp enum, the C++
 // functions (elementwise.hpp), their Sym twins (fuse.hpp), the dtype table (src/ops/
-// elementwise.cpp) and the Python bindings (python/bindings/ops.cpp).
+// elementwise.cpp) and the Python bindings (python/bindings/ops.cpp). An op that is one formula
+// on both backends also has a row of TESSEL_UNARY_FORMULAS below, its code on the CPU and on CUDA.
 //
 //   X(name, "python_name", promote, result, kinds, "docstring")
 //
@@ -122,6 +123,21 @@
   X(angle, "angle", to_float, real, kF|kC, "The argument of a complex number, in radians; pi for negative reals.") \
   X(signbit, "signbit", to_float, bool_, kF, /* the sign bit, of -0 and NaN too */ \
     "True where the sign bit is set (also for -0.0 and negative NaNs).")
+
+// The unary ops whose value is one formula on both backends: F(name, expression). The expression
+// is C++ over one element `x` of the compute type `C` (every kind the op's row accepts; no
+// complex), calling math functions by their plain C names (exp, log1p, erf, fabs, isnan, ...).
+// The CPU loops expand it in place, where those names are <cmath>'s overloads (src/backend/cpu/
+// elementwise_values.hpp); the CUDA backend compiles it as the device function tessel_ops::name,
+// where they are CUDA's (src/backend/cuda/elementwise.cpp). So the row is the op's code on both,
+// and the name must not be one of those math functions (the device function would call itself).
+// Every op here has result `same` in its row above. Ops whose backends differ (complex numbers,
+// special values a math library gets wrong, CUDA intrinsics) have an expression in each backend.
+#define TESSEL_UNARY_FORMULAS(F) \
+  F(sigmoid, C(1) / (C(1) + exp(-x))) \
+  F(relu, isnan(x) ? x : (x > C(0) ? x : C(0))) \
+  F(gelu, C(0.5) * x * (C(1) + erf(x * C(0.70710678118654752440)))) /* 0.7071... = 1/sqrt(2) */ \
+  F(softplus, isnan(x) ? x : (x > C(0) ? x : C(0)) + log1p(exp(-fabs(x)))) /* max(x, 0) + log1p(exp(-|x|)) */
 
 // NumPy's spellings of the functions above: X(alias, "python_name of the function"). The bindings
 // bind the alias to the function, and the stubs and the API reference list it.

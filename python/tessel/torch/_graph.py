@@ -118,18 +118,18 @@ def where(c, a, b):
 
 
 # ---- what torch functions mean: (tessel op, arity) ----
-_UNARY = {
-    "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2", "log10": "log10",
-    "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "tan": "tan",
-    "asin": "asin", "arcsin": "asin", "acos": "acos", "arccos": "acos", "atan": "atan", "arctan": "atan",
-    "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "asinh", "arcsinh": "asinh",
-    "acosh": "acosh", "arccosh": "acosh", "atanh": "atanh", "arctanh": "atanh", "sigmoid": "sigmoid",
-    "erf": "erf", "abs": "abs", "absolute": "abs", "neg": "negative", "negative": "negative",
-    "positive": "positive", "square": "square", "reciprocal": "reciprocal", "relu": "relu",
-    "floor": "floor", "ceil": "ceil", "trunc": "trunc", "fix": "trunc", "round": "round", "sign": "sign",
-    "sgn": "sign", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite", "signbit": "signbit",
-    "logical_not": "logical_not", "bitwise_not": "bitwise_invert",
+# torch's unary functions: every unary op of tessel's op list under its own name, where torch has a
+# function of that name, and these other spellings.
+_UNARY_ALIASES = {
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh", "arccosh": "acosh",
+    "arctanh": "atanh", "absolute": "abs", "neg": "negative", "fix": "trunc", "sgn": "sign",
+    "bitwise_not": "bitwise_invert",
 }
+# Not traced: the complex-number functions, which torch gives other meanings on real tensors (real
+# and conj return the tensor itself, imag raises).
+_NOT_TRACED = {"real", "imag", "conj", "angle"}
+_UNARY = {name: name for name in _tessel._unary_functions if name not in _NOT_TRACED and hasattr(torch, name)}
+_UNARY.update(_UNARY_ALIASES)
 _BINARY = {
     "add": "add", "sub": "subtract", "subtract": "subtract", "mul": "multiply", "multiply": "multiply",
     "div": "divide", "divide": "divide", "true_divide": "divide", "pow": "pow", "float_power": None,
@@ -595,17 +595,10 @@ _TORCH = {
     "maximum": torch.maximum, "minimum": torch.minimum, "atan2": torch.atan2, "hypot": torch.hypot,
     "logaddexp": torch.logaddexp, "copysign": torch.copysign, "logical_and": torch.logical_and,
     "logical_or": torch.logical_or, "logical_xor": torch.logical_xor,
-    "negative": torch.neg, "positive": torch.positive, "abs": torch.abs, "square": torch.square,
-    "reciprocal": torch.reciprocal, "exp": torch.exp, "exp2": torch.exp2, "expm1": torch.expm1,
-    "log": torch.log, "log2": torch.log2, "log10": torch.log10, "log1p": torch.log1p, "sqrt": torch.sqrt,
-    "rsqrt": torch.rsqrt, "sin": torch.sin, "cos": torch.cos, "tan": torch.tan, "asin": torch.asin,
-    "acos": torch.acos, "atan": torch.atan, "sinh": torch.sinh, "cosh": torch.cosh, "tanh": torch.tanh,
-    "asinh": torch.asinh, "acosh": torch.acosh, "atanh": torch.atanh, "sigmoid": torch.sigmoid,
-    "relu": torch.relu, "gelu": F.gelu, "erf": torch.erf, "softplus": F.softplus, "floor": torch.floor,
-    "ceil": torch.ceil, "trunc": torch.trunc, "round": torch.round, "sign": torch.sign, "isnan": torch.isnan,
-    "isinf": torch.isinf, "isfinite": torch.isfinite, "signbit": torch.signbit,
-    "logical_not": torch.logical_not, "bitwise_invert": torch.bitwise_not,
+    # The unary ops torch spells otherwise; the others are torch.<name> (below).
+    "gelu": F.gelu, "softplus": F.softplus, "bitwise_invert": torch.bitwise_not,
 }
+_TORCH.update({name: getattr(torch, name) for name in _UNARY.values() if name not in _TORCH})
 
 
 def _as_tensor(value, like):

@@ -71,6 +71,14 @@ double hypot(double, double);
 namespace tessel::backend::cpu {
 namespace {
 
+// The math functions that the op list's formulas (TESSEL_UNARY_FORMULAS) call by their plain
+// names, as CUDA code does: <cmath>'s overloads for the compute type (std::isnan is false for
+// integers), where the name alone would find the tessel::exp(Array) ops.
+using std::acos, std::acosh, std::asin, std::asinh, std::atan, std::atan2, std::atanh, std::cbrt, std::ceil,
+    std::copysign, std::cos, std::cosh, std::erf, std::erfc, std::exp, std::exp2, std::expm1, std::fabs,
+    std::floor, std::fmax, std::fmin, std::hypot, std::isfinite, std::isinf, std::isnan, std::log, std::log10,
+    std::log1p, std::log2, std::pow, std::sin, std::sinh, std::sqrt, std::tan, std::tanh, std::trunc;
+
 template <class T> struct Compute { using type = T; };
 template <> struct Compute<float16> { using type = float; };
 template <> struct Compute<bfloat16> { using type = float; };

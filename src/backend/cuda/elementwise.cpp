@@ -16,8 +16,9 @@ namespace {
 
 using jit::Expr;
 
-// Helpers the generated kernels need beyond tessel_device.cuh. `T` is the body's compute type
-// (float for float16/bfloat16).
+// Helpers the generated kernels need beyond tessel_device.cuh, and the op list's formulas
+// (TESSEL_UNARY_FORMULAS) as device functions of the same names. `T` (a formula's `C`) is the
+// body's compute type (float for float16/bfloat16).
 // Guarded so that several generated kernels can share one program (the NVRTC test does).
 constexpr const char* kPreamble = R"(
 #ifndef TESSEL_OPS_PREAMBLE
@@ -57,9 +58,6 @@ template <class T> __device__ __forceinline__ T shift_right(T a, T b) {
   if (b < T(0) || (unsigned long long)b >= sizeof(T) * 8) return a < T(0) ? T(-1) : T(0);
   return (T)(a >> b);
 }
-template <class T> __device__ __forceinline__ T relu(T x) { return tessel::isnan(x) ? x : (x > T(0) ? x : T(0)); }
-template <class T> __device__ __forceinline__ T sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
-template <class T> __device__ __forceinline__ T gelu(T x) { return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440))); }
 // nextafter of float16 (<10, -14, 15>) and bfloat16 (<7, -126, 127>) values widened to float:
 // M stored mantissa bits, smallest normal exponent EMIN, largest exponent EMAX (as on the CPU).
 template <int M, int EMIN, int EMAX> __device__ __forceinline__ float next_toward(float x, float y) {
@@ -77,12 +75,15 @@ template <int M, int EMIN, int EMAX> __device__ __forceinline__ float next_towar
   const float r = up ? x + step : x - step;
   return r == 0.0f ? copysignf(0.0f, x) : r;  // from the smallest subnormal to zero of x's sign
 }
-template <class T> __device__ __forceinline__ T softplus(T x) {
-  return tessel::isnan(x) ? x : (x > T(0) ? x : T(0)) + log1p(exp(-fabs(x)));
-}
 template <class T> __device__ __forceinline__ tessel::complex<T> conj(tessel::complex<T> z) { return {z.re, -z.im}; }
 template <class T> __device__ __forceinline__ T cabs(tessel::complex<T> z) { return hypot(z.re, z.im); }
-}  // namespace tessel_ops
+using tessel::isnan;  // the formulas' isnan: false for integers, as the CPU loops' std::isnan
+)"
+#define TESSEL_UNARY_FORMULA(NAME, EXPR) \
+  "template <class C> __device__ __forceinline__ C " #NAME "(C x) { return " #EXPR "; }\n"
+    TESSEL_UNARY_FORMULAS(TESSEL_UNARY_FORMULA)
+#undef TESSEL_UNARY_FORMULA
+    R"(}  // namespace tessel_ops
 #endif
 )";
 
@@ -180,11 +181,11 @@ Expr op_expression(ElementwiseOp op, const std::vector<Expr>& x, DType rt) {
     case ElementwiseOp::arcsinh: return math("asinh");
     case ElementwiseOp::arccosh: return math("acosh");
     case ElementwiseOp::arctanh: return math("atanh");
-    case ElementwiseOp::sigmoid: return un("tessel_ops::sigmoid({0})");
-    case ElementwiseOp::relu: return un("tessel_ops::relu({0})");
-    case ElementwiseOp::gelu: return un("tessel_ops::gelu({0})");
+#define TESSEL_UNARY_FORMULA(NAME, EXPR) \
+  case ElementwiseOp::NAME: return un("tessel_ops::" #NAME "({0})");
+    TESSEL_UNARY_FORMULAS(TESSEL_UNARY_FORMULA)
+#undef TESSEL_UNARY_FORMULA
     case ElementwiseOp::erf: return un("erf({0})");
-    case ElementwiseOp::softplus: return un("tessel_ops::softplus({0})");
     case ElementwiseOp::floor: return un(f ? "floor({0})" : "({0})");
     case ElementwiseOp::ceil: return un(f ? "ceil({0})" : "({0})");
     case ElementwiseOp::trunc: return un(f ? "trunc({0})" : "({0})");

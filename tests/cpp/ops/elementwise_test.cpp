@@ -10,6 +10,7 @@
 #include <complex>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -212,8 +213,9 @@ cd reference(Op op, cd x, cd y, DType ct) {
   return cd(NAN);
 }
 
-// Support per kind, written independently of the ops layer's table.
-bool expected_supported(Op op, DType d) {
+// Support per kind, written independently of the ops layer's table; std::nullopt for an op this
+// file has no reference for (tests/python/test_array.py's UNARY tests every unary op).
+std::optional<bool> expected_supported(Op op, DType d) {
   const bool b = is_bool(d), i = is_integer(d), f = is_floating(d), c = is_complex(d);
   switch (op) {
     case Op::add: case Op::multiply: case Op::equal: case Op::not_equal: case Op::logical_and:
@@ -237,8 +239,13 @@ bool expected_supported(Op op, DType d) {
     case Op::hypot: case Op::copysign: case Op::logaddexp: case Op::signbit:
     case Op::rsqrt: case Op::cbrt: case Op::arctan2: case Op::nextafter: case Op::sigmoid: case Op::gelu: case Op::erf: case Op::softplus:
       return !c;
-    default:  // transcendental functions: real and complex
+    // transcendental functions: real and complex
+    case Op::exp: case Op::exp2: case Op::expm1: case Op::log: case Op::log2: case Op::log10: case Op::log1p:
+    case Op::sqrt: case Op::sin: case Op::cos: case Op::tan: case Op::arcsin: case Op::arccos: case Op::arctan:
+    case Op::sinh: case Op::cosh: case Op::tanh: case Op::arcsinh: case Op::arccosh: case Op::arctanh:
       return true;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -346,10 +353,12 @@ TEST_P(ElementwiseOps, MatchReference) {
     SCOPED_TRACE(std::string(op_name(op)) + " on " + dtype_name(d));
     const bool binary = elementwise_arity(static_cast<Op>(o)) == 2;
     // a: (3, 1, 5) read through a negative-stride view; b: (4, 5) broadcast.
+    const std::optional<bool> supported = expected_supported(op, d);
+    if (!supported) continue;  // no reference here
     Array a = random_input(op, 0, d, {3, 1, 10}, rng, device()).slice(2, Slice(none, none, -2));
     Array b = random_input(op, 1, d, {4, 5}, rng, device());
     std::vector<Array> in = binary ? std::vector<Array>{a, b} : std::vector<Array>{a};
-    if (!expected_supported(op, d)) {
+    if (!*supported) {
       EXPECT_THROW(call(op, in), DTypeError);
       continue;
     }
