@@ -117,6 +117,19 @@ def test_elementwise_stubs_and_docstrings_follow_the_op_rows():
     assert len(aliases) >= 16 and all(getattr(ts, alias) is getattr(ts, name) for alias, name in aliases)
 
 
+def test_reductions_follow_their_rows():
+    """Each reduction row is bound as a function and an Array method with the row's docstring, and
+    the namespace function (the binding or a Python function over it) has that docstring too. The
+    stubs of both are in the generated blocks that the test above checks."""
+    rows = gen_op_stubs.reduction_rows()
+    assert len(rows) >= 22
+    assert list(ts._tessel._reduction_functions.items()) == [(name, doc) for name, _, doc in rows]
+    for name, _, doc in rows:
+        for function in (getattr(ts._tessel, name), getattr(ts.Array, name), getattr(ts, name)):
+            assert doc in function.__doc__, (name, function)
+    assert "Sum over ``axis``" in ts.sum.__doc__
+
+
 def function_modules():
     return [importlib.import_module(f"tessel._functions.{m.name}")
             for m in pkgutil.iter_modules(_functions.__path__) if not m.name.startswith("_")]
