@@ -1,26 +1,53 @@
 #!/usr/bin/env python3
-"""Writes the elementwise functions' stubs into python/tessel/__init__.pyi from the op rows of
-include/tessel/ops/elementwise_list.hpp (name, Python name, docstring): one def per row, between
-the two marker lines, unary rows first, in row order, then NumPy's aliases.
+"""Writes stubs into python/tessel/__init__.pyi from the op rows, each block between its two
+marker lines:
 
-    python3 scripts/gen_op_stubs.py           # rewrite the block
-    python3 scripts/gen_op_stubs.py --check   # exit 1 if the block is out of date
+- the elementwise functions, from include/tessel/ops/elementwise_list.hpp (name, Python name,
+  docstring): one def per row, unary rows first, in row order, then NumPy's aliases;
+- the reductions, from include/tessel/ops/reduce_list.hpp (name, Python name, shape, docstring):
+  one def per row with its shape's parameters, in row order, and the same methods of Array.
 
-The docs' API reference lists the same rows (docs/_ext/tessel_docs.py reads them with
-op_rows() below), and the bindings take their docstrings from the rows too.
+    python3 scripts/gen_op_stubs.py           # rewrite the blocks
+    python3 scripts/gen_op_stubs.py --check   # exit 1 if a block is out of date
+
+The docs' API reference lists the same rows (docs/_ext/tessel_docs.py reads them with op_rows()
+and reduction_rows() below), and the bindings take their docstrings from the rows too.
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import sys
+import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 ROWS = os.path.join(ROOT, "include", "tessel", "ops", "elementwise_list.hpp")
+REDUCTION_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "reduce_list.hpp")
+FUNCTIONS = os.path.join(ROOT, "python", "tessel", "_functions")
 STUBS = os.path.join(ROOT, "python", "tessel", "__init__.pyi")
 BEGIN = "# ---- elementwise functions: generated from the op rows by scripts/gen_op_stubs.py ----"
 END = "# ---- end of the generated elementwise functions ----"
+REDUCTIONS_BEGIN = "# ---- reductions: generated from the reduction rows by scripts/gen_op_stubs.py ----"
+REDUCTIONS_END = "# ---- end of the generated reductions ----"
+METHODS_BEGIN = "    # ---- reduction methods: generated from the reduction rows by scripts/gen_op_stubs.py ----"
+METHODS_END = "    # ---- end of the generated reduction methods ----"
+WIDTH = 100  # docstrings are wrapped to this many columns
+
+# The parameters of each shape of reduction row, as the bindings take them (python/bindings/
+# array.cpp): the function's and the Array method's.
+REDUCTION_PARAMETERS = {
+    "dtype": ("x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False",
+              "self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False"),
+    "plain": ("x: Array, /, *, axis: Axis = None, keepdims: bool = False",
+              "self, axis: Axis = None, *, keepdims: bool = False"),
+    "variance": ("x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False",
+                 "self, axis: Axis = None, *, ddof: float = 0, keepdims: bool = False"),
+    "arg": ("x: Array, /, *, axis: Optional[int] = None, keepdims: bool = False",
+            "self, axis: Optional[int] = None, *, keepdims: bool = False"),
+    "scan": ("x: Array, axis: Optional[int] = None", "self, axis: Optional[int] = None"),
+}
 
 _ROW = re.compile(r'X\((\w+),\s*"(\w+)",\s*\w+,\s*\w+,\s*[\w|]+,\s*(?:/\*.*?\*/\s*)?((?:"(?:[^"\\]|\\.)*"\s*)+)\)',
                   re.S)
@@ -59,12 +86,71 @@ def op_aliases(path: str = ROWS) -> list[tuple[str, str]]:
     return re.findall(r'X\((\w+),\s*"(\w+)"\)', _macro_body(text, "TESSEL_ELEMENTWISE_ALIASES", path))
 
 
-def _docstring(doc: str) -> str:
-    lines = doc.split("\n")
-    if len(lines) == 1:
-        return f'    """{doc}"""'
-    body = "\n".join(("    " + line) if line else "" for line in lines[1:])
-    return f'    """{lines[0]}\n{body}\n    """'
+_REDUCTION_ROW = re.compile(r'X\((\w+),\s*"(\w+)",\s*(\w+),\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)', re.S)
+
+
+def reduction_rows(path: str = REDUCTION_ROWS) -> list[tuple[str, str, str]]:
+    """[(python_name, shape, docstring), ...] of TESSEL_REDUCTION_OPS, in row order."""
+    text = open(path, encoding="utf-8").read().replace("\\\n", "\n")
+    body = _macro_body(text, "TESSEL_REDUCTION_OPS", path)
+    rows = [(python_name, shape, _c_string(doc)) for _, python_name, shape, doc in _REDUCTION_ROW.findall(body)]
+    if not rows:
+        raise SystemExit(f"gen_op_stubs: no rows of TESSEL_REDUCTION_OPS in {path}")
+    unknown = sorted({shape for _, shape, _ in rows} - set(REDUCTION_PARAMETERS))
+    if unknown:
+        raise SystemExit(f"gen_op_stubs: reduction shapes without parameters here: {unknown}")
+    return rows
+
+
+def _python_parameters(name: str, shape_parameters: str):
+    """The parameters of the namespace function `name` where it is written in Python (a def in
+    python/tessel/_functions/, which replaces the binding in the namespace), each annotated as the
+    parameter of that name in `shape_parameters`; None where there is no such def."""
+    annotations = {}
+    for parameter in shape_parameters.split(", "):
+        if ":" in parameter:
+            parameter_name, rest = parameter.split(":", 1)
+            annotations[parameter_name] = rest.split("=", 1)[0].strip()
+    for file in sorted(os.listdir(FUNCTIONS)):
+        if not file.endswith(".py"):
+            continue
+        tree = ast.parse(open(os.path.join(FUNCTIONS, file), encoding="utf-8").read())
+        node = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+        if node is None:
+            continue
+        args = node.args
+        if args.vararg or args.kwarg:
+            raise SystemExit(f"gen_op_stubs: {file}: {name} takes *args or **kwargs, which a stub cannot follow")
+
+        def one(arg, default):
+            if arg.arg not in annotations:
+                raise SystemExit(f"gen_op_stubs: {file}: {name}'s parameter {arg.arg} is not one of its row's shape")
+            text = f"{arg.arg}: {annotations[arg.arg]}"
+            return text if default is None else f"{text} = {ast.unparse(default)}"
+
+        positional = args.posonlyargs + args.args
+        defaults = [None] * (len(positional) - len(args.defaults)) + args.defaults
+        parts = []
+        for i, (arg, default) in enumerate(zip(positional, defaults)):
+            parts.append(one(arg, default))
+            if i + 1 == len(args.posonlyargs):
+                parts.append("/")
+        if args.kwonlyargs:
+            parts.append("*")
+        parts += [one(arg, default) for arg, default in zip(args.kwonlyargs, args.kw_defaults)]
+        return ", ".join(parts)
+    return None
+
+
+def _docstring(doc: str, indent: str = "    ") -> str:
+    """A docstring at `indent`, each line of `doc` wrapped to WIDTH columns."""
+    if "\n" not in doc and len(indent) + len(doc) + 6 <= WIDTH:
+        return f'{indent}"""{doc}"""'
+    lines = []
+    for line in doc.split("\n"):
+        lines += textwrap.wrap(line, WIDTH - len(indent) - 3, break_long_words=False, break_on_hyphens=False) or [""]
+    body = "\n".join((indent + line) if line else "" for line in lines[1:])
+    return f'{indent}"""{lines[0]}\n{body}\n{indent}"""'
 
 
 def stub_block(rows: dict[str, list[tuple[str, str]]]) -> str:
@@ -82,12 +168,37 @@ def stub_block(rows: dict[str, list[tuple[str, str]]]) -> str:
     return "\n".join(defs)
 
 
-def updated_stubs(stubs: str, rows) -> str:
-    if BEGIN not in stubs or END not in stubs:
-        raise SystemExit(f"gen_op_stubs: the marker lines are not in {STUBS}")
-    head, rest = stubs.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    return head + stub_block(rows) + tail
+def reduction_block(rows: list[tuple[str, str, str]]) -> str:
+    """The namespace functions: the parameters of their Python def where they have one, else their
+    shape's."""
+    defs = [REDUCTIONS_BEGIN]
+    for name, shape, doc in rows:
+        function = REDUCTION_PARAMETERS[shape][0]
+        defs += [f"def {name}({_python_parameters(name, function) or function}) -> Array:", _docstring(doc)]
+    defs.append(REDUCTIONS_END)
+    return "\n".join(defs)
+
+
+def method_block(rows: list[tuple[str, str, str]]) -> str:
+    defs = [METHODS_BEGIN]
+    for name, shape, doc in rows:
+        defs += [f"    def {name}({REDUCTION_PARAMETERS[shape][1]}) -> Array:", _docstring(doc, " " * 8)]
+    defs.append(METHODS_END)
+    return "\n".join(defs)
+
+
+def _replace_block(stubs: str, begin: str, end: str, block: str) -> str:
+    if begin not in stubs or end not in stubs:
+        raise SystemExit(f"gen_op_stubs: the marker lines {begin.strip()!r} ... are not in {STUBS}")
+    head, rest = stubs.split(begin, 1)
+    return head + block + rest.split(end, 1)[1]
+
+
+def updated_stubs(stubs: str, rows, reductions=None) -> str:
+    reductions = reduction_rows() if reductions is None else reductions
+    stubs = _replace_block(stubs, BEGIN, END, stub_block(rows))
+    stubs = _replace_block(stubs, REDUCTIONS_BEGIN, REDUCTIONS_END, reduction_block(reductions))
+    return _replace_block(stubs, METHODS_BEGIN, METHODS_END, method_block(reductions))
 
 
 def main() -> int:
@@ -98,7 +209,7 @@ def main() -> int:
     new = updated_stubs(stubs, op_rows())
     if args.check:
         if new != stubs:
-            print(f"gen_op_stubs: {STUBS} is out of date with {ROWS}: run python3 scripts/gen_op_stubs.py",
+            print(f"gen_op_stubs: {STUBS} is out of date with the op rows: run python3 scripts/gen_op_stubs.py",
                   file=sys.stderr)
             return 1
         return 0

@@ -6,8 +6,9 @@
    take the docstring of the same name in ``python/tessel/*.py``. sphinx.ext.autodoc then
    documents these stand-in objects like any module. The real package is never imported in the
    Sphinx process.
-2. The ``elementwise-functions`` directive: the API reference's entries of the elementwise
-   functions, one per op row of include/tessel/ops/elementwise_list.hpp.
+2. The ``elementwise-functions`` and ``reduction-functions`` directives: the API reference's
+   entries of the elementwise functions and of the reductions, one per op row of
+   include/tessel/ops/elementwise_list.hpp and include/tessel/ops/reduce_list.hpp.
 3. The ``requires`` directive: examples that need a CUDA GPU (or PyTorch, CuPy...) and so
    cannot run on the CPU backend. It renders a note saying what is needed; the doc tests
    (tests/python/test_docs.py) compile every such block and run it where the requirement holds.
@@ -213,19 +214,22 @@ def elementwise_aliases():
     return [alias for alias, _ in _gen_op_stubs().op_aliases()]
 
 
-class ElementwiseFunctionsDirective(SphinxDirective):
-    """.. elementwise-functions::  -- an autofunction entry per op row, with `:also:` names, sorted."""
+def reduction_names():
+    """The Python names of the reductions, in row order (scripts/gen_op_stubs.py)."""
+    return [name for name, _, _ in _gen_op_stubs().reduction_rows()]
 
-    option_spec = {"also": lambda text: text.split()}
 
-    names = staticmethod(elementwise_names)
+class AutofunctionsDirective(SphinxDirective):
+    """An autofunction entry per name of entries()."""
+
+    def entries(self):
+        raise NotImplementedError
 
     def run(self):
         from docutils.statemachine import StringList
 
-        names = sorted(set(self.names()) | set(self.options.get("also", [])))
         lines = StringList()
-        for name in names:
+        for name in self.entries():
             lines.append(f".. autofunction:: {name}", self.get_source_info()[0])
             lines.append("", self.get_source_info()[0])
         node = nodes.section()
@@ -234,10 +238,28 @@ class ElementwiseFunctionsDirective(SphinxDirective):
         return node.children
 
 
+class ElementwiseFunctionsDirective(AutofunctionsDirective):
+    """.. elementwise-functions::  -- an autofunction entry per op row, with `:also:` names, sorted."""
+
+    option_spec = {"also": lambda text: text.split()}
+
+    names = staticmethod(elementwise_names)
+
+    def entries(self):
+        return sorted(set(self.names()) | set(self.options.get("also", [])))
+
+
 class ElementwiseAliasesDirective(ElementwiseFunctionsDirective):
     """.. elementwise-aliases::  -- an autofunction entry per alias of the op list, sorted."""
 
     names = staticmethod(elementwise_aliases)
+
+
+class ReductionFunctionsDirective(AutofunctionsDirective):
+    """.. reduction-functions::  -- an autofunction entry per reduction row, in row order."""
+
+    def entries(self):
+        return reduction_names()
 
 
 class RequiresDirective(SphinxDirective):
@@ -265,5 +287,6 @@ def setup(app):
     app.add_directive("requires", RequiresDirective)
     app.add_directive("elementwise-functions", ElementwiseFunctionsDirective)
     app.add_directive("elementwise-aliases", ElementwiseAliasesDirective)
+    app.add_directive("reduction-functions", ReductionFunctionsDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
 

@@ -76,6 +76,52 @@ Array cast_if(const Array& a, nb::handle dtype) {
   return d && *d != a.dtype() ? astype(a, *d) : a;
 }
 
+// The bindings of a reduction row, by its shape (reduce_list.hpp): the function, then the Array
+// method, which takes axis positionally.
+using Reduction = Array (*)(const Array&, const Axes&, bool, const OptionalStream&);
+using Variance = Array (*)(const Array&, const Axes&, double, bool, const OptionalStream&);
+using ArgReduction = Array (*)(const Array&, std::optional<std::int64_t>, bool, const OptionalStream&);
+using Scan = Array (*)(const Array&, std::optional<std::int64_t>, const OptionalStream&);
+
+void bind_dtype(nb::module_& m, nb::class_<Array>& cls, const char* name, Reduction fn, const char* doc) {
+  const auto call = [fn](const Array& a, nb::handle axis, nb::handle dtype, bool keepdims) {
+    return fn(cast_if(a, dtype), to_axes(axis), keepdims, std::nullopt);
+  };
+  m.def(name, call, "x"_a, nb::kw_only(), "axis"_a = nb::none(), "dtype"_a = nb::none(), "keepdims"_a = false, doc);
+  cls.def(name, call, "axis"_a = nb::none(), nb::kw_only(), "dtype"_a = nb::none(), "keepdims"_a = false, doc);
+}
+
+void bind_plain(nb::module_& m, nb::class_<Array>& cls, const char* name, Reduction fn, const char* doc) {
+  const auto call = [fn](const Array& a, nb::handle axis, bool keepdims) {
+    return fn(a, to_axes(axis), keepdims, std::nullopt);
+  };
+  m.def(name, call, "x"_a, nb::kw_only(), "axis"_a = nb::none(), "keepdims"_a = false, doc);
+  cls.def(name, call, "axis"_a = nb::none(), nb::kw_only(), "keepdims"_a = false, doc);
+}
+
+// The function's correction is the method's ddof (NumPy's name).
+void bind_variance(nb::module_& m, nb::class_<Array>& cls, const char* name, Variance fn, const char* doc) {
+  const auto call = [fn](const Array& a, nb::handle axis, double correction, bool keepdims) {
+    return fn(a, to_axes(axis), correction_to_ddof(correction), keepdims, std::nullopt);
+  };
+  m.def(name, call, "x"_a, nb::kw_only(), "axis"_a = nb::none(), "correction"_a = 0.0, "keepdims"_a = false, doc);
+  cls.def(name, call, "axis"_a = nb::none(), nb::kw_only(), "ddof"_a = 0.0, "keepdims"_a = false, doc);
+}
+
+void bind_arg(nb::module_& m, nb::class_<Array>& cls, const char* name, ArgReduction fn, const char* doc) {
+  const auto call = [fn](const Array& a, std::optional<std::int64_t> axis, bool keepdims) {
+    return fn(a, axis, keepdims, std::nullopt);
+  };
+  m.def(name, call, "x"_a, nb::kw_only(), "axis"_a = nb::none(), "keepdims"_a = false, doc);
+  cls.def(name, call, "axis"_a = nb::none(), nb::kw_only(), "keepdims"_a = false, doc);
+}
+
+void bind_scan(nb::module_& m, nb::class_<Array>& cls, const char* name, Scan fn, const char* doc) {
+  const auto call = [fn](const Array& a, std::optional<std::int64_t> axis) { return fn(a, axis, std::nullopt); };
+  m.def(name, call, "x"_a, "axis"_a = nb::none(), doc);
+  cls.def(name, call, "axis"_a = nb::none(), doc);
+}
+
 }  // namespace
 
 namespace {
@@ -193,63 +239,16 @@ void register_array(nb::module_& m) {
       .def("__copy__", [](const Array& a) { return a.copy(); })
       .def("__deepcopy__", [](const Array& a, nb::handle) { return a.copy(); }, "memo"_a);
 
-  // ---- reductions, also as methods (NumPy style) ----
-#define TESSEL_REDUCTION(name)                                                                          \
-  m.def(#name, [](const Array& a, nb::handle axis, nb::handle dtype, bool keepdims) {                  \
-    return tessel::name(cast_if(a, dtype), to_axes(axis), keepdims);                                    \
-  }, "x"_a, nb::kw_only(), "axis"_a = nb::none(), "dtype"_a = nb::none(), "keepdims"_a = false);       \
-  cls.def(#name, [](const Array& a, nb::handle axis, nb::handle dtype, bool keepdims) {                \
-    return tessel::name(cast_if(a, dtype), to_axes(axis), keepdims);                                    \
-  }, "axis"_a = nb::none(), nb::kw_only(), "dtype"_a = nb::none(), "keepdims"_a = false);
-  TESSEL_REDUCTION(sum)
-  TESSEL_REDUCTION(prod)
-  TESSEL_REDUCTION(mean)
-  TESSEL_REDUCTION(nansum)
-  TESSEL_REDUCTION(nanprod)
-  TESSEL_REDUCTION(nanmean)
-#undef TESSEL_REDUCTION
-#define TESSEL_REDUCTION(name)                                                                          \
-  m.def(#name, [](const Array& a, nb::handle axis, bool keepdims) {                                    \
-    return tessel::name(a, to_axes(axis), keepdims);                                                    \
-  }, "x"_a, nb::kw_only(), "axis"_a = nb::none(), "keepdims"_a = false);                                \
-  cls.def(#name, [](const Array& a, nb::handle axis, bool keepdims) {                                  \
-    return tessel::name(a, to_axes(axis), keepdims);                                                    \
-  }, "axis"_a = nb::none(), nb::kw_only(), "keepdims"_a = false);
-  TESSEL_REDUCTION(min)
-  TESSEL_REDUCTION(max)
-  TESSEL_REDUCTION(any)
-  TESSEL_REDUCTION(all)
-  TESSEL_REDUCTION(nanmin)
-  TESSEL_REDUCTION(nanmax)
-#undef TESSEL_REDUCTION
-#define TESSEL_VARIANCE(name)                                                                           \
-  m.def(#name, [](const Array& a, nb::handle axis, double correction, bool keepdims) {                 \
-    return tessel::name(a, to_axes(axis), correction_to_ddof(correction), keepdims);                    \
-  }, "x"_a, nb::kw_only(), "axis"_a = nb::none(), "correction"_a = 0.0, "keepdims"_a = false);          \
-  cls.def(#name, [](const Array& a, nb::handle axis, double ddof, bool keepdims) {                     \
-    return tessel::name(a, to_axes(axis), correction_to_ddof(ddof), keepdims);                          \
-  }, "axis"_a = nb::none(), nb::kw_only(), "ddof"_a = 0.0, "keepdims"_a = false);
-  TESSEL_VARIANCE(var)
-  TESSEL_VARIANCE(std)
-  TESSEL_VARIANCE(nanvar)
-  TESSEL_VARIANCE(nanstd)
-#undef TESSEL_VARIANCE
-#define TESSEL_ARG_REDUCTION(name)                                                                      \
-  m.def(#name, [](const Array& a, std::optional<std::int64_t> axis, bool keepdims) {                   \
-    return tessel::name(a, axis, keepdims);                                                             \
-  }, "x"_a, nb::kw_only(), "axis"_a = nb::none(), "keepdims"_a = false);                                \
-  cls.def(#name, [](const Array& a, std::optional<std::int64_t> axis, bool keepdims) {                 \
-    return tessel::name(a, axis, keepdims);                                                             \
-  }, "axis"_a = nb::none(), nb::kw_only(), "keepdims"_a = false);
-  TESSEL_ARG_REDUCTION(argmin)
-  TESSEL_ARG_REDUCTION(argmax)
-  TESSEL_ARG_REDUCTION(nanargmin)
-  TESSEL_ARG_REDUCTION(nanargmax)
-#undef TESSEL_ARG_REDUCTION
-  m.def("cumsum", [](const Array& a, std::optional<std::int64_t> axis) { return cumsum(a, axis); }, "x"_a, "axis"_a = nb::none());
-  m.def("cumprod", [](const Array& a, std::optional<std::int64_t> axis) { return cumprod(a, axis); }, "x"_a, "axis"_a = nb::none());
-  cls.def("cumsum", [](const Array& a, std::optional<std::int64_t> axis) { return cumsum(a, axis); }, "axis"_a = nb::none());
-  cls.def("cumprod", [](const Array& a, std::optional<std::int64_t> axis) { return cumprod(a, axis); }, "axis"_a = nb::none());
+  // ---- reductions and scans: the rows of reduce_list.hpp, also as methods (NumPy style) ----
+  nb::dict reductions;
+#define TESSEL_BIND_REDUCTION(name, python_name, shape, doc) \
+  bind_##shape(m, cls, python_name, &tessel::name, doc);     \
+  reductions[python_name] = doc;
+  TESSEL_REDUCTION_OPS(TESSEL_BIND_REDUCTION)
+#undef TESSEL_BIND_REDUCTION
+  // The rows' Python names and docstrings, for code that follows the list (the namespace functions
+  // written in Python take their docstrings from here).
+  m.attr("_reduction_functions") = reductions;
 
   // ---- sorting and searching ----
   m.def("_sort", [](const Array& a, std::int64_t axis) { return sort(a, axis); }, "x"_a, "axis"_a);

@@ -213,32 +213,99 @@ class Array:
         """Sorts along axis in place (NumPy's ndarray.sort; :func:`tessel.sort` returns a copy)."""
     def get(self) -> Any:
         """A NumPy copy on the host (CuPy's ndarray.get)."""
+    # ---- reduction methods: generated from the reduction rows by scripts/gen_op_stubs.py ----
     def sum(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
-        """Sum (see :func:`tessel.sum`)."""
+        """Sum over ``axis`` (all axes by default). Bool and signed integers sum in int64, unsigned
+        integers in uint64, floating-point and complex types in their own dtype (float16 and
+        bfloat16 accumulate in float32); the function computes and returns a given ``dtype``, the
+        method casts x to it first.
+        """
     def prod(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
-        """Product (see :func:`tessel.prod`)."""
+        """Product over ``axis`` (all axes by default), with the dtypes of :func:`sum`."""
     def mean(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
-        """Mean (see :func:`tessel.mean`)."""
+        """Arithmetic mean over ``axis`` (all axes by default); NaN for an empty slice, and complex
+        inputs average the real and imaginary parts apart. Integer and bool inputs give float32,
+        the default real floating-point dtype; the method gives float64, as NumPy's, and casts x
+        to its ``dtype``.
+        """
+    def nansum(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
+        """Sum over ``axis`` skipping NaNs (0 for an all-NaN slice), with the dtypes of :func:`sum`;
+        ``dtype`` casts x first.
+        """
+    def nanprod(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
+        """Product over ``axis`` skipping NaNs (1 for an all-NaN slice), with the dtypes of
+        :func:`sum`; ``dtype`` casts x first.
+        """
+    def nanmean(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
+        """Mean over ``axis`` skipping NaNs (NaN for an all-NaN slice); integer and bool inputs give
+        float64, and ``dtype`` casts x first.
+        """
     def min(self, axis: Axis = None, *, keepdims: bool = False) -> Array:
-        """Minimum (see :func:`tessel.min`)."""
+        """Minimum over ``axis`` (all axes by default), in x's dtype; NaN propagates, and an empty
+        slice is a ValueError.
+        """
     def max(self, axis: Axis = None, *, keepdims: bool = False) -> Array:
-        """Maximum (see :func:`tessel.max`)."""
+        """Maximum over ``axis`` (all axes by default), in x's dtype; NaN propagates, and an empty
+        slice is a ValueError.
+        """
     def any(self, axis: Axis = None, *, keepdims: bool = False) -> Array:
-        """Whether any element is true (see :func:`tessel.any`)."""
+        """Whether any element over ``axis`` is true (nonzero; a complex NaN is true): a bool array,
+        False for an empty slice.
+        """
     def all(self, axis: Axis = None, *, keepdims: bool = False) -> Array:
-        """Whether every element is true (see :func:`tessel.all`)."""
+        """Whether every element over ``axis`` is true (nonzero; a complex NaN is true): a bool
+        array, True for an empty slice.
+        """
+    def nanmin(self, axis: Axis = None, *, keepdims: bool = False) -> Array:
+        """Minimum over ``axis`` skipping NaNs (NaN for an all-NaN slice); an empty slice is a
+        ValueError.
+        """
+    def nanmax(self, axis: Axis = None, *, keepdims: bool = False) -> Array:
+        """Maximum over ``axis`` skipping NaNs (NaN for an all-NaN slice); an empty slice is a
+        ValueError.
+        """
     def var(self, axis: Axis = None, *, ddof: float = 0, keepdims: bool = False) -> Array:
-        """Variance, dividing by (count - ddof)."""
+        """Variance over ``axis`` (all axes by default), dividing by (count - ``correction``) for a
+        real correction >= 0 (the method's ``ddof``), NaN where that is <= 0; computed in two
+        passes for accuracy. Integer and bool inputs give float32, computed in float64 (the
+        method gives float64).
+        """
     def std(self, axis: Axis = None, *, ddof: float = 0, keepdims: bool = False) -> Array:
-        """Standard deviation, dividing by (count - ddof)."""
+        """Standard deviation over ``axis``: the square root of :func:`var`, with its ``correction``
+        and dtypes.
+        """
+    def nanvar(self, axis: Axis = None, *, ddof: float = 0, keepdims: bool = False) -> Array:
+        """Variance over ``axis`` skipping NaNs (NaN for an all-NaN slice), with the ``correction``
+        of :func:`var`; integer and bool inputs give float64.
+        """
+    def nanstd(self, axis: Axis = None, *, ddof: float = 0, keepdims: bool = False) -> Array:
+        """Standard deviation over ``axis`` skipping NaNs: the square root of :func:`nanvar`."""
     def argmin(self, axis: Optional[int] = None, *, keepdims: bool = False) -> Array:
-        """Index of the first minimum (see :func:`tessel.argmin`)."""
+        """Index (int64) of the first minimum along ``axis``, or into the flattened array (axis
+        None); a NaN is the minimum, and an empty slice is a ValueError.
+        """
     def argmax(self, axis: Optional[int] = None, *, keepdims: bool = False) -> Array:
-        """Index of the first maximum (see :func:`tessel.argmax`)."""
+        """Index (int64) of the first maximum along ``axis``, or into the flattened array (axis
+        None); a NaN is the maximum, and an empty slice is a ValueError.
+        """
+    def nanargmin(self, axis: Optional[int] = None, *, keepdims: bool = False) -> Array:
+        """argmin skipping NaNs; an all-NaN slice is a ValueError, as NumPy (one synchronization).
+
+        """
+    def nanargmax(self, axis: Optional[int] = None, *, keepdims: bool = False) -> Array:
+        """argmax skipping NaNs; an all-NaN slice is a ValueError, as NumPy (one synchronization).
+
+        """
     def cumsum(self, axis: Optional[int] = None) -> Array:
-        """Cumulative sum (see :func:`tessel.cumsum`)."""
+        """Inclusive cumulative sum along ``axis``, or over the flattened array (axis None), as
+        NumPy's; bool and signed integers give int64, unsigned integers uint64.
+        """
     def cumprod(self, axis: Optional[int] = None) -> Array:
-        """Cumulative product (see :func:`tessel.cumprod`)."""
+        """Inclusive cumulative product along ``axis``, or over the flattened array (axis None),
+        with the dtypes of :func:`cumsum`; for real inputs (:func:`cumulative_prod` takes complex
+        ones).
+        """
+    # ---- end of the generated reduction methods ----
 
     def __add__(self, other: ArrayLike) -> Array: ...
     def __radd__(self, other: ArrayLike) -> Array: ...
@@ -363,7 +430,9 @@ def gelu(x: ArrayLike, /) -> Array:
 def erf(x: ArrayLike, /) -> Array:
     """The error function, for real floating arrays."""
 def softplus(x: ArrayLike, /) -> Array:
-    """log(1 + exp(x)), computed as ``max(x, 0) + log1p(exp(-abs(x)))`` so that it does not overflow."""
+    """log(1 + exp(x)), computed as ``max(x, 0) + log1p(exp(-abs(x)))`` so that it does not
+    overflow.
+    """
 def floor(x: ArrayLike, /) -> Array:
     """Largest integer <= x; integer arrays stay integer (NumPy 2)."""
 def ceil(x: ArrayLike, /) -> Array:
@@ -440,11 +509,15 @@ def maximum(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> 
 def fmin(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
     """The smaller of x1 and x2, ignoring a NaN."""
 def nextafter(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
-    """The next representable value of x1's floating-point dtype toward x2 (x2 where they are equal)."""
+    """The next representable value of x1's floating-point dtype toward x2 (x2 where they are
+    equal).
+    """
 def fmax(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
     """The larger of x1 and x2, ignoring a NaN."""
 def hypot(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
-    """sqrt(x1**2 + x2**2) without intermediate overflow; +inf where either is infinite, even with NaN."""
+    """sqrt(x1**2 + x2**2) without intermediate overflow; +inf where either is infinite, even with
+    NaN.
+    """
 def copysign(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
     """The magnitude of x1 with the sign bit of x2 (a NaN's sign bit too)."""
 def logaddexp(x1: ArrayLike, x2: ArrayLike, /, *, out: Optional[Array] = None) -> Array:
@@ -563,56 +636,94 @@ def iinfo(type: Union[dtype, Array], /) -> Any:
 def isdtype(dtype: dtype, kind: Union[dtype, str, Tuple[Union[dtype, str], ...]]) -> bool:
     """Whether dtype is of a kind: 'bool', 'signed integer', 'unsigned integer', 'integral', 'real floating', 'complex floating', 'numeric', or a dtype, or a tuple of these."""
 # statistics and utilities
+# ---- reductions: generated from the reduction rows by scripts/gen_op_stubs.py ----
 def sum(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
-    """Sum over axis (all axes by default). dtype=None: bool and signed integers sum in int64,
-    unsigned in uint64, floating-point and complex arrays in their dtype (float16/bfloat16
-    accumulate in float32); otherwise the sum is computed and returned in dtype."""
+    """Sum over ``axis`` (all axes by default). Bool and signed integers sum in int64, unsigned
+    integers in uint64, floating-point and complex types in their own dtype (float16 and bfloat16
+    accumulate in float32); the function computes and returns a given ``dtype``, the method casts
+    x to it first.
+    """
 def prod(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
-    """Product over axis, with sum's result dtypes."""
+    """Product over ``axis`` (all axes by default), with the dtypes of :func:`sum`."""
 def mean(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
-    """Mean over axis; integer and bool inputs give the default real floating-point dtype, float32
-    (the standard's rule); complex inputs average the real and imaginary parts apart. An empty slice
-    gives NaN."""
+    """Arithmetic mean over ``axis`` (all axes by default); NaN for an empty slice, and complex
+    inputs average the real and imaginary parts apart. Integer and bool inputs give float32, the
+    default real floating-point dtype; the method gives float64, as NumPy's, and casts x to its
+    ``dtype``.
+    """
 def nansum(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
-    """Sum skipping NaNs."""
+    """Sum over ``axis`` skipping NaNs (0 for an all-NaN slice), with the dtypes of :func:`sum`;
+    ``dtype`` casts x first.
+    """
 def nanprod(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
-    """Product skipping NaNs."""
+    """Product over ``axis`` skipping NaNs (1 for an all-NaN slice), with the dtypes of :func:`sum`;
+    ``dtype`` casts x first.
+    """
 def nanmean(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
-    """Mean skipping NaNs (NaN for an all-NaN slice)."""
+    """Mean over ``axis`` skipping NaNs (NaN for an all-NaN slice); integer and bool inputs give
+    float64, and ``dtype`` casts x first.
+    """
 def min(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
-    """Minimum over axis; NaN propagates. An empty slice is a ValueError."""
+    """Minimum over ``axis`` (all axes by default), in x's dtype; NaN propagates, and an empty slice
+    is a ValueError.
+    """
 def max(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
-    """Maximum over axis; NaN propagates. An empty slice is a ValueError."""
+    """Maximum over ``axis`` (all axes by default), in x's dtype; NaN propagates, and an empty slice
+    is a ValueError.
+    """
 def any(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
-    """Whether any element is true, over axis."""
+    """Whether any element over ``axis`` is true (nonzero; a complex NaN is true): a bool array,
+    False for an empty slice.
+    """
 def all(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
-    """Whether every element is true, over axis."""
+    """Whether every element over ``axis`` is true (nonzero; a complex NaN is true): a bool array,
+    True for an empty slice.
+    """
 def nanmin(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
-    """Minimum skipping NaNs (NaN for an all-NaN slice)."""
+    """Minimum over ``axis`` skipping NaNs (NaN for an all-NaN slice); an empty slice is a
+    ValueError.
+    """
 def nanmax(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
-    """Maximum skipping NaNs (NaN for an all-NaN slice)."""
+    """Maximum over ``axis`` skipping NaNs (NaN for an all-NaN slice); an empty slice is a
+    ValueError.
+    """
 def var(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
-    """Variance over axis (an int or a tuple), dividing by (count - correction) for any real
-    correction >= 0; NaN where that is <= 0. Computed in two passes for accuracy. Integer and bool
-    input give the default real floating-point dtype, float32 (computed in float64)."""
+    """Variance over ``axis`` (all axes by default), dividing by (count - ``correction``) for a real
+    correction >= 0 (the method's ``ddof``), NaN where that is <= 0; computed in two passes for
+    accuracy. Integer and bool inputs give float32, computed in float64 (the method gives
+    float64).
+    """
 def std(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
-    """Standard deviation: sqrt(var), with var's dtypes."""
+    """Standard deviation over ``axis``: the square root of :func:`var`, with its ``correction`` and
+    dtypes.
+    """
 def nanvar(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
-    """Variance skipping NaNs."""
+    """Variance over ``axis`` skipping NaNs (NaN for an all-NaN slice), with the ``correction`` of
+    :func:`var`; integer and bool inputs give float64.
+    """
 def nanstd(x: Array, /, *, axis: Axis = None, correction: float = 0.0, keepdims: bool = False) -> Array:
-    """Standard deviation skipping NaNs."""
+    """Standard deviation over ``axis`` skipping NaNs: the square root of :func:`nanvar`."""
 def argmin(x: Array, /, *, axis: Optional[int] = None, keepdims: bool = False) -> Array:
-    """Index (int64) of the first minimum along axis, or into the flattened array."""
+    """Index (int64) of the first minimum along ``axis``, or into the flattened array (axis None); a
+    NaN is the minimum, and an empty slice is a ValueError.
+    """
 def argmax(x: Array, /, *, axis: Optional[int] = None, keepdims: bool = False) -> Array:
-    """Index (int64) of the first maximum along axis, or into the flattened array."""
+    """Index (int64) of the first maximum along ``axis``, or into the flattened array (axis None); a
+    NaN is the maximum, and an empty slice is a ValueError.
+    """
 def nanargmin(x: Array, /, *, axis: Optional[int] = None, keepdims: bool = False) -> Array:
     """argmin skipping NaNs; an all-NaN slice is a ValueError, as NumPy (one synchronization)."""
 def nanargmax(x: Array, /, *, axis: Optional[int] = None, keepdims: bool = False) -> Array:
     """argmax skipping NaNs; an all-NaN slice is a ValueError, as NumPy (one synchronization)."""
 def cumsum(x: Array, axis: Optional[int] = None) -> Array:
-    """Inclusive cumulative sum along axis, or over the flattened array (NumPy's)."""
+    """Inclusive cumulative sum along ``axis``, or over the flattened array (axis None), as NumPy's;
+    bool and signed integers give int64, unsigned integers uint64.
+    """
 def cumprod(x: Array, axis: Optional[int] = None) -> Array:
-    """Inclusive cumulative product along axis, or over the flattened array (NumPy's)."""
+    """Inclusive cumulative product along ``axis``, or over the flattened array (axis None), with
+    the dtypes of :func:`cumsum`; for real inputs (:func:`cumulative_prod` takes complex ones).
+    """
+# ---- end of the generated reductions ----
 def cumulative_sum(x: Array, /, *, axis: Optional[int] = None, dtype: Optional[DTypeLike] = None, include_initial: bool = False) -> Array:
     """Running sums along axis (optional for 1-D x), with sum's dtype rules; ``include_initial``
     puts a zero first."""

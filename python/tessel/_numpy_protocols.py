@@ -262,6 +262,8 @@ FUNCTIONS = {
     "std": _variance("std", statistics.std), "var": _variance("var", statistics.var),
     "nanstd": _variance("nanstd", _tessel.nanstd), "nanvar": _variance("nanvar", _tessel.nanvar),
     "argmax": _arg_reduction("argmax", _tessel.argmax), "argmin": _arg_reduction("argmin", _tessel.argmin),
+    "nanargmax": _arg_reduction("nanargmax", _tessel.nanargmax),
+    "nanargmin": _arg_reduction("nanargmin", _tessel.nanargmin),
     "cumsum": _scan("cumsum", statistics.cumulative_sum), "cumprod": _scan("cumprod", statistics.cumulative_prod),
     "count_nonzero": lambda a, axis=None, *, keepdims=False: statistics.count_nonzero(a, axis=axis, keepdims=keepdims),
     "median": statistics.median, "quantile": statistics.quantile, "percentile": statistics.percentile,

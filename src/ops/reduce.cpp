@@ -360,54 +360,40 @@ Array scan(backend::ScanOp op, const char* name, const Array& a, std::optional<s
 
 }  // namespace
 
-#define TESSEL_DEFINE_REDUCTION(name)                                                                       \
-  Array name(const Array& a, const Axes& axes, bool keepdims, const OptionalStream& stream) {               \
-    TESSEL_RANGE(#name, a, stream);                                                                         \
-    return TESSEL_RESULT(reduce(ReduceOp::name, a, axes, keepdims, 0, stream));                             \
-  }
-TESSEL_DEFINE_REDUCTION(sum)
-TESSEL_DEFINE_REDUCTION(prod)
-TESSEL_DEFINE_REDUCTION(mean)
-TESSEL_DEFINE_REDUCTION(min)
-TESSEL_DEFINE_REDUCTION(max)
-TESSEL_DEFINE_REDUCTION(any)
-TESSEL_DEFINE_REDUCTION(all)
-TESSEL_DEFINE_REDUCTION(nansum)
-TESSEL_DEFINE_REDUCTION(nanprod)
-TESSEL_DEFINE_REDUCTION(nanmean)
-TESSEL_DEFINE_REDUCTION(nanmin)
-TESSEL_DEFINE_REDUCTION(nanmax)
-#undef TESSEL_DEFINE_REDUCTION
-
-#define TESSEL_DEFINE_VARIANCE(name)                                                                        \
-  Array name(const Array& a, const Axes& axes, double ddof, bool keepdims, const OptionalStream& stream) { \
-    TESSEL_RANGE(#name, a, stream);                                                                         \
-    return TESSEL_RESULT(reduce(ReduceOp::name, a, axes, keepdims, ddof, stream));                          \
-  }
-TESSEL_DEFINE_VARIANCE(var)
-TESSEL_DEFINE_VARIANCE(std)
-TESSEL_DEFINE_VARIANCE(nanvar)
-TESSEL_DEFINE_VARIANCE(nanstd)
-#undef TESSEL_DEFINE_VARIANCE
-
-#define TESSEL_DEFINE_ARG_REDUCTION(name)                                                                   \
-  Array name(const Array& a, std::optional<std::int64_t> axis, bool keepdims, const OptionalStream& stream) { \
-    TESSEL_RANGE(#name, a, stream);                                                                         \
-    return arg_reduce(ReduceOp::name, #name, a, axis, keepdims, stream);                                           \
-  }
-TESSEL_DEFINE_ARG_REDUCTION(argmin)
-TESSEL_DEFINE_ARG_REDUCTION(argmax)
-TESSEL_DEFINE_ARG_REDUCTION(nanargmin)
-TESSEL_DEFINE_ARG_REDUCTION(nanargmax)
-#undef TESSEL_DEFINE_ARG_REDUCTION
-
-Array cumsum(const Array& a, std::optional<std::int64_t> axis, const OptionalStream& stream) {
-  TESSEL_RANGE("cumsum", a, stream);
-  return TESSEL_RESULT(scan(backend::ScanOp::cumsum, "cumsum", a, axis, stream));
-}
-Array cumprod(const Array& a, std::optional<std::int64_t> axis, const OptionalStream& stream) {
-  TESSEL_RANGE("cumprod", a, stream);
-  return TESSEL_RESULT(scan(backend::ScanOp::cumprod, "cumprod", a, axis, stream));
-}
-
 }  // namespace tessel
+
+// The public functions, one per row of reduce_list.hpp by its shape. Defined by qualified name
+// outside the namespace, so that a row without its declaration in reduce.hpp does not compile.
+#define TESSEL_DEFINE_REDUCTION(name)                                                                        \
+  tessel::Array tessel::name(const Array& a, const Axes& axes, bool keepdims, const OptionalStream& stream) { \
+    TESSEL_RANGE(#name, a, stream);                                                                          \
+    return TESSEL_RESULT(reduce(ReduceOp::name, a, axes, keepdims, 0, stream));                              \
+  }
+#define TESSEL_DEFINE_dtype(name) TESSEL_DEFINE_REDUCTION(name)
+#define TESSEL_DEFINE_plain(name) TESSEL_DEFINE_REDUCTION(name)
+#define TESSEL_DEFINE_variance(name)                                                                          \
+  tessel::Array tessel::name(const Array& a, const Axes& axes, double ddof, bool keepdims,                   \
+                             const OptionalStream& stream) {                                                  \
+    TESSEL_RANGE(#name, a, stream);                                                                           \
+    return TESSEL_RESULT(reduce(ReduceOp::name, a, axes, keepdims, ddof, stream));                            \
+  }
+#define TESSEL_DEFINE_arg(name)                                                                               \
+  tessel::Array tessel::name(const Array& a, std::optional<std::int64_t> axis, bool keepdims,                \
+                             const OptionalStream& stream) {                                                  \
+    TESSEL_RANGE(#name, a, stream);                                                                           \
+    return arg_reduce(ReduceOp::name, #name, a, axis, keepdims, stream);                                      \
+  }
+#define TESSEL_DEFINE_scan(name)                                                                              \
+  tessel::Array tessel::name(const Array& a, std::optional<std::int64_t> axis, const OptionalStream& stream) { \
+    TESSEL_RANGE(#name, a, stream);                                                                           \
+    return TESSEL_RESULT(scan(backend::ScanOp::name, #name, a, axis, stream));                                \
+  }
+#define TESSEL_DEFINE(name, python_name, shape, doc) TESSEL_DEFINE_##shape(name)
+TESSEL_REDUCTION_OPS(TESSEL_DEFINE)
+#undef TESSEL_DEFINE
+#undef TESSEL_DEFINE_scan
+#undef TESSEL_DEFINE_arg
+#undef TESSEL_DEFINE_variance
+#undef TESSEL_DEFINE_plain
+#undef TESSEL_DEFINE_dtype
+#undef TESSEL_DEFINE_REDUCTION

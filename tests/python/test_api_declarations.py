@@ -88,6 +88,8 @@ def test_api_page_lists_the_main_namespace():
         entries |= set((also.group(1) or "").split())
     if re.search(r"^\.\. elementwise-aliases::", page, re.M):
         entries |= {alias for alias, _ in gen_op_stubs.op_aliases()}
+    if re.search(r"^\.\. reduction-functions::", page, re.M):
+        entries |= {name for name, _, _ in gen_op_stubs.reduction_rows()}
     quoted = set(re.findall(r"``(\w+)``", page))
     missing, named_only = [], []
     for name in sorted(public_names(ts)):
@@ -115,6 +117,19 @@ def test_elementwise_stubs_and_docstrings_follow_the_op_rows():
     assert "x1 + x2 with broadcasting" in gen_op_stubs.stub_block(rows)
     aliases = gen_op_stubs.op_aliases()
     assert len(aliases) >= 16 and all(getattr(ts, alias) is getattr(ts, name) for alias, name in aliases)
+
+
+def test_reductions_follow_their_rows():
+    """Each reduction row is bound as a function and an Array method with the row's docstring, and
+    the namespace function (the binding or a Python function over it) has that docstring too. The
+    stubs of both are in the generated blocks that the test above checks."""
+    rows = gen_op_stubs.reduction_rows()
+    assert len(rows) >= 22
+    assert list(ts._tessel._reduction_functions.items()) == [(name, doc) for name, _, doc in rows]
+    for name, _, doc in rows:
+        for function in (getattr(ts._tessel, name), getattr(ts.Array, name), getattr(ts, name)):
+            assert doc in function.__doc__, (name, function)
+    assert "Sum over ``axis``" in ts.sum.__doc__
 
 
 def function_modules():
@@ -145,12 +160,11 @@ def test_namespace_functions_come_from_their_category_modules():
 
 
 def test_numpy_dispatch_covers_every_bound_reduction():
-    """Each reduction bound from the C++ op list (TESSEL_REDUCTION in python/bindings/array.cpp)
-    runs for np.<name>(x), so adding one to the list without its NumPy entry fails here."""
+    """Each reduction row (include/tessel/ops/reduce_list.hpp) runs for np.<name>(x), so adding a
+    row without its NumPy entry fails here."""
     from tessel import _numpy_protocols
 
-    bindings = (ROOT / "python" / "bindings" / "array.cpp").read_text(encoding="utf-8")
-    reductions = re.findall(r"^\s*TESSEL_REDUCTION\((\w+)\)", bindings, re.M)
+    reductions = list(ts._tessel._reduction_functions)
     assert reductions
     missing = [n for n in reductions if n not in _numpy_protocols.FUNCTIONS]
     assert not missing, f"reductions without a NumPy dispatch entry in _numpy_protocols.FUNCTIONS: {missing}"

@@ -321,6 +321,18 @@ def test_reductions(device, rng, dtype):
     assert_close(ts.cumulative_sum(x[0, 0], include_initial=True), np.concatenate([[0], np.cumsum(a[0, 0])]).astype(np.cumsum(a[0, 0]).dtype), rtol=rtol)
 
 
+@pytest.mark.parametrize("name", list(ts._tessel._reduction_functions))
+def test_every_reduction_row_is_numpys(device, rng, name):
+    """Each reduction row (include/tessel/ops/reduce_list.hpp) as the namespace function and the
+    Array method, along one axis and over all of a float64 array, against NumPy's function."""
+    a = random_array(rng, (3, 4), "float64")
+    x = ts.asarray(a, device=device)
+    for axis in (1, None):
+        want = getattr(np, name)(a, axis=axis)
+        assert_close(getattr(ts, name)(x, axis=axis), want, rtol=1e-12)
+        assert_close(getattr(x, name)(axis), want, rtol=1e-12)
+
+
 def test_all_any_prod(device):
     a = np.array([[True, False], [True, True]])
     x = ts.asarray(a, device=device)

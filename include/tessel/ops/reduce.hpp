@@ -1,16 +1,17 @@
 #pragma once
-// Reductions and scans with NumPy semantics, on the CPU and CUDA backends.
+// Reductions and scans with NumPy semantics, on the CPU and CUDA backends. Each has a row in
+// reduce_list.hpp (its Python name, parameters and docstring), from which it is defined and bound.
 //
 // Axes: std::nullopt reduces over all axes; otherwise a list of axes (negative counts from the
 // end, no duplicates). keepdims keeps the reduced axes with size one.
 // Result dtypes follow NumPy: sum/prod/cumsum/cumprod of bool and signed ints -> int64, of
 // unsigned ints -> uint64, floats keep their dtype (float16/bfloat16 accumulate in float32);
 // mean/var/std of integers and bool -> float64; min/max keep the dtype; argmin/argmax -> int64;
-// any/all -> bool. Complex inputs are not supported yet (DTypeError naming the op and dtype).
+// any/all -> bool. Complex inputs: sum, prod, mean, any, all and cumsum; the others raise
+// DTypeError naming the op and dtype.
 // NaN: sum/prod/min/max/mean/var/argmin/argmax propagate it (arg* return the first NaN); the
 // nan-variants skip it; an all-NaN slice gives NaN (nanmin, nanmax, nanmean, nanvar), 0 / 1
-// (nansum, nanprod), and -1 for nanargmin/nanargmax (NumPy raises; raising would need a host
-// read of device data).
+// (nansum, nanprod), and ValueError for nanargmin/nanargmax, as NumPy (one host read).
 // Empty reductions: sum -> 0, prod -> 1, any -> false, all -> true, mean/var/std -> NaN;
 // min/max/argmin/argmax raise ValueError.
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "tessel/array/array.hpp"
+#include "tessel/ops/reduce_list.hpp"
 
 namespace tessel {
 

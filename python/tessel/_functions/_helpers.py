@@ -98,3 +98,10 @@ def finish(result, out, name):
 def with_dtype(x, dtype):
     """x cast to dtype (None: x itself)."""
     return x if dtype is None or x.dtype == dtype else x.astype(dtype)
+
+
+def reduction_doc(function):
+    """Gives a namespace function written in Python over a C++ reduction that reduction's docstring
+    (its row in include/tessel/ops/reduce_list.hpp), which the stubs and the API reference show too."""
+    function.__doc__ = _tessel._reduction_functions[function.__name__]
+    return function

@@ -6,15 +6,16 @@ import builtins
 
 from .. import _tessel
 from .._tessel import Array
+from ._helpers import reduction_doc
 
 
+@reduction_doc
 def all(x, /, *, axis=None, keepdims=False):
-    """Whether every element over axis is true (nonzero; a complex NaN is true)."""
     return _tessel.all(x, axis=axis, keepdims=keepdims)
 
 
+@reduction_doc
 def any(x, /, *, axis=None, keepdims=False):
-    """Whether any element over axis is true (nonzero; a complex NaN is true)."""
     return _tessel.any(x, axis=axis, keepdims=keepdims)
 
 

@@ -1,14 +1,15 @@
 """Statistical functions written in Python: the Array API's sum, prod, mean, var, std,
 cumulative_sum, cumulative_prod and count_nonzero (their dtype rules over the C++ reductions and
 scans), and NumPy's amax, amin, ptp, average, median, quantile, percentile, histogram and
-bincount. min, max, argmin, argmax, cumsum, cumprod and the nan* reductions are C++ functions."""
+bincount. The other reductions are C++ functions (include/tessel/ops/reduce_list.hpp); a function
+here over one of them has that reduction's docstring (reduction_doc)."""
 from __future__ import annotations
 
 import builtins
 
 from .. import _tessel
 from .._tessel import Array
-from ._helpers import check_array, finish, is_int, normalize_axis, reject, unsupported, with_dtype
+from ._helpers import check_array, finish, is_int, normalize_axis, reduction_doc, reject, unsupported, with_dtype
 from .creation import arange, asarray
 from .manipulation import moveaxis
 from .searching import searchsorted
@@ -20,36 +21,33 @@ def _as_dtype(result, dtype):
     return result if dtype is None or result.dtype == dtype else result.astype(dtype)
 
 
+@reduction_doc
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):
-    """Sum over axis (None: all axes). dtype=None: unsigned integers sum in uint64, bool and signed
-    integers in int64, floating-point and complex types in their own dtype; otherwise in dtype."""
     x = with_dtype(x, dtype)
     return _as_dtype(_tessel.sum(x, axis=axis, keepdims=keepdims), dtype)
 
 
+@reduction_doc
 def prod(x, /, *, axis=None, dtype=None, keepdims=False):
-    """Product over axis, with the dtype rules of sum."""
     x = with_dtype(x, dtype)
     return _as_dtype(_tessel.prod(x, axis=axis, keepdims=keepdims), dtype)
 
 
+@reduction_doc
 def mean(x, /, *, axis=None, keepdims=False):
-    """Arithmetic mean over axis (floating-point and complex inputs; an integer x gives the
-    default real floating-point dtype, float32)."""
     if isinstance(x, Array) and x.dtype.kind in "iub":
         return _tessel.mean(x, axis=axis, keepdims=keepdims).astype(_tessel.float32)
     return _tessel.mean(x, axis=axis, keepdims=keepdims)
 
 
+@reduction_doc
 def var(x, /, *, axis=None, correction=0.0, keepdims=False):
-    """Variance over axis, divided by (count - correction). An integer or bool x gives the default
-    real floating-point dtype, float32 (computed in float64), as the standard says."""
     result = _tessel.var(x, axis=axis, correction=correction, keepdims=keepdims)
     return result.astype(_tessel.float32) if isinstance(x, Array) and x.dtype.kind in "iub" else result
 
 
+@reduction_doc
 def std(x, /, *, axis=None, correction=0.0, keepdims=False):
-    """Standard deviation over axis, with var's correction and dtypes."""
     result = _tessel.std(x, axis=axis, correction=correction, keepdims=keepdims)
     return result.astype(_tessel.float32) if isinstance(x, Array) and x.dtype.kind in "iub" else result
 
