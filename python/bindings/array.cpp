@@ -84,8 +84,9 @@ using ArgReduction = Array (*)(const Array&, std::optional<std::int64_t>, bool, 
 using Scan = Array (*)(const Array&, std::optional<std::int64_t>, const OptionalStream&);
 
 void bind_dtype(nb::module_& m, nb::class_<Array>& cls, const char* name, Reduction fn, const char* doc) {
+  // A given dtype is the result's too, as NumPy's (int32 sums are int64 otherwise).
   const auto call = [fn](const Array& a, nb::handle axis, nb::handle dtype, bool keepdims) {
-    return fn(cast_if(a, dtype), to_axes(axis), keepdims, std::nullopt);
+    return cast_if(fn(cast_if(a, dtype), to_axes(axis), keepdims, std::nullopt), dtype);
   };
   m.def(name, call, "x"_a, nb::kw_only(), "axis"_a = nb::none(), "dtype"_a = nb::none(), "keepdims"_a = false, doc);
   cls.def(name, call, "axis"_a = nb::none(), nb::kw_only(), "dtype"_a = nb::none(), "keepdims"_a = false, doc);

@@ -217,28 +217,27 @@ class Array:
     def sum(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
         """Sum over ``axis`` (all axes by default). Bool and signed integers sum in int64, unsigned
         integers in uint64, floating-point and complex types in their own dtype (float16 and
-        bfloat16 accumulate in float32); the function computes and returns a given ``dtype``, the
-        method casts x to it first.
+        bfloat16 accumulate in float32); a given ``dtype`` is the one computed in and returned.
         """
     def prod(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
         """Product over ``axis`` (all axes by default), with the dtypes of :func:`sum`."""
     def mean(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
         """Arithmetic mean over ``axis`` (all axes by default); NaN for an empty slice, and complex
         inputs average the real and imaginary parts apart. Integer and bool inputs give float32,
-        the default real floating-point dtype; the method gives float64, as NumPy's, and casts x
-        to its ``dtype``.
+        the default real floating-point dtype; the method gives float64, as NumPy's. A given
+        ``dtype`` is the one computed in and returned.
         """
     def nansum(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
         """Sum over ``axis`` skipping NaNs (0 for an all-NaN slice), with the dtypes of :func:`sum`;
-        ``dtype`` casts x first.
+        a given ``dtype`` is the one computed in and returned.
         """
     def nanprod(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
         """Product over ``axis`` skipping NaNs (1 for an all-NaN slice), with the dtypes of
-        :func:`sum`; ``dtype`` casts x first.
+        :func:`sum`; a given ``dtype`` is the one computed in and returned.
         """
     def nanmean(self, axis: Axis = None, *, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
         """Mean over ``axis`` skipping NaNs (NaN for an all-NaN slice); integer and bool inputs give
-        float64, and ``dtype`` casts x first.
+        float64; a given ``dtype`` is the one computed in and returned.
         """
     def min(self, axis: Axis = None, *, keepdims: bool = False) -> Array:
         """Minimum over ``axis`` (all axes by default), in x's dtype; NaN propagates, and an empty
@@ -640,28 +639,27 @@ def isdtype(dtype: dtype, kind: Union[dtype, str, Tuple[Union[dtype, str], ...]]
 def sum(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
     """Sum over ``axis`` (all axes by default). Bool and signed integers sum in int64, unsigned
     integers in uint64, floating-point and complex types in their own dtype (float16 and bfloat16
-    accumulate in float32); the function computes and returns a given ``dtype``, the method casts
-    x to it first.
+    accumulate in float32); a given ``dtype`` is the one computed in and returned.
     """
 def prod(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
     """Product over ``axis`` (all axes by default), with the dtypes of :func:`sum`."""
 def mean(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
     """Arithmetic mean over ``axis`` (all axes by default); NaN for an empty slice, and complex
     inputs average the real and imaginary parts apart. Integer and bool inputs give float32, the
-    default real floating-point dtype; the method gives float64, as NumPy's, and casts x to its
-    ``dtype``.
+    default real floating-point dtype; the method gives float64, as NumPy's. A given ``dtype`` is
+    the one computed in and returned.
     """
 def nansum(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
-    """Sum over ``axis`` skipping NaNs (0 for an all-NaN slice), with the dtypes of :func:`sum`;
-    ``dtype`` casts x first.
+    """Sum over ``axis`` skipping NaNs (0 for an all-NaN slice), with the dtypes of :func:`sum`; a
+    given ``dtype`` is the one computed in and returned.
     """
 def nanprod(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
     """Product over ``axis`` skipping NaNs (1 for an all-NaN slice), with the dtypes of :func:`sum`;
-    ``dtype`` casts x first.
+    a given ``dtype`` is the one computed in and returned.
     """
 def nanmean(x: Array, /, *, axis: Axis = None, dtype: Optional[DTypeLike] = None, keepdims: bool = False) -> Array:
     """Mean over ``axis`` skipping NaNs (NaN for an all-NaN slice); integer and bool inputs give
-    float64, and ``dtype`` casts x first.
+    float64; a given ``dtype`` is the one computed in and returned.
     """
 def min(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
     """Minimum over ``axis`` (all axes by default), in x's dtype; NaN propagates, and an empty slice

@@ -333,6 +333,19 @@ def test_every_reduction_row_is_numpys(device, rng, name):
         assert_close(getattr(x, name)(axis), want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["sum", "prod", "nansum", "nanprod"])
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_reduction_dtype_is_the_result_dtype(device, rng, name, dtype):
+    """A given dtype is the result's, for the function and the method, as NumPy's (an int32 sum is
+    int64 without one); integer values wrap as NumPy's do."""
+    a = rng.integers(-(1 << 20), 1 << 20, size=(3, 5)).astype(np.int64)
+    x = ts.asarray(a, device=device)
+    for got in (getattr(ts, name)(x, axis=1, dtype=getattr(ts, dtype)), getattr(x, name)(1, dtype=getattr(ts, dtype))):
+        want = getattr(np, name)(a.astype(dtype), axis=1, dtype=dtype)
+        assert got.dtype == getattr(ts, dtype), f"{name}(dtype={dtype}) gave {got.dtype}"
+        assert_close(got, want, rtol=1e-6 if dtype == "float32" else 0)
+
+
 def test_all_any_prod(device):
     a = np.array([[True, False], [True, True]])
     x = ts.asarray(a, device=device)

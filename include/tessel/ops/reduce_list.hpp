@@ -24,23 +24,22 @@
   X(sum, "sum", dtype, \
     "Sum over ``axis`` (all axes by default). Bool and signed integers sum in int64, unsigned " \
     "integers in uint64, floating-point and complex types in their own dtype (float16 and bfloat16 " \
-    "accumulate in float32); the function computes and returns a given ``dtype``, the method casts " \
-    "x to it first.") \
+    "accumulate in float32); a given ``dtype`` is the one computed in and returned.") \
   X(prod, "prod", dtype, "Product over ``axis`` (all axes by default), with the dtypes of :func:`sum`.") \
   X(mean, "mean", dtype, \
     "Arithmetic mean over ``axis`` (all axes by default); NaN for an empty slice, and complex " \
     "inputs average the real and imaginary parts apart. Integer and bool inputs give float32, the " \
-    "default real floating-point dtype; the method gives float64, as NumPy's, and casts x to its " \
-    "``dtype``.") \
+    "default real floating-point dtype; the method gives float64, as NumPy's. A given ``dtype`` is " \
+    "the one computed in and returned.") \
   X(nansum, "nansum", dtype, \
     "Sum over ``axis`` skipping NaNs (0 for an all-NaN slice), with the dtypes of :func:`sum`; " \
-    "``dtype`` casts x first.") \
+    "a given ``dtype`` is the one computed in and returned.") \
   X(nanprod, "nanprod", dtype, \
     "Product over ``axis`` skipping NaNs (1 for an all-NaN slice), with the dtypes of :func:`sum`; " \
-    "``dtype`` casts x first.") \
+    "a given ``dtype`` is the one computed in and returned.") \
   X(nanmean, "nanmean", dtype, \
     "Mean over ``axis`` skipping NaNs (NaN for an all-NaN slice); integer and bool inputs give " \
-    "float64, and ``dtype`` casts x first.") \
+    "float64; a given ``dtype`` is the one computed in and returned.") \
   X(min, "min", plain, \
     "Minimum over ``axis`` (all axes by default), in x's dtype; NaN propagates, and an empty slice " \
     "is a ValueError.") \
