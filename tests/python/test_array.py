@@ -215,6 +215,19 @@ def test_unary_functions(device, rng, name, ref_fn, kinds, dtype):
     assert_close(getattr(ts, name)(x), want)
 
 
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_tanh_and_tan_near_the_poles_of_tan(device, dtype):
+    """tanh(x + iy) near y = pi/2 (and tan near x = pi/2) is i tan(y) to the dtype's precision, not
+    a cancellation of cos(2y) + cosh(2x); the reference is the exact input in complex128."""
+    half_pi = np.float32(np.pi / 2) if dtype == "complex64" else np.pi / 2
+    ys = np.array([half_pi, np.nextafter(half_pi, 0), np.nextafter(half_pi, 4), 1.5746397, -1.5717645])
+    z = np.concatenate([1j * ys, 1e-3 + 1j * ys, -0.5 + 1j * ys]).astype(dtype)
+    want = np.tanh(z.astype(np.complex128)).astype(dtype)
+    assert_close(ts.tanh(ts.asarray(z, device=device)), want, rtol=8 * np.finfo(dtype).eps)
+    w = (z * -1j).astype(dtype)  # tan(w) = -i tanh(i w) = -i tanh(z)
+    assert_close(ts.tan(ts.asarray(w, device=device)), np.tan(w.astype(np.complex128)).astype(dtype), rtol=8 * np.finfo(dtype).eps)
+
+
 def test_integer_and_bitwise(device, rng):
     a = random_array(rng, (6,), "int32")
     b = np.abs(random_array(rng, (6,), "int32")) % 5 + 1

@@ -38,6 +38,7 @@ using ::log1p;
 using ::sin;
 using ::sinh;
 using ::sqrt;
+using ::tan;
 using ::tanh;
 using ::trunc;
 #else
@@ -59,6 +60,7 @@ using std::log1p;
 using std::sin;
 using std::sinh;
 using std::sqrt;
+using std::tan;
 using std::tanh;
 using std::trunc;
 #endif
@@ -205,8 +207,11 @@ template <class Z> TESSEL_CMATH Z c_tanh(Z z) {
   if (fabs(x) > T(20)) {  // tanh(x) rounds to +-1; the imaginary part decays as exp(-2|x|)
     return Z(copysign(T(1), x), T(4) * sin(y) * cos(y) * exp(T(-2) * fabs(x)));
   }
-  const T d = cosh(T(2) * x) + cos(T(2) * y);
-  return Z(sinh(T(2) * x) / d, sin(T(2) * y) / d);
+  // Kahan's form, over t = tan(y): no cancellation in cos(2y) + cosh(2x) near the poles of tan, where
+  // that form lost all but a few digits of i tan(y) in float32.
+  const T t = tan(y), beta = T(1) + t * t, s = sinh(x), rho = sqrt(T(1) + s * s);
+  const T d = T(1) + beta * s * s;
+  return Z(beta * rho * s / d, t / d);
 }
 
 // a / b by Smith's algorithm (no overflow of |b|^2), for finite operands.
