@@ -1200,3 +1200,44 @@ def test_record_arrays_as_kernel_arguments(backend):
     assert _record_kernel.signatures[0] == (rec[:], numba.float32[::1])
     with pytest.raises(TypeError, match="cannot name the record array type"):
         cuda.jit(numba.void(rec[:]))(double_b.py_func)
+
+
+@cuda.jit
+def _bit_intrinsics(x32, x64, out):
+    i = cuda.grid(1)
+    if i < x32.size:
+        out[i, 0] = cuda.popc(x32[i])
+        out[i, 1] = cuda.clz(x32[i])
+        out[i, 2] = cuda.ffs(x32[i])
+        out[i, 3] = cuda.brev(x32[i])
+        out[i, 4] = cuda.popc(x64[i])
+        out[i, 5] = cuda.clz(x64[i])
+        out[i, 6] = cuda.ffs(x64[i])
+        out[i, 7] = cuda.brev(x64[i])
+    if i == 0:  # Python ints are int64, as Numba types them
+        out[x32.size, 0] = cuda.clz(1)
+        out[x32.size, 1] = cuda.popc(-1)
+        out[x32.size, 2] = cuda.ffs(1 << 40)
+        out[x32.size, 3] = cuda.brev(1)
+
+
+def test_bit_intrinsics_by_width(backend):
+    def bits(v, width):
+        return format(int(v) & ((1 << width) - 1), f"0{width}b")
+
+    def reference(v, width):
+        b = bits(v, width)
+        ffs = 0 if "1" not in b else width - b.rindex("1")
+        return [b.count("1"), len(b) - len(b.lstrip("0")), ffs, int(b[::-1], 2)]
+
+    rng = np.random.default_rng(7)
+    x32 = rng.integers(-2**31, 2**31, 300).astype(np.int32)
+    x64 = rng.integers(-2**63, 2**63, 300, dtype=np.int64)
+    x32[:3] = [0, -1, 1]
+    x64[:3] = [0, -1, 1 << 40]
+    out = np.full((301, 8), 0xDEADBEEF, np.uint64)  # poisoned
+    _bit_intrinsics[2, 160](x32, x64, out)
+    for i in range(300):
+        assert list(out[i, :4]) == reference(x32[i], 32), (i, x32[i])
+        assert list(out[i, 4:]) == reference(x64[i], 64), (i, x64[i])
+    assert list(out[300, :4]) == [63, 64, 41, 1 << 63]

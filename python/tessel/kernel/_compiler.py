@@ -2302,7 +2302,7 @@ class FunctionCompiler:
         v = vals[0]
         if not is_int(v.type):
             self.error(node, f"{name} takes an integer, got {v.type}")
-        wide = v.type.itemsize == 8 and not v.type.weak
+        wide = v.type.itemsize == 8  # a Python int is int64 here, as in Numba (clz(1) is 63)
         ut = "ts::u64" if wide else "ts::u32"
         return v, ut, wide
 
