@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
-"""Writes stubs into python/tessel/__init__.pyi from the op rows, each block between its two
-marker lines:
+"""Writes stubs from the op rows, each block between its two marker lines:
 
 - the elementwise functions, from include/tessel/ops/elementwise_list.hpp (name, Python name,
   docstring): one def per row, unary rows first, in row order, then NumPy's aliases;
 - the reductions, from include/tessel/ops/reduce_list.hpp (name, Python name, shape, docstring):
-  one def per row with its shape's parameters, in row order, and the same methods of Array.
+  one def per row with its shape's parameters, in row order, and the same methods of Array;
+- tessel.fft's transforms and helpers, into python/tessel/fft.pyi, from
+  include/tessel/ops/fft_list.hpp (name, Python name, shape, docstring): one def per row with its
+  shape's parameters, in row order.
 
     python3 scripts/gen_op_stubs.py           # rewrite the blocks
     python3 scripts/gen_op_stubs.py --check   # exit 1 if a block is out of date
 
-The docs' API reference lists the same rows (docs/_ext/tessel_docs.py reads them with op_rows()
-and reduction_rows() below), and the bindings take their docstrings from the rows too.
+The docs' API reference lists the same rows (docs/_ext/tessel_docs.py reads them with op_rows(),
+reduction_rows() and fft_rows() below), and the bindings take their docstrings from the rows too.
 """
 from __future__ import annotations
 
@@ -25,14 +27,18 @@ import textwrap
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 ROWS = os.path.join(ROOT, "include", "tessel", "ops", "elementwise_list.hpp")
 REDUCTION_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "reduce_list.hpp")
+FFT_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "fft_list.hpp")
 FUNCTIONS = os.path.join(ROOT, "python", "tessel", "_functions")
 STUBS = os.path.join(ROOT, "python", "tessel", "__init__.pyi")
+FFT_STUBS = os.path.join(ROOT, "python", "tessel", "fft.pyi")
 BEGIN = "# ---- elementwise functions: generated from the op rows by scripts/gen_op_stubs.py ----"
 END = "# ---- end of the generated elementwise functions ----"
 REDUCTIONS_BEGIN = "# ---- reductions: generated from the reduction rows by scripts/gen_op_stubs.py ----"
 REDUCTIONS_END = "# ---- end of the generated reductions ----"
 METHODS_BEGIN = "    # ---- reduction methods: generated from the reduction rows by scripts/gen_op_stubs.py ----"
 METHODS_END = "    # ---- end of the generated reduction methods ----"
+FFT_BEGIN = "# ---- transforms: generated from the fft rows by scripts/gen_op_stubs.py ----"
+FFT_END = "# ---- end of the generated transforms ----"
 WIDTH = 100  # docstrings are wrapped to this many columns
 
 # The parameters of each shape of reduction row, as the bindings take them (python/bindings/
@@ -47,6 +53,15 @@ REDUCTION_PARAMETERS = {
     "arg": ("x: Array, /, *, axis: Optional[int] = None, keepdims: bool = False",
             "self, axis: Optional[int] = None, *, keepdims: bool = False"),
     "scan": ("x: Array, axis: Optional[int] = None", "self, axis: Optional[int] = None"),
+}
+
+# The parameters of each shape of fft row, as the bindings take them (python/bindings/fft.cpp).
+FFT_PARAMETERS = {
+    "one_axis": 'x: Any, /, *, n: Optional[int] = None, axis: int = -1, norm: Norm = "backward"',
+    "n_axes": 'x: Any, /, *, s: Optional[Sequence[int]] = None, axes: Optional[Sequence[int]] = None, norm: Norm = "backward"',
+    "two_axes": 'x: Any, /, *, s: Optional[Sequence[int]] = None, axes: Sequence[int] = (-2, -1), norm: Norm = "backward"',
+    "freq": "n: int, /, *, d: float = 1.0, dtype: Any = None, device: DeviceLike = None",
+    "shift": "x: Any, /, *, axes: Union[int, Sequence[int], None] = None",
 }
 
 _ROW = re.compile(r'X\((\w+),\s*"(\w+)",\s*\w+,\s*\w+,\s*[\w|]+,\s*(?:/\*.*?\*/\s*)?((?:"(?:[^"\\]|\\.)*"\s*)+)\)',
@@ -86,19 +101,33 @@ def op_aliases(path: str = ROWS) -> list[tuple[str, str]]:
     return re.findall(r'X\((\w+),\s*"(\w+)"\)', _macro_body(text, "TESSEL_ELEMENTWISE_ALIASES", path))
 
 
-_REDUCTION_ROW = re.compile(r'X\((\w+),\s*"(\w+)",\s*(\w+),\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)', re.S)
+# X(name, "python_name", shape, "docstring"): the rows of reduce_list.hpp and fft_list.hpp.
+_SHAPE_ROW = re.compile(r'X\((\w+),\s*"(\w+)",\s*(\w+),\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)', re.S)
 
 
 def reduction_rows(path: str = REDUCTION_ROWS) -> list[tuple[str, str, str]]:
     """[(python_name, shape, docstring), ...] of TESSEL_REDUCTION_OPS, in row order."""
     text = open(path, encoding="utf-8").read().replace("\\\n", "\n")
     body = _macro_body(text, "TESSEL_REDUCTION_OPS", path)
-    rows = [(python_name, shape, _c_string(doc)) for _, python_name, shape, doc in _REDUCTION_ROW.findall(body)]
+    rows = [(python_name, shape, _c_string(doc)) for _, python_name, shape, doc in _SHAPE_ROW.findall(body)]
     if not rows:
         raise SystemExit(f"gen_op_stubs: no rows of TESSEL_REDUCTION_OPS in {path}")
     unknown = sorted({shape for _, shape, _ in rows} - set(REDUCTION_PARAMETERS))
     if unknown:
         raise SystemExit(f"gen_op_stubs: reduction shapes without parameters here: {unknown}")
+    return rows
+
+
+def fft_rows(path: str = FFT_ROWS) -> list[tuple[str, str, str]]:
+    """[(python_name, shape, docstring), ...] of TESSEL_FFT_OPS, in row order."""
+    text = open(path, encoding="utf-8").read().replace("\\\n", "\n")
+    body = _macro_body(text, "TESSEL_FFT_OPS", path)
+    rows = [(python_name, shape, _c_string(doc)) for _, python_name, shape, doc in _SHAPE_ROW.findall(body)]
+    if not rows:
+        raise SystemExit(f"gen_op_stubs: no rows of TESSEL_FFT_OPS in {path}")
+    unknown = sorted({shape for _, shape, _ in rows} - set(FFT_PARAMETERS))
+    if unknown:
+        raise SystemExit(f"gen_op_stubs: fft shapes without parameters here: {unknown}")
     return rows
 
 
@@ -149,8 +178,8 @@ def _docstring(doc: str, indent: str = "    ") -> str:
     lines = []
     for line in doc.split("\n"):
         lines += textwrap.wrap(line, WIDTH - len(indent) - 3, break_long_words=False, break_on_hyphens=False) or [""]
-    body = "\n".join((indent + line) if line else "" for line in lines[1:])
-    return f'{indent}"""{lines[0]}\n{body}\n{indent}"""'
+    body = "".join(((indent + line) if line else "") + "\n" for line in lines[1:])
+    return f'{indent}"""{lines[0]}\n{body}{indent}"""'
 
 
 def stub_block(rows: dict[str, list[tuple[str, str]]]) -> str:
@@ -187,9 +216,17 @@ def method_block(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(defs)
 
 
-def _replace_block(stubs: str, begin: str, end: str, block: str) -> str:
+def fft_block(rows: list[tuple[str, str, str]]) -> str:
+    defs = [FFT_BEGIN]
+    for name, shape, doc in rows:
+        defs += [f"def {name}({FFT_PARAMETERS[shape]}) -> Array:", _docstring(doc)]
+    defs.append(FFT_END)
+    return "\n".join(defs)
+
+
+def _replace_block(stubs: str, begin: str, end: str, block: str, path: str = STUBS) -> str:
     if begin not in stubs or end not in stubs:
-        raise SystemExit(f"gen_op_stubs: the marker lines {begin.strip()!r} ... are not in {STUBS}")
+        raise SystemExit(f"gen_op_stubs: the marker lines {begin.strip()!r} ... are not in {path}")
     head, rest = stubs.split(begin, 1)
     return head + block + rest.split(end, 1)[1]
 
@@ -201,22 +238,30 @@ def updated_stubs(stubs: str, rows, reductions=None) -> str:
     return _replace_block(stubs, METHODS_BEGIN, METHODS_END, method_block(reductions))
 
 
+def updated_fft_stubs(stubs: str, rows=None) -> str:
+    rows = fft_rows() if rows is None else rows
+    return _replace_block(stubs, FFT_BEGIN, FFT_END, fft_block(rows), FFT_STUBS)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the stubs are out of date")
     args = parser.parse_args()
-    stubs = open(STUBS, encoding="utf-8").read()
-    new = updated_stubs(stubs, op_rows())
-    if args.check:
-        if new != stubs:
-            print(f"gen_op_stubs: {STUBS} is out of date with the op rows: run python3 scripts/gen_op_stubs.py",
-                  file=sys.stderr)
-            return 1
-        return 0
-    if new != stubs:
-        with open(STUBS, "w", encoding="utf-8") as f:
-            f.write(new)
-    return 0
+    stale = []
+    for path, update in ((STUBS, lambda text: updated_stubs(text, op_rows())), (FFT_STUBS, updated_fft_stubs)):
+        stubs = open(path, encoding="utf-8").read()
+        new = update(stubs)
+        if new == stubs:
+            continue
+        if args.check:
+            stale.append(path)
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(new)
+    for path in stale:
+        print(f"gen_op_stubs: {path} is out of date with the op rows: run python3 scripts/gen_op_stubs.py",
+              file=sys.stderr)
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

@@ -6,9 +6,10 @@
    take the docstring of the same name in ``python/tessel/*.py``. sphinx.ext.autodoc then
    documents these stand-in objects like any module. The real package is never imported in the
    Sphinx process.
-2. The ``elementwise-functions`` and ``reduction-functions`` directives: the API reference's
-   entries of the elementwise functions and of the reductions, one per op row of
-   include/tessel/ops/elementwise_list.hpp and include/tessel/ops/reduce_list.hpp.
+2. The ``elementwise-functions``, ``reduction-functions`` and ``fft-functions`` directives: the
+   API reference's entries of the elementwise functions, the reductions and tessel.fft's
+   transforms, one per op row of include/tessel/ops/elementwise_list.hpp, reduce_list.hpp and
+   fft_list.hpp.
 3. The ``requires`` directive: examples that need a CUDA GPU (or PyTorch, CuPy...) and so
    cannot run on the CPU backend. It renders a note saying what is needed; the doc tests
    (tests/python/test_docs.py) compile every such block and run it where the requirement holds.
@@ -219,6 +220,11 @@ def reduction_names():
     return [name for name, _, _ in _gen_op_stubs().reduction_rows()]
 
 
+def fft_names():
+    """The Python names of tessel.fft's transforms and helpers, in row order (scripts/gen_op_stubs.py)."""
+    return [name for name, _, _ in _gen_op_stubs().fft_rows()]
+
+
 class AutofunctionsDirective(SphinxDirective):
     """An autofunction entry per name of entries()."""
 
@@ -262,6 +268,14 @@ class ReductionFunctionsDirective(AutofunctionsDirective):
         return reduction_names()
 
 
+class FftFunctionsDirective(AutofunctionsDirective):
+    """.. fft-functions::  -- an autofunction entry per fft row, in row order (under the page's
+    ``currentmodule``, tessel.fft)."""
+
+    def entries(self):
+        return fft_names()
+
+
 class RequiresDirective(SphinxDirective):
     """.. requires:: cuda [torch ...]  -- the nested examples need these to run."""
 
@@ -288,5 +302,6 @@ def setup(app):
     app.add_directive("elementwise-functions", ElementwiseFunctionsDirective)
     app.add_directive("elementwise-aliases", ElementwiseAliasesDirective)
     app.add_directive("reduction-functions", ReductionFunctionsDirective)
+    app.add_directive("fft-functions", FftFunctionsDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
 

@@ -8,13 +8,10 @@
 #include <nanobind/stl/string_view.h>
 
 #include "common.hpp"
+#include "tessel/ops/fft_list.hpp"
 
 namespace tessel::python {
 namespace {
-
-using OneAxis = Array (*)(const Array&, fft::OptionalLength, std::int64_t, std::string_view, const OptionalStream&);
-using ManyAxes = Array (*)(const Array&, const fft::OptionalAxes&, const fft::OptionalAxes&, std::string_view,
-                           const OptionalStream&);
 
 // Runs f(x) with x an Array (converted from NumPy arrays, lists, DLPack producers when needed).
 template <class F>
@@ -41,66 +38,65 @@ const char* transform_name(fft::Transform t) {
 
 Device device_or_default(nb::handle h) { return to_device_or_default(h); }
 
+// The bindings of an fft row, by its shape (fft_list.hpp).
+using OneAxis = Array (*)(const Array&, fft::OptionalLength, std::int64_t, std::string_view, const OptionalStream&);
+using ManyAxes = Array (*)(const Array&, const fft::OptionalAxes&, const fft::OptionalAxes&, std::string_view,
+                           const OptionalStream&);
+using Frequencies = Array (*)(std::int64_t, double, DType, Device, const OptionalStream&);
+using Shift = Array (*)(const Array&, const fft::OptionalAxes&, const OptionalStream&);
+
+void bind_one_axis(nb::module_& m, const char* name, OneAxis f, const char* doc) {
+  m.def(name, [f](nb::handle x, std::optional<std::int64_t> n, std::int64_t axis, std::string_view norm) {
+    return with_array(x, [&](const Array& a) { return f(a, n, axis, norm, std::nullopt); });
+  }, "x"_a, nb::kw_only(), "n"_a = nb::none(), "axis"_a = -1, "norm"_a = "backward", doc);
+}
+
+auto many_axes(ManyAxes f) {
+  return [f](nb::handle x, nb::handle s, nb::handle axes, std::string_view norm) {
+    const fft::OptionalAxes s_v = to_axes(s), axes_v = to_axes(axes);
+    return with_array(x, [&](const Array& a) { return f(a, s_v, axes_v, norm, std::nullopt); });
+  };
+}
+
+void bind_n_axes(nb::module_& m, const char* name, ManyAxes f, const char* doc) {
+  m.def(name, many_axes(f), "x"_a, nb::kw_only(), "s"_a = nb::none(), "axes"_a = nb::none(), "norm"_a = "backward",
+        doc);
+}
+
+// The 2-D forms default to axes (-2, -1), as NumPy.
+void bind_two_axes(nb::module_& m, const char* name, ManyAxes f, const char* doc) {
+  m.def(name, many_axes(f), "x"_a, nb::kw_only(), "s"_a = nb::none(), "axes"_a = nb::make_tuple(-2, -1),
+        "norm"_a = "backward", doc);
+}
+
+// Array API: the default real floating dtype (tessel's is float32); dtype= as in 2024.12.
+void bind_freq(nb::module_& m, const char* name, Frequencies f, const char* doc) {
+  m.def(name, [f](std::int64_t n, double d, nb::handle dtype, nb::handle device) {
+    return f(n, d, to_optional_dtype(dtype).value_or(DType::float32), device_or_default(device), std::nullopt);
+  }, "n"_a, nb::kw_only(), "d"_a = 1.0, "dtype"_a = nb::none(), "device"_a = nb::none(), doc);
+}
+
+void bind_shift(nb::module_& m, const char* name, Shift f, const char* doc) {
+  m.def(name, [f](nb::handle x, nb::handle axes) {
+    const fft::OptionalAxes a = to_axes(axes);
+    return with_array(x, [&](const Array& v) { return f(v, a, std::nullopt); });
+  }, "x"_a, nb::kw_only(), "axes"_a = nb::none(), doc);
+}
+
 }  // namespace
 
 void register_fft(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("_fft", "Native half of tessel.fft (use tessel.fft).");
 
-  struct OneAxisSpec {
-    const char* name;
-    OneAxis fn;
-    const char* doc;
-  };
-  static const OneAxisSpec one_axis[] = {
-      {"fft", &fft::fft, "The 1-D discrete Fourier transform along `axis` (n: pad with zeros or crop)."},
-      {"ifft", &fft::ifft, "The inverse of fft."},
-      {"rfft", &fft::rfft, "The 1-D transform of a real input: n // 2 + 1 complex outputs."},
-      {"irfft", &fft::irfft, "The inverse of rfft: n real outputs (default n = 2 * (m - 1))."},
-      {"hfft", &fft::hfft, "The transform of a Hermitian-symmetric signal (a real spectrum of n values)."},
-      {"ihfft", &fft::ihfft, "The inverse of hfft."},
-  };
-  for (const auto& spec : one_axis) {
-    const OneAxis f = spec.fn;
-    m.def(spec.name, [f](nb::handle x, std::optional<std::int64_t> n, std::int64_t axis, std::string_view norm) {
-      return with_array(x, [&](const Array& a) { return f(a, n, axis, norm, std::nullopt); });
-    }, "x"_a, nb::kw_only(), "n"_a = nb::none(), "axis"_a = -1, "norm"_a = "backward", spec.doc);
-  }
-
-  static const std::pair<const char*, ManyAxes> many_axes[] = {
-      {"fftn", &fft::fftn}, {"ifftn", &fft::ifftn}, {"rfftn", &fft::rfftn}, {"irfftn", &fft::irfftn},
-      {"fft2", &fft::fft2}, {"ifft2", &fft::ifft2}, {"rfft2", &fft::rfft2}, {"irfft2", &fft::irfft2},
-  };
-  for (std::size_t i = 0; i < std::size(many_axes); ++i) {
-    const ManyAxes f = many_axes[i].second;
-    const bool two_d = i >= 4;  // the 2-D forms default to axes (-2, -1), as NumPy
-    auto body = [f](nb::handle x, nb::handle s, nb::handle axes, std::string_view norm) {
-      const fft::OptionalAxes s_v = to_axes(s), axes_v = to_axes(axes);
-      return with_array(x, [&](const Array& a) { return f(a, s_v, axes_v, norm, std::nullopt); });
-    };
-    if (two_d) {
-      m.def(many_axes[i].first, body, "x"_a, nb::kw_only(), "s"_a = nb::none(), "axes"_a = nb::make_tuple(-2, -1),
-            "norm"_a = "backward");
-    } else {
-      m.def(many_axes[i].first, body, "x"_a, nb::kw_only(), "s"_a = nb::none(), "axes"_a = nb::none(),
-            "norm"_a = "backward");
-    }
-  }
-
-  // Array API: the default real floating dtype (tessel's is float32); dtype= as in 2024.12.
-  m.def("fftfreq", [](std::int64_t n, double d, nb::handle dtype, nb::handle device) {
-    return fft::fftfreq(n, d, to_optional_dtype(dtype).value_or(DType::float32), device_or_default(device));
-  }, "n"_a, nb::kw_only(), "d"_a = 1.0, "dtype"_a = nb::none(), "device"_a = nb::none());
-  m.def("rfftfreq", [](std::int64_t n, double d, nb::handle dtype, nb::handle device) {
-    return fft::rfftfreq(n, d, to_optional_dtype(dtype).value_or(DType::float32), device_or_default(device));
-  }, "n"_a, nb::kw_only(), "d"_a = 1.0, "dtype"_a = nb::none(), "device"_a = nb::none());
-  m.def("fftshift", [](nb::handle x, nb::handle axes) {
-    const fft::OptionalAxes a = to_axes(axes);
-    return with_array(x, [&](const Array& v) { return fft::fftshift(v, a); });
-  }, "x"_a, nb::kw_only(), "axes"_a = nb::none());
-  m.def("ifftshift", [](nb::handle x, nb::handle axes) {
-    const fft::OptionalAxes a = to_axes(axes);
-    return with_array(x, [&](const Array& v) { return fft::ifftshift(v, a); });
-  }, "x"_a, nb::kw_only(), "axes"_a = nb::none());
+  // ---- the transforms and their helpers: the rows of fft_list.hpp ----
+  nb::dict functions;
+#define TESSEL_BIND_FFT(name, python_name, shape, doc) \
+  bind_##shape(m, python_name, &fft::name, doc);       \
+  functions[python_name] = doc;
+  TESSEL_FFT_OPS(TESSEL_BIND_FFT)
+#undef TESSEL_BIND_FFT
+  // The rows' Python names and docstrings, in row order: tessel.fft exports these names.
+  m.attr("_fft_functions") = functions;
 
   nb::class_<fft::Plan>(m, "Plan",
                         "A stateful FFT plan (nvmath-python's model): plan once for x's layout (shape, strides, dtype,\n"

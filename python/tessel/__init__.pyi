@@ -289,11 +289,9 @@ class Array:
         """
     def nanargmin(self, axis: Optional[int] = None, *, keepdims: bool = False) -> Array:
         """argmin skipping NaNs; an all-NaN slice is a ValueError, as NumPy (one synchronization).
-
         """
     def nanargmax(self, axis: Optional[int] = None, *, keepdims: bool = False) -> Array:
         """argmax skipping NaNs; an all-NaN slice is a ValueError, as NumPy (one synchronization).
-
         """
     def cumsum(self, axis: Optional[int] = None) -> Array:
         """Inclusive cumulative sum along ``axis``, or over the flattened array (axis None), as

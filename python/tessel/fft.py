@@ -10,31 +10,11 @@ from __future__ import annotations
 
 from ._tessel import _fft as _native
 
-__all__ = [
-    "fft", "ifft", "rfft", "irfft", "hfft", "ihfft",
-    "fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2", "rfft2", "irfft2",
-    "fftfreq", "rfftfreq", "fftshift", "ifftshift",
-    "Plan", "plan_cache_info", "set_plan_cache_limits", "clear_plan_cache",
-]
+# The transforms and their helpers are the rows of include/tessel/ops/fft_list.hpp, in row order;
+# the plan and the plan cache controls are bound by hand.
+__all__ = [*_native._fft_functions, "Plan", "plan_cache_info", "set_plan_cache_limits", "clear_plan_cache"]
 
-fft = _native.fft
-ifft = _native.ifft
-rfft = _native.rfft
-irfft = _native.irfft
-hfft = _native.hfft
-ihfft = _native.ihfft
-fftn = _native.fftn
-ifftn = _native.ifftn
-rfftn = _native.rfftn
-irfftn = _native.irfftn
-fft2 = _native.fft2
-ifft2 = _native.ifft2
-rfft2 = _native.rfft2
-irfft2 = _native.irfft2
-fftfreq = _native.fftfreq
-rfftfreq = _native.rfftfreq
-fftshift = _native.fftshift
-ifftshift = _native.ifftshift
+globals().update({name: getattr(_native, name) for name in _native._fft_functions})
 Plan = _native.Plan
 plan_cache_info = _native.plan_cache_info
 set_plan_cache_limits = _native.set_plan_cache_limits

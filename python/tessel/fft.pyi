@@ -5,42 +5,73 @@ from . import Array, Device, dtype
 Norm = Literal["backward", "ortho", "forward"]
 DeviceLike = Union[Device, str, None]
 
+# ---- transforms: generated from the fft rows by scripts/gen_op_stubs.py ----
 def fft(x: Any, /, *, n: Optional[int] = None, axis: int = -1, norm: Norm = "backward") -> Array:
-    """The 1-D discrete Fourier transform along ``axis`` (``n`` pads or crops; ``norm``: "backward", "ortho" or "forward")."""
+    """Computes the one-dimensional discrete Fourier transform along ``axis`` (``n`` pads with zeros
+    or crops; ``norm``: "backward", "ortho" or "forward").
+    """
 def ifft(x: Any, /, *, n: Optional[int] = None, axis: int = -1, norm: Norm = "backward") -> Array:
-    """The inverse of :func:`fft`."""
+    """Computes the one-dimensional inverse discrete Fourier transform: the inverse of :func:`fft`.
+    """
 def rfft(x: Any, /, *, n: Optional[int] = None, axis: int = -1, norm: Norm = "backward") -> Array:
-    """The transform of a real input: ``n // 2 + 1`` complex outputs along ``axis``."""
+    """Computes the one-dimensional discrete Fourier transform for real-valued input: ``n // 2 + 1``
+    complex outputs along ``axis``.
+    """
 def irfft(x: Any, /, *, n: Optional[int] = None, axis: int = -1, norm: Norm = "backward") -> Array:
-    """The inverse of :func:`rfft`: ``n`` real outputs (default ``2 * (m - 1)``)."""
+    """Computes the one-dimensional inverse of :func:`rfft` for complex-valued input: ``n`` real
+    outputs (default ``2 * (m - 1)``).
+    """
 def hfft(x: Any, /, *, n: Optional[int] = None, axis: int = -1, norm: Norm = "backward") -> Array:
-    """The transform of a signal with Hermitian symmetry (a real spectrum): irfft(conj(x)) with the norm swapped."""
+    """Computes the one-dimensional discrete Fourier transform of a signal with Hermitian symmetry
+    (a real spectrum): irfft(conj(x)) with the norm swapped.
+    """
 def ihfft(x: Any, /, *, n: Optional[int] = None, axis: int = -1, norm: Norm = "backward") -> Array:
-    """The inverse of :func:`hfft`: conj(rfft(x)) with the norm swapped."""
+    """Computes the one-dimensional inverse discrete Fourier transform of a signal with Hermitian
+    symmetry: conj(rfft(x)) with the norm swapped.
+    """
 def fftn(x: Any, /, *, s: Optional[Sequence[int]] = None, axes: Optional[Sequence[int]] = None, norm: Norm = "backward") -> Array:
-    """The n-d transform over ``axes`` (all axes, or the last ``len(s)`` when only ``s`` is given)."""
+    """Computes the n-dimensional discrete Fourier transform over ``axes`` (all axes, or the last
+    ``len(s)`` when only ``s`` is given).
+    """
 def ifftn(x: Any, /, *, s: Optional[Sequence[int]] = None, axes: Optional[Sequence[int]] = None, norm: Norm = "backward") -> Array:
-    """The inverse of :func:`fftn`."""
+    """Computes the n-dimensional inverse discrete Fourier transform: the inverse of :func:`fftn`.
+    """
 def rfftn(x: Any, /, *, s: Optional[Sequence[int]] = None, axes: Optional[Sequence[int]] = None, norm: Norm = "backward") -> Array:
-    """The n-d transform of a real input (the last axis is the real one)."""
+    """Computes the n-dimensional discrete Fourier transform for real-valued input (the last axis is
+    the real one).
+    """
 def irfftn(x: Any, /, *, s: Optional[Sequence[int]] = None, axes: Optional[Sequence[int]] = None, norm: Norm = "backward") -> Array:
-    """The inverse of :func:`rfftn`."""
+    """Computes the n-dimensional inverse of :func:`rfftn` for complex-valued input."""
 def fft2(x: Any, /, *, s: Optional[Sequence[int]] = None, axes: Sequence[int] = (-2, -1), norm: Norm = "backward") -> Array:
-    """:func:`fftn` over the last two axes."""
+    """Computes the two-dimensional discrete Fourier transform: :func:`fftn` over the last two axes.
+    """
 def ifft2(x: Any, /, *, s: Optional[Sequence[int]] = None, axes: Sequence[int] = (-2, -1), norm: Norm = "backward") -> Array:
-    """:func:`ifftn` over the last two axes."""
+    """Computes the two-dimensional inverse discrete Fourier transform: :func:`ifftn` over the last
+    two axes.
+    """
 def rfft2(x: Any, /, *, s: Optional[Sequence[int]] = None, axes: Sequence[int] = (-2, -1), norm: Norm = "backward") -> Array:
-    """:func:`rfftn` over the last two axes."""
+    """Computes the two-dimensional discrete Fourier transform for real-valued input: :func:`rfftn`
+    over the last two axes.
+    """
 def irfft2(x: Any, /, *, s: Optional[Sequence[int]] = None, axes: Sequence[int] = (-2, -1), norm: Norm = "backward") -> Array:
-    """:func:`irfftn` over the last two axes."""
+    """Computes the two-dimensional inverse of :func:`rfft2` for complex-valued input:
+    :func:`irfftn` over the last two axes.
+    """
 def fftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: DeviceLike = None) -> Array:
-    """The sample frequencies of an ``n``-point transform with sample spacing ``d``."""
+    """Computes the discrete Fourier transform sample frequencies of an ``n``-point transform with
+    sample spacing ``d``.
+    """
 def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: DeviceLike = None) -> Array:
-    """The sample frequencies of an ``n``-point :func:`rfft`: [0, 1, ..., n/2] / (d * n)."""
+    """Computes the discrete Fourier transform sample frequencies of an ``n``-point :func:`rfft`:
+    [0, 1, ..., n/2] / (d * n).
+    """
 def fftshift(x: Any, /, *, axes: Union[int, Sequence[int], None] = None) -> Array:
-    """Rolls ``axes`` (default: all) so that the zero frequency is in the middle."""
+    """Shifts the zero-frequency component to the center of the spectrum, over ``axes`` (default:
+    all).
+    """
 def ifftshift(x: Any, /, *, axes: Union[int, Sequence[int], None] = None) -> Array:
-    """The inverse of :func:`fftshift`."""
+    """Inverse of :func:`fftshift`."""
+# ---- end of the generated transforms ----
 
 class Plan:
     """A stateful FFT plan for one layout (shape, strides, dtype, device)."""

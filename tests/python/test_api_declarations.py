@@ -132,6 +132,27 @@ def test_reductions_follow_their_rows():
     assert "Sum over ``axis``" in ts.sum.__doc__
 
 
+def test_fft_functions_follow_their_rows():
+    """Each fft row (include/tessel/ops/fft_list.hpp) is bound with the row's docstring and is
+    tessel.fft's function of that name; tessel.fft exports the rows in row order, then the plan and
+    its cache controls; fft.pyi's stubs are the generated block; docs/api/fft.rst lists them all."""
+    rows = gen_op_stubs.fft_rows()
+    names = [name for name, _, _ in rows]
+    assert len(rows) >= 18
+    assert list(ts._tessel._fft._fft_functions.items()) == [(name, doc) for name, _, doc in rows]
+    for name, _, doc in rows:
+        assert getattr(ts.fft, name) is getattr(ts._tessel._fft, name), name
+        assert doc in getattr(ts.fft, name).__doc__, name
+    assert ts.fft.__all__ == names + ["Plan", "plan_cache_info", "set_plan_cache_limits", "clear_plan_cache"]
+    stubs = (PACKAGE / "fft.pyi").read_text(encoding="utf-8")
+    assert gen_op_stubs.updated_fft_stubs(stubs, rows) == stubs, "run python3 scripts/gen_op_stubs.py"
+    page = (ROOT / "docs" / "api" / "fft.rst").read_text(encoding="utf-8")
+    entries = set(re.findall(r"^\.\. (?:autofunction|autoclass):: (\w+)", page, re.M))
+    if re.search(r"^\.\. fft-functions::", page, re.M):
+        entries |= set(names)
+    assert entries == set(ts.fft.__all__), sorted(entries ^ set(ts.fft.__all__))
+
+
 def function_modules():
     return [importlib.import_module(f"tessel._functions.{m.name}")
             for m in pkgutil.iter_modules(_functions.__path__) if not m.name.startswith("_")]
