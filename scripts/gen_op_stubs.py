@@ -5,6 +5,9 @@
   docstring): one def per row, unary rows first, in row order, then NumPy's aliases;
 - the reductions, from include/tessel/ops/reduce_list.hpp (name, Python name, shape, docstring):
   one def per row with its shape's parameters, in row order, and the same methods of Array;
+- the set functions, from include/tessel/ops/set_ops_list.hpp (name, Python name, shape,
+  docstring): one def per row with its Python function's parameters and its shape's result, in
+  row order;
 - tessel.fft's transforms and helpers, into python/tessel/fft.pyi, from
   include/tessel/ops/fft_list.hpp (name, Python name, shape, docstring): one def per row with its
   shape's parameters, in row order.
@@ -13,7 +16,7 @@
     python3 scripts/gen_op_stubs.py --check   # exit 1 if a block is out of date
 
 The docs' API reference lists the same rows (docs/_ext/tessel_docs.py reads them with op_rows(),
-reduction_rows() and fft_rows() below), and the bindings take their docstrings from the rows too.
+reduction_rows(), set_rows() and fft_rows() below), and the bindings take their docstrings from the rows too.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 ROWS = os.path.join(ROOT, "include", "tessel", "ops", "elementwise_list.hpp")
 REDUCTION_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "reduce_list.hpp")
 FFT_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "fft_list.hpp")
+SET_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "set_ops_list.hpp")
 FUNCTIONS = os.path.join(ROOT, "python", "tessel", "_functions")
 STUBS = os.path.join(ROOT, "python", "tessel", "__init__.pyi")
 FFT_STUBS = os.path.join(ROOT, "python", "tessel", "fft.pyi")
@@ -37,6 +41,8 @@ REDUCTIONS_BEGIN = "# ---- reductions: generated from the reduction rows by scri
 REDUCTIONS_END = "# ---- end of the generated reductions ----"
 METHODS_BEGIN = "    # ---- reduction methods: generated from the reduction rows by scripts/gen_op_stubs.py ----"
 METHODS_END = "    # ---- end of the generated reduction methods ----"
+SETS_BEGIN = "# ---- set functions: generated from the set rows by scripts/gen_op_stubs.py ----"
+SETS_END = "# ---- end of the generated set functions ----"
 FFT_BEGIN = "# ---- transforms: generated from the fft rows by scripts/gen_op_stubs.py ----"
 FFT_END = "# ---- end of the generated transforms ----"
 WIDTH = 100  # docstrings are wrapped to this many columns
@@ -62,6 +68,15 @@ FFT_PARAMETERS = {
     "two_axes": 'x: Any, /, *, s: Optional[Sequence[int]] = None, axes: Sequence[int] = (-2, -1), norm: Norm = "backward"',
     "freq": "n: int, /, *, d: float = 1.0, dtype: Any = None, device: DeviceLike = None",
     "shift": "x: Any, /, *, axes: Union[int, Sequence[int], None] = None",
+}
+
+# The parameters and result of each shape of set row (the Python functions of
+# python/tessel/_functions/sets.py, whose own parameters the stubs take).
+SET_PARAMETERS = {
+    "unique": ("x: Array, /", "Array"),
+    "unique_pair": ("x: Array, /", "Tuple[Array, Array]"),
+    "unique_all": ("x: Array, /", "Tuple[Array, Array, Array, Array]"),
+    "membership": ("x1: Union[Array, Scalar], x2: Union[Array, Scalar], /, *, invert: bool = False", "Array"),
 }
 
 _ROW = re.compile(r'X\((\w+),\s*"(\w+)",\s*\w+,\s*\w+,\s*[\w|]+,\s*(?:/\*.*?\*/\s*)?((?:"(?:[^"\\]|\\.)*"\s*)+)\)',
@@ -118,6 +133,19 @@ def reduction_rows(path: str = REDUCTION_ROWS) -> list[tuple[str, str, str]]:
     return rows
 
 
+def set_rows(path: str = SET_ROWS) -> list[tuple[str, str, str]]:
+    """[(python_name, shape, docstring), ...] of TESSEL_SET_OPS, in row order."""
+    text = open(path, encoding="utf-8").read().replace("\\\n", "\n")
+    body = _macro_body(text, "TESSEL_SET_OPS", path)
+    rows = [(python_name, shape, _c_string(doc)) for _, python_name, shape, doc in _SHAPE_ROW.findall(body)]
+    if not rows:
+        raise SystemExit(f"gen_op_stubs: no rows of TESSEL_SET_OPS in {path}")
+    unknown = sorted({shape for _, shape, _ in rows} - set(SET_PARAMETERS))
+    if unknown:
+        raise SystemExit(f"gen_op_stubs: set shapes without parameters here: {unknown}")
+    return rows
+
+
 def fft_rows(path: str = FFT_ROWS) -> list[tuple[str, str, str]]:
     """[(python_name, shape, docstring), ...] of TESSEL_FFT_OPS, in row order."""
     text = open(path, encoding="utf-8").read().replace("\\\n", "\n")
@@ -131,12 +159,23 @@ def fft_rows(path: str = FFT_ROWS) -> list[tuple[str, str, str]]:
     return rows
 
 
+def _split_parameters(parameters: str) -> list[str]:
+    """The parameters of a stub's parameter list, split at the commas outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(parameters):
+        depth += c in "([" and 1 or c in ")]" and -1 or 0
+        if c == "," and depth == 0:
+            parts.append(parameters[start:i].strip())
+            start = i + 1
+    return parts + [parameters[start:].strip()]
+
+
 def _python_parameters(name: str, shape_parameters: str):
     """The parameters of the namespace function `name` where it is written in Python (a def in
     python/tessel/_functions/, which replaces the binding in the namespace), each annotated as the
     parameter of that name in `shape_parameters`; None where there is no such def."""
     annotations = {}
-    for parameter in shape_parameters.split(", "):
+    for parameter in _split_parameters(shape_parameters):
         if ":" in parameter:
             parameter_name, rest = parameter.split(":", 1)
             annotations[parameter_name] = rest.split("=", 1)[0].strip()
@@ -216,6 +255,16 @@ def method_block(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(defs)
 
 
+def set_block(rows: list[tuple[str, str, str]]) -> str:
+    """The set functions, with the parameters of their Python def (sets.py)."""
+    defs = [SETS_BEGIN]
+    for name, shape, doc in rows:
+        parameters, result = SET_PARAMETERS[shape]
+        defs += [f"def {name}({_python_parameters(name, parameters) or parameters}) -> {result}:", _docstring(doc)]
+    defs.append(SETS_END)
+    return "\n".join(defs)
+
+
 def fft_block(rows: list[tuple[str, str, str]]) -> str:
     defs = [FFT_BEGIN]
     for name, shape, doc in rows:
@@ -231,9 +280,11 @@ def _replace_block(stubs: str, begin: str, end: str, block: str, path: str = STU
     return head + block + rest.split(end, 1)[1]
 
 
-def updated_stubs(stubs: str, rows, reductions=None) -> str:
+def updated_stubs(stubs: str, rows, reductions=None, sets=None) -> str:
     reductions = reduction_rows() if reductions is None else reductions
+    sets = set_rows() if sets is None else sets
     stubs = _replace_block(stubs, BEGIN, END, stub_block(rows))
+    stubs = _replace_block(stubs, SETS_BEGIN, SETS_END, set_block(sets))
     stubs = _replace_block(stubs, REDUCTIONS_BEGIN, REDUCTIONS_END, reduction_block(reductions))
     return _replace_block(stubs, METHODS_BEGIN, METHODS_END, method_block(reductions))
 

@@ -6,10 +6,10 @@
    take the docstring of the same name in ``python/tessel/*.py``. sphinx.ext.autodoc then
    documents these stand-in objects like any module. The real package is never imported in the
    Sphinx process.
-2. The ``elementwise-functions``, ``reduction-functions`` and ``fft-functions`` directives: the
-   API reference's entries of the elementwise functions, the reductions and tessel.fft's
-   transforms, one per op row of include/tessel/ops/elementwise_list.hpp, reduce_list.hpp and
-   fft_list.hpp.
+2. The ``elementwise-functions``, ``reduction-functions``, ``set-functions`` and
+   ``fft-functions`` directives: the API reference's entries of the elementwise functions, the
+   reductions, the set functions and tessel.fft's transforms, one per op row of
+   include/tessel/ops/elementwise_list.hpp, reduce_list.hpp, set_ops_list.hpp and fft_list.hpp.
 3. The ``requires`` directive: examples that need a CUDA GPU (or PyTorch, CuPy...) and so
    cannot run on the CPU backend. It renders a note saying what is needed; the doc tests
    (tests/python/test_docs.py) compile every such block and run it where the requirement holds.
@@ -220,6 +220,11 @@ def reduction_names():
     return [name for name, _, _ in _gen_op_stubs().reduction_rows()]
 
 
+def set_names():
+    """The Python names of the set functions, in row order (scripts/gen_op_stubs.py)."""
+    return [name for name, _, _ in _gen_op_stubs().set_rows()]
+
+
 def fft_names():
     """The Python names of tessel.fft's transforms and helpers, in row order (scripts/gen_op_stubs.py)."""
     return [name for name, _, _ in _gen_op_stubs().fft_rows()]
@@ -268,6 +273,13 @@ class ReductionFunctionsDirective(AutofunctionsDirective):
         return reduction_names()
 
 
+class SetFunctionsDirective(AutofunctionsDirective):
+    """.. set-functions::  -- an autofunction entry per set row, in row order."""
+
+    def entries(self):
+        return set_names()
+
+
 class FftFunctionsDirective(AutofunctionsDirective):
     """.. fft-functions::  -- an autofunction entry per fft row, in row order (under the page's
     ``currentmodule``, tessel.fft)."""
@@ -302,6 +314,7 @@ def setup(app):
     app.add_directive("elementwise-functions", ElementwiseFunctionsDirective)
     app.add_directive("elementwise-aliases", ElementwiseAliasesDirective)
     app.add_directive("reduction-functions", ReductionFunctionsDirective)
+    app.add_directive("set-functions", SetFunctionsDirective)
     app.add_directive("fft-functions", FftFunctionsDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
 

@@ -1,10 +1,23 @@
 // The set functions (unique_all and its parts, isin) and repeat: the primitives that the
-// namespace functions of python/tessel/_functions/sets.py and manipulation.py call.
+// namespace functions of python/tessel/_functions/sets.py and manipulation.py call, and the
+// set functions' rows (set_ops_list.hpp).
 #include "common.hpp"
+#include "tessel/ops/set_ops_list.hpp"
 
 namespace tessel::python {
 
 void register_set_ops(nb::module_& m) {
+  // The rows of set_ops_list.hpp: their Python names and docstrings, in row order, for the
+  // namespace functions written in Python (sets.py takes its docstrings from here). The address
+  // of the row's C++ function makes a row without that function fail to compile.
+  nb::dict functions;
+#define TESSEL_SET_FUNCTION(name, python_name, shape, doc) \
+  static_cast<void>(&tessel::name);                       \
+  functions[python_name] = doc;
+  TESSEL_SET_OPS(TESSEL_SET_FUNCTION)
+#undef TESSEL_SET_FUNCTION
+  m.attr("_set_functions") = functions;
+
   m.def("_unique_all", [](const Array& x, bool indices, bool inverse, bool counts) {
     const UniqueAllResult r = unique_all(x, UniqueParts{indices, inverse, counts});
     auto or_none = [](const Array& a) { return a.storage() ? nb::cast(a) : nb::none(); };

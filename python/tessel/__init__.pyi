@@ -739,22 +739,31 @@ def searchsorted(x1: Array, x2: Union[Array, Scalar], /, *, side: Literal['left'
     instead (a stable sort gives the values of x1[sorter])."""
 def nonzero(x: Array, /) -> Tuple[Array, ...]:
     """Indices of the nonzero elements, one int64 array per axis, in C order (one compaction pass; on CUDA one read of its count)."""
+# ---- set functions: generated from the set rows by scripts/gen_op_stubs.py ----
 def unique_values(x: Array, /) -> Array:
-    """The sorted unique values of the flattened array. NaNs are distinct; -0.0 and +0.0 are one
-    value. Radix sort and a scan on the device; the number of values is read back (one
-    synchronization). Complex dtypes: DTypeError."""
+    """Returns the unique elements of the flattened x, ascending (complex: by real, then imaginary
+    part). NaNs are distinct; -0.0 and +0.0 are one value. Radix sort and a scan on the device;
+    the number of values is read back (one synchronization).
+    """
 def unique_counts(x: Array, /) -> Tuple[Array, Array]:
-    """``(values, counts)``: the unique values and how often each occurs (int64)."""
+    """Returns ``(values, counts)``: the unique elements of the flattened x (as
+    :func:`unique_values`) and how often each occurs (int64).
+    """
 def unique_inverse(x: Array, /) -> Tuple[Array, Array]:
-    """``(values, inverse_indices)``: the unique values and, for every element of x (shape of x),
-    the index of its value (int64)."""
+    """Returns ``(values, inverse_indices)``: the unique elements of the flattened x (as
+    :func:`unique_values`) and the indices into them that reconstruct x (int64, shape of x).
+    """
 def unique_all(x: Array, /) -> Tuple[Array, Array, Array, Array]:
-    """``(values, indices, inverse_indices, counts)``: the unique values, the index of each one's
-    first occurrence in the flattened x, the inverse indices and the counts (int64)."""
+    """Returns ``(values, indices, inverse_indices, counts)``: the unique elements of the flattened
+    x (as :func:`unique_values`), the index of each one's first occurrence, the indices that
+    reconstruct x (shape of x) and the counts (int64).
+    """
 def isin(x1: Union[Array, Scalar], x2: Union[Array, Scalar], /, *, invert: bool = False) -> Array:
-    """Whether each element of x1 is in x2 (bool, shape of x1), compared in the promoted dtype;
-    NaN is in nothing. At least one is an array. x2 is sorted on the device, then every x1
-    element is binary-searched."""
+    """Tests whether each element of x1 is in x2 (bool, shape of x1), compared in the promoted
+    dtype; NaN is in nothing. At least one is an array. x2 is sorted on the device, then every x1
+    element is binary-searched.
+    """
+# ---- end of the generated set functions ----
 # manipulation
 def reshape(x: Array, /, shape: ShapeLike, *, copy: Optional[bool] = None) -> Array:
     """A view with the new shape when the strides allow it, else a copy (``copy=False`` refuses the copy). One -1 is inferred."""

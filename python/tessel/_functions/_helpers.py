@@ -105,3 +105,10 @@ def reduction_doc(function):
     (its row in include/tessel/ops/reduce_list.hpp), which the stubs and the API reference show too."""
     function.__doc__ = _tessel._reduction_functions[function.__name__]
     return function
+
+
+def set_doc(function):
+    """Gives a set function written in Python its row's docstring (include/tessel/ops/
+    set_ops_list.hpp), which the stubs and the API reference show too."""
+    function.__doc__ = _tessel._set_functions[function.__name__]
+    return function

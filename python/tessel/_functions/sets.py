@@ -1,6 +1,7 @@
 """Set functions (the Array API's): unique_all, unique_counts, unique_inverse, unique_values and
 isin, over the C++ set operations (which sort real values; complex values go through integer
-codes of their elements)."""
+codes of their elements). Each is a row of include/tessel/ops/set_ops_list.hpp, which gives its
+docstring (set_doc)."""
 from __future__ import annotations
 
 import builtins
@@ -8,7 +9,7 @@ from collections import namedtuple
 
 from .. import _tessel
 from .._tessel import Array
-from ._helpers import as_operand, check_array
+from ._helpers import as_operand, check_array, set_doc
 
 UniqueAllResult = namedtuple("UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
 UniqueCountsResult = namedtuple("UniqueCountsResult", ["values", "counts"])
@@ -35,37 +36,34 @@ def _unique(x, want_index, want_inverse, want_counts):
     return values, (index if want_index else None), inverse, counts
 
 
+@set_doc
 def unique_all(x, /):
-    """Unique values of the flattened x (ascending), the index of each one's first occurrence, the
-    inverse indices (shape of x) and the counts. NaNs are distinct; -0.0 and +0.0 are one value.
-    The number of unique values is read back to the host: one synchronization."""
     check_array(x, "unique_all")
     return UniqueAllResult(*_unique(x, True, True, True))
 
 
+@set_doc
 def unique_counts(x, /):
-    """Unique values of the flattened x and how often each occurs (one synchronization)."""
     check_array(x, "unique_counts")
     values, _, _, counts = _unique(x, False, False, True)
     return UniqueCountsResult(values, counts)
 
 
+@set_doc
 def unique_inverse(x, /):
-    """Unique values of the flattened x and the indices into them that rebuild x (shape of x)."""
     check_array(x, "unique_inverse")
     values, _, inverse, _ = _unique(x, False, True, False)
     return UniqueInverseResult(values, inverse)
 
 
+@set_doc
 def unique_values(x, /):
-    """Unique values of the flattened x, ascending; NaNs are distinct (one synchronization)."""
     check_array(x, "unique_values")
     return _unique(x, False, False, False)[0]
 
 
+@set_doc
 def isin(x1, x2, /, *, invert=False):
-    """Whether each element of x1 is in x2 (bool, shape of x1); at least one must be an array.
-    Sort-based: x2 is sorted on the device, then each x1 element is binary-searched."""
     if not isinstance(x1, Array) and not isinstance(x2, Array):
         raise TypeError(f"isin: x1 or x2 must be a tessel array, got {type(x1).__name__} and {type(x2).__name__}")
     if not isinstance(x1, Array):
