@@ -10,13 +10,17 @@
   row order;
 - tessel.fft's transforms and helpers, into python/tessel/fft.pyi, from
   include/tessel/ops/fft_list.hpp (name, Python name, shape, docstring): one def per row with its
-  shape's parameters, in row order.
+  shape's parameters, in row order;
+- tessel.linalg's factorizations and solvers, into python/tessel/linalg.pyi, from
+  include/tessel/ops/linalg_list.hpp (name, Python name, shape, result, docstring): one def per row
+  with its shape's parameters and its result, in row order.
 
     python3 scripts/gen_op_stubs.py           # rewrite the blocks
     python3 scripts/gen_op_stubs.py --check   # exit 1 if a block is out of date
 
 The docs' API reference lists the same rows (docs/_ext/tessel_docs.py reads them with op_rows(),
-reduction_rows(), set_rows() and fft_rows() below), and the bindings take their docstrings from the rows too.
+reduction_rows(), set_rows(), fft_rows() and linalg_rows() below), and the bindings take their
+docstrings from the rows too.
 """
 from __future__ import annotations
 
@@ -32,9 +36,11 @@ ROWS = os.path.join(ROOT, "include", "tessel", "ops", "elementwise_list.hpp")
 REDUCTION_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "reduce_list.hpp")
 FFT_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "fft_list.hpp")
 SET_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "set_ops_list.hpp")
+LINALG_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "linalg_list.hpp")
 FUNCTIONS = os.path.join(ROOT, "python", "tessel", "_functions")
 STUBS = os.path.join(ROOT, "python", "tessel", "__init__.pyi")
 FFT_STUBS = os.path.join(ROOT, "python", "tessel", "fft.pyi")
+LINALG_STUBS = os.path.join(ROOT, "python", "tessel", "linalg.pyi")
 BEGIN = "# ---- elementwise functions: generated from the op rows by scripts/gen_op_stubs.py ----"
 END = "# ---- end of the generated elementwise functions ----"
 REDUCTIONS_BEGIN = "# ---- reductions: generated from the reduction rows by scripts/gen_op_stubs.py ----"
@@ -45,6 +51,8 @@ SETS_BEGIN = "# ---- set functions: generated from the set rows by scripts/gen_o
 SETS_END = "# ---- end of the generated set functions ----"
 FFT_BEGIN = "# ---- transforms: generated from the fft rows by scripts/gen_op_stubs.py ----"
 FFT_END = "# ---- end of the generated transforms ----"
+LINALG_BEGIN = "# ---- factorizations and solvers: generated from the linalg rows by scripts/gen_op_stubs.py ----"
+LINALG_END = "# ---- end of the generated factorizations and solvers ----"
 WIDTH = 100  # docstrings are wrapped to this many columns
 
 # The parameters of each shape of reduction row, as the bindings take them (python/bindings/
@@ -77,6 +85,16 @@ SET_PARAMETERS = {
     "unique_pair": ("x: Array, /", "Tuple[Array, Array]"),
     "unique_all": ("x: Array, /", "Tuple[Array, Array, Array, Array]"),
     "membership": ("x1: Union[Array, Scalar], x2: Union[Array, Scalar], /, *, invert: bool = False", "Array"),
+}
+
+# The parameters of each shape of linalg row, as the Python functions of python/tessel/linalg.py
+# take them (positional-only, as the bindings of python/bindings/linalg.cpp are called).
+LINALG_PARAMETERS = {
+    "matrix": "x: Array, /",
+    "upper": "x: Array, /, *, upper: bool = False",
+    "two_matrices": "x1: Array, x2: Array, /",
+    "mode": 'x: Array, /, *, mode: Literal["reduced", "complete"] = "reduced"',
+    "full_matrices": "x: Array, /, *, full_matrices: bool = True",
 }
 
 _ROW = re.compile(r'X\((\w+),\s*"(\w+)",\s*\w+,\s*\w+,\s*[\w|]+,\s*(?:/\*.*?\*/\s*)?((?:"(?:[^"\\]|\\.)*"\s*)+)\)',
@@ -168,6 +186,24 @@ def _split_parameters(parameters: str) -> list[str]:
             parts.append(parameters[start:i].strip())
             start = i + 1
     return parts + [parameters[start:].strip()]
+
+
+# X(name, "python_name", shape, Result, "docstring"): the rows of linalg_list.hpp.
+_RESULT_ROW = re.compile(r'X\((\w+),\s*"(\w+)",\s*(\w+),\s*(\w+),\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)', re.S)
+
+
+def linalg_rows(path: str = LINALG_ROWS) -> list[tuple[str, str, str, str]]:
+    """[(python_name, shape, result, docstring), ...] of TESSEL_LINALG_OPS, in row order."""
+    text = open(path, encoding="utf-8").read().replace("\\\n", "\n")
+    body = _macro_body(text, "TESSEL_LINALG_OPS", path)
+    rows = [(python_name, shape, result, _c_string(doc))
+            for _, python_name, shape, result, doc in _RESULT_ROW.findall(body)]
+    if not rows:
+        raise SystemExit(f"gen_op_stubs: no rows of TESSEL_LINALG_OPS in {path}")
+    unknown = sorted({shape for _, shape, _, _ in rows} - set(LINALG_PARAMETERS))
+    if unknown:
+        raise SystemExit(f"gen_op_stubs: linalg shapes without parameters here: {unknown}")
+    return rows
 
 
 def _python_parameters(name: str, shape_parameters: str):
@@ -273,6 +309,14 @@ def fft_block(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(defs)
 
 
+def linalg_block(rows: list[tuple[str, str, str, str]]) -> str:
+    defs = [LINALG_BEGIN]
+    for name, shape, result, doc in rows:
+        defs += [f"def {name}({LINALG_PARAMETERS[shape]}) -> {result}:", _docstring(doc)]
+    defs.append(LINALG_END)
+    return "\n".join(defs)
+
+
 def _replace_block(stubs: str, begin: str, end: str, block: str, path: str = STUBS) -> str:
     if begin not in stubs or end not in stubs:
         raise SystemExit(f"gen_op_stubs: the marker lines {begin.strip()!r} ... are not in {path}")
@@ -294,12 +338,18 @@ def updated_fft_stubs(stubs: str, rows=None) -> str:
     return _replace_block(stubs, FFT_BEGIN, FFT_END, fft_block(rows), FFT_STUBS)
 
 
+def updated_linalg_stubs(stubs: str, rows=None) -> str:
+    rows = linalg_rows() if rows is None else rows
+    return _replace_block(stubs, LINALG_BEGIN, LINALG_END, linalg_block(rows), LINALG_STUBS)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the stubs are out of date")
     args = parser.parse_args()
     stale = []
-    for path, update in ((STUBS, lambda text: updated_stubs(text, op_rows())), (FFT_STUBS, updated_fft_stubs)):
+    for path, update in ((STUBS, lambda text: updated_stubs(text, op_rows())), (FFT_STUBS, updated_fft_stubs),
+                         (LINALG_STUBS, updated_linalg_stubs)):
         stubs = open(path, encoding="utf-8").read()
         new = update(stubs)
         if new == stubs:

@@ -6,10 +6,11 @@
    take the docstring of the same name in ``python/tessel/*.py``. sphinx.ext.autodoc then
    documents these stand-in objects like any module. The real package is never imported in the
    Sphinx process.
-2. The ``elementwise-functions``, ``reduction-functions``, ``set-functions`` and
-   ``fft-functions`` directives: the API reference's entries of the elementwise functions, the
-   reductions, the set functions and tessel.fft's transforms, one per op row of
-   include/tessel/ops/elementwise_list.hpp, reduce_list.hpp, set_ops_list.hpp and fft_list.hpp.
+2. The ``elementwise-functions``, ``reduction-functions``, ``set-functions``, ``fft-functions``
+   and ``linalg-functions`` directives: the API reference's entries of the elementwise functions,
+   the reductions, the set functions, tessel.fft's transforms and tessel.linalg's factorizations
+   and solvers, one per op row of include/tessel/ops/elementwise_list.hpp, reduce_list.hpp,
+   set_ops_list.hpp, fft_list.hpp and linalg_list.hpp.
 3. The ``requires`` directive: examples that need a CUDA GPU (or PyTorch, CuPy...) and so
    cannot run on the CPU backend. It renders a note saying what is needed; the doc tests
    (tests/python/test_docs.py) compile every such block and run it where the requirement holds.
@@ -230,6 +231,11 @@ def fft_names():
     return [name for name, _, _ in _gen_op_stubs().fft_rows()]
 
 
+def linalg_names():
+    """The Python names of tessel.linalg's factorizations and solvers, in row order (scripts/gen_op_stubs.py)."""
+    return [name for name, _, _, _ in _gen_op_stubs().linalg_rows()]
+
+
 class AutofunctionsDirective(SphinxDirective):
     """An autofunction entry per name of entries()."""
 
@@ -288,6 +294,14 @@ class FftFunctionsDirective(AutofunctionsDirective):
         return fft_names()
 
 
+class LinalgFunctionsDirective(AutofunctionsDirective):
+    """.. linalg-functions::  -- an autofunction entry per linalg row, in row order (under the
+    page's ``currentmodule``, tessel.linalg)."""
+
+    def entries(self):
+        return linalg_names()
+
+
 class RequiresDirective(SphinxDirective):
     """.. requires:: cuda [torch ...]  -- the nested examples need these to run."""
 
@@ -316,5 +330,6 @@ def setup(app):
     app.add_directive("reduction-functions", ReductionFunctionsDirective)
     app.add_directive("set-functions", SetFunctionsDirective)
     app.add_directive("fft-functions", FftFunctionsDirective)
+    app.add_directive("linalg-functions", LinalgFunctionsDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
 

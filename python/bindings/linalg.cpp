@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "common.hpp"
+#include "tessel/ops/linalg_list.hpp"
 
 namespace tessel::python {
 namespace {
@@ -20,6 +21,60 @@ auto on_array(nb::handle h, F&& f) {
   const Array x = is_array(h) ? as_array(h) : to_array(h);
   nb::gil_scoped_release release;
   return f(x);
+}
+
+// A C++ result as the binding returns it: an Array, or a tuple of the result's fields in order
+// (linalg.py wraps it into the named tuple of the Array API). Plain C++, so it runs without the GIL.
+Array fields(Array r) { return r; }
+std::tuple<Array, Array> fields(linalg::CholeskyExResult r) { return {r.factor, r.info}; }
+std::tuple<Array, Array> fields(linalg::InvExResult r) { return {r.inverse, r.info}; }
+std::tuple<Array, Array> fields(linalg::SolveExResult r) { return {r.result, r.info}; }
+std::tuple<Array, Array> fields(linalg::SlogdetResult r) { return {r.sign, r.logabsdet}; }
+std::tuple<Array, Array> fields(linalg::EighResult r) { return {r.eigenvalues, r.eigenvectors}; }
+std::tuple<Array, Array, Array> fields(linalg::EighExResult r) { return {r.eigenvalues, r.eigenvectors, r.info}; }
+std::tuple<Array, Array> fields(linalg::EigResult r) { return {r.eigenvalues, r.eigenvectors}; }
+std::tuple<Array, Array> fields(linalg::QRResult r) { return {r.Q, r.R}; }
+std::tuple<Array, Array, Array> fields(linalg::SVDResult r) { return {r.U, r.S, r.Vh}; }
+
+// The bindings of a linalg row, by its shape (linalg_list.hpp); R is the C++ function's result.
+template <class R>
+void bind_matrix(nb::module_& m, const char* name, R (*f)(const Array&, const OptionalStream&), const char* doc) {
+  m.def(name, [f](nb::handle x) {
+    return on_array(x, [f](const Array& a) { return fields(f(a, std::nullopt)); });
+  }, "x"_a, doc);
+}
+
+template <class R>
+void bind_upper(nb::module_& m, const char* name, R (*f)(const Array&, bool, const OptionalStream&),
+                const char* doc) {
+  m.def(name, [f](nb::handle x, bool upper) {
+    return on_array(x, [&](const Array& a) { return fields(f(a, upper, std::nullopt)); });
+  }, "x"_a, nb::kw_only(), "upper"_a = false, doc);
+}
+
+template <class R>
+void bind_two_matrices(nb::module_& m, const char* name, R (*f)(const Array&, const Array&, const OptionalStream&),
+                       const char* doc) {
+  m.def(name, [f](nb::handle x1, nb::handle x2) {
+    const Array b = is_array(x2) ? as_array(x2) : to_array(x2);
+    return on_array(x1, [&](const Array& a) { return fields(f(a, b, std::nullopt)); });
+  }, "x1"_a, "x2"_a, doc);
+}
+
+template <class R>
+void bind_mode(nb::module_& m, const char* name, R (*f)(const Array&, std::string_view, const OptionalStream&),
+               const char* doc) {
+  m.def(name, [f](nb::handle x, std::string_view mode) {
+    return on_array(x, [&](const Array& a) { return fields(f(a, mode, std::nullopt)); });
+  }, "x"_a, nb::kw_only(), "mode"_a = "reduced", doc);
+}
+
+template <class R>
+void bind_full_matrices(nb::module_& m, const char* name, R (*f)(const Array&, bool, const OptionalStream&),
+                        const char* doc) {
+  m.def(name, [f](nb::handle x, bool full_matrices) {
+    return on_array(x, [&](const Array& a) { return fields(f(a, full_matrices, std::nullopt)); });
+  }, "x"_a, nb::kw_only(), "full_matrices"_a = true, doc);
 }
 
 }  // namespace
@@ -57,73 +112,17 @@ void register_linalg(nb::module_& parent) {
     }
   });
 
-  m.def("cholesky", [](nb::handle x, bool upper) {
-    return on_array(x, [&](const Array& a) { return linalg::cholesky(a, upper); });
-  }, "x"_a, nb::kw_only(), "upper"_a = false);
-  m.def("cholesky_ex", [](nb::handle x, bool upper) {
-    return on_array(x, [&](const Array& a) {
-      auto r = linalg::cholesky_ex(a, upper);
-      return std::make_tuple(r.factor, r.info);
-    });
-  }, "x"_a, nb::kw_only(), "upper"_a = false);
-  m.def("inv", [](nb::handle x) { return on_array(x, [](const Array& a) { return linalg::inv(a); }); }, "x"_a);
-  m.def("inv_ex", [](nb::handle x) {
-    return on_array(x, [](const Array& a) {
-      auto r = linalg::inv_ex(a);
-      return std::make_tuple(r.inverse, r.info);
-    });
-  }, "x"_a);
-  m.def("solve", [](nb::handle x1, nb::handle x2) {
-    const Array b = is_array(x2) ? as_array(x2) : to_array(x2);
-    return on_array(x1, [&](const Array& a) { return linalg::solve(a, b); });
-  }, "x1"_a, "x2"_a);
-  m.def("solve_ex", [](nb::handle x1, nb::handle x2) {
-    const Array b = is_array(x2) ? as_array(x2) : to_array(x2);
-    return on_array(x1, [&](const Array& a) {
-      auto r = linalg::solve_ex(a, b);
-      return std::make_tuple(r.result, r.info);
-    });
-  }, "x1"_a, "x2"_a);
-  m.def("det", [](nb::handle x) { return on_array(x, [](const Array& a) { return linalg::det(a); }); }, "x"_a);
-  m.def("slogdet", [](nb::handle x) {
-    return on_array(x, [](const Array& a) {
-      auto r = linalg::slogdet(a);
-      return std::make_tuple(r.sign, r.logabsdet);
-    });
-  }, "x"_a);
-  m.def("eigh", [](nb::handle x) {
-    return on_array(x, [](const Array& a) {
-      auto r = linalg::eigh(a);
-      return std::make_tuple(r.eigenvalues, r.eigenvectors);
-    });
-  }, "x"_a);
-  m.def("eigh_ex", [](nb::handle x) {
-    return on_array(x, [](const Array& a) {
-      auto r = linalg::eigh_ex(a);
-      return std::make_tuple(r.eigenvalues, r.eigenvectors, r.info);
-    });
-  }, "x"_a);
-  m.def("eigvalsh", [](nb::handle x) { return on_array(x, [](const Array& a) { return linalg::eigvalsh(a); }); }, "x"_a);
-  m.def("eig", [](nb::handle x) {
-    return on_array(x, [](const Array& a) {
-      auto r = linalg::eig(a);
-      return std::make_tuple(r.eigenvalues, r.eigenvectors);
-    });
-  }, "x"_a);
-  m.def("eigvals", [](nb::handle x) { return on_array(x, [](const Array& a) { return linalg::eigvals(a); }); }, "x"_a);
-  m.def("qr", [](nb::handle x, std::string_view mode) {
-    return on_array(x, [&](const Array& a) {
-      auto r = linalg::qr(a, mode);
-      return std::make_tuple(r.Q, r.R);
-    });
-  }, "x"_a, nb::kw_only(), "mode"_a = "reduced");
-  m.def("svd", [](nb::handle x, bool full_matrices) {
-    return on_array(x, [&](const Array& a) {
-      auto r = linalg::svd(a, full_matrices);
-      return std::make_tuple(r.U, r.S, r.Vh);
-    });
-  }, "x"_a, nb::kw_only(), "full_matrices"_a = true);
-  m.def("svdvals", [](nb::handle x) { return on_array(x, [](const Array& a) { return linalg::svdvals(a); }); }, "x"_a);
+  // ---- the factorizations and solvers: the rows of linalg_list.hpp ----
+  nb::dict functions;
+#define TESSEL_BIND_LINALG(name, python_name, shape, Result, doc) \
+  bind_##shape(m, python_name, &linalg::name, doc);              \
+  functions[python_name] = doc;
+  TESSEL_LINALG_OPS(TESSEL_BIND_LINALG)
+#undef TESSEL_BIND_LINALG
+  // The rows' Python names and docstrings, in row order: tessel.linalg's functions of these names
+  // take these docstrings, and its __all__ lists them.
+  m.attr("_linalg_functions") = functions;
+
   m.def("compute_dtype", [](nb::handle dtype, const char* op) {
     return dtype_object(linalg::compute_dtype(to_dtype(dtype), op));
   }, "dtype"_a, "op"_a);

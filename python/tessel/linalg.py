@@ -20,12 +20,12 @@ from ._tessel import _linalg
 from ._tessel._linalg import LinAlgError  # noqa: F401  (a tessel.ValueError, hence a ValueError)
 from ._functions._helpers import is_int as _is_int
 
+# The factorizations and solvers are the rows of include/tessel/ops/linalg_list.hpp, in row order
+# (their defs below wrap the bindings' tuples into the named tuples and take the rows' docstrings).
 __all__ = [
     "matmul", "vecdot", "matrix_transpose", "tensordot", "outer", "diagonal", "trace", "cross",
     "matrix_power", "vector_norm", "matrix_norm",
-    "cholesky", "det", "eigh", "eigvalsh", "eig", "eigvals", "inv", "matrix_rank", "pinv", "qr", "slogdet",
-    "solve", "svd", "svdvals", "lstsq", "cond",
-    "cholesky_ex", "inv_ex", "solve_ex", "eigh_ex",
+    *_linalg._linalg_functions, "matrix_rank", "pinv", "lstsq", "cond",
     "LinAlgError", "EighResult", "EigResult", "QRResult", "SVDResult", "SlogdetResult", "LstsqResult",
     "CholeskyExResult", "InvExResult", "SolveExResult", "EighExResult",
 ]
@@ -268,94 +268,91 @@ class EighExResult(_NamedTuple):
     info: _tessel.Array
 
 
-# ---- factorizations and solvers (C++) ----
+# ---- factorizations and solvers (C++): the rows of linalg_list.hpp ----
+def _row_doc(function):
+    """Gives a function over a C++ linalg op its row's docstring (include/tessel/ops/linalg_list.hpp),
+    which the binding, the stubs and the API reference show too."""
+    function.__doc__ = _linalg._linalg_functions[function.__name__]
+    return function
+
+
+@_row_doc
 def cholesky(x, /, *, upper=False):
-    """The Cholesky factor of Hermitian positive-definite matrices: L with x = L @ L^H (upper=True:
-    U with x = U^H @ U). LinAlgError names the first matrix that is not positive definite."""
     return _linalg.cholesky(x, upper=upper)
 
 
+@_row_doc
 def cholesky_ex(x, /, *, upper=False):
-    """cholesky without the check: (L, info), info > 0 where a matrix is not positive definite.
-    Never synchronizes."""
     return CholeskyExResult(*_linalg.cholesky_ex(x, upper=upper))
 
 
+@_row_doc
 def inv(x, /):
-    """The inverses of square matrices (LU with partial pivoting). LinAlgError names the first
-    singular matrix."""
     return _linalg.inv(x)
 
 
+@_row_doc
 def inv_ex(x, /):
-    """inv without the check: (inverse, info), info > 0 where a matrix is singular. Never
-    synchronizes."""
     return InvExResult(*_linalg.inv_ex(x))
 
 
+@_row_doc
 def solve(x1, x2, /):
-    """The solution of x1 @ result = x2. x2 is a vector (M,) when it is 1-D, else a stack of
-    (M, K) matrices whose batch dimensions broadcast against x1's."""
     return _linalg.solve(x1, x2)
 
 
+@_row_doc
 def solve_ex(x1, x2, /):
-    """solve without the check: (result, info), info > 0 where a matrix is singular. Never
-    synchronizes."""
     return SolveExResult(*_linalg.solve_ex(x1, x2))
 
 
+@_row_doc
 def det(x, /):
-    """Determinants of square matrices (from LU factors)."""
     return _linalg.det(x)
 
 
+@_row_doc
 def slogdet(x, /):
-    """(sign, logabsdet) of square matrices: det = sign * exp(logabsdet). Singular: (0, -inf)."""
     return SlogdetResult(*_linalg.slogdet(x))
 
 
+@_row_doc
 def eigh(x, /):
-    """Eigenvalues (ascending, real) and eigenvectors (columns) of Hermitian matrices, read from
-    the lower triangle."""
     return EighResult(*_linalg.eigh(x))
 
 
+@_row_doc
 def eigh_ex(x, /):
-    """eigh without the check: (eigenvalues, eigenvectors, info). Never synchronizes."""
     return EighExResult(*_linalg.eigh_ex(x))
 
 
+@_row_doc
 def eigvalsh(x, /):
-    """Eigenvalues (ascending, real) of Hermitian matrices."""
     return _linalg.eigvalsh(x)
 
 
+@_row_doc
 def eig(x, /):
-    """Eigenvalues and right eigenvectors (unit-norm columns) of general square matrices; both
-    complex, in no particular order."""
     return EigResult(*_linalg.eig(x))
 
 
+@_row_doc
 def eigvals(x, /):
-    """Eigenvalues (complex, in no particular order) of general square matrices."""
     return _linalg.eigvals(x)
 
 
+@_row_doc
 def qr(x, /, *, mode="reduced"):
-    """x = Q @ R with orthonormal Q and upper-triangular R: mode "reduced" (Q (..., M, K),
-    R (..., K, N), K = min(M, N)) or "complete" (Q (..., M, M), R (..., M, N))."""
     return QRResult(*_linalg.qr(x, mode=mode))
 
 
+@_row_doc
 def svd(x, /, *, full_matrices=True):
-    """x = U @ diag(S) @ Vh, S descending. full_matrices: U (..., M, M) and Vh (..., N, N); else
-    (..., M, K) and (..., K, N), K = min(M, N)."""
     return SVDResult(*_linalg.svd(x, full_matrices=full_matrices))
 
 
+@_row_doc
 def svdvals(x, /):
-    """Singular values (descending, real)."""
     return _linalg.svdvals(x)
 
 

@@ -61,22 +61,75 @@ class EighExResult(NamedTuple):
     eigenvectors: Array
     info: Array
 
-def cholesky(x: Array, /, *, upper: bool = False) -> Array: ...
-def cholesky_ex(x: Array, /, *, upper: bool = False) -> CholeskyExResult: ...
-def det(x: Array, /) -> Array: ...
-def slogdet(x: Array, /) -> SlogdetResult: ...
-def eigh(x: Array, /) -> EighResult: ...
-def eigh_ex(x: Array, /) -> EighExResult: ...
-def eigvalsh(x: Array, /) -> Array: ...
-def eig(x: Array, /) -> EigResult: ...
-def eigvals(x: Array, /) -> Array: ...
-def inv(x: Array, /) -> Array: ...
-def inv_ex(x: Array, /) -> InvExResult: ...
-def solve(x1: Array, x2: Array, /) -> Array: ...
-def solve_ex(x1: Array, x2: Array, /) -> SolveExResult: ...
-def qr(x: Array, /, *, mode: Literal["reduced", "complete"] = "reduced") -> QRResult: ...
-def svd(x: Array, /, *, full_matrices: bool = True) -> SVDResult: ...
-def svdvals(x: Array, /) -> Array: ...
+# ---- factorizations and solvers: generated from the linalg rows by scripts/gen_op_stubs.py ----
+def cholesky(x: Array, /, *, upper: bool = False) -> Array:
+    """Returns the lower (upper) Cholesky decomposition of a complex Hermitian or real symmetric
+    positive-definite matrix (or a stack of matrices) x: L with x = L @ L^H (upper=True: U with x
+    = U^H @ U). LinAlgError names the first matrix that is not positive definite.
+    """
+def cholesky_ex(x: Array, /, *, upper: bool = False) -> CholeskyExResult:
+    """cholesky without the check: (L, info), info > 0 where a matrix is not positive definite.
+    Never synchronizes.
+    """
+def det(x: Array, /) -> Array:
+    """Returns the determinant of a square matrix (or a stack of square matrices) x (from LU
+    factors).
+    """
+def slogdet(x: Array, /) -> SlogdetResult:
+    """Returns the sign and the natural logarithm of the absolute value of the determinant of a
+    square matrix (or a stack of square matrices) x: det = sign * exp(logabsdet). Singular: (0,
+    -inf).
+    """
+def eigh(x: Array, /) -> EighResult:
+    """Returns an eigenvalue decomposition of a complex Hermitian or real symmetric matrix (or a
+    stack of matrices) x: eigenvalues (ascending, real) and eigenvectors (columns), read from the
+    lower triangle.
+    """
+def eigh_ex(x: Array, /) -> EighExResult:
+    """eigh without the check: (eigenvalues, eigenvectors, info). Never synchronizes."""
+def eigvalsh(x: Array, /) -> Array:
+    """Returns the eigenvalues (ascending, real) of a complex Hermitian or real symmetric matrix (or
+    a stack of matrices) x.
+    """
+def eig(x: Array, /) -> EigResult:
+    """Returns an eigenvalue decomposition of a real or complex square matrix (or a stack of
+    matrices) x: eigenvalues and right eigenvectors (unit-norm columns), both complex, in no
+    particular order.
+    """
+def eigvals(x: Array, /) -> Array:
+    """Returns the eigenvalues (complex, in no particular order) of a real or complex square matrix
+    (or a stack of matrices) x.
+    """
+def inv(x: Array, /) -> Array:
+    """Returns the multiplicative inverse of a square matrix (or a stack of square matrices) x (LU
+    with partial pivoting). LinAlgError names the first singular matrix.
+    """
+def inv_ex(x: Array, /) -> InvExResult:
+    """inv without the check: (inverse, info), info > 0 where a matrix is singular. Never
+    synchronizes.
+    """
+def solve(x1: Array, x2: Array, /) -> Array:
+    """Returns the solution of a square system of linear equations with a unique solution: x1 @
+    result = x2. x2 is a vector (M,) when it is 1-D, else a stack of (M, K) matrices whose batch
+    dimensions broadcast against x1's.
+    """
+def solve_ex(x1: Array, x2: Array, /) -> SolveExResult:
+    """solve without the check: (result, info), info > 0 where a matrix is singular. Never
+    synchronizes.
+    """
+def qr(x: Array, /, *, mode: Literal["reduced", "complete"] = "reduced") -> QRResult:
+    """Returns the QR decomposition x = Q @ R of a full column rank matrix (or a stack of matrices),
+    Q orthonormal and R upper-triangular: mode "reduced" (Q (..., M, K), R (..., K, N), K =
+    min(M, N)) or "complete" (Q (..., M, M), R (..., M, N)).
+    """
+def svd(x: Array, /, *, full_matrices: bool = True) -> SVDResult:
+    """Returns a singular value decomposition x = U @ diag(S) @ Vh of a matrix (or a stack of
+    matrices) x, S descending. full_matrices: U (..., M, M) and Vh (..., N, N); else (..., M, K)
+    and (..., K, N), K = min(M, N).
+    """
+def svdvals(x: Array, /) -> Array:
+    """Returns the singular values (descending, real) of a matrix (or a stack of matrices) x."""
+# ---- end of the generated factorizations and solvers ----
 def matrix_rank(x: Array, /, *, rtol: Union[float, Array, None] = None) -> Array: ...
 def pinv(x: Array, /, *, rtol: Union[float, Array, None] = None) -> Array: ...
 def cond(x: Array, p: Union[int, float, Literal["fro", "nuc"], None] = None) -> Array: ...

@@ -175,6 +175,37 @@ def test_fft_functions_follow_their_rows():
     assert entries == set(ts.fft.__all__), sorted(entries ^ set(ts.fft.__all__))
 
 
+def test_linalg_functions_follow_their_rows():
+    """Each linalg row (include/tessel/ops/linalg_list.hpp) is bound with the row's docstring, and
+    tessel.linalg's function of that name (written in Python over the binding) has that docstring
+    and the row shape's parameters; tessel.linalg exports the rows; linalg.pyi's stubs are the
+    generated block; docs/api/linalg.rst lists them all (matmul and vecdot are tessel's own, on the
+    tessel page)."""
+    rows = gen_op_stubs.linalg_rows()
+    names = [name for name, _, _, _ in rows]
+    assert len(rows) >= 16
+    assert list(ts._tessel._linalg._linalg_functions.items()) == [(name, doc) for name, _, _, doc in rows]
+    for name, shape, result, doc in rows:
+        assert doc in getattr(ts._tessel._linalg, name).__doc__, name
+        function = getattr(ts.linalg, name)
+        assert function.__doc__ == doc, name
+        stub = ast.parse(f"def f({gen_op_stubs.LINALG_PARAMETERS[shape]}): ...").body[0].args
+        parameters = inspect.signature(function).parameters.values()
+        kinds = {"posonlyargs": inspect.Parameter.POSITIONAL_ONLY, "args": inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                 "kwonlyargs": inspect.Parameter.KEYWORD_ONLY}
+        expected = [(a.arg, kinds[k]) for k in kinds for a in getattr(stub, k)]
+        assert [(p.name, p.kind) for p in parameters] == expected, name
+        assert result == "Array" or issubclass(getattr(ts.linalg, result), tuple), name
+    assert [n for n in ts.linalg.__all__ if n in names] == names
+    stubs = (PACKAGE / "linalg.pyi").read_text(encoding="utf-8")
+    assert gen_op_stubs.updated_linalg_stubs(stubs, rows) == stubs, "run python3 scripts/gen_op_stubs.py"
+    page = (ROOT / "docs" / "api" / "linalg.rst").read_text(encoding="utf-8")
+    entries = set(re.findall(r"^\.\. (?:autofunction|autoclass):: (\w+)", page, re.M))
+    if re.search(r"^\.\. linalg-functions::", page, re.M):
+        entries |= set(names)
+    assert entries == set(ts.linalg.__all__) - {"matmul", "vecdot"}, sorted(entries ^ set(ts.linalg.__all__))
+
+
 def function_modules():
     return [importlib.import_module(f"tessel._functions.{m.name}")
             for m in pkgutil.iter_modules(_functions.__path__) if not m.name.startswith("_")]
