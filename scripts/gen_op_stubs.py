@@ -138,43 +138,32 @@ def op_aliases(path: str = ROWS) -> list[tuple[str, str]]:
 _SHAPE_ROW = re.compile(r'X\((\w+),\s*"(\w+)",\s*(\w+),\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)', re.S)
 
 
+def _family_rows(path: str, macro: str, family: str, shapes, pattern=_SHAPE_ROW) -> list[tuple]:
+    """The rows of `macro` in row order, without the C++ name: (python_name, shape[, result],
+    docstring); every shape must be one of `shapes`."""
+    text = open(path, encoding="utf-8").read().replace("\\\n", "\n")
+    rows = [match[1:-1] + (_c_string(match[-1]),) for match in pattern.findall(_macro_body(text, macro, path))]
+    if not rows:
+        raise SystemExit(f"gen_op_stubs: no rows of {macro} in {path}")
+    unknown = sorted({row[1] for row in rows} - set(shapes))
+    if unknown:
+        raise SystemExit(f"gen_op_stubs: {family} shapes without parameters here: {unknown}")
+    return rows
+
+
 def reduction_rows(path: str = REDUCTION_ROWS) -> list[tuple[str, str, str]]:
     """[(python_name, shape, docstring), ...] of TESSEL_REDUCTION_OPS, in row order."""
-    text = open(path, encoding="utf-8").read().replace("\\\n", "\n")
-    body = _macro_body(text, "TESSEL_REDUCTION_OPS", path)
-    rows = [(python_name, shape, _c_string(doc)) for _, python_name, shape, doc in _SHAPE_ROW.findall(body)]
-    if not rows:
-        raise SystemExit(f"gen_op_stubs: no rows of TESSEL_REDUCTION_OPS in {path}")
-    unknown = sorted({shape for _, shape, _ in rows} - set(REDUCTION_PARAMETERS))
-    if unknown:
-        raise SystemExit(f"gen_op_stubs: reduction shapes without parameters here: {unknown}")
-    return rows
+    return _family_rows(path, "TESSEL_REDUCTION_OPS", "reduction", REDUCTION_PARAMETERS)
 
 
 def set_rows(path: str = SET_ROWS) -> list[tuple[str, str, str]]:
     """[(python_name, shape, docstring), ...] of TESSEL_SET_OPS, in row order."""
-    text = open(path, encoding="utf-8").read().replace("\\\n", "\n")
-    body = _macro_body(text, "TESSEL_SET_OPS", path)
-    rows = [(python_name, shape, _c_string(doc)) for _, python_name, shape, doc in _SHAPE_ROW.findall(body)]
-    if not rows:
-        raise SystemExit(f"gen_op_stubs: no rows of TESSEL_SET_OPS in {path}")
-    unknown = sorted({shape for _, shape, _ in rows} - set(SET_PARAMETERS))
-    if unknown:
-        raise SystemExit(f"gen_op_stubs: set shapes without parameters here: {unknown}")
-    return rows
+    return _family_rows(path, "TESSEL_SET_OPS", "set", SET_PARAMETERS)
 
 
 def fft_rows(path: str = FFT_ROWS) -> list[tuple[str, str, str]]:
     """[(python_name, shape, docstring), ...] of TESSEL_FFT_OPS, in row order."""
-    text = open(path, encoding="utf-8").read().replace("\\\n", "\n")
-    body = _macro_body(text, "TESSEL_FFT_OPS", path)
-    rows = [(python_name, shape, _c_string(doc)) for _, python_name, shape, doc in _SHAPE_ROW.findall(body)]
-    if not rows:
-        raise SystemExit(f"gen_op_stubs: no rows of TESSEL_FFT_OPS in {path}")
-    unknown = sorted({shape for _, shape, _ in rows} - set(FFT_PARAMETERS))
-    if unknown:
-        raise SystemExit(f"gen_op_stubs: fft shapes without parameters here: {unknown}")
-    return rows
+    return _family_rows(path, "TESSEL_FFT_OPS", "fft", FFT_PARAMETERS)
 
 
 def _split_parameters(parameters: str) -> list[str]:
@@ -194,16 +183,7 @@ _RESULT_ROW = re.compile(r'X\((\w+),\s*"(\w+)",\s*(\w+),\s*(\w+),\s*((?:"(?:[^"\
 
 def linalg_rows(path: str = LINALG_ROWS) -> list[tuple[str, str, str, str]]:
     """[(python_name, shape, result, docstring), ...] of TESSEL_LINALG_OPS, in row order."""
-    text = open(path, encoding="utf-8").read().replace("\\\n", "\n")
-    body = _macro_body(text, "TESSEL_LINALG_OPS", path)
-    rows = [(python_name, shape, result, _c_string(doc))
-            for _, python_name, shape, result, doc in _RESULT_ROW.findall(body)]
-    if not rows:
-        raise SystemExit(f"gen_op_stubs: no rows of TESSEL_LINALG_OPS in {path}")
-    unknown = sorted({shape for _, shape, _, _ in rows} - set(LINALG_PARAMETERS))
-    if unknown:
-        raise SystemExit(f"gen_op_stubs: linalg shapes without parameters here: {unknown}")
-    return rows
+    return _family_rows(path, "TESSEL_LINALG_OPS", "linalg", LINALG_PARAMETERS, _RESULT_ROW)
 
 
 def _python_parameters(name: str, shape_parameters: str):
