@@ -5,6 +5,9 @@
   docstring): one def per row, unary rows first, in row order, then NumPy's aliases;
 - the reductions, from include/tessel/ops/reduce_list.hpp (name, Python name, shape, docstring):
   one def per row with its shape's parameters, in row order, and the same methods of Array;
+- the sorting and searching functions, from include/tessel/ops/sort_list.hpp (name, Python name,
+  shape, docstring): one def per row with its Python function's parameters and its shape's result,
+  in row order;
 - the set functions, from include/tessel/ops/set_ops_list.hpp (name, Python name, shape,
   docstring): one def per row with its Python function's parameters and its shape's result, in
   row order;
@@ -19,7 +22,7 @@
     python3 scripts/gen_op_stubs.py --check   # exit 1 if a block is out of date
 
 The docs' API reference lists the same rows (docs/_ext/tessel_docs.py reads them with op_rows(),
-reduction_rows(), set_rows(), fft_rows() and linalg_rows() below), and the bindings take their
+reduction_rows(), sort_rows(), set_rows(), fft_rows() and linalg_rows() below), and the bindings take their
 docstrings from the rows too.
 """
 from __future__ import annotations
@@ -35,6 +38,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 ROWS = os.path.join(ROOT, "include", "tessel", "ops", "elementwise_list.hpp")
 REDUCTION_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "reduce_list.hpp")
 FFT_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "fft_list.hpp")
+SORT_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "sort_list.hpp")
 SET_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "set_ops_list.hpp")
 LINALG_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "linalg_list.hpp")
 FUNCTIONS = os.path.join(ROOT, "python", "tessel", "_functions")
@@ -47,6 +51,8 @@ REDUCTIONS_BEGIN = "# ---- reductions: generated from the reduction rows by scri
 REDUCTIONS_END = "# ---- end of the generated reductions ----"
 METHODS_BEGIN = "    # ---- reduction methods: generated from the reduction rows by scripts/gen_op_stubs.py ----"
 METHODS_END = "    # ---- end of the generated reduction methods ----"
+SORTING_BEGIN = "# ---- sorting and searching functions: generated from the sort rows by scripts/gen_op_stubs.py ----"
+SORTING_END = "# ---- end of the generated sorting and searching functions ----"
 SETS_BEGIN = "# ---- set functions: generated from the set rows by scripts/gen_op_stubs.py ----"
 SETS_END = "# ---- end of the generated set functions ----"
 FFT_BEGIN = "# ---- transforms: generated from the fft rows by scripts/gen_op_stubs.py ----"
@@ -76,6 +82,14 @@ FFT_PARAMETERS = {
     "two_axes": 'x: Any, /, *, s: Optional[Sequence[int]] = None, axes: Sequence[int] = (-2, -1), norm: Norm = "backward"',
     "freq": "n: int, /, *, d: float = 1.0, dtype: Any = None, device: DeviceLike = None",
     "shift": "x: Any, /, *, axes: Union[int, Sequence[int], None] = None",
+}
+
+# The parameters and result of each shape of sort row (the Python functions of
+# python/tessel/_functions/sorting.py and searching.py, whose own parameters the stubs take).
+SORT_PARAMETERS = {
+    "sort": ("x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True", "Array"),
+    "search": ("x1: Array, x2: Union[Array, Scalar], /, *, side: Literal['left', 'right'] = 'left', "
+               "sorter: Optional[Array] = None", "Array"),
 }
 
 # The parameters and result of each shape of set row (the Python functions of
@@ -154,6 +168,11 @@ def _family_rows(path: str, macro: str, family: str, shapes, pattern=_SHAPE_ROW)
 def reduction_rows(path: str = REDUCTION_ROWS) -> list[tuple[str, str, str]]:
     """[(python_name, shape, docstring), ...] of TESSEL_REDUCTION_OPS, in row order."""
     return _family_rows(path, "TESSEL_REDUCTION_OPS", "reduction", REDUCTION_PARAMETERS)
+
+
+def sort_rows(path: str = SORT_ROWS) -> list[tuple[str, str, str]]:
+    """[(python_name, shape, docstring), ...] of TESSEL_SORT_OPS, in row order."""
+    return _family_rows(path, "TESSEL_SORT_OPS", "sort", SORT_PARAMETERS)
 
 
 def set_rows(path: str = SET_ROWS) -> list[tuple[str, str, str]]:
@@ -271,6 +290,17 @@ def method_block(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(defs)
 
 
+def sort_block(rows: list[tuple[str, str, str]]) -> str:
+    """The sorting and searching functions, with the parameters of their Python def (sorting.py,
+    searching.py)."""
+    defs = [SORTING_BEGIN]
+    for name, shape, doc in rows:
+        parameters, result = SORT_PARAMETERS[shape]
+        defs += [f"def {name}({_python_parameters(name, parameters) or parameters}) -> {result}:", _docstring(doc)]
+    defs.append(SORTING_END)
+    return "\n".join(defs)
+
+
 def set_block(rows: list[tuple[str, str, str]]) -> str:
     """The set functions, with the parameters of their Python def (sets.py)."""
     defs = [SETS_BEGIN]
@@ -304,10 +334,12 @@ def _replace_block(stubs: str, begin: str, end: str, block: str, path: str = STU
     return head + block + rest.split(end, 1)[1]
 
 
-def updated_stubs(stubs: str, rows, reductions=None, sets=None) -> str:
+def updated_stubs(stubs: str, rows, reductions=None, sets=None, sorting=None) -> str:
     reductions = reduction_rows() if reductions is None else reductions
     sets = set_rows() if sets is None else sets
+    sorting = sort_rows() if sorting is None else sorting
     stubs = _replace_block(stubs, BEGIN, END, stub_block(rows))
+    stubs = _replace_block(stubs, SORTING_BEGIN, SORTING_END, sort_block(sorting))
     stubs = _replace_block(stubs, SETS_BEGIN, SETS_END, set_block(sets))
     stubs = _replace_block(stubs, REDUCTIONS_BEGIN, REDUCTIONS_END, reduction_block(reductions))
     return _replace_block(stubs, METHODS_BEGIN, METHODS_END, method_block(reductions))

@@ -6,10 +6,11 @@
    take the docstring of the same name in ``python/tessel/*.py``. sphinx.ext.autodoc then
    documents these stand-in objects like any module. The real package is never imported in the
    Sphinx process.
-2. The ``elementwise-functions``, ``reduction-functions``, ``set-functions``, ``fft-functions``
-   and ``linalg-functions`` directives: the API reference's entries of the elementwise functions,
-   the reductions, the set functions, tessel.fft's transforms and tessel.linalg's factorizations
-   and solvers, one per op row of include/tessel/ops/elementwise_list.hpp, reduce_list.hpp,
+2. The ``elementwise-functions``, ``reduction-functions``, ``sorting-functions``,
+   ``set-functions``, ``fft-functions`` and ``linalg-functions`` directives: the API reference's
+   entries of the elementwise functions, the reductions, the sorting and searching functions, the
+   set functions, tessel.fft's transforms and tessel.linalg's factorizations and solvers, one per
+   op row of include/tessel/ops/elementwise_list.hpp, reduce_list.hpp, sort_list.hpp,
    set_ops_list.hpp, fft_list.hpp and linalg_list.hpp.
 3. The ``requires`` directive: examples that need a CUDA GPU (or PyTorch, CuPy...) and so
    cannot run on the CPU backend. It renders a note saying what is needed; the doc tests
@@ -221,6 +222,11 @@ def reduction_names():
     return [name for name, _, _ in _gen_op_stubs().reduction_rows()]
 
 
+def sorting_names():
+    """The Python names of the sorting and searching functions, in row order (scripts/gen_op_stubs.py)."""
+    return [name for name, _, _ in _gen_op_stubs().sort_rows()]
+
+
 def set_names():
     """The Python names of the set functions, in row order (scripts/gen_op_stubs.py)."""
     return [name for name, _, _ in _gen_op_stubs().set_rows()]
@@ -279,6 +285,13 @@ class ReductionFunctionsDirective(AutofunctionsDirective):
         return reduction_names()
 
 
+class SortingFunctionsDirective(AutofunctionsDirective):
+    """.. sorting-functions::  -- an autofunction entry per sort row, in row order."""
+
+    def entries(self):
+        return sorting_names()
+
+
 class SetFunctionsDirective(AutofunctionsDirective):
     """.. set-functions::  -- an autofunction entry per set row, in row order."""
 
@@ -328,6 +341,7 @@ def setup(app):
     app.add_directive("elementwise-functions", ElementwiseFunctionsDirective)
     app.add_directive("elementwise-aliases", ElementwiseAliasesDirective)
     app.add_directive("reduction-functions", ReductionFunctionsDirective)
+    app.add_directive("sorting-functions", SortingFunctionsDirective)
     app.add_directive("set-functions", SetFunctionsDirective)
     app.add_directive("fft-functions", FftFunctionsDirective)
     app.add_directive("linalg-functions", LinalgFunctionsDirective)

@@ -729,6 +729,7 @@ def cumulative_prod(x: Array, /, *, axis: Optional[int] = None, dtype: Optional[
 def count_nonzero(x: Array, /, *, axis: Axis = None, keepdims: bool = False) -> Array:
     """The number of nonzero elements over axis (int64)."""
 # sorting, searching, sets
+# ---- sorting and searching functions: generated from the sort rows by scripts/gen_op_stubs.py ----
 def sort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
     """A sorted copy along axis; stable; ``descending=True`` for the reverse order."""
 def argsort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
@@ -736,7 +737,9 @@ def argsort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bo
 def searchsorted(x1: Array, x2: Union[Array, Scalar], /, *, side: Literal['left', 'right'] = 'left', sorter: Optional[Array] = None) -> Array:
     """Insertion points (int64) of x2 (an array or a Python scalar) into the ascending 1-D x1
     ('left' or 'right'). With sorter, the indices that sort x1, x1 is sorted on the device
-    instead (a stable sort gives the values of x1[sorter])."""
+    instead (a stable sort gives the values of x1[sorter]).
+    """
+# ---- end of the generated sorting and searching functions ----
 def nonzero(x: Array, /) -> Tuple[Array, ...]:
     """Indices of the nonzero elements, one int64 array per axis, in C order (one compaction pass; on CUDA one read of its count)."""
 # ---- set functions: generated from the set rows by scripts/gen_op_stubs.py ----

@@ -90,6 +90,8 @@ def test_api_page_lists_the_main_namespace():
         entries |= {alias for alias, _ in gen_op_stubs.op_aliases()}
     if re.search(r"^\.\. reduction-functions::", page, re.M):
         entries |= {name for name, _, _ in gen_op_stubs.reduction_rows()}
+    if re.search(r"^\.\. sorting-functions::", page, re.M):
+        entries |= {name for name, _, _ in gen_op_stubs.sort_rows()}
     if re.search(r"^\.\. set-functions::", page, re.M):
         entries |= {name for name, _, _ in gen_op_stubs.set_rows()}
     quoted = set(re.findall(r"``(\w+)``", page))
@@ -132,6 +134,29 @@ def test_reductions_follow_their_rows():
         for function in (getattr(ts._tessel, name), getattr(ts.Array, name), getattr(ts, name)):
             assert doc in function.__doc__, (name, function)
     assert "Sum over ``axis``" in ts.sum.__doc__
+
+
+def test_sorting_functions_follow_their_rows():
+    """Each sort row (include/tessel/ops/sort_list.hpp) is reached from the bindings, in row
+    order, with its docstring, which is tessel's function's __doc__; the stubs are the generated
+    block (its parameters those of the Python function); docs/api/tessel.rst lists the rows by the
+    sorting-functions directive and not by hand."""
+    rows = gen_op_stubs.sort_rows()
+    assert [name for name, _, _ in rows] == ["sort", "argsort", "searchsorted"]
+    assert list(ts._tessel._sorting_functions.items()) == [(name, doc) for name, _, doc in rows]
+    modules = {"sort": _functions.sorting, "argsort": _functions.sorting, "searchsorted": _functions.searching}
+    for name, _, doc in rows:
+        assert getattr(ts, name).__doc__ == doc, name
+        assert getattr(ts, name) is getattr(modules[name], name), name
+    stubs = (PACKAGE / "__init__.pyi").read_text(encoding="utf-8")
+    assert gen_op_stubs.updated_stubs(stubs, gen_op_stubs.op_rows()) == stubs, "run python3 scripts/gen_op_stubs.py"
+    assert ("def searchsorted(x1: Array, x2: Union[Array, Scalar], /, *, side: Literal['left', 'right'] = 'left', "
+            "sorter: Optional[Array] = None) -> Array:") in stubs
+    assert "def sort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:" in stubs
+    page = (ROOT / "docs" / "api" / "tessel.rst").read_text(encoding="utf-8")
+    assert re.search(r"^\.\. sorting-functions::", page, re.M)
+    by_hand = set(re.findall(r"^\.\. autofunction:: (\w+)", page, re.M))
+    assert not by_hand & {name for name, _, _ in rows}, "listed by hand and by the sorting-functions directive"
 
 
 def test_set_functions_follow_their_rows():

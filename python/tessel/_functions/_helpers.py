@@ -107,6 +107,13 @@ def reduction_doc(function):
     return function
 
 
+def sorting_doc(function):
+    """Gives a sorting or searching function written in Python its row's docstring
+    (include/tessel/ops/sort_list.hpp), which the stubs and the API reference show too."""
+    function.__doc__ = _tessel._sorting_functions[function.__name__]
+    return function
+
+
 def set_doc(function):
     """Gives a set function written in Python its row's docstring (include/tessel/ops/
     set_ops_list.hpp), which the stubs and the API reference show too."""

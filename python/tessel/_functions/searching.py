@@ -1,17 +1,18 @@
-"""Searching functions written in Python: searchsorted (the Array API's) and NumPy's argwhere.
-argmax, argmin, nonzero and where are C++ functions."""
+"""Searching functions written in Python: searchsorted (the Array API's; a row of
+include/tessel/ops/sort_list.hpp, which gives its docstring) and NumPy's argwhere. argmax, argmin,
+nonzero and where are C++ functions."""
 from __future__ import annotations
 
 import builtins
 
 from .. import _tessel
-from ._helpers import as_operand, check_array
+from ._helpers import as_operand, check_array, sorting_doc
 
 
+@sorting_doc
 def searchsorted(x1, x2, /, *, side="left", sorter=None):
-    """Insertion points of x2 (an array or a Python scalar) into the ascending 1-D x1. With sorter
-    (the indices that sort x1), x1 is sorted on the device instead: a stable sort gives the same
-    values as x1[sorter]."""
+    # With sorter (the indices that sort x1), x1 is sorted on the device instead: a stable sort
+    # gives the same values as x1[sorter].
     check_array(x1, "searchsorted", "x1")
     if sorter is not None:
         x1 = _tessel._sort(x1, -1)
