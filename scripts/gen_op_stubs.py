@@ -290,24 +290,15 @@ def method_block(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(defs)
 
 
-def sort_block(rows: list[tuple[str, str, str]]) -> str:
-    """The sorting and searching functions, with the parameters of their Python def (sorting.py,
-    searching.py)."""
-    defs = [SORTING_BEGIN]
+def python_def_block(rows: list[tuple[str, str, str]], parameters: dict, begin: str, end: str) -> str:
+    """Rows whose functions are written in Python (sets.py, sorting.py, searching.py): each stub
+    takes its def's parameters (the shape's when the def is not found) and the shape's result."""
+    defs = [begin]
     for name, shape, doc in rows:
-        parameters, result = SORT_PARAMETERS[shape]
-        defs += [f"def {name}({_python_parameters(name, parameters) or parameters}) -> {result}:", _docstring(doc)]
-    defs.append(SORTING_END)
-    return "\n".join(defs)
-
-
-def set_block(rows: list[tuple[str, str, str]]) -> str:
-    """The set functions, with the parameters of their Python def (sets.py)."""
-    defs = [SETS_BEGIN]
-    for name, shape, doc in rows:
-        parameters, result = SET_PARAMETERS[shape]
-        defs += [f"def {name}({_python_parameters(name, parameters) or parameters}) -> {result}:", _docstring(doc)]
-    defs.append(SETS_END)
+        shape_parameters, result = parameters[shape]
+        defs += [f"def {name}({_python_parameters(name, shape_parameters) or shape_parameters}) -> {result}:",
+                 _docstring(doc)]
+    defs.append(end)
     return "\n".join(defs)
 
 
@@ -339,8 +330,9 @@ def updated_stubs(stubs: str, rows, reductions=None, sets=None, sorting=None) ->
     sets = set_rows() if sets is None else sets
     sorting = sort_rows() if sorting is None else sorting
     stubs = _replace_block(stubs, BEGIN, END, stub_block(rows))
-    stubs = _replace_block(stubs, SORTING_BEGIN, SORTING_END, sort_block(sorting))
-    stubs = _replace_block(stubs, SETS_BEGIN, SETS_END, set_block(sets))
+    for rows_of, parameters, begin, end in ((sorting, SORT_PARAMETERS, SORTING_BEGIN, SORTING_END),
+                                            (sets, SET_PARAMETERS, SETS_BEGIN, SETS_END)):
+        stubs = _replace_block(stubs, begin, end, python_def_block(rows_of, parameters, begin, end))
     stubs = _replace_block(stubs, REDUCTIONS_BEGIN, REDUCTIONS_END, reduction_block(reductions))
     return _replace_block(stubs, METHODS_BEGIN, METHODS_END, method_block(reductions))
 
