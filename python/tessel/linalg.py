@@ -18,7 +18,7 @@ from . import _tessel
 from ._tessel import matmul, vecdot  # noqa: F401  (the C++ functions themselves)
 from ._tessel import _linalg
 from ._tessel._linalg import LinAlgError  # noqa: F401  (a tessel.ValueError, hence a ValueError)
-from ._functions._helpers import is_int as _is_int
+from ._functions._helpers import is_int as _is_int, row_doc as _row_doc_of
 
 # The factorizations and solvers are the rows of include/tessel/ops/linalg_list.hpp, in row order
 # (their defs below wrap the bindings' tuples into the named tuples and take the rows' docstrings).
@@ -269,11 +269,7 @@ class EighExResult(_NamedTuple):
 
 
 # ---- factorizations and solvers (C++): the rows of linalg_list.hpp ----
-def _row_doc(function):
-    """Gives a function over a C++ linalg op its row's docstring (include/tessel/ops/linalg_list.hpp),
-    which the binding, the stubs and the API reference show too."""
-    function.__doc__ = _linalg._linalg_functions[function.__name__]
-    return function
+_row_doc = _row_doc_of(_linalg._linalg_functions)  # linalg_list.hpp
 
 
 @_row_doc

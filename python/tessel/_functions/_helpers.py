@@ -100,22 +100,17 @@ def with_dtype(x, dtype):
     return x if dtype is None or x.dtype == dtype else x.astype(dtype)
 
 
-def reduction_doc(function):
-    """Gives a namespace function written in Python over a C++ reduction that reduction's docstring
-    (its row in include/tessel/ops/reduce_list.hpp), which the stubs and the API reference show too."""
-    function.__doc__ = _tessel._reduction_functions[function.__name__]
-    return function
+def row_doc(rows):
+    """A decorator that gives a function written in Python its op row's docstring, which the stubs
+    and the API reference show too. rows: a binding's {Python name: docstring} of a row list in
+    include/tessel/ops/*_list.hpp."""
+    def give(function):
+        function.__doc__ = rows[function.__name__]
+        return function
+
+    return give
 
 
-def sorting_doc(function):
-    """Gives a sorting or searching function written in Python its row's docstring
-    (include/tessel/ops/sort_list.hpp), which the stubs and the API reference show too."""
-    function.__doc__ = _tessel._sorting_functions[function.__name__]
-    return function
-
-
-def set_doc(function):
-    """Gives a set function written in Python its row's docstring (include/tessel/ops/
-    set_ops_list.hpp), which the stubs and the API reference show too."""
-    function.__doc__ = _tessel._set_functions[function.__name__]
-    return function
+reduction_doc = row_doc(_tessel._reduction_functions)  # reduce_list.hpp
+sorting_doc = row_doc(_tessel._sorting_functions)  # sort_list.hpp
+set_doc = row_doc(_tessel._set_functions)  # set_ops_list.hpp
