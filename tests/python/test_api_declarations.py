@@ -136,47 +136,35 @@ def test_reductions_follow_their_rows():
     assert "Sum over ``axis``" in ts.sum.__doc__
 
 
-def test_sorting_functions_follow_their_rows():
-    """Each sort row (include/tessel/ops/sort_list.hpp) is reached from the bindings, in row
-    order, with its docstring, which is tessel's function's __doc__; the stubs are the generated
-    block (its parameters those of the Python function); docs/api/tessel.rst lists the rows by the
-    sorting-functions directive and not by hand."""
-    rows = gen_op_stubs.sort_rows()
-    assert [name for name, _, _ in rows] == ["sort", "argsort", "searchsorted"]
-    assert list(ts._tessel._sorting_functions.items()) == [(name, doc) for name, _, doc in rows]
-    modules = {"sort": _functions.sorting, "argsort": _functions.sorting, "searchsorted": _functions.searching}
+@pytest.mark.parametrize("family,names,stub_lines", [
+    ("sorting", ["sort", "argsort", "searchsorted"],
+     ["def searchsorted(x1: Array, x2: Union[Array, Scalar], /, *, side: Literal['left', 'right'] = 'left', "
+      "sorter: Optional[Array] = None) -> Array:",
+      "def sort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:"]),
+    ("set", ["unique_values", "unique_counts", "unique_inverse", "unique_all", "isin"],
+     ["def isin(x1: Union[Array, Scalar], x2: Union[Array, Scalar], /, *, invert: bool = False) -> Array:"]),
+])
+def test_python_functions_follow_their_rows(family, names, stub_lines):
+    """Each row of sort_list.hpp / set_ops_list.hpp (functions written in Python) is reached from
+    the bindings, in row order, with its docstring, which is tessel's function's __doc__ and that of
+    the function in python/tessel/_functions/; the stubs are the generated block (its parameters
+    those of the Python function); docs/api/tessel.rst lists the rows by the family's directive and
+    not by hand."""
+    rows = {"sorting": gen_op_stubs.sort_rows, "set": gen_op_stubs.set_rows}[family]()
+    assert [name for name, _, _ in rows] == names
+    assert list(getattr(ts._tessel, f"_{family}_functions").items()) == [(name, doc) for name, _, doc in rows]
+    modules = (_functions.sorting, _functions.searching, _functions.sets)
     for name, _, doc in rows:
         assert getattr(ts, name).__doc__ == doc, name
-        assert getattr(ts, name) is getattr(modules[name], name), name
+        assert any(getattr(ts, name) is getattr(module, name, None) for module in modules), name
     stubs = (PACKAGE / "__init__.pyi").read_text(encoding="utf-8")
     assert gen_op_stubs.updated_stubs(stubs, gen_op_stubs.op_rows()) == stubs, "run python3 scripts/gen_op_stubs.py"
-    assert ("def searchsorted(x1: Array, x2: Union[Array, Scalar], /, *, side: Literal['left', 'right'] = 'left', "
-            "sorter: Optional[Array] = None) -> Array:") in stubs
-    assert "def sort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:" in stubs
+    for line in stub_lines:
+        assert line in stubs
     page = (ROOT / "docs" / "api" / "tessel.rst").read_text(encoding="utf-8")
-    assert re.search(r"^\.\. sorting-functions::", page, re.M)
+    assert re.search(rf"^\.\. {family}-functions::", page, re.M)
     by_hand = set(re.findall(r"^\.\. autofunction:: (\w+)", page, re.M))
-    assert not by_hand & {name for name, _, _ in rows}, "listed by hand and by the sorting-functions directive"
-
-
-def test_set_functions_follow_their_rows():
-    """Each set row (include/tessel/ops/set_ops_list.hpp) is reached from the bindings, in row
-    order, with its docstring, which is tessel's function's __doc__; the stubs are the generated
-    block (its parameters those of the Python function); docs/api/tessel.rst lists the rows by the
-    set-functions directive and not by hand."""
-    rows = gen_op_stubs.set_rows()
-    assert [name for name, _, _ in rows] == ["unique_values", "unique_counts", "unique_inverse", "unique_all", "isin"]
-    assert list(ts._tessel._set_functions.items()) == [(name, doc) for name, _, doc in rows]
-    for name, _, doc in rows:
-        assert getattr(ts, name).__doc__ == doc, name
-        assert getattr(ts, name) is getattr(_functions.sets, name), name
-    stubs = (PACKAGE / "__init__.pyi").read_text(encoding="utf-8")
-    assert gen_op_stubs.updated_stubs(stubs, gen_op_stubs.op_rows()) == stubs, "run python3 scripts/gen_op_stubs.py"
-    assert "def isin(x1: Union[Array, Scalar], x2: Union[Array, Scalar], /, *, invert: bool = False) -> Array:" in stubs
-    page = (ROOT / "docs" / "api" / "tessel.rst").read_text(encoding="utf-8")
-    assert re.search(r"^\.\. set-functions::", page, re.M)
-    by_hand = set(re.findall(r"^\.\. autofunction:: (\w+)", page, re.M))
-    assert not by_hand & {name for name, _, _ in rows}, "listed by hand and by the set-functions directive"
+    assert not by_hand & set(names), f"listed by hand and by the {family}-functions directive"
 
 
 def test_fft_functions_follow_their_rows():
