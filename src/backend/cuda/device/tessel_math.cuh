@@ -207,8 +207,8 @@ template <class Z> TESSEL_CMATH Z c_tanh(Z z) {
   if (fabs(x) > T(20)) {  // tanh(x) rounds to +-1; the imaginary part decays as exp(-2|x|)
     return Z(copysign(T(1), x), T(4) * sin(y) * cos(y) * exp(T(-2) * fabs(x)));
   }
-  // Kahan's form, over t = tan(y): no cancellation in cos(2y) + cosh(2x) near the poles of tan, where
-  // that form lost all but a few digits of i tan(y) in float32.
+  // Kahan's form, over t = tan(y): (sinh 2x + i sin 2y) / (cosh 2x + cos 2y) cancels near the poles
+  // of tan, where cos 2y is close to -1.
   const T t = tan(y), beta = T(1) + t * t, s = sinh(x), rho = sqrt(T(1) + s * s);
   const T d = T(1) + beta * s * s;
   return Z(beta * rho * s / d, t / d);
