@@ -5,6 +5,7 @@
 # outside the source tree:
 #   - `tessel info`: every CUDA library the extension needs was loaded from NVIDIA's wheels, none
 #     from the toolkit (also checked in /proc/self/maps after the tests), and no libmpi at import;
+#   - `import tessel` opens no cuBLAS, cuSOLVER or cuFFT (the first op that needs one does);
 #   - ldd of the installed extension: no libmpi, no toolkit path;
 #   - `import tessel` time (warm file cache, best of 5; target 0.3 s) and that it compiles nothing;
 #   - without a GPU: exactly one "CUDA unavailable" warning, then the CPU backend;
@@ -150,6 +151,13 @@ bad = [r for r in rows if r["source"] != "wheel"]
 print("    loaded:", ", ".join(f"{r['library']} ({r['package']})" for r in rows))
 sys.exit(1 if bad or not rows or any(r["library"] == "libmpi.so.40" and r["loaded"] for r in facts["libraries"]) else 0)
 EOF
+check "import tessel opens no cuBLAS, cuSOLVER or cuFFT (the first op that needs one does)" inenv "$VPY" -c "
+import os, sys, tessel
+names = [os.path.basename(l.split()[-1]) for l in open('/proc/self/maps') if '/' in l]
+opened = sorted({n for n in names if n.startswith(('libcublas', 'libcusolver', 'libcusparse', 'libcufft'))})
+print('    opened at import:', opened or 'none')
+sys.exit(1 if opened else 0)
+"
 
 inenv "$VPY" - > "$WORK/import.txt" 2>&1 <<'EOF' || true
 import subprocess, sys, time

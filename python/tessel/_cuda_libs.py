@@ -1,17 +1,19 @@
 """The CUDA libraries of the _tessel extension: found and loaded before it is imported.
 
-The extension links cuBLAS, cuFFT, cuSOLVER, NVRTC (and what they need) by soname. They are taken,
-as PyTorch and CuPy take them, from NVIDIA's PyPI wheels in this environment first (``nvidia-cublas``,
-``nvidia-cuda-nvrtc``, ...: ``site-packages/nvidia/cu13/lib``), and from the system second (the CUDA
-toolkit: ``CUDA_HOME``/``CUDA_PATH``, ``/usr/local/cuda``, then the loader's own search:
-``LD_LIBRARY_PATH`` and ``ldconfig``). Each is loaded by absolute path with ``RTLD_GLOBAL``, so the
-extension's own references resolve to that copy. A library that cannot be found, or is of another
-CUDA major version, is an ``ImportError`` that says which wheel to install, never a crash.
+The extension links NVRTC by soname. It is taken, as PyTorch and CuPy take their libraries, from
+NVIDIA's PyPI wheels in this environment first (``nvidia-cuda-nvrtc``: ``site-packages/nvidia/cu13/lib``),
+and from the system second (the CUDA toolkit: ``CUDA_HOME``/``CUDA_PATH``, ``/usr/local/cuda``, then
+the loader's own search: ``LD_LIBRARY_PATH`` and ``ldconfig``). It is loaded by absolute path with
+``RTLD_GLOBAL``, so the extension's own references resolve to that copy. If it cannot be found, or is
+of another CUDA major version, that is an ``ImportError`` that says which wheel to install, never a
+crash.
 
-The libraries used only by some features are not loaded here, only found: NCCL (``ts.distributed``
-on GPUs) and CUPTI (``ts.profile``) are opened by the C++ side on first use, from the path this
-module puts in ``TESSEL_NCCL_LIBRARY`` / ``TESSEL_CUPTI_LIBRARY`` (unless already set). MPI is
-opened by ``ts.distributed.init`` (libmpi.so.40, Open MPI) and is not needed to import tessel.
+The other libraries are not loaded here, only found: the C++ side opens each on first use (cuBLASLt
+by the first matmul, cuSOLVER and cuBLAS by linalg, cuFFT by the FFT, CUPTI by ``ts.profile``, NCCL
+by ``ts.distributed`` on GPUs), from the path this module puts in its environment variable
+(``TESSEL_CUBLAS_LIBRARY``, ...; unless already set), else the toolkit or the loader's search. A
+library missing then is an error naming the op and the wheel to install. MPI is opened by
+``ts.distributed.init`` (libmpi.so.40, Open MPI). None of them is needed to import tessel.
 
 ``loaded()`` tells ``tessel info`` (``python -m tessel info``) what came from where.
 """
@@ -28,17 +30,21 @@ CUDA_MAJOR = 13
 
 # soname -> (PyPI package, sonames it needs first). The order is a valid load order.
 _LIBRARIES = {
-    "libnvJitLink.so.13": ("nvidia-nvjitlink", ()),
     "libnvrtc.so.13": ("nvidia-cuda-nvrtc", ()),
-    "libcublasLt.so.13": ("nvidia-cublas", ()),
-    "libcublas.so.13": ("nvidia-cublas", ("libcublasLt.so.13",)),
-    "libcusparse.so.12": ("nvidia-cusparse", ("libnvJitLink.so.13",)),
-    "libcusolver.so.12": ("nvidia-cusolver", ("libcublas.so.13", "libcublasLt.so.13", "libcusparse.so.12",
-                                              "libnvJitLink.so.13")),
-    "libcufft.so.12": ("nvidia-cufft", ()),
 }
 # Opened by the C++ side when used: soname -> (PyPI package, the environment variable it reads).
+# The math libraries: src/backend/cuda/cuda_libraries.cpp has the same table, and a source build
+# opens them from its toolkit first.
+_MATH_ON_DEMAND = {
+    "libcublasLt.so.13": ("nvidia-cublas", "TESSEL_CUBLASLT_LIBRARY"),
+    "libcublas.so.13": ("nvidia-cublas", "TESSEL_CUBLAS_LIBRARY"),
+    "libnvJitLink.so.13": ("nvidia-nvjitlink", "TESSEL_NVJITLINK_LIBRARY"),
+    "libcusparse.so.12": ("nvidia-cusparse", "TESSEL_CUSPARSE_LIBRARY"),
+    "libcusolver.so.12": ("nvidia-cusolver", "TESSEL_CUSOLVER_LIBRARY"),
+    "libcufft.so.12": ("nvidia-cufft", "TESSEL_CUFFT_LIBRARY"),
+}
 _ON_DEMAND = {
+    **_MATH_ON_DEMAND,
     "libcupti.so.13": ("nvidia-cuda-cupti", "TESSEL_CUPTI_LIBRARY"),
     "libnccl.so.2": ("nvidia-nccl-cu13", "TESSEL_NCCL_LIBRARY"),
 }
@@ -185,7 +191,7 @@ def _missing_message(soname, package, searched, error=None):
                  + (": " + ", ".join(searched) if isinstance(searched, list) and searched else "") + ".")
     lines.append(f"Install it with: pip install '{_PIP_SPECS.get(package, package)}' (tessel's wheel depends on it: "
                  f"pip install tessel installs it), or install the CUDA {CUDA_MAJOR} toolkit. A machine without a "
-                 "GPU needs these libraries too to import tessel, and then runs on the CPU backend.")
+                 "GPU needs it too to import tessel, and then runs on the CPU backend.")
     return "\n".join(lines)
 
 
@@ -241,7 +247,21 @@ def load(extension_path):
         path, source = _find(soname)
         if path is not None and source == "wheel":
             os.environ[var] = path
+        elif path is None and os.environ.get("TESSEL_CUDA_LIBRARY_SEARCH") == "wheels":
+            # Never the toolkit: the C++ side tries only where the wheel would have put it.
+            os.environ[var] = os.path.join((source or ["site-packages/nvidia/cu13/lib"])[0], soname)
         _on_demand[soname] = {"path": path, "source": source if path else "not found", "package": package}
+
+
+def _source_build_path(soname):
+    """(path, "system") where a source build's C++ side opens a math library first (its toolkit), or None."""
+    try:
+        from . import _build_config as config
+    except ImportError:
+        return None
+    folder = getattr(config, "CUDA_LIBRARY_DIR", "")
+    path = os.path.join(folder, soname)
+    return (path, "system") if folder and not config.WHEEL and os.path.exists(path) else None
 
 
 def _loaded_path(lib, soname):
@@ -337,7 +357,7 @@ def loaded():
             if soname == "libmpi.so.40":
                 info = {"path": None, "source": "opened by ts.distributed.init (Open MPI)", "package": "Open MPI"}
             elif soname in _ON_DEMAND:
-                p, src = _find(soname)
+                p, src = (soname in _MATH_ON_DEMAND and _source_build_path(soname)) or _find(soname)
                 info = {"path": p, "source": src if p else "not found", "package": _ON_DEMAND[soname][0]}
             else:
                 continue  # not linked by this build (a CPU-only one)

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/not_built.hpp"
+#include "core/shared_library.hpp"
 #include "profile/recorder.hpp"
 #include "tessel/core/device.hpp"
 #include "tessel/core/error.hpp"
@@ -24,7 +25,6 @@
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
 #include <cxxabi.h>
-#include <dlfcn.h>
 #include <sys/mman.h>
 
 #include <unordered_set>
@@ -108,7 +108,7 @@ struct CuptiApi {
 
 template <class F>
 bool load_symbol(void* lib, const char* name, F& f) {
-  f = reinterpret_cast<F>(dlsym(lib, name));
+  f = reinterpret_cast<F>(::tessel::detail::library_symbol(lib, name));
   return f != nullptr;
 }
 
@@ -116,25 +116,18 @@ const CuptiApi& cupti_api() {
   static const CuptiApi api = [] {
     CuptiApi a;
     std::vector<std::string> candidates;
-    if (const char* path = std::getenv("TESSEL_CUPTI_LIBRARY"); path && *path) {
-      candidates.push_back(path);  // an explicit choice: nothing else is tried
-    } else {
 #if defined(TESSEL_CUPTI_LIBRARY_PATH)
-      candidates.push_back(TESSEL_CUPTI_LIBRARY_PATH);
+    candidates.emplace_back(TESSEL_CUPTI_LIBRARY_PATH);
 #endif
-      for (const char* name : {"libcupti.so.13", "libcupti.so", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so",
-                               "/usr/local/cuda/lib64/libcupti.so"}) {
-        candidates.push_back(name);
-      }
+    for (const char* name : {"libcupti.so.13", "libcupti.so", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so",
+                             "/usr/local/cuda/lib64/libcupti.so"}) {
+      candidates.emplace_back(name);
     }
-    void* lib = nullptr;
-    for (const std::string& name : candidates) {
-      lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (lib) break;
-    }
+    const ::tessel::detail::SharedLibrary opened = ::tessel::detail::open_shared_library("TESSEL_CUPTI_LIBRARY", candidates);
+    void* lib = opened.handle;
     if (!lib) {
       a.error = fmt::format("libcupti could not be loaded (tried {}; set TESSEL_CUPTI_LIBRARY to its path)",
-                            fmt::join(candidates, ", "));
+                            opened.tried);
       return a;
     }
     const bool ok = load_symbol(lib, "cuptiActivityRegisterCallbacks", a.register_callbacks) &&

@@ -7,13 +7,11 @@
 // without Open MPI. libmpi is opened RTLD_GLOBAL (Open MPI's plugins need its symbols global) by
 // load_mpi(), which mpi_start() calls first; nothing else of the file runs before it. MPICH's
 // handles are integer constants and need nothing here.
-#include <dlfcn.h>
-
-#include <cstdlib>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "core/shared_library.hpp"
 #include "tessel/core/error.hpp"
 
 #define TESSEL_MPI_FUNCTIONS(X)                                                                                   \
@@ -39,7 +37,7 @@ inline Api& api() {
 
 // The address of one of libmpi's predefined objects (Open MPI), after load_mpi().
 inline void* symbol(const char* name) {
-  void* p = api().handle != nullptr ? dlsym(api().handle, name) : nullptr;
+  void* p = ::tessel::detail::library_symbol(api().handle, name);
   if (p == nullptr) throw Error(fmt::format("tessel.distributed: libmpi has no symbol {} (is it Open MPI?)", name));
   return p;
 }
@@ -49,28 +47,18 @@ inline void* symbol(const char* name) {
 inline void load_mpi() {
   static const std::string error = [] {
     Api& a = api();
-    std::string names[2];
-    int count = 0;
-    if (const char* path = std::getenv("TESSEL_MPI_LIBRARY"); path != nullptr && path[0] != '\0') names[count++] = path;
-    names[count++] = "libmpi.so.40";
-    std::string tried;
-    for (int i = 0; i < count && a.handle == nullptr; ++i) {
-      a.handle = dlopen(names[i].c_str(), RTLD_NOW | RTLD_GLOBAL);
-      if (a.handle == nullptr) {
-        const char* why = dlerror();
-        tried += fmt::format("{}{} ({})", tried.empty() ? "" : "; ", names[i], why != nullptr ? why : "not found");
-      }
-    }
+    const ::tessel::detail::SharedLibrary opened = ::tessel::detail::open_shared_library("TESSEL_MPI_LIBRARY", {"libmpi.so.40"}, /*global=*/true);
+    a.handle = opened.handle;
     if (a.handle == nullptr) {
       return fmt::format(
           "tessel.distributed: the CPU collectives and the mpirun/srun bootstrap need Open MPI, which could not be "
           "loaded: tried {}. Install Open MPI (Debian/Ubuntu: apt install openmpi-bin libopenmpi3; the library is "
           "libmpi.so.40) or set TESSEL_MPI_LIBRARY to libmpi's path",
-          tried);
+          opened.tried);
     }
     std::string missing;
 #define TESSEL_MPI_LOAD(name)                                                              \
-  a.name = reinterpret_cast<decltype(a.name)>(dlsym(a.handle, "MPI_" #name));              \
+  a.name = reinterpret_cast<decltype(a.name)>(::tessel::detail::library_symbol(a.handle, "MPI_" #name)); \
   if (a.name == nullptr) missing += std::string(missing.empty() ? "" : ", ") + "MPI_" #name;
     TESSEL_MPI_FUNCTIONS(TESSEL_MPI_LOAD)
 #undef TESSEL_MPI_LOAD

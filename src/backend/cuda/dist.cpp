@@ -19,6 +19,7 @@
 #include <nccl.h>
 
 #include "core/cuda_check.hpp"
+#include "core/shared_library.hpp"
 
 namespace tessel::backend::cuda {
 
@@ -52,25 +53,16 @@ struct Nccl {
 const Nccl& nccl() {
   static const Nccl loaded = [] {
     Nccl n;
-    std::vector<std::string> names;
-    if (const char* path = std::getenv("TESSEL_NCCL_LIBRARY"); path != nullptr && path[0] != '\0') names.emplace_back(path);
-    names.emplace_back("libnccl.so.2");
-    names.emplace_back("libnccl.so");
-    std::string tried;
-    for (const std::string& name : names) {
-      n.handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (n.handle != nullptr) break;
-      const char* why = dlerror();
-      tried += fmt::format("{}{} ({})", tried.empty() ? "" : "; ", name, why != nullptr ? why : "not found");
-    }
+    const ::tessel::detail::SharedLibrary opened = ::tessel::detail::open_shared_library("TESSEL_NCCL_LIBRARY", {"libnccl.so.2", "libnccl.so"});
+    n.handle = opened.handle;
     if (n.handle == nullptr) {
-      n.error = "cannot load NCCL: tried " + tried + "; install NCCL (libnccl2, or pip nvidia-nccl-cu13) or set "
+      n.error = "cannot load NCCL: tried " + opened.tried + "; install NCCL (libnccl2, or pip nvidia-nccl-cu13) or set "
                 "TESSEL_NCCL_LIBRARY to libnccl.so's path";
       return n;
     }
     bool ok = true;
     auto load = [&](auto& fn, const char* symbol) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(n.handle, symbol));
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::tessel::detail::library_symbol(n.handle, symbol));
       if (fn == nullptr) {
         ok = false;
         n.error += fmt::format("{}NCCL lacks {}", n.error.empty() ? "" : "; ", symbol);
@@ -99,7 +91,7 @@ const Nccl& nccl() {
       n.handle = nullptr;
       return n;
     }
-    n.comm_split = reinterpret_cast<decltype(&ncclCommSplit)>(dlsym(n.handle, "ncclCommSplit"));
+    n.comm_split = reinterpret_cast<decltype(&ncclCommSplit)>(::tessel::detail::library_symbol(n.handle, "ncclCommSplit"));
     return n;
   }();
   return loaded;

@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cuda/cuda_libraries.hpp"
 #include "backend/fft.hpp"
 #include "core/cuda_check.hpp"
 #include "tessel/core/device.hpp"
@@ -136,6 +137,7 @@ struct CachedPlan {
 
 std::shared_ptr<CachedPlan> create_plan(const FFTProblem& p, const Stream& stream) {
   const char* op = "fft (cuda): plan";
+  require_cuda_library(CudaLibrary::cufft, op);
   auto plan = std::make_shared<CachedPlan>();
   plan->device = stream.device();
   plan->type = cufft_type(p);

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cuda/cuda_libraries.hpp"
 #include "tessel/array/dtype.hpp"
 #include "tessel/core/error.hpp"
 

@@ -49,6 +49,7 @@ void check_cusolver(cusolverStatus_t status, const char* op, const char* expr, c
 Handles& handles_for(const Stream& stream, const char* op) {
   const Device device = stream.device();
   return g_handles->get(handles_key(stream), [&] {
+    require_cuda_library(CudaLibrary::cusolver, op);
     DeviceGuard guard(device);
     auto h = std::make_unique<Handles>(device.index);
     auto s = detail::cuda_stream(stream);

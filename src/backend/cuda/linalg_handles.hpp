@@ -16,6 +16,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backend/cuda/cuda_libraries.hpp"
 #include "backend/cuda/tuning/linalg_routes.hpp"
 #include "backend/linalg.hpp"
 #include "core/cuda_check.hpp"

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cuda/cuda_libraries.hpp"
 #include "backend/matmul.hpp"
 #include "core/cuda_check.hpp"
 #include "tessel/core/cublas_check.hpp"
@@ -40,6 +41,7 @@ cublasLtHandle_t lt_handle(Device device) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = handles.find(device.index);
   if (it != handles.end()) return it->second;
+  require_cuda_library(CudaLibrary::cublasLt, "matmul");
   DeviceGuard guard(device);
   cublasLtHandle_t handle = nullptr;
   TESSEL_LT_CHECK(cublasLtCreate(&handle));
