@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import functools
 import os
-import statistics
 import time
 import warnings
 
 from . import _tessel
+
+
+def _median(values):
+    import statistics  # here, not at the top: it costs a few ms of import tessel (decimal, fractions)
+
+    return statistics.median(values)
+
 
 __all__ = ["profile", "Profile", "ProfileRange", "benchmark", "BenchmarkResult", "set_checks", "checks"]
 
@@ -243,17 +249,17 @@ class BenchmarkResult:
     @staticmethod
     def _summary(label, times):
         us = sorted(t * 1e6 for t in times)
-        median = statistics.median(us)
+        median = _median(us)
         q1, q3 = us[len(us) // 4], us[(3 * len(us)) // 4]
         return f"{label}: {median:10.3f} us +/- {(q3 - q1) / 2:7.3f} (min {us[0]:10.3f} / max {us[-1]:10.3f}) us"
 
     @property
     def cpu_median(self):
-        return statistics.median(self.cpu_times)
+        return _median(self.cpu_times)
 
     @property
     def gpu_median(self):
-        return statistics.median(self.gpu_times)
+        return _median(self.gpu_times)
 
     def __str__(self):
         label = f"GPU-{self.device.index}" if self.device.type == "cuda" else "CPU-timer"
