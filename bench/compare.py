@@ -1,6 +1,6 @@
 """The suite's workloads in one process with tessel (Python), PyTorch, CuPy and Numba.
 
-    python3 bench/compare.py [--quick] [--only NAME ...] [--json FILE] [--no-charts]
+    python3 bench/compare.py [--quick] [--only NAME ...] [--libraries LIB ...] [--json FILE] [--no-charts]
 
 Prints a side-by-side table with tessel's speed over the best peer's, merges the results into
 bench/results/<device>-<date>.json under "compare" and draws two charts next to it: bars per
@@ -32,12 +32,13 @@ PEERS = ("torch", "cupy", "numba")
 # ---------------------------------------------------------------- libraries
 
 class Libraries:
-    def __init__(self):
+    def __init__(self, wanted=("tessel", *PEERS)):
         self.mods, self.notes = {}, {}
-        self._load("tessel", self._tessel)
-        self._load("torch", self._torch)
-        self._load("cupy", self._cupy)
-        self._load("numba", self._numba)
+        for name in ("tessel", *PEERS):
+            if name in wanted:
+                self._load(name, getattr(self, "_" + name))
+            else:
+                self.notes[name] = "not asked for (--libraries)"
 
     def _load(self, name, loader):
         try:
@@ -682,6 +683,8 @@ def device_name(libs):
     if libs.has("cupy"):
         cp = libs["cupy"]
         return cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    if libs.has("tessel"):
+        return libs["tessel"]._tessel.device_name(0)
     return "cpu"
 
 
@@ -738,6 +741,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", nargs="*", default=[])
+    parser.add_argument("--libraries", nargs="*", default=["tessel", *PEERS], choices=["tessel", *PEERS],
+                        help="run only these libraries (bench/ab.py runs tessel alone)")
     parser.add_argument("--json")
     parser.add_argument("--no-charts", action="store_true")
     args = parser.parse_args(argv)
@@ -745,7 +750,7 @@ def main(argv=None):
     if unknown:
         parser.error(f"unknown workload(s) {unknown}; valid: {', '.join(WORKLOADS)}")
 
-    libs = Libraries()
+    libs = Libraries(args.libraries)
     for name in ("tessel", *PEERS):
         print(f"{name:>7}: {'ok' if libs.has(name) else 'skipped (' + libs.notes.get(name, '?') + ')'}")
     if not any(libs.has(n) for n in ("torch", "cupy", "tessel")):
