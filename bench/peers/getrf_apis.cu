@@ -60,6 +60,7 @@ int main() {
   for (int i = 0; i < 3; ++i) {
     std::sort(t[i].begin(), t[i].end());
     printf("%-24s median %.3f ms  min %.3f  max %.3f\n", names[i], t[i][7], t[i][0], t[i][14]);
+    print_result(names[i], "\"n\": 4096, \"k\": 64, \"dtype\": \"float32\"", t[i]);
   }
   CK(cudaGetLastError());
   return 0;

@@ -166,6 +166,8 @@ int measure(int n, int k) {
     std::sort(tt[i].begin(), tt[i].end());
     std::printf("%-20s total median %.3f ms (min %.3f max %.3f); getrf %.3f; finish %.3f (min %.3f max %.3f)\n", names[i],
                 tt[i][7], tt[i][0], tt[i][14], tf[i][7], tg[i][7], tg[i][0], tg[i][14]);
+    print_result(names[i], "\"n\": " + std::to_string(n) + ", \"k\": " + std::to_string(k) + ", \"dtype\": \"float32\"",
+                 tt[i]);
   }
   for (void* p : {(void*)a0, (void*)a, (void*)b0, (void*)b, (void*)z, (void*)piv, (void*)perm, (void*)info, (void*)w})
     CK(cudaFree(p));

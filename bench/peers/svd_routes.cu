@@ -334,10 +334,17 @@ int main(int argc, char** argv) {
     std::sort(t.begin(), t.end());
     std::printf("  %-20s median %8.3f ms (min %8.3f max %8.3f)", routes[i].name.c_str(), t[t.size() / 2], t.front(),
                 t.back());
-    if (i < checked)
+    std::string params = "\"m\": " + std::to_string(m) + ", \"n\": " + std::to_string(n) + ", \"dtype\": \"float32\"";
+    if (i < checked) {
       std::printf("  residual %.2e  |U^T U - I| %.2e  |V^T V - I| %.2e", routes[i].residual, routes[i].orth_u,
                   routes[i].orth_v);
+      char checks[160];
+      std::snprintf(checks, sizeof checks, ", \"residual\": %.3e, \"orth_u\": %.3e, \"orth_v\": %.3e", routes[i].residual,
+                    routes[i].orth_u, routes[i].orth_v);
+      params += checks;
+    }
     std::printf("\n");
+    print_result(routes[i].name, params, t);
   }
   return 0;
 }
