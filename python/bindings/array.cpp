@@ -1,6 +1,7 @@
 // Array layer: the Array class (a thin nb::class_ over tessel::Array), indexing (keys in indexing.cpp), host
 // conversion, creation, manipulation, reductions and sorting.
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "common.hpp"
@@ -337,8 +338,14 @@ void register_array(nb::module_& m) {
     if (!to_scalar(start, a) || !to_scalar(stop, b)) throw nb::type_error("linspace: start and stop must be Python numbers");
     return linspace(a, b, num, endpoint, to_optional_dtype(dtype).value_or(DType::float32), to_device_or_default(device));
   }, "start"_a, "stop"_a, "num"_a, "endpoint"_a, "dtype"_a.none(), "device"_a.none());
-  m.def("eye", [](std::int64_t n_rows, std::optional<std::int64_t> n_cols, std::int64_t k, nb::handle dtype, nb::handle device) {
-    return eye(n_rows, n_cols, k, to_optional_dtype(dtype).value_or(DType::float32), to_device_or_default(device));
+  m.def("eye", [](std::int64_t n_rows, std::optional<std::int64_t> n_cols, nb::int_ k, nb::handle dtype, nb::handle device) {
+    // Any Python int: a diagonal past an edge is all zeros, so k is clamped to one past each edge.
+    int overflow = 0;
+    std::int64_t diagonal = PyLong_AsLongLongAndOverflow(k.ptr(), &overflow);
+    if (overflow != 0) diagonal = overflow > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+    const std::int64_t cols = n_cols.value_or(n_rows);
+    if (n_rows >= 0 && cols >= 0) diagonal = std::clamp(diagonal, -n_rows, cols);
+    return eye(n_rows, n_cols, diagonal, to_optional_dtype(dtype).value_or(DType::float32), to_device_or_default(device));
   }, "n_rows"_a, "n_cols"_a = nb::none(), nb::kw_only(), "k"_a = 0, "dtype"_a = nb::none(), "device"_a = nb::none());
   // C-contiguous host memory at `ptr` (a NumPy array's buffer): copied before this returns.
   m.def("_from_host_ptr", [](std::uintptr_t ptr, nb::handle shape, nb::handle dtype, nb::handle device) {

@@ -54,6 +54,13 @@ def test_creation_functions(device):
     assert_close(ys, want_y)
 
 
+@pytest.mark.parametrize("n_rows, n_cols, k", [(3, 4, 1), (3, 4, -2), (4, 3, 3), (4, 3, -4), (3, None, 5), (0, None, 2**63),
+                                             (3, None, 2**70), (3, 4, -2**70), (2, 5, 2**63 - 1), (5, 2, -2**63)])
+def test_eye_takes_any_diagonal(device, n_rows, n_cols, k):
+    # The Array API's k is any Python int; one past an edge (or far past, beyond int64) is all zeros.
+    assert_close(ts.eye(n_rows, n_cols, k=k, dtype=ts.float64, device=device), np.eye(n_rows, n_cols, k=k))
+
+
 def test_full_takes_a_zero_dimensional_array(device):
     """fill_value may be a 0-d array (tessel's or NumPy's) or a NumPy scalar, as NumPy's full takes
     them: its value fills, and its dtype is the default."""
