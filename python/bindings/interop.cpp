@@ -2,7 +2,10 @@
 // hand-over), zero-copy views of host memory (NumPy arrays, from tessel.asarray), and the
 // registration of the protocols: DLPack (interop_dlpack.cpp), the DLPack C exchange API
 // (interop_dlpack_exchange.cpp) and __cuda_array_interface__ (interop_cuda_array_interface.cpp).
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "interop.hpp"
@@ -104,24 +107,65 @@ Array finish_import(Array a, nb::handle device, nb::handle copy, const char* op)
   return a;
 }
 
+namespace {
+
+// The tessel dtype of a buffer's struct-module format ("f", "<d", "Zf", "q", ...): one native
+// little-endian item; nullopt for anything else.
+std::optional<DType> buffer_format_dtype(const char* format, Py_ssize_t size) {
+  if (format == nullptr) return DType::uint8;  // PEP 3118: no format means unsigned bytes
+  std::string_view f(format);
+  if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<')) f.remove_prefix(1);
+  if (f == "?") return DType::bool_;
+  if (f == "e") return DType::float16;
+  if (f == "f") return DType::float32;
+  if (f == "d") return DType::float64;
+  if (f == "Zf") return DType::complex64;
+  if (f == "Zd") return DType::complex128;
+  if (f.size() != 1) return std::nullopt;
+  const bool is_signed = std::string_view("bhilq").find(f[0]) != std::string_view::npos;
+  const bool is_unsigned = std::string_view("BHILQ").find(f[0]) != std::string_view::npos;
+  if (!is_signed && !is_unsigned) return std::nullopt;
+  switch (size) {
+    case 1: return is_signed ? DType::int8 : DType::uint8;
+    case 2: return is_signed ? DType::int16 : DType::uint16;
+    case 4: return is_signed ? DType::int32 : DType::uint32;
+    case 8: return is_signed ? DType::int64 : DType::uint64;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
 void register_interop(nb::module_& m) {
   register_dlpack(m);
   register_dlpack_exchange(m);
   register_cuda_array_interface(m);
   m.def("_check_cuda_device", [](int index) { check_cuda_device(index, "from_dlpack"); });
-  m.def("_wrap_host_pointer", [](std::uintptr_t ptr, nb::handle shape, nb::handle strides_bytes, nb::handle dtype,
-                                  nb::handle owner, bool read_only) {
-    // Zero-copy view of host memory (a NumPy array's buffer); `owner` stays alive with it.
-    const DType d = to_dtype(dtype);
-    const Shape s = to_shape(shape);
-    Strides strides;
-    for (auto b : to_shape(strides_bytes)) {
-      if (b % itemsize(d) != 0) throw tessel::ValueError("asarray: a stride is not a multiple of the itemsize");
-      strides.push_back(b / itemsize(d));
+  m.def("_wrap_host_buffer", [](nb::handle obj) -> nb::object {
+    // A zero-copy CPU view of obj's buffer (a NumPy array's), which keeps obj alive; a read-only
+    // buffer gives a read-only array. None where tessel has no view of it: no buffer, a dtype or
+    // byte order tessel lacks, a stride that is not whole elements, a misaligned first element.
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_RECORDS_RO) != 0) {
+      PyErr_Clear();
+      return nb::none();
     }
-    return wrap_foreign(numel(s) == 0 ? nullptr : reinterpret_cast<void*>(ptr), s, strides, d, Device::cpu(),
-                        python_keep_alive(owner), "asarray", read_only);
-  }, "ptr"_a, "shape"_a, "strides_bytes"_a, "dtype"_a, "owner"_a, "read_only"_a = false);
+    struct Release {
+      Py_buffer* view;
+      ~Release() { PyBuffer_Release(view); }
+    } release{&view};
+    const std::optional<DType> d = buffer_format_dtype(view.format, view.itemsize);
+    if (!d || reinterpret_cast<std::uintptr_t>(view.buf) % static_cast<std::uintptr_t>(view.itemsize) != 0) return nb::none();
+    Shape shape(view.shape, view.shape + view.ndim);
+    Strides strides;
+    for (int i = 0; i < view.ndim; ++i) {
+      if (view.strides[i] % view.itemsize != 0) return nb::none();
+      strides.push_back(view.strides[i] / view.itemsize);
+    }
+    void* data = numel(shape) == 0 ? nullptr : view.buf;
+    return nb::cast(wrap_foreign(data, shape, strides, *d, Device::cpu(), python_keep_alive(obj), "asarray",
+                                 view.readonly != 0));
+  }, "obj"_a);
 }
 
 }  // namespace tessel::python

@@ -107,6 +107,39 @@ def test_numpy_view_is_zero_copy():
     assert y[1].item() == 1.0
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                                   "float16", "float32", "float64", "complex64", "complex128"])
+def test_numpy_views_of_every_dtype_and_layout(rng, dtype):
+    base = (rng.standard_normal((5, 6)) * 50).astype(dtype)
+    for ref in (base, base[::-2, 1::2], base.T, base[3, 2:2], base[0, 0, ...]):
+        x = ts.asarray(ref, device="cpu")
+        assert str(x.dtype) == dtype and x.shape == ref.shape
+        np.testing.assert_array_equal(np.asarray(x), ref)
+        if ref.size:
+            changed = np.logical_not(ref.flat[0]) if dtype == "bool" else ref.flat[0] + 1
+            ref.flat[0] = changed
+            assert np.asarray(x).flat[0] == changed  # a view, not a copy
+
+
+def test_numpy_layouts_a_view_cannot_take_are_copied_or_refused():
+    packed = np.zeros(4, dtype=[("a", "<f4"), ("b", "i1")])["a"]  # stride 5: not whole float32s
+    packed[:] = [1, 2, 3, 4]
+    misaligned = np.arange(17, dtype=np.uint8)[1:].view(np.float32)
+    for ref in (packed, misaligned):
+        x = ts.asarray(ref, device="cpu")
+        np.testing.assert_array_equal(np.asarray(x), ref)
+        with pytest.raises(ValueError, match="copy=False"):
+            ts.asarray(ref, device="cpu", copy=False)
+    with pytest.raises(TypeError, match="big-endian"):
+        ts.asarray(np.arange(3, dtype=">f4"), device="cpu")
+    with pytest.raises(TypeError, match="<U1"):
+        ts.asarray(np.array(["a"]), device="cpu")
+    frozen = np.arange(4.0)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError):
+        ts.asarray(frozen, device="cpu")[0] = 1.0
+
+
 def test_basic_indexing_views(device, rng):
     ref = random_array(rng, (4, 5, 6), "float32")
     x = ts.asarray(ref, device=device)

@@ -14,6 +14,13 @@ from .dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, DTYPE_NAMES
 def _host_array(obj, dtype, device, copy):
     import numpy as np
 
+    target = Device(str(device)) if device is not None else _tessel.default_device()
+    if dtype is None and copy is not True and target.type == "cpu" and isinstance(obj, np.ndarray):
+        # The common case first: a NumPy array for the CPU, as it is, is a view of its buffer
+        # (None: its dtype, byte order or strides need the checks and the copy below).
+        view = _tessel._wrap_host_buffer(obj)
+        if view is not None:
+            return view
     if dtype is not None and not isinstance(dtype, str):
         dtype = str(dtype) if isinstance(dtype, _tessel.dtype) else dtype
     if dtype == "bfloat16":
@@ -35,15 +42,15 @@ def _host_array(obj, dtype, device, copy):
         raise TypeError(f"asarray: cannot convert {type(obj).__name__} with NumPy dtype '{arr.dtype}' to a tessel array")
     if arr.dtype.byteorder == ">":
         raise TypeError("asarray: big-endian arrays are not supported")
-    target = Device(str(device)) if device is not None else _tessel.default_device()
-    if target.type == "cpu" and copy is not True and arr.dtype == getattr(obj, "dtype", None) and arr is obj:
-        # Zero-copy view of the NumPy buffer; the NumPy array stays alive with it.
-        if builtins.all(s % arr.itemsize == 0 for s in arr.strides) and arr.ctypes.data % arr.itemsize == 0:
-            # A non-writeable NumPy array comes in read-only (writes into it raise).
-            return _tessel._wrap_host_pointer(arr.ctypes.data, arr.shape, arr.strides, arr.dtype.name, arr,
-                                              not arr.flags.writeable)
+    if target.type == "cpu" and copy is not True and arr is obj:
+        # A view of the NumPy buffer, the NumPy array alive with it; a non-writeable one comes in
+        # read-only (writes into it raise).
+        view = _tessel._wrap_host_buffer(arr)
+        if view is not None:
+            return view
         if copy is False:
-            raise ValueError("asarray: copy=False but the NumPy array's strides are not a multiple of its itemsize")
+            raise ValueError("asarray: copy=False but the NumPy array's strides are not a multiple of its itemsize "
+                             "or its data is not aligned to it")
     elif copy is False:
         raise ValueError(f"asarray: copy=False but converting {type(obj).__name__} needs a copy")
     arr = np.asarray(arr, order="C")  # ascontiguousarray would turn a 0-d array into 1-d
