@@ -11,6 +11,8 @@
 - the set functions, from include/tessel/ops/set_ops_list.hpp (name, Python name, shape,
   docstring): one def per row with its Python function's parameters and its shape's result, in
   row order;
+- the indexing functions, from include/tessel/ops/indexing_list.hpp (name, Python name, shape,
+  docstring): one def per row with its shape's parameters and result, in row order;
 - tessel.fft's transforms and helpers, into python/tessel/fft.pyi, from
   include/tessel/ops/fft_list.hpp (name, Python name, shape, docstring): one def per row with its
   shape's parameters, in row order;
@@ -22,8 +24,8 @@
     python3 scripts/gen_op_stubs.py --check   # exit 1 if a block is out of date
 
 The docs' API reference lists the same rows (docs/_ext/tessel_docs.py reads them with op_rows(),
-reduction_rows(), sort_rows(), set_rows(), fft_rows() and linalg_rows() below), and the bindings take their
-docstrings from the rows too.
+reduction_rows(), sort_rows(), set_rows(), indexing_rows(), fft_rows() and linalg_rows() below), and the
+bindings take their docstrings from the rows too.
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ REDUCTION_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "reduce_list.hpp
 FFT_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "fft_list.hpp")
 SORT_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "sort_list.hpp")
 SET_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "set_ops_list.hpp")
+INDEXING_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "indexing_list.hpp")
 LINALG_ROWS = os.path.join(ROOT, "include", "tessel", "ops", "linalg_list.hpp")
 FUNCTIONS = os.path.join(ROOT, "python", "tessel", "_functions")
 STUBS = os.path.join(ROOT, "python", "tessel", "__init__.pyi")
@@ -55,6 +58,8 @@ SORTING_BEGIN = "# ---- sorting and searching functions: generated from the sort
 SORTING_END = "# ---- end of the generated sorting and searching functions ----"
 SETS_BEGIN = "# ---- set functions: generated from the set rows by scripts/gen_op_stubs.py ----"
 SETS_END = "# ---- end of the generated set functions ----"
+INDEXING_BEGIN = "# ---- indexing functions: generated from the indexing rows by scripts/gen_op_stubs.py ----"
+INDEXING_END = "# ---- end of the generated indexing functions ----"
 FFT_BEGIN = "# ---- transforms: generated from the fft rows by scripts/gen_op_stubs.py ----"
 FFT_END = "# ---- end of the generated transforms ----"
 LINALG_BEGIN = "# ---- factorizations and solvers: generated from the linalg rows by scripts/gen_op_stubs.py ----"
@@ -99,6 +104,15 @@ SET_PARAMETERS = {
     "unique_pair": ("x: Array, /", "Tuple[Array, Array]"),
     "unique_all": ("x: Array, /", "Tuple[Array, Array, Array, Array]"),
     "membership": ("x1: Union[Array, Scalar], x2: Union[Array, Scalar], /, *, invert: bool = False", "Array"),
+}
+
+# The parameters and result of each shape of indexing row, as the bindings take them
+# (python/bindings/indexing.cpp).
+INDEXING_PARAMETERS = {
+    "gather": ("x: Array, indices: Array, /, *, axis: Optional[int] = None", "Array"),
+    "gather_along": ("x: Array, indices: Array, /, *, axis: Optional[int] = -1", "Array"),
+    "scatter_along": ("arr: Array, indices: Array, values: ArrayLike, axis: Optional[int]", "None"),
+    "per_axis": ("x: Array, /", "Tuple[Array, ...]"),
 }
 
 # The parameters of each shape of linalg row, as the Python functions of python/tessel/linalg.py
@@ -178,6 +192,11 @@ def sort_rows(path: str = SORT_ROWS) -> list[tuple[str, str, str]]:
 def set_rows(path: str = SET_ROWS) -> list[tuple[str, str, str]]:
     """[(python_name, shape, docstring), ...] of TESSEL_SET_OPS, in row order."""
     return _family_rows(path, "TESSEL_SET_OPS", "set", SET_PARAMETERS)
+
+
+def indexing_rows(path: str = INDEXING_ROWS) -> list[tuple[str, str, str]]:
+    """[(python_name, shape, docstring), ...] of TESSEL_INDEXING_OPS, in row order."""
+    return _family_rows(path, "TESSEL_INDEXING_OPS", "indexing", INDEXING_PARAMETERS)
 
 
 def fft_rows(path: str = FFT_ROWS) -> list[tuple[str, str, str]]:
@@ -290,9 +309,10 @@ def method_block(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(defs)
 
 
-def python_def_block(rows: list[tuple[str, str, str]], parameters: dict, begin: str, end: str) -> str:
-    """Rows whose functions are written in Python (sets.py, sorting.py, searching.py): each stub
-    takes its def's parameters (the shape's when the def is not found) and the shape's result."""
+def shape_block(rows: list[tuple[str, str, str]], parameters: dict, begin: str, end: str) -> str:
+    """Rows whose shapes give (parameters, result): each stub takes its shape's result and its
+    shape's parameters, or those of its def where the function is written in Python (sets.py,
+    sorting.py, searching.py)."""
     defs = [begin]
     for name, shape, doc in rows:
         shape_parameters, result = parameters[shape]
@@ -325,14 +345,16 @@ def _replace_block(stubs: str, begin: str, end: str, block: str, path: str = STU
     return head + block + rest.split(end, 1)[1]
 
 
-def updated_stubs(stubs: str, rows, reductions=None, sets=None, sorting=None) -> str:
+def updated_stubs(stubs: str, rows, reductions=None, sets=None, sorting=None, indexing=None) -> str:
     reductions = reduction_rows() if reductions is None else reductions
     sets = set_rows() if sets is None else sets
     sorting = sort_rows() if sorting is None else sorting
+    indexing = indexing_rows() if indexing is None else indexing
     stubs = _replace_block(stubs, BEGIN, END, stub_block(rows))
     for rows_of, parameters, begin, end in ((sorting, SORT_PARAMETERS, SORTING_BEGIN, SORTING_END),
-                                            (sets, SET_PARAMETERS, SETS_BEGIN, SETS_END)):
-        stubs = _replace_block(stubs, begin, end, python_def_block(rows_of, parameters, begin, end))
+                                            (sets, SET_PARAMETERS, SETS_BEGIN, SETS_END),
+                                            (indexing, INDEXING_PARAMETERS, INDEXING_BEGIN, INDEXING_END)):
+        stubs = _replace_block(stubs, begin, end, shape_block(rows_of, parameters, begin, end))
     stubs = _replace_block(stubs, REDUCTIONS_BEGIN, REDUCTIONS_END, reduction_block(reductions))
     return _replace_block(stubs, METHODS_BEGIN, METHODS_END, method_block(reductions))
 

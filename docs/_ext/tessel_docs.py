@@ -7,11 +7,12 @@
    documents these stand-in objects like any module. The real package is never imported in the
    Sphinx process.
 2. The ``elementwise-functions``, ``reduction-functions``, ``sorting-functions``,
-   ``set-functions``, ``fft-functions`` and ``linalg-functions`` directives: the API reference's
-   entries of the elementwise functions, the reductions, the sorting and searching functions, the
-   set functions, tessel.fft's transforms and tessel.linalg's factorizations and solvers, one per
-   op row of include/tessel/ops/elementwise_list.hpp, reduce_list.hpp, sort_list.hpp,
-   set_ops_list.hpp, fft_list.hpp and linalg_list.hpp.
+   ``set-functions``, ``indexing-functions``, ``fft-functions`` and ``linalg-functions``
+   directives: the API reference's entries of the elementwise functions, the reductions, the
+   sorting and searching functions, the set functions, the indexing functions, tessel.fft's
+   transforms and tessel.linalg's factorizations and solvers, one per op row of
+   include/tessel/ops/elementwise_list.hpp, reduce_list.hpp, sort_list.hpp, set_ops_list.hpp,
+   indexing_list.hpp, fft_list.hpp and linalg_list.hpp.
 3. The ``requires`` directive: examples that need a CUDA GPU (or PyTorch, CuPy...) and so
    cannot run on the CPU backend. It renders a note saying what is needed; the doc tests
    (tests/python/test_docs.py) compile every such block and run it where the requirement holds.
@@ -232,6 +233,11 @@ def set_names():
     return [name for name, _, _ in _gen_op_stubs().set_rows()]
 
 
+def indexing_names():
+    """The Python names of the indexing functions, in row order (scripts/gen_op_stubs.py)."""
+    return [name for name, _, _ in _gen_op_stubs().indexing_rows()]
+
+
 def fft_names():
     """The Python names of tessel.fft's transforms and helpers, in row order (scripts/gen_op_stubs.py)."""
     return [name for name, _, _ in _gen_op_stubs().fft_rows()]
@@ -299,6 +305,13 @@ class SetFunctionsDirective(AutofunctionsDirective):
         return set_names()
 
 
+class IndexingFunctionsDirective(AutofunctionsDirective):
+    """.. indexing-functions::  -- an autofunction entry per indexing row, in row order."""
+
+    def entries(self):
+        return indexing_names()
+
+
 class FftFunctionsDirective(AutofunctionsDirective):
     """.. fft-functions::  -- an autofunction entry per fft row, in row order (under the page's
     ``currentmodule``, tessel.fft)."""
@@ -343,6 +356,7 @@ def setup(app):
     app.add_directive("reduction-functions", ReductionFunctionsDirective)
     app.add_directive("sorting-functions", SortingFunctionsDirective)
     app.add_directive("set-functions", SetFunctionsDirective)
+    app.add_directive("indexing-functions", IndexingFunctionsDirective)
     app.add_directive("fft-functions", FftFunctionsDirective)
     app.add_directive("linalg-functions", LinalgFunctionsDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

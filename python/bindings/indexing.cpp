@@ -1,6 +1,6 @@
 // Indexing: the key conversion behind Array.__getitem__ / __setitem__ (NumPy's rules: integers,
 // slices, None, Ellipsis, bools, and integer or boolean arrays given as tessel arrays, NumPy
-// arrays or nested lists) and the functions take, take_along_axis, put_along_axis, nonzero.
+// arrays or nested lists) and the indexing functions, the rows of indexing_list.hpp.
 #include "indexing.hpp"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 
 #include "tessel/ops/backend_entry_points.hpp"
 #include "tessel/ops/indexing.hpp"
+#include "tessel/ops/indexing_list.hpp"
 
 namespace tessel::python {
 namespace {
@@ -94,6 +95,57 @@ IndexItem index_item(nb::handle h, const Array& x) {
   invalid_index(h);
 }
 
+// The bindings of an indexing row, by its shape (indexing_list.hpp); f is the row's C++ function.
+template <class F>
+auto gather_call(F f) {
+  return [f](const Array& x, nb::handle indices, std::optional<std::int64_t> axis) {
+    const Array i = to_array(indices, x.device());
+    nb::gil_scoped_release release;  // may wait for the device (the bounds flag)
+    return f(x, i, axis);
+  };
+}
+
+template <class F>
+void bind_gather(nb::module_& m, const char* name, F f, const char* doc) {
+  m.def(name, gather_call(f), "x"_a, "indices"_a, nb::kw_only(), "axis"_a = nb::none(), doc);
+}
+
+template <class F>
+void bind_gather_along(nb::module_& m, const char* name, F f, const char* doc) {
+  m.def(name, gather_call(f), "x"_a, "indices"_a, nb::kw_only(), "axis"_a.none() = -1, doc);
+}
+
+template <class F>
+void bind_scatter_along(nb::module_& m, const char* name, F f, const char* doc) {
+  m.def(name, [f](const Array& arr, nb::handle indices, nb::handle values, nb::handle axis) {
+    const Array i = to_array(indices, arr.device());
+    const std::optional<std::int64_t> a = axis.is_none() ? std::nullopt : std::optional<std::int64_t>(nb::cast<std::int64_t>(axis));
+    Scalar s;
+    if (to_scalar(values, s)) {
+      nb::gil_scoped_release release;
+      f(arr, i, s, a);
+      return;
+    }
+    const Array v = to_array(values, arr.device());
+    nb::gil_scoped_release release;
+    f(arr, i, v, a);
+  }, "arr"_a, "indices"_a, "values"_a, "axis"_a.none(), doc);
+}
+
+template <class F>
+void bind_per_axis(nb::module_& m, const char* name, F f, const char* doc) {
+  m.def(name, [f](const Array& x) {
+    std::vector<Array> r;
+    {
+      nb::gil_scoped_release release;
+      r = f(x);
+    }
+    nb::list l;
+    for (auto& a : r) l.append(nb::cast(std::move(a)));
+    return nb::tuple(l);
+  }, "x"_a, doc);
+}
+
 }  // namespace
 
 std::vector<IndexItem> index_items(nb::handle key, const Array& x) {
@@ -107,13 +159,14 @@ std::vector<IndexItem> index_items(nb::handle key, const Array& x) {
 }
 
 void register_indexing(nb::module_& m) {
-  m.def("take", [](const Array& x, nb::handle indices, std::optional<std::int64_t> axis) {
-    const Array i = to_array(indices, x.device());
-    nb::gil_scoped_release release;  // may wait for the device (the bounds flag)
-    return take(x, i, axis);
-  }, "x"_a, "indices"_a, nb::kw_only(), "axis"_a = nb::none(),
-     "Elements of x at `indices` along `axis` (x flattened when axis is None). IndexError names the "
-     "axis and its size for an index out of range; on CUDA that check reads one flag back (one sync).");
+  // ---- the indexing functions: the rows of indexing_list.hpp ----
+  // Each row's C++ function goes to its shape's binder as one callable over all its overloads
+  // (put_along_axis takes an array or a scalar of values).
+#define TESSEL_BIND_INDEXING(name, python_name, shape, doc) \
+  bind_##shape(m, python_name, [](const auto&... args) { return tessel::name(args...); }, doc);
+  TESSEL_INDEXING_OPS(TESSEL_BIND_INDEXING)
+#undef TESSEL_BIND_INDEXING
+
   m.def("_take_unchecked", [](const Array& x, const Array& indices, std::optional<std::int64_t> axis) {
     return internal::take_unchecked(x, indices, axis);
   }, "x"_a, "indices"_a, "axis"_a = nb::none());
@@ -124,36 +177,6 @@ void register_indexing(nb::module_& m) {
     nb::gil_scoped_release release;
     internal::setitem_unchecked(x, items, s);
   }, "x"_a, "key"_a, "value"_a);
-  m.def("take_along_axis", [](const Array& x, nb::handle indices, std::optional<std::int64_t> axis) {
-    const Array i = to_array(indices, x.device());
-    nb::gil_scoped_release release;
-    return take_along_axis(x, i, axis);
-  }, "x"_a, "indices"_a, nb::kw_only(), "axis"_a.none() = -1,
-     "out[..., j, ...] = x[..., indices[..., j, ...], ...] along `axis` (indices broadcast against x on the other axes).");
-  m.def("put_along_axis", [](const Array& arr, nb::handle indices, nb::handle values, nb::handle axis) {
-    const Array i = to_array(indices, arr.device());
-    const std::optional<std::int64_t> a = axis.is_none() ? std::nullopt : std::optional<std::int64_t>(nb::cast<std::int64_t>(axis));
-    Scalar s;
-    if (to_scalar(values, s)) {
-      nb::gil_scoped_release release;
-      put_along_axis(arr, i, s, a);
-      return;
-    }
-    const Array v = to_array(values, arr.device());
-    nb::gil_scoped_release release;
-    put_along_axis(arr, i, v, a);
-  }, "arr"_a, "indices"_a, "values"_a, "axis"_a.none(),
-     "NumPy's put_along_axis, in place: arr[..., indices[..., j, ...], ...] = values[..., j, ...] along `axis`.");
-  m.def("nonzero", [](const Array& x) {
-    std::vector<Array> r;
-    {
-      nb::gil_scoped_release release;
-      r = nonzero(x);
-    }
-    nb::list l;
-    for (auto& a : r) l.append(nb::cast(std::move(a)));
-    return nb::tuple(l);
-  }, "x"_a, "The indices of the nonzero elements, one int64 array per axis (one read of the count on CUDA).");
 }
 
 }  // namespace tessel::python

@@ -740,8 +740,6 @@ def searchsorted(x1: Array, x2: Union[Array, Scalar], /, *, side: Literal['left'
     instead (a stable sort gives the values of x1[sorter]).
     """
 # ---- end of the generated sorting and searching functions ----
-def nonzero(x: Array, /) -> Tuple[Array, ...]:
-    """Indices of the nonzero elements, one int64 array per axis, in C order (one compaction pass; on CUDA one read of its count)."""
 # ---- set functions: generated from the set rows by scripts/gen_op_stubs.py ----
 def unique_values(x: Array, /) -> Array:
     """Returns the unique elements of the flattened x, ascending (complex: by real, then imaginary
@@ -900,12 +898,26 @@ def moveaxis(x: Array, source: Union[int, Tuple[int, ...]], destination: Union[i
     """A view with axes moved to new positions."""
 def unstack(x: Array, /, *, axis: int = 0) -> Tuple[Array, ...]:
     """Views of x's slices along axis, as a tuple."""
+# ---- indexing functions: generated from the indexing rows by scripts/gen_op_stubs.py ----
 def take(x: Array, indices: Array, /, *, axis: Optional[int] = None) -> Array:
-    """Elements of x at integer ``indices`` along ``axis`` (x flattened when None); IndexError names the axis and its size for an index out of range."""
+    """Elements of x at integer ``indices`` along ``axis`` (x flattened when None); the result has
+    x's shape with ``axis`` replaced by the indices' shape. IndexError names the axis and its
+    size for an index out of range; on CUDA that check reads one flag back (one synchronization).
+    """
 def take_along_axis(x: Array, indices: Array, /, *, axis: Optional[int] = -1) -> Array:
-    """out[..., j, ...] = x[..., indices[..., j, ...], ...] along axis; indices has x's rank and broadcasts against it on the other axes."""
+    """out[..., j, ...] = x[..., indices[..., j, ...], ...] along ``axis``; indices has x's rank and
+    broadcasts against it on the other axes (axis None: x flattened, indices 1-D).
+    """
 def put_along_axis(arr: Array, indices: Array, values: ArrayLike, axis: Optional[int]) -> None:
-    """NumPy's put_along_axis, in place: arr[..., indices[..., j, ...], ...] = values[..., j, ...] along axis (indices checked first)."""
+    """NumPy's put_along_axis, in place: arr[..., indices[..., j, ...], ...] = values[..., j, ...]
+    along ``axis``, values (an array or a Python scalar) broadcast to the indices' shape. The
+    indices are checked before anything is written (one read on CUDA).
+    """
+def nonzero(x: Array, /) -> Tuple[Array, ...]:
+    """Indices of the nonzero elements, one int64 array per axis, in C order; a 0-d x is a
+    ValueError. One compaction pass; on CUDA one read of its count.
+    """
+# ---- end of the generated indexing functions ----
 # devices, streams, kernels
 def cuda_available() -> bool:
     """Whether CUDA can be used (a GPU, a driver and a CUDA build)."""

@@ -88,12 +88,10 @@ def test_api_page_lists_the_main_namespace():
         entries |= set((also.group(1) or "").split())
     if re.search(r"^\.\. elementwise-aliases::", page, re.M):
         entries |= {alias for alias, _ in gen_op_stubs.op_aliases()}
-    if re.search(r"^\.\. reduction-functions::", page, re.M):
-        entries |= {name for name, _, _ in gen_op_stubs.reduction_rows()}
-    if re.search(r"^\.\. sorting-functions::", page, re.M):
-        entries |= {name for name, _, _ in gen_op_stubs.sort_rows()}
-    if re.search(r"^\.\. set-functions::", page, re.M):
-        entries |= {name for name, _, _ in gen_op_stubs.set_rows()}
+    for family, rows in (("reduction", gen_op_stubs.reduction_rows), ("sorting", gen_op_stubs.sort_rows),
+                         ("set", gen_op_stubs.set_rows), ("indexing", gen_op_stubs.indexing_rows)):
+        if re.search(rf"^\.\. {family}-functions::", page, re.M):
+            entries |= {name for name, _, _ in rows()}
     quoted = set(re.findall(r"``(\w+)``", page))
     missing, named_only = [], []
     for name in sorted(public_names(ts)):
@@ -157,6 +155,28 @@ def test_python_functions_follow_their_rows(family, names, stub_lines):
     for name, _, doc in rows:
         assert getattr(ts, name).__doc__ == doc, name
         assert any(getattr(ts, name) is getattr(module, name, None) for module in modules), name
+    assert_generated_stubs_and_api_entries(family, names, stub_lines)
+
+
+def test_indexing_functions_follow_their_rows():
+    """Each row of indexing_list.hpp is bound with the row's docstring and is tessel's function of
+    that name; the stubs are the generated block (the shape's parameters and result);
+    docs/api/tessel.rst lists the rows by the indexing-functions directive and not by hand."""
+    rows = gen_op_stubs.indexing_rows()
+    names = [name for name, _, _ in rows]
+    assert names == ["take", "take_along_axis", "put_along_axis", "nonzero"]
+    for name, _, doc in rows:
+        assert getattr(ts, name) is getattr(ts._tessel, name), name
+        assert getattr(ts, name).__doc__.endswith(doc), name
+    assert_generated_stubs_and_api_entries("indexing", names, [
+        "def take(x: Array, indices: Array, /, *, axis: Optional[int] = None) -> Array:",
+        "def put_along_axis(arr: Array, indices: Array, values: ArrayLike, axis: Optional[int]) -> None:",
+        "def nonzero(x: Array, /) -> Tuple[Array, ...]:"])
+
+
+def assert_generated_stubs_and_api_entries(family, names, stub_lines):
+    """__init__.pyi's generated blocks are up to date and hold stub_lines; docs/api/tessel.rst
+    lists names by the family's directive and not by hand."""
     stubs = (PACKAGE / "__init__.pyi").read_text(encoding="utf-8")
     assert gen_op_stubs.updated_stubs(stubs, gen_op_stubs.op_rows()) == stubs, "run python3 scripts/gen_op_stubs.py"
     for line in stub_lines:
