@@ -162,7 +162,8 @@ def op_aliases(path: str = ROWS) -> list[tuple[str, str]]:
     return re.findall(r'X\((\w+),\s*"(\w+)"\)', _macro_body(text, "TESSEL_ELEMENTWISE_ALIASES", path))
 
 
-# X(name, "python_name", shape, "docstring"): the rows of reduce_list.hpp and fft_list.hpp.
+# X(name, "python_name", shape, "docstring"): the rows of reduce_list.hpp, fft_list.hpp, set_ops_list.hpp,
+# sort_list.hpp and indexing_list.hpp (linalg_list.hpp adds a result type: its own pattern).
 _SHAPE_ROW = re.compile(r'X\((\w+),\s*"(\w+)",\s*(\w+),\s*((?:"(?:[^"\\]|\\.)*"\s*)+)\)', re.S)
 
 
