@@ -735,7 +735,7 @@ class FunctionCompiler:
             return self.for_desugared(node, "array")
         self.error(node, f"kernels loop over range(), tuples, arrays, enumerate() and zip(); not over {v.type}")
 
-    def for_desugared(self, node, kind):
+    def for_desugared(self, node, kind, check_only=False):
         """for x in a / enumerate(a) / zip(a, b): rewritten (once per loop) as a loop over range()
         with the elements read by index; over tuples (and literal_unroll), unrolled."""
         it = node.iter
@@ -752,7 +752,8 @@ class FunctionCompiler:
             if kind == "zip" and not it.args:
                 self.error(node, "zip() needs at least one iterable")
             seqs = it.args[:1] if kind == "enumerate" else it.args
-            vals = [Val(None, CT, const=range) if self.is_range_call(a) else self.expr(a) for a in seqs]
+            vals = [Val(None, CT, const=range) if self.is_range_call(a) or self.iteration_call(a) else self.expr(a)
+                    for a in seqs]
             if all(v.items is not None for v in vals):
                 # tuples: unrolled
                 n = min(len(v.items) for v in vals)
@@ -768,14 +769,28 @@ class FunctionCompiler:
                             for k in range(n)]
                 return self.for_unrolled(node, node.target, rows)
             for v, a in zip(vals, seqs):
-                if v.items is not None or not (isinstance(v.type, ArrayT) and v.type.ndim >= 1) and \
+                if self.iteration_call(a) is not None:
+                    self.for_desugared(ast.copy_location(ast.For(target=node.target, iter=a, body=[], orelse=[]),
+                                                         node), self.iteration_call(a), check_only=True)
+                elif v.items is not None or not (isinstance(v.type, ArrayT) and v.type.ndim >= 1) and \
                         not self.is_range_call(a):
                     self.error(node, f"{kind}() in a kernel loop takes arrays or range() (or only tuples), got {v.type}")
+        if check_only:
+            return None
         desugared = getattr(node, "_ts_desugared", None)
         if desugared is None:
             desugared = self.desugar_loop(node, kind)
             node._ts_desugared = desugared
         return self.stmt_For(desugared)
+
+    def iteration_call(self, a):
+        """"zip" or "enumerate" for a call of that builtin (a sequence a loop desugars), else None."""
+        if isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and a.func.id in ("zip", "enumerate") \
+                and not a.keywords and a.func.id not in self.vars:
+            fn = self.resolve_global(a.func.id, a)
+            if fn is zip or fn is enumerate:
+                return fn.__name__
+        return None
 
     def is_range_call(self, a):
         return isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and \
@@ -794,28 +809,29 @@ class FunctionCompiler:
                 # len(range(a, b, c)), computed as Python does
                 args = seq.args
                 return ast.copy_location(ast.Call(func=name("_ts_range_len"), args=list(args), keywords=[]), node)
+            nested = self.iteration_call(seq)
+            if nested is not None:   # zip(...) or enumerate(...) inside: the shortest sequence
+                parts = [length(s) for s in (seq.args[:1] if nested == "enumerate" else seq.args)]
+                stop = parts[0]
+                for p in parts[1:]:
+                    stop = ast.copy_location(ast.Call(func=name("min"), args=[stop, p], keywords=[]), node)
+                return stop
             return ast.copy_location(ast.Call(func=name("len"), args=[seq], keywords=[]), node)
 
         def element(seq):
             if self.is_range_call(seq):
                 return ast.copy_location(ast.Call(func=name("_ts_range_item"), args=list(seq.args) + [name(k)],
                                                   keywords=[]), node)
+            nested = self.iteration_call(seq)
+            if nested == "enumerate":
+                index = name(k) if len(seq.args) == 1 else \
+                    ast.copy_location(ast.BinOp(left=name(k), op=ast.Add(), right=seq.args[1]), node)
+                return ast.copy_location(ast.Tuple(elts=[index, element(seq.args[0])], ctx=ast.Load()), node)
+            if nested == "zip":
+                return ast.copy_location(ast.Tuple(elts=[element(s) for s in seq.args], ctx=ast.Load()), node)
             return ast.copy_location(ast.Subscript(value=seq, slice=name(k), ctx=ast.Load()), node)
 
-        if kind == "array":
-            seqs = [it]
-            value = element(it)
-        elif kind == "enumerate":
-            seqs = [it.args[0]]
-            index = name(k) if len(it.args) == 1 else \
-                ast.copy_location(ast.BinOp(left=name(k), op=ast.Add(), right=it.args[1]), node)
-            value = ast.copy_location(ast.Tuple(elts=[index, element(it.args[0])], ctx=ast.Load()), node)
-        else:
-            seqs = list(it.args)
-            value = ast.copy_location(ast.Tuple(elts=[element(s) for s in seqs], ctx=ast.Load()), node)
-        stop = length(seqs[0])
-        for s in seqs[1:]:
-            stop = ast.copy_location(ast.Call(func=name("min"), args=[stop, length(s)], keywords=[]), node)
+        value, stop = element(it), length(it)
         assign = ast.copy_location(ast.Assign(targets=[node.target], value=value), node)
         rng = ast.copy_location(ast.Call(func=name("range"), args=[stop], keywords=[]), node)
         loop = ast.copy_location(ast.For(target=name(k, ast.Store()), iter=rng, body=[assign] + list(node.body),
@@ -1855,6 +1871,11 @@ class FunctionCompiler:
         if isinstance(obj, np.ufunc) and getattr(np, obj.__name__, None) is obj:
             return self.call_numpy(obj, node)
         name = getattr(obj, "__name__", repr(obj))
+        if obj is np.dtype:   # np.dtype("int16"): a dtype, at compile time
+            vals, _ = self.args_of(node, 1, 1, "np.dtype")
+            if not vals[0].is_const:
+                self.error(node, "np.dtype() in a kernel takes a constant (a dtype name or type)")
+            return Val(None, CT, const=np.dtype(vals[0].const))
         if getattr(np, name, None) is obj:
             self.numpy_unsupported(name, node)
         for a in node.args:   # an unsupported construct in the arguments is the first error
