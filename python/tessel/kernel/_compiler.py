@@ -177,6 +177,7 @@ class Root:
         self.uses_grid_sync = False
         self.fission_node = None          # CPU: the grid-stride loop run iteration-major
         self.fission_disabled = False
+        self.inlined_raise = False        # a device function ends its thread with a raise
         self.fission: Dict[str, Any] = {}
 
     def fresh(self, stem: str) -> str:
@@ -1027,6 +1028,7 @@ class FunctionCompiler:
         if self.root.options.get("debug"):
             self.raise_exception(cls.const, msg, node)
         else:
+            self.root.inlined_raise |= self.mode == "inline"
             self.emit(self.root_return())
 
     def raise_exception(self, cls, msg_node, node):
@@ -3175,8 +3177,9 @@ def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
     root = Root(target, options)
     fc = FunctionCompiler(pyfunc, arg_types, root, kernel_name=pyfunc.__name__, mode="kernel")
     fc.run_typing()
-    if root.fission_node is not None and fc.suspends:
-        # barriers elsewhere in the kernel: the grid-stride loop pauses its threads instead
+    if root.fission_node is not None and (fc.suspends or root.inlined_raise):
+        # barriers elsewhere in the kernel (or a device function's raise, which must end the thread,
+        # not the iteration): the grid-stride loop pauses its threads instead
         root.fission_disabled = True
         root.fission_node = None
         fc.run_typing()
