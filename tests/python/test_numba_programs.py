@@ -3213,6 +3213,7 @@ def test_vectorize_signatures_targets_and_numpy_ufunc_methods(backend):
     x, y = rng.random(1000).astype(np.float32), rng.random(1000).astype(np.float32)
     np.testing.assert_allclose(axpy_ufunc(x, y), 2 * x + y, rtol=1e-6)
     np.testing.assert_allclose(axpy_ufunc(x, np.float32(1)), 2 * x + 1, rtol=1e-6)
+    assert axpy_ufunc(np.float32(1), np.float32(2)).tolist() == [4.0]    # numbers: a 1-element array, as Numba
     d = axpy_ufunc(cuda.to_device(x), cuda.to_device(y))
     np.testing.assert_allclose(d.copy_to_host(), 2 * x + y, rtol=1e-6)
     assert larger_cuda.reduce(cuda.to_device(x)) == x.max()      # Numba's CUDA ufunc reduce

@@ -319,6 +319,8 @@ class UFunc:
         else:
             device = ts.Device("cpu")
         shape = np.broadcast_shapes(*[a.shape for a in inputs])
+        if cuda_target and not shape:
+            shape = (1,)   # Numba's CUDA ufuncs make numbers 1-element arrays
         tessel_stream = _tessel_stream(stream, device) if cuda_target else None
         flat_inputs = [_flat(_to_tessel(a, d, device, stream), shape) for a, d in zip(inputs, in_dtypes)]
         # the output: a given device array (written in place when it is contiguous), else a new one
