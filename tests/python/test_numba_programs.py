@@ -2486,7 +2486,7 @@ def integer_semantics(a, b, out, fout):
 
 
 @cuda.jit
-def bit_tricks(x, s, out, seed, hashes):
+def bit_tricks(x, s, out, seed, hashes, mask):
     i = cuda.grid(1)
     if i < x.size:
         v = x[i]
@@ -2494,7 +2494,7 @@ def bit_tricks(x, s, out, seed, hashes):
         out[i, 1] = v << s[i]
         out[i, 2] = v ^ (v >> np.uint64(7))
         out[i, 3] = ~v
-        out[i, 4] = v & np.uint64(0xff)
+        out[i, 4] = v & mask
         h = uint32(seed) ^ uint32(i)          # xorshift and a multiplicative hash in uint32
         h ^= h << uint32(13)
         h ^= h >> uint32(17)
@@ -2518,8 +2518,9 @@ def test_integer_division_powers_and_bit_manipulation(backend):
     x = rng.integers(0, 2**63, 100, dtype=np.uint64) * np.uint64(2)
     s = rng.integers(0, 64, 100).astype(np.uint64)
     bits, hashes = np.zeros((100, 5), np.uint64), np.zeros(100, np.uint32)
-    bit_tricks[1, 128](x, s, bits, 12345, hashes)
-    np.testing.assert_array_equal(bits, np.stack([x >> s, x << s, x ^ (x >> np.uint64(7)), ~x, x & np.uint64(255)], 1))
+    mask = 0xFFFF0000FFFF0000                  # a Python int only uint64 holds: typed uint64, as Numba
+    bit_tricks[1, 128](x, s, bits, 12345, hashes, mask)
+    np.testing.assert_array_equal(bits, np.stack([x >> s, x << s, x ^ (x >> np.uint64(7)), ~x, x & np.uint64(mask)], 1))
     h = np.uint32(12345) ^ np.arange(100, dtype=np.uint32)
     h ^= h << np.uint32(13)
     h ^= h >> np.uint32(17)

@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from . import _compiler
-from ._types import ArrayT, Scalar, TupleT, scalar_from_dtype
+from ._types import ArrayT, Scalar, TupleT, python_scalar_dtype, scalar_from_dtype
 
 _ts = None
 
@@ -201,14 +201,11 @@ def _record_type(dtype: np.dtype, storage, what: str):
 
 
 def _scalar_arg(v):
-    if isinstance(v, (bool, np.bool_)):
+    if isinstance(v, np.bool_):
         return _Arg(Scalar("bool"), value=bool(v))
-    if isinstance(v, int):
-        return _Arg(Scalar("int64"), value=v)
-    if isinstance(v, float):
-        return _Arg(Scalar("float64"), value=v)
-    if isinstance(v, complex):
-        return _Arg(Scalar("complex128"), value=v)
+    name = python_scalar_dtype(v)
+    if name is not None:
+        return _Arg(Scalar(name), value=v)
     if isinstance(v, np.generic):
         return _Arg(scalar_from_dtype(v.dtype), value=v)
     return None

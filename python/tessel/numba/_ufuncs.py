@@ -21,6 +21,7 @@ import re
 import numpy as np
 
 import tessel as ts
+from tessel.kernel._types import python_scalar_dtype
 
 from . import types as nbtypes
 
@@ -66,18 +67,6 @@ def _dtype_of_type(t):
 
 
 # ---- arguments -----------------------------------------------------------------------------------
-def _python_scalar_dtype(value):
-    if isinstance(value, bool):
-        return np.dtype(bool)
-    if isinstance(value, int):
-        return np.dtype(np.int64)
-    if isinstance(value, float):
-        return np.dtype(np.float64)
-    if isinstance(value, complex):
-        return np.dtype(np.complex128)
-    return None
-
-
 class _Arg:
     """One input: kind "device" (a device or tessel array), "host" (NumPy/array-like) or "scalar"."""
 
@@ -86,9 +75,9 @@ class _Arg:
     def __init__(self, value, device_kinds):
         self.value = value
         self.weak = False
-        d = _python_scalar_dtype(value)
+        d = python_scalar_dtype(value)
         if d is not None:
-            self.kind, self.dtype, self.shape, self.weak = "scalar", d, (), True
+            self.kind, self.dtype, self.shape, self.weak = "scalar", np.dtype(d), (), True
             return
         if isinstance(value, np.generic):
             self.kind, self.dtype, self.shape = "scalar", value.dtype, ()

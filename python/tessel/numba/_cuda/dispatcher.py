@@ -28,7 +28,7 @@ import numpy as np
 
 import tessel as ts
 from tessel.kernel import _dispatch as _kdispatch
-from tessel.kernel._types import ArrayT, RecordT, Scalar, TupleT
+from tessel.kernel._types import ArrayT, RecordT, Scalar, TupleT, python_scalar_dtype
 
 from .. import types as nbtypes
 from . import _streams, _templates
@@ -89,17 +89,10 @@ def _record_dtype(t):
 
 def _scalar_dtype(value):
     """The NumPy dtype of a number argument (Python numbers as Numba types them), else None."""
-    if isinstance(value, bool):
-        return np.dtype(bool)
-    if isinstance(value, int):
-        return np.dtype(np.int64)
-    if isinstance(value, float):
-        return np.dtype(np.float64)
-    if isinstance(value, complex):
-        return np.dtype(np.complex128)
     if isinstance(value, np.generic):
         return value.dtype
-    return None
+    name = python_scalar_dtype(value)
+    return np.dtype(name) if name is not None else None
 
 
 def _array_numba_type(value):
