@@ -2922,10 +2922,14 @@ def test_float16_arithmetic_operators(backend):
 
 # ---- control flow ---------------------------------------------------------------------------------------
 @cuda.jit
-def control_flow(x, out):
+def control_flow(x, out, n_unsigned):
     i = cuda.grid(1)
     if i >= x.size:
         return                                  # an early return
+    down = 0
+    for k in range(n_unsigned - 1, -1, -1):     # an unsigned count down to 0
+        down = down * 10 + k
+    out[i, 6] = down
     s = 0
     for k in range(10, 0, -3):                  # a negative step
         s += k
@@ -2976,8 +2980,8 @@ def control_flow(x, out):
 
 def test_control_flow_with_loop_else_clauses_breaks_and_early_returns(backend):
     x = np.arange(30)
-    out = np.full((32, 6), -99, np.int64)
-    control_flow[1, 32](x, out)
+    out = np.full((32, 7), -99, np.int64)
+    control_flow[1, 32](x, out, np.uint32(4))
 
     def reference(v):
         total = sum(range(1, v + 1, 2))
@@ -2997,7 +3001,7 @@ def test_control_flow_with_loop_else_clauses_breaks_and_early_returns(backend):
         else:
             t = 100
         found = next((p for p, (a, b) in enumerate(zip(range(v), range(5, 100))) if a + b == 12), -1)
-        return [22, total, root, n, t, found]
+        return [22, total, root, n, t, found, 3210]
 
     for i in range(30):
         assert out[i].tolist() == reference(i), i

@@ -668,8 +668,8 @@ class FunctionCompiler:
         if step.is_const and step.const == 0:
             self.error(node, "range() step must not be zero")
         t = promote(start.type, stop.type, step.type).strong()
-        if t.kind == "b":
-            t = INT64
+        if t.kind in "bf" or t.kind == "u" and any(a.is_const and a.const < 0 for a in args):
+            t = INT64   # bools, signed and unsigned mixed (a float by promotion), or an unsigned range below 0
         if t.kind == "i" and t.itemsize < 8:
             t = INT64
         if not isinstance(node.target, ast.Name):
