@@ -1126,6 +1126,51 @@ def test_libdevice_tails_and_rounding_modes(backend):
     assert (out[:, 4] == 0).all() and (out[:, 5] == 2 - 20).all()   # rn: half to even; rz: toward zero
 
 
+@cuda.jit("int64(int64)", device=True)
+def _fib(n):
+    if n < 2:
+        return n
+    return _fib(n - 1) + _fib(n - 2)
+
+
+def test_kernel_features_tessel_does_not_have_are_named(backend):
+    def recursion(out):
+        out[0] = _fib(10)
+
+    def array_creation(out):
+        tmp = np.empty(3)
+        out[0] = tmp[0]
+
+    def array_method(out):
+        out[0] = np.sum(out[1:])
+
+    def local_from_argument(out, n):
+        tmp = cuda.local.array(n, numba.float64)
+        out[0] = tmp[0]
+
+    def half_atomic(h):
+        cuda.atomic.add(h, 0, np.float16(1))
+
+    def bare_raise(out):
+        raise
+
+    def computed_message(out):
+        raise ValueError(out[0])
+
+    out = np.zeros(4)
+    for fn, args, why in (
+            (recursion, (out,), r"device function '_fib' calls itself: recursion is not supported"),
+            (array_creation, (out,), r"np.empty is not supported in kernels .*made with cuda.local.array"),
+            (array_method, (out,), r"np.sum is not supported in kernels"),
+            (local_from_argument, (out, 3), r"local.array: the shape must be a compile-time constant"),
+            (half_atomic, (np.zeros(1, np.float16),), r"atomic.add is not supported for float16 arrays"),
+            (bare_raise, (out,), r"a kernel raises an exception class or instance"),
+            (computed_message, (out,), r"an exception's message in a kernel must be a constant")):
+        kernel = cuda.jit(debug=fn is computed_message)(fn)
+        with pytest.raises(Exception, match=rf"kernel '{fn.__name__}'.*test_numba_api.py:\d+.*{why}"):
+            kernel[1, 1](*args)
+
+
 def test_fp16_and_libdevice_modules():
     from tessel import kernel
     from tessel.numba.cuda import fp16

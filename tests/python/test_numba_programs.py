@@ -14,7 +14,9 @@ grid-stride add, saxpy on NumPy arrays, two-stream copies and kernels, the tiled
 tile size in a local variable) and the grid-synchronizing examples of Numba's documentation (the
 1-D heat equation and sessionization, whose ``grid.sync()`` sits in a branch).
 """
+import cmath
 import math
+import operator
 import sys
 
 import numpy as np
@@ -22,8 +24,9 @@ import pytest
 
 # ---- the only lines that differ from the Numba programs -------------------------------------------
 import tessel.numba as numba
-from tessel.numba import cuda, float32, guvectorize, int32, vectorize
-from tessel.numba.cuda.random import (create_xoroshiro128p_states, xoroshiro128p_normal_float32,
+from tessel.numba import cuda, float32, float64, guvectorize, int32, uint32, vectorize, void
+from tessel.numba.cuda.random import (create_xoroshiro128p_states, init_xoroshiro128p_states,
+                                      xoroshiro128p_normal_float32, xoroshiro128p_normal_float64,
                                       xoroshiro128p_uniform_float32, xoroshiro128p_uniform_float64)
 # ---------------------------------------------------------------------------------------------------
 
@@ -1912,3 +1915,1355 @@ def test_blelloch_scan_with_shifting_loops(backend):
     scanned = np.full_like(x, -1)
     blelloch_scan[1, 256](x, scanned)
     np.testing.assert_array_equal(scanned, np.concatenate([[0], np.cumsum(x)[:-1]]))
+
+
+# ---- stencils and images --------------------------------------------------------------------------------
+CONV_TILE = 16
+CONV_R = 2
+
+
+@cuda.jit
+def conv2d_halo(img, k, out):
+    """A (2R+1)^2 convolution: each block loads its tile and the halo around it into shared memory."""
+    tile = cuda.shared.array((CONV_TILE + 2 * CONV_R, CONV_TILE + 2 * CONV_R), dtype=numba.float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    x, y = cuda.grid(2)
+    h, w = img.shape
+    for dy in range(ty, CONV_TILE + 2 * CONV_R, CONV_TILE):
+        for dx in range(tx, CONV_TILE + 2 * CONV_R, CONV_TILE):
+            gy = cuda.blockIdx.y * CONV_TILE + dy - CONV_R
+            gx = cuda.blockIdx.x * CONV_TILE + dx - CONV_R
+            if 0 <= gy < h and 0 <= gx < w:
+                tile[dy, dx] = img[gy, gx]
+            else:
+                tile[dy, dx] = 0
+    cuda.syncthreads()
+    if y < h and x < w:
+        acc = float32(0)
+        for i in range(2 * CONV_R + 1):
+            for j in range(2 * CONV_R + 1):
+                acc += k[i, j] * tile[ty + i, tx + j]
+        out[y, x] = acc
+
+
+def test_convolution_with_a_halo_in_shared_memory(backend):
+    rng = np.random.default_rng()
+    h, w = 37, 51
+    img = rng.random((h, w), dtype=np.float32)
+    k = rng.random((2 * CONV_R + 1,) * 2, dtype=np.float32)
+    out = np.full((h, w), np.nan, np.float32)
+    blocks = ((w + CONV_TILE - 1) // CONV_TILE, (h + CONV_TILE - 1) // CONV_TILE)
+    conv2d_halo[blocks, (CONV_TILE, CONV_TILE)](img, k, out)
+    padded = np.pad(img.astype(np.float64), CONV_R)
+    ref = sum(k[i, j] * padded[i:i + h, j:j + w] for i in range(2 * CONV_R + 1) for j in range(2 * CONV_R + 1))
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
+
+
+@cuda.jit
+def box_blur_rgb(src, dst):
+    x, y = cuda.grid(2)
+    h = src.shape[0]
+    w = src.shape[1]
+    if x >= h or y >= w:
+        return
+    for c in range(3):
+        s = 0
+        n = 0
+        for dx in range(-1, 2):
+            for dy in range(-1, 2):
+                xx = x + dx
+                yy = y + dy
+                if xx >= 0 and xx < h and yy >= 0 and yy < w:
+                    s += int32(src[xx, yy, c])
+                    n += 1
+        dst[x, y, c] = s // n
+
+
+@cuda.jit
+def sobel_magnitude(img, out):
+    y, x = cuda.grid(2)
+    h, w = img.shape
+    if 0 < y < h - 1 and 0 < x < w - 1:
+        gx = (-1.0 * img[y - 1, x - 1] + img[y - 1, x + 1] - 2.0 * img[y, x - 1] + 2.0 * img[y, x + 1]
+              - img[y + 1, x - 1] + img[y + 1, x + 1])
+        gy = (-1.0 * img[y - 1, x - 1] - 2.0 * img[y - 1, x] - img[y - 1, x + 1]
+              + img[y + 1, x - 1] + 2.0 * img[y + 1, x] + img[y + 1, x + 1])
+        out[y, x] = min(255, int(math.sqrt(gx * gx + gy * gy)))
+
+
+def test_uint8_rgb_blur_and_sobel_edges(backend):
+    rng = np.random.default_rng()
+    img = rng.integers(0, 256, (29, 41, 3)).astype(np.uint8)
+    dst = np.full_like(img, 7)
+    box_blur_rgb[(4, 6), (8, 8)](img, dst)
+    p = np.pad(img.astype(np.int64), ((1, 1), (1, 1), (0, 0)))
+    count = np.pad(np.ones(img.shape[:2], np.int64), 1)
+    s = sum(p[1 + a:30 + a, 1 + b:42 + b] for a in (-1, 0, 1) for b in (-1, 0, 1))
+    n = sum(count[1 + a:30 + a, 1 + b:42 + b] for a in (-1, 0, 1) for b in (-1, 0, 1))
+    np.testing.assert_array_equal(dst, s // n[:, :, None])
+    gray = rng.integers(0, 256, (40, 50)).astype(np.uint8)
+    edges = np.full_like(gray, 3)
+    sobel_magnitude[(3, 4), (16, 16)](gray, edges)
+    f = gray.astype(np.float64)
+    gx = -f[:-2, :-2] + f[:-2, 2:] - 2 * f[1:-1, :-2] + 2 * f[1:-1, 2:] - f[2:, :-2] + f[2:, 2:]
+    gy = -f[:-2, :-2] - 2 * f[:-2, 1:-1] - f[:-2, 2:] + f[2:, :-2] + 2 * f[2:, 1:-1] + f[2:, 2:]
+    ref = np.full_like(gray, 3)
+    ref[1:-1, 1:-1] = np.minimum(255, np.sqrt(gx * gx + gy * gy).astype(np.int64))
+    np.testing.assert_array_equal(edges, ref)
+
+
+@cuda.jit
+def life_step(board, out):
+    i, j = cuda.grid(2)
+    n, m = board.shape
+    if i < n and j < m:
+        count = 0
+        for di in (-1, 0, 1):
+            for dj in (-1, 0, 1):
+                if di != 0 or dj != 0:
+                    count += board[(i + di) % n, (j + dj) % m]
+        alive = board[i, j] == 1
+        out[i, j] = 1 if (count == 3 or (alive and count == 2)) else 0
+
+
+@cuda.jit
+def jacobi_step(u, unew, f, h2):
+    i, j = cuda.grid(2)
+    n, m = u.shape
+    if 1 <= i < n - 1 and 1 <= j < m - 1:
+        unew[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - h2 * f[i, j])
+
+
+def test_game_of_life_and_jacobi_with_swapped_device_buffers(backend):
+    rng = np.random.default_rng()
+    board = (rng.random((23, 31)) < 0.3).astype(np.uint8)
+    d0, d1 = cuda.to_device(board), cuda.device_array(board.shape, np.uint8)
+    ref = board.astype(np.int64)
+    for _ in range(6):
+        life_step[(2, 2), (16, 16)](d0, d1)
+        d0, d1 = d1, d0
+        count = sum(np.roll(np.roll(ref, a, 0), b, 1) for a in (-1, 0, 1) for b in (-1, 0, 1)) - ref
+        ref = ((count == 3) | ((ref == 1) & (count == 2))).astype(np.int64)
+    np.testing.assert_array_equal(d0.copy_to_host(), ref)
+    n = 33
+    f = np.asfortranarray(rng.random((n, n)))            # a Fortran-ordered right-hand side
+    du, dunew, df = cuda.to_device(np.zeros((n, n))), cuda.to_device(np.zeros((n, n))), cuda.to_device(f)
+    for _ in range(20):
+        jacobi_step[(3, 3), (16, 16)](du, dunew, df, 0.01)
+        du, dunew = dunew, du
+    u = np.zeros((n, n))
+    for _ in range(20):
+        new = u.copy()
+        new[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 0.01 * f[1:-1, 1:-1])
+        u = new
+    np.testing.assert_allclose(du.copy_to_host(), u, rtol=1e-12)
+
+
+# ---- linear algebra in small pieces -------------------------------------------------------------------
+@cuda.jit
+def matvec(A, x, y):
+    row = cuda.grid(1)
+    if row < A.shape[0]:
+        s = 0.0
+        for j in range(A.shape[1]):
+            s += A[row, j] * x[j]
+        y[row] = s
+
+
+@cuda.jit
+def det3_batched(m, out):
+    """One 3x3 matrix per thread; 2-D blocks numbered row-major."""
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    b = (cuda.blockIdx.x * cuda.blockDim.y + ty) * cuda.blockDim.x + tx
+    if b < m.shape[0]:
+        a = m[b]
+        out[b] = (a[0, 0] * (a[1, 1] * a[2, 2] - a[1, 2] * a[2, 1])
+                  - a[0, 1] * (a[1, 0] * a[2, 2] - a[1, 2] * a[2, 0])
+                  + a[0, 2] * (a[1, 0] * a[2, 1] - a[1, 1] * a[2, 0]))
+
+
+@cuda.jit(device=True)
+def distance(a, b):
+    return math.sqrt(a * a + b * b)
+
+
+@cuda.jit
+def pairwise_distances(p, d):
+    i, j = cuda.grid(2)
+    if i < p.shape[0] and j < p.shape[0]:
+        d[i, j] = distance(p[i, 0] - p[j, 0], p[i, 1] - p[j, 1])
+
+
+def test_matvec_batched_determinants_and_pairwise_distances(backend):
+    rng = np.random.default_rng()
+    A, x = rng.random((301, 77)), rng.random(77)
+    y = cuda.device_array(301)
+    y[:] = np.nan
+    matvec[(301 + 127) // 128, 128](cuda.to_device(A), cuda.to_device(x), y)
+    np.testing.assert_allclose(y.copy_to_host(), A @ x, rtol=1e-12)
+    m = rng.standard_normal((1000, 3, 3))
+    det = np.full(1000, np.nan)
+    det3_batched[(1000 + 63) // 64, (8, 8)](m, det)
+    np.testing.assert_allclose(det, np.linalg.det(m), rtol=1e-9, atol=1e-12)
+    p = rng.random((37, 2))
+    d = np.full((37, 37), np.nan)
+    pairwise_distances[(3, 3), (16, 16)](p, d)
+    np.testing.assert_allclose(d, np.sqrt(((p[:, None] - p[None]) ** 2).sum(-1)), rtol=1e-12, atol=1e-15)
+
+
+# ---- atomics ----------------------------------------------------------------------------------------------
+@cuda.jit
+def histogram_2d(x, y, H):
+    i = cuda.grid(1)
+    if i < x.size:
+        bx = int(x[i] * H.shape[0])
+        by = int(y[i] * H.shape[1])
+        cuda.atomic.add(H, (bx, by), 1.0)
+
+
+@cuda.jit
+def scatter_add_3d(vals, idx, out):
+    i = cuda.grid(1)
+    if i < vals.size:
+        cuda.atomic.add(out, (idx[i, 0], idx[i, 1], idx[i, 2]), vals[i])
+        cuda.atomic.max(out, (0, 0, 0), vals[i])
+
+
+@cuda.jit
+def kmeans_assign(points, centroids, labels, sums, counts):
+    i = cuda.grid(1)
+    if i < points.shape[0]:
+        best = 0
+        best_d = np.inf
+        for c in range(centroids.shape[0]):
+            d = 0.0
+            for k in range(points.shape[1]):
+                diff = points[i, k] - centroids[c, k]
+                d += diff * diff
+            if d < best_d:
+                best_d = d
+                best = c
+        labels[i] = best
+        for k in range(points.shape[1]):
+            cuda.atomic.add(sums, (best, k), points[i, k])
+        cuda.atomic.add(counts, best, 1)
+
+
+def test_atomics_on_2d_and_3d_arrays_with_tuple_indices(backend):
+    rng = np.random.default_rng()
+    x, y = rng.random(5000), rng.random(5000)
+    H = np.zeros((7, 9))
+    histogram_2d[20, 256](x, y, H)
+    np.testing.assert_array_equal(H, np.histogram2d(x, y, bins=[7, 9], range=[[0, 1], [0, 1]])[0])
+    vals = rng.random(1000).astype(np.float32)
+    idx = rng.integers(1, 3, (1000, 3))
+    out = np.zeros((3, 3, 3), np.float32)
+    scatter_add_3d[4, 256](vals, idx, out)
+    ref = np.zeros((3, 3, 3))
+    np.add.at(ref, (idx[:, 0], idx[:, 1], idx[:, 2]), vals)
+    np.testing.assert_allclose(out[1:, 1:, 1:], ref[1:, 1:, 1:], rtol=1e-5)
+    assert out[0, 0, 0] == vals.max()
+    pts, cen = rng.random((1000, 3)), rng.random((5, 3))
+    labels, counts = np.full(1000, -1, np.int32), np.zeros(5, np.int32)
+    sums = cuda.to_device(np.zeros((5, 3)))
+    kmeans_assign[8, 128](pts, cen, labels, sums, counts)
+    want = ((pts[:, None, :] - cen[None]) ** 2).sum(-1).argmin(1)
+    np.testing.assert_array_equal(labels, want)
+    np.testing.assert_allclose(sums.copy_to_host(), [pts[want == c].sum(0) for c in range(5)], rtol=1e-12)
+    np.testing.assert_array_equal(counts, np.bincount(want, minlength=5))
+
+
+@cuda.jit
+def atomic_integer_ops(u, ints, out):
+    i = cuda.grid(1)
+    if i < 100:
+        out[i, 0] = cuda.atomic.inc(u, 0, 9)          # wraps to 0 past 9
+        cuda.atomic.dec(u, 1, 1000)
+        cuda.atomic.and_(ints, 0, ~(1 << (i % 32)))
+        cuda.atomic.or_(ints, 1, 1 << (i % 31))
+        cuda.atomic.xor(ints, 2, i)
+        out[i, 1] = cuda.atomic.exch(ints, 3, i)
+        cuda.atomic.cas(ints, 4, 0, i + 1)            # only the first thread finds the 0
+        cuda.atomic.sub(ints, 5, 2)
+
+
+@cuda.jit
+def locked_block_sums(x, lock, total):
+    """A block sums its share in shared memory; one thread per block adds it under a spin lock."""
+    s = cuda.shared.array(1, numba.float64)
+    i = cuda.grid(1)
+    if cuda.threadIdx.x == 0:
+        s[0] = 0
+    cuda.syncthreads()
+    if i < x.size:
+        cuda.atomic.add(s, 0, x[i])
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        while cuda.atomic.cas(lock, 0, 0, 1) != 0:
+            pass
+        cuda.threadfence()
+        total[0] += s[0]
+        cuda.threadfence()
+        cuda.atomic.exch(lock, 0, 0)
+
+
+@cuda.jit
+def compact_positive(x, out, counter):
+    i = cuda.grid(1)
+    if i < x.size and x[i] > 0:
+        out[cuda.atomic.add(counter, 0, 1)] = x[i]
+
+
+def test_atomic_inc_dec_bitwise_cas_spin_lock_and_compaction(backend):
+    u = np.array([0, 500], np.uint32)
+    ints = np.array([-1, 0, 0, -5, 0, 10], np.int32)
+    out = np.full((100, 2), -99, np.int64)
+    atomic_integer_ops[1, 128](u, ints, out)
+    assert u.tolist() == [100 % 10, 400]
+    assert sorted(out[:, 0].tolist()) == sorted([k % 10 for k in range(100)])
+    xor = 0
+    for k in range(100):
+        xor ^= k
+    assert ints[[0, 1, 2, 5]].tolist() == [0, 2**31 - 1, xor, 10 - 200]
+    assert sorted(out[:, 1].tolist() + [ints[3]]) == sorted(list(range(100)) + [-5])   # exch: every old value once
+    assert 1 <= ints[4] <= 100
+    x = np.random.default_rng().random(4000)
+    lock, total = np.zeros(1, np.int32), np.zeros(1)
+    locked_block_sums[16, 256](x, lock, total)
+    np.testing.assert_allclose(total[0], x.sum(), rtol=1e-12)
+    assert lock[0] == 0
+    v = np.random.default_rng().standard_normal(3333)
+    packed, counter = np.full(3333, np.nan), np.zeros(1, np.int64)
+    compact_positive[14, 256](v, packed, counter)
+    n = counter[0]
+    assert n == (v > 0).sum() and np.isnan(packed[n:]).all()
+    np.testing.assert_array_equal(np.sort(packed[:n]), np.sort(v[v > 0]))
+
+
+# ---- shared, local and constant arrays ----------------------------------------------------------------
+SMEM_SHAPE = (8, 8)
+LUT = np.array([[1, 2], [3, 4]], np.int32)
+HALF = np.float32(0.5)
+
+
+@cuda.jit
+def array_spellings(out):
+    a = cuda.shared.array(SMEM_SHAPE, numba.types.float32)          # a global tuple, Numba's type
+    b = cuda.shared.array(shape=(8,), dtype=np.int64)
+    c = cuda.shared.array(8, 'float32')                              # the dtype as a string
+    d = cuda.shared.array(SMEM_SHAPE[0], dtype=np.dtype('int16'))
+    flags = cuda.shared.array(8, numba.boolean)
+    loc = cuda.local.array((3, 3), numba.float64)
+    z = cuda.local.array(shape=2, dtype=numba.complex128)
+    lut = cuda.const.array_like(LUT)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    a[tx, ty] = tx * 8 + ty
+    if ty == 0:
+        b[tx] = tx
+        c[tx] = tx * 0.5
+        d[tx] = -tx
+        flags[tx] = tx % 2 == 0
+    for i in range(3):
+        for j in range(3):
+            loc[i, j] = i * 3 + j
+    z[0] = complex(tx, ty)
+    cuda.syncthreads()
+    out[tx, ty] = (a[ty, tx] + b[7 - tx] + c[tx] + d[ty] + flags[ty] + loc[2, 2] + z[0].imag
+                   + lut[tx % 2, ty % 2] * HALF + loc.shape[0] + a.shape[1])
+
+
+def test_shared_local_and_constant_arrays_with_shapes_and_dtypes_spelled_every_way(backend):
+    out = np.full(SMEM_SHAPE, np.nan)
+    array_spellings[1, SMEM_SHAPE](out)
+    i, j = np.indices(SMEM_SHAPE)
+    want = (j * 8 + i) + (7 - i) + i * 0.5 - j + (j % 2 == 0) + 8 + j + LUT[i % 2, j % 2] * 0.5 + 3 + 8
+    np.testing.assert_array_equal(out, want)
+
+
+@cuda.jit
+def split_dynamic_shared(x, y, out):
+    sh = cuda.shared.array(0, dtype=float32)
+    n = cuda.blockDim.x
+    a = sh[:n]                         # two arrays in the launch's dynamic shared memory
+    b = sh[n:2 * n]
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    a[t] = x[i]
+    b[t] = y[i]
+    cuda.syncthreads()
+    out[i] = a[n - 1 - t] * b[t]
+
+
+@cuda.jit(device=True)
+def block_total(v):
+    s = cuda.shared.array(128, numba.float64)
+    t = cuda.threadIdx.x
+    s[t] = v
+    cuda.syncthreads()
+    stride = 64
+    while stride > 0:
+        if t < stride:
+            s[t] += s[t + stride]
+        cuda.syncthreads()
+        stride //= 2
+    r = s[0]
+    cuda.syncthreads()
+    return r
+
+
+@cuda.jit
+def moments_per_block(x, out):
+    i = cuda.grid(1)
+    v = x[i] if i < x.size else 0.0
+    total = block_total(v)
+    squares = block_total(v * v)      # the device function's shared array, used again
+    if cuda.threadIdx.x == 0:
+        out[cuda.blockIdx.x, 0] = total
+        out[cuda.blockIdx.x, 1] = squares
+
+
+def test_dynamic_shared_memory_split_by_slicing_and_shared_arrays_in_device_functions(backend):
+    rng = np.random.default_rng()
+    x, y = rng.random(384).astype(np.float32), rng.random(384).astype(np.float32)
+    out = np.full(384, np.nan, np.float32)
+    stream = cuda.stream()
+    split_dynamic_shared[3, 128, stream, 2 * 128 * 4](x, y, out)
+    stream.synchronize()
+    np.testing.assert_array_equal(out, x.reshape(3, 128)[:, ::-1].ravel() * y)
+    v = rng.random(300)
+    res = np.full((3, 2), np.nan)
+    moments_per_block[3, 128](v, res)
+    padded = np.zeros(384)
+    padded[:300] = v
+    np.testing.assert_allclose(res, np.stack([padded.reshape(3, 128).sum(1), (padded ** 2).reshape(3, 128).sum(1)], 1),
+                               rtol=1e-12)
+
+
+# ---- math -----------------------------------------------------------------------------------------------
+@cuda.jit
+def math_module(x, y, out, iout):
+    i = cuda.grid(1)
+    if i < x.size:
+        a = x[i]
+        b = y[i]
+        out[i, 0] = math.erf(a)
+        out[i, 1] = math.erfc(a)
+        out[i, 2] = math.gamma(abs(a) + 0.5)
+        out[i, 3] = math.lgamma(abs(a) + 0.5)
+        out[i, 4] = math.atan2(a, b)
+        out[i, 5] = math.hypot(a, b)
+        out[i, 6] = math.copysign(a, b)
+        out[i, 7] = math.isnan(a)
+        out[i, 8] = math.isinf(b)
+        out[i, 9] = math.expm1(a)
+        out[i, 10] = math.log1p(abs(a))
+        out[i, 11] = math.fmod(a, b)
+        out[i, 12] = math.degrees(a) + math.radians(b)
+        out[i, 13] = math.ldexp(a, 3)
+        out[i, 14] = math.isfinite(a)
+        out[i, 15] = math.remainder(a, 0.7)
+        m, e = math.frexp(a)
+        out[i, 16] = m
+        iout[i, 11] = e
+        frac, whole = math.modf(a)
+        out[i, 17] = frac
+        out[i, 18] = whole
+        out[i, 19] = math.cosh(a) - math.sinh(a) + math.acosh(abs(a) + 1) + math.asinh(a) + math.atanh(a / 100)
+        out[i, 20] = round(a, 2) + pow(a, 2) + 2.0 ** -2 + math.log2(abs(a) + 1) + math.log10(abs(a) + 1)
+        iout[i, 0] = math.floor(a)                  # an int, as in Python
+        iout[i, 1] = math.ceil(a)
+        iout[i, 2] = 7 ** 3
+        iout[i, 3] = int(a * 10) // 3
+        iout[i, 4] = int(a * 10) % -3
+        iout[i, 5] = -7 // 2
+        iout[i, 6] = round(a * 10)                  # half to even
+        iout[i, 7] = min(int(a * 10), 3, int(b * 10))
+        iout[i, 8] = max(1, int(a * 10), 2, -1)
+        iout[i, 9] = abs(int(b * 10))
+        q, r = divmod(int(a * 100), 7)
+        iout[i, 10] = q * 1000 + r
+
+
+def test_math_module_as_numba_cuda_has_it(backend):
+    rng = np.random.default_rng()
+    n = 200
+    x, y = rng.standard_normal(n) * 3, rng.standard_normal(n) * 3
+    x[0], y[1], x[2] = np.nan, np.inf, 2.5
+    out = np.full((n, 21), -99.0)
+    iout = np.full((n, 12), -99, np.int64)
+    math_module[1, 256](x, y, out, iout)
+    assert out[0, 7] == 1 and out[1, 8] == 1 and out[0, 14] == 0
+    for i in range(2, n):
+        a, b = float(x[i]), float(y[i])
+        m, e = math.frexp(a)
+        frac, whole = math.modf(a)
+        want = [math.erf(a), math.erfc(a), math.gamma(abs(a) + 0.5), math.lgamma(abs(a) + 0.5), math.atan2(a, b),
+                math.hypot(a, b), math.copysign(a, b), 0, 0, math.expm1(a), math.log1p(abs(a)), math.fmod(a, b),
+                math.degrees(a) + math.radians(b), math.ldexp(a, 3), 1, math.remainder(a, 0.7), m, frac, whole,
+                math.cosh(a) - math.sinh(a) + math.acosh(abs(a) + 1) + math.asinh(a) + math.atanh(a / 100),
+                round(a, 2) + a ** 2 + 0.25 + math.log2(abs(a) + 1) + math.log10(abs(a) + 1)]
+        np.testing.assert_allclose(out[i], want, rtol=1e-12, atol=1e-13, err_msg=f"x={a}, y={b}")
+        q, r = divmod(int(a * 100), 7)
+        assert iout[i].tolist() == [math.floor(a), math.ceil(a), 343, int(a * 10) // 3, int(a * 10) % -3, -4,
+                                    round(a * 10), min(int(a * 10), 3, int(b * 10)), max(1, int(a * 10), 2, -1),
+                                    abs(int(b * 10)), q * 1000 + r, e], (a, b)
+
+
+@cuda.jit
+def float32_math(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        out[i, 0] = math.sin(v) * math.cos(v)
+        out[i, 1] = math.exp(-v * v)
+        out[i, 2] = math.sqrt(abs(v))
+        out[i, 3] = math.pow(abs(v), float32(1.5))
+        out[i, 4] = math.tanh(v)
+        m, e = math.frexp(v)                 # float32 and int32, as Numba's
+        out[i, 5] = m * float32(2) ** e
+
+
+@cuda.jit
+def complex_math(z, w, out):
+    i = cuda.grid(1)
+    if i < z.size:
+        a = z[i]
+        b = w[i]
+        out[i, 0] = a * b
+        out[i, 1] = a / b
+        out[i, 2] = a.conjugate() + b
+        out[i, 3] = cmath.exp(a)
+        out[i, 4] = cmath.sqrt(b)
+        out[i, 5] = abs(a) + 0j
+        out[i, 6] = complex(a.real, -b.imag)
+        out[i, 7] = a ** 2
+        out[i, 8] = cmath.asin(a) + cmath.acos(b)
+        out[i, 9] = cmath.atan(a) + cmath.atanh(b)
+        out[i, 10] = cmath.asinh(a) + cmath.acosh(b)
+        r, phi = cmath.polar(a)
+        out[i, 11] = cmath.rect(r, phi) - a + cmath.phase(b)
+
+
+def test_float32_and_complex_math(backend):
+    rng = np.random.default_rng()
+    x = rng.standard_normal(300).astype(np.float32)
+    out = np.full((300, 6), np.nan, np.float32)
+    float32_math[2, 256](x, out)
+    with np.errstate(all="ignore"):
+        want = np.stack([np.sin(x) * np.cos(x), np.exp(-x * x), np.sqrt(np.abs(x)), np.abs(x) ** np.float32(1.5),
+                         np.tanh(x), x], 1)
+    np.testing.assert_allclose(out, want, rtol=4e-6, atol=1e-7)
+    n = 100
+    z = rng.standard_normal(n) * 2 + 1j * rng.standard_normal(n) * 2
+    w = rng.standard_normal(n) * 2 + 1j * rng.standard_normal(n) * 2
+    res = np.full((n, 12), np.nan, np.complex128)
+    complex_math[1, 128](z, w, res)
+    inv = [[cmath.asin(a) + cmath.acos(b), cmath.atan(a) + cmath.atanh(b), cmath.asinh(a) + cmath.acosh(b),
+            cmath.phase(b)] for a, b in zip(z, w)]
+    want = np.column_stack([z * w, z / w, z.conj() + w, np.exp(z), np.sqrt(w), np.abs(z) + 0j, z.real - 1j * w.imag,
+                            z ** 2, np.array(inv)])
+    np.testing.assert_allclose(res, want, rtol=1e-12, atol=1e-14)
+    res32 = np.full((n, 12), np.nan, np.complex64)
+    complex_math[1, 128](z.astype(np.complex64), w.astype(np.complex64), res32)
+    np.testing.assert_allclose(res32, want, rtol=1e-4, atol=1e-5)
+
+
+@cuda.jit
+def integer_semantics(a, b, out, fout):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i, 0] = a[i] // b[i]
+        out[i, 1] = a[i] % b[i]
+        out[i, 2] = a[i] ** 2
+        out[i, 3] = abs(a[i])
+        out[i, 4] = -a[i] >> 1
+        fout[i, 0] = a[i] / b[i]
+        fout[i, 1] = float(a[i]) // float(b[i])
+        fout[i, 2] = float(a[i]) % float(b[i])
+        fout[i, 3] = a[i] ** -1              # a negative constant power: a float, as in Python
+
+
+@cuda.jit
+def bit_tricks(x, s, out, seed, hashes, mask):
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        out[i, 0] = v >> s[i]
+        out[i, 1] = v << s[i]
+        out[i, 2] = v ^ (v >> np.uint64(7))
+        out[i, 3] = ~v
+        out[i, 4] = v & mask
+        h = uint32(seed) ^ uint32(i)          # xorshift and a multiplicative hash in uint32
+        h ^= h << uint32(13)
+        h ^= h >> uint32(17)
+        h ^= h << uint32(5)
+        hashes[i] = h * uint32(2654435761)
+
+
+def test_integer_division_powers_and_bit_manipulation(backend):
+    rng = np.random.default_rng()
+    a = rng.integers(-100, 100, 200)
+    a[a == 0] = 1
+    b = rng.integers(1, 13, 200) * rng.choice([-1, 1], 200)
+    for dt in (np.int64, np.int32):
+        out = np.full((200, 5), -99, dt)
+        fout = np.full((200, 4), np.nan)
+        integer_semantics[1, 256](a.astype(dt), b.astype(dt), out, fout)
+        ad, bd = a.astype(dt), b.astype(dt)
+        np.testing.assert_array_equal(out, np.stack([ad // bd, ad % bd, ad ** 2, abs(ad), -ad >> 1], 1))
+        fa, fb = a.astype(float), b.astype(float)
+        np.testing.assert_array_equal(fout, np.stack([fa / fb, fa // fb, fa % fb, 1 / fa], 1))
+    x = rng.integers(0, 2**63, 100, dtype=np.uint64) * np.uint64(2)
+    s = rng.integers(0, 64, 100).astype(np.uint64)
+    bits, hashes = np.zeros((100, 5), np.uint64), np.zeros(100, np.uint32)
+    mask = 0xFFFF0000FFFF0000                  # a Python int only uint64 holds: typed uint64, as Numba
+    bit_tricks[1, 128](x, s, bits, 12345, hashes, mask)
+    np.testing.assert_array_equal(bits, np.stack([x >> s, x << s, x ^ (x >> np.uint64(7)), ~x, x & np.uint64(mask)], 1))
+    h = np.uint32(12345) ^ np.arange(100, dtype=np.uint32)
+    h ^= h << np.uint32(13)
+    h ^= h >> np.uint32(17)
+    h ^= h << np.uint32(5)
+    np.testing.assert_array_equal(hashes, h * np.uint32(2654435761))
+
+
+# ---- Black-Scholes (Numba's classic example) -----------------------------------------------------------
+RISKFREE = 0.02
+VOLATILITY = 0.30
+A1, A2, A3, A4, A5 = 0.31938153, -0.356563782, 1.781477937, -1.821255978, 1.330274429
+RSQRT2PI = 0.39894228040143267793994605993438
+
+
+@cuda.jit(device=True)
+def cnd_cuda(d):
+    K = 1.0 / (1.0 + 0.2316419 * math.fabs(d))
+    ret_val = (RSQRT2PI * math.exp(-0.5 * d * d) *
+               (K * (A1 + K * (A2 + K * (A3 + K * (A4 + K * A5))))))
+    if d > 0:
+        ret_val = 1.0 - ret_val
+    return ret_val
+
+
+@cuda.jit
+def black_scholes_cuda(callResult, putResult, S, X, T, R, V):
+    i = cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x
+    if i >= S.shape[0]:
+        return
+    sqrtT = math.sqrt(T[i])
+    d1 = (math.log(S[i] / X[i]) + (R + 0.5 * V * V) * T[i]) / (V * sqrtT)
+    d2 = d1 - V * sqrtT
+    cndd1 = cnd_cuda(d1)
+    cndd2 = cnd_cuda(d2)
+    expRT = math.exp((-1. * R) * T[i])
+    callResult[i] = (S[i] * cndd1 - X[i] * expRT * cndd2)
+    putResult[i] = (X[i] * expRT * (1.0 - cndd2) - S[i] * (1.0 - cndd1))
+
+
+def test_black_scholes(backend):
+    rng = np.random.default_rng()
+    n = 4001
+    S, X, T = rng.uniform(5.0, 30.0, n), rng.uniform(1.0, 100.0, n), rng.uniform(0.25, 10.0, n)
+    stream = cuda.stream()
+    d_S, d_X, d_T = (cuda.to_device(a, stream) for a in (S, X, T))
+    d_call, d_put = cuda.device_array_like(S, stream), cuda.device_array_like(S, stream)
+    black_scholes_cuda[(n + 255) // 256, 256, stream](d_call, d_put, d_S, d_X, d_T, RISKFREE, VOLATILITY)
+    call, put = d_call.copy_to_host(stream=stream), d_put.copy_to_host(stream=stream)
+    stream.synchronize()
+
+    def cnd(d):
+        K = 1.0 / (1.0 + 0.2316419 * np.abs(d))
+        r = RSQRT2PI * np.exp(-0.5 * d * d) * (K * (A1 + K * (A2 + K * (A3 + K * (A4 + K * A5)))))
+        return np.where(d > 0, 1.0 - r, r)
+
+    d1 = (np.log(S / X) + (RISKFREE + 0.5 * VOLATILITY ** 2) * T) / (VOLATILITY * np.sqrt(T))
+    d2 = d1 - VOLATILITY * np.sqrt(T)
+    exp_rt = np.exp(-RISKFREE * T)
+    np.testing.assert_allclose(call, S * cnd(d1) - X * exp_rt * cnd(d2), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(put, X * exp_rt * (1 - cnd(d2)) - S * (1 - cnd(d1)), rtol=1e-9, atol=1e-11)
+
+
+# ---- device functions --------------------------------------------------------------------------------------
+@cuda.jit(device=True)
+def ordered(a, b):
+    if a < b:
+        return a, b
+    return b, a
+
+
+@cuda.jit(device=True)
+def sort3(a, b, c):
+    a, b = ordered(a, b)
+    b, c = ordered(b, c)
+    a, b = ordered(a, b)
+    return a, b, c
+
+
+@cuda.jit('float32(float32)', device=True)
+def sigmoid32(v):
+    return 1 / (1 + math.exp(-v))
+
+
+@cuda.jit(['float32(float32)', 'float64(float64)'], device=True)
+def cube(v):
+    return v * v * v
+
+
+@cuda.jit(device=True, inline=True)
+def lerp(a, b, t=0.5):
+    return a + (b - a) * t
+
+
+@numba.njit
+def twice(v):
+    return v * 2
+
+
+@numba.njit
+def twice_plus(a, b):
+    return twice(a) + twice(b)
+
+
+@cuda.jit
+def device_function_forms(x, out, y32):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        a, b, c = sort3(x[i, 0], x[i, 1], x[i, 2])
+        out[i, 0] = a
+        out[i, 1] = b
+        out[i, 2] = c
+        out[i, 3] = lerp(a, c)
+        out[i, 4] = lerp(a, c, t=0.25)
+        out[i, 5] = lerp(b=c, a=a, t=1.0)
+        out[i, 6] = twice_plus(a, 1.0)
+        out[i, 7] = cube(b)
+        y32[i, 0] = sigmoid32(x[i, 0])       # a float64 argument, cast to the signature's float32
+        y32[i, 1] = cube(float32(x[i, 1]))
+
+
+def make_apply(op):
+    """A kernel factory: the kernel captures the device function made from op."""
+    device_op = cuda.jit(device=True)(op)
+
+    @cuda.jit
+    def apply(x, out):
+        i = cuda.grid(1)
+        if i < x.size:
+            out[i] = device_op(x[i])
+
+    return apply
+
+
+def test_device_functions_tuples_defaults_signatures_and_factories(backend):
+    rng = np.random.default_rng()
+    x = rng.standard_normal((123, 3))
+    out, y32 = np.full((123, 8), np.nan), np.full((123, 2), np.nan, np.float32)
+    device_function_forms[1, 128](x, out, y32)
+    s = np.sort(x, 1)
+    want = np.column_stack([s, (s[:, 0] + s[:, 2]) / 2, s[:, 0] + (s[:, 2] - s[:, 0]) * 0.25, s[:, 2],
+                            2 * s[:, 0] + 2, s[:, 1] ** 3])
+    np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-15)
+    x32 = x.astype(np.float32)
+    np.testing.assert_allclose(y32, np.column_stack([1 / (1 + np.exp(-x32[:, 0])), x32[:, 1] ** 3]), rtol=2e-6)
+    assert twice_plus(1.5, 2.0) == 7.0 and cube(2.0) == 8.0     # called from the host: Python
+    square, negate = make_apply(lambda v: v * v), make_apply(lambda v: -v)
+    v, res = np.arange(10.0), np.full(10, np.nan)
+    square[1, 16](v, res)
+    np.testing.assert_array_equal(res, v * v)
+    negate[1, 16](v, res)
+    np.testing.assert_array_equal(res, -v)
+
+
+@cuda.jit('void(float32[:], float32[:])')
+def sigmoid_kernel(x, y):
+    i = cuda.grid(1)
+    if i < x.size:
+        y[i] = sigmoid32(x[i])
+
+
+@cuda.jit(void(float64[:, ::1], float64[:, ::1], float64))
+def scaled_copy(a, b, s):
+    i, j = cuda.grid(2)
+    if i < a.shape[0] and j < a.shape[1]:
+        b[i, j] = a[i, j] * s
+
+
+@cuda.jit
+def scale_and_shift(a, scale=2.0, offset=1):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] = a[i] * scale + offset
+
+
+def test_declared_signatures_default_arguments_and_configured_launches(backend):
+    rng = np.random.default_rng()
+    x = rng.standard_normal(1000).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    sigmoid_kernel[4, 256](x, y)
+    np.testing.assert_allclose(y, 1 / (1 + np.exp(-x)), rtol=1e-6)
+    a = rng.random((33, 65))
+    b = np.full_like(a, np.nan)
+    scaled_copy[(3, 5), (16, 16)](a, b, 2.5)
+    np.testing.assert_array_equal(b, a * 2.5)
+    v = np.ones(10)
+    scale_and_shift[1, 32](v)                      # both defaults
+    np.testing.assert_array_equal(v, 3.0)
+    scale_and_shift[1, 32](v, 3.0)                 # the last one's default
+    np.testing.assert_array_equal(v, 10.0)
+    launch = scale_and_shift[4, 32]                # a configured kernel, called twice
+    w = cuda.to_device(np.zeros(100))
+    launch(w, 0.0, 5)
+    launch(w, 1.0, 1)
+    np.testing.assert_array_equal(w.copy_to_host(), 6.0)
+
+
+# ---- random numbers -------------------------------------------------------------------------------------
+@cuda.jit
+def normal_fill(states, out):
+    start = cuda.grid(1)
+    for i in range(start, out.shape[0], cuda.gridsize(1)):
+        out[i] = xoroshiro128p_normal_float64(states, start)
+
+
+@cuda.jit(device=True)
+def jitter(states, tid, x):
+    return x + (xoroshiro128p_uniform_float32(states, tid) - 0.5) * 0.1
+
+
+@cuda.jit
+def jitter_kernel(states, x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = jitter(states, i, x[i])
+
+
+@cuda.jit
+def uniform_2d(states, out):
+    x, y = cuda.grid(2)
+    w = out.shape[1]
+    if x < out.shape[0] and y < w:
+        out[x, y] = xoroshiro128p_uniform_float32(states, x * w + y)
+
+
+def test_random_numbers_from_many_threads_device_functions_and_2d_grids(backend):
+    states = create_xoroshiro128p_states(64 * 256, seed=int(np.random.default_rng().integers(1, 2**31)))
+    draws = cuda.device_array(200000)
+    draws[:] = np.nan
+    normal_fill[64, 256](states, draws)
+    d = draws.copy_to_host()
+    assert abs(d.mean()) < 0.02 and abs(d.std() - 1) < 0.02 and np.isfinite(d).all()
+    n = 1000
+    stream = cuda.stream()
+    s1 = create_xoroshiro128p_states(n, seed=3, subsequence_start=5, stream=stream)
+    stream.synchronize()
+    s2 = cuda.device_array(n, dtype=curandom.xoroshiro128p_dtype)
+    init_xoroshiro128p_states(s2, 3, subsequence_start=5)     # the same states, into a given array
+    x = np.arange(n, dtype=np.float32)
+    out1, out2 = np.full(n, np.nan, np.float32), np.full(n, np.nan, np.float32)
+    jitter_kernel[4, 256](s1, x, out1)
+    jitter_kernel[4, 256](s2, x, out2)
+    np.testing.assert_array_equal(out1, out2)
+    assert np.abs(out1 - x).max() <= 0.05 + 1e-4
+    grid = np.full((20, 30), np.nan, np.float32)
+    uniform_2d[(2, 2), (16, 16)](create_xoroshiro128p_states(600, seed=5), grid)
+    host = _host_states(600, 5)
+    want = [xoroshiro128p_uniform_float32(host, t) for t in range(600)]
+    np.testing.assert_array_equal(grid, np.array(want, np.float32).reshape(20, 30))
+
+
+# ---- host memory, layouts and views --------------------------------------------------------------------
+@cuda.jit
+def fill_ij(a):
+    i, j = cuda.grid(2)
+    if i < a.shape[0] and j < a.shape[1]:
+        a[i, j] = i * 100 + j
+
+
+def test_mapped_pinned_fortran_and_transposed_arrays_and_numpy_views(backend):
+    m = cuda.mapped_array(100, dtype=np.float32)
+    m[:] = np.arange(100)
+    increment_1d[1, 128](m)
+    cuda.synchronize()
+    np.testing.assert_array_equal(m, np.arange(100) + 1)
+    p = cuda.pinned_array((10, 10))
+    p[:] = 1
+    with cuda.pinned(p):
+        d = cuda.to_device(p)
+    increment_1d[1, 128](d.reshape(100))
+    np.testing.assert_array_equal(d.copy_to_host(), 2)
+    f = cuda.device_array((13, 17), dtype=np.int32, order='F')
+    f[...] = -1
+    fill_ij[(1, 2), (16, 16)](f)
+    i, j = np.indices((13, 17))
+    h = f.copy_to_host()
+    assert h.flags.f_contiguous
+    np.testing.assert_array_equal(h, i * 100 + j)
+    stream = cuda.stream()
+    t = f.T                                     # a C-contiguous transposed copy
+    np.testing.assert_array_equal(t.copy_to_host(stream=stream), (i * 100 + j).T)
+    fill_ij[(2, 1), (16, 16)](t)
+    np.testing.assert_array_equal(t.copy_to_host(), np.indices((17, 13))[0] * 100 + np.indices((17, 13))[1])
+    a = np.zeros((10, 12))
+    fill_ij[(1, 1), (16, 16)](a[::2, 1::3])     # a strided NumPy view, written back into a
+    want = np.zeros((10, 12))
+    want[::2, 1::3] = np.indices((5, 4))[0] * 100 + np.indices((5, 4))[1]
+    np.testing.assert_array_equal(a, want)
+    tr = np.zeros((9, 7)).T                     # a transposed NumPy array
+    fill_ij[(1, 1), (16, 16)](tr)
+    np.testing.assert_array_equal(tr, np.indices((7, 9))[0] * 100 + np.indices((7, 9))[1])
+    ro = np.broadcast_to(np.arange(5.0), (4, 5))   # read-only: nothing to copy back
+    sums = np.full(4, np.nan)
+    matvec[1, 32](ro, np.ones(5), sums)
+    np.testing.assert_array_equal(sums, np.full(4, 10.0))
+    assert cuda.is_cuda_array(d) and not cuda.is_cuda_array(p)
+
+
+# ---- warps -------------------------------------------------------------------------------------------
+@cuda.jit
+def warp_groups(keys, out):
+    i = cuda.grid(1)
+    lane = cuda.laneid
+    k = keys[i]
+    peers = cuda.match_any_sync(0xffffffff, k)
+    out[i, 0] = peers
+    out[i, 1] = cuda.popc(peers & cuda.lanemask_lt())     # rank among equal keys
+    mask, same = cuda.match_all_sync(0xffffffff, k // 100)
+    out[i, 2] = same
+    out[i, 3] = mask
+    out[i, 4] = cuda.activemask()
+    if lane < 10:
+        out[i, 5] = cuda.activemask()
+    out[i, 6] = cuda.lanemask_lt()
+
+
+@cuda.jit
+def warp_prefix_sums(x, out, votes):
+    i = cuda.grid(1)
+    lane = cuda.laneid
+    v = x[i]
+    off = 1
+    while off < 32:
+        n = cuda.shfl_up_sync(0xffffffff, v, off)
+        if lane >= off:
+            v += n
+        off *= 2
+    out[i] = v
+    any_zero = cuda.any_sync(0xffffffff, x[i] == 0)
+    all_small = cuda.all_sync(0xffffffff, x[i] < 10)
+    uniform = cuda.eq_sync(0xffffffff, x[i] >= 0)
+    if lane == 0:
+        votes[i // 32, 0] = any_zero
+        votes[i // 32, 1] = all_small
+        votes[i // 32, 2] = uniform
+
+
+@cuda.jit
+def half_warp_sum(x, out):
+    i = cuda.grid(1)
+    lane = cuda.laneid
+    if lane < 16:
+        v = x[i]
+        v += cuda.shfl_down_sync(0xffff, v, 8)
+        v += cuda.shfl_down_sync(0xffff, v, 4)
+        v += cuda.shfl_down_sync(0xffff, v, 2)
+        v += cuda.shfl_down_sync(0xffff, v, 1)
+        if lane == 0:
+            out[i // 32] = v
+        cuda.syncwarp(0xffff)
+
+
+def test_warp_match_lane_masks_scans_votes_and_partial_masks(backend):
+    rng = np.random.default_rng()
+    keys = rng.integers(0, 4, 64).astype(np.int32)
+    keys[32:] = 7
+    out = np.full((64, 7), -1, np.int64)
+    warp_groups[1, 64](keys, out)
+    for i in range(64):
+        w, lane = divmod(i, 32)
+        kk = keys[32 * w:32 * w + 32]
+        assert out[i, 0] == sum(1 << j for j in range(32) if kk[j] == kk[lane])
+        assert out[i, 1] == sum(1 for j in range(lane) if kk[j] == kk[lane])
+        assert out[i, 2] == 1 and out[i, 3] == 0xffffffff and out[i, 4] == 0xffffffff
+        if lane < 10:   # the lanes in the branch (the others may run it apart)
+            assert out[i, 5] & ~0x3ff == 0 and out[i, 5] >> lane & 1
+        assert out[i, 6] == (1 << lane) - 1
+    x = rng.integers(0, 10, 96).astype(np.int64)
+    x[:32] += 1
+    sums, votes = np.full(96, -1, np.int64), np.full((3, 3), -1, np.int64)
+    warp_prefix_sums[3, 32](x, sums, votes)
+    np.testing.assert_array_equal(sums, np.cumsum(x.reshape(3, 32), 1).ravel())
+    w = x.reshape(3, 32)
+    np.testing.assert_array_equal(votes, np.stack([(w == 0).any(1), (w < 10).all(1), np.ones(3, bool)], 1))
+    v = rng.random(64)
+    half = np.full(2, np.nan)
+    half_warp_sum[1, 64](v, half)
+    np.testing.assert_allclose(half, v.reshape(2, 32)[:, :16].sum(1), rtol=1e-12)
+
+
+@cuda.jit
+def half_precision_operators(a, b, out, greater):
+    i = cuda.grid(1)
+    if i < a.size:
+        x, y = a[i], b[i]
+        for k, r in enumerate((x + y, x * y, x - y, -x, x / y, x * np.float16(2))):   # unrolled
+            out[i, k] = r
+        greater[i] = x > y
+
+
+def test_float16_arithmetic_operators(backend):
+    rng = np.random.default_rng()
+    a = (rng.standard_normal(300) * 8).astype(np.float16)
+    b = (rng.random(300) + 0.5).astype(np.float16)
+    out, greater = np.full((300, 6), np.nan, np.float16), np.zeros(300, bool)
+    half_precision_operators[2, 256](a, b, out, greater)
+    np.testing.assert_array_equal(out, np.stack([a + b, a * b, a - b, -a, a / b, a * np.float16(2)], 1))
+    np.testing.assert_array_equal(greater, a > b)
+
+
+# ---- control flow ---------------------------------------------------------------------------------------
+@cuda.jit
+def control_flow(x, out, n_unsigned):
+    i = cuda.grid(1)
+    if i >= x.size:
+        return                                  # an early return
+    down = 0
+    for k in range(n_unsigned - 1, -1, -1):     # an unsigned count down to 0
+        down = down * 10 + k
+    out[i, 6] = down
+    s = 0
+    for k in range(10, 0, -3):                  # a negative step
+        s += k
+    out[i, 0] = s
+    j = 0
+    total = 0
+    while True:
+        j += 1
+        if j % 2 == 0:
+            continue
+        if j > x[i]:
+            break
+        total += j
+    out[i, 1] = total
+    root = -1
+    for k in range(x[i]):
+        if k * k > x[i]:
+            root = k
+            break
+    else:
+        root = 1000                             # no break
+    out[i, 2] = root
+    n = 0
+    while n < x[i]:
+        n += 3
+        if n == 9:
+            break
+    else:
+        n = -n
+    out[i, 3] = n
+    t = 0
+    for v in (1, 2, 3):
+        if v == x[i]:
+            break
+        t += v
+    else:
+        t = 100
+    out[i, 4] = t
+    found = 0
+    for pos, (a, b) in enumerate(zip(range(x[i]), range(5, 100))):   # nested zip in enumerate
+        if a + b == 12:
+            found = pos
+            break
+    else:
+        found = -1
+    out[i, 5] = found
+
+
+def test_control_flow_with_loop_else_clauses_breaks_and_early_returns(backend):
+    x = np.arange(30)
+    out = np.full((32, 7), -99, np.int64)
+    control_flow[1, 32](x, out, np.uint32(4))
+
+    def reference(v):
+        total = sum(range(1, v + 1, 2))
+        root = next((k for k in range(v) if k * k > v), 1000)
+        n = 0
+        while n < v:
+            n += 3
+            if n == 9:
+                break
+        else:
+            n = -n
+        t = 0
+        for w in (1, 2, 3):
+            if w == v:
+                break
+            t += w
+        else:
+            t = 100
+        found = next((p for p, (a, b) in enumerate(zip(range(v), range(5, 100))) if a + b == 12), -1)
+        return [22, total, root, n, t, found, 3210]
+
+    for i in range(30):
+        assert out[i].tolist() == reference(i), i
+    assert (out[30:] == -99).all()
+
+
+@cuda.jit
+def operators_and_membership(a, b, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i, 0] = operator.add(a[i], b[i])
+        out[i, 1] = operator.mul(a[i], 3)
+        out[i, 2] = operator.truediv(a[i], b[i])
+        out[i, 3] = operator.neg(a[i])
+        out[i, 4] = operator.lt(a[i], b[i])
+        out[i, 5] = operator.floordiv(a[i], b[i])
+        out[i, 6] = a[i] in (1, 2, 3)
+        out[i, 7] = b[i] not in (4, 5)
+
+
+@cuda.jit
+def slice_assignments(a, b, out):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        loc = cuda.local.array((3, 4), float32)
+        loc[:] = 0                                  # a whole array from a number
+        loc[1, :] = 2.5                             # a row
+        loc[:, 3] = a[i, :3]                        # a column from a row of another array
+        out[i, :4] = loc[1]
+        out[i, 4:] = b                              # a slice from an array
+        a[i] = -1
+
+
+def test_operator_functions_membership_and_slice_assignment(backend):
+    rng = np.random.default_rng()
+    a = rng.integers(-5, 6, 100)
+    b = rng.integers(1, 7, 100)
+    out = np.full((100, 8), np.nan)
+    operators_and_membership[1, 128](a, b, out)
+    np.testing.assert_array_equal(out, np.stack([a + b, a * 3, a / b, -a, a < b, a // b, np.isin(a, [1, 2, 3]),
+                                                 ~np.isin(b, [4, 5])], 1))
+    m = rng.random((5, 6)).astype(np.float32)
+    row = np.arange(4, dtype=np.float32)
+    res = np.full((5, 8), np.nan, np.float32)
+    want = np.zeros((5, 8), np.float32)
+    want[:, :4] = 2.5
+    want[:, 3] = m[:, 1]
+    want[:, 4:] = row
+    slice_assignments[1, 8](m, row, res)
+    np.testing.assert_array_equal(res, want)
+    assert (m == -1).all()
+
+
+class NegativeInput(Exception):
+    pass
+
+
+def check_inputs(x, out):
+    i = cuda.grid(1)
+    if i >= x.size:
+        return
+    if x[i] < 0:
+        raise NegativeInput("negative input")
+    if x[i] > 100:
+        raise ValueError
+    assert x[i] != 50, "fifty"
+    out[i] = x[i] * 2
+
+
+def test_raise_and_assert_in_kernels(backend):
+    plain, checked = cuda.jit(check_inputs), cuda.jit(debug=True)(check_inputs)
+    x = np.arange(64.0) * 0.5
+    for kernel in (plain, checked):
+        out = np.full(64, np.nan)
+        kernel[2, 32](x, out)
+        np.testing.assert_array_equal(out, x * 2)
+    bad = x.copy()
+    bad[[37, 40]] = [-1, 1000]
+    out = np.full(64, np.nan)
+    plain[2, 32](bad, out)             # as Numba without debug: the raising threads end, nothing is raised
+    assert np.isnan(out[[37, 40]]).all() and (out[:37] == x[:37] * 2).all()
+    with pytest.raises(NegativeInput, match=r"kernel 'check_inputs' \(.*:\d+\), in thread \(5, 0, 0\) of block "
+                                            r"\(1, 0, 0\): negative input"):
+        checked[2, 32](bad, np.zeros(64))
+    bad[37] = 3
+    with pytest.raises(ValueError, match=r"kernel 'check_inputs' .* in thread \(8, 0, 0\) of block \(1, 0, 0\)$"):
+        checked[2, 32](bad, np.zeros(64))
+    with pytest.raises(AssertionError, match=r"in thread \(18, 0, 0\) of block \(1, 0, 0\): fifty"):
+        checked[2, 32](np.arange(64.0), np.zeros(64))
+
+
+# ---- more argument kinds ---------------------------------------------------------------------------------
+@cuda.jit("void(float64[:,:])")
+def api_calls_in_loops(ary):
+    for i in range(2):
+        tx = cuda.threadIdx.x
+    for j in range(3):
+        ty = cuda.threadIdx.y
+    sm = cuda.shared.array((2, 3), float64)
+    sm[tx, ty] = tx * 10 + ty + j                 # names last set in earlier loops
+    ary[tx, ty] = sm[tx, ty]
+
+
+@cuda.jit
+def tuple_of_arrays(arrs, out):
+    a, b = arrs
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[i] * b[i]
+
+
+@cuda.jit
+def many_arguments(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = (a0[i] + a1[i] + a2[i] + a3[i] + a4[i] + a5[i] + a6[i] + a7[i] + a8[i] + a9[i]
+                  + s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7 + s8 + s9)
+
+
+def test_names_set_in_loops_tuples_of_arrays_and_many_arguments(backend):
+    a = np.full((2, 3), np.nan)
+    api_calls_in_loops[1, (2, 3)](a)
+    i, j = np.indices((2, 3))
+    np.testing.assert_array_equal(a, i * 10 + j + 2)
+    rng = np.random.default_rng()
+    x, y = rng.random(20), rng.random(20)
+    out = np.full(20, np.nan)
+    tuple_of_arrays[1, 32]((x, y), out)
+    np.testing.assert_array_equal(out, x * y)
+    dout = cuda.device_array(20)
+    tuple_of_arrays[1, 32]((cuda.to_device(x), cuda.to_device(y)), dout)
+    np.testing.assert_array_equal(dout.copy_to_host(), x * y)
+    arrays = [rng.random(50) for _ in range(10)]
+    total = np.full(50, np.nan)
+    many_arguments[1, 64](*arrays, *range(10), total)
+    np.testing.assert_allclose(total, sum(arrays) + 45, rtol=1e-12)
+
+
+# ---- ufuncs, gufuncs and reductions ------------------------------------------------------------------------
+@vectorize(['int64(int64, int64)', 'float64(float64, float64)', 'float32(float32, float32)'])
+def larger(a, b):
+    return a if a > b else b
+
+
+@vectorize(['float64(float64, float64)'], identity=0)
+def minus(a, b):
+    return a - b
+
+
+@vectorize(['float64(float64)'], target='parallel')
+def log1p_parallel(a):
+    return math.log1p(a)
+
+
+@vectorize('float32(float32, float32)', target='cuda')
+def axpy_ufunc(x, y):
+    return 2 * x + y
+
+
+@vectorize(['float32(float32, float32)'], target='cuda')
+def larger_cuda(a, b):
+    return a if a > b else b
+
+
+def test_vectorize_signatures_targets_and_numpy_ufunc_methods(backend):
+    rng = np.random.default_rng()
+    a, b = rng.random(50), rng.random(50)
+    np.testing.assert_array_equal(larger(a, b), np.maximum(a, b))
+    np.testing.assert_array_equal(larger(a.astype(np.float32), np.float32(0.5)), np.maximum(a.astype(np.float32), 0.5))
+    m = rng.integers(0, 100, (3, 4))
+    np.testing.assert_array_equal(larger(m, 50), np.maximum(m, 50))
+    np.testing.assert_allclose(log1p_parallel(a), np.log1p(a), rtol=1e-15)
+    # NumPy's ufunc methods on CPU targets: reduce along axes, accumulate, outer, at
+    np.testing.assert_array_equal(larger.reduce(m, axis=0), m.max(0))
+    np.testing.assert_array_equal(larger.reduce(m, axis=1), m.max(1))
+    assert larger.reduce(m, axis=None) == m.max() and larger.reduce(m, axis=(0, 1), keepdims=True).shape == (1, 1)
+    np.testing.assert_array_equal(larger.accumulate(m), np.maximum.accumulate(m))
+    np.testing.assert_array_equal(larger.accumulate(m, axis=1), np.maximum.accumulate(m, axis=1))
+    assert minus.reduce(a) == np.subtract.reduce(a)           # in order, as NumPy: not a tree
+    np.testing.assert_array_equal(minus.accumulate(a), np.subtract.accumulate(a))
+    assert minus.reduce(a, initial=1.0) == np.subtract.reduce(a, initial=1.0) and minus.reduce(np.zeros(0)) == 0
+    np.testing.assert_array_equal(minus.outer(a[:3], b[:5]), np.subtract.outer(a[:3], b[:5]))
+    out = np.full(4, np.nan)
+    assert larger.reduce(m.astype(float), axis=0, out=out) is out
+    np.testing.assert_array_equal(out, m.max(0))
+    acc = np.zeros(5)
+    larger.at(acc, [0, 1, 1, 4], [3.0, 2.0, 5.0, -1.0])
+    np.testing.assert_array_equal(acc, [3, 5, 0, 0, 0])
+    with pytest.raises(ValueError, match="no identity"):
+        larger.reduce(np.zeros((0, 3)), axis=0)
+    with pytest.raises(NotImplementedError, match="reduceat is not supported"):
+        larger.reduceat(a, [0, 2])
+    x, y = rng.random(1000).astype(np.float32), rng.random(1000).astype(np.float32)
+    np.testing.assert_allclose(axpy_ufunc(x, y), 2 * x + y, rtol=1e-6)
+    np.testing.assert_allclose(axpy_ufunc(x, np.float32(1)), 2 * x + 1, rtol=1e-6)
+    assert axpy_ufunc(np.float32(1), np.float32(2)).tolist() == [4.0]    # numbers: a 1-element array, as Numba
+    d = axpy_ufunc(cuda.to_device(x), cuda.to_device(y))
+    np.testing.assert_allclose(d.copy_to_host(), 2 * x + y, rtol=1e-6)
+    assert larger_cuda.reduce(cuda.to_device(x)) == x.max()      # Numba's CUDA ufunc reduce
+    with pytest.raises(NotImplementedError, match="CUDA ufunc 'axpy_ufunc' has no accumulate"):
+        axpy_ufunc.accumulate(x)
+
+
+@guvectorize(['void(float64[:], float64[:], float64[:])', 'void(float32[:], float32[:], float32[:])'],
+             '(n),(n)->()')
+def dot_gu(a, b, res):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * b[i]
+    res[0] = s
+
+
+@guvectorize(['void(float64[:], intp[:], float64[:])'], '(n),()->(n)', target='cuda')
+def roll_gu(x, k, out):
+    n = x.shape[0]
+    for i in range(n):
+        out[(i + k[0]) % n] = x[i]
+
+
+@guvectorize('void(float32[:,:], float32[:])', '(m,n)->(n)', target='parallel')
+def column_means(m, out):
+    for j in range(m.shape[1]):
+        s = 0.0
+        for i in range(m.shape[0]):
+            s += m[i, j]
+        out[j] = s / m.shape[0]
+
+
+@guvectorize(['void(float32[:], float32[:])'], '(n)->(n)', target='cuda')
+def running_sum(x, out):
+    acc = float32(0)
+    for i in range(x.shape[0]):
+        acc += x[i]
+        out[i] = acc
+
+
+@cuda.reduce
+def min_reduce(a, b):
+    return a if a < b else b
+
+
+def test_guvectorize_layouts_targets_and_cuda_reduce_of_slices(backend):
+    rng = np.random.default_rng()
+    a, b = rng.random((6, 10)), rng.random((6, 10))
+    np.testing.assert_allclose(dot_gu(a, b), (a * b).sum(1), rtol=1e-12)
+    np.testing.assert_allclose(dot_gu(a.astype(np.float32), b.astype(np.float32)), (a * b).sum(1), rtol=1e-5)
+    np.testing.assert_allclose(dot_gu(a, b[0]), (a * b[0]).sum(1), rtol=1e-12)     # broadcast core
+    res = np.full(6, np.nan)
+    dot_gu(a, b, res)
+    np.testing.assert_allclose(res, (a * b).sum(1), rtol=1e-12)
+    x = rng.random((3, 7))
+    np.testing.assert_array_equal(roll_gu(x, np.array([1, 2, 3])), [np.roll(x[k], k + 1) for k in range(3)])
+    m = rng.random((4, 5, 6)).astype(np.float32)
+    np.testing.assert_allclose(column_means(m), m.mean(1), rtol=1e-5)
+    c = rng.random((3, 4, 7)).astype(np.float32)
+    np.testing.assert_allclose(running_sum(c), np.cumsum(c, -1), rtol=1e-5)
+    stream = cuda.stream()
+    dc = running_sum(cuda.to_device(c), stream=stream)
+    stream.synchronize()
+    np.testing.assert_allclose(dc.copy_to_host(), np.cumsum(c, -1), rtol=1e-5)
+    v = rng.standard_normal(12345).astype(np.float32)
+    assert min_reduce(v) == v.min() and min_reduce(v, init=-100.0) == -100.0
+    dv = cuda.to_device(v)
+    assert min_reduce(dv[100:200]) == v[100:200].min()
+    assert min_reduce(dv, stream=stream) == v.min()

@@ -15,6 +15,7 @@ import builtins
 import cmath
 import inspect
 import math
+import operator
 import textwrap
 import types as pytypes
 from dataclasses import dataclass, field
@@ -170,11 +171,13 @@ class Root:
         self.functions: List[str] = []            # standalone helper functions (operators)
         self.function_keys: Dict[Any, str] = {}
         self.array_names: List[str] = []          # debug mode: names of arrays, by index
+        self.raises: List[tuple] = []             # debug mode: (exception class, message, line), by index
         self.inline_stack: List[Any] = []
         self.uses_print = False
         self.uses_grid_sync = False
         self.fission_node = None          # CPU: the grid-stride loop run iteration-major
         self.fission_disabled = False
+        self.inlined_raise = False        # a device function ends its thread with a raise
         self.fission: Dict[str, Any] = {}
 
     def fresh(self, stem: str) -> str:
@@ -249,6 +252,7 @@ class FunctionCompiler:
         self.return_types: List[Any] = []
         self.loop_depth = 0
         self.unroll_stack = []    # tuple loops being unrolled: [loop depth, end label, next label]
+        self.break_labels = {}    # loop depth -> where a break jumps, for loops with an else clause
         self.stmt_call = None     # the call that is a whole expression statement (np.sin(x, out))
         self.ret_label = None
         self.ret_var = None
@@ -305,7 +309,6 @@ class FunctionCompiler:
         self.pre = []
         self.indent = 1
         self.return_types = []
-        self.defaults_used = []
         self.bind_params(arg_vals)
         self.block(self.fdef.body)
 
@@ -339,7 +342,8 @@ class FunctionCompiler:
                 info.nonneg = False
             elif val is None:
                 info.nonneg = False
-            if not self.typing and self.mode == "inline" and val is not None:
+            if not self.typing and val is not None and (self.mode == "inline" or i >= len(self.arg_types)):
+                # an inlined call's argument, or a parameter left to its default value
                 self.emit(f"{info.cname} = {self.convert(val, info.type, self.fdef)};")
 
     def bind_tuple_param(self, name, t):
@@ -393,7 +397,7 @@ class FunctionCompiler:
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is None:
             what = {"Try": "try/except", "With": "with", "ClassDef": "class definitions", "FunctionDef":
-                    "nested function definitions (use a device function)", "Lambda": "lambda", "Raise": "raise",
+                    "nested function definitions (use a device function)", "Lambda": "lambda",
                     "Import": "import", "ImportFrom": "import", "Global": "global", "Nonlocal": "nonlocal",
                     "Delete": "del", "AsyncFor": "async for", "AsyncWith": "async with", "Match": "match",
                     "TryStar": "try/except*"}.get(type(node).__name__, type(node).__name__)
@@ -514,7 +518,7 @@ class FunctionCompiler:
                 self.error(node, "cannot assign into a constant array")
             ref = self.element(arr, target.slice, node)
             if isinstance(ref.type, ArrayT):
-                self.error(node, "assignment to an array slice is not supported; assign elements in a loop")
+                return self.assign_view(ref, value, node)
             if isinstance(ref.type, RecordT):
                 self.error(node, "assigning a whole record is not supported; assign its fields (r[i].x = ...)")
             self.check_store(value.type, arr.type.dtype, node, "an array element")
@@ -526,6 +530,18 @@ class FunctionCompiler:
             self.error(node, "assignment to attributes is not supported in kernels (except record fields)")
         else:
             self.error(node, f"unsupported assignment target {type(target).__name__}")
+
+    def assign_view(self, view: Val, value: Val, node):
+        """a[i, :] = v, a[2:5] = b[...]: every element of the view set from a number or from an
+        array broadcast against it, as NumPy (the two must not overlap)."""
+        if not isinstance(value.type, (Scalar, ArrayT)) or isinstance(value.type, ArrayT) and value.type.is_record \
+                or view.type.is_record:
+            self.error(node, f"cannot assign {value.type} to an array slice")
+        src = value.type if isinstance(value.type, Scalar) else value.type.dtype
+        self.check_store(src, view.type.dtype, node, "an array slice")
+        if self.typing:
+            return
+        self.each_element(view, [value], lambda args: args[0], node, "slice assignment")
 
     def assign_name(self, name, value: Val, node):
         if name in self.params and getattr(self, "const_params", {}).get(name) is not None:
@@ -603,8 +619,26 @@ class FunctionCompiler:
         self.emit("}")
 
     def stmt_While(self, node):
-        if node.orelse:
-            self.error(node, "while ... else is not supported in kernels")
+        self.loop_with_else(node, self.while_loop)
+
+    def stmt_For(self, node):
+        self.loop_with_else(node, self.for_loop)
+
+    def loop_with_else(self, node, emit_loop):
+        """A loop; its else clause runs when the loop ends without a break, which jumps past it."""
+        if not node.orelse:
+            return emit_loop(node)
+        label = self.root.fresh("ts_loop_break")
+        depth = self.loop_depth + 1
+        self.break_labels[depth] = label
+        try:
+            emit_loop(node)
+        finally:
+            del self.break_labels[depth]
+        self.block(node.orelse)
+        self.emit(f"{label}: ;")
+
+    def while_loop(self, node):
         self.emit("for (;;) {")
         self.indent += 1
         test = self.expr(node.test)
@@ -615,9 +649,7 @@ class FunctionCompiler:
         self.indent -= 1
         self.emit("}")
 
-    def stmt_For(self, node):
-        if node.orelse:
-            self.error(node, "for ... else is not supported in kernels")
+    def for_loop(self, node):
         it = node.iter
         if not self.is_range_call(it):
             return self.for_other(node)
@@ -636,8 +668,8 @@ class FunctionCompiler:
         if step.is_const and step.const == 0:
             self.error(node, "range() step must not be zero")
         t = promote(start.type, stop.type, step.type).strong()
-        if t.kind == "b":
-            t = INT64
+        if t.kind in "bf" or t.kind == "u" and any(a.is_const and a.const < 0 for a in args):
+            t = INT64   # bools, signed and unsigned mixed (a float by promotion), or an unsigned range below 0
         if t.kind == "i" and t.itemsize < 8:
             t = INT64
         if not isinstance(node.target, ast.Name):
@@ -704,7 +736,7 @@ class FunctionCompiler:
             return self.for_desugared(node, "array")
         self.error(node, f"kernels loop over range(), tuples, arrays, enumerate() and zip(); not over {v.type}")
 
-    def for_desugared(self, node, kind):
+    def for_desugared(self, node, kind, check_only=False):
         """for x in a / enumerate(a) / zip(a, b): rewritten (once per loop) as a loop over range()
         with the elements read by index; over tuples (and literal_unroll), unrolled."""
         it = node.iter
@@ -721,7 +753,8 @@ class FunctionCompiler:
             if kind == "zip" and not it.args:
                 self.error(node, "zip() needs at least one iterable")
             seqs = it.args[:1] if kind == "enumerate" else it.args
-            vals = [Val(None, CT, const=range) if self.is_range_call(a) else self.expr(a) for a in seqs]
+            vals = [Val(None, CT, const=range) if self.is_range_call(a) or self.iteration_call(a) else self.expr(a)
+                    for a in seqs]
             if all(v.items is not None for v in vals):
                 # tuples: unrolled
                 n = min(len(v.items) for v in vals)
@@ -737,14 +770,28 @@ class FunctionCompiler:
                             for k in range(n)]
                 return self.for_unrolled(node, node.target, rows)
             for v, a in zip(vals, seqs):
-                if v.items is not None or not (isinstance(v.type, ArrayT) and v.type.ndim >= 1) and \
+                if self.iteration_call(a) is not None:
+                    self.for_desugared(ast.copy_location(ast.For(target=node.target, iter=a, body=[], orelse=[]),
+                                                         node), self.iteration_call(a), check_only=True)
+                elif v.items is not None or not (isinstance(v.type, ArrayT) and v.type.ndim >= 1) and \
                         not self.is_range_call(a):
                     self.error(node, f"{kind}() in a kernel loop takes arrays or range() (or only tuples), got {v.type}")
+        if check_only:
+            return None
         desugared = getattr(node, "_ts_desugared", None)
         if desugared is None:
             desugared = self.desugar_loop(node, kind)
             node._ts_desugared = desugared
         return self.stmt_For(desugared)
+
+    def iteration_call(self, a):
+        """"zip" or "enumerate" for a call of that builtin (a sequence a loop desugars), else None."""
+        if isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and a.func.id in ("zip", "enumerate") \
+                and not a.keywords and a.func.id not in self.vars:
+            fn = self.resolve_global(a.func.id, a)
+            if fn is zip or fn is enumerate:
+                return fn.__name__
+        return None
 
     def is_range_call(self, a):
         return isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and \
@@ -763,28 +810,29 @@ class FunctionCompiler:
                 # len(range(a, b, c)), computed as Python does
                 args = seq.args
                 return ast.copy_location(ast.Call(func=name("_ts_range_len"), args=list(args), keywords=[]), node)
+            nested = self.iteration_call(seq)
+            if nested is not None:   # zip(...) or enumerate(...) inside: the shortest sequence
+                parts = [length(s) for s in (seq.args[:1] if nested == "enumerate" else seq.args)]
+                stop = parts[0]
+                for p in parts[1:]:
+                    stop = ast.copy_location(ast.Call(func=name("min"), args=[stop, p], keywords=[]), node)
+                return stop
             return ast.copy_location(ast.Call(func=name("len"), args=[seq], keywords=[]), node)
 
         def element(seq):
             if self.is_range_call(seq):
                 return ast.copy_location(ast.Call(func=name("_ts_range_item"), args=list(seq.args) + [name(k)],
                                                   keywords=[]), node)
+            nested = self.iteration_call(seq)
+            if nested == "enumerate":
+                index = name(k) if len(seq.args) == 1 else \
+                    ast.copy_location(ast.BinOp(left=name(k), op=ast.Add(), right=seq.args[1]), node)
+                return ast.copy_location(ast.Tuple(elts=[index, element(seq.args[0])], ctx=ast.Load()), node)
+            if nested == "zip":
+                return ast.copy_location(ast.Tuple(elts=[element(s) for s in seq.args], ctx=ast.Load()), node)
             return ast.copy_location(ast.Subscript(value=seq, slice=name(k), ctx=ast.Load()), node)
 
-        if kind == "array":
-            seqs = [it]
-            value = element(it)
-        elif kind == "enumerate":
-            seqs = [it.args[0]]
-            index = name(k) if len(it.args) == 1 else \
-                ast.copy_location(ast.BinOp(left=name(k), op=ast.Add(), right=it.args[1]), node)
-            value = ast.copy_location(ast.Tuple(elts=[index, element(it.args[0])], ctx=ast.Load()), node)
-        else:
-            seqs = list(it.args)
-            value = ast.copy_location(ast.Tuple(elts=[element(s) for s in seqs], ctx=ast.Load()), node)
-        stop = length(seqs[0])
-        for s in seqs[1:]:
-            stop = ast.copy_location(ast.Call(func=name("min"), args=[stop, length(s)], keywords=[]), node)
+        value, stop = element(it), length(it)
         assign = ast.copy_location(ast.Assign(targets=[node.target], value=value), node)
         rng = ast.copy_location(ast.Call(func=name("range"), args=[stop], keywords=[]), node)
         loop = ast.copy_location(ast.For(target=name(k, ast.Store()), iter=rng, body=[assign] + list(node.body),
@@ -819,13 +867,13 @@ class FunctionCompiler:
         iteration k right after thread t-1's), so that a block walks memory in order, without
         pausing threads. Else the loop pauses its threads at each iteration (a yield site)."""
         root = self.root
-        if self.mode != "kernel" or root.fission_disabled or node not in self.fdef.body:
+        if self.mode != "kernel" or root.fission_disabled or node not in self.fdef.body or node.orelse:
             return False
         if root.fission_node is not None and root.fission_node is not node:
             return False
         body_nodes = [n for b in node.body for n in ast.walk(b)]
         for n in body_nodes:
-            if isinstance(n, (ast.Return, ast.Break)):
+            if isinstance(n, (ast.Return, ast.Break, ast.Raise)):
                 return False   # (a break of a nested loop is fine, but kept simple)
         stored = {node.target.id}
         occurrences = []
@@ -889,6 +937,9 @@ class FunctionCompiler:
     def stmt_Break(self, node):
         if not self.loop_depth:
             self.error(node, "'break' outside a loop")
+        if self.loop_depth in self.break_labels:
+            self.emit(f"goto {self.break_labels[self.loop_depth]};")
+            return
         if self.unroll_stack and self.unroll_stack[-1][0] == self.loop_depth:
             self.emit(f"goto {self.unroll_stack[-1][1]};")
             return
@@ -950,11 +1001,49 @@ class FunctionCompiler:
         return "return;"
 
     def stmt_Assert(self, node):
-        # Numba ignores assert in CUDA kernels unless debug; so does tessel (debug: checked).
+        # As Numba: ignored unless debug; with debug=True a failed assert raises AssertionError.
         if self.root.options.get("debug"):
             test = self.expr(node.test)
-            self.emit(f"if (!({self.truth(test, node)})) {{ TS_PRINTF(\"assertion failed: {self.kernel_name} "
-                      f"line {self.lineno(node)}\\n\"); }}")
+            self.emit(f"if (!({self.truth(test, node)})) {{")
+            self.indent += 1
+            self.raise_exception(AssertionError, node.msg, node)
+            self.indent -= 1
+            self.emit("}")
+
+    def stmt_Raise(self, node):
+        # As Numba: a raise ends the thread; with debug=True the launch raises the exception.
+        if node.exc is None or node.cause is not None:
+            self.error(node, "a kernel raises an exception class or instance (raise E or raise E('message'))")
+        exc, msg = node.exc, None
+        if isinstance(exc, ast.Call):
+            if exc.keywords or len(exc.args) > 1:
+                self.error(node, "a kernel's exception takes at most one argument, a constant")
+            msg = exc.args[0] if exc.args else None
+            exc = exc.func
+        cls = self.expr(exc)
+        if not (cls.is_const and isinstance(cls.const, type) and issubclass(cls.const, BaseException)):
+            self.error(node, "a kernel raises an exception class or instance (raise E or raise E('message'))")
+        if self.mode == "function":
+            self.error(node, f"the operator '{self.name}' cannot raise")
+        if self.root.options.get("debug"):
+            self.raise_exception(cls.const, msg, node)
+        else:
+            self.root.inlined_raise |= self.mode == "inline"
+            self.emit(self.root_return())
+
+    def raise_exception(self, cls, msg_node, node):
+        """Debug mode: the thread records exception cls (message: a constant) and stops."""
+        msg = None
+        if msg_node is not None:
+            m = self.expr(msg_node)
+            if not m.is_const or not isinstance(m.const, (str, int, float, bool)):
+                self.error(node, "an exception's message in a kernel must be a constant")
+            msg = str(m.const)
+        key = (cls, msg, self.lineno(node))
+        if key not in self.root.raises:
+            self.root.raises.append(key)
+        self.emit(f"ts_raise({self.root.raises.index(key)}, {self.lineno(node)}{self.chk_ctx()});")
+        self.emit(self.root_return())
 
     # ---- expressions ---------------------------------------------------------------------------
     def expr(self, node) -> Val:
@@ -1488,6 +1577,9 @@ class FunctionCompiler:
             code = f"ts::fpymod<{ft.ctype}>({self.convert(a, ft, node)}, {self.convert(b, ft, node)})"
             return Val(self.round_half(code, ts_), ts_)
         if opname == "Pow":
+            if k in "iu" and b.is_const and b.const < 0:
+                # an integer to a negative constant power is a float, as in Python and Numba
+                return Val(f"ts::fpowi({self.convert(a, FLOAT64, node)}, {self.convert(b, INT64, node)})", FLOAT64)
             if k in "iu":
                 return Val(f"ts::ipow<{ct}>({A}, {B_})", ts_, a.nonneg)
             if k == "b":
@@ -1634,7 +1726,9 @@ class FunctionCompiler:
                     continue
                 self.error(node, "'is' compares only compile-time values in kernels")
             if opname in ("In", "NotIn"):
-                self.error(node, "'in' is not supported in kernels")
+                parts.append(self.membership(left, right, opname == "In", node))
+                left = right
+                continue
             self.scalar_check(left, node, "a comparison")
             self.scalar_check(right, node, "a comparison")
             t = promote(left.type, right.type)
@@ -1650,6 +1744,20 @@ class FunctionCompiler:
                 parts.append(f"({self.convert(left, t, node)} {sym} {self.convert(right, t, node)})")
             left = right
         return Val("(" + " && ".join(parts) + ")", BOOL)
+
+    def membership(self, v: Val, t: Val, inside: bool, node) -> str:
+        """v in t (or not in) for a tuple t: v equal to one of its items."""
+        if t.items is None:
+            self.error(node, f"'in' tests membership of a tuple in kernels, not of {t.type}")
+        terms = []
+        for it in t.items:
+            self.scalar_check(v, node, "'in'")
+            self.scalar_check(it, node, "'in'")
+            ct = promote(v.type, it.type)
+            ct = ct.strong() if not (v.type.weak and it.type.weak) else ct
+            terms.append(f"({self.convert(v, ct, node)} == {self.convert(it, ct, node)})")
+        code = " || ".join(terms) or "false"
+        return f"({code})" if inside else f"(!({code}))"
 
     def expr_IfExp(self, node):
         test = self.expr(node.test)
@@ -1760,15 +1868,39 @@ class FunctionCompiler:
             return self.call_math(obj, node)
         if obj in _CMATH_FUNCS:
             return self.call_cmath(obj, node)
+        if obj in _OPERATORS:
+            return self.call_operator(obj, node)
         if isinstance(obj, np.ufunc) and getattr(np, obj.__name__, None) is obj:
             return self.call_numpy(obj, node)
         name = getattr(obj, "__name__", repr(obj))
+        if obj is np.dtype:   # np.dtype("int16"): a dtype, at compile time
+            vals, _ = self.args_of(node, 1, 1, "np.dtype")
+            if not vals[0].is_const:
+                self.error(node, "np.dtype() in a kernel takes a constant (a dtype name or type)")
+            return Val(None, CT, const=np.dtype(vals[0].const))
+        if getattr(np, name, None) is obj:
+            self.numpy_unsupported(name, node)
         for a in node.args:   # an unsupported construct in the arguments is the first error
             self.expr(a)
         if callable(obj):
             self.error(node, f"'{name}' is a Python function, not a device function: decorate it with "
                              "@tessel.jit(device=True) to call it from a kernel")
         self.error(node, f"{obj!r} is not callable in a kernel")
+
+    def call_operator(self, fn, node) -> Val:
+        """operator.add(a, b), operator.lt(a, b), operator.neg(a), ...: the operator's expression."""
+        kind, op = _OPERATORS[fn]
+        n = 1 if kind == "unary" else 2
+        if node.keywords or len(node.args) != n or any(isinstance(a, ast.Starred) for a in node.args):
+            self.error(node, f"operator.{fn.__name__}() takes {n} positional argument{'s' if n > 1 else ''}")
+        a = node.args
+        if kind == "binary":
+            expr = ast.BinOp(left=a[0], op=op(), right=a[1])
+        elif kind == "compare":
+            expr = ast.Compare(left=a[0], ops=[op()], comparators=[a[1]])
+        else:
+            expr = ast.UnaryOp(op=op(), operand=a[0])
+        return self.expr(ast.copy_location(expr, node))
 
     def args_of(self, node, n_min, n_max, name):
         if any(isinstance(a, ast.Starred) for a in node.args):
@@ -1928,6 +2060,10 @@ class FunctionCompiler:
             if not isinstance(v.type, Scalar) or v.type.kind == "c":
                 self.error(node, f"{what}(): argument {k} must be a real number ({t}), got {v.type}")
             conv.append(self.convert(v, Scalar(t), node))
+        return self.table_results(ret, args, code, conv)
+
+    def table_results(self, ret, args, code, conv) -> Val:
+        """The value of a table function's code (see _libdevice) on the converted arguments."""
         if isinstance(code, dict):
             code = code["cuda" if self.root.target == "cuda" else "cpu"]
         if not isinstance(ret, tuple):
@@ -2481,6 +2617,9 @@ class FunctionCompiler:
             return Val(self.round_half(f"({args[0]} * ({ft.ctype}){k})", t), t)
         if kind == "ldexp":
             return Val(self.round_half(f"ts::ldexp({args[0]}, (int)({vals[1].code}))", t), t)
+        if kind == "tuple":   # frexp, modf: libdevice's functions of the float type (as Numba's CUDA target)
+            ret, types, code = _libdevice.LIBDEVICE[name + ("f" if ft == FLOAT32 else "")]
+            return self.table_results(ret, types, code, args)
         self.error(node, f"math.{name} is not supported")
 
     # ---- NumPy ufuncs ------------------------------------------------------------------------------
@@ -2490,10 +2629,7 @@ class FunctionCompiler:
         broadcast against it."""
         name = uf.__name__
         if name not in _NUMPY_ALL:
-            for a in node.args:
-                self.expr(a)
-            self.error(node, f"np.{name} is not supported in kernels (NumPy functions in kernels: "
-                             f"{', '.join(sorted(_NUMPY_ALL))})")
+            self.numpy_unsupported(name, node)
         nin = uf.nin
         if any(isinstance(a, ast.Starred) for a in node.args):
             self.error(node, f"np.{name}(): *args are not supported")
@@ -2519,11 +2655,16 @@ class FunctionCompiler:
             self.error(node, f"np.{name}: cannot write to a constant array")
         if node is not self.stmt_call:
             self.error(node, f"np.{name}(..., out) on arrays is a statement in kernels: its value cannot be used")
+        self.each_element(out, ins, lambda args: self.numpy_scalar(name, args, node), node, f"np.{name}")
+        return Val(None, NoneT())
+
+    def each_element(self, out: Val, ins, compute, node, what):
+        """out[...] = compute(items of ins) for every element of the array out: a loop over its
+        elements, the array inputs broadcast against it (as NumPy's)."""
         ot = out.type
         for v in ins:
             if isinstance(v.type, ArrayT) and v.type.ndim > ot.ndim:
-                self.error(node, f"np.{name}: a {v.type.ndim}-d input does not broadcast to a "
-                                 f"{ot.ndim}-d output array")
+                self.error(node, f"{what}: a {v.type.ndim}-d input does not broadcast to a {ot.ndim}-d array")
         self.flush_pre()
         k = self.declare_temp(INT64, "k")
         self.emit(f"for ({k} = 0; {k} < {self.array_size(out).code}; ++{k}) {{")
@@ -2545,11 +2686,17 @@ class FunctionCompiler:
             return Val(f"{self.data_ptr(arr)}[{' + '.join(terms) or '0'}]", arr.type.dtype)
 
         args = [item(v, idx[ot.ndim - v.type.ndim:], True) if isinstance(v.type, ArrayT) else v for v in ins]
-        result = self.numpy_scalar(name, args, node)
+        result = compute(args)
         self.emit(f"{item(out, idx, False).code} = {self.convert(result, ot.dtype, node)};")
         self.indent -= 1
         self.emit("}")
-        return Val(None, NoneT())
+
+    def numpy_unsupported(self, name, node):
+        for a in node.args:   # an unsupported construct in the arguments is the first error
+            self.expr(a)
+        self.error(node, f"np.{name} is not supported in kernels (NumPy functions in kernels: "
+                         f"{', '.join(sorted(_NUMPY_ALL))}; arrays are made with cuda.local.array or "
+                         "cuda.shared.array)")
 
     def numpy_scalar(self, name, vals, node) -> Val:
         for v in vals:
@@ -2624,7 +2771,8 @@ class FunctionCompiler:
             return Val(f"ts::cabs({z})", ft)
         if name in ("isnan", "isinf", "isfinite"):
             return Val(f"ts::c{name}({z})", BOOL)
-        if name in ("exp", "log", "log10", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh"):
+        if name in ("exp", "log", "log10", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos",
+                    "atan", "asinh", "acosh", "atanh"):
             if name == "log" and len(vals) == 2:
                 return Val(f"(ts::clog({z}) / ts::clog({self.convert(vals[1], ct, node)}))", ct)
             return Val(f"ts::c{name}({z})", ct)
@@ -2636,7 +2784,7 @@ _OPSYM = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "FloorDiv": "//", "Mo
           "BitAnd": "&", "BitOr": "|", "BitXor": "^", "LShift": "<<", "RShift": ">>", "MatMult": "@"}
 _FOLD = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mult": lambda a, b: a * b,
          "Div": lambda a, b: a / b, "FloorDiv": lambda a, b: a // b, "Mod": lambda a, b: a % b,
-         "Pow": lambda a, b: a ** b if not (isinstance(a, int) and isinstance(b, int) and (b < 0 or b > 64)) else
+         "Pow": lambda a, b: a ** b if not (isinstance(a, int) and isinstance(b, int) and b > 64) else
          (_ for _ in ()).throw(ValueError()),
          "BitAnd": lambda a, b: a & b, "BitOr": lambda a, b: a | b, "BitXor": lambda a, b: a ^ b,
          "LShift": lambda a, b: a << b if b < 64 else (_ for _ in ()).throw(ValueError()),
@@ -2653,10 +2801,22 @@ _MATH = {n: (1, "f") for n in ("sqrt", "exp", "exp2", "expm1", "log2", "log10", 
 _MATH.update({"log": ((1, 2), "f"), "atan2": (2, "f"), "pow": (2, "f"), "fmod": (2, "f"), "hypot": (2, "f"),
               "copysign": (2, "f"), "floor": (1, "i"), "ceil": (1, "i"), "trunc": (1, "i"),
               "isnan": (1, "b"), "isinf": (1, "b"), "isfinite": (1, "b"), "degrees": (1, "deg"),
-              "radians": (1, "deg"), "ldexp": (2, "ldexp"), "fma": (3, "f")})
+              "radians": (1, "deg"), "ldexp": (2, "ldexp"), "fma": (3, "f"), "remainder": (2, "f"),
+              "frexp": (1, "tuple"), "modf": (1, "tuple")})
 _MATH_FUNCS = {getattr(math, n) for n in _MATH if hasattr(math, n)}
 _CMATH_FUNCS = {getattr(cmath, n) for n in ("exp", "log", "log10", "sqrt", "sin", "cos", "tan", "sinh", "cosh",
-                                           "tanh", "phase", "polar", "rect", "isnan", "isinf", "isfinite")}
+                                           "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "phase",
+                                           "polar", "rect", "isnan", "isinf", "isfinite")}
+# the operator module's functions (those Numba's CUDA target has): the operators' expressions
+_OPERATORS = {getattr(operator, n): ("binary", getattr(ast, op)) for ns, op in (
+    (("add", "iadd"), "Add"), (("sub", "isub"), "Sub"), (("mul", "imul"), "Mult"), (("truediv", "itruediv"), "Div"),
+    (("floordiv", "ifloordiv"), "FloorDiv"), (("mod", "imod"), "Mod"), (("pow", "ipow"), "Pow"),
+    (("lshift", "ilshift"), "LShift"), (("rshift", "irshift"), "RShift"), (("and_", "iand"), "BitAnd"),
+    (("or_", "ior"), "BitOr"), (("xor", "ixor"), "BitXor")) for n in ns}
+_OPERATORS.update({getattr(operator, n): ("compare", getattr(ast, op)) for n, op in (
+    ("eq", "Eq"), ("ne", "NotEq"), ("lt", "Lt"), ("le", "LtE"), ("gt", "Gt"), ("ge", "GtE"))})
+_OPERATORS.update({getattr(operator, n): ("unary", getattr(ast, op)) for n, op in (
+    ("neg", "USub"), ("pos", "UAdd"), ("invert", "Invert"), ("not_", "Not"))})
 # NumPy's ufuncs in kernels (their name -> the math function computing them): on numbers, and on
 # arrays with the output array passed (np.sin(x, out)), as Numba's CUDA target
 _NUMPY_UFUNCS = {n: n for n in ("sqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos",
@@ -3017,8 +3177,9 @@ def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
     root = Root(target, options)
     fc = FunctionCompiler(pyfunc, arg_types, root, kernel_name=pyfunc.__name__, mode="kernel")
     fc.run_typing()
-    if root.fission_node is not None and fc.suspends:
-        # barriers elsewhere in the kernel: the grid-stride loop pauses its threads instead
+    if root.fission_node is not None and (fc.suspends or root.inlined_raise):
+        # barriers elsewhere in the kernel (or a device function's raise, which must end the thread,
+        # not the iteration): the grid-stride loop pauses its threads instead
         root.fission_disabled = True
         root.fission_node = None
         fc.run_typing()
@@ -3030,6 +3191,7 @@ def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
     root.shared.clear()
     root.shared_keys.clear()
     root.array_names.clear()
+    root.raises.clear()
     root.fission.clear()
     fc._pass(typing=False)
     body = fc.lines
@@ -3064,7 +3226,8 @@ def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
     else:
         out.append(_cpu_kernel(symbol, params, decls, param_inits, body, root, debug, arg_types, fc))
     src = "\n".join(out) + "\n"
-    return src, {"array_names": list(root.array_names), "suspends": fc.suspends, "grid_sync": root.uses_grid_sync,
+    return src, {"array_names": list(root.array_names), "raises": list(root.raises), "suspends": fc.suspends,
+                 "grid_sync": root.uses_grid_sync,
                  "uses_dynamic_shared": root.uses_dynamic_shared,
                  "static_shared_bytes": _static_shared_layout(root)[1],
                  "local_bytes": sum(root.local_bytes.values()), "const_bytes": root.const_bytes,
@@ -3097,7 +3260,16 @@ __device__ __forceinline__ ts::i64 ts_check_index(ts::DebugRecord* r, ts::i64 i,
   asm volatile("exit;");
   return 0;
 }
-#define ts_chk(i, n, a, d, line) ts_check_index(ts_dbg, i, n, a, d, line)""")
+#define ts_chk(i, n, a, d, line) ts_check_index(ts_dbg, i, n, a, d, line)
+__device__ void ts_raise_exception(ts::DebugRecord* r, int k, int line) {
+  if (atomicCAS(&r->failed, 0, 1) == 0) {
+    r->line = line; r->array = k; r->dim = -1; r->index = 0; r->extent = 0;
+    r->thread[0] = threadIdx.x; r->thread[1] = threadIdx.y; r->thread[2] = threadIdx.z;
+    r->block[0] = blockIdx.x; r->block[1] = blockIdx.y; r->block[2] = blockIdx.z;
+  }
+  asm volatile("exit;");
+}
+#define ts_raise(k, line) ts_raise_exception(ts_dbg, k, line)""")
     lines.append("#define ts_dyn_shared() ts::ts_dyn_shared_ptr()")
     lines.append("#define ts_dyn_shared_bytes() ts::dyn_shared_bytes()")
     lines.append(f'extern "C" __global__ void {symbol}({", ".join(params) or "void"}) {{')
@@ -3133,7 +3305,14 @@ inline ts::i64 ts_check_index(ts::i64 i, ts::i64 n, int a, int d, int line, cons
   e.r.block[0] = B.bx; e.r.block[1] = B.by; e.r.block[2] = B.bz;
   throw e;
 }
-#define ts_chk(i, n, a, d, line, B, tid) ts_check_index(i, n, a, d, line, B, tid)""")
+#define ts_chk(i, n, a, d, line, B, tid) ts_check_index(i, n, a, d, line, B, tid)
+inline void ts_raise(int k, int line, const TsBlock& B, ts::i64 tid) {
+  TsIndexError e;
+  e.r.failed = 1; e.r.line = line; e.r.array = k; e.r.dim = -1; e.r.index = 0; e.r.extent = 0;
+  e.r.thread[0] = tid % B.dx; e.r.thread[1] = (tid / B.dx) % B.dy; e.r.thread[2] = tid / (B.dx * B.dy);
+  e.r.block[0] = B.bx; e.r.block[1] = B.by; e.r.block[2] = B.bz;
+  throw e;
+}""")
     L.append("#define ts_dyn_shared() (B.dyn)")
     L.append("#define ts_dyn_shared_bytes() (B.dyn_bytes)")
     for cname, ctype, count, off in offsets:
@@ -3307,7 +3486,14 @@ void ts_run_block(const TsParams& P, TsBlock& B, std::vector<TsState>& st, std::
     return "\n".join(L)
 
 
-_CPU_ERROR_TAIL = """  if (failed) {
+_CPU_ERROR_TAIL = """  if (failed && rec.dim == -1) {   // a raise: the launch raises the exception (see _dispatch)
+    L->error_code = 2;
+    std::snprintf(L->error, sizeof L->error, "kernel '%s' (%s:%d): exception %d raised in thread (%lld, %lld, %lld) "
+                  "of block (%lld, %lld, %lld)", TS_KERNEL_NAME, TS_KERNEL_FILE, rec.line, rec.array, rec.thread[0],
+                  rec.thread[1], rec.thread[2], rec.block[0], rec.block[1], rec.block[2]);
+    return 1;
+  }
+  if (failed) {
     static const char* const names[] = {TS_ARRAY_NAMES};
     const int na = (int)(sizeof(names) / sizeof(names[0]));
     L->error_code = 1;

@@ -5,13 +5,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import threading
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
 from . import _compiler
-from ._types import ArrayT, Scalar, TupleT, scalar_from_dtype
+from ._types import ArrayT, Scalar, TupleT, python_scalar_dtype, scalar_from_dtype
 
 _ts = None
 
@@ -200,14 +201,11 @@ def _record_type(dtype: np.dtype, storage, what: str):
 
 
 def _scalar_arg(v):
-    if isinstance(v, (bool, np.bool_)):
+    if isinstance(v, np.bool_):
         return _Arg(Scalar("bool"), value=bool(v))
-    if isinstance(v, int):
-        return _Arg(Scalar("int64"), value=v)
-    if isinstance(v, float):
-        return _Arg(Scalar("float64"), value=v)
-    if isinstance(v, complex):
-        return _Arg(Scalar("complex128"), value=v)
+    name = python_scalar_dtype(v)
+    if name is not None:
+        return _Arg(Scalar(name), value=v)
     if isinstance(v, np.generic):
         return _Arg(scalar_from_dtype(v.dtype), value=v)
     return None
@@ -503,10 +501,26 @@ class Kernel:
                 raise self._index_error_from_record(r.tobytes(), spec)
 
     def _debug_error(self, e, spec):
-        # the same exception type on every backend: Python's IndexError, as the CUDA path raises
+        # the same exception types on every backend as the CUDA path raises: IndexError, and the
+        # exceptions the kernel raises
+        raised = re.search(r"exception (\d+) raised in thread \((\d+), (\d+), (\d+)\) of block "
+                           r"\((\d+), (\d+), (\d+)\)", str(e))
+        if raised is not None:
+            k, *coords = (int(x) for x in raised.groups())
+            return self._raised(spec, k, tuple(coords[:3]), tuple(coords[3:]))
         if isinstance(e, IndexError) and type(e) is not IndexError:
             return IndexError(str(e))
         return e
+
+    def _raised(self, spec, k, thread, block):
+        """The exception a kernel's raise (or failed assert) made, in debug mode."""
+        cls, msg, line = spec.info["raises"][k]
+        text = f"kernel '{self.__name__}' ({self._filename()}:{line}), in thread {thread} of block {block}"
+        text += f": {msg}" if msg is not None else ""
+        try:
+            return cls(text)
+        except Exception:  # noqa: BLE001 - an exception class that takes no message
+            return RuntimeError(f"{cls.__name__}: {text}")
 
     def _index_error_from_record(self, raw: bytes, spec):
         a = np.frombuffer(raw[:64], dtype=np.int32, count=4)
@@ -514,6 +528,8 @@ class Kernel:
         line, array, dim = int(a[1]), int(a[2]), int(a[3])
         index, extent = int(rest[0]), int(rest[1])
         thread, blk = tuple(int(x) for x in rest[2:5]), tuple(int(x) for x in rest[5:8])
+        if dim == -1:   # a raise
+            return self._raised(spec, array, thread, blk)
         names = spec.info.get("array_names", [])
         name = names[array] if 0 <= array < len(names) else "?"
         return IndexError(f"kernel '{self.__name__}' ({self._filename()}:{line}): index {index} is out of bounds "

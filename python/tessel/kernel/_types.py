@@ -165,6 +165,20 @@ _NP = {n: np.dtype(n) for n in SCALARS if n != "bfloat16"}
 _WEAK_VALUE = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}
 
 
+def python_scalar_dtype(value):
+    """The dtype name of a Python number as a kernel argument, as Numba's typeof gives it: bool,
+    int64 (uint64 for the ints only it holds), float64, complex128; None for anything else."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "uint64" if 2**63 <= value < 2**64 else "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, complex):
+        return "complex128"
+    return None
+
+
 def scalar_from_dtype(dtype) -> Scalar:
     """A Scalar for a NumPy/tessel dtype, dtype name or scalar type."""
     name = getattr(dtype, "name", None)

@@ -365,6 +365,25 @@ template <class T> TS_HD complex<T> csinh(complex<T> z) { return complex<T>(sinh
 template <class T> TS_HD complex<T> ccosh(complex<T> z) { return complex<T>(cosh(z.re) * cos(z.im), sinh(z.re) * sin(z.im)); }
 template <class T> TS_HD complex<T> ctan(complex<T> z) { return csin(z) / ccos(z); }
 template <class T> TS_HD complex<T> ctanh(complex<T> z) { return csinh(z) / ccosh(z); }
+// The inverse functions by CPython's cmath formulas (without its special cases for huge arguments).
+template <class T> TS_HD complex<T> casinh(complex<T> z) {
+  complex<T> s1 = csqrt(complex<T>(1 + z.im, -z.re)), s2 = csqrt(complex<T>(1 - z.im, z.re));
+  return complex<T>(asinh(s1.re * s2.im - s2.re * s1.im), atan2(z.im, s1.re * s2.re - s1.im * s2.im));
+}
+template <class T> TS_HD complex<T> casin(complex<T> z) { complex<T> s = casinh(complex<T>(-z.im, z.re)); return complex<T>(s.im, -s.re); }
+template <class T> TS_HD complex<T> cacos(complex<T> z) {
+  complex<T> s1 = csqrt(complex<T>(1 - z.re, -z.im)), s2 = csqrt(complex<T>(1 + z.re, z.im));
+  return complex<T>(2 * atan2(s1.re, s2.re), asinh(s2.re * s1.im - s2.im * s1.re));
+}
+template <class T> TS_HD complex<T> cacosh(complex<T> z) {
+  complex<T> s1 = csqrt(complex<T>(z.re - 1, z.im)), s2 = csqrt(complex<T>(z.re + 1, z.im));
+  return complex<T>(asinh(s1.re * s2.re + s1.im * s2.im), 2 * atan2(s1.im, s2.re));
+}
+template <class T> TS_HD complex<T> catanh(complex<T> z) {
+  const T s = z.re < 0 ? T(-1) : T(1), x = s * z.re, y = s * z.im, ay = fabs(y), d = 1 - x;   // atanh(-z) = -atanh(z)
+  return complex<T>(s * log1p(4 * x / (d * d + ay * ay)) / 4, -s * atan2(-2 * y, d * (1 + x) - ay * ay) / 2);
+}
+template <class T> TS_HD complex<T> catan(complex<T> z) { complex<T> s = catanh(complex<T>(-z.im, z.re)); return complex<T>(s.im, -s.re); }
 template <class T> TS_HD complex<T> cpow(complex<T> a, complex<T> b) {
   if (b.re == 0 && b.im == 0) return complex<T>(1, 0);
   if (a.re == 0 && a.im == 0) return complex<T>(0, 0);

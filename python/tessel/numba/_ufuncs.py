@@ -21,6 +21,7 @@ import re
 import numpy as np
 
 import tessel as ts
+from tessel.kernel._types import python_scalar_dtype
 
 from . import types as nbtypes
 
@@ -66,18 +67,6 @@ def _dtype_of_type(t):
 
 
 # ---- arguments -----------------------------------------------------------------------------------
-def _python_scalar_dtype(value):
-    if isinstance(value, bool):
-        return np.dtype(bool)
-    if isinstance(value, int):
-        return np.dtype(np.int64)
-    if isinstance(value, float):
-        return np.dtype(np.float64)
-    if isinstance(value, complex):
-        return np.dtype(np.complex128)
-    return None
-
-
 class _Arg:
     """One input: kind "device" (a device or tessel array), "host" (NumPy/array-like) or "scalar"."""
 
@@ -86,9 +75,9 @@ class _Arg:
     def __init__(self, value, device_kinds):
         self.value = value
         self.weak = False
-        d = _python_scalar_dtype(value)
+        d = python_scalar_dtype(value)
         if d is not None:
-            self.kind, self.dtype, self.shape, self.weak = "scalar", d, (), True
+            self.kind, self.dtype, self.shape, self.weak = "scalar", np.dtype(d), (), True
             return
         if isinstance(value, np.generic):
             self.kind, self.dtype, self.shape = "scalar", value.dtype, ()
@@ -173,6 +162,32 @@ def _infer_return(py_func, dtypes):
     return np.dtype(rt.name)
 
 
+_NO_VALUE = object()
+
+
+def _axes(axis, ndim, name):
+    """The axes a reduction runs over (NumPy's axis argument: None, an int or a tuple)."""
+    axes = tuple(range(ndim)) if axis is None else (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    result = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(f"ufunc '{name}': axis {a} is out of bounds for array of dimension {ndim}")
+        a = int(a) % ndim
+        if a in result:
+            raise ValueError(f"ufunc '{name}': duplicate value in 'axis'")
+        result.append(a)
+    return result
+
+
+def _into(out, result):
+    """``result`` written into ``out`` (NumPy's out=), or returned (a 0-d result as a scalar)."""
+    if out is None:
+        return result[()] if result.ndim == 0 else result
+    out = out[0] if isinstance(out, tuple) else out
+    np.copyto(out, result, casting="unsafe")
+    return out
+
+
 def _launch_1d(kernel, n, args, stream):
     if n == 0:
         return
@@ -234,6 +249,8 @@ class UFunc:
         self.identity = options.get("identity")
         self._devfn = None
         self._kernel = None
+        self._fold_kernel = None
+        self._at_kernel = None
         self.nin = len(signatures[0][1]) if signatures else py_func.__code__.co_argcount
         self.nout = 1
         self.nargs = self.nin + 1
@@ -248,14 +265,21 @@ class UFunc:
     def ntypes(self):
         return len(self._signatures)
 
-    def _get_kernel(self):
-        if self._kernel is None:
-            from ._cuda import _templates
+    def _device_function(self):
+        if self._devfn is None:
             from ._cuda.dispatcher import as_device_function
 
             self._devfn = as_device_function(self.py_func)
-            name = "".join(ch if ch.isalnum() else "_" for ch in self.__name__)
-            self._kernel = _templates.vectorize_kernel(self._devfn, self.nin, name,
+        return self._devfn
+
+    def _symbol_name(self):
+        return "".join(ch if ch.isalnum() else "_" for ch in self.__name__)
+
+    def _get_kernel(self):
+        if self._kernel is None:
+            from ._cuda import _templates
+
+            self._kernel = _templates.vectorize_kernel(self._device_function(), self.nin, self._symbol_name(),
                                                        fastmath=bool(self._options.get("fastmath")))
         return self._kernel
 
@@ -284,6 +308,8 @@ class UFunc:
         else:
             device = ts.Device("cpu")
         shape = np.broadcast_shapes(*[a.shape for a in inputs])
+        if cuda_target and not shape:
+            shape = (1,)   # Numba's CUDA ufuncs make numbers 1-element arrays
         tessel_stream = _tessel_stream(stream, device) if cuda_target else None
         flat_inputs = [_flat(_to_tessel(a, d, device, stream), shape) for a, d in zip(inputs, in_dtypes)]
         # the output: a given device array (written in place when it is contiguous), else a new one
@@ -325,25 +351,134 @@ class UFunc:
             return host[()]
         return host
 
-    def reduce(self, arr, stream=0):
-        """Reduces a 1-D array with this binary function, pairwise and without an initial value
-        (Numba's CUDA ufunc ``reduce``); an empty array is an error."""
+    def reduce(self, array, *args, **kws):
+        """``target="cuda"``: Numba's CUDA ufunc ``reduce(arr, stream=0)``, a pairwise reduction of a
+        1-D array. CPU targets: NumPy's ``reduce(array, axis=0, dtype=None, out=None,
+        keepdims=False, initial=...)``, folding the elements in order."""
+        if self.target == "cuda":
+            return self._device_reduce(array, *args, **kws)
+        return self._host_reduce(array, *args, **kws)
+
+    def _device_reduce(self, arr, stream=0):
         if self.nin != 2:
             raise ValueError(f"reduce only supported for binary functions, '{self.__name__}' takes {self.nin}")
         from ._cuda._reduction import Reduce, _as_tessel
 
         if getattr(self, "_reducer", None) is None:
             self._reducer = Reduce(self.py_func)
-        if self.target == "cuda":
-            inner = _as_tessel(arr, stream)
-        else:
-            inner = ts.asarray(np.asarray(arr), device="cpu")
-            stream = 0
+        inner = _as_tessel(arr, stream)
         if inner.ndim != 1:
             raise TypeError("must use 1d array")
         if inner.size == 0:
             raise TypeError("Reduction on an empty array.")
         return self._reducer._run(inner, 0, False, None, stream)
+
+    def _host_reduce(self, array, axis=0, dtype=None, out=None, keepdims=False, initial=_NO_VALUE, where=True):
+        x = self._host_input(array, "reduce")
+        if where is not True:
+            raise NotImplementedError(f"tessel.numba: ufunc '{self.__name__}'.reduce(where=...) is not supported")
+        if x.ndim == 0:
+            x = x.reshape(1)
+        axes = _axes(axis, x.ndim, self.__name__)
+        in_dt, out_dt = self._fold_types(np.dtype(dtype) if dtype is not None else x.dtype)
+        keep = [d for d in range(x.ndim) if d not in axes]
+        rest = tuple(x.shape[d] for d in keep)
+        n = math.prod(x.shape[d] for d in axes)
+        rows = np.ascontiguousarray(np.transpose(x, keep + list(axes)).reshape(math.prod(rest), n), dtype=in_dt)
+        if initial is not _NO_VALUE:
+            rows = np.concatenate([np.full((rows.shape[0], 1), initial, in_dt), rows], axis=1)
+        elif n == 0:
+            if self.identity in (None, "reorderable"):
+                raise ValueError(f"zero-size array to reduction operation {self.__name__} which has no identity")
+            rows = np.full((rows.shape[0], 1), self.identity, in_dt)
+        result = self._fold(rows, out_dt, False)[:, 0].reshape(rest)
+        if keepdims:
+            result = np.expand_dims(result, tuple(axes))
+        return _into(out, result)
+
+    def accumulate(self, array, axis=0, dtype=None, out=None):
+        """NumPy's ``ufunc.accumulate`` (CPU targets): the results of folding the elements along
+        ``axis`` in order."""
+        x = self._host_input(array, "accumulate")
+        if x.ndim == 0:
+            raise TypeError("cannot accumulate on a scalar")
+        (axis,) = _axes(axis, x.ndim, self.__name__)
+        in_dt, out_dt = self._fold_types(np.dtype(dtype) if dtype is not None else x.dtype)
+        moved = np.moveaxis(x, axis, -1)
+        rows = np.ascontiguousarray(moved.reshape(-1, moved.shape[-1]), dtype=in_dt)
+        result = np.moveaxis(self._fold(rows, out_dt, True).reshape(moved.shape), -1, axis)
+        return _into(out, result)
+
+    def outer(self, a, b, **kws):
+        """NumPy's ``ufunc.outer`` (CPU targets): ``f(a[i, ...], b[j, ...])`` for every pair."""
+        self._host_input(a, "outer")
+        a, b = np.asarray(a), np.asarray(b)
+        return self(a.reshape(a.shape + (1,) * b.ndim), b, **kws)
+
+    def at(self, a, indices, b=None):
+        """NumPy's ``ufunc.at`` (CPU targets): ``a[indices] = f(a[indices], b)`` in place, unbuffered
+        (an index that repeats is applied again)."""
+        self._host_input(a, "at")
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"ufunc '{self.__name__}'.at: the first argument must be a NumPy array")
+        if (b is None) != (self.nin == 1):
+            raise TypeError(f"ufunc '{self.__name__}'.at takes {'no' if self.nin == 1 else 'a'} second operand")
+        positions = np.arange(a.size, dtype=np.int64).reshape(a.shape)[indices].reshape(-1)
+        work = np.ascontiguousarray(a)
+        cpu = ts.Device("cpu")
+        args = [ts.asarray(work.reshape(-1), device=cpu), ts.asarray(positions, device=cpu)]
+        if b is not None:
+            b = np.asarray(b)
+            _, argtypes = self._resolve_host([a[:0], b.reshape(-1)[:0]], "at")
+            args.append(ts.asarray(np.ascontiguousarray(np.broadcast_to(b, positions.shape),
+                                                        dtype=_dtype_of_type(argtypes[1])), device=cpu))
+        if self._at_kernel is None:
+            from ._cuda import _templates
+
+            self._at_kernel = _templates.at_kernel(self._device_function(), self.nin, self._symbol_name(),
+                                                   fastmath=bool(self._options.get("fastmath")))
+        self._at_kernel[1, 1](*args)
+        if work is not a:
+            np.copyto(a, work)
+
+    def reduceat(self, *args, **kws):
+        raise NotImplementedError(f"tessel.numba: ufunc '{self.__name__}'.reduceat is not supported (reduce, "
+                                  "accumulate, outer and at are)")
+
+    def _host_input(self, array, what):
+        if self.target == "cuda":
+            raise NotImplementedError(f"tessel.numba: CUDA ufunc '{self.__name__}' has no {what} (Numba's CUDA "
+                                      "ufuncs have reduce only; CPU targets have NumPy's methods)")
+        if what not in ("at",) and self.nin != 2:
+            raise ValueError(f"{what} only supported for binary functions, '{self.__name__}' takes {self.nin}")
+        return np.asarray(array)
+
+    def _resolve_host(self, arrays, what):
+        inputs = [_Arg(x, False) for x in arrays]
+        if self._signatures:
+            restype, argtypes = _resolve(self._signatures, inputs, False, f"ufunc '{self.__name__}'.{what}")
+            return _dtype_of_type(restype), argtypes
+        dtypes = [x.dtype for x in arrays]
+        return _infer_return(self.py_func, dtypes), tuple(nbtypes.from_dtype(d) for d in dtypes)
+
+    def _fold_types(self, dtype):
+        """(element dtype, result dtype) of folding elements of ``dtype``: the loop for two of them."""
+        empty = np.empty(0, dtype)
+        out_dt, argtypes = self._resolve_host([empty, empty], "reduce")
+        return _dtype_of_type(argtypes[1]), out_dt
+
+    def _fold(self, rows, out_dt, accumulate):
+        """Each row of the 2-D NumPy array folded in order (see _templates.fold_kernel)."""
+        if self._fold_kernel is None:
+            from ._cuda import _templates
+
+            self._fold_kernel = _templates.fold_kernel(self._device_function(), self._symbol_name(),
+                                                       fastmath=bool(self._options.get("fastmath")))
+        cpu = ts.Device("cpu")
+        result = ts.empty(rows.shape if accumulate else (rows.shape[0], 1), dtype=out_dt.name, device=cpu)
+        if rows.size:
+            _launch_1d(self._fold_kernel, rows.shape[0], [ts.asarray(rows, device=cpu), result, accumulate], None)
+        return result.numpy()
 
     def __repr__(self):
         return f"<tessel.numba {self.target} ufunc '{self.__name__}'>"

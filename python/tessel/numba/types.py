@@ -416,14 +416,11 @@ def from_dtype(dtype):
 def typeof(value):
     """Numba's ``typeof`` for the values kernels take: arrays (NumPy, tessel, device arrays,
     ``__cuda_array_interface__`` objects), NumPy scalars and Python bool/int/float/complex."""
-    if isinstance(value, bool):
-        return boolean
-    if isinstance(value, int):
-        return int64
-    if isinstance(value, float):
-        return float64
-    if isinstance(value, complex):
-        return complex128
+    from tessel.kernel._types import python_scalar_dtype
+
+    name = python_scalar_dtype(value)
+    if name is not None:
+        return from_dtype(np.dtype(name))
     if isinstance(value, np.generic):
         return from_dtype(value.dtype)
     if isinstance(value, tuple):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from tessel.kernel import block_reduce, blockIdx, grid, gridsize, jit, threadIdx
 
-__all__ = ["vectorize_kernel", "guvectorize_kernel", "reduce_kernel", "cast_shim", "MAX_UFUNC_INPUTS",
-           "MAX_GUFUNC_ARGS", "MAX_SHIM_ARGS"]
+__all__ = ["vectorize_kernel", "guvectorize_kernel", "fold_kernel", "at_kernel", "reduce_kernel", "cast_shim",
+           "MAX_UFUNC_INPUTS", "MAX_GUFUNC_ARGS", "MAX_SHIM_ARGS"]
 
 MAX_UFUNC_INPUTS = 8
 MAX_GUFUNC_ARGS = 10
@@ -91,6 +91,40 @@ def _vec8(f):
 
 
 _VECTORIZE = {1: _vec1, 2: _vec2, 3: _vec3, 4: _vec4, 5: _vec5, 6: _vec6, 7: _vec7, 8: _vec8}
+
+
+# ---- a ufunc's reduce and accumulate, at: NumPy's order, element after element -------------------
+def fold_kernel(f, name="ufunc", fastmath=False):
+    """A kernel ``k(x, out, accumulate)`` folding each row of the 2-D ``x`` left to right with the
+    binary ``f`` (NumPy's ufunc.reduce order): ``out[i, 0]`` the row's result, or with
+    ``accumulate`` ``out[i, j]`` the result of the first ``j + 1`` elements."""
+
+    def fold_kernel(x, out, accumulate):
+        for i in range(grid(1), x.shape[0], gridsize(1)):
+            acc = out.dtype(x[i, 0])
+            out[i, 0] = acc
+            for j in range(1, x.shape[1]):
+                acc = out.dtype(f(acc, x[i, j]))
+                out[i, j if accumulate else 0] = acc
+
+    return jit(_named(fold_kernel, f"fold_{name}"), fastmath=fastmath)
+
+
+def at_kernel(f, nin, name="ufunc", fastmath=False):
+    """A kernel ``k(a, index, b)`` (``k(a, index)`` for a unary ``f``) setting ``a[index[k]] =
+    f(a[index[k]], b[k])`` for each ``k`` in order, in one thread (NumPy's unbuffered ufunc.at)."""
+
+    def at_unary(a, index):
+        if grid(1) == 0:
+            for k in range(index.size):
+                a[index[k]] = a.dtype(f(a[index[k]]))
+
+    def at_binary(a, index, b):
+        if grid(1) == 0:
+            for k in range(index.size):
+                a[index[k]] = a.dtype(f(a[index[k]], b[k]))
+
+    return jit(_named(at_unary if nin == 1 else at_binary, f"at_{name}"), fastmath=fastmath)
 
 
 # ---- guvectorize: f(a0[i], a1[i], ...) for each i of the flattened loop axis -----------------------

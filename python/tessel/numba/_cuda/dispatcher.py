@@ -28,7 +28,7 @@ import numpy as np
 
 import tessel as ts
 from tessel.kernel import _dispatch as _kdispatch
-from tessel.kernel._types import ArrayT, RecordT, Scalar, TupleT
+from tessel.kernel._types import ArrayT, RecordT, Scalar, TupleT, python_scalar_dtype
 
 from .. import types as nbtypes
 from . import _streams, _templates
@@ -89,17 +89,10 @@ def _record_dtype(t):
 
 def _scalar_dtype(value):
     """The NumPy dtype of a number argument (Python numbers as Numba types them), else None."""
-    if isinstance(value, bool):
-        return np.dtype(bool)
-    if isinstance(value, int):
-        return np.dtype(np.int64)
-    if isinstance(value, float):
-        return np.dtype(np.float64)
-    if isinstance(value, complex):
-        return np.dtype(np.complex128)
     if isinstance(value, np.generic):
         return value.dtype
-    return None
+    name = python_scalar_dtype(value)
+    return np.dtype(name) if name is not None else None
 
 
 def _array_numba_type(value):
@@ -836,11 +829,20 @@ def _lambda_as_function(fn):
     if getattr(fn, "__name__", None) != "<lambda>":
         return fn
     try:
-        source = textwrap.dedent(inspect.getsource(fn))
+        lines, first_line = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
         raise TypeError(f"tessel.numba: the source of a lambda is not available ({e})") from None
+    source = textwrap.dedent("".join(lines))
+    indent = min(len(line) - len(line.lstrip()) for line in lines if line.strip())
+    lead = len(source) - len(source.lstrip())
+    body = source.strip()
     tree = None
-    for text in (source, source.strip().rstrip(",;\\"), "(" + source.strip().rstrip(",;\\") + ")"):
+    # ways to parse the statement's lines: (text, its first line's row, how far the columns of that
+    # row and of the rows after it are from the file's)
+    for text, row, shift, other in ((source, 1, indent, indent), (body.rstrip(",;\\"), 1, indent + lead, indent),
+                                    ("(" + body.rstrip(",;\\") + ")", 1, indent + lead - 1, indent),
+                                    ("(" + body.rstrip(",;\\)") + ")", 1, indent + lead - 1, indent),
+                                    ("def f():\n" + textwrap.indent(source, " "), 2, indent - 1, indent - 1)):
         try:
             tree = ast.parse(text)
             break
@@ -850,6 +852,12 @@ def _lambda_as_function(fn):
     params = list(code.co_varnames[:code.co_argcount])
     found = [] if tree is None else [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
                                      and [a.arg for a in n.args.args] == params]
+    if len(found) > 1:
+        # several such lambdas in the statement: the one whose body starts where fn's code does
+        starts = [(line, col) for line, _, col, end in code.co_positions() if line is not None and end]
+        start = min(starts) if starts else None
+        found = [n for n in found if (first_line + n.body.lineno - row,
+                                      n.body.col_offset + (shift if n.body.lineno == row else other)) == start]
     if len(found) != 1:
         raise TypeError("tessel.numba: cannot read this lambda's source (write it as a def)")
     node = found[0]
