@@ -365,7 +365,8 @@ template <class T> TS_HD complex<T> csinh(complex<T> z) { return complex<T>(sinh
 template <class T> TS_HD complex<T> ccosh(complex<T> z) { return complex<T>(cosh(z.re) * cos(z.im), sinh(z.re) * sin(z.im)); }
 template <class T> TS_HD complex<T> ctan(complex<T> z) { return csin(z) / ccos(z); }
 template <class T> TS_HD complex<T> ctanh(complex<T> z) { return csinh(z) / ccosh(z); }
-// The inverse functions by CPython's cmath formulas (without its special cases for huge arguments).
+// The inverse functions by Kahan's formulas ("Branch Cuts for Complex Elementary Functions"), without special
+// cases for huge arguments.
 template <class T> TS_HD complex<T> casinh(complex<T> z) {
   complex<T> s1 = csqrt(complex<T>(1 + z.im, -z.re)), s2 = csqrt(complex<T>(1 - z.im, z.re));
   return complex<T>(asinh(s1.re * s2.im - s2.re * s1.im), atan2(z.im, s1.re * s2.re - s1.im * s2.im));
