@@ -851,6 +851,98 @@ def test_kernel_side_names():
             obj("f", "void()")
 
 
+# ---------------------------------------------------------------- Numba's typing of numbers
+@cuda.jit
+def clamp_brighten(img, out):
+    i = cuda.grid(1)
+    if i < img.size:
+        out[i] = min(255, img[i] + 100)  # Numba computes img[i] + 100 in int64: no wrap at 256
+
+
+@cuda.jit
+def accumulate_from_a_float_literal(x, out):
+    tmp = 0.  # float64 in Numba, so the float32 data accumulate in float64
+    for j in range(x.size):
+        tmp += x[j]
+    out[0] = tmp
+
+
+@cuda.jit
+def integer_and_float_mixes(u8, i8, u32, f32, i32, out_i, out_f):
+    out_i[0] = u8[0] + u8[1]        # uint8 + uint8: uint64
+    out_i[1] = i8[0] * i8[0]        # int8 * int8: int64
+    out_i[2] = u32[0] << 3          # uint32 << literal: int64
+    out_i[3] = True + True          # 2
+    out_i[4] = i32[0] + i32[0]      # int32 + int32: int64
+    out_i[5] = i32[0] / 2           # float64, stored into int64 truncated (Numba's setitem casts)
+    out_f[0] = f32[0] * 3           # float32 * int64 literal: float64
+    out_f[1] = f32[0] * 2.5         # float32 * float64 literal: float64
+    out_f[2] = f32[0] * np.float32(3)  # float32 * float32: float32
+    out_f[3] = f32[0] + i8[0]       # float32 + int8: float32
+
+
+def test_numbers_are_typed_as_numba_types_them(backend):
+    img = np.array([10, 155, 156, 200, 250, 0, 99], np.uint8)
+    out = np.full(img.size, 7, np.uint8)
+    clamp_brighten[1, 32](img, out)
+    np.testing.assert_array_equal(out, np.minimum(255, img.astype(np.int64) + 100).astype(np.uint8))
+
+    x = np.random.default_rng(5).random(3001).astype(np.float32)
+    acc = np.full(1, np.nan)
+    accumulate_from_a_float_literal[1, 1](x, acc)
+    assert acc[0] == np.cumsum(x.astype(np.float64))[-1]  # float64 accumulation, in order
+
+    u8, i8 = np.array([200, 250], np.uint8), np.array([100], np.int8)
+    u32, f32, i32 = np.array([4_000_000_000], np.uint32), np.array([0.1], np.float32), np.array([2**31 - 7], np.int32)
+    out_i, out_f = np.full(6, -1, np.int64), np.full(4, np.nan)
+    integer_and_float_mixes[1, 1](u8, i8, u32, f32, i32, out_i, out_f)
+    assert out_i.tolist() == [450, 10000, 32_000_000_000, 2, 2 * (2**31 - 7), (2**31 - 7) // 2]
+    f = np.float64(f32[0])
+    assert out_f[0] == f * 3 and out_f[1] == f * 2.5
+    assert out_f[2] == np.float32(f32[0] * np.float32(3)) and out_f[3] == np.float32(f32[0] + np.float32(100))
+
+
+def test_a_complex_stored_into_a_real_array_is_a_compile_error(backend):
+    @cuda.jit
+    def store_complex(out):
+        out[0] = 1 + 2j
+
+    with pytest.raises(TypeError, match="store_complex"):
+        store_complex[1, 1](np.zeros(1))
+
+
+def test_tessel_device_functions_keep_numpys_rules_inside_numba_kernels(backend):
+    # Each function is typed by its own rules: a tessel.jit device function's uint8 + 1 wraps, as
+    # NumPy 2's, inside a tessel.numba kernel whose own uint8 + 1 does not.
+    @ts.jit(device=True)
+    def next_value(v):
+        return v + 1
+
+    @cuda.jit
+    def both(a, out):
+        out[0] = next_value(a[0])
+        out[1] = a[0] + 1
+
+    out = np.full(2, -1, np.int64)
+    both[1, 1](np.array([255], np.uint8), out)
+    assert out.tolist() == [0, 256]
+
+
+def test_jit_numbers_option():
+    @ts.jit(numbers="numba")
+    def brighten(img, out):
+        i = ts.kernel.grid(1)
+        if i < img.size:
+            out[i] = img[i] + 100
+
+    img = ts.asarray(np.array([200], np.uint8), device="cpu")
+    out = ts.zeros(1, dtype=ts.int64, device="cpu")
+    brighten[1, 32](img, out)
+    assert out.tolist() == [300]
+    with pytest.raises(ValueError, match="numbers must be one of 'numpy', 'numba'"):
+        ts.jit(numbers="c")
+
+
 # ---------------------------------------------------------------- tuple types
 def test_tuple_types_in_signatures():
     types = numba.types

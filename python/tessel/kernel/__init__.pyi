@@ -13,7 +13,8 @@ Dim3Like = Union[int, Tuple[int], Tuple[int, int], Tuple[int, int, int]]
 @overload
 def jit(func: None = None, *, device: Literal[False] = False, inline: bool = False, fastmath: bool = False,
         debug: Optional[bool] = None, lineinfo: bool = False, cache: bool = True,
-        max_registers: Optional[int] = None, opt: bool = True) -> Callable[[Callable[..., Any]], Kernel]:
+        max_registers: Optional[int] = None, opt: bool = True,
+        numbers: Literal["numpy", "numba"] = "numpy") -> Callable[[Callable[..., Any]], Kernel]:
     """Compiles a Python function into a kernel (``@jit``), or with ``device=True`` into a device
     function (``@jit(device=True)``); Numba's ``@cuda.jit``.
 
@@ -31,6 +32,10 @@ def jit(func: None = None, *, device: Literal[False] = False, inline: bool = Fal
             ignored, as in Numba). None: on when ``TESSEL_CHECK`` has ``bounds`` (or ``all``).
         lineinfo: ``-lineinfo`` for NVRTC (source lines in profilers).
         max_registers: ``--maxrregcount`` for NVRTC.
+        numbers: how numbers are typed: ``"numpy"`` (NumPy 2's rules: a Python literal takes the
+            other operand's type) or ``"numba"`` (Numba's: literals are int64/float64/complex128,
+            integers compute in 64 bits, a float stored into an integer array is truncated);
+            ``tessel.numba`` uses ``"numba"``.
 
     ``inline``, ``cache`` and ``opt`` are accepted for Numba compatibility and change nothing:
     device functions are always inlined, compiled kernels always cached, the code always
@@ -39,15 +44,18 @@ def jit(func: None = None, *, device: Literal[False] = False, inline: bool = Fal
 @overload
 def jit(func: None = None, *, device: Literal[True], inline: bool = False, fastmath: bool = False,
         debug: Optional[bool] = None, lineinfo: bool = False, cache: bool = True,
-        max_registers: Optional[int] = None, opt: bool = True) -> Callable[[Callable[..., Any]], DeviceFunction]: ...
+        max_registers: Optional[int] = None, opt: bool = True,
+        numbers: Literal["numpy", "numba"] = "numpy") -> Callable[[Callable[..., Any]], DeviceFunction]: ...
 @overload
 def jit(func: Callable[..., Any], *, device: Literal[False] = False, inline: bool = False, fastmath: bool = False,
         debug: Optional[bool] = None, lineinfo: bool = False, cache: bool = True,
-        max_registers: Optional[int] = None, opt: bool = True) -> Kernel: ...
+        max_registers: Optional[int] = None, opt: bool = True,
+        numbers: Literal["numpy", "numba"] = "numpy") -> Kernel: ...
 @overload
 def jit(func: Callable[..., Any], *, device: Literal[True], inline: bool = False, fastmath: bool = False,
         debug: Optional[bool] = None, lineinfo: bool = False, cache: bool = True,
-        max_registers: Optional[int] = None, opt: bool = True) -> DeviceFunction: ...
+        max_registers: Optional[int] = None, opt: bool = True,
+        numbers: Literal["numpy", "numba"] = "numpy") -> DeviceFunction: ...
 
 class Kernel:
     """A Python function compiled into a kernel (what ``@jit`` returns); Numba's dispatcher.

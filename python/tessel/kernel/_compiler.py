@@ -27,7 +27,8 @@ from . import _intrinsics as I
 from . import _libdevice
 from ._types import (BOOL, COMPLEX128, FLOAT32, FLOAT64, INT32, INT64, UINT32, UINT64, WEAK_BOOL, WEAK_COMPLEX,
                      WEAK_FLOAT, WEAK_INT, ArrayT, NoneT, RecordT, Scalar, TupleT, can_store, field_alignment,
-                     float_type_of, is_int, is_intlike, promote, scalar_from_dtype, true_divide_type)
+                     float_type_of, is_int, is_intlike, number_rules, numba_rules, promote, scalar_from_dtype,
+                     true_divide_type)
 
 
 class KernelCompileError(TypeError):
@@ -215,10 +216,11 @@ class FunctionCompiler:
     """Types and emits one Python function: the kernel, or a device function inlined into it."""
 
     def __init__(self, pyfunc, arg_types, root: Root, *, kernel_name: str, mode: str, prefix: str = "",
-                 display_name: Optional[str] = None):
+                 display_name: Optional[str] = None, numbers: str = "numpy"):
         self.pyfunc = pyfunc
         self.root = root
         self.mode = mode                    # "kernel", "inline", "function"
+        self.numbers = numbers              # its number rules: "numpy" or "numba" (_types.number_rules)
         self.prefix = prefix
         self.kernel_name = kernel_name
         self.name = display_name or pyfunc.__name__
@@ -309,8 +311,9 @@ class FunctionCompiler:
         self.pre = []
         self.indent = 1
         self.return_types = []
-        self.bind_params(arg_vals)
-        self.block(self.fdef.body)
+        with number_rules(self.numbers):
+            self.bind_params(arg_vals)
+            self.block(self.fdef.body)
 
     def bind_params(self, arg_vals):
         a = self.fdef.args
@@ -1537,6 +1540,8 @@ class FunctionCompiler:
             t = true_divide_type(a.type, b.type)
             return Val(f"({self.convert(a, t, node)} / {self.convert(b, t, node)})", t)
         t = promote(a.type, b.type)
+        if t.kind == "b" and opname in ("Add", "Sub", "Mult") and numba_rules():
+            t = INT64  # Numba: True + True is 2
         ts_ = t.strong() if not (a.type.weak and b.type.weak) else t
         ct = ts_.ctype
         A, B_ = self.convert(a, ts_, node), self.convert(b, ts_, node)
@@ -1963,7 +1968,7 @@ class FunctionCompiler:
         fn = dfn.select(types)
         prefix = self.root.fresh(f"i") + "_" if not self.typing else "i0_"
         sub = FunctionCompiler(fn, types, self.root, kernel_name=self.kernel_name, mode="inline", prefix=prefix,
-                               display_name=dfn.__name__)
+                               display_name=dfn.__name__, numbers=getattr(dfn, "options", {}).get("numbers", "numpy"))
         try:
             self.root.inline_stack.append(dfn)
             sub.check_arity(None)
@@ -2522,7 +2527,7 @@ class FunctionCompiler:
             return self.root.function_keys[key]
         fn = dfn.select([t, t])
         sub = FunctionCompiler(fn, [t, t], self.root, kernel_name=self.kernel_name, mode="function",
-                               prefix="", display_name=dfn.__name__)
+                               prefix="", display_name=dfn.__name__, numbers=getattr(dfn, "options", {}).get("numbers", "numpy"))
         sub.run_typing()
         rt = self.unify_returns(sub.return_types, sub, node)
         if not isinstance(rt, Scalar):
@@ -3175,7 +3180,8 @@ def generate(pyfunc, arg_types, target: str, options: dict, symbol: str):
 
     Returns (source, info) where info has the sites, whether it suspends, the array names."""
     root = Root(target, options)
-    fc = FunctionCompiler(pyfunc, arg_types, root, kernel_name=pyfunc.__name__, mode="kernel")
+    fc = FunctionCompiler(pyfunc, arg_types, root, kernel_name=pyfunc.__name__, mode="kernel",
+                          numbers=options.get("numbers", "numpy"))
     fc.run_typing()
     if root.fission_node is not None and (fc.suspends or root.inlined_raise):
         # barriers elsewhere in the kernel (or a device function's raise, which must end the thread,

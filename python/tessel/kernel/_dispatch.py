@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from . import _compiler
-from ._types import ArrayT, Scalar, TupleT, python_scalar_dtype, scalar_from_dtype
+from ._types import NUMBER_RULES, ArrayT, Scalar, TupleT, python_scalar_dtype, scalar_from_dtype
 
 _ts = None
 
@@ -603,15 +603,19 @@ def _dim3(v, what, name) -> Tuple[int, int, int]:
 
 
 def jit(func=None, *, device=False, inline=False, fastmath=False, debug=None, lineinfo=False, cache=True,
-        max_registers=None, opt=True, **unknown):
+        max_registers=None, opt=True, numbers="numpy", **unknown):
     """Compiles a Python function into a kernel (or, with ``device=True``, a device function).
 
     No type annotations: the types come from the arguments of each launch, and each new
-    combination compiles once."""
+    combination compiles once. ``numbers`` picks the typing of numbers: ``"numpy"`` (NumPy 2's
+    rules: a Python literal takes the other operand's type) or ``"numba"`` (Numba's: literals are
+    int64/float64, integers compute in 64 bits; what ``tessel.numba`` uses)."""
     if unknown:
         raise TypeError(f"tessel.jit: unknown option(s) {', '.join(sorted(unknown))}")
+    if numbers not in NUMBER_RULES:
+        raise ValueError(f"tessel.jit: numbers must be one of {', '.join(map(repr, NUMBER_RULES))}, got {numbers!r}")
     options = dict(fastmath=fastmath, debug=debug, lineinfo=lineinfo, cache=cache, max_registers=max_registers,
-                   inline=inline, opt=opt)
+                   inline=inline, opt=opt, numbers=numbers)
 
     def wrap(f):
         if not callable(f):

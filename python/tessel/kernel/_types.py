@@ -1,6 +1,9 @@
-"""Types of the kernel language: scalars (tessel's dtypes), arrays, tuples, and NumPy's promotion."""
+"""Types of the kernel language: scalars (tessel's dtypes), arrays, tuples, and the promotion of
+numbers: NumPy 2's (tessel's kernels) or Numba's (tessel.numba's)."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -203,11 +206,41 @@ def _np_operand(t: Scalar):
     return _NP["float16" if t.name == "bfloat16" else t.name]
 
 
+# The number rules of the function being typed: NumPy 2's (False) or Numba's (True). Each function
+# is typed by its own (FunctionCompiler._pass sets them), so a tessel device function called from a
+# tessel.numba kernel keeps NumPy's.
+_NUMBA_RULES = contextvars.ContextVar("tessel_kernel_numba_rules", default=False)
+
+NUMBER_RULES = ("numpy", "numba")
+
+
+@contextlib.contextmanager
+def number_rules(rules: str):
+    """Types what runs inside by `rules`: "numpy" (NEP 50) or "numba" (Numba's typing)."""
+    token = _NUMBA_RULES.set(rules == "numba")
+    try:
+        yield
+    finally:
+        _NUMBA_RULES.reset(token)
+
+
+def numba_rules() -> bool:
+    return _NUMBA_RULES.get()
+
+
 def promote(*types: Scalar) -> Scalar:
-    """NumPy 2's result_type (NEP 50: Python literals are weak), with bfloat16."""
+    """NumPy 2's result_type (NEP 50: Python literals are weak), with bfloat16.
+
+    Under Numba's rules a literal is an int64, float64 or complex128 like any other value, and
+    integers compute in 64 bits: int64 when any operand is signed (or bool), else uint64
+    (Numba's NBEP 1). Mixed with floats, the result is NumPy's for those types."""
     types = list(types)
     if len(types) == 1:
         return types[0]
+    if _NUMBA_RULES.get():
+        types = [t.strong() for t in types]
+        if all(t.kind in "biu" for t in types) and any(t.kind in "iu" for t in types):
+            return INT64 if any(t.kind in "bi" for t in types) else UINT64
     if all(t.weak for t in types):
         # Two literals: the higher kind's Python type.
         order = "buifc"
@@ -242,7 +275,10 @@ def float_type_of(t: Scalar) -> Scalar:
 
 def can_store(value: Scalar, target: Scalar) -> bool:
     """Implicit conversion on a store into an array element or typed variable: within a kind or
-    upward (int into float, float into complex), never float into int or complex into real."""
+    upward (int into float, float into complex), never float into int or complex into real.
+    Numba's rules also store a float into an int (truncating), never a complex into a real."""
+    if _NUMBA_RULES.get():
+        return value.kind != "c" or target.kind == "c"
     order = "buifc"
     vk, tk = value.kind, target.kind
     if vk == "u":

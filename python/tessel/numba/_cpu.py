@@ -32,7 +32,8 @@ def jit(signature_or_function=None, **options):
         signatures = [signature_or_function]
     else:
         signatures = None
-    device_options = {"fastmath": bool(options.get("fastmath", False)), "inline": options.get("inline") == "always"}
+    device_options = {"fastmath": bool(options.get("fastmath", False)), "inline": options.get("inline") == "always",
+                      "numbers": "numba"}
 
     def wrap(func):
         func = getattr(func, "py_func", func)

@@ -889,7 +889,7 @@ def as_device_function(fn, options=None):
     if not callable(fn):
         raise TypeError(f"expected a function, got {fn!r}")
     py_func = getattr(fn, "py_func", fn)
-    return CUDADeviceFunction(_lambda_as_function(py_func), dict(options or {}))
+    return CUDADeviceFunction(_lambda_as_function(py_func), {"numbers": "numba", **(options or {})})
 
 
 # ---- the decorator -------------------------------------------------------------------------------------
@@ -919,7 +919,7 @@ def jit(func_or_sig=None, device=False, inline="never", forceinline=False, link=
     options = dict(fastmath=bool(kws.get("fastmath", False)), debug=debug, lineinfo=bool(lineinfo),
                    cache=bool(cache), max_registers=kws.get("max_registers"),
                    inline=bool(forceinline) or inline is True or inline == "always",
-                   opt=True if opt is None else bool(opt))
+                   opt=True if opt is None else bool(opt), numbers="numba")
 
     if _is_signature(func_or_sig):
         signatures, specialized = [func_or_sig], True
