@@ -45,7 +45,11 @@ void promote(Array& a, Array& b) {
 
 // Integer products other than int8 x int8 (which the backends run with int32 accumulation) have
 // no BLAS: an exact broadcast multiply and sum, O(m*k*n) memory; meant for small arrays.
-bool needs_integer_fallback(DType d) { return is_integer(d) && d != DType::int8; }
+// Integer products follow the Array API's promotion (int8 @ int8 is int8, wrapping as NumPy's), exact
+// by a broadcast multiply-and-sum; only int8 @ int8 into an int32 `out` takes the int8 GEMM.
+bool needs_integer_fallback(DType d, const Array& out) {
+  return is_integer(d) && !(d == DType::int8 && out.defined() && out.dtype() == DType::int32);
+}
 
 Array integer_matmul(const Array& a_in, const Array& b_in) {
   if (a_in.ndim() == 0 || b_in.ndim() == 0) return tessel::matmul(a_in, b_in);  // the C++ error
@@ -141,7 +145,7 @@ Array make_bias_grad(const Array& a, const Array& b) {
 
 nb::object run_matmul(MatmulArgs& args) {
   const DType d = args.a.dtype();
-  if (d == args.b.dtype() && needs_integer_fallback(d) && !args.options.bias.defined() &&
+  if (d == args.b.dtype() && needs_integer_fallback(d, args.out) && !args.options.bias.defined() &&
       args.options.epilogue == MatmulEpilogue::none && args.options.alpha == 1.0 && args.options.beta == 0.0 && !args.aux) {
     Array r;
     {

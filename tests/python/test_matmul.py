@@ -45,7 +45,7 @@ def check(got, expected, scale, tol, dtype=None):
     g = np.asarray(got)
     assert g.shape == np.shape(expected), f"shape {g.shape} != {np.shape(expected)}"
     if dtype is not None:
-        want = "float32" if dtype == "bfloat16" else ("int32" if dtype == "int8" else dtype)
+        want = "float32" if dtype == "bfloat16" else dtype
         assert g.dtype == np.dtype(want), f"dtype {g.dtype} != {want}"
     err = np.abs(g.astype(np.complex128) - expected)
     bound = tol * (np.asarray(scale) + 1e-30)
@@ -65,14 +65,27 @@ def test_matmul_random_shapes(device, rng, dtype, mkn):
     check(ts.linalg.matmul(a, b), a64 @ b64, np.abs(a64) @ np.abs(b64), TOL[dtype], dtype)
 
 
-def test_matmul_int8_accumulates_in_int32(device, rng):
+def test_matmul_int8_into_an_int32_out_accumulates_in_int32(device, rng):
     a, a64 = operand(rng, (9, 70), "int8", device)
     b, b64 = operand(rng, (70, 5), "int8", device)
     if device.type == "cuda":
         pytest.skip("int8 on CUDA runs only where cuBLASLt offers the layout (B k-contiguous)")
-    d = ts.matmul(a, b)
+    out = ts.full((9, 5), -7, dtype=ts.int32, device=device)
+    d = ts.matmul(a, b, out=out)
     assert d.dtype == ts.int32
-    np.testing.assert_array_equal(np.asarray(d), a64 @ b64)
+    np.testing.assert_array_equal(np.asarray(out), a64 @ b64)
+
+
+def test_matmul_int8_is_int8_as_the_array_api_promotes(device, rng):
+    # The Array API: int8 @ int8 is int8 (NumPy's wrapping), whatever the layout.
+    a_np = rng.integers(-128, 128, size=(6, 40)).astype(np.int8)
+    b_np = rng.integers(-128, 128, size=(40, 3)).astype(np.int8)
+    a, b = ts.asarray(a_np, device=device), ts.asarray(b_np, device=device)
+    for got in (a @ b, ts.matmul(a, b), ts.tensordot(a, b, axes=1)):
+        assert got.dtype == ts.int8
+        np.testing.assert_array_equal(np.asarray(got), a_np @ b_np)
+    zero_d = ts.asarray(np.int8(3), device=device)
+    assert ts.tensordot(zero_d, zero_d, axes=((), ())).dtype == ts.int8
 
 
 @pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
