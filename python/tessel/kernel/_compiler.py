@@ -28,7 +28,7 @@ from . import _libdevice
 from ._types import (BOOL, COMPLEX128, FLOAT32, FLOAT64, INT32, INT64, UINT32, UINT64, WEAK_BOOL, WEAK_COMPLEX,
                      WEAK_FLOAT, WEAK_INT, ArrayT, NoneT, RecordT, Scalar, TupleT, can_store, field_alignment,
                      float_type_of, is_int, is_intlike, number_rules, numba_rules, promote, scalar_from_dtype,
-                     true_divide_type)
+                     shift_type, true_divide_type, unify)
 
 
 class KernelCompileError(TypeError):
@@ -579,7 +579,7 @@ class FunctionCompiler:
             info.type = vt.strong() if isinstance(vt, Scalar) else vt
         elif isinstance(info.type, Scalar) and isinstance(vt, Scalar):
             if self.typing:
-                unified = promote(info.type, vt)
+                unified = unify(info.type, vt)
                 info.type = unified.strong()
         elif info.type != vt:
             if isinstance(info.type, ArrayT) and isinstance(vt, ArrayT) and info.type.dtype == vt.dtype \
@@ -1540,8 +1540,10 @@ class FunctionCompiler:
             t = true_divide_type(a.type, b.type)
             return Val(f"({self.convert(a, t, node)} / {self.convert(b, t, node)})", t)
         t = promote(a.type, b.type)
-        if t.kind == "b" and opname in ("Add", "Sub", "Mult") and numba_rules():
+        if numba_rules() and t.kind == "b" and opname in ("Add", "Sub", "Mult"):
             t = INT64  # Numba: True + True is 2
+        if numba_rules() and t.kind in "iu" and opname in ("LShift", "RShift"):
+            t = shift_type(a.type, b.type)
         ts_ = t.strong() if not (a.type.weak and b.type.weak) else t
         ct = ts_.ctype
         A, B_ = self.convert(a, ts_, node), self.convert(b, ts_, node)
@@ -1774,8 +1776,7 @@ class FunctionCompiler:
             # a branch emits statements (an inlined call): run only the branch taken
             if not (isinstance(a.type, Scalar) and isinstance(b.type, Scalar)):
                 self.error(node, f"the branches of a conditional expression have types {a.type} and {b.type}")
-            t = promote(a.type, b.type)
-            t = t.strong() if not (a.type.weak and b.type.weak) else t.strong()
+            t = unify(a.type, b.type).strong()
             r = self.declare_temp(t, "c")
             self.flush_pre()
             ind = "  " * self.indent
@@ -1788,7 +1789,7 @@ class FunctionCompiler:
             self.lines.append(f"{ind}}}")
             return Val(r, t, a.nonneg and b.nonneg)
         if isinstance(a.type, Scalar) and isinstance(b.type, Scalar):
-            t = promote(a.type, b.type)
+            t = unify(a.type, b.type)
             t = t.strong() if not (a.type.weak and b.type.weak) else t
             return Val(f"({self.truth(test, node)} ? {self.convert(a, t, node)} : {self.convert(b, t, node)})", t,
                        a.nonneg and b.nonneg)
@@ -2918,7 +2919,7 @@ def _b_minmax(which):
             c.error(node, f"{which}() needs at least 2 arguments in a kernel")
         for v in vals:
             c.scalar_check(v, node, f"{which}()")
-        t = promote(*[v.type for v in vals])
+        t = unify(*[v.type for v in vals])
         t = t.strong() if not all(v.type.weak for v in vals) else t
         if t.kind == "c":
             c.error(node, f"{which}() of complex numbers")

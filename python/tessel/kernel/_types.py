@@ -257,6 +257,27 @@ def promote(*types: Scalar) -> Scalar:
     return Scalar(name)
 
 
+def unify(*types: Scalar) -> Scalar:
+    """The one type of values that meet: a variable assigned in several places, min/max, a
+    conditional expression. promote() under NumPy's rules; under Numba's, its unification: integers
+    of one signedness give the widest, mixed ones the narrowest signed type that holds both (a
+    float64 for uint64 with a signed one)."""
+    types = [t.strong() for t in types] if _NUMBA_RULES.get() else list(types)
+    if not _NUMBA_RULES.get() or not all(t.kind in "iu" for t in types):
+        return promote(*types)
+    widest = max(t.itemsize for t in types)
+    if all(t.kind == types[0].kind for t in types):
+        return Scalar(("int" if types[0].kind == "i" else "uint") + str(8 * widest))
+    bits = max([8 * t.itemsize for t in types if t.kind == "i"] + [16 * t.itemsize for t in types if t.kind == "u"])
+    return FLOAT64 if bits > 64 else Scalar(f"int{bits}")
+
+
+def shift_type(left: Scalar, right: Scalar) -> Scalar:
+    """The type of left << right and left >> right under Numba's rules: the left operand's, widened
+    to 64 bits (so a uint64 shifts right logically)."""
+    return UINT64 if left.strong().kind == "u" else INT64
+
+
 def true_divide_type(a: Scalar, b: Scalar) -> Scalar:
     r = promote(a, b)
     if r.kind in "biu":
