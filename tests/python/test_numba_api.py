@@ -881,6 +881,14 @@ def integer_and_float_mixes(u8, i8, u32, f32, i32, out_i, out_f):
     out_f[3] = f32[0] + i8[0]       # float32 + int8: float32
 
 
+@cuda.jit
+def uint64_meets_signed(u64, i8, out_f, out_u):
+    out_f[0] = max(u64[0], i8[0])   # unified as Numba does: float64 holds both
+    out_f[1] = u64[0] if i8[0] > 0 else i8[0]
+    out_u[0] = u64[0] >> 1          # the left operand's signedness: a logical shift
+    out_u[1] = min(u64[0], 7)
+
+
 def test_numbers_are_typed_as_numba_types_them(backend):
     img = np.array([10, 155, 156, 200, 250, 0, 99], np.uint8)
     out = np.full(img.size, 7, np.uint8)
@@ -900,6 +908,11 @@ def test_numbers_are_typed_as_numba_types_them(backend):
     f = np.float64(f32[0])
     assert out_f[0] == f * 3 and out_f[1] == f * 2.5
     assert out_f[2] == np.float32(f32[0] * np.float32(3)) and out_f[3] == np.float32(f32[0] + np.float32(100))
+
+    big = np.array([2**63 + 5], np.uint64)
+    out_f, out_u = np.full(2, np.nan), np.zeros(2, np.uint64)
+    uint64_meets_signed[1, 1](big, np.array([77], np.int8), out_f, out_u)
+    assert out_f.tolist() == [float(2**63 + 5)] * 2 and out_u.tolist() == [2**62 + 2, 7]
 
 
 def test_a_complex_stored_into_a_real_array_is_a_compile_error(backend):
