@@ -868,7 +868,7 @@ def accumulate_from_a_float_literal(x, out):
 
 
 @cuda.jit
-def integer_and_float_mixes(u8, i8, u32, f32, i32, out_i, out_f):
+def integer_and_float_mixes(u8, i8, u32, f32, i32, u16, out_i, out_f):
     out_i[0] = u8[0] + u8[1]        # uint8 + uint8: uint64
     out_i[1] = i8[0] * i8[0]        # int8 * int8: int64
     out_i[2] = u32[0] << 3          # uint32 << literal: int64
@@ -879,6 +879,8 @@ def integer_and_float_mixes(u8, i8, u32, f32, i32, out_i, out_f):
     out_f[1] = f32[0] * 2.5         # float32 * float64 literal: float64
     out_f[2] = f32[0] * np.float32(3)  # float32 * float32: float32
     out_f[3] = f32[0] + i8[0]       # float32 + int8: float32
+    out_f[4] = f32[0] * u8[0]       # float32 * uint8: float32
+    out_f[5] = f32[0] * u16[0]      # float32 * uint16: float64 (NumPy: float32)
 
 
 @cuda.jit
@@ -902,12 +904,14 @@ def test_numbers_are_typed_as_numba_types_them(backend):
 
     u8, i8 = np.array([200, 250], np.uint8), np.array([100], np.int8)
     u32, f32, i32 = np.array([4_000_000_000], np.uint32), np.array([0.1], np.float32), np.array([2**31 - 7], np.int32)
-    out_i, out_f = np.full(6, -1, np.int64), np.full(4, np.nan)
-    integer_and_float_mixes[1, 1](u8, i8, u32, f32, i32, out_i, out_f)
+    u16 = np.array([60001], np.uint16)
+    out_i, out_f = np.full(6, -1, np.int64), np.full(6, np.nan)
+    integer_and_float_mixes[1, 1](u8, i8, u32, f32, i32, u16, out_i, out_f)
     assert out_i.tolist() == [450, 10000, 32_000_000_000, 2, 2 * (2**31 - 7), (2**31 - 7) // 2]
     f = np.float64(f32[0])
     assert out_f[0] == f * 3 and out_f[1] == f * 2.5
     assert out_f[2] == np.float32(f32[0] * np.float32(3)) and out_f[3] == np.float32(f32[0] + np.float32(100))
+    assert out_f[4] == np.float32(f32[0] * np.float32(200)) and out_f[5] == f * 60001
 
     big = np.array([2**63 + 5], np.uint64)
     out_f, out_u = np.full(2, np.nan), np.zeros(2, np.uint64)

@@ -233,7 +233,8 @@ def promote(*types: Scalar) -> Scalar:
 
     Under Numba's rules a literal is an int64, float64 or complex128 like any other value, and
     integers compute in 64 bits: int64 when any operand is signed (or bool), else uint64
-    (Numba's NBEP 1). Mixed with floats, the result is NumPy's for those types."""
+    (Numba's NBEP 1). Mixed with floats, the result is NumPy's for those types, except that
+    uint16 with float32 is float64."""
     types = list(types)
     if len(types) == 1:
         return types[0]
@@ -254,6 +255,9 @@ def promote(*types: Scalar) -> Scalar:
         if name == "float16":
             # float16 with bfloat16 -> float32; otherwise the bfloat16 wins.
             name = "float32" if any(t.name == "float16" for t in strong) else "bfloat16"
+    if _NUMBA_RULES.get() and name in ("float32", "complex64") and any(t.name == "uint16" for t in types):
+        # Numba converts uint16 safely to int32 and float64, not to float32 (NumPy does)
+        name = "float64" if name == "float32" else "complex128"
     return Scalar(name)
 
 
