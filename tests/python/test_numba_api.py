@@ -891,6 +891,16 @@ def uint64_meets_signed(u64, i8, out_f, out_u):
     out_u[1] = min(u64[0], 7)
 
 
+@cuda.jit
+def powers_and_bools(f32, b, i32, u64, out):
+    out[0] = f32[0] ** 2      # float32 to an integer power: float32
+    out[1] = f32[0] ** -1
+    out[2] = -b[0]            # -True is -1
+    out[3] = ~b[0]            # ~True is False
+    out[4] = i32[0] ** -1     # an integer power: 0 (1 and -1 stay themselves)
+    out[5] = max(u64[0], b[0])
+
+
 def test_numbers_are_typed_as_numba_types_them(backend):
     img = np.array([10, 155, 156, 200, 250, 0, 99], np.uint8)
     out = np.full(img.size, 7, np.uint8)
@@ -917,6 +927,11 @@ def test_numbers_are_typed_as_numba_types_them(backend):
     out_f, out_u = np.full(2, np.nan), np.zeros(2, np.uint64)
     uint64_meets_signed[1, 1](big, np.array([77], np.int8), out_f, out_u)
     assert out_f.tolist() == [float(2**63 + 5)] * 2 and out_u.tolist() == [2**62 + 2, 7]
+
+    out = np.full(6, np.nan)
+    powers_and_bools[1, 1](f32, np.array([True]), np.array([7], np.int32), big, out)
+    tenth = np.float32(0.1)
+    assert out.tolist() == [float(tenth * tenth), float(np.float32(1) / tenth), -1.0, 0.0, 0.0, float(2**63 + 5)]
 
 
 def test_a_complex_stored_into_a_real_array_is_a_compile_error(backend):

@@ -1544,6 +1544,8 @@ class FunctionCompiler:
             t = INT64  # Numba: True + True is 2
         if numba_rules() and t.kind in "iu" and opname in ("LShift", "RShift"):
             t = shift_type(a.type, b.type)
+        if numba_rules() and opname == "Pow" and a.type.kind == "f" and b.type.kind in "biu":
+            t = a.type.strong()  # Numba: a float32 to an integer power stays float32
         ts_ = t.strong() if not (a.type.weak and b.type.weak) else t
         ct = ts_.ctype
         A, B_ = self.convert(a, ts_, node), self.convert(b, ts_, node)
@@ -1584,7 +1586,7 @@ class FunctionCompiler:
             code = f"ts::fpymod<{ft.ctype}>({self.convert(a, ft, node)}, {self.convert(b, ft, node)})"
             return Val(self.round_half(code, ts_), ts_)
         if opname == "Pow":
-            if k in "iu" and b.is_const and b.const < 0:
+            if k in "iu" and b.is_const and b.const < 0 and not numba_rules():
                 # an integer to a negative constant power is a float, as in Python and Numba
                 return Val(f"ts::fpowi({self.convert(a, FLOAT64, node)}, {self.convert(b, INT64, node)})", FLOAT64)
             if k in "iu":
@@ -1639,6 +1641,8 @@ class FunctionCompiler:
             r = {"USub": lambda x: -x, "UAdd": lambda x: +x, "Invert": lambda x: ~x}[op](v.const)
             tt = _type_of_python_value(r)
             return Val(_literal_code(r, tt), tt, nonneg=not isinstance(r, complex) and r >= 0, const=r)
+        if t.kind == "b" and op in ("UAdd", "USub") and numba_rules():
+            v, t = Val(self.convert(v, INT64, node), INT64, True), INT64  # Numba: -True is -1
         if op == "UAdd":
             return v
         if op == "USub":

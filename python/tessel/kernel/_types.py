@@ -267,6 +267,8 @@ def unify(*types: Scalar) -> Scalar:
     of one signedness give the widest, mixed ones the narrowest signed type that holds both (a
     float64 for uint64 with a signed one)."""
     types = [t.strong() for t in types] if _NUMBA_RULES.get() else list(types)
+    if _NUMBA_RULES.get() and any(t.kind in "iu" for t in types):
+        types = [Scalar("int8") if t.kind == "b" else t for t in types]  # a bool meets integers as an int8
     if not _NUMBA_RULES.get() or not all(t.kind in "iu" for t in types):
         return promote(*types)
     widest = max(t.itemsize for t in types)
