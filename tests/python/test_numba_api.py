@@ -889,6 +889,7 @@ def uint64_meets_signed(u64, i8, out_f, out_u):
     out_f[1] = u64[0] if i8[0] > 0 else i8[0]
     out_u[0] = u64[0] >> 1          # the left operand's signedness: a logical shift
     out_u[1] = min(u64[0], 7)
+    out_u[2] = u64[0] > i8[0]       # compared as Numba unifies them, not as int64
 
 
 @cuda.jit
@@ -924,9 +925,9 @@ def test_numbers_are_typed_as_numba_types_them(backend):
     assert out_f[4] == np.float32(f32[0] * np.float32(200)) and out_f[5] == f * 60001
 
     big = np.array([2**63 + 5], np.uint64)
-    out_f, out_u = np.full(2, np.nan), np.zeros(2, np.uint64)
+    out_f, out_u = np.full(2, np.nan), np.zeros(3, np.uint64)
     uint64_meets_signed[1, 1](big, np.array([77], np.int8), out_f, out_u)
-    assert out_f.tolist() == [float(2**63 + 5)] * 2 and out_u.tolist() == [2**62 + 2, 7]
+    assert out_f.tolist() == [float(2**63 + 5)] * 2 and out_u.tolist() == [2**62 + 2, 7, 1]
 
     out = np.full(6, np.nan)
     powers_and_bools[1, 1](f32, np.array([True]), np.array([7], np.int32), big, out)

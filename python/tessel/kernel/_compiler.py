@@ -1742,7 +1742,9 @@ class FunctionCompiler:
                 continue
             self.scalar_check(left, node, "a comparison")
             self.scalar_check(right, node, "a comparison")
-            t = promote(left.type, right.type)
+            # NumPy's rules compare in the promoted type; Numba's in the unified one (a uint64
+            # against a signed integer as float64), not in its 64-bit arithmetic type
+            t = unify(left.type, right.type)
             t = t.strong() if not (left.type.weak and right.type.weak) else t
             if t.kind == "c" and opname not in ("Eq", "NotEq"):
                 self.error(node, "complex numbers are not ordered")
