@@ -268,7 +268,7 @@ def unify(*types: Scalar) -> Scalar:
     float64 for uint64 with a signed one)."""
     types = [t.strong() for t in types] if _NUMBA_RULES.get() else list(types)
     if _NUMBA_RULES.get() and any(t.kind in "iu" for t in types):
-        types = [Scalar("int8") if t.kind == "b" else t for t in types]  # a bool meets integers as an int8
+        types = [t for t in types if t.kind != "b"]  # a bool converts to whichever integer it meets
     if not _NUMBA_RULES.get() or not all(t.kind in "iu" for t in types):
         return promote(*types)
     widest = max(t.itemsize for t in types)
