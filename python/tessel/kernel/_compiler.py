@@ -1543,7 +1543,7 @@ class FunctionCompiler:
         if numba_rules() and t.kind == "b" and opname in ("Add", "Sub", "Mult"):
             t = INT64  # Numba: True + True is 2
         if numba_rules() and t.kind in "iu" and opname in ("LShift", "RShift"):
-            t = shift_type(a.type, b.type)
+            t = shift_type(a.type)
         if numba_rules() and opname == "Pow" and a.type.kind == "f" and b.type.kind in "biu":
             t = a.type.strong()  # Numba: a float32 to an integer power stays float32
         ts_ = t.strong() if not (a.type.weak and b.type.weak) else t

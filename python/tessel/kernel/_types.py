@@ -278,7 +278,7 @@ def unify(*types: Scalar) -> Scalar:
     return FLOAT64 if bits > 64 else Scalar(f"int{bits}")
 
 
-def shift_type(left: Scalar, right: Scalar) -> Scalar:
+def shift_type(left: Scalar) -> Scalar:
     """The type of left << right and left >> right under Numba's rules: the left operand's, widened
     to 64 bits (so a uint64 shifts right logically)."""
     return UINT64 if left.strong().kind == "u" else INT64
