@@ -60,6 +60,12 @@ Array integer_matmul(const Array& a_in, const Array& b_in) {
                              " and b has shape " + shape_str(b_in.shape()) + " (" + std::to_string(a.dim(-1)) +
                              " != " + std::to_string(b.dim(-2)) + ")");
   }
+  if (itemsize(a_in.dtype()) <= 2 && a.dim(-1) < (std::int64_t{1} << 21)) {
+    // Up to 16 bits, each product is at most 2^32 and a sum of fewer than 2^21 of them below 2^53,
+    // so the float64 GEMM's sums are exact: the result in O(m n) memory, then wrapped as NumPy's.
+    const Array exact = tessel::matmul(astype(a_in, DType::float64), astype(b_in, DType::float64));
+    return astype(astype(exact, DType::int64), a_in.dtype());
+  }
   // (..., m, k, 1) * (..., 1, k, n) summed over k
   Array r = sum(multiply(a.expand_dims(-1), b.expand_dims(-3)), std::vector<std::int64_t>{-2});
   if (b_in.ndim() == 1) r = r.squeeze({-1});

@@ -76,16 +76,22 @@ def test_matmul_int8_into_an_int32_out_accumulates_in_int32(device, rng):
     np.testing.assert_array_equal(np.asarray(out), a64 @ b64)
 
 
-def test_matmul_int8_is_int8_as_the_array_api_promotes(device, rng):
-    # The Array API: int8 @ int8 is int8 (NumPy's wrapping), whatever the layout.
-    a_np = rng.integers(-128, 128, size=(6, 40)).astype(np.int8)
-    b_np = rng.integers(-128, 128, size=(40, 3)).astype(np.int8)
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16"])
+def test_matmul_small_integers_keep_their_dtype_exactly(device, rng, dtype):
+    # The Array API: int8 @ int8 is int8 (NumPy's wrapping), whatever the layout; full-range values
+    # and a long inner dimension, so every sum is exact only if computed exactly.
+    info = np.iinfo(dtype)
+    a_np = rng.integers(info.min, info.max, size=(2, 6, 700), endpoint=True).astype(dtype)
+    b_np = rng.integers(info.min, info.max, size=(700, 3), endpoint=True).astype(dtype)
     a, b = ts.asarray(a_np, device=device), ts.asarray(b_np, device=device)
-    for got in (a @ b, ts.matmul(a, b), ts.tensordot(a, b, axes=1)):
-        assert got.dtype == ts.int8
-        np.testing.assert_array_equal(np.asarray(got), a_np @ b_np)
-    zero_d = ts.asarray(np.int8(3), device=device)
-    assert ts.tensordot(zero_d, zero_d, axes=((), ())).dtype == ts.int8
+    for got in (a @ b, ts.matmul(a, b), ts.tensordot(a, b, axes=1), a[0, 0] @ b, a @ b[:, 1]):
+        assert got.dtype == getattr(ts, dtype)
+    np.testing.assert_array_equal(np.asarray(a @ b), a_np @ b_np)
+    np.testing.assert_array_equal(np.asarray(ts.tensordot(a, b, axes=1)), np.tensordot(a_np, b_np, axes=1))
+    np.testing.assert_array_equal(np.asarray(a[0, 0] @ b), a_np[0, 0] @ b_np)
+    np.testing.assert_array_equal(np.asarray(a @ b[:, 1]), a_np @ b_np[:, 1])
+    zero_d = ts.asarray(np.array(3, dtype), device=device)
+    assert ts.tensordot(zero_d, zero_d, axes=((), ())).dtype == getattr(ts, dtype)
 
 
 @pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
