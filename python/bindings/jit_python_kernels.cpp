@@ -315,7 +315,15 @@ void register_python_kernels(nb::module_& m) {
   nb::class_<Launcher>(m, "_KernelLauncher", "The launch path of one tessel.kernel.Kernel (internal).")
       .def("__init__", [](Launcher* self, nb::object kernel) { new (self) Launcher(std::move(kernel)); });
   nb::class_<ConfiguredLaunch>(m, "_ConfiguredLaunch", "kernel[grid, block, stream, shared_bytes] (internal).")
-      .def("__call__", &launch);
+      .def("__call__", &launch)
+      // tried only when the call has keywords (the overload above takes none): kernels, as Numba's,
+      // take their arguments by position
+      .def("__call__", [](const ConfiguredLaunch& c, nb::args, nb::kwargs kwargs) -> nb::object {
+        const std::string names = nb::cast<std::string>(nb::str(", ").attr("join")(kwargs.attr("keys")()));
+        throw nb::type_error(("kernel '" + nb::cast<std::string>(c.launcher->kernel().attr("__name__")) +
+                              "': a launch takes its arguments by position, got the keyword argument(s) " + names)
+                                 .c_str());
+      });
   m.def("_nvrtc_available", &jit::nvrtc_available, "Whether this build compiles CUDA kernels (NVRTC).");
   m.def("_compile_ptx", [](std::string source, std::string name, std::vector<std::string> options, std::string arch) {
     jit::CompileRequest request;

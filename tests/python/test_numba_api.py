@@ -976,6 +976,22 @@ def test_jit_numbers_option():
         ts.jit(numbers="c")
 
 
+@cuda.jit
+def store_scalar(a, s):
+    a[0] = s
+
+
+def test_launch_argument_errors_name_the_kernel(backend):
+    a = np.zeros(1, np.int64)
+    for value in (2**64, -2**63 - 1):
+        with pytest.raises(OverflowError, match=r"kernel 'store_scalar': argument 1 is the Python int .* neither int64"):
+            store_scalar[1, 1](a, value)
+    with pytest.raises(TypeError, match=r"kernel 'store_scalar': a launch takes its arguments by position.* s$"):
+        store_scalar[1, 1](a, s=3)
+    store_scalar[1, 1](a, 2**64 - 1)  # uint64's largest: stored wrapped into the int64 array, as Numba
+    assert a[0] == -1
+
+
 # ---------------------------------------------------------------- tuple types
 def test_tuple_types_in_signatures():
     types = numba.types

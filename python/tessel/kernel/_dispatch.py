@@ -312,6 +312,9 @@ class Kernel:
 
         def convert(a, what):
             """An argument's _Arg (a NumPy array is placed on the device once that is known)."""
+            if isinstance(a, int) and not -2**63 <= a < 2**64:
+                raise OverflowError(f"kernel '{self.__name__}': {what} is the Python int {a}, which neither int64 "
+                                    "nor uint64 holds")
             s_ = _scalar_arg(a)
             if s_ is not None:
                 return s_
