@@ -3035,6 +3035,14 @@ def slice_assignments(a, b, out):
         a[i] = -1
 
 
+@cuda.jit
+def shift_in_place(a, grid):
+    if cuda.grid(1) == 0:
+        a[1:] = a[:-1]              # overlapping views: the result NumPy's (and Numba's) copy gives
+        a[0] = -1
+        grid[:-1, :] = grid[1:, :]  # rows moved up in place
+
+
 def test_operator_functions_membership_and_slice_assignment(backend):
     rng = np.random.default_rng()
     a = rng.integers(-5, 6, 100)
@@ -3053,6 +3061,12 @@ def test_operator_functions_membership_and_slice_assignment(backend):
     slice_assignments[1, 8](m, row, res)
     np.testing.assert_array_equal(res, want)
     assert (m == -1).all()
+    v, g = rng.random(9), rng.random((4, 3))
+    want_v, want_g = np.concatenate([[-1], v[:-1]]), g.copy()
+    want_g[:-1] = g[1:]
+    shift_in_place[1, 1](v, g)
+    np.testing.assert_array_equal(v, want_v)
+    np.testing.assert_array_equal(g, want_g)
 
 
 class NegativeInput(Exception):

@@ -536,7 +536,8 @@ class FunctionCompiler:
 
     def assign_view(self, view: Val, value: Val, node):
         """a[i, :] = v, a[2:5] = b[...]: every element of the view set from a number or from an
-        array broadcast against it, as NumPy (the two must not overlap)."""
+        array broadcast against it, as NumPy (a view overlapping its input shifted along the same
+        strides reads before it writes, as memmove; other overlaps are not copied first)."""
         if not isinstance(value.type, (Scalar, ArrayT)) or isinstance(value.type, ArrayT) and value.type.is_record \
                 or view.type.is_record:
             self.error(node, f"cannot assign {value.type} to an array slice")
@@ -2679,7 +2680,18 @@ class FunctionCompiler:
                 self.error(node, f"{what}: a {v.type.ndim}-d input does not broadcast to a {ot.ndim}-d array")
         self.flush_pre()
         k = self.declare_temp(INT64, "k")
-        self.emit(f"for ({k} = 0; {k} < {self.array_size(out).code}; ++{k}) {{")
+        n = self.array_size(out).code
+        source = next((v for v in ins if isinstance(v.type, ArrayT)), None)
+        if source is None:
+            self.emit(f"for ({k} = 0; {k} < {n}; ++{k}) {{")
+        else:
+            # memmove's order: when out starts after its input (a[1:] = a[:-1]), the last element
+            # first, so that a view overlapping its input reads each element before it is written
+            step = self.declare_temp(INT64, "k")
+            backwards = (f"((const char*)({self.data_ptr(out)}) > "
+                         f"(const char*)({self.data_ptr(source)}))")
+            self.emit(f"for ({step} = 0; {step} < {n}; ++{step}) {{")
+            self.emit(f"  {k} = {backwards} ? {n} - 1 - {step} : {step};")
         self.indent += 1
         idx = []
         for d in range(ot.ndim):
