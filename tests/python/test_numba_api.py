@@ -992,6 +992,47 @@ def test_launch_argument_errors_name_the_kernel(backend):
     assert a[0] == -1
 
 
+def many_mixed_expressions(a, b, out):
+    out[0] = a[0] + b[0]
+    out[1] = a[0] - b[0]
+    out[2] = a[0] * b[0]
+    out[3] = a[0] + 1
+    out[4] = a[0] * 3
+    out[5] = a[0] - 200
+    out[6] = a[0] * 2.5
+    out[7] = a[0] / b[0]
+    out[8] = a[0] // 3
+    out[9] = a[0] % 7
+    out[10] = max(a[0], b[0])
+    out[11] = min(a[0], 7)
+    out[12] = a[0] ** 2
+    out[13] = abs(a[0])
+    out[14] = a[0] > b[0]
+    out[15] = a[0] == -1
+    out[16] = a[0] * 0.1 + b[0]
+    out[17] = (a[0] + b[0]) // 2
+    out[18] = a[0] if a[0] > 3 else b[0]
+
+
+@pytest.mark.parametrize("da, va, db, vb", [
+    ("uint8", 200, "int8", 77), ("uint64", 2**63 + 5, "int8", -3), ("float32", 0.1, "int16", 12345),
+    ("uint16", 60001, "float32", -2.75), ("int32", 2**31 - 5, "uint32", 4_000_000_000), ("int8", -100, "bool", True),
+    ("float32", -7.5, "float64", 0.3), ("int64", -7, "uint8", 4)])
+def test_numbers_match_numba_itself(backend, da, va, db, vb):
+    # The same kernel body under numba.njit (whose typing Numba's CUDA target shares) and under
+    # tessel.numba, on values where the two typings give different numbers.
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack  # numba looks it up under NumPy 2.x
+    njit = pytest.importorskip("numba").njit
+    a, b = np.array([va], da), np.array([vb], db)
+    for out_dtype in ("float64", "int64"):
+        want = np.zeros(19, out_dtype)
+        njit(many_mixed_expressions)(a, b, want)
+        got = np.full(19, 7, out_dtype)
+        cuda.jit(many_mixed_expressions)[1, 1](a, b, got)
+        np.testing.assert_array_equal(got, want, err_msg=f"{da} {va!r} with {db} {vb!r} into {out_dtype}")
+
+
 # ---------------------------------------------------------------- tuple types
 def test_tuple_types_in_signatures():
     types = numba.types
