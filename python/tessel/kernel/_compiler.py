@@ -28,7 +28,7 @@ from . import _libdevice
 from ._types import (BOOL, COMPLEX128, FLOAT32, FLOAT64, INT32, INT64, UINT32, UINT64, WEAK_BOOL, WEAK_COMPLEX,
                      WEAK_FLOAT, WEAK_INT, ArrayT, NoneT, RecordT, Scalar, TupleT, can_store, field_alignment,
                      float_type_of, is_int, is_intlike, number_rules, numba_rules, promote, scalar_from_dtype,
-                     shift_type, true_divide_type, unify)
+                     operator_type, true_divide_type, unify)
 
 
 class KernelCompileError(TypeError):
@@ -1540,13 +1540,7 @@ class FunctionCompiler:
         if opname == "Div":
             t = true_divide_type(a.type, b.type)
             return Val(f"({self.convert(a, t, node)} / {self.convert(b, t, node)})", t)
-        t = promote(a.type, b.type)
-        if numba_rules() and t.kind == "b" and opname in ("Add", "Sub", "Mult"):
-            t = INT64  # Numba: True + True is 2
-        if numba_rules() and t.kind in "iu" and opname in ("LShift", "RShift"):
-            t = shift_type(a.type)
-        if numba_rules() and opname == "Pow" and a.type.kind == "f" and b.type.kind in "biu":
-            t = a.type.strong()  # Numba: a float32 to an integer power stays float32
+        t = operator_type(opname, a.type, b.type)
         ts_ = t.strong() if not (a.type.weak and b.type.weak) else t
         ct = ts_.ctype
         A, B_ = self.convert(a, ts_, node), self.convert(b, ts_, node)
@@ -1588,7 +1582,8 @@ class FunctionCompiler:
             return Val(self.round_half(code, ts_), ts_)
         if opname == "Pow":
             if k in "iu" and b.is_const and b.const < 0 and not numba_rules():
-                # an integer to a negative constant power is a float, as in Python and Numba
+                # an integer to a negative constant power is a float, as in Python (Numba's rules: an
+                # integer, ipow's 0 unless the base is 1 or -1)
                 return Val(f"ts::fpowi({self.convert(a, FLOAT64, node)}, {self.convert(b, INT64, node)})", FLOAT64)
             if k in "iu":
                 return Val(f"ts::ipow<{ct}>({A}, {B_})", ts_, a.nonneg)
@@ -1767,7 +1762,7 @@ class FunctionCompiler:
         for it in t.items:
             self.scalar_check(v, node, "'in'")
             self.scalar_check(it, node, "'in'")
-            ct = promote(v.type, it.type)
+            ct = unify(v.type, it.type)   # as a comparison's
             ct = ct.strong() if not (v.type.weak and it.type.weak) else ct
             terms.append(f"({self.convert(v, ct, node)} == {self.convert(it, ct, node)})")
         code = " || ".join(terms) or "false"
@@ -1976,7 +1971,7 @@ class FunctionCompiler:
         fn = dfn.select(types)
         prefix = self.root.fresh(f"i") + "_" if not self.typing else "i0_"
         sub = FunctionCompiler(fn, types, self.root, kernel_name=self.kernel_name, mode="inline", prefix=prefix,
-                               display_name=dfn.__name__, numbers=getattr(dfn, "options", {}).get("numbers", "numpy"))
+                               display_name=dfn.__name__, numbers=dfn.numbers)
         try:
             self.root.inline_stack.append(dfn)
             sub.check_arity(None)
@@ -2535,7 +2530,7 @@ class FunctionCompiler:
             return self.root.function_keys[key]
         fn = dfn.select([t, t])
         sub = FunctionCompiler(fn, [t, t], self.root, kernel_name=self.kernel_name, mode="function",
-                               prefix="", display_name=dfn.__name__, numbers=getattr(dfn, "options", {}).get("numbers", "numpy"))
+                               prefix="", display_name=dfn.__name__, numbers=dfn.numbers)
         sub.run_typing()
         rt = self.unify_returns(sub.return_types, sub, node)
         if not isinstance(rt, Scalar):

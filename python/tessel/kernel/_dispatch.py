@@ -57,6 +57,11 @@ class DeviceFunction:
         self.overloads.append(fn)
         return self
 
+    @property
+    def numbers(self) -> str:
+        """The number rules its body is typed by (jit's ``numbers``), whatever kernel calls it."""
+        return self.options.get("numbers", "numpy")
+
     def select(self, types):
         import inspect
         for fn in self.overloads:

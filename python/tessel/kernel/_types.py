@@ -278,10 +278,20 @@ def unify(*types: Scalar) -> Scalar:
     return FLOAT64 if bits > 64 else Scalar(f"int{bits}")
 
 
-def shift_type(left: Scalar) -> Scalar:
-    """The type of left << right and left >> right under Numba's rules: the left operand's, widened
-    to 64 bits (so a uint64 shifts right logically)."""
-    return UINT64 if left.strong().kind == "u" else INT64
+def operator_type(op: str, a: Scalar, b: Scalar) -> Scalar:
+    """The type the binary operator op (ast's name: "Add", "LShift", ...) of a and b computes in:
+    promote(a, b), but under Numba's rules True + True is an int64, a shift has the left operand's
+    signedness (a uint64 shifts right logically), and a float to an integer power keeps its type."""
+    t = promote(a, b)
+    if not _NUMBA_RULES.get():
+        return t
+    if t.kind == "b" and op in ("Add", "Sub", "Mult"):
+        return INT64
+    if t.kind in "iu" and op in ("LShift", "RShift"):
+        return UINT64 if a.strong().kind == "u" else INT64
+    if op == "Pow" and a.kind == "f" and b.kind in "biu":
+        return a.strong()
+    return t
 
 
 def true_divide_type(a: Scalar, b: Scalar) -> Scalar:
