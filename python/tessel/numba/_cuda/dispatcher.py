@@ -823,26 +823,29 @@ def _castable(t):
     return isinstance(t, nbtypes.BaseTuple) and all(_castable(x) for x in t.types)
 
 
+def _compiles_to(node, code):
+    """Whether the lambda `node`, with code's free variables as closure cells, compiles to code's
+    bytecode."""
+    text = f"def _outer({', '.join(code.co_freevars)}):\n    return {ast.unparse(node)}\n"
+    outer = next(c for c in compile(text, "<lambda>", "exec").co_consts if isinstance(c, pytypes.CodeType))
+    inner = next(c for c in outer.co_consts if isinstance(c, pytypes.CodeType))
+    return (inner.co_code, inner.co_consts, inner.co_names) == (code.co_code, code.co_consts, code.co_names)
+
+
 def _lambda_as_function(fn):
     """A lambda as an equivalent ``def`` whose source the kernel compiler can read (its source line
     parsed, the ``def`` registered with linecache); other functions unchanged."""
     if getattr(fn, "__name__", None) != "<lambda>":
         return fn
     try:
-        lines, first_line = inspect.getsourcelines(fn)
+        source = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError) as e:
         raise TypeError(f"tessel.numba: the source of a lambda is not available ({e})") from None
-    source = textwrap.dedent("".join(lines))
-    indent = min(len(line) - len(line.lstrip()) for line in lines if line.strip())
-    lead = len(source) - len(source.lstrip())
     body = source.strip()
     tree = None
-    # ways to parse the statement's lines: (text, its first line's row, how far the columns of that
-    # row and of the rows after it are from the file's)
-    for text, row, shift, other in ((source, 1, indent, indent), (body.rstrip(",;\\"), 1, indent + lead, indent),
-                                    ("(" + body.rstrip(",;\\") + ")", 1, indent + lead - 1, indent),
-                                    ("(" + body.rstrip(",;\\)") + ")", 1, indent + lead - 1, indent),
-                                    ("def f():\n" + textwrap.indent(source, " "), 2, indent - 1, indent - 1)):
+    # the lambda's statement may be part of a longer one (an argument list, a continuation line)
+    for text in (source, body.rstrip(",;\\"), "(" + body.rstrip(",;\\") + ")", "(" + body.rstrip(",;\\)") + ")",
+                 "def f():\n" + textwrap.indent(source, " ")):
         try:
             tree = ast.parse(text)
             break
@@ -852,12 +855,8 @@ def _lambda_as_function(fn):
     params = list(code.co_varnames[:code.co_argcount])
     found = [] if tree is None else [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
                                      and [a.arg for a in n.args.args] == params]
-    if len(found) > 1:
-        # several such lambdas in the statement: the one whose body starts where fn's code does
-        starts = [(line, col) for line, _, col, end in code.co_positions() if line is not None and end]
-        start = min(starts) if starts else None
-        found = [n for n in found if (first_line + n.body.lineno - row,
-                                      n.body.col_offset + (shift if n.body.lineno == row else other)) == start]
+    if len(found) > 1:   # several such lambdas in the statement: the one that compiles to fn's code
+        found = [n for n in found if _compiles_to(n, code)][:1]
     if len(found) != 1:
         raise TypeError("tessel.numba: cannot read this lambda's source (write it as a def)")
     node = found[0]
