@@ -254,16 +254,10 @@ void register_array(nb::module_& m) {
   m.attr("_reduction_functions") = reductions;
 
   // ---- sorting and searching ----
-  // The rows of sort_list.hpp: their Python names and docstrings, in row order, for the namespace
-  // functions written in Python (sorting.py and searching.py take their docstrings from here). The
-  // address of the row's C++ function makes a row without that function fail to compile.
-  nb::dict sorting;
-#define TESSEL_SORT_FUNCTION(name, python_name, shape, doc) \
-  static_cast<void>(&tessel::name);                        \
-  sorting[python_name] = doc;
-  TESSEL_SORT_OPS(TESSEL_SORT_FUNCTION)
-#undef TESSEL_SORT_FUNCTION
-  m.attr("_sorting_functions") = sorting;
+  // The rows of sort_list.hpp, in row order: sorting.py's and searching.py's docstrings.
+  nb::dict rows;
+  TESSEL_SORT_OPS(TESSEL_PYTHON_ROW_DOC)
+  m.attr("_sorting_functions") = rows;
   m.def("_sort", [](const Array& a, std::int64_t axis) { return sort(a, axis); }, "x"_a, "axis"_a);
   m.def("_argsort", [](const Array& a, std::int64_t axis) { return argsort(a, axis); }, "x"_a, "axis"_a);
   m.def("searchsorted", [](const Array& sorted, nb::handle values, const std::string& side, nb::handle sorter) {

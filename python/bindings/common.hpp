@@ -108,6 +108,14 @@ nb::handle numpy_module();
 std::optional<DType> numpy_scalar_dtype(nb::handle h);
 inline bool is_python_int(nb::handle h) { return PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr()); }
 
+// ---- op rows whose namespace functions are written in Python (sort_list.hpp, set_ops_list.hpp) ----
+// One row X(name, "python_name", shape, "docstring"): its docstring under its Python name in the
+// nb::dict `rows` in scope, for the Python function's row_doc. Taking the C++ function's address
+// makes a row without that function fail to compile.
+#define TESSEL_PYTHON_ROW_DOC(name, python_name, shape, doc) \
+  static_cast<void>(&tessel::name);                          \
+  rows[python_name] = doc;
+
 // ---- streams given from Python: None, a tessel.Stream, an int handle, torch/CuPy stream objects ----
 std::optional<Stream> to_optional_stream(nb::handle h, Device device);
 

@@ -7,16 +7,10 @@
 namespace tessel::python {
 
 void register_set_ops(nb::module_& m) {
-  // The rows of set_ops_list.hpp: their Python names and docstrings, in row order, for the
-  // namespace functions written in Python (sets.py takes its docstrings from here). The address
-  // of the row's C++ function makes a row without that function fail to compile.
-  nb::dict functions;
-#define TESSEL_SET_FUNCTION(name, python_name, shape, doc) \
-  static_cast<void>(&tessel::name);                       \
-  functions[python_name] = doc;
-  TESSEL_SET_OPS(TESSEL_SET_FUNCTION)
-#undef TESSEL_SET_FUNCTION
-  m.attr("_set_functions") = functions;
+  // The rows of set_ops_list.hpp, in row order: sets.py's docstrings.
+  nb::dict rows;
+  TESSEL_SET_OPS(TESSEL_PYTHON_ROW_DOC)
+  m.attr("_set_functions") = rows;
 
   m.def("_unique_all", [](const Array& x, bool indices, bool inverse, bool counts) {
     const UniqueAllResult r = unique_all(x, UniqueParts{indices, inverse, counts});
