@@ -187,6 +187,16 @@ def assert_generated_stubs_and_api_entries(family, names, stub_lines):
     assert not by_hand & set(names), f"listed by hand and by the {family}-functions directive"
 
 
+def api_page_entries(page_name, family, names):
+    """What docs/api/<page_name> documents: its autofunction and autoclass entries, and names when it
+    has the family's directive."""
+    page = (ROOT / "docs" / "api" / page_name).read_text(encoding="utf-8")
+    entries = set(re.findall(r"^\.\. (?:autofunction|autoclass):: (\w+)", page, re.M))
+    if re.search(rf"^\.\. {family}-functions::", page, re.M):
+        entries |= set(names)
+    return entries
+
+
 def test_fft_functions_follow_their_rows():
     """Each fft row (include/tessel/ops/fft_list.hpp) is bound with the row's docstring and is
     tessel.fft's function of that name; tessel.fft exports the rows in row order, then the plan and
@@ -201,10 +211,7 @@ def test_fft_functions_follow_their_rows():
     assert ts.fft.__all__ == names + ["Plan", "plan_cache_info", "set_plan_cache_limits", "clear_plan_cache"]
     stubs = (PACKAGE / "fft.pyi").read_text(encoding="utf-8")
     assert gen_op_stubs.updated_fft_stubs(stubs, rows) == stubs, "run python3 scripts/gen_op_stubs.py"
-    page = (ROOT / "docs" / "api" / "fft.rst").read_text(encoding="utf-8")
-    entries = set(re.findall(r"^\.\. (?:autofunction|autoclass):: (\w+)", page, re.M))
-    if re.search(r"^\.\. fft-functions::", page, re.M):
-        entries |= set(names)
+    entries = api_page_entries("fft.rst", "fft", names)
     assert entries == set(ts.fft.__all__), sorted(entries ^ set(ts.fft.__all__))
 
 
@@ -232,10 +239,7 @@ def test_linalg_functions_follow_their_rows():
     assert [n for n in ts.linalg.__all__ if n in names] == names
     stubs = (PACKAGE / "linalg.pyi").read_text(encoding="utf-8")
     assert gen_op_stubs.updated_linalg_stubs(stubs, rows) == stubs, "run python3 scripts/gen_op_stubs.py"
-    page = (ROOT / "docs" / "api" / "linalg.rst").read_text(encoding="utf-8")
-    entries = set(re.findall(r"^\.\. (?:autofunction|autoclass):: (\w+)", page, re.M))
-    if re.search(r"^\.\. linalg-functions::", page, re.M):
-        entries |= set(names)
+    entries = api_page_entries("linalg.rst", "linalg", names)
     assert entries == set(ts.linalg.__all__) - {"matmul", "vecdot"}, sorted(entries ^ set(ts.linalg.__all__))
 
 
