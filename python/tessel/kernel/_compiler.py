@@ -2714,8 +2714,8 @@ class FunctionCompiler:
         for a in node.args:   # an unsupported construct in the arguments is the first error
             self.expr(a)
         self.error(node, f"np.{name} is not supported in kernels (NumPy functions in kernels: "
-                         f"{', '.join(sorted(_NUMPY_ALL))}; arrays are made with cuda.local.array or "
-                         "cuda.shared.array)")
+                         f"{', '.join(sorted(_NUMPY_ALL))}; arrays are made with local.array or "
+                         "shared.array: cuda.local.array in tessel.numba)")
 
     def numpy_scalar(self, name, vals, node) -> Val:
         for v in vals:
