@@ -1342,7 +1342,7 @@ def test_kernel_features_tessel_does_not_have_are_named(backend):
     out = np.zeros(4)
     for fn, args, why in (
             (recursion, (out,), r"device function '_fib' calls itself: recursion is not supported"),
-            (array_creation, (out,), r"np.empty is not supported in kernels .*made with cuda.local.array"),
+            (array_creation, (out,), r"np.empty is not supported in kernels .*made with local.array or shared.array: cuda.local.array in tessel.numba"),
             (array_method, (out,), r"np.sum is not supported in kernels"),
             (local_from_argument, (out, 3), r"local.array: the shape must be a compile-time constant"),
             (half_atomic, (np.zeros(1, np.float16),), r"atomic.add is not supported for float16 arrays"),
