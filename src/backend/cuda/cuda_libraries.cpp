@@ -63,7 +63,8 @@ Opened open_file(const LibraryFile& file) {
                                file.soname, file.title, lib.tried, file.pip_spec, file.env_var)};
 }
 
-// The handle of lib, its dependencies opened first; each file is opened once per process.
+// The handle of lib, its dependencies opened first; tried once per process (opening a file another
+// library already opened only counts a reference).
 const Opened& opened(CudaLibrary lib) {
   static std::mutex mutex;
   static Opened libraries[4];
