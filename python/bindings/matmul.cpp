@@ -43,35 +43,10 @@ void promote(Array& a, Array& b) {
   if (b.dtype() != d) b = astype(b, d);
 }
 
-// Integer products other than int8 x int8 (which the backends run with int32 accumulation) have
-// no BLAS: an exact broadcast multiply and sum, O(m*k*n) memory; meant for small arrays.
-// Integer products follow the Array API's promotion (int8 @ int8 is int8, wrapping as NumPy's), exact
-// by a broadcast multiply-and-sum; only int8 @ int8 into an int32 `out` takes the int8 GEMM.
-bool needs_integer_fallback(DType d, const Array& out) {
-  return is_integer(d) && !(d == DType::int8 && out.defined() && out.dtype() == DType::int32);
-}
-
-Array integer_matmul(const Array& a_in, const Array& b_in) {
-  if (a_in.ndim() == 0 || b_in.ndim() == 0) return tessel::matmul(a_in, b_in);  // the C++ error
-  const Array a = a_in.ndim() == 1 ? a_in.expand_dims(0) : a_in;
-  const Array b = b_in.ndim() == 1 ? b_in.expand_dims(1) : b_in;
-  if (a.dim(-1) != b.dim(-2)) {
-    throw tessel::ShapeError("matmul: inner dimensions do not match: a has shape " + shape_str(a_in.shape()) +
-                             " and b has shape " + shape_str(b_in.shape()) + " (" + std::to_string(a.dim(-1)) +
-                             " != " + std::to_string(b.dim(-2)) + ")");
-  }
-  if (itemsize(a_in.dtype()) <= 2 && a.dim(-1) < (std::int64_t{1} << 21)) {
-    // Up to 16 bits, each product is at most 2^32 and a sum of fewer than 2^21 of them below 2^53,
-    // so the float64 GEMM's sums are exact: the result in O(m n) memory, then wrapped as NumPy's.
-    const Array exact = tessel::matmul(astype(a_in, DType::float64), astype(b_in, DType::float64));
-    return astype(astype(exact, DType::int64), a_in.dtype());
-  }
-  // (..., m, k, 1) * (..., 1, k, n) summed over k
-  Array r = sum(multiply(a.expand_dims(-1), b.expand_dims(-3)), std::vector<std::int64_t>{-2});
-  if (b_in.ndim() == 1) r = r.squeeze({-1});
-  if (a_in.ndim() == 1) r = r.squeeze({b_in.ndim() == 1 ? -1 : -2});
-  // sum widens small integers; NumPy and the Array API keep the operands' dtype (wrapping).
-  return r.dtype() == a_in.dtype() ? r : astype(r, a_in.dtype());
+// int8 @ int8 follows the Array API (int8, wrapping as NumPy's); C++'s matmul gives the int8 GEMM's
+// int32 sums, which stay the result only for an int32 `out`. Other integer dtypes keep their dtype in C++.
+bool int8_keeps_dtype(DType d, const Array& out) {
+  return d == DType::int8 && !(out.defined() && out.dtype() == DType::int32);
 }
 
 // The shape of a @ b, or nullopt when the shapes do not fit (the C++ op then raises the error).
@@ -93,6 +68,7 @@ std::optional<Shape> result_shape(const Array& a_in, const Array& b_in) {
 
 struct MatmulArgs {
   Array a, b, out;
+  nb::handle out_object;   // out as given: returned itself, as NumPy does
   MatmulOptions options;
   bool aux = false;        // return a fresh aux (the forward epilogues' output)
   bool bias_grad = false;  // return the column sums of d
@@ -123,6 +99,7 @@ MatmulArgs parse_args(nb::handle a_h, nb::handle b_h, nb::handle bias, std::stri
   r.options.bias = optional_array(bias, r.a.device());
   r.options.c = optional_array(c, r.a.device());
   r.out = out_array(out, "matmul");
+  r.out_object = out;
   return r;
 }
 
@@ -134,12 +111,19 @@ Array make_aux(const Array& a, const Array& b) {
   return empty(*shape, a.dtype(), a.device());
 }
 
-// d, then aux (when returned), then bias_grad (when asked for).
-nb::object matmul_result(const Array& d, const MatmulOptions& options, bool aux, bool bias_grad) {
-  if (aux && bias_grad) return nb::make_tuple(d, options.aux, options.bias_grad);
-  if (aux) return nb::make_tuple(d, options.aux);
-  if (bias_grad) return nb::make_tuple(d, options.bias_grad);
-  return nb::cast(d);
+// d (out itself when given), then aux (when returned), then bias_grad (when asked for).
+nb::object matmul_result(const Array& d, const MatmulArgs& args) {
+  const nb::object d_object = args.out.defined() ? nb::borrow(args.out_object) : nb::cast(d);
+  if (args.aux && args.bias_grad) return nb::make_tuple(d_object, args.options.aux, args.options.bias_grad);
+  if (args.aux) return nb::make_tuple(d_object, args.options.aux);
+  if (args.bias_grad) return nb::make_tuple(d_object, args.options.bias_grad);
+  return d_object;
+}
+
+bool plain_product(const MatmulArgs& args) {
+  const MatmulOptions& o = args.options;
+  return !o.bias.defined() && o.epilogue == MatmulEpilogue::none && o.alpha == 1.0 && o.beta == 0.0 && !args.aux &&
+         !args.bias_grad;
 }
 
 // A fresh bias_grad vector for a @ b: n elements, n = b's last dimension (1 for a 1-D b);
@@ -150,19 +134,14 @@ Array make_bias_grad(const Array& a, const Array& b) {
 }
 
 nb::object run_matmul(MatmulArgs& args) {
-  const DType d = args.a.dtype();
-  if (d == args.b.dtype() && needs_integer_fallback(d, args.out) && !args.options.bias.defined() &&
-      args.options.epilogue == MatmulEpilogue::none && args.options.alpha == 1.0 && args.options.beta == 0.0 && !args.aux) {
+  if (args.a.dtype() == args.b.dtype() && int8_keeps_dtype(args.a.dtype(), args.out) && plain_product(args)) {
     Array r;
     {
-      nb::gil_scoped_release release;
-      r = integer_matmul(args.a, args.b);
-      if (args.out.defined()) {
-        copyto(args.out, r);
-        r = args.out;
-      }
+      nb::gil_scoped_release release;  // int16's exact product, wrapped to int8
+      r = astype(tessel::matmul(astype(args.a, DType::int16), astype(args.b, DType::int16)), DType::int8);
+      if (args.out.defined()) copyto(args.out, r);
     }
-    return nb::cast(r);
+    return matmul_result(r, args);
   }
   if (args.aux) args.options.aux = make_aux(args.a, args.b);
   if (args.bias_grad) args.options.bias_grad = make_bias_grad(args.a, args.b);
@@ -171,7 +150,7 @@ nb::object run_matmul(MatmulArgs& args) {
     nb::gil_scoped_release release;
     r = tessel::matmul(args.a, args.b, args.options, args.out);
   }
-  return matmul_result(r, args.options, args.aux, args.bias_grad);
+  return matmul_result(r, args);
 }
 
 // aux= of ts.matmul: a bool (return the forward epilogue's aux) or, for the *_grad epilogues, the
@@ -342,10 +321,14 @@ void register_matmul(nb::module_& m) {
           nb::gil_scoped_release release;
           r = self.plan.execute(a, b, options, out_arg);
         }
-        MatmulOptions returned;
-        returned.aux = options.aux;
-        returned.bias_grad = options.bias_grad;
-        return matmul_result(r, returned, self.aux, self.bias_grad);
+        MatmulArgs returned;
+        returned.out = out_arg;
+        returned.out_object = out;
+        returned.options.aux = options.aux;
+        returned.options.bias_grad = options.bias_grad;
+        returned.aux = self.aux;
+        returned.bias_grad = self.bias_grad;
+        return matmul_result(r, returned);
       }, "a"_a = nb::none(), "b"_a = nb::none(), nb::kw_only(), "bias"_a = nb::none(), "c"_a = nb::none(),
            "alpha"_a = nb::none(), "beta"_a = nb::none(), "out"_a = nb::none(), "aux"_a = nb::none(),
            "Runs the planned product on new arrays with the planned layouts (ValueError naming both layouts\n"

@@ -1027,8 +1027,9 @@ def matmul(x1: ArrayLike, x2: ArrayLike, /, *, bias: Optional[ArrayLike] = None,
     1-D operands and broadcast batch dimensions as NumPy; transposed views run without copies.
     ``epilogue`` is "none", "relu", "gelu" (erf form) or "gelu_tanh"; ``compute`` is "default",
     "fp32" or "tf32" (float32 and complex64). With ``aux=True`` returns ``(d, aux)``, aux being
-    the epilogue's input. Operands of different dtypes are promoted; integer products other than
-    int8 @ int8 (which gives int32) are computed exactly by a multiply-and-sum.
+    the epilogue's input. Operands of different dtypes are promoted; integer products keep their
+    dtype and are exact, wrapping as NumPy's (int8 @ int8 gives its int32 sums into an int32 ``out``).
+    With ``out``, returns ``out`` itself.
 
     Training's backward pass: the epilogues "relu_grad", "gelu_grad" and "gelu_tanh_grad" compute
     ``(alpha * (x1 @ x2) + beta * c) * act'(aux)``, where ``aux`` is the array the forward

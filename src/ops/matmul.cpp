@@ -13,6 +13,7 @@
 #include "ops/checks.hpp"
 #include "tessel/array/profile_args.hpp"
 #include "tessel/profile/range.hpp"
+#include "tessel/ops/cast.hpp"
 #include "tessel/ops/elementwise.hpp"
 
 namespace tessel {
@@ -74,9 +75,80 @@ void clear_matmul_memory_cache() {
   detail::clear_matmul_plan_cache();
 }
 
+namespace {
+
+// Integer products other than int8's (the int8 GEMM) have no BLAS. Each operand is split into
+// 16-bit limbs (up to 16 bits, the value itself); a float64 GEMM of limbs is exact while k < 2^21
+// (every product below 2^32, every sum below 2^53), and the limb products recombine with shifts in
+// uint64, which wraps as the integer dtype does. O(m n + limbs (m k + k n)) memory.
+Array exact_integer_matmul(const Array& a, const Array& b, const MatmulOptions& options, const Array& out,
+                           const OptionalStream& stream) {
+  const DType dtype = a.dtype();
+  if (options.bias.defined() || options.epilogue != MatmulEpilogue::none || options.aux.defined() ||
+      options.bias_grad.defined() || options.alpha != 1.0 || options.beta != 0.0) {
+    throw DTypeError(fmt::format("matmul: {} products take no bias, epilogue, aux, bias_grad, alpha or beta",
+                                 dtype_name(dtype)));
+  }
+  if (a.ndim() == 0 || b.ndim() == 0) {
+    throw ShapeError(fmt::format("matmul: operands must be at least 1-D, got a {} and b {}", shape_str(a.shape()),
+                                 shape_str(b.shape())));
+  }
+  const int bits = 8 * static_cast<int>(itemsize(dtype));
+  const int limbs = bits <= 16 ? 1 : bits / 16;
+  auto limb = [&](const Array& x, int i) {
+    return limbs == 1 ? astype(x, DType::float64, stream)
+                      : astype(bitwise_and(right_shift(x, Scalar(16 * i), std::nullopt, stream), Scalar(0xFFFF),
+                                           std::nullopt, stream),
+                               DType::float64, stream);
+  };
+  const std::int64_t a_axis = a.ndim() - 1, b_axis = b.ndim() == 1 ? 0 : b.ndim() - 2;
+  const std::int64_t k = a.dim(a_axis);
+  constexpr std::int64_t kExactChunk = (std::int64_t{1} << 21) - 1;
+  Array sum;  // uint64
+  for (std::int64_t k0 = 0; k0 == 0 || k0 < k; k0 += kExactChunk) {
+    const Slice part(k0, std::min(k, k0 + kExactChunk));
+    const Array a_part = k > kExactChunk ? a.slice(a_axis, part) : a;
+    const Array b_part = k > kExactChunk ? b.slice(b_axis, part) : b;
+    std::vector<Array> a_limbs, b_limbs;
+    for (int i = 0; i < limbs; ++i) {
+      a_limbs.push_back(limb(a_part, i));
+      b_limbs.push_back(limb(b_part, i));
+    }
+    for (int s = 0; s < limbs; ++s) {      // the limb products that land at bit 16 s
+      for (int i = 0; i <= s; ++i) {
+        const Array product = matmul(a_limbs[i], b_limbs[s - i], {}, Array(), stream);
+        Array term = astype(astype(product, DType::int64, stream), DType::uint64, stream);
+        if (s > 0) term = left_shift(term, Scalar(16 * s), std::nullopt, stream);
+        sum = sum.defined() ? add(sum, term, std::nullopt, stream) : term;
+      }
+    }
+  }
+  const Array result = sum.dtype() == dtype ? sum : astype(sum, dtype, stream);
+  if (!out.defined()) return result;
+  if (out.shape() != result.shape()) {
+    throw ShapeError(fmt::format("matmul: out has shape {} but the result of a {} @ b {} has shape {}",
+                                 shape_str(out.shape()), shape_str(a.shape()), shape_str(b.shape()),
+                                 shape_str(result.shape())));
+  }
+  if (out.dtype() != dtype) {
+    throw DTypeError(fmt::format("matmul: out has dtype {} but the result is {}", dtype_name(out.dtype()),
+                                 dtype_name(dtype)));
+  }
+  copyto(out, result, stream);
+  return out;
+}
+
+}  // namespace
+
 Array matmul(const Array& a, const Array& b, const MatmulOptions& options, const Array& out,
              const OptionalStream& stream) {
   TESSEL_RANGE("matmul", a, b, out, stream);
+  if (a.defined() && b.defined() && a.dtype() == b.dtype() && is_integer(a.dtype()) && a.dtype() != DType::int8) {
+    if (b.device() != a.device()) {
+      throw DeviceError(fmt::format("matmul: a is on {} but b is on {}", a.device().str(), b.device().str()));
+    }
+    return exact_integer_matmul(a, b, options, out, stream);
+  }
   detail::MatmulPrepared p = detail::prepare_matmul(a, b, options, out, stream);
   std::shared_ptr<detail::MatmulPlanCore> core;
   if (p.result.size() > 0 && p.problem.k > 0) {

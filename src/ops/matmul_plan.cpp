@@ -128,7 +128,7 @@ MatmulPrepared prepare_matmul(const Array& a_in, const Array& b_in, const Matmul
   if (a_in.dtype() != b_in.dtype() || !supported_dtype(dtype)) {
     throw DTypeError(fmt::format(
         "matmul: unsupported dtype combination {} @ {} (supported: a and b both float16, bfloat16, float32, "
-        "float64, complex64, complex128, or int8)",
+        "float64, complex64, complex128, or an integer dtype; a MatmulPlan takes int8 among the integers)",
         dtype_name(a_in.dtype()), dtype_name(b_in.dtype())));
   }
   p.out_dtype = dtype == DType::int8 ? DType::int32 : dtype;

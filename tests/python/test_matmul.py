@@ -94,18 +94,40 @@ def test_matmul_small_integers_keep_their_dtype_exactly(device, rng, dtype):
     assert ts.tensordot(zero_d, zero_d, axes=((), ())).dtype == getattr(ts, dtype)
 
 
-@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
-def test_matmul_other_integers_are_exact(device, rng, dtype):
-    a_np = rng.integers(0, 9, size=(2, 5, 7)).astype(dtype)
-    b_np = rng.integers(0, 9, size=(7, 3)).astype(dtype)
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "uint64", "uint8"])
+def test_matmul_wide_integers_are_exact_and_wrap_as_numpy(device, rng, dtype):
+    # Full-range values: every product and sum overflows, and NumPy's result is the wrapped exact sum.
+    info = np.iinfo(dtype)
+    a_np = rng.integers(info.min, info.max, size=(2, 5, 70), endpoint=True, dtype=dtype)
+    b_np = rng.integers(info.min, info.max, size=(70, 3), endpoint=True, dtype=dtype)
     a, b = ts.asarray(a_np, device=device), ts.asarray(b_np, device=device)
     for got, want in [(a @ b, a_np @ b_np), (ts.matmul(a[0, 0], b), a_np[0, 0] @ b_np),
-                      (ts.matmul(a, b[:, 0]), a_np @ b_np[:, 0]), (ts.matmul(a[0, 0], b[:, 1]), a_np[0, 0] @ b_np[:, 1])]:
+                      (ts.matmul(a, b[:, 0]), a_np @ b_np[:, 0]), (ts.matmul(a[0, 0], b[:, 1]), a_np[0, 0] @ b_np[:, 1]),
+                      (a[:, ::-2, 1::2] @ b[::-2, ::-1], a_np[:, ::-2, 1::2] @ b_np[::-2, ::-1]),  # strided views
+                      (a[:, :0] @ b, a_np[:, :0] @ b_np), (a[..., :0] @ b[:0], a_np[..., :0] @ b_np[:0])]:
         g = np.asarray(got)
-        assert g.shape == want.shape
+        assert g.dtype == want.dtype and g.shape == want.shape
         np.testing.assert_array_equal(g, want)
-    with pytest.raises(ts.ShapeError, match=r"\(2, 5, 7\).*\(3, 3\)|\(3, 3\).*\(2, 5, 7\)"):
+    out = ts.full((2, 5, 3), 7, dtype=getattr(ts, dtype), device=device)
+    assert ts.matmul(a, b, out=out) is out
+    np.testing.assert_array_equal(np.asarray(out), a_np @ b_np)
+    with pytest.raises(ts.ShapeError, match=r"\(2, 5, 70\).*\(3, 3\)|\(3, 3\).*\(2, 5, 70\)"):
         ts.matmul(a, ts.asarray(np.ones((3, 3), dtype), device=device))
+    with pytest.raises(ts.DTypeError, match=rf"matmul: out has dtype float64 but the result is {dtype}"):
+        ts.matmul(a, b, out=ts.empty((2, 5, 3), dtype=ts.float64, device=device))
+    with pytest.raises(ts.ShapeError, match=r"matmul: out has shape \(5, 3\)"):
+        ts.matmul(a, b, out=ts.empty((5, 3), dtype=getattr(ts, dtype), device=device))
+    with pytest.raises(ts.DTypeError, match=rf"matmul: {dtype} products take no bias, epilogue"):
+        ts.matmul(a, b, epilogue="relu")
+
+
+def test_matmul_integers_with_an_inner_dimension_past_the_exact_float64_sums(device, rng):
+    # k > 2^21: the limb products are summed in chunks that the float64 GEMM adds exactly.
+    k = 2**21 + 5
+    a_np = rng.integers(-2**63, 2**63 - 1, size=k, endpoint=True, dtype=np.int64)
+    b_np = rng.integers(-2**63, 2**63 - 1, size=(k, 2), endpoint=True, dtype=np.int64)
+    got = ts.asarray(a_np, device=device) @ ts.asarray(b_np, device=device)
+    np.testing.assert_array_equal(np.asarray(got), a_np @ b_np)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex64"])

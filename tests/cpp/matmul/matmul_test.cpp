@@ -553,6 +553,26 @@ TEST_P(MatmulBackendTest, VecdotRealAndComplex) {
   expect_close(read_values(vecdot(x, y, -2)), want, 1e-12, "vecdot axis=-2");
 }
 
+TEST_P(MatmulBackendTest, WideIntegerProductsAreExactAndWrap) {
+  // Full-range int64 operands: every product overflows; the result is the exact sum modulo 2^64.
+  TESSEL_SKIP_UNAVAILABLE(device());
+  TESSEL_SEEDED_RNG(rng);
+  const std::int64_t m = 3, k = 40, n = 2;
+  std::vector<std::int64_t> av(m * k), bv(k * n);
+  for (auto& v : av) v = static_cast<std::int64_t>(rng());
+  for (auto& v : bv) v = static_cast<std::int64_t>(rng());
+  const Array got = matmul(from_vector(av, {m, k}, device()), from_vector(bv, {k, n}, device()));
+  ASSERT_EQ(got.dtype(), DType::int64);
+  const std::vector<std::int64_t> values = got.to(Device::cpu()).to_vector<std::int64_t>();
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      std::uint64_t want = 0;
+      for (std::int64_t p = 0; p < k; ++p) want += static_cast<std::uint64_t>(av[i * k + p]) * static_cast<std::uint64_t>(bv[p * n + j]);
+      EXPECT_EQ(static_cast<std::uint64_t>(values[i * n + j]), want) << i << "," << j;
+    }
+  }
+}
+
 TEST_P(MatmulBackendTest, BadInputsHaveClearErrors) {
   TESSEL_SKIP_UNAVAILABLE(device());
   TESSEL_SEEDED_RNG(rng);
@@ -565,8 +585,12 @@ TEST_P(MatmulBackendTest, BadInputsHaveClearErrors) {
   expect_error<ShapeError>([&] { matmul(a, b46, bad_bias); }, {"matmul", "bias", "(5,)", "6"});
   expect_error<DTypeError>([&] { matmul(a, random_array(rng, {4, 6}, DType::float64, dev)); },
                            {"matmul", "float32", "float64"});
-  expect_error<DTypeError>([&] { matmul(random_array(rng, {3, 4}, DType::int32, dev), random_array(rng, {4, 2}, DType::int32, dev)); },
-                           {"matmul", "int32"});
+  expect_error<DTypeError>([&] { matmul(random_array(rng, {3, 4}, DType::bool_, dev), random_array(rng, {4, 2}, DType::bool_, dev)); },
+                           {"matmul", "bool"});
+  MatmulOptions int_relu;
+  int_relu.epilogue = MatmulEpilogue::relu;
+  expect_error<DTypeError>([&] { matmul(random_array(rng, {3, 4}, DType::int32, dev), random_array(rng, {4, 2}, DType::int32, dev), int_relu); },
+                           {"matmul", "int32", "epilogue"});
   expect_error<ShapeError>([&] { matmul(a, b46, {}, empty({3, 5}, DType::float32, dev)); }, {"matmul", "out", "(3, 5)", "(3, 6)"});
   expect_error<DTypeError>([&] { matmul(a, b46, {}, empty({3, 6}, DType::float64, dev)); }, {"matmul", "out", "float64", "float32"});
   expect_error<ValueError>([&] { parse_matmul_epilogue("swish"); }, {"epilogue", "swish"});
