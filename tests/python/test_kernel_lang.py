@@ -261,6 +261,58 @@ def test_control_flow_and_python_semantics(device):
 
 
 @ts.jit
+def range_runtime_steps(bounds, out):
+    # out[i] = (iteration count, sum of the values, last value) of range(start, stop, step), all
+    # three known only at run time
+    i = tk.grid(1)
+    if i < bounds.shape[0]:
+        count = 0
+        total = 0
+        last = -12345
+        for k in range(bounds[i, 0], bounds[i, 1], bounds[i, 2]):
+            count += 1
+            total += k
+            last = k
+        out[i, 0] = count
+        out[i, 1] = total
+        out[i, 2] = last
+
+
+@ts.jit
+def range_runtime_step_unsigned(bounds, out):
+    i = tk.grid(1)
+    if i < bounds.shape[0]:
+        count = 0
+        for k in range(bounds[i, 0], bounds[i, 1], bounds[i, 2]):
+            count += 1
+            if k == bounds[i, 1]:
+                count += 1000
+        out[i] = count
+
+
+def test_range_with_run_time_steps_counts_as_python(device):
+    big = 2**62
+    cases = [(0, 10, 3), (10, 0, -3), (0, 10, -1), (10, 0, 1), (5, 5, 2), (5, 5, -2), (-7, 8, 5), (8, -7, -5),
+             (0, 10, 0), (10, 0, 0), (-big, big, big), (big, -big, -big), (-2**63, 2**63 - 1, 2**62),
+             (2**63 - 1, -2**63, -2**62), (0, 1, 2**63 - 1), (3, -3, -2**63), (0, 97, 7)]
+    bounds = np.array(cases, dtype=np.int64)
+    out = poisoned((len(cases), 3), np.int64, device)
+    range_runtime_steps[1, 32](put(bounds, device), out)
+    want = []
+    for start, stop, step in cases:
+        r = range(start, stop, step) if step else range(0)   # a zero step runs no iteration
+        total = sum(r)
+        total = (total + 2**63) % 2**64 - 2**63      # int64 sums wrap
+        want.append((len(r), total, r[-1] if len(r) else -12345))
+    np.testing.assert_array_equal(out.numpy(), np.array(want, dtype=np.int64))
+    ucases = [(0, 10, 3), (2**64 - 10, 2**64 - 1, 4), (0, 2**64 - 1, 2**63), (7, 3, 1), (0, 5, 0)]
+    ubounds = np.array(ucases, dtype=np.uint64)
+    uout = poisoned(len(ucases), np.int64, device)
+    range_runtime_step_unsigned[1, 32](put(ubounds, device), uout)
+    np.testing.assert_array_equal(uout.numpy(), [len(range(a, b, c)) if c else 0 for a, b, c in ucases])
+
+
+@ts.jit
 def casts(x, out):
     i = tk.grid(1)
     if i < x.size:

@@ -704,8 +704,16 @@ class FunctionCompiler:
             first = self.declare_temp(t, "first")
             self.emit(f"{first} = {self.convert(start, t, node)};")
             self.emit(f"for ({k} = {first}; {cond}; {k} += {step_code}) {{")
-        else:
+        elif positive_literal or negative_literal:
             self.emit(f"for ({k} = {self.convert(start, t, node)}; {cond}; {k} += {step_code}) {{")
+        else:
+            # A step known only at run time: a loop over the iteration count, which the compilers
+            # can unroll (a condition on the step's sign leaves the trip count unknown to them).
+            first, count, n = self.declare_temp(t, "first"), self.declare_temp(UINT64, "count"), self.declare_temp(UINT64, "n")
+            self.emit(f"{first} = {self.convert(start, t, node)};")
+            self.emit(f"{count} = ts::range_count({first}, {stop_v}, {step_code});")
+            self.emit(f"for ({n} = 0; {n} < {count}; ++{n}) {{")
+            self.emit(f"  {k} = ({t.ctype})((ts::u64){first} + {n} * (ts::u64){step_code});")
         self.indent += 1
         if grid_stride:
             # A grid-stride loop: on the CPU the threads of a block take its iterations in step,

@@ -212,6 +212,13 @@ template <class T> struct Arr<T, 0> {
 };
 
 TS_HD i64 wrap(i64 i, i64 n) { return i < 0 ? i + n : i; }
+// The number of iterations of range(start, stop, step) as Python counts them, in unsigned
+// arithmetic so that no difference overflows; 0 for a zero step.
+template <class T> TS_HD u64 range_count(T start, T stop, T step) {
+  if (step > 0) return start < stop ? (u64(stop) - u64(start) - 1) / u64(step) + 1 : 0;
+  if (step != 0 && start > stop) return (u64(start) - u64(stop) - 1) / (u64(0) - u64(step)) + 1;
+  return 0;
+}
 // A record field that is not aligned for its type: read and written byte by byte.
 template <class T> TS_HD T ldu(const unsigned char* p) {
   union { T v; unsigned char b[sizeof(T)]; } u;
