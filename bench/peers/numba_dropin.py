@@ -17,7 +17,9 @@ side's own cuda.event(); the multi-stream program: wall time to its streams' syn
 medians over rounds in which the two sides alternate. Each program's result is checked against
 NumPy, and tessel's against Numba's (Monte Carlo pi: the same numbers, from the same generator).
 Targets (the compiler issue): GPU time >= 1.0x Numba; host time per launch <= 0.4x Numba and
-<= 4 us; first compile <= 0.5x Numba.
+<= 4 us; first compile <= 0.5x Numba. Beside the rows, launch_floor_us: the one-element kernel
+launched back to back through tessel.kernel directly and through CuPy's RawKernel, in the same
+run (what this host's launches cost without the drop-in layer).
 
 --dry-run: the tessel side only, on tessel's CPU backend, at small sizes (no GPU, no Numba, no
 PyTorch needed); it prints the rows and writes nothing unless --write is given.
@@ -435,6 +437,42 @@ def measure(sides, names, rounds, repeats, host_calls, dry_run):
     return rows
 
 
+def launch_floor_us(calls=2000, rounds=7):
+    """The same one-element kernel (3 arrays and a scalar) launched back to back through tessel.kernel
+    directly (the compiler issue's path, under tessel.numba's dispatcher) and through CuPy's RawKernel
+    (a driver launch from Python), in alternating rounds: what the host takes apart from the layer."""
+    import tessel as ts
+    from tessel import kernel as tk
+
+    @ts.jit
+    def tiny_kernel(x, y, out, a):
+        i = tk.grid(1)
+        if i < 1:
+            out[i] = x[i] + a * y[i]
+
+    x, y, o = (ts.ones(1, dtype=ts.float32, device="cuda") for _ in range(3))
+    launchers = {"tessel_kernel": lambda k=tiny_kernel[1, 32]: k(x, y, o, np.float32(2.0))}
+    cp = optional_import("cupy")
+    if cp is not None:
+        raw = cp.RawKernel(r"""extern "C" __global__ void tiny(const float* x, const float* y, float* out, float a) {
+            if (blockIdx.x * blockDim.x + threadIdx.x < 1) out[0] = x[0] + a * y[0]; }""", "tiny")
+        cx, cy, co = (cp.ones(1, dtype=cp.float32) for _ in range(3))
+        launchers["cupy_rawkernel"] = lambda: raw((1,), (32,), (cx, cy, co, np.float32(2.0)))
+    times = {n: [] for n in launchers}
+    for r in range(rounds):
+        for n, f in (launchers.items() if r % 2 == 0 else reversed(launchers.items())):
+            f()
+            ts.synchronize()
+            if cp is not None:
+                cp.cuda.runtime.deviceSynchronize()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                f()
+            times[n].append((time.perf_counter() - t0) / calls * 1e6)
+    ts.synchronize()
+    return {n: round(statistics.median(v), 3) for n, v in times.items()}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dry-run", action="store_true", help="tessel only, on the CPU backend, small sizes")
@@ -466,7 +504,11 @@ def main():
             print("numba_dropin: numba-cuda is not usable here; timing tessel alone")
     names = [n for n in sides[0].programs if not args.only or n in args.only.split(",")]
     rows = measure(sides, names, args.rounds, args.repeats, args.host_calls, args.dry_run)
+    floor = None if args.dry_run else launch_floor_us()
+    if floor:
+        print("launch floor (us per launch, back to back)", json.dumps(floor), flush=True)
     result = {"rows": rows, "sides": [s.name for s in sides], "rounds": args.rounds, "repeats": args.repeats,
+              "launch_floor_us": floor,
               "cold_tessel_cache": not args.warm_cache,
               "targets": {"gpu_speed_vs_numba": ">= 1.0", "host_over_numba": "<= 0.4 and <= 4 us",
                           "compile_over_numba": "<= 0.5"}}

@@ -68,7 +68,14 @@ template <> struct compute_type<__half> { using type = float; };
 template <> struct compute_type<__nv_bfloat16> { using type = float; };
 
 template <class T> TESSEL_DEV T widen(T v) { return v; }
-TESSEL_DEV float widen(__half v) { return __half2float(v); }
+// A NaN keeps its sign and payload, as NumPy widens it (CUDA's conversion gives one NaN).
+TESSEL_DEV float widen(__half v) {
+  const unsigned int b = __half_as_ushort(v);
+  if ((b & 0x7C00u) == 0x7C00u && (b & 0x3FFu) != 0u) {
+    return __uint_as_float(((b & 0x8000u) << 16) | 0x7F800000u | ((b & 0x3FFu) << 13));
+  }
+  return __half2float(v);
+}
 TESSEL_DEV float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 template <class T> struct cast_tag {};
