@@ -3281,3 +3281,118 @@ def test_guvectorize_layouts_targets_and_cuda_reduce_of_slices(backend):
     dv = cuda.to_device(v)
     assert min_reduce(dv[100:200]) == v[100:200].min()
     assert min_reduce(dv, stream=stream) == v.min()
+
+
+# ---- device functions returning nested tuples; inner functions and lambdas in kernels -----------
+@cuda.jit(device=True)
+def ordered(a, b, scale=1.0):
+    if a < b:
+        return a * scale, b * scale
+    return b * scale, a * scale
+
+
+@cuda.jit(device=True)
+def pair_stats(x, i):
+    lo, hi = ordered(x[i], x[i + 1])
+    lo2, hi2 = ordered(x[i], x[i + 1], 2.0)
+    return (lo, hi), hi2 - lo2        # a tuple holding a tuple
+
+
+@cuda.jit
+def pair_stats_kernel(x, out):
+    i = cuda.grid(1)
+    if i < x.size - 1:
+        (lo, hi), spread = pair_stats(x, i)
+        out[i, 0] = lo
+        out[i, 1] = hi
+        out[i, 2] = spread
+
+
+HALO_WEIGHTS = (0.25, 0.5, 0.25)
+
+
+@cuda.jit
+def smooth_with_inner_functions(x, out):
+    n = x.size
+    clamp = lambda j: min(max(j, 0), n - 1)  # noqa: E731
+
+    def at(j, w=1.0):                 # reads x of the kernel, as Numba's closures do
+        return x[clamp(j)] * w
+
+    def weighted(i):
+        s = 0.0
+        for k in range(3):
+            s += at(i + k - 1, HALO_WEIGHTS[k])
+        return s
+
+    i = cuda.grid(1)
+    if i < n:
+        out[i] = weighted(i) + sum((at(i), 1.0, 2))
+
+
+@cuda.jit
+def sum_mixed_arrays(a, b, c, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        acc = 0.0
+        for arr in numba.literal_unroll((a, b, c)):    # three dtypes: one loop variable each
+            acc += arr[i]
+        out[i] = acc
+
+
+@cuda.jit
+def pick_by_runtime_index(planes, weights, out):
+    i, k = cuda.grid(2)
+    if i < out.shape[0] and k < out.shape[1]:
+        out[i, k] = planes[k % 3][i] * weights[-1 - k % 3]   # homogeneous tuples, variable indices
+
+
+def test_nested_tuple_returns_inner_functions_and_heterogeneous_unrolling(backend):
+    planes = tuple(cuda.to_device(np.arange(5.0) + 10 * p) for p in range(3))
+    out = np.full((5, 4), np.nan)
+    pick_by_runtime_index[(1, 1), (8, 8)](planes, (1.0, 2.0, 4.0), out)
+    w = [4.0, 2.0, 1.0]
+    np.testing.assert_array_equal(out, [[(i + 10 * (k % 3)) * w[k % 3] for k in range(4)] for i in range(5)])
+    x = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0])
+    out = np.full((5, 3), np.nan)
+    pair_stats_kernel[1, 32](x, out)
+    lo, hi = np.minimum(x[:-1], x[1:]), np.maximum(x[:-1], x[1:])
+    np.testing.assert_array_equal(out, np.stack([lo, hi, 2 * (hi - lo)], 1))
+    x = np.array([1.0, 5.0, 2.0, 8.0, -4.0])
+    out = np.full(5, np.nan)
+    smooth_with_inner_functions[1, 32](cuda.to_device(x), out)
+    xp = np.concatenate([x[:1], x, x[-1:]])
+    np.testing.assert_allclose(out, 0.25 * xp[:-2] + 0.5 * x + 0.25 * xp[2:] + x + 3.0, rtol=1e-15)
+    a, b, c = np.arange(4.0), np.ones(4, np.float32), np.arange(4, dtype=np.int16) * 10
+    out = np.full(4, np.nan)
+    sum_mixed_arrays[1, 32](a, b, c, out)
+    np.testing.assert_array_equal(out, a + b + c)
+
+
+# ---- RNG states in arrays the program made ----------------------------------------------------------
+@cuda.jit
+def draw_uniforms(states, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        for j in range(out.shape[1]):
+            out[i, j] = xoroshiro128p_uniform_float32(states, i)
+
+
+def test_rng_states_in_a_device_array_of_the_programs_dtype_and_on_the_host(backend):
+    ref = np.full((40, 6), np.nan, np.float32)
+    draw_uniforms[2, 32](create_xoroshiro128p_states(40, seed=7, subsequence_start=2), ref)
+    assert 0.3 < ref.mean() < 0.7 and len(np.unique(ref)) == ref.size
+    # the program's own dtype, equal to xoroshiro128p_dtype but another object
+    states = cuda.device_array(40, dtype=np.dtype([("s0", np.uint64), ("s1", np.uint64)]))
+    init_xoroshiro128p_states(states, 7, subsequence_start=2)
+    out = np.full((40, 6), np.nan, np.float32)
+    draw_uniforms[2, 32](states, out)
+    np.testing.assert_array_equal(out, ref)
+    # host states: copied to the device and back, advanced as the kernel left them
+    host = create_xoroshiro128p_states(40, seed=7, subsequence_start=2).copy_to_host()
+    out = np.full((40, 6), np.nan, np.float32)
+    draw_uniforms[2, 32](host, out)
+    np.testing.assert_array_equal(out, ref)
+    draw_uniforms[2, 32](cuda.to_device(host), out)
+    np.testing.assert_array_equal(out, ref[:, ::-1] * 0 + out)   # ran on the advanced states
+    assert not np.array_equal(out, ref)

@@ -16,6 +16,7 @@ import cmath
 import inspect
 import math
 import operator
+import sys
 import textwrap
 import types as pytypes
 from dataclasses import dataclass, field
@@ -216,7 +217,7 @@ class FunctionCompiler:
     """Types and emits one Python function: the kernel, or a device function inlined into it."""
 
     def __init__(self, pyfunc, arg_types, root: Root, *, kernel_name: str, mode: str, prefix: str = "",
-                 display_name: Optional[str] = None, numbers: str = "numpy"):
+                 display_name: Optional[str] = None, numbers: str = "numpy", inner: "Optional[_InnerFunction]" = None):
         self.pyfunc = pyfunc
         self.root = root
         self.mode = mode                    # "kernel", "inline", "function"
@@ -225,7 +226,12 @@ class FunctionCompiler:
         self.kernel_name = kernel_name
         self.name = display_name or pyfunc.__name__
         self.arg_types = list(arg_types)
-        self.fdef, self.filename, self.first_line, self.source_lines = _parsed(pyfunc, self.name)
+        self.fdef, self.filename, self.first_line, self.source_lines = _parsed(pyfunc, pyfunc.__name__)
+        # a function defined inside the function being compiled (def or lambda): its body, and the
+        # enclosing function's compiler, whose names it reads (a closure, inlined)
+        self.outer = inner.outer if inner is not None else None
+        if inner is not None:
+            self.fdef = inner.fdef
         if isinstance(self.fdef, ast.AsyncFunctionDef):
             self.error(self.fdef, "async functions cannot be kernels")
         self.line_offset = self.first_line - 1 - (self.fdef.lineno - 1) + (self.fdef.lineno - 1)
@@ -254,6 +260,7 @@ class FunctionCompiler:
         self.return_types: List[Any] = []
         self.loop_depth = 0
         self.unroll_stack = []    # tuple loops being unrolled: [loop depth, end label, next label]
+        self.renames = {}         # a loop variable of an unrolled loop -> its variable in this iteration
         self.break_labels = {}    # loop depth -> where a break jumps, for loops with an else clause
         self.stmt_call = None     # the call that is a whole expression statement (np.sin(x, out))
         self.ret_label = None
@@ -410,6 +417,21 @@ class FunctionCompiler:
     def stmt_Pass(self, node):
         pass
 
+    def stmt_FunctionDef(self, node):
+        """def f(...) inside a kernel or device function: as Numba, a function called where it is
+        defined (inlined at each call; it reads the enclosing function's variables)."""
+        if node.decorator_list:
+            self.error(node, f"the inner function '{node.name}' has decorators; define decorated functions "
+                             "(device functions) outside the kernel")
+        self.assign_name(node.name, Val(None, CT, const=_InnerFunction(node, self, node.name)), node)
+
+    def expr_Lambda(self, node):
+        fdef = ast.FunctionDef(name="<lambda>", args=node.args, body=[ast.copy_location(ast.Return(value=node.body), node)],
+                               decorator_list=[], returns=None, type_comment=None)
+        if sys.version_info >= (3, 12):
+            fdef.type_params = []
+        return Val(None, CT, const=_InnerFunction(ast.copy_location(fdef, node), self, "<lambda>"))
+
     def stmt_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring
@@ -548,6 +570,7 @@ class FunctionCompiler:
         self.each_element(view, [value], lambda args: args[0], node, "slice assignment")
 
     def assign_name(self, name, value: Val, node):
+        name = self.renames.get(name, name)
         if name in self.params and getattr(self, "const_params", {}).get(name) is not None:
             self.error(node, f"cannot assign to parameter '{name}' (a tuple or compile-time value)")
         if isinstance(value.type, TupleT):
@@ -850,13 +873,24 @@ class FunctionCompiler:
         end = self.root.fresh("ts_unroll_end")
         self.loop_depth += 1
         self.unroll_stack.append([self.loop_depth, end, None])
+        # items of different kinds (arrays of two dtypes, an array and a number): as Numba's
+        # literal_unroll, the loop variable has each item's own type, a variable per iteration
+        types = [it.type.strong() if isinstance(it.type, Scalar) else it.type for it in items]
+        own = isinstance(target, ast.Name) and any(t != types[0] for t in types) and \
+            not all(isinstance(t, Scalar) for t in types)
         for k, item in enumerate(items):
             nxt = self.root.fresh("ts_unroll_next")
             self.unroll_stack[-1][2] = nxt
             self.emit("{")
             self.indent += 1
-            self.assign(target, item, node)
-            self.block(node.body)
+            if own:
+                self.renames[target.id] = f"{target.id}__unroll{node.lineno}_{node.col_offset}_{k}"
+            try:
+                self.assign(target, item, node)
+                self.block(node.body)
+            finally:
+                if own:
+                    del self.renames[target.id]
             self.indent -= 1
             self.emit("}")
             self.emit(f"{nxt}: ;")
@@ -988,14 +1022,15 @@ class FunctionCompiler:
             else:
                 self.emit(f"return {self.convert(v, self.return_type, node)};")
 
-    def assign_return(self, v: Val, node):
-        rt = self.return_type
+    def assign_return(self, v: Val, node, rt=None, var=None):
+        rt = self.return_type if rt is None else rt
+        var = self.ret_var if var is None else var
         if isinstance(rt, TupleT):
             items = self.tuple_items(v, node)
             for k, (it, t) in enumerate(zip(items, rt.items)):
-                self.emit(f"{self.ret_var}__{k} = {self.convert(it, t, node)};")
+                self.assign_return(it, node, t, f"{var}__{k}")
         else:
-            self.emit(f"{self.ret_var} = {self.convert(v, rt, node)};")
+            self.emit(f"{var} = {self.convert(v, rt, node)};")
 
     def root_return(self) -> str:
         if self.root.target == "cuda":
@@ -1084,9 +1119,12 @@ class FunctionCompiler:
         return self.load_name(node.id, node)
 
     def load_name(self, name, node) -> Val:
+        name = self.renames.get(name, name)
         cp = getattr(self, "const_params", {})
         if name in cp and name in self.vars and (self.vars[name].type is CT or isinstance(self.vars[name].type, TupleT) and self.vars[name].cname == ""):
             return cp[name]
+        if self.outer is not None and name not in self.vars and name not in self.store_counts:
+            return self.outer.load_name(name, node)   # a free name of an inner function
         if name in self.vars:
             info = self.vars[name]
             if isinstance(info.type, TupleT):
@@ -1490,7 +1528,7 @@ class FunctionCompiler:
                     st = self.expr(node.slice.step).const if node.slice.step else None
                     items = base.items[slice(lo, hi, st)]
                     return Val(None, TupleT(tuple(i.type for i in items)), items=items)
-                self.error(node, "a tuple can be indexed only with a constant integer")
+                return self.tuple_item_at(base, idx, node)
             try:
                 return base.items[int(idx.const)]
             except IndexError:
@@ -1500,6 +1538,32 @@ class FunctionCompiler:
             # float32[:] style array types in kernels are not values
             self.error(node, f"cannot index {obj!r} in a kernel")
         self.error(node, f"a value of type {base.type} cannot be indexed")
+
+    def tuple_item_at(self, base: Val, idx: Val, node) -> Val:
+        """t[i] with i known only when the kernel runs, as Numba's getitem of a homogeneous tuple
+        (numbers, or arrays of one type); a negative i counts from the end."""
+        items = base.items
+        if not isinstance(idx.type, Scalar) or idx.type.kind not in "iub":
+            self.error(node, f"a tuple is indexed with an integer, got {idx.type}")
+        if not items:
+            self.error(node, "tuple index out of range (an empty tuple)")
+        types = [it.type.strong() if isinstance(it.type, Scalar) else it.type for it in items]
+        if all(isinstance(t, Scalar) for t in types):
+            t = unify(*[it.type for it in items]).strong()
+        elif all(t == types[0] for t in types) and isinstance(types[0], ArrayT) and not types[0].is_static:
+            t = types[0]
+        else:
+            self.error(node, f"a tuple of {', '.join(map(str, types))} is indexed only with a constant integer "
+                             "(a variable index needs items of one type)")
+        if self.typing:
+            return Val("0", t) if isinstance(t, Scalar) else Val(items[0].code, t)
+        k = self.declare_temp(INT64, "ti")
+        self.emit(f"{k} = {self.convert(idx, INT64, node)};")
+        n = len(items)
+        code = self.convert(items[-1], t, node)
+        for j in range(n - 2, -1, -1):
+            code = f"(({k} == {j} || {k} == {j - n}) ? {self.convert(items[j], t, node)} : {code})"
+        return Val(code, t)
 
     def expr_Slice(self, node):
         self.error(node, "a slice is only valid as an array index")
@@ -1858,7 +1922,7 @@ class FunctionCompiler:
             self.error(node, f"a value of type {fn.type} is not callable")
         obj = fn.const
         from . import _dispatch
-        if isinstance(obj, _dispatch.DeviceFunction):
+        if isinstance(obj, (_dispatch.DeviceFunction, _InnerFunction)):
             return self.call_device_function(obj, node)
         if isinstance(obj, _dispatch.Kernel):
             self.error(node, f"kernel '{obj.__name__}' cannot be called from a kernel; decorate it with "
@@ -1956,24 +2020,25 @@ class FunctionCompiler:
 
     def call_device_function(self, dfn, node) -> Val:
         vals = [self.expr(a) for a in node.args]
+        inner = dfn if isinstance(dfn, _InnerFunction) else None
         if node.keywords:
-            sig = inspect.signature(dfn.py_func)
-            names = list(sig.parameters)
+            names = [a.arg for a in dfn.fdef.args.args] if inner else list(inspect.signature(dfn.py_func).parameters)
             kw = {k.arg: self.expr(k.value) for k in node.keywords}
             for k in kw:
                 if k not in names:
                     self.error(node, f"device function '{dfn.__name__}' has no parameter '{k}'")
             while len(vals) < len(names) and names[len(vals)] in kw:
                 vals.append(kw[names[len(vals)]])
-        if any(s is dfn for s in self.root.inline_stack):
+        if any(s is (dfn.fdef if inner else dfn) for s in self.root.inline_stack):
             self.error(node, f"device function '{dfn.__name__}' calls itself: recursion is not supported")
         types = [v.type.strong() if isinstance(v.type, Scalar) else v.type for v in vals]
-        fn = dfn.select(types)
+        fn = dfn.outer.pyfunc if inner else dfn.select(types)
         prefix = self.root.fresh(f"i") + "_" if not self.typing else "i0_"
         sub = FunctionCompiler(fn, types, self.root, kernel_name=self.kernel_name, mode="inline", prefix=prefix,
-                               display_name=dfn.__name__, numbers=dfn.numbers)
+                               display_name=dfn.__name__, numbers=dfn.outer.numbers if inner else dfn.numbers,
+                               inner=inner)
         try:
-            self.root.inline_stack.append(dfn)
+            self.root.inline_stack.append(dfn.fdef if inner else dfn)
             sub.check_arity(None)
             sub.run_typing(vals)
             rts = [r for r in sub.return_types]
@@ -2006,13 +2071,18 @@ class FunctionCompiler:
             return NoneT()
         if len(real) != len(rts):
             sub.error(sub.fdef, "some paths return a value and others do not")
+        return self.unify_types(real, sub)
+
+    def unify_types(self, real, sub):
+        """The one type of the values `real` that a device function's paths return (numbers
+        promote, tuples unify item by item, nested tuples too)."""
         if all(isinstance(r, Scalar) for r in real):
             return promote(*real).strong()
         if all(isinstance(r, TupleT) for r in real):
             n = len(real[0].items)
             if any(len(r.items) != n for r in real):
                 sub.error(sub.fdef, "returns tuples of different lengths")
-            return TupleT(tuple(promote(*[r.items[k] for r in real]).strong() for k in range(n)))
+            return TupleT(tuple(self.unify_types([r.items[k] for r in real], sub) for k in range(n)))
         if all(r == real[0] for r in real):
             return real[0]
         sub.error(sub.fdef, f"returns values of types that do not unify: {', '.join(map(str, real))}")
@@ -2021,14 +2091,13 @@ class FunctionCompiler:
         if isinstance(rt, NoneT):
             return Val(None, NoneT(), const=None)
         if isinstance(rt, TupleT):
-            items = [Val("0", t) for t in rt.items]
-            return Val(None, rt, items=items)
+            return Val(None, rt, items=[self.result_placeholder(t) for t in rt.items])
         return Val("0", rt)
 
     def declare_ret(self, name, rt):
         if isinstance(rt, TupleT):
             for k, t in enumerate(rt.items):
-                self.root.decls[f"{name}__{k}"] = t.ctype
+                self.declare_ret(f"{name}__{k}", t)
         elif not isinstance(rt, NoneT):
             self.root.decls[name] = rt.ctype
 
@@ -2036,7 +2105,7 @@ class FunctionCompiler:
         if isinstance(rt, NoneT):
             return Val(None, NoneT(), const=None)
         if isinstance(rt, TupleT):
-            return Val(None, rt, items=[Val(f"{name}__{k}", t) for k, t in enumerate(rt.items)])
+            return Val(None, rt, items=[self.ret_value(f"{name}__{k}", t) for k, t in enumerate(rt.items)])
         return Val(name, rt)
 
     # ---- intrinsics -------------------------------------------------------------------------------
@@ -2894,6 +2963,14 @@ class _GridGroup:
     """cg.this_grid()'s value: its one method is sync()."""
 
 
+class _InnerFunction:
+    """A function defined in the function being compiled (``def`` or ``lambda``): its definition
+    and the enclosing function's compiler."""
+
+    def __init__(self, fdef, outer, name):
+        self.fdef, self.outer, self.__name__ = fdef, outer, name
+
+
 class _BoundMethod:
     def __init__(self, name, base):
         self.name = name
@@ -2974,6 +3051,21 @@ def _b_round(c, node):
         return Val(f"ts::cast<ts::i64>(ts::rint({x}))", INT64)
     nd = vals[1]
     return Val(f"ts::round_digits<{ft.ctype}>({x}, (int)({nd.code}))", v.type.strong())
+
+
+def _b_sum(c, node):
+    """sum(t, start=0) of a tuple of numbers: start + t[0] + t[1] + ..., in order."""
+    vals, _ = c.args_of(node, 1, 2, "sum")
+    seq = vals[0]
+    if seq.items is None:
+        what = "an array" if isinstance(seq.type, ArrayT) else str(seq.type)
+        c.error(node, f"sum() of {what} is not supported in kernels (sum() takes a tuple of numbers; "
+                      "add an array's elements in a loop)")
+    acc = vals[1] if len(vals) > 1 else Val("0ll", WEAK_INT, True, const=0)
+    for it in seq.items:
+        c.scalar_check(it, node, "sum()")
+        acc = c.binop(ast.Add(), acc, it, node)
+    return acc
 
 
 def _b_pow(c, node):
@@ -3122,7 +3214,7 @@ def _b_range_item(c, node):
 _INTERNAL_NAMES.update({"_ts_range_len": _RANGE_LEN, "_ts_range_item": _RANGE_ITEM})
 _BUILTINS = {_RANGE_LEN: _b_range_len, _RANGE_ITEM: _b_range_item, range: _b_range, len: _b_len, min: _b_minmax("min"), max: _b_minmax("max"), abs: _b_abs,
              round: _b_round, pow: _b_pow, divmod: _b_divmod, int: _b_int, float: _b_float, bool: _b_bool,
-             complex: _b_complex, print: _b_print}
+             complex: _b_complex, print: _b_print, sum: _b_sum}
 
 
 def _outside_integer_type(left, right, t, opname):

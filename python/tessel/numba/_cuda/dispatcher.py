@@ -183,7 +183,7 @@ class _Launch:
             if t in _NUMBER_TYPES:
                 continue
             if t in _DEVICE_ARRAY_TYPES:
-                if a._record is not None and a._record is not _rng_dtype():
+                if a._record is not None and a._record != _rng_dtype():
                     # a record array: the kernel reads its fields (the RNG states stay uint64 pairs)
                     values[i] = _kdispatch.RecordArray(a.__tessel_array__, a._record)
                     arrays = True
@@ -490,7 +490,11 @@ class CUDADispatcher(_kdispatch.Kernel):
             hint = a if isinstance(a, _ArgHint) else None
             host = np.asarray(hint.value if hint is not None else a)
             record = None
-            if host.dtype.names is not None:
+            rng = host.dtype == _rng_dtype() and host.flags.c_contiguous
+            if rng:
+                # the RNG's states: the kernel takes them as uint64 pairs, over the same memory
+                host = host.view(np.uint64).reshape(host.shape + (2,))
+            elif host.dtype.names is not None:
                 # a record array: its bytes go to the device (and back); the kernel reads fields
                 record = host.dtype
                 host = _kdispatch.record_bytes_view(host)
@@ -510,7 +514,7 @@ class CUDADispatcher(_kdispatch.Kernel):
             values[i] = arr if record is None else _kdispatch.RecordArray(arr, record)
             copy_out = hint.copy_out if hint is not None else host.flags.writeable
             if copy_out and not (device.type == "cpu" and _same_memory(arr, host)):
-                target = host if record is not None else (hint.value if hint is not None else a)
+                target = host if record is not None or rng else (hint.value if hint is not None else a)
                 backs.append((target, arr))
         return backs
 
