@@ -1869,7 +1869,7 @@ def test_doc_example_imports_and_what_is_not_supported(backend):
     sys.meta_path.insert(1, RecursesOnNumbaCuda)
     try:
         for module, what in (("tessel.numba.extending", "extension API"),
-                             ("tessel.numba.cuda.extending", "extension API"), ("tessel.numba.core.types", "numba.core")):
+                             ("tessel.numba.cuda.extending", "extension API"), ("tessel.numba.core.typing", "numba.core")):
             with pytest.raises(ImportError, match=f"{module} is not supported: .*{what}"):
                 importlib.import_module(module)
     finally:

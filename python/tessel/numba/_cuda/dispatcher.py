@@ -27,10 +27,12 @@ import types as pytypes
 import numpy as np
 
 import tessel as ts
+from tessel.kernel import _compiler
 from tessel.kernel import _dispatch as _kdispatch
 from tessel.kernel._types import ArrayT, RecordT, Scalar, TupleT, python_scalar_dtype
 
 from .. import types as nbtypes
+from ..core import errors as _errors
 from . import _streams, _templates
 from ._devices import target_device
 from ._unsupported import error as _unsupported_error
@@ -352,6 +354,14 @@ class CUDADispatcher(_kdispatch.Kernel):
             raise ValueError(f"kernel '{self.__name__}' has no compiled kernel yet: launch it, or compile it with a "
                              "signature (cuda.jit(sig) or kernel.compile(sig)), first")
         return self._per_overload(lambda o: o.max_cooperative_grid_blocks(blockdim, dynsmemsize), signature)
+
+    def _specialization(self, arg_types, device):
+        try:
+            return super()._specialization(arg_types, device)
+        except _compiler.KernelCompileError as failure:
+            if isinstance(failure, _errors.KernelTypingError):
+                raise
+            raise _errors.KernelTypingError(*failure.args) from None
 
     def compile(self, sig):
         """Compiles the kernel now for a signature (``"void(float32[:], int32)"``, a Numba signature
