@@ -3347,7 +3347,24 @@ def pick_by_runtime_index(planes, weights, out):
         out[i, k] = planes[k % 3][i] * weights[-1 - k % 3]   # homogeneous tuples, variable indices
 
 
+@cuda.jit
+def conditional_tuples(a, b, out):
+    i = cuda.grid(1)
+    lo = hi = 0
+    if 0 <= i < out.size:
+        src, dst = (a, b) if i % 2 == 0 else (b, a)            # tuples of arrays
+        (p, q), r = ((1, 2.5), i) if i < 2 else ((3, 4.0), -i)  # nested tuples of numbers
+        lo, hi = (src[i], dst[i]) if src[i] < dst[i] else (dst[i], src[i])
+        out[i] = src[i] - dst[i] + p * q + r + 100 * (hi - lo)
+
+
 def test_nested_tuple_returns_inner_functions_and_heterogeneous_unrolling(backend):
+    a, b = np.arange(4.0), np.array([10.0, 0.5, 10.0, 1.5])
+    out = np.full(4, np.nan)
+    conditional_tuples[1, 32](a, b, out)
+    want = [(a[i] - b[i] if i % 2 == 0 else b[i] - a[i]) + (2.5 + i if i < 2 else 12 - i) + 100 * abs(a[i] - b[i])
+            for i in range(4)]
+    np.testing.assert_array_equal(out, want)
     planes = tuple(cuda.to_device(np.arange(5.0) + 10 * p) for p in range(3))
     out = np.full((5, 4), np.nan)
     pick_by_runtime_index[(1, 1), (8, 8)](planes, (1.0, 2.0, 4.0), out)

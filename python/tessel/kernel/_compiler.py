@@ -1838,6 +1838,24 @@ class FunctionCompiler:
             return self.expr(node.body if test.const else node.orelse)   # decided at compile time
         a, a_lines = self.capture(lambda: self.expr(node.body))
         b, b_lines = self.capture(lambda: self.expr(node.orelse))
+        if isinstance(a.type, TupleT) or isinstance(b.type, TupleT):
+            # tuples: item by item (nested tuples too), into temporaries set by the branch taken
+            t = self.unify_types([a.type, b.type], lambda why: self.error(
+                node, f"the branches of a conditional expression are {why}"))
+            if self.typing:
+                return self.result_placeholder(t)
+            r = self.root.fresh(f"{self.prefix}ts_c")
+            self.declare_ret(r, t)
+            self.flush_pre()
+            ind = "  " * self.indent
+            self.lines.append(f"{ind}if ({self.truth(test, node)}) {{")
+            for v, v_lines, last in ((a, a_lines, False), (b, b_lines, True)):
+                self.lines += v_lines
+                self.indent += 1
+                self.assign_return(v, node, t, r)
+                self.indent -= 1
+                self.lines.append(f"{ind}}}" if last else f"{ind}}} else {{")
+            return self.ret_value(r, t)
         if (a_lines or b_lines) and not self.typing:
             # a branch emits statements (an inlined call): run only the branch taken
             if not (isinstance(a.type, Scalar) and isinstance(b.type, Scalar)):
@@ -2071,21 +2089,22 @@ class FunctionCompiler:
             return NoneT()
         if len(real) != len(rts):
             sub.error(sub.fdef, "some paths return a value and others do not")
-        return self.unify_types(real, sub)
+        return self.unify_types(real, lambda why: sub.error(sub.fdef, f"returns {why}"))
 
-    def unify_types(self, real, sub):
-        """The one type of the values `real` that a device function's paths return (numbers
-        promote, tuples unify item by item, nested tuples too)."""
+    def unify_types(self, real, fail):
+        """The one type of the values `real` (a device function's returns, a conditional
+        expression's branches): numbers promote, tuples unify item by item, nested tuples too.
+        fail(why) reports types that do not."""
         if all(isinstance(r, Scalar) for r in real):
             return promote(*real).strong()
         if all(isinstance(r, TupleT) for r in real):
             n = len(real[0].items)
             if any(len(r.items) != n for r in real):
-                sub.error(sub.fdef, "returns tuples of different lengths")
-            return TupleT(tuple(self.unify_types([r.items[k] for r in real], sub) for k in range(n)))
-        if all(r == real[0] for r in real):
+                fail("tuples of different lengths")
+            return TupleT(tuple(self.unify_types([r.items[k] for r in real], fail) for k in range(n)))
+        if all(r == real[0] for r in real) and not (isinstance(real[0], ArrayT) and real[0].is_static):
             return real[0]
-        sub.error(sub.fdef, f"returns values of types that do not unify: {', '.join(map(str, real))}")
+        fail(f"values of types that do not unify: {', '.join(map(str, real))}")
 
     def result_placeholder(self, rt):
         if isinstance(rt, NoneT):
