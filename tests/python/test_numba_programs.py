@@ -3413,3 +3413,38 @@ def test_rng_states_in_a_device_array_of_the_programs_dtype_and_on_the_host(back
     draw_uniforms[2, 32](cuda.to_device(host), out)
     np.testing.assert_array_equal(out, ref[:, ::-1] * 0 + out)   # ran on the advanced states
     assert not np.array_equal(out, ref)
+
+
+# ---- iterating arrays, ellipsis indices, array attributes ------------------------------------------
+@cuda.jit
+def channel_stats(img, a, b, out):
+    c = cuda.grid(1)
+    if c < img.shape[-1]:
+        plane = img[..., c]                 # a view of one channel
+        s = 0.0
+        for row in plane:                   # rows of a 2-D view
+            for v in row[1:]:
+                s += v
+        out[c, 0] = s
+        out[c, 1] = img.shape[-1] * 100 + img.ndim * 10 + len(img.shape)
+        out[c, 2] = img.itemsize + img.strides[0] + plane.nbytes
+        t = 0.0
+        for j, (x, y) in enumerate(zip(a, b)):
+            t += j * x * y
+        out[c, 3] = t + a[-1] + img[-1, -2, c]
+    cuda.syncthreads()
+    if c == 0:
+        img[..., 0] = 7                     # assigning through an ellipsis
+
+
+def test_iterating_views_ellipsis_indices_and_array_attributes(backend):
+    img = np.arange(24.0).reshape(3, 4, 2)
+    a, b = np.arange(3.0), np.array([2.0, 3.0, 4.0])
+    out = np.full((2, 4), np.nan)
+    before = img.copy()
+    channel_stats[1, 32](img, a, b, out)
+    t = sum(j * x * y for j, (x, y) in enumerate(zip(a, b)))
+    want = [[before[:, 1:, c].sum(), 200 + 30 + 3, 8 + 64 + 12 * 8, t + a[-1] + before[-1, -2, c]] for c in range(2)]
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(img[..., 0], 7)
+    np.testing.assert_array_equal(img[..., 1], before[..., 1])

@@ -1258,6 +1258,11 @@ class FunctionCompiler:
                 return Val(None, TupleT(tuple(i.type for i in items)), items=items)
             if attr == "dtype":
                 return Val(None, CT, const=_DTypeMarker(t.dtype))
+            if attr in ("itemsize", "nbytes"):
+                item = t.dtype.itemsize
+                if attr == "itemsize":
+                    return Val(f"{item}ll", WEAK_INT, True, const=item)
+                return self.binop(ast.Mult(), self.array_size(base), Val(f"{item}ll", WEAK_INT, True, const=item), node)
             if attr == "T":
                 return self.transposed(base, node)
             if attr == "transpose":
@@ -1405,6 +1410,15 @@ class FunctionCompiler:
         """arr[idx]: an element (an lvalue) or a view."""
         t = arr.type
         idx_nodes = self.index_list(slice_node)
+        dots = [k for k, n_ in enumerate(idx_nodes) if isinstance(n_, ast.Constant) and n_.value is Ellipsis]
+        if len(dots) > 1:
+            self.error(node, "an index can only have a single ellipsis ('...')")
+        if dots:
+            # a[..., 0]: as many full slices as the other indices leave axes
+            k = dots[0]
+            full = [ast.copy_location(ast.Slice(lower=None, upper=None, step=None), node)
+                    for _ in range(max(t.ndim - (len(idx_nodes) - 1), 0))]
+            idx_nodes = idx_nodes[:k] + full + idx_nodes[k + 1:]
         idx_vals = []
         for n_ in idx_nodes:
             if isinstance(n_, ast.Slice):
