@@ -3448,3 +3448,44 @@ def test_iterating_views_ellipsis_indices_and_array_attributes(backend):
     np.testing.assert_array_equal(out, want)
     np.testing.assert_array_equal(img[..., 0], 7)
     np.testing.assert_array_equal(img[..., 1], before[..., 1])
+
+
+# ---- optional arguments: None defaults, keyword arguments, branches pruned ------------------------
+@cuda.jit(device=True)
+def weighted_value(x, w=None, bias=0.0, scale=1.0):
+    if w is None:
+        return (x + bias) * scale
+    return (x * w + bias) * scale       # compiled only where w is given
+
+
+@cuda.jit
+def apply_optional_weights(a, out, weights=None, offsets=None):
+    i = cuda.grid(1)
+    if i < a.size:
+        if weights is not None and offsets is None:
+            out[i] = weighted_value(a[i], weights[i])
+        elif weights is not None:
+            out[i] = weighted_value(a[i], weights[i], bias=offsets[i])
+        else:
+            out[i] = weighted_value(a[i], scale=3.0, bias=1.0)   # w left to its default
+
+
+def test_none_defaults_keyword_arguments_and_pruned_branches(backend):
+    a, w, off = np.arange(4.0), np.full(4, 2.0), np.array([0.5, 1.5, 2.5, 3.5])
+    out = np.full(4, np.nan)
+    apply_optional_weights[1, 32](a, out)
+    np.testing.assert_array_equal(out, (a + 1) * 3)
+    apply_optional_weights[1, 32](a, out, w)
+    np.testing.assert_array_equal(out, a * 2)
+    apply_optional_weights[1, 32](a, out, None)          # None for a parameter whose default is None
+    np.testing.assert_array_equal(out, (a + 1) * 3)
+    apply_optional_weights[1, 32](a, out, w, off)
+    np.testing.assert_array_equal(out, a * 2 + off)
+    apply_optional_weights[1, 32](a, out, w, None)
+    np.testing.assert_array_equal(out, a * 2)
+    with pytest.raises(TypeError, match=r"argument 2 is None; kernels take arrays, numbers and tuples \(a "
+                                        r"parameter whose default is None may be left out\)"):
+        apply_optional_weights[1, 32](a, out, None, off)
+    with pytest.raises(TypeError, match=r"argument 1 \('out'\) is None; tessel.numba takes None only for "
+                                        r"trailing parameters whose default is None"):
+        apply_optional_weights[1, 32](a, None, None)

@@ -266,6 +266,7 @@ class FunctionCompiler:
         self.ret_label = None
         self.ret_var = None
         self.suspends = False
+        self.terminated = False   # the last statement compiled ends control (see block)
         self.current_line = self.fdef.lineno
 
     # ---- errors ------------------------------------------------------------------------------
@@ -399,8 +400,14 @@ class FunctionCompiler:
 
     # ---- statements ---------------------------------------------------------------------------
     def block(self, stmts):
+        """The statements, up to one after which control never reaches the next (a return,
+        raise, break or continue, or an if whose branches that run all end so): the rest is dead
+        code, not compiled, as Numba prunes it (if w is None: return x, then code using w)."""
+        self.terminated = False
         for s in stmts:
             self.stmt(s)
+            if self.terminated:
+                break
 
     def stmt(self, node):
         self.current_line = getattr(node, "lineno", self.current_line)
@@ -413,6 +420,8 @@ class FunctionCompiler:
                     "TryStar": "try/except*"}.get(type(node).__name__, type(node).__name__)
             self.error(node, f"{what} is not supported in kernels")
         method(node)
+        self.terminated = isinstance(node, (ast.Return, ast.Raise, ast.Break, ast.Continue)) or \
+            (isinstance(node, ast.If) and self.terminated)
 
     def stmt_Pass(self, node):
         pass
@@ -633,10 +642,11 @@ class FunctionCompiler:
         if test.is_const and test.type is not CT and isinstance(test.const, (bool, int, float, np.generic)):
             self.flush_pre()
             self.block(node.body if test.const else node.orelse)  # compile-time branch
-            return
+            return   # self.terminated: whether that branch ends control
         self.emit(f"if ({self.truth(test, node)}) {{")
         self.indent += 1
         self.block(node.body)
+        ends = self.terminated
         self.indent -= 1
         if node.orelse:
             self.emit("} else {")
@@ -644,6 +654,7 @@ class FunctionCompiler:
             self.block(node.orelse)
             self.indent -= 1
         self.emit("}")
+        self.terminated = ends and bool(node.orelse) and self.terminated
 
     def stmt_While(self, node):
         self.loop_with_else(node, self.while_loop)
@@ -1758,8 +1769,19 @@ class FunctionCompiler:
         return v, extra
 
     def expr_BoolOp(self, node):
-        first = self.expr(node.values[0])
-        rest = [self.capture(lambda n=n: self.expr(n)) for n in node.values[1:]]
+        values = list(node.values)
+        first = self.expr(values[0])
+        # operands decided at compile time (w is not None): Python's short circuit, here, so
+        # that the operands after a deciding one are not compiled (w is not None and w[i] > 0)
+        while len(values) > 1 and first.is_const and first.type is not CT and \
+                isinstance(first.const, (bool, np.bool_)):
+            if bool(first.const) != isinstance(node.op, ast.And):
+                return first
+            values = values[1:]
+            first = self.expr(values[0])
+        if len(values) == 1:
+            return first
+        rest = [self.capture(lambda n=n: self.expr(n)) for n in values[1:]]
         if any(lines for _, lines in rest) and not self.typing:
             # a later operand emits statements (an inlined call): evaluate it only when needed
             vals = [first] + [v for v, _ in rest]
@@ -1800,16 +1822,21 @@ class FunctionCompiler:
                 r = same if isinstance(node.ops[0], ast.Eq) else not same
                 return Val("true" if r else "false", BOOL, True, const=r)
         parts = []
+        decided = []   # the comparisons decided at compile time
         for op, comp in zip(node.ops, node.comparators):
             right = self.expr(comp)
             opname = type(op).__name__
             if opname in ("Is", "IsNot"):
                 if left.is_const and right.is_const:
                     same = left.const is right.const
-                    parts.append("true" if same == (opname == "Is") else "false")
-                    left = right
-                    continue
-                self.error(node, "'is' compares only compile-time values in kernels")
+                elif (left.is_const and left.const is None) or (right.is_const and right.const is None):
+                    same = False   # a value known only when the kernel runs (an array, a number) is not None
+                else:
+                    self.error(node, "'is' compares only compile-time values (None, ...) in kernels")
+                decided.append(same == (opname == "Is"))
+                parts.append("true" if decided[-1] else "false")
+                left = right
+                continue
             if opname in ("In", "NotIn"):
                 parts.append(self.membership(left, right, opname == "In", node))
                 left = right
@@ -1830,6 +1857,8 @@ class FunctionCompiler:
             else:
                 parts.append(f"({self.convert(left, t, node)} {sym} {self.convert(right, t, node)})")
             left = right
+        if len(decided) == len(parts):   # x is None, w is not None: a compile-time branch, as Numba prunes it
+            return Val("true" if all(decided) else "false", BOOL, True, const=all(decided))
         return Val("(" + " && ".join(parts) + ")", BOOL)
 
     def membership(self, v: Val, t: Val, inside: bool, node) -> str:
@@ -2050,17 +2079,42 @@ class FunctionCompiler:
         return Val(self.convert(v, t, node) if v.type.strong() == t else f"ts::cast<{t.ctype}>({v.code})", t,
                    v.nonneg and t.kind != "f")
 
+    def bind_keywords(self, dfn, inner, vals, node) -> List[Val]:
+        """The positional arguments of a device function call with keyword arguments: each
+        parameter up to the last one named gets its keyword's value, or its default value."""
+        if inner:
+            args = dfn.fdef.args
+            names = [a.arg for a in args.args]
+            first_default = len(names) - len(args.defaults)
+            default = lambda j: dfn.outer.expr(args.defaults[j - first_default]) if j >= first_default else None  # noqa: E731
+        else:
+            params = list(inspect.signature(dfn.py_func).parameters.values())
+            names = [p_.name for p_ in params]
+            default = lambda j: None if params[j].default is inspect.Parameter.empty else \
+                self.const_val(params[j].default, node, names[j])  # noqa: E731
+        kw = {}
+        for k in node.keywords:
+            if k.arg is None:
+                self.error(node, f"**kwargs in a call of device function '{dfn.__name__}' is not supported")
+            if k.arg not in names:
+                self.error(node, f"device function '{dfn.__name__}' has no parameter '{k.arg}'")
+            if names.index(k.arg) < len(vals) or k.arg in kw:
+                self.error(node, f"device function '{dfn.__name__}' got multiple values for parameter '{k.arg}'")
+            kw[k.arg] = self.expr(k.value)
+        vals = list(vals)
+        last = max(names.index(k) for k in kw)
+        for j in range(len(vals), last + 1):
+            v = kw[names[j]] if names[j] in kw else default(j)
+            if v is None:
+                self.error(node, f"device function '{dfn.__name__}' is missing its argument '{names[j]}'")
+            vals.append(v)
+        return vals
+
     def call_device_function(self, dfn, node) -> Val:
         vals = [self.expr(a) for a in node.args]
         inner = dfn if isinstance(dfn, _InnerFunction) else None
         if node.keywords:
-            names = [a.arg for a in dfn.fdef.args.args] if inner else list(inspect.signature(dfn.py_func).parameters)
-            kw = {k.arg: self.expr(k.value) for k in node.keywords}
-            for k in kw:
-                if k not in names:
-                    self.error(node, f"device function '{dfn.__name__}' has no parameter '{k}'")
-            while len(vals) < len(names) and names[len(vals)] in kw:
-                vals.append(kw[names[len(vals)]])
+            vals = self.bind_keywords(dfn, inner, vals, node)
         if any(s is (dfn.fdef if inner else dfn) for s in self.root.inline_stack):
             self.error(node, f"device function '{dfn.__name__}' calls itself: recursion is not supported")
         types = [v.type.strong() if isinstance(v.type, Scalar) else v.type for v in vals]

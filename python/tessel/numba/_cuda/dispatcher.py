@@ -174,6 +174,8 @@ class _Launch:
     def __call__(self, *args):
         # The per-launch path: kept to a few type checks so that the C++ launcher does the rest.
         d = self.dispatcher
+        if args and args[-1] is None:
+            args = d._without_trailing_nones(args)
         if d._declared and not d._compile_enabled:
             args = d._conform(args)
         values = list(args)
@@ -354,6 +356,22 @@ class CUDADispatcher(_kdispatch.Kernel):
             raise ValueError(f"kernel '{self.__name__}' has no compiled kernel yet: launch it, or compile it with a "
                              "signature (cuda.jit(sig) or kernel.compile(sig)), first")
         return self._per_overload(lambda o: o.max_cooperative_grid_blocks(blockdim, dynsmemsize), signature)
+
+    def _without_trailing_nones(self, args):
+        """Arguments that are None for parameters whose default is None are left out, so the
+        kernel compiles with the default (Numba types them as none and prunes the branches that
+        test them: ``if weights is not None``). Elsewhere None is an error naming the parameter."""
+        params = list(inspect.signature(self.py_func).parameters.values())
+        args = list(args)
+        while args and args[-1] is None and len(args) <= len(params) and params[len(args) - 1].default is None:
+            args.pop()
+        for i, a in enumerate(args):
+            if a is None:
+                name = params[i].name if i < len(params) else f"#{i}"
+                raise TypeError(f"kernel '{self.__name__}': argument {i} ('{name}') is None; tessel.numba takes None "
+                                "only for trailing parameters whose default is None (if x is None: ... is then "
+                                "decided when the kernel compiles)")
+        return tuple(args)
 
     def _specialization(self, arg_types, device):
         try:
