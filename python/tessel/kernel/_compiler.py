@@ -1993,7 +1993,10 @@ class FunctionCompiler:
         if getattr(obj, "_ts_tuple_types", None) is not None and not isinstance(obj, type):
             return self.tuple_cast(obj, node)
         if _is_dtype_object(obj) or isinstance(obj, _DTypeMarker):
-            t = obj.scalar if isinstance(obj, _DTypeMarker) else _dtype_scalar(obj)
+            try:
+                t = obj.scalar if isinstance(obj, _DTypeMarker) else _dtype_scalar(obj)
+            except TypeError as why:   # np.float128, np.str_, ...
+                self.error(node, str(why))
             return self.cast_call(t, node)
         if obj in _BUILTINS:
             return _BUILTINS[obj](self, node)
@@ -2011,10 +2014,17 @@ class FunctionCompiler:
             if not vals[0].is_const:
                 self.error(node, "np.dtype() in a kernel takes a constant (a dtype name or type)")
             return Val(None, CT, const=np.dtype(vals[0].const))
-        if getattr(np, name, None) is obj:
+        if np.__dict__.get(name) is obj:
             self.numpy_unsupported(name, node)
+        module = getattr(obj, "__module__", None) or ""
+        if module.startswith("numpy.") and callable(obj):   # np.linalg.norm, np.random.rand, ...
+            for a in node.args:
+                self.expr(a)
+            self.error(node, f"{module.replace('numpy', 'np', 1)}.{name} is not supported in kernels")
         for a in node.args:   # an unsupported construct in the arguments is the first error
             self.expr(a)
+        if getattr(builtins, name, None) is obj:
+            self.error(node, f"the built-in {name}() is not supported in kernels")
         if callable(obj):
             self.error(node, f"'{name}' is a Python function, not a device function: decorate it with "
                              "@tessel.jit(device=True) to call it from a kernel")
