@@ -680,14 +680,43 @@ def test_error_unsupported_constructs():
         x[0] = sum([i for i in range(3)])
 
     @ts.jit
-    def uses_lambda(x):
-        f = lambda v: v  # noqa: E731
+    def uses_decorated_inner_function(x):
+        @ts.jit(device=True)
+        def f(v):
+            return v
         x[0] = f(1)
 
     x = ts.zeros(3)
     compile_error(uses_try, x, match=r"kernel 'uses_try', .*test_kernel_lang.py:\d+: try/except is not supported")
     compile_error(uses_comprehension, x, match="list comprehensions not supported")
-    compile_error(uses_lambda, x, match="lambda not supported")
+    compile_error(uses_decorated_inner_function, x, match="the inner function 'f' has decorators")
+
+
+def test_inner_functions_and_lambdas_are_inlined_closures(device):
+    @ts.jit
+    def blur(x, out):
+        n = x.shape[0]
+        clamp = lambda j: min(max(j, 0), n - 1)  # noqa: E731
+
+        def at(j, w=1.0):
+            return x[clamp(j)] * w   # reads x and n of the kernel
+
+        i = tk.grid(1)
+        if i < n:
+            out[i] = at(i - 1) + at(i, 2.0) + at(i + 1)
+
+    @ts.jit
+    def recursive(x):
+        def f(k):
+            return 1 if k <= 1 else k * f(k - 1)
+        x[0] = f(3)
+
+    x = np.array([1.0, 5.0, 2.0, 8.0], np.float32)
+    out = ts.zeros(4, device=device)
+    blur[1, 32](ts.asarray(x, device=device), out)
+    xp = np.concatenate([x[:1], x, x[-1:]])
+    np.testing.assert_allclose(out.numpy(), xp[:-2] + 2 * x + xp[2:])
+    compile_error(recursive, ts.zeros(1), match="'f' calls itself: recursion is not supported")
 
 
 def test_error_float_into_int_array():

@@ -1351,6 +1351,18 @@ def test_kernel_features_tessel_does_not_have_are_named(backend):
     def computed_message(out):
         raise ValueError(out[0])
 
+    def builtin_sum_of_array(out):
+        out[0] = sum(out)
+
+    def numpy_submodule(out):
+        out[0] = np.linalg.norm(out)
+
+    def builtin_str(out):
+        out[0] = len(str(out[0]))
+
+    def long_double(out):
+        out[0] = np.datetime64(1, "s")
+
     out = np.zeros(4)
     for fn, args, why in (
             (recursion, (out,), r"device function '_fib' calls itself: recursion is not supported"),
@@ -1359,10 +1371,19 @@ def test_kernel_features_tessel_does_not_have_are_named(backend):
             (local_from_argument, (out, 3), r"local.array: the shape must be a compile-time constant"),
             (half_atomic, (np.zeros(1, np.float16),), r"atomic.add is not supported for float16 arrays"),
             (bare_raise, (out,), r"a kernel raises an exception class or instance"),
-            (computed_message, (out,), r"an exception's message in a kernel must be a constant")):
+            (computed_message, (out,), r"an exception's message in a kernel must be a constant"),
+            (builtin_sum_of_array, (out,), r"sum\(\) of an array is not supported in kernels"),
+            (numpy_submodule, (out,), r"np.linalg.norm is not supported in kernels"),
+            (builtin_str, (out,), r"the built-in str\(\) is not supported in kernels"),
+            (long_double, (out,), r"dtype datetime64 is not supported in tessel kernels")):
         kernel = cuda.jit(debug=fn is computed_message)(fn)
-        with pytest.raises(Exception, match=rf"kernel '{fn.__name__}'.*test_numba_api.py:\d+.*{why}"):
+        # Numba's compile errors, for programs that catch them; tessel's KernelCompileError too
+        from tessel.numba.core.errors import TypingError, UnsupportedError
+        with pytest.raises(TypingError, match=rf"kernel '{fn.__name__}'.*test_numba_api.py:\d+.*{why}") as info:
             kernel[1, 1](*args)
+        assert isinstance(info.value, UnsupportedError) and isinstance(info.value, ts.kernel.KernelCompileError)
+    from tessel.numba.core import types as core_types
+    assert core_types.float32[:, ::1] == numba.float32[:, ::1]
 
 
 def test_fp16_and_libdevice_modules():

@@ -1869,7 +1869,7 @@ def test_doc_example_imports_and_what_is_not_supported(backend):
     sys.meta_path.insert(1, RecursesOnNumbaCuda)
     try:
         for module, what in (("tessel.numba.extending", "extension API"),
-                             ("tessel.numba.cuda.extending", "extension API"), ("tessel.numba.core.types", "numba.core")):
+                             ("tessel.numba.cuda.extending", "extension API"), ("tessel.numba.core.typing", "numba.core")):
             with pytest.raises(ImportError, match=f"{module} is not supported: .*{what}"):
                 importlib.import_module(module)
     finally:
@@ -3281,3 +3281,211 @@ def test_guvectorize_layouts_targets_and_cuda_reduce_of_slices(backend):
     dv = cuda.to_device(v)
     assert min_reduce(dv[100:200]) == v[100:200].min()
     assert min_reduce(dv, stream=stream) == v.min()
+
+
+# ---- device functions returning nested tuples; inner functions and lambdas in kernels -----------
+@cuda.jit(device=True)
+def ordered(a, b, scale=1.0):
+    if a < b:
+        return a * scale, b * scale
+    return b * scale, a * scale
+
+
+@cuda.jit(device=True)
+def pair_stats(x, i):
+    lo, hi = ordered(x[i], x[i + 1])
+    lo2, hi2 = ordered(x[i], x[i + 1], 2.0)
+    return (lo, hi), hi2 - lo2        # a tuple holding a tuple
+
+
+@cuda.jit
+def pair_stats_kernel(x, out):
+    i = cuda.grid(1)
+    if i < x.size - 1:
+        (lo, hi), spread = pair_stats(x, i)
+        out[i, 0] = lo
+        out[i, 1] = hi
+        out[i, 2] = spread
+
+
+HALO_WEIGHTS = (0.25, 0.5, 0.25)
+
+
+@cuda.jit
+def smooth_with_inner_functions(x, out):
+    n = x.size
+    clamp = lambda j: min(max(j, 0), n - 1)  # noqa: E731
+
+    def at(j, w=1.0):                 # reads x of the kernel, as Numba's closures do
+        return x[clamp(j)] * w
+
+    def weighted(i):
+        s = 0.0
+        for k in range(3):
+            s += at(i + k - 1, HALO_WEIGHTS[k])
+        return s
+
+    i = cuda.grid(1)
+    if i < n:
+        out[i] = weighted(i) + sum((at(i), 1.0, 2))
+
+
+@cuda.jit
+def sum_mixed_arrays(a, b, c, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        acc = 0.0
+        for arr in numba.literal_unroll((a, b, c)):    # three dtypes: one loop variable each
+            acc += arr[i]
+        out[i] = acc
+
+
+@cuda.jit
+def pick_by_runtime_index(planes, weights, out):
+    i, k = cuda.grid(2)
+    if i < out.shape[0] and k < out.shape[1]:
+        out[i, k] = planes[k % 3][i] * weights[-1 - k % 3]   # homogeneous tuples, variable indices
+
+
+@cuda.jit
+def conditional_tuples(a, b, out):
+    i = cuda.grid(1)
+    lo = hi = 0
+    if 0 <= i < out.size:
+        src, dst = (a, b) if i % 2 == 0 else (b, a)            # tuples of arrays
+        (p, q), r = ((1, 2.5), i) if i < 2 else ((3, 4.0), -i)  # nested tuples of numbers
+        lo, hi = (src[i], dst[i]) if src[i] < dst[i] else (dst[i], src[i])
+        out[i] = src[i] - dst[i] + p * q + r + 100 * (hi - lo)
+
+
+def test_nested_tuple_returns_inner_functions_and_heterogeneous_unrolling(backend):
+    a, b = np.arange(4.0), np.array([10.0, 0.5, 10.0, 1.5])
+    out = np.full(4, np.nan)
+    conditional_tuples[1, 32](a, b, out)
+    want = [(a[i] - b[i] if i % 2 == 0 else b[i] - a[i]) + (2.5 + i if i < 2 else 12 - i) + 100 * abs(a[i] - b[i])
+            for i in range(4)]
+    np.testing.assert_array_equal(out, want)
+    planes = tuple(cuda.to_device(np.arange(5.0) + 10 * p) for p in range(3))
+    out = np.full((5, 4), np.nan)
+    pick_by_runtime_index[(1, 1), (8, 8)](planes, (1.0, 2.0, 4.0), out)
+    w = [4.0, 2.0, 1.0]
+    np.testing.assert_array_equal(out, [[(i + 10 * (k % 3)) * w[k % 3] for k in range(4)] for i in range(5)])
+    x = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0])
+    out = np.full((5, 3), np.nan)
+    pair_stats_kernel[1, 32](x, out)
+    lo, hi = np.minimum(x[:-1], x[1:]), np.maximum(x[:-1], x[1:])
+    np.testing.assert_array_equal(out, np.stack([lo, hi, 2 * (hi - lo)], 1))
+    x = np.array([1.0, 5.0, 2.0, 8.0, -4.0])
+    out = np.full(5, np.nan)
+    smooth_with_inner_functions[1, 32](cuda.to_device(x), out)
+    xp = np.concatenate([x[:1], x, x[-1:]])
+    np.testing.assert_allclose(out, 0.25 * xp[:-2] + 0.5 * x + 0.25 * xp[2:] + x + 3.0, rtol=1e-15)
+    a, b, c = np.arange(4.0), np.ones(4, np.float32), np.arange(4, dtype=np.int16) * 10
+    out = np.full(4, np.nan)
+    sum_mixed_arrays[1, 32](a, b, c, out)
+    np.testing.assert_array_equal(out, a + b + c)
+
+
+# ---- RNG states in arrays the program made ----------------------------------------------------------
+@cuda.jit
+def draw_uniforms(states, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        for j in range(out.shape[1]):
+            out[i, j] = xoroshiro128p_uniform_float32(states, i)
+
+
+def test_rng_states_in_a_device_array_of_the_programs_dtype_and_on_the_host(backend):
+    ref = np.full((40, 6), np.nan, np.float32)
+    draw_uniforms[2, 32](create_xoroshiro128p_states(40, seed=7, subsequence_start=2), ref)
+    assert 0.3 < ref.mean() < 0.7 and len(np.unique(ref)) == ref.size
+    # the program's own dtype, equal to xoroshiro128p_dtype but another object
+    states = cuda.device_array(40, dtype=np.dtype([("s0", np.uint64), ("s1", np.uint64)]))
+    init_xoroshiro128p_states(states, 7, subsequence_start=2)
+    out = np.full((40, 6), np.nan, np.float32)
+    draw_uniforms[2, 32](states, out)
+    np.testing.assert_array_equal(out, ref)
+    # host states: copied to the device and back, advanced as the kernel left them
+    host = create_xoroshiro128p_states(40, seed=7, subsequence_start=2).copy_to_host()
+    out = np.full((40, 6), np.nan, np.float32)
+    draw_uniforms[2, 32](host, out)
+    np.testing.assert_array_equal(out, ref)
+    draw_uniforms[2, 32](cuda.to_device(host), out)
+    np.testing.assert_array_equal(out, ref[:, ::-1] * 0 + out)   # ran on the advanced states
+    assert not np.array_equal(out, ref)
+
+
+# ---- iterating arrays, ellipsis indices, array attributes ------------------------------------------
+@cuda.jit
+def channel_stats(img, a, b, out):
+    c = cuda.grid(1)
+    if c < img.shape[-1]:
+        plane = img[..., c]                 # a view of one channel
+        s = 0.0
+        for row in plane:                   # rows of a 2-D view
+            for v in row[1:]:
+                s += v
+        out[c, 0] = s
+        out[c, 1] = img.shape[-1] * 100 + img.ndim * 10 + len(img.shape)
+        out[c, 2] = img.itemsize + img.strides[0] + plane.nbytes
+        t = 0.0
+        for j, (x, y) in enumerate(zip(a, b)):
+            t += j * x * y
+        out[c, 3] = t + a[-1] + img[-1, -2, c]
+    cuda.syncthreads()
+    if c == 0:
+        img[..., 0] = 7                     # assigning through an ellipsis
+
+
+def test_iterating_views_ellipsis_indices_and_array_attributes(backend):
+    img = np.arange(24.0).reshape(3, 4, 2)
+    a, b = np.arange(3.0), np.array([2.0, 3.0, 4.0])
+    out = np.full((2, 4), np.nan)
+    before = img.copy()
+    channel_stats[1, 32](img, a, b, out)
+    t = sum(j * x * y for j, (x, y) in enumerate(zip(a, b)))
+    want = [[before[:, 1:, c].sum(), 200 + 30 + 3, 8 + 64 + 12 * 8, t + a[-1] + before[-1, -2, c]] for c in range(2)]
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(img[..., 0], 7)
+    np.testing.assert_array_equal(img[..., 1], before[..., 1])
+
+
+# ---- optional arguments: None defaults, keyword arguments, branches pruned ------------------------
+@cuda.jit(device=True)
+def weighted_value(x, w=None, bias=0.0, scale=1.0):
+    if w is None:
+        return (x + bias) * scale
+    return (x * w + bias) * scale       # compiled only where w is given
+
+
+@cuda.jit
+def apply_optional_weights(a, out, weights=None, offsets=None):
+    i = cuda.grid(1)
+    if i < a.size:
+        if weights is not None and offsets is None:
+            out[i] = weighted_value(a[i], weights[i])
+        elif weights is not None:
+            out[i] = weighted_value(a[i], weights[i], bias=offsets[i])
+        else:
+            out[i] = weighted_value(a[i], scale=3.0, bias=1.0)   # w left to its default
+
+
+def test_none_defaults_keyword_arguments_and_pruned_branches(backend):
+    a, w, off = np.arange(4.0), np.full(4, 2.0), np.array([0.5, 1.5, 2.5, 3.5])
+    out = np.full(4, np.nan)
+    apply_optional_weights[1, 32](a, out)
+    np.testing.assert_array_equal(out, (a + 1) * 3)
+    apply_optional_weights[1, 32](a, out, w)
+    np.testing.assert_array_equal(out, a * 2)
+    apply_optional_weights[1, 32](a, out, None)          # None for a parameter whose default is None
+    np.testing.assert_array_equal(out, (a + 1) * 3)
+    apply_optional_weights[1, 32](a, out, w, off)
+    np.testing.assert_array_equal(out, a * 2 + off)
+    apply_optional_weights[1, 32](a, out, w, None)
+    np.testing.assert_array_equal(out, a * 2)
+    with pytest.raises(TypeError, match=r"argument 2 is None; kernels take arrays, numbers and tuples \(a "
+                                        r"parameter whose default is None may be left out\)"):
+        apply_optional_weights[1, 32](a, out, None, off)
+    with pytest.raises(TypeError, match=r"argument 1 \('out'\) is None; tessel.numba takes None only for "
+                                        r"trailing parameters whose default is None"):
+        apply_optional_weights[1, 32](a, None, None)

@@ -16,6 +16,7 @@ import cmath
 import inspect
 import math
 import operator
+import sys
 import textwrap
 import types as pytypes
 from dataclasses import dataclass, field
@@ -216,7 +217,7 @@ class FunctionCompiler:
     """Types and emits one Python function: the kernel, or a device function inlined into it."""
 
     def __init__(self, pyfunc, arg_types, root: Root, *, kernel_name: str, mode: str, prefix: str = "",
-                 display_name: Optional[str] = None, numbers: str = "numpy"):
+                 display_name: Optional[str] = None, numbers: str = "numpy", inner: "Optional[_InnerFunction]" = None):
         self.pyfunc = pyfunc
         self.root = root
         self.mode = mode                    # "kernel", "inline", "function"
@@ -225,7 +226,12 @@ class FunctionCompiler:
         self.kernel_name = kernel_name
         self.name = display_name or pyfunc.__name__
         self.arg_types = list(arg_types)
-        self.fdef, self.filename, self.first_line, self.source_lines = _parsed(pyfunc, self.name)
+        self.fdef, self.filename, self.first_line, self.source_lines = _parsed(pyfunc, pyfunc.__name__)
+        # a function defined inside the function being compiled (def or lambda): its body, and the
+        # enclosing function's compiler, whose names it reads (a closure, inlined)
+        self.outer = inner.outer if inner is not None else None
+        if inner is not None:
+            self.fdef = inner.fdef
         if isinstance(self.fdef, ast.AsyncFunctionDef):
             self.error(self.fdef, "async functions cannot be kernels")
         self.line_offset = self.first_line - 1 - (self.fdef.lineno - 1) + (self.fdef.lineno - 1)
@@ -254,11 +260,13 @@ class FunctionCompiler:
         self.return_types: List[Any] = []
         self.loop_depth = 0
         self.unroll_stack = []    # tuple loops being unrolled: [loop depth, end label, next label]
+        self.renames = {}         # a loop variable of an unrolled loop -> its variable in this iteration
         self.break_labels = {}    # loop depth -> where a break jumps, for loops with an else clause
         self.stmt_call = None     # the call that is a whole expression statement (np.sin(x, out))
         self.ret_label = None
         self.ret_var = None
         self.suspends = False
+        self.terminated = False   # the last statement compiled ends control (see block)
         self.current_line = self.fdef.lineno
 
     # ---- errors ------------------------------------------------------------------------------
@@ -392,8 +400,14 @@ class FunctionCompiler:
 
     # ---- statements ---------------------------------------------------------------------------
     def block(self, stmts):
+        """The statements, up to one after which control never reaches the next (a return,
+        raise, break or continue, or an if whose branches that run all end so): the rest is dead
+        code, not compiled, as Numba prunes it (if w is None: return x, then code using w)."""
+        self.terminated = False
         for s in stmts:
             self.stmt(s)
+            if self.terminated:
+                break
 
     def stmt(self, node):
         self.current_line = getattr(node, "lineno", self.current_line)
@@ -406,9 +420,26 @@ class FunctionCompiler:
                     "TryStar": "try/except*"}.get(type(node).__name__, type(node).__name__)
             self.error(node, f"{what} is not supported in kernels")
         method(node)
+        self.terminated = isinstance(node, (ast.Return, ast.Raise, ast.Break, ast.Continue)) or \
+            (isinstance(node, ast.If) and self.terminated)
 
     def stmt_Pass(self, node):
         pass
+
+    def stmt_FunctionDef(self, node):
+        """def f(...) inside a kernel or device function: as Numba, a function called where it is
+        defined (inlined at each call; it reads the enclosing function's variables)."""
+        if node.decorator_list:
+            self.error(node, f"the inner function '{node.name}' has decorators; define decorated functions "
+                             "(device functions) outside the kernel")
+        self.assign_name(node.name, Val(None, CT, const=_InnerFunction(node, self, node.name)), node)
+
+    def expr_Lambda(self, node):
+        fdef = ast.FunctionDef(name="<lambda>", args=node.args, body=[ast.copy_location(ast.Return(value=node.body), node)],
+                               decorator_list=[], returns=None, type_comment=None)
+        if sys.version_info >= (3, 12):
+            fdef.type_params = []
+        return Val(None, CT, const=_InnerFunction(ast.copy_location(fdef, node), self, "<lambda>"))
 
     def stmt_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
@@ -548,6 +579,7 @@ class FunctionCompiler:
         self.each_element(view, [value], lambda args: args[0], node, "slice assignment")
 
     def assign_name(self, name, value: Val, node):
+        name = self.renames.get(name, name)
         if name in self.params and getattr(self, "const_params", {}).get(name) is not None:
             self.error(node, f"cannot assign to parameter '{name}' (a tuple or compile-time value)")
         if isinstance(value.type, TupleT):
@@ -610,10 +642,11 @@ class FunctionCompiler:
         if test.is_const and test.type is not CT and isinstance(test.const, (bool, int, float, np.generic)):
             self.flush_pre()
             self.block(node.body if test.const else node.orelse)  # compile-time branch
-            return
+            return   # self.terminated: whether that branch ends control
         self.emit(f"if ({self.truth(test, node)}) {{")
         self.indent += 1
         self.block(node.body)
+        ends = self.terminated
         self.indent -= 1
         if node.orelse:
             self.emit("} else {")
@@ -621,6 +654,7 @@ class FunctionCompiler:
             self.block(node.orelse)
             self.indent -= 1
         self.emit("}")
+        self.terminated = ends and bool(node.orelse) and self.terminated
 
     def stmt_While(self, node):
         self.loop_with_else(node, self.while_loop)
@@ -858,13 +892,24 @@ class FunctionCompiler:
         end = self.root.fresh("ts_unroll_end")
         self.loop_depth += 1
         self.unroll_stack.append([self.loop_depth, end, None])
+        # items of different kinds (arrays of two dtypes, an array and a number): as Numba's
+        # literal_unroll, the loop variable has each item's own type, a variable per iteration
+        types = [it.type.strong() if isinstance(it.type, Scalar) else it.type for it in items]
+        own = isinstance(target, ast.Name) and any(t != types[0] for t in types) and \
+            not all(isinstance(t, Scalar) for t in types)
         for k, item in enumerate(items):
             nxt = self.root.fresh("ts_unroll_next")
             self.unroll_stack[-1][2] = nxt
             self.emit("{")
             self.indent += 1
-            self.assign(target, item, node)
-            self.block(node.body)
+            if own:
+                self.renames[target.id] = f"{target.id}__unroll{node.lineno}_{node.col_offset}_{k}"
+            try:
+                self.assign(target, item, node)
+                self.block(node.body)
+            finally:
+                if own:
+                    del self.renames[target.id]
             self.indent -= 1
             self.emit("}")
             self.emit(f"{nxt}: ;")
@@ -996,14 +1041,15 @@ class FunctionCompiler:
             else:
                 self.emit(f"return {self.convert(v, self.return_type, node)};")
 
-    def assign_return(self, v: Val, node):
-        rt = self.return_type
+    def assign_return(self, v: Val, node, rt=None, var=None):
+        rt = self.return_type if rt is None else rt
+        var = self.ret_var if var is None else var
         if isinstance(rt, TupleT):
             items = self.tuple_items(v, node)
             for k, (it, t) in enumerate(zip(items, rt.items)):
-                self.emit(f"{self.ret_var}__{k} = {self.convert(it, t, node)};")
+                self.assign_return(it, node, t, f"{var}__{k}")
         else:
-            self.emit(f"{self.ret_var} = {self.convert(v, rt, node)};")
+            self.emit(f"{var} = {self.convert(v, rt, node)};")
 
     def root_return(self) -> str:
         if self.root.target == "cuda":
@@ -1092,9 +1138,12 @@ class FunctionCompiler:
         return self.load_name(node.id, node)
 
     def load_name(self, name, node) -> Val:
+        name = self.renames.get(name, name)
         cp = getattr(self, "const_params", {})
         if name in cp and name in self.vars and (self.vars[name].type is CT or isinstance(self.vars[name].type, TupleT) and self.vars[name].cname == ""):
             return cp[name]
+        if self.outer is not None and name not in self.vars and name not in self.store_counts:
+            return self.outer.load_name(name, node)   # a free name of an inner function
         if name in self.vars:
             info = self.vars[name]
             if isinstance(info.type, TupleT):
@@ -1228,6 +1277,11 @@ class FunctionCompiler:
                 return Val(None, TupleT(tuple(i.type for i in items)), items=items)
             if attr == "dtype":
                 return Val(None, CT, const=_DTypeMarker(t.dtype))
+            if attr in ("itemsize", "nbytes"):
+                item = t.dtype.itemsize
+                if attr == "itemsize":
+                    return Val(f"{item}ll", WEAK_INT, True, const=item)
+                return self.binop(ast.Mult(), self.array_size(base), Val(f"{item}ll", WEAK_INT, True, const=item), node)
             if attr == "T":
                 return self.transposed(base, node)
             if attr == "transpose":
@@ -1375,6 +1429,15 @@ class FunctionCompiler:
         """arr[idx]: an element (an lvalue) or a view."""
         t = arr.type
         idx_nodes = self.index_list(slice_node)
+        dots = [k for k, n_ in enumerate(idx_nodes) if isinstance(n_, ast.Constant) and n_.value is Ellipsis]
+        if len(dots) > 1:
+            self.error(node, "an index can only have a single ellipsis ('...')")
+        if dots:
+            # a[..., 0]: as many full slices as the other indices leave axes
+            k = dots[0]
+            full = [ast.copy_location(ast.Slice(lower=None, upper=None, step=None), node)
+                    for _ in range(max(t.ndim - (len(idx_nodes) - 1), 0))]
+            idx_nodes = idx_nodes[:k] + full + idx_nodes[k + 1:]
         idx_vals = []
         for n_ in idx_nodes:
             if isinstance(n_, ast.Slice):
@@ -1498,7 +1561,7 @@ class FunctionCompiler:
                     st = self.expr(node.slice.step).const if node.slice.step else None
                     items = base.items[slice(lo, hi, st)]
                     return Val(None, TupleT(tuple(i.type for i in items)), items=items)
-                self.error(node, "a tuple can be indexed only with a constant integer")
+                return self.tuple_item_at(base, idx, node)
             try:
                 return base.items[int(idx.const)]
             except IndexError:
@@ -1508,6 +1571,32 @@ class FunctionCompiler:
             # float32[:] style array types in kernels are not values
             self.error(node, f"cannot index {obj!r} in a kernel")
         self.error(node, f"a value of type {base.type} cannot be indexed")
+
+    def tuple_item_at(self, base: Val, idx: Val, node) -> Val:
+        """t[i] with i known only when the kernel runs, as Numba's getitem of a homogeneous tuple
+        (numbers, or arrays of one type); a negative i counts from the end."""
+        items = base.items
+        if not isinstance(idx.type, Scalar) or idx.type.kind not in "iub":
+            self.error(node, f"a tuple is indexed with an integer, got {idx.type}")
+        if not items:
+            self.error(node, "tuple index out of range (an empty tuple)")
+        types = [it.type.strong() if isinstance(it.type, Scalar) else it.type for it in items]
+        if all(isinstance(t, Scalar) for t in types):
+            t = unify(*[it.type for it in items]).strong()
+        elif all(t == types[0] for t in types) and isinstance(types[0], ArrayT) and not types[0].is_static:
+            t = types[0]
+        else:
+            self.error(node, f"a tuple of {', '.join(map(str, types))} is indexed only with a constant integer "
+                             "(a variable index needs items of one type)")
+        if self.typing:
+            return Val("0", t) if isinstance(t, Scalar) else Val(items[0].code, t)
+        k = self.declare_temp(INT64, "ti")
+        self.emit(f"{k} = {self.convert(idx, INT64, node)};")
+        n = len(items)
+        code = self.convert(items[-1], t, node)
+        for j in range(n - 2, -1, -1):
+            code = f"(({k} == {j} || {k} == {j - n}) ? {self.convert(items[j], t, node)} : {code})"
+        return Val(code, t)
 
     def expr_Slice(self, node):
         self.error(node, "a slice is only valid as an array index")
@@ -1688,8 +1777,19 @@ class FunctionCompiler:
         return v, extra
 
     def expr_BoolOp(self, node):
-        first = self.expr(node.values[0])
-        rest = [self.capture(lambda n=n: self.expr(n)) for n in node.values[1:]]
+        values = list(node.values)
+        first = self.expr(values[0])
+        # operands decided at compile time (w is not None): Python's short circuit, here, so
+        # that the operands after a deciding one are not compiled (w is not None and w[i] > 0)
+        while len(values) > 1 and first.is_const and first.type is not CT and \
+                isinstance(first.const, (bool, np.bool_)):
+            if bool(first.const) != isinstance(node.op, ast.And):
+                return first
+            values = values[1:]
+            first = self.expr(values[0])
+        if len(values) == 1:
+            return first
+        rest = [self.capture(lambda n=n: self.expr(n)) for n in values[1:]]
         if any(lines for _, lines in rest) and not self.typing:
             # a later operand emits statements (an inlined call): evaluate it only when needed
             vals = [first] + [v for v, _ in rest]
@@ -1730,16 +1830,21 @@ class FunctionCompiler:
                 r = same if isinstance(node.ops[0], ast.Eq) else not same
                 return Val("true" if r else "false", BOOL, True, const=r)
         parts = []
+        decided = []   # the comparisons decided at compile time
         for op, comp in zip(node.ops, node.comparators):
             right = self.expr(comp)
             opname = type(op).__name__
             if opname in ("Is", "IsNot"):
                 if left.is_const and right.is_const:
                     same = left.const is right.const
-                    parts.append("true" if same == (opname == "Is") else "false")
-                    left = right
-                    continue
-                self.error(node, "'is' compares only compile-time values in kernels")
+                elif (left.is_const and left.const is None) or (right.is_const and right.const is None):
+                    same = False   # a value known only when the kernel runs (an array, a number) is not None
+                else:
+                    self.error(node, "'is' compares only compile-time values (None, ...) in kernels")
+                decided.append(same == (opname == "Is"))
+                parts.append("true" if decided[-1] else "false")
+                left = right
+                continue
             if opname in ("In", "NotIn"):
                 parts.append(self.membership(left, right, opname == "In", node))
                 left = right
@@ -1760,6 +1865,8 @@ class FunctionCompiler:
             else:
                 parts.append(f"({self.convert(left, t, node)} {sym} {self.convert(right, t, node)})")
             left = right
+        if len(decided) == len(parts):   # x is None, w is not None: a compile-time branch, as Numba prunes it
+            return Val("true" if all(decided) else "false", BOOL, True, const=all(decided))
         return Val("(" + " && ".join(parts) + ")", BOOL)
 
     def membership(self, v: Val, t: Val, inside: bool, node) -> str:
@@ -1782,6 +1889,24 @@ class FunctionCompiler:
             return self.expr(node.body if test.const else node.orelse)   # decided at compile time
         a, a_lines = self.capture(lambda: self.expr(node.body))
         b, b_lines = self.capture(lambda: self.expr(node.orelse))
+        if isinstance(a.type, TupleT) or isinstance(b.type, TupleT):
+            # tuples: item by item (nested tuples too), into temporaries set by the branch taken
+            t = self.unify_types([a.type, b.type], lambda why: self.error(
+                node, f"the branches of a conditional expression are {why}"))
+            if self.typing:
+                return self.result_placeholder(t)
+            r = self.root.fresh(f"{self.prefix}ts_c")
+            self.declare_ret(r, t)
+            self.flush_pre()
+            ind = "  " * self.indent
+            self.lines.append(f"{ind}if ({self.truth(test, node)}) {{")
+            for v, v_lines, last in ((a, a_lines, False), (b, b_lines, True)):
+                self.lines += v_lines
+                self.indent += 1
+                self.assign_return(v, node, t, r)
+                self.indent -= 1
+                self.lines.append(f"{ind}}}" if last else f"{ind}}} else {{")
+            return self.ret_value(r, t)
         if (a_lines or b_lines) and not self.typing:
             # a branch emits statements (an inlined call): run only the branch taken
             if not (isinstance(a.type, Scalar) and isinstance(b.type, Scalar)):
@@ -1866,7 +1991,7 @@ class FunctionCompiler:
             self.error(node, f"a value of type {fn.type} is not callable")
         obj = fn.const
         from . import _dispatch
-        if isinstance(obj, _dispatch.DeviceFunction):
+        if isinstance(obj, (_dispatch.DeviceFunction, _InnerFunction)):
             return self.call_device_function(obj, node)
         if isinstance(obj, _dispatch.Kernel):
             self.error(node, f"kernel '{obj.__name__}' cannot be called from a kernel; decorate it with "
@@ -1876,7 +2001,10 @@ class FunctionCompiler:
         if getattr(obj, "_ts_tuple_types", None) is not None and not isinstance(obj, type):
             return self.tuple_cast(obj, node)
         if _is_dtype_object(obj) or isinstance(obj, _DTypeMarker):
-            t = obj.scalar if isinstance(obj, _DTypeMarker) else _dtype_scalar(obj)
+            try:
+                t = obj.scalar if isinstance(obj, _DTypeMarker) else _dtype_scalar(obj)
+            except TypeError as why:   # np.float128, np.str_, ...
+                self.error(node, str(why))
             return self.cast_call(t, node)
         if obj in _BUILTINS:
             return _BUILTINS[obj](self, node)
@@ -1894,10 +2022,17 @@ class FunctionCompiler:
             if not vals[0].is_const:
                 self.error(node, "np.dtype() in a kernel takes a constant (a dtype name or type)")
             return Val(None, CT, const=np.dtype(vals[0].const))
-        if getattr(np, name, None) is obj:
+        if np.__dict__.get(name) is obj:
             self.numpy_unsupported(name, node)
+        module = getattr(obj, "__module__", None) or ""
+        if module.startswith("numpy.") and callable(obj):   # np.linalg.norm, np.random.rand, ...
+            for a in node.args:
+                self.expr(a)
+            self.error(node, f"{module.replace('numpy', 'np', 1)}.{name} is not supported in kernels")
         for a in node.args:   # an unsupported construct in the arguments is the first error
             self.expr(a)
+        if getattr(builtins, name, None) is obj:
+            self.error(node, f"the built-in {name}() is not supported in kernels")
         if callable(obj):
             self.error(node, f"'{name}' is a Python function, not a device function: decorate it with "
                              "@tessel.jit(device=True) to call it from a kernel")
@@ -1962,26 +2097,52 @@ class FunctionCompiler:
         return Val(self.convert(v, t, node) if v.type.strong() == t else f"ts::cast<{t.ctype}>({v.code})", t,
                    v.nonneg and t.kind != "f")
 
+    def bind_keywords(self, dfn, inner, vals, node) -> List[Val]:
+        """The positional arguments of a device function call with keyword arguments: each
+        parameter up to the last one named gets its keyword's value, or its default value."""
+        if inner:
+            args = dfn.fdef.args
+            names = [a.arg for a in args.args]
+            first_default = len(names) - len(args.defaults)
+            default = lambda j: dfn.outer.expr(args.defaults[j - first_default]) if j >= first_default else None  # noqa: E731
+        else:
+            params = list(inspect.signature(dfn.py_func).parameters.values())
+            names = [p_.name for p_ in params]
+            default = lambda j: None if params[j].default is inspect.Parameter.empty else \
+                self.const_val(params[j].default, node, names[j])  # noqa: E731
+        kw = {}
+        for k in node.keywords:
+            if k.arg is None:
+                self.error(node, f"**kwargs in a call of device function '{dfn.__name__}' is not supported")
+            if k.arg not in names:
+                self.error(node, f"device function '{dfn.__name__}' has no parameter '{k.arg}'")
+            if names.index(k.arg) < len(vals) or k.arg in kw:
+                self.error(node, f"device function '{dfn.__name__}' got multiple values for parameter '{k.arg}'")
+            kw[k.arg] = self.expr(k.value)
+        vals = list(vals)
+        last = max(names.index(k) for k in kw)
+        for j in range(len(vals), last + 1):
+            v = kw[names[j]] if names[j] in kw else default(j)
+            if v is None:
+                self.error(node, f"device function '{dfn.__name__}' is missing its argument '{names[j]}'")
+            vals.append(v)
+        return vals
+
     def call_device_function(self, dfn, node) -> Val:
         vals = [self.expr(a) for a in node.args]
+        inner = dfn if isinstance(dfn, _InnerFunction) else None
         if node.keywords:
-            sig = inspect.signature(dfn.py_func)
-            names = list(sig.parameters)
-            kw = {k.arg: self.expr(k.value) for k in node.keywords}
-            for k in kw:
-                if k not in names:
-                    self.error(node, f"device function '{dfn.__name__}' has no parameter '{k}'")
-            while len(vals) < len(names) and names[len(vals)] in kw:
-                vals.append(kw[names[len(vals)]])
-        if any(s is dfn for s in self.root.inline_stack):
+            vals = self.bind_keywords(dfn, inner, vals, node)
+        if any(s is (dfn.fdef if inner else dfn) for s in self.root.inline_stack):
             self.error(node, f"device function '{dfn.__name__}' calls itself: recursion is not supported")
         types = [v.type.strong() if isinstance(v.type, Scalar) else v.type for v in vals]
-        fn = dfn.select(types)
+        fn = dfn.outer.pyfunc if inner else dfn.select(types)
         prefix = self.root.fresh(f"i") + "_" if not self.typing else "i0_"
         sub = FunctionCompiler(fn, types, self.root, kernel_name=self.kernel_name, mode="inline", prefix=prefix,
-                               display_name=dfn.__name__, numbers=dfn.numbers)
+                               display_name=dfn.__name__, numbers=dfn.outer.numbers if inner else dfn.numbers,
+                               inner=inner)
         try:
-            self.root.inline_stack.append(dfn)
+            self.root.inline_stack.append(dfn.fdef if inner else dfn)
             sub.check_arity(None)
             sub.run_typing(vals)
             rts = [r for r in sub.return_types]
@@ -2014,29 +2175,34 @@ class FunctionCompiler:
             return NoneT()
         if len(real) != len(rts):
             sub.error(sub.fdef, "some paths return a value and others do not")
+        return self.unify_types(real, lambda why: sub.error(sub.fdef, f"returns {why}"))
+
+    def unify_types(self, real, fail):
+        """The one type of the values `real` (a device function's returns, a conditional
+        expression's branches): numbers promote, tuples unify item by item, nested tuples too.
+        fail(why) reports types that do not."""
         if all(isinstance(r, Scalar) for r in real):
             return promote(*real).strong()
         if all(isinstance(r, TupleT) for r in real):
             n = len(real[0].items)
             if any(len(r.items) != n for r in real):
-                sub.error(sub.fdef, "returns tuples of different lengths")
-            return TupleT(tuple(promote(*[r.items[k] for r in real]).strong() for k in range(n)))
-        if all(r == real[0] for r in real):
+                fail("tuples of different lengths")
+            return TupleT(tuple(self.unify_types([r.items[k] for r in real], fail) for k in range(n)))
+        if all(r == real[0] for r in real) and not (isinstance(real[0], ArrayT) and real[0].is_static):
             return real[0]
-        sub.error(sub.fdef, f"returns values of types that do not unify: {', '.join(map(str, real))}")
+        fail(f"values of types that do not unify: {', '.join(map(str, real))}")
 
     def result_placeholder(self, rt):
         if isinstance(rt, NoneT):
             return Val(None, NoneT(), const=None)
         if isinstance(rt, TupleT):
-            items = [Val("0", t) for t in rt.items]
-            return Val(None, rt, items=items)
+            return Val(None, rt, items=[self.result_placeholder(t) for t in rt.items])
         return Val("0", rt)
 
     def declare_ret(self, name, rt):
         if isinstance(rt, TupleT):
             for k, t in enumerate(rt.items):
-                self.root.decls[f"{name}__{k}"] = t.ctype
+                self.declare_ret(f"{name}__{k}", t)
         elif not isinstance(rt, NoneT):
             self.root.decls[name] = rt.ctype
 
@@ -2044,7 +2210,7 @@ class FunctionCompiler:
         if isinstance(rt, NoneT):
             return Val(None, NoneT(), const=None)
         if isinstance(rt, TupleT):
-            return Val(None, rt, items=[Val(f"{name}__{k}", t) for k, t in enumerate(rt.items)])
+            return Val(None, rt, items=[self.ret_value(f"{name}__{k}", t) for k, t in enumerate(rt.items)])
         return Val(name, rt)
 
     # ---- intrinsics -------------------------------------------------------------------------------
@@ -2902,6 +3068,14 @@ class _GridGroup:
     """cg.this_grid()'s value: its one method is sync()."""
 
 
+class _InnerFunction:
+    """A function defined in the function being compiled (``def`` or ``lambda``): its definition
+    and the enclosing function's compiler."""
+
+    def __init__(self, fdef, outer, name):
+        self.fdef, self.outer, self.__name__ = fdef, outer, name
+
+
 class _BoundMethod:
     def __init__(self, name, base):
         self.name = name
@@ -2982,6 +3156,21 @@ def _b_round(c, node):
         return Val(f"ts::cast<ts::i64>(ts::rint({x}))", INT64)
     nd = vals[1]
     return Val(f"ts::round_digits<{ft.ctype}>({x}, (int)({nd.code}))", v.type.strong())
+
+
+def _b_sum(c, node):
+    """sum(t, start=0) of a tuple of numbers: start + t[0] + t[1] + ..., in order."""
+    vals, _ = c.args_of(node, 1, 2, "sum")
+    seq = vals[0]
+    if seq.items is None:
+        what = "an array" if isinstance(seq.type, ArrayT) else str(seq.type)
+        c.error(node, f"sum() of {what} is not supported in kernels (sum() takes a tuple of numbers; "
+                      "add an array's elements in a loop)")
+    acc = vals[1] if len(vals) > 1 else Val("0ll", WEAK_INT, True, const=0)
+    for it in seq.items:
+        c.scalar_check(it, node, "sum()")
+        acc = c.binop(ast.Add(), acc, it, node)
+    return acc
 
 
 def _b_pow(c, node):
@@ -3130,7 +3319,7 @@ def _b_range_item(c, node):
 _INTERNAL_NAMES.update({"_ts_range_len": _RANGE_LEN, "_ts_range_item": _RANGE_ITEM})
 _BUILTINS = {_RANGE_LEN: _b_range_len, _RANGE_ITEM: _b_range_item, range: _b_range, len: _b_len, min: _b_minmax("min"), max: _b_minmax("max"), abs: _b_abs,
              round: _b_round, pow: _b_pow, divmod: _b_divmod, int: _b_int, float: _b_float, bool: _b_bool,
-             complex: _b_complex, print: _b_print}
+             complex: _b_complex, print: _b_print, sum: _b_sum}
 
 
 def _outside_integer_type(left, right, t, opname):

@@ -344,6 +344,9 @@ class Kernel:
                                     f"viewed as an array: {e}") from None
                 place(arr, what)
                 return _Arg(_array_type(arr), array=arr)
+            if a is None:
+                raise TypeError(f"kernel '{self.__name__}': {what} is None; kernels take arrays, numbers and "
+                                "tuples (a parameter whose default is None may be left out)")
             raise TypeError(f"kernel '{self.__name__}': {what} has type {type(a).__name__}; kernels take "
                             "arrays (tessel, NumPy, CuPy, PyTorch...), numbers and tuples of those")
 

@@ -50,8 +50,8 @@ _MODULE_REASONS = {
     "extending": "Numba's extension API (typeof_impl, type_callable, models, lower_builtin, overload, "
                  "intrinsic, box/unbox) is not supported; tessel kernels take numbers, arrays, tuples and "
                  "record arrays",
-    "core": "Numba's compiler internals (numba.core) are not part of tessel.numba (numba.core.errors' "
-            "warning classes and numba.core.config are)",
+    "core": "Numba's compiler internals (numba.core) are not part of tessel.numba (numba.core.errors, "
+            "numba.core.types and numba.core.config are)",
     "cuda.extending": "Numba's extension API (typeof_impl, type_callable, models, lower_builtin, overload, "
                       "intrinsic) is not supported; tessel kernels take numbers, arrays, tuples and record arrays",
     "cuda.cudadecl": "Numba's typing registries are not part of tessel.numba",

@@ -86,7 +86,7 @@ def _launch_array(array, record):
         return array
     from .random import xoroshiro128p_dtype
 
-    return array if record is xoroshiro128p_dtype else None
+    return array if record == xoroshiro128p_dtype else None
 
 
 class DeviceNDArrayBase:

@@ -27,10 +27,12 @@ import types as pytypes
 import numpy as np
 
 import tessel as ts
+from tessel.kernel import _compiler
 from tessel.kernel import _dispatch as _kdispatch
 from tessel.kernel._types import ArrayT, RecordT, Scalar, TupleT, python_scalar_dtype
 
 from .. import types as nbtypes
+from ..core import errors as _errors
 from . import _streams, _templates
 from ._devices import target_device
 from ._unsupported import error as _unsupported_error
@@ -172,6 +174,8 @@ class _Launch:
     def __call__(self, *args):
         # The per-launch path: kept to a few type checks so that the C++ launcher does the rest.
         d = self.dispatcher
+        if args and args[-1] is None:
+            args = d._without_trailing_nones(args)
         if d._declared and not d._compile_enabled:
             args = d._conform(args)
         values = list(args)
@@ -183,7 +187,7 @@ class _Launch:
             if t in _NUMBER_TYPES:
                 continue
             if t in _DEVICE_ARRAY_TYPES:
-                if a._record is not None and a._record is not _rng_dtype():
+                if a._record is not None and a._record != _rng_dtype():
                     # a record array: the kernel reads its fields (the RNG states stay uint64 pairs)
                     values[i] = _kdispatch.RecordArray(a.__tessel_array__, a._record)
                     arrays = True
@@ -353,6 +357,30 @@ class CUDADispatcher(_kdispatch.Kernel):
                              "signature (cuda.jit(sig) or kernel.compile(sig)), first")
         return self._per_overload(lambda o: o.max_cooperative_grid_blocks(blockdim, dynsmemsize), signature)
 
+    def _without_trailing_nones(self, args):
+        """Arguments that are None for parameters whose default is None are left out, so the
+        kernel compiles with the default (Numba types them as none and prunes the branches that
+        test them: ``if weights is not None``). Elsewhere None is an error naming the parameter."""
+        params = list(inspect.signature(self.py_func).parameters.values())
+        args = list(args)
+        while args and args[-1] is None and len(args) <= len(params) and params[len(args) - 1].default is None:
+            args.pop()
+        for i, a in enumerate(args):
+            if a is None:
+                name = params[i].name if i < len(params) else f"#{i}"
+                raise TypeError(f"kernel '{self.__name__}': argument {i} ('{name}') is None; tessel.numba takes None "
+                                "only for trailing parameters whose default is None (if x is None: ... is then "
+                                "decided when the kernel compiles)")
+        return tuple(args)
+
+    def _specialization(self, arg_types, device):
+        try:
+            return super()._specialization(arg_types, device)
+        except _compiler.KernelCompileError as failure:
+            if isinstance(failure, _errors.KernelTypingError):
+                raise
+            raise _errors.KernelTypingError(*failure.args) from None
+
     def compile(self, sig):
         """Compiles the kernel now for a signature (``"void(float32[:], int32)"``, a Numba signature
         or a tuple of types) on the selected device; returns the specialization."""
@@ -490,7 +518,11 @@ class CUDADispatcher(_kdispatch.Kernel):
             hint = a if isinstance(a, _ArgHint) else None
             host = np.asarray(hint.value if hint is not None else a)
             record = None
-            if host.dtype.names is not None:
+            rng = host.dtype == _rng_dtype() and host.flags.c_contiguous
+            if rng:
+                # the RNG's states: the kernel takes them as uint64 pairs, over the same memory
+                host = host.view(np.uint64).reshape(host.shape + (2,))
+            elif host.dtype.names is not None:
                 # a record array: its bytes go to the device (and back); the kernel reads fields
                 record = host.dtype
                 host = _kdispatch.record_bytes_view(host)
@@ -510,7 +542,7 @@ class CUDADispatcher(_kdispatch.Kernel):
             values[i] = arr if record is None else _kdispatch.RecordArray(arr, record)
             copy_out = hint.copy_out if hint is not None else host.flags.writeable
             if copy_out and not (device.type == "cpu" and _same_memory(arr, host)):
-                target = host if record is not None else (hint.value if hint is not None else a)
+                target = host if record is not None or rng else (hint.value if hint is not None else a)
                 backs.append((target, arr))
         return backs
 
