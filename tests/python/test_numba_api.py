@@ -265,12 +265,36 @@ def test_array_protocols_and_tessel_conversion(backend):
         assert cai["shape"] == (6,) and cai["typestr"] == "<f8" and cai["data"][0] == x.data_ptr
         again = cuda.from_cuda_array_interface(cai, owner=d)
         assert again[1] == 42
+        real_numba_cuda = _real_numba_cuda()
+        if real_numba_cuda is not None:  # Numba's own kernels take these arrays through the interface
+            @real_numba_cuda.jit
+            def add_one(a):
+                i = real_numba_cuda.grid(1)
+                if i < a.size:
+                    a[i] += 1
+
+            add_one[1, 32](d)
+            real_numba_cuda.synchronize()
+            assert d[1] == 43 and d[0] == 1
     wrapped = cuda.as_cuda_array(x)
     assert wrapped.__tessel_array__ is x and cuda.is_cuda_array(d) and cuda.is_cuda_array(x)
     assert cuda.as_cuda_array(d) is d and not cuda.is_cuda_array(host)
     with pytest.raises(TypeError, match="cuda array interface"):
         cuda.as_cuda_array(host)
     assert cuda.to_device(x).__tessel_array__ is x  # device memory: no copy
+
+
+def _real_numba_cuda():
+    """numba-cuda itself, where it is installed and sees a GPU; else None."""
+    np.row_stack = getattr(np, "row_stack", np.vstack)  # numba-cuda reads it under NumPy 2.x
+    try:
+        from numba import cuda as real
+    except Exception:  # noqa: BLE001 - not installed, or no CUDA driver
+        return None
+    try:
+        return real if real.is_available() else None
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def test_bind_and_stream_attribute(backend):

@@ -92,8 +92,8 @@ def _launch_array(array, record):
 class DeviceNDArrayBase:
     """Numba's device array base: see :class:`DeviceNDArray`."""
 
-    __cuda_memory__ = True
-    __cuda_ndarray__ = True
+    # No __cuda_ndarray__/__cuda_memory__ markers: Numba takes objects that carry them for its own
+    # arrays (and reads their internals); through __cuda_array_interface__ its kernels take these too.
 
     def __init__(self, shape=None, strides=None, dtype=None, stream=0, gpu_data=None, *, _array=None, _record=None):
         if _array is None:
@@ -541,7 +541,7 @@ def _reinterpret(inner, dtype, shape, strides):
 
 
 def is_cuda_ndarray(obj):
-    return getattr(obj, "__cuda_ndarray__", False)
+    return isinstance(obj, DeviceNDArrayBase)
 
 
 def from_array_like(ary, stream=0, gpu_data=None):
