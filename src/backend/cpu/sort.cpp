@@ -14,8 +14,10 @@
 //
 // Threads (tessel's setting, TESSEL_NUM_THREADS): rows run in parallel; one long row is cut into one chunk per thread, each sorted by
 // vqsort, then the chunks are merged pairwise (std::merge, each merge split between the threads
-// at equal output ranks). vqsort is faster on 64-bit records than on 32-bit keys on AMD's Zen 4 at
-// least (AVX-512 compress-store), which is one more reason 32-bit keys sort as 64-bit records.
+// at equal output ranks). A sort of 32-bit keys that asks for no positions sorts the keys or images
+// alone, as 64-bit keys do, where vqsort is faster on them than on 64-bit records: that differs by
+// CPU, several-fold either way (AVX-512 compress-stores of 32-bit lanes are slow on AMD's Zen 4), so
+// it is timed once per process (keys32_alone_faster).
 #include <omp.h>
 
 #include <algorithm>
@@ -141,10 +143,85 @@ void write_rows(const T* row, const Rec* recs, std::size_t n, T* keys_out, std::
   }
 }
 
+// Whether vqsort sorts 32-bit keys faster than 64-bit (key, position) records on this CPU: both are
+// timed on the same pseudo-random keys, best of three rounds, on the first sort that could use it.
+bool keys32_alone_faster() {
+  static const bool faster = [] {
+    constexpr std::size_t n = std::size_t{1} << 15;
+    std::vector<std::uint32_t> keys(n), k;
+    std::vector<std::uint64_t> recs(n), r;
+    std::uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (std::size_t i = 0; i < n; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      keys[i] = static_cast<std::uint32_t>(x >> 32);
+      recs[i] = (static_cast<std::uint64_t>(keys[i]) << 32) | i;
+    }
+    auto seconds = [](auto& v) {
+      const double t0 = omp_get_wtime();
+      vqsort(v.data(), v.size());
+      return omp_get_wtime() - t0;
+    };
+    double best_keys = 1e30, best_records = 1e30;
+    for (int round = 0; round < 3; ++round) {
+      k = keys;
+      best_keys = std::min(best_keys, seconds(k));
+      r = recs;
+      best_records = std::min(best_records, seconds(r));
+    }
+    return best_keys < best_records;
+  }();
+  return faster;
+}
+
+// Sorts the keys of one row alone (no positions). Integers: the keys themselves (equal keys are the
+// same bits, so stability cannot be seen). Floats: their images, then the zeros and NaNs copied
+// back in input order, which is what a stable sort gives.
+template <class T>
+void sort_keys_alone(const T* row, std::size_t n, T* keys_out, Buffers& buf, bool parallel, int threads) {
+  using Key = std::conditional_t<std::is_floating_point_v<T>, KeyBits<T>, T>;
+  const std::size_t words = (n * sizeof(Key) + 7) / 8;
+  Key* keys = reinterpret_cast<Key*>(grow(buf.i64, words));
+  Key* scratch = parallel ? reinterpret_cast<Key*>(grow(buf.i64_scratch, words)) : nullptr;
+  const std::int64_t count = static_cast<std::int64_t>(n);
+  std::int64_t negatives = 0, zeros = 0, nans = 0;
+#pragma omp parallel for schedule(static) num_threads(threads) if (parallel) reduction(+ : negatives, zeros, nans)
+  for (std::int64_t i = 0; i < count; ++i) {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T v = row[i];
+      keys[i] = key_image(v);
+      negatives += v < T(0);
+      zeros += v == T(0);
+      nans += std::isnan(v);
+    } else {
+      keys[i] = row[i];
+    }
+  }
+  const Key* sorted = sort_records(keys, scratch, n, parallel ? threads : 1);
+  if constexpr (std::is_floating_point_v<T>) {
+#pragma omp parallel for schedule(static) num_threads(threads) if (parallel)
+    for (std::int64_t k = 0; k < count; ++k) keys_out[k] = key_from_image<T>(sorted[k]);
+    if (zeros > 0 || nans > 0) {
+      std::size_t z = static_cast<std::size_t>(negatives), q = n - static_cast<std::size_t>(nans);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (row[i] == T(0)) keys_out[z++] = row[i];
+        if (std::isnan(row[i])) keys_out[q++] = row[i];
+      }
+    }
+  } else {
+    std::memcpy(keys_out, sorted, n * sizeof(T));
+  }
+}
+
 // Sorts one row of n keys (n >= 2).
 template <class T>
 void sort_row(const T* row, std::size_t n, T* keys_out, std::int64_t* indices_out, Buffers& buf, int threads) {
   const bool parallel = threads > 1 && n >= 2 * kMinRecordsPerThread;
+  if (!indices_out && (sizeof(T) == 8 || (n >= kMinRecordsPerThread && keys32_alone_faster()))) {
+    sort_keys_alone(row, n, keys_out, buf, parallel, threads);
+    return;
+  }
   if constexpr (sizeof(T) == 4) {
     if (n <= (std::size_t{1} << 32)) {
       std::uint64_t* recs = grow(buf.u64, n);
@@ -158,41 +235,6 @@ void sort_row(const T* row, std::size_t n, T* keys_out, std::int64_t* indices_ou
       write_rows(row, sorted, n, keys_out, indices_out,
                  [](std::uint64_t r) { return static_cast<KeyBits<T>>(r >> 32); },
                  [](std::uint64_t r) { return r & 0xFFFFFFFFu; });
-      return;
-    }
-  }
-  if constexpr (sizeof(T) == 8) {
-    if (!indices_out) {
-      // Keys alone. Integers: the keys themselves (equal keys are the same bits, so stability cannot
-      // be seen). Floats: their images, then the zeros and NaNs copied back in input order.
-      using Key = std::conditional_t<std::is_floating_point_v<T>, std::uint64_t, T>;
-      Key* keys = reinterpret_cast<Key*>(grow(buf.i64, n));
-      Key* scratch = parallel ? reinterpret_cast<Key*>(grow(buf.i64_scratch, n)) : nullptr;
-      std::size_t negatives = 0, zeros = 0, nans = 0;
-      for (std::size_t i = 0; i < n; ++i) {
-        if constexpr (std::is_floating_point_v<T>) {
-          const T v = row[i];
-          keys[i] = key_image(v);
-          negatives += v < T(0);
-          zeros += v == T(0);
-          nans += std::isnan(v);
-        } else {
-          keys[i] = row[i];
-        }
-      }
-      const Key* sorted = sort_records(keys, scratch, n, parallel ? threads : 1);
-      if constexpr (std::is_floating_point_v<T>) {
-        for (std::size_t k = 0; k < n; ++k) keys_out[k] = key_from_image<T>(sorted[k]);
-        if (zeros > 0 || nans > 0) {
-          std::size_t z = negatives, q = n - nans;
-          for (std::size_t i = 0; i < n; ++i) {
-            if (row[i] == T(0)) keys_out[z++] = row[i];
-            if (std::isnan(row[i])) keys_out[q++] = row[i];
-          }
-        }
-      } else {
-        std::memcpy(keys_out, sorted, n * sizeof(T));
-      }
       return;
     }
   }
