@@ -3489,3 +3489,63 @@ def test_none_defaults_keyword_arguments_and_pruned_branches(backend):
     with pytest.raises(TypeError, match=r"argument 1 \('out'\) is None; tessel.numba takes None only for "
                                         r"trailing parameters whose default is None"):
         apply_optional_weights[1, 32](a, None, None)
+
+
+# ---- local and shared arrays of records -------------------------------------------------------------
+candidate = np.dtype([("value", np.float64), ("index", np.int32)])
+candidate_t = numba.from_dtype(candidate)
+block_stat = np.dtype([("lo", np.float32), ("hi", np.float32), ("count", np.int64), ("first3", np.int16, (3,))],
+                      align=True)
+
+
+@cuda.jit(device=True)
+def better(a, b):
+    return a.value > b.value or (a.value == b.value and a.index < b.index)
+
+
+@cuda.jit
+def top3_per_row(x, best, stats):
+    r = cuda.grid(1)
+    top = cuda.local.array(3, dtype=candidate_t)          # a local array of records
+    sh = cuda.shared.array(32, dtype=block_stat)          # a shared array of records (a NumPy dtype)
+    t = cuda.threadIdx.x
+    if r < x.shape[0]:
+        for k in range(3):
+            top[k].value = -np.inf
+            top[k]['index'] = -1
+        lo, hi = np.inf, -np.inf
+        for j in range(x.shape[1]):
+            v = x[r, j]
+            lo, hi = min(lo, v), max(hi, v)
+            if v > top[2].value:
+                top[2].value = v
+                top[2].index = j
+                for k in (1, 0):                          # bubble the new one up
+                    if better(top[k + 1], top[k]):
+                        tv, ti = top[k].value, top[k].index
+                        top[k].value, top[k].index = top[k + 1].value, top[k + 1].index
+                        top[k + 1].value, top[k + 1].index = tv, ti
+        for k in range(3):
+            best[r, k] = top[k].index
+        sh[t].lo, sh[t].hi = lo, hi
+        sh[t].count = x.shape[1]
+        for k in range(3):
+            sh[t].first3[k] = top[k].index
+    cuda.syncthreads()
+    if r < x.shape[0]:
+        other = sh[(t + 1) % 32] if r + 1 < x.shape[0] and t + 1 < 32 else sh[t]
+        stats[r, 0] = other.hi - other.lo
+        stats[r, 1] = other.count + other.first3[0] + len(sh)
+
+
+def test_local_and_shared_arrays_of_records(backend):
+    x = np.random.default_rng(5).standard_normal((40, 17))
+    x[3, 5] = x[3, 9] = 10.0                              # a tie: the lower index first
+    best = np.full((40, 3), -7, np.int32)
+    stats = np.full((40, 2), np.nan)
+    top3_per_row[2, 32](x, best, stats)
+    want = np.argsort(-x, axis=1, kind="stable")[:, :3]
+    np.testing.assert_array_equal(best, want)
+    nxt = np.array([r + 1 if r + 1 < 40 and r % 32 != 31 else r for r in range(40)])
+    np.testing.assert_allclose(stats[:, 0], (x.max(1) - x.min(1)).astype(np.float32)[nxt], rtol=1e-6)
+    np.testing.assert_array_equal(stats[:, 1], 17 + want[nxt, 0] + 32)

@@ -1454,12 +1454,20 @@ class FunctionCompiler:
         if len(idx_vals) > t.ndim:
             self.error(node, f"too many indices for a {t.ndim}-d array: {len(idx_vals)}")
         if any(isinstance(v, ast.Slice) for v in idx_vals) or len(idx_vals) < t.ndim:
+            if t.is_record and t.is_static:
+                self.error(node, f"a view of a {t.space} array of records is not supported; index its records "
+                                 "(a[i].x)")
             return self.view(arr, idx_vals, node)
         offs = []
         for d, v in enumerate(idx_vals):
             if not is_intlike(v.type):
                 self.error(node, f"array index must be an integer, got {v.type}")
             offs.append(self.wrapped_index(arr, d, v, node))
+        if t.is_record and t.is_static:
+            code = offs[0]
+            for d in range(1, t.ndim):
+                code = f"({code}) * {self.extent(arr, d).code} + {offs[d]}"
+            return Val(f"((unsigned char*)({arr.code}) + ({code}) * {t.dtype.itemsize})", t.dtype)
         if t.is_record:
             code = " + ".join(f"({o}) * {arr.code}.strides[{d}]" for d, o in enumerate(offs)) or "0"
             return Val(f"((unsigned char*)({arr.code}.data + ({code})))", t.dtype)
@@ -1928,8 +1936,13 @@ class FunctionCompiler:
             t = t.strong() if not (a.type.weak and b.type.weak) else t
             return Val(f"({self.truth(test, node)} ? {self.convert(a, t, node)} : {self.convert(b, t, node)})", t,
                        a.nonneg and b.nonneg)
-        if a.type == b.type and isinstance(a.type, ArrayT) and not a.type.is_static:
+        if a.type == b.type and isinstance(a.type, ArrayT):
             return Val(f"({self.truth(test, node)} ? {a.code} : {b.code})", a.type)
+        if isinstance(a.type, RecordT) and isinstance(b.type, RecordT) and a.type.fields == b.type.fields \
+                and a.type.itemsize == b.type.itemsize:
+            # records of one dtype: the address of the one chosen, its fields read in place where both are
+            t = a.type if a.type.align <= b.type.align else b.type
+            return Val(f"({self.truth(test, node)} ? {a.code} : {b.code})", t)
         self.error(node, f"the branches of a conditional expression have types {a.type} and {b.type}")
 
     # ---- conversions --------------------------------------------------------------------------------
@@ -2304,7 +2317,11 @@ class FunctionCompiler:
         if not dtype.is_const:
             self.error(node, f"{name}: dtype must be a compile-time dtype")
         d = dtype.const
-        t = d.scalar if isinstance(d, _DTypeMarker) else _dtype_scalar(d)
+        rec = _structured_dtype(d)
+        if rec is not None:
+            t = _static_record_type(rec, node, self, name)
+        else:
+            t = d.scalar if isinstance(d, _DTypeMarker) else _dtype_scalar(d)
         if any(x < 0 for x in dims):
             self.error(node, f"{name}: negative dimension in shape {tuple(dims)}")
         return tuple(dims), t
@@ -2319,12 +2336,15 @@ class FunctionCompiler:
         if 0 in shape:
             self.error(node, "shared.array: only a 1-d shape of 0 asks for the dynamic shared array")
         count = int(np.prod(shape))
+        ctype = t.ctype
+        if isinstance(t, RecordT):
+            ctype, count = "unsigned char", count * t.itemsize   # the records' bytes
         if key not in self.root.shared_keys:
             cname = self.root.fresh("ts_shared")
-            self.root.shared.append((cname, t.ctype, count, t.itemsize))
+            self.root.shared.append((cname, ctype, count, 1 if isinstance(t, RecordT) else t.itemsize))
             self.root.shared_keys[key] = cname
         cname = self.root.shared_keys[key]
-        code = cname if self.root.target == "cuda" else f"(({t.ctype}*)(B.shared + {cname}_off))"
+        code = cname if self.root.target == "cuda" else f"(({ctype}*)(B.shared + {cname}_off))"
         return Val(code, ArrayT(t, len(shape), "C", "shared", shape))
 
     def intr_local_array(self, node):
@@ -2336,7 +2356,10 @@ class FunctionCompiler:
         if key not in self.root.shared_keys:
             self.root.shared_keys[key] = self.root.fresh(f"{self.prefix}ts_local")
         cname = self.root.shared_keys[key]
-        self.root.decls[cname] = (t.ctype, count)
+        if isinstance(t, RecordT):
+            self.root.decls[cname] = ("alignas(16) unsigned char", count * t.itemsize)   # the records' bytes
+        else:
+            self.root.decls[cname] = (t.ctype, count)
         self.root.local_bytes[cname] = count * t.itemsize
         return Val(cname, ArrayT(t, len(shape), "C", "local", shape))
 
@@ -3080,6 +3103,33 @@ class _BoundMethod:
     def __init__(self, name, base):
         self.name = name
         self.base = base
+
+
+def _structured_dtype(d):
+    """The structured NumPy dtype a compile-time dtype stands for (np.dtype([...]), Numba's Record
+    type), or None."""
+    for cand in (d, getattr(d, "dtype", None)):
+        if isinstance(cand, np.dtype) and cand.names is not None:
+            return cand
+    return None
+
+
+def _static_record_type(dtype, node, fc, what):
+    """The RecordT of the records of a local or shared array: bytes aligned to 16, records
+    itemsize bytes apart."""
+    fields = []
+    for name in dtype.names:
+        ftype, offset = dtype.fields[name][:2]
+        base, shape = ftype.base, tuple(ftype.shape)
+        if base.names is not None or base.kind not in "biufc" or base.byteorder == ">":
+            fc.error(node, f"{what}: the record field {name!r} has dtype {ftype}; the fields of records in "
+                           "kernels are numbers or arrays of numbers")
+        fields.append((name, scalar_from_dtype(base), shape, int(offset)))
+    align = 16
+    while align > 1 and dtype.itemsize % align:
+        align //= 2
+    descr = ", ".join(f"{n}: {dtype.fields[n][0]}" for n in dtype.names)
+    return RecordT(tuple(fields), int(dtype.itemsize), Scalar("uint8"), align, descr)
 
 
 def _decl(cname, ctype) -> str:
