@@ -1000,6 +1000,19 @@ def test_views_of_local_record_arrays_are_compile_errors_naming_the_line(backend
         slice_records[1, 1](np.zeros(1))
 
 
+def test_assigning_a_global_name_in_a_kernel_is_a_compile_error(backend):
+    total = 0
+
+    @cuda.jit
+    def accumulate(x):
+        nonlocal total
+        total = x[0]
+
+    with pytest.raises(numba.core.errors.TypingError,
+                       match=r"accumulate.*:\d+: assigning the nonlocal name 'total' is not supported in kernels"):
+        accumulate[1, 1](np.zeros(1))
+
+
 def test_tessel_device_functions_keep_numpys_rules_inside_numba_kernels(backend):
     # Each function is typed by its own rules: a tessel.jit device function's uint8 + 1 wraps, as
     # NumPy 2's, inside a tessel.numba kernel whose own uint8 + 1 does not.

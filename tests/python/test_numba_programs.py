@@ -3549,3 +3549,84 @@ def test_local_and_shared_arrays_of_records(backend):
     nxt = np.array([r + 1 if r + 1 < 40 and r % 32 != 31 else r for r in range(40)])
     np.testing.assert_allclose(stats[:, 0], (x.max(1) - x.min(1)).astype(np.float32)[nxt], rtol=1e-6)
     np.testing.assert_array_equal(stats[:, 1], 17 + want[nxt, 0] + 32)
+
+
+# ---- constants and functions passed to device functions, namedtuples, nonlocal, rebound parameters -
+@cuda.jit(device=True)
+def as_uint64(v):
+    return numba.uint64(v)
+
+
+@cuda.jit(device=True)
+def unchanged(v):
+    return v
+
+
+@cuda.jit(device=True)
+def binned_atomic(out, values, dtype, nbins, shape2d, op, cast, wrap):
+    t = cuda.threadIdx.x
+    bins = cuda.shared.array(nbins, dtype)             # nbins and dtype: the caller's constants
+    grid = cuda.shared.array(shape2d, dtype)
+    if t < nbins:
+        bins[t] = 0
+    if t < shape2d[0] * shape2d[1]:
+        grid[t // shape2d[1], t % shape2d[1]] = 0
+    cuda.syncthreads()
+    b = (t, cast(values[t]))
+    if wrap:                                           # decided when compiling: never typed as float
+        b = (b[0] % nbins, b[1] % nbins)
+    op(bins, b[1] % nbins, 1)                          # op: cuda.atomic.add or cuda.atomic.sub
+    op(grid, (b[0] % shape2d[0], b[1] % shape2d[1]), 1)
+    cuda.syncthreads()
+    if t < nbins:
+        out[0, t] = bins[t]
+    if t < shape2d[0] * shape2d[1]:
+        out[1, t] = grid[t // shape2d[1], t % shape2d[1]]
+
+
+@cuda.jit
+def histogram_adds(out, values):
+    binned_atomic(out, values, numba.int32, 8, (2, 4), cuda.atomic.add, unchanged, False)
+
+
+@cuda.jit
+def histogram_subs(out, values):
+    binned_atomic(out, values, numba.int32, 8, (2, 4), cuda.atomic.sub, as_uint64, False)
+
+
+def make_scaled_copy(scale):
+    square = cuda.jit(lambda v: v * v, device=True)
+
+    @cuda.jit
+    def scaled_copy(dst, src, p):
+        nonlocal scale                                 # read only: a closure variable, as in Numba
+        i = cuda.grid(1)
+        if i < dst.shape[0]:
+            row = src[i]
+            src = cuda.local.array((1, 3), dtype=numba.float64)   # a parameter rebound to a local array
+            for k in range(3):
+                src[0, k] = row[k] * scale
+            dst[i] = src[0, 0] + src[0, 1] * p.w + square(src[0, 2]) + p.bias + p[0]
+    return scaled_copy
+
+
+def test_constants_and_functions_passed_to_device_functions_namedtuples_and_rebound_names(backend):
+    values = np.arange(32, dtype=np.int64) * 3
+    out = np.full((2, 8), -99, np.int32)
+    histogram_adds[1, 32](out, values)
+    np.testing.assert_array_equal(out[0], np.bincount(values % 8, minlength=8))
+    grid = np.zeros((2, 4), np.int32)
+    np.add.at(grid, (np.arange(32) % 2, (values % 8) % 4), 1)
+    np.testing.assert_array_equal(out[1], grid.ravel())
+    histogram_subs[1, 32](out, values)
+    np.testing.assert_array_equal(out[0], -np.bincount(values % 8, minlength=8))
+
+    from collections import namedtuple
+    Params = namedtuple("Params", ["bias", "w"])
+    src = np.arange(12.0).reshape(4, 3)
+    dst = np.full(4, np.nan)
+    make_scaled_copy(2.0)[1, 32](dst, src, Params(bias=0.5, w=10.0))
+    s = src * 2
+    np.testing.assert_array_equal(dst, s[:, 0] + s[:, 1] * 10 + s[:, 2] ** 2 + 0.5 + 0.5)
+    assert numba.errors is numba.core.errors and numba.TypingError is numba.core.errors.TypingError
+    assert issubclass(numba.NumbaRuntimeError, numba.NumbaError)

@@ -353,6 +353,11 @@ class FunctionCompiler:
                 info.nonneg = False
             elif val is None:
                 info.nonneg = False
+            if self.mode == "inline" and val is not None and val.is_const and self.store_counts.get(name, 0) == 1 \
+                    and isinstance(val.const, (bool, int, float, np.number, np.bool_)) and isinstance(t, Scalar):
+                # a compile-time number passed to an inlined device function and never reassigned
+                # there: known inside it too (a shared array's shape, a branch decided when compiling)
+                info.const = val.const
             if not self.typing and val is not None and (self.mode == "inline" or i >= len(self.arg_types)):
                 # an inlined call's argument, or a parameter left to its default value
                 self.emit(f"{info.cname} = {self.convert(val, info.type, self.fdef)};")
@@ -409,13 +414,24 @@ class FunctionCompiler:
             if self.terminated:
                 break
 
+    def stmt_Global(self, node):
+        """global/nonlocal: reading the names is reading globals and closure variables (as without
+        the statement, frozen when the kernel compiles); assigning them is not supported."""
+        what = "global" if isinstance(node, ast.Global) else "nonlocal"
+        for name in node.names:
+            if self.store_counts.get(name):
+                self.error(node, f"assigning the {what} name '{name}' is not supported in kernels (globals and "
+                                 "closure variables are constants there; write results into an array)")
+
+    stmt_Nonlocal = stmt_Global
+
     def stmt(self, node):
         self.current_line = getattr(node, "lineno", self.current_line)
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is None:
             what = {"Try": "try/except", "With": "with", "ClassDef": "class definitions", "FunctionDef":
                     "nested function definitions (use a device function)", "Lambda": "lambda",
-                    "Import": "import", "ImportFrom": "import", "Global": "global", "Nonlocal": "nonlocal",
+                    "Import": "import", "ImportFrom": "import",
                     "Delete": "del", "AsyncFor": "async for", "AsyncWith": "async with", "Match": "match",
                     "TryStar": "try/except*"}.get(type(node).__name__, type(node).__name__)
             self.error(node, f"{what} is not supported in kernels")
@@ -594,7 +610,7 @@ class FunctionCompiler:
                 sub = f"{name}__{k}"
                 self.assign_name(sub, it, node)
                 new_items.append(self.vars[sub].type)
-            info.type = TupleT(tuple(new_items))
+            info.type = TupleT(tuple(new_items), getattr(value.type, "names", None))
             return
         if value.is_const and value.type is CT:
             # a module, function or intrinsic bound to a name: substitute at compile time
@@ -616,7 +632,8 @@ class FunctionCompiler:
                 info.type = unified.strong()
         elif info.type != vt:
             if isinstance(info.type, ArrayT) and isinstance(vt, ArrayT) and info.type.dtype == vt.dtype \
-                    and info.type.ndim == vt.ndim and not info.type.is_static and not vt.is_static:
+                    and info.type.ndim == vt.ndim and not vt.is_record:
+                # arrays of one dtype and rank (a local or shared array too, as a view): any layout
                 info.type = ArrayT(vt.dtype, vt.ndim, "A")
             else:
                 self.error(node, f"variable '{name}' holds {info.type} and cannot also hold {vt}")
@@ -1287,6 +1304,8 @@ class FunctionCompiler:
             if attr == "transpose":
                 return Val(None, CT, const=_BoundMethod("transpose", base))
             self.error(node, f"arrays have no attribute '{attr}' in kernels")
+        if isinstance(t, TupleT) and t.names is not None and attr in t.names and base.items is not None:
+            return base.items[t.names.index(attr)]   # a namedtuple's field
         if isinstance(t, Scalar):
             if attr in ("real", "imag"):
                 if t.kind == "c":

@@ -140,6 +140,7 @@ class ArrayT:
 @dataclass(frozen=True)
 class TupleT:
     items: Tuple
+    names: Optional[Tuple[str, ...]] = None   # a namedtuple's field names
 
     def __str__(self) -> str:
         return "tuple(" + ", ".join(str(t) for t in self.items) + ")"
