@@ -3630,3 +3630,23 @@ def test_constants_and_functions_passed_to_device_functions_namedtuples_and_rebo
     np.testing.assert_array_equal(dst, s[:, 0] + s[:, 1] * 10 + s[:, 2] ** 2 + 0.5 + 0.5)
     assert numba.errors is numba.core.errors and numba.TypingError is numba.core.errors.TypingError
     assert issubclass(numba.NumbaRuntimeError, numba.NumbaError)
+
+
+# ---- real and imaginary parts of complex arrays as views --------------------------------------------
+@cuda.jit
+def shift_spectrum(z, out):
+    i = cuda.grid(1)
+    if i < z.shape[0]:
+        cuda.atomic.add(z.real, i, 1.0)       # atomics on the real parts
+        z.imag[i] *= 2
+        tile = cuda.shared.array(32, dtype=numba.complex64)
+        tile[i % 32] = z[i]
+        out[i] = tile.real[i % 32] + 100 * tile.imag[i % 32] + z.real.size
+
+
+def test_real_and_imag_views_of_complex_arrays(backend):
+    z0 = np.arange(32) + 1j * np.arange(32)[::-1]
+    z, out = z0.copy(), np.zeros(32)
+    shift_spectrum[1, 32](z, out)
+    np.testing.assert_array_equal(z, (z0.real + 1) + 2j * z0.imag)
+    np.testing.assert_array_equal(out, (z0.real + 1) + 200 * z0.imag + 32)

@@ -1299,6 +1299,18 @@ class FunctionCompiler:
                 if attr == "itemsize":
                     return Val(f"{item}ll", WEAK_INT, True, const=item)
                 return self.binop(ast.Mult(), self.array_size(base), Val(f"{item}ll", WEAK_INT, True, const=item), node)
+            if attr in ("real", "imag") and not t.is_record and t.dtype.kind == "c":
+                # a view of the real or imaginary parts (every other float of the complex array)
+                ft = Scalar("float32" if t.dtype.name == "complex64" else "float64")
+                ptr = f"(({ft.ctype}*){self.data_ptr(base)} + {0 if attr == 'real' else 1})"
+                if t.ndim == 0:
+                    return Val(f"ts::mkarr0<{ft.ctype}>({ptr})", ArrayT(ft, 0, "C", t.space))
+                shape = [self.extent(base, d).code for d in range(t.ndim)]
+                strides = [f"({self.stride_elems(base, d)}) * 2" for d in range(t.ndim)]
+                code = f"ts::mkarr<{ft.ctype}, {t.ndim}>({ptr}, {{{', '.join(shape)}}}, {{{', '.join(strides)}}})"
+                return Val(code, ArrayT(ft, t.ndim, "A", t.space))
+            if attr == "real" and not t.is_record and t.dtype.kind != "c":
+                return base
             if attr == "T":
                 return self.transposed(base, node)
             if attr == "transpose":
