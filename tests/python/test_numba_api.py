@@ -120,6 +120,24 @@ def test_layouts(backend):
         cuda.device_array((2, 3), strides=(8, 8))
 
 
+def test_to_device_keeps_numba_layouts_and_refuses_non_contiguous_arrays(backend):
+    host = np.arange(24, dtype=np.float32).reshape(4, 6)
+    t = cuda.to_device(host.T)                          # Fortran-contiguous: strides kept
+    assert t.strides == host.T.strides and t.is_f_contiguous() and np.array_equal(t.copy_to_host(), host.T)
+    row = np.broadcast_to(np.arange(6.0), (4, 6))       # broadcast: the core copied, zero strides kept
+    d = cuda.to_device(row)
+    assert d.strides == (0, 8) and d.alloc_size == 48 and not d.is_c_contiguous()
+    assert np.array_equal(d.copy_to_host(), row)
+    col = cuda.to_device(np.broadcast_to(np.arange(4.0)[:, None], (4, 6)))
+    assert col.strides == (8, 0) and np.array_equal(col.copy_to_host()[:, 5], np.arange(4.0))
+    for view in (host[:, ::2], host[::-1], host[1:3, 1:3]):
+        with pytest.raises(ValueError, match="non-contiguous buffer"):
+            cuda.to_device(view)
+    dev = cuda.to_device(host)
+    assert dev.alloc_size == 96 and dev[1].alloc_size == 24 and dev[:, ::2].alloc_size == 92
+    assert cuda.device_array(0).alloc_size == 0
+
+
 def test_copy_to_host_into_given_arrays(backend):
     host = np.arange(12, dtype=np.int64).reshape(3, 4)
     d = cuda.to_device(host)
@@ -966,6 +984,33 @@ def test_a_complex_stored_into_a_real_array_is_a_compile_error(backend):
 
     with pytest.raises(TypeError, match="store_complex"):
         store_complex[1, 1](np.zeros(1))
+
+
+def test_views_of_local_record_arrays_are_compile_errors_naming_the_line(backend):
+    pair = numba.from_dtype(np.dtype([("a", np.float32), ("b", np.int32)]))
+
+    @cuda.jit
+    def slice_records(out):
+        loc = cuda.local.array(4, dtype=pair)
+        part = loc[1:3]
+        out[0] = part[0].a
+
+    with pytest.raises(numba.core.errors.TypingError,
+                       match=r"slice_records.*:\d+: a view of a local array of records is not supported"):
+        slice_records[1, 1](np.zeros(1))
+
+
+def test_assigning_a_global_name_in_a_kernel_is_a_compile_error(backend):
+    total = 0
+
+    @cuda.jit
+    def accumulate(x):
+        nonlocal total
+        total = x[0]
+
+    with pytest.raises(numba.core.errors.TypingError,
+                       match=r"accumulate.*:\d+: assigning the nonlocal name 'total' is not supported in kernels"):
+        accumulate[1, 1](np.zeros(1))
 
 
 def test_tessel_device_functions_keep_numpys_rules_inside_numba_kernels(backend):

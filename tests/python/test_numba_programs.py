@@ -3489,3 +3489,164 @@ def test_none_defaults_keyword_arguments_and_pruned_branches(backend):
     with pytest.raises(TypeError, match=r"argument 1 \('out'\) is None; tessel.numba takes None only for "
                                         r"trailing parameters whose default is None"):
         apply_optional_weights[1, 32](a, None, None)
+
+
+# ---- local and shared arrays of records -------------------------------------------------------------
+candidate = np.dtype([("value", np.float64), ("index", np.int32)])
+candidate_t = numba.from_dtype(candidate)
+block_stat = np.dtype([("lo", np.float32), ("hi", np.float32), ("count", np.int64), ("first3", np.int16, (3,))],
+                      align=True)
+
+
+@cuda.jit(device=True)
+def better(a, b):
+    return a.value > b.value or (a.value == b.value and a.index < b.index)
+
+
+@cuda.jit
+def top3_per_row(x, best, stats):
+    r = cuda.grid(1)
+    top = cuda.local.array(3, dtype=candidate_t)          # a local array of records
+    sh = cuda.shared.array(32, dtype=block_stat)          # a shared array of records (a NumPy dtype)
+    t = cuda.threadIdx.x
+    if r < x.shape[0]:
+        for k in range(3):
+            top[k].value = -np.inf
+            top[k]['index'] = -1
+        lo, hi = np.inf, -np.inf
+        for j in range(x.shape[1]):
+            v = x[r, j]
+            lo, hi = min(lo, v), max(hi, v)
+            if v > top[2].value:
+                top[2].value = v
+                top[2].index = j
+                for k in (1, 0):                          # bubble the new one up
+                    if better(top[k + 1], top[k]):
+                        tv, ti = top[k].value, top[k].index
+                        top[k].value, top[k].index = top[k + 1].value, top[k + 1].index
+                        top[k + 1].value, top[k + 1].index = tv, ti
+        for k in range(3):
+            best[r, k] = top[k].index
+        sh[t].lo, sh[t].hi = lo, hi
+        sh[t].count = x.shape[1]
+        for k in range(3):
+            sh[t].first3[k] = top[k].index
+    cuda.syncthreads()
+    if r < x.shape[0]:
+        other = sh[(t + 1) % 32] if r + 1 < x.shape[0] and t + 1 < 32 else sh[t]
+        stats[r, 0] = other.hi - other.lo
+        stats[r, 1] = other.count + other.first3[0] + len(sh)
+
+
+def test_local_and_shared_arrays_of_records(backend):
+    x = np.random.default_rng(5).standard_normal((40, 17))
+    x[3, 5] = x[3, 9] = 10.0                              # a tie: the lower index first
+    best = np.full((40, 3), -7, np.int32)
+    stats = np.full((40, 2), np.nan)
+    top3_per_row[2, 32](x, best, stats)
+    want = np.argsort(-x, axis=1, kind="stable")[:, :3]
+    np.testing.assert_array_equal(best, want)
+    nxt = np.array([r + 1 if r + 1 < 40 and r % 32 != 31 else r for r in range(40)])
+    np.testing.assert_allclose(stats[:, 0], (x.max(1) - x.min(1)).astype(np.float32)[nxt], rtol=1e-6)
+    np.testing.assert_array_equal(stats[:, 1], 17 + want[nxt, 0] + 32)
+
+
+# ---- constants and functions passed to device functions, namedtuples, nonlocal, rebound parameters -
+@cuda.jit(device=True)
+def as_uint64(v):
+    return numba.uint64(v)
+
+
+@cuda.jit(device=True)
+def unchanged(v):
+    return v
+
+
+@cuda.jit(device=True)
+def binned_atomic(out, values, dtype, nbins, shape2d, op, cast, wrap):
+    t = cuda.threadIdx.x
+    bins = cuda.shared.array(nbins, dtype)             # nbins and dtype: the caller's constants
+    grid = cuda.shared.array(shape2d, dtype)
+    if t < nbins:
+        bins[t] = 0
+    if t < shape2d[0] * shape2d[1]:
+        grid[t // shape2d[1], t % shape2d[1]] = 0
+    cuda.syncthreads()
+    b = (t, cast(values[t]))
+    if wrap:                                           # decided when compiling: never typed as float
+        b = (b[0] % nbins, b[1] % nbins)
+    op(bins, b[1] % nbins, 1)                          # op: cuda.atomic.add or cuda.atomic.sub
+    op(grid, (b[0] % shape2d[0], b[1] % shape2d[1]), 1)
+    cuda.syncthreads()
+    if t < nbins:
+        out[0, t] = bins[t]
+    if t < shape2d[0] * shape2d[1]:
+        out[1, t] = grid[t // shape2d[1], t % shape2d[1]]
+
+
+@cuda.jit
+def histogram_adds(out, values):
+    binned_atomic(out, values, numba.int32, 8, (2, 4), cuda.atomic.add, unchanged, False)
+
+
+@cuda.jit
+def histogram_subs(out, values):
+    binned_atomic(out, values, numba.int32, 8, (2, 4), cuda.atomic.sub, as_uint64, False)
+
+
+def make_scaled_copy(scale):
+    square = cuda.jit(lambda v: v * v, device=True)
+
+    @cuda.jit
+    def scaled_copy(dst, src, p):
+        nonlocal scale                                 # read only: a closure variable, as in Numba
+        i = cuda.grid(1)
+        if i < dst.shape[0]:
+            row = src[i]
+            src = cuda.local.array((1, 3), dtype=numba.float64)   # a parameter rebound to a local array
+            for k in range(3):
+                src[0, k] = row[k] * scale
+            dst[i] = src[0, 0] + src[0, 1] * p.w + square(src[0, 2]) + p.bias + p[0]
+    return scaled_copy
+
+
+def test_constants_and_functions_passed_to_device_functions_namedtuples_and_rebound_names(backend):
+    values = np.arange(32, dtype=np.int64) * 3
+    out = np.full((2, 8), -99, np.int32)
+    histogram_adds[1, 32](out, values)
+    np.testing.assert_array_equal(out[0], np.bincount(values % 8, minlength=8))
+    grid = np.zeros((2, 4), np.int32)
+    np.add.at(grid, (np.arange(32) % 2, (values % 8) % 4), 1)
+    np.testing.assert_array_equal(out[1], grid.ravel())
+    histogram_subs[1, 32](out, values)
+    np.testing.assert_array_equal(out[0], -np.bincount(values % 8, minlength=8))
+
+    from collections import namedtuple
+    Params = namedtuple("Params", ["bias", "w"])
+    src = np.arange(12.0).reshape(4, 3)
+    dst = np.full(4, np.nan)
+    make_scaled_copy(2.0)[1, 32](dst, src, Params(bias=0.5, w=10.0))
+    s = src * 2
+    np.testing.assert_array_equal(dst, s[:, 0] + s[:, 1] * 10 + s[:, 2] ** 2 + 0.5 + 0.5)
+    assert numba.errors is numba.core.errors and numba.TypingError is numba.core.errors.TypingError
+    assert issubclass(numba.NumbaRuntimeError, numba.NumbaError)
+
+
+# ---- real and imaginary parts of complex arrays as views --------------------------------------------
+@cuda.jit
+def shift_spectrum(z, out):
+    i = cuda.grid(1)
+    if i < z.shape[0]:
+        cuda.atomic.add(z.real, i, 1.0)       # atomics on the real parts
+        z.imag[i] *= 2
+        tile = cuda.shared.array(32, dtype=numba.complex64)
+        tile[i % 32] = z[i]
+        out[i] = tile.real[i % 32] + 100 * tile.imag[i % 32] + z.real.size
+
+
+def test_real_and_imag_views_of_complex_arrays(backend):
+    z0 = np.arange(32) + 1j * np.arange(32)[::-1]
+    z, out = z0.copy(), np.zeros(32)
+    shift_spectrum[1, 32](z, out)
+    np.testing.assert_array_equal(z, (z0.real + 1) + 2j * z0.imag)
+    np.testing.assert_array_equal(out, (z0.real + 1) + 200 * z0.imag + 32)

@@ -353,6 +353,11 @@ class FunctionCompiler:
                 info.nonneg = False
             elif val is None:
                 info.nonneg = False
+            if self.mode == "inline" and val is not None and val.is_const and self.store_counts.get(name, 0) == 1 \
+                    and isinstance(val.const, (bool, int, float, np.number, np.bool_)) and isinstance(t, Scalar):
+                # a compile-time number passed to an inlined device function and never reassigned
+                # there: known inside it too (a shared array's shape, a branch decided when compiling)
+                info.const = val.const
             if not self.typing and val is not None and (self.mode == "inline" or i >= len(self.arg_types)):
                 # an inlined call's argument, or a parameter left to its default value
                 self.emit(f"{info.cname} = {self.convert(val, info.type, self.fdef)};")
@@ -409,13 +414,24 @@ class FunctionCompiler:
             if self.terminated:
                 break
 
+    def stmt_Global(self, node):
+        """global/nonlocal: reading the names is reading globals and closure variables (as without
+        the statement, frozen when the kernel compiles); assigning them is not supported."""
+        what = "global" if isinstance(node, ast.Global) else "nonlocal"
+        for name in node.names:
+            if self.store_counts.get(name):
+                self.error(node, f"assigning the {what} name '{name}' is not supported in kernels (globals and "
+                                 "closure variables are constants there; write results into an array)")
+
+    stmt_Nonlocal = stmt_Global
+
     def stmt(self, node):
         self.current_line = getattr(node, "lineno", self.current_line)
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is None:
             what = {"Try": "try/except", "With": "with", "ClassDef": "class definitions", "FunctionDef":
                     "nested function definitions (use a device function)", "Lambda": "lambda",
-                    "Import": "import", "ImportFrom": "import", "Global": "global", "Nonlocal": "nonlocal",
+                    "Import": "import", "ImportFrom": "import",
                     "Delete": "del", "AsyncFor": "async for", "AsyncWith": "async with", "Match": "match",
                     "TryStar": "try/except*"}.get(type(node).__name__, type(node).__name__)
             self.error(node, f"{what} is not supported in kernels")
@@ -594,7 +610,7 @@ class FunctionCompiler:
                 sub = f"{name}__{k}"
                 self.assign_name(sub, it, node)
                 new_items.append(self.vars[sub].type)
-            info.type = TupleT(tuple(new_items))
+            info.type = TupleT(tuple(new_items), getattr(value.type, "names", None))
             return
         if value.is_const and value.type is CT:
             # a module, function or intrinsic bound to a name: substitute at compile time
@@ -616,7 +632,8 @@ class FunctionCompiler:
                 info.type = unified.strong()
         elif info.type != vt:
             if isinstance(info.type, ArrayT) and isinstance(vt, ArrayT) and info.type.dtype == vt.dtype \
-                    and info.type.ndim == vt.ndim and not info.type.is_static and not vt.is_static:
+                    and info.type.ndim == vt.ndim and not vt.is_record:
+                # arrays of one dtype and rank (a local or shared array too, as a view): any layout
                 info.type = ArrayT(vt.dtype, vt.ndim, "A")
             else:
                 self.error(node, f"variable '{name}' holds {info.type} and cannot also hold {vt}")
@@ -1282,11 +1299,25 @@ class FunctionCompiler:
                 if attr == "itemsize":
                     return Val(f"{item}ll", WEAK_INT, True, const=item)
                 return self.binop(ast.Mult(), self.array_size(base), Val(f"{item}ll", WEAK_INT, True, const=item), node)
+            if attr in ("real", "imag") and not t.is_record and t.dtype.kind == "c":
+                # a view of the real or imaginary parts (every other float of the complex array)
+                ft = Scalar("float32" if t.dtype.name == "complex64" else "float64")
+                ptr = f"(({ft.ctype}*){self.data_ptr(base)} + {0 if attr == 'real' else 1})"
+                if t.ndim == 0:
+                    return Val(f"ts::mkarr0<{ft.ctype}>({ptr})", ArrayT(ft, 0, "C", t.space))
+                shape = [self.extent(base, d).code for d in range(t.ndim)]
+                strides = [f"({self.stride_elems(base, d)}) * 2" for d in range(t.ndim)]
+                code = f"ts::mkarr<{ft.ctype}, {t.ndim}>({ptr}, {{{', '.join(shape)}}}, {{{', '.join(strides)}}})"
+                return Val(code, ArrayT(ft, t.ndim, "A", t.space))
+            if attr == "real" and not t.is_record and t.dtype.kind != "c":
+                return base
             if attr == "T":
                 return self.transposed(base, node)
             if attr == "transpose":
                 return Val(None, CT, const=_BoundMethod("transpose", base))
             self.error(node, f"arrays have no attribute '{attr}' in kernels")
+        if isinstance(t, TupleT) and t.names is not None and attr in t.names and base.items is not None:
+            return base.items[t.names.index(attr)]   # a namedtuple's field
         if isinstance(t, Scalar):
             if attr in ("real", "imag"):
                 if t.kind == "c":
@@ -1454,12 +1485,20 @@ class FunctionCompiler:
         if len(idx_vals) > t.ndim:
             self.error(node, f"too many indices for a {t.ndim}-d array: {len(idx_vals)}")
         if any(isinstance(v, ast.Slice) for v in idx_vals) or len(idx_vals) < t.ndim:
+            if t.is_record and t.is_static:
+                self.error(node, f"a view of a {t.space} array of records is not supported; index its records "
+                                 "(a[i].x)")
             return self.view(arr, idx_vals, node)
         offs = []
         for d, v in enumerate(idx_vals):
             if not is_intlike(v.type):
                 self.error(node, f"array index must be an integer, got {v.type}")
             offs.append(self.wrapped_index(arr, d, v, node))
+        if t.is_record and t.is_static:
+            code = offs[0]
+            for d in range(1, t.ndim):
+                code = f"({code}) * {self.extent(arr, d).code} + {offs[d]}"
+            return Val(f"((unsigned char*)({arr.code}) + ({code}) * {t.dtype.itemsize})", t.dtype)
         if t.is_record:
             code = " + ".join(f"({o}) * {arr.code}.strides[{d}]" for d, o in enumerate(offs)) or "0"
             return Val(f"((unsigned char*)({arr.code}.data + ({code})))", t.dtype)
@@ -1928,8 +1967,13 @@ class FunctionCompiler:
             t = t.strong() if not (a.type.weak and b.type.weak) else t
             return Val(f"({self.truth(test, node)} ? {self.convert(a, t, node)} : {self.convert(b, t, node)})", t,
                        a.nonneg and b.nonneg)
-        if a.type == b.type and isinstance(a.type, ArrayT) and not a.type.is_static:
+        if a.type == b.type and isinstance(a.type, ArrayT):
             return Val(f"({self.truth(test, node)} ? {a.code} : {b.code})", a.type)
+        if isinstance(a.type, RecordT) and isinstance(b.type, RecordT) and a.type.fields == b.type.fields \
+                and a.type.itemsize == b.type.itemsize:
+            # records of one dtype: the address of the one chosen, its fields read in place where both are
+            t = a.type if a.type.align <= b.type.align else b.type
+            return Val(f"({self.truth(test, node)} ? {a.code} : {b.code})", t)
         self.error(node, f"the branches of a conditional expression have types {a.type} and {b.type}")
 
     # ---- conversions --------------------------------------------------------------------------------
@@ -2304,7 +2348,11 @@ class FunctionCompiler:
         if not dtype.is_const:
             self.error(node, f"{name}: dtype must be a compile-time dtype")
         d = dtype.const
-        t = d.scalar if isinstance(d, _DTypeMarker) else _dtype_scalar(d)
+        rec = _structured_dtype(d)
+        if rec is not None:
+            t = _static_record_type(rec, node, self, name)
+        else:
+            t = d.scalar if isinstance(d, _DTypeMarker) else _dtype_scalar(d)
         if any(x < 0 for x in dims):
             self.error(node, f"{name}: negative dimension in shape {tuple(dims)}")
         return tuple(dims), t
@@ -2319,12 +2367,15 @@ class FunctionCompiler:
         if 0 in shape:
             self.error(node, "shared.array: only a 1-d shape of 0 asks for the dynamic shared array")
         count = int(np.prod(shape))
+        ctype = t.ctype
+        if isinstance(t, RecordT):
+            ctype, count = "unsigned char", count * t.itemsize   # the records' bytes
         if key not in self.root.shared_keys:
             cname = self.root.fresh("ts_shared")
-            self.root.shared.append((cname, t.ctype, count, t.itemsize))
+            self.root.shared.append((cname, ctype, count, 1 if isinstance(t, RecordT) else t.itemsize))
             self.root.shared_keys[key] = cname
         cname = self.root.shared_keys[key]
-        code = cname if self.root.target == "cuda" else f"(({t.ctype}*)(B.shared + {cname}_off))"
+        code = cname if self.root.target == "cuda" else f"(({ctype}*)(B.shared + {cname}_off))"
         return Val(code, ArrayT(t, len(shape), "C", "shared", shape))
 
     def intr_local_array(self, node):
@@ -2336,7 +2387,10 @@ class FunctionCompiler:
         if key not in self.root.shared_keys:
             self.root.shared_keys[key] = self.root.fresh(f"{self.prefix}ts_local")
         cname = self.root.shared_keys[key]
-        self.root.decls[cname] = (t.ctype, count)
+        if isinstance(t, RecordT):
+            self.root.decls[cname] = ("alignas(16) unsigned char", count * t.itemsize)   # the records' bytes
+        else:
+            self.root.decls[cname] = (t.ctype, count)
         self.root.local_bytes[cname] = count * t.itemsize
         return Val(cname, ArrayT(t, len(shape), "C", "local", shape))
 
@@ -3080,6 +3134,33 @@ class _BoundMethod:
     def __init__(self, name, base):
         self.name = name
         self.base = base
+
+
+def _structured_dtype(d):
+    """The structured NumPy dtype a compile-time dtype stands for (np.dtype([...]), Numba's Record
+    type), or None."""
+    for cand in (d, getattr(d, "dtype", None)):
+        if isinstance(cand, np.dtype) and cand.names is not None:
+            return cand
+    return None
+
+
+def _static_record_type(dtype, node, fc, what):
+    """The RecordT of the records of a local or shared array: bytes aligned to 16, records
+    itemsize bytes apart."""
+    fields = []
+    for name in dtype.names:
+        ftype, offset = dtype.fields[name][:2]
+        base, shape = ftype.base, tuple(ftype.shape)
+        if base.names is not None or base.kind not in "biufc" or base.byteorder == ">":
+            fc.error(node, f"{what}: the record field {name!r} has dtype {ftype}; the fields of records in "
+                           "kernels are numbers or arrays of numbers")
+        fields.append((name, scalar_from_dtype(base), shape, int(offset)))
+    align = 16
+    while align > 1 and dtype.itemsize % align:
+        align //= 2
+    descr = ", ".join(f"{n}: {dtype.fields[n][0]}" for n in dtype.names)
+    return RecordT(tuple(fields), int(dtype.itemsize), Scalar("uint8"), align, descr)
 
 
 def _decl(cname, ctype) -> str:

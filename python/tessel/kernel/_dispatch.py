@@ -119,15 +119,16 @@ class _Arg:
     """One launch argument after conversion: its type, the tessel array (or scalar) and what to
     do after the launch (copy a NumPy array back). A tuple has ``items`` (its converted items);
     a record array also has ``record`` (its structured NumPy dtype)."""
-    __slots__ = ("type", "array", "value", "copy_back", "items", "record")
+    __slots__ = ("type", "array", "value", "copy_back", "items", "record", "names")
 
-    def __init__(self, type_, array=None, value=None, copy_back=None, items=None, record=None):
+    def __init__(self, type_, array=None, value=None, copy_back=None, items=None, record=None, names=None):
         self.type = type_
         self.array = array
         self.value = value
         self.copy_back = copy_back
         self.items = items
         self.record = record
+        self.names = names   # a namedtuple's field names
 
     def leaves(self):
         """The arguments a tuple flattens into (itself when it is not a tuple)."""
@@ -220,7 +221,7 @@ def _settle_tuple_types(c: "_Arg"):
     if c.items is not None:
         for item in c.items:
             _settle_tuple_types(item)
-        c.type = TupleT(tuple(item.type for item in c.items))
+        c.type = TupleT(tuple(item.type for item in c.items), c.names)
 
 
 def _array_type(a) -> ArrayT:
@@ -324,7 +325,9 @@ class Kernel:
             if s_ is not None:
                 return s_
             if isinstance(a, tuple):
-                return _Arg(None, items=[convert(x, f"{what}[{k}]") for k, x in enumerate(a)])
+                fields = getattr(type(a), "_fields", None)
+                return _Arg(None, items=[convert(x, f"{what}[{k}]") for k, x in enumerate(a)],
+                            names=tuple(fields) if isinstance(fields, tuple) and len(fields) == len(a) else None)
             if isinstance(a, RecordArray):
                 place(a.storage, what)
                 return _Arg(None, array=a.storage, record=a.dtype)

@@ -126,7 +126,7 @@ class ArrayT:
     @property
     def ctype(self) -> str:
         if self.is_static:
-            return f"{self.dtype.ctype}*"
+            return "unsigned char*" if self.is_record else f"{self.dtype.ctype}*"
         return f"ts::Arr<{self.storage_ctype}, {self.storage_ndim}>"
 
     def __str__(self) -> str:
@@ -140,6 +140,7 @@ class ArrayT:
 @dataclass(frozen=True)
 class TupleT:
     items: Tuple
+    names: Optional[Tuple[str, ...]] = None   # a namedtuple's field names
 
     def __str__(self) -> str:
         return "tuple(" + ", ".join(str(t) for t in self.items) + ")"

@@ -22,8 +22,13 @@ from .types import (  # noqa: F401
 )
 from . import config  # noqa: F401  (numba.config, also numba.cuda.config)
 from . import core  # noqa: F401  (numba.core.errors' warnings, numba.core.config)
-from .core.errors import (  # noqa: F401  (numba.NumbaPerformanceWarning, ...)
+from .core import errors  # noqa: F401  (numba.errors is numba.core.errors)
+from .core.errors import (  # noqa: F401  (numba.NumbaPerformanceWarning, numba.TypingError, ...)
     NumbaWarning, NumbaPerformanceWarning, NumbaDeprecationWarning, NumbaPendingDeprecationWarning,
+    NumbaParallelSafetyWarning, NumbaTypeSafetyWarning, NumbaExperimentalFeatureWarning, NumbaInvalidConfigWarning,
+    NumbaPedanticWarning, NumbaIRAssumptionWarning, NumbaDebugInfoWarning, NumbaSystemWarning, NumbaError,
+    TypingError, UnsupportedError, LoweringError, NumbaValueError, NumbaTypeError, NumbaAttributeError,
+    NumbaIndexError, NumbaNotImplementedError, NumbaRuntimeError, CompilerError, InternalError,
 )
 from . import _cuda as cuda  # noqa: F401
 # numba-cuda's import hook (_numba_cuda_redirector) takes every module name containing "numba.cuda"
@@ -43,6 +48,7 @@ for _pkg in ("cuda", "_cuda"):   # numba.cuda.types and numba.cuda.config are nu
     _sys.modules[f"{__name__}.{_pkg}.types"] = types
     _sys.modules[f"{__name__}.{_pkg}.config"] = config
 cuda.config = config
+_sys.modules[__name__ + ".errors"] = errors
 
 # Numba's modules that tessel.numba does not have (numba.extending, numba.core.*,
 # numba.cuda.extending, ...): importing one raises a ModuleNotFoundError that names it and says why.

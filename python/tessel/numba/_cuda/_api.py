@@ -147,6 +147,16 @@ def to_device(obj, stream=0, copy=True, to=None):
     if storage_of(obj) is not None or hasattr(obj, "__cuda_array_interface__"):
         return as_cuda_array(obj)
     host = np.asarray(obj)
+    core = _broadcast_core(host)
+    if not (core.flags.c_contiguous or core.flags.f_contiguous):
+        raise ValueError(_NON_CONTIGUOUS)
+    if core.shape != host.shape:
+        # a broadcast array (axes of stride 0): its core is copied, the device array repeats it
+        # with the host array's zero strides, as Numba's
+        d = to_device(core, stream=stream, copy=copy)
+        inner = d.__tessel_array__
+        shape = tuple(host.shape) + tuple(inner.shape)[host.ndim:]   # a record array's storage axis too
+        return DeviceNDArray(_array=ts.broadcast_to(inner, shape), _record=d._record, stream=stream)
     dtype = _dtype(host.dtype)
     if host.dtype != dtype:
         host = host.astype(dtype)
@@ -168,6 +178,17 @@ def to_device(obj, stream=0, copy=True, to=None):
     if not stream:
         inner.wait()  # Numba's copy without a stream is synchronous
     return DeviceNDArray(_array=inner, stream=stream)
+
+
+_NON_CONTIGUOUS = ("Array contains non-contiguous buffer and cannot be transferred as a single memory region. "
+                   "Please ensure contiguous buffer with numpy .ascontiguousarray()")
+
+
+def _broadcast_core(host):
+    """The array without the repetitions of its axes of stride 0 (those axes kept with length 1)."""
+    if not host.ndim or not host.size or all(host.strides):
+        return host
+    return host[tuple(slice(0, 1) if st == 0 else slice(None) for st in host.strides)]
 
 
 def as_cuda_array(obj, sync=True):

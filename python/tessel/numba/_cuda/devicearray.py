@@ -154,7 +154,11 @@ class DeviceNDArrayBase:
 
     @property
     def alloc_size(self):
-        return self.nbytes
+        """The bytes the array spans in memory (its first to its last element), as Numba's."""
+        if not self.size:
+            return 0
+        span = [st * (n - 1) for st, n in zip(self.strides, self.shape)]
+        return sum(x for x in span if x > 0) - sum(x for x in span if x < 0) + self.itemsize
 
     @property
     def device(self):

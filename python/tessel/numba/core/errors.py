@@ -10,7 +10,7 @@ __all__ = ["NumbaWarning", "NumbaPerformanceWarning", "NumbaDeprecationWarning",
            "NumbaInvalidConfigWarning", "NumbaPedanticWarning", "NumbaIRAssumptionWarning", "NumbaDebugInfoWarning",
            "NumbaSystemWarning", "NumbaError", "TypingError", "UnsupportedError", "LoweringError",
            "NumbaValueError", "NumbaTypeError", "NumbaAttributeError", "NumbaIndexError",
-           "NumbaNotImplementedError", "CompilerError", "InternalError", "KernelTypingError"]
+           "NumbaNotImplementedError", "NumbaRuntimeError", "CompilerError", "InternalError", "KernelTypingError"]
 
 
 class NumbaWarning(Warning):
@@ -102,6 +102,10 @@ class NumbaAttributeError(TypingError):
 
 
 class NumbaIndexError(TypingError):
+    pass
+
+
+class NumbaRuntimeError(NumbaError):
     pass
 
 
