@@ -832,6 +832,32 @@ def test_debug_mode_raises_index_errors(backend):
         overrun2[1, 16](np.zeros(3))
 
 
+def test_slice_assignment_of_another_length_raises_in_debug_mode_and_writes_nothing(backend):
+    # NumPy raises ValueError for a[0:5] = b[0:3]; in a kernel it is that error in debug mode, and
+    # otherwise the thread stops as after any raise: never a read past b's view.
+    def body(a, b, c):
+        if cuda.grid(1) == 0:
+            a[0:5] = b[0:3]
+            a[0] = 99.0
+
+    with pytest.raises(ValueError, match=r"kernel 'body'.*slice assignment: the input's shape does not broadcast"):
+        cuda.jit(debug=True)(body)[1, 1](np.full(8, -1.0), np.arange(8.0), np.zeros(1))
+    a = np.full(8, -1.0)
+    cuda.jit(body)[1, 1](a, np.arange(8.0), np.zeros(1))
+    assert (a == -1.0).all()
+
+    @cuda.jit(debug=True)
+    def fits(a, b, c):
+        if cuda.grid(1) == 0:
+            a[0:3] = b[0:3]
+            c[:, :] = b[0:3]      # broadcast over rows
+            c[:, 1:2] = b[5:6]    # an axis of length 1 broadcasts
+
+    a, c = np.full(8, -1.0), np.full((2, 3), -1.0)
+    fits[1, 1](a, np.arange(8.0), c)
+    assert a[:4].tolist() == [0.0, 1.0, 2.0, -1.0] and c.tolist() == [[0.0, 5.0, 2.0]] * 2
+
+
 def test_device_function_signatures_cast_as_numba(backend):
     @cuda.jit("int32(float64)", device=True)
     def truncate(v):

@@ -1106,6 +1106,15 @@ class FunctionCompiler:
             self.root.inlined_raise |= self.mode == "inline"
             self.emit(self.root_return())
 
+    def fail(self, cls, message, node):
+        """A check that failed at run time: raises cls(message) in debug mode, else stops the thread,
+        as a raise statement does."""
+        if self.root.options.get("debug"):
+            self.raise_exception(cls, ast.Constant(message), node)
+        else:
+            self.root.inlined_raise |= self.mode == "inline"
+            self.emit(self.root_return())
+
     def raise_exception(self, cls, msg_node, node):
         """Debug mode: the thread records exception cls (message: a constant) and stops."""
         msg = None
@@ -2902,6 +2911,20 @@ class FunctionCompiler:
             if isinstance(v.type, ArrayT) and v.type.ndim > ot.ndim:
                 self.error(node, f"{what}: a {v.type.ndim}-d input does not broadcast to a {ot.ndim}-d array")
         self.flush_pre()
+        if self.mode != "function":
+            # NumPy's broadcast check: an input axis of another length than the target's (and not 1)
+            # raises ValueError (in debug mode; else the thread stops, as after any raise)
+            for v in ins:
+                if isinstance(v.type, ArrayT):
+                    off = ot.ndim - v.type.ndim
+                    bad = [f"({self.extent(v, d).code} != 1 && {self.extent(v, d).code} != "
+                           f"{self.extent(out, d + off).code})" for d in range(v.type.ndim)]
+                    if bad:
+                        self.emit(f"if ({' || '.join(bad)}) {{")
+                        self.indent += 1
+                        self.fail(ValueError, f"{what}: the input's shape does not broadcast to the target's", node)
+                        self.indent -= 1
+                        self.emit("}")
         k = self.declare_temp(INT64, "k")
         n = self.array_size(out).code
         source = next((v for v in ins if isinstance(v.type, ArrayT)), None)
