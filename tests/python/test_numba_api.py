@@ -858,6 +858,38 @@ def test_slice_assignment_of_another_length_raises_in_debug_mode_and_writes_noth
     assert a[:4].tolist() == [0.0, 1.0, 2.0, -1.0] and c.tolist() == [[0.0, 5.0, 2.0]] * 2
 
 
+def test_tuples_of_numbers_assigned_to_slices(backend):
+    # As NumPy: a tuple is a 1-d array along the view's last axis (broadcast over the others).
+    @cuda.jit
+    def fill(a, x, cube):
+        i = cuda.grid(1)
+        if i < a.shape[0]:
+            a[i, :] = (x[i], x[i] * 2, 7)
+            a[i, 1:2] = (5,)
+        if i == 0:
+            cube[1, 2] = 1, 2, 3          # a 1-d view of a 3-d array
+            cube[0] = 4, 5, 6             # a 2-d view: the tuple broadcast over its rows
+            cube[2, :, ::-1] = 0.5, 1.5, 2.5
+
+    a, cube = np.full((4, 3), np.nan), np.full((3, 3, 3), np.nan)
+    x = np.arange(4.0) + 0.25
+    fill[1, 8](a, x, cube)
+    assert np.array_equal(a, np.stack([x, np.full(4, 5.0), np.full(4, 7.0)], axis=1))
+    want = np.full((3, 3, 3), np.nan)
+    want[1, 2] = 1, 2, 3
+    want[0] = 4, 5, 6
+    want[2, :, ::-1] = 0.5, 1.5, 2.5
+    np.testing.assert_array_equal(cube, want)
+
+    @cuda.jit(debug=True)
+    def short(a):
+        if cuda.grid(1) == 0:
+            a[0, :] = (1, 2)
+
+    with pytest.raises(ValueError, match=r"kernel 'short'.*does not broadcast"):
+        short[1, 1](np.zeros((2, 3)))
+
+
 def test_device_function_signatures_cast_as_numba(backend):
     @cuda.jit("int32(float64)", device=True)
     def truncate(v):

@@ -585,13 +585,28 @@ class FunctionCompiler:
         """a[i, :] = v, a[2:5] = b[...]: every element of the view set from a number or from an
         array broadcast against it, as NumPy (a view overlapping its input shifted along the same
         strides reads before it writes, as memmove; other overlaps are not copied first)."""
-        if not isinstance(value.type, (Scalar, ArrayT)) or isinstance(value.type, ArrayT) and value.type.is_record \
-                or view.type.is_record:
+        numbers = isinstance(value.type, TupleT) and value.items is not None and len(value.items) > 0 and \
+            all(isinstance(it.type, Scalar) for it in value.items)
+        if not (isinstance(value.type, (Scalar, ArrayT)) or numbers) or \
+                isinstance(value.type, ArrayT) and value.type.is_record or view.type.is_record or \
+                numbers and view.type.ndim == 0:
             self.error(node, f"cannot assign {value.type} to an array slice")
-        src = value.type if isinstance(value.type, Scalar) else value.type.dtype
+        if numbers:   # a tuple of numbers is a 1-d array along the view's last axis, as in NumPy
+            src = unify(*[it.type for it in value.items])
+        else:
+            src = value.type if isinstance(value.type, Scalar) else value.type.dtype
         self.check_store(src, view.type.dtype, node, "an array slice")
         if self.typing:
             return
+        if numbers:   # each item once, before the loop reads them
+            items = []
+            for it in value.items:
+                if not it.is_const:
+                    t = self.declare_temp(it.type.strong())
+                    self.emit(f"{t} = {it.code};")
+                    it = Val(t, it.type.strong())
+                items.append(it)
+            value = Val(None, value.type, items=items)
         self.each_element(view, [value], lambda args: args[0], node, "slice assignment")
 
     def assign_name(self, name, value: Val, node):
@@ -2915,6 +2930,12 @@ class FunctionCompiler:
             # NumPy's broadcast check: an input axis of another length than the target's (and not 1)
             # raises ValueError (in debug mode; else the thread stops, as after any raise)
             for v in ins:
+                if isinstance(v.type, TupleT) and len(v.items) != 1:
+                    self.emit(f"if ({len(v.items)} != {self.extent(out, ot.ndim - 1).code}) {{")
+                    self.indent += 1
+                    self.fail(ValueError, f"{what}: the input's shape does not broadcast to the target's", node)
+                    self.indent -= 1
+                    self.emit("}")
                 if isinstance(v.type, ArrayT):
                     off = ot.ndim - v.type.ndim
                     bad = [f"({self.extent(v, d).code} != 1 && {self.extent(v, d).code} != "
@@ -2955,7 +2976,12 @@ class FunctionCompiler:
                 terms.append(f"{i} * {self.stride_elems(arr, d)}")
             return Val(f"{self.data_ptr(arr)}[{' + '.join(terms) or '0'}]", arr.type.dtype)
 
-        args = [item(v, idx[ot.ndim - v.type.ndim:], True) if isinstance(v.type, ArrayT) else v for v in ins]
+        def tuple_item(v):
+            at = Val("0ll" if len(v.items) == 1 else idx[-1], INT64)
+            return self.tuple_item_at(v, at, node)
+
+        args = [item(v, idx[ot.ndim - v.type.ndim:], True) if isinstance(v.type, ArrayT)
+                else tuple_item(v) if isinstance(v.type, TupleT) else v for v in ins]
         result = compute(args)
         self.emit(f"{item(out, idx, False).code} = {self.convert(result, ot.dtype, node)};")
         self.indent -= 1
