@@ -893,15 +893,15 @@ def float_atomic_minmax(vals, out):
 
 
 def test_atomic_float_min_max_nan(device):
-    # Numba: max/min propagate NaN; nanmax/nanmin treat NaN as missing.
+    # Numba: max/min keep a stored NaN and ignore a NaN value; nanmax/nanmin treat NaN as missing.
     vals = np.array([2.0, np.nan, np.nan, 2.0])
     stored = np.array([np.nan, 1.0, np.nan, 1.0])
     out = put(np.tile(stored, 4), device)
     float_atomic_minmax[1, 4](put(vals, device), out)
     o = out.numpy().reshape(4, 4)
-    np.testing.assert_array_equal(o[0], [np.nan, np.nan, np.nan, 2.0])
+    np.testing.assert_array_equal(o[0], [np.nan, 1.0, np.nan, 2.0])
     np.testing.assert_array_equal(o[1], [2.0, 1.0, np.nan, 2.0])
-    np.testing.assert_array_equal(o[2], [np.nan, np.nan, np.nan, 1.0])
+    np.testing.assert_array_equal(o[2], [np.nan, 1.0, np.nan, 1.0])
     np.testing.assert_array_equal(o[3], [2.0, 1.0, np.nan, 1.0])
 
 

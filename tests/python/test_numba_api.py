@@ -42,6 +42,8 @@ def test_scalar_types_have_dtypes_and_cast():
     assert numba.int8(300) == np.int8(44) and numba.uint32(-1) == np.uint32(2**32 - 1)
     assert numba.int32(-3.7) == -3 and type(numba.int32(-3.7)) is np.int32
     assert numba.complex64(1 + 2j) == np.complex64(1 + 2j)
+    assert numba.complex64.underlying_float is numba.float32
+    assert numba.types.complex128.underlying_float is numba.float64
     assert numba.float16(ts.asarray(2.0, device="cpu")) == np.float16(2.0)
 
 

@@ -3650,3 +3650,151 @@ def test_real_and_imag_views_of_complex_arrays(backend):
     shift_spectrum[1, 32](z, out)
     np.testing.assert_array_equal(z, (z0.real + 1) + 2j * z0.imag)
     np.testing.assert_array_equal(out, (z0.real + 1) + 200 * z0.imag + 32)
+
+
+# ---- from Numba's cudapy tests: round to digits, atomic max/min with NaN, constant records -----------
+@cuda.jit("void(float32[:], float32, int32)")
+def round_to_f4(ary, c, ndigits):
+    ary[0] = round(c, ndigits)
+
+
+@cuda.jit("void(float64[:], float64, int32)")
+def round_to_f8(ary, c, ndigits):
+    ary[0] = round(c, ndigits)
+
+
+def test_round_to_digits_as_cpython(backend):
+    ary = np.full(1, np.nan, np.float32)
+    round_to_f4[1, 1](ary, 0.3425, 3)       # 0.3425 in float32 is just above the halfway point
+    assert ary[0] == np.float32(0.343)
+    big = np.finfo(np.float32).max
+    round_to_f4[1, 1](ary, big, 300)         # x * 10**300 overflows: x itself
+    assert ary[0] == big
+    out = np.full(1, np.nan)
+    round_to_f8[1, 1](out, np.finfo(np.float64).max, 12)
+    assert out[0] == np.finfo(np.float64).max
+    for val, nd in [(0.125, 2), (1234.5678, -2), (-0.5, 0), (0.7311, 3)]:
+        round_to_f8[1, 1](out, val, nd)
+        assert out[0] == round(val, nd), (val, nd)
+    round_to_f8[1, 1](out, 0.12345678987654321e-14, 23)    # 10**23 split in two powers
+    assert abs(out[0] - 1.2345679e-15) < 1e-29
+    round_to_f8[1, 1](out, 2.675, 2)     # CPython's fallback, as Numba's: 267.49999999999997 -> 267.5 -> 268
+    assert out[0] == 2.68
+
+
+@cuda.jit
+def atomic_extremes_with_nans(res, vals):
+    i = cuda.threadIdx.x
+    cuda.atomic.max(res, 0, vals[i])
+    cuda.atomic.min(res, 1, vals[i])
+    cuda.atomic.nanmax(res, 2, vals[i])
+    cuda.atomic.nanmin(res, 3, vals[i])
+
+
+def test_atomic_max_and_min_ignore_a_nan_value_and_keep_a_stored_nan(backend):
+    vals = np.arange(32.0)
+    vals[1::2] = np.nan
+    res = np.array([-1.0, 100.0, -1.0, 100.0])
+    atomic_extremes_with_nans[1, 32](res, vals)
+    np.testing.assert_array_equal(res, [30.0, 0.0, 30.0, 0.0])
+    res = np.full(4, np.nan)
+    atomic_extremes_with_nans[1, 32](res, vals)
+    np.testing.assert_array_equal(res, [np.nan, np.nan, 30.0, 0.0])
+
+
+CONST_RECORDS = np.array([(1, 2, 3, 0xDEADBEEF, 8), (4, 5, 6, 0xBEEFDEAD, 10)],
+                         dtype=np.dtype([("a", np.uint8), ("b", np.uint8), ("x", np.uint8),
+                                         ("y", np.uint32), ("z", np.uint8)], align=True))
+PLAIN_RECORDS = np.array([(1.5, 2), (3.5, -4)], dtype=[("x", float), ("y", int)])
+
+
+@cuda.jit
+def read_const_records(out):
+    c = cuda.const.array_like(CONST_RECORDS)
+    i = cuda.grid(1)
+    if i < c.size:
+        out[i, 0] = c[i]["a"] + c[i]["b"] + c[i].x
+        out[i, 1] = c[i]["y"]
+        out[i, 2] = c[i].z
+        out[i, 3] = PLAIN_RECORDS[i].x + PLAIN_RECORDS[i]["y"]   # a global record array, frozen
+
+
+def test_constant_arrays_of_records(backend):
+    out = np.full((2, 4), -1.0)
+    read_const_records[1, 32](out)
+    r = CONST_RECORDS
+    np.testing.assert_array_equal(out[:, 0], r["a"].astype(float) + r["b"] + r["x"])
+    np.testing.assert_array_equal(out[:, 1], r["y"])
+    np.testing.assert_array_equal(out[:, 2], r["z"])
+    np.testing.assert_array_equal(out[:, 3], PLAIN_RECORDS["x"] + PLAIN_RECORDS["y"])
+
+
+# ---- complex math: special values, and *args from a tuple --------------------------------------------
+@cuda.jit(device=True)
+def weigh3(a, b, c):
+    return a + 10 * b + 100 * c
+
+
+@cuda.jit
+def cmath_all(z, out, polar_back):
+    i = cuda.grid(1)
+    if i < z.size:
+        w = z[i]
+        out[i, 0] = cmath.sqrt(w)
+        out[i, 1] = cmath.exp(w)
+        out[i, 2] = cmath.sin(w)
+        out[i, 3] = cmath.cos(w)
+        out[i, 4] = cmath.tan(w)
+        out[i, 5] = cmath.sinh(w)
+        out[i, 6] = cmath.cosh(w)
+        out[i, 7] = cmath.tanh(w)
+        out[i, 8] = cmath.asin(w)
+        out[i, 9] = cmath.acos(w)
+        out[i, 10] = cmath.atan(w)
+        out[i, 11] = cmath.asinh(w)
+        out[i, 12] = cmath.acosh(w)
+        out[i, 13] = cmath.atanh(w)
+        out[i, 14] = cmath.rect(w.real, w.imag)
+        polar_back[i] = complex(*cmath.polar(w))
+        t = (1.0, 2.0)
+        polar_back[i] += weigh3(*t, 3.0) * 1j
+
+
+def test_complex_functions_of_infinities_and_signed_zeros_as_numba(backend):
+    import itertools
+    reals = [-0.0, 0.0, 1.0, -3.5, math.pi, -math.inf, math.inf]
+    z = np.array([complex(x, y) for x, y in itertools.product(reals, reals)])
+    out = np.full((z.size, 15), np.nan, complex)
+    back = np.full(z.size, np.nan, complex)
+    cmath_all[1, 64](z, out, back)
+    fns = [cmath.sqrt, cmath.exp, cmath.sin, cmath.cos, cmath.tan, cmath.sinh, cmath.cosh, cmath.tanh,
+           cmath.asin, cmath.acos, cmath.atan, cmath.asinh, cmath.acosh, cmath.atanh]
+
+    def same(a, b):   # CPython's value: equal, NaN for NaN, and zeros and infinities of the same sign
+        for x, y in ((a.real, b.real), (a.imag, b.imag)):
+            if math.isnan(y):
+                assert math.isnan(x)
+            elif x == 0 or math.isinf(y):
+                assert x == y and math.copysign(1, x) == math.copysign(1, y)
+            else:
+                assert abs(x - y) <= 1e-14 * abs(y)
+
+    for k, w in enumerate(z):
+        for j, f in enumerate(fns):
+            try:
+                ref = f(w)
+            except (ValueError, OverflowError):   # CPython raises where C gives the IEEE value
+                continue
+            try:
+                same(out[k, j], ref)
+            except AssertionError:
+                raise AssertionError(f"{f.__name__}({w}) = {out[k, j]}, CPython gives {ref}") from None
+        try:
+            ref = cmath.rect(w.real, w.imag)
+        except ValueError:
+            ref = None
+        if ref is not None:
+            same(out[k, 14], ref)
+        if np.isfinite(w):
+            r, phi = cmath.polar(w)
+            np.testing.assert_allclose(back[k], complex(r, phi + 321.0), rtol=1e-15)

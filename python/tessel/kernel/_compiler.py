@@ -1253,6 +1253,8 @@ class FunctionCompiler:
 
     def const_array(self, arr: np.ndarray, node) -> Val:
         key = id(arr)
+        if arr.dtype.names is not None:
+            return self._const_record_array(arr, node)
         t = scalar_from_dtype(arr.dtype)
         if key not in self.root.const_keys:
             cname = self.root.fresh("ts_const")
@@ -1275,6 +1277,22 @@ class FunctionCompiler:
         cname = self.root.const_keys[key]
         at = ArrayT(t, arr.ndim, "C", "const", tuple(int(s) for s in arr.shape))
         return Val(f"(({t.ctype}*){cname})", at)
+
+    def _const_record_array(self, arr: np.ndarray, node) -> Val:
+        """A global NumPy array of records: its bytes in a constant array, records as in a local array."""
+        t = _static_record_type(arr.dtype, node, self, "a constant array of records")
+        key = id(arr)
+        if key not in self.root.const_keys:
+            cname = self.root.fresh("ts_const")
+            raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+            qual = "__device__ const" if self.root.target == "cuda" else "static const"
+            values = ", ".join(f"{int(v)}u" for v in raw) or "0"
+            self.root.consts.append(f"alignas(16) {qual} unsigned char {cname}[{max(raw.size, 1)}] = {{{values}}};")
+            self.root.const_bytes += max(raw.size, 1)
+            self.root.const_keys[key] = cname
+        cname = self.root.const_keys[key]
+        at = ArrayT(t, arr.ndim, "C", "const", tuple(int(s) for s in arr.shape))
+        return Val(f"((unsigned char*){cname})", at)
 
     def expr_Attribute(self, node):
         base = self.expr(node.value)
@@ -2042,6 +2060,8 @@ class FunctionCompiler:
     # ---- calls ---------------------------------------------------------------------------------------
     def expr_Call(self, node):
         fn = self.expr(node.func)
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            node = self.unpack_starred(node)
         if fn.is_const and isinstance(fn.const, _BoundMethod):
             bm = fn.const
             if bm.name == "grid_sync":
@@ -2105,6 +2125,22 @@ class FunctionCompiler:
             self.error(node, f"'{name}' is a Python function, not a device function: decorate it with "
                              "@tessel.jit(device=True) to call it from a kernel")
         self.error(node, f"{obj!r} is not callable in a kernel")
+
+    def unpack_starred(self, node):
+        """f(a, *t): the call with t's items as arguments (t a tuple, its length known when compiling)."""
+        args = []
+        for a in node.args:
+            if not isinstance(a, ast.Starred):
+                args.append(a)
+                continue
+            v = self.expr(a.value)
+            if v.items is None:
+                self.error(a, f"*args of a {v.type} is not supported in kernels (*args takes a tuple)")
+            args.extend(ast.copy_location(_ValNode(item), a) for item in v.items)
+        return ast.copy_location(ast.Call(func=node.func, args=args, keywords=node.keywords), node)
+
+    def expr__ValNode(self, node):
+        return node.val
 
     def call_operator(self, fn, node) -> Val:
         """operator.add(a, b), operator.lt(a, b), operator.neg(a), ...: the operator's expression."""
@@ -3192,6 +3228,15 @@ def _structured_dtype(d):
         if isinstance(cand, np.dtype) and cand.names is not None:
             return cand
     return None
+
+
+class _ValNode(ast.expr):
+    """An expression already compiled: an item of a *tuple argument."""
+    _fields = ()
+
+    def __init__(self, val):
+        super().__init__()
+        self.val = val
 
 
 def _static_record_type(dtype, node, fc, what):

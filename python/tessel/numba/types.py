@@ -134,7 +134,10 @@ class Float(Number):
 
 
 class Complex(Number):
-    pass
+    @property
+    def underlying_float(self):
+        """The type of the real and imaginary parts (float32 of complex64), as Numba's."""
+        return float32 if self.name == "complex64" else float64
 
 
 class Record(Type):
