@@ -937,6 +937,25 @@ def test_ufunc_options_and_layouts_are_checked():
         numba.guvectorize(["void(f8[:], f8[:])"], "(n)")
     with pytest.raises(TypeError, match="one or two positional"):
         numba.guvectorize()
+    # Numba's checks: a gufunc returns nothing, a CUDA gufunc is nopython, out= or outputs
+    with pytest.raises(TypeError, match=r"cannot return values: signature int32\(array\(int32, 1d, A\)"
+                                        r".*specifies int32 return type"):
+        numba.guvectorize([numba.int32(numba.int32[:], numba.int32[:])], "(m)->(m)", target="cuda")
+    with pytest.raises(TypeError, match="nopython flag must be True"):
+        numba.guvectorize(["void(f8[:], f8[:])"], "(n)->(n)", target="cuda", nopython=False)
+
+    def copy(x, y):
+        for i in range(x.shape[0]):
+            y[i] = x[i]
+
+    x = np.arange(4.0)
+    for target, error in (("cuda", ValueError), ("cpu", TypeError)):
+        g = numba.guvectorize(["void(f8[:], f8[:])"], "(n)->(n)", target=target)(copy)
+        y = np.zeros(4)
+        with pytest.raises(error, match="cannot specify argument 'out' as both positional and keyword"):
+            g(x, y, out=y)
+        g(x, out=y)
+        np.testing.assert_array_equal(y, x)
 
 
 def test_kernel_side_names():
@@ -1492,6 +1511,10 @@ def test_kernel_features_tessel_does_not_have_are_named(backend):
     def long_double(out):
         out[0] = np.datetime64(1, "s")
 
+    def bad_local_dtype(out):
+        tmp = cuda.local.array(3, dtype="int33")
+        out[0] = tmp[0]
+
     out = np.zeros(4)
     for fn, args, why in (
             (recursion, (out,), r"device function '_fib' calls itself: recursion is not supported"),
@@ -1504,7 +1527,8 @@ def test_kernel_features_tessel_does_not_have_are_named(backend):
             (builtin_sum_of_array, (out,), r"sum\(\) of an array is not supported in kernels"),
             (numpy_submodule, (out,), r"np.linalg.norm is not supported in kernels"),
             (builtin_str, (out,), r"the built-in str\(\) is not supported in kernels"),
-            (long_double, (out,), r"dtype datetime64 is not supported in tessel kernels")):
+            (long_double, (out,), r"dtype datetime64 is not supported in tessel kernels"),
+            (bad_local_dtype, (out,), r"local.array: 'int33' is not a dtype tessel kernels support")):
         kernel = cuda.jit(debug=fn is computed_message)(fn)
         # Numba's compile errors, for programs that catch them; tessel's KernelCompileError too
         from tessel.numba.core.errors import TypingError, UnsupportedError

@@ -2412,7 +2412,10 @@ class FunctionCompiler:
         if rec is not None:
             t = _static_record_type(rec, node, self, name)
         else:
-            t = d.scalar if isinstance(d, _DTypeMarker) else _dtype_scalar(d)
+            try:
+                t = d.scalar if isinstance(d, _DTypeMarker) else _dtype_scalar(d)
+            except TypeError as why:   # 'int33', np.str_, ...
+                self.error(node, f"{name}: {why}")
         if any(x < 0 for x in dims):
             self.error(node, f"{name}: negative dimension in shape {tuple(dims)}")
         return tuple(dims), t

@@ -554,8 +554,9 @@ class GUFunc:
         elif len(args) != self.nin:
             raise TypeError(f"{what}: takes {self.nin} inputs (and optionally {self.nout} outputs), got {len(args)}")
         if out is not None:
-            if outputs is not None:
-                raise TypeError(f"{what}: outputs given twice (as arguments and out=)")
+            if outputs is not None:   # Numba's CUDA gufuncs raise ValueError, NumPy's gufuncs TypeError
+                raise (ValueError if self.target == "cuda" else TypeError)(
+                    f"{what}: cannot specify argument 'out' as both positional and keyword")
             outputs = list(out) if isinstance(out, tuple) else [out]
             if len(outputs) != self.nout:
                 raise TypeError(f"{what}: out= needs {self.nout} arrays")
@@ -682,6 +683,13 @@ def guvectorize(*args, **kws):
     else:
         raise TypeError("guvectorize() takes one or two positional arguments")
     _parse_layout(layout)
+    for restype, argtypes in signatures:
+        if restype is not None and restype != nbtypes.void:
+            sig = f"{restype}({', '.join(map(str, argtypes))})"
+            raise TypeError(f"guvectorized functions cannot return values: signature {sig} specifies "
+                            f"{restype} return type")
+    if target == "cuda" and not kws.get("nopython", True):
+        raise TypeError("nopython flag must be True")
 
     def wrap(func):
         return GUFunc(getattr(func, "py_func", func), signatures, layout, target, kws)
