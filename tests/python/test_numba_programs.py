@@ -3798,3 +3798,55 @@ def test_complex_functions_of_infinities_and_signed_zeros_as_numba(backend):
         if np.isfinite(w):
             r, phi = cmath.polar(w)
             np.testing.assert_allclose(back[k], complex(r, phi + 321.0), rtol=1e-15)
+
+
+# ---- records: a single record argument, whole records assigned, subarray fields assigned -------------
+BODY = np.dtype([("a", np.float64), ("b", np.int32), ("c", np.complex64), ("v", np.float32, 3)])
+BODY_SHUFFLED = np.dtype({"names": ["a", "b", "c", "v"],
+                              "formats": [np.float64, np.int32, np.complex64, (np.float32, 3)],
+                              "offsets": [24, 0, 4, 12], "itemsize": 40})
+
+
+@cuda.jit
+def update_one_record(r, v, out):
+    r.a = v
+    r["b"] = 7
+    r.v[1] = r.a * 2
+    out[0] = r[0] + r.b        # r[0]: the first field, as NumPy's
+    r.v = out[1:]              # an array into a subarray field
+
+
+@cuda.jit
+def copy_records(dst, src, shuffled):
+    i = cuda.grid(1)
+    if i < src.size - 1:
+        dst[i] = src[i + 1]            # the whole record
+        tmp = cuda.local.array(1, dtype=BODY)
+        tmp[0] = src[i]
+        shuffled[i] = tmp[0]           # between layouts: field by field
+        shuffled[i].v = src[i].v
+
+
+def test_single_record_arguments_and_whole_record_assignment(backend):
+    arr = np.zeros(3, BODY)
+    out = np.array([-1.0, 4.0, 5.0, 6.0])
+    update_one_record[1, 1](arr[1], 1.5, out)      # arr[1] is a view: the kernel's writes land in arr
+    assert out[0] == 8.5
+    np.testing.assert_array_equal(arr["a"], [0, 1.5, 0])
+    np.testing.assert_array_equal(arr["b"], [0, 7, 0])
+    np.testing.assert_array_equal(arr["v"][1], [4, 5, 6])
+    np.testing.assert_array_equal(arr["v"][0], [0, 0, 0])
+
+    src = np.zeros(4, BODY)
+    src["a"] = np.arange(4) + 0.5
+    src["b"] = -np.arange(4)
+    src["c"] = np.arange(4) * 1j
+    src["v"] = np.arange(12).reshape(4, 3)
+    dst = np.zeros(4, BODY)
+    dst["a"] = np.nan
+    shuffled = np.zeros(4, BODY_SHUFFLED)
+    copy_records[1, 32](dst, src, shuffled)
+    for name in BODY.names:
+        np.testing.assert_array_equal(dst[name][:3], src[name][1:])
+        np.testing.assert_array_equal(shuffled[name][:3], src[name][:3])
+    assert np.isnan(dst["a"][3]) and shuffled["b"][3] == 0

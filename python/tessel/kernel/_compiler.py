@@ -496,10 +496,7 @@ class FunctionCompiler:
             if isinstance(target, ast.Attribute):
                 name = target.attr
             else:
-                key = self.expr(target.slice)
-                if not (key.is_const and isinstance(key.const, str)):
-                    self.error(node, "a record is indexed with a constant field name (r['x'])")
-                name = key.const
+                name = self.record_key(base, target.slice, node)
             ref = self.record_field(base, name, node)
             rhs = self.expr(node.value)
             if self.typing:
@@ -558,10 +555,8 @@ class FunctionCompiler:
         elif isinstance(target, ast.Subscript):
             arr = self.expr(target.value)
             if isinstance(arr.type, RecordT):
-                key = self.expr(target.slice)
-                if not (key.is_const and isinstance(key.const, str)):
-                    self.error(node, "a record is indexed with a constant field name (r['x'])")
-                return self.store_record_field(self.record_field(arr, key.const, node), value, node)
+                return self.store_record_field(self.record_field(arr, self.record_key(arr, target.slice, node), node),
+                                               value, node)
             if not isinstance(arr.type, ArrayT):
                 self.error(node, f"cannot assign into a value of type {arr.type}")
             if arr.type.space == "const":
@@ -570,7 +565,7 @@ class FunctionCompiler:
             if isinstance(ref.type, ArrayT):
                 return self.assign_view(ref, value, node)
             if isinstance(ref.type, RecordT):
-                self.error(node, "assigning a whole record is not supported; assign its fields (r[i].x = ...)")
+                return self.store_record(ref, value, node)
             self.check_store(value.type, arr.type.dtype, node, "an array element")
             self.emit(f"{ref.code} = {self.convert(value, arr.type.dtype, node)};")
         elif isinstance(target, ast.Attribute):
@@ -1439,6 +1434,19 @@ class FunctionCompiler:
                f"{{{', '.join(strides)}}})"
         return Val(code, ArrayT(t.dtype, t.ndim, "A", t.space if t.space != "const" else "const"))
 
+    def record_key(self, rec: Val, key_node, node) -> str:
+        """The field a record's index names: a constant name (r['x']) or position (r[0], as NumPy's)."""
+        key = self.expr(key_node)
+        if key.is_const and isinstance(key.const, str):
+            return key.const
+        if key.is_const and isinstance(key.const, (int, np.integer)) and not isinstance(key.const, bool):
+            names = [f[0] for f in rec.type.fields]
+            k = int(key.const)
+            if not -len(names) <= k < len(names):
+                self.error(node, f"index {k} is out of bounds for a record of {len(names)} fields")
+            return names[k]
+        self.error(node, "a record is indexed with a constant field name (r['x']) or position (r[0])")
+
     def record_field(self, rec: Val, name, node) -> Val:
         """A field of a record (rec.x, rec['x']): an lvalue in place, or a byte-wise read (and
         store) where the field is not aligned for its type; a subarray field is a view."""
@@ -1479,10 +1487,28 @@ class FunctionCompiler:
         code = f"ts::mkarr<{ft.ctype}, {nd}>({ptr}, {{{', '.join(dims)}}}, {{{', '.join(strides)}}})"
         return Val(code, ArrayT(ft, nd, "A"))
 
+    def store_record(self, ref: Val, value: Val, node):
+        """r[i] = rec: the record's value copied, its bytes where both have one layout, else field by field."""
+        dst, src = ref.type, value.type
+        if not isinstance(src, RecordT):
+            self.error(node, f"a record is assigned a record, got {src}")
+        if [(f[0], f[1], f[2]) for f in dst.fields] != [(f[0], f[1], f[2]) for f in src.fields]:
+            self.error(node, f"assigning a record of fields ({src.descr}) to a record of fields ({dst.descr})")
+        if dst.fields == src.fields and dst.itemsize == src.itemsize:
+            k = self.root.fresh("ts_k")
+            self.emit(f"{{ const unsigned char* {k}_s = {value.code}; unsigned char* {k}_d = {ref.code}; "
+                      f"for (int {k} = 0; {k} < {dst.itemsize}; ++{k}) {k}_d[{k}] = {k}_s[{k}]; }}")
+            return
+        for name, _, _, _ in dst.fields:
+            self.store_record_field(self.record_field(ref, name, node), self.record_field(value, name, node), node)
+
     def store_record_field(self, ref: Val, value: Val, node, augmented_op=None):
         """Stores value into a record field (or a field op= value)."""
         if isinstance(ref.type, ArrayT):
-            self.error(node, "assignment to a subarray field is not supported; assign its elements (r[i].v[k] = ...)")
+            if augmented_op is not None:
+                self.error(node, "augmented assignment to a subarray field is not supported; update its elements "
+                                 "(r[i].v[k] += ...)")
+            return self.assign_view(ref, value, node)   # r.v = arr: the elements, as slice assignment
         ft = ref.type
         if augmented_op is not None:
             value = self.binop(augmented_op, ref, value, node)
@@ -1627,10 +1653,7 @@ class FunctionCompiler:
     def expr_Subscript(self, node):
         base = self.expr(node.value)
         if isinstance(base.type, RecordT):
-            key = self.expr(node.slice)
-            if not (key.is_const and isinstance(key.const, str)):
-                self.error(node, "a record is indexed with a constant field name (r['x'])")
-            return self.record_field(base, key.const, node)
+            return self.record_field(base, self.record_key(base, node.slice, node), node)
         if isinstance(base.type, ArrayT):
             return self.element(base, node.slice, node)
         if isinstance(base.type, TupleT) or base.items is not None:
@@ -3555,6 +3578,10 @@ def _param_decls(names, types, target):
                 unpack.append((name, f"ts::mkarr<{ct}, {nd}>(p_{name}_data, {{{shape}}}, {{{strides}}})", t, base))
             else:
                 unpack.append((name, f"ts::mkarr0<{ct}>(p_{name}_data)", t, base))
+        elif isinstance(t, RecordT):
+            # a single record: the address of its bytes (a 1-d byte array's data, extent and stride)
+            params.extend([f"unsigned char* p_{name}_data", f"ts::i64 p_{name}_s0", f"ts::i64 p_{name}_t0"])
+            unpack.append((name, f"p_{name}_data", t, base))
         else:
             params.append(f"{t.ctype} p_{name}")
             unpack.append((name, f"p_{name}", t, base))

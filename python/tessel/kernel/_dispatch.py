@@ -119,9 +119,10 @@ class _Arg:
     """One launch argument after conversion: its type, the tessel array (or scalar) and what to
     do after the launch (copy a NumPy array back). A tuple has ``items`` (its converted items);
     a record array also has ``record`` (its structured NumPy dtype)."""
-    __slots__ = ("type", "array", "value", "copy_back", "items", "record", "names")
+    __slots__ = ("type", "array", "value", "copy_back", "items", "record", "names", "one_record")
 
-    def __init__(self, type_, array=None, value=None, copy_back=None, items=None, record=None, names=None):
+    def __init__(self, type_, array=None, value=None, copy_back=None, items=None, record=None, names=None,
+                 one_record=False):
         self.type = type_
         self.array = array
         self.value = value
@@ -129,6 +130,7 @@ class _Arg:
         self.items = items
         self.record = record
         self.names = names   # a namedtuple's field names
+        self.one_record = one_record   # a single record (np.void): copied in, and its fields back
 
     def leaves(self):
         """The arguments a tuple flattens into (itself when it is not a tuple)."""
@@ -321,6 +323,9 @@ class Kernel:
             if isinstance(a, int) and not -2**63 <= a < 2**64:
                 raise OverflowError(f"kernel '{self.__name__}': {what} is the Python int {a}, which neither int64 "
                                     "nor uint64 holds")
+            if isinstance(a, np.void) and a.dtype.names is not None:
+                # a single record, as Numba passes it: a copy on the device, written back field by field
+                return _Arg(None, value=np.array(a).reshape(1), record=a.dtype, copy_back=a, one_record=True)
             s_ = _scalar_arg(a)
             if s_ is not None:
                 return s_
@@ -365,16 +370,18 @@ class Kernel:
                     if host.dtype.names is not None:
                         c.record = host.dtype
                         host = record_bytes_view(host)
+                        if c.one_record:
+                            host = host.reshape(-1)
                     elif host.dtype.kind not in "biufc":
                         raise TypeError(f"kernel '{self.__name__}': argument {i} has dtype {host.dtype}")
                     arr = ts.asarray(host, device=device)
                     c.array = arr
-                    if host.flags.writeable:
+                    if host.flags.writeable and not c.one_record:
                         c.copy_back = host
                     c.value = None
                 if c.record is not None:
-                    c.type = ArrayT(_record_type(c.record, c.array, f"kernel '{self.__name__}', argument {i}"),
-                                    c.array.ndim - 1, "A")
+                    rt = _record_type(c.record, c.array, f"kernel '{self.__name__}', argument {i}")
+                    c.type = rt if c.one_record else ArrayT(rt, c.array.ndim - 1, "A")
                 elif c.type is None and c.array is not None:
                     c.type = _array_type(c.array)
             _settle_tuple_types(top)
@@ -482,7 +489,11 @@ class Kernel:
                 raise self._debug_error(e, spec) from None
         for c in (leaf for top in converted for leaf in top.leaves()):
             if c.copy_back is not None:
-                np.copyto(c.copy_back, c.array.numpy() if hasattr(c.array, "numpy") else np.asarray(c.array))
+                data = c.array.numpy() if hasattr(c.array, "numpy") else np.asarray(c.array)
+                if c.one_record:
+                    _write_record(c.copy_back, data)
+                else:
+                    np.copyto(c.copy_back, data)
 
     def _launch_cuda(self, spec, grid, block, stream, shared, converted, device):
         ts = _tessel()
@@ -558,6 +569,16 @@ class Kernel:
 
     def __repr__(self):
         return f"<tessel kernel {self.py_func.__qualname__}>"
+
+
+def _write_record(rec: np.void, data: np.ndarray):
+    """A single record argument's fields, from the bytes the kernel left."""
+    new = np.ascontiguousarray(data).view(rec.dtype)[0]
+    try:
+        for name in rec.dtype.names:
+            rec[name] = new[name]
+    except (ValueError, TypeError):   # a read-only record: nothing to write back
+        pass
 
 
 def _numpy_scalar(v, t: Scalar):

@@ -71,6 +71,8 @@ def numba_type_of_kernel_type(t):
         if isinstance(t.dtype, RecordT):
             return nbtypes.Array(nbtypes.Record(_record_dtype(t.dtype)), t.ndim, "A")
         return nbtypes.Array(numba_type_of_kernel_type(t.dtype), t.ndim, "C" if t.layout == "C" else "A")
+    if isinstance(t, RecordT):
+        return nbtypes.Record(_record_dtype(t))
     if isinstance(t, Scalar):
         if t.name == "bfloat16":
             return "bfloat16"
