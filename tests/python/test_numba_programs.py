@@ -3850,3 +3850,31 @@ def test_single_record_arguments_and_whole_record_assignment(backend):
         np.testing.assert_array_equal(dst[name][:3], src[name][1:])
         np.testing.assert_array_equal(shuffled[name][:3], src[name][:3])
     assert np.isnan(dst["a"][3]) and shuffled["b"][3] == 0
+
+
+# ---- debug mode: Numba's Python error model ------------------------------------------------------------
+def divide_and_index(r, x, y, n):
+    i = cuda.threadIdx.x
+    r[i, 0] = y[i] / x[i] if x[i] != 0 else -1.0    # a guarded division never raises
+    r[i, 1] = y[i] / x[i]
+    r[i, 2] = n // int(x[i])
+    r[i, 3] = x.shape[-i]                           # a tuple index past the end
+
+
+def test_debug_mode_raises_zero_division_and_tuple_index_errors(backend):
+    plain, checked = cuda.jit(divide_and_index), cuda.jit(debug=True)(divide_and_index)
+    r = np.full((2, 4), np.nan)
+    plain[1, 1](r, np.zeros(2), np.ones(2), 7)        # NumPy's error model: IEEE results, no error
+    np.testing.assert_array_equal(r[0], [-1.0, np.inf, 0.0, 2.0])
+    r = np.full((2, 4), np.nan)
+    with pytest.raises(ZeroDivisionError, match=r"kernel 'divide_and_index'.*:\d+\), in thread \(0, 0, 0\).*: "
+                                                r"division by zero"):
+        checked[1, 1](r, np.zeros(2), np.ones(2), 7)
+    assert r[0, 0] == -1.0 and np.isnan(r[0, 1:]).all()   # the thread stopped at the division
+    with pytest.raises(ZeroDivisionError, match="integer division by zero"):
+        checked[1, 1](r, np.array([0.5, 1.0]), np.ones(2), 7)
+    r = np.full((2, 4), np.nan)
+    checked[1, 2](r, np.array([2.0, 3.0]), np.ones(2), 7)   # x.shape[-1] is in range
+    np.testing.assert_array_equal(r[:, 3], [2.0, 2.0])
+    with pytest.raises(IndexError, match=r"in thread \(2, 0, 0\).*tuple index out of range"):
+        checked[1, 3](np.zeros((3, 4)), np.array([2.0, 3.0, 4.0]), np.ones(3), 7)   # thread 2: x.shape[-2]

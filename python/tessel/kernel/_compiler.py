@@ -1698,6 +1698,13 @@ class FunctionCompiler:
         self.emit(f"{k} = {self.convert(idx, INT64, node)};")
         n = len(items)
         code = self.convert(items[-1], t, node)
+        if self.root.options.get("debug") and self.mode != "function":
+            # an index past either end raises IndexError from the launch, as Numba's in debug mode
+            key = (IndexError, "tuple index out of range", self.lineno(node))
+            if key not in self.root.raises:
+                self.root.raises.append(key)
+            code = (f"(({k} == {n - 1} || {k} == -1) ? {code} : "
+                    f"(ts_raise({self.root.raises.index(key)}, {self.lineno(node)}{self.chk_ctx()}), {code}))")
         for j in range(n - 2, -1, -1):
             code = f"(({k} == {j} || {k} == {j - n}) ? {self.convert(items[j], t, node)} : {code})"
         return Val(code, t)
@@ -1714,6 +1721,18 @@ class FunctionCompiler:
     def scalar_check(self, v: Val, node, what):
         if not isinstance(v.type, Scalar):
             self.error(node, f"{what} needs numbers, got {v.type}")
+
+    def nonzero(self, code: str, t, node, message: str) -> str:
+        """A divisor. In debug mode under Numba's rules (its Python error model), a zero divisor raises
+        ZeroDivisionError(message) from the launch; otherwise division by zero is IEEE's (and 0 for
+        integers), as Numba's NumPy error model."""
+        if not (self.root.options.get("debug") and numba_rules()) or self.mode == "function" or \
+                t.kind not in "iuf":
+            return code
+        key = (ZeroDivisionError, message, self.lineno(node))
+        if key not in self.root.raises:
+            self.root.raises.append(key)
+        return f"ts_nz({code}, {self.root.raises.index(key)}, {self.lineno(node)}{self.chk_ctx()})"
 
     def binop(self, op, a: Val, b: Val, node) -> Val:
         r = self._binop(op, a, b, node)
@@ -1740,7 +1759,7 @@ class FunctionCompiler:
         nonneg = a.nonneg and b.nonneg
         if opname == "Div":
             t = true_divide_type(a.type, b.type)
-            return Val(f"({self.convert(a, t, node)} / {self.convert(b, t, node)})", t)
+            return Val(f"({self.convert(a, t, node)} / {self.nonzero(self.convert(b, t, node), t, node, 'division by zero')})", t)
         t = operator_type(opname, a.type, b.type)
         ts_ = t.strong() if not (a.type.weak and b.type.weak) else t
         ct = ts_.ctype
@@ -1762,24 +1781,28 @@ class FunctionCompiler:
         if opname == "FloorDiv":
             if k in "iub":
                 tt = INT64 if k == "b" else ts_
-                return Val(f"ts::floordiv<{tt.ctype}>({self.convert(a, tt, node)}, {self.convert(b, tt, node)})"
-                           if tt.kind == "i" else f"ts::floordiv({self.convert(a, tt, node)}, {self.convert(b, tt, node)})",
+                d = self.nonzero(self.convert(b, tt, node), tt, node, "integer division by zero")
+                return Val(f"ts::floordiv<{tt.ctype}>({self.convert(a, tt, node)}, {d})"
+                           if tt.kind == "i" else f"ts::floordiv({self.convert(a, tt, node)}, {d})",
                            tt, nonneg)
             if k == "c":
                 self.error(node, "// is not defined for complex numbers")
             ft = ts_ if ts_.name not in ("float16", "bfloat16") else FLOAT32
-            code = f"ts::ffloordiv<{ft.ctype}>({self.convert(a, ft, node)}, {self.convert(b, ft, node)})"
+            code = f"ts::ffloordiv<{ft.ctype}>({self.convert(a, ft, node)}, " \
+                   f"{self.nonzero(self.convert(b, ft, node), ft, node, 'division by zero')})"
             return Val(self.round_half(code, ts_), ts_)
         if opname == "Mod":
             if k in "iub":
                 tt = INT64 if k == "b" else ts_
-                return Val(f"ts::pymod<{tt.ctype}>({self.convert(a, tt, node)}, {self.convert(b, tt, node)})"
-                           if tt.kind == "i" else f"ts::pymod({self.convert(a, tt, node)}, {self.convert(b, tt, node)})",
+                d = self.nonzero(self.convert(b, tt, node), tt, node, "integer modulo by zero")
+                return Val(f"ts::pymod<{tt.ctype}>({self.convert(a, tt, node)}, {d})"
+                           if tt.kind == "i" else f"ts::pymod({self.convert(a, tt, node)}, {d})",
                            tt, b.nonneg)
             if k == "c":
                 self.error(node, "% is not defined for complex numbers")
             ft = ts_ if ts_.name not in ("float16", "bfloat16") else FLOAT32
-            code = f"ts::fpymod<{ft.ctype}>({self.convert(a, ft, node)}, {self.convert(b, ft, node)})"
+            code = f"ts::fpymod<{ft.ctype}>({self.convert(a, ft, node)}, " \
+                   f"{self.nonzero(self.convert(b, ft, node), ft, node, 'modulo by zero')})"
             return Val(self.round_half(code, ts_), ts_)
         if opname == "Pow":
             if k in "iu" and b.is_const and b.const < 0 and not numba_rules():
@@ -3691,7 +3714,12 @@ __device__ void ts_raise_exception(ts::DebugRecord* r, int k, int line) {
   }
   asm volatile("exit;");
 }
-#define ts_raise(k, line) ts_raise_exception(ts_dbg, k, line)""")
+#define ts_raise(k, line) ts_raise_exception(ts_dbg, k, line)
+template <class T> __device__ __forceinline__ T ts_nonzero(ts::DebugRecord* r, T v, int k, int line) {
+  if (v == T(0)) ts_raise_exception(r, k, line);
+  return v;
+}
+#define ts_nz(v, k, line) ts_nonzero(ts_dbg, v, k, line)""")
     lines.append("#define ts_dyn_shared() ts::ts_dyn_shared_ptr()")
     lines.append("#define ts_dyn_shared_bytes() ts::dyn_shared_bytes()")
     lines.append(f'extern "C" __global__ void {symbol}({", ".join(params) or "void"}) {{')
@@ -3734,6 +3762,10 @@ inline void ts_raise(int k, int line, const TsBlock& B, ts::i64 tid) {
   e.r.thread[0] = tid % B.dx; e.r.thread[1] = (tid / B.dx) % B.dy; e.r.thread[2] = tid / (B.dx * B.dy);
   e.r.block[0] = B.bx; e.r.block[1] = B.by; e.r.block[2] = B.bz;
   throw e;
+}
+template <class T> inline T ts_nz(T v, int k, int line, const TsBlock& B, ts::i64 tid) {
+  if (v == T(0)) ts_raise(k, line, B, tid);
+  return v;
 }""")
     L.append("#define ts_dyn_shared() (B.dyn)")
     L.append("#define ts_dyn_shared_bytes() (B.dyn_bytes)")
