@@ -334,6 +334,14 @@ def test_host_memory_helpers(backend):
     m[:] = 3
     assert isinstance(m, np.ndarray) and m.sum() == 12
     assert cuda.pinned_array_like(np.zeros((2, 2), np.int8)).dtype == np.int8
+    # *_array_like of a view: dense, in the view's axis order, as NumPy's zeros_like (and Numba's)
+    for view in (np.zeros((10, 12), order="F")[::2, ::2], np.zeros((4, 5, 6)).transpose(1, 2, 0)[:, ::2]):
+        for like in (cuda.pinned_array_like(view), cuda.mapped_array_like(view)):
+            assert like.shape == view.shape and like.strides == np.zeros_like(view).strides
+            like[...] = 7.0
+            assert (like == 7.0).all()
+    with pytest.raises(NotImplementedError, match="strides"):
+        cuda.pinned_array((2, 3), strides=(8, 8))
     a = np.arange(3.0)
     with cuda.pinned(a):
         d = cuda.to_device(a)

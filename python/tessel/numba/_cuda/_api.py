@@ -225,10 +225,25 @@ def from_cuda_array_interface(desc, owner=None, sync=True):
 
 
 # ---- host memory ----
+def _dense_strides(shape, strides, itemsize) -> bool:
+    """Whether strides lay the elements out densely, in some order of the axes."""
+    step = itemsize
+    for axis in sorted(range(len(shape)), key=lambda d: strides[d]):
+        if shape[axis] > 1 and strides[axis] != step:
+            return False
+        step *= shape[axis]
+    return True
+
+
 def _host_empty(shape, dtype, strides, order):
     shape, dtype = _shape(shape), _dtype(dtype)
     if strides is not None and tuple(strides) not in (_c_strides(shape, dtype.itemsize), _f_strides(shape, dtype.itemsize)):
-        raise NotImplementedError(f"tessel.numba.cuda: pinned arrays with strides {tuple(strides)} are not supported")
+        strides = tuple(int(st) for st in strides)
+        if len(strides) != len(shape) or not _dense_strides(shape, strides, dtype.itemsize):
+            raise NotImplementedError(f"tessel.numba.cuda: pinned arrays with strides {strides} are not supported "
+                                      "(strides that lay the elements out densely, in any axis order, are)")
+        flat = _host_empty((int(np.prod(shape)),), dtype, None, "C")
+        return np.ndarray(shape, dtype=dtype, buffer=flat, strides=strides)
     if strides is not None:
         order = "C" if tuple(strides) == _c_strides(shape, dtype.itemsize) else "F"
     fortran = order == "F" and len(shape) > 1
@@ -250,8 +265,6 @@ def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
 def pinned_array_like(ary):
     strides = _contiguous_strides_like(ary)
     order = "F" if _flag(ary, "F_CONTIGUOUS") and not _flag(ary, "C_CONTIGUOUS") else "C"
-    if strides is not None:
-        strides, order = None, "C"
     return pinned_array(tuple(ary.shape), dtype=ary.dtype, strides=strides, order=order)
 
 
