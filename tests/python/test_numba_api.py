@@ -1299,6 +1299,14 @@ def test_overloads_and_kernel_attributes(backend):
         assert get() == {sig: value} and get(sig) == value and get(numba.void(*sig)) == value
     blocks = overload.max_cooperative_grid_blocks(128)
     assert blocks >= 1 and _grid_synced.max_cooperative_grid_blocks(128) == blocks
+    assert overload.cooperative is True
+
+    @cuda.jit
+    def plain(a):
+        a[cuda.grid(1)] = 1.0
+
+    plain[1, 4](np.zeros(4))
+    assert [o.cooperative for o in plain.overloads.values()] == [False]
     assert overload.max_cooperative_grid_blocks((16, 8)) == blocks
     assert overload.max_cooperative_grid_blocks(1024) <= blocks
     if backend == "cpu":

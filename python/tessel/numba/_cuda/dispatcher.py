@@ -682,6 +682,11 @@ class Overload:
         return tuple(numba_type_of_kernel_type(t) for t in self.spec.arg_types)
 
     @property
+    def cooperative(self):
+        """Whether the kernel synchronizes its grid (cg.this_grid().sync()), as Numba's."""
+        return bool(self.spec.info.get("grid_sync"))
+
+    @property
     def signature(self):
         return nbtypes.Signature(nbtypes.void, list(self.argument_types))
 
