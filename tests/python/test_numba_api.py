@@ -911,6 +911,8 @@ def test_device_function_signatures_cast_as_numba(backend):
         if i < x.size:
             out[i] = truncate(x[i])
 
+    with pytest.raises(RuntimeError, match="Cannot compile a device function as a kernel: .*truncate"):
+        truncate[1, 1](1.0)
     x = np.array([1.0, 2.5, -3.0])
     out = np.zeros(3)
     use[1, 4](x, out)

@@ -3878,3 +3878,45 @@ def test_debug_mode_raises_zero_division_and_tuple_index_errors(backend):
     np.testing.assert_array_equal(r[:, 3], [2.0, 2.0])
     with pytest.raises(IndexError, match=r"in thread \(2, 0, 0\).*tuple index out of range"):
         checked[1, 3](np.zeros((3, 4)), np.array([2.0, 3.0, 4.0]), np.ones(3), 7)   # thread 2: x.shape[-2]
+
+
+# ---- array.view(dtype) in kernels ------------------------------------------------------------------------
+def reinterpret_bytes(byte_arr, out, halves):
+    i = cuda.grid(1)
+    if i < byte_arr.size // 4:
+        out[i] = byte_arr[4 * i:4 * i + 4].view(np.int32)[0]     # four bytes as one int32
+    if i == 0:
+        f = halves.view(np.uint16)                                # float16 bits, same item size
+        for k in range(f.size):
+            f[k] = f[k] ^ 0x8000                                  # flip the sign bits
+        loc = cuda.local.array(2, numba.uint32)
+        loc[0] = 0x3F800000
+        out[out.size - 1] = np.int32(loc.view(np.float32)[0] * 3)    # 1.0f from its bits
+
+
+def test_array_view_reinterprets_the_bytes(backend):
+    byte_arr = np.arange(64, dtype=np.uint8)
+    out = np.full(17, -1, np.int32)
+    halves = np.array([1.5, -2.0, 0.25], np.float16)
+    cuda.jit(reinterpret_bytes)[1, 32](byte_arr, out, halves)
+    np.testing.assert_array_equal(out[:16], byte_arr.view(np.int32))
+    assert out[16] == 3
+    np.testing.assert_array_equal(halves, [-1.5, 2.0, -0.25])
+    with pytest.raises(ValueError, match="last axis must be contiguous"):
+        cuda.jit(debug=True)(reinterpret_bytes)[1, 1](byte_arr[::2], out, halves)
+
+
+@cuda.jit(debug=True)
+def index_views_checked(x, z, out):
+    # views of two or more axes indexed in debug mode (each index checked)
+    out[0] = x.T[1, 0] + x.transpose()[2, 1] + x[0:2, 1:3][1, 1] + x.T[::-1, :][0, 1]
+    out[1] = z.imag[3] + z.view(np.float64)[1]
+
+
+def test_views_indexed_in_debug_mode(backend):
+    x = np.arange(6.0).reshape(2, 3)
+    z = np.arange(6) * (1 + 2j)
+    out = np.full(2, np.nan)
+    index_views_checked[1, 1](x, z, out)
+    assert out[0] == x.T[1, 0] + x.T[2, 1] + x[0:2, 1:3][1, 1] + x.T[::-1, :][0, 1]
+    assert out[1] == z.imag[3] + z.view(np.float64)[1]

@@ -1344,7 +1344,7 @@ class FunctionCompiler:
                     return Val(f"ts::mkarr0<{ft.ctype}>({ptr})", ArrayT(ft, 0, "C", t.space))
                 shape = [self.extent(base, d).code for d in range(t.ndim)]
                 strides = [f"({self.stride_elems(base, d)}) * 2" for d in range(t.ndim)]
-                code = f"ts::mkarr<{ft.ctype}, {t.ndim}>({ptr}, {{{', '.join(shape)}}}, {{{', '.join(strides)}}})"
+                code = f"(ts::mkarr<{ft.ctype}, {t.ndim}>({ptr}, {{{', '.join(shape)}}}, {{{', '.join(strides)}}}))"
                 return Val(code, ArrayT(ft, t.ndim, "A", t.space))
             if attr == "real" and not t.is_record and t.dtype.kind != "c":
                 return base
@@ -1352,6 +1352,8 @@ class FunctionCompiler:
                 return self.transposed(base, node)
             if attr == "transpose":
                 return Val(None, CT, const=_BoundMethod("transpose", base))
+            if attr == "view":
+                return Val(None, CT, const=_BoundMethod("view", base))
             self.error(node, f"arrays have no attribute '{attr}' in kernels")
         if isinstance(t, TupleT) and t.names is not None and attr in t.names and base.items is not None:
             return base.items[t.names.index(attr)]   # a namedtuple's field
@@ -1430,9 +1432,49 @@ class FunctionCompiler:
             return arr
         shape = [self.extent(arr, d).code for d in reversed(range(t.ndim))]
         strides = [self.stride_elems(arr, d) for d in reversed(range(t.ndim))]
-        code = f"ts::mkarr<{t.dtype.ctype}, {t.ndim}>({self.data_ptr(arr)}, {{{', '.join(shape)}}}, " \
-               f"{{{', '.join(strides)}}})"
+        code = f"(ts::mkarr<{t.dtype.ctype}, {t.ndim}>({self.data_ptr(arr)}, {{{', '.join(shape)}}}, " \
+               f"{{{', '.join(strides)}}}))"
         return Val(code, ArrayT(t.dtype, t.ndim, "A", t.space if t.space != "const" else "const"))
+
+    def viewed(self, arr: Val, dtype: Val, node) -> Val:
+        """a.view(dtype): the same bytes as another number type, as NumPy's; a different item size
+        scales the last axis, which must be contiguous (checked in debug mode)."""
+        t = arr.type
+        if not dtype.is_const:
+            self.error(node, "view(dtype) takes a compile-time dtype")
+        d = dtype.const
+        try:
+            nt = d.scalar if isinstance(d, _DTypeMarker) else _dtype_scalar(d)
+        except TypeError as why:
+            self.error(node, f"view: {why}")
+        if t.is_record or isinstance(nt, RecordT):
+            self.error(node, "view() of record arrays, or as records, is not supported in kernels")
+        old, new = t.dtype.itemsize, nt.itemsize
+        data = f"(({nt.ctype}*)({self.data_ptr(arr)}))"
+        space = t.space if t.space != "const" else "const"
+        if t.ndim == 0:
+            if old != new:
+                self.error(node, "view() of a 0-d array changes the item size")
+            return Val(f"(ts::mkarr0<{nt.ctype}>({data}))", ArrayT(nt, 0, "A", space))
+        shape = [self.extent(arr, k).code for k in range(t.ndim)]
+        strides = [self.stride_elems(arr, k) for k in range(t.ndim)]
+        if old != new:
+            last = shape[-1]
+            shape[-1] = f"(({last}) * {old} / {new})"
+            strides = [f"(({st}) * {old} / {new})" for st in strides[:-1]] + ["1ll"]
+            if self.root.options.get("debug") and self.mode != "function":
+                key = (ValueError, "To change to a dtype of a different size, the last axis must be contiguous "
+                                   "and its size in bytes a multiple of the new item size", self.lineno(node))
+                if key not in self.root.raises:
+                    self.root.raises.append(key)
+                bad = f"(({last}) * {old}) % {new} != 0"
+                if t.layout != "C" and not t.is_static:
+                    bad = f"({bad} || (({last}) > 1 && ({self.stride_elems(arr, t.ndim - 1)}) != 1))"
+                data = f"({bad} ? (ts_raise({self.root.raises.index(key)}, {self.lineno(node)}{self.chk_ctx()}), " \
+                       f"{data}) : {data})"
+        # in parentheses: the code may be a macro's argument (debug mode's index checks)
+        code = f"(ts::mkarr<{nt.ctype}, {t.ndim}>({data}, {{{', '.join(shape)}}}, {{{', '.join(strides)}}}))"
+        return Val(code, ArrayT(nt, t.ndim, t.layout if old == new else ("C" if t.layout == "C" else "A"), space))
 
     def record_key(self, rec: Val, key_node, node) -> str:
         """The field a record's index names: a constant name (r['x']) or position (r[0], as NumPy's)."""
@@ -1484,7 +1526,7 @@ class FunctionCompiler:
         nd = len(dims)
         if nd == 0:
             return Val(f"ts::mkarr0<{ft.ctype}>({ptr})", ArrayT(ft, 0, "C"))
-        code = f"ts::mkarr<{ft.ctype}, {nd}>({ptr}, {{{', '.join(dims)}}}, {{{', '.join(strides)}}})"
+        code = f"(ts::mkarr<{ft.ctype}, {nd}>({ptr}, {{{', '.join(dims)}}}, {{{', '.join(strides)}}}))"
         return Val(code, ArrayT(ft, nd, "A"))
 
     def store_record(self, ref: Val, value: Val, node):
@@ -1643,10 +1685,11 @@ class FunctionCompiler:
             shape.append(f"{arr.code}.shape[{t.ndim}]")
             strides.append(f"{arr.code}.strides[{t.ndim}]")
             ct = t.dtype.storage.ctype
-            code = f"ts::mkarr<{ct}, {nd + 1}>({ptr}, {{{', '.join(shape)}}}, {{{', '.join(strides)}}})"
+            code = f"(ts::mkarr<{ct}, {nd + 1}>({ptr}, {{{', '.join(shape)}}}, {{{', '.join(strides)}}}))"
             return Val(code, ArrayT(t.dtype, nd, "A"))
         layout = "C" if (t.layout == "C" or t.is_static) and all(not isinstance(v, ast.Slice) for v in idx_vals) else "A"
-        code = f"ts::mkarr<{t.dtype.ctype}, {nd}>({ptr}, {{{', '.join(shape)}}}, {{{', '.join(strides)}}})" if nd else \
+        # in parentheses: the code may be a macro's argument (debug mode's index checks)
+        code = f"(ts::mkarr<{t.dtype.ctype}, {nd}>({ptr}, {{{', '.join(shape)}}}, {{{', '.join(strides)}}}))" if nd else \
             f"ts::mkarr0<{t.dtype.ctype}>({ptr})"
         return Val(code, ArrayT(t.dtype, nd, layout, t.space if t.space != "const" else "const"))
 
@@ -2116,6 +2159,9 @@ class FunctionCompiler:
             if bm.name == "transpose":
                 vals, _ = self.args_of(node, 0, 0, "transpose")
                 return self.transposed(bm.base, node)
+            if bm.name == "view":
+                vals, _ = self.args_of(node, 1, 1, "view")
+                return self.viewed(bm.base, vals[0], node)
             if bm.name == "conjugate":
                 t = bm.base.type
                 if t.kind == "c":

@@ -851,6 +851,11 @@ class CUDADeviceFunction(_kdispatch.DeviceFunction):
             return self._shim
         return super().select(types)
 
+    def __getitem__(self, config):
+        raise RuntimeError(f"Cannot compile a device function as a kernel: '{self.py_func.__qualname__}' is "
+                           "a device function (cuda.jit(device=True)); call it from a kernel, or decorate "
+                           "it with cuda.jit to launch it")
+
     def __repr__(self):
         return f"<tessel.numba device function {self.py_func.__qualname__}>"
 
