@@ -15,6 +15,7 @@ tile size in a local variable) and the grid-synchronizing examples of Numba's do
 1-D heat equation and sessionization, whose ``grid.sync()`` sits in a branch).
 """
 import cmath
+import enum
 import math
 import operator
 import sys
@@ -3920,3 +3921,31 @@ def test_views_indexed_in_debug_mode(backend):
     index_views_checked[1, 1](x, z, out)
     assert out[0] == x.T[1, 0] + x.T[2, 1] + x[0:2, 1:3][1, 1] + x.T[::-1, :][0, 1]
     assert out[1] == z.imag[3] + z.view(np.float64)[1]
+
+
+# ---- enums: members as constants -------------------------------------------------------------------------
+class Color(enum.Enum):
+    red = 1
+    green = 2
+
+
+class Status(enum.IntEnum):
+    ok = 200
+    not_found = 404
+
+
+@cuda.jit
+def enum_constants(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        same = Color["red"] == Color.red and Color.red != Color.green
+        out[i] = x[i] - Status.not_found if x[i] > Status["ok"] else x[i] + Status.ok
+        if not same:
+            out[i] = -1
+
+
+def test_enum_members_are_constants(backend):
+    x = np.array([100, 300, 500])
+    out = np.zeros(3, np.int64)
+    enum_constants[1, 32](x, out)
+    np.testing.assert_array_equal(out, [300, -104, 96])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import builtins
 import cmath
+import enum
 import inspect
 import math
 import operator
@@ -1715,6 +1716,13 @@ class FunctionCompiler:
                 self.error(node, f"tuple index {idx.const} out of range for a tuple of {len(base.items)}")
         if base.is_const and base.type is CT:
             obj = base.const
+            if isinstance(obj, type) and issubclass(obj, enum.Enum):   # Color['red']: a member, by name
+                key = self.expr(node.slice)
+                if not (key.is_const and isinstance(key.const, str)):
+                    self.error(node, f"an enum ({obj.__name__}) is indexed with a constant member name")
+                if key.const not in obj.__members__:
+                    self.error(node, f"{obj.__name__} has no member {key.const!r}")
+                return self.const_val(obj[key.const], node)
             # float32[:] style array types in kernels are not values
             self.error(node, f"cannot index {obj!r} in a kernel")
         self.error(node, f"a value of type {base.type} cannot be indexed")
