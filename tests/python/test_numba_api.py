@@ -1629,8 +1629,22 @@ def test_record_arrays_as_kernel_arguments(backend):
         missing[1, 1](r, out)
     rec = numba.from_dtype(dt)
     assert _record_kernel.signatures[0] == (rec[:], numba.float32[::1])
-    with pytest.raises(TypeError, match="cannot name the record array type"):
-        cuda.jit(numba.void(rec[:]))(double_b.py_func)
+    # declared signatures with records: they select launches; the kernel compiles when launched
+    declared = cuda.jit(numba.void(numba.from_dtype(packed.dtype)[:]))(double_b.py_func)
+    declared[1, 8](packed)
+    assert packed["b"].tolist() == [4, 8, 12, 16]
+    with pytest.raises(TypeError, match="No matching definition"):
+        declared[1, 8](np.zeros(4, dt))
+
+    def scale_record(r, f):
+        r.x *= f
+
+    one = cuda.jit((rec, numba.float32))(scale_record)
+    host = np.array([(1.5, 2), (4.0, 3)], dt)
+    one[1, 1](host[1], 3)                      # 3 becomes float32(3)
+    assert host["x"].tolist() == [1.5, 12.0]
+    with pytest.raises(TypeError, match="No matching definition"):
+        one[1, 1](packed[0], 3)
 
 
 @cuda.jit

@@ -144,8 +144,9 @@ class Record(Type):
     """Numba's record type: the type of a structured NumPy dtype's elements
     (``from_dtype(np.dtype([("x", np.float32), ("y", np.int32)]))``). ``dtype`` is the NumPy dtype,
     ``fields`` {name: (type, offset)}, ``size`` the bytes of a record; ``record[:]`` is the array
-    type. Kernels take record arrays (``r[i].x``, ``r[i]['x']``); declared signatures cannot name
-    them (tessel types a record array when it is launched)."""
+    type. Kernels take record arrays (``r[i].x``, ``r[i]['x']``) and records; in a declared
+    signature they select launches, and the kernel compiles when launched with them (tessel types
+    a record array, its alignment included, when it is launched)."""
 
     _cache = {}
 

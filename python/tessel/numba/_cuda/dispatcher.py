@@ -390,6 +390,13 @@ class CUDADispatcher(_kdispatch.Kernel):
         if restype is not None and restype is not nbtypes.void:
             raise TypeError("CUDA kernel must have void return type.")
         argtypes = tuple(argtypes)
+        if any(_has_record(t) for t in argtypes):
+            # records (arrays of them, single ones): typed when a launch passes them (their alignment is
+            # the array's), so the signature only selects launches
+            if argtypes not in self._declared:
+                self._declared.append(argtypes)
+                self._numba_launches.clear()
+            return None
         kernel_types = tuple(kernel_type(t, eager=True) for t in argtypes)
         device = target_device()
         spec = self._specialization(kernel_types, device)
@@ -580,8 +587,21 @@ class CUDADispatcher(_kdispatch.Kernel):
         return f"<tessel.numba CUDADispatcher {self.py_func.__qualname__}>"
 
 
+def _has_record(t):
+    if isinstance(t, nbtypes.Record):
+        return True
+    if isinstance(t, nbtypes.Array):
+        return isinstance(t.dtype, nbtypes.Record)
+    if isinstance(t, nbtypes.BaseTuple):
+        return any(_has_record(x) for x in t.types)
+    return False
+
+
 def _conform_one(t, a):
     """(mismatch score, the value converted) of argument a for a declared type t, or None."""
+    if isinstance(t, nbtypes.Record):
+        a_ = a.value if isinstance(a, _ArgHint) else a
+        return (0, a) if isinstance(a_, np.void) and a_.dtype == t.dtype else None
     if isinstance(t, nbtypes.Array):
         at = _array_numba_type(a)
         if at is None or at.dtype is not t.dtype or at.ndim != t.ndim or (t.layout != "A" and at.layout != t.layout):
