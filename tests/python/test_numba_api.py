@@ -764,6 +764,15 @@ def test_dispatcher_api(backend):
     special = scale.specialize(np.ones(3, np.float32), np.float32(2))
     assert special.specialized and special.signatures == [(numba.float32[::1], numba.float32)]
     assert scale.specialize(np.ones(3, np.float32), np.float32(2)) is special
+    # Numba's types name a specialization too (the same one), and one is never specialized again
+    assert scale.specialize(numba.float32[::1], numba.float32) is special
+    by_types = scale.specialize(numba.int32[::1], numba.int32)
+    assert by_types is not special and len(scale.specializations) == 2
+    assert by_types.signatures == [(numba.int32[::1], numba.int32)]
+    with pytest.raises(RuntimeError, match="Dispatcher already specialized"):
+        special.specialize(numba.float64[::1], numba.float64)
+    with pytest.raises(RuntimeError, match="Dispatcher already specialized"):
+        cuda.jit("void(float64[::1], float64)")(scale.py_func).specialize(numba.float64[::1], numba.float64)
     with pytest.raises(TypeError, match="No matching definition"):
         special[1, 4](np.ones(3), 2.0)
     with pytest.raises(NotImplementedError, match=r"Dispatcher\.inspect_sass is not supported"):

@@ -411,12 +411,22 @@ class CUDADispatcher(_kdispatch.Kernel):
         self._compile_enabled = not val
         self._numba_launches.clear()
 
+    @property
+    def specializations(self):
+        """{argument types: the dispatcher that ``specialize`` made for them}."""
+        return self._specializations
+
     def specialize(self, *args):
-        """A dispatcher compiled for the types of these arguments (and only those)."""
-        argtypes = tuple(nbtypes.from_dtype(_scalar_dtype(a)) if _scalar_dtype(a) is not None
+        """A dispatcher compiled for the types of these arguments (and only those); an argument may
+        also be a Numba type (``float32[::1]``), as in Numba."""
+        if self._specialized or self._declared:
+            raise RuntimeError(f"kernel '{self.__name__}': Dispatcher already specialized (by a signature or by "
+                               "specialize)")
+        argtypes = tuple(a if isinstance(a, nbtypes.Type) else
+                         nbtypes.from_dtype(_scalar_dtype(a)) if _scalar_dtype(a) is not None
                          else _array_numba_type(a) for a in args)
         if any(t is None for t in argtypes):
-            raise TypeError(f"kernel '{self.__name__}'.specialize: arguments are arrays and numbers")
+            raise TypeError(f"kernel '{self.__name__}'.specialize: arguments are arrays, numbers or Numba types")
         found = self._specializations.get(argtypes)
         if found is None:
             found = CUDADispatcher(self.py_func, self.options, [argtypes], specialized=True)
