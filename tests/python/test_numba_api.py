@@ -909,6 +909,37 @@ def test_tuples_of_numbers_assigned_to_slices(backend):
         short[1, 1](np.zeros((2, 3)))
 
 
+def test_device_functions_with_several_or_return_less_signatures_cast_as_numba(backend):
+    def add(x, y):
+        return x + y
+
+    def kernel_for(sigs):
+        add_device = cuda.jit(sigs, device=True)(add)
+
+        @cuda.jit
+        def f(r, x, y):
+            r[0] = add_device(x, y)
+        return f
+
+    # one signature without a return type: the arguments cast (unsafely) to it
+    r = np.full(1, -7.0)
+    kernel_for(["(int64, int64)"])[1, 1](r, 1.5, 2.5)
+    assert r[0] == 3.0                       # int64(1.5) + int64(2.5)
+    # several: the best-rated conversion (int32 -> float64 is safe; float64 -> int64 is not)
+    both = kernel_for(["(int64, int64)", "(float64, float64)"])
+    for x, y, want in ((1, 2, 3.0), (1.5, 2.5, 4.0), (np.int32(1), 2.5, 3.5)):
+        r = np.full(1, -7.0)
+        both[1, 1](r, x, y)
+        assert r[0] == want, (x, y)
+    # equally rated signatures: the first declared, as Numba resolves device functions
+    r = np.full(1, -7.0)
+    kernel_for(["(float32, float64)", "(float64, float32)", "(int64, int64)"])[1, 1](r, 1.5, 2.5)
+    assert r[0] == 4.0
+    # a complex converts to no real signature: Numba's typing error, naming the parameters
+    with pytest.raises(numba.core.errors.TypingError, match=r"Invalid use of type.*\(complex128, complex128\)"):
+        both[1, 1](np.zeros(1, np.complex128), 1j, 1j)
+
+
 def test_device_function_signatures_cast_as_numba(backend):
     @cuda.jit("int32(float64)", device=True)
     def truncate(v):

@@ -864,22 +864,38 @@ class CUDADeviceFunction(_kdispatch.DeviceFunction):
         for sig in signatures:
             restype, argtypes = nbtypes.parse_signature(sig)
             self._signatures.append((restype, tuple(argtypes)))
-        self._shim = None
-        if len(self._signatures) == 1:
-            restype, argtypes = self._signatures[0]
-            if _castable(restype) and all(_castable(t) for t in argtypes) \
+        # one shim per signature of numbers: the arguments cast to its types, the result to its
+        # return type (without one, the type the function returns for those arguments)
+        self._shims = []
+        raw = _kdispatch.DeviceFunction(py_func, options)
+        for restype, argtypes in self._signatures:
+            if (restype is None or _castable(restype)) and all(_castable(t) for t in argtypes) \
                     and len(argtypes) <= _templates.MAX_SHIM_ARGS:
-                raw = _kdispatch.DeviceFunction(py_func, options)
-                self._shim = _templates.cast_shim(raw, restype, argtypes)
+                result = _SAME if restype is None else restype
+                self._shims.append((argtypes, _templates.cast_shim(raw, result, argtypes)))
 
     @property
     def signatures(self):
         return [argtypes for _, argtypes in self._signatures]
 
     def select(self, types):
-        if self._shim is not None and len(types) == len(self._signatures[0][1]):
-            return self._shim
-        return super().select(types)
+        """Numba's choice among the declared signatures: the one whose conversions of the arguments
+        rate best (fewest unsafe, then safe, then promoting conversions; the first declared among
+        equals, as Numba resolves device functions). Numbers that convert to no declared signature
+        (a complex to a real type) are Numba's typing error."""
+        candidates = [(argtypes, shim) for argtypes, shim in self._shims if len(argtypes) == len(types)]
+        if not candidates:
+            return super().select(types)
+        rated = [(_rating(types, argtypes), i) for i, (argtypes, _) in enumerate(candidates)]
+        if all(r is not None for r, _ in rated):
+            usable = [(r, i) for r, i in rated if r != _NO_CONVERSION]
+            if not usable:
+                raise _compiler.KernelCompileError(
+                    f"Invalid use of type device function '{self.py_func.__qualname__}' with parameters "
+                    f"({', '.join(map(str, types))}); its declared signatures: "
+                    + "; ".join("(" + ", ".join(map(str, a)) + ")" for a, _ in candidates))
+            return candidates[min(usable)[1]][1]
+        return candidates[0][1]
 
     def __getitem__(self, config):
         raise RuntimeError(f"Cannot compile a device function as a kernel: '{self.py_func.__qualname__}' is "
@@ -888,6 +904,35 @@ class CUDADeviceFunction(_kdispatch.DeviceFunction):
 
     def __repr__(self):
         return f"<tessel.numba device function {self.py_func.__qualname__}>"
+
+
+def _same(value):
+    return value
+
+
+_SAME = _kdispatch.DeviceFunction(_same, {})
+
+
+_NO_CONVERSION = (float("inf"),)
+
+
+def _rating(types, argtypes):
+    """(unsafe, safe, promoting) conversion counts of kernel argument types to declared Numba
+    number types, as Numba rates overloads; None where an argument is not a number."""
+    counts = [0, 0, 0]
+    for t, d in zip(types, argtypes):
+        if not isinstance(t, Scalar) or not isinstance(d, nbtypes.Number):
+            return None
+        src, dst = np.dtype("float32" if t.name == "bfloat16" else t.name), np.dtype(str(d))
+        if src == dst:
+            continue
+        if src.kind == "c" and dst.kind != "c":
+            return _NO_CONVERSION
+        if np.can_cast(src, dst, "safe"):
+            counts[2 if src.kind == dst.kind else 1] += 1
+        else:
+            counts[0] += 1
+    return tuple(counts)
 
 
 def _castable(t):
