@@ -909,6 +909,25 @@ def test_tuples_of_numbers_assigned_to_slices(backend):
         short[1, 1](np.zeros((2, 3)))
 
 
+def test_kernels_with_several_signatures_choose_as_numba(backend):
+    def add_kernel(r, x, y):
+        r[0] = x + y
+
+    f = cuda.jit(["(float64[::1], float32, float64)", "(float64[::1], float64, float32)",
+                  "(float64[::1], int64, int64)"])(add_kernel)
+    r = np.full(1, -7.0)
+    f[1, 1](r, np.float32(1.5), 2.25)            # an exact match
+    assert r[0] == 3.75
+    f[1, 1](r, 1, 2)                             # int64, int64 exactly
+    assert r[0] == 3.0
+    f[1, 1](r, np.int16(1), np.int16(2))         # safe conversions to int64 rate best
+    assert r[0] == 3.0
+    # two signatures that need one unsafe conversion each: Numba's ambiguity error, naming both
+    with pytest.raises(TypeError, match=r"(?s)Ambiguous overloading for kernel 'add_kernel'.*float32, float64\) -> none"
+                                        r".*float64, float32\) -> none"):
+        f[1, 1](r, 1.0, 2.0)
+
+
 def test_device_functions_with_several_or_return_less_signatures_cast_as_numba(backend):
     def add(x, y):
         return x + y

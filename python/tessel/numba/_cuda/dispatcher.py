@@ -572,26 +572,33 @@ class CUDADispatcher(_kdispatch.Kernel):
 
     def _conform(self, args):
         """With declared signatures only: the best-matching one (Numba's rule: arrays of the
-        declared dtype and rank, numbers converted), its numbers cast to the declared types."""
-        best, best_score = None, None
+        declared dtype and rank, numbers converted; fewest unsafe, then safe, then promoting
+        conversions), its
+        numbers cast to the declared types. Two best signatures that rate the same are Numba's
+        TypeError (ambiguous overloading)."""
+        rated = []
         for argtypes in self._declared:
             if len(argtypes) != len(args):
                 continue
-            score, values = 0, list(args)
+            score, values = (0, 0, 0), list(args)
             for i, (t, a) in enumerate(zip(argtypes, args)):
                 found = _conform_one(t, a)
                 if found is None:
                     break
-                score += found[0]
+                score = tuple(x + y for x, y in zip(score, found[0]))
                 values[i] = found[1]
             else:
-                if best_score is None or score < best_score:
-                    best, best_score = values, score
-        if best is None:
+                rated.append((score, len(rated), argtypes, values))
+        if not rated:
             raise TypeError(f"No matching definition for argument type(s) {', '.join(_describe(a) for a in args)} "
                             f"in kernel '{self.__name__}' (compiled for: "
                             f"{'; '.join('(' + ', '.join(map(str, d)) + ')' for d in self._declared)})")
-        return best
+        rated.sort(key=lambda r: (r[0], r[1]))
+        if len(rated) > 1 and rated[0][0] == rated[1][0]:
+            raise TypeError(f"Ambiguous overloading for kernel '{self.__name__}' "
+                            f"({', '.join(_describe(a) for a in args)}):\n"
+                            + "\n".join("(" + ", ".join(map(str, r[2])) + ") -> none" for r in rated[:2]))
+        return rated[0][3]
 
     def __repr__(self):
         return f"<tessel.numba CUDADispatcher {self.py_func.__qualname__}>"
@@ -608,32 +615,35 @@ def _has_record(t):
 
 
 def _conform_one(t, a):
-    """(mismatch score, the value converted) of argument a for a declared type t, or None."""
+    """((unsafe, safe, promoting) conversion counts, the value converted) of argument a for a declared type t,
+    or None."""
     if isinstance(t, nbtypes.Record):
         a_ = a.value if isinstance(a, _ArgHint) else a
-        return (0, a) if isinstance(a_, np.void) and a_.dtype == t.dtype else None
+        return ((0, 0, 0), a) if isinstance(a_, np.void) and a_.dtype == t.dtype else None
     if isinstance(t, nbtypes.Array):
         at = _array_numba_type(a)
         if at is None or at.dtype is not t.dtype or at.ndim != t.ndim or (t.layout != "A" and at.layout != t.layout):
             return None
-        return 0, a
+        return (0, 0, 0), a
     if isinstance(t, nbtypes.BaseTuple):
         if not isinstance(a, tuple) or len(a) != len(t.types):
             return None
-        score, items = 0, []
+        score, items = (0, 0, 0), []
         for tt, x in zip(t.types, a):
             found = _conform_one(tt, x)
             if found is None:
                 return None
-            score += found[0]
+            score = tuple(x + y for x, y in zip(score, found[0]))
             items.append(found[1])
         return score, tuple(items)
     d = _scalar_dtype(a)
     if d is None or (d.kind == "c" and t.dtype.kind != "c"):
         return None
     if d != t.dtype:
-        return (1 if np.can_cast(d, t.dtype, "safe") else 2), t.cast(a)
-    return 0, (t.cast(a) if not isinstance(a, np.generic) else a)
+        if not np.can_cast(d, t.dtype, "safe"):
+            return (1, 0, 0), t.cast(a)
+        return ((0, 0, 1) if d.kind == t.dtype.kind else (0, 1, 0)), t.cast(a)
+    return (0, 0, 0), (t.cast(a) if not isinstance(a, np.generic) else a)
 
 
 _DISPATCHER_UNSUPPORTED = {
