@@ -71,6 +71,12 @@ Config parse_config(std::optional<std::string> (*getenv_fn)(const char*)) {
     else if (*v == "direct") c.caching_allocator = false;
     else malformed("TESSEL_ALLOCATOR", *v, "caching or direct");
   }
+  if (auto v = getenv_fn("TESSEL_CPU_SORT32")) {
+    if (*v == "timed" || v->empty()) c.cpu_sort32 = Config::Sort32::timed;
+    else if (*v == "keys") c.cpu_sort32 = Config::Sort32::keys;
+    else if (*v == "records") c.cpu_sort32 = Config::Sort32::records;
+    else malformed("TESSEL_CPU_SORT32", *v, "timed, keys or records");
+  }
   if (auto v = getenv_fn("TESSEL_MEMORY_FRACTION")) {
     const char* accepted = "a number in (0, 1]";
     const double f = parse_number("TESSEL_MEMORY_FRACTION", *v, accepted);

@@ -1,6 +1,9 @@
 """Array API namespace against NumPy: creation, indexing views, elementwise ops with promotion,
 reductions, sorting, manipulation. Every body runs on cpu and cuda."""
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -433,6 +436,33 @@ def test_sort_stable_nan_last_large(device, rng, dtype):
             assert np.array_equal(got.view(f"u{a.itemsize}"), want.view(f"u{a.itemsize}"))
         else:
             assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("strategy", ["keys", "records"])
+def test_cpu_sort_of_32_bit_keys_by_either_strategy(strategy):
+    # TESSEL_CPU_SORT32 picks the path that is otherwise timed per CPU: both must give NumPy's stable
+    # order bit for bit (zeros keep their signs in input order, NaNs last with their payloads), on rows
+    # long enough for the threads' chunks and merges.
+    code = """
+import numpy as np, tessel as ts
+rng = np.random.default_rng(5)
+for dtype in ("float32", "int32", "uint32", "float16", "int16"):
+    for shape in [(300001,), (3, 70001)]:
+        if dtype.startswith("float"):
+            a = rng.integers(-8, 8, size=shape).astype(dtype)
+            mask = rng.integers(0, 4, size=shape) == 0
+            a[mask] = rng.choice(np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf], dtype), int(mask.sum()))
+        else:
+            info = np.iinfo(dtype)
+            a = rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dtype)
+        got = np.asarray(ts.sort(ts.asarray(a, device="cpu")))
+        want = np.take_along_axis(a, np.argsort(a, axis=-1, kind="stable"), axis=-1)
+        assert np.array_equal(got.view(f"u{a.itemsize}"), want.view(f"u{a.itemsize}")), (dtype, shape)
+print("ok")
+"""
+    env = dict(os.environ, TESSEL_CPU_SORT32=strategy, TESSEL_NUM_THREADS="2")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]
 
 
 def test_sort_bfloat16_nan_last(device):

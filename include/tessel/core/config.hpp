@@ -20,6 +20,9 @@ struct Config {
   bool peer_access = true;               // TESSEL_PEER_ACCESS=0|1: 0 never enables peer access (copies between GPUs
                                          // are then staged through host memory by the driver)
   std::string cache_dir;                 // TESSEL_CACHE_DIR, default $XDG_CACHE_HOME/tessel or ~/.cache/tessel
+  // TESSEL_CPU_SORT32=timed|keys|records: how the CPU sorts 32-bit keys asked for without positions:
+  // the keys alone or (key, position) records; timed (default) measures both once per process.
+  enum class Sort32 { timed, keys, records } cpu_sort32 = Sort32::timed;
   bool matmul_autotune = false;          // TESSEL_MATMUL_AUTOTUNE=0|1: matmul autotunes each layout on first use
   int linalg_streams = 4;                // TESSEL_LINALG_STREAMS=1..64: CUDA streams a batched cuSOLVER call is split
                                          // over (the caller's and side streams); the CPU backend ignores it.

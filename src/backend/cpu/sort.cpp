@@ -17,7 +17,7 @@
 // at equal output ranks). A sort of 32-bit keys that asks for no positions sorts the keys or images
 // alone, as 64-bit keys do, where vqsort is faster on them than on 64-bit records: that differs by
 // CPU, several-fold either way (AVX-512 compress-stores of 32-bit lanes are slow on AMD's Zen 4), so
-// it is timed once per process (keys32_alone_faster).
+// it is timed once per process (keys32_alone_faster; TESSEL_CPU_SORT32 chooses instead).
 #include <omp.h>
 
 #include <algorithm>
@@ -34,6 +34,7 @@
 #include "backend/cpu/sort_keys.hpp"
 #include "backend/cpu/threads.hpp"
 #include "tessel/array/dtype_dispatch.hpp"
+#include "tessel/core/config.hpp"
 #include "tessel/core/error.hpp"
 
 namespace tessel::backend::cpu {
@@ -144,9 +145,11 @@ void write_rows(const T* row, const Rec* recs, std::size_t n, T* keys_out, std::
 }
 
 // Whether vqsort sorts 32-bit keys faster than 64-bit (key, position) records on this CPU: both are
-// timed on the same pseudo-random keys, best of three rounds, on the first sort that could use it.
+// timed on the same pseudo-random keys, best of three rounds, on the first sort that could use it
+// (unless TESSEL_CPU_SORT32 chooses).
 bool keys32_alone_faster() {
   static const bool faster = [] {
+    if (config().cpu_sort32 != Config::Sort32::timed) return config().cpu_sort32 == Config::Sort32::keys;
     constexpr std::size_t n = std::size_t{1} << 15;
     std::vector<std::uint32_t> keys(n), k;
     std::vector<std::uint64_t> recs(n), r;

@@ -65,6 +65,7 @@ TEST(Config, ParsesEveryVariable) {
                         {"TESSEL_MATMUL_AUTOTUNE", "1"},
                         {"TESSEL_LINALG_STREAMS", "3"},
                         {"TESSEL_NUM_THREADS", "7"},
+                        {"TESSEL_CPU_SORT32", "records"},
                         {"XDG_CACHE_HOME", "/xdg"}});
   EXPECT_EQ(c.log_level, tessel::LogLevel::debug);
   EXPECT_TRUE(c.sync_after_ops);
@@ -77,6 +78,7 @@ TEST(Config, ParsesEveryVariable) {
   EXPECT_TRUE(c.matmul_autotune);
   EXPECT_EQ(c.linalg_streams, 3);
   EXPECT_EQ(c.num_threads, 7);
+  EXPECT_EQ(c.cpu_sort32, tessel::Config::Sort32::records);
   EXPECT_EQ(c.cache_dir, "/tmp/tc");
   EXPECT_TRUE(parse({{"TESSEL_DEVICE_GUARD", ""}}).device_guard);  // empty keeps the default
   EXPECT_EQ(parse({{"TESSEL_LINALG_STREAMS", ""}}).linalg_streams, 4);
@@ -95,6 +97,7 @@ TEST(Config, MalformedValuesAreClearErrors) {
   expect_malformed("TESSEL_PEER_ACCESS", "2", "0 or 1");
   expect_malformed("TESSEL_MATMUL_AUTOTUNE", "always", "0 or 1");
   expect_malformed("TESSEL_ALLOCATOR", "cudaMalloc", "caching or direct");
+  expect_malformed("TESSEL_CPU_SORT32", "radix", "timed, keys or records");
   expect_malformed("TESSEL_MEMORY_FRACTION", "0", "(0, 1]");
   expect_malformed("TESSEL_MEMORY_FRACTION", "1.5", "(0, 1]");
   expect_malformed("TESSEL_MEMORY_FRACTION", "half", "(0, 1]");
