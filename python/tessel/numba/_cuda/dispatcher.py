@@ -573,9 +573,8 @@ class CUDADispatcher(_kdispatch.Kernel):
     def _conform(self, args):
         """With declared signatures only: the best-matching one (Numba's rule: arrays of the
         declared dtype and rank, numbers converted; fewest unsafe, then safe, then promoting
-        conversions), its
-        numbers cast to the declared types. Two best signatures that rate the same are Numba's
-        TypeError (ambiguous overloading)."""
+        conversions), its numbers cast to the declared types. Two best signatures that rate the
+        same are Numba's TypeError (ambiguous overloading)."""
         rated = []
         for argtypes in self._declared:
             if len(argtypes) != len(args):
@@ -637,13 +636,10 @@ def _conform_one(t, a):
             items.append(found[1])
         return score, tuple(items)
     d = _scalar_dtype(a)
-    if d is None or (d.kind == "c" and t.dtype.kind != "c"):
+    kind = None if d is None else _conversion(d, t.dtype)
+    if kind is None:
         return None
-    if d != t.dtype:
-        if not np.can_cast(d, t.dtype, "safe"):
-            return (1, 0, 0), t.cast(a)
-        return ((0, 0, 1) if d.kind == t.dtype.kind else (0, 1, 0)), t.cast(a)
-    return (0, 0, 0), (t.cast(a) if not isinstance(a, np.generic) else a)
+    return kind, (t.cast(a) if d != t.dtype or not isinstance(a, np.generic) else a)
 
 
 _DISPATCHER_UNSUPPORTED = {
@@ -926,23 +922,32 @@ _SAME = _kdispatch.DeviceFunction(_same, {})
 _NO_CONVERSION = (float("inf"),)
 
 
+def _conversion(src, dst):
+    """Numba's kind of conversion of a number of dtype src to dtype dst, as (unsafe, safe,
+    promoting) counts: (0, 0, 0) none needed, promoting within a kind, safe across kinds, unsafe
+    where values may change; None where Numba converts not at all (a complex to a real)."""
+    if src == dst:
+        return (0, 0, 0)
+    if src.kind == "c" and dst.kind != "c":
+        return None
+    if not np.can_cast(src, dst, "safe"):
+        return (1, 0, 0)
+    return (0, 0, 1) if src.kind == dst.kind else (0, 1, 0)
+
+
 def _rating(types, argtypes):
-    """(unsafe, safe, promoting) conversion counts of kernel argument types to declared Numba
-    number types, as Numba rates overloads; None where an argument is not a number."""
-    counts = [0, 0, 0]
+    """The summed conversions (_conversion) of kernel argument types to declared Numba number
+    types, as Numba rates overloads; _NO_CONVERSION if one is impossible, None where an argument
+    is not a number."""
+    counts = (0, 0, 0)
     for t, d in zip(types, argtypes):
         if not isinstance(t, Scalar) or not isinstance(d, nbtypes.Number):
             return None
-        src, dst = np.dtype("float32" if t.name == "bfloat16" else t.name), np.dtype(str(d))
-        if src == dst:
-            continue
-        if src.kind == "c" and dst.kind != "c":
+        kind = _conversion(np.dtype("float32" if t.name == "bfloat16" else t.name), np.dtype(str(d)))
+        if kind is None:
             return _NO_CONVERSION
-        if np.can_cast(src, dst, "safe"):
-            counts[2 if src.kind == dst.kind else 1] += 1
-        else:
-            counts[0] += 1
-    return tuple(counts)
+        counts = tuple(x + y for x, y in zip(counts, kind))
+    return counts
 
 
 def _castable(t):
