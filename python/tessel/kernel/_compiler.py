@@ -1111,20 +1111,28 @@ class FunctionCompiler:
             self.error(node, "a kernel raises an exception class or instance (raise E or raise E('message'))")
         if self.mode == "function":
             self.error(node, f"the operator '{self.name}' cannot raise")
+        self.fail(cls.const, msg, node)
+
+    def fail(self, cls, msg_node, node):
+        """A raise, or a check that failed at run time: in debug mode the launch raises cls (message:
+        msg_node, a constant's node or a str); else the thread stops."""
         if self.root.options.get("debug"):
-            self.raise_exception(cls.const, msg, node)
+            self.raise_exception(cls, ast.Constant(msg_node) if isinstance(msg_node, str) else msg_node, node)
         else:
             self.root.inlined_raise |= self.mode == "inline"
             self.emit(self.root_return())
 
-    def fail(self, cls, message, node):
-        """A check that failed at run time: raises cls(message) in debug mode, else stops the thread,
-        as a raise statement does."""
-        if self.root.options.get("debug"):
-            self.raise_exception(cls, ast.Constant(message), node)
-        else:
-            self.root.inlined_raise |= self.mode == "inline"
-            self.emit(self.root_return())
+    def raise_index(self, cls, msg, node) -> int:
+        """The index of exception cls(msg) (msg: a str or None) at node's line among those the launch
+        may raise (debug mode); each distinct one is registered once per kernel."""
+        key = (cls, msg, self.lineno(node))
+        if key not in self.root.raises:
+            self.root.raises.append(key)
+        return self.root.raises.index(key)
+
+    def raise_call(self, cls, msg, node) -> str:
+        """The runtime's call that records exception cls(msg) for the launch to raise."""
+        return f"ts_raise({self.raise_index(cls, msg, node)}, {self.lineno(node)}{self.chk_ctx()})"
 
     def raise_exception(self, cls, msg_node, node):
         """Debug mode: the thread records exception cls (message: a constant) and stops."""
@@ -1134,10 +1142,7 @@ class FunctionCompiler:
             if not m.is_const or not isinstance(m.const, (str, int, float, bool)):
                 self.error(node, "an exception's message in a kernel must be a constant")
             msg = str(m.const)
-        key = (cls, msg, self.lineno(node))
-        if key not in self.root.raises:
-            self.root.raises.append(key)
-        self.emit(f"ts_raise({self.root.raises.index(key)}, {self.lineno(node)}{self.chk_ctx()});")
+        self.emit(f"{self.raise_call(cls, msg, node)};")
         self.emit(self.root_return())
 
     # ---- expressions ---------------------------------------------------------------------------
@@ -1464,15 +1469,13 @@ class FunctionCompiler:
             shape[-1] = f"(({last}) * {old} / {new})"
             strides = [f"(({st}) * {old} / {new})" for st in strides[:-1]] + ["1ll"]
             if self.root.options.get("debug") and self.mode != "function":
-                key = (ValueError, "To change to a dtype of a different size, the last axis must be contiguous "
-                                   "and its size in bytes a multiple of the new item size", self.lineno(node))
-                if key not in self.root.raises:
-                    self.root.raises.append(key)
+                raised = self.raise_call(ValueError, "To change to a dtype of a different size, the last axis "
+                                         "must be contiguous and its size in bytes a multiple of the new item size",
+                                         node)
                 bad = f"(({last}) * {old}) % {new} != 0"
                 if t.layout != "C" and not t.is_static:
                     bad = f"({bad} || (({last}) > 1 && ({self.stride_elems(arr, t.ndim - 1)}) != 1))"
-                data = f"({bad} ? (ts_raise({self.root.raises.index(key)}, {self.lineno(node)}{self.chk_ctx()}), " \
-                       f"{data}) : {data})"
+                data = f"({bad} ? ({raised}, {data}) : {data})"
         # in parentheses: the code may be a macro's argument (debug mode's index checks)
         code = f"(ts::mkarr<{nt.ctype}, {t.ndim}>({data}, {{{', '.join(shape)}}}, {{{', '.join(strides)}}}))"
         return Val(code, ArrayT(nt, t.ndim, t.layout if old == new else ("C" if t.layout == "C" else "A"), space))
@@ -1751,11 +1754,8 @@ class FunctionCompiler:
         code = self.convert(items[-1], t, node)
         if self.root.options.get("debug") and self.mode != "function":
             # an index past either end raises IndexError from the launch, as Numba's in debug mode
-            key = (IndexError, "tuple index out of range", self.lineno(node))
-            if key not in self.root.raises:
-                self.root.raises.append(key)
-            code = (f"(({k} == {n - 1} || {k} == -1) ? {code} : "
-                    f"(ts_raise({self.root.raises.index(key)}, {self.lineno(node)}{self.chk_ctx()}), {code}))")
+            raised = self.raise_call(IndexError, "tuple index out of range", node)
+            code = f"(({k} == {n - 1} || {k} == -1) ? {code} : ({raised}, {code}))"
         for j in range(n - 2, -1, -1):
             code = f"(({k} == {j} || {k} == {j - n}) ? {self.convert(items[j], t, node)} : {code})"
         return Val(code, t)
@@ -1780,10 +1780,7 @@ class FunctionCompiler:
         if not (self.root.options.get("debug") and numba_rules()) or self.mode == "function" or \
                 t.kind not in "iuf":
             return code
-        key = (ZeroDivisionError, message, self.lineno(node))
-        if key not in self.root.raises:
-            self.root.raises.append(key)
-        return f"ts_nz({code}, {self.root.raises.index(key)}, {self.lineno(node)}{self.chk_ctx()})"
+        return f"ts_nz({code}, {self.raise_index(ZeroDivisionError, message, node)}, {self.lineno(node)}{self.chk_ctx()})"
 
     def binop(self, op, a: Val, b: Val, node) -> Val:
         r = self._binop(op, a, b, node)
@@ -3065,26 +3062,22 @@ class FunctionCompiler:
             if isinstance(v.type, ArrayT) and v.type.ndim > ot.ndim:
                 self.error(node, f"{what}: a {v.type.ndim}-d input does not broadcast to a {ot.ndim}-d array")
         self.flush_pre()
-        if self.mode != "function":
-            # NumPy's broadcast check: an input axis of another length than the target's (and not 1)
-            # raises ValueError (in debug mode; else the thread stops, as after any raise)
-            for v in ins:
-                if isinstance(v.type, TupleT) and len(v.items) != 1:
-                    self.emit(f"if ({len(v.items)} != {self.extent(out, ot.ndim - 1).code}) {{")
-                    self.indent += 1
-                    self.fail(ValueError, f"{what}: the input's shape does not broadcast to the target's", node)
-                    self.indent -= 1
-                    self.emit("}")
-                if isinstance(v.type, ArrayT):
-                    off = ot.ndim - v.type.ndim
-                    bad = [f"({self.extent(v, d).code} != 1 && {self.extent(v, d).code} != "
-                           f"{self.extent(out, d + off).code})" for d in range(v.type.ndim)]
-                    if bad:
-                        self.emit(f"if ({' || '.join(bad)}) {{")
-                        self.indent += 1
-                        self.fail(ValueError, f"{what}: the input's shape does not broadcast to the target's", node)
-                        self.indent -= 1
-                        self.emit("}")
+        # NumPy's broadcast check: an input axis of another length than the target's (and not 1)
+        # raises ValueError (in debug mode; else the thread stops, as after any raise)
+        bad = []
+        for v in ins:
+            if isinstance(v.type, TupleT) and len(v.items) != 1:   # a 1-d array along the last axis
+                bad.append(f"{len(v.items)} != {self.extent(out, ot.ndim - 1).code}")
+            if isinstance(v.type, ArrayT):
+                off = ot.ndim - v.type.ndim
+                bad += [f"({self.extent(v, d).code} != 1 && {self.extent(v, d).code} != "
+                        f"{self.extent(out, d + off).code})" for d in range(v.type.ndim)]
+        if bad and self.mode != "function":
+            self.emit(f"if ({' || '.join(bad)}) {{")
+            self.indent += 1
+            self.fail(ValueError, f"{what}: the input's shape does not broadcast to the target's", node)
+            self.indent -= 1
+            self.emit("}")
         k = self.declare_temp(INT64, "k")
         n = self.array_size(out).code
         source = next((v for v in ins if isinstance(v.type, ArrayT)), None)
