@@ -356,150 +356,48 @@ template <class T> TS_HD T iabs(T a) { return a < 0 ? T(-a) : a; }
 // ---- complex math --------------------------------------------------------------------------------
 template <class T> TS_HD T cabs(complex<T> z) { return hypot(z.re, z.im); }
 template <class T> TS_HD T phase(complex<T> z) { return atan2(z.im, z.re); }
-// The elementary functions as Numba's (numba/cpython/cmathimpl.py, after CPython's cmathmodule.c), special
-// values (infinities, NaNs, signed zeros) included; sin, cos, tan, asin and atan through the hyperbolic ones.
-template <class T> struct CLimits;
-template <> struct CLimits<float> { static TS_HD float max() { return 3.4028234663852886e38f; } };
-template <> struct CLimits<double> { static TS_HD double max() { return 1.7976931348623157e308; } };
-template <class T> TS_HD complex<T> cexp(complex<T> z) {
-  const T x = z.re, y = z.im, qnan = T(nan());
-  const bool xf = isfinite(x), yf = isfinite(y);
-  if (xf) {
-    if (yf) { T r = exp(x); return complex<T>(r * cos(y), r * sin(y)); }
-    return complex<T>(qnan, qnan);
-  }
-  if (x != x) return y != 0 ? complex<T>(x, x) : complex<T>(x, y);
-  if (x > 0) {
-    if (!yf) return complex<T>(x, qnan);
-    T re = cos(y), im = sin(y);
-    if (re != 0) re *= x;
-    if (im != 0) im *= x;
-    return complex<T>(re, im);
-  }
-  if (yf) { T r = exp(x); return complex<T>(r * cos(y), r * sin(y)); }
-  return complex<T>(0, 0);
-}
+template <class T> TS_HD complex<T> cexp(complex<T> z) { T e = exp(z.re); return complex<T>(e * cos(z.im), e * sin(z.im)); }
 template <class T> TS_HD complex<T> clog(complex<T> z) { return complex<T>(log(cabs(z)), phase(z)); }
-template <class T> TS_HD complex<T> clog10(complex<T> z) { complex<T> l = clog(z); const T k = T(2.302585092994045684); return complex<T>(l.re / k, l.im / k); }
+template <class T> TS_HD complex<T> clog10(complex<T> z) { complex<T> l = clog(z); const T k = T(0.43429448190325182765); return complex<T>(l.re * k, l.im * k); }
 template <class T> TS_HD complex<T> csqrt(complex<T> z) {
-  T a = z.re, b = z.im;
-  if (a == 0 && b == 0) return complex<T>(fabs(b), b);
-  if (isinf(b)) return complex<T>(fabs(b), b);
-  if (a != a) return complex<T>(a, a);
-  if (isinf(a)) {
-    if (a < 0) return complex<T>(fabs(b - b), copysign(a, b));
-    return complex<T>(a, copysign(b - b, b));
-  }
-  const T thres = T(CLimits<T>::max() / (1.0 + 1.414213562373095048801688724209698079));
-  const bool scale = fabs(a) >= thres || fabs(b) >= thres;
-  if (scale) { a *= T(0.25); b *= T(0.25); }
-  T re, im;
-  if (a >= 0) {
-    T t = sqrt((a + hypot(a, b)) * T(0.5));
-    re = t; im = b / (2 * t);
-  } else {
-    T t = sqrt((-a + hypot(a, b)) * T(0.5));
-    re = fabs(b) / (2 * t); im = copysign(t, b);
-  }
-  return scale ? complex<T>(re * 2, im) : complex<T>(re, im);
+  if (z.re == 0 && z.im == 0) return complex<T>(0, z.im);
+  T r = cabs(z);
+  T a = sqrt((r + fabs(z.re)) / 2);
+  if (z.re >= 0) return complex<T>(a, z.im / (2 * a));
+  return complex<T>(fabs(z.im) / (2 * a), copysign(a, z.im));
 }
-template <class T> TS_HD complex<T> ccosh(complex<T> z) {
-  const T x = z.re, y = z.im;
-  if (isinf(x)) {
-    T re, im;
-    if (y != y || y == 0) { re = fabs(x); im = y; }
-    else { re = copysign(x, cos(y)); im = copysign(x, sin(y)); }
-    if (x < 0) im = -im;
-    return complex<T>(re, im);
-  }
-  return complex<T>(cos(y) * cosh(x), sin(y) * sinh(x));
-}
-template <class T> TS_HD complex<T> csinh(complex<T> z) {
-  const T x = z.re, y = z.im;
-  if (isinf(x)) {
-    if (y != y) return complex<T>(x, y);
-    T re = cos(y), im = sin(y);
-    if (re != 0) re *= x;
-    if (im != 0) im *= fabs(x);
-    return complex<T>(re, im);
-  }
-  return complex<T>(cos(y) * sinh(x), sin(y) * cosh(x));
-}
-template <class T> TS_HD complex<T> ctanh(complex<T> z) {
-  const T x = z.re, y = z.im;
-  if (isinf(x)) return complex<T>(copysign(T(1), x), isinf(y) ? T(0) : copysign(T(0), sin(2 * y)));
-  T tx = tanh(x), ty = tan(y), cx = 1 / cosh(x), txty = tx * ty, denom = 1 + txty * txty;
-  return complex<T>(tx * (1 + ty * ty) / denom, ((ty / denom) * cx) * cx);
-}
-template <class T> TS_HD complex<T> ccos(complex<T> z) { return ccosh(complex<T>(-z.im, z.re)); }
-template <class T> TS_HD complex<T> csin(complex<T> z) { complex<T> r = csinh(complex<T>(-z.im, z.re)); return complex<T>(r.im, -r.re); }
-template <class T> TS_HD complex<T> ctan(complex<T> z) { complex<T> r = ctanh(complex<T>(-z.im, z.re)); return complex<T>(r.im, -r.re); }
-// The inverse functions by Kahan's formulas ("Branch Cuts for Complex Elementary Functions"), and for huge
-// arguments by their logarithms, as Numba's (which takes float32's limit for both widths).
+template <class T> TS_HD complex<T> csin(complex<T> z) { return complex<T>(sin(z.re) * cosh(z.im), cos(z.re) * sinh(z.im)); }
+template <class T> TS_HD complex<T> ccos(complex<T> z) { return complex<T>(cos(z.re) * cosh(z.im), -sin(z.re) * sinh(z.im)); }
+template <class T> TS_HD complex<T> csinh(complex<T> z) { return complex<T>(sinh(z.re) * cos(z.im), cosh(z.re) * sin(z.im)); }
+template <class T> TS_HD complex<T> ccosh(complex<T> z) { return complex<T>(cosh(z.re) * cos(z.im), sinh(z.re) * sin(z.im)); }
+template <class T> TS_HD complex<T> ctan(complex<T> z) { return csin(z) / ccos(z); }
+template <class T> TS_HD complex<T> ctanh(complex<T> z) { return csinh(z) / ccosh(z); }
+// The inverse functions by Kahan's formulas ("Branch Cuts for Complex Elementary Functions"), without special
+// cases for huge arguments.
 template <class T> TS_HD complex<T> casinh(complex<T> z) {
-  const T thres = T(3.4028234663852886e38 / 4), ln4 = T(1.3862943611198906);
-  if (fabs(z.re) > thres || fabs(z.im) > thres)
-    return complex<T>(copysign(log(hypot(z.re * T(0.5), z.im * T(0.5))) + ln4, z.re), atan2(z.im, fabs(z.re)));
   complex<T> s1 = csqrt(complex<T>(1 + z.im, -z.re)), s2 = csqrt(complex<T>(1 - z.im, z.re));
   return complex<T>(asinh(s1.re * s2.im - s2.re * s1.im), atan2(z.im, s1.re * s2.re - s1.im * s2.im));
 }
 template <class T> TS_HD complex<T> casin(complex<T> z) { complex<T> s = casinh(complex<T>(-z.im, z.re)); return complex<T>(s.im, -s.re); }
 template <class T> TS_HD complex<T> cacos(complex<T> z) {
-  const T thres = T(3.4028234663852886e38 / 4), ln4 = T(1.3862943611198906);
-  if (fabs(z.re) > thres || fabs(z.im) > thres)
-    return complex<T>(atan2(fabs(z.im), z.re), copysign(log(hypot(z.re * T(0.5), z.im * T(0.5))) + ln4, -z.im));
   complex<T> s1 = csqrt(complex<T>(1 - z.re, -z.im)), s2 = csqrt(complex<T>(1 + z.re, z.im));
   return complex<T>(2 * atan2(s1.re, s2.re), asinh(s2.re * s1.im - s2.im * s1.re));
 }
 template <class T> TS_HD complex<T> cacosh(complex<T> z) {
-  const T thres = T(3.4028234663852886e38 / 4), ln4 = T(1.3862943611198906);
-  if (fabs(z.re) > thres || fabs(z.im) > thres)
-    return complex<T>(log(hypot(z.re * T(0.5), z.im * T(0.5))) + ln4, atan2(z.im, z.re));
   complex<T> s1 = csqrt(complex<T>(z.re - 1, z.im)), s2 = csqrt(complex<T>(z.re + 1, z.im));
   return complex<T>(asinh(s1.re * s2.re + s1.im * s2.im), 2 * atan2(s1.im, s2.re));
 }
 template <class T> TS_HD complex<T> catanh(complex<T> z) {
-  const T large = T(9.223371761976865e18), small = T(1.0842021724855044e-19);   // sqrt(FLT_MAX / 4), sqrt(FLT_MIN)
-  const T half_pi = T(1.5707963267948966);
-  const bool negate = z.re < 0;
-  const T x = negate ? -z.re : z.re, y = negate ? -z.im : z.im, ay = fabs(y);
-  T re, im;
-  if (x != x || x > large || ay > large) {
-    if (isinf(y)) re = copysign(T(0), x);
-    else if (isinf(x)) re = 0;
-    else { T h = hypot(x * T(0.5), y * T(0.5)); re = x / 4 / h / h; }
-    im = -copysign(half_pi, -y);
-  } else if (x == 1 && ay < small) {
-    if (ay == 0) { re = T(1) / T(0); im = y; }
-    else { re = -log(sqrt(ay) / sqrt(hypot(ay, T(2)))); im = copysign(atan2(T(2), -ay) / 2, y); }
-  } else {
-    T sqay = ay * ay, zr1 = 1 - x;
-    re = log1p(4 * x / (zr1 * zr1 + sqay)) * T(0.25);
-    im = -atan2(-2 * y, zr1 * (1 + x) - sqay) * T(0.5);
-  }
-  if (y != y) im = T(nan());
-  return negate ? complex<T>(-re, -im) : complex<T>(re, im);
+  const T s = z.re < 0 ? T(-1) : T(1), x = s * z.re, y = s * z.im, ay = fabs(y), d = 1 - x;   // atanh(-z) = -atanh(z)
+  return complex<T>(s * log1p(4 * x / (d * d + ay * ay)) / 4, -s * atan2(-2 * y, d * (1 + x) - ay * ay) / 2);
 }
-template <class T> TS_HD complex<T> catan(complex<T> z) {
-  complex<T> s = catanh(complex<T>(-z.im, z.re));
-  if (isinf(z.re) && z.im != z.im) return complex<T>(s.im, s.re);
-  return complex<T>(s.im, -s.re);
-}
+template <class T> TS_HD complex<T> catan(complex<T> z) { complex<T> s = catanh(complex<T>(-z.im, z.re)); return complex<T>(s.im, -s.re); }
 template <class T> TS_HD complex<T> cpow(complex<T> a, complex<T> b) {
   if (b.re == 0 && b.im == 0) return complex<T>(1, 0);
   if (a.re == 0 && a.im == 0) return complex<T>(0, 0);
   return cexp(b * clog(a));
 }
-template <class T> TS_HD complex<T> crect(T r, T phi) {
-  if (!isfinite(phi)) {
-    if (r == 0) return complex<T>(fabs(r), 0);
-    if (isinf(r)) return complex<T>(r, phi);
-  }
-  T re = cos(phi), im = sin(phi);
-  if (re == 0 && isinf(r)) re /= r; else re *= r;
-  if (im == 0 && isinf(r)) im /= r; else im *= r;
-  return complex<T>(re, im);
-}
+template <class T> TS_HD complex<T> crect(T r, T phi) { return complex<T>(r * cos(phi), r * sin(phi)); }
 template <class T> TS_HD bool cisnan(complex<T> z) { return isnan(z.re) || isnan(z.im); }
 template <class T> TS_HD bool cisinf(complex<T> z) { return isinf(z.re) || isinf(z.im); }
 template <class T> TS_HD bool cisfinite(complex<T> z) { return isfinite(z.re) && isfinite(z.im); }
@@ -1045,27 +943,19 @@ TS_HD Slice slice(i64 lo, i64 hi, i64 step, i64 n) {
   return s;
 }
 
-// round(x, nd) as CPython's fallback (and Numba's CUDA round): in double, with the power of ten
-// split past 1e22 so that it does not overflow, and x itself when x * 10**nd overflows.
-template <class T> TS_HD T round_digits(T xin, int nd) {
-  double x = static_cast<double>(xin);
-  if (isinf(x) || isnan(x)) return xin;
-  double p1, p2 = 1.0, y;
-  if (nd >= 0) {
-    if (nd > 22) {
-      p1 = pow(10.0, static_cast<double>(nd - 22));
-      p2 = 1e22;
-    } else {
-      p1 = pow(10.0, static_cast<double>(nd));
-    }
-    y = (x * p1) * p2;
-    if (isinf(y)) return xin;
-  } else {
-    p1 = pow(10.0, static_cast<double>(-nd));
-    y = x / p1;
+// round(x, nd) in double: x scaled by 10**nd (past 1e22 in two factors, so that the power itself
+// stays finite), rounded half to even, scaled back; x itself where the scaled value overflows.
+template <class T> TS_HD T round_digits(T value, int nd) {
+  const double x = static_cast<double>(value);
+  if (!isfinite(x)) return value;
+  if (nd < 0) {
+    const double scale = pow(10.0, static_cast<double>(-nd));
+    return static_cast<T>(rint(x / scale) * scale);
   }
-  double z = rint(y);
-  return static_cast<T>(nd >= 0 ? (z / p2) / p1 : z * p1);
+  const double extra = nd > 22 ? 1e22 : 1.0, scale = pow(10.0, static_cast<double>(nd > 22 ? nd - 22 : nd));
+  const double scaled = x * scale * extra;
+  if (isinf(scaled)) return value;
+  return static_cast<T>(rint(scaled) / extra / scale);
 }
 
 // ---- reduction operators -------------------------------------------------------------------------
